@@ -1,0 +1,187 @@
+package query
+
+import (
+	"slices"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/lethedb/lethe/engine/keycodec"
+	"github.com/lethedb/lethe/engine/mongoerr"
+)
+
+// cmpOp is a comparison operator.
+type cmpOp uint8
+
+const (
+	opEQ cmpOp = iota
+	opGT
+	opGTE
+	opLT
+	opLTE
+)
+
+func (op cmpOp) String() string {
+	return [...]string{"$eq", "$gt", "$gte", "$lt", "$lte"}[op]
+}
+
+// admitsEqual reports whether values that compare equal satisfy op.
+func (op cmpOp) admitsEqual() bool {
+	return op == opEQ || op == opGTE || op == opLTE
+}
+
+// comparison compares values with a constant. Values of different type
+// classes never match ({a: {$gt: 5}} does not match strings), except that
+// null also matches a missing field, and MinKey and MaxKey bound everything,
+// missing fields included. As in MongoDB 8.0, null no longer matches the
+// deprecated undefined.
+type comparison struct {
+	op    cmpOp
+	rhs   bsoncore.Value
+	class int
+	nan   bool
+}
+
+func newComparison(op cmpOp, rhs bsoncore.Value) *comparison {
+	return &comparison{op: op, rhs: rhs, class: keycodec.TypeClass(rhs.Type), nan: isNaN(rhs)}
+}
+
+func (c *comparison) test(v bsoncore.Value) bool {
+	if v.Type == 0 || keycodec.TypeClass(v.Type) != c.class {
+		return c.matchesAcrossClasses(v)
+	}
+	if vNaN := isNaN(v); vNaN || c.nan {
+		// NaN equals NaN and is neither above nor below any number.
+		return vNaN && c.nan && c.op.admitsEqual()
+	}
+	r := keycodec.Compare(v, c.rhs)
+	switch c.op {
+	case opEQ:
+		return r == 0
+	case opGT:
+		return r > 0
+	case opGTE:
+		return r >= 0
+	case opLT:
+		return r < 0
+	}
+	return r <= 0
+}
+
+func (c *comparison) matchesAcrossClasses(v bsoncore.Value) bool {
+	switch c.rhs.Type {
+	case bsoncore.TypeNull:
+		return v.Type == 0 && c.op.admitsEqual()
+	case bsoncore.TypeMaxKey:
+		return c.op == opLT || c.op == opLTE
+	case bsoncore.TypeMinKey:
+		return c.op == opGT || c.op == opGTE
+	}
+	return false
+}
+
+// compileEquality compiles {a: v} and {a: {$eq: v}}. A regular expression
+// here is a value to compare, not a pattern to match.
+func compileEquality(v bsoncore.Value) (fieldExpr, error) {
+	if v.Type == bsoncore.TypeUndefined {
+		return nil, mongoerr.New(mongoerr.BadValue, "cannot compare to undefined")
+	}
+	return &leafExpr{pred: newComparison(opEQ, v), leafArrays: true}, nil
+}
+
+func compileEq(op operand) (fieldExpr, error) {
+	return compileEquality(op.value)
+}
+
+func compileNe(op operand) (fieldExpr, error) {
+	if op.value.Type == bsoncore.TypeRegex {
+		return nil, mongoerr.New(mongoerr.BadValue, "Can't have regex as arg to $ne.")
+	}
+	eq, err := compileEquality(op.value)
+	if err != nil {
+		return nil, err
+	}
+	return notExpr{eq}, nil
+}
+
+func compileOrdering(cmp cmpOp) fieldOperator {
+	return func(op operand) (fieldExpr, error) {
+		switch op.value.Type {
+		case bsoncore.TypeRegex:
+			return nil, mongoerr.New(mongoerr.BadValue, "Can't have RegEx as arg to predicate over field '%s'.", op.path)
+		case bsoncore.TypeUndefined:
+			return nil, mongoerr.New(mongoerr.BadValue, "cannot compare to undefined")
+		}
+		return &leafExpr{pred: newComparison(cmp, op.value), leafArrays: true}, nil
+	}
+}
+
+// inList is $in: equality with any of a set of values, or a match of any of
+// a set of regular expressions.
+type inList struct {
+	values  []bsoncore.Value // in keycodec order, for binary search
+	hasNull bool
+	regexes []*regexPredicate
+}
+
+func (in *inList) test(v bsoncore.Value) bool {
+	if v.Type == 0 {
+		// A null in the list brings {$eq: null}'s meaning along.
+		return in.hasNull
+	}
+	if _, found := slices.BinarySearchFunc(in.values, v, keycodec.Compare); found {
+		return true
+	}
+	for _, re := range in.regexes {
+		if re.test(v) {
+			return true
+		}
+	}
+	return false
+}
+
+func compileIn(op operand) (fieldExpr, error) {
+	in, err := compileInList(op)
+	if err != nil {
+		return nil, err
+	}
+	return &leafExpr{pred: in, leafArrays: true}, nil
+}
+
+func compileNin(op operand) (fieldExpr, error) {
+	in, err := compileInList(op)
+	if err != nil {
+		return nil, err
+	}
+	return notExpr{&leafExpr{pred: in, leafArrays: true}}, nil
+}
+
+func compileInList(op operand) (*inList, error) {
+	if op.value.Type != bsoncore.TypeArray {
+		return nil, mongoerr.New(mongoerr.BadValue, "%s needs an array", op.name)
+	}
+	in := &inList{}
+	it := elementsOf(op.value.Data)
+	for {
+		_, e, ok := it.next()
+		if !ok {
+			break
+		}
+		switch {
+		case isOperatorDocument(e):
+			return nil, mongoerr.New(mongoerr.BadValue, "cannot nest $ under $in")
+		case e.Type == bsoncore.TypeUndefined:
+			return nil, mongoerr.New(mongoerr.BadValue, "InMatchExpression equality cannot be undefined")
+		case e.Type == bsoncore.TypeRegex:
+			re, err := compileRegexValue(e)
+			if err != nil {
+				return nil, err
+			}
+			in.regexes = append(in.regexes, re)
+		default:
+			in.hasNull = in.hasNull || e.Type == bsoncore.TypeNull
+			in.values = append(in.values, e)
+		}
+	}
+	slices.SortStableFunc(in.values, keycodec.Compare)
+	return in, nil
+}

@@ -1,0 +1,243 @@
+package query
+
+import (
+	"strings"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/lethedb/lethe/engine/mongoerr"
+)
+
+// level tells the compiler whether it is compiling against the whole
+// document, where $expr and $text are allowed, or against an array element
+// inside $elemMatch, where they are not.
+type level uint8
+
+const (
+	topLevel level = iota
+	subDocument
+)
+
+// operand is one operator of an operator document such as {$gt: 1, $lt: 5},
+// with the context compiling it may need.
+type operand struct {
+	path  string // the field, for error messages
+	name  string // the operator, "$gt"
+	value bsoncore.Value
+	// siblings is the whole operator document: $regex and $options read
+	// each other.
+	siblings []byte
+}
+
+type (
+	fieldOperator    func(op operand) (fieldExpr, error)
+	topLevelOperator func(v bsoncore.Value, lvl level) (node, error)
+)
+
+// The operator tables are filled in by init because the compilers they hold
+// refer back to them through nested filters.
+var (
+	fieldOperators    map[string]fieldOperator
+	topLevelOperators map[string]topLevelOperator
+)
+
+func init() {
+	fieldOperators = map[string]fieldOperator{
+		"$eq":            compileEq,
+		"$ne":            compileNe,
+		"$gt":            compileOrdering(opGT),
+		"$gte":           compileOrdering(opGTE),
+		"$lt":            compileOrdering(opLT),
+		"$lte":           compileOrdering(opLTE),
+		"$in":            compileIn,
+		"$nin":           compileNin,
+		"$exists":        compileExists,
+		"$type":          compileType,
+		"$size":          compileSize,
+		"$all":           compileAll,
+		"$elemMatch":     compileElemMatch,
+		"$regex":         compileRegexOperator,
+		"$options":       compileOptions,
+		"$not":           compileNot,
+		"$mod":           compileMod,
+		"$bitsAllSet":    compileBitTest(bitsAllSet),
+		"$bitsAnySet":    compileBitTest(bitsAnySet),
+		"$bitsAllClear":  compileBitTest(bitsAllClear),
+		"$bitsAnyClear":  compileBitTest(bitsAnyClear),
+		"$near":          refuseGeo,
+		"$nearSphere":    refuseGeo,
+		"$geoWithin":     refuseGeo,
+		"$geoIntersects": refuseGeo,
+		"$within":        refuseGeo,
+	}
+	topLevelOperators = map[string]topLevelOperator{
+		"$and":         compileLogical("$and", func(n []node) node { return andNode(n) }),
+		"$or":          compileLogical("$or", func(n []node) node { return orNode(n) }),
+		"$nor":         compileLogical("$nor", func(n []node) node { return norNode(n) }),
+		"$comment":     compileComment,
+		"$expr":        compileExprOperator,
+		"$alwaysTrue":  compileAlways(true),
+		"$alwaysFalse": compileAlways(false),
+		"$where":       refuseWhere,
+		"$text":        refuseText,
+		"$jsonSchema":  refuseJSONSchema,
+		// A document may hold DBRef fields; the query names them directly.
+		"$ref": compileDBRefField("$ref"),
+		"$id":  compileDBRefField("$id"),
+		"$db":  compileDBRefField("$db"),
+	}
+}
+
+// compileDocument compiles a filter document: the conjunction of its fields.
+func compileDocument(doc []byte, lvl level) (node, error) {
+	var conj andNode
+	it := elementsOf(doc)
+	for {
+		name, v, ok := it.next()
+		if !ok {
+			break
+		}
+		key := string(name)
+		if strings.HasPrefix(key, "$") {
+			compileOp, ok := topLevelOperators[key]
+			if !ok {
+				return nil, mongoerr.New(mongoerr.BadValue, "unknown top level operator: %s", key)
+			}
+			n, err := compileOp(v, lvl)
+			if err != nil {
+				return nil, err
+			}
+			if n != nil {
+				conj = append(conj, n)
+			}
+			continue
+		}
+		exprs, err := compileField(key, v)
+		if err != nil {
+			return nil, err
+		}
+		parts := splitPath(key)
+		for _, e := range exprs {
+			conj = append(conj, &fieldNode{path: key, parts: parts, expr: e})
+		}
+	}
+	switch len(conj) {
+	case 0:
+		return constant(true), nil
+	case 1:
+		return conj[0], nil
+	}
+	return conj, nil
+}
+
+// compileField compiles the value given for a field: an operator document,
+// a regular expression, or a value to compare for equality.
+func compileField(path string, v bsoncore.Value) ([]fieldExpr, error) {
+	switch {
+	case isOperatorDocument(v):
+		return compileOperators(path, v.Data)
+	case v.Type == bsoncore.TypeRegex:
+		re, err := compileRegexValue(v)
+		if err != nil {
+			return nil, err
+		}
+		return []fieldExpr{&leafExpr{pred: re, leafArrays: true}}, nil
+	}
+	e, err := compileEquality(v)
+	if err != nil {
+		return nil, err
+	}
+	return []fieldExpr{e}, nil
+}
+
+// compileOperators compiles an operator document, one expression per
+// operator.
+func compileOperators(path string, ops []byte) ([]fieldExpr, error) {
+	var exprs []fieldExpr
+	it := elementsOf(ops)
+	for {
+		name, v, ok := it.next()
+		if !ok {
+			return exprs, nil
+		}
+		op := operand{path: path, name: string(name), value: v, siblings: ops}
+		compileOp, ok := fieldOperators[op.name]
+		if !ok {
+			if op.name == "$where" {
+				return nil, mongoerr.New(mongoerr.BadValue, "$where cannot be applied to a field")
+			}
+			return nil, mongoerr.New(mongoerr.BadValue, "unknown operator: %s", op.name)
+		}
+		e, err := compileOp(op)
+		if err != nil {
+			return nil, err
+		}
+		if e != nil {
+			exprs = append(exprs, e)
+		}
+	}
+}
+
+// isOperatorDocument reports whether a field's value is an operator document
+// like {$gt: 1} rather than a document to compare with: its first field
+// starts with '$', and it is not a DBRef ({$ref: ..., $id: ...}).
+func isOperatorDocument(v bsoncore.Value) bool {
+	if v.Type != bsoncore.TypeEmbeddedDocument || !strings.HasPrefix(firstKey(v.Data), "$") {
+		return false
+	}
+	_, hasRef := lookup(v.Data, "$ref")
+	_, hasID := lookup(v.Data, "$id")
+	return !(hasRef && hasID)
+}
+
+func compileComment(bsoncore.Value, level) (node, error) {
+	return nil, nil
+}
+
+func compileAlways(result bool) topLevelOperator {
+	return func(v bsoncore.Value, _ level) (node, error) {
+		if n, ok := integerValue(v); !ok || n != 1 {
+			name := "$alwaysFalse"
+			if result {
+				name = "$alwaysTrue"
+			}
+			return nil, mongoerr.New(mongoerr.FailedToParse, "%s must be an integer value of 1", name)
+		}
+		return constant(result), nil
+	}
+}
+
+func compileDBRefField(name string) topLevelOperator {
+	return func(v bsoncore.Value, _ level) (node, error) {
+		e, err := compileEquality(v)
+		if err != nil {
+			return nil, err
+		}
+		return &fieldNode{path: name, parts: []string{name}, expr: e}, nil
+	}
+}
+
+func refuseWhere(bsoncore.Value, level) (node, error) {
+	// MongoDB answers the same when server-side JavaScript is disabled.
+	return nil, mongoerr.New(mongoerr.BadValue, "$where is not supported: Lethe does not run server-side JavaScript")
+}
+
+func refuseText(_ bsoncore.Value, lvl level) (node, error) {
+	if lvl == subDocument {
+		return nil, mongoerr.New(mongoerr.BadValue, "$text can only be applied to the top-level document")
+	}
+	// Lethe has no text indexes, and MongoDB refuses $text without one.
+	return nil, mongoerr.New(mongoerr.IndexNotFound, "text index required for $text query")
+}
+
+func refuseJSONSchema(bsoncore.Value, level) (node, error) {
+	return nil, mongoerr.New(mongoerr.NotImplemented, "$jsonSchema is not supported by Lethe")
+}
+
+func refuseGeo(op operand) (fieldExpr, error) {
+	return nil, mongoerr.New(mongoerr.NotImplemented, "%s is not supported by Lethe: there are no geospatial queries", op.name)
+}
+
+func invalidBSON(err error) error {
+	return mongoerr.New(mongoerr.InvalidBSON, "invalid filter document: %v", err)
+}

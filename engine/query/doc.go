@@ -1,0 +1,11 @@
+// Package query compiles MongoDB query filters and sort specifications and
+// evaluates them against raw BSON documents.
+//
+// A Filter is compiled once from the filter document of a find, update or
+// delete and then matched against many documents. Matching reads the stored
+// bytes directly: documents are never decoded into maps. Values compare in
+// MongoDB's BSON order as defined by package keycodec, with the query
+// language's own rules on top: comparisons only match values of the same type
+// class, null also matches missing fields, and a path that runs into an array
+// tests the array's elements as well as the array itself.
+package query

@@ -1,0 +1,49 @@
+package query
+
+import (
+	"bytes"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+// Filter is a compiled query filter. It is safe for concurrent use.
+type Filter struct {
+	root node
+}
+
+// Compile compiles a query filter. A nil or empty filter matches every
+// document. Errors are *mongoerr.Error with the code MongoDB reports.
+func Compile(filter bson.Raw) (*Filter, error) {
+	if len(filter) == 0 {
+		return &Filter{root: constant(true)}, nil
+	}
+	// Compiled values point into the source; a copy of their own lets the
+	// caller reuse its buffer.
+	own := bytes.Clone(filter)
+	if err := bson.Raw(own).Validate(); err != nil {
+		return nil, invalidBSON(err)
+	}
+	root, err := compileDocument(own, topLevel)
+	if err != nil {
+		return nil, err
+	}
+	return &Filter{root: root}, nil
+}
+
+// Match reports whether doc matches the filter.
+func (f *Filter) Match(doc bson.Raw) bool {
+	return f.root.match(doc, nil)
+}
+
+// MatchPositional is Match that also reports, for MongoDB's positional $
+// operator, the index of the array element through which the first
+// array-traversing predicate matched, or -1. Only arrays a path traverses
+// implicitly count (not a numeric path component), the outermost one when
+// there are several; negations and $or never set it.
+func (f *Filter) MatchPositional(doc bson.Raw) (matched bool, arrayIndex int) {
+	st := state{arrayIndex: -1}
+	if !f.root.match(doc, &st) {
+		return false, -1
+	}
+	return true, st.arrayIndex
+}

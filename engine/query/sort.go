@@ -1,0 +1,240 @@
+package query
+
+import (
+	"strings"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/lethedb/lethe/engine/keycodec"
+	"github.com/lethedb/lethe/engine/mongoerr"
+)
+
+// SortField is one field of a sort specification.
+type SortField struct {
+	Path string
+	Desc bool
+}
+
+// Sort is a compiled sort specification. It is safe for concurrent use.
+type Sort struct {
+	fields  []sortField
+	natural int
+}
+
+type sortField struct {
+	SortField
+	parts []string
+}
+
+// CompileSort compiles a sort specification such as {a: 1, "b.c": -1}.
+// Directions are 1 or -1 of any numeric type. {$natural: 1} or -1 asks for
+// storage order, reported by Natural; it cannot be combined with fields.
+// Sorting by {$meta: ...} is refused.
+func CompileSort(spec bson.Raw) (*Sort, error) {
+	if len(spec) > 0 {
+		if err := spec.Validate(); err != nil {
+			return nil, mongoerr.New(mongoerr.InvalidBSON, "invalid sort document: %v", err)
+		}
+	}
+	s := &Sort{}
+	it := elementsOf(spec)
+	for {
+		name, v, ok := it.next()
+		if !ok {
+			break
+		}
+		path := string(name)
+		desc, err := sortDirection(path, v)
+		if err != nil {
+			return nil, err
+		}
+		if path == "$natural" {
+			s.natural = 1
+			if desc {
+				s.natural = -1
+			}
+			continue
+		}
+		if err := checkSortPath(path); err != nil {
+			return nil, err
+		}
+		s.fields = append(s.fields, sortField{SortField{Path: path, Desc: desc}, splitPath(path)})
+	}
+	if s.natural != 0 && len(s.fields) > 0 {
+		return nil, mongoerr.New(mongoerr.BadValue, "$natural cannot be combined with other sort fields")
+	}
+	return s, nil
+}
+
+func sortDirection(path string, v bsoncore.Value) (desc bool, err error) {
+	if v.Type == bsoncore.TypeEmbeddedDocument {
+		if firstKey(v.Data) == "$meta" {
+			return false, mongoerr.New(mongoerr.NotImplemented, "sorting by $meta is not supported by Lethe")
+		}
+		return false, mongoerr.New(17312, "$meta is the only expression supported by $sort right now")
+	}
+	if !v.IsNumber() {
+		return false, mongoerr.New(15974, "Illegal key in $sort specification: %s: %s", path, v)
+	}
+	switch n, ok := integerValue(v); {
+	case ok && n == 1:
+		return false, nil
+	case ok && n == -1:
+		return true, nil
+	}
+	return false, mongoerr.New(15975, "$sort key ordering must be 1 (for ascending) or -1 (for descending)")
+}
+
+func checkSortPath(path string) error {
+	if path == "" {
+		return mongoerr.New(40352, "FieldPath cannot be constructed with empty string")
+	}
+	for _, part := range strings.Split(path, ".") {
+		if err := checkFieldName(part); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Fields returns the sort fields in order.
+func (s *Sort) Fields() []SortField {
+	fields := make([]SortField, len(s.fields))
+	for i, f := range s.fields {
+		fields[i] = f.SortField
+	}
+	return fields
+}
+
+// Natural returns 1 or -1 for a {$natural: ±1} sort, else 0.
+func (s *Sort) Natural() int {
+	return s.natural
+}
+
+// Compare returns -1, 0 or +1 as document a sorts before, with or after b.
+// Each field compares one value per document in BSON order: a missing field
+// counts as null; an array counts as its smallest element in an ascending
+// sort and its largest in a descending one, an empty array as less than
+// null; a dotted path through arrays counts every value it reaches. A
+// $natural sort compares all documents equal, leaving storage order alone.
+func (s *Sort) Compare(a, b bson.Raw) int {
+	for _, f := range s.fields {
+		c := keycodec.Compare(sortKey(a, f.parts, f.Desc), sortKey(b, f.parts, f.Desc))
+		if c != 0 {
+			if f.Desc {
+				return -c
+			}
+			return c
+		}
+	}
+	return 0
+}
+
+// sortKey returns the value a document sorts by for one field: the least
+// (or, descending, the greatest) of the keys an index on the field would
+// hold for the document.
+func sortKey(doc []byte, parts []string, desc bool) bsoncore.Value {
+	k := keyPicker{desc: desc}
+	k.collect(doc, parts)
+	return k.best
+}
+
+// keyPicker keeps the least or the greatest of the keys offered.
+type keyPicker struct {
+	desc  bool
+	found bool
+	best  bsoncore.Value
+}
+
+func (k *keyPicker) offer(v bsoncore.Value) {
+	if !k.found {
+		k.best, k.found = v, true
+		return
+	}
+	c := keycodec.Compare(v, k.best)
+	if (c < 0 && !k.desc) || (c > 0 && k.desc) {
+		k.best = v
+	}
+}
+
+// collect offers the keys of the path parts in doc, generated as MongoDB
+// generates index keys: missing values are null, an array at the end of the
+// path offers its elements (an empty one offers undefined, which sorts
+// before null), and an array in the middle offers what the rest of the path
+// finds in each element, null for elements that are not documents.
+func (k *keyPicker) collect(doc []byte, parts []string) {
+	v, ok := lookup(doc, parts[0])
+	switch {
+	case !ok:
+		k.offer(nullValue)
+	case len(parts) == 1:
+		k.offerLeaf(v, true)
+	case v.Type == bsoncore.TypeEmbeddedDocument:
+		k.collect(v.Data, parts[1:])
+	case v.Type == bsoncore.TypeArray:
+		k.collectArray(v.Data, parts[1:])
+	default:
+		k.offer(nullValue)
+	}
+}
+
+func (k *keyPicker) offerLeaf(v bsoncore.Value, expand bool) {
+	switch {
+	case v.Type != bsoncore.TypeArray:
+		k.offer(v)
+	case isEmptyContainer(v.Data):
+		k.offer(undefinedValue)
+	case !expand:
+		k.offer(v)
+	default:
+		it := elementsOf(v.Data)
+		for _, e, ok := it.next(); ok; _, e, ok = it.next() {
+			k.offer(e)
+		}
+	}
+}
+
+// collectArray continues a path into an array met in its middle. A numeric
+// component selects an element by position instead, and an array selected
+// that way at the end of the path counts as a whole.
+func (k *keyPicker) collectArray(arr []byte, rest []string) {
+	if isEmptyContainer(arr) {
+		k.offer(nullValue)
+		return
+	}
+	if position, ok := arrayPosition(rest[0]); ok {
+		e, found := arrayElement(arr, position)
+		switch {
+		case !found:
+			k.offer(nullValue)
+		case len(rest) == 1:
+			k.offerLeaf(e, false)
+		case e.Type == bsoncore.TypeEmbeddedDocument:
+			k.collect(e.Data, rest[1:])
+		case e.Type == bsoncore.TypeArray:
+			k.collectArray(e.Data, rest[1:])
+		default:
+			k.offer(nullValue)
+		}
+		return
+	}
+	it := elementsOf(arr)
+	for _, e, ok := it.next(); ok; _, e, ok = it.next() {
+		if e.Type == bsoncore.TypeEmbeddedDocument {
+			k.collect(e.Data, rest)
+		} else {
+			k.offer(nullValue)
+		}
+	}
+}
+
+func arrayElement(arr []byte, position int) (bsoncore.Value, bool) {
+	it := elementsOf(arr)
+	for i := 0; ; i++ {
+		_, e, ok := it.next()
+		if !ok || i == position {
+			return e, ok
+		}
+	}
+}
