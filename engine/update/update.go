@@ -1,0 +1,140 @@
+package update
+
+import (
+	"bytes"
+	"strings"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/lethedb/lethe/engine/keycodec"
+	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/engine/query"
+)
+
+// maxDocumentSize is the largest document an update may produce.
+const maxDocumentSize = 16 * 1024 * 1024
+
+// Options are the parts of an update command that shape its updates.
+type Options struct {
+	// Now is the time $currentDate writes. The zero time means the time at
+	// which the update is applied.
+	Now time.Time
+	// ArrayFilters select the array elements of "$[<id>]" path components.
+	ArrayFilters []bson.Raw
+}
+
+// Update is a compiled update: either operators or a replacement document.
+// It is safe for concurrent use.
+type Update struct {
+	replacement bson.Raw // nil for an operator update
+	root        *objectNode
+	filters     map[string]*query.Filter
+	now         time.Time
+}
+
+// Compile parses an update document. A document whose first field starts
+// with '$' is an operator update; any other, the empty document included, is
+// a replacement. The update keeps its own copy of the document.
+func Compile(update bson.Raw, opts Options) (*Update, error) {
+	if err := bsoncore.Document(update).Validate(); err != nil {
+		return nil, mongoerr.New(mongoerr.InvalidBSON, "invalid update document: %v", err)
+	}
+	// Compiled operands point into the document.
+	update = bytes.Clone(update)
+	elems, _ := bsoncore.Document(update).Elements()
+	if len(elems) == 0 || !strings.HasPrefix(elems[0].Key(), "$") {
+		return &Update{replacement: update, now: opts.Now}, nil
+	}
+	filters, err := compileArrayFilters(opts.ArrayFilters)
+	if err != nil {
+		return nil, err
+	}
+	p := parser{root: newObjectNode(), filters: filters, used: map[string]bool{}}
+	if err := p.parse(bsoncore.Document(update)); err != nil {
+		return nil, err
+	}
+	return &Update{root: p.root, filters: filters, now: opts.Now}, nil
+}
+
+// IsReplacement reports whether the update replaces whole documents.
+func (u *Update) IsReplacement() bool { return u.replacement != nil }
+
+// Apply returns the document the update makes of doc, with _id first, and
+// whether it differs from doc: an update that only sets values already there
+// changes nothing, as MongoDB's nModified counts. positional is the index of
+// the array element the query matched, which "$" stands for, or -1.
+func (u *Update) Apply(doc bson.Raw, positional int) (out bson.Raw, changed bool, err error) {
+	if err := bsoncore.Document(doc).Validate(); err != nil {
+		return nil, false, mongoerr.New(mongoerr.InvalidBSON, "invalid document: %v", err)
+	}
+	if u.IsReplacement() {
+		return u.replace(doc)
+	}
+	root := newValue(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc})
+	a := u.applier(root, positional, false)
+	if err := u.root.apply(a, target{elem: root}); err != nil {
+		return nil, false, err
+	}
+	if !a.changed {
+		return doc, false, nil
+	}
+	out, err = finish(root)
+	return out, err == nil, err
+}
+
+func (u *Update) applier(root *value, positional int, insert bool) *applier {
+	now := u.now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	return &applier{root: root, positional: positional, filters: u.filters, now: now, insert: insert}
+}
+
+// replace applies a replacement document: it keeps doc's _id, which it may
+// repeat but not change.
+func (u *Update) replace(doc bson.Raw) (bson.Raw, bool, error) {
+	if bytes.Equal(doc, u.replacement) {
+		return doc, false, nil
+	}
+	elems, _ := bsoncore.Document(u.replacement).Elements()
+	for _, e := range elems {
+		if strings.HasPrefix(e.Key(), "$") {
+			return nil, false, dollarPrefixed(e.Key())
+		}
+	}
+	oldID, hadID := lookupID(doc)
+	newID, hasID := lookupID(u.replacement)
+	if hadID && hasID && keycodec.Compare(oldID, newID) != 0 {
+		return nil, false, mongoerr.New(mongoerr.ImmutableField, "After applying the update, the (immutable) field '_id' was found to have been altered to %s", describe("_id", newID))
+	}
+	root := newDocument()
+	if hadID && !hasID {
+		root.appendField("_id", newValue(oldID))
+	}
+	for _, e := range elems {
+		root.appendField(e.Key(), newValue(e.Value()))
+	}
+	out, err := finish(root)
+	return out, err == nil, err
+}
+
+func lookupID(doc bson.Raw) (bsoncore.Value, bool) {
+	v, err := bsoncore.Document(doc).LookupErr("_id")
+	return v, err == nil
+}
+
+// finish encodes an updated document, moving _id to the front.
+func finish(root *value) (bson.Raw, error) {
+	if i := root.lookup("_id"); i > 0 {
+		id := root.fields[i]
+		root.fields = append(root.fields[:i], root.fields[i+1:]...)
+		root.fields = append([]field{id}, root.fields...)
+	}
+	out := root.appendTo(nil)
+	if len(out) > maxDocumentSize {
+		return nil, mongoerr.New(mongoerr.Code(17419), "Resulting document after update is larger than %d", maxDocumentSize)
+	}
+	return out, nil
+}
