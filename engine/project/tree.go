@@ -1,0 +1,93 @@
+package project
+
+import (
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/lethedb/lethe/engine/query"
+)
+
+// node holds the projection of one level of a document.
+type node struct {
+	children []*child // in the projection's order
+	byName   map[string]*child
+	// computed tells that the subtree computes fields, which then appear
+	// even where the input has nothing to project.
+	computed bool
+}
+
+type kind uint8
+
+const (
+	included  kind = iota // the field as it is
+	excluded              // the field left out
+	subtree               // the field projected by sub
+	computed              // the value of expr
+	sliced                // $slice of an array field
+	elemMatch             // the first array element matching match
+)
+
+// child is the projection of one field.
+type child struct {
+	name string
+	kind kind
+	sub  *node
+	expr expr
+	// skip and limit are $slice's arguments; hasSkip tells the [skip,
+	// limit] form from the plain limit.
+	skip, limit int
+	hasSkip     bool
+	match       *query.Filter
+	// positional marks the path of an "a.$" projection: the first array on
+	// it is cut down to the element the query matched.
+	positional bool
+}
+
+func newNode() *node { return &node{byName: map[string]*child{}} }
+
+func (n *node) add(c *child) {
+	n.children = append(n.children, c)
+	n.byName[c.name] = c
+}
+
+func (n *node) remove(name string) {
+	for i, c := range n.children {
+		if c.name == name {
+			n.children = append(n.children[:i], n.children[i+1:]...)
+			delete(n.byName, name)
+			return
+		}
+	}
+}
+
+// markComputed sets the computed flags of n's subtree and reports n's.
+func (n *node) markComputed() bool {
+	for _, c := range n.children {
+		switch c.kind {
+		case computed, elemMatch:
+			n.computed = true
+		case subtree:
+			if c.sub.markComputed() {
+				n.computed = true
+			}
+		}
+	}
+	return n.computed
+}
+
+// evalComputed builds the document of n's computed fields alone: what an
+// inclusion projection makes of a value that has no fields to project.
+func (n *node) evalComputed(root bsoncore.Document) bsoncore.Value {
+	idx, dst := bsoncore.AppendDocumentStart(nil)
+	for _, c := range n.children {
+		switch {
+		case c.kind == computed:
+			if v, ok := c.expr.eval(root); ok {
+				dst = bsoncore.AppendValueElement(dst, c.name, v)
+			}
+		case c.kind == subtree && c.sub.computed:
+			dst = bsoncore.AppendValueElement(dst, c.name, c.sub.evalComputed(root))
+		}
+	}
+	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
+	return bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: dst}
+}
