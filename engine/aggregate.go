@@ -1,0 +1,378 @@
+package engine
+
+import (
+	"strings"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/lethedb/lethe/engine/keycodec"
+	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/engine/project"
+	"github.com/lethedb/lethe/engine/query"
+)
+
+// Aggregate runs a pipeline over db.coll and returns all its output. The
+// leading $match/$sort/$skip/$limit stages become one query, so they use
+// the planner and indexes; the rest run in memory.
+//
+// Supported stages: $match, $sort, $skip, $limit, $project, $count, $group
+// (field paths and literals; $sum, $avg, $min, $max, $first, $last, $push,
+// $addToSet, $count).
+func (e *Engine) Aggregate(db, coll string, pipeline []bson.Raw) ([]bson.Raw, error) {
+	var spec FindSpec
+	var filters []bson.Raw
+	i := 0
+	for ; i < len(pipeline); i++ {
+		name, arg, err := stageOf(pipeline[i])
+		if err != nil {
+			return nil, err
+		}
+		if name == "$match" && spec.Sort == nil && spec.Skip == 0 && spec.Limit == 0 {
+			doc, ok := arg.DocumentOK()
+			if !ok {
+				return nil, mongoerr.New(mongoerr.Code(15959), "the match filter must be an expression in an object")
+			}
+			filters = append(filters, doc)
+			continue
+		}
+		if name == "$sort" && spec.Sort == nil && spec.Skip == 0 && spec.Limit == 0 {
+			doc, ok := arg.DocumentOK()
+			if !ok {
+				return nil, mongoerr.New(mongoerr.Code(15973), "the $sort key specification must be an object")
+			}
+			spec.Sort = doc
+			continue
+		}
+		break
+	}
+	switch len(filters) {
+	case 0:
+	case 1:
+		spec.Filter = filters[0]
+	default:
+		arr := make(bson.A, len(filters))
+		for j, f := range filters {
+			arr[j] = f
+		}
+		spec.Filter, _ = bson.Marshal(bson.D{{Key: "$and", Value: arr}})
+	}
+	cur, err := e.Find(db, coll, spec)
+	if err != nil {
+		return nil, err
+	}
+	docs, err := cur.All()
+	if err != nil {
+		return nil, err
+	}
+	for ; i < len(pipeline); i++ {
+		name, arg, _ := stageOf(pipeline[i])
+		if docs, err = runStage(name, arg, docs); err != nil {
+			return nil, err
+		}
+	}
+	return docs, nil
+}
+
+func stageOf(stage bson.Raw) (string, bson.RawValue, error) {
+	elems, err := stage.Elements()
+	if err != nil || len(elems) != 1 {
+		return "", bson.RawValue{}, mongoerr.New(mongoerr.Code(40323), "A pipeline stage specification object must contain exactly one field.")
+	}
+	return elems[0].Key(), elems[0].Value(), nil
+}
+
+func runStage(name string, arg bson.RawValue, docs []bson.Raw) ([]bson.Raw, error) {
+	switch name {
+	case "$match":
+		f, err := query.Compile(arg.Document())
+		if err != nil {
+			return nil, err
+		}
+		out := docs[:0]
+		for _, d := range docs {
+			if f.Match(d) {
+				out = append(out, d)
+			}
+		}
+		return out, nil
+	case "$sort":
+		s, err := query.CompileSort(arg.Document())
+		if err != nil {
+			return nil, err
+		}
+		sortRaw(docs, s)
+		return docs, nil
+	case "$skip", "$limit":
+		n, ok := arg.AsInt64OK()
+		if !ok || n < 0 || (name == "$limit" && n == 0) {
+			return nil, mongoerr.New(mongoerr.Code(15956), "invalid argument to %s stage: %s", name, arg.String())
+		}
+		if name == "$skip" {
+			return docs[min(int(n), len(docs)):], nil
+		}
+		return docs[:min(int(n), len(docs))], nil
+	case "$project":
+		p, err := project.Compile(arg.Document())
+		if err != nil {
+			return nil, err
+		}
+		for j, d := range docs {
+			if docs[j], err = p.Apply(d, -1); err != nil {
+				return nil, err
+			}
+		}
+		return docs, nil
+	case "$count":
+		field, ok := arg.StringValueOK()
+		if !ok || field == "" || strings.HasPrefix(field, "$") || strings.Contains(field, ".") {
+			return nil, mongoerr.New(mongoerr.Code(40156), "the count field must be a non-empty string not starting with '$' and without '.'")
+		}
+		if len(docs) == 0 {
+			return nil, nil
+		}
+		out, _ := bson.Marshal(bson.D{{Key: field, Value: int32(len(docs))}})
+		return []bson.Raw{out}, nil
+	case "$group":
+		return group(arg, docs)
+	}
+	return nil, mongoerr.New(mongoerr.Code(40324), "Unrecognized pipeline stage name: '%s'", name)
+}
+
+func sortRaw(docs []bson.Raw, s *query.Sort) {
+	sortStableRaw(docs, s.Compare)
+}
+
+// expr evaluates the small expression language $group understands: "$path"
+// or a literal. Missing paths evaluate to nothing (ok false).
+func expr(doc bson.Raw, v bson.RawValue) (bsoncore.Value, bool) {
+	if s, ok := v.StringValueOK(); ok && strings.HasPrefix(s, "$") {
+		vals, _ := indexValues(bsoncore.Document(doc), s[1:])
+		raw, err := bson.Raw(doc).LookupErr(strings.Split(s[1:], ".")...)
+		if err == nil {
+			return bsoncore.Value{Type: bsoncore.Type(raw.Type), Data: raw.Value}, true
+		}
+		if len(vals) == 1 {
+			return vals[0], true
+		}
+		return bsoncore.Value{}, false
+	}
+	return bsoncore.Value{Type: bsoncore.Type(v.Type), Data: v.Value}, true
+}
+
+type accumulator struct {
+	field string
+	op    string
+	arg   bson.RawValue
+}
+
+type groupState struct {
+	id   bsoncore.Value
+	accs []accState
+}
+
+type accState struct {
+	sum    numberSum
+	count  int64
+	val    bsoncore.Value
+	set    bool
+	values []bsoncore.Value
+	keys   map[string]bool
+}
+
+func group(arg bson.RawValue, docs []bson.Raw) ([]bson.Raw, error) {
+	spec, ok := arg.DocumentOK()
+	if !ok {
+		return nil, mongoerr.New(mongoerr.Code(15947), "a group's fields must be specified in an object")
+	}
+	elems, _ := spec.Elements()
+	var idSpec bson.RawValue
+	hasID := false
+	var accs []accumulator
+	for _, el := range elems {
+		if el.Key() == "_id" {
+			idSpec, hasID = el.Value(), true
+			continue
+		}
+		d, ok := el.Value().DocumentOK()
+		ops, _ := d.Elements()
+		if !ok || len(ops) != 1 {
+			return nil, mongoerr.New(mongoerr.Code(40234), "The field '%s' must be an accumulator object", el.Key())
+		}
+		op := ops[0].Key()
+		switch op {
+		case "$sum", "$avg", "$min", "$max", "$first", "$last", "$push", "$addToSet", "$count":
+		default:
+			return nil, mongoerr.New(mongoerr.Code(15952), "unknown group operator '%s'", op)
+		}
+		accs = append(accs, accumulator{field: el.Key(), op: op, arg: ops[0].Value()})
+	}
+	if !hasID {
+		return nil, mongoerr.New(mongoerr.Code(15955), "a group specification must include an _id")
+	}
+	groups := map[string]*groupState{}
+	var order []string
+	for _, doc := range docs {
+		id, err := groupKey(doc, idSpec)
+		if err != nil {
+			return nil, err
+		}
+		k := string(keycodec.Append(nil, id))
+		g := groups[k]
+		if g == nil {
+			g = &groupState{id: id, accs: make([]accState, len(accs))}
+			groups[k] = g
+			order = append(order, k)
+		}
+		for i, a := range accs {
+			accumulate(&g.accs[i], a, doc)
+		}
+	}
+	out := make([]bson.Raw, 0, len(order))
+	for _, k := range order {
+		g := groups[k]
+		b := bsoncore.NewDocumentBuilder().AppendValue("_id", g.id)
+		for i, a := range accs {
+			b.AppendValue(a.field, finish(&g.accs[i], a))
+		}
+		out = append(out, bson.Raw(b.Build()))
+	}
+	return out, nil
+}
+
+func groupKey(doc bson.Raw, spec bson.RawValue) (bsoncore.Value, error) {
+	if d, ok := spec.DocumentOK(); ok {
+		elems, _ := d.Elements()
+		b := bsoncore.NewDocumentBuilder()
+		for _, el := range elems {
+			v, ok := expr(doc, el.Value())
+			if !ok {
+				v = nullValue
+			}
+			b.AppendValue(el.Key(), v)
+		}
+		return bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: b.Build()}, nil
+	}
+	v, ok := expr(doc, spec)
+	if !ok {
+		return nullValue, nil
+	}
+	return v, nil
+}
+
+func accumulate(s *accState, a accumulator, doc bson.Raw) {
+	if a.op == "$count" {
+		s.sum.add(bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, 1)})
+		return
+	}
+	v, ok := expr(doc, a.arg)
+	switch a.op {
+	case "$sum", "$avg":
+		if ok && isNumber(v) {
+			s.sum.add(v)
+			s.count++
+		}
+	case "$min", "$max":
+		if !ok || v.Type == bsoncore.TypeNull || v.Type == bsoncore.TypeUndefined {
+			return
+		}
+		c := 0
+		if s.set {
+			c = keycodec.Compare(v, s.val)
+		}
+		if !s.set || (a.op == "$min" && c < 0) || (a.op == "$max" && c > 0) {
+			s.val, s.set = v, true
+		}
+	case "$first":
+		if !s.set {
+			s.val, s.set = v, true
+			if !ok {
+				s.val = nullValue
+			}
+		}
+	case "$last":
+		s.val, s.set = v, true
+		if !ok {
+			s.val = nullValue
+		}
+	case "$push":
+		if ok {
+			s.values = append(s.values, v)
+		}
+	case "$addToSet":
+		if ok {
+			k := string(keycodec.Append(nil, v))
+			if s.keys == nil {
+				s.keys = map[string]bool{}
+			}
+			if !s.keys[k] {
+				s.keys[k] = true
+				s.values = append(s.values, v)
+			}
+		}
+	}
+}
+
+func finish(s *accState, a accumulator) bsoncore.Value {
+	switch a.op {
+	case "$sum", "$count":
+		return s.sum.value()
+	case "$avg":
+		if s.count == 0 {
+			return nullValue
+		}
+		return bsoncore.Value{Type: bsoncore.TypeDouble, Data: bsoncore.AppendDouble(nil, s.sum.float()/float64(s.count))}
+	case "$min", "$max", "$first", "$last":
+		if !s.set {
+			return nullValue
+		}
+		return s.val
+	}
+	arr := bsoncore.NewArrayBuilder()
+	for _, v := range s.values {
+		arr.AppendValue(v)
+	}
+	return bsoncore.Value{Type: bsoncore.TypeArray, Data: arr.Build()}
+}
+
+func isNumber(v bsoncore.Value) bool {
+	switch v.Type {
+	case bsoncore.TypeInt32, bsoncore.TypeInt64, bsoncore.TypeDouble:
+		return true
+	}
+	return false
+}
+
+// numberSum adds numbers with MongoDB's result type: int32 while it fits,
+// then int64, double once any double is added.
+type numberSum struct {
+	i       int64
+	f       float64
+	isFloat bool
+	isLong  bool
+}
+
+func (n *numberSum) add(v bsoncore.Value) {
+	switch v.Type {
+	case bsoncore.TypeInt32:
+		n.i += int64(v.Int32())
+	case bsoncore.TypeInt64:
+		n.i += v.Int64()
+		n.isLong = true
+	case bsoncore.TypeDouble:
+		n.f += v.Double()
+		n.isFloat = true
+	}
+}
+
+func (n *numberSum) float() float64 { return n.f + float64(n.i) }
+
+func (n *numberSum) value() bsoncore.Value {
+	switch {
+	case n.isFloat:
+		return bsoncore.Value{Type: bsoncore.TypeDouble, Data: bsoncore.AppendDouble(nil, n.float())}
+	case n.isLong || n.i != int64(int32(n.i)):
+		return bsoncore.Value{Type: bsoncore.TypeInt64, Data: bsoncore.AppendInt64(nil, n.i)}
+	}
+	return bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, int32(n.i))}
+}

@@ -1,0 +1,384 @@
+package engine
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cockroachdb/pebble/v2"
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/ttlindex"
+)
+
+// collMeta is a collection's persisted catalog entry.
+type collMeta struct {
+	ID      uint64      `bson:"id"`
+	DB      string      `bson:"db"`
+	Name    string      `bson:"name"`
+	UUID    bson.Binary `bson:"uuid"`
+	Options bson.Raw    `bson:"options,omitempty"`
+	Indexes []indexMeta `bson:"indexes"`
+}
+
+// Collection is an open collection. Its state is replaced whole by catalog
+// changes, so readers take one consistent snapshot of it without locks.
+type Collection struct {
+	// ddl is shared by writers and taken exclusively by catalog changes
+	// that must not interleave with writes (index builds, drops).
+	ddl    sync.RWMutex
+	metaMu sync.Mutex
+	state  atomic.Pointer[collState]
+}
+
+type collState struct {
+	meta    collMeta
+	indexes []*index // secondary indexes that have entries
+	ttl     ttlindex.Setting
+	dateTTL []*index // indexes with expireAfterSeconds on a date field
+	dropped bool
+}
+
+func (c *Collection) st() *collState { return c.state.Load() }
+
+// NS returns "db.name".
+func (s *collState) ns() string { return s.meta.DB + "." + s.meta.Name }
+
+func newCollState(meta collMeta) (*collState, error) {
+	st := &collState{meta: meta}
+	for _, im := range meta.Indexes {
+		ix, err := compileIndex(im)
+		if err != nil {
+			return nil, fmt.Errorf("engine: index %s of %s.%s: %w", im.Name, meta.DB, meta.Name, err)
+		}
+		if ix.isTS() {
+			st.ttl = ttlindex.Setting{Enabled: true, Default: *im.ExpireAfter}
+			continue
+		}
+		st.indexes = append(st.indexes, ix)
+		if im.ExpireAfter != nil {
+			st.dateTTL = append(st.dateTTL, ix)
+		}
+	}
+	return st, nil
+}
+
+func catalogKey(db, name string) []byte {
+	k := append([]byte{prefixCatalog}, "coll\x00"...)
+	k = append(k, db...)
+	k = append(k, 0)
+	return append(k, name...)
+}
+
+var seqKey = []byte{prefixCatalog, 's', 'e', 'q'}
+
+func nsKey(db, name string) string { return db + "." + name }
+
+func (e *Engine) loadCatalog() error {
+	if v, closer, err := e.db.Get(seqKey); err == nil {
+		e.seq = binary.BigEndian.Uint64(v)
+		closer.Close()
+	} else if err != pebble.ErrNotFound {
+		return fmt.Errorf("engine: read id sequence: %w", err)
+	}
+	lo := append([]byte{prefixCatalog}, "coll\x00"...)
+	it, err := e.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: prefixEnd(lo)})
+	if err != nil {
+		return fmt.Errorf("engine: read catalog: %w", err)
+	}
+	defer it.Close()
+	for it.First(); it.Valid(); it.Next() {
+		var meta collMeta
+		if err := bson.Unmarshal(it.Value(), &meta); err != nil {
+			return fmt.Errorf("engine: catalog entry %q: %w", it.Key(), err)
+		}
+		st, err := newCollState(meta)
+		if err != nil {
+			return err
+		}
+		c := &Collection{}
+		c.state.Store(st)
+		e.colls[nsKey(meta.DB, meta.Name)] = c
+	}
+	return it.Error()
+}
+
+// nextIDLocked hands out a fresh collection or index id and records the
+// sequence in b. e.mu must be held.
+func (e *Engine) nextIDLocked(b *pebble.Batch) uint64 {
+	e.seq++
+	_ = b.Set(seqKey, binary.BigEndian.AppendUint64(nil, e.seq), nil)
+	return e.seq
+}
+
+func putMeta(b *pebble.Batch, meta *collMeta) error {
+	raw, err := bson.Marshal(meta)
+	if err != nil {
+		return fmt.Errorf("engine: encode catalog entry: %w", err)
+	}
+	return b.Set(catalogKey(meta.DB, meta.Name), raw, nil)
+}
+
+// collection returns the open collection, or nil.
+func (e *Engine) collection(db, name string) *Collection {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.colls[nsKey(db, name)]
+}
+
+// CollectionExists reports whether db.name exists.
+func (e *Engine) CollectionExists(db, name string) bool { return e.collection(db, name) != nil }
+
+// CreateOptions are the options of the create command that Lethe keeps.
+type CreateOptions struct {
+	Raw bson.Raw // options as given, reported by listCollections
+}
+
+// CreateCollection creates db.name. It fails with NamespaceExists if the
+// collection exists, unless the options match and idempotent is set.
+func (e *Engine) CreateCollection(db, name string, opts CreateOptions) error {
+	if err := ValidateNamespace(db, name); err != nil {
+		return err
+	}
+	_, created, err := e.ensureCollection(db, name, opts.Raw)
+	if err != nil {
+		return err
+	}
+	if !created {
+		return mongoerr.New(mongoerr.NamespaceExists, "Collection %s.%s already exists.", db, name)
+	}
+	return nil
+}
+
+// ensureCollection returns db.name, creating it if needed.
+func (e *Engine) ensureCollection(db, name string, options bson.Raw) (*Collection, bool, error) {
+	if c := e.collection(db, name); c != nil {
+		return c, false, nil
+	}
+	if err := ValidateNamespace(db, name); err != nil {
+		return nil, false, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if c := e.colls[nsKey(db, name)]; c != nil {
+		return c, false, nil
+	}
+	b := e.db.NewBatch()
+	defer b.Close()
+	meta := collMeta{ID: e.nextIDLocked(b), DB: db, Name: name, UUID: newUUID(), Options: options}
+	st, err := newCollState(meta)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := putMeta(b, &meta); err != nil {
+		return nil, false, err
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return nil, false, fmt.Errorf("engine: create %s.%s: %w", db, name, err)
+	}
+	c := &Collection{}
+	c.state.Store(st)
+	e.colls[nsKey(db, name)] = c
+	return c, true, nil
+}
+
+func newUUID() bson.Binary {
+	var u [16]byte
+	_, _ = rand.Read(u[:])
+	u[6] = u[6]&0x0f | 0x40
+	u[8] = u[8]&0x3f | 0x80
+	return bson.Binary{Subtype: bson.TypeBinaryUUID, Data: u[:]}
+}
+
+// DropCollection removes db.name with its documents and indexes. It reports
+// whether the collection existed.
+func (e *Engine) DropCollection(db, name string) (bool, error) {
+	e.mu.Lock()
+	c := e.colls[nsKey(db, name)]
+	if c == nil {
+		e.mu.Unlock()
+		return false, nil
+	}
+	delete(e.colls, nsKey(db, name))
+	e.mu.Unlock()
+
+	c.ddl.Lock()
+	defer c.ddl.Unlock()
+	st := c.st()
+	b := e.db.NewBatch()
+	defer b.Close()
+	if err := b.Delete(catalogKey(db, name), nil); err != nil {
+		return false, err
+	}
+	deleteCollectionData(b, st)
+	if err := b.Commit(pebble.Sync); err != nil {
+		return false, fmt.Errorf("engine: drop %s.%s: %w", db, name, err)
+	}
+	dropped := *st
+	dropped.dropped = true
+	c.state.Store(&dropped)
+	return true, nil
+}
+
+func deleteCollectionData(b *pebble.Batch, st *collState) {
+	lo, hi := docRange(st.meta.ID)
+	_ = b.DeleteRange(lo, hi, nil)
+	lo, hi = ttlindex.CollRange(st.meta.ID)
+	_ = b.DeleteRange(lo, hi, nil)
+	for _, ix := range st.indexes {
+		lo, hi := indexRange(ix.meta.ID)
+		_ = b.DeleteRange(lo, hi, nil)
+	}
+}
+
+// DropDatabase drops every collection of db.
+func (e *Engine) DropDatabase(db string) error {
+	for _, name := range e.CollectionNames(db) {
+		if _, err := e.DropCollection(db, name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// RenameCollection moves from to to, keeping documents and indexes. With
+// dropTarget an existing target is dropped first.
+func (e *Engine) RenameCollection(fromDB, from, toDB, to string, dropTarget bool) error {
+	if err := ValidateNamespace(toDB, to); err != nil {
+		return err
+	}
+	if fromDB == toDB && from == to {
+		return mongoerr.New(mongoerr.IllegalOperation, "Can't rename a collection to itself")
+	}
+	if e.collection(fromDB, from) == nil {
+		return mongoerr.New(mongoerr.NamespaceNotFound, "Source collection %s.%s does not exist", fromDB, from)
+	}
+	if e.collection(toDB, to) != nil {
+		if !dropTarget {
+			return mongoerr.New(mongoerr.NamespaceExists, "target namespace exists")
+		}
+		if _, err := e.DropCollection(toDB, to); err != nil {
+			return err
+		}
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	c := e.colls[nsKey(fromDB, from)]
+	if c == nil {
+		return mongoerr.New(mongoerr.NamespaceNotFound, "Source collection %s.%s does not exist", fromDB, from)
+	}
+	if e.colls[nsKey(toDB, to)] != nil {
+		return mongoerr.New(mongoerr.NamespaceExists, "target namespace exists")
+	}
+	c.ddl.Lock()
+	defer c.ddl.Unlock()
+	st := c.st()
+	meta := st.meta
+	meta.DB, meta.Name = toDB, to
+	b := e.db.NewBatch()
+	defer b.Close()
+	_ = b.Delete(catalogKey(fromDB, from), nil)
+	if err := putMeta(b, &meta); err != nil {
+		return err
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("engine: rename: %w", err)
+	}
+	nst := *st
+	nst.meta = meta
+	c.state.Store(&nst)
+	delete(e.colls, nsKey(fromDB, from))
+	e.colls[nsKey(toDB, to)] = c
+	return nil
+}
+
+// CollectionInfo describes a collection for listCollections.
+type CollectionInfo struct {
+	Name    string
+	UUID    bson.Binary
+	Options bson.Raw
+}
+
+// CollectionNames lists db's collections in name order.
+func (e *Engine) CollectionNames(db string) []string {
+	infos := e.Collections(db)
+	names := make([]string, len(infos))
+	for i, ci := range infos {
+		names[i] = ci.Name
+	}
+	return names
+}
+
+// Collections lists db's collections in name order.
+func (e *Engine) Collections(db string) []CollectionInfo {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	var out []CollectionInfo
+	for _, c := range e.colls {
+		st := c.st()
+		if st.meta.DB == db {
+			out = append(out, CollectionInfo{Name: st.meta.Name, UUID: st.meta.UUID, Options: st.meta.Options})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Databases lists the databases that have at least one collection.
+func (e *Engine) Databases() []string {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	seen := map[string]bool{}
+	var out []string
+	for _, c := range e.colls {
+		db := c.st().meta.DB
+		if !seen[db] {
+			seen[db] = true
+			out = append(out, db)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// openCollections snapshots every open collection.
+func (e *Engine) openCollections() []*Collection {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	out := make([]*Collection, 0, len(e.colls))
+	for _, c := range e.colls {
+		out = append(out, c)
+	}
+	return out
+}
+
+// ValidateNamespace checks database and collection names as MongoDB does.
+func ValidateNamespace(db, coll string) error {
+	if err := ValidateDBName(db); err != nil {
+		return err
+	}
+	switch {
+	case coll == "":
+		return mongoerr.New(mongoerr.InvalidNamespace, "Invalid namespace specified '%s.'", db)
+	case strings.ContainsRune(coll, 0), strings.HasPrefix(coll, "$"), strings.Contains(coll, "$") && !strings.HasPrefix(coll, "system."):
+		return mongoerr.New(mongoerr.InvalidNamespace, "Invalid collection name: %s", coll)
+	case strings.HasPrefix(coll, ".") || strings.HasSuffix(coll, "."):
+		return mongoerr.New(mongoerr.InvalidNamespace, "Invalid namespace specified '%s.%s'", db, coll)
+	case len(db)+1+len(coll) > 255:
+		return mongoerr.New(mongoerr.InvalidNamespace, "Fully qualified namespace is too long. Namespace: %s.%s Max: 255", db, coll)
+	}
+	return nil
+}
+
+// ValidateDBName checks a database name as MongoDB does.
+func ValidateDBName(db string) error {
+	if db == "" || len(db) >= 64 || strings.ContainsAny(db, "/\\. \"$\x00") {
+		return mongoerr.New(mongoerr.InvalidNamespace, "Invalid database name: '%s'", db)
+	}
+	return nil
+}

@@ -1,0 +1,161 @@
+package engine
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/lethedb/lethe/engine/keycodec"
+	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/ttlindex"
+)
+
+// queryFile is one file of testdata/query: documents and cases against them.
+type queryFile struct {
+	Docs  []bson.Raw `bson:"docs"`
+	Cases []struct {
+		Name    string          `bson:"name"`
+		Filter  bson.Raw        `bson:"filter"`
+		Sort    bson.Raw        `bson:"sort"`
+		Expect  []bson.RawValue `bson:"expect"`
+		Ordered bool            `bson:"ordered"`
+		Error   int32           `bson:"error"`
+	} `bson:"cases"`
+}
+
+func openTestEngine(t testing.TB) *Engine {
+	t.Helper()
+	e, err := Open(t.TempDir(), Options{Clock: ttlindex.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), NoReaper: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+// indexedPaths lists the top-level and nested field paths of the documents,
+// each of which gets an index in the indexed run.
+func indexedPaths(docs []bson.Raw) []string {
+	seen := map[string]bool{}
+	var walk func(prefix string, d bson.Raw, depth int)
+	walk = func(prefix string, d bson.Raw, depth int) {
+		elems, _ := d.Elements()
+		for _, el := range elems {
+			p := prefix + el.Key()
+			if el.Key() == "_id" && prefix == "" || strings.ContainsAny(el.Key(), ".$") || el.Key() == "" {
+				continue
+			}
+			seen[p] = true
+			if sub, ok := el.Value().DocumentOK(); ok && depth < 2 {
+				walk(p+".", sub, depth+1)
+			}
+		}
+	}
+	for _, d := range docs {
+		walk("", d, 0)
+	}
+	out := make([]string, 0, len(seen))
+	for p := range seen {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestQueryConformance runs every case of testdata/query through the store
+// twice, without secondary indexes and with an index on every field, and
+// requires the same, expected, results both ways.
+func TestQueryConformance(t *testing.T) {
+	files, err := filepath.Glob("../testdata/query/*.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatal("no conformance files in testdata/query")
+	}
+	e := openTestEngine(t)
+	cases := 0
+	for fi, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var qf queryFile
+		if err := bson.UnmarshalExtJSON(data, false, &qf); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		plain, indexed := fmt.Sprintf("plain%d", fi), fmt.Sprintf("indexed%d", fi)
+		for _, coll := range []string{plain, indexed} {
+			if len(qf.Docs) == 0 {
+				continue
+			}
+			res, err := e.Insert("conf", coll, qf.Docs, true)
+			if err != nil || len(res.Errors) > 0 {
+				t.Fatalf("%s: insert: %v %v", file, err, res.Errors)
+			}
+		}
+		for _, p := range indexedPaths(qf.Docs) {
+			spec, _ := bson.Marshal(bson.D{{Key: "key", Value: bson.D{{Key: p, Value: 1}}}})
+			if _, err := e.CreateIndexes("conf", indexed, []bson.Raw{spec}); err != nil {
+				t.Fatalf("%s: index on %s: %v", file, p, err)
+			}
+		}
+		for _, c := range qf.Cases {
+			cases++
+			for _, coll := range []string{plain, indexed} {
+				name := fmt.Sprintf("%s/%s/%s", filepath.Base(file), c.Name, coll)
+				got, err := e.findIDs("conf", coll, c.Filter, c.Sort)
+				if c.Error != 0 {
+					if mongoerr.CodeOf(err) != mongoerr.Code(c.Error) || err == nil {
+						t.Errorf("%s: got error %v, want code %d", name, err, c.Error)
+					}
+					continue
+				}
+				if err != nil {
+					t.Errorf("%s: %v", name, err)
+					continue
+				}
+				want := make([]string, len(c.Expect))
+				for i, v := range c.Expect {
+					want[i] = string(keycodec.Append(nil, toCore(v)))
+				}
+				if !c.Ordered {
+					slices.Sort(got)
+					slices.Sort(want)
+				}
+				if !slices.Equal(got, want) {
+					t.Errorf("%s: filter %v sort %v: got %d ids, want %d (%v)", name, c.Filter, c.Sort, len(got), len(want), c.Expect)
+				}
+			}
+		}
+	}
+	t.Logf("%d query cases, each without and with indexes", cases)
+}
+
+// findIDs runs a query and returns the keys of the matching _ids in result order.
+func (e *Engine) findIDs(db, coll string, filter, sort bson.Raw) ([]string, error) {
+	cur, err := e.Find(db, coll, FindSpec{Filter: filter, Sort: sort})
+	if err != nil {
+		return nil, err
+	}
+	docs, err := cur.All()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(docs))
+	for i, d := range docs {
+		out[i] = string(keycodec.Append(nil, idOf(d)))
+	}
+	return out, nil
+}
+
+func toCore(v bson.RawValue) bsoncore.Value {
+	return bsoncore.Value{Type: bsoncore.Type(v.Type), Data: v.Value}
+}

@@ -1,0 +1,132 @@
+package engine
+
+import (
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/lethedb/lethe/engine/project"
+	"github.com/lethedb/lethe/engine/query"
+	"github.com/lethedb/lethe/engine/update"
+)
+
+// FindAndModifySpec is a findAndModify command.
+type FindAndModifySpec struct {
+	Filter, Sort, Fields bson.Raw
+	Remove               bool
+	Update               *update.Update
+	New                  bool
+	Upsert               bool
+	Hint                 bson.RawValue
+}
+
+// FindAndModifyResult reports a findAndModify.
+type FindAndModifyResult struct {
+	Value           bson.Raw // nil when nothing matched (and no upsert with new)
+	N               int64
+	UpdatedExisting bool
+	Upserted        bson.RawValue
+}
+
+// FindAndModify updates or removes the first matching document (by sort)
+// and returns it as it was before, or after with New.
+func (e *Engine) FindAndModify(db, coll string, spec FindAndModifySpec) (FindAndModifyResult, error) {
+	var res FindAndModifyResult
+	f, err := query.Compile(spec.Filter)
+	if err != nil {
+		return res, err
+	}
+	var srt *query.Sort
+	if len(spec.Sort) > 0 {
+		if srt, err = query.CompileSort(spec.Sort); err != nil {
+			return res, err
+		}
+	}
+	var proj *project.Projection
+	if len(spec.Fields) > 0 {
+		if proj, err = project.Compile(spec.Fields); err != nil {
+			return res, err
+		}
+	}
+	shape := func(doc bson.Raw) (bson.Raw, error) {
+		if proj == nil || doc == nil {
+			return doc, nil
+		}
+		return proj.Apply(doc, -1)
+	}
+	c := e.collection(db, coll)
+	if c == nil {
+		if !spec.Upsert || spec.Remove {
+			return res, nil
+		}
+		if c, _, err = e.ensureCollection(db, coll, nil); err != nil {
+			return res, err
+		}
+	}
+	c.ddl.RLock()
+	defer c.ddl.RUnlock()
+	pks, err := e.candidates(c, f, srt, spec.Hint, 0)
+	if err != nil {
+		return res, err
+	}
+	w := e.newWriter(c)
+	defer w.close()
+	for _, pk := range pks {
+		var before bson.Raw
+		var after bson.Raw
+		var change func(d *storedDoc, pos int) (bson.Raw, bool, error)
+		if !spec.Remove {
+			change = func(d *storedDoc, pos int) (bson.Raw, bool, error) {
+				out, changed, err := spec.Update.Apply(d.doc, pos)
+				after = out
+				return out, changed, err
+			}
+		}
+		matched, _, err := w.modify(pk, f, change, &before)
+		if err != nil {
+			return res, err
+		}
+		if !matched {
+			continue
+		}
+		if err := w.flush(); err != nil {
+			return res, err
+		}
+		res.N = 1
+		res.UpdatedExisting = !spec.Remove
+		doc := before
+		if spec.New && !spec.Remove {
+			doc = after
+		}
+		res.Value, err = shape(doc)
+		return res, err
+	}
+	if !spec.Upsert || spec.Remove {
+		return res, nil
+	}
+	doc, err := spec.Update.ApplyUpsert(spec.Filter)
+	if err != nil {
+		return res, err
+	}
+	id, err := e.insertUpserted(c, doc)
+	if err != nil {
+		return res, err
+	}
+	res.N = 1
+	res.Upserted = id
+	if spec.New {
+		cur, err := e.Find(db, coll, FindSpec{Filter: bson.Raw(bsonDoc("_id", id)), Limit: 1})
+		if err != nil {
+			return res, err
+		}
+		docs, err := cur.All()
+		if err != nil || len(docs) == 0 {
+			return res, err
+		}
+		res.Value, err = shape(docs[0])
+	}
+	return res, err
+}
+
+func bsonDoc(key string, v bson.RawValue) bson.Raw {
+	raw, _ := bson.Marshal(bson.D{{Key: key, Value: v}})
+	return raw
+}

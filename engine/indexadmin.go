@@ -1,0 +1,237 @@
+package engine
+
+import (
+	"github.com/cockroachdb/pebble/v2"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/ttlindex"
+)
+
+// ListIndexes returns the index specifications of db.coll as listIndexes
+// shows them, the _id index first.
+func (e *Engine) ListIndexes(db, coll string) ([]bson.D, error) {
+	c := e.collection(db, coll)
+	if c == nil {
+		return nil, mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist: %s.%s", db, coll)
+	}
+	out := []bson.D{{{Key: "v", Value: int32(2)}, {Key: "key", Value: bson.D{{Key: "_id", Value: int32(1)}}}, {Key: "name", Value: "_id_"}}}
+	for _, im := range c.st().meta.Indexes {
+		d := bson.D{{Key: "v", Value: int32(2)}, {Key: "key", Value: im.Key}, {Key: "name", Value: im.Name}}
+		if im.Unique {
+			d = append(d, bson.E{Key: "unique", Value: true})
+		}
+		if im.Sparse {
+			d = append(d, bson.E{Key: "sparse", Value: true})
+		}
+		if im.Partial != nil {
+			d = append(d, bson.E{Key: "partialFilterExpression", Value: im.Partial})
+		}
+		if im.ExpireAfter != nil {
+			d = append(d, bson.E{Key: "expireAfterSeconds", Value: *im.ExpireAfter})
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// DropIndexes drops indexes selected by "*" (all but _id), a name, a key
+// pattern or a list of names. It returns the number of indexes before.
+func (e *Engine) DropIndexes(db, coll string, which bson.RawValue) (int, error) {
+	c := e.collection(db, coll)
+	if c == nil {
+		return 0, mongoerr.New(mongoerr.NamespaceNotFound, "ns not found %s.%s", db, coll)
+	}
+	c.ddl.Lock()
+	defer c.ddl.Unlock()
+	st := c.st()
+	before := 1 + len(st.meta.Indexes)
+	drop := map[uint64]bool{}
+	find := func(match func(im indexMeta) bool, what string) error {
+		for _, im := range st.meta.Indexes {
+			if match(im) {
+				drop[im.ID] = true
+				return nil
+			}
+		}
+		return mongoerr.New(mongoerr.IndexNotFound, "index not found with name [%s]", what)
+	}
+	byName := func(name string) error {
+		if name == "_id_" {
+			return mongoerr.New(mongoerr.InvalidOptions, "cannot drop _id index")
+		}
+		return find(func(im indexMeta) bool { return im.Name == name }, name)
+	}
+	switch which.Type {
+	case bson.TypeString:
+		if which.StringValue() == "*" {
+			for _, im := range st.meta.Indexes {
+				drop[im.ID] = true
+			}
+		} else if err := byName(which.StringValue()); err != nil {
+			return 0, err
+		}
+	case bson.TypeEmbeddedDocument:
+		key := which.Document()
+		if k, err := key.IndexErr(0); err == nil && k.Key() == "_id" && len(mustElems(key)) == 1 {
+			return 0, mongoerr.New(mongoerr.InvalidOptions, "cannot drop _id index")
+		}
+		if err := find(func(im indexMeta) bool { return string(im.Key) == string(key) }, key.String()); err != nil {
+			return 0, mongoerr.New(mongoerr.IndexNotFound, "can't find index with key: %s", key.String())
+		}
+	case bson.TypeArray:
+		vals, _ := which.Array().Values()
+		for _, v := range vals {
+			name, ok := v.StringValueOK()
+			if !ok {
+				return 0, mongoerr.New(mongoerr.TypeMismatch, "dropIndexes index names must be strings")
+			}
+			if err := byName(name); err != nil {
+				return 0, err
+			}
+		}
+	default:
+		return 0, mongoerr.New(mongoerr.TypeMismatch, "BSON field 'dropIndexes.index' is the wrong type '%s', expected types '[string, object, array]'", which.Type)
+	}
+	// Documents already expired when the _ts index goes stay gone (TTL spec
+	// rule 9): purge them under the old setting before it disappears.
+	if st.ttl.Enabled {
+		for _, im := range st.meta.Indexes {
+			if drop[im.ID] && im.Key.Lookup(tsField).Type != 0 && im.ExpireAfter != nil {
+				if err := e.purgeExpired(c, st); err != nil {
+					return 0, err
+				}
+			}
+		}
+	}
+	var dropped []indexMeta
+	err := e.updateMeta(c, func(meta *collMeta) error {
+		kept := meta.Indexes[:0]
+		for _, im := range meta.Indexes {
+			if drop[im.ID] {
+				dropped = append(dropped, im)
+			} else {
+				kept = append(kept, im)
+			}
+		}
+		meta.Indexes = kept
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	for _, im := range dropped {
+		lo, hi := indexRange(im.ID)
+		if err := e.db.DeleteRange(lo, hi, pebble.Sync); err != nil {
+			return 0, err
+		}
+	}
+	return before, nil
+}
+
+// purgeExpired deletes every document of c expired under st's setting now.
+// The caller holds c.ddl exclusively.
+func (e *Engine) purgeExpired(c *Collection, st *collState) error {
+	nowMs := e.nowMillis()
+	for {
+		due, _, err := e.dueDocs(st, nowMs, 1000)
+		if err != nil {
+			return err
+		}
+		if len(due) == 0 {
+			return nil
+		}
+		w := e.newWriter(c)
+		n := 0
+		for _, dd := range due {
+			w.lock([]uint32{e.locks.stripe(st.meta.ID, dd.pk)})
+			d, err := w.load(dd.pk)
+			if err != nil {
+				w.close()
+				return err
+			}
+			if d != nil && dd.isDue(d) {
+				if err := w.remove(d); err != nil {
+					w.close()
+					return err
+				}
+				n++
+			}
+		}
+		if err := w.flush(); err != nil {
+			return err
+		}
+		if n == 0 {
+			return nil
+		}
+	}
+}
+
+// IndexChange is collMod's index argument.
+type IndexChange struct {
+	KeyPattern  bson.Raw
+	Name        string
+	ExpireAfter *bsoncore.Value
+}
+
+// CollModResult reports what collMod changed.
+type CollModResult struct {
+	OldExpireAfter *int32
+	NewExpireAfter *int32
+}
+
+// CollModIndex changes the expireAfterSeconds of an index (TTL spec rules 8
+// and 21). For the _ts index the change applies to every document at once:
+// visibility reads the setting, so nothing is rewritten.
+func (e *Engine) CollModIndex(db, coll string, ch IndexChange) (CollModResult, error) {
+	var res CollModResult
+	c := e.collection(db, coll)
+	if c == nil {
+		return res, mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist: %s.%s", db, coll)
+	}
+	c.ddl.Lock()
+	defer c.ddl.Unlock()
+	err := e.updateMeta(c, func(meta *collMeta) error {
+		for i := range meta.Indexes {
+			im := &meta.Indexes[i]
+			if (ch.Name != "" && im.Name == ch.Name) || (ch.KeyPattern != nil && string(im.Key) == string(ch.KeyPattern)) {
+				if ch.ExpireAfter == nil {
+					return nil
+				}
+				keys := mustElems(im.Key)
+				if len(keys) == 1 && keys[0].Key() == tsField && im.ExpireAfter == nil {
+					return mongoerr.New(mongoerr.InvalidOptions, "no expireAfterSeconds field to update")
+				}
+				n, err := parseExpireAfter(keys, *ch.ExpireAfter)
+				if err != nil {
+					if me, ok := mongoerr.As(err); ok && me.Code == mongoerr.CannotCreateIndex {
+						me.Code = mongoerr.InvalidOptions
+					}
+					return err
+				}
+				res.OldExpireAfter = im.ExpireAfter
+				im.ExpireAfter = &n
+				res.NewExpireAfter = &n
+				return nil
+			}
+		}
+		return mongoerr.New(mongoerr.IndexNotFound, "cannot find index %s for ns %s.%s", indexDesc(ch), db, coll)
+	})
+	return res, err
+}
+
+func indexDesc(ch IndexChange) string {
+	if ch.Name != "" {
+		return ch.Name
+	}
+	return ch.KeyPattern.String()
+}
+
+// TTLSetting reports a collection's _ts TTL setting.
+func (e *Engine) TTLSetting(db, coll string) ttlindex.Setting {
+	if c := e.collection(db, coll); c != nil {
+		return c.st().ttl
+	}
+	return ttlindex.Setting{}
+}

@@ -1,0 +1,367 @@
+package engine
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/cockroachdb/pebble/v2"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/engine/query"
+	"github.com/lethedb/lethe/ttlindex"
+)
+
+// IndexSpec is one index of a createIndexes command, as given.
+type IndexSpec bson.Raw
+
+// CreateIndexesResult is the createIndexes reply's counts.
+type CreateIndexesResult struct {
+	Before, After     int
+	CreatedCollection bool
+	Note              string
+}
+
+// indexOptions lists the index specification fields Lethe accepts; others
+// are refused as MongoDB refuses unknown ones.
+var indexOptions = map[string]bool{
+	"key": true, "name": true, "unique": true, "sparse": true, "partialFilterExpression": true,
+	"expireAfterSeconds": true, "background": true, "v": true, "ns": true, "hidden": true, "collation": true,
+}
+
+// parseIndexSpec validates a spec into catalog form (without an id).
+func parseIndexSpec(spec bson.Raw) (indexMeta, error) {
+	var im indexMeta
+	elems, err := spec.Elements()
+	if err != nil {
+		return im, mongoerr.New(mongoerr.InvalidBSON, "invalid index specification: %v", err)
+	}
+	for _, el := range elems {
+		k, v := el.Key(), el.Value()
+		if !indexOptions[k] {
+			return im, mongoerr.New(mongoerr.InvalidIndexSpecificationOption, "The field '%s' is not valid for an index specification. Specification: %s", k, spec.String())
+		}
+		switch k {
+		case "key":
+			doc, ok := v.DocumentOK()
+			if !ok {
+				return im, mongoerr.New(mongoerr.TypeMismatch, "The field 'key' must be an object, but got %s", typeName(v.Type))
+			}
+			im.Key = bytes.Clone(doc)
+		case "name":
+			name, ok := v.StringValueOK()
+			if !ok {
+				return im, mongoerr.New(mongoerr.TypeMismatch, "The field 'name' must be a string, but got %s", typeName(v.Type))
+			}
+			im.Name = name
+		case "unique":
+			im.Unique = truthy(v)
+		case "sparse":
+			im.Sparse = truthy(v)
+		case "partialFilterExpression":
+			doc, ok := v.DocumentOK()
+			if !ok {
+				return im, mongoerr.New(mongoerr.TypeMismatch, "The field 'partialFilterExpression' must be an object, but got %s", typeName(v.Type))
+			}
+			if _, err := query.Compile(doc); err != nil {
+				return im, err
+			}
+			im.Partial = bytes.Clone(doc)
+		case "collation":
+			if loc, _ := v.Document().Lookup("locale").StringValueOK(); loc != "simple" {
+				return im, mongoerr.New(mongoerr.CannotCreateIndex, "collation %q is not supported; only {locale: \"simple\"}", loc)
+			}
+		}
+	}
+	if im.Key == nil {
+		return im, mongoerr.New(mongoerr.FailedToParse, "The 'key' field is a required property of an index specification")
+	}
+	keys, _ := im.Key.Elements()
+	if len(keys) == 0 {
+		return im, mongoerr.New(mongoerr.CannotCreateIndex, "Index keys cannot be empty.")
+	}
+	for _, kel := range keys {
+		f, ok := kel.Value().AsFloat64OK()
+		if !ok {
+			if s, isStr := kel.Value().StringValueOK(); isStr {
+				return im, mongoerr.New(mongoerr.CannotCreateIndex, "Index type '%s' is not supported", s)
+			}
+			return im, mongoerr.New(mongoerr.CannotCreateIndex, "Values in index key pattern must be numbers or strings: %s", im.Key.String())
+		}
+		if f == 0 || math.IsNaN(f) {
+			return im, mongoerr.New(mongoerr.CannotCreateIndex, "Values in the index key pattern can't be 0 or NaN: %s", im.Key.String())
+		}
+		if kel.Key() == "" || strings.HasPrefix(kel.Key(), "$") {
+			return im, mongoerr.New(mongoerr.CannotCreateIndex, "Index key contains an illegal field name: '%s'", kel.Key())
+		}
+	}
+	if im.Name == "" {
+		im.Name = defaultIndexName(keys)
+	}
+	if v, err := spec.LookupErr("expireAfterSeconds"); err == nil {
+		n, err := parseExpireAfter(keys, bsoncore.Value{Type: bsoncore.Type(v.Type), Data: v.Value})
+		if err != nil {
+			return im, err
+		}
+		im.ExpireAfter = &n
+	}
+	return im, nil
+}
+
+// parseExpireAfter validates expireAfterSeconds: the _ts index follows the
+// Cosmos rules (TTL spec rule 5), any other field MongoDB's (rule 19).
+func parseExpireAfter(keys []bson.RawElement, v bsoncore.Value) (int32, error) {
+	if len(keys) == 1 && keys[0].Key() == tsField {
+		return ttlindex.ParseTSExpireAfter(v)
+	}
+	if len(keys) > 1 {
+		return 0, mongoerr.New(mongoerr.CannotCreateIndex, "TTL indexes are single-field indexes, compound indexes do not support TTL")
+	}
+	if keys[0].Key() == "_id" {
+		return 0, mongoerr.New(mongoerr.CannotCreateIndex, "The field 'expireAfterSeconds' is not valid for an _id index specification")
+	}
+	return ttlindex.ParseDateExpireAfter(v)
+}
+
+func defaultIndexName(keys []bson.RawElement) string {
+	parts := make([]string, 0, 2*len(keys))
+	for _, k := range keys {
+		v := k.Value()
+		var dir string
+		if f, ok := v.AsFloat64OK(); ok {
+			dir = strconv.FormatFloat(f, 'f', -1, 64)
+		} else {
+			dir = v.StringValue()
+		}
+		parts = append(parts, k.Key(), dir)
+	}
+	return strings.Join(parts, "_")
+}
+
+func truthy(v bson.RawValue) bool {
+	switch v.Type {
+	case bson.TypeBoolean:
+		return v.Boolean()
+	case bson.TypeNull, bson.TypeUndefined:
+		return false
+	}
+	if f, ok := v.AsFloat64OK(); ok {
+		return f != 0
+	}
+	return true
+}
+
+func typeName(t bson.Type) string { return t.String() }
+
+// sameOptions reports whether two index definitions are the same index.
+func sameOptions(a, b indexMeta) bool {
+	ea, eb := a.ExpireAfter, b.ExpireAfter
+	return a.Unique == b.Unique && a.Sparse == b.Sparse && string(a.Partial) == string(b.Partial) &&
+		(ea == nil) == (eb == nil) && (ea == nil || *ea == *eb)
+}
+
+// CreateIndexes builds the given indexes on db.coll, creating the
+// collection if needed. Existing identical indexes are left as they are.
+func (e *Engine) CreateIndexes(db, coll string, specs []bson.Raw) (CreateIndexesResult, error) {
+	var res CreateIndexesResult
+	var metas []indexMeta
+	for _, s := range specs {
+		im, err := parseIndexSpec(s)
+		if err != nil {
+			return res, err
+		}
+		metas = append(metas, im)
+	}
+	c, created, err := e.ensureCollection(db, coll, nil)
+	if err != nil {
+		return res, err
+	}
+	res.CreatedCollection = created
+	c.ddl.Lock()
+	defer c.ddl.Unlock()
+	st := c.st()
+	res.Before = 1 + len(st.meta.Indexes)
+	meta := st.meta
+	meta.Indexes = append([]indexMeta(nil), meta.Indexes...)
+	var fresh []indexMeta
+	for _, im := range metas {
+		if im.Name == "_id_" || (im.Key.String() == `{"_id": {"$numberInt":"1"}}`) {
+			continue
+		}
+		dup := false
+		for _, old := range meta.Indexes {
+			sameKey := string(old.Key) == string(im.Key)
+			switch {
+			case old.Name == im.Name && !sameKey:
+				return res, mongoerr.New(mongoerr.IndexKeySpecsConflict, "An existing index has the same name as the requested index. When index names are not specified, they are auto generated and can cause conflicts. Please refer to our documentation. Requested index: %s, existing index: %s", im.Key.String(), old.Key.String())
+			case sameKey && old.Name != im.Name && sameOptions(old, im):
+				return res, mongoerr.New(mongoerr.IndexOptionsConflict, "Index already exists with a different name: %s", old.Name)
+			case sameKey && old.Name == im.Name && !sameOptions(old, im):
+				return res, mongoerr.New(mongoerr.IndexOptionsConflict, "An equivalent index already exists with the same name but different options. Requested index: %s, existing index: %s", im.Name, old.Name)
+			case sameKey && old.Name == im.Name:
+				dup = true
+			}
+		}
+		if !dup {
+			fresh = append(fresh, im)
+		}
+	}
+	if len(fresh) == 0 {
+		res.After = res.Before
+		res.Note = "all indexes already exist"
+		return res, nil
+	}
+	e.mu.Lock()
+	b := e.db.NewBatch()
+	for i := range fresh {
+		fresh[i].ID = e.nextIDLocked(b)
+	}
+	e.mu.Unlock()
+	defer b.Close()
+	meta.Indexes = append(meta.Indexes, fresh...)
+	nst, err := newCollState(meta)
+	if err != nil {
+		return res, err
+	}
+	if err := e.backfill(st, nst, fresh); err != nil {
+		for _, im := range fresh {
+			lo, hi := indexRange(im.ID)
+			_ = e.db.DeleteRange(lo, hi, pebble.Sync)
+		}
+		return res, err
+	}
+	if err := putMeta(b, &nst.meta); err != nil {
+		return res, err
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return res, fmt.Errorf("engine: create indexes: %w", err)
+	}
+	c.state.Store(nst)
+	res.After = 1 + len(meta.Indexes)
+	return res, nil
+}
+
+// backfill writes the entries of the new indexes for every stored document.
+// A duplicate in a new unique index fails the build.
+func (e *Engine) backfill(old, nst *collState, fresh []indexMeta) error {
+	var build []*index
+	for _, ix := range nst.indexes {
+		for _, im := range fresh {
+			if ix.meta.ID == im.ID {
+				build = append(build, ix)
+			}
+		}
+	}
+	if len(build) == 0 {
+		return nil
+	}
+	lo, hi := docRange(old.meta.ID)
+	it, err := e.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return fmt.Errorf("engine: index build: %w", err)
+	}
+	defer it.Close()
+	b := e.db.NewIndexedBatch()
+	defer func() { b.Close() }()
+	multi := map[*index]bool{}
+	for it.First(); it.Valid(); it.Next() {
+		_, doc, err := splitValue(it.Value())
+		if err != nil {
+			return err
+		}
+		pk := pkOfDocKey(it.Key())
+		for _, ix := range build {
+			keys, isMulti, err := ix.keys(doc)
+			if err != nil {
+				return err
+			}
+			if isMulti {
+				multi[ix] = true
+			}
+			for _, k := range keys {
+				ek := ix.entryKey(nil, k, pk)
+				if ix.meta.Unique && e.hasKey(b, ek) {
+					return duplicateKey(nst, ix.meta.Name, ix.meta.Key, ix.keyValue(doc))
+				}
+				if err := b.Set(ek, pk, nil); err != nil {
+					return err
+				}
+			}
+		}
+		if b.Len() > maxBatchBytes {
+			if err := b.Commit(pebble.NoSync); err != nil {
+				return err
+			}
+			b.Close()
+			b = e.db.NewIndexedBatch()
+		}
+	}
+	if err := it.Error(); err != nil {
+		return err
+	}
+	for ix := range multi {
+		ix.meta.Multikey = true
+		for i := range nst.meta.Indexes {
+			if nst.meta.Indexes[i].ID == ix.meta.ID {
+				nst.meta.Indexes[i].Multikey = true
+			}
+		}
+	}
+	return b.Commit(pebble.Sync)
+}
+
+// hasKey reports whether k is in the batch or the store.
+func (e *Engine) hasKey(b *pebble.Batch, k []byte) bool {
+	for _, r := range []pebble.Reader{b, e.db} {
+		if _, closer, err := r.Get(k); err == nil {
+			closer.Close()
+			return true
+		}
+	}
+	return false
+}
+
+// markMultikey records, before the write that makes it so, that an index
+// holds a multikey document, so the planner stops intersecting bounds on it.
+func (e *Engine) markMultikey(c *Collection, ix *index) error {
+	return e.updateMeta(c, func(meta *collMeta) error {
+		for i := range meta.Indexes {
+			if meta.Indexes[i].ID == ix.meta.ID {
+				meta.Indexes[i].Multikey = true
+			}
+		}
+		return nil
+	})
+}
+
+// updateMeta changes a collection's catalog entry durably and installs the
+// new state. Callers hold c.ddl (shared or exclusive); metaMu orders the
+// read-modify-write among them.
+func (e *Engine) updateMeta(c *Collection, change func(meta *collMeta) error) error {
+	c.metaMu.Lock()
+	defer c.metaMu.Unlock()
+	st := c.st()
+	meta := st.meta
+	meta.Indexes = append([]indexMeta(nil), meta.Indexes...)
+	if err := change(&meta); err != nil {
+		return err
+	}
+	nst, err := newCollState(meta)
+	if err != nil {
+		return err
+	}
+	b := e.db.NewBatch()
+	defer b.Close()
+	if err := putMeta(b, &meta); err != nil {
+		return err
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("engine: update catalog of %s: %w", st.ns(), err)
+	}
+	c.state.Store(nst)
+	return nil
+}

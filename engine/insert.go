@@ -1,0 +1,202 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/lethedb/lethe/engine/keycodec"
+	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/ttlindex"
+)
+
+// WriteError is the failure of one document of a multi-document write.
+type WriteError struct {
+	Index int
+	Err   error
+}
+
+// InsertResult reports an insert command.
+type InsertResult struct {
+	N      int
+	Errors []WriteError
+}
+
+// Insert stores docs in db.coll, creating the collection if needed. Ordered
+// inserts stop at the first failing document; the ones before it stand.
+func (e *Engine) Insert(db, coll string, docs []bson.Raw, ordered bool) (InsertResult, error) {
+	var res InsertResult
+	c, _, err := e.ensureCollection(db, coll, nil)
+	if err != nil {
+		return res, err
+	}
+	c.ddl.RLock()
+	defer c.ddl.RUnlock()
+	w := e.newWriter(c)
+	defer w.close()
+	pending := make(map[string]bool)
+	committed := 0
+	for i, raw := range docs {
+		_, err := w.insertOne(raw, pending)
+		if err == nil {
+			committed++
+			err = w.done()
+			if err != nil {
+				return res, err
+			}
+			continue
+		}
+		if _, ok := mongoerr.As(err); !ok {
+			return res, err
+		}
+		res.Errors = append(res.Errors, WriteError{Index: i, Err: err})
+		if ordered {
+			break
+		}
+	}
+	if err := w.flush(); err != nil {
+		return res, err
+	}
+	res.N = committed
+	return res, nil
+}
+
+// insertOne adds one new document to the writer's batch after checking _id
+// and unique indexes. pending holds the primary keys already in the batch.
+func (w *writer) insertOne(raw bson.Raw, pending map[string]bool) (bsoncore.Value, error) {
+	doc, id, err := prepareInsert(raw)
+	if err != nil {
+		return id, err
+	}
+	d := &storedDoc{pk: keycodec.Append(nil, id), doc: doc}
+	d.h = header{ts: w.e.nowMillis(), ttl: ttlindex.DocTTLOf(bsoncore.Document(doc))}
+	ent, err := w.entriesOf(d)
+	if err != nil {
+		return id, err
+	}
+	stripes := w.uniqueStripes(ent, []uint32{w.e.locks.stripe(w.st.meta.ID, d.pk)})
+	if _, err := w.lock(stripes); err != nil {
+		return id, err
+	}
+	if pending[string(d.pk)] {
+		return id, w.dupID(id)
+	}
+	for {
+		// Expired documents that hold the same _id or unique keys are purged
+		// in the same batch: to clients they are already gone (rule 15).
+		old, err := w.load(d.pk)
+		if err != nil {
+			return id, err
+		}
+		if old != nil && !w.st.expired(old.h, d.h.ts) {
+			return id, w.dupID(id)
+		}
+		victims, extra, err := w.uniqueConflicts(d, ent, d.h.ts)
+		if err != nil {
+			return id, err
+		}
+		if len(extra) > 0 {
+			relocked, err := w.lock(extra)
+			if err != nil {
+				return id, err
+			}
+			if relocked {
+				continue
+			}
+		}
+		if old != nil {
+			if err := w.remove(old); err != nil {
+				return id, err
+			}
+		}
+		for _, v := range victims {
+			if err := w.remove(v); err != nil {
+				return id, err
+			}
+		}
+		break
+	}
+	if err := w.put(d, ent, nil, nil); err != nil {
+		return id, err
+	}
+	pending[string(d.pk)] = true
+	return id, nil
+}
+
+func (w *writer) dupID(id bsoncore.Value) error {
+	return duplicateKey(w.st, "_id_", idKeyPattern, bson.D{{Key: "_id", Value: bson.RawValue{Type: bson.Type(id.Type), Value: id.Data}}})
+}
+
+var idKeyPattern = bson.Raw(bsoncore.NewDocumentBuilder().AppendInt32("_id", 1).Build())
+
+// uniqueConflicts checks d's unique keys. A key held by a live other
+// document is a duplicate key error; one held by an expired document makes
+// that document a victim to purge. extra lists lock stripes of victims not
+// yet held: the caller must take them and check again.
+func (w *writer) uniqueConflicts(d *storedDoc, ent docEntries, nowMs int64) (victims []*storedDoc, extra []uint32, err error) {
+	for i, ix := range w.st.indexes {
+		if !ix.meta.Unique {
+			continue
+		}
+		for _, k := range ent.index[i] {
+			pk, err := w.uniqueHolder(ix, k)
+			if err != nil {
+				return nil, nil, err
+			}
+			if pk == nil || bytesEqual(pk, d.pk) {
+				continue
+			}
+			other, err := w.load(pk)
+			if err != nil {
+				return nil, nil, err
+			}
+			if other == nil {
+				continue
+			}
+			if !w.st.expired(other.h, nowMs) {
+				return nil, nil, duplicateKey(w.st, ix.meta.Name, ix.meta.Key, ix.keyValue(d.doc))
+			}
+			s := w.e.locks.stripe(w.st.meta.ID, pk)
+			if !w.ls.has(s) {
+				extra = append(extra, s)
+			}
+			victims = append(victims, other)
+		}
+	}
+	return victims, extra, nil
+}
+
+// uniqueHolder returns the primary key that holds key k in unique index ix,
+// looking at the pending batch first.
+func (w *writer) uniqueHolder(ix *index, k []byte) ([]byte, error) {
+	ek := ix.entryKey(nil, k, nil)
+	if pk, ok := w.pendingUnique[string(ek)]; ok {
+		return pk, nil
+	}
+	v, closer, err := w.e.db.Get(ek)
+	if err == pebble.ErrNotFound {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("engine: read unique index entry: %w", err)
+	}
+	defer closer.Close()
+	return append([]byte(nil), v...), nil
+}
+
+// keyValue is the document's values for the index key, as reported in a
+// duplicate key error.
+func (ix *index) keyValue(doc bson.Raw) bson.D {
+	out := make(bson.D, 0, len(ix.fields))
+	for _, f := range ix.fields {
+		vals, _ := indexValues(bsoncore.Document(doc), f.path)
+		var v any = nil
+		if len(vals) > 0 {
+			v = bson.RawValue{Type: bson.Type(vals[0].Type), Value: vals[0].Data}
+		}
+		out = append(out, bson.E{Key: f.path, Value: v})
+	}
+	return out
+}

@@ -1,0 +1,273 @@
+package engine
+
+import (
+	"bytes"
+	"slices"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/lethedb/lethe/engine/keycodec"
+	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/engine/query"
+	"github.com/lethedb/lethe/engine/update"
+	"github.com/lethedb/lethe/ttlindex"
+)
+
+// UpdateSpec is one statement of an update command.
+type UpdateSpec struct {
+	Filter bson.Raw
+	Update *update.Update
+	Multi  bool
+	Upsert bool
+	Hint   bson.RawValue
+	Sort   bson.Raw // which document a single update picks
+}
+
+// UpdateResult reports one update statement.
+type UpdateResult struct {
+	Matched  int64
+	Modified int64
+	Upserted bson.RawValue // the _id of an inserted document, if any
+}
+
+// candidates lists the primary keys of live documents that match f,
+// in plan order (or sort order), from one consistent read. Writers re-read
+// and re-check each one under its lock.
+func (e *Engine) candidates(c *Collection, f *query.Filter, srt *query.Sort, hint bson.RawValue, limit int) ([][]byte, error) {
+	st := c.st()
+	p, err := st.choosePlan(f, srt, hint)
+	if err != nil {
+		return nil, err
+	}
+	sc := &scanner{e: e, coll: c, p: p}
+	type hit struct {
+		pk  []byte
+		doc bson.Raw
+	}
+	var hits []hit
+	keepDocs := srt != nil && !p.sorted
+	for !sc.done {
+		err := sc.next(func(d *storedDoc) (bool, error) {
+			if !f.Match(d.doc) {
+				return true, nil
+			}
+			h := hit{pk: append([]byte(nil), d.pk...)}
+			if keepDocs {
+				h.doc = append(bson.Raw(nil), d.doc...)
+			}
+			hits = append(hits, h)
+			return keepDocs || limit <= 0 || len(hits) < limit, nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		if limit > 0 && len(hits) >= limit && !keepDocs {
+			break
+		}
+	}
+	if keepDocs {
+		slices.SortStableFunc(hits, func(a, b hit) int { return srt.Compare(a.doc, b.doc) })
+	}
+	pks := make([][]byte, 0, len(hits))
+	for _, h := range hits {
+		pks = append(pks, h.pk)
+	}
+	return pks, nil
+}
+
+// Update runs one update statement.
+func (e *Engine) Update(db, coll string, spec UpdateSpec) (UpdateResult, error) {
+	var res UpdateResult
+	f, err := query.Compile(spec.Filter)
+	if err != nil {
+		return res, err
+	}
+	var srt *query.Sort
+	if len(spec.Sort) > 0 {
+		if srt, err = query.CompileSort(spec.Sort); err != nil {
+			return res, err
+		}
+	}
+	c := e.collection(db, coll)
+	if c == nil {
+		if !spec.Upsert {
+			return res, nil
+		}
+		if c, _, err = e.ensureCollection(db, coll, nil); err != nil {
+			return res, err
+		}
+	}
+	c.ddl.RLock()
+	defer c.ddl.RUnlock()
+	limit := 1
+	if spec.Multi {
+		limit = 0
+	}
+	pks, err := e.candidates(c, f, srt, spec.Hint, limit)
+	if err != nil {
+		return res, err
+	}
+	w := e.newWriter(c)
+	defer w.close()
+	for _, pk := range pks {
+		matched, modified, err := w.modify(pk, f, func(d *storedDoc, pos int) (bson.Raw, bool, error) {
+			return spec.Update.Apply(d.doc, pos)
+		}, nil)
+		if err != nil {
+			// Documents changed before this one stand, as in MongoDB.
+			if ferr := w.flush(); ferr != nil {
+				return res, ferr
+			}
+			return res, err
+		}
+		if matched {
+			res.Matched++
+			if modified {
+				res.Modified++
+			}
+			if err := w.done(); err != nil {
+				return res, err
+			}
+			if !spec.Multi {
+				break
+			}
+		}
+	}
+	if err := w.flush(); err != nil {
+		return res, err
+	}
+	if res.Matched == 0 && spec.Upsert {
+		doc, err := spec.Update.ApplyUpsert(spec.Filter)
+		if err != nil {
+			return res, err
+		}
+		id, err := e.insertUpserted(c, doc)
+		if err != nil {
+			return res, err
+		}
+		res.Upserted = id
+	}
+	return res, nil
+}
+
+// insertUpserted inserts the document an upsert built and returns its _id.
+func (e *Engine) insertUpserted(c *Collection, doc bson.Raw) (bson.RawValue, error) {
+	w := e.newWriter(c)
+	defer w.close()
+	id, err := w.insertOne(doc, map[string]bool{})
+	if err != nil {
+		return bson.RawValue{}, err
+	}
+	if err := w.flush(); err != nil {
+		return bson.RawValue{}, err
+	}
+	return bson.RawValue{Type: bson.Type(id.Type), Value: id.Data}, nil
+}
+
+// modify re-reads the document at pk under its lock, re-checks that it is
+// live and matches f, and replaces it with what change returns (or deletes
+// it when change is nil). Every match rewrites the document so that its
+// _ts moves to now, even when nothing changed (TTL spec rule 4). before,
+// when set, receives a copy of the document as it was.
+func (w *writer) modify(pk []byte, f *query.Filter, change func(d *storedDoc, pos int) (bson.Raw, bool, error), before *bson.Raw) (matched, modified bool, err error) {
+	if _, err := w.lock([]uint32{w.e.locks.stripe(w.st.meta.ID, pk)}); err != nil {
+		return false, false, err
+	}
+	for {
+		old, err := w.load(pk)
+		if err != nil || old == nil {
+			return false, false, err
+		}
+		nowMs := w.e.nowMillis()
+		if w.st.expired(old.h, nowMs) {
+			return false, false, nil
+		}
+		ok, pos := f.MatchPositional(old.doc)
+		if !ok {
+			return false, false, nil
+		}
+		if before != nil {
+			*before = old.doc
+		}
+		oldEnt, err := w.entriesOf(old)
+		if err != nil {
+			return false, false, err
+		}
+		if change == nil {
+			w.deleteEntries(old, &oldEnt, nil)
+			return true, true, w.batch().Delete(docKey(nil, w.st.meta.ID, pk), nil)
+		}
+		newDoc, changed, err := change(old, pos)
+		if err != nil {
+			return false, false, err
+		}
+		if err := checkStoredDoc(newDoc); err != nil {
+			return false, false, err
+		}
+		if !bytes.Equal(keycodec.Append(nil, idOf(newDoc)), pk) {
+			return false, false, mongoerr.New(mongoerr.ImmutableField, "Performing an update on the path '_id' would modify the immutable field '_id'")
+		}
+		d := &storedDoc{pk: pk, doc: newDoc, h: header{ts: nowMs, ttl: ttlindex.DocTTLOf(bsoncore.Document(newDoc))}}
+		ent, err := w.entriesOf(d)
+		if err != nil {
+			return false, false, err
+		}
+		victims, extra, err := w.uniqueConflicts(d, ent, nowMs)
+		if err != nil {
+			return false, false, err
+		}
+		extra = append(extra, w.uniqueStripes(ent, nil)...)
+		relocked, err := w.lock(extra)
+		if err != nil {
+			return false, false, err
+		}
+		if relocked {
+			continue
+		}
+		for _, v := range victims {
+			if err := w.remove(v); err != nil {
+				return false, false, err
+			}
+		}
+		return true, changed, w.put(d, ent, old, &oldEnt)
+	}
+}
+
+// Delete removes documents matching filter: all of them, or the first with
+// limit 1. It returns how many it removed.
+func (e *Engine) Delete(db, coll string, filter bson.Raw, limit int, hint bson.RawValue) (int64, error) {
+	f, err := query.Compile(filter)
+	if err != nil {
+		return 0, err
+	}
+	c := e.collection(db, coll)
+	if c == nil {
+		return 0, nil
+	}
+	c.ddl.RLock()
+	defer c.ddl.RUnlock()
+	pks, err := e.candidates(c, f, nil, hint, limit)
+	if err != nil {
+		return 0, err
+	}
+	w := e.newWriter(c)
+	defer w.close()
+	var n int64
+	for _, pk := range pks {
+		matched, _, err := w.modify(pk, f, nil, nil)
+		if err != nil {
+			return n, err
+		}
+		if matched {
+			n++
+			if err := w.done(); err != nil {
+				return n, err
+			}
+			if limit == 1 {
+				break
+			}
+		}
+	}
+	return n, w.flush()
+}

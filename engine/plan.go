@@ -1,0 +1,349 @@
+package engine
+
+import (
+	"bytes"
+	"slices"
+	"sort"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/lethedb/lethe/engine/keycodec"
+	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/engine/query"
+)
+
+type planKind int
+
+const (
+	planCollScan planKind = iota // every document, in _id order
+	planIDPoints                 // point reads by _id
+	planIDRange                  // a range of _id
+	planIndex                    // a secondary index scan
+)
+
+// span is a half-open range of pebble keys.
+type span struct{ lo, hi []byte }
+
+// plan is how a query reads a collection: which keys, in which order.
+type plan struct {
+	kind    planKind
+	ix      *index // planIndex
+	spans   []span // ascending, non-overlapping; for planIDPoints each is one key
+	reverse bool
+	// sorted is set when the scan order satisfies the query's sort.
+	sorted bool
+}
+
+// stage names the plan as explain reports it.
+func (p *plan) stage() string {
+	switch p.kind {
+	case planIDPoints:
+		return "IDHACK"
+	case planCollScan:
+		return "COLLSCAN"
+	}
+	return "IXSCAN"
+}
+
+func (p *plan) indexName() string {
+	switch p.kind {
+	case planIndex:
+		return p.ix.meta.Name
+	case planIDPoints, planIDRange:
+		return "_id_"
+	}
+	return ""
+}
+
+// choosePlan picks the access path for a filter and sort: an explicit hint,
+// _id point reads, the secondary index with the most selective bounds, an
+// _id range, an index that yields the sort order, or a collection scan.
+// Bounds may be wider than the filter; the filter is always re-applied.
+func (st *collState) choosePlan(f *query.Filter, srt *query.Sort, hint bson.RawValue) (*plan, error) {
+	var conj []query.Predicate
+	if f != nil {
+		conj = f.Conjuncts()
+	}
+	if len(hint.Value) > 0 {
+		return st.hintedPlan(conj, srt, hint)
+	}
+	if p := idPlan(st.meta.ID, conj); p != nil {
+		st.applySort(p, srt)
+		return p, nil
+	}
+	var best *plan
+	bestScore := 0
+	for _, ix := range st.indexes {
+		if ix.partial != nil {
+			continue
+		}
+		spans, score := ix.bounds(conj)
+		if score > bestScore {
+			best, bestScore = &plan{kind: planIndex, ix: ix, spans: spans}, score
+		}
+	}
+	if best != nil {
+		st.applySort(best, srt)
+		return best, nil
+	}
+	lo, hi := docRange(st.meta.ID)
+	p := &plan{kind: planCollScan, spans: []span{{lo, hi}}}
+	st.applySort(p, srt)
+	if !p.sorted && srt != nil && len(srt.Fields()) > 0 {
+		for _, ix := range st.indexes {
+			if ix.partial != nil || ix.meta.Sparse || ix.meta.Multikey {
+				continue
+			}
+			lo, hi := indexRange(ix.meta.ID)
+			q := &plan{kind: planIndex, ix: ix, spans: []span{{lo, hi}}}
+			st.applySort(q, srt)
+			if q.sorted {
+				return q, nil
+			}
+		}
+	}
+	return p, nil
+}
+
+func (st *collState) hintedPlan(conj []query.Predicate, srt *query.Sort, hint bson.RawValue) (*plan, error) {
+	var ix *index
+	isID := false
+	switch hint.Type {
+	case bson.TypeString:
+		name := hint.StringValue()
+		if name == "_id_" {
+			isID = true
+		}
+		for _, x := range st.indexes {
+			if x.meta.Name == name {
+				ix = x
+			}
+		}
+	case bson.TypeEmbeddedDocument:
+		doc := hint.Document()
+		if v, err := doc.LookupErr("$natural"); err == nil {
+			lo, hi := docRange(st.meta.ID)
+			p := &plan{kind: planCollScan, spans: []span{{lo, hi}}}
+			if f, ok := v.AsFloat64OK(); ok && f < 0 {
+				p.reverse = true
+			}
+			return p, nil
+		}
+		if first, err := doc.IndexErr(0); err == nil && first.Key() == "_id" && len(mustElems(doc)) == 1 {
+			isID = true
+		}
+		for _, x := range st.indexes {
+			if bytes.Equal(x.meta.Key, doc) {
+				ix = x
+			}
+		}
+	}
+	if isID {
+		p := idPlan(st.meta.ID, conj)
+		if p == nil {
+			lo, hi := docRange(st.meta.ID)
+			p = &plan{kind: planIDRange, spans: []span{{lo, hi}}}
+		}
+		st.applySort(p, srt)
+		return p, nil
+	}
+	if ix == nil {
+		return nil, mongoerr.New(mongoerr.BadValue, "error processing query: planner returned error :: caused by :: hint provided does not correspond to an existing index")
+	}
+	spans, score := ix.bounds(conj)
+	if score == 0 {
+		lo, hi := indexRange(ix.meta.ID)
+		spans = []span{{lo, hi}}
+	}
+	p := &plan{kind: planIndex, ix: ix, spans: spans}
+	st.applySort(p, srt)
+	return p, nil
+}
+
+func mustElems(d bson.Raw) []bson.RawElement {
+	els, _ := d.Elements()
+	return els
+}
+
+// applySort marks p sorted (possibly reversing it) when its key order is
+// the requested sort order.
+func (st *collState) applySort(p *plan, srt *query.Sort) {
+	if srt == nil || len(srt.Fields()) == 0 {
+		p.sorted = true
+		return
+	}
+	fields := srt.Fields()
+	var keyFields []indexField
+	switch p.kind {
+	case planCollScan, planIDRange, planIDPoints:
+		keyFields = []indexField{{path: "_id"}}
+	case planIndex:
+		if p.ix.meta.Multikey {
+			return
+		}
+		keyFields = p.ix.fields
+	}
+	if len(fields) > len(keyFields) {
+		return
+	}
+	flip := fields[0].Desc != keyFields[0].desc
+	for i, f := range fields {
+		if f.Path != keyFields[i].path || (f.Desc != keyFields[i].desc) != flip {
+			return
+		}
+	}
+	p.sorted, p.reverse = true, flip
+}
+
+// idPlan reads by _id when the filter pins it to points or a range.
+func idPlan(collID uint64, conj []query.Predicate) *plan {
+	for _, c := range conj {
+		if c.Path != "_id" || !indexable(c) {
+			continue
+		}
+		switch c.Op {
+		case "$eq", "$in":
+			keys := make([][]byte, 0, len(c.Values))
+			for _, v := range c.Values {
+				keys = append(keys, keycodec.Append(nil, v))
+			}
+			slices.SortFunc(keys, bytes.Compare)
+			keys = slices.CompactFunc(keys, bytes.Equal)
+			p := &plan{kind: planIDPoints}
+			for _, k := range keys {
+				dk := docKey(nil, collID, k)
+				p.spans = append(p.spans, span{dk, keySuccessor(dk)})
+			}
+			return p
+		}
+	}
+	lo, hi, ok := rangeBounds(conj, "_id", false)
+	if !ok {
+		return nil
+	}
+	prefix, _ := docRange(collID)
+	return &plan{kind: planIDRange, spans: []span{{append(append([]byte(nil), prefix...), lo...), append(append([]byte(nil), prefix...), hi...)}}}
+}
+
+// indexable reports whether a predicate's values can bound an index scan:
+// values whose matches are exactly the entries equal to them or within
+// their type's range. Null, arrays, MinKey/MaxKey and undefined match in
+// ways (missing fields, whole arrays) that entries do not mirror.
+func indexable(c query.Predicate) bool {
+	if len(c.Values) == 0 {
+		return false
+	}
+	for _, v := range c.Values {
+		switch v.Type {
+		case bsoncore.TypeNull, bsoncore.TypeUndefined, bsoncore.TypeArray, bsoncore.TypeMinKey, bsoncore.TypeMaxKey, bsoncore.TypeRegex:
+			return false
+		case bsoncore.TypeDouble:
+			if f := v.Double(); f != f {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// rangeBounds derives [lo, hi) key bounds for path from $gt/$gte/$lt/$lte
+// conjuncts, bracketed by the type class of the value as MongoDB's
+// comparisons are. With single set, only one predicate is used, as needed
+// on multikey indexes, where different elements may satisfy each bound.
+func rangeBounds(conj []query.Predicate, path string, single bool) (lo, hi []byte, ok bool) {
+	for _, c := range conj {
+		if c.Path != path || !indexable(c) || len(c.Values) != 1 {
+			continue
+		}
+		v := c.Values[0]
+		class := byte(keycodec.TypeClass(v.Type))
+		enc := keycodec.Append(nil, v)
+		var clo, chi []byte
+		switch c.Op {
+		case "$gt":
+			clo, chi = prefixEnd(enc), []byte{class + 1}
+		case "$gte":
+			clo, chi = enc, []byte{class + 1}
+		case "$lt":
+			clo, chi = []byte{class}, enc
+		case "$lte":
+			clo, chi = []byte{class}, prefixEnd(enc)
+		default:
+			continue
+		}
+		if !ok {
+			lo, hi, ok = clo, chi, true
+		} else {
+			if bytes.Compare(clo, lo) > 0 {
+				lo = clo
+			}
+			if bytes.Compare(chi, hi) < 0 {
+				hi = chi
+			}
+		}
+		if single {
+			break
+		}
+	}
+	if ok && bytes.Compare(lo, hi) > 0 {
+		hi = lo
+	}
+	return lo, hi, ok
+}
+
+// bounds computes the key spans of ix implied by the conjuncts: equality
+// points on a leading run of ascending fields, then a range on the next
+// one. score ranks plans: equality fields count most.
+func (ix *index) bounds(conj []query.Predicate) ([]span, int) {
+	prefixes := [][]byte{indexPrefix(nil, ix.meta.ID)}
+	score := 0
+	i := 0
+	for ; i < len(ix.fields); i++ {
+		f := ix.fields[i]
+		var points []bsoncore.Value
+		for _, c := range conj {
+			if c.Path == f.path && (c.Op == "$eq" || c.Op == "$in") && indexable(c) {
+				points = c.Values
+				break
+			}
+		}
+		if points == nil || len(prefixes)*len(points) > 1000 {
+			break
+		}
+		next := make([][]byte, 0, len(prefixes)*len(points))
+		for _, p := range prefixes {
+			for _, v := range points {
+				k := append([]byte(nil), p...)
+				if f.desc {
+					k = keycodec.AppendDesc(k, v)
+				} else {
+					k = keycodec.Append(k, v)
+				}
+				next = append(next, k)
+			}
+		}
+		prefixes = next
+		score += 10
+	}
+	var spans []span
+	if i < len(ix.fields) && !ix.fields[i].desc {
+		if lo, hi, ok := rangeBounds(conj, ix.fields[i].path, ix.meta.Multikey); ok {
+			score += 5
+			for _, p := range prefixes {
+				spans = append(spans, span{append(append([]byte(nil), p...), lo...), append(append([]byte(nil), p...), hi...)})
+			}
+		}
+	}
+	if score == 0 {
+		return nil, 0
+	}
+	if spans == nil {
+		for _, p := range prefixes {
+			spans = append(spans, span{p, prefixEnd(p)})
+		}
+	}
+	sort.Slice(spans, func(a, b int) bool { return bytes.Compare(spans[a].lo, spans[b].lo) < 0 })
+	spans = slices.CompactFunc(spans, func(a, b span) bool { return bytes.Equal(a.lo, b.lo) })
+	return spans, score
+}

@@ -1,0 +1,142 @@
+package engine
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// scanStats counts work for explain.
+type scanStats struct {
+	keysExamined int64
+	docsExamined int64
+}
+
+// scanner walks a plan's keys in order, one batch at a time. Every batch
+// reads a fresh snapshot starting after the last key it returned, so a
+// long-lived cursor pins no old data and sees expiry as it happens.
+type scanner struct {
+	e      *Engine
+	coll   *Collection
+	st     *collState // the collection's state for the current batch
+	p      *plan
+	resume []byte              // last key visited; nil before the first
+	seen   map[string]struct{} // primary keys returned by a multikey index scan
+	done   bool
+	stats  scanStats
+}
+
+// visit is called with each visible document; doc aliases storage memory
+// valid only during the call. It returns false to end the batch.
+type visitFunc func(d *storedDoc) (more bool, err error)
+
+// next runs one batch: fn is called for visible documents until it returns
+// false or the plan is exhausted.
+func (s *scanner) next(fn visitFunc) error {
+	if s.done {
+		return nil
+	}
+	// The state is re-read every batch so that TTL setting changes apply to
+	// open cursors at once.
+	s.st = s.coll.st()
+	if s.st.dropped {
+		s.done = true
+		return nil
+	}
+	snap := s.e.db.NewSnapshot()
+	defer snap.Close()
+	nowMs := s.e.nowMillis()
+	for i := range s.p.spans {
+		sp := s.p.spans[i]
+		if s.p.reverse {
+			sp = s.p.spans[len(s.p.spans)-1-i]
+		}
+		if s.resume != nil {
+			if !s.p.reverse && bytes.Compare(s.resume, sp.hi) >= 0 {
+				continue
+			}
+			if s.p.reverse && bytes.Compare(s.resume, sp.lo) < 0 {
+				continue
+			}
+		}
+		more, err := s.scanSpan(snap, sp, nowMs, fn)
+		if err != nil || !more {
+			return err
+		}
+	}
+	s.done = true
+	return nil
+}
+
+func (s *scanner) scanSpan(snap *pebble.Snapshot, sp span, nowMs int64, fn visitFunc) (bool, error) {
+	opts := &pebble.IterOptions{LowerBound: sp.lo, UpperBound: sp.hi}
+	if s.resume != nil {
+		if !s.p.reverse && bytes.Compare(s.resume, sp.lo) >= 0 {
+			opts.LowerBound = keySuccessor(s.resume)
+		}
+		if s.p.reverse && bytes.Compare(s.resume, sp.hi) < 0 {
+			opts.UpperBound = s.resume
+		}
+	}
+	it, err := snap.NewIter(opts)
+	if err != nil {
+		return false, fmt.Errorf("engine: scan: %w", err)
+	}
+	defer it.Close()
+	valid := it.First()
+	if s.p.reverse {
+		valid = it.Last()
+	}
+	for ; valid; valid = s.step(it) {
+		s.resume = append(s.resume[:0], it.Key()...)
+		d, err := s.docAt(snap, it)
+		if err != nil {
+			return false, err
+		}
+		if d == nil || s.st.expired(d.h, nowMs) {
+			continue
+		}
+		more, err := fn(d)
+		if err != nil || !more {
+			return false, err
+		}
+	}
+	return true, it.Error()
+}
+
+func (s *scanner) step(it *pebble.Iterator) bool {
+	if s.p.reverse {
+		return it.Prev()
+	}
+	return it.Next()
+}
+
+// docAt returns the document the iterator points at: the value itself for
+// document keys, or the document an index entry names.
+func (s *scanner) docAt(snap *pebble.Snapshot, it *pebble.Iterator) (*storedDoc, error) {
+	if s.p.kind != planIndex {
+		if s.p.kind != planCollScan {
+			s.stats.keysExamined++
+		}
+		s.stats.docsExamined++
+		h, doc, err := splitValue(it.Value())
+		if err != nil {
+			return nil, err
+		}
+		return &storedDoc{pk: pkOfDocKey(it.Key()), h: h, doc: doc}, nil
+	}
+	s.stats.keysExamined++
+	pk := it.Value()
+	if s.p.ix.meta.Multikey {
+		if s.seen == nil {
+			s.seen = make(map[string]struct{})
+		}
+		if _, dup := s.seen[string(pk)]; dup {
+			return nil, nil
+		}
+		s.seen[string(pk)] = struct{}{}
+	}
+	s.stats.docsExamined++
+	return s.e.loadDoc(snap, s.st.meta.ID, pk)
+}

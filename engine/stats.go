@@ -1,0 +1,78 @@
+package engine
+
+import (
+	"slices"
+
+	"github.com/cockroachdb/pebble/v2"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/lethedb/lethe/engine/keycodec"
+)
+
+// CollStats are the figures collStats and dbStats report. Expired
+// documents are not counted (TTL spec rule 17).
+type CollStats struct {
+	Count       int64
+	Size        int64 // bytes of live user documents
+	StorageSize int64 // estimated bytes on disk of documents
+	IndexSize   int64 // estimated bytes on disk of secondary index entries
+	NIndexes    int
+	IndexSizes  map[string]int64
+}
+
+// Stats computes the statistics of db.coll; ok is false if it does not exist.
+func (e *Engine) Stats(db, coll string) (CollStats, bool, error) {
+	var s CollStats
+	c := e.collection(db, coll)
+	if c == nil {
+		return s, false, nil
+	}
+	st := c.st()
+	lo, hi := docRange(st.meta.ID)
+	it, err := e.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return s, true, err
+	}
+	nowMs := e.nowMillis()
+	for it.First(); it.Valid(); it.Next() {
+		h, doc, err := splitValue(it.Value())
+		if err != nil {
+			it.Close()
+			return s, true, err
+		}
+		if st.expired(h, nowMs) {
+			continue
+		}
+		s.Count++
+		s.Size += int64(len(doc))
+	}
+	if err := it.Close(); err != nil {
+		return s, true, err
+	}
+	du, _ := e.db.EstimateDiskUsage(lo, hi)
+	s.StorageSize = int64(du)
+	s.NIndexes = 1 + len(st.meta.Indexes)
+	s.IndexSizes = map[string]int64{"_id_": 0}
+	for _, ix := range st.indexes {
+		lo, hi := indexRange(ix.meta.ID)
+		n, _ := e.db.EstimateDiskUsage(lo, hi)
+		s.IndexSizes[ix.meta.Name] = int64(n)
+		s.IndexSize += int64(n)
+	}
+	return s, true, nil
+}
+
+// DatabaseSize is the estimated bytes on disk of a database's collections.
+func (e *Engine) DatabaseSize(db string) int64 {
+	var total int64
+	for _, name := range e.CollectionNames(db) {
+		if s, ok, err := e.Stats(db, name); ok && err == nil {
+			total += max(s.StorageSize+s.IndexSize, s.Size)
+		}
+	}
+	return total
+}
+
+func sortValues(vals []bsoncore.Value) {
+	slices.SortFunc(vals, keycodec.Compare)
+}
