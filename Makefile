@@ -1,0 +1,38 @@
+# Lethe's everyday commands. `make run` starts a server on 127.0.0.1:27017;
+# `make test` runs every test, real MongoDB clients included.
+
+GO      ?= go
+CLIENTS := integration/clients
+# npm ci leaves this file behind; it is older than the lock file when the
+# installed clients are stale.
+CLIENTS_STAMP := $(CLIENTS)/node_modules/.package-lock.json
+
+.PHONY: build run test bench fuzz lint clients
+
+build:
+	$(GO) build -o bin/lethe ./cmd/lethe
+
+run: build
+	./bin/lethe --listen 127.0.0.1:27017 --data-dir ./data
+
+# The client tests fail rather than skip when a client is missing.
+test: clients
+	LETHE_REQUIRE_CLIENTS=1 $(GO) test -timeout 20m ./...
+
+clients: $(CLIENTS_STAMP)
+
+$(CLIENTS_STAMP): $(CLIENTS)/package.json $(CLIENTS)/package-lock.json
+	npm ci --prefix $(CLIENTS) --no-audit --no-fund
+	touch $@
+
+bench:
+	$(GO) test -run='^$$' -bench=. -benchtime=1s ./...
+
+fuzz:
+	$(GO) test -run='^$$' -fuzz=FuzzDecode -fuzztime=15s ./wire
+	$(GO) test -run='^$$' -fuzz=FuzzEncodeOrder -fuzztime=15s ./engine/keycodec
+
+lint:
+	@unformatted=$$(gofmt -l $$(find . -name '*.go' -not -path './$(CLIENTS)/node_modules/*')); \
+	if [ -n "$$unformatted" ]; then echo "gofmt -l reports:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet ./...

@@ -1,0 +1,155 @@
+// Command lethe runs the Lethe server: a MongoDB wire-protocol compatible
+// document server with time-to-live at its heart.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/lethedb/lethe/server"
+	"github.com/lethedb/lethe/ttlindex"
+)
+
+// shutdownGrace is how long in-flight requests get to finish after SIGINT or
+// SIGTERM before their connections are cut.
+const shutdownGrace = 30 * time.Second
+
+func main() {
+	if err := run(os.Args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "lethe:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	fs := flag.NewFlagSet("lethe", flag.ContinueOnError)
+	listen := fs.String("listen", "127.0.0.1:27017", "address to serve the MongoDB protocol on, host:port")
+	dataDir := fs.String("data-dir", "./data", "directory of the store; created if missing")
+	logLevel := fs.String("log-level", "info", "least severe log level: debug, info, warn or error")
+	logFormat := fs.String("log-format", "console", "log format: console or json")
+	maxConns := fs.Int("max-conns", 0, "most client connections open at once; 0 means no limit")
+	clock := fs.String("clock", "system", "time source for expiry: system, or manual for tests (time moves only by advanceClock)")
+	metricsListen := fs.String("metrics-listen", "", "address to serve Prometheus /metrics on, host:port; off when empty")
+	version := fs.Bool("version", false, "print the version and exit")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if *version {
+		fmt.Println("lethe", server.Version)
+		return nil
+	}
+
+	level, err := zapcore.ParseLevel(*logLevel)
+	if err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	atom := zap.NewAtomicLevelAt(level)
+	log, err := newLogger(*logFormat, atom)
+	if err != nil {
+		return err
+	}
+	defer log.Sync()
+
+	cfg := server.Config{
+		Listen:   *listen,
+		DataDir:  *dataDir,
+		Logger:   log,
+		MaxConns: *maxConns,
+		CmdLine:  args,
+		LogLevel: &atom,
+	}
+	switch *clock {
+	case "system":
+	case "manual":
+		cfg.Clock = ttlindex.NewManualClock(time.Now())
+		cfg.ManualClock = true
+	default:
+		return fmt.Errorf("--clock: want system or manual, not %q", *clock)
+	}
+
+	log.Info("starting lethe", zap.String("version", server.Version), zap.String("listen", *listen), zap.String("dataDir", *dataDir))
+	srv, err := server.New(cfg)
+	if err != nil {
+		return err
+	}
+	shutdown := func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+		defer cancel()
+		return srv.Shutdown(ctx)
+	}
+	if err := srv.Start(); err != nil {
+		return errors.Join(err, shutdown())
+	}
+	var metrics *http.Server
+	if *metricsListen != "" {
+		if metrics, err = serveMetrics(*metricsListen, srv, log); err != nil {
+			return errors.Join(err, shutdown())
+		}
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	<-ctx.Done()
+	stop() // a second signal kills the process the usual way
+	log.Info("signal received, shutting down", zap.Duration("grace", shutdownGrace))
+	if metrics != nil {
+		metrics.Close()
+	}
+	return shutdown()
+}
+
+func newLogger(format string, level zap.AtomicLevel) (*zap.Logger, error) {
+	var enc zapcore.Encoder
+	switch format {
+	case "console":
+		cfg := zap.NewDevelopmentEncoderConfig()
+		cfg.EncodeTime = zapcore.ISO8601TimeEncoder
+		enc = zapcore.NewConsoleEncoder(cfg)
+	case "json":
+		enc = zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig())
+	default:
+		return nil, fmt.Errorf("--log-format: want console or json, not %q", format)
+	}
+	return zap.New(zapcore.NewCore(enc, zapcore.Lock(os.Stderr), level), zap.ErrorOutput(zapcore.Lock(os.Stderr))), nil
+}
+
+// serveMetrics serves the Go runtime's, the process's and the server's
+// metrics on addr in the background.
+func serveMetrics(addr string, srv *server.Server, log *zap.Logger) (*http.Server, error) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(srv.Collectors()...)
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics-listen: %w", err)
+	}
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics server stopped", zap.Error(err))
+		}
+	}()
+	log.Info("serving metrics", zap.String("addr", ln.Addr().String()))
+	return hs, nil
+}

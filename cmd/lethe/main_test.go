@@ -1,0 +1,102 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+// TestLifecycle builds and runs the binary: it serves the protocol and
+// metrics on the addresses it logs, and exits cleanly on SIGTERM.
+func TestLifecycle(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "lethe")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "--listen", "127.0.0.1:0", "--data-dir", filepath.Join(dir, "data"),
+		"--log-format", "json", "--clock", "manual", "--metrics-listen", "127.0.0.1:0")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+
+	// Read the log until both addresses are known, then keep draining it.
+	logs := make(chan map[string]any, 100)
+	go func() {
+		defer close(logs)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			var entry map[string]any
+			if json.Unmarshal(sc.Bytes(), &entry) == nil {
+				logs <- entry
+			}
+		}
+		io.Copy(io.Discard, stderr)
+	}()
+	addrOf := func(msg string) string {
+		t.Helper()
+		timeout := time.After(30 * time.Second)
+		for {
+			select {
+			case e, ok := <-logs:
+				if !ok {
+					t.Fatalf("lethe exited before logging %q", msg)
+				}
+				if e["msg"] == msg {
+					return e["addr"].(string)
+				}
+			case <-timeout:
+				t.Fatalf("no %q log line", msg)
+			}
+		}
+	}
+	addr := addrOf("lethe listening")
+	metricsAddr := addrOf("serving metrics")
+
+	client, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + addr).SetServerSelectionTimeout(5 * time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := client.Ping(context.Background(), nil); err != nil {
+		t.Fatalf("ping: %v", err)
+	}
+	client.Disconnect(context.Background())
+
+	resp, err := http.Get("http://" + metricsAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), "lethe_connections_accepted_total") {
+		t.Errorf("/metrics lacks lethe_connections_accepted_total:\n%s", body)
+	}
+
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	for range logs { // drain until exit
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("exit after SIGTERM: %v", err)
+	}
+}

@@ -1,0 +1,123 @@
+package integration
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/lethedb/lethe/server"
+	"github.com/lethedb/lethe/ttlindex"
+)
+
+// testEpoch is where the manual clock of every test server starts.
+var testEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// testServer is a Lethe server running in the test process, with a manual
+// clock and a store in a temporary directory.
+type testServer struct {
+	URI    string
+	Client *mongo.Client // connected to URI; replaced by Restart
+	Clock  *ttlindex.ManualClock
+	Dir    string
+	Srv    *server.Server
+	// Logs holds the server's log entries at Info and above.
+	Logs *observer.ObservedLogs
+
+	cfg server.Config
+}
+
+// serverOption adjusts the configuration startServer uses.
+type serverOption func(*server.Config)
+
+func withMaxConns(n int) serverOption {
+	return func(c *server.Config) { c.MaxConns = n }
+}
+
+// startServer starts a server on a free port of 127.0.0.1 and connects a
+// client to it; both are shut down when the test ends. Set LETHE_TEST_LOG=1
+// to see the server's debug log in the test output.
+func startServer(t *testing.T, opts ...serverOption) *testServer {
+	t.Helper()
+	core, logs := observer.New(zapcore.InfoLevel)
+	if os.Getenv("LETHE_TEST_LOG") != "" {
+		core = zapcore.NewTee(core, zaptest.NewLogger(t, zaptest.Level(zapcore.DebugLevel)).Core())
+	}
+	ts := &testServer{Clock: ttlindex.NewManualClock(testEpoch), Dir: t.TempDir(), Logs: logs}
+	ts.cfg = server.Config{
+		Listen:      "127.0.0.1:0",
+		DataDir:     ts.Dir,
+		Logger:      zap.New(core),
+		Clock:       ts.Clock,
+		ManualClock: true,
+		CmdLine:     []string{"lethe", "--test"},
+	}
+	for _, o := range opts {
+		o(&ts.cfg)
+	}
+	ts.start(t)
+	t.Cleanup(func() { ts.stop(t) })
+	return ts
+}
+
+// Restart shuts the server down and starts it again on the same directory
+// and clock, as after a process restart. The port changes: URI and Client
+// are replaced.
+func (ts *testServer) Restart(t *testing.T) {
+	t.Helper()
+	ts.stop(t)
+	ts.start(t)
+}
+
+// NewClient connects a new client to the server, closed when the test ends.
+// opts apply after the URI.
+func (ts *testServer) NewClient(t *testing.T, opts ...*options.ClientOptions) *mongo.Client {
+	t.Helper()
+	all := append([]*options.ClientOptions{options.Client().ApplyURI(ts.URI).SetServerSelectionTimeout(5 * time.Second)}, opts...)
+	client, err := mongo.Connect(all...)
+	if err != nil {
+		t.Fatalf("connect to %s: %v", ts.URI, err)
+	}
+	t.Cleanup(func() { client.Disconnect(context.Background()) })
+	return client
+}
+
+func (ts *testServer) start(t *testing.T) {
+	t.Helper()
+	srv, err := server.New(ts.cfg)
+	if err != nil {
+		t.Fatalf("new server: %v", err)
+	}
+	if err := srv.Start(); err != nil {
+		srv.Shutdown(context.Background())
+		t.Fatalf("start server: %v", err)
+	}
+	ts.Srv = srv
+	ts.URI = "mongodb://" + srv.Addr().String() + "/"
+	ts.Client = ts.NewClient(t)
+}
+
+func (ts *testServer) stop(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ts.Client.Disconnect(ctx)
+	if err := ts.Srv.Shutdown(ctx); err != nil {
+		t.Errorf("shutdown: %v", err)
+	}
+}
+
+// testCtx returns a context for one test step, bounded so that a hang fails the
+// test instead of stalling the run.
+func testCtx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return c
+}

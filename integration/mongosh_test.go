@@ -1,0 +1,43 @@
+package integration
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// runMongoshScript runs a script of integration/clients through mongosh and
+// requires it to print OK and nothing on stderr.
+func runMongoshScript(t *testing.T, ts *testServer, script string) {
+	t.Helper()
+	requireClient(t, exists(mongoshPath), "mongosh", "npm ci --prefix integration/clients (make test does it)")
+	stdout, stderr := runClient(t, mongoshPath, ts.URI+"test", "--quiet", filepath.Join("clients", script))
+	if strings.TrimSpace(stdout) != "OK" {
+		t.Errorf("mongosh %s printed:\n%s", script, stdout)
+	}
+	if stderr != "" {
+		t.Errorf("mongosh %s wrote to stderr:\n%s", script, stderr)
+	}
+}
+
+func TestMongoshCRUD(t *testing.T) {
+	runMongoshScript(t, startServer(t), "crud.js")
+}
+
+func TestMongoshShowCommands(t *testing.T) {
+	ts := startServer(t)
+	requireClient(t, exists(mongoshPath), "mongosh", "npm ci --prefix integration/clients (make test does it)")
+	runClient(t, mongoshPath, ts.URI+"shop", "--quiet", "--eval", "db.things.insertOne({a: 1})")
+	stdout, stderr := runClient(t, mongoshPath, ts.URI+"shop", "--quiet", "--eval", "show dbs")
+	if !strings.Contains(stdout, "shop") || stderr != "" {
+		t.Errorf("show dbs printed %q, stderr %q", stdout, stderr)
+	}
+	stdout, stderr = runClient(t, mongoshPath, ts.URI+"shop", "--quiet", "--eval", "show collections")
+	if strings.TrimSpace(stdout) != "things" || stderr != "" {
+		t.Errorf("show collections printed %q, stderr %q", stdout, stderr)
+	}
+}
+
+func TestMongoshTTLSeedExample(t *testing.T) {
+	runMongoshScript(t, startServer(t), "ttl_seed.js")
+}

@@ -1,0 +1,333 @@
+package server
+
+import (
+	"context"
+	"math"
+	"net"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/lethedb/lethe/engine/mongoerr"
+)
+
+func (s *Server) adminCommands() []command {
+	return []command{
+		{name: "ping", handle: noop},
+		{name: "buildInfo", aliases: []string{"buildinfo"}, handle: s.buildInfo},
+		{name: "getParameter", handle: s.getParameter, adminOnly: true},
+		{name: "setParameter", handle: s.setParameter, adminOnly: true},
+		{name: "getCmdLineOpts", handle: s.getCmdLineOpts, adminOnly: true},
+		{name: "getLog", handle: s.getLog, adminOnly: true},
+		{name: "hostInfo", handle: s.hostInfo},
+		{name: "whatsmyuri", handle: whatsMyURI},
+		{name: "connectionStatus", handle: connectionStatus},
+		{name: "serverStatus", handle: s.serverStatus},
+		{name: "listCommands", handle: s.listCommands},
+		{name: "getFreeMonitoringStatus", handle: freeMonitoringStatus, adminOnly: true},
+	}
+}
+
+func (s *Server) buildInfo(context.Context, *Request) (bson.Raw, error) {
+	return okReply(
+		bson.E{Key: "version", Value: mongoVersion},
+		bson.E{Key: "gitVersion", Value: gitVersion()},
+		bson.E{Key: "modules", Value: bson.A{}},
+		bson.E{Key: "allocator", Value: "system"},
+		bson.E{Key: "javascriptEngine", Value: "none"},
+		bson.E{Key: "sysInfo", Value: "deprecated"},
+		bson.E{Key: "versionArray", Value: bson.A{int32(7), int32(0), int32(0), int32(0)}},
+		bson.E{Key: "bits", Value: int32(64)},
+		bson.E{Key: "debug", Value: false},
+		bson.E{Key: "maxBsonObjectSize", Value: int32(maxBSONObjectSize)},
+		bson.E{Key: "storageEngines", Value: bson.A{"lethe"}},
+		bson.E{Key: "lethe", Value: bson.D{{Key: "version", Value: Version}}},
+	)
+}
+
+// gitVersion is the commit the binary was built from, when the build
+// recorded it.
+func gitVersion() string {
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, kv := range info.Settings {
+			if kv.Key == "vcs.revision" {
+				return kv.Value
+			}
+		}
+	}
+	return "unknown"
+}
+
+// getParameter answers {getParameter: 1, name: 1, ...}, {getParameter: "*"}
+// and {getParameter: {showDetails: true, allParameters: true}, name: 1, ...}.
+// Names it does not know are left out; if none is known, it fails.
+func (s *Server) getParameter(_ context.Context, req *Request) (bson.Raw, error) {
+	const cmd = "getParameter"
+	var all, details bool
+	switch v := req.Body.Index(0).Value(); v.Type {
+	case bson.TypeString:
+		all = v.StringValue() == "*"
+	case bson.TypeEmbeddedDocument:
+		for key, opt := range fields(v.Document()) {
+			var err error
+			switch string(key) {
+			case "allParameters":
+				all, err = argBool(cmd, "allParameters", opt)
+			case "showDetails":
+				details, err = argBool(cmd, "showDetails", opt)
+			default:
+				err = unknownField(cmd, key)
+			}
+			if err != nil {
+				return nil, err
+			}
+		}
+	}
+
+	var names []string
+	if all {
+		names = s.paramNames()
+	} else {
+		for key := range cmdArgs(req.Body) {
+			if _, known := s.params[string(key)]; known {
+				names = append(names, string(key))
+			}
+		}
+	}
+	if len(names) == 0 {
+		return nil, mongoerr.New(mongoerr.InvalidOptions, "no option found to get")
+	}
+	reply := make([]bson.E, 0, len(names))
+	for _, name := range names {
+		p := s.params[name]
+		value := p.get()
+		if details {
+			value = bson.D{
+				{Key: "value", Value: value},
+				{Key: "settableAtRuntime", Value: p.set != nil},
+				{Key: "settableAtStartup", Value: false},
+			}
+		}
+		reply = append(reply, bson.E{Key: name, Value: value})
+	}
+	return okReply(reply...)
+}
+
+// setParameter changes one run-time parameter and replies with its value
+// before the change as "was".
+func (s *Server) setParameter(_ context.Context, req *Request) (bson.Raw, error) {
+	for key, v := range cmdArgs(req.Body) {
+		p, known := s.params[string(key)]
+		switch {
+		case !known:
+			return nil, mongoerr.New(mongoerr.InvalidOptions, "attempted to set unrecognized parameter [%s], use help:true to see options", key)
+		case p.set == nil:
+			return nil, mongoerr.New(mongoerr.IllegalOperation, "parameter [%s] cannot be set at runtime", key)
+		}
+		was := p.get()
+		if err := p.set("setParameter", string(key), v); err != nil {
+			return nil, err
+		}
+		return okReply(bson.E{Key: "was", Value: was})
+	}
+	return nil, mongoerr.New(mongoerr.InvalidOptions, "no option found to set, use help:true to see options")
+}
+
+// getCmdLineOpts reports the command line and, as "parsed", the settings it
+// gave in MongoDB's configuration layout, which tools read.
+func (s *Server) getCmdLineOpts(context.Context, *Request) (bson.Raw, error) {
+	argv := bson.A{}
+	for _, a := range s.cfg.CmdLine {
+		argv = append(argv, a)
+	}
+	netOpts := bson.D{}
+	if host, port, err := net.SplitHostPort(s.cfg.Listen); err == nil {
+		netOpts = append(netOpts, bson.E{Key: "bindIp", Value: host})
+		if n, err := strconv.Atoi(port); err == nil {
+			netOpts = append(netOpts, bson.E{Key: "port", Value: int32(n)})
+		}
+	}
+	if s.cfg.MaxConns > 0 {
+		netOpts = append(netOpts, bson.E{Key: "maxIncomingConnections", Value: int32(s.cfg.MaxConns)})
+	}
+	return okReply(
+		bson.E{Key: "argv", Value: argv},
+		bson.E{Key: "parsed", Value: bson.D{
+			{Key: "net", Value: netOpts},
+			{Key: "storage", Value: bson.D{{Key: "dbPath", Value: s.cfg.DataDir}}},
+		}},
+	)
+}
+
+// getLog returns recent log lines ("global"), the warnings logged while
+// starting ("startupWarnings"), or the names of both ("*").
+func (s *Server) getLog(_ context.Context, req *Request) (bson.Raw, error) {
+	v := req.Body.Index(0).Value()
+	name, isString := v.StringValueOK()
+	if !isString {
+		return nil, wrongType("getLog", "getLog", v.Type, "string")
+	}
+	var lines []string
+	var total int64
+	switch name {
+	case "*":
+		return okReply(bson.E{Key: "names", Value: bson.A{"global", "startupWarnings"}})
+	case "global":
+		lines, total = s.recent.recent()
+	case "startupWarnings":
+		lines = s.recent.startupWarnings()
+		total = int64(len(lines))
+	default:
+		return nil, mongoerr.New(mongoerr.OperationFailed, "No log named '%s'", name)
+	}
+	log := make(bson.A, len(lines))
+	for i, l := range lines {
+		log[i] = l
+	}
+	return okReply(bson.E{Key: "totalLinesWritten", Value: numberValue(total)}, bson.E{Key: "log", Value: log})
+}
+
+func (s *Server) hostInfo(context.Context, *Request) (bson.Raw, error) {
+	hostname, _ := os.Hostname()
+	system := bson.D{
+		{Key: "currentTime", Value: s.clock.Now()},
+		{Key: "hostname", Value: hostname},
+		{Key: "cpuAddrSize", Value: int32(strconv.IntSize)},
+		{Key: "numCores", Value: int32(runtime.NumCPU())},
+		{Key: "cpuArch", Value: runtime.GOARCH},
+		{Key: "numaEnabled", Value: false},
+	}
+	if total, ok := memTotalMB(); ok {
+		system = append(system, bson.E{Key: "memSizeMB", Value: total}, bson.E{Key: "memLimitMB", Value: total})
+	}
+	return okReply(
+		bson.E{Key: "system", Value: system},
+		bson.E{Key: "os", Value: bson.D{{Key: "type", Value: osType()}, {Key: "name", Value: runtime.GOOS}}},
+		bson.E{Key: "extra", Value: bson.D{}},
+	)
+}
+
+func whatsMyURI(_ context.Context, req *Request) (bson.Raw, error) {
+	return okReply(bson.E{Key: "you", Value: req.Conn.remote})
+}
+
+// connectionStatus reports an unauthenticated session, the only kind Lethe
+// has.
+func connectionStatus(_ context.Context, req *Request) (bson.Raw, error) {
+	auth := bson.D{
+		{Key: "authenticatedUsers", Value: bson.A{}},
+		{Key: "authenticatedUserRoles", Value: bson.A{}},
+	}
+	for key, v := range cmdArgs(req.Body) {
+		if string(key) != "showPrivileges" {
+			continue
+		}
+		show, err := argBool("connectionStatus", "showPrivileges", v)
+		if err != nil {
+			return nil, err
+		}
+		if show {
+			auth = append(auth, bson.E{Key: "authenticatedUserPrivileges", Value: bson.A{}})
+		}
+	}
+	return okReply(bson.E{Key: "authInfo", Value: auth})
+}
+
+func freeMonitoringStatus(context.Context, *Request) (bson.Raw, error) {
+	return okReply(bson.E{Key: "state", Value: "disabled"})
+}
+
+// serverStatus reports the server's state. As in MongoDB, {section: 0} leaves
+// a section out.
+func (s *Server) serverStatus(_ context.Context, req *Request) (bson.Raw, error) {
+	var skip []string
+	for key, v := range cmdArgs(req.Body) {
+		include, err := argBool("serverStatus", string(key), v)
+		if err != nil {
+			return nil, err
+		}
+		if !include {
+			skip = append(skip, string(key))
+		}
+	}
+	hostname, _ := os.Hostname()
+	if addr, ok := s.Addr().(*net.TCPAddr); ok {
+		hostname = net.JoinHostPort(hostname, strconv.Itoa(addr.Port))
+	}
+	now := s.clock.Now()
+	uptime := time.Since(s.started)
+	open := s.openConns()
+	available := int64(math.MaxInt32) - int64(open)
+	if s.cfg.MaxConns > 0 {
+		available = int64(s.cfg.MaxConns - open)
+	}
+	sections := []bson.E{
+		{Key: "host", Value: hostname},
+		{Key: "version", Value: mongoVersion},
+		{Key: "process", Value: "lethe"},
+		{Key: "pid", Value: int64(os.Getpid())},
+		{Key: "uptime", Value: uptime.Seconds()},
+		{Key: "uptimeMillis", Value: uptime.Milliseconds()},
+		{Key: "uptimeEstimate", Value: int64(uptime.Seconds())},
+		{Key: "localTime", Value: now},
+		{Key: "connections", Value: bson.D{
+			{Key: "current", Value: int32(open)},
+			{Key: "available", Value: int32(available)},
+			{Key: "totalCreated", Value: s.stats.connsSeen.Load()},
+		}},
+		{Key: "network", Value: s.stats.networkDoc()},
+		{Key: "opcounters", Value: s.stats.ops.doc()},
+		{Key: "mem", Value: memDoc()},
+		{Key: "metrics", Value: bson.D{{Key: "ttl", Value: s.ttlMetrics()}}},
+		{Key: "lethe", Value: bson.D{{Key: "version", Value: Version}}},
+	}
+	kept := sections[:0]
+	for _, e := range sections {
+		if !slices.Contains(skip, e.Key) {
+			kept = append(kept, e)
+		}
+	}
+	return okReply(kept...)
+}
+
+// listCommands lists the commands by name, with the properties drivers look
+// at.
+func (s *Server) listCommands(context.Context, *Request) (bson.Raw, error) {
+	var names []string
+	for key, c := range s.commands {
+		if key == c.name {
+			names = append(names, key)
+		}
+	}
+	sort.Strings(names)
+	cmds := make(bson.D, 0, len(names))
+	for _, name := range names {
+		cmds = append(cmds, bson.E{Key: name, Value: bson.D{
+			{Key: "help", Value: ""},
+			{Key: "requiresAuth", Value: false},
+			{Key: "secondaryOk", Value: true},
+			{Key: "adminOnly", Value: s.commands[name].adminOnly},
+		}})
+	}
+	return okReply(bson.E{Key: "commands", Value: cmds})
+}
+
+// numberValue is n as an int32 when it fits, as MongoDB reports counters.
+func numberValue(n int64) any {
+	if n >= math.MinInt32 && n <= math.MaxInt32 {
+		return int32(n)
+	}
+	return n
+}
+
+// osType is the operating system's name as MongoDB spells it, "Linux".
+func osType() string {
+	return strings.ToUpper(runtime.GOOS[:1]) + runtime.GOOS[1:]
+}

@@ -1,0 +1,261 @@
+package server
+
+import (
+	"iter"
+	"math"
+	"strconv"
+	"strings"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/lethedb/lethe/engine/mongoerr"
+)
+
+// Command arguments. A handler ranges over cmdArgs, switches on the key and
+// converts each value with an arg getter; the getters fail the way MongoDB's
+// command parsers do, naming the field as "<command>.<field>":
+//
+//	for key, v := range cmdArgs(req.Body) {
+//		switch string(key) {
+//		case "limit":
+//			limit, err = argInt64("find", "limit", v)
+//		default:
+//			err = unknownField("find", key)
+//		}
+//		...
+//	}
+
+// Error codes of MongoDB's generated command parsers, which have no names.
+const (
+	codeMissingField mongoerr.Code = 40414
+	codeUnknownField mongoerr.Code = 40415
+)
+
+// cmdArgs yields the fields of a command document after the command name,
+// leaving out the generic arguments any driver may add to any command (see
+// isGenericArg). Keys point into body; switching on string(key) does not
+// allocate.
+func cmdArgs(body bson.Raw) iter.Seq2[[]byte, bson.RawValue] {
+	return func(yield func([]byte, bson.RawValue) bool) {
+		first := true
+		for key, v := range fields(body) {
+			if first {
+				first = false
+				continue
+			}
+			if !isGenericArg(key) && !yield(key, v) {
+				return
+			}
+		}
+	}
+}
+
+// fields yields every field of doc, such as an options document of a
+// command; keys point into doc.
+func fields(doc bson.Raw) iter.Seq2[[]byte, bson.RawValue] {
+	return func(yield func([]byte, bson.RawValue) bool) {
+		if len(doc) < 5 {
+			return
+		}
+		rest := []byte(doc[4 : len(doc)-1])
+		for len(rest) > 0 {
+			elem, tail, ok := bsoncore.ReadElement(rest)
+			if !ok {
+				return // the wire layer validated the document
+			}
+			rest = tail
+			v := elem.Value()
+			if !yield(elem.KeyBytes(), bson.RawValue{Type: bson.Type(v.Type), Value: v.Data}) {
+				return
+			}
+		}
+	}
+}
+
+// isGenericArg reports whether key is one of the arguments that drivers and
+// routers may attach to every command, which no command rejects as unknown.
+func isGenericArg(key []byte) bool {
+	switch string(key) {
+	case "$db", "lsid", "txnNumber", "autocommit", "startTransaction", "stmtId",
+		"$clusterTime", "$readPreference", "readConcern", "writeConcern",
+		"comment", "maxTimeMS", "apiVersion", "apiStrict", "apiDeprecationErrors",
+		"$client", "$audit", "$configServerState", "$configTime", "$topologyTime",
+		"clientOperationKey", "txnRetryCounter", "databaseVersion", "shardVersion",
+		"allowImplicitCollectionCreation", "mayBypassWriteBlocking", "$queryOptions":
+		return true
+	}
+	return false
+}
+
+// unknownField is the error for an argument the command does not take.
+func unknownField(cmd string, key []byte) error {
+	return mongoerr.New(codeUnknownField, "BSON field '%s.%s' is an unknown field.", cmd, key)
+}
+
+// missingField is the error for a required argument that is absent.
+func missingField(cmd, field string) error {
+	return mongoerr.New(codeMissingField, "BSON field '%s.%s' is missing but a required field", cmd, field)
+}
+
+// wrongType is the TypeMismatch error for an argument of the wrong BSON type.
+// expected lists MongoDB's type names, as in "long", "int", "object".
+func wrongType(cmd, field string, got bson.Type, expected ...string) error {
+	if len(expected) == 1 {
+		return mongoerr.New(mongoerr.TypeMismatch, "BSON field '%s.%s' is the wrong type '%s', expected type '%s'",
+			cmd, field, typeName(got), expected[0])
+	}
+	return mongoerr.New(mongoerr.TypeMismatch, "BSON field '%s.%s' is the wrong type '%s', expected types '[%s]'",
+		cmd, field, typeName(got), strings.Join(expected, ", "))
+}
+
+var numberTypes = []string{"long", "int", "decimal", "double"}
+
+// argString returns a string argument.
+func argString(cmd, field string, v bson.RawValue) (string, error) {
+	s, ok := v.StringValueOK()
+	if !ok {
+		return "", wrongType(cmd, field, v.Type, "string")
+	}
+	return s, nil
+}
+
+// argInt64 returns a numeric argument as an integer: any numeric type is
+// accepted, fractions are truncated toward zero, values beyond the int64
+// range saturate and NaN is 0, like MongoDB's parsers for integer fields.
+func argInt64(cmd, field string, v bson.RawValue) (int64, error) {
+	switch v.Type {
+	case bson.TypeInt32:
+		return int64(v.Int32()), nil
+	case bson.TypeInt64:
+		return v.Int64(), nil
+	case bson.TypeDouble:
+		return saturatingInt64(v.Double()), nil
+	case bson.TypeDecimal128:
+		return saturatingInt64(decimalToFloat(v.Decimal128())), nil
+	}
+	return 0, wrongType(cmd, field, v.Type, numberTypes...)
+}
+
+// argInt32 is argInt64 for fields that must fit an int32; a value outside
+// that range is BadValue.
+func argInt32(cmd, field string, v bson.RawValue) (int32, error) {
+	n, err := argInt64(cmd, field, v)
+	if err != nil {
+		return 0, err
+	}
+	if n < math.MinInt32 || n > math.MaxInt32 {
+		return 0, mongoerr.New(mongoerr.BadValue, "BSON field '%s.%s' value %d is out of range for a 32-bit integer", cmd, field, n)
+	}
+	return int32(n), nil
+}
+
+// argFloat64 returns any numeric argument as a float64.
+func argFloat64(cmd, field string, v bson.RawValue) (float64, error) {
+	if f, ok := v.AsFloat64OK(); ok {
+		return f, nil
+	}
+	if d, ok := v.Decimal128OK(); ok {
+		return decimalToFloat(d), nil
+	}
+	return 0, wrongType(cmd, field, v.Type, numberTypes...)
+}
+
+// argBool returns a boolean argument. Like MongoDB, numbers are accepted
+// too, and any non-zero number is true.
+func argBool(cmd, field string, v bson.RawValue) (bool, error) {
+	switch v.Type {
+	case bson.TypeBoolean:
+		return v.Boolean(), nil
+	case bson.TypeInt32, bson.TypeInt64, bson.TypeDouble, bson.TypeDecimal128:
+		f, err := argFloat64(cmd, field, v)
+		return f != 0, err
+	}
+	return false, wrongType(cmd, field, v.Type, "bool", "long", "int", "decimal", "double")
+}
+
+// argDoc returns an embedded document argument.
+func argDoc(cmd, field string, v bson.RawValue) (bson.Raw, error) {
+	d, ok := v.DocumentOK()
+	if !ok {
+		return nil, wrongType(cmd, field, v.Type, "object")
+	}
+	return d, nil
+}
+
+// argArray returns an array argument.
+func argArray(cmd, field string, v bson.RawValue) (bson.RawArray, error) {
+	a, ok := v.ArrayOK()
+	if !ok {
+		return nil, wrongType(cmd, field, v.Type, "array")
+	}
+	return a, nil
+}
+
+func saturatingInt64(f float64) int64 {
+	switch {
+	case math.IsNaN(f):
+		return 0
+	case f >= math.MaxInt64:
+		return math.MaxInt64
+	case f <= math.MinInt64:
+		return math.MinInt64
+	}
+	return int64(f)
+}
+
+// decimalToFloat converts through the decimal string, which ParseFloat reads
+// in full, NaN and Infinity included; beyond the float64 range it yields ±Inf.
+func decimalToFloat(d bson.Decimal128) float64 {
+	f, _ := strconv.ParseFloat(d.String(), 64)
+	return f
+}
+
+// typeName is MongoDB's name for a BSON type, as in $type and error messages.
+func typeName(t bson.Type) string {
+	switch t {
+	case bson.TypeDouble:
+		return "double"
+	case bson.TypeString:
+		return "string"
+	case bson.TypeEmbeddedDocument:
+		return "object"
+	case bson.TypeArray:
+		return "array"
+	case bson.TypeBinary:
+		return "binData"
+	case bson.TypeUndefined:
+		return "undefined"
+	case bson.TypeObjectID:
+		return "objectId"
+	case bson.TypeBoolean:
+		return "bool"
+	case bson.TypeDateTime:
+		return "date"
+	case bson.TypeNull:
+		return "null"
+	case bson.TypeRegex:
+		return "regex"
+	case bson.TypeDBPointer:
+		return "dbPointer"
+	case bson.TypeJavaScript:
+		return "javascript"
+	case bson.TypeSymbol:
+		return "symbol"
+	case bson.TypeCodeWithScope:
+		return "javascriptWithScope"
+	case bson.TypeInt32:
+		return "int"
+	case bson.TypeTimestamp:
+		return "timestamp"
+	case bson.TypeInt64:
+		return "long"
+	case bson.TypeDecimal128:
+		return "decimal"
+	case bson.TypeMinKey:
+		return "minKey"
+	case bson.TypeMaxKey:
+		return "maxKey"
+	}
+	return "missing"
+}

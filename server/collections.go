@@ -1,0 +1,396 @@
+package server
+
+import (
+	"context"
+	"os"
+	"strings"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/lethedb/lethe/engine"
+	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/engine/query"
+)
+
+func (s *Server) collectionCommands() []command {
+	return []command{
+		{name: "create", handle: s.create},
+		{name: "drop", handle: s.drop},
+		{name: "dropDatabase", handle: s.dropDatabase},
+		{name: "listDatabases", handle: s.listDatabases, adminOnly: true},
+		{name: "listCollections", handle: s.listCollections},
+		{name: "renameCollection", handle: s.renameCollection, adminOnly: true},
+		{name: "collStats", handle: s.collStats},
+		{name: "dbStats", handle: s.dbStats},
+		{name: "validate", handle: s.validate},
+		{name: "collMod", handle: s.collMod},
+	}
+}
+
+func (s *Server) create(ctx context.Context, req *Request) (bson.Raw, error) {
+	coll, err := collectionName(req)
+	if err != nil {
+		return nil, err
+	}
+	opts := bson.D{}
+	for key, v := range cmdArgs(req.Body) {
+		switch k := string(key); k {
+		case "viewOn", "pipeline":
+			return nil, mongoerr.New(mongoerr.CommandNotSupported, "views are not supported")
+		case "timeseries", "clusteredIndex", "changeStreamPreAndPostImages", "encryptedFields":
+			return nil, mongoerr.New(mongoerr.CommandNotSupported, "create option '%s' is not supported", k)
+		case "capped", "size", "max", "validator", "validationLevel", "validationAction", "storageEngine",
+			"indexOptionDefaults", "idIndex", "expireAfterSeconds", "autoIndexId", "flags":
+			opts = append(opts, bson.E{Key: k, Value: v})
+		case "collation":
+			if err := checkCollation(v); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, unknownField("create", key)
+		}
+	}
+	raw, _ := bson.Marshal(opts)
+	if err := s.eng.CreateCollection(req.DB, coll, engine.CreateOptions{Raw: raw}); err != nil {
+		return nil, err
+	}
+	return okReply()
+}
+
+func (s *Server) drop(ctx context.Context, req *Request) (bson.Raw, error) {
+	coll, err := collectionName(req)
+	if err != nil {
+		return nil, err
+	}
+	nIndexes := 0
+	if idx, err := s.eng.ListIndexes(req.DB, coll); err == nil {
+		nIndexes = len(idx)
+	}
+	existed, err := s.eng.DropCollection(req.DB, coll)
+	if err != nil {
+		return nil, err
+	}
+	if !existed {
+		// MongoDB 7 treats dropping a missing collection as success.
+		return okReply()
+	}
+	return okReply(bson.E{Key: "nIndexesWas", Value: int32(nIndexes)}, bson.E{Key: "ns", Value: req.DB + "." + coll})
+}
+
+func (s *Server) dropDatabase(ctx context.Context, req *Request) (bson.Raw, error) {
+	if err := s.eng.DropDatabase(req.DB); err != nil {
+		return nil, err
+	}
+	return okReply(bson.E{Key: "dropped", Value: req.DB})
+}
+
+func (s *Server) listDatabases(ctx context.Context, req *Request) (bson.Raw, error) {
+	var filter bson.Raw
+	nameOnly := false
+	var err error
+	for key, v := range cmdArgs(req.Body) {
+		switch string(key) {
+		case "filter":
+			filter, err = argDoc("listDatabases", "filter", v)
+		case "nameOnly":
+			nameOnly, err = argBool("listDatabases", "nameOnly", v)
+		case "authorizedDatabases":
+		default:
+			err = unknownField("listDatabases", key)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	f, err := query.Compile(filter)
+	if err != nil {
+		return nil, err
+	}
+	var dbs bson.A
+	var total int64
+	for _, name := range s.eng.Databases() {
+		var d bson.D
+		if nameOnly {
+			d = bson.D{{Key: "name", Value: name}}
+		} else {
+			size := s.eng.DatabaseSize(name)
+			total += size
+			d = bson.D{{Key: "name", Value: name}, {Key: "sizeOnDisk", Value: size}, {Key: "empty", Value: size == 0}}
+		}
+		raw, _ := bson.Marshal(d)
+		if f.Match(raw) {
+			dbs = append(dbs, d)
+		}
+	}
+	if nameOnly {
+		return okReply(bson.E{Key: "databases", Value: nonNil(dbs)})
+	}
+	return okReply(bson.E{Key: "databases", Value: nonNil(dbs)}, bson.E{Key: "totalSize", Value: total}, bson.E{Key: "totalSizeMb", Value: total >> 20})
+}
+
+func (s *Server) listCollections(ctx context.Context, req *Request) (bson.Raw, error) {
+	var filter bson.Raw
+	nameOnly := false
+	batchSize := 0
+	var err error
+	for key, v := range cmdArgs(req.Body) {
+		switch string(key) {
+		case "filter":
+			filter, err = argDoc("listCollections", "filter", v)
+		case "nameOnly":
+			nameOnly, err = argBool("listCollections", "nameOnly", v)
+		case "cursor":
+			var c bson.Raw
+			if c, err = argDoc("listCollections", "cursor", v); err == nil {
+				if bs, lerr := c.LookupErr("batchSize"); lerr == nil {
+					var n int64
+					n, err = argInt64("listCollections", "cursor.batchSize", bs)
+					batchSize = int(n)
+				}
+			}
+		case "authorizedCollections", "includePendingDrops":
+		default:
+			err = unknownField("listCollections", key)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	f, err := query.Compile(filter)
+	if err != nil {
+		return nil, err
+	}
+	if err := engine.ValidateDBName(req.DB); err != nil {
+		return nil, err
+	}
+	var docs []bson.Raw
+	for _, ci := range s.eng.Collections(req.DB) {
+		var d bson.D
+		if nameOnly {
+			d = bson.D{{Key: "name", Value: ci.Name}, {Key: "type", Value: "collection"}}
+		} else {
+			opts := ci.Options
+			if len(opts) == 0 {
+				opts, _ = bson.Marshal(bson.D{})
+			}
+			d = bson.D{
+				{Key: "name", Value: ci.Name},
+				{Key: "type", Value: "collection"},
+				{Key: "options", Value: opts},
+				{Key: "info", Value: bson.D{{Key: "readOnly", Value: false}, {Key: "uuid", Value: ci.UUID}}},
+				{Key: "idIndex", Value: bson.D{{Key: "v", Value: int32(2)}, {Key: "key", Value: bson.D{{Key: "_id", Value: int32(1)}}}, {Key: "name", Value: "_id_"}}},
+			}
+		}
+		raw, _ := bson.Marshal(d)
+		if f.Match(raw) {
+			docs = append(docs, raw)
+		}
+	}
+	ns := req.DB + ".$cmd.listCollections"
+	return s.cursorReply(req, &sliceSource{docs: docs}, ns, batchSize, false)
+}
+
+func (s *Server) renameCollection(ctx context.Context, req *Request) (bson.Raw, error) {
+	from, err := argString("renameCollection", "renameCollection", firstValue(req.Body))
+	if err != nil {
+		return nil, err
+	}
+	var to string
+	dropTarget := false
+	for key, v := range cmdArgs(req.Body) {
+		switch string(key) {
+		case "to":
+			to, err = argString("renameCollection", "to", v)
+		case "dropTarget":
+			dropTarget, err = argBool("renameCollection", "dropTarget", v)
+		case "stayTemp":
+		default:
+			err = unknownField("renameCollection", key)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	fromDB, fromColl, ok1 := strings.Cut(from, ".")
+	toDB, toColl, ok2 := strings.Cut(to, ".")
+	if !ok1 || !ok2 {
+		return nil, mongoerr.New(mongoerr.InvalidNamespace, "Invalid namespace specified '%s'", to)
+	}
+	if err := s.eng.RenameCollection(fromDB, fromColl, toDB, toColl, dropTarget); err != nil {
+		return nil, err
+	}
+	return okReply()
+}
+
+func scaleArg(cmd string, body bson.Raw) (int64, error) {
+	scale := int64(1)
+	if v, err := body.LookupErr("scale"); err == nil {
+		n, err := argInt64(cmd, "scale", v)
+		if err != nil {
+			return 0, err
+		}
+		if n < 1 {
+			return 0, mongoerr.New(mongoerr.BadValue, "Scale factor must be greater than zero")
+		}
+		scale = n
+	}
+	return scale, nil
+}
+
+func (s *Server) collStats(ctx context.Context, req *Request) (bson.Raw, error) {
+	coll, err := collectionName(req)
+	if err != nil {
+		return nil, err
+	}
+	scale, err := scaleArg("collStats", req.Body)
+	if err != nil {
+		return nil, err
+	}
+	st, ok, err := s.eng.Stats(req.DB, coll)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, mongoerr.New(mongoerr.NamespaceNotFound, "Collection [%s.%s] not found.", req.DB, coll)
+	}
+	var avg int64
+	if st.Count > 0 {
+		avg = st.Size / st.Count
+	}
+	sizes := bson.D{}
+	for name, n := range st.IndexSizes {
+		sizes = append(sizes, bson.E{Key: name, Value: n / scale})
+	}
+	return okReply(
+		bson.E{Key: "ns", Value: req.DB + "." + coll},
+		bson.E{Key: "count", Value: st.Count},
+		bson.E{Key: "size", Value: st.Size / scale},
+		bson.E{Key: "avgObjSize", Value: avg},
+		bson.E{Key: "storageSize", Value: st.StorageSize / scale},
+		bson.E{Key: "nindexes", Value: int32(st.NIndexes)},
+		bson.E{Key: "totalIndexSize", Value: st.IndexSize / scale},
+		bson.E{Key: "totalSize", Value: (st.StorageSize + st.IndexSize) / scale},
+		bson.E{Key: "indexSizes", Value: sizes},
+		bson.E{Key: "scaleFactor", Value: int32(scale)},
+		bson.E{Key: "capped", Value: false},
+	)
+}
+
+func (s *Server) dbStats(ctx context.Context, req *Request) (bson.Raw, error) {
+	scale, err := scaleArg("dbStats", req.Body)
+	if err != nil {
+		return nil, err
+	}
+	var objects, dataSize, storage, indexes, indexSize int64
+	names := s.eng.CollectionNames(req.DB)
+	for _, name := range names {
+		st, ok, err := s.eng.Stats(req.DB, name)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			objects += st.Count
+			dataSize += st.Size
+			storage += st.StorageSize
+			indexes += int64(st.NIndexes)
+			indexSize += st.IndexSize
+		}
+	}
+	var avg float64
+	if objects > 0 {
+		avg = float64(dataSize) / float64(objects)
+	}
+	return okReply(
+		bson.E{Key: "db", Value: req.DB},
+		bson.E{Key: "collections", Value: int64(len(names))},
+		bson.E{Key: "views", Value: int64(0)},
+		bson.E{Key: "objects", Value: objects},
+		bson.E{Key: "avgObjSize", Value: avg},
+		bson.E{Key: "dataSize", Value: float64(dataSize / scale)},
+		bson.E{Key: "storageSize", Value: float64(storage / scale)},
+		bson.E{Key: "indexes", Value: indexes},
+		bson.E{Key: "indexSize", Value: float64(indexSize / scale)},
+		bson.E{Key: "totalSize", Value: float64((storage + indexSize) / scale)},
+		bson.E{Key: "scaleFactor", Value: scale},
+	)
+}
+
+func (s *Server) validate(ctx context.Context, req *Request) (bson.Raw, error) {
+	coll, err := collectionName(req)
+	if err != nil {
+		return nil, err
+	}
+	st, ok, err := s.eng.Stats(req.DB, coll)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, mongoerr.New(mongoerr.NamespaceNotFound, "Collection '%s.%s' does not exist to validate.", req.DB, coll)
+	}
+	return okReply(
+		bson.E{Key: "ns", Value: req.DB + "." + coll},
+		bson.E{Key: "nInvalidDocuments", Value: int64(0)},
+		bson.E{Key: "nNonCompliantDocuments", Value: int64(0)},
+		bson.E{Key: "nrecords", Value: st.Count},
+		bson.E{Key: "nIndexes", Value: int32(st.NIndexes)},
+		bson.E{Key: "valid", Value: true},
+		bson.E{Key: "repaired", Value: false},
+		bson.E{Key: "warnings", Value: bson.A{}},
+		bson.E{Key: "errors", Value: bson.A{}},
+	)
+}
+
+// collStatsStage answers a pipeline made of a $collStats stage, which is how
+// mongosh's stats() asks for collection statistics.
+func (s *Server) collStatsStage(db, coll string, pipeline []bson.Raw) ([]bson.Raw, error) {
+	if len(pipeline) != 1 {
+		return nil, mongoerr.New(mongoerr.NotImplemented, "$collStats is supported only as the sole stage of a pipeline")
+	}
+	spec, err := argDoc("aggregate", "pipeline.$collStats", pipeline[0].Lookup("$collStats"))
+	if err != nil {
+		return nil, err
+	}
+	st, ok, err := s.eng.Stats(db, coll)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, mongoerr.New(mongoerr.NamespaceNotFound, "Collection [%s.%s] not found.", db, coll)
+	}
+	host, _ := os.Hostname()
+	out := bson.D{{Key: "ns", Value: db + "." + coll}, {Key: "host", Value: host}, {Key: "localTime", Value: bson.NewDateTimeFromTime(s.clock.Now())}}
+	if ss, ok := spec.Lookup("storageStats").DocumentOK(); ok {
+		scale, err := scaleArg("$collStats.storageStats", ss)
+		if err != nil {
+			return nil, err
+		}
+		var avg int64
+		if st.Count > 0 {
+			avg = st.Size / st.Count
+		}
+		sizes := bson.D{}
+		for name, n := range st.IndexSizes {
+			sizes = append(sizes, bson.E{Key: name, Value: n / scale})
+		}
+		out = append(out, bson.E{Key: "storageStats", Value: bson.D{
+			{Key: "size", Value: st.Size / scale},
+			{Key: "count", Value: st.Count},
+			{Key: "avgObjSize", Value: avg},
+			{Key: "storageSize", Value: st.StorageSize / scale},
+			{Key: "nindexes", Value: int32(st.NIndexes)},
+			{Key: "totalIndexSize", Value: st.IndexSize / scale},
+			{Key: "totalSize", Value: (st.StorageSize + st.IndexSize) / scale},
+			{Key: "indexSizes", Value: sizes},
+			{Key: "scaleFactor", Value: int32(scale)},
+			{Key: "capped", Value: false},
+		}})
+	}
+	if spec.Lookup("count").Type != 0 {
+		out = append(out, bson.E{Key: "count", Value: st.Count})
+	}
+	raw, err := bson.Marshal(out)
+	if err != nil {
+		return nil, err
+	}
+	return []bson.Raw{raw}, nil
+}

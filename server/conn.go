@@ -1,0 +1,314 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"strings"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+	"go.uber.org/zap"
+
+	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/wire"
+)
+
+const (
+	// readBufferSize is the bufio size per connection: most requests arrive
+	// whole in one read.
+	readBufferSize = 8 << 10
+	// codeMissingDB is MongoDB's code for an OP_MSG without $db.
+	codeMissingDB mongoerr.Code = 40571
+	// maxKeptBuffer bounds the buffers a connection keeps between requests,
+	// so that one large message does not pin its memory for the life of an
+	// idle connection.
+	maxKeptBuffer = 1 << 20
+)
+
+// Conn is one client connection, served by its own goroutine. Only that
+// goroutine touches its fields, so the request path takes no locks.
+type Conn struct {
+	id     int64
+	srv    *Server
+	nc     net.Conn
+	remote string
+	rd     *bufio.Reader
+
+	in    []byte // the frame being served; reused
+	out   []byte // the reply frame; reused
+	req   Request
+	msg   wire.Msg
+	seqs  map[string][]bson.Raw
+	db    string // the last $db seen, kept to spare a string per request
+	reqID int32  // the last requestID this side used
+
+	// compressors are the ones the client offered in hello and this server
+	// accepted, in the client's order of preference.
+	compressors []wire.Compressor
+}
+
+func newConn(s *Server, nc net.Conn, id int64) *Conn {
+	c := &Conn{id: id, srv: s, nc: nc, remote: nc.RemoteAddr().String(), rd: bufio.NewReaderSize(nc, readBufferSize)}
+	c.req.Conn = c
+	return c
+}
+
+// ID is the connectionId that hello reports.
+func (c *Conn) ID() int64 { return c.id }
+
+// RemoteAddr is the client's address, host:port.
+func (c *Conn) RemoteAddr() string { return c.remote }
+
+// serve reads and answers requests until the client leaves, a frame cannot
+// be read or decoded, or the server shuts down.
+func (c *Conn) serve(ctx context.Context) {
+	s := c.srv
+	reason := "client closed the connection"
+	defer func() {
+		// Handlers have their own recovery; this one catches a bug in
+		// decoding or encoding, which costs only this connection.
+		if p := recover(); p != nil {
+			s.log.Error("connection panicked", zap.Int64("conn", c.id), zap.String("remote", c.remote),
+				zap.Any("panic", p), zap.Stack("stack"))
+			reason = "internal error"
+		}
+		s.closeConn(c, reason)
+	}()
+	for !s.net.closing.Load() {
+		_, frame, err := wire.ReadFrame(c.rd, wire.MaxMessageSize, c.in)
+		if err != nil {
+			reason = c.readFailed(err)
+			return
+		}
+		c.in = frame
+		if reason = c.serveFrame(ctx, frame); reason != "" {
+			return
+		}
+		c.shrinkBuffers()
+	}
+	reason = "server shutting down"
+}
+
+// readFailed logs why no frame could be read and returns the reason the
+// connection ends.
+func (c *Conn) readFailed(err error) string {
+	switch {
+	case errors.Is(err, io.EOF):
+		return "client closed the connection"
+	case c.srv.net.closing.Load() && (errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, net.ErrClosed)):
+		return "server shutting down"
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		c.warn("closing connection: message truncated", err)
+		return "truncated message"
+	case errors.Is(err, wire.ErrMessageTooLarge), errors.Is(err, wire.ErrMalformed):
+		c.warn("closing connection: bad message header", err)
+		return "bad message header"
+	}
+	c.warn("closing connection: read failed", err)
+	return "read failed"
+}
+
+// serveFrame answers one frame. It returns why the connection must close, or
+// "" to go on.
+func (c *Conn) serveFrame(ctx context.Context, frame []byte) string {
+	st := &c.srv.stats
+	st.bytesIn.Add(int64(len(frame)))
+	st.requests.Add(1)
+	m, err := wire.Decode(frame)
+	if err != nil {
+		if !errors.Is(err, wire.ErrInvalidBSON) {
+			c.warn("closing connection: bad message", err)
+			return "bad message"
+		}
+		// The frame boundaries are sound, so the connection can go on after
+		// an error reply.
+		c.warn("invalid BSON in request", err)
+		return c.replyInvalidBSON(frame, err)
+	}
+	if m.Compressor != wire.CompressorNoop {
+		// An OP_COMPRESSED holds the uncompressed size of the message after
+		// its own header and the original opcode.
+		size := int64(wire.HeaderLen) + int64(binary.LittleEndian.Uint32(frame[wire.HeaderLen+4:]))
+		st.compression(m.Compressor).decompressed(int64(len(frame)), size)
+	}
+	switch {
+	case m.Msg != nil:
+		return c.serveMsg(ctx, m)
+	case m.Query != nil:
+		return c.serveQuery(ctx, m)
+	}
+	c.warn("closing connection: unexpected message", errors.New("clients do not send "+m.Header.OpCode.String()))
+	return "unexpected message"
+}
+
+func (c *Conn) serveMsg(ctx context.Context, m *wire.Message) string {
+	msg := m.Msg
+	req := &c.req
+	req.Body = bson.Raw(msg.Body)
+	req.Sequences = nil
+	if len(msg.Sequences) > 0 {
+		if c.seqs == nil {
+			c.seqs = make(map[string][]bson.Raw, 1)
+		}
+		clear(c.seqs)
+		for _, seq := range msg.Sequences {
+			docs := c.seqs[seq.Identifier]
+			for _, d := range seq.Documents {
+				docs = append(docs, bson.Raw(d))
+			}
+			c.seqs[seq.Identifier] = docs
+		}
+		req.Sequences = c.seqs
+	}
+
+	var reply bson.Raw
+	if err := c.setDB(msg.Body); err != nil {
+		reply = req.errorReply(err)
+	} else {
+		reply = c.srv.dispatch(ctx, req)
+	}
+	if msg.Flags&wire.FlagMoreToCome != 0 {
+		return "" // the client asked for no reply
+	}
+	c.msg.Flags = msg.Flags & wire.FlagChecksumPresent
+	c.msg.Body = bsoncore.Document(reply)
+	c.out = wire.AppendMsg(c.out[:0], c.nextRequestID(), m.Header.RequestID, &c.msg)
+	return c.write(m.Compressor)
+}
+
+// setDB sets the request's database from the body's $db field, which
+// OP_MSG requires.
+func (c *Conn) setDB(body bsoncore.Document) *mongoerr.Error {
+	v, err := body.LookupErr("$db")
+	if err != nil {
+		return mongoerr.New(codeMissingDB, "OP_MSG requests require a $db argument")
+	}
+	if v.Type != bsoncore.TypeString {
+		return mongoerr.New(mongoerr.TypeMismatch, "BSON field '$db' is the wrong type '%s', expected type 'string'", typeName(bson.Type(v.Type)))
+	}
+	// A string value is its length, its bytes and a NUL, validated by the
+	// wire layer. Comparing the bytes first spares StringValue's allocation
+	// when the database is the same as last time, as it nearly always is.
+	if db := v.Data[4 : len(v.Data)-1]; string(db) != c.db {
+		c.db = string(db)
+	}
+	c.req.DB = c.db
+	return nil
+}
+
+// serveQuery answers an OP_QUERY. MongoDB keeps it only for the first hello
+// of drivers that do not yet know the server speaks OP_MSG.
+func (c *Conn) serveQuery(ctx context.Context, m *wire.Message) string {
+	q := m.Query
+	req := &c.req
+	req.Sequences = nil
+	body := bson.Raw(q.Query)
+	// Some drivers wrap the command as {$query: {...}, $readPreference: ...}.
+	if first, err := body.IndexErr(0); err == nil && first.Key() == "$query" {
+		if inner, ok := first.Value().DocumentOK(); ok {
+			body = inner
+		}
+	}
+	req.Body = body
+
+	var reply bson.Raw
+	db, isCmd := strings.CutSuffix(q.FullCollectionName, ".$cmd")
+	name := string(firstKeyBytes(body))
+	switch {
+	case !isCmd:
+		reply = req.errorReply(mongoerr.New(mongoerr.UnsupportedOpQueryCommand, "OP_QUERY on %s: only commands on <db>.$cmd are supported", q.FullCollectionName))
+	case !handshakeOverQuery(name):
+		reply = req.errorReply(mongoerr.New(mongoerr.UnsupportedOpQueryCommand, "Unsupported OP_QUERY command: %s. The client driver may require an upgrade.", name))
+	default:
+		req.DB = db
+		reply = c.srv.dispatch(ctx, req)
+	}
+	c.out = wire.AppendReply(c.out[:0], c.nextRequestID(), m.Header.RequestID,
+		&wire.Reply{Documents: []bsoncore.Document{bsoncore.Document(reply)}})
+	return c.write(m.Compressor)
+}
+
+// replyInvalidBSON answers a request whose documents are not valid BSON with
+// InvalidBSON, unless the client asked for no reply.
+func (c *Conn) replyInvalidBSON(frame []byte, cause error) string {
+	op := wire.OpCode(binary.LittleEndian.Uint32(frame[12:]))
+	if op == wire.OpCompressed && len(frame) >= wire.HeaderLen+4 {
+		op = wire.OpCode(binary.LittleEndian.Uint32(frame[wire.HeaderLen:]))
+	} else if op == wire.OpMsg && len(frame) >= wire.HeaderLen+4 &&
+		wire.MsgFlags(binary.LittleEndian.Uint32(frame[wire.HeaderLen:]))&wire.FlagMoreToCome != 0 {
+		return ""
+	}
+	requestID := int32(binary.LittleEndian.Uint32(frame[4:]))
+	reply := c.req.errorReply(&mongoerr.Error{Code: mongoerr.InvalidBSON, Msg: cause.Error()})
+	if op == wire.OpQuery {
+		c.out = wire.AppendReply(c.out[:0], c.nextRequestID(), requestID,
+			&wire.Reply{Documents: []bsoncore.Document{bsoncore.Document(reply)}})
+	} else {
+		c.msg.Flags = 0
+		c.msg.Body = bsoncore.Document(reply)
+		c.out = wire.AppendMsg(c.out[:0], c.nextRequestID(), requestID, &c.msg)
+	}
+	return c.write(wire.CompressorNoop)
+}
+
+// write sends the reply frame in c.out, compressed with comp when the
+// request came compressed with it and hello negotiated it.
+func (c *Conn) write(comp wire.Compressor) string {
+	frame := c.out
+	if comp != wire.CompressorNoop && c.negotiated(comp) {
+		compressed, err := wire.Compress(frame, comp)
+		if err != nil {
+			c.warn("closing connection: compress reply", err)
+			return "compression failed"
+		}
+		c.srv.stats.compression(comp).compressed(int64(len(frame)), int64(len(compressed)))
+		frame = compressed
+	}
+	if _, err := c.nc.Write(frame); err != nil {
+		c.srv.log.Debug("write failed", zap.Int64("conn", c.id), zap.String("remote", c.remote), zap.Error(err))
+		return "write failed"
+	}
+	c.srv.stats.bytesOut.Add(int64(len(frame)))
+	return ""
+}
+
+func (c *Conn) negotiated(comp wire.Compressor) bool {
+	for _, n := range c.compressors {
+		if n == comp {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *Conn) nextRequestID() int32 {
+	c.reqID++
+	return c.reqID
+}
+
+// shrinkBuffers drops buffers grown by an unusually large message.
+func (c *Conn) shrinkBuffers() {
+	if cap(c.in) > maxKeptBuffer {
+		c.in = nil
+	}
+	if cap(c.out) > maxKeptBuffer {
+		c.out = nil
+	}
+	if cap(c.req.reply) > maxKeptBuffer {
+		c.req.reply = nil
+	}
+}
+
+func (c *Conn) warn(msg string, err error) {
+	c.srv.log.Warn(msg, zap.Int64("conn", c.id), zap.String("remote", c.remote), zap.Error(err))
+}
+
+// handshakeOverQuery reports whether the command may come as OP_QUERY.
+func handshakeOverQuery(name string) bool {
+	return name == "hello" || name == "isMaster" || name == "ismaster"
+}

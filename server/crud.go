@@ -1,0 +1,659 @@
+package server
+
+import (
+	"context"
+	"strconv"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/lethedb/lethe/engine"
+	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/engine/update"
+)
+
+func (s *Server) crudCommands() []command {
+	cmds := []command{
+		{name: "insert", handle: s.insert},
+		{name: "update", handle: s.update},
+		{name: "delete", handle: s.delete},
+		{name: "find", handle: s.find},
+		{name: "findAndModify", aliases: []string{"findandmodify"}, handle: s.findAndModify},
+		{name: "count", handle: s.count},
+		{name: "distinct", handle: s.distinct},
+		{name: "aggregate", handle: s.aggregate},
+	}
+	cmds = append(cmds, s.collectionCommands()...)
+	return append(cmds, s.explainCommands()...)
+}
+
+// collectionName reads the command's first value as a collection name.
+func collectionName(req *Request) (string, error) {
+	v := firstValue(req.Body)
+	name, ok := v.StringValueOK()
+	if !ok {
+		return "", mongoerr.New(mongoerr.InvalidNamespace, "collection name has invalid type %s", typeName(v.Type))
+	}
+	if err := engine.ValidateNamespace(req.DB, name); err != nil {
+		return "", err
+	}
+	return name, nil
+}
+
+// statements returns a write command's statements from the body array or
+// from an OP_MSG document sequence of the same name.
+func statements(req *Request, cmd, field string, v bson.RawValue) ([]bson.Raw, error) {
+	arr, err := argArray(cmd, field, v)
+	if err != nil {
+		return nil, err
+	}
+	vals, err := arr.Values()
+	if err != nil {
+		return nil, mongoerr.New(mongoerr.InvalidBSON, "invalid %s array: %v", field, err)
+	}
+	docs := make([]bson.Raw, 0, len(vals))
+	for i, el := range vals {
+		d, ok := el.DocumentOK()
+		if !ok {
+			return nil, wrongType(cmd, field+"."+strconv.Itoa(i), el.Type, "object")
+		}
+		docs = append(docs, d)
+	}
+	return docs, nil
+}
+
+// writeErrorsElement appends writeErrors: [{index, code, codeName, errmsg, ...}].
+func writeErrorsElement(errs []engine.WriteError) bson.E {
+	arr := make(bson.A, 0, len(errs))
+	for _, we := range errs {
+		me, _ := asMongoError(we.Err)
+		d := bson.D{{Key: "index", Value: int32(we.Index)}, {Key: "code", Value: int32(me.Code)}, {Key: "codeName", Value: me.Code.String()}, {Key: "errmsg", Value: me.Msg}}
+		d = append(d, me.Extra...)
+		arr = append(arr, d)
+	}
+	return bson.E{Key: "writeErrors", Value: arr}
+}
+
+func (s *Server) insert(ctx context.Context, req *Request) (bson.Raw, error) {
+	coll, err := collectionName(req)
+	if err != nil {
+		return nil, err
+	}
+	ordered := true
+	docs := req.Sequences["documents"]
+	for key, v := range cmdArgs(req.Body) {
+		switch string(key) {
+		case "documents":
+			docs, err = statements(req, "insert", "documents", v)
+		case "ordered":
+			ordered, err = argBool("insert", "ordered", v)
+		case "bypassDocumentValidation":
+		default:
+			err = unknownField("insert", key)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if len(docs) == 0 {
+		return nil, mongoerr.New(mongoerr.InvalidLength, "Write batch sizes must be between 1 and %d. Got 0 operations.", maxWriteBatchSize)
+	}
+	if len(docs) > maxWriteBatchSize {
+		return nil, mongoerr.New(mongoerr.InvalidLength, "Write batch sizes must be between 1 and %d. Got %d operations.", maxWriteBatchSize, len(docs))
+	}
+	res, err := s.eng.Insert(req.DB, coll, docs, ordered)
+	if err != nil {
+		return nil, err
+	}
+	if len(res.Errors) == 0 {
+		idx, dst := req.beginReply()
+		dst = bsoncore.AppendInt32Element(dst, "n", int32(res.N))
+		return req.endReply(idx, dst)
+	}
+	return okReply(bson.E{Key: "n", Value: int32(res.N)}, writeErrorsElement(res.Errors))
+}
+
+// updateStatement is one entry of update's updates array.
+type updateStatement struct {
+	spec  engine.UpdateSpec
+	u     bson.RawValue
+	multi bool
+	af    []bson.Raw
+}
+
+func parseUpdateStatement(doc bson.Raw) (updateStatement, error) {
+	var st updateStatement
+	var err error
+	haveQ, haveU := false, false
+	for key, v := range fields(doc) {
+		switch string(key) {
+		case "q":
+			st.spec.Filter, err = argDoc("update.updates", "q", v)
+			haveQ = true
+		case "u":
+			st.u, haveU = v, true
+		case "upsert":
+			st.spec.Upsert, err = argBool("update.updates", "upsert", v)
+		case "multi":
+			st.spec.Multi, err = argBool("update.updates", "multi", v)
+		case "arrayFilters":
+			var arr bson.RawArray
+			if arr, err = argArray("update.updates", "arrayFilters", v); err == nil {
+				vals, _ := arr.Values()
+				for _, f := range vals {
+					d, ok := f.DocumentOK()
+					if !ok {
+						return st, wrongType("update.updates", "arrayFilters", f.Type, "object")
+					}
+					st.af = append(st.af, d)
+				}
+			}
+		case "hint":
+			st.spec.Hint = v
+		case "sort":
+			st.spec.Sort, err = argDoc("update.updates", "sort", v)
+		case "collation":
+			err = checkCollation(v)
+		case "c", "upsertSupplied":
+		default:
+			err = unknownField("update.updates", key)
+		}
+		if err != nil {
+			return st, err
+		}
+	}
+	if !haveQ {
+		return st, missingField("update.updates", "q")
+	}
+	if !haveU {
+		return st, missingField("update.updates", "u")
+	}
+	return st, nil
+}
+
+// compileUpdate compiles u (a document or a pipeline).
+func (s *Server) compileUpdate(u bson.RawValue, arrayFilters []bson.Raw, multi bool) (*update.Update, error) {
+	switch u.Type {
+	case bson.TypeEmbeddedDocument:
+		up, err := update.Compile(u.Document(), update.Options{Now: s.clock.Now(), ArrayFilters: arrayFilters})
+		if err != nil {
+			return nil, err
+		}
+		if multi && up.IsReplacement() {
+			return nil, mongoerr.New(mongoerr.FailedToParse, "multi update is not supported for replacement-style update")
+		}
+		return up, nil
+	case bson.TypeArray:
+		return nil, mongoerr.New(mongoerr.NotImplemented, "update pipelines are not supported yet")
+	}
+	return nil, wrongType("update.updates", "u", u.Type, "object", "array")
+}
+
+func (s *Server) update(ctx context.Context, req *Request) (bson.Raw, error) {
+	coll, err := collectionName(req)
+	if err != nil {
+		return nil, err
+	}
+	ordered := true
+	stmts := req.Sequences["updates"]
+	for key, v := range cmdArgs(req.Body) {
+		switch string(key) {
+		case "updates":
+			stmts, err = statements(req, "update", "updates", v)
+		case "ordered":
+			ordered, err = argBool("update", "ordered", v)
+		case "bypassDocumentValidation", "let":
+		default:
+			err = unknownField("update", key)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if len(stmts) == 0 || len(stmts) > maxWriteBatchSize {
+		return nil, mongoerr.New(mongoerr.InvalidLength, "Write batch sizes must be between 1 and %d. Got %d operations.", maxWriteBatchSize, len(stmts))
+	}
+	var n, modified int64
+	var upserted bson.A
+	var errs []engine.WriteError
+	for i, raw := range stmts {
+		err := func() error {
+			st, err := parseUpdateStatement(raw)
+			if err != nil {
+				return err
+			}
+			if st.spec.Update, err = s.compileUpdate(st.u, st.af, st.spec.Multi); err != nil {
+				return err
+			}
+			res, err := s.eng.Update(req.DB, coll, st.spec)
+			if err != nil {
+				return err
+			}
+			n += res.Matched
+			modified += res.Modified
+			if res.Upserted.Type != 0 {
+				n++
+				upserted = append(upserted, bson.D{{Key: "index", Value: int32(i)}, {Key: "_id", Value: res.Upserted}})
+			}
+			return nil
+		}()
+		if err != nil {
+			if _, ok := mongoerr.As(err); !ok {
+				return nil, err
+			}
+			errs = append(errs, engine.WriteError{Index: i, Err: err})
+			if ordered {
+				break
+			}
+		}
+	}
+	elems := []bson.E{{Key: "n", Value: int32(n)}, {Key: "nModified", Value: int32(modified)}}
+	if len(upserted) > 0 {
+		elems = append(elems, bson.E{Key: "upserted", Value: upserted})
+	}
+	if len(errs) > 0 {
+		elems = append(elems, writeErrorsElement(errs))
+	}
+	return okReply(elems...)
+}
+
+func (s *Server) delete(ctx context.Context, req *Request) (bson.Raw, error) {
+	coll, err := collectionName(req)
+	if err != nil {
+		return nil, err
+	}
+	ordered := true
+	stmts := req.Sequences["deletes"]
+	for key, v := range cmdArgs(req.Body) {
+		switch string(key) {
+		case "deletes":
+			stmts, err = statements(req, "delete", "deletes", v)
+		case "ordered":
+			ordered, err = argBool("delete", "ordered", v)
+		case "let":
+		default:
+			err = unknownField("delete", key)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if len(stmts) == 0 || len(stmts) > maxWriteBatchSize {
+		return nil, mongoerr.New(mongoerr.InvalidLength, "Write batch sizes must be between 1 and %d. Got %d operations.", maxWriteBatchSize, len(stmts))
+	}
+	var n int64
+	var errs []engine.WriteError
+	for i, raw := range stmts {
+		err := func() error {
+			var filter bson.Raw
+			var hint bson.RawValue
+			limit := int64(-1)
+			var err error
+			for key, v := range fields(raw) {
+				switch string(key) {
+				case "q":
+					filter, err = argDoc("delete.deletes", "q", v)
+				case "limit":
+					limit, err = argInt64("delete.deletes", "limit", v)
+				case "hint":
+					hint = v
+				case "collation":
+					err = checkCollation(v)
+				default:
+					err = unknownField("delete.deletes", key)
+				}
+				if err != nil {
+					return err
+				}
+			}
+			if filter == nil {
+				return missingField("delete.deletes", "q")
+			}
+			if limit == -1 {
+				return missingField("delete.deletes", "limit")
+			}
+			if limit != 0 && limit != 1 {
+				return mongoerr.New(mongoerr.FailedToParse, "The limit field in delete objects must be 0 or 1. Got %d", limit)
+			}
+			deleted, err := s.eng.Delete(req.DB, coll, filter, int(limit), hint)
+			n += deleted
+			return err
+		}()
+		if err != nil {
+			if _, ok := mongoerr.As(err); !ok {
+				return nil, err
+			}
+			errs = append(errs, engine.WriteError{Index: i, Err: err})
+			if ordered {
+				break
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return okReply(bson.E{Key: "n", Value: int32(n)}, writeErrorsElement(errs))
+	}
+	idx, dst := req.beginReply()
+	dst = bsoncore.AppendInt32Element(dst, "n", int32(n))
+	return req.endReply(idx, dst)
+}
+
+// checkCollation accepts the simple collation only: other locales are
+// refused rather than silently compared byte-wise.
+func checkCollation(v bson.RawValue) error {
+	d, ok := v.DocumentOK()
+	if !ok {
+		return wrongType("collation", "collation", v.Type, "object")
+	}
+	if len(d) <= 5 {
+		return nil
+	}
+	if loc, _ := d.Lookup("locale").StringValueOK(); loc == "simple" {
+		return nil
+	}
+	return mongoerr.New(mongoerr.BadValue, "collation %s is not supported: Lethe compares strings by their bytes (locale \"simple\")", d.String())
+}
+
+func (s *Server) find(ctx context.Context, req *Request) (bson.Raw, error) {
+	coll, err := collectionName(req)
+	if err != nil {
+		return nil, err
+	}
+	var spec engine.FindSpec
+	batchSize := 101
+	single := false
+	for key, v := range cmdArgs(req.Body) {
+		switch string(key) {
+		case "filter":
+			spec.Filter, err = argDoc("find", "filter", v)
+		case "sort":
+			spec.Sort, err = argDoc("find", "sort", v)
+		case "projection":
+			spec.Projection, err = argDoc("find", "projection", v)
+		case "hint":
+			spec.Hint = v
+		case "skip":
+			spec.Skip, err = argInt64("find", "skip", v)
+			if err == nil && spec.Skip < 0 {
+				err = mongoerr.New(mongoerr.BadValue, "Skip value must be non-negative, but received: %d", spec.Skip)
+			}
+		case "limit":
+			spec.Limit, err = argInt64("find", "limit", v)
+			if err == nil && spec.Limit < 0 {
+				// A negative limit is the legacy "single batch" request.
+				spec.Limit, single = -spec.Limit, true
+			}
+		case "batchSize":
+			var n int64
+			n, err = argInt64("find", "batchSize", v)
+			if err == nil && n < 0 {
+				err = mongoerr.New(mongoerr.BadValue, "BatchSize value must be non-negative, but received: %d", n)
+			}
+			batchSize = int(n)
+		case "singleBatch":
+			single, err = argBool("find", "singleBatch", v)
+		case "collation":
+			err = checkCollation(v)
+		case "allowDiskUse", "noCursorTimeout", "allowPartialResults", "returnKey", "showRecordId",
+			"tailable", "awaitData", "oplogReplay", "let", "max", "min", "readOnce", "singleBatchSize":
+		default:
+			err = unknownField("find", key)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if batchSize == 0 {
+		batchSize = -1 // an empty first batch
+	}
+	// The cursor outlives this request's buffer.
+	spec.Filter, spec.Sort, spec.Projection = cloneRaw(spec.Filter), cloneRaw(spec.Sort), cloneRaw(spec.Projection)
+	spec.Hint = bson.RawValue{Type: spec.Hint.Type, Value: append([]byte(nil), spec.Hint.Value...)}
+	cur, err := s.eng.Find(req.DB, coll, spec)
+	if err != nil {
+		return nil, err
+	}
+	if batchSize < 0 {
+		return s.cursorReplyEmpty(req, cur, req.DB+"."+coll)
+	}
+	return s.cursorReply(req, cur, req.DB+"."+coll, batchSize, single)
+}
+
+// cursorReplyEmpty opens a cursor with an empty first batch (batchSize 0).
+func (s *Server) cursorReplyEmpty(req *Request, src batchSource, ns string) (bson.Raw, error) {
+	id := s.cursors.add(src, ns)
+	return appendCursorReply(req, "firstBatch", nil, id, ns)
+}
+
+func cloneRaw(r bson.Raw) bson.Raw {
+	if r == nil {
+		return nil
+	}
+	return append(bson.Raw(nil), r...)
+}
+
+func (s *Server) findAndModify(ctx context.Context, req *Request) (bson.Raw, error) {
+	coll, err := collectionName(req)
+	if err != nil {
+		return nil, err
+	}
+	var spec engine.FindAndModifySpec
+	var u bson.RawValue
+	var af []bson.Raw
+	for key, v := range cmdArgs(req.Body) {
+		switch string(key) {
+		case "query":
+			spec.Filter, err = argDoc("findAndModify", "query", v)
+		case "sort":
+			spec.Sort, err = argDoc("findAndModify", "sort", v)
+		case "fields":
+			spec.Fields, err = argDoc("findAndModify", "fields", v)
+		case "remove":
+			spec.Remove, err = argBool("findAndModify", "remove", v)
+		case "update":
+			u = v
+		case "new":
+			spec.New, err = argBool("findAndModify", "new", v)
+		case "upsert":
+			spec.Upsert, err = argBool("findAndModify", "upsert", v)
+		case "arrayFilters":
+			var arr bson.RawArray
+			if arr, err = argArray("findAndModify", "arrayFilters", v); err == nil {
+				vals, _ := arr.Values()
+				for _, f := range vals {
+					if d, ok := f.DocumentOK(); ok {
+						af = append(af, d)
+					}
+				}
+			}
+		case "hint":
+			spec.Hint = v
+		case "collation":
+			err = checkCollation(v)
+		case "bypassDocumentValidation", "let":
+		default:
+			err = unknownField("findAndModify", key)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	switch {
+	case spec.Remove && u.Type != 0:
+		return nil, mongoerr.New(mongoerr.FailedToParse, "Cannot specify both an update and remove=true")
+	case !spec.Remove && u.Type == 0:
+		return nil, mongoerr.New(mongoerr.FailedToParse, "Either an update or remove=true must be specified")
+	case spec.Remove && spec.Upsert:
+		return nil, mongoerr.New(mongoerr.FailedToParse, "Cannot specify both upsert=true and remove=true")
+	case spec.Remove && spec.New:
+		return nil, mongoerr.New(mongoerr.FailedToParse, "Cannot specify both new=true and remove=true; 'remove' always returns the deleted document")
+	}
+	if u.Type != 0 {
+		if spec.Update, err = s.compileUpdate(u, af, false); err != nil {
+			return nil, err
+		}
+	}
+	res, err := s.eng.FindAndModify(req.DB, coll, spec)
+	if err != nil {
+		return nil, err
+	}
+	leo := bson.D{{Key: "n", Value: int32(res.N)}}
+	if !spec.Remove {
+		leo = append(leo, bson.E{Key: "updatedExisting", Value: res.UpdatedExisting})
+	}
+	if res.Upserted.Type != 0 {
+		leo = append(leo, bson.E{Key: "upserted", Value: res.Upserted})
+	}
+	var value any = nil
+	if res.Value != nil {
+		value = res.Value
+	}
+	return okReply(bson.E{Key: "lastErrorObject", Value: leo}, bson.E{Key: "value", Value: value})
+}
+
+func (s *Server) count(ctx context.Context, req *Request) (bson.Raw, error) {
+	coll, err := collectionName(req)
+	if err != nil {
+		return nil, err
+	}
+	var filter bson.Raw
+	var skip, limit int64
+	var hint bson.RawValue
+	for key, v := range cmdArgs(req.Body) {
+		switch string(key) {
+		case "query":
+			if v.Type != bson.TypeNull {
+				filter, err = argDoc("count", "query", v)
+			}
+		case "skip":
+			skip, err = argInt64("count", "skip", v)
+			if err == nil && skip < 0 {
+				err = mongoerr.New(mongoerr.BadValue, "skip value is negative in count query")
+			}
+		case "limit":
+			limit, err = argInt64("count", "limit", v)
+			if limit < 0 {
+				limit = -limit
+			}
+		case "hint":
+			hint = v
+		case "collation":
+			err = checkCollation(v)
+		case "fields", "query_options":
+		default:
+			err = unknownField("count", key)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	n, err := s.eng.Count(req.DB, coll, filter, skip, limit, hint)
+	if err != nil {
+		return nil, err
+	}
+	idx, dst := req.beginReply()
+	dst = bsoncore.AppendInt32Element(dst, "n", int32(n))
+	return req.endReply(idx, dst)
+}
+
+func (s *Server) distinct(ctx context.Context, req *Request) (bson.Raw, error) {
+	coll, err := collectionName(req)
+	if err != nil {
+		return nil, err
+	}
+	var key string
+	haveKey := false
+	var filter bson.Raw
+	for k, v := range cmdArgs(req.Body) {
+		switch string(k) {
+		case "key":
+			key, err = argString("distinct", "key", v)
+			haveKey = true
+		case "query":
+			if v.Type != bson.TypeNull {
+				filter, err = argDoc("distinct", "query", v)
+			}
+		case "collation":
+			err = checkCollation(v)
+		case "hint":
+		default:
+			err = unknownField("distinct", k)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if !haveKey {
+		return nil, missingField("distinct", "key")
+	}
+	vals, err := s.eng.Distinct(req.DB, coll, key, filter)
+	if err != nil {
+		return nil, err
+	}
+	arr := bsoncore.NewArrayBuilder()
+	for _, v := range vals {
+		arr.AppendValue(v)
+	}
+	idx, dst := req.beginReply()
+	dst = bsoncore.AppendArrayElement(dst, "values", arr.Build())
+	return req.endReply(idx, dst)
+}
+
+func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) {
+	v := firstValue(req.Body)
+	if _, isString := v.StringValueOK(); !isString {
+		return nil, mongoerr.New(mongoerr.NotImplemented, "aggregate with {aggregate: 1} (database-level pipelines) is not supported")
+	}
+	coll, err := collectionName(req)
+	if err != nil {
+		return nil, err
+	}
+	var pipeline []bson.Raw
+	havePipeline, haveCursor := false, false
+	batchSize := 101
+	for key, v := range cmdArgs(req.Body) {
+		switch string(key) {
+		case "pipeline":
+			pipeline, err = statements(req, "aggregate", "pipeline", v)
+			havePipeline = true
+		case "cursor":
+			var c bson.Raw
+			if c, err = argDoc("aggregate", "cursor", v); err == nil {
+				haveCursor = true
+				if bs, lerr := c.LookupErr("batchSize"); lerr == nil {
+					var n int64
+					n, err = argInt64("aggregate", "cursor.batchSize", bs)
+					batchSize = int(n)
+				}
+			}
+		case "explain":
+			err = mongoerr.New(mongoerr.NotImplemented, "explain of aggregate is not supported yet")
+		case "collation":
+			err = checkCollation(v)
+		case "allowDiskUse", "bypassDocumentValidation", "hint", "let":
+		default:
+			err = unknownField("aggregate", key)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if !havePipeline {
+		return nil, missingField("aggregate", "pipeline")
+	}
+	if !haveCursor {
+		return nil, mongoerr.New(mongoerr.FailedToParse, "The 'cursor' option is required, except for aggregate with the explain argument")
+	}
+	var docs []bson.Raw
+	if len(pipeline) > 0 && pipeline[0].Lookup("$collStats").Type != 0 {
+		docs, err = s.collStatsStage(req.DB, coll, pipeline)
+	} else {
+		docs, err = s.eng.Aggregate(req.DB, coll, pipeline)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if batchSize == 0 {
+		return s.cursorReplyEmpty(req, &sliceSource{docs: docs}, req.DB+"."+coll)
+	}
+	return s.cursorReply(req, &sliceSource{docs: docs}, req.DB+"."+coll, batchSize, false)
+}

@@ -1,0 +1,131 @@
+package server
+
+import (
+	"context"
+	"math"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/lethedb/lethe/engine/mongoerr"
+)
+
+// dispatch runs the command in req.Body, whose first field names it, and
+// returns the reply document. It never fails: errors and panics of the
+// handler become error replies. req.DB must be set.
+func (s *Server) dispatch(ctx context.Context, req *Request) bson.Raw {
+	key := firstKeyBytes(req.Body)
+	cmd := s.commands[string(key)]
+	if cmd == nil {
+		req.Name = string(key)
+		s.stats.ops.command.Add(1)
+		return req.errorReply(mongoerr.New(mongoerr.CommandNotFound, "no such command: '%s'", key))
+	}
+	req.Name = cmd.spelling(key)
+	s.stats.ops.count(cmd.name)
+	if cmd.adminOnly && req.DB != "admin" {
+		return req.errorReply(mongoerr.New(mongoerr.Unauthorized, "%s may only be run against the admin database.", req.Name))
+	}
+
+	debug := s.log.Core().Enabled(zapcore.DebugLevel)
+	var start time.Time
+	if debug {
+		start = time.Now()
+	}
+	reply, err := s.run(ctx, cmd, req)
+	if err != nil {
+		e, internal := asMongoError(err)
+		if internal {
+			s.log.Error("command failed", zap.String("command", req.Name), zap.Int64("conn", req.Conn.id), zap.Error(err))
+		}
+		reply = req.errorReply(e)
+	}
+	if debug {
+		s.log.Debug("command", zap.String("command", req.Name), zap.String("db", req.DB),
+			zap.Int64("conn", req.Conn.id), zap.Duration("duration", time.Since(start)), zap.Error(err))
+	}
+	return reply
+}
+
+// run calls the handler under the command's maxTimeMS, turning a panic into
+// an InternalError so that one bad request does not take the server down.
+func (s *Server) run(ctx context.Context, cmd *command, req *Request) (reply bson.Raw, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("command panicked", zap.String("command", req.Name), zap.Int64("conn", req.Conn.id),
+				zap.Any("panic", p), zap.StackSkip("stack", 2))
+			reply, err = nil, mongoerr.New(mongoerr.InternalError, "internal error running %s: %v", req.Name, p)
+		}
+	}()
+	limit, err := maxTime(req.Body)
+	if err != nil {
+		return nil, err
+	}
+	if limit > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, limit)
+		defer cancel()
+	}
+	return cmd.handle(ctx, req)
+}
+
+// maxTime returns the command's maxTimeMS, 0 meaning no limit.
+func maxTime(body bson.Raw) (time.Duration, error) {
+	v, err := bsoncore.Document(body).LookupErr("maxTimeMS")
+	if err != nil {
+		return 0, nil
+	}
+	var ms float64
+	switch v.Type {
+	case bsoncore.TypeInt32:
+		ms = float64(v.Int32())
+	case bsoncore.TypeInt64:
+		ms = float64(v.Int64())
+	case bsoncore.TypeDouble:
+		ms = v.Double()
+		if ms != math.Trunc(ms) {
+			return 0, mongoerr.New(mongoerr.BadValue, "maxTimeMS has non-integral value")
+		}
+	default:
+		return 0, mongoerr.New(mongoerr.BadValue, "maxTimeMS must be a number")
+	}
+	if ms < 0 || ms > math.MaxInt32 {
+		return 0, mongoerr.New(mongoerr.BadValue, "%v value for maxTimeMS is out of range [0, %d]", ms, math.MaxInt32)
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
+// errorReply builds the error reply for e in the connection's reply buffer.
+func (req *Request) errorReply(e *mongoerr.Error) bson.Raw {
+	req.reply = appendErrorReply(req.reply[:0], e)
+	return req.reply
+}
+
+// spelling returns the name the client used, key, as one of the command's
+// own strings, which spares an allocation.
+func (c *command) spelling(key []byte) string {
+	if string(key) == c.name {
+		return c.name
+	}
+	for _, a := range c.aliases {
+		if string(key) == a {
+			return a
+		}
+	}
+	return string(key)
+}
+
+// firstKeyBytes returns the first field name of doc, pointing into doc.
+func firstKeyBytes(doc bson.Raw) []byte {
+	if len(doc) < 6 {
+		return nil
+	}
+	key, _, ok := bsoncore.ReadKeyBytes(doc[5:])
+	if !ok {
+		return nil
+	}
+	return key
+}

@@ -1,0 +1,171 @@
+package server
+
+import (
+	"context"
+	"os"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/lethedb/lethe/engine"
+	"github.com/lethedb/lethe/engine/mongoerr"
+)
+
+func (s *Server) explainCommands() []command {
+	return []command{{name: "explain", handle: s.explain}}
+}
+
+// explain reports the plan of find, count, distinct, aggregate, update,
+// delete and findAndModify, and with executionStats runs the read part of it.
+func (s *Server) explain(ctx context.Context, req *Request) (bson.Raw, error) {
+	inner, err := argDoc("explain", "explain", firstValue(req.Body))
+	if err != nil {
+		return nil, err
+	}
+	verbosity := "allPlansExecution"
+	for key, v := range cmdArgs(req.Body) {
+		switch string(key) {
+		case "verbosity":
+			verbosity, err = argString("explain", "verbosity", v)
+		default:
+			err = unknownField("explain", key)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	switch verbosity {
+	case "queryPlanner", "executionStats", "allPlansExecution":
+	default:
+		return nil, mongoerr.New(mongoerr.BadValue, "verbosity string must be one of {'queryPlanner', 'executionStats', 'allPlansExecution'}")
+	}
+	first, err := inner.IndexErr(0)
+	if err != nil {
+		return nil, mongoerr.New(mongoerr.FailedToParse, "explain command requires a nested object")
+	}
+	coll, ok := first.Value().StringValueOK()
+	if !ok {
+		return nil, mongoerr.New(mongoerr.InvalidNamespace, "collection name has invalid type %s", typeName(first.Value().Type))
+	}
+	spec, err := explainSpec(first.Key(), inner)
+	if err != nil {
+		return nil, err
+	}
+	ex, err := s.eng.Explain(req.DB, coll, spec, verbosity != "queryPlanner")
+	if err != nil {
+		return nil, err
+	}
+	filter := spec.Filter
+	if filter == nil {
+		filter, _ = bson.Marshal(bson.D{})
+	}
+	plan := planDoc(ex, filter, spec.Sort)
+	elems := []bson.E{
+		{Key: "explainVersion", Value: "1"},
+		{Key: "queryPlanner", Value: bson.D{
+			{Key: "namespace", Value: req.DB + "." + coll},
+			{Key: "indexFilterSet", Value: false},
+			{Key: "parsedQuery", Value: filter},
+			{Key: "winningPlan", Value: plan},
+			{Key: "rejectedPlans", Value: bson.A{}},
+		}},
+	}
+	if ex.Executed {
+		elems = append(elems, bson.E{Key: "executionStats", Value: bson.D{
+			{Key: "executionSuccess", Value: true},
+			{Key: "nReturned", Value: ex.NReturned},
+			{Key: "executionTimeMillis", Value: ex.Millis},
+			{Key: "totalKeysExamined", Value: ex.KeysExam},
+			{Key: "totalDocsExamined", Value: ex.DocsExam},
+			{Key: "executionStages", Value: plan},
+		}})
+	}
+	host, _ := os.Hostname()
+	elems = append(elems,
+		bson.E{Key: "command", Value: inner},
+		bson.E{Key: "serverInfo", Value: bson.D{{Key: "host", Value: host}, {Key: "version", Value: mongoVersion}}},
+	)
+	return okReply(elems...)
+}
+
+// explainSpec extracts the query part of an explained command.
+func explainSpec(cmd string, inner bson.Raw) (engine.FindSpec, error) {
+	var spec engine.FindSpec
+	doc := func(key string) bson.Raw {
+		d, _ := inner.Lookup(key).DocumentOK()
+		return d
+	}
+	num := func(key string) int64 {
+		n, _ := inner.Lookup(key).AsInt64OK()
+		return n
+	}
+	firstStatement := func(key string) bson.Raw {
+		arr, ok := inner.Lookup(key).ArrayOK()
+		if !ok {
+			return nil
+		}
+		vals, err := arr.Values()
+		if err != nil || len(vals) == 0 {
+			return nil
+		}
+		d, _ := vals[0].DocumentOK()
+		return d
+	}
+	switch cmd {
+	case "find":
+		spec = engine.FindSpec{Filter: doc("filter"), Sort: doc("sort"), Projection: doc("projection"), Skip: num("skip"), Limit: num("limit"), Hint: inner.Lookup("hint")}
+	case "count":
+		spec = engine.FindSpec{Filter: doc("query"), Skip: num("skip"), Limit: num("limit"), Hint: inner.Lookup("hint")}
+	case "distinct":
+		spec = engine.FindSpec{Filter: doc("query")}
+	case "findAndModify", "findandmodify":
+		spec = engine.FindSpec{Filter: doc("query"), Sort: doc("sort"), Limit: 1, Hint: inner.Lookup("hint")}
+	case "update", "delete":
+		field := map[string]string{"update": "updates", "delete": "deletes"}[cmd]
+		st := firstStatement(field)
+		if st == nil {
+			return spec, mongoerr.New(mongoerr.FailedToParse, "explain of %s needs at least one statement in '%s'", cmd, field)
+		}
+		q, _ := st.Lookup("q").DocumentOK()
+		spec = engine.FindSpec{Filter: q, Hint: st.Lookup("hint")}
+	case "aggregate":
+		arr, _ := inner.Lookup("pipeline").ArrayOK()
+		vals, _ := arr.Values()
+		for _, v := range vals {
+			stage, _ := v.DocumentOK()
+			if m, ok := stage.Lookup("$match").DocumentOK(); ok && spec.Filter == nil && spec.Sort == nil {
+				spec.Filter = m
+				continue
+			}
+			if so, ok := stage.Lookup("$sort").DocumentOK(); ok && spec.Sort == nil {
+				spec.Sort = so
+				continue
+			}
+			break
+		}
+	default:
+		return spec, mongoerr.New(mongoerr.CommandNotSupported, "explain of '%s' is not supported", cmd)
+	}
+	return spec, nil
+}
+
+// planDoc renders a plan the way MongoDB's explain nests its stages.
+func planDoc(ex engine.Explanation, filter, sort bson.Raw) bson.D {
+	var plan bson.D
+	switch ex.Stage {
+	case "IXSCAN":
+		plan = bson.D{{Key: "stage", Value: "FETCH"}, {Key: "filter", Value: filter}, {Key: "inputStage", Value: bson.D{
+			{Key: "stage", Value: "IXSCAN"},
+			{Key: "keyPattern", Value: ex.KeyPattern},
+			{Key: "indexName", Value: ex.IndexName},
+			{Key: "direction", Value: ex.Direction},
+		}}}
+	case "IDHACK":
+		plan = bson.D{{Key: "stage", Value: "IDHACK"}, {Key: "indexName", Value: ex.IndexName}}
+	default:
+		plan = bson.D{{Key: "stage", Value: ex.Stage}, {Key: "filter", Value: filter}, {Key: "direction", Value: ex.Direction}}
+	}
+	if ex.Sort {
+		plan = bson.D{{Key: "stage", Value: "SORT"}, {Key: "sortPattern", Value: sort}, {Key: "inputStage", Value: plan}}
+	}
+	return plan
+}

@@ -1,0 +1,184 @@
+package server
+
+import (
+	"context"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/lethedb/lethe/engine"
+	"github.com/lethedb/lethe/engine/mongoerr"
+)
+
+func (s *Server) indexCommands() []command {
+	return []command{
+		{name: "createIndexes", handle: s.createIndexes},
+		{name: "listIndexes", handle: s.listIndexes},
+		{name: "dropIndexes", aliases: []string{"deleteIndexes"}, handle: s.dropIndexes},
+	}
+}
+
+func (s *Server) createIndexes(ctx context.Context, req *Request) (bson.Raw, error) {
+	coll, err := collectionName(req)
+	if err != nil {
+		return nil, err
+	}
+	var specs []bson.Raw
+	for key, v := range cmdArgs(req.Body) {
+		switch string(key) {
+		case "indexes":
+			specs, err = statements(req, "createIndexes", "indexes", v)
+		case "commitQuorum", "ignoreUnknownIndexOptions":
+		default:
+			err = unknownField("createIndexes", key)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if len(specs) == 0 {
+		return nil, mongoerr.New(mongoerr.BadValue, "Must specify at least one index to create")
+	}
+	res, err := s.eng.CreateIndexes(req.DB, coll, specs)
+	if err != nil {
+		return nil, err
+	}
+	elems := []bson.E{
+		{Key: "numIndexesBefore", Value: int32(res.Before)},
+		{Key: "numIndexesAfter", Value: int32(res.After)},
+	}
+	if res.Note != "" {
+		elems = append(elems, bson.E{Key: "note", Value: res.Note})
+	}
+	elems = append(elems, bson.E{Key: "createdCollectionAutomatically", Value: res.CreatedCollection})
+	return okReply(elems...)
+}
+
+func (s *Server) listIndexes(ctx context.Context, req *Request) (bson.Raw, error) {
+	coll, err := collectionName(req)
+	if err != nil {
+		return nil, err
+	}
+	batchSize := 0
+	for key, v := range cmdArgs(req.Body) {
+		switch string(key) {
+		case "cursor":
+			var c bson.Raw
+			if c, err = argDoc("listIndexes", "cursor", v); err == nil {
+				if bs, lerr := c.LookupErr("batchSize"); lerr == nil {
+					var n int64
+					n, err = argInt64("listIndexes", "cursor.batchSize", bs)
+					batchSize = int(n)
+				}
+			}
+		case "includeBuildUUIDs", "includeIndexBuildInfo":
+		default:
+			err = unknownField("listIndexes", key)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	specs, err := s.eng.ListIndexes(req.DB, coll)
+	if err != nil {
+		return nil, err
+	}
+	docs := make([]bson.Raw, 0, len(specs))
+	for _, d := range specs {
+		raw, err := bson.Marshal(d)
+		if err != nil {
+			return nil, err
+		}
+		docs = append(docs, raw)
+	}
+	return s.cursorReply(req, &sliceSource{docs: docs}, req.DB+"."+coll, batchSize, false)
+}
+
+func (s *Server) dropIndexes(ctx context.Context, req *Request) (bson.Raw, error) {
+	coll, err := collectionName(req)
+	if err != nil {
+		return nil, err
+	}
+	var which bson.RawValue
+	for key, v := range cmdArgs(req.Body) {
+		switch string(key) {
+		case "index":
+			which = v
+		default:
+			err = unknownField("dropIndexes", key)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if which.Type == 0 {
+		return nil, missingField("dropIndexes", "index")
+	}
+	was, err := s.eng.DropIndexes(req.DB, coll, which)
+	if err != nil {
+		return nil, err
+	}
+	return okReply(bson.E{Key: "nIndexesWas", Value: int32(was)})
+}
+
+func (s *Server) collMod(ctx context.Context, req *Request) (bson.Raw, error) {
+	coll, err := collectionName(req)
+	if err != nil {
+		return nil, err
+	}
+	var change *engine.IndexChange
+	for key, v := range cmdArgs(req.Body) {
+		switch k := string(key); k {
+		case "index":
+			var d bson.Raw
+			if d, err = argDoc("collMod", "index", v); err != nil {
+				return nil, err
+			}
+			ch := engine.IndexChange{}
+			for ik, iv := range fields(d) {
+				switch string(ik) {
+				case "keyPattern":
+					ch.KeyPattern, err = argDoc("collMod.index", "keyPattern", iv)
+				case "name":
+					ch.Name, err = argString("collMod.index", "name", iv)
+				case "expireAfterSeconds":
+					val := bsoncore.Value{Type: bsoncore.Type(iv.Type), Data: iv.Value}
+					ch.ExpireAfter = &val
+				case "hidden", "prepareUnique", "unique":
+					err = mongoerr.New(mongoerr.InvalidOptions, "collMod index option '%s' is not supported", ik)
+				default:
+					err = unknownField("collMod.index", ik)
+				}
+				if err != nil {
+					return nil, err
+				}
+			}
+			if (ch.KeyPattern == nil) == (ch.Name == "") {
+				return nil, mongoerr.New(mongoerr.InvalidOptions, "must specify exactly one of keyPattern or name in the index option")
+			}
+			change = &ch
+		case "validator", "validationLevel", "validationAction", "expireAfterSeconds", "changeStreamPreAndPostImages", "dryRun":
+			// Accepted and not enforced.
+		default:
+			return nil, unknownField("collMod", key)
+		}
+	}
+	if !s.eng.CollectionExists(req.DB, coll) {
+		return nil, mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist: %s.%s", req.DB, coll)
+	}
+	if change == nil {
+		return okReply()
+	}
+	res, err := s.eng.CollModIndex(req.DB, coll, *change)
+	if err != nil {
+		return nil, err
+	}
+	var elems []bson.E
+	if res.OldExpireAfter != nil {
+		elems = append(elems, bson.E{Key: "expireAfterSeconds_old", Value: int64(*res.OldExpireAfter)})
+	}
+	if res.NewExpireAfter != nil {
+		elems = append(elems, bson.E{Key: "expireAfterSeconds_new", Value: int64(*res.NewExpireAfter)})
+	}
+	return okReply(elems...)
+}

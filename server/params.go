@@ -1,0 +1,63 @@
+package server
+
+import (
+	"sort"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/lethedb/lethe/engine/mongoerr"
+)
+
+// parameter is a server parameter of getParameter and setParameter.
+type parameter struct {
+	get func() any
+	// set changes the value at run time; nil if it cannot be changed.
+	set func(cmd, name string, v bson.RawValue) error
+}
+
+func (s *Server) buildParameters() map[string]*parameter {
+	params := map[string]*parameter{
+		"featureCompatibilityVersion": {get: func() any { return bson.D{{Key: "version", Value: fcvVersion}} }},
+		"logLevel":                    {get: s.logLevel},
+	}
+	if s.cfg.LogLevel != nil {
+		params["logLevel"].set = s.setLogLevel
+	}
+	return params
+}
+
+// logLevel maps zap's level to MongoDB's verbosity: 0 logs Info and above,
+// anything higher adds debug lines, such as one per command.
+func (s *Server) logLevel() any {
+	if s.log.Core().Enabled(zapcore.DebugLevel) {
+		return int32(1)
+	}
+	return int32(0)
+}
+
+func (s *Server) setLogLevel(cmd, name string, v bson.RawValue) error {
+	n, err := argInt32(cmd, name, v)
+	if err != nil {
+		return err
+	}
+	if n < 0 || n > 5 {
+		return mongoerr.New(mongoerr.BadValue, "logLevel must be between 0 and 5, not %d", n)
+	}
+	level := zapcore.InfoLevel
+	if n > 0 {
+		level = zapcore.DebugLevel
+	}
+	s.cfg.LogLevel.SetLevel(level)
+	return nil
+}
+
+// paramNames returns the parameter names, sorted.
+func (s *Server) paramNames() []string {
+	names := make([]string, 0, len(s.params))
+	for name := range s.params {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}

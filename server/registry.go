@@ -1,0 +1,62 @@
+package server
+
+import (
+	"context"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+// Request is one command as the handlers see it.
+//
+// Body and Sequences point into the connection's read buffer, which is reused
+// for the next request: a handler must copy any part it keeps beyond its
+// return (bytes.Clone, or bson.Raw.Clone).
+type Request struct {
+	DB   string   // from $db (OP_MSG) or the namespace (OP_QUERY)
+	Name string   // the command name as the client spelled it
+	Body bson.Raw // the command document
+	// Sequences holds OP_MSG kind-1 document sequences by identifier
+	// (for example "documents" of insert).
+	Sequences map[string][]bson.Raw
+	Conn      *Conn
+
+	reply []byte // the connection's reply buffer, see beginReply
+}
+
+// handlerFunc runs one command. It returns the complete reply document
+// (including ok: 1) or an error; a *mongoerr.Error becomes {ok: 0, code, ...}.
+type handlerFunc func(ctx context.Context, req *Request) (bson.Raw, error)
+
+type command struct {
+	name    string
+	aliases []string
+	handle  handlerFunc
+	// adminOnly commands run only against the admin database, as in MongoDB.
+	adminOnly bool
+}
+
+// buildRegistry collects every command family into one lookup table keyed
+// by name. Names are case-sensitive, as in MongoDB; aliases cover the
+// historical spellings (isMaster/ismaster).
+func (s *Server) buildRegistry() map[string]*command {
+	table := make(map[string]*command)
+	groups := [][]command{
+		s.handshakeCommands(),
+		s.adminCommands(),
+		s.sessionCommands(),
+		s.crudCommands(),
+		s.cursorCommands(),
+		s.indexCommands(),
+		s.ttlCommands(),
+	}
+	for _, g := range groups {
+		for i := range g {
+			c := &g[i]
+			table[c.name] = c
+			for _, a := range c.aliases {
+				table[a] = c
+			}
+		}
+	}
+	return table
+}

@@ -1,0 +1,83 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/lethedb/lethe/engine/mongoerr"
+)
+
+// beginReply starts a reply document in the connection's reply buffer, which
+// is reused from one request to the next, so that building a reply allocates
+// nothing once the buffer has grown. Append elements with bsoncore and finish
+// with endReply:
+//
+//	idx, dst := req.beginReply()
+//	dst = bsoncore.AppendInt32Element(dst, "n", n)
+//	return req.endReply(idx, dst)
+func (req *Request) beginReply() (int32, []byte) {
+	return bsoncore.AppendDocumentStart(req.reply[:0])
+}
+
+// endReply appends ok: 1 and closes the document begun at idx. The result is
+// valid until the connection reads its next request.
+func (req *Request) endReply(idx int32, dst []byte) (bson.Raw, error) {
+	dst = bsoncore.AppendDoubleElement(dst, "ok", 1)
+	dst, err := bsoncore.AppendDocumentEnd(dst, idx)
+	if err != nil {
+		return nil, fmt.Errorf("server: finish reply: %w", err)
+	}
+	req.reply = dst
+	return dst, nil
+}
+
+// okReply returns the document {elems..., ok: 1}. It is the convenient form
+// for replies off the hot path; values are marshalled with the bson package.
+func okReply(elems ...bson.E) (bson.Raw, error) {
+	doc := make(bson.D, 0, len(elems)+1)
+	doc = append(doc, elems...)
+	doc = append(doc, bson.E{Key: "ok", Value: 1.0})
+	raw, err := bson.Marshal(doc)
+	if err != nil {
+		return nil, fmt.Errorf("server: marshal reply: %w", err)
+	}
+	return raw, nil
+}
+
+// appendErrorReply appends {ok: 0, errmsg, code, codeName, extra...} to dst.
+func appendErrorReply(dst []byte, e *mongoerr.Error) []byte {
+	idx, dst := bsoncore.AppendDocumentStart(dst)
+	dst = bsoncore.AppendDoubleElement(dst, "ok", 0)
+	dst = bsoncore.AppendStringElement(dst, "errmsg", e.Msg)
+	dst = bsoncore.AppendInt32Element(dst, "code", int32(e.Code))
+	dst = bsoncore.AppendStringElement(dst, "codeName", e.Code.String())
+	if len(e.Extra) > 0 {
+		// Extra holds ordinary Go values; marshal them as a document and
+		// splice its elements in.
+		if extra, err := bson.Marshal(e.Extra); err == nil {
+			dst = append(dst, extra[4:len(extra)-1]...)
+		}
+	}
+	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
+	return dst
+}
+
+// asMongoError turns any error a handler returns into the error a client
+// sees. Errors without a MongoDB code are internal errors; the caller logs
+// them.
+func asMongoError(err error) (e *mongoerr.Error, internal bool) {
+	if e, ok := mongoerr.As(err); ok {
+		return e, false
+	}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return mongoerr.New(mongoerr.MaxTimeMSExpired, "operation exceeded time limit"), false
+	case errors.Is(err, context.Canceled):
+		return mongoerr.New(mongoerr.InterruptedAtShutdown, "interrupted at shutdown"), false
+	}
+	return &mongoerr.Error{Code: mongoerr.InternalError, Msg: err.Error()}, true
+}
