@@ -1,0 +1,202 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// report is everything one run measured, and what failed.
+type report struct {
+	cfg      config
+	results  []result
+	ttl      *ttlResult
+	failures []failure
+}
+
+type failure struct {
+	workload string
+	err      error
+}
+
+// judgement compares a result with its ceiling, when that was measured.
+type judgement struct {
+	ratio   float64 // ops/s over the ceiling's; 0 when there is no ceiling
+	verdict string  // PASS or BELOW when there is a target
+}
+
+func (r *report) judge(res result) judgement {
+	for _, c := range r.results {
+		if c.name != res.ceiling || c.sample.opsPerSec() == 0 {
+			continue
+		}
+		j := judgement{ratio: res.sample.opsPerSec() / c.sample.opsPerSec()}
+		if res.target > 0 {
+			j.verdict = "BELOW"
+			if j.ratio >= res.target {
+				j.verdict = "PASS"
+			}
+		}
+		return j
+	}
+	return judgement{}
+}
+
+func (r *report) serverName() string {
+	if r.cfg.uri != "" {
+		return "external"
+	}
+	return "in-process"
+}
+
+func (r *report) writeText(w io.Writer) error {
+	fmt.Fprintf(w, "lethe-load: %s server, %d clients, %v per workload, %d preloaded documents\n\n",
+		r.serverName(), r.cfg.clients, r.cfg.duration, r.cfg.docs)
+	if len(r.results) > 0 {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "workload\tops/s\tp50\tp99\tvs ceiling\ttarget")
+		for _, res := range r.results {
+			j := r.judge(res)
+			ratio, target := "", ""
+			if j.ratio > 0 {
+				ratio = fmt.Sprintf("%.2fx %s", j.ratio, res.ceiling)
+			}
+			if res.target > 0 {
+				target = strings.TrimSpace(fmt.Sprintf(">= %.1fx %s", res.target, j.verdict))
+			}
+			fmt.Fprintf(tw, "%s\t%.0f\t%s\t%s\t%s\t%s\n", res.name, res.sample.opsPerSec(),
+				formatLatency(res.sample.latency.quantile(0.5)), formatLatency(res.sample.latency.quantile(0.99)),
+				ratio, target)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if t := r.ttl; t != nil {
+		fmt.Fprintf(w, "\nTTL: %d documents, ttl spread over 1..%d s\n", t.docs, maxTTL)
+		fmt.Fprintf(w, "  load                       %.0f docs/s (%v)\n", float64(t.docs)/t.load.Seconds(), t.load.Round(time.Millisecond))
+		fmt.Fprintf(w, "  findOne p99, reaper idle   %s (p50 %s, %d ops)\n",
+			formatLatency(t.idle.latency.quantile(0.99)), formatLatency(t.idle.latency.quantile(0.5)), t.idle.ops)
+		fmt.Fprintf(w, "  findOne p99, reaper busy   %s (p50 %s, %d ops)\n",
+			formatLatency(t.reaping.latency.quantile(0.99)), formatLatency(t.reaping.latency.quantile(0.5)), t.reaping.ops)
+		fmt.Fprintf(w, "  reaper deletion rate       %.0f docs/s (%d docs in %v", t.deletedPerSec(), t.deleted, t.deleting.Round(time.Millisecond))
+		if !t.complete {
+			fmt.Fprintf(w, "; %d not deleted within --ttl-wait=%v", int64(t.docs)-t.deleted, r.cfg.ttlWait)
+		}
+		fmt.Fprintln(w, ")")
+	}
+	if len(r.failures) > 0 {
+		fmt.Fprintln(w)
+		for _, f := range r.failures {
+			fmt.Fprintf(w, "FAILED %s: %v\n", f.workload, f.err)
+		}
+	}
+	return nil
+}
+
+// formatLatency prints three significant digits in a unit that suits d.
+func formatLatency(d time.Duration) string {
+	switch {
+	case d < time.Millisecond:
+		return fmt.Sprintf("%.0fµs", float64(d)/float64(time.Microsecond))
+	case d < time.Second:
+		return fmt.Sprintf("%.3gms", float64(d)/float64(time.Millisecond))
+	default:
+		return fmt.Sprintf("%.3gs", d.Seconds())
+	}
+}
+
+// The JSON form: latencies in microseconds, rates per second.
+type (
+	jsonReport struct {
+		Server    string         `json:"server"`
+		Clients   int            `json:"clients"`
+		Duration  float64        `json:"duration_s"`
+		Docs      int            `json:"docs"`
+		Workloads []jsonWorkload `json:"workloads"`
+		TTL       *jsonTTL       `json:"ttl,omitempty"`
+		Errors    []jsonError    `json:"errors,omitempty"`
+	}
+	jsonWorkload struct {
+		Name string `json:"name"`
+		jsonSample
+		Ceiling string  `json:"ceiling,omitempty"`
+		Ratio   float64 `json:"ratio,omitempty"`
+		Target  float64 `json:"target,omitempty"`
+		Verdict string  `json:"verdict,omitempty"`
+	}
+	jsonSample struct {
+		Ops       uint64  `json:"ops"`
+		Seconds   float64 `json:"seconds"`
+		OpsPerSec float64 `json:"ops_per_sec"`
+		P50       float64 `json:"p50_us"`
+		P99       float64 `json:"p99_us"`
+	}
+	jsonTTL struct {
+		Docs          int        `json:"docs"`
+		LoadSeconds   float64    `json:"load_s"`
+		Idle          jsonSample `json:"findone_reaper_idle"`
+		Reaping       jsonSample `json:"findone_reaper_busy"`
+		Deleted       int64      `json:"deleted"`
+		DeleteSeconds float64    `json:"delete_s"`
+		DeletedPerSec float64    `json:"deleted_per_sec"`
+		Complete      bool       `json:"complete"`
+	}
+	jsonError struct {
+		Workload string `json:"workload"`
+		Error    string `json:"error"`
+	}
+)
+
+func (r *report) writeJSON(w io.Writer) error {
+	out := jsonReport{
+		Server:    r.serverName(),
+		Clients:   r.cfg.clients,
+		Duration:  r.cfg.duration.Seconds(),
+		Docs:      r.cfg.docs,
+		Workloads: []jsonWorkload{},
+	}
+	for _, res := range r.results {
+		j := r.judge(res)
+		out.Workloads = append(out.Workloads, jsonWorkload{
+			Name:       res.name,
+			jsonSample: toJSONSample(res.sample),
+			Ceiling:    res.ceiling,
+			Ratio:      j.ratio,
+			Target:     res.target,
+			Verdict:    j.verdict,
+		})
+	}
+	if t := r.ttl; t != nil {
+		out.TTL = &jsonTTL{
+			Docs:          t.docs,
+			LoadSeconds:   t.load.Seconds(),
+			Idle:          toJSONSample(t.idle),
+			Reaping:       toJSONSample(t.reaping),
+			Deleted:       t.deleted,
+			DeleteSeconds: t.deleting.Seconds(),
+			DeletedPerSec: t.deletedPerSec(),
+			Complete:      t.complete,
+		}
+	}
+	for _, f := range r.failures {
+		out.Errors = append(out.Errors, jsonError{Workload: f.workload, Error: f.err.Error()})
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+func toJSONSample(s sample) jsonSample {
+	micros := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+	return jsonSample{
+		Ops:       s.ops,
+		Seconds:   s.elapsed.Seconds(),
+		OpsPerSec: s.opsPerSec(),
+		P50:       micros(s.latency.quantile(0.5)),
+		P99:       micros(s.latency.quantile(0.99)),
+	}
+}

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The smoke tests run the workloads briefly against an in-process server:
+// they check that every workload works end to end, not how fast.
+
+func TestSmokeBasic(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a server")
+	}
+	cfg := smokeConfig(t, "basic")
+	got := runSmoke(t, cfg)
+	want := []string{"ping", "pebble-sync", "insert", "findone", "update", "find100"}
+	checkWorkloads(t, got, want)
+}
+
+func TestSmokeIndexAndTTL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a server")
+	}
+	cfg := smokeConfig(t, "index")
+	cfg.indexDocs = 2000
+	cfg.ttlDocs = 2000
+	got := runSmoke(t, cfg)
+	checkWorkloads(t, got, []string{"find-unindexed", "find-indexed"})
+	if got.TTL == nil {
+		t.Fatal("no ttl section in the report")
+	}
+	if got.TTL.Idle.Ops == 0 || got.TTL.Reaping.Ops == 0 {
+		t.Errorf("ttl findOne ran %d ops idle and %d while reaping, want some of each", got.TTL.Idle.Ops, got.TTL.Reaping.Ops)
+	}
+	if !got.TTL.Complete || got.TTL.Deleted != int64(cfg.ttlDocs) {
+		t.Errorf("reaper deleted %d of %d documents (complete: %v)", got.TTL.Deleted, cfg.ttlDocs, got.TTL.Complete)
+	}
+}
+
+func smokeConfig(t *testing.T, workloads string) config {
+	t.Helper()
+	selected, err := selectWorkloads(workloads)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return config{
+		clients:   2,
+		duration:  200 * time.Millisecond,
+		docs:      500,
+		indexDocs: 1000,
+		workloads: selected,
+		ttlWait:   10 * time.Second,
+		json:      true,
+	}
+}
+
+func runSmoke(t *testing.T, cfg config) jsonReport {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var out bytes.Buffer
+	err := run(ctx, cfg, &out, testLog{t})
+	t.Logf("report:\n%s", out.String())
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	var rep jsonReport
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("decode the JSON report: %v", err)
+	}
+	return rep
+}
+
+func checkWorkloads(t *testing.T, rep jsonReport, want []string) {
+	t.Helper()
+	var got []string
+	for _, w := range rep.Workloads {
+		got = append(got, w.Name)
+		if w.Ops == 0 || w.OpsPerSec <= 0 || w.P99 < w.P50 || w.P50 <= 0 {
+			t.Errorf("workload %s: implausible numbers %+v", w.Name, w.jsonSample)
+		}
+	}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("workloads reported = %v, want %v", got, want)
+	}
+}
+
+// testLog sends the tool's progress lines to the test log.
+type testLog struct{ t *testing.T }
+
+func (l testLog) Write(p []byte) (int, error) {
+	l.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}

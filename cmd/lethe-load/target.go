@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.uber.org/zap"
+
+	"github.com/lethedb/lethe/server"
+	"github.com/lethedb/lethe/ttlindex"
+)
+
+// opTimeout bounds every request, so that a server that stops answering
+// fails the run instead of hanging it. An unindexed find over 100,000
+// documents under full concurrency is the slowest request the tool makes.
+const opTimeout = time.Minute
+
+// target is the server under load and the client that talks to it.
+type target struct {
+	client *mongo.Client
+	// closeServer stops the in-process server, if there is one.
+	closeServer func() error
+}
+
+// openTarget connects to cfg.uri, or starts a server in this process when
+// it is empty. A manual clock lets the TTL workload move the server's time.
+func openTarget(ctx context.Context, cfg config, manualClock bool) (*target, error) {
+	t := &target{}
+	uri := cfg.uri
+	if uri == "" {
+		addr, stop, err := startServer(manualClock)
+		if err != nil {
+			return nil, fmt.Errorf("start in-process server: %w", err)
+		}
+		t.closeServer = stop
+		uri = "mongodb://" + addr + "/?directConnection=true"
+	}
+
+	// One client shared by every goroutine is how an application uses the
+	// driver: the client multiplexes requests over its connection pool. The
+	// pool has a connection per load client, plus one so that the TTL
+	// workload's statistics poller never waits behind them.
+	opts := options.Client().ApplyURI(uri).
+		SetMaxPoolSize(uint64(cfg.clients) + 1).
+		SetTimeout(opTimeout)
+	client, err := mongo.Connect(opts)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("connect: %w", err), t.close())
+	}
+	t.client = client
+	if err := warmUp(ctx, client, cfg.clients); err != nil {
+		return nil, errors.Join(err, t.close())
+	}
+	return t, nil
+}
+
+// warmUp opens the pool's connections before anything is timed, so that
+// the first workload does not pay for connection setup.
+func warmUp(ctx context.Context, client *mongo.Client, clients int) error {
+	admin := client.Database("admin")
+	_, err := measureFor(ctx, clients, 200*time.Millisecond, func(int) op {
+		return func(ctx context.Context) error {
+			return admin.RunCommand(ctx, bson.D{{Key: "ping", Value: 1}}).Err()
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("ping the server: %w", err)
+	}
+	return nil
+}
+
+func (t *target) close() error {
+	var errs []error
+	if t.client != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := t.client.Disconnect(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("disconnect: %w", err))
+		}
+	}
+	if t.closeServer != nil {
+		if err := t.closeServer(); err != nil {
+			errs = append(errs, fmt.Errorf("stop in-process server: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// startServer runs a server on a free loopback port over a fresh data
+// directory and returns its address and a function that stops it and
+// removes the directory.
+func startServer(manualClock bool) (addr string, stop func() error, err error) {
+	dir, err := os.MkdirTemp("", "lethe-load-server-")
+	if err != nil {
+		return "", nil, fmt.Errorf("create data directory: %w", err)
+	}
+	cfg := server.Config{Listen: "127.0.0.1:0", DataDir: dir, Logger: zap.NewNop()}
+	if manualClock {
+		cfg.Clock = ttlindex.NewManualClock(time.Now())
+		cfg.ManualClock = true
+	}
+	srv, err := server.New(cfg)
+	if err != nil {
+		return "", nil, errors.Join(err, os.RemoveAll(dir))
+	}
+	if err := srv.Start(); err != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return "", nil, errors.Join(err, srv.Shutdown(ctx), os.RemoveAll(dir))
+	}
+	stop = func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		return errors.Join(srv.Shutdown(ctx), os.RemoveAll(dir))
+	}
+	return srv.Addr().String(), stop, nil
+}
