@@ -34,6 +34,8 @@ type Collection struct {
 	ddl    sync.RWMutex
 	metaMu sync.Mutex
 	state  atomic.Pointer[collState]
+
+	reapCursor reapCursor
 }
 
 type collState struct {

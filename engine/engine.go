@@ -27,6 +27,7 @@ import (
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
 	"go.uber.org/zap"
 
 	"github.com/lethedb/lethe/ttlindex"
@@ -65,7 +66,7 @@ func Open(dir string, opts Options) (*Engine, error) {
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
-	db, err := pebble.Open(dir, &pebble.Options{Logger: pebbleLogger{opts.Logger.Sugar()}})
+	db, err := pebble.Open(dir, storeOptions(opts.Logger))
 	if err != nil {
 		return nil, fmt.Errorf("engine: open %s: %w", dir, err)
 	}
@@ -75,7 +76,7 @@ func Open(dir string, opts Options) (*Engine, error) {
 		db.Close()
 		return nil, err
 	}
-	e.reaper = ttlindex.NewReaper(e, ttlindex.ReaperOptions{Clock: opts.Clock, Logger: opts.Logger})
+	e.reaper = ttlindex.NewReaper(e, ttlindex.ReaperOptions{Clock: opts.Clock, Logger: opts.Logger, BatchSize: 512})
 	if !opts.NoReaper {
 		ctx, cancel := context.WithCancel(context.Background())
 		e.stopReaper = cancel
@@ -104,6 +105,22 @@ func (e *Engine) Close() error {
 		return fmt.Errorf("engine: close: %w", err)
 	}
 	return nil
+}
+
+// storeOptions tunes pebble for a document store: bloom filters on every
+// level, because each insert first asks whether its _id exists and most of
+// those lookups miss; a block cache and memtable sized for a server rather
+// than pebble's small defaults.
+func storeOptions(log *zap.Logger) *pebble.Options {
+	o := &pebble.Options{
+		Logger:       pebbleLogger{log.Sugar()},
+		CacheSize:    256 << 20,
+		MemTableSize: 64 << 20,
+	}
+	for i := range o.Levels {
+		o.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+	}
+	return o
 }
 
 // pebbleLogger routes pebble's own messages into zap.

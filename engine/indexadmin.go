@@ -135,7 +135,7 @@ func (e *Engine) DropIndexes(db, coll string, which bson.RawValue) (int, error) 
 func (e *Engine) purgeExpired(c *Collection, st *collState) error {
 	nowMs := e.nowMillis()
 	for {
-		due, _, err := e.dueDocs(st, nowMs, 1000)
+		due, _, err := e.dueDocs(st, nowMs, 1000, nil)
 		if err != nil {
 			return err
 		}

@@ -40,6 +40,16 @@ func (e *Engine) candidates(c *Collection, f *query.Filter, srt *query.Sort, hin
 	if err != nil {
 		return nil, err
 	}
+	if p.kind == planIDPoints && (srt == nil || p.sorted) {
+		// The writer re-reads and re-checks each document under its lock,
+		// so reading them here too would only double the cost of by-_id
+		// writes. No limit: a point may name a missing document.
+		var pks [][]byte
+		for _, sp := range p.spans {
+			pks = append(pks, pkOfDocKey(sp.lo))
+		}
+		return pks, nil
+	}
 	sc := &scanner{e: e, coll: c, p: p}
 	type hit struct {
 		pk  []byte

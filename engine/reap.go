@@ -57,18 +57,28 @@ func (e *Engine) reapCollection(c *Collection, nowMs int64, limit int) (n int, n
 	if st.dropped {
 		return 0, math.MaxInt64, false, nil
 	}
-	due, nextMs, err := e.dueDocs(st, nowMs, limit+1)
+	cur := &c.reapCursor
+	due, nextMs, err := e.dueDocs(st, nowMs, limit, cur)
 	if err != nil {
 		return 0, nextMs, false, err
 	}
-	if len(due) > limit {
-		due, full = due[:limit], true
+	// A full batch may have left more behind; if exactly limit were due,
+	// the next batch finds none.
+	if len(due) == limit {
+		full = true
+	} else {
+		// The collection is done for this pass; the next pass rescans from
+		// the start of each range.
+		clear(cur.after)
 	}
 	if len(due) == 0 {
 		return 0, nextMs, false, nil
 	}
 	start := time.Now()
 	w := e.newWriter(c)
+	// Purges are not acknowledged writes: one lost in a crash is simply
+	// purged again, so they need not wait for a WAL sync.
+	w.noSync = true
 	defer w.close()
 	defer func() {
 		if n > 0 {
@@ -95,9 +105,38 @@ func (e *Engine) reapCollection(c *Collection, nowMs int64, limit int) (n int, n
 	return n, nextMs, full, w.flush()
 }
 
+// reapCursor remembers, per scanned range, the last key a reaping pass took,
+// so that its next batch starts after it instead of stepping again over the
+// tombstones the previous batches left. Only the reaper goroutine uses it.
+type reapCursor struct {
+	after map[string][]byte // by range start
+}
+
+// from returns where a scan of [lo, hi) should start.
+func (rc *reapCursor) from(lo []byte) []byte {
+	if rc == nil {
+		return lo
+	}
+	if k, ok := rc.after[string(lo)]; ok {
+		return keySuccessor(k)
+	}
+	return lo
+}
+
+func (rc *reapCursor) record(lo, last []byte) {
+	if rc == nil || last == nil {
+		return
+	}
+	if rc.after == nil {
+		rc.after = make(map[string][]byte)
+	}
+	rc.after[string(lo)] = append([]byte(nil), last...)
+}
+
 // dueDocs scans the expiry families and date TTL indexes of st for
 // documents due at nowMs, up to limit, and the earliest future due time.
-func (e *Engine) dueDocs(st *collState, nowMs int64, limit int) ([]dueDoc, int64, error) {
+// A nil cursor scans every range from its start.
+func (e *Engine) dueDocs(st *collState, nowMs int64, limit int, cur *reapCursor) ([]dueDoc, int64, error) {
 	var due []dueDoc
 	nextMs := int64(math.MaxInt64)
 	seen := map[string]bool{}
@@ -113,7 +152,7 @@ func (e *Engine) dueDocs(st *collState, nowMs int64, limit int) ([]dueDoc, int64
 		if st.ttl.Default > 0 {
 			shift := int64(st.ttl.Default) * 1000
 			lo, hi := ttlindex.TSRange(id, nowMs-shift)
-			nm, err := e.scanExpiry(lo, hi, limit-len(due), func(pk []byte) { add(pk, expired) })
+			nm, err := e.scanExpiry(lo, hi, limit-len(due), cur, func(pk []byte) { add(pk, expired) })
 			if err != nil {
 				return nil, 0, err
 			}
@@ -122,7 +161,7 @@ func (e *Engine) dueDocs(st *collState, nowMs int64, limit int) ([]dueDoc, int64
 			}
 		}
 		lo, hi := ttlindex.OwnRange(id, nowMs)
-		nm, err := e.scanExpiry(lo, hi, limit-len(due), func(pk []byte) { add(pk, expired) })
+		nm, err := e.scanExpiry(lo, hi, limit-len(due), cur, func(pk []byte) { add(pk, expired) })
 		if err != nil {
 			return nil, 0, err
 		}
@@ -132,7 +171,7 @@ func (e *Engine) dueDocs(st *collState, nowMs int64, limit int) ([]dueDoc, int64
 		if len(due) >= limit {
 			break
 		}
-		nm, err := e.scanDateTTL(ix, nowMs, limit-len(due), add)
+		nm, err := e.scanDateTTL(ix, nowMs, limit-len(due), cur, add)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -143,13 +182,15 @@ func (e *Engine) dueDocs(st *collState, nowMs int64, limit int) ([]dueDoc, int64
 
 // scanExpiry visits up to limit expiry keys in [lo, hi) and returns the
 // time of the first key at or after hi within the family (MaxInt64 if none).
-func (e *Engine) scanExpiry(lo, hi []byte, limit int, fn func(pk []byte)) (int64, error) {
-	it, err := e.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: prefixEnd(lo[:10])})
+func (e *Engine) scanExpiry(lo, hi []byte, limit int, cur *reapCursor, fn func(pk []byte)) (int64, error) {
+	it, err := e.db.NewIter(&pebble.IterOptions{LowerBound: cur.from(lo), UpperBound: prefixEnd(lo[:10])})
 	if err != nil {
 		return 0, fmt.Errorf("engine: scan expiry: %w", err)
 	}
 	defer it.Close()
 	n := 0
+	var last []byte
+	defer func() { cur.record(lo, last) }()
 	for it.First(); it.Valid(); it.Next() {
 		_, _, ms, pk, err := ttlindex.ParseKey(it.Key())
 		if err != nil {
@@ -162,6 +203,7 @@ func (e *Engine) scanExpiry(lo, hi []byte, limit int, fn func(pk []byte)) (int64
 			return math.MaxInt64, nil
 		}
 		fn(pk)
+		last = append(last[:0], it.Key()...)
 		n++
 	}
 	return math.MaxInt64, it.Error()
@@ -170,7 +212,7 @@ func (e *Engine) scanExpiry(lo, hi []byte, limit int, fn func(pk []byte)) (int64
 // scanDateTTL finds documents of a MongoDB date TTL index whose date is at
 // most now - expireAfterSeconds. Dates form one key class, so the due
 // entries are one contiguous range.
-func (e *Engine) scanDateTTL(ix *index, nowMs int64, limit int, add func([]byte, func(*storedDoc) bool)) (int64, error) {
+func (e *Engine) scanDateTTL(ix *index, nowMs int64, limit int, cur *reapCursor, add func([]byte, func(*storedDoc) bool)) (int64, error) {
 	shift := int64(*ix.meta.ExpireAfter) * 1000
 	bound := nowMs - shift
 	dateClass := byte(keycodec.TypeClass(bsoncore.TypeDateTime))
@@ -199,7 +241,7 @@ func (e *Engine) scanDateTTL(ix *index, nowMs int64, limit int, add func([]byte,
 		}
 		return false
 	}
-	it, err := e.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	it, err := e.db.NewIter(&pebble.IterOptions{LowerBound: cur.from(lo), UpperBound: hi})
 	if err != nil {
 		return 0, fmt.Errorf("engine: scan TTL index: %w", err)
 	}
@@ -207,6 +249,7 @@ func (e *Engine) scanDateTTL(ix *index, nowMs int64, limit int, add func([]byte,
 	n := 0
 	for it.First(); it.Valid() && n < limit; it.Next() {
 		add(it.Value(), isDue)
+		cur.record(lo, it.Key())
 		n++
 	}
 	if err := it.Error(); err != nil {

@@ -44,8 +44,16 @@ func (s *scanner) next(fn visitFunc) error {
 		s.done = true
 		return nil
 	}
-	snap := s.e.db.NewSnapshot()
-	defer snap.Close()
+	// An index scan reads entries and documents through separate lookups,
+	// which a snapshot keeps consistent. Other plans read one iterator per
+	// span, each consistent on its own, or single keys; they skip the
+	// snapshot, whose release costs pebble a compaction check.
+	var r pebble.Reader = s.e.db
+	if s.p.kind == planIndex {
+		snap := s.e.db.NewSnapshot()
+		defer snap.Close()
+		r = snap
+	}
 	nowMs := s.e.nowMillis()
 	for i := range s.p.spans {
 		sp := s.p.spans[i]
@@ -60,7 +68,13 @@ func (s *scanner) next(fn visitFunc) error {
 				continue
 			}
 		}
-		more, err := s.scanSpan(snap, sp, nowMs, fn)
+		var more bool
+		var err error
+		if s.p.kind == planIDPoints {
+			more, err = s.readPoint(r, sp.lo, nowMs, fn)
+		} else {
+			more, err = s.scanSpan(r, sp, nowMs, fn)
+		}
 		if err != nil || !more {
 			return err
 		}
@@ -69,7 +83,27 @@ func (s *scanner) next(fn visitFunc) error {
 	return nil
 }
 
-func (s *scanner) scanSpan(snap *pebble.Snapshot, sp span, nowMs int64, fn visitFunc) (bool, error) {
+// readPoint visits the document at one key.
+func (s *scanner) readPoint(r pebble.Reader, key []byte, nowMs int64, fn visitFunc) (bool, error) {
+	s.resume = append(s.resume[:0], key...)
+	s.stats.keysExamined++
+	v, closer, err := r.Get(key)
+	if err == pebble.ErrNotFound {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("engine: read document: %w", err)
+	}
+	defer closer.Close()
+	s.stats.docsExamined++
+	h, doc, err := splitValue(v)
+	if err != nil || s.st.expired(h, nowMs) {
+		return err == nil, err
+	}
+	return fn(&storedDoc{pk: pkOfDocKey(key), h: h, doc: doc})
+}
+
+func (s *scanner) scanSpan(r pebble.Reader, sp span, nowMs int64, fn visitFunc) (bool, error) {
 	opts := &pebble.IterOptions{LowerBound: sp.lo, UpperBound: sp.hi}
 	if s.resume != nil {
 		if !s.p.reverse && bytes.Compare(s.resume, sp.lo) >= 0 {
@@ -79,7 +113,7 @@ func (s *scanner) scanSpan(snap *pebble.Snapshot, sp span, nowMs int64, fn visit
 			opts.UpperBound = s.resume
 		}
 	}
-	it, err := snap.NewIter(opts)
+	it, err := r.NewIter(opts)
 	if err != nil {
 		return false, fmt.Errorf("engine: scan: %w", err)
 	}
@@ -90,7 +124,7 @@ func (s *scanner) scanSpan(snap *pebble.Snapshot, sp span, nowMs int64, fn visit
 	}
 	for ; valid; valid = s.step(it) {
 		s.resume = append(s.resume[:0], it.Key()...)
-		d, err := s.docAt(snap, it)
+		d, err := s.docAt(r, it)
 		if err != nil {
 			return false, err
 		}
@@ -114,9 +148,9 @@ func (s *scanner) step(it *pebble.Iterator) bool {
 
 // docAt returns the document the iterator points at: the value itself for
 // document keys, or the document an index entry names.
-func (s *scanner) docAt(snap *pebble.Snapshot, it *pebble.Iterator) (*storedDoc, error) {
+func (s *scanner) docAt(r pebble.Reader, it *pebble.Iterator) (*storedDoc, error) {
 	if s.p.kind != planIndex {
-		if s.p.kind != planCollScan {
+		if s.p.kind == planIDRange {
 			s.stats.keysExamined++
 		}
 		s.stats.docsExamined++
@@ -138,5 +172,5 @@ func (s *scanner) docAt(snap *pebble.Snapshot, it *pebble.Iterator) (*storedDoc,
 		s.seen[string(pk)] = struct{}{}
 	}
 	s.stats.docsExamined++
-	return s.e.loadDoc(snap, s.st.meta.ID, pk)
+	return s.e.loadDoc(r, s.st.meta.ID, pk)
 }

@@ -28,6 +28,9 @@ type writer struct {
 	ls   lockSet
 	ops  int
 	wake int64 // earliest expiry created, for the reaper; 0 if none
+	// noSync commits without waiting for the WAL sync, for writes that are
+	// not acknowledged to a client.
+	noSync bool
 	// pendingUnique maps unique index entry keys written by the pending
 	// batch to their primary keys (nil once deleted), since a plain batch
 	// cannot be read.
@@ -84,7 +87,11 @@ func (w *writer) flush() error {
 	w.b, w.ops = nil, 0
 	clear(w.pendingUnique)
 	defer b.Close()
-	if err := b.Commit(pebble.Sync); err != nil {
+	opts := pebble.Sync
+	if w.noSync {
+		opts = pebble.NoSync
+	}
+	if err := b.Commit(opts); err != nil {
 		return fmt.Errorf("engine: commit: %w", err)
 	}
 	if w.wake != 0 {

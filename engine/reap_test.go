@@ -1,0 +1,59 @@
+package engine
+
+import (
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/lethedb/lethe/ttlindex"
+)
+
+// TestReaperLogsEachBatch covers TTL spec rule 23: a debug line per batch
+// with the collection, the count and the duration.
+func TestReaperLogsEachBatch(t *testing.T) {
+	core, logs := observer.New(zapcore.DebugLevel)
+	clock := ttlindex.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	e, err := Open(t.TempDir(), Options{Clock: clock, Logger: zap.New(core), NoReaper: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	spec, _ := bson.Marshal(bson.D{{Key: "key", Value: bson.D{{Key: "_ts", Value: 1}}}, {Key: "name", Value: "_ts_1"}, {Key: "expireAfterSeconds", Value: 5}})
+	if _, err := e.CreateIndexes("db", "c", []bson.Raw{spec}); err != nil {
+		t.Fatal(err)
+	}
+	var docs []bson.Raw
+	for i := 0; i < 3; i++ {
+		d, _ := bson.Marshal(bson.D{{Key: "_id", Value: i}})
+		docs = append(docs, d)
+	}
+	if _, err := e.Insert("db", "c", docs, true); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(5 * time.Second)
+	n, err := e.Reaper().Pass()
+	if err != nil || n != 3 {
+		t.Fatalf("pass deleted %d, %v", n, err)
+	}
+	entries := logs.FilterMessage("ttl: purged expired documents").All()
+	if len(entries) != 1 {
+		t.Fatalf("%d batch log lines, want 1", len(entries))
+	}
+	f := entries[0].ContextMap()
+	if f["ns"] != "db.c" || f["count"] != int64(3) || f["duration"] == nil {
+		t.Fatalf("log fields %v", f)
+	}
+	// The purge is physical: nothing is left in the document range.
+	st := e.collection("db", "c").st()
+	lo, hi := docRange(st.meta.ID)
+	it, _ := e.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	defer it.Close()
+	if it.First() {
+		t.Fatal("documents remain in storage after the reaper's pass")
+	}
+}
