@@ -20,6 +20,8 @@ type indexMeta struct {
 	Sparse      bool     `bson:"sparse,omitempty"`
 	Partial     bson.Raw `bson:"partialFilterExpression,omitempty"`
 	ExpireAfter *int32   `bson:"expireAfterSeconds,omitempty"`
+	// Hidden indexes are maintained but never used by the planner.
+	Hidden bool `bson:"hidden,omitempty"`
 	// Multikey is set once any document produced more than one key, after
 	// which the planner stops combining bounds on the index.
 	Multikey bool `bson:"multikey,omitempty"`

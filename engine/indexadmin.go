@@ -31,6 +31,9 @@ func (e *Engine) ListIndexes(db, coll string) ([]bson.D, error) {
 		if im.ExpireAfter != nil {
 			d = append(d, bson.E{Key: "expireAfterSeconds", Value: *im.ExpireAfter})
 		}
+		if im.Hidden {
+			d = append(d, bson.E{Key: "hidden", Value: true})
+		}
 		out = append(out, d)
 	}
 	return out, nil
@@ -173,12 +176,15 @@ type IndexChange struct {
 	KeyPattern  bson.Raw
 	Name        string
 	ExpireAfter *bsoncore.Value
+	Hidden      *bool
 }
 
 // CollModResult reports what collMod changed.
 type CollModResult struct {
 	OldExpireAfter *int32
 	NewExpireAfter *int32
+	OldHidden      *bool
+	NewHidden      *bool
 }
 
 // CollModIndex changes the expireAfterSeconds of an index (TTL spec rules 8
@@ -196,6 +202,11 @@ func (e *Engine) CollModIndex(db, coll string, ch IndexChange) (CollModResult, e
 		for i := range meta.Indexes {
 			im := &meta.Indexes[i]
 			if (ch.Name != "" && im.Name == ch.Name) || (ch.KeyPattern != nil && string(im.Key) == string(ch.KeyPattern)) {
+				if ch.Hidden != nil {
+					old := im.Hidden
+					res.OldHidden, res.NewHidden = &old, ch.Hidden
+					im.Hidden = *ch.Hidden
+				}
 				if ch.ExpireAfter == nil {
 					return nil
 				}

@@ -62,6 +62,8 @@ func parseIndexSpec(spec bson.Raw) (indexMeta, error) {
 			im.Unique = truthy(v)
 		case "sparse":
 			im.Sparse = truthy(v)
+		case "hidden":
+			im.Hidden = truthy(v)
 		case "partialFilterExpression":
 			doc, ok := v.DocumentOK()
 			if !ok {
@@ -160,7 +162,7 @@ func typeName(t bson.Type) string { return t.String() }
 // sameOptions reports whether two index definitions are the same index.
 func sameOptions(a, b indexMeta) bool {
 	ea, eb := a.ExpireAfter, b.ExpireAfter
-	return a.Unique == b.Unique && a.Sparse == b.Sparse && string(a.Partial) == string(b.Partial) &&
+	return a.Unique == b.Unique && a.Sparse == b.Sparse && a.Hidden == b.Hidden && string(a.Partial) == string(b.Partial) &&
 		(ea == nil) == (eb == nil) && (ea == nil || *ea == *eb)
 }
 

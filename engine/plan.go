@@ -68,6 +68,11 @@ func (st *collState) choosePlan(f *query.Filter, srt *query.Sort, hint bson.RawV
 	if len(hint.Value) > 0 {
 		return st.hintedPlan(conj, srt, hint)
 	}
+	if srt != nil && srt.Natural() != 0 {
+		// Storage order is _id order: a collection scan, backwards for -1.
+		lo, hi := docRange(st.meta.ID)
+		return &plan{kind: planCollScan, spans: []span{{lo, hi}}, sorted: true, reverse: srt.Natural() < 0}, nil
+	}
 	if p := idPlan(st.meta.ID, conj); p != nil {
 		st.applySort(p, srt)
 		return p, nil
@@ -75,7 +80,7 @@ func (st *collState) choosePlan(f *query.Filter, srt *query.Sort, hint bson.RawV
 	var best *plan
 	bestScore := 0
 	for _, ix := range st.indexes {
-		if ix.partial != nil {
+		if ix.partial != nil || ix.meta.Hidden {
 			continue
 		}
 		spans, score := ix.bounds(conj)
@@ -92,7 +97,7 @@ func (st *collState) choosePlan(f *query.Filter, srt *query.Sort, hint bson.RawV
 	st.applySort(p, srt)
 	if !p.sorted && srt != nil && len(srt.Fields()) > 0 {
 		for _, ix := range st.indexes {
-			if ix.partial != nil || ix.meta.Sparse || ix.meta.Multikey {
+			if ix.partial != nil || ix.meta.Sparse || ix.meta.Multikey || ix.meta.Hidden {
 				continue
 			}
 			lo, hi := indexRange(ix.meta.ID)
@@ -116,7 +121,7 @@ func (st *collState) hintedPlan(conj []query.Predicate, srt *query.Sort, hint bs
 			isID = true
 		}
 		for _, x := range st.indexes {
-			if x.meta.Name == name {
+			if x.meta.Name == name && !x.meta.Hidden {
 				ix = x
 			}
 		}
@@ -134,7 +139,7 @@ func (st *collState) hintedPlan(conj []query.Predicate, srt *query.Sort, hint bs
 			isID = true
 		}
 		for _, x := range st.indexes {
-			if bytes.Equal(x.meta.Key, doc) {
+			if bytes.Equal(x.meta.Key, doc) && !x.meta.Hidden {
 				ix = x
 			}
 		}

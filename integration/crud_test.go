@@ -325,3 +325,22 @@ func TestWrongTypesAndUnknownFields(t *testing.T) {
 	_, err = db.RunCommand(ctx, bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: bson.D{{Key: "a", Value: bson.D{{Key: "$bogus", Value: 1}}}}}}).Raw()
 	wantCode(t, err, 2)
 }
+
+func TestNaturalOrder(t *testing.T) {
+	ts := startServer(t)
+	coll := ts.Client.Database("app").Collection("nat")
+	mustInsert(t, coll, bson.D{{Key: "_id", Value: 2}}, bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "_id", Value: 3}})
+	for dir, want := range map[int]string{1: "[1 2 3]", -1: "[3 2 1]"} {
+		cur, err := coll.Find(ctx, bson.D{}, options.Find().SetSort(bson.D{{Key: "$natural", Value: dir}}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []int32
+		for cur.Next(ctx) {
+			got = append(got, cur.Current.Lookup("_id").Int32())
+		}
+		if fmt.Sprint(got) != want {
+			t.Errorf("$natural %d: %v, want %s", dir, got, want)
+		}
+	}
+}

@@ -264,3 +264,28 @@ func TestPlannerAndExplain(t *testing.T) {
 		t.Fatalf("explain of update modified %d documents", n)
 	}
 }
+
+func TestHiddenIndexIsNotUsed(t *testing.T) {
+	ts := startServer(t)
+	coll := ts.Client.Database("ix").Collection("h")
+	mustInsert(t, coll, bson.D{{Key: "_id", Value: 1}, {Key: "a", Value: 1}})
+	createIndex(t, coll, bson.D{{Key: "key", Value: bson.D{{Key: "a", Value: 1}}}, {Key: "name", Value: "a_1"}, {Key: "hidden", Value: true}})
+	if specs := listIndexes(t, coll); !specs[1].Lookup("hidden").Boolean() {
+		t.Fatalf("listIndexes %v", specs[1])
+	}
+	plan := func() string {
+		ex := explainOf(t, coll, bson.D{{Key: "filter", Value: bson.D{{Key: "a", Value: 1}}}})
+		return stageOf(ex.Lookup("queryPlanner", "winningPlan").Document())
+	}
+	if got := plan(); got != "COLLSCAN" {
+		t.Fatalf("hidden index used: %s", got)
+	}
+	r := run(t, coll.Database(), bson.D{{Key: "collMod", Value: "h"}, {Key: "index", Value: bson.D{{Key: "name", Value: "a_1"}, {Key: "hidden", Value: false}}}})
+	if !r.Lookup("hidden_old").Boolean() || r.Lookup("hidden_new").Boolean() {
+		t.Fatalf("collMod reply %v", r)
+	}
+	if got := plan(); got != "IXSCAN" {
+		t.Fatalf("unhidden index not used: %s", got)
+	}
+	wantIDs(t, coll, bson.D{{Key: "a", Value: 1}}, 1)
+}

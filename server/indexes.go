@@ -144,7 +144,12 @@ func (s *Server) collMod(ctx context.Context, req *Request) (bson.Raw, error) {
 				case "expireAfterSeconds":
 					val := bsoncore.Value{Type: bsoncore.Type(iv.Type), Data: iv.Value}
 					ch.ExpireAfter = &val
-				case "hidden", "prepareUnique", "unique":
+				case "hidden":
+					var h bool
+					if h, err = argBool("collMod.index", "hidden", iv); err == nil {
+						ch.Hidden = &h
+					}
+				case "prepareUnique", "unique":
 					err = mongoerr.New(mongoerr.InvalidOptions, "collMod index option '%s' is not supported", ik)
 				default:
 					err = unknownField("collMod.index", ik)
@@ -179,6 +184,9 @@ func (s *Server) collMod(ctx context.Context, req *Request) (bson.Raw, error) {
 	}
 	if res.NewExpireAfter != nil {
 		elems = append(elems, bson.E{Key: "expireAfterSeconds_new", Value: int64(*res.NewExpireAfter)})
+	}
+	if res.NewHidden != nil {
+		elems = append(elems, bson.E{Key: "hidden_old", Value: *res.OldHidden}, bson.E{Key: "hidden_new", Value: *res.NewHidden})
 	}
 	return okReply(elems...)
 }
