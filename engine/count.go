@@ -10,82 +10,72 @@ import (
 	"github.com/lethedb/lethe/engine/query"
 )
 
-// Count counts live documents matching filter after skip, up to limit
-// (0: no limit). Expired documents are never counted (TTL spec rule 17).
-func (e *Engine) Count(db, coll string, filter bson.Raw, skip, limit int64, hint bson.RawValue) (int64, error) {
+// scanMatches calls fn for each live document of db.coll that matches
+// filter, in plan order, until fn returns false. A missing collection has
+// none. doc is valid only during the call.
+func (e *Engine) scanMatches(db, coll string, filter bson.Raw, hint bson.RawValue, fn func(doc bson.Raw) bool) error {
 	f, err := query.Compile(filter)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	c := e.collection(db, coll)
 	if c == nil {
-		return 0, nil
+		return nil
 	}
 	p, err := c.st().choosePlan(f, nil, hint)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	sc := &scanner{e: e, coll: c, p: p}
-	var n int64
-	for !sc.done {
+	more := true
+	for more && !sc.done {
 		err := sc.next(func(d *storedDoc) (bool, error) {
-			if !f.Match(d.doc) {
-				return true, nil
+			if f.Match(d.doc) {
+				more = fn(d.doc)
 			}
-			if skip > 0 {
-				skip--
-				return true, nil
-			}
-			n++
-			return limit <= 0 || n < limit, nil
+			return more, nil
 		})
 		if err != nil {
-			return 0, err
-		}
-		if limit > 0 && n >= limit {
-			break
+			return err
 		}
 	}
-	return n, nil
+	return nil
+}
+
+// Count counts live documents matching filter after skip, up to limit
+// (0: no limit). Expired documents are never counted (TTL spec rule 17).
+func (e *Engine) Count(db, coll string, filter bson.Raw, skip, limit int64, hint bson.RawValue) (int64, error) {
+	var n int64
+	err := e.scanMatches(db, coll, filter, hint, func(bson.Raw) bool {
+		if skip > 0 {
+			skip--
+			return true
+		}
+		n++
+		return limit <= 0 || n < limit
+	})
+	return n, err
 }
 
 // Distinct returns the distinct values of key among matching documents,
 // arrays contributing their elements, in BSON order.
 func (e *Engine) Distinct(db, coll, key string, filter bson.Raw) ([]bsoncore.Value, error) {
-	f, err := query.Compile(filter)
-	if err != nil {
-		return nil, err
-	}
-	c := e.collection(db, coll)
-	if c == nil {
-		return nil, nil
-	}
-	p, err := c.st().choosePlan(f, nil, bson.RawValue{})
-	if err != nil {
-		return nil, err
-	}
-	sc := &scanner{e: e, coll: c, p: p}
 	seen := map[string]bsoncore.Value{}
-	for !sc.done {
-		err := sc.next(func(d *storedDoc) (bool, error) {
-			if !f.Match(d.doc) {
-				return true, nil
+	err := e.scanMatches(db, coll, filter, bson.RawValue{}, func(doc bson.Raw) bool {
+		vals, _ := indexValues(bsoncore.Document(doc), key)
+		for _, v := range vals {
+			if v.Type == bsoncore.TypeUndefined {
+				continue
 			}
-			vals, _ := indexValues(bsoncore.Document(d.doc), key)
-			for _, v := range vals {
-				if v.Type == bsoncore.TypeUndefined {
-					continue
-				}
-				k := string(keycodec.Append(nil, v))
-				if _, ok := seen[k]; !ok {
-					seen[k] = bsoncore.Value{Type: v.Type, Data: append([]byte(nil), v.Data...)}
-				}
+			k := string(keycodec.Append(nil, v))
+			if _, ok := seen[k]; !ok {
+				seen[k] = bsoncore.Value{Type: v.Type, Data: append([]byte(nil), v.Data...)}
 			}
-			return true, nil
-		})
-		if err != nil {
-			return nil, err
 		}
+		return true
+	})
+	if err != nil {
+		return nil, err
 	}
 	out := make([]bsoncore.Value, 0, len(seen))
 	for _, v := range seen {

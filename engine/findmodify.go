@@ -3,8 +3,6 @@ package engine
 import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
-	"github.com/lethedb/lethe/engine/project"
-	"github.com/lethedb/lethe/engine/query"
 	"github.com/lethedb/lethe/engine/update"
 )
 
@@ -30,22 +28,11 @@ type FindAndModifyResult struct {
 // and returns it as it was before, or after with New.
 func (e *Engine) FindAndModify(db, coll string, spec FindAndModifySpec) (FindAndModifyResult, error) {
 	var res FindAndModifyResult
-	f, err := query.Compile(spec.Filter)
+	q, err := compileQuery(FindSpec{Filter: spec.Filter, Sort: spec.Sort, Projection: spec.Fields})
 	if err != nil {
 		return res, err
 	}
-	var srt *query.Sort
-	if len(spec.Sort) > 0 {
-		if srt, err = query.CompileSort(spec.Sort); err != nil {
-			return res, err
-		}
-	}
-	var proj *project.Projection
-	if len(spec.Fields) > 0 {
-		if proj, err = project.Compile(spec.Fields); err != nil {
-			return res, err
-		}
-	}
+	f, srt, proj := q.filter, q.sort, q.proj
 	shape := func(doc bson.Raw) (bson.Raw, error) {
 		if proj == nil || doc == nil {
 			return doc, nil

@@ -89,16 +89,11 @@ func (e *Engine) candidates(c *Collection, f *query.Filter, srt *query.Sort, hin
 // Update runs one update statement.
 func (e *Engine) Update(db, coll string, spec UpdateSpec) (UpdateResult, error) {
 	var res UpdateResult
-	f, err := query.Compile(spec.Filter)
+	q, err := compileQuery(FindSpec{Filter: spec.Filter, Sort: spec.Sort})
 	if err != nil {
 		return res, err
 	}
-	var srt *query.Sort
-	if len(spec.Sort) > 0 {
-		if srt, err = query.CompileSort(spec.Sort); err != nil {
-			return res, err
-		}
-	}
+	f, srt := q.filter, q.sort
 	c := e.collection(db, coll)
 	if c == nil {
 		if !spec.Upsert {

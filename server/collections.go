@@ -140,14 +140,7 @@ func (s *Server) listCollections(ctx context.Context, req *Request) (bson.Raw, e
 		case "nameOnly":
 			nameOnly, err = argBool("listCollections", "nameOnly", v)
 		case "cursor":
-			var c bson.Raw
-			if c, err = argDoc("listCollections", "cursor", v); err == nil {
-				if bs, lerr := c.LookupErr("batchSize"); lerr == nil {
-					var n int64
-					n, err = argInt64("listCollections", "cursor.batchSize", bs)
-					batchSize = int(n)
-				}
-			}
+			err = cursorOption("listCollections", v, &batchSize)
 		case "authorizedCollections", "includePendingDrops":
 		default:
 			err = unknownField("listCollections", key)

@@ -189,63 +189,85 @@ func (s *Server) compileUpdate(u bson.RawValue, arrayFilters []bson.Raw, multi b
 	return nil, wrongType("update.updates", "u", u.Type, "object", "array")
 }
 
+// writeStatements parses what update and delete share: the statements,
+// from the body or an OP_MSG document sequence, and ordered.
+func writeStatements(req *Request, cmd, field string) (stmts []bson.Raw, ordered bool, err error) {
+	ordered = true
+	stmts = req.Sequences[field]
+	for key, v := range cmdArgs(req.Body) {
+		switch string(key) {
+		case field:
+			stmts, err = statements(req, cmd, field, v)
+		case "ordered":
+			ordered, err = argBool(cmd, "ordered", v)
+		case "bypassDocumentValidation", "let":
+		default:
+			err = unknownField(cmd, key)
+		}
+		if err != nil {
+			return nil, false, err
+		}
+	}
+	if len(stmts) == 0 || len(stmts) > maxWriteBatchSize {
+		return nil, false, mongoerr.New(mongoerr.InvalidLength, "Write batch sizes must be between 1 and %d. Got %d operations.", maxWriteBatchSize, len(stmts))
+	}
+	return stmts, ordered, nil
+}
+
+// runStatements runs each statement in turn. A MongoDB error becomes a
+// write error of that statement, and stops an ordered command; any other
+// error fails the whole command.
+func runStatements(stmts []bson.Raw, ordered bool, run func(i int, stmt bson.Raw) error) ([]engine.WriteError, error) {
+	var errs []engine.WriteError
+	for i, stmt := range stmts {
+		err := run(i, stmt)
+		if err == nil {
+			continue
+		}
+		if _, ok := mongoerr.As(err); !ok {
+			return nil, err
+		}
+		errs = append(errs, engine.WriteError{Index: i, Err: err})
+		if ordered {
+			break
+		}
+	}
+	return errs, nil
+}
+
 func (s *Server) update(ctx context.Context, req *Request) (bson.Raw, error) {
 	coll, err := collectionName(req)
 	if err != nil {
 		return nil, err
 	}
-	ordered := true
-	stmts := req.Sequences["updates"]
-	for key, v := range cmdArgs(req.Body) {
-		switch string(key) {
-		case "updates":
-			stmts, err = statements(req, "update", "updates", v)
-		case "ordered":
-			ordered, err = argBool("update", "ordered", v)
-		case "bypassDocumentValidation", "let":
-		default:
-			err = unknownField("update", key)
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	if len(stmts) == 0 || len(stmts) > maxWriteBatchSize {
-		return nil, mongoerr.New(mongoerr.InvalidLength, "Write batch sizes must be between 1 and %d. Got %d operations.", maxWriteBatchSize, len(stmts))
+	stmts, ordered, err := writeStatements(req, "update", "updates")
+	if err != nil {
+		return nil, err
 	}
 	var n, modified int64
 	var upserted bson.A
-	var errs []engine.WriteError
-	for i, raw := range stmts {
-		err := func() error {
-			st, err := parseUpdateStatement(raw)
-			if err != nil {
-				return err
-			}
-			if st.spec.Update, err = s.compileUpdate(st.u, st.af, st.spec.Multi); err != nil {
-				return err
-			}
-			res, err := s.eng.Update(req.DB, coll, st.spec)
-			if err != nil {
-				return err
-			}
-			n += res.Matched
-			modified += res.Modified
-			if res.Upserted.Type != 0 {
-				n++
-				upserted = append(upserted, bson.D{{Key: "index", Value: int32(i)}, {Key: "_id", Value: res.Upserted}})
-			}
-			return nil
-		}()
+	errs, err := runStatements(stmts, ordered, func(i int, raw bson.Raw) error {
+		st, err := parseUpdateStatement(raw)
 		if err != nil {
-			if _, ok := mongoerr.As(err); !ok {
-				return nil, err
-			}
-			errs = append(errs, engine.WriteError{Index: i, Err: err})
-			if ordered {
-				break
-			}
+			return err
 		}
+		if st.spec.Update, err = s.compileUpdate(st.u, st.af, st.spec.Multi); err != nil {
+			return err
+		}
+		res, err := s.eng.Update(req.DB, coll, st.spec)
+		if err != nil {
+			return err
+		}
+		n += res.Matched
+		modified += res.Modified
+		if res.Upserted.Type != 0 {
+			n++
+			upserted = append(upserted, bson.D{{Key: "index", Value: int32(i)}, {Key: "_id", Value: res.Upserted}})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	elems := []bson.E{{Key: "n", Value: int32(n)}, {Key: "nModified", Value: int32(modified)}}
 	if len(upserted) > 0 {
@@ -257,77 +279,58 @@ func (s *Server) update(ctx context.Context, req *Request) (bson.Raw, error) {
 	return okReply(elems...)
 }
 
+// deleteOne runs one statement of a delete command.
+func (s *Server) deleteOne(db, coll string, raw bson.Raw) (int64, error) {
+	var filter bson.Raw
+	var hint bson.RawValue
+	limit := int64(-1)
+	var err error
+	for key, v := range fields(raw) {
+		switch string(key) {
+		case "q":
+			filter, err = argDoc("delete.deletes", "q", v)
+		case "limit":
+			limit, err = argInt64("delete.deletes", "limit", v)
+		case "hint":
+			hint = v
+		case "collation":
+			err = checkCollation(v)
+		default:
+			err = unknownField("delete.deletes", key)
+		}
+		if err != nil {
+			return 0, err
+		}
+	}
+	if filter == nil {
+		return 0, missingField("delete.deletes", "q")
+	}
+	if limit == -1 {
+		return 0, missingField("delete.deletes", "limit")
+	}
+	if limit != 0 && limit != 1 {
+		return 0, mongoerr.New(mongoerr.FailedToParse, "The limit field in delete objects must be 0 or 1. Got %d", limit)
+	}
+	return s.eng.Delete(db, coll, filter, int(limit), hint)
+}
+
 func (s *Server) delete(ctx context.Context, req *Request) (bson.Raw, error) {
 	coll, err := collectionName(req)
 	if err != nil {
 		return nil, err
 	}
-	ordered := true
-	stmts := req.Sequences["deletes"]
-	for key, v := range cmdArgs(req.Body) {
-		switch string(key) {
-		case "deletes":
-			stmts, err = statements(req, "delete", "deletes", v)
-		case "ordered":
-			ordered, err = argBool("delete", "ordered", v)
-		case "let":
-		default:
-			err = unknownField("delete", key)
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	if len(stmts) == 0 || len(stmts) > maxWriteBatchSize {
-		return nil, mongoerr.New(mongoerr.InvalidLength, "Write batch sizes must be between 1 and %d. Got %d operations.", maxWriteBatchSize, len(stmts))
+	stmts, ordered, err := writeStatements(req, "delete", "deletes")
+	if err != nil {
+		return nil, err
 	}
 	var n int64
-	var errs []engine.WriteError
-	for i, raw := range stmts {
-		err := func() error {
-			var filter bson.Raw
-			var hint bson.RawValue
-			limit := int64(-1)
-			var err error
-			for key, v := range fields(raw) {
-				switch string(key) {
-				case "q":
-					filter, err = argDoc("delete.deletes", "q", v)
-				case "limit":
-					limit, err = argInt64("delete.deletes", "limit", v)
-				case "hint":
-					hint = v
-				case "collation":
-					err = checkCollation(v)
-				default:
-					err = unknownField("delete.deletes", key)
-				}
-				if err != nil {
-					return err
-				}
-			}
-			if filter == nil {
-				return missingField("delete.deletes", "q")
-			}
-			if limit == -1 {
-				return missingField("delete.deletes", "limit")
-			}
-			if limit != 0 && limit != 1 {
-				return mongoerr.New(mongoerr.FailedToParse, "The limit field in delete objects must be 0 or 1. Got %d", limit)
-			}
-			deleted, err := s.eng.Delete(req.DB, coll, filter, int(limit), hint)
-			n += deleted
-			return err
-		}()
-		if err != nil {
-			if _, ok := mongoerr.As(err); !ok {
-				return nil, err
-			}
-			errs = append(errs, engine.WriteError{Index: i, Err: err})
-			if ordered {
-				break
-			}
-		}
+	errs, err := runStatements(stmts, ordered, func(i int, raw bson.Raw) error {
+		deleted, err := s.deleteOne(req.DB, coll, raw)
+		n += deleted
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	if len(errs) > 0 {
 		return okReply(bson.E{Key: "n", Value: int32(n)}, writeErrorsElement(errs))
@@ -616,15 +619,8 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 			pipeline, err = statements(req, "aggregate", "pipeline", v)
 			havePipeline = true
 		case "cursor":
-			var c bson.Raw
-			if c, err = argDoc("aggregate", "cursor", v); err == nil {
-				haveCursor = true
-				if bs, lerr := c.LookupErr("batchSize"); lerr == nil {
-					var n int64
-					n, err = argInt64("aggregate", "cursor.batchSize", bs)
-					batchSize = int(n)
-				}
-			}
+			err = cursorOption("aggregate", v, &batchSize)
+			haveCursor = err == nil
 		case "explain":
 			err = mongoerr.New(mongoerr.NotImplemented, "explain of aggregate is not supported yet")
 		case "collation":

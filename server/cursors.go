@@ -117,6 +117,27 @@ func (t *cursorTable) sweepLocked(now time.Time) {
 	}
 }
 
+// cursorOption reads a command's cursor: {batchSize: n} option.
+func cursorOption(cmd string, v bson.RawValue, batchSize *int) error {
+	c, err := argDoc(cmd, "cursor", v)
+	if err != nil {
+		return err
+	}
+	bs, err := c.LookupErr("batchSize")
+	if err != nil {
+		return nil
+	}
+	n, err := argInt64(cmd, "cursor.batchSize", bs)
+	if err != nil {
+		return err
+	}
+	if n < 0 {
+		return mongoerr.New(mongoerr.BadValue, "BatchSize value must be non-negative, but received: %d", n)
+	}
+	*batchSize = int(n)
+	return nil
+}
+
 // cursorReply sends the first batch of src and registers the cursor if more
 // remains: {cursor: {firstBatch, id, ns}, ok: 1}.
 func (s *Server) cursorReply(req *Request, src batchSource, ns string, batchSize int, single bool) (bson.Raw, error) {

@@ -63,14 +63,7 @@ func (s *Server) listIndexes(ctx context.Context, req *Request) (bson.Raw, error
 	for key, v := range cmdArgs(req.Body) {
 		switch string(key) {
 		case "cursor":
-			var c bson.Raw
-			if c, err = argDoc("listIndexes", "cursor", v); err == nil {
-				if bs, lerr := c.LookupErr("batchSize"); lerr == nil {
-					var n int64
-					n, err = argInt64("listIndexes", "cursor.batchSize", bs)
-					batchSize = int(n)
-				}
-			}
+			err = cursorOption("listIndexes", v, &batchSize)
 		case "includeBuildUUIDs", "includeIndexBuildInfo":
 		default:
 			err = unknownField("listIndexes", key)
