@@ -157,6 +157,30 @@ func (e *Engine) CreateCollection(db, name string, opts CreateOptions) error {
 	return nil
 }
 
+// writeLock returns db.name share-locked against catalog changes, creating
+// it first when create is set; nil (and no lock) when it does not exist.
+// A collection dropped while the caller waited for the lock is looked up
+// again, so that no write lands in a dropped collection's key range.
+func (e *Engine) writeLock(db, name string, create bool) (*Collection, error) {
+	for {
+		c := e.collection(db, name)
+		if c == nil {
+			if !create {
+				return nil, nil
+			}
+			var err error
+			if c, _, err = e.ensureCollection(db, name, nil); err != nil {
+				return nil, err
+			}
+		}
+		c.ddl.RLock()
+		if !c.st().dropped {
+			return c, nil
+		}
+		c.ddl.RUnlock()
+	}
+}
+
 // ensureCollection returns db.name, creating it if needed.
 func (e *Engine) ensureCollection(db, name string, options bson.Raw) (*Collection, bool, error) {
 	if c := e.collection(db, name); c != nil {

@@ -39,16 +39,10 @@ func (e *Engine) FindAndModify(db, coll string, spec FindAndModifySpec) (FindAnd
 		}
 		return proj.Apply(doc, -1)
 	}
-	c := e.collection(db, coll)
-	if c == nil {
-		if !spec.Upsert || spec.Remove {
-			return res, nil
-		}
-		if c, _, err = e.ensureCollection(db, coll, nil); err != nil {
-			return res, err
-		}
+	c, err := e.writeLock(db, coll, spec.Upsert && !spec.Remove)
+	if c == nil || err != nil {
+		return res, err
 	}
-	c.ddl.RLock()
 	defer c.ddl.RUnlock()
 	pks, err := e.candidates(c, f, srt, spec.Hint, 0)
 	if err != nil {

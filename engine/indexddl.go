@@ -178,12 +178,21 @@ func (e *Engine) CreateIndexes(db, coll string, specs []bson.Raw) (CreateIndexes
 		}
 		metas = append(metas, im)
 	}
-	c, created, err := e.ensureCollection(db, coll, nil)
-	if err != nil {
-		return res, err
+	var c *Collection
+	for {
+		var created bool
+		var err error
+		c, created, err = e.ensureCollection(db, coll, nil)
+		if err != nil {
+			return res, err
+		}
+		res.CreatedCollection = res.CreatedCollection || created
+		c.ddl.Lock()
+		if !c.st().dropped {
+			break
+		}
+		c.ddl.Unlock()
 	}
-	res.CreatedCollection = created
-	c.ddl.Lock()
 	defer c.ddl.Unlock()
 	st := c.st()
 	res.Before = 1 + len(st.meta.Indexes)
@@ -347,6 +356,9 @@ func (e *Engine) updateMeta(c *Collection, change func(meta *collMeta) error) er
 	c.metaMu.Lock()
 	defer c.metaMu.Unlock()
 	st := c.st()
+	if st.dropped {
+		return mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist: %s", st.ns())
+	}
 	meta := st.meta
 	meta.Indexes = append([]indexMeta(nil), meta.Indexes...)
 	if err := change(&meta); err != nil {

@@ -28,11 +28,10 @@ type InsertResult struct {
 // inserts stop at the first failing document; the ones before it stand.
 func (e *Engine) Insert(db, coll string, docs []bson.Raw, ordered bool) (InsertResult, error) {
 	var res InsertResult
-	c, _, err := e.ensureCollection(db, coll, nil)
+	c, err := e.writeLock(db, coll, true)
 	if err != nil {
 		return res, err
 	}
-	c.ddl.RLock()
 	defer c.ddl.RUnlock()
 	w := e.newWriter(c)
 	defer w.close()

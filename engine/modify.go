@@ -94,16 +94,10 @@ func (e *Engine) Update(db, coll string, spec UpdateSpec) (UpdateResult, error) 
 		return res, err
 	}
 	f, srt := q.filter, q.sort
-	c := e.collection(db, coll)
-	if c == nil {
-		if !spec.Upsert {
-			return res, nil
-		}
-		if c, _, err = e.ensureCollection(db, coll, nil); err != nil {
-			return res, err
-		}
+	c, err := e.writeLock(db, coll, spec.Upsert)
+	if c == nil || err != nil {
+		return res, err
 	}
-	c.ddl.RLock()
 	defer c.ddl.RUnlock()
 	limit := 1
 	if spec.Multi {
@@ -246,11 +240,10 @@ func (e *Engine) Delete(db, coll string, filter bson.Raw, limit int, hint bson.R
 	if err != nil {
 		return 0, err
 	}
-	c := e.collection(db, coll)
-	if c == nil {
-		return 0, nil
+	c, err := e.writeLock(db, coll, false)
+	if c == nil || err != nil {
+		return 0, err
 	}
-	c.ddl.RLock()
 	defer c.ddl.RUnlock()
 	pks, err := e.candidates(c, f, nil, hint, limit)
 	if err != nil {
