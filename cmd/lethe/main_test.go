@@ -87,8 +87,10 @@ func TestLifecycle(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if !strings.Contains(string(body), "lethe_connections_accepted_total") {
-		t.Errorf("/metrics lacks lethe_connections_accepted_total:\n%s", body)
+	for _, name := range []string{"lethe_connections_accepted_total", "lethe_ttl_passes_total", "lethe_ttl_subpasses_total", "lethe_ttl_deleted_documents_total"} {
+		if !strings.Contains(string(body), name) {
+			t.Errorf("/metrics lacks %s:\n%s", name, body)
+		}
 	}
 
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
