@@ -7,6 +7,9 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/lethedb/lethe/engine/keycodec"
 
 	"github.com/lethedb/lethe/ttlindex"
 )
@@ -37,4 +40,19 @@ func (e *Engine) loadDoc(r pebble.Reader, collID uint64, pk []byte) (*storedDoc,
 // collection's current setting at nowMs (TTL spec section 4).
 func (st *collState) expired(h header, nowMs int64) bool {
 	return ttlindex.Expired(st.ttl, h.ts, h.ttl, nowMs)
+}
+
+// FindByID returns the live document of db.coll whose _id equals id, or
+// nil: the point read behind find {_id: x}, without compiling a query.
+func (e *Engine) FindByID(db, coll string, id bsoncore.Value) (bson.Raw, error) {
+	c := e.collection(db, coll)
+	if c == nil {
+		return nil, nil
+	}
+	st := c.st()
+	d, err := e.loadDoc(e.db, st.meta.ID, keycodec.Append(nil, id))
+	if err != nil || d == nil || st.expired(d.h, e.nowMillis()) {
+		return nil, err
+	}
+	return d.doc, nil
 }

@@ -405,6 +405,17 @@ func (s *Server) find(ctx context.Context, req *Request) (bson.Raw, error) {
 			return nil, err
 		}
 	}
+	if id, ok := pointID(spec); ok && batchSize != 0 {
+		doc, err := s.eng.FindByID(req.DB, coll, id)
+		if err != nil {
+			return nil, err
+		}
+		var docs []bson.Raw
+		if doc != nil {
+			docs = []bson.Raw{doc}
+		}
+		return appendCursorReply(req, "firstBatch", docs, 0, req.DB+"."+coll)
+	}
 	if batchSize == 0 {
 		batchSize = -1 // an empty first batch
 	}
@@ -419,6 +430,31 @@ func (s *Server) find(ctx context.Context, req *Request) (bson.Raw, error) {
 		return s.cursorReplyEmpty(req, cur, req.DB+"."+coll)
 	}
 	return s.cursorReply(req, cur, req.DB+"."+coll, batchSize, single)
+}
+
+// pointID recognizes the commonest query, find {_id: <value>} with no
+// other shaping, which needs no compiled filter, plan or cursor: at most one
+// document can match. Values that are operators, arrays or regexes match
+// differently and take the general path.
+func pointID(spec engine.FindSpec) (bsoncore.Value, bool) {
+	if spec.Sort != nil || spec.Projection != nil || spec.Skip != 0 || spec.Hint.Type != 0 {
+		return bsoncore.Value{}, false
+	}
+	elems, err := bsoncore.Document(spec.Filter).Elements()
+	if err != nil || len(elems) != 1 || elems[0].Key() != "_id" {
+		return bsoncore.Value{}, false
+	}
+	v := elems[0].Value()
+	switch v.Type {
+	case bsoncore.TypeEmbeddedDocument, bsoncore.TypeArray, bsoncore.TypeRegex, bsoncore.TypeNull,
+		bsoncore.TypeUndefined, bsoncore.TypeMinKey, bsoncore.TypeMaxKey:
+		return bsoncore.Value{}, false
+	case bsoncore.TypeDouble:
+		if f := v.Double(); f != f {
+			return bsoncore.Value{}, false
+		}
+	}
+	return v, true
 }
 
 // cursorReplyEmpty opens a cursor with an empty first batch (batchSize 0).
