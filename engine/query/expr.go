@@ -2,7 +2,9 @@ package query
 
 import (
 	"bytes"
+	"maps"
 	"strings"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -10,21 +12,43 @@ import (
 	"github.com/lethedb/lethe/engine/mongoerr"
 )
 
-// Expr is a compiled aggregation expression, the language of $expr: field
-// paths ("$a.b"), literals, operator documents ({$gt: ["$a", 1]}), and
-// documents and arrays built of those. It is safe for concurrent use.
+// Expr is a compiled aggregation expression, the language of $expr, update
+// pipelines and computed projections: field paths ("$a.b"), variables
+// ("$$ROOT", "$$NOW", those of $let), literals, operator documents
+// ({$gt: ["$a", 1]}), and documents and arrays built of those. It is safe
+// for concurrent use.
 type Expr struct {
-	root exprNode
+	root  exprNode
+	slots int            // the variable slots the expression binds
+	now   bsoncore.Value // $$NOW
+}
+
+// ExprOptions are the context an expression is compiled in.
+type ExprOptions struct {
+	// Now is the value of $$NOW, the same for every document the expression
+	// is evaluated against. The zero time means the time of compilation.
+	Now time.Time
 }
 
 // CompileExpr compiles an aggregation expression. The expression keeps its
 // own copy of v.
 func CompileExpr(v bsoncore.Value) (*Expr, error) {
-	root, err := compileExpr(bsoncore.Value{Type: v.Type, Data: bytes.Clone(v.Data)})
+	return CompileExprWith(v, ExprOptions{})
+}
+
+// CompileExprWith compiles an aggregation expression in the context opts
+// describes. The expression keeps its own copy of v.
+func CompileExprWith(v bsoncore.Value, opts ExprOptions) (*Expr, error) {
+	var c exprCompiler
+	root, err := c.compile(bsoncore.Value{Type: v.Type, Data: bytes.Clone(v.Data)})
 	if err != nil {
 		return nil, err
 	}
-	return &Expr{root: root}, nil
+	now := opts.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	return &Expr{root: root, slots: c.slots, now: dateValue(now.UnixMilli())}, nil
 }
 
 // Eval evaluates the expression with doc as $$ROOT. A result of Type 0 is
@@ -32,22 +56,45 @@ func CompileExpr(v bsoncore.Value) (*Expr, error) {
 // share memory with doc. Errors are runtime errors such as adding a string,
 // with MongoDB's codes.
 func (e *Expr) Eval(doc bson.Raw) (bsoncore.Value, error) {
-	return e.root.eval(doc)
+	return e.root.eval(&env{root: doc, vars: make([]bsoncore.Value, e.slots), now: e.now})
 }
 
-// exprNode is a compiled expression, evaluated against a root document.
+// env is what an expression is evaluated against.
+type env struct {
+	root []byte
+	vars []bsoncore.Value // the values of the variables bound so far, by slot
+	now  bsoncore.Value
+}
+
+// Slots of the variables that are not bound by an expression.
+const (
+	rootSlot = -1 - iota
+	nowSlot
+)
+
+func (e *env) variable(slot int) bsoncore.Value {
+	switch slot {
+	case rootSlot:
+		return bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: e.root}
+	case nowSlot:
+		return e.now
+	}
+	return e.vars[slot]
+}
+
+// exprNode is a compiled expression.
 type exprNode interface {
-	eval(root []byte) (bsoncore.Value, error)
+	eval(e *env) (bsoncore.Value, error)
 }
 
 // exprFilter is $expr in a filter: documents for which the expression is
 // true. A runtime error makes the document not match.
 type exprFilter struct {
-	expr exprNode
+	expr *Expr
 }
 
 func (f exprFilter) match(doc []byte, _ *state) bool {
-	v, err := f.expr.eval(doc)
+	v, err := f.expr.Eval(doc)
 	return err == nil && truthy(v)
 }
 
@@ -55,34 +102,46 @@ func compileExprOperator(v bsoncore.Value, lvl level) (node, error) {
 	if lvl == subDocument {
 		return nil, mongoerr.New(mongoerr.BadValue, "$expr can only be applied to the top-level document")
 	}
-	e, err := compileExpr(v)
+	e, err := CompileExpr(v)
 	if err != nil {
 		return nil, err
 	}
 	return exprFilter{e}, nil
 }
 
+// exprCompiler carries the variables in scope while an expression compiles.
+type exprCompiler struct {
+	vars  map[string]int // the variables bound around the expression, by slot
+	slots int
+}
+
 // exprOperator compiles the arguments of an expression operator.
-type exprOperator func(name string, args bsoncore.Value) (exprNode, error)
+type exprOperator func(c *exprCompiler, name string, args bsoncore.Value) (exprNode, error)
 
 // exprOperators is filled in by init because the operators' compilers
 // compile their arguments, which refers back to the table.
 var exprOperators map[string]exprOperator
 
-func compileExpr(v bsoncore.Value) (exprNode, error) {
+func (c *exprCompiler) compile(v bsoncore.Value) (exprNode, error) {
 	switch v.Type {
 	case bsoncore.TypeString:
 		s, _ := v.StringValueOK()
 		switch {
 		case strings.HasPrefix(s, "$$"):
-			return compileVariable(s[2:])
+			return c.compileVariable(s[2:])
+		case s == "$":
+			return nil, mongoerr.New(16872, "'$' by itself is not a valid FieldPath")
 		case strings.HasPrefix(s, "$"):
-			return compileFieldPath(s[1:])
+			parts, err := fieldPathParts(s[1:])
+			if err != nil {
+				return nil, err
+			}
+			return c.variablePath("CURRENT", parts), nil
 		}
 	case bsoncore.TypeEmbeddedDocument:
-		return compileExprDocument(v.Data)
+		return c.compileDocument(v.Data)
 	case bsoncore.TypeArray:
-		elems, err := compileExprList(v.Data)
+		elems, err := c.compileList(v.Data)
 		if err != nil {
 			return nil, err
 		}
@@ -91,7 +150,7 @@ func compileExpr(v bsoncore.Value) (exprNode, error) {
 	return literal{v}, nil
 }
 
-func compileExprList(list []byte) ([]exprNode, error) {
+func (c *exprCompiler) compileList(list []byte) ([]exprNode, error) {
 	var nodes []exprNode
 	it := elementsOf(list)
 	for {
@@ -99,7 +158,7 @@ func compileExprList(list []byte) ([]exprNode, error) {
 		if !ok {
 			return nodes, nil
 		}
-		n, err := compileExpr(e)
+		n, err := c.compile(e)
 		if err != nil {
 			return nil, err
 		}
@@ -107,28 +166,50 @@ func compileExprList(list []byte) ([]exprNode, error) {
 	}
 }
 
-// compileExprDocument compiles an operator document {$op: args} or a
-// document whose fields are expressions.
-func compileExprDocument(doc []byte) (exprNode, error) {
+// compileDocument compiles an operator document {$op: args} or a document
+// whose fields are expressions.
+func (c *exprCompiler) compileDocument(doc []byte) (exprNode, error) {
 	first := firstKey(doc)
 	if !strings.HasPrefix(first, "$") {
-		return compileObjectExpr(doc)
+		return c.compileObject(doc)
 	}
-	count := 0
-	it := elementsOf(doc)
-	for _, _, ok := it.next(); ok; _, _, ok = it.next() {
-		count++
-	}
-	if count != 1 {
-		return nil, mongoerr.New(15983, "an expression specification must contain exactly one field, the name of the expression. Found %d fields in %s",
-			count, bsoncore.Document(doc))
+	if n := countFields(doc); n != 1 {
+		return nil, mongoerr.New(15983, "An object representing an expression must have exactly one field: %s", bsoncore.Document(doc))
 	}
 	compileOp, ok := exprOperators[first]
 	if !ok {
 		return nil, mongoerr.New(mongoerr.InvalidPipelineOperator, "Unrecognized expression '%s'", first)
 	}
 	args, _ := lookup(doc, first)
-	return compileOp(first, args)
+	return compileOp(c, first, args)
+}
+
+func countFields(doc []byte) int {
+	n := 0
+	it := elementsOf(doc)
+	for _, _, ok := it.next(); ok; _, _, ok = it.next() {
+		n++
+	}
+	return n
+}
+
+// scope compiles body with names bound to new variable slots, which it
+// returns in the same order.
+func (c *exprCompiler) scope(names []string, body bsoncore.Value) (exprNode, []int, error) {
+	outer := c.vars
+	c.vars = maps.Clone(outer)
+	if c.vars == nil {
+		c.vars = map[string]int{}
+	}
+	slots := make([]int, len(names))
+	for i, name := range names {
+		slots[i] = c.slots
+		c.vars[name] = c.slots
+		c.slots++
+	}
+	n, err := c.compile(body)
+	c.vars = outer
+	return n, slots, err
 }
 
 // literal is a constant.
@@ -136,102 +217,187 @@ type literal struct {
 	v bsoncore.Value
 }
 
-func (l literal) eval([]byte) (bsoncore.Value, error) { return l.v, nil }
+func (l literal) eval(*env) (bsoncore.Value, error) { return l.v, nil }
 
-// fieldPath reads a path of the root document with aggregation semantics:
-// an array met on the way yields the array of what the rest of the path
-// finds in each element, and numeric components name fields, not positions.
-type fieldPath []string
-
-func compileFieldPath(path string) (exprNode, error) {
-	if path == "" {
-		return nil, mongoerr.New(16872, "'$' by itself is not a valid FieldPath")
-	}
+// fieldPathParts splits and checks the path of "$a.b" or "$$var.a.b".
+func fieldPathParts(path string) ([]string, error) {
 	parts := splitPath(path)
 	for _, p := range parts {
 		if err := checkFieldName(p); err != nil {
 			return nil, err
 		}
 	}
-	return fieldPath(parts), nil
+	return parts, nil
 }
 
-// checkFieldName checks one component of a field path.
+// checkFieldName checks one component of a field path, or a field name of
+// a document expression.
 func checkFieldName(name string) error {
 	switch {
 	case name == "":
 		return mongoerr.New(15998, "FieldPath field names may not be empty strings.")
 	case strings.HasPrefix(name, "$"):
 		return mongoerr.New(16410, "FieldPath field names may not start with '$'. Consider using $getField or $setField.")
+	case strings.ContainsRune(name, 0):
+		return mongoerr.New(16411, "FieldPath field names may not contain '\\0'.")
 	}
 	return nil
 }
 
-// compileVariable compiles $$ROOT and $$CURRENT, the only variables there
-// are outside a pipeline, with an optional path after them.
-func compileVariable(s string) (exprNode, error) {
+// compileVariable compiles "$$name" or "$$name.path": a variable bound by
+// an enclosing $let, $map, $filter or $reduce, or a system variable.
+func (c *exprCompiler) compileVariable(s string) (exprNode, error) {
 	name, path, dotted := strings.Cut(s, ".")
-	if name != "ROOT" && name != "CURRENT" {
-		return nil, mongoerr.New(17276, "Use of undefined variable: %s", name)
+	if err := checkVariableName(name); err != nil {
+		return nil, err
 	}
-	if !dotted {
-		return fieldPath(nil), nil
-	}
-	return compileFieldPath(path)
-}
-
-func (p fieldPath) eval(root []byte) (bsoncore.Value, error) {
-	return resolveFieldPath(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: root}, p), nil
-}
-
-func resolveFieldPath(v bsoncore.Value, parts []string) bsoncore.Value {
-	for i, part := range parts {
-		switch v.Type {
-		case bsoncore.TypeEmbeddedDocument:
-			var ok bool
-			if v, ok = lookup(v.Data, part); !ok {
-				return missing
-			}
-		case bsoncore.TypeArray:
-			return resolveInArray(v.Data, parts[i:])
-		default:
-			return missing
+	var parts []string
+	if dotted {
+		var err error
+		if parts, err = fieldPathParts(path); err != nil {
+			return nil, err
 		}
 	}
-	return v
+	if _, bound := c.vars[name]; bound {
+		return c.variablePath(name, parts), nil
+	}
+	switch name {
+	case "ROOT":
+		return varPath{slot: rootSlot, parts: parts}, nil
+	case "CURRENT":
+		return c.variablePath(name, parts), nil
+	case "NOW":
+		return varPath{slot: nowSlot, parts: parts}, nil
+	case "REMOVE":
+		return literal{missing}, nil
+	case "CLUSTER_TIME":
+		return failure{mongoerr.New(51144, "Builtin variable '$$CLUSTER_TIME' is not available")}, nil
+	}
+	return nil, mongoerr.New(17276, "Use of undefined variable: %s", name)
 }
 
-// resolveInArray applies the rest of a path to each element of an array that
-// is a document or an array, keeping the results that are not missing.
+// variablePath reads a path of a variable; CURRENT, unless a $let rebinds
+// it, is the document itself.
+func (c *exprCompiler) variablePath(name string, parts []string) exprNode {
+	if slot, ok := c.vars[name]; ok {
+		return varPath{slot: slot, parts: parts}
+	}
+	return varPath{slot: rootSlot, parts: parts}
+}
+
+// checkVariableName checks the name of a variable being read.
+func checkVariableName(name string) error {
+	if name == "" {
+		return mongoerr.New(16869, "empty variable names are not allowed")
+	}
+	for i := 0; i < len(name); i++ {
+		b := name[i]
+		letter := b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= 0x80
+		switch {
+		case i == 0 && !letter:
+			return mongoerr.New(16870, "'%s' starts with an invalid character for a variable name", name)
+		case !letter && !(b >= '0' && b <= '9') && b != '_':
+			return mongoerr.New(16871, "'%s' contains an invalid character for a variable name: '%c'", name, b)
+		}
+	}
+	return nil
+}
+
+// checkVariableDefinition checks the name of a variable being bound: user
+// variables start with a lowercase letter, and only CURRENT of the system
+// variables may be rebound.
+func checkVariableDefinition(name string) error {
+	if name == "CURRENT" {
+		return nil
+	}
+	if name == "" {
+		return mongoerr.New(16866, "empty variable names are not allowed")
+	}
+	for i := 0; i < len(name); i++ {
+		b := name[i]
+		lower := b >= 'a' && b <= 'z' || b >= 0x80
+		switch {
+		case i == 0 && !lower:
+			return mongoerr.New(16867, "'%s' starts with an invalid character for a user variable name", name)
+		case !lower && !(b >= 'A' && b <= 'Z') && !(b >= '0' && b <= '9') && b != '_':
+			return mongoerr.New(16868, "'%s' contains an invalid character for a variable name: '%c'", name, b)
+		}
+	}
+	return nil
+}
+
+// varPath reads a variable, or a path of it with aggregation semantics: an
+// array met on the way yields the array of what the rest of the path finds
+// in each of its documents, and numeric components name fields, not
+// positions.
+type varPath struct {
+	slot  int
+	parts []string
+}
+
+func (p varPath) eval(e *env) (bsoncore.Value, error) {
+	v := e.variable(p.slot)
+	if len(p.parts) == 0 {
+		return v, nil
+	}
+	switch v.Type {
+	case bsoncore.TypeEmbeddedDocument:
+		return resolveFieldPath(v, p.parts), nil
+	case bsoncore.TypeArray:
+		return resolveInArray(v.Data, p.parts), nil
+	}
+	return missing, nil
+}
+
+// resolveFieldPath applies a path to a document.
+func resolveFieldPath(doc bsoncore.Value, parts []string) bsoncore.Value {
+	v, ok := lookup(doc.Data, parts[0])
+	switch {
+	case !ok:
+		return missing
+	case len(parts) == 1:
+		return v
+	case v.Type == bsoncore.TypeEmbeddedDocument:
+		return resolveFieldPath(v, parts[1:])
+	case v.Type == bsoncore.TypeArray:
+		return resolveInArray(v.Data, parts[1:])
+	}
+	return missing
+}
+
+// resolveInArray applies a path to each document of an array, keeping what
+// is not missing. Other elements, nested arrays included, are skipped.
 func resolveInArray(arr []byte, parts []string) bsoncore.Value {
 	var found []bsoncore.Value
 	it := elementsOf(arr)
 	for {
 		_, e, ok := it.next()
 		if !ok {
-			break
+			return arrayValue(found)
 		}
-		var r bsoncore.Value
-		switch e.Type {
-		case bsoncore.TypeEmbeddedDocument:
-			r = resolveFieldPath(e, parts)
-		case bsoncore.TypeArray:
-			r = resolveInArray(e.Data, parts)
+		if e.Type != bsoncore.TypeEmbeddedDocument {
+			continue
 		}
-		if r.Type != 0 {
+		if r := resolveFieldPath(e, parts); r.Type != 0 {
 			found = append(found, r)
 		}
 	}
-	return arrayValue(found)
 }
+
+// failure is an expression whose evaluation always fails.
+type failure struct {
+	err error
+}
+
+func (f failure) eval(*env) (bsoncore.Value, error) { return missing, f.err }
 
 // arrayExpr builds an array; missing elements become null, as in MongoDB.
 type arrayExpr []exprNode
 
-func (a arrayExpr) eval(root []byte) (bsoncore.Value, error) {
+func (a arrayExpr) eval(e *env) (bsoncore.Value, error) {
 	vals := make([]bsoncore.Value, len(a))
-	for i, e := range a {
-		v, err := e.eval(root)
+	for i, n := range a {
+		v, err := n.eval(e)
 		if err != nil {
 			return missing, err
 		}
@@ -249,30 +415,39 @@ type objectExpr struct {
 	exprs []exprNode
 }
 
-func compileObjectExpr(doc []byte) (exprNode, error) {
+func (c *exprCompiler) compileObject(doc []byte) (exprNode, error) {
 	obj := &objectExpr{}
+	seen := map[string]bool{}
 	it := elementsOf(doc)
 	for {
-		name, v, ok := it.next()
+		key, v, ok := it.next()
 		if !ok {
 			return obj, nil
 		}
-		if err := checkFieldName(string(name)); err != nil {
+		name := string(key)
+		if err := checkFieldName(name); err != nil {
 			return nil, err
 		}
-		e, err := compileExpr(v)
+		if strings.Contains(name, ".") {
+			return nil, mongoerr.New(16412, "FieldPath field names may not contain '.'.")
+		}
+		if seen[name] {
+			return nil, mongoerr.New(16406, "duplicate field name specified in object literal: %s", bsoncore.Document(doc))
+		}
+		seen[name] = true
+		n, err := c.compile(v)
 		if err != nil {
 			return nil, err
 		}
-		obj.names = append(obj.names, string(name))
-		obj.exprs = append(obj.exprs, e)
+		obj.names = append(obj.names, name)
+		obj.exprs = append(obj.exprs, n)
 	}
 }
 
-func (o *objectExpr) eval(root []byte) (bsoncore.Value, error) {
+func (o *objectExpr) eval(e *env) (bsoncore.Value, error) {
 	idx, doc := bsoncore.AppendDocumentStart(nil)
-	for i, e := range o.exprs {
-		v, err := e.eval(root)
+	for i, n := range o.exprs {
+		v, err := n.eval(e)
 		if err != nil {
 			return missing, err
 		}
@@ -307,10 +482,23 @@ func int64Value(i int64) bsoncore.Value {
 	return bsoncore.Value{Type: bsoncore.TypeInt64, Data: bsoncore.AppendInt64(nil, i)}
 }
 
+// intOrLong is an int32 when i fits one, else an int64, as MongoDB types
+// the results of integer arithmetic on int32 operands.
+func intOrLong(i int64) bsoncore.Value {
+	if i == int64(int32(i)) {
+		return int32Value(int32(i))
+	}
+	return int64Value(i)
+}
+
 func doubleValue(f float64) bsoncore.Value {
 	return bsoncore.Value{Type: bsoncore.TypeDouble, Data: bsoncore.AppendDouble(nil, f)}
 }
 
 func dateValue(ms int64) bsoncore.Value {
 	return bsoncore.Value{Type: bsoncore.TypeDateTime, Data: bsoncore.AppendDateTime(nil, ms)}
+}
+
+func stringValue(s string) bsoncore.Value {
+	return bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, s)}
 }

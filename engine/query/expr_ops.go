@@ -1,7 +1,7 @@
 package query
 
 import (
-	"math"
+	"slices"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -9,69 +9,139 @@ import (
 	"github.com/lethedb/lethe/engine/mongoerr"
 )
 
-// MongoDB's codes for expression errors.
+// MongoDB's codes for parsing expressions.
 const (
-	codeArity            mongoerr.Code = 16020
-	codeAddType          mongoerr.Code = 16554
-	codeMultiplyType     mongoerr.Code = 16555
-	codeSubtractType     mongoerr.Code = 16556
-	codeDivideByZero     mongoerr.Code = 16608
-	codeDivideType       mongoerr.Code = 16609
-	codeModByZero        mongoerr.Code = 16610
-	codeModType          mongoerr.Code = 16611
-	codeAddTwoDates      mongoerr.Code = 16612
-	codeCondMissingIf    mongoerr.Code = 17080
-	codeCondMissingThen  mongoerr.Code = 17081
-	codeCondMissingElse  mongoerr.Code = 17082
-	codeCondUnknownField mongoerr.Code = 17083
-	codeSizeType         mongoerr.Code = 17124
-	codeAbsOverflow      mongoerr.Code = 28680
-	codeAbsType          mongoerr.Code = 28765
-	codeInType           mongoerr.Code = 40081
-	codeIfNullArity      mongoerr.Code = 1257300
+	codeArity       mongoerr.Code = 16020
+	codeRangedArity mongoerr.Code = 28667
 )
 
 func init() {
 	exprOperators = map[string]exprOperator{
-		"$literal":  compileLiteral,
-		"$eq":       compileCmpExpr,
-		"$ne":       compileCmpExpr,
-		"$gt":       compileCmpExpr,
-		"$gte":      compileCmpExpr,
-		"$lt":       compileCmpExpr,
-		"$lte":      compileCmpExpr,
-		"$cmp":      compileCmpExpr,
-		"$and":      compileAndOrExpr,
-		"$or":       compileAndOrExpr,
-		"$not":      compileNotExpr,
-		"$add":      compileArithmetic,
-		"$multiply": compileArithmetic,
-		"$subtract": compileArithmetic,
-		"$divide":   compileArithmetic,
-		"$mod":      compileArithmetic,
-		"$abs":      compileArithmetic,
-		"$cond":     compileCond,
-		"$ifNull":   compileIfNull,
-		"$in":       compileInExpr,
-		"$size":     compileSizeExpr,
+		"$literal": compileLiteral,
+		"$let":     compileLet,
+
+		"$eq":  compileCmpExpr,
+		"$ne":  compileCmpExpr,
+		"$gt":  compileCmpExpr,
+		"$gte": compileCmpExpr,
+		"$lt":  compileCmpExpr,
+		"$lte": compileCmpExpr,
+		"$cmp": compileCmpExpr,
+
+		"$and": compileAndOrExpr,
+		"$or":  compileAndOrExpr,
+		"$not": fixed(1, func(v []bsoncore.Value) (bsoncore.Value, error) { return boolValue(!truthy(v[0])), nil }),
+
+		"$cond":   compileCond,
+		"$ifNull": compileIfNull,
+		"$switch": compileSwitch,
+
+		"$add":      variadic(func(n []exprNode) exprNode { return addExpr(n) }),
+		"$multiply": variadic(func(n []exprNode) exprNode { return multiplyExpr(n) }),
+		"$subtract": fixed(2, subtract),
+		"$divide":   fixed(2, divide),
+		"$mod":      fixed(2, mod),
+		"$abs":      fixed(1, absolute),
+		"$sum":      variadic(func(n []exprNode) exprNode { return &funcExpr{args: n, fn: sumOf} }),
+		"$avg":      variadic(func(n []exprNode) exprNode { return &funcExpr{args: n, fn: avgOf} }),
+		"$max":      variadic(func(n []exprNode) exprNode { return &funcExpr{args: n, fn: extreme(true)} }),
+		"$min":      variadic(func(n []exprNode) exprNode { return &funcExpr{args: n, fn: extreme(false)} }),
+
+		"$concat":       variadic(func(n []exprNode) exprNode { return concatExpr(n) }),
+		"$toUpper":      fixed(1, changeCase(upperASCII)),
+		"$toLower":      fixed(1, changeCase(lowerASCII)),
+		"$substr":       fixed(3, substrBytes),
+		"$substrBytes":  fixed(3, substrBytes),
+		"$substrCP":     fixed(3, substrCP),
+		"$strLenBytes":  fixed(1, strLenBytes),
+		"$strLenCP":     fixed(1, strLenCP),
+		"$strcasecmp":   fixed(2, strcasecmp),
+		"$split":        fixed(2, split),
+		"$indexOfBytes": ranged(2, 4, indexOfBytes),
+		"$indexOfCP":    ranged(2, 4, indexOfCP),
+		"$trim":         compileTrim,
+		"$ltrim":        compileTrim,
+		"$rtrim":        compileTrim,
+		"$regexMatch":   compileRegexMatch,
+
+		"$in":   fixed(2, in),
+		"$size": fixed(1, size),
+		"$isArray": fixed(1, func(v []bsoncore.Value) (bsoncore.Value, error) {
+			return boolValue(v[0].Type == bsoncore.TypeArray), nil
+		}),
+		"$arrayElemAt": fixed(2, func(v []bsoncore.Value) (bsoncore.Value, error) {
+			return arrayElemAt("$arrayElemAt", v[0], v[1], false)
+		}),
+		"$first": fixed(1, func(v []bsoncore.Value) (bsoncore.Value, error) {
+			return arrayElemAt("$first", v[0], int32Value(0), true)
+		}),
+		"$last": fixed(1, func(v []bsoncore.Value) (bsoncore.Value, error) {
+			return arrayElemAt("$last", v[0], int32Value(-1), true)
+		}),
+		"$concatArrays": variadic(func(n []exprNode) exprNode { return concatArraysExpr(n) }),
+		"$slice":        ranged(2, 3, slice),
+		"$indexOfArray": ranged(2, 4, indexOfArray),
+		"$reverseArray": fixed(1, reverseArray),
+		"$map":          compileIteration("in", false, [...]mongoerr.Code{16878, 16879, 16880, 16882, 16883}),
+		"$filter":       compileIteration("cond", true, [...]mongoerr.Code{28646, 28647, 28648, 28650, 28651}),
+		"$reduce":       compileReduce,
+		"$mergeObjects": variadic(func(n []exprNode) exprNode { return &funcExpr{args: n, fn: mergeObjects} }),
+
+		"$type":       fixed(1, func(v []bsoncore.Value) (bsoncore.Value, error) { return stringValue(typeName(v[0].Type)), nil }),
+		"$isNumber":   fixed(1, func(v []bsoncore.Value) (bsoncore.Value, error) { return boolValue(v[0].IsNumber()), nil }),
+		"$convert":    compileConvert,
+		"$toBool":     compileConversion(bsoncore.TypeBoolean),
+		"$toDate":     compileConversion(bsoncore.TypeDateTime),
+		"$toDecimal":  compileConversion(bsoncore.TypeDecimal128),
+		"$toDouble":   compileConversion(bsoncore.TypeDouble),
+		"$toInt":      compileConversion(bsoncore.TypeInt32),
+		"$toLong":     compileConversion(bsoncore.TypeInt64),
+		"$toObjectId": compileConversion(bsoncore.TypeObjectID),
+		"$toString":   compileConversion(bsoncore.TypeString),
+	}
+	for _, name := range unsupportedOperators {
+		exprOperators[name] = refuse
 	}
 }
 
-// compileArgs compiles an operator's arguments: the elements of an array,
-// or a single argument given on its own.
-func compileArgs(args bsoncore.Value) ([]exprNode, error) {
+// unsupportedOperators are MongoDB's expression operators that Lethe does
+// not evaluate: using one is refused as not implemented rather than as an
+// unknown expression.
+var unsupportedOperators = []string{
+	"$accumulator", "$acos", "$acosh", "$allElementsTrue", "$anyElementTrue", "$arrayToObject",
+	"$asin", "$asinh", "$atan", "$atan2", "$atanh", "$binarySize", "$bitAnd", "$bitNot", "$bitOr",
+	"$bitXor", "$bsonSize", "$ceil", "$cos", "$cosh", "$dateAdd", "$dateDiff", "$dateFromParts",
+	"$dateFromString", "$dateSubtract", "$dateToParts", "$dateToString", "$dateTrunc", "$dayOfMonth",
+	"$dayOfWeek", "$dayOfYear", "$degreesToRadians", "$exp", "$firstN", "$floor", "$function",
+	"$getField", "$hour", "$isoDayOfWeek", "$isoWeek", "$isoWeekYear", "$lastN", "$ln", "$log",
+	"$log10", "$maxN", "$median", "$meta", "$millisecond", "$minN", "$minute", "$month",
+	"$objectToArray", "$percentile", "$pow", "$radiansToDegrees", "$rand", "$range", "$regexFind",
+	"$regexFindAll", "$replaceAll", "$replaceOne", "$round", "$sampleRate", "$second",
+	"$setDifference", "$setEquals", "$setField", "$setIntersection", "$setIsSubset", "$setUnion",
+	"$sin", "$sinh", "$sortArray", "$sqrt", "$stdDevPop", "$stdDevSamp", "$tan", "$tanh",
+	"$toHashedIndexKey", "$trunc", "$tsIncrement", "$tsSecond", "$unsetField", "$week", "$year",
+	"$zip",
+}
+
+func refuse(_ *exprCompiler, name string, _ bsoncore.Value) (exprNode, error) {
+	return nil, mongoerr.New(mongoerr.NotImplemented, "the expression %s is not supported by Lethe", name)
+}
+
+// args compiles an operator's arguments: the elements of an array, or a
+// single argument given on its own.
+func (c *exprCompiler) args(args bsoncore.Value) ([]exprNode, error) {
 	if args.Type == bsoncore.TypeArray {
-		return compileExprList(args.Data)
+		return c.compileList(args.Data)
 	}
-	n, err := compileExpr(args)
+	n, err := c.compile(args)
 	if err != nil {
 		return nil, err
 	}
 	return []exprNode{n}, nil
 }
 
-func compileFixedArgs(name string, args bsoncore.Value, want int) ([]exprNode, error) {
-	nodes, err := compileArgs(args)
+func (c *exprCompiler) fixedArgs(name string, args bsoncore.Value, want int) ([]exprNode, error) {
+	nodes, err := c.args(args)
 	if err != nil {
 		return nil, err
 	}
@@ -82,10 +152,10 @@ func compileFixedArgs(name string, args bsoncore.Value, want int) ([]exprNode, e
 }
 
 // evalArgs evaluates arguments in order.
-func evalArgs(root []byte, nodes []exprNode) ([]bsoncore.Value, error) {
+func evalArgs(e *env, nodes []exprNode) ([]bsoncore.Value, error) {
 	vals := make([]bsoncore.Value, len(nodes))
 	for i, n := range nodes {
-		v, err := n.eval(root)
+		v, err := n.eval(e)
 		if err != nil {
 			return nil, err
 		}
@@ -94,7 +164,138 @@ func evalArgs(root []byte, nodes []exprNode) ([]bsoncore.Value, error) {
 	return vals, nil
 }
 
-func compileLiteral(_ string, args bsoncore.Value) (exprNode, error) {
+// funcExpr applies a function to the values of its arguments.
+type funcExpr struct {
+	args []exprNode
+	fn   func(vals []bsoncore.Value) (bsoncore.Value, error)
+}
+
+func (f *funcExpr) eval(e *env) (bsoncore.Value, error) {
+	vals, err := evalArgs(e, f.args)
+	if err != nil {
+		return missing, err
+	}
+	return f.fn(vals)
+}
+
+// fixed makes the compiler of an operator that takes exactly n arguments.
+func fixed(n int, fn func([]bsoncore.Value) (bsoncore.Value, error)) exprOperator {
+	return func(c *exprCompiler, name string, args bsoncore.Value) (exprNode, error) {
+		nodes, err := c.fixedArgs(name, args, n)
+		if err != nil {
+			return nil, err
+		}
+		return &funcExpr{args: nodes, fn: fn}, nil
+	}
+}
+
+// ranged makes the compiler of an operator that takes from least to most
+// arguments; fn sees as many values as were given.
+func ranged(least, most int, fn func([]bsoncore.Value) (bsoncore.Value, error)) exprOperator {
+	return func(c *exprCompiler, name string, args bsoncore.Value) (exprNode, error) {
+		nodes, err := c.args(args)
+		if err != nil {
+			return nil, err
+		}
+		if len(nodes) < least || len(nodes) > most {
+			return nil, mongoerr.New(codeRangedArity, "Expression %s takes at least %d arguments, and at most %d. %d were passed in.", name, least, most, len(nodes))
+		}
+		return &funcExpr{args: nodes, fn: fn}, nil
+	}
+}
+
+// readArgs reads the document of named arguments some operators take: the
+// value of each of names, in that order, Type 0 where not given. A name
+// not among names fails with the error unknown makes.
+func readArgs(doc []byte, names []string, unknown func(name string) error) ([]bsoncore.Value, error) {
+	vals := make([]bsoncore.Value, len(names))
+	it := elementsOf(doc)
+	for {
+		key, v, ok := it.next()
+		if !ok {
+			return vals, nil
+		}
+		i := slices.Index(names, string(key))
+		if i < 0 {
+			return nil, unknown(string(key))
+		}
+		vals[i] = v
+	}
+}
+
+// compileGiven compiles the arguments readArgs read; those not given stay
+// nil.
+func (c *exprCompiler) compileGiven(vals []bsoncore.Value) ([]exprNode, error) {
+	nodes := make([]exprNode, len(vals))
+	for i, v := range vals {
+		if v.Type == 0 {
+			continue
+		}
+		var err error
+		if nodes[i], err = c.compile(v); err != nil {
+			return nil, err
+		}
+	}
+	return nodes, nil
+}
+
+// compileNamed reads and compiles named arguments.
+func (c *exprCompiler) compileNamed(doc []byte, names []string, unknown func(name string) error) ([]exprNode, error) {
+	vals, err := readArgs(doc, names, unknown)
+	if err != nil {
+		return nil, err
+	}
+	return c.compileGiven(vals)
+}
+
+// evalTyped evaluates the argument of an operator that makes null of a
+// null argument and wants one of type want, failing with the error
+// mismatch makes otherwise. ok is false unless the argument is of that type.
+func evalTyped(e *env, n exprNode, want bsoncore.Type, mismatch func(v bsoncore.Value) error) (v bsoncore.Value, ok bool, err error) {
+	v, err = n.eval(e)
+	switch {
+	case err != nil:
+		return missing, false, err
+	case isNullish(v):
+		return missing, false, nil
+	case v.Type != want:
+		return missing, false, mismatch(v)
+	}
+	return v, true, nil
+}
+
+// variadic makes the compiler of an operator that takes any number of
+// arguments, which build makes the node of.
+func variadic(build func([]exprNode) exprNode) exprOperator {
+	return func(c *exprCompiler, _ string, args bsoncore.Value) (exprNode, error) {
+		nodes, err := c.args(args)
+		if err != nil {
+			return nil, err
+		}
+		return build(nodes), nil
+	}
+}
+
+// operands evaluates the operands of a variadic operator in order, passing
+// each to use, until one is null or missing, which makes the result null:
+// null reports that. Later operands are then not evaluated, as in MongoDB.
+func operands(e *env, nodes []exprNode, use func(v bsoncore.Value) error) (null bool, err error) {
+	for _, n := range nodes {
+		v, err := n.eval(e)
+		switch {
+		case err != nil:
+			return false, err
+		case isNullish(v):
+			return true, nil
+		}
+		if err := use(v); err != nil {
+			return false, err
+		}
+	}
+	return false, nil
+}
+
+func compileLiteral(_ *exprCompiler, _ string, args bsoncore.Value) (exprNode, error) {
 	return literal{args}, nil
 }
 
@@ -122,25 +323,25 @@ type cmpExpr struct {
 	a, b exprNode
 }
 
-func compileCmpExpr(name string, args bsoncore.Value) (exprNode, error) {
-	nodes, err := compileFixedArgs(name, args, 2)
+func compileCmpExpr(c *exprCompiler, name string, args bsoncore.Value) (exprNode, error) {
+	nodes, err := c.fixedArgs(name, args, 2)
 	if err != nil {
 		return nil, err
 	}
 	return &cmpExpr{name: name, a: nodes[0], b: nodes[1]}, nil
 }
 
-func (c *cmpExpr) eval(root []byte) (bsoncore.Value, error) {
-	a, err := c.a.eval(root)
+func (x *cmpExpr) eval(e *env) (bsoncore.Value, error) {
+	a, err := x.a.eval(e)
 	if err != nil {
 		return missing, err
 	}
-	b, err := c.b.eval(root)
+	b, err := x.b.eval(e)
 	if err != nil {
 		return missing, err
 	}
 	r := compareExprValues(a, b)
-	switch c.name {
+	switch x.name {
 	case "$eq":
 		return boolValue(r == 0), nil
 	case "$ne":
@@ -164,45 +365,21 @@ type andOrExpr struct {
 	args  []exprNode
 }
 
-func compileAndOrExpr(name string, args bsoncore.Value) (exprNode, error) {
-	nodes, err := compileArgs(args)
-	if err != nil {
-		return nil, err
-	}
-	return &andOrExpr{isAnd: name == "$and", args: nodes}, nil
+func compileAndOrExpr(c *exprCompiler, name string, args bsoncore.Value) (exprNode, error) {
+	return variadic(func(n []exprNode) exprNode { return &andOrExpr{isAnd: name == "$and", args: n} })(c, name, args)
 }
 
-func (e *andOrExpr) eval(root []byte) (bsoncore.Value, error) {
-	for _, a := range e.args {
-		v, err := a.eval(root)
+func (x *andOrExpr) eval(e *env) (bsoncore.Value, error) {
+	for _, a := range x.args {
+		v, err := a.eval(e)
 		if err != nil {
 			return missing, err
 		}
-		if truthy(v) != e.isAnd {
-			return boolValue(!e.isAnd), nil
+		if truthy(v) != x.isAnd {
+			return boolValue(!x.isAnd), nil
 		}
 	}
-	return boolValue(e.isAnd), nil
-}
-
-type notExprNode struct {
-	arg exprNode
-}
-
-func compileNotExpr(name string, args bsoncore.Value) (exprNode, error) {
-	nodes, err := compileFixedArgs(name, args, 1)
-	if err != nil {
-		return nil, err
-	}
-	return notExprNode{nodes[0]}, nil
-}
-
-func (n notExprNode) eval(root []byte) (bsoncore.Value, error) {
-	v, err := n.arg.eval(root)
-	if err != nil {
-		return missing, err
-	}
-	return boolValue(!truthy(v)), nil
+	return boolValue(x.isAnd), nil
 }
 
 // condExpr is $cond.
@@ -210,378 +387,203 @@ type condExpr struct {
 	cond, then, otherwise exprNode
 }
 
-func compileCond(name string, args bsoncore.Value) (exprNode, error) {
+func compileCond(c *exprCompiler, name string, args bsoncore.Value) (exprNode, error) {
 	if args.Type != bsoncore.TypeEmbeddedDocument {
-		nodes, err := compileFixedArgs(name, args, 3)
+		nodes, err := c.fixedArgs(name, args, 3)
 		if err != nil {
 			return nil, err
 		}
 		return &condExpr{nodes[0], nodes[1], nodes[2]}, nil
 	}
-	c := &condExpr{}
-	it := elementsOf(args.Data)
-	for {
-		key, v, ok := it.next()
-		if !ok {
-			break
-		}
-		n, err := compileExpr(v)
-		if err != nil {
-			return nil, err
-		}
-		switch string(key) {
-		case "if":
-			c.cond = n
-		case "then":
-			c.then = n
-		case "else":
-			c.otherwise = n
-		default:
-			return nil, mongoerr.New(codeCondUnknownField, "Unrecognized parameter to $cond: %s", key)
-		}
-	}
+	nodes, err := c.compileNamed(args.Data, []string{"if", "then", "else"},
+		func(name string) error { return mongoerr.New(17083, "Unrecognized parameter to $cond: %s", name) })
 	switch {
-	case c.cond == nil:
-		return nil, mongoerr.New(codeCondMissingIf, "Missing 'if' parameter to $cond")
-	case c.then == nil:
-		return nil, mongoerr.New(codeCondMissingThen, "Missing 'then' parameter to $cond")
-	case c.otherwise == nil:
-		return nil, mongoerr.New(codeCondMissingElse, "Missing 'else' parameter to $cond")
+	case err != nil:
+		return nil, err
+	case nodes[0] == nil:
+		return nil, mongoerr.New(17080, "Missing 'if' parameter to $cond")
+	case nodes[1] == nil:
+		return nil, mongoerr.New(17081, "Missing 'then' parameter to $cond")
+	case nodes[2] == nil:
+		return nil, mongoerr.New(17082, "Missing 'else' parameter to $cond")
 	}
-	return c, nil
+	return &condExpr{nodes[0], nodes[1], nodes[2]}, nil
 }
 
-func (c *condExpr) eval(root []byte) (bsoncore.Value, error) {
-	v, err := c.cond.eval(root)
+func (x *condExpr) eval(e *env) (bsoncore.Value, error) {
+	v, err := x.cond.eval(e)
 	if err != nil {
 		return missing, err
 	}
 	if truthy(v) {
-		return c.then.eval(root)
+		return x.then.eval(e)
 	}
-	return c.otherwise.eval(root)
+	return x.otherwise.eval(e)
 }
 
 // ifNullExpr is $ifNull: the first argument that is not null or missing, or
 // else the last one.
 type ifNullExpr []exprNode
 
-func compileIfNull(_ string, args bsoncore.Value) (exprNode, error) {
-	nodes, err := compileArgs(args)
+func compileIfNull(c *exprCompiler, _ string, args bsoncore.Value) (exprNode, error) {
+	nodes, err := c.args(args)
 	if err != nil {
 		return nil, err
 	}
 	if len(nodes) < 2 {
-		return nil, mongoerr.New(codeIfNullArity, "$ifNull needs at least two arguments, had: %d", len(nodes))
+		return nil, mongoerr.New(1257300, "$ifNull needs at least two arguments, had: %d", len(nodes))
 	}
 	return ifNullExpr(nodes), nil
 }
 
-func (e ifNullExpr) eval(root []byte) (bsoncore.Value, error) {
-	for i, a := range e {
-		v, err := a.eval(root)
-		if err != nil || !isNullish(v) || i == len(e)-1 {
+func (x ifNullExpr) eval(e *env) (bsoncore.Value, error) {
+	for i, a := range x {
+		v, err := a.eval(e)
+		if err != nil || !isNullish(v) || i == len(x)-1 {
 			return v, err
 		}
 	}
 	return missing, nil
 }
 
-// inExpr is the aggregation $in: whether a value is an element of an array.
-type inExpr struct {
-	value, list exprNode
+// switchExpr is $switch: the value of the first branch whose case is true,
+// or of the default.
+type switchExpr struct {
+	cases, thens []exprNode
+	otherwise    exprNode // nil when there is no default
 }
 
-func compileInExpr(name string, args bsoncore.Value) (exprNode, error) {
-	nodes, err := compileFixedArgs(name, args, 2)
+func compileSwitch(c *exprCompiler, _ string, args bsoncore.Value) (exprNode, error) {
+	if args.Type != bsoncore.TypeEmbeddedDocument {
+		return nil, mongoerr.New(40060, "$switch requires an object as an argument, found: %s", typeName(args.Type))
+	}
+	vals, err := readArgs(args.Data, []string{"branches", "default"},
+		func(name string) error { return mongoerr.New(40067, "$switch found an unknown argument: %s", name) })
 	if err != nil {
 		return nil, err
 	}
-	return &inExpr{nodes[0], nodes[1]}, nil
+	x := &switchExpr{}
+	if vals[0].Type != 0 {
+		if err := c.compileBranches(x, vals[0]); err != nil {
+			return nil, err
+		}
+	}
+	if vals[1].Type != 0 {
+		if x.otherwise, err = c.compile(vals[1]); err != nil {
+			return nil, err
+		}
+	}
+	if len(x.cases) == 0 {
+		return nil, mongoerr.New(40068, "$switch requires at least one branch.")
+	}
+	return x, nil
 }
 
-func (e *inExpr) eval(root []byte) (bsoncore.Value, error) {
-	vals, err := evalArgs(root, []exprNode{e.value, e.list})
-	if err != nil {
-		return missing, err
+func (c *exprCompiler) compileBranches(x *switchExpr, branches bsoncore.Value) error {
+	if branches.Type != bsoncore.TypeArray {
+		return mongoerr.New(40061, "$switch expected an array for 'branches', found: %s", typeName(branches.Type))
 	}
-	if vals[1].Type != bsoncore.TypeArray {
-		return missing, mongoerr.New(codeInType, "$in requires an array as a second argument, found: %s", typeName(vals[1].Type))
-	}
-	it := elementsOf(vals[1].Data)
+	it := elementsOf(branches.Data)
 	for {
-		_, elem, ok := it.next()
+		_, b, ok := it.next()
 		if !ok {
-			return boolValue(false), nil
+			return nil
 		}
-		if compareExprValues(vals[0], elem) == 0 {
-			return boolValue(true), nil
+		if b.Type != bsoncore.TypeEmbeddedDocument {
+			return mongoerr.New(40062, "$switch expected each branch to be an object, found: %s", typeName(b.Type))
 		}
+		nodes, err := c.compileNamed(b.Data, []string{"case", "then"},
+			func(name string) error {
+				return mongoerr.New(40063, "$switch found an unknown argument to a branch: %s", name)
+			})
+		switch {
+		case err != nil:
+			return err
+		case nodes[0] == nil:
+			return mongoerr.New(40064, "$switch requires each branch have a 'case' expression")
+		case nodes[1] == nil:
+			return mongoerr.New(40065, "$switch requires each branch have a 'then' expression.")
+		}
+		when, then := nodes[0], nodes[1]
+		x.cases = append(x.cases, when)
+		x.thens = append(x.thens, then)
 	}
 }
 
-// sizeExpr is the aggregation $size: the length of an array.
-type sizeExpr struct {
-	arg exprNode
+func (x *switchExpr) eval(e *env) (bsoncore.Value, error) {
+	for i, when := range x.cases {
+		v, err := when.eval(e)
+		if err != nil {
+			return missing, err
+		}
+		if truthy(v) {
+			return x.thens[i].eval(e)
+		}
+	}
+	if x.otherwise == nil {
+		return missing, mongoerr.New(40066, "$switch could not find a matching branch for an input, and no default was specified.")
+	}
+	return x.otherwise.eval(e)
 }
 
-func compileSizeExpr(name string, args bsoncore.Value) (exprNode, error) {
-	nodes, err := compileFixedArgs(name, args, 1)
+// letExpr is $let: in, evaluated with variables bound to values.
+type letExpr struct {
+	slots []int
+	vals  []exprNode
+	in    exprNode
+}
+
+func compileLet(c *exprCompiler, _ string, args bsoncore.Value) (exprNode, error) {
+	if args.Type != bsoncore.TypeEmbeddedDocument {
+		return nil, mongoerr.New(16874, "$let only supports an object as its argument")
+	}
+	args2, err := readArgs(args.Data, []string{"vars", "in"},
+		func(name string) error { return mongoerr.New(16875, "Unrecognized parameter to $let: %s", name) })
 	if err != nil {
 		return nil, err
 	}
-	return sizeExpr{nodes[0]}, nil
-}
-
-func (e sizeExpr) eval(root []byte) (bsoncore.Value, error) {
-	v, err := e.arg.eval(root)
-	if err != nil {
-		return missing, err
-	}
-	if v.Type != bsoncore.TypeArray {
-		return missing, mongoerr.New(codeSizeType, "The argument to $size must be an array. Type of argument was: %s", typeName(v.Type))
-	}
-	n := int32(0)
-	it := elementsOf(v.Data)
-	for _, _, ok := it.next(); ok; _, _, ok = it.next() {
-		n++
-	}
-	return int32Value(n), nil
-}
-
-// arithmeticExpr is one of the arithmetic operators.
-type arithmeticExpr struct {
-	name string
-	args []exprNode
-}
-
-func compileArithmetic(name string, args bsoncore.Value) (exprNode, error) {
-	var nodes []exprNode
-	var err error
-	switch name {
-	case "$add", "$multiply":
-		nodes, err = compileArgs(args)
-	case "$abs":
-		nodes, err = compileFixedArgs(name, args, 1)
-	default:
-		nodes, err = compileFixedArgs(name, args, 2)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &arithmeticExpr{name: name, args: nodes}, nil
-}
-
-func (e *arithmeticExpr) eval(root []byte) (bsoncore.Value, error) {
-	vals, err := evalArgs(root, e.args)
-	if err != nil {
-		return missing, err
-	}
-	for _, v := range vals {
-		if isNullish(v) {
-			return nullValue, nil
-		}
-		if v.Type == bsoncore.TypeDecimal128 {
-			return missing, mongoerr.New(mongoerr.NotImplemented, "%s of decimal values is not supported by Lethe", e.name)
-		}
-	}
-	switch e.name {
-	case "$add":
-		return add(vals)
-	case "$multiply":
-		return multiply(vals)
-	case "$subtract":
-		return subtract(vals[0], vals[1])
-	case "$divide":
-		return divide(vals[0], vals[1])
-	case "$mod":
-		return mod(vals[0], vals[1])
-	}
-	return absolute(vals[0])
-}
-
-// number is an int32, int64 or double operand of arithmetic. Results keep
-// the widest operand type and widen further on overflow, int32 to int64 to
-// double, as in MongoDB.
-type number struct {
-	kind bsoncore.Type
-	i    int64
-	f    float64
-}
-
-func numberOf(v bsoncore.Value) (number, bool) {
-	switch v.Type {
-	case bsoncore.TypeInt32:
-		i, _ := v.Int32OK()
-		return number{kind: v.Type, i: int64(i)}, true
-	case bsoncore.TypeInt64:
-		i, _ := v.Int64OK()
-		return number{kind: v.Type, i: i}, true
-	case bsoncore.TypeDouble:
-		f, _ := v.DoubleOK()
-		return number{kind: v.Type, f: f}, true
-	}
-	return number{}, false
-}
-
-func (n number) float() float64 {
-	if n.kind == bsoncore.TypeDouble {
-		return n.f
-	}
-	return float64(n.i)
-}
-
-func (n number) value() bsoncore.Value {
-	switch n.kind {
-	case bsoncore.TypeDouble:
-		return doubleValue(n.f)
-	case bsoncore.TypeInt32:
-		return int32Value(int32(n.i))
-	}
-	return int64Value(n.i)
-}
-
-// integerResult types an integer result of operands of kinds a and b.
-func integerResult(a, b bsoncore.Type, i int64) number {
-	if a == bsoncore.TypeInt32 && b == bsoncore.TypeInt32 && i >= math.MinInt32 && i <= math.MaxInt32 {
-		return number{kind: bsoncore.TypeInt32, i: i}
-	}
-	return number{kind: bsoncore.TypeInt64, i: i}
-}
-
-func addNumbers(a, b number) number {
-	if a.kind == bsoncore.TypeDouble || b.kind == bsoncore.TypeDouble {
-		return number{kind: bsoncore.TypeDouble, f: a.float() + b.float()}
-	}
-	sum := a.i + b.i
-	if (sum > a.i) != (b.i > 0) {
-		return number{kind: bsoncore.TypeDouble, f: a.float() + b.float()}
-	}
-	return integerResult(a.kind, b.kind, sum)
-}
-
-func multiplyNumbers(a, b number) number {
-	if a.kind == bsoncore.TypeDouble || b.kind == bsoncore.TypeDouble {
-		return number{kind: bsoncore.TypeDouble, f: a.float() * b.float()}
-	}
-	p := a.i * b.i
-	if a.i != 0 && (p/a.i != b.i || a.i == -1 && b.i == math.MinInt64) {
-		return number{kind: bsoncore.TypeDouble, f: a.float() * b.float()}
-	}
-	return integerResult(a.kind, b.kind, p)
-}
-
-func abs64(i int64) int64 {
-	if i < 0 {
-		return -i
-	}
-	return i
-}
-
-func add(vals []bsoncore.Value) (bsoncore.Value, error) {
-	sum := number{kind: bsoncore.TypeInt32}
-	date := false
-	for _, v := range vals {
-		if v.Type == bsoncore.TypeDateTime {
-			if date {
-				return missing, mongoerr.New(codeAddTwoDates, "only one date allowed in an $add expression")
-			}
-			date = true
-			ms, _ := v.DateTimeOK()
-			sum = addNumbers(sum, number{kind: bsoncore.TypeInt64, i: ms})
-			continue
-		}
-		n, ok := numberOf(v)
-		if !ok {
-			return missing, mongoerr.New(codeAddType, "$add only supports numeric or date types, not %s", typeName(v.Type))
-		}
-		sum = addNumbers(sum, n)
-	}
-	if date {
-		if sum.kind == bsoncore.TypeDouble {
-			return dateValue(int64(math.Round(sum.f))), nil
-		}
-		return dateValue(sum.i), nil
-	}
-	return sum.value(), nil
-}
-
-func multiply(vals []bsoncore.Value) (bsoncore.Value, error) {
-	product := number{kind: bsoncore.TypeInt32, i: 1}
-	for _, v := range vals {
-		n, ok := numberOf(v)
-		if !ok {
-			return missing, mongoerr.New(codeMultiplyType, "$multiply only supports numeric types, not %s", typeName(v.Type))
-		}
-		product = multiplyNumbers(product, n)
-	}
-	return product.value(), nil
-}
-
-func subtract(a, b bsoncore.Value) (bsoncore.Value, error) {
-	if a.Type == bsoncore.TypeDateTime {
-		ms, _ := a.DateTimeOK()
-		if b.Type == bsoncore.TypeDateTime {
-			other, _ := b.DateTimeOK()
-			return int64Value(ms - other), nil
-		}
-		n, ok := numberOf(b)
-		if !ok {
-			return missing, mongoerr.New(codeSubtractType, "can't $subtract %s from %s", typeName(b.Type), typeName(a.Type))
-		}
-		if n.kind == bsoncore.TypeDouble {
-			return dateValue(ms - int64(math.Round(n.f))), nil
-		}
-		return dateValue(ms - n.i), nil
-	}
-	x, okA := numberOf(a)
-	y, okB := numberOf(b)
-	if !okA || !okB {
-		return missing, mongoerr.New(codeSubtractType, "can't $subtract %s from %s", typeName(b.Type), typeName(a.Type))
-	}
-	if y.kind != bsoncore.TypeDouble && y.i == math.MinInt64 {
-		y = number{kind: bsoncore.TypeDouble, f: y.float()}
-	}
-	y.i, y.f = -y.i, -y.f
-	return addNumbers(x, y).value(), nil
-}
-
-func divide(a, b bsoncore.Value) (bsoncore.Value, error) {
-	x, okA := numberOf(a)
-	y, okB := numberOf(b)
-	if !okA || !okB {
-		return missing, mongoerr.New(codeDivideType, "$divide only supports numeric types, not %s and %s", typeName(a.Type), typeName(b.Type))
-	}
-	if y.float() == 0 {
-		return missing, mongoerr.New(codeDivideByZero, "can't $divide by zero")
-	}
-	return doubleValue(x.float() / y.float()), nil
-}
-
-func mod(a, b bsoncore.Value) (bsoncore.Value, error) {
-	x, okA := numberOf(a)
-	y, okB := numberOf(b)
-	if !okA || !okB {
-		return missing, mongoerr.New(codeModType, "$mod only supports numeric types, not %s and %s", typeName(a.Type), typeName(b.Type))
-	}
-	if y.float() == 0 {
-		return missing, mongoerr.New(codeModByZero, "can't $mod by zero")
-	}
-	if x.kind == bsoncore.TypeDouble || y.kind == bsoncore.TypeDouble {
-		return doubleValue(math.Mod(x.float(), y.float())), nil
-	}
-	return integerResult(x.kind, y.kind, x.i%y.i).value(), nil
-}
-
-func absolute(v bsoncore.Value) (bsoncore.Value, error) {
-	n, ok := numberOf(v)
+	vars, in := args2[0], args2[1]
 	switch {
-	case !ok:
-		return missing, mongoerr.New(codeAbsType, "$abs only supports numeric types, not %s", typeName(v.Type))
-	case n.kind == bsoncore.TypeDouble:
-		return doubleValue(math.Abs(n.f)), nil
-	case n.i == math.MinInt64:
-		return missing, mongoerr.New(codeAbsOverflow, "can't take $abs of long long min")
+	case vars.Type == 0:
+		return nil, mongoerr.New(16876, "Missing 'vars' parameter to $let")
+	case in.Type == 0:
+		return nil, mongoerr.New(16877, "Missing 'in' parameter to $let")
+	case vars.Type != bsoncore.TypeEmbeddedDocument:
+		return nil, mongoerr.New(10065, "invalid parameter: expected an object (vars)")
 	}
-	return integerResult(n.kind, n.kind, abs64(n.i)).value(), nil
+	x := &letExpr{}
+	var names []string
+	it := elementsOf(vars.Data)
+	for {
+		key, v, ok := it.next()
+		if !ok {
+			break
+		}
+		// The values see the variables around the $let, not its own.
+		n, err := c.compile(v)
+		if err != nil {
+			return nil, err
+		}
+		if err := checkVariableDefinition(string(key)); err != nil {
+			return nil, err
+		}
+		names = append(names, string(key))
+		x.vals = append(x.vals, n)
+	}
+	if x.in, x.slots, err = c.scope(names, in); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+func (x *letExpr) eval(e *env) (bsoncore.Value, error) {
+	// Evaluate every value before binding any, so that none sees another.
+	vals, err := evalArgs(e, x.vals)
+	if err != nil {
+		return missing, err
+	}
+	for i, slot := range x.slots {
+		e.vars[slot] = vals[i]
+	}
+	return x.in.eval(e)
 }

@@ -1,0 +1,560 @@
+package query
+
+import (
+	"bytes"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/lethedb/lethe/engine/mongoerr"
+)
+
+// isoDateLayout is how MongoDB writes dates as strings.
+const isoDateLayout = "2006-01-02T15:04:05.000Z"
+
+// coerceToString is the text MongoDB's string operators make of a value:
+// null and missing are empty, numbers and dates are formatted, other types
+// are refused.
+func coerceToString(v bsoncore.Value) (string, error) {
+	switch v.Type {
+	case 0, bsoncore.TypeNull, bsoncore.TypeUndefined:
+		return "", nil
+	case bsoncore.TypeString, bsoncore.TypeSymbol, bsoncore.TypeJavaScript:
+		s, _ := stringBytes(bsoncore.Value{Type: bsoncore.TypeString, Data: v.Data})
+		return string(s), nil
+	case bsoncore.TypeDouble:
+		f, _ := v.DoubleOK()
+		return formatDoubleC(f), nil
+	case bsoncore.TypeInt32, bsoncore.TypeInt64:
+		return strconv.FormatInt(toInt64(v), 10), nil
+	case bsoncore.TypeDecimal128:
+		return decimalString(v), nil
+	case bsoncore.TypeDateTime:
+		ms, _ := v.DateTimeOK()
+		return formatDate(ms), nil
+	case bsoncore.TypeTimestamp:
+		t, i, _ := v.TimestampOK()
+		return time.Unix(int64(t), 0).UTC().Format(isoDateLayout) + ":" + strconv.FormatUint(uint64(i), 10), nil
+	}
+	return "", mongoerr.New(16007, "can't convert from BSON type %s to String", typeName(v.Type))
+}
+
+func decimalString(v bsoncore.Value) string {
+	hi, lo, _ := v.Decimal128OK()
+	return bson.NewDecimal128(hi, lo).String()
+}
+
+func formatDate(ms int64) string { return time.UnixMilli(ms).UTC().Format(isoDateLayout) }
+
+// formatDoubleC formats a double as C's "%g" does, which is how MongoDB's
+// string operators print doubles: six significant digits.
+func formatDoubleC(f float64) string {
+	switch {
+	case math.IsNaN(f):
+		return "nan"
+	case math.IsInf(f, 1):
+		return "inf"
+	case math.IsInf(f, -1):
+		return "-inf"
+	}
+	return strconv.FormatFloat(f, 'g', 6, 64)
+}
+
+func stringOf(v bsoncore.Value) string {
+	s, _ := stringBytes(v)
+	return string(s)
+}
+
+// concatExpr is $concat; a null operand makes the result null.
+type concatExpr []exprNode
+
+func (x concatExpr) eval(e *env) (bsoncore.Value, error) {
+	var b strings.Builder
+	null, err := operands(e, x, func(v bsoncore.Value) error {
+		if v.Type != bsoncore.TypeString {
+			return mongoerr.New(16702, "$concat only supports strings, not %s", typeName(v.Type))
+		}
+		b.Write(mustStringBytes(v))
+		return nil
+	})
+	if err != nil || null {
+		return nullValue, err
+	}
+	return stringValue(b.String()), nil
+}
+
+func mustStringBytes(v bsoncore.Value) []byte {
+	s, _ := stringBytes(v)
+	return s
+}
+
+// changeCase makes $toUpper or $toLower, which, as in MongoDB, change
+// ASCII letters only.
+func changeCase(mapping func(rune) rune) func([]bsoncore.Value) (bsoncore.Value, error) {
+	return func(v []bsoncore.Value) (bsoncore.Value, error) {
+		s, err := coerceToString(v[0])
+		if err != nil {
+			return missing, err
+		}
+		return stringValue(strings.Map(mapping, s)), nil
+	}
+}
+
+func upperASCII(r rune) rune {
+	if r >= 'a' && r <= 'z' {
+		return r - 'a' + 'A'
+	}
+	return r
+}
+
+func lowerASCII(r rune) rune {
+	if r >= 'A' && r <= 'Z' {
+		return r - 'A' + 'a'
+	}
+	return r
+}
+
+func strcasecmp(v []bsoncore.Value) (bsoncore.Value, error) {
+	a, err := coerceToString(v[0])
+	if err != nil {
+		return missing, err
+	}
+	b, err := coerceToString(v[1])
+	if err != nil {
+		return missing, err
+	}
+	return int32Value(int32(strings.Compare(strings.Map(upperASCII, a), strings.Map(upperASCII, b)))), nil
+}
+
+func isContinuationByte(b byte) bool { return b&0xc0 == 0x80 }
+
+// substrBytes is $substrBytes and its old name $substr: a range of bytes
+// that must not cut a character.
+func substrBytes(v []bsoncore.Value) (bsoncore.Value, error) {
+	s, err := coerceToString(v[0])
+	if err != nil {
+		return missing, err
+	}
+	start, length := v[1], v[2]
+	if !start.IsNumber() {
+		return missing, mongoerr.New(16034, "$substrBytes:  starting index must be a numeric type (is BSON type %s)", typeName(start.Type))
+	}
+	if !length.IsNumber() {
+		return missing, mongoerr.New(16035, "$substrBytes:  length must be a numeric type (is BSON type %s)", typeName(length.Type))
+	}
+	lo := toTruncatedInt64(start)
+	if lo < 0 {
+		return missing, mongoerr.New(50752, "$substrBytes:  starting index must be non-negative (got: %d)", lo)
+	}
+	n := toTruncatedInt64(length)
+	if n < 0 || n > int64(len(s)) {
+		n = int64(len(s))
+	}
+	if lo < int64(len(s)) && isContinuationByte(s[lo]) {
+		return missing, mongoerr.New(28656, "$substrBytes:  Invalid range, starting index is a UTF-8 continuation byte.")
+	}
+	if lo+n < int64(len(s)) && isContinuationByte(s[lo+n]) {
+		return missing, mongoerr.New(28657, "$substrBytes:  Invalid range, ending index is in the middle of a UTF-8 character.")
+	}
+	if lo >= int64(len(s)) {
+		return stringValue(""), nil
+	}
+	return stringValue(s[lo:min(lo+n, int64(len(s)))]), nil
+}
+
+// int32Arg reads an argument that must be a number representable as an
+// int32, as MongoDB's "integral" test says.
+func int32Arg(v bsoncore.Value) (int, bool) {
+	n, ok := integerValue(v)
+	return int(n), ok && n == int64(int32(n))
+}
+
+// substrCP is $substrCP: a range of code points.
+func substrCP(v []bsoncore.Value) (bsoncore.Value, error) {
+	s, err := coerceToString(v[0])
+	if err != nil {
+		return missing, err
+	}
+	start, length := v[1], v[2]
+	if !start.IsNumber() {
+		return missing, mongoerr.New(34450, "$substrCP: starting index must be a numeric type (is BSON type %s)", typeName(start.Type))
+	}
+	lo, ok := int32Arg(start)
+	if !ok {
+		return missing, mongoerr.New(34451, "$substrCP: starting index cannot be represented as a 32-bit integral value: %s", start)
+	}
+	if !length.IsNumber() {
+		return missing, mongoerr.New(34452, "$substrCP: length must be a numeric type (is BSON type %s)", typeName(length.Type))
+	}
+	n, ok := int32Arg(length)
+	if !ok {
+		return missing, mongoerr.New(34453, "$substrCP: length cannot be represented as a 32-bit integral value: %s", length)
+	}
+	if n < 0 {
+		return missing, mongoerr.New(34454, "$substrCP: length must be a nonnegative integer.")
+	}
+	if lo < 0 {
+		return missing, mongoerr.New(34455, "$substrCP: the starting index must be nonnegative integer.")
+	}
+	begin, ok := skipCodePoints(s, 0, lo)
+	if !ok {
+		return missing, mongoerr.New(34456, "$substrCP: invalid UTF-8 string")
+	}
+	end, ok := skipCodePoints(s, begin, n)
+	if !ok {
+		return missing, mongoerr.New(34458, "$substrCP: invalid UTF-8 string")
+	}
+	return stringValue(s[begin:end]), nil
+}
+
+// skipCodePoints returns the byte offset n code points after from, or the
+// end of s; ok is false when it meets a continuation byte where a code
+// point should start.
+func skipCodePoints(s string, from, n int) (int, bool) {
+	i := from
+	for ; n > 0 && i < len(s); n-- {
+		if isContinuationByte(s[i]) {
+			return 0, false
+		}
+		i += codePointLength(s[i])
+	}
+	return min(i, len(s)), true
+}
+
+// codePointLength is the length of the UTF-8 sequence that b starts.
+func codePointLength(b byte) int {
+	switch {
+	case b < 0x80:
+		return 1
+	case b >= 0xf0:
+		return 4
+	case b >= 0xe0:
+		return 3
+	}
+	return 2
+}
+
+func strLenBytes(v []bsoncore.Value) (bsoncore.Value, error) {
+	if v[0].Type != bsoncore.TypeString {
+		return missing, mongoerr.New(34473, "$strLenBytes requires a string argument, found: %s", typeName(v[0].Type))
+	}
+	return int32Value(int32(len(mustStringBytes(v[0])))), nil
+}
+
+func strLenCP(v []bsoncore.Value) (bsoncore.Value, error) {
+	if v[0].Type != bsoncore.TypeString {
+		return missing, mongoerr.New(34471, "$strLenCP requires a string argument, found: %s", typeName(v[0].Type))
+	}
+	n := 0
+	for _, b := range mustStringBytes(v[0]) {
+		if !isContinuationByte(b) {
+			n++
+		}
+	}
+	return int32Value(int32(n)), nil
+}
+
+func split(v []bsoncore.Value) (bsoncore.Value, error) {
+	s, sep := v[0], v[1]
+	switch {
+	case isNullish(s) || isNullish(sep):
+		return nullValue, nil
+	case s.Type != bsoncore.TypeString:
+		return missing, mongoerr.New(40085, "$split requires an expression that evaluates to a string as a first argument, found: %s", typeName(s.Type))
+	case sep.Type != bsoncore.TypeString:
+		return missing, mongoerr.New(40086, "$split requires an expression that evaluates to a string as a second argument, found: %s", typeName(sep.Type))
+	case len(mustStringBytes(sep)) == 0:
+		return missing, mongoerr.New(40087, "$split requires a non-empty separator")
+	}
+	parts := bytes.Split(mustStringBytes(s), mustStringBytes(sep))
+	vals := make([]bsoncore.Value, len(parts))
+	for i, p := range parts {
+		vals[i] = stringValue(string(p))
+	}
+	return arrayValue(vals), nil
+}
+
+// searchBounds reads the optional start and end arguments of $indexOfBytes
+// and $indexOfCP, which must be non-negative integers.
+func searchBounds(name string, v []bsoncore.Value, length int) (start, end int, err error) {
+	start, end = 0, length
+	for i, what := range []string{"starting index", "ending index"} {
+		if len(v) <= 2+i {
+			break
+		}
+		n, ok := int32Arg(v[2+i])
+		if !ok {
+			return 0, 0, mongoerr.New(40096, "%srequires an integral %s, found a value of type: %s, with value: %s", name, what, typeName(v[2+i].Type), v[2+i])
+		}
+		if n < 0 {
+			return 0, 0, mongoerr.New(40097, "%s requires a nonnegative %s, found: %s", name, what, v[2+i])
+		}
+		if i == 0 {
+			start = n
+		} else {
+			end = min(n, length)
+		}
+	}
+	return start, end, nil
+}
+
+func indexOfBytes(v []bsoncore.Value) (bsoncore.Value, error) {
+	s, token, err := indexOfStrings("$indexOfBytes", 40091, 40092, v)
+	if err != nil || s == nil {
+		return nullValue, err
+	}
+	start, end, err := searchBounds("$indexOfBytes", v, len(s))
+	if err != nil {
+		return missing, err
+	}
+	if start > len(s) || end < start {
+		return int32Value(-1), nil
+	}
+	i := bytes.Index(s[start:end], token)
+	if i < 0 {
+		return int32Value(-1), nil
+	}
+	return int32Value(int32(start + i)), nil
+}
+
+// indexOfStrings reads the string and the token of $indexOfBytes and
+// $indexOfCP; s is nil when the string is null.
+func indexOfStrings(name string, stringCode, tokenCode mongoerr.Code, v []bsoncore.Value) (s, token []byte, err error) {
+	switch {
+	case isNullish(v[0]):
+		return nil, nil, nil
+	case v[0].Type != bsoncore.TypeString:
+		return nil, nil, mongoerr.New(stringCode, "%s requires a string as the first argument, found: %s", name, typeName(v[0].Type))
+	case v[1].Type != bsoncore.TypeString:
+		return nil, nil, mongoerr.New(tokenCode, "%s requires a string as the second argument, found: %s", name, typeName(v[1].Type))
+	}
+	s = mustStringBytes(v[0])
+	if s == nil {
+		s = []byte{}
+	}
+	return s, mustStringBytes(v[1]), nil
+}
+
+// indexOfCP is $indexOfCP, with MongoDB's bounds: the token may run past
+// the ending index, and a starting index at the end finds nothing, not
+// even the empty string.
+func indexOfCP(v []bsoncore.Value) (bsoncore.Value, error) {
+	s, token, err := indexOfStrings("$indexOfCP", 40093, 40094, v)
+	if err != nil || s == nil {
+		return nullValue, err
+	}
+	length := 0
+	for i := 0; i < len(s); i += codePointLength(s[i]) {
+		if isContinuationByte(s[i]) {
+			return missing, mongoerr.New(40095, "$indexOfCP found bad UTF-8 in the input")
+		}
+		length++
+	}
+	start, end, err := searchBounds("$indexOfCP", v, length)
+	if err != nil {
+		return missing, err
+	}
+	if end < start {
+		return int32Value(-1), nil
+	}
+	if len(s) == 0 && len(token) == 0 && start == 0 {
+		return int32Value(0), nil
+	}
+	i, _ := skipCodePoints(string(s), 0, start)
+	for cp := start; cp < end && i < len(s); cp++ {
+		if bytes.HasPrefix(s[i:], token) {
+			return int32Value(int32(cp)), nil
+		}
+		i += codePointLength(s[i])
+	}
+	return int32Value(-1), nil
+}
+
+// trimExpr is $trim, $ltrim or $rtrim.
+type trimExpr struct {
+	name        string
+	left, right bool
+	input       exprNode
+	chars       exprNode // nil for whitespace
+}
+
+// trimWhitespace is what $trim removes by default: the null character and
+// the Unicode spaces MongoDB lists.
+var trimWhitespace = []string{
+	"\x00", " ", "\t", "\n", "\v", "\f", "\r", "\u00a0", "\u1680",
+	"\u2000", "\u2001", "\u2002", "\u2003", "\u2004", "\u2005", "\u2006", "\u2007", "\u2008", "\u2009", "\u200a",
+}
+
+func compileTrim(c *exprCompiler, name string, args bsoncore.Value) (exprNode, error) {
+	if args.Type != bsoncore.TypeEmbeddedDocument {
+		return nil, mongoerr.New(50696, "%s only supports an object as an argument, found %s", name, typeName(args.Type))
+	}
+	nodes, err := c.compileNamed(args.Data, []string{"input", "chars"},
+		func(arg string) error { return mongoerr.New(50694, "%s found an unknown argument: %s", name, arg) })
+	if err != nil {
+		return nil, err
+	}
+	if nodes[0] == nil {
+		return nil, mongoerr.New(50695, "%s requires an 'input' field", name)
+	}
+	return &trimExpr{name: name, left: name != "$rtrim", right: name != "$ltrim", input: nodes[0], chars: nodes[1]}, nil
+}
+
+func (x *trimExpr) eval(e *env) (bsoncore.Value, error) {
+	in, ok, err := evalTyped(e, x.input, bsoncore.TypeString, func(v bsoncore.Value) error {
+		return mongoerr.New(50699, "%s requires its input to be a string, got %s (of type %s) instead.", x.name, v, typeName(v.Type))
+	})
+	if !ok {
+		return nullValue, err
+	}
+	cut := trimWhitespace
+	if x.chars != nil {
+		chars, ok, err := evalTyped(e, x.chars, bsoncore.TypeString, func(v bsoncore.Value) error {
+			return mongoerr.New(50700, "%s requires 'chars' to be a string, got %s (of type %s) instead.", x.name, v, typeName(v.Type))
+		})
+		if !ok {
+			return nullValue, err
+		}
+		if cut, err = codePoints(x.name, stringOf(chars)); err != nil {
+			return missing, err
+		}
+	}
+	s := stringOf(in)
+	for trimmed := true; x.left && trimmed; {
+		trimmed = false
+		for _, cp := range cut {
+			if strings.HasPrefix(s, cp) {
+				s, trimmed = s[len(cp):], true
+				break
+			}
+		}
+	}
+	for trimmed := true; x.right && trimmed; {
+		trimmed = false
+		for _, cp := range cut {
+			if strings.HasSuffix(s, cp) {
+				s, trimmed = s[:len(s)-len(cp)], true
+				break
+			}
+		}
+	}
+	return stringValue(s), nil
+}
+
+// codePoints splits the chars argument of $trim into its code points.
+func codePoints(name, s string) ([]string, error) {
+	var cps []string
+	for i := 0; i < len(s); {
+		if isContinuationByte(s[i]) {
+			return nil, mongoerr.New(50698, "Failed to parse \"chars\" argument to %s: Detected invalid UTF-8. Got continuation byte when expecting the start of a new code point.", name)
+		}
+		n := codePointLength(s[i])
+		if i+n > len(s) {
+			return nil, mongoerr.New(50697, "Failed to parse \"chars\" argument to %s: Detected invalid UTF-8. Missing expected continuation byte at end of string.", name)
+		}
+		cps = append(cps, s[i:i+n])
+		i += n
+	}
+	return cps, nil
+}
+
+// regexMatchExpr is $regexMatch. A constant pattern is compiled once.
+type regexMatchExpr struct {
+	input, regex, options exprNode
+	constant              *regexPredicate
+}
+
+func compileRegexMatch(c *exprCompiler, name string, args bsoncore.Value) (exprNode, error) {
+	if args.Type != bsoncore.TypeEmbeddedDocument {
+		return nil, mongoerr.New(51103, "%s expects an object of named arguments but found: %s", name, typeName(args.Type))
+	}
+	nodes, err := c.compileNamed(args.Data, []string{"input", "regex", "options"},
+		func(arg string) error { return mongoerr.New(31024, "%s found an unknown argument: %s", name, arg) })
+	switch {
+	case err != nil:
+		return nil, err
+	case nodes[0] == nil:
+		return nil, mongoerr.New(31022, "%s requires 'input' parameter", name)
+	case nodes[1] == nil:
+		return nil, mongoerr.New(31023, "%s requires 'regex' parameter", name)
+	}
+	x := &regexMatchExpr{input: nodes[0], regex: nodes[1], options: nodes[2]}
+	regex, isConst := x.regex.(literal)
+	options, optionsConst := x.options.(literal)
+	if isConst && (x.options == nil || optionsConst) {
+		if x.constant, err = compileRegexArgs(regex.v, options.v); err != nil {
+			return nil, err
+		}
+	}
+	return x, nil
+}
+
+// compileRegexArgs checks and compiles the regex and options of
+// $regexMatch; it returns nil for a null pattern.
+func compileRegexArgs(regex, options bsoncore.Value) (*regexPredicate, error) {
+	var pattern, flags string
+	switch {
+	case isNullish(regex):
+	case regex.Type == bsoncore.TypeString:
+		pattern = stringOf(regex)
+	case regex.Type == bsoncore.TypeRegex:
+		pattern, flags, _ = regex.RegexOK()
+	default:
+		return nil, mongoerr.New(51105, "$regexMatch needs 'regex' to be of type string or regex")
+	}
+	switch {
+	case isNullish(options):
+	case options.Type != bsoncore.TypeString:
+		return nil, mongoerr.New(51106, "$regexMatch needs 'options' to be of type string")
+	case flags != "":
+		return nil, mongoerr.New(51107, "$regexMatch: found regex option(s) specified in both 'regex' and 'option' fields")
+	default:
+		flags = stringOf(options)
+	}
+	switch {
+	case strings.ContainsRune(pattern, 0):
+		return nil, mongoerr.New(51109, "$regexMatch: regular expression cannot contain an embedded null byte")
+	case strings.ContainsRune(flags, 0):
+		return nil, mongoerr.New(51110, "$regexMatch: regular expression options cannot contain an embedded null byte")
+	case isNullish(regex):
+		return nil, nil
+	}
+	re, err := newRegex(pattern, flags)
+	if mongoerr.CodeOf(err) == codeRegexInvalid {
+		return nil, mongoerr.New(51111, "Invalid Regex in $regexMatch: %v", err)
+	}
+	return re, err
+}
+
+func (x *regexMatchExpr) eval(e *env) (bsoncore.Value, error) {
+	in, err := x.input.eval(e)
+	if err != nil {
+		return missing, err
+	}
+	if !isNullish(in) && in.Type != bsoncore.TypeString {
+		return missing, mongoerr.New(51104, "$regexMatch needs 'input' to be of type string")
+	}
+	re := x.constant
+	if re == nil {
+		var regex, options bsoncore.Value
+		if regex, err = x.regex.eval(e); err != nil {
+			return missing, err
+		}
+		if x.options != nil {
+			if options, err = x.options.eval(e); err != nil {
+				return missing, err
+			}
+		}
+		if re, err = compileRegexArgs(regex, options); err != nil {
+			return missing, err
+		}
+	}
+	if re == nil || isNullish(in) {
+		return boolValue(false), nil
+	}
+	return boolValue(re.re.Match(mustStringBytes(in))), nil
+}
