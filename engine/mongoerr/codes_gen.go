@@ -47,6 +47,7 @@ const (
 	InvalidIndexSpecificationOption Code = 197
 	QueryFeatureNotAllowed          Code = 224
 	NotImplemented                  Code = 238
+	ConversionFailure               Code = 241
 	UnsupportedOpQueryCommand       Code = 352
 	BSONObjectTooLarge              Code = 10334
 	DuplicateKey                    Code = 11000
@@ -98,6 +99,7 @@ var codeNames = map[Code]string{
 	InvalidIndexSpecificationOption: "InvalidIndexSpecificationOption",
 	QueryFeatureNotAllowed:          "QueryFeatureNotAllowed",
 	NotImplemented:                  "NotImplemented",
+	ConversionFailure:               "ConversionFailure",
 	UnsupportedOpQueryCommand:       "UnsupportedOpQueryCommand",
 	BSONObjectTooLarge:              "BSONObjectTooLarge",
 	DuplicateKey:                    "DuplicateKey",

@@ -50,17 +50,17 @@ func (a *applier) include(n *node, doc bsoncore.Document, pending bool) ([]byte,
 	}
 	if n.computed {
 		for _, c := range n.children {
+			var err error
 			switch {
-			case c.kind == computed:
-				if v, ok := c.expr.eval(a.root); ok {
-					dst = bsoncore.AppendValueElement(dst, c.name, v)
-				}
 			case c.kind == elemMatch:
 				if v, ok := firstMatch(c, doc); ok {
 					dst = bsoncore.AppendValueElement(dst, c.name, v)
 				}
-			case c.kind == subtree && c.sub.computed && !emitted[c.name]:
-				dst = bsoncore.AppendValueElement(dst, c.name, c.sub.evalComputed(a.root))
+			case c.kind == computed, c.kind == subtree && !emitted[c.name]:
+				dst, err = c.appendComputed(dst, a.root)
+			}
+			if err != nil {
+				return nil, err
 			}
 		}
 	}
@@ -108,7 +108,11 @@ func (a *applier) includeArray(n *node, arr bsoncore.Array) (bsoncore.Value, err
 			out = append(out, inner)
 		default:
 			if n.computed {
-				out = append(out, n.evalComputed(a.root))
+				d, err := n.evalComputed(a.root)
+				if err != nil {
+					return bsoncore.Value{}, err
+				}
+				out = append(out, d)
 			}
 		}
 	}

@@ -1,7 +1,9 @@
 // Package project applies the projection of a find command to the documents
 // it returns: inclusions and exclusions of fields and dotted paths, computed
-// fields (literal values and "$field" paths), and the find-only operators
-// $slice, $elemMatch and the positional "a.$".
+// fields (any aggregation expression, evaluated by package query), and the
+// find-only operators $slice, $elemMatch and the positional "a.$". The
+// projecting stages of a pipeline, $project, $addFields (or $set) and
+// $unset, are projections too.
 //
 // A projection compiles into a tree of path components, checked once for the
 // errors MongoDB reports (mixing inclusion and exclusion, colliding paths,

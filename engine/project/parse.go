@@ -3,6 +3,7 @@ package project
 import (
 	"slices"
 	"strings"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -17,11 +18,16 @@ const (
 	undecided projType = iota
 	inclusion
 	exclusion
+	addition // $addFields: every field stays, computed ones are set
 )
 
 // parser builds the tree of a projection, deciding on the way whether it
 // includes or excludes.
 type parser struct {
+	// stage tells the $project stage of a pipeline, which has no find
+	// operators, from a find projection.
+	stage                                 bool
+	now                                   time.Time // $$NOW
 	typ                                   projType
 	idSpecified, idIncluded, idExcluded   bool
 	hasSlice, hasElemMatch, hasPositional bool
@@ -32,6 +38,7 @@ type parser struct {
 func (p *parser) element(parent *node, prefix []string, e bsoncore.Element) error {
 	key, v := e.Key(), e.Value()
 	begin, end, positional := findPositional(key)
+	positional = positional && !p.stage
 	switch {
 	case v.Type == bsoncore.TypeEmbeddedDocument:
 		if positional {
@@ -50,7 +57,7 @@ func (p *parser) element(parent *node, prefix []string, e bsoncore.Element) erro
 	if positional {
 		return mongoerr.New(mongoerr.Code(31308), "positional projection cannot be used with a literal")
 	}
-	x, err := parseExpr(v)
+	x, err := compileExpr(v, p.now)
 	if err != nil {
 		return err
 	}
@@ -182,8 +189,14 @@ func (p *parser) operator(parent *node, prefix []string, key string, op bsoncore
 		return err
 	}
 	arg := op.Value()
+	name := op.Key()
+	if p.stage {
+		// A pipeline's $project has no find operators: they are
+		// expressions there.
+		name = ""
+	}
 	var c *child
-	switch op.Key() {
+	switch name {
 	case "$slice":
 		if c, err = parseSlice(arg); err != nil {
 			return err
@@ -213,7 +226,7 @@ func (p *parser) operator(parent *node, prefix []string, key string, op bsoncore
 		if p.typ == exclusion {
 			return mongoerr.New(mongoerr.Code(31252), "Cannot use expression other than $meta in exclusion projection")
 		}
-		x, err := parseOperator([]bsoncore.Element{op})
+		x, err := compileOperator(op, p.now)
 		if err != nil {
 			return err
 		}

@@ -2,6 +2,7 @@ package project
 
 import (
 	"bytes"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -9,25 +10,59 @@ import (
 	"github.com/lethedb/lethe/engine/mongoerr"
 )
 
-// Projection is a compiled find projection. It is safe for concurrent use.
+// Projection is a compiled projection: of a find command, or of a
+// pipeline's $project, $addFields (or $set) or $unset stage. It is safe for
+// concurrent use.
 type Projection struct {
-	root      *node // nil for the empty projection
-	inclusion bool
+	root *node // nil for the empty projection
+	typ  projType
+}
+
+// Options are the context the projection of a pipeline stage is compiled
+// in.
+type Options struct {
+	// Now is the value of $$NOW in computed fields. The zero time means
+	// the time of compilation.
+	Now time.Time
 }
 
 // Compile parses a find projection document. Errors carry MongoDB's codes.
 // The projection keeps its own copy of the document.
 func Compile(spec bson.Raw) (*Projection, error) {
-	if err := bsoncore.Document(spec).Validate(); err != nil {
-		return nil, mongoerr.New(mongoerr.InvalidBSON, "invalid projection: %v", err)
+	if err := validate(spec); err != nil {
+		return nil, err
 	}
+	return compile(spec, parser{})
+}
+
+// CompileProject parses the specification of a pipeline's $project stage:
+// a projection without the find operators ($slice, $elemMatch and the
+// positional "a.$" are expressions, or invalid paths, there), which must
+// name at least one field.
+func CompileProject(spec bson.Raw, opts Options) (*Projection, error) {
+	if err := validate(spec); err != nil {
+		return nil, err
+	}
+	if len(spec) <= 5 {
+		return nil, mongoerr.New(mongoerr.Code(51272), "projection specification must have at least one field")
+	}
+	return compile(spec, parser{stage: true, now: opts.Now})
+}
+
+func validate(spec bson.Raw) error {
+	if err := bsoncore.Document(spec).Validate(); err != nil {
+		return mongoerr.New(mongoerr.InvalidBSON, "invalid projection: %v", err)
+	}
+	return nil
+}
+
+func compile(spec bson.Raw, p parser) (*Projection, error) {
 	// Computed literals point into the document.
 	spec = bytes.Clone(spec)
 	elems, _ := bsoncore.Document(spec).Elements()
 	if len(elems) == 0 {
 		return &Projection{}, nil
 	}
-	var p parser
 	root := newNode()
 	for _, e := range elems {
 		if k := e.Key(); k == "_id" || len(k) > 4 && k[:4] == "_id." {
@@ -48,7 +83,7 @@ func Compile(spec bson.Raw) (*Projection, error) {
 		root.remove("_id")
 	}
 	root.markComputed()
-	return &Projection{root: root, inclusion: p.typ == inclusion}, nil
+	return &Projection{root: root, typ: p.typ}, nil
 }
 
 // defaultType decides a projection made only of _id and find operators,
@@ -72,7 +107,8 @@ func (p *parser) defaultType() projType {
 func (p *Projection) IsEmpty() bool { return p.root == nil }
 
 // Apply projects doc. positional is the index of the array element the
-// query matched, which an "a.$" projection keeps, or -1.
+// query matched, which an "a.$" projection keeps, or -1. Computing a field
+// can fail, as when it adds a string.
 func (p *Projection) Apply(doc bson.Raw, positional int) (bson.Raw, error) {
 	if p.root == nil {
 		return doc, nil
@@ -81,8 +117,11 @@ func (p *Projection) Apply(doc bson.Raw, positional int) (bson.Raw, error) {
 		return nil, mongoerr.New(mongoerr.InvalidBSON, "invalid document: %v", err)
 	}
 	a := applier{root: bsoncore.Document(doc), positional: positional}
-	if p.inclusion {
+	switch p.typ {
+	case inclusion:
 		return a.include(p.root, a.root, true)
+	case addition:
+		return a.addFields(p.root, a.root)
 	}
 	return a.exclude(p.root, a.root), nil
 }

@@ -1,6 +1,7 @@
 package project
 
 import (
+	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/engine/query"
@@ -31,7 +32,7 @@ type child struct {
 	name string
 	kind kind
 	sub  *node
-	expr expr
+	expr *query.Expr
 	// skip and limit are $slice's arguments; hasSkip tells the [skip,
 	// limit] form from the plain limit.
 	skip, limit int
@@ -76,18 +77,36 @@ func (n *node) markComputed() bool {
 
 // evalComputed builds the document of n's computed fields alone: what an
 // inclusion projection makes of a value that has no fields to project.
-func (n *node) evalComputed(root bsoncore.Document) bsoncore.Value {
+func (n *node) evalComputed(root bsoncore.Document) (bsoncore.Value, error) {
 	idx, dst := bsoncore.AppendDocumentStart(nil)
 	for _, c := range n.children {
-		switch {
-		case c.kind == computed:
-			if v, ok := c.expr.eval(root); ok {
-				dst = bsoncore.AppendValueElement(dst, c.name, v)
-			}
-		case c.kind == subtree && c.sub.computed:
-			dst = bsoncore.AppendValueElement(dst, c.name, c.sub.evalComputed(root))
+		var err error
+		if dst, err = c.appendComputed(dst, root); err != nil {
+			return bsoncore.Value{}, err
 		}
 	}
 	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
-	return bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: dst}
+	return bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: dst}, nil
+}
+
+// appendComputed appends the field c computes, if it has a value.
+func (c *child) appendComputed(dst []byte, root bsoncore.Document) ([]byte, error) {
+	v, err := c.evalComputed(root)
+	if err != nil || v.Type == 0 {
+		return dst, err
+	}
+	return bsoncore.AppendValueElement(dst, c.name, v), nil
+}
+
+// evalComputed returns the value c computes where the input has nothing:
+// its expression's value, or a document of the computed fields below it.
+// The value is missing when there is none.
+func (c *child) evalComputed(root bsoncore.Document) (bsoncore.Value, error) {
+	switch {
+	case c.kind == computed:
+		return c.expr.Eval(bson.Raw(root))
+	case c.kind == subtree && c.sub.computed:
+		return c.sub.evalComputed(root)
+	}
+	return bsoncore.Value{}, nil
 }

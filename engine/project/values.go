@@ -7,6 +7,10 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
+func arrayValue(values []bsoncore.Value) bsoncore.Value {
+	return bsoncore.Value{Type: bsoncore.TypeArray, Data: bsoncore.BuildArray(nil, values...)}
+}
+
 func isNumber(t bsoncore.Type) bool {
 	switch t {
 	case bsoncore.TypeInt32, bsoncore.TypeInt64, bsoncore.TypeDouble, bsoncore.TypeDecimal128:

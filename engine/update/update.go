@@ -18,17 +18,19 @@ const maxDocumentSize = 16 * 1024 * 1024
 
 // Options are the parts of an update command that shape its updates.
 type Options struct {
-	// Now is the time $currentDate writes. The zero time means the time at
-	// which the update is applied.
+	// Now is the time $currentDate writes, and $$NOW in a pipeline. The
+	// zero time means the time at which the update is applied, or for
+	// $$NOW, compiled.
 	Now time.Time
 	// ArrayFilters select the array elements of "$[<id>]" path components.
 	ArrayFilters []bson.Raw
 }
 
-// Update is a compiled update: either operators or a replacement document.
-// It is safe for concurrent use.
+// Update is a compiled update: operators, a replacement document or a
+// pipeline. It is safe for concurrent use.
 type Update struct {
-	replacement bson.Raw // nil for an operator update
+	replacement bson.Raw // nil unless a replacement
+	pipeline    []stage  // nil unless a pipeline, empty for an empty one
 	root        *objectNode
 	filters     map[string]*query.Filter
 	now         time.Time
@@ -69,8 +71,15 @@ func (u *Update) Apply(doc bson.Raw, positional int) (out bson.Raw, changed bool
 	if err := bsoncore.Document(doc).Validate(); err != nil {
 		return nil, false, mongoerr.New(mongoerr.InvalidBSON, "invalid document: %v", err)
 	}
-	if u.IsReplacement() {
-		return u.replace(doc)
+	switch {
+	case u.IsReplacement():
+		return replace(doc, u.replacement, false)
+	case u.pipeline != nil:
+		out, err := u.run(doc)
+		if err != nil {
+			return nil, false, err
+		}
+		return replace(doc, out, true)
 	}
 	root := newValue(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc})
 	a := u.applier(root, positional, false)
@@ -92,20 +101,22 @@ func (u *Update) applier(root *value, positional int, insert bool) *applier {
 	return &applier{root: root, positional: positional, filters: u.filters, now: now, insert: insert}
 }
 
-// replace applies a replacement document: it keeps doc's _id, which it may
-// repeat but not change.
-func (u *Update) replace(doc bson.Raw) (bson.Raw, bool, error) {
-	if bytes.Equal(doc, u.replacement) {
+// replace replaces doc with a replacement document, or with what a
+// pipeline made of it: it keeps doc's _id, which the replacement may repeat
+// but not change. Only a pipeline may write top-level fields that start
+// with '$'.
+func replace(doc, replacement bson.Raw, pipeline bool) (bson.Raw, bool, error) {
+	if bytes.Equal(doc, replacement) {
 		return doc, false, nil
 	}
-	elems, _ := bsoncore.Document(u.replacement).Elements()
+	elems, _ := bsoncore.Document(replacement).Elements()
 	for _, e := range elems {
-		if strings.HasPrefix(e.Key(), "$") {
+		if strings.HasPrefix(e.Key(), "$") && !pipeline {
 			return nil, false, dollarPrefixed(e.Key())
 		}
 	}
 	oldID, hadID := lookupID(doc)
-	newID, hasID := lookupID(u.replacement)
+	newID, hasID := lookupID(replacement)
 	if hadID && hasID && keycodec.Compare(oldID, newID) != 0 {
 		return nil, false, mongoerr.New(mongoerr.ImmutableField, "After applying the update, the (immutable) field '_id' was found to have been altered to %s", describe("_id", newID))
 	}

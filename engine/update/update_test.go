@@ -15,20 +15,22 @@ import (
 // testNow is the time $currentDate writes in the test cases.
 var testNow = time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)
 
-// updateCase is one case of testdata/update. A case either applies update to
-// doc (with positional standing for the query's "$" match, -1 by default),
-// or, with upsertFilter, builds the document an upsert inserts. It expects
-// either the resulting document, byte for byte, or an error code.
+// updateCase is one case of testdata/update. A case either applies update,
+// or pipeline, an update given as an array of stages, to doc (with
+// positional standing for the query's "$" match, -1 by default), or, with
+// upsertFilter, builds the document an upsert inserts. It expects either the
+// resulting document, byte for byte, or an error code.
 type updateCase struct {
-	Name         string     `bson:"name"`
-	Doc          bson.Raw   `bson:"doc"`
-	Update       bson.Raw   `bson:"update"`
-	ArrayFilters []bson.Raw `bson:"arrayFilters"`
-	Positional   *int       `bson:"positional"`
-	UpsertFilter bson.Raw   `bson:"upsertFilter"`
-	Expect       bson.Raw   `bson:"expect"`
-	Modified     *bool      `bson:"modified"`
-	Error        int        `bson:"error"`
+	Name         string        `bson:"name"`
+	Doc          bson.Raw      `bson:"doc"`
+	Update       bson.Raw      `bson:"update"`
+	Pipeline     bson.RawValue `bson:"pipeline"`
+	ArrayFilters []bson.Raw    `bson:"arrayFilters"`
+	Positional   *int          `bson:"positional"`
+	UpsertFilter bson.Raw      `bson:"upsertFilter"`
+	Expect       bson.Raw      `bson:"expect"`
+	Modified     *bool         `bson:"modified"`
+	Error        int           `bson:"error"`
 	// Derived explains an expectation reasoned out rather than taken from
 	// MongoDB's documentation or observed behaviour.
 	Derived string `bson:"derived"`
@@ -60,7 +62,14 @@ func TestCases(t *testing.T) {
 }
 
 func runCase(t *testing.T, c updateCase) {
-	u, err := Compile(c.Update, Options{Now: testNow, ArrayFilters: c.ArrayFilters})
+	opts := Options{Now: testNow, ArrayFilters: c.ArrayFilters}
+	var u *Update
+	var err error
+	if c.Pipeline.Type != 0 {
+		u, err = CompilePipeline(stages(t, c.Pipeline), opts)
+	} else {
+		u, err = Compile(c.Update, opts)
+	}
 	var out bson.Raw
 	var changed bool
 	if err == nil {
@@ -94,6 +103,28 @@ func runCase(t *testing.T, c updateCase) {
 	if c.Modified != nil && *c.Modified != changed {
 		t.Fatalf("modified: got %v, expected %v", changed, *c.Modified)
 	}
+}
+
+// stages returns the documents of a pipeline.
+func stages(t *testing.T, pipeline bson.RawValue) []bson.Raw {
+	t.Helper()
+	arr, ok := pipeline.ArrayOK()
+	if !ok {
+		t.Fatal("pipeline is not an array")
+	}
+	values, err := arr.Values()
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := make([]bson.Raw, len(values))
+	for i, v := range values {
+		d, ok := v.DocumentOK()
+		if !ok {
+			t.Fatalf("pipeline stage %d is not a document", i)
+		}
+		docs[i] = d
+	}
+	return docs
 }
 
 // TestApplyDoesNotAliasInput checks that applying an update leaves the

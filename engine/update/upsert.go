@@ -13,8 +13,9 @@ import (
 // ApplyUpsert builds the document an upsert inserts when filter matches
 // nothing. An operator update starts from the equality conditions of the
 // filter, dotted paths becoming embedded documents, and applies its operators,
-// $setOnInsert included. A replacement keeps only the filter's _id equality.
-// The result has _id first when it has one; the caller adds an _id when not.
+// $setOnInsert included; a pipeline runs on the same document. A replacement
+// keeps only the filter's _id equality. The result has _id first when it
+// has one; the caller adds an _id when not.
 func (u *Update) ApplyUpsert(filter bson.Raw) (bson.Raw, error) {
 	// A replacement takes only _id from the filter, and looks at no other
 	// path, ambiguous or not.
@@ -29,6 +30,9 @@ func (u *Update) ApplyUpsert(filter bson.Raw) (bson.Raw, error) {
 	}
 	for _, eq := range eqs {
 		setPath(root, eq.path, eq.val)
+	}
+	if u.pipeline != nil {
+		return u.upsertPipeline(root)
 	}
 	a := u.applier(root, -1, true)
 	if err := u.root.apply(a, target{elem: root}); err != nil {
@@ -64,15 +68,40 @@ func (u *Update) upsertReplacement(root *value, eqs []equality) (bson.Raw, error
 	return finish(root)
 }
 
+// upsertPipeline runs the pipeline on the document the filter's equalities
+// make, which it may change but for its _id.
+func (u *Update) upsertPipeline(root *value) (bson.Raw, error) {
+	seed, err := finish(root)
+	if err != nil {
+		return nil, err
+	}
+	out, err := u.run(seed)
+	if err != nil {
+		return nil, err
+	}
+	if out, _, err = replace(seed, out, true); err != nil {
+		return nil, err
+	}
+	if id, ok := lookupID(out); ok {
+		if err := checkIDType(id.Type); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
 // checkInsertedID refuses an _id that cannot be stored.
 func checkInsertedID(root *value) error {
-	id := root.child("_id")
-	if id == nil {
-		return nil
+	if id := root.child("_id"); id != nil {
+		return checkIDType(id.typ)
 	}
-	switch id.typ {
+	return nil
+}
+
+func checkIDType(t bsoncore.Type) error {
+	switch t {
 	case bsoncore.TypeRegex, bsoncore.TypeArray, bsoncore.TypeUndefined:
-		return mongoerr.New(mongoerr.InvalidIdField, "The '_id' value cannot be of type %s", typeName(id.typ))
+		return mongoerr.New(mongoerr.InvalidIdField, "The '_id' value cannot be of type %s", typeName(t))
 	}
 	return nil
 }
