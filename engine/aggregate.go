@@ -2,6 +2,7 @@ package engine
 
 import (
 	"strings"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -16,9 +17,10 @@ import (
 // leading $match/$sort/$skip/$limit stages become one query, so they use
 // the planner and indexes; the rest run in memory.
 //
-// Supported stages: $match, $sort, $skip, $limit, $project, $count, $group
-// (field paths and literals; $sum, $avg, $min, $max, $first, $last, $push,
-// $addToSet, $count).
+// Supported stages: $match, $sort, $skip, $limit, $project, $addFields
+// ($set), $unset, $replaceWith ($replaceRoot), $count and $group ($sum,
+// $avg, $min, $max, $first, $last, $push, $addToSet, $count), all on the
+// aggregation expression language of package query.
 func (e *Engine) Aggregate(db, coll string, pipeline []bson.Raw) ([]bson.Raw, error) {
 	var spec FindSpec
 	var filters []bson.Raw
@@ -67,7 +69,7 @@ func (e *Engine) Aggregate(db, coll string, pipeline []bson.Raw) ([]bson.Raw, er
 	}
 	for ; i < len(pipeline); i++ {
 		name, arg, _ := stageOf(pipeline[i])
-		if docs, err = runStage(name, arg, docs); err != nil {
+		if docs, err = runStage(name, arg, docs, e.clock.Now()); err != nil {
 			return nil, err
 		}
 	}
@@ -82,7 +84,7 @@ func stageOf(stage bson.Raw) (string, bson.RawValue, error) {
 	return elems[0].Key(), elems[0].Value(), nil
 }
 
-func runStage(name string, arg bson.RawValue, docs []bson.Raw) ([]bson.Raw, error) {
+func runStage(name string, arg bson.RawValue, docs []bson.Raw, now time.Time) ([]bson.Raw, error) {
 	switch name {
 	case "$match":
 		f, err := query.Compile(arg.Document())
@@ -112,8 +114,8 @@ func runStage(name string, arg bson.RawValue, docs []bson.Raw) ([]bson.Raw, erro
 			return docs[min(int(n), len(docs)):], nil
 		}
 		return docs[:min(int(n), len(docs))], nil
-	case "$project":
-		p, err := project.Compile(arg.Document())
+	case "$project", "$addFields", "$set", "$unset":
+		p, err := compileShapeStage(name, arg, now)
 		if err != nil {
 			return nil, err
 		}
@@ -123,6 +125,8 @@ func runStage(name string, arg bson.RawValue, docs []bson.Raw) ([]bson.Raw, erro
 			}
 		}
 		return docs, nil
+	case "$replaceWith", "$replaceRoot":
+		return replaceRoot(name, arg, docs, now)
 	case "$count":
 		field, ok := arg.StringValueOK()
 		if !ok || field == "" || strings.HasPrefix(field, "$") || strings.Contains(field, ".") {
@@ -134,7 +138,7 @@ func runStage(name string, arg bson.RawValue, docs []bson.Raw) ([]bson.Raw, erro
 		out, _ := bson.Marshal(bson.D{{Key: field, Value: int32(len(docs))}})
 		return []bson.Raw{out}, nil
 	case "$group":
-		return group(arg, docs)
+		return group(arg, docs, now)
 	}
 	return nil, mongoerr.New(mongoerr.Code(40324), "Unrecognized pipeline stage name: '%s'", name)
 }
@@ -143,27 +147,64 @@ func sortRaw(docs []bson.Raw, s *query.Sort) {
 	sortStableRaw(docs, s.Compare)
 }
 
-// expr evaluates the small expression language $group understands: "$path"
-// or a literal. Missing paths evaluate to nothing (ok false).
-func expr(doc bson.Raw, v bson.RawValue) (bsoncore.Value, bool) {
-	if s, ok := v.StringValueOK(); ok && strings.HasPrefix(s, "$") {
-		vals, _ := indexValues(bsoncore.Document(doc), s[1:])
-		raw, err := bson.Raw(doc).LookupErr(strings.Split(s[1:], ".")...)
-		if err == nil {
-			return bsoncore.Value{Type: bsoncore.Type(raw.Type), Data: raw.Value}, true
-		}
-		if len(vals) == 1 {
-			return vals[0], true
-		}
-		return bsoncore.Value{}, false
+// compileShapeStage compiles the stages that reshape each document.
+func compileShapeStage(name string, arg bson.RawValue, now time.Time) (*project.Projection, error) {
+	opts := project.Options{Now: now}
+	if name == "$unset" {
+		return project.CompileUnset(bsoncore.Value{Type: bsoncore.Type(arg.Type), Data: arg.Value})
 	}
-	return bsoncore.Value{Type: bsoncore.Type(v.Type), Data: v.Value}, true
+	spec, ok := arg.DocumentOK()
+	if !ok {
+		return nil, mongoerr.New(mongoerr.Code(15969), "%s specification must be an object", name)
+	}
+	if name == "$project" {
+		return project.CompileProject(spec, opts)
+	}
+	return project.CompileAddFields(spec, opts)
+}
+
+// replaceRoot makes each document the value of an expression.
+func replaceRoot(name string, arg bson.RawValue, docs []bson.Raw, now time.Time) ([]bson.Raw, error) {
+	v := bsoncore.Value{Type: bsoncore.Type(arg.Type), Data: arg.Value}
+	if name == "$replaceRoot" {
+		spec, ok := arg.DocumentOK()
+		nr, err := spec.LookupErr("newRoot")
+		if !ok || err != nil {
+			return nil, mongoerr.New(mongoerr.Code(40231), "no newRoot specified for the $replaceRoot stage")
+		}
+		v = bsoncore.Value{Type: bsoncore.Type(nr.Type), Data: nr.Value}
+	}
+	ex, err := query.CompileExprWith(v, query.ExprOptions{Now: now})
+	if err != nil {
+		return nil, err
+	}
+	for j, d := range docs {
+		out, err := ex.Eval(d)
+		if err != nil {
+			return nil, err
+		}
+		doc, ok := out.DocumentOK()
+		if !ok {
+			return nil, mongoerr.New(mongoerr.Code(40228), "'newRoot' expression must evaluate to an object, but resulting value was of type %s", bson.Type(out.Type))
+		}
+		docs[j] = append(bson.Raw(nil), doc...)
+	}
+	return docs, nil
+}
+
+// evalOrNull evaluates ex, giving null for a missing result.
+func evalOrNull(ex *query.Expr, doc bson.Raw) (bsoncore.Value, error) {
+	v, err := ex.Eval(doc)
+	if err == nil && v.Type == 0 {
+		v = nullValue
+	}
+	return v, err
 }
 
 type accumulator struct {
 	field string
 	op    string
-	arg   bson.RawValue
+	arg   *query.Expr
 }
 
 type groupState struct {
@@ -180,18 +221,23 @@ type accState struct {
 	keys   map[string]bool
 }
 
-func group(arg bson.RawValue, docs []bson.Raw) ([]bson.Raw, error) {
+func group(arg bson.RawValue, docs []bson.Raw, now time.Time) ([]bson.Raw, error) {
 	spec, ok := arg.DocumentOK()
 	if !ok {
 		return nil, mongoerr.New(mongoerr.Code(15947), "a group's fields must be specified in an object")
 	}
 	elems, _ := spec.Elements()
-	var idSpec bson.RawValue
-	hasID := false
+	var idExpr *query.Expr
+	exprOpts := query.ExprOptions{Now: now}
 	var accs []accumulator
 	for _, el := range elems {
 		if el.Key() == "_id" {
-			idSpec, hasID = el.Value(), true
+			v := el.Value()
+			ex, err := query.CompileExprWith(bsoncore.Value{Type: bsoncore.Type(v.Type), Data: v.Value}, exprOpts)
+			if err != nil {
+				return nil, err
+			}
+			idExpr = ex
 			continue
 		}
 		d, ok := el.Value().DocumentOK()
@@ -205,15 +251,20 @@ func group(arg bson.RawValue, docs []bson.Raw) ([]bson.Raw, error) {
 		default:
 			return nil, mongoerr.New(mongoerr.Code(15952), "unknown group operator '%s'", op)
 		}
-		accs = append(accs, accumulator{field: el.Key(), op: op, arg: ops[0].Value()})
+		av := ops[0].Value()
+		ex, err := query.CompileExprWith(bsoncore.Value{Type: bsoncore.Type(av.Type), Data: av.Value}, exprOpts)
+		if err != nil {
+			return nil, err
+		}
+		accs = append(accs, accumulator{field: el.Key(), op: op, arg: ex})
 	}
-	if !hasID {
+	if idExpr == nil {
 		return nil, mongoerr.New(mongoerr.Code(15955), "a group specification must include an _id")
 	}
 	groups := map[string]*groupState{}
 	var order []string
 	for _, doc := range docs {
-		id, err := groupKey(doc, idSpec)
+		id, err := evalOrNull(idExpr, doc)
 		if err != nil {
 			return nil, err
 		}
@@ -225,7 +276,9 @@ func group(arg bson.RawValue, docs []bson.Raw) ([]bson.Raw, error) {
 			order = append(order, k)
 		}
 		for i, a := range accs {
-			accumulate(&g.accs[i], a, doc)
+			if err := accumulate(&g.accs[i], a, doc); err != nil {
+				return nil, err
+			}
 		}
 	}
 	out := make([]bson.Raw, 0, len(order))
@@ -240,32 +293,17 @@ func group(arg bson.RawValue, docs []bson.Raw) ([]bson.Raw, error) {
 	return out, nil
 }
 
-func groupKey(doc bson.Raw, spec bson.RawValue) (bsoncore.Value, error) {
-	if d, ok := spec.DocumentOK(); ok {
-		elems, _ := d.Elements()
-		b := bsoncore.NewDocumentBuilder()
-		for _, el := range elems {
-			v, ok := expr(doc, el.Value())
-			if !ok {
-				v = nullValue
-			}
-			b.AppendValue(el.Key(), v)
-		}
-		return bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: b.Build()}, nil
-	}
-	v, ok := expr(doc, spec)
-	if !ok {
-		return nullValue, nil
-	}
-	return v, nil
-}
-
-func accumulate(s *accState, a accumulator, doc bson.Raw) {
+func accumulate(s *accState, a accumulator, doc bson.Raw) error {
 	if a.op == "$count" {
 		s.sum.add(bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, 1)})
-		return
+		return nil
 	}
-	v, ok := expr(doc, a.arg)
+	v, err := a.arg.Eval(doc)
+	if err != nil {
+		return err
+	}
+	v = bsoncore.Value{Type: v.Type, Data: append([]byte(nil), v.Data...)}
+	ok := v.Type != 0
 	switch a.op {
 	case "$sum", "$avg":
 		if ok && isNumber(v) {
@@ -274,7 +312,7 @@ func accumulate(s *accState, a accumulator, doc bson.Raw) {
 		}
 	case "$min", "$max":
 		if !ok || v.Type == bsoncore.TypeNull || v.Type == bsoncore.TypeUndefined {
-			return
+			return nil
 		}
 		c := 0
 		if s.set {
@@ -311,6 +349,7 @@ func accumulate(s *accState, a accumulator, doc bson.Raw) {
 			}
 		}
 	}
+	return nil
 }
 
 func finish(s *accState, a accumulator) bsoncore.Value {

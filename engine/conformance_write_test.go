@@ -22,6 +22,7 @@ type updateFileCase struct {
 	Name         string     `bson:"name"`
 	Doc          bson.Raw   `bson:"doc"`
 	Update       bson.Raw   `bson:"update"`
+	Pipeline     []bson.Raw `bson:"pipeline"`
 	ArrayFilters []bson.Raw `bson:"arrayFilters"`
 	Positional   *int       `bson:"positional"`
 	UpsertFilter bson.Raw   `bson:"upsertFilter"`
@@ -95,13 +96,20 @@ func TestUpdateConformanceThroughStore(t *testing.T) {
 		for _, c := range cases {
 			// Positional cases name the matched element directly; documents
 			// without _id get a generated one the file cannot expect.
-			if c.Positional != nil || (c.UpsertFilter == nil && idOf(c.Doc).Type == 0) || c.Update == nil {
+			if c.Positional != nil || (c.UpsertFilter == nil && idOf(c.Doc).Type == 0) || (c.Update == nil && c.Pipeline == nil) {
 				continue
 			}
 			name := file + "/" + c.Name
 			n++
 			withAndWithoutIndexes(t, e, name, c.Doc, func(coll string) {
-				u, err := update.Compile(c.Update, update.Options{Now: updateNow, ArrayFilters: c.ArrayFilters})
+				opts := update.Options{Now: updateNow, ArrayFilters: c.ArrayFilters}
+				var u *update.Update
+				var err error
+				if c.Pipeline != nil {
+					u, err = update.CompilePipeline(c.Pipeline, opts)
+				} else {
+					u, err = update.Compile(c.Update, opts)
+				}
 				if err == nil {
 					filter := c.UpsertFilter
 					if filter == nil {

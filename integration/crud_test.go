@@ -344,3 +344,49 @@ func TestNaturalOrder(t *testing.T) {
 		}
 	}
 }
+
+func TestUpdatePipelineAndAggregateStages(t *testing.T) {
+	ts := startServer(t)
+	coll := ts.Client.Database("app").Collection("pipe")
+	mustInsert(t, coll,
+		bson.D{{Key: "_id", Value: 1}, {Key: "first", Value: "Ada"}, {Key: "last", Value: "Lovelace"}, {Key: "n", Value: 2}},
+		bson.D{{Key: "_id", Value: 2}, {Key: "first", Value: "Alan"}, {Key: "last", Value: "Turing"}, {Key: "n", Value: 5}},
+	)
+	res, err := coll.UpdateMany(ctx, bson.D{}, mongo.Pipeline{
+		{{Key: "$set", Value: bson.D{{Key: "full", Value: bson.D{{Key: "$concat", Value: bson.A{"$first", " ", "$last"}}}}}}},
+		{{Key: "$unset", Value: bson.A{"first", "last"}}},
+	})
+	if err != nil || res.ModifiedCount != 2 {
+		t.Fatalf("pipeline update: %+v %v", res, err)
+	}
+	var doc bson.M
+	if err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: 2}}).Decode(&doc); err != nil || doc["full"] != "Alan Turing" || doc["first"] != nil {
+		t.Fatalf("after pipeline update: %v %v", doc, err)
+	}
+	_, err = coll.UpdateOne(ctx, bson.D{}, mongo.Pipeline{{{Key: "$match", Value: bson.D{}}}})
+	wantCode(t, err, 72)
+	cur, err := coll.Aggregate(ctx, mongo.Pipeline{
+		{{Key: "$addFields", Value: bson.D{{Key: "double", Value: bson.D{{Key: "$multiply", Value: bson.A{"$n", 2}}}}}}},
+		{{Key: "$group", Value: bson.D{{Key: "_id", Value: bson.D{{Key: "$gt", Value: bson.A{"$n", 3}}}}, {Key: "total", Value: bson.D{{Key: "$sum", Value: "$double"}}}}}},
+		{{Key: "$sort", Value: bson.D{{Key: "_id", Value: 1}}}},
+		{{Key: "$project", Value: bson.D{{Key: "_id", Value: 0}, {Key: "big", Value: "$_id"}, {Key: "total", Value: 1}}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []struct {
+		Big   bool  `bson:"big"`
+		Total int32 `bson:"total"`
+	}
+	if err := cur.All(ctx, &got); err != nil || fmt.Sprint(got) != "[{false 4} {true 10}]" {
+		t.Fatalf("aggregate: %v %v", got, err)
+	}
+	cur, err = coll.Aggregate(ctx, mongo.Pipeline{{{Key: "$replaceWith", Value: bson.D{{Key: "name", Value: "$full"}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []bson.M
+	if err := cur.All(ctx, &names); err != nil || len(names) != 2 || names[0]["name"] != "Ada Lovelace" || len(names[0]) != 1 {
+		t.Fatalf("$replaceWith: %v %v", names, err)
+	}
+}

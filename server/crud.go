@@ -184,7 +184,19 @@ func (s *Server) compileUpdate(u bson.RawValue, arrayFilters []bson.Raw, multi b
 		}
 		return up, nil
 	case bson.TypeArray:
-		return nil, mongoerr.New(mongoerr.NotImplemented, "update pipelines are not supported yet")
+		vals, err := u.Array().Values()
+		if err != nil {
+			return nil, mongoerr.New(mongoerr.InvalidBSON, "invalid update pipeline: %v", err)
+		}
+		stages := make([]bson.Raw, 0, len(vals))
+		for _, v := range vals {
+			d, ok := v.DocumentOK()
+			if !ok {
+				return nil, mongoerr.New(mongoerr.TypeMismatch, "Each element of the 'pipeline' array must be an object")
+			}
+			stages = append(stages, d)
+		}
+		return update.CompilePipeline(stages, update.Options{Now: s.clock.Now(), ArrayFilters: arrayFilters})
 	}
 	return nil, wrongType("update.updates", "u", u.Type, "object", "array")
 }
