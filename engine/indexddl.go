@@ -157,7 +157,7 @@ func truthy(v bson.RawValue) bool {
 	return true
 }
 
-func typeName(t bson.Type) string { return t.String() }
+func typeName(t bson.Type) string { return query.TypeName(bsoncore.Type(t)) }
 
 // sameOptions reports whether two index definitions are the same index.
 func sameOptions(a, b indexMeta) bool {

@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/engine/query"
 )
 
 // Command arguments. A handler ranges over cmdArgs, switches on the key and
@@ -211,51 +212,5 @@ func decimalToFloat(d bson.Decimal128) float64 {
 	return f
 }
 
-// typeName is MongoDB's name for a BSON type, as in $type and error messages.
-func typeName(t bson.Type) string {
-	switch t {
-	case bson.TypeDouble:
-		return "double"
-	case bson.TypeString:
-		return "string"
-	case bson.TypeEmbeddedDocument:
-		return "object"
-	case bson.TypeArray:
-		return "array"
-	case bson.TypeBinary:
-		return "binData"
-	case bson.TypeUndefined:
-		return "undefined"
-	case bson.TypeObjectID:
-		return "objectId"
-	case bson.TypeBoolean:
-		return "bool"
-	case bson.TypeDateTime:
-		return "date"
-	case bson.TypeNull:
-		return "null"
-	case bson.TypeRegex:
-		return "regex"
-	case bson.TypeDBPointer:
-		return "dbPointer"
-	case bson.TypeJavaScript:
-		return "javascript"
-	case bson.TypeSymbol:
-		return "symbol"
-	case bson.TypeCodeWithScope:
-		return "javascriptWithScope"
-	case bson.TypeInt32:
-		return "int"
-	case bson.TypeTimestamp:
-		return "timestamp"
-	case bson.TypeInt64:
-		return "long"
-	case bson.TypeDecimal128:
-		return "decimal"
-	case bson.TypeMinKey:
-		return "minKey"
-	case bson.TypeMaxKey:
-		return "maxKey"
-	}
-	return "missing"
-}
+// typeName is MongoDB's name for a BSON type, as error messages spell it.
+func typeName(t bson.Type) string { return query.TypeName(bsoncore.Type(t)) }

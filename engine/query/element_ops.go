@@ -32,43 +32,71 @@ func (s *typeSet) test(v bsoncore.Value) bool {
 	return v.Type != 0 && s[v.Type/64]&(1<<(v.Type%64)) != 0
 }
 
-// typeAliases are the names $type accepts, MongoDB's type names.
-var typeAliases = map[string]bsoncore.Type{
-	"double":              bsoncore.TypeDouble,
-	"string":              bsoncore.TypeString,
-	"object":              bsoncore.TypeEmbeddedDocument,
-	"array":               bsoncore.TypeArray,
-	"binData":             bsoncore.TypeBinary,
-	"undefined":           bsoncore.TypeUndefined,
-	"objectId":            bsoncore.TypeObjectID,
-	"bool":                bsoncore.TypeBoolean,
-	"date":                bsoncore.TypeDateTime,
-	"null":                bsoncore.TypeNull,
-	"regex":               bsoncore.TypeRegex,
-	"dbPointer":           bsoncore.TypeDBPointer,
-	"javascript":          bsoncore.TypeJavaScript,
-	"symbol":              bsoncore.TypeSymbol,
-	"javascriptWithScope": bsoncore.TypeCodeWithScope,
-	"int":                 bsoncore.TypeInt32,
-	"timestamp":           bsoncore.TypeTimestamp,
-	"long":                bsoncore.TypeInt64,
-	"decimal":             bsoncore.TypeDecimal128,
-	"minKey":              bsoncore.TypeMinKey,
-	"maxKey":              bsoncore.TypeMaxKey,
-}
-
-// typeName returns MongoDB's name for a type, as error messages use it.
-func typeName(t bsoncore.Type) string {
-	if t == 0 {
+// TypeName returns MongoDB's name for a BSON type, as $type accepts it and
+// error messages spell it; "missing" for no value.
+func TypeName(t bsoncore.Type) string {
+	switch t {
+	case 0:
 		return "missing"
-	}
-	for name, alias := range typeAliases {
-		if alias == t {
-			return name
-		}
+	case bsoncore.TypeDouble:
+		return "double"
+	case bsoncore.TypeString:
+		return "string"
+	case bsoncore.TypeEmbeddedDocument:
+		return "object"
+	case bsoncore.TypeArray:
+		return "array"
+	case bsoncore.TypeBinary:
+		return "binData"
+	case bsoncore.TypeUndefined:
+		return "undefined"
+	case bsoncore.TypeObjectID:
+		return "objectId"
+	case bsoncore.TypeBoolean:
+		return "bool"
+	case bsoncore.TypeDateTime:
+		return "date"
+	case bsoncore.TypeNull:
+		return "null"
+	case bsoncore.TypeRegex:
+		return "regex"
+	case bsoncore.TypeDBPointer:
+		return "dbPointer"
+	case bsoncore.TypeJavaScript:
+		return "javascript"
+	case bsoncore.TypeSymbol:
+		return "symbol"
+	case bsoncore.TypeCodeWithScope:
+		return "javascriptWithScope"
+	case bsoncore.TypeInt32:
+		return "int"
+	case bsoncore.TypeTimestamp:
+		return "timestamp"
+	case bsoncore.TypeInt64:
+		return "long"
+	case bsoncore.TypeDecimal128:
+		return "decimal"
+	case bsoncore.TypeMinKey:
+		return "minKey"
+	case bsoncore.TypeMaxKey:
+		return "maxKey"
 	}
 	return "type " + strconv.Itoa(int(t))
 }
+
+// typeAliases are the names $type accepts: TypeName's, inverted.
+var typeAliases = func() map[string]bsoncore.Type {
+	m := make(map[string]bsoncore.Type)
+	for _, t := range []bsoncore.Type{bsoncore.TypeMinKey, bsoncore.TypeMaxKey} {
+		m[TypeName(t)] = t
+	}
+	for t := bsoncore.TypeDouble; t <= bsoncore.TypeDecimal128; t++ {
+		m[TypeName(t)] = t
+	}
+	return m
+}()
+
+func typeName(t bsoncore.Type) string { return TypeName(t) }
 
 func compileType(op operand) (fieldExpr, error) {
 	var set typeSet
