@@ -246,6 +246,13 @@ func (s *Server) collStats(ctx context.Context, req *Request) (bson.Raw, error) 
 	if !ok {
 		return nil, mongoerr.New(mongoerr.NamespaceNotFound, "Collection [%s.%s] not found.", req.DB, coll)
 	}
+	elems := append(bson.D{{Key: "ns", Value: req.DB + "." + coll}}, storageStats(st, scale)...)
+	return okReply(elems...)
+}
+
+// storageStats is what collStats and $collStats report of a collection's
+// size, in units of scale bytes.
+func storageStats(st engine.CollStats, scale int64) bson.D {
 	var avg int64
 	if st.Count > 0 {
 		avg = st.Size / st.Count
@@ -254,19 +261,18 @@ func (s *Server) collStats(ctx context.Context, req *Request) (bson.Raw, error) 
 	for name, n := range st.IndexSizes {
 		sizes = append(sizes, bson.E{Key: name, Value: n / scale})
 	}
-	return okReply(
-		bson.E{Key: "ns", Value: req.DB + "." + coll},
-		bson.E{Key: "count", Value: st.Count},
-		bson.E{Key: "size", Value: st.Size / scale},
-		bson.E{Key: "avgObjSize", Value: avg},
-		bson.E{Key: "storageSize", Value: st.StorageSize / scale},
-		bson.E{Key: "nindexes", Value: int32(st.NIndexes)},
-		bson.E{Key: "totalIndexSize", Value: st.IndexSize / scale},
-		bson.E{Key: "totalSize", Value: (st.StorageSize + st.IndexSize) / scale},
-		bson.E{Key: "indexSizes", Value: sizes},
-		bson.E{Key: "scaleFactor", Value: int32(scale)},
-		bson.E{Key: "capped", Value: false},
-	)
+	return bson.D{
+		{Key: "count", Value: st.Count},
+		{Key: "size", Value: st.Size / scale},
+		{Key: "avgObjSize", Value: avg},
+		{Key: "storageSize", Value: st.StorageSize / scale},
+		{Key: "nindexes", Value: int32(st.NIndexes)},
+		{Key: "totalIndexSize", Value: st.IndexSize / scale},
+		{Key: "totalSize", Value: (st.StorageSize + st.IndexSize) / scale},
+		{Key: "indexSizes", Value: sizes},
+		{Key: "scaleFactor", Value: int32(scale)},
+		{Key: "capped", Value: false},
+	}
 }
 
 func (s *Server) dbStats(ctx context.Context, req *Request) (bson.Raw, error) {
@@ -357,26 +363,7 @@ func (s *Server) collStatsStage(db, coll string, pipeline []bson.Raw) ([]bson.Ra
 		if err != nil {
 			return nil, err
 		}
-		var avg int64
-		if st.Count > 0 {
-			avg = st.Size / st.Count
-		}
-		sizes := bson.D{}
-		for name, n := range st.IndexSizes {
-			sizes = append(sizes, bson.E{Key: name, Value: n / scale})
-		}
-		out = append(out, bson.E{Key: "storageStats", Value: bson.D{
-			{Key: "size", Value: st.Size / scale},
-			{Key: "count", Value: st.Count},
-			{Key: "avgObjSize", Value: avg},
-			{Key: "storageSize", Value: st.StorageSize / scale},
-			{Key: "nindexes", Value: int32(st.NIndexes)},
-			{Key: "totalIndexSize", Value: st.IndexSize / scale},
-			{Key: "totalSize", Value: (st.StorageSize + st.IndexSize) / scale},
-			{Key: "indexSizes", Value: sizes},
-			{Key: "scaleFactor", Value: int32(scale)},
-			{Key: "capped", Value: false},
-		}})
+		out = append(out, bson.E{Key: "storageStats", Value: storageStats(st, scale)})
 	}
 	if spec.Lookup("count").Type != 0 {
 		out = append(out, bson.E{Key: "count", Value: st.Count})
