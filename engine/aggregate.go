@@ -21,8 +21,8 @@ import (
 // ($set), $unset, $replaceWith ($replaceRoot), $count and $group ($sum,
 // $avg, $min, $max, $first, $last, $push, $addToSet, $count), all on the
 // aggregation expression language of package query.
-func (e *Engine) Aggregate(db, coll string, pipeline []bson.Raw) ([]bson.Raw, error) {
-	var spec FindSpec
+func (e *Engine) Aggregate(db, coll string, pipeline []bson.Raw, allowDiskUse bool) ([]bson.Raw, error) {
+	spec := FindSpec{AllowDiskUse: allowDiskUse}
 	var filters []bson.Raw
 	i := 0
 	for ; i < len(pipeline); i++ {

@@ -18,6 +18,9 @@ type FindSpec struct {
 	Skip       int64
 	Limit      int64 // 0: no limit
 	Hint       bson.RawValue
+	// AllowDiskUse lifts the memory limit of sorts no index provides. Lethe
+	// still sorts in memory; the flag only says the client accepts that.
+	AllowDiskUse bool
 }
 
 // Cursor streams the results of a query in batches.
@@ -89,20 +92,31 @@ func (e *Engine) Find(db, coll string, spec FindSpec) (*Cursor, error) {
 	}
 	cur.sc = &scanner{e: e, coll: c, p: p}
 	if !p.sorted && q.sort != nil {
-		if err := cur.materialize(q.sort); err != nil {
+		limit := e.sortLimit
+		if spec.AllowDiskUse {
+			limit = -1
+		}
+		if err := cur.materialize(q.sort, limit); err != nil {
 			return nil, err
 		}
 	}
 	return cur, nil
 }
 
-// materialize reads every match and sorts it.
-func (c *Cursor) materialize(srt *query.Sort) error {
+// materialize reads every match and sorts it, holding at most maxBytes of
+// documents (-1: no limit).
+func (c *Cursor) materialize(srt *query.Sort, maxBytes int64) error {
+	var held int64
 	for !c.sc.done {
 		err := c.sc.next(func(d *storedDoc) (bool, error) {
-			if c.filter.Match(d.doc) {
-				c.items = append(c.items, storedDoc{pk: append([]byte(nil), d.pk...), h: d.h, doc: append(bson.Raw(nil), d.doc...)})
+			if !c.filter.Match(d.doc) {
+				return true, nil
 			}
+			held += int64(len(d.doc))
+			if maxBytes >= 0 && held > maxBytes {
+				return false, mongoerr.New(mongoerr.QueryExceededMemoryLimitNoDiskUseAllowed, "Sort exceeded memory limit of %d bytes, but did not opt in to external sorting.", maxBytes)
+			}
+			c.items = append(c.items, storedDoc{pk: append([]byte(nil), d.pk...), h: d.h, doc: append(bson.Raw(nil), d.doc...)})
 			return true, nil
 		})
 		if err != nil {

@@ -40,6 +40,9 @@ type Options struct {
 	// NoReaper leaves expired documents in storage (hidden) until Reap is
 	// called; tests of physical purging use it to control timing.
 	NoReaper bool
+	// SortMemoryLimit is the most bytes of documents a sort that no index
+	// provides may hold without allowDiskUse; MongoDB's 100 MiB if zero.
+	SortMemoryLimit int64
 }
 
 // Engine is an open store.
@@ -52,6 +55,8 @@ type Engine struct {
 	mu    sync.RWMutex
 	colls map[string]*Collection // by "db.name"
 	seq   uint64                 // last id handed out; guarded by mu
+
+	sortLimit int64 // see Options.SortMemoryLimit
 
 	reaper     *ttlindex.Reaper
 	stopReaper context.CancelFunc
@@ -70,7 +75,10 @@ func Open(dir string, opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("engine: open %s: %w", dir, err)
 	}
-	e := &Engine{db: db, clock: opts.Clock, log: opts.Logger, colls: make(map[string]*Collection)}
+	e := &Engine{db: db, clock: opts.Clock, log: opts.Logger, colls: make(map[string]*Collection), sortLimit: opts.SortMemoryLimit}
+	if e.sortLimit == 0 {
+		e.sortLimit = 100 << 20
+	}
 	e.locks.seed = maphash.MakeSeed()
 	if err := e.loadCatalog(); err != nil {
 		db.Close()

@@ -408,7 +408,9 @@ func (s *Server) find(ctx context.Context, req *Request) (bson.Raw, error) {
 			single, err = argBool("find", "singleBatch", v)
 		case "collation":
 			err = checkCollation(v)
-		case "allowDiskUse", "noCursorTimeout", "allowPartialResults", "returnKey", "showRecordId",
+		case "allowDiskUse":
+			spec.AllowDiskUse, err = argBool("find", "allowDiskUse", v)
+		case "noCursorTimeout", "allowPartialResults", "returnKey", "showRecordId",
 			"tailable", "awaitData", "oplogReplay", "let", "max", "min", "readOnce", "singleBatchSize":
 		default:
 			err = unknownField("find", key)
@@ -659,7 +661,7 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 		return nil, err
 	}
 	var pipeline []bson.Raw
-	havePipeline, haveCursor := false, false
+	havePipeline, haveCursor, allowDiskUse := false, false, false
 	batchSize := 101
 	for key, v := range cmdArgs(req.Body) {
 		switch string(key) {
@@ -673,7 +675,9 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 			err = mongoerr.New(mongoerr.NotImplemented, "explain of aggregate is not supported yet")
 		case "collation":
 			err = checkCollation(v)
-		case "allowDiskUse", "bypassDocumentValidation", "hint", "let":
+		case "allowDiskUse":
+			allowDiskUse, err = argBool("aggregate", "allowDiskUse", v)
+		case "bypassDocumentValidation", "hint", "let":
 		default:
 			err = unknownField("aggregate", key)
 		}
@@ -691,7 +695,7 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 	if len(pipeline) > 0 && pipeline[0].Lookup("$collStats").Type != 0 {
 		docs, err = s.collStatsStage(req.DB, coll, pipeline)
 	} else {
-		docs, err = s.eng.Aggregate(req.DB, coll, pipeline)
+		docs, err = s.eng.Aggregate(req.DB, coll, pipeline, allowDiskUse)
 	}
 	if err != nil {
 		return nil, err

@@ -3,105 +3,107 @@
 package mongoerr
 
 const (
-	InternalError                   Code = 1
-	BadValue                        Code = 2
-	NoSuchKey                       Code = 4
-	UnknownError                    Code = 8
-	FailedToParse                   Code = 9
-	UserNotFound                    Code = 11
-	Unauthorized                    Code = 13
-	TypeMismatch                    Code = 14
-	Overflow                        Code = 15
-	InvalidLength                   Code = 16
-	ProtocolError                   Code = 17
-	AuthenticationFailed            Code = 18
-	IllegalOperation                Code = 20
-	InvalidBSON                     Code = 22
-	NamespaceNotFound               Code = 26
-	IndexNotFound                   Code = 27
-	PathNotViable                   Code = 28
-	CannotBackfillArray             Code = 34
-	ConflictingUpdateOperators      Code = 40
-	CursorNotFound                  Code = 43
-	NamespaceExists                 Code = 48
-	MaxTimeMSExpired                Code = 50
-	DollarPrefixedFieldName         Code = 52
-	InvalidIdField                  Code = 53
-	NotSingleValueField             Code = 54
-	EmptyFieldName                  Code = 56
-	DottedFieldName                 Code = 57
-	CommandNotFound                 Code = 59
-	ImmutableField                  Code = 66
-	CannotCreateIndex               Code = 67
-	IndexAlreadyExists              Code = 68
-	InvalidOptions                  Code = 72
-	InvalidNamespace                Code = 73
-	IndexOptionsConflict            Code = 85
-	IndexKeySpecsConflict           Code = 86
-	OperationFailed                 Code = 96
-	NotExactValueField              Code = 111
-	WriteConflict                   Code = 112
-	CommandNotSupported             Code = 115
-	CommandNotSupportedOnView       Code = 166
-	InvalidPipelineOperator         Code = 168
-	InvalidIndexSpecificationOption Code = 197
-	QueryFeatureNotAllowed          Code = 224
-	NotImplemented                  Code = 238
-	ConversionFailure               Code = 241
-	UnsupportedOpQueryCommand       Code = 352
-	BSONObjectTooLarge              Code = 10334
-	DuplicateKey                    Code = 11000
-	InterruptedAtShutdown           Code = 11600
+	InternalError                            Code = 1
+	BadValue                                 Code = 2
+	NoSuchKey                                Code = 4
+	UnknownError                             Code = 8
+	FailedToParse                            Code = 9
+	UserNotFound                             Code = 11
+	Unauthorized                             Code = 13
+	TypeMismatch                             Code = 14
+	Overflow                                 Code = 15
+	InvalidLength                            Code = 16
+	ProtocolError                            Code = 17
+	AuthenticationFailed                     Code = 18
+	IllegalOperation                         Code = 20
+	InvalidBSON                              Code = 22
+	NamespaceNotFound                        Code = 26
+	IndexNotFound                            Code = 27
+	PathNotViable                            Code = 28
+	CannotBackfillArray                      Code = 34
+	ConflictingUpdateOperators               Code = 40
+	CursorNotFound                           Code = 43
+	NamespaceExists                          Code = 48
+	MaxTimeMSExpired                         Code = 50
+	DollarPrefixedFieldName                  Code = 52
+	InvalidIdField                           Code = 53
+	NotSingleValueField                      Code = 54
+	EmptyFieldName                           Code = 56
+	DottedFieldName                          Code = 57
+	CommandNotFound                          Code = 59
+	ImmutableField                           Code = 66
+	CannotCreateIndex                        Code = 67
+	IndexAlreadyExists                       Code = 68
+	InvalidOptions                           Code = 72
+	InvalidNamespace                         Code = 73
+	IndexOptionsConflict                     Code = 85
+	IndexKeySpecsConflict                    Code = 86
+	OperationFailed                          Code = 96
+	NotExactValueField                       Code = 111
+	WriteConflict                            Code = 112
+	CommandNotSupported                      Code = 115
+	CommandNotSupportedOnView                Code = 166
+	InvalidPipelineOperator                  Code = 168
+	InvalidIndexSpecificationOption          Code = 197
+	QueryFeatureNotAllowed                   Code = 224
+	NotImplemented                           Code = 238
+	ConversionFailure                        Code = 241
+	QueryExceededMemoryLimitNoDiskUseAllowed Code = 292
+	UnsupportedOpQueryCommand                Code = 352
+	BSONObjectTooLarge                       Code = 10334
+	DuplicateKey                             Code = 11000
+	InterruptedAtShutdown                    Code = 11600
 )
 
 var codeNames = map[Code]string{
-	InternalError:                   "InternalError",
-	BadValue:                        "BadValue",
-	NoSuchKey:                       "NoSuchKey",
-	UnknownError:                    "UnknownError",
-	FailedToParse:                   "FailedToParse",
-	UserNotFound:                    "UserNotFound",
-	Unauthorized:                    "Unauthorized",
-	TypeMismatch:                    "TypeMismatch",
-	Overflow:                        "Overflow",
-	InvalidLength:                   "InvalidLength",
-	ProtocolError:                   "ProtocolError",
-	AuthenticationFailed:            "AuthenticationFailed",
-	IllegalOperation:                "IllegalOperation",
-	InvalidBSON:                     "InvalidBSON",
-	NamespaceNotFound:               "NamespaceNotFound",
-	IndexNotFound:                   "IndexNotFound",
-	PathNotViable:                   "PathNotViable",
-	CannotBackfillArray:             "CannotBackfillArray",
-	ConflictingUpdateOperators:      "ConflictingUpdateOperators",
-	CursorNotFound:                  "CursorNotFound",
-	NamespaceExists:                 "NamespaceExists",
-	MaxTimeMSExpired:                "MaxTimeMSExpired",
-	DollarPrefixedFieldName:         "DollarPrefixedFieldName",
-	InvalidIdField:                  "InvalidIdField",
-	NotSingleValueField:             "NotSingleValueField",
-	EmptyFieldName:                  "EmptyFieldName",
-	DottedFieldName:                 "DottedFieldName",
-	CommandNotFound:                 "CommandNotFound",
-	ImmutableField:                  "ImmutableField",
-	CannotCreateIndex:               "CannotCreateIndex",
-	IndexAlreadyExists:              "IndexAlreadyExists",
-	InvalidOptions:                  "InvalidOptions",
-	InvalidNamespace:                "InvalidNamespace",
-	IndexOptionsConflict:            "IndexOptionsConflict",
-	IndexKeySpecsConflict:           "IndexKeySpecsConflict",
-	OperationFailed:                 "OperationFailed",
-	NotExactValueField:              "NotExactValueField",
-	WriteConflict:                   "WriteConflict",
-	CommandNotSupported:             "CommandNotSupported",
-	CommandNotSupportedOnView:       "CommandNotSupportedOnView",
-	InvalidPipelineOperator:         "InvalidPipelineOperator",
-	InvalidIndexSpecificationOption: "InvalidIndexSpecificationOption",
-	QueryFeatureNotAllowed:          "QueryFeatureNotAllowed",
-	NotImplemented:                  "NotImplemented",
-	ConversionFailure:               "ConversionFailure",
-	UnsupportedOpQueryCommand:       "UnsupportedOpQueryCommand",
-	BSONObjectTooLarge:              "BSONObjectTooLarge",
-	DuplicateKey:                    "DuplicateKey",
-	InterruptedAtShutdown:           "InterruptedAtShutdown",
+	InternalError:                            "InternalError",
+	BadValue:                                 "BadValue",
+	NoSuchKey:                                "NoSuchKey",
+	UnknownError:                             "UnknownError",
+	FailedToParse:                            "FailedToParse",
+	UserNotFound:                             "UserNotFound",
+	Unauthorized:                             "Unauthorized",
+	TypeMismatch:                             "TypeMismatch",
+	Overflow:                                 "Overflow",
+	InvalidLength:                            "InvalidLength",
+	ProtocolError:                            "ProtocolError",
+	AuthenticationFailed:                     "AuthenticationFailed",
+	IllegalOperation:                         "IllegalOperation",
+	InvalidBSON:                              "InvalidBSON",
+	NamespaceNotFound:                        "NamespaceNotFound",
+	IndexNotFound:                            "IndexNotFound",
+	PathNotViable:                            "PathNotViable",
+	CannotBackfillArray:                      "CannotBackfillArray",
+	ConflictingUpdateOperators:               "ConflictingUpdateOperators",
+	CursorNotFound:                           "CursorNotFound",
+	NamespaceExists:                          "NamespaceExists",
+	MaxTimeMSExpired:                         "MaxTimeMSExpired",
+	DollarPrefixedFieldName:                  "DollarPrefixedFieldName",
+	InvalidIdField:                           "InvalidIdField",
+	NotSingleValueField:                      "NotSingleValueField",
+	EmptyFieldName:                           "EmptyFieldName",
+	DottedFieldName:                          "DottedFieldName",
+	CommandNotFound:                          "CommandNotFound",
+	ImmutableField:                           "ImmutableField",
+	CannotCreateIndex:                        "CannotCreateIndex",
+	IndexAlreadyExists:                       "IndexAlreadyExists",
+	InvalidOptions:                           "InvalidOptions",
+	InvalidNamespace:                         "InvalidNamespace",
+	IndexOptionsConflict:                     "IndexOptionsConflict",
+	IndexKeySpecsConflict:                    "IndexKeySpecsConflict",
+	OperationFailed:                          "OperationFailed",
+	NotExactValueField:                       "NotExactValueField",
+	WriteConflict:                            "WriteConflict",
+	CommandNotSupported:                      "CommandNotSupported",
+	CommandNotSupportedOnView:                "CommandNotSupportedOnView",
+	InvalidPipelineOperator:                  "InvalidPipelineOperator",
+	InvalidIndexSpecificationOption:          "InvalidIndexSpecificationOption",
+	QueryFeatureNotAllowed:                   "QueryFeatureNotAllowed",
+	NotImplemented:                           "NotImplemented",
+	ConversionFailure:                        "ConversionFailure",
+	QueryExceededMemoryLimitNoDiskUseAllowed: "QueryExceededMemoryLimitNoDiskUseAllowed",
+	UnsupportedOpQueryCommand:                "UnsupportedOpQueryCommand",
+	BSONObjectTooLarge:                       "BSONObjectTooLarge",
+	DuplicateKey:                             "DuplicateKey",
+	InterruptedAtShutdown:                    "InterruptedAtShutdown",
 }
