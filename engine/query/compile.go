@@ -80,7 +80,7 @@ func init() {
 		"$alwaysFalse": compileAlways(false),
 		"$where":       refuseWhere,
 		"$text":        refuseText,
-		"$jsonSchema":  refuseJSONSchema,
+		"$jsonSchema":  compileJSONSchema,
 		// A document may hold DBRef fields; the query names them directly.
 		"$ref": compileDBRefField("$ref"),
 		"$id":  compileDBRefField("$id"),
@@ -228,10 +228,6 @@ func refuseText(_ bsoncore.Value, lvl level) (node, error) {
 	}
 	// Lethe has no text indexes, and MongoDB refuses $text without one.
 	return nil, mongoerr.New(mongoerr.IndexNotFound, "text index required for $text query")
-}
-
-func refuseJSONSchema(bsoncore.Value, level) (node, error) {
-	return nil, mongoerr.New(mongoerr.NotImplemented, "$jsonSchema is not supported by Lethe")
 }
 
 func refuseGeo(op operand) (fieldExpr, error) {
