@@ -61,16 +61,22 @@ func (m *elemMatchObject) test(v bsoncore.Value) bool {
 }
 
 func (m *elemMatchObject) pick(v bsoncore.Value) int {
+	return firstElementWhere(v, func(e bsoncore.Value) bool { return isContainer(e) && m.filter.match(e.Data, nil) })
+}
+
+// firstElementWhere returns the index of the first element of the array v
+// that satisfies ok, or -1 (also when v is not an array).
+func firstElementWhere(v bsoncore.Value, ok func(bsoncore.Value) bool) int {
 	if v.Type != bsoncore.TypeArray {
 		return -1
 	}
 	it := elementsOf(v.Data)
 	for i := 0; ; i++ {
-		_, e, ok := it.next()
-		if !ok {
+		_, e, more := it.next()
+		if !more {
 			return -1
 		}
-		if isContainer(e) && m.filter.match(e.Data, nil) {
+		if ok(e) {
 			return i
 		}
 	}
@@ -87,19 +93,7 @@ func (m *elemMatchValue) test(v bsoncore.Value) bool {
 }
 
 func (m *elemMatchValue) pick(v bsoncore.Value) int {
-	if v.Type != bsoncore.TypeArray {
-		return -1
-	}
-	it := elementsOf(v.Data)
-	for i := 0; ; i++ {
-		_, e, ok := it.next()
-		if !ok {
-			return -1
-		}
-		if m.conditions.matchValue(e) {
-			return i
-		}
-	}
+	return firstElementWhere(v, m.conditions.matchValue)
 }
 
 func compileElemMatch(op operand) (fieldExpr, error) {
