@@ -22,9 +22,12 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/maphash"
+	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
@@ -72,6 +75,11 @@ func Open(dir string, opts Options) (*Engine, error) {
 		opts.Logger = zap.NewNop()
 	}
 	db, err := pebble.Open(dir, storeOptions(opts.Logger))
+	// Another process holding the lock fails flock with EAGAIN; pebble
+	// reports a second open in this process by name.
+	if errors.Is(err, syscall.EAGAIN) || (err != nil && strings.Contains(err.Error(), "lock held")) {
+		return nil, fmt.Errorf("engine: %s is in use by another process (another lethe on the same --data-dir?): %w", dir, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("engine: open %s: %w", dir, err)
 	}

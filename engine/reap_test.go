@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -55,5 +56,17 @@ func TestReaperLogsEachBatch(t *testing.T) {
 	defer it.Close()
 	if it.First() {
 		t.Fatal("documents remain in storage after the reaper's pass")
+	}
+}
+
+func TestOpenRefusesADirectoryInUse(t *testing.T) {
+	dir := t.TempDir()
+	e, err := Open(dir, Options{NoReaper: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if _, err := Open(dir, Options{NoReaper: true}); err == nil || !strings.Contains(err.Error(), "in use by another process") {
+		t.Fatalf("second open of %s: %v", dir, err)
 	}
 }
