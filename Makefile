@@ -35,6 +35,7 @@ bench:
 fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzDecode -fuzztime=15s ./wire
 	$(GO) test -run='^$$' -fuzz=FuzzEncodeOrder -fuzztime=15s ./engine/keycodec
+	$(GO) test -run='^$$' -fuzz=FuzzCommands -fuzztime=15s ./server
 
 lint:
 	@unformatted=$$(gofmt -l $$(find . -name '*.go' -not -path './$(CLIENTS)/node_modules/*')); \
