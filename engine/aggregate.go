@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"strings"
 	"time"
 
@@ -21,7 +22,7 @@ import (
 // ($set), $unset, $replaceWith ($replaceRoot), $count and $group ($sum,
 // $avg, $min, $max, $first, $last, $push, $addToSet, $count), all on the
 // aggregation expression language of package query.
-func (e *Engine) Aggregate(db, coll string, pipeline []bson.Raw, allowDiskUse bool) ([]bson.Raw, error) {
+func (e *Engine) Aggregate(ctx context.Context, db, coll string, pipeline []bson.Raw, allowDiskUse bool) ([]bson.Raw, error) {
 	spec := FindSpec{AllowDiskUse: allowDiskUse}
 	var filters []bson.Raw
 	i := 0
@@ -59,11 +60,11 @@ func (e *Engine) Aggregate(db, coll string, pipeline []bson.Raw, allowDiskUse bo
 		}
 		spec.Filter, _ = bson.Marshal(bson.D{{Key: "$and", Value: arr}})
 	}
-	cur, err := e.Find(db, coll, spec)
+	cur, err := e.Find(ctx, db, coll, spec)
 	if err != nil {
 		return nil, err
 	}
-	docs, err := cur.All()
+	docs, err := cur.All(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -141,11 +142,11 @@ func TestQueryConformance(t *testing.T) {
 
 // findIDs runs a query and returns the keys of the matching _ids in result order.
 func (e *Engine) findIDs(db, coll string, filter, sort bson.Raw) ([]string, error) {
-	cur, err := e.Find(db, coll, FindSpec{Filter: filter, Sort: sort})
+	cur, err := e.Find(context.Background(), db, coll, FindSpec{Filter: filter, Sort: sort})
 	if err != nil {
 		return nil, err
 	}
-	docs, err := cur.All()
+	docs, err := cur.All(context.Background())
 	if err != nil {
 		return nil, err
 	}

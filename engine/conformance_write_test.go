@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -115,7 +116,7 @@ func TestUpdateConformanceThroughStore(t *testing.T) {
 					if filter == nil {
 						filter = bsonDoc("_id", bson.RawValue{Type: bson.Type(idOf(c.Doc).Type), Value: idOf(c.Doc).Data})
 					}
-					_, err = e.Update("w", coll, UpdateSpec{Filter: filter, Update: u, Upsert: c.UpsertFilter != nil})
+					_, err = e.Update(context.Background(), "w", coll, UpdateSpec{Filter: filter, Update: u, Upsert: c.UpsertFilter != nil})
 				}
 				if c.Error != 0 {
 					if mongoerr.CodeOf(err) != mongoerr.Code(c.Error) {
@@ -127,11 +128,11 @@ func TestUpdateConformanceThroughStore(t *testing.T) {
 					t.Errorf("%s: %v", name, err)
 					return
 				}
-				cur, err := e.Find("w", coll, FindSpec{})
+				cur, err := e.Find(context.Background(), "w", coll, FindSpec{})
 				if err != nil {
 					t.Fatal(err)
 				}
-				docs, err := cur.All()
+				docs, err := cur.All(context.Background())
 				if err != nil || len(docs) != 1 {
 					t.Errorf("%s: stored %d docs, %v", name, len(docs), err)
 					return
@@ -179,10 +180,10 @@ func TestProjectionConformanceThroughStore(t *testing.T) {
 			n++
 			withAndWithoutIndexes(t, e, name, c.Doc, func(coll string) {
 				id := idOf(c.Doc)
-				cur, err := e.Find("w", coll, FindSpec{Filter: bsonDoc("_id", bson.RawValue{Type: bson.Type(id.Type), Value: id.Data}), Projection: c.Projection})
+				cur, err := e.Find(context.Background(), "w", coll, FindSpec{Filter: bsonDoc("_id", bson.RawValue{Type: bson.Type(id.Type), Value: id.Data}), Projection: c.Projection})
 				var docs []bson.Raw
 				if err == nil {
-					docs, err = cur.All()
+					docs, err = cur.All(context.Background())
 				}
 				if c.Error != 0 {
 					if mongoerr.CodeOf(err) != mongoerr.Code(c.Error) {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"slices"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -13,7 +14,7 @@ import (
 // scanMatches calls fn for each live document of db.coll that matches
 // filter, in plan order, until fn returns false. A missing collection has
 // none. doc is valid only during the call.
-func (e *Engine) scanMatches(db, coll string, filter bson.Raw, hint bson.RawValue, fn func(doc bson.Raw) bool) error {
+func (e *Engine) scanMatches(ctx context.Context, db, coll string, filter bson.Raw, hint bson.RawValue, fn func(doc bson.Raw) bool) error {
 	f, err := query.Compile(filter)
 	if err != nil {
 		return err
@@ -29,7 +30,7 @@ func (e *Engine) scanMatches(db, coll string, filter bson.Raw, hint bson.RawValu
 	sc := &scanner{e: e, coll: c, p: p}
 	more := true
 	for more && !sc.done {
-		err := sc.next(func(d *storedDoc) (bool, error) {
+		err := sc.next(ctx, func(d *storedDoc) (bool, error) {
 			if f.Match(d.doc) {
 				more = fn(d.doc)
 			}
@@ -44,9 +45,9 @@ func (e *Engine) scanMatches(db, coll string, filter bson.Raw, hint bson.RawValu
 
 // Count counts live documents matching filter after skip, up to limit
 // (0: no limit). Expired documents are never counted (TTL spec rule 17).
-func (e *Engine) Count(db, coll string, filter bson.Raw, skip, limit int64, hint bson.RawValue) (int64, error) {
+func (e *Engine) Count(ctx context.Context, db, coll string, filter bson.Raw, skip, limit int64, hint bson.RawValue) (int64, error) {
 	var n int64
-	err := e.scanMatches(db, coll, filter, hint, func(bson.Raw) bool {
+	err := e.scanMatches(ctx, db, coll, filter, hint, func(bson.Raw) bool {
 		if skip > 0 {
 			skip--
 			return true
@@ -59,9 +60,9 @@ func (e *Engine) Count(db, coll string, filter bson.Raw, skip, limit int64, hint
 
 // Distinct returns the distinct values of key among matching documents,
 // arrays contributing their elements, in BSON order.
-func (e *Engine) Distinct(db, coll, key string, filter bson.Raw) ([]bsoncore.Value, error) {
+func (e *Engine) Distinct(ctx context.Context, db, coll, key string, filter bson.Raw) ([]bsoncore.Value, error) {
 	seen := map[string]bsoncore.Value{}
-	err := e.scanMatches(db, coll, filter, bson.RawValue{}, func(doc bson.Raw) bool {
+	err := e.scanMatches(ctx, db, coll, filter, bson.RawValue{}, func(doc bson.Raw) bool {
 		vals, _ := indexValues(bsoncore.Document(doc), key)
 		for _, v := range vals {
 			if v.Type == bsoncore.TypeUndefined {

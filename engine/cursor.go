@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"sort"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -70,7 +71,7 @@ func compileQuery(spec FindSpec) (*compiledQuery, error) {
 }
 
 // Find opens a cursor over db.coll. A missing collection yields no results.
-func (e *Engine) Find(db, coll string, spec FindSpec) (*Cursor, error) {
+func (e *Engine) Find(ctx context.Context, db, coll string, spec FindSpec) (*Cursor, error) {
 	q, err := compileQuery(spec)
 	if err != nil {
 		return nil, err
@@ -96,7 +97,7 @@ func (e *Engine) Find(db, coll string, spec FindSpec) (*Cursor, error) {
 		if spec.AllowDiskUse {
 			limit = -1
 		}
-		if err := cur.materialize(q.sort, limit); err != nil {
+		if err := cur.materialize(ctx, q.sort, limit); err != nil {
 			return nil, err
 		}
 	}
@@ -105,10 +106,10 @@ func (e *Engine) Find(db, coll string, spec FindSpec) (*Cursor, error) {
 
 // materialize reads every match and sorts it, holding at most maxBytes of
 // documents (-1: no limit).
-func (c *Cursor) materialize(srt *query.Sort, maxBytes int64) error {
+func (c *Cursor) materialize(ctx context.Context, srt *query.Sort, maxBytes int64) error {
 	var held int64
 	for !c.sc.done {
-		err := c.sc.next(func(d *storedDoc) (bool, error) {
+		err := c.sc.next(ctx, func(d *storedDoc) (bool, error) {
 			if !c.filter.Match(d.doc) {
 				return true, nil
 			}
@@ -133,7 +134,7 @@ func (c *Cursor) Exhausted() bool { return c.exhausted }
 
 // NextBatch returns up to n documents (n <= 0: no count limit) and at most
 // about maxBytes of them.
-func (c *Cursor) NextBatch(n int, maxBytes int) ([]bson.Raw, error) {
+func (c *Cursor) NextBatch(ctx context.Context, n int, maxBytes int) ([]bson.Raw, error) {
 	var out []bson.Raw
 	size := 0
 	take := func(d *storedDoc) (bool, error) {
@@ -191,7 +192,7 @@ func (c *Cursor) NextBatch(n int, maxBytes int) ([]bson.Raw, error) {
 		}
 		return out, nil
 	}
-	if err := c.sc.next(take); err != nil {
+	if err := c.sc.next(ctx, take); err != nil {
 		return nil, err
 	}
 	if c.sc.done {
@@ -201,10 +202,10 @@ func (c *Cursor) NextBatch(n int, maxBytes int) ([]bson.Raw, error) {
 }
 
 // All drains the cursor.
-func (c *Cursor) All() ([]bson.Raw, error) {
+func (c *Cursor) All(ctx context.Context) ([]bson.Raw, error) {
 	var all []bson.Raw
 	for !c.exhausted {
-		b, err := c.NextBatch(0, 1<<30)
+		b, err := c.NextBatch(ctx, 0, 1<<30)
 		if err != nil {
 			return nil, err
 		}

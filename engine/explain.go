@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -23,7 +24,7 @@ type Explanation struct {
 
 // Explain plans spec and, with execute, runs it to the end to count the
 // work. Nothing is modified.
-func (e *Engine) Explain(db, coll string, spec FindSpec, execute bool) (Explanation, error) {
+func (e *Engine) Explain(ctx context.Context, db, coll string, spec FindSpec, execute bool) (Explanation, error) {
 	var ex Explanation
 	q, err := compileQuery(spec)
 	if err != nil {
@@ -49,11 +50,11 @@ func (e *Engine) Explain(db, coll string, spec FindSpec, execute bool) (Explanat
 		return ex, nil
 	}
 	start := time.Now()
-	cur, err := e.Find(db, coll, spec)
+	cur, err := e.Find(ctx, db, coll, spec)
 	if err != nil {
 		return ex, err
 	}
-	if _, err := cur.All(); err != nil {
+	if _, err := cur.All(ctx); err != nil {
 		return ex, err
 	}
 	ex.Executed = true

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"context"
+
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/lethedb/lethe/engine/update"
@@ -26,7 +28,7 @@ type FindAndModifyResult struct {
 
 // FindAndModify updates or removes the first matching document (by sort)
 // and returns it as it was before, or after with New.
-func (e *Engine) FindAndModify(db, coll string, spec FindAndModifySpec) (FindAndModifyResult, error) {
+func (e *Engine) FindAndModify(ctx context.Context, db, coll string, spec FindAndModifySpec) (FindAndModifyResult, error) {
 	var res FindAndModifyResult
 	q, err := compileQuery(FindSpec{Filter: spec.Filter, Sort: spec.Sort, Projection: spec.Fields})
 	if err != nil {
@@ -44,7 +46,7 @@ func (e *Engine) FindAndModify(db, coll string, spec FindAndModifySpec) (FindAnd
 		return res, err
 	}
 	defer c.ddl.RUnlock()
-	pks, err := e.candidates(c, f, srt, spec.Hint, 0)
+	pks, err := e.candidates(ctx, c, f, srt, spec.Hint, 0)
 	if err != nil {
 		return res, err
 	}
@@ -94,11 +96,11 @@ func (e *Engine) FindAndModify(db, coll string, spec FindAndModifySpec) (FindAnd
 	res.N = 1
 	res.Upserted = id
 	if spec.New {
-		cur, err := e.Find(db, coll, FindSpec{Filter: bson.Raw(bsonDoc("_id", id)), Limit: 1})
+		cur, err := e.Find(ctx, db, coll, FindSpec{Filter: bson.Raw(bsonDoc("_id", id)), Limit: 1})
 		if err != nil {
 			return res, err
 		}
-		docs, err := cur.All()
+		docs, err := cur.All(ctx)
 		if err != nil || len(docs) == 0 {
 			return res, err
 		}

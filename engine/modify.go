@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"context"
 	"slices"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -34,7 +35,7 @@ type UpdateResult struct {
 // candidates lists the primary keys of live documents that match f,
 // in plan order (or sort order), from one consistent read. Writers re-read
 // and re-check each one under its lock.
-func (e *Engine) candidates(c *Collection, f *query.Filter, srt *query.Sort, hint bson.RawValue, limit int) ([][]byte, error) {
+func (e *Engine) candidates(ctx context.Context, c *Collection, f *query.Filter, srt *query.Sort, hint bson.RawValue, limit int) ([][]byte, error) {
 	st := c.st()
 	p, err := st.choosePlan(f, srt, hint)
 	if err != nil {
@@ -58,7 +59,7 @@ func (e *Engine) candidates(c *Collection, f *query.Filter, srt *query.Sort, hin
 	var hits []hit
 	keepDocs := srt != nil && !p.sorted
 	for !sc.done {
-		err := sc.next(func(d *storedDoc) (bool, error) {
+		err := sc.next(ctx, func(d *storedDoc) (bool, error) {
 			if !f.Match(d.doc) {
 				return true, nil
 			}
@@ -87,7 +88,7 @@ func (e *Engine) candidates(c *Collection, f *query.Filter, srt *query.Sort, hin
 }
 
 // Update runs one update statement.
-func (e *Engine) Update(db, coll string, spec UpdateSpec) (UpdateResult, error) {
+func (e *Engine) Update(ctx context.Context, db, coll string, spec UpdateSpec) (UpdateResult, error) {
 	var res UpdateResult
 	q, err := compileQuery(FindSpec{Filter: spec.Filter, Sort: spec.Sort})
 	if err != nil {
@@ -103,7 +104,7 @@ func (e *Engine) Update(db, coll string, spec UpdateSpec) (UpdateResult, error) 
 	if spec.Multi {
 		limit = 0
 	}
-	pks, err := e.candidates(c, f, srt, spec.Hint, limit)
+	pks, err := e.candidates(ctx, c, f, srt, spec.Hint, limit)
 	if err != nil {
 		return res, err
 	}
@@ -235,7 +236,7 @@ func (w *writer) modify(pk []byte, f *query.Filter, change func(d *storedDoc, po
 
 // Delete removes documents matching filter: all of them, or the first with
 // limit 1. It returns how many it removed.
-func (e *Engine) Delete(db, coll string, filter bson.Raw, limit int, hint bson.RawValue) (int64, error) {
+func (e *Engine) Delete(ctx context.Context, db, coll string, filter bson.Raw, limit int, hint bson.RawValue) (int64, error) {
 	f, err := query.Compile(filter)
 	if err != nil {
 		return 0, err
@@ -245,7 +246,7 @@ func (e *Engine) Delete(db, coll string, filter bson.Raw, limit int, hint bson.R
 		return 0, err
 	}
 	defer c.ddl.RUnlock()
-	pks, err := e.candidates(c, f, nil, hint, limit)
+	pks, err := e.candidates(ctx, c, f, nil, hint, limit)
 	if err != nil {
 		return 0, err
 	}

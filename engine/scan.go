@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -33,7 +34,7 @@ type visitFunc func(d *storedDoc) (more bool, err error)
 
 // next runs one batch: fn is called for visible documents until it returns
 // false or the plan is exhausted.
-func (s *scanner) next(fn visitFunc) error {
+func (s *scanner) next(ctx context.Context, fn visitFunc) error {
 	if s.done {
 		return nil
 	}
@@ -73,7 +74,7 @@ func (s *scanner) next(fn visitFunc) error {
 		if s.p.kind == planIDPoints {
 			more, err = s.readPoint(r, sp.lo, nowMs, fn)
 		} else {
-			more, err = s.scanSpan(r, sp, nowMs, fn)
+			more, err = s.scanSpan(ctx, r, sp, nowMs, fn)
 		}
 		if err != nil || !more {
 			return err
@@ -103,7 +104,7 @@ func (s *scanner) readPoint(r pebble.Reader, key []byte, nowMs int64, fn visitFu
 	return fn(&storedDoc{pk: pkOfDocKey(key), h: h, doc: doc})
 }
 
-func (s *scanner) scanSpan(r pebble.Reader, sp span, nowMs int64, fn visitFunc) (bool, error) {
+func (s *scanner) scanSpan(ctx context.Context, r pebble.Reader, sp span, nowMs int64, fn visitFunc) (bool, error) {
 	opts := &pebble.IterOptions{LowerBound: sp.lo, UpperBound: sp.hi}
 	if s.resume != nil {
 		if !s.p.reverse && bytes.Compare(s.resume, sp.lo) >= 0 {
@@ -122,7 +123,12 @@ func (s *scanner) scanSpan(r pebble.Reader, sp span, nowMs int64, fn visitFunc) 
 	if s.p.reverse {
 		valid = it.Last()
 	}
-	for ; valid; valid = s.step(it) {
+	for n := 0; valid; valid = s.step(it) {
+		// A scan over many keys stops when the command's maxTimeMS passes
+		// or the server shuts down.
+		if n++; n%256 == 0 && ctx.Err() != nil {
+			return false, ctx.Err()
+		}
 		s.resume = append(s.resume[:0], it.Key()...)
 		d, err := s.docAt(r, it)
 		if err != nil {

@@ -266,7 +266,7 @@ func (s *Server) update(ctx context.Context, req *Request) (bson.Raw, error) {
 		if st.spec.Update, err = s.compileUpdate(st.u, st.af, st.spec.Multi); err != nil {
 			return err
 		}
-		res, err := s.eng.Update(req.DB, coll, st.spec)
+		res, err := s.eng.Update(ctx, req.DB, coll, st.spec)
 		if err != nil {
 			return err
 		}
@@ -292,7 +292,7 @@ func (s *Server) update(ctx context.Context, req *Request) (bson.Raw, error) {
 }
 
 // deleteOne runs one statement of a delete command.
-func (s *Server) deleteOne(db, coll string, raw bson.Raw) (int64, error) {
+func (s *Server) deleteOne(ctx context.Context, db, coll string, raw bson.Raw) (int64, error) {
 	var filter bson.Raw
 	var hint bson.RawValue
 	limit := int64(-1)
@@ -323,7 +323,7 @@ func (s *Server) deleteOne(db, coll string, raw bson.Raw) (int64, error) {
 	if limit != 0 && limit != 1 {
 		return 0, mongoerr.New(mongoerr.FailedToParse, "The limit field in delete objects must be 0 or 1. Got %d", limit)
 	}
-	return s.eng.Delete(db, coll, filter, int(limit), hint)
+	return s.eng.Delete(ctx, db, coll, filter, int(limit), hint)
 }
 
 func (s *Server) delete(ctx context.Context, req *Request) (bson.Raw, error) {
@@ -337,7 +337,7 @@ func (s *Server) delete(ctx context.Context, req *Request) (bson.Raw, error) {
 	}
 	var n int64
 	errs, err := runStatements(stmts, ordered, func(i int, raw bson.Raw) error {
-		deleted, err := s.deleteOne(req.DB, coll, raw)
+		deleted, err := s.deleteOne(ctx, req.DB, coll, raw)
 		n += deleted
 		return err
 	})
@@ -436,14 +436,14 @@ func (s *Server) find(ctx context.Context, req *Request) (bson.Raw, error) {
 	// The cursor outlives this request's buffer.
 	spec.Filter, spec.Sort, spec.Projection = cloneRaw(spec.Filter), cloneRaw(spec.Sort), cloneRaw(spec.Projection)
 	spec.Hint = bson.RawValue{Type: spec.Hint.Type, Value: append([]byte(nil), spec.Hint.Value...)}
-	cur, err := s.eng.Find(req.DB, coll, spec)
+	cur, err := s.eng.Find(ctx, req.DB, coll, spec)
 	if err != nil {
 		return nil, err
 	}
 	if batchSize < 0 {
 		return s.cursorReplyEmpty(req, cur, req.DB+"."+coll)
 	}
-	return s.cursorReply(req, cur, req.DB+"."+coll, batchSize, single)
+	return s.cursorReply(ctx, req, cur, req.DB+"."+coll, batchSize, single)
 }
 
 // pointID recognizes the commonest query, find {_id: <value>} with no
@@ -545,7 +545,7 @@ func (s *Server) findAndModify(ctx context.Context, req *Request) (bson.Raw, err
 			return nil, err
 		}
 	}
-	res, err := s.eng.FindAndModify(req.DB, coll, spec)
+	res, err := s.eng.FindAndModify(ctx, req.DB, coll, spec)
 	if err != nil {
 		return nil, err
 	}
@@ -599,7 +599,7 @@ func (s *Server) count(ctx context.Context, req *Request) (bson.Raw, error) {
 			return nil, err
 		}
 	}
-	n, err := s.eng.Count(req.DB, coll, filter, skip, limit, hint)
+	n, err := s.eng.Count(ctx, req.DB, coll, filter, skip, limit, hint)
 	if err != nil {
 		return nil, err
 	}
@@ -638,7 +638,7 @@ func (s *Server) distinct(ctx context.Context, req *Request) (bson.Raw, error) {
 	if !haveKey {
 		return nil, missingField("distinct", "key")
 	}
-	vals, err := s.eng.Distinct(req.DB, coll, key, filter)
+	vals, err := s.eng.Distinct(ctx, req.DB, coll, key, filter)
 	if err != nil {
 		return nil, err
 	}
@@ -695,7 +695,7 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 	if len(pipeline) > 0 && pipeline[0].Lookup("$collStats").Type != 0 {
 		docs, err = s.collStatsStage(req.DB, coll, pipeline)
 	} else {
-		docs, err = s.eng.Aggregate(req.DB, coll, pipeline, allowDiskUse)
+		docs, err = s.eng.Aggregate(ctx, req.DB, coll, pipeline, allowDiskUse)
 	}
 	if err != nil {
 		return nil, err
@@ -703,5 +703,5 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 	if batchSize == 0 {
 		return s.cursorReplyEmpty(req, &sliceSource{docs: docs}, req.DB+"."+coll)
 	}
-	return s.cursorReply(req, &sliceSource{docs: docs}, req.DB+"."+coll, batchSize, false)
+	return s.cursorReply(ctx, req, &sliceSource{docs: docs}, req.DB+"."+coll, batchSize, false)
 }

@@ -25,14 +25,14 @@ const maxBatchBytes = 16*1024*1024 - 64*1024
 // batchSource is what a cursor reads from: an engine cursor or results
 // already in memory (aggregate, listCollections).
 type batchSource interface {
-	NextBatch(n int, maxBytes int) ([]bson.Raw, error)
+	NextBatch(ctx context.Context, n int, maxBytes int) ([]bson.Raw, error)
 	Exhausted() bool
 }
 
 // sliceSource serves documents already computed.
 type sliceSource struct{ docs []bson.Raw }
 
-func (s *sliceSource) NextBatch(n int, maxBytes int) ([]bson.Raw, error) {
+func (s *sliceSource) NextBatch(_ context.Context, n int, maxBytes int) ([]bson.Raw, error) {
 	size, i := 0, 0
 	for i < len(s.docs) && (n <= 0 || i < n) && size < maxBytes {
 		size += len(s.docs[i])
@@ -140,8 +140,8 @@ func cursorOption(cmd string, v bson.RawValue, batchSize *int) error {
 
 // cursorReply sends the first batch of src and registers the cursor if more
 // remains: {cursor: {firstBatch, id, ns}, ok: 1}.
-func (s *Server) cursorReply(req *Request, src batchSource, ns string, batchSize int, single bool) (bson.Raw, error) {
-	docs, err := src.NextBatch(batchSize, maxBatchBytes)
+func (s *Server) cursorReply(ctx context.Context, req *Request, src batchSource, ns string, batchSize int, single bool) (bson.Raw, error) {
+	docs, err := src.NextBatch(ctx, batchSize, maxBatchBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -215,7 +215,7 @@ func (s *Server) getMore(ctx context.Context, req *Request) (bson.Raw, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	docs, err := c.src.NextBatch(batchSize, maxBatchBytes)
+	docs, err := c.src.NextBatch(ctx, batchSize, maxBatchBytes)
 	if err != nil {
 		s.cursors.remove(id)
 		return nil, err

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -27,11 +28,11 @@ func TestIdleCursorsAreClosedAfterTenMinutes(t *testing.T) {
 
 func TestSliceSourceBatches(t *testing.T) {
 	src := &sliceSource{docs: []bson.Raw{make(bson.Raw, 10), make(bson.Raw, 10), make(bson.Raw, 10)}}
-	b, _ := src.NextBatch(2, 1<<20)
+	b, _ := src.NextBatch(context.Background(), 2, 1<<20)
 	if len(b) != 2 || src.Exhausted() {
 		t.Fatalf("first batch %d, exhausted %v", len(b), src.Exhausted())
 	}
-	b, _ = src.NextBatch(0, 5)
+	b, _ = src.NextBatch(context.Background(), 0, 5)
 	if len(b) != 1 || !src.Exhausted() {
 		t.Fatalf("second batch %d, exhausted %v", len(b), src.Exhausted())
 	}

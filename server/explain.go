@@ -50,7 +50,7 @@ func (s *Server) explain(ctx context.Context, req *Request) (bson.Raw, error) {
 	if err != nil {
 		return nil, err
 	}
-	ex, err := s.eng.Explain(req.DB, coll, spec, verbosity != "queryPlanner")
+	ex, err := s.eng.Explain(ctx, req.DB, coll, spec, verbosity != "queryPlanner")
 	if err != nil {
 		return nil, err
 	}
