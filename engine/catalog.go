@@ -142,7 +142,7 @@ type CreateOptions struct {
 }
 
 // CreateCollection creates db.name. It fails with NamespaceExists if the
-// collection exists, unless the options match and idempotent is set.
+// collection exists.
 func (e *Engine) CreateCollection(db, name string, opts CreateOptions) error {
 	if err := ValidateNamespace(db, name); err != nil {
 		return err

@@ -40,8 +40,10 @@ import (
 type Options struct {
 	Clock  ttlindex.Clock
 	Logger *zap.Logger
-	// NoReaper leaves expired documents in storage (hidden) until Reap is
-	// called; tests of physical purging use it to control timing.
+	// NoReaper does not start the background reaper: expired documents stay
+	// in storage, hidden, until a write replaces them, a reaper pass
+	// (Reaper().Pass) runs or the _ts index is dropped. Tests use it to
+	// control when purges happen.
 	NoReaper bool
 	// SortMemoryLimit is the most bytes of documents a sort that no index
 	// provides may hold without allowDiskUse; MongoDB's 100 MiB if zero.
