@@ -77,6 +77,24 @@ func (e *Engine) Aggregate(ctx context.Context, db, coll string, pipeline []bson
 	return docs, nil
 }
 
+// ApplyStages runs pipeline stages over documents the caller produced, such
+// as the server's answer to $collStats or $currentOp.
+func (e *Engine) ApplyStages(ctx context.Context, docs []bson.Raw, stages []bson.Raw) ([]bson.Raw, error) {
+	for _, st := range stages {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		name, arg, err := stageOf(st)
+		if err != nil {
+			return nil, err
+		}
+		if docs, err = runStage(name, arg, docs, e.clock.Now()); err != nil {
+			return nil, err
+		}
+	}
+	return docs, nil
+}
+
 func stageOf(stage bson.Raw) (string, bson.RawValue, error) {
 	elems, err := stage.Elements()
 	if err != nil || len(elems) != 1 {

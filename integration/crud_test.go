@@ -390,3 +390,37 @@ func TestUpdatePipelineAndAggregateStages(t *testing.T) {
 		t.Fatalf("$replaceWith: %v %v", names, err)
 	}
 }
+
+func TestShellHelperCommands(t *testing.T) {
+	ts := startServer(t)
+	admin := ts.Client.Database("admin")
+	db := ts.Client.Database("app")
+	if r := run(t, db, bson.D{{Key: "usersInfo", Value: 1}}); len(mustValues(t, r.Lookup("users"))) != 0 {
+		t.Fatalf("usersInfo %v", r)
+	}
+	run(t, db, bson.D{{Key: "rolesInfo", Value: 1}})
+	_, err := admin.RunCommand(ctx, bson.D{{Key: "replSetGetStatus", Value: 1}}).Raw()
+	wantCode(t, err, 76)
+	cur, err := admin.Aggregate(ctx, mongo.Pipeline{{{Key: "$currentOp", Value: bson.D{}}}})
+	if err != nil || cur.Next(ctx) {
+		t.Fatalf("$currentOp: %v", err)
+	}
+	mustInsert(t, db.Collection("s"), bson.D{{Key: "_id", Value: 1}})
+	cur, err = db.Collection("s").Aggregate(ctx, mongo.Pipeline{
+		{{Key: "$collStats", Value: bson.D{{Key: "storageStats", Value: bson.D{}}}}},
+		{{Key: "$project", Value: bson.D{{Key: "n", Value: "$storageStats.count"}}}},
+	})
+	if err != nil || !cur.Next(ctx) || cur.Current.Lookup("n").Int64() != 1 {
+		t.Fatalf("$collStats then $project: %v %v", err, cur.Current)
+	}
+}
+
+func mustValues(t *testing.T, v bson.RawValue) []bson.RawValue {
+	t.Helper()
+	arr, ok := v.ArrayOK()
+	if !ok {
+		t.Fatalf("not an array: %v", v)
+	}
+	vals, _ := arr.Values()
+	return vals
+}

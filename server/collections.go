@@ -339,13 +339,10 @@ func (s *Server) validate(ctx context.Context, req *Request) (bson.Raw, error) {
 	)
 }
 
-// collStatsStage answers a pipeline made of a $collStats stage, which is how
-// mongosh's stats() asks for collection statistics.
-func (s *Server) collStatsStage(db, coll string, pipeline []bson.Raw) ([]bson.Raw, error) {
-	if len(pipeline) != 1 {
-		return nil, mongoerr.New(mongoerr.NotImplemented, "$collStats is supported only as the sole stage of a pipeline")
-	}
-	spec, err := argDoc("aggregate", "pipeline.$collStats", pipeline[0].Lookup("$collStats"))
+// collStatsStage answers a pipeline's first stage, $collStats, which is how
+// mongosh's stats() and totalSize() ask for collection statistics.
+func (s *Server) collStatsStage(db, coll string, stage bson.Raw) ([]bson.Raw, error) {
+	spec, err := argDoc("aggregate", "pipeline.$collStats", stage.Lookup("$collStats"))
 	if err != nil {
 		return nil, err
 	}

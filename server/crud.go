@@ -24,6 +24,7 @@ func (s *Server) crudCommands() []command {
 		{name: "aggregate", handle: s.aggregate},
 	}
 	cmds = append(cmds, s.collectionCommands()...)
+	cmds = append(cmds, s.deploymentCommands()...)
 	return append(cmds, s.explainCommands()...)
 }
 
@@ -653,13 +654,15 @@ func (s *Server) distinct(ctx context.Context, req *Request) (bson.Raw, error) {
 
 func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) {
 	v := firstValue(req.Body)
-	if _, isString := v.StringValueOK(); !isString {
-		return nil, mongoerr.New(mongoerr.NotImplemented, "aggregate with {aggregate: 1} (database-level pipelines) is not supported")
+	_, onCollection := v.StringValueOK()
+	coll := ""
+	if onCollection {
+		var err error
+		if coll, err = collectionName(req); err != nil {
+			return nil, err
+		}
 	}
-	coll, err := collectionName(req)
-	if err != nil {
-		return nil, err
-	}
+	var err error
 	var pipeline []bson.Raw
 	havePipeline, haveCursor, allowDiskUse := false, false, false
 	batchSize := 101
@@ -692,9 +695,19 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 		return nil, mongoerr.New(mongoerr.FailedToParse, "The 'cursor' option is required, except for aggregate with the explain argument")
 	}
 	var docs []bson.Raw
-	if len(pipeline) > 0 && pipeline[0].Lookup("$collStats").Type != 0 {
-		docs, err = s.collStatsStage(req.DB, coll, pipeline)
-	} else {
+	switch {
+	case !onCollection && len(pipeline) > 0 && pipeline[0].Lookup("$currentOp").Type != 0:
+		// No operation is ever reported as running: there is no killOp
+		// to offer them to, and db.currentOp() then shows an empty list.
+		coll = "$cmd.aggregate"
+		docs, err = s.eng.ApplyStages(ctx, nil, pipeline[1:])
+	case !onCollection:
+		return nil, mongoerr.New(mongoerr.NotImplemented, "aggregate with {aggregate: 1} supports only $currentOp")
+	case len(pipeline) > 0 && pipeline[0].Lookup("$collStats").Type != 0:
+		if docs, err = s.collStatsStage(req.DB, coll, pipeline[0]); err == nil {
+			docs, err = s.eng.ApplyStages(ctx, docs, pipeline[1:])
+		}
+	default:
 		docs, err = s.eng.Aggregate(ctx, req.DB, coll, pipeline, allowDiskUse)
 	}
 	if err != nil {

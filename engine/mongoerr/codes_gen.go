@@ -36,6 +36,7 @@ const (
 	IndexAlreadyExists                       Code = 68
 	InvalidOptions                           Code = 72
 	InvalidNamespace                         Code = 73
+	NoReplicationEnabled                     Code = 76
 	IndexOptionsConflict                     Code = 85
 	IndexKeySpecsConflict                    Code = 86
 	OperationFailed                          Code = 96
@@ -89,6 +90,7 @@ var codeNames = map[Code]string{
 	IndexAlreadyExists:                       "IndexAlreadyExists",
 	InvalidOptions:                           "InvalidOptions",
 	InvalidNamespace:                         "InvalidNamespace",
+	NoReplicationEnabled:                     "NoReplicationEnabled",
 	IndexOptionsConflict:                     "IndexOptionsConflict",
 	IndexKeySpecsConflict:                    "IndexKeySpecsConflict",
 	OperationFailed:                          "OperationFailed",

@@ -1,0 +1,34 @@
+package server
+
+import (
+	"context"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/lethedb/lethe/engine/mongoerr"
+)
+
+// Commands about users, replication and running operations that tools and
+// the shell's helpers (show users, rs.status(), db.currentOp()) send. Lethe
+// is a standalone server without authentication, and answers as such a
+// MongoDB would.
+func (s *Server) deploymentCommands() []command {
+	return []command{
+		{name: "usersInfo", handle: emptyList("users")},
+		{name: "rolesInfo", handle: emptyList("roles")},
+		{name: "replSetGetStatus", handle: notReplicated, adminOnly: true},
+		{name: "replSetGetConfig", handle: notReplicated, adminOnly: true},
+		{name: "currentOp", handle: emptyList("inprog"), adminOnly: true},
+		{name: "killOp", handle: noop, adminOnly: true},
+	}
+}
+
+func emptyList(field string) handlerFunc {
+	return func(context.Context, *Request) (bson.Raw, error) {
+		return okReply(bson.E{Key: field, Value: bson.A{}})
+	}
+}
+
+func notReplicated(context.Context, *Request) (bson.Raw, error) {
+	return nil, mongoerr.New(mongoerr.NoReplicationEnabled, "not running with --replSet")
+}
