@@ -165,15 +165,23 @@ func (k *keyPicker) offer(v bsoncore.Value) {
 // finds in each element, null for elements that are not documents.
 func (k *keyPicker) collect(doc []byte, parts []string) {
 	v, ok := lookup(doc, parts[0])
-	switch {
-	case !ok:
+	if !ok {
 		k.offer(nullValue)
-	case len(parts) == 1:
-		k.offerLeaf(v, true)
+		return
+	}
+	k.follow(v, parts[1:], true)
+}
+
+// follow continues the path rest from v, a value it reached; at the end of
+// the path an array offers its elements when expandLeaf is set.
+func (k *keyPicker) follow(v bsoncore.Value, rest []string, expandLeaf bool) {
+	switch {
+	case len(rest) == 0:
+		k.offerLeaf(v, expandLeaf)
 	case v.Type == bsoncore.TypeEmbeddedDocument:
-		k.collect(v.Data, parts[1:])
+		k.collect(v.Data, rest)
 	case v.Type == bsoncore.TypeArray:
-		k.collectArray(v.Data, parts[1:])
+		k.collectArray(v.Data, rest)
 	default:
 		k.offer(nullValue)
 	}
@@ -204,17 +212,9 @@ func (k *keyPicker) collectArray(arr []byte, rest []string) {
 		return
 	}
 	if position, ok := arrayPosition(rest[0]); ok {
-		e, found := arrayElement(arr, position)
-		switch {
-		case !found:
-			k.offer(nullValue)
-		case len(rest) == 1:
-			k.offerLeaf(e, false)
-		case e.Type == bsoncore.TypeEmbeddedDocument:
-			k.collect(e.Data, rest[1:])
-		case e.Type == bsoncore.TypeArray:
-			k.collectArray(e.Data, rest[1:])
-		default:
+		if e, found := arrayElement(arr, position); found {
+			k.follow(e, rest[1:], false)
+		} else {
 			k.offer(nullValue)
 		}
 		return
