@@ -216,21 +216,15 @@ func (e *Engine) scanDateTTL(ix *index, nowMs int64, limit int, cur *reapCursor,
 	shift := int64(*ix.meta.ExpireAfter) * 1000
 	bound := nowMs - shift
 	dateClass := byte(keycodec.TypeClass(bsoncore.TypeDateTime))
-	prefix := indexPrefix(nil, ix.meta.ID)
-	boundKey := keycodec.Append(nil, bsoncore.Value{Type: bsoncore.TypeDateTime, Data: bsoncore.AppendDateTime(nil, bound)})
-	desc := ix.fields[0].desc
+	boundValue := bsoncore.Value{Type: bsoncore.TypeDateTime, Data: bsoncore.AppendDateTime(nil, bound)}
+	// Due entries hold dates up to the bound: from the start of the date
+	// class up to the bound's key, or, on a descending index, whose keys
+	// are inverted, from the bound's key to the end of the class.
 	var lo, hi []byte
-	if desc {
-		inv := func(b []byte) []byte {
-			out := make([]byte, len(b))
-			for i := range b {
-				out[i] = ^b[i]
-			}
-			return out
-		}
-		lo, hi = append(append([]byte(nil), prefix...), inv(boundKey)...), append(append([]byte(nil), prefix...), ^dateClass+1)
+	if ix.fields[0].desc {
+		lo, hi = keycodec.AppendDesc(indexPrefix(nil, ix.meta.ID), boundValue), append(indexPrefix(nil, ix.meta.ID), ^dateClass+1)
 	} else {
-		lo, hi = append(append([]byte(nil), prefix...), dateClass), append(append([]byte(nil), prefix...), prefixEnd(boundKey)...)
+		lo, hi = append(indexPrefix(nil, ix.meta.ID), dateClass), append(indexPrefix(nil, ix.meta.ID), prefixEnd(keycodec.Append(nil, boundValue))...)
 	}
 	isDue := func(d *storedDoc) bool {
 		vals, _ := indexValues(bsoncore.Document(d.doc), ix.fields[0].path)

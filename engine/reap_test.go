@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -68,5 +69,36 @@ func TestOpenRefusesADirectoryInUse(t *testing.T) {
 	defer e.Close()
 	if _, err := Open(dir, Options{NoReaper: true}); err == nil || !strings.Contains(err.Error(), "in use by another process") {
 		t.Fatalf("second open of %s: %v", dir, err)
+	}
+}
+
+// TestDescendingDateTTLIndex: the reaper finds due dates on a descending
+// TTL index, whose keys are inverted, and only those.
+func TestDescendingDateTTLIndex(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := ttlindex.NewManualClock(start)
+	e, err := Open(t.TempDir(), Options{Clock: clock, NoReaper: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	spec, _ := bson.Marshal(bson.D{{Key: "key", Value: bson.D{{Key: "at", Value: -1}}}, {Key: "name", Value: "at_-1"}, {Key: "expireAfterSeconds", Value: 10}})
+	if _, err := e.CreateIndexes("db", "c", []bson.Raw{spec}); err != nil {
+		t.Fatal(err)
+	}
+	var docs []bson.Raw
+	for i, at := range []time.Time{start.Add(-time.Hour), start, start.Add(time.Hour)} {
+		d, _ := bson.Marshal(bson.D{{Key: "_id", Value: i}, {Key: "at", Value: at}})
+		docs = append(docs, d)
+	}
+	if _, err := e.Insert("db", "c", docs, true); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(10 * time.Second)
+	if n, err := e.Reaper().Pass(); err != nil || n != 2 {
+		t.Fatalf("pass deleted %d, %v; want the two dates at least 10 s old", n, err)
+	}
+	if n, _ := e.Count(context.Background(), "db", "c", nil, 0, 0, bson.RawValue{}); n != 1 {
+		t.Fatalf("%d documents left, want 1", n)
 	}
 }
