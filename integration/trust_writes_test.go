@@ -506,3 +506,103 @@ func TestTrustUniqueWithinBulkWrite(t *testing.T) {
 		})
 	}
 }
+
+// rawDoc builds a document as given, repeated keys and all, which bson.D
+// marshals as it is.
+func rawDoc(t *testing.T, d bson.D) bson.Raw {
+	t.Helper()
+	raw, err := bson.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
+// A document with two _id fields is refused on every path that stores a
+// whole document.
+func TestTrustTwoIDFieldsRefused(t *testing.T) {
+	ts := startServer(t)
+	coll := ts.Client.Database("trust").Collection("twoids")
+	mustInsert(t, coll, bson.D{{Key: "_id", Value: 1}, {Key: "x", Value: 0}})
+	twoIDs := rawDoc(t, bson.D{{Key: "_id", Value: 1}, {Key: "x", Value: 1}, {Key: "_id", Value: 2}})
+	twoIDsNoFirst := rawDoc(t, bson.D{{Key: "x", Value: 1}, {Key: "_id", Value: 7}, {Key: "_id", Value: 8}})
+	db := coll.Database()
+	cases := map[string]func() error{
+		"insert": func() error {
+			_, err := coll.InsertOne(stepCtx(t), twoIDs)
+			return err
+		},
+		"insert-not-first": func() error {
+			_, err := coll.InsertOne(stepCtx(t), twoIDsNoFirst)
+			return err
+		},
+		"replace": func() error {
+			_, err := coll.ReplaceOne(stepCtx(t), bson.D{{Key: "_id", Value: 1}}, twoIDs)
+			return err
+		},
+		"replace-upsert": func() error {
+			_, err := coll.ReplaceOne(stepCtx(t), bson.D{{Key: "x", Value: 5}}, twoIDsNoFirst, options.Replace().SetUpsert(true))
+			return err
+		},
+		"findAndModify-replace": func() error {
+			return db.RunCommand(stepCtx(t), bson.D{{Key: "findAndModify", Value: coll.Name()}, {Key: "query", Value: bson.D{{Key: "_id", Value: 1}}}, {Key: "update", Value: twoIDs}}).Err()
+		},
+		"findAndModify-upsert": func() error {
+			return db.RunCommand(stepCtx(t), bson.D{{Key: "findAndModify", Value: coll.Name()}, {Key: "query", Value: bson.D{{Key: "x", Value: 5}}}, {Key: "update", Value: twoIDsNoFirst}, {Key: "upsert", Value: true}}).Err()
+		},
+	}
+	for name, run := range cases {
+		t.Run(name, func(t *testing.T) {
+			wantCode(t, run(), 2)
+			wantIDs(t, coll, bson.D{}, 1)
+			wantX(t, coll, 1, 0)
+		})
+	}
+}
+
+// _id may not be an array, a regex or undefined (InvalidIdField), nor a
+// document with a $-prefixed field (DollarPrefixedFieldName), whichever
+// write makes the document.
+func TestTrustInvalidIDRefused(t *testing.T) {
+	ts := startServer(t)
+	coll := ts.Client.Database("trust").Collection("badids")
+	mustInsert(t, coll, bson.D{{Key: "_id", Value: 1}})
+	db := coll.Database()
+	bad := []struct {
+		name string
+		id   any
+		code int
+	}{
+		{"array", bson.A{1, 2}, 53},
+		{"regex", bson.Regex{Pattern: "a", Options: ""}, 53},
+		{"undefined", bson.Undefined{}, 53},
+		{"dollar-field", bson.D{{Key: "$a", Value: 1}}, 52},
+		{"nested-dollar-field", bson.D{{Key: "a", Value: bson.D{{Key: "$b", Value: 1}}}}, 52},
+	}
+	for _, b := range bad {
+		doc := bson.D{{Key: "_id", Value: b.id}, {Key: "x", Value: 1}}
+		writes := map[string]func() error{
+			"insert": func() error {
+				_, err := coll.InsertOne(stepCtx(t), doc)
+				return err
+			},
+			"replace-upsert": func() error {
+				_, err := coll.ReplaceOne(stepCtx(t), bson.D{{Key: "x", Value: 5}}, doc, options.Replace().SetUpsert(true))
+				return err
+			},
+			"findAndModify-replace-upsert": func() error {
+				return db.RunCommand(stepCtx(t), bson.D{{Key: "findAndModify", Value: coll.Name()}, {Key: "query", Value: bson.D{{Key: "x", Value: 5}}}, {Key: "update", Value: doc}, {Key: "upsert", Value: true}}).Err()
+			},
+			"set-upsert": func() error {
+				_, err := coll.UpdateOne(stepCtx(t), bson.D{{Key: "x", Value: 5}}, bson.D{{Key: "$set", Value: bson.D{{Key: "_id", Value: b.id}}}}, options.UpdateOne().SetUpsert(true))
+				return err
+			},
+		}
+		for name, run := range writes {
+			t.Run(b.name+"/"+name, func(t *testing.T) {
+				wantCode(t, run(), b.code)
+				wantIDs(t, coll, bson.D{}, 1)
+			})
+		}
+	}
+}
