@@ -70,6 +70,7 @@ func TestUpsertOfMissingIDReturns(t *testing.T) {
 			t.Error(err)
 		}
 	})
+	assertNoLocksHeld(t, e)
 }
 
 func TestUniqueIndexHoldsWithinOneInsert(t *testing.T) {
@@ -93,4 +94,5 @@ func TestUniqueIndexHoldsWithinOneInsert(t *testing.T) {
 		t.Fatalf("insert: %v, want a duplicate key error", res.Errors[0].Err)
 	}
 	checkConsistency(t, e, "db", "c")
+	assertNoLocksHeld(t, e)
 }
