@@ -323,6 +323,11 @@ func (e *Engine) Delete(ctx context.Context, db, coll string, filter bson.Raw, l
 	for _, pk := range pks {
 		matched, _, err := w.modify(pk, f, nil, nil)
 		if err != nil {
+			// Documents removed before this one stand, as in MongoDB and
+			// as n reports.
+			if ferr := w.flush(); ferr != nil {
+				return n, ferr
+			}
 			return n, err
 		}
 		if matched {
