@@ -688,3 +688,33 @@ func TestTrustCursorKilledByDrop(t *testing.T) {
 		})
 	}
 }
+
+// A batch that reuses the unique key of an expired document: the first
+// document takes the key over (the expired one is gone to clients), the
+// second collides with the first.
+func TestTrustUniqueBatchOverExpiredHolder(t *testing.T) {
+	ts := startServer(t, noReaper)
+	coll := ts.Client.Database("trust").Collection("expiredholder")
+	enableTTL(t, coll, 10)
+	uniqueIndex(t, coll, bson.D{{Key: "k", Value: 1}})
+	mustInsert(t, coll, bson.D{{Key: "_id", Value: 0}, {Key: "k", Value: 1}})
+	ts.Clock.Advance(11 * time.Second)
+	_, err := coll.InsertMany(stepCtx(t), []any{
+		bson.D{{Key: "_id", Value: 1}, {Key: "k", Value: 1}},
+		bson.D{{Key: "_id", Value: 2}, {Key: "k", Value: 1}},
+	}, options.InsertMany().SetOrdered(false))
+	wantDupAt(t, err, 1, bson.D{{Key: "k", Value: int32(1)}}, bson.D{{Key: "k", Value: int32(1)}})
+	wantIDs(t, coll, bson.D{}, 1)
+	// The upsert of a key whose holder expired inserts, and the next one
+	// updates what it inserted.
+	ts.Clock.Advance(11 * time.Second)
+	for i := 0; i < 2; i++ {
+		if _, err := coll.UpdateOne(stepCtx(t), bson.D{{Key: "k", Value: 1}}, bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}}, options.UpdateOne().SetUpsert(true)); err != nil {
+			t.Fatalf("upsert %d: %v", i, err)
+		}
+	}
+	if n := count(t, coll, bson.D{{Key: "k", Value: 1}, {Key: "n", Value: 2}}); n != 1 {
+		t.Fatalf("%d documents with k 1 and n 2, want 1", n)
+	}
+	dropPromptly(t, coll)
+}
