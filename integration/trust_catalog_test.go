@@ -2,6 +2,7 @@ package integration
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -162,5 +163,118 @@ func TestCreateIndexesConflicts(t *testing.T) {
 	createIndex(t, coll, spec(key("a"), "a_unique", bson.E{Key: "unique", Value: true}))
 	if names := indexNames(t, coll); !slices.Equal(names, []string{"_id_", "a_ix", "t_ix", "c_ix", "a_unique"}) {
 		t.Fatalf("indexes %v", names)
+	}
+}
+
+// TestListIndexesEchoesOptions checks that listIndexes shows every option
+// given at creation the way MongoDB stores it (unique and hidden first and
+// as booleans, the simple collation, ns and dropDups dropped, everything
+// else as given), and that the options survive a restart.
+func TestListIndexesEchoesOptions(t *testing.T) {
+	ts := startServer(t)
+	coll := ts.Client.Database("trust").Collection("opts")
+	partial := bson.D{{Key: "p", Value: bson.D{{Key: "$gt", Value: 5}}}}
+	storage := bson.D{{Key: "wiredTiger", Value: bson.D{{Key: "configString", Value: "block_compressor=zstd"}}}}
+	createIndex(t, coll, bson.D{
+		{Key: "key", Value: bson.D{{Key: "u", Value: 1}}}, {Key: "name", Value: "u_ix"},
+		{Key: "sparse", Value: 1}, {Key: "unique", Value: 1}, {Key: "background", Value: true},
+		{Key: "storageEngine", Value: storage}, {Key: "ns", Value: "trust.opts"}, {Key: "dropDups", Value: true},
+		{Key: "collation", Value: bson.D{{Key: "locale", Value: "simple"}}},
+	})
+	createIndex(t, coll, bson.D{
+		{Key: "v", Value: 2}, {Key: "name", Value: "p_ix"}, {Key: "key", Value: bson.D{{Key: "p", Value: -1}}},
+		{Key: "partialFilterExpression", Value: partial}, {Key: "hidden", Value: true},
+	})
+	createIndex(t, coll, bson.D{
+		{Key: "key", Value: bson.D{{Key: "at", Value: 1}}}, {Key: "name", Value: "at_ttl"},
+		{Key: "expireAfterSeconds", Value: 3600}, {Key: "unique", Value: false}, {Key: "hidden", Value: false},
+		{Key: "default_language", Value: "english"}, {Key: "bits", Value: 26},
+	})
+	// Unknown options are refused, or dropped on request.
+	_, err := createIndexesErr(coll, bson.D{{Key: "key", Value: bson.D{{Key: "q", Value: 1}}}, {Key: "name", Value: "q"}, {Key: "bogus", Value: 1}})
+	wantCode(t, err, 197)
+	run(t, coll.Database(), bson.D{{Key: "createIndexes", Value: "opts"}, {Key: "indexes", Value: bson.A{
+		bson.D{{Key: "key", Value: bson.D{{Key: "q", Value: 1}}}, {Key: "name", Value: "q_ix"}, {Key: "bogus", Value: 1}},
+	}}, {Key: "ignoreUnknownIndexOptions", Value: true}})
+
+	mustMarshal := func(d bson.D) string {
+		raw, err := bson.Marshal(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return bson.Raw(raw).String()
+	}
+	want := []string{
+		mustMarshal(bson.D{{Key: "v", Value: int32(2)}, {Key: "key", Value: bson.D{{Key: "_id", Value: int32(1)}}}, {Key: "name", Value: "_id_"}}),
+		mustMarshal(bson.D{{Key: "v", Value: int32(2)}, {Key: "unique", Value: true}, {Key: "key", Value: bson.D{{Key: "u", Value: int32(1)}}}, {Key: "name", Value: "u_ix"},
+			{Key: "sparse", Value: int32(1)}, {Key: "background", Value: true}, {Key: "storageEngine", Value: storage}}),
+		mustMarshal(bson.D{{Key: "v", Value: int32(2)}, {Key: "hidden", Value: true}, {Key: "key", Value: bson.D{{Key: "p", Value: int32(-1)}}}, {Key: "name", Value: "p_ix"},
+			{Key: "partialFilterExpression", Value: partial}}),
+		mustMarshal(bson.D{{Key: "v", Value: int32(2)}, {Key: "key", Value: bson.D{{Key: "at", Value: int32(1)}}}, {Key: "name", Value: "at_ttl"},
+			{Key: "expireAfterSeconds", Value: int32(3600)}, {Key: "default_language", Value: "english"}, {Key: "bits", Value: int32(26)}}),
+		mustMarshal(bson.D{{Key: "v", Value: int32(2)}, {Key: "key", Value: bson.D{{Key: "q", Value: int32(1)}}}, {Key: "name", Value: "q_ix"}}),
+	}
+	check := func(when string) {
+		t.Helper()
+		got := listIndexes(t, coll)
+		if len(got) != len(want) {
+			t.Fatalf("%s: listIndexes %v", when, got)
+		}
+		for i := range want {
+			if got[i].String() != want[i] {
+				t.Errorf("%s: index %d\n got %s\nwant %s", when, i, got[i], want[i])
+			}
+		}
+	}
+	check("after creation")
+	ts.Restart(t)
+	coll = ts.Client.Database("trust").Collection("opts")
+	check("after restart")
+	// collMod's new expireAfterSeconds is what listIndexes shows.
+	run(t, coll.Database(), bson.D{{Key: "collMod", Value: "opts"}, {Key: "index", Value: bson.D{{Key: "name", Value: "at_ttl"}, {Key: "expireAfterSeconds", Value: 60}}}})
+	if n, _ := listIndexes(t, coll)[3].Lookup("expireAfterSeconds").AsInt64OK(); n != 60 {
+		t.Fatalf("after collMod: %v", listIndexes(t, coll)[3])
+	}
+}
+
+// TestIndexSpecValidation checks createIndexes's refusals of malformed
+// specifications with MongoDB's codes.
+func TestIndexSpecValidation(t *testing.T) {
+	ts := startServer(t)
+	coll := ts.Client.Database("trust").Collection("specs")
+	compound := func(n int) bson.D {
+		var k bson.D
+		for i := 0; i < n; i++ {
+			k = append(k, bson.E{Key: "f" + strconv.Itoa(i), Value: 1 - 2*(i%2)})
+		}
+		return k
+	}
+	longKey := bson.D{{Key: strings.Repeat("x", 2100), Value: 1}}
+	for _, tc := range []struct {
+		name string
+		spec bson.D
+		code int
+	}{
+		{"33 fields", bson.D{{Key: "key", Value: compound(33)}, {Key: "name", Value: "big"}}, 13103},
+		{"key pattern over 2048 bytes", bson.D{{Key: "key", Value: longKey}, {Key: "name", Value: "long"}}, 67},
+		{"field twice in the key", bson.D{{Key: "key", Value: bson.D{{Key: "a", Value: 1}, {Key: "a", Value: -1}}}, {Key: "name", Value: "aa"}}, 2},
+		{"empty name", bson.D{{Key: "key", Value: bson.D{{Key: "a", Value: 1}}}, {Key: "name", Value: ""}}, 67},
+		{"hidden not a bool", bson.D{{Key: "key", Value: bson.D{{Key: "a", Value: 1}}}, {Key: "name", Value: "a"}, {Key: "hidden", Value: 1}}, 14},
+		{"unique a string", bson.D{{Key: "key", Value: bson.D{{Key: "a", Value: 1}}}, {Key: "name", Value: "a"}, {Key: "unique", Value: "yes"}}, 14},
+		{"weights on a non-text index", bson.D{{Key: "key", Value: bson.D{{Key: "a", Value: 1}}}, {Key: "name", Value: "a"}, {Key: "weights", Value: bson.D{{Key: "a", Value: 1}}}}, 67},
+		{"index version 3", bson.D{{Key: "key", Value: bson.D{{Key: "a", Value: 1}}}, {Key: "name", Value: "a"}, {Key: "v", Value: 3}}, 67},
+		{"empty key path part", bson.D{{Key: "key", Value: bson.D{{Key: "a..b", Value: 1}}}, {Key: "name", Value: "a"}}, 67},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := createIndexesErr(coll, tc.spec)
+			wantCode(t, err, tc.code)
+		})
+	}
+	// The limit is 32 fields: exactly 32 are fine and work.
+	createIndex(t, coll, bson.D{{Key: "key", Value: compound(32)}, {Key: "name", Value: "max"}})
+	mustInsert(t, coll, bson.D{{Key: "_id", Value: 1}, {Key: "f0", Value: 1}, {Key: "f31", Value: 2}})
+	wantIDs(t, coll, bson.D{{Key: "f0", Value: 1}}, 1)
+	if v := run(t, coll.Database(), bson.D{{Key: "validate", Value: "specs"}}); !v.Lookup("valid").Boolean() {
+		t.Fatalf("validate: %v", v)
 	}
 }

@@ -43,6 +43,7 @@ const (
 	NotExactValueField                       Code = 111
 	WriteConflict                            Code = 112
 	CommandNotSupported                      Code = 115
+	DocumentValidationFailure                Code = 121
 	CommandNotSupportedOnView                Code = 166
 	InvalidPipelineOperator                  Code = 168
 	InvalidIndexSpecificationOption          Code = 197
@@ -54,6 +55,7 @@ const (
 	BSONObjectTooLarge                       Code = 10334
 	DuplicateKey                             Code = 11000
 	InterruptedAtShutdown                    Code = 11600
+	Location13103                            Code = 13103
 )
 
 var codeNames = map[Code]string{
@@ -97,6 +99,7 @@ var codeNames = map[Code]string{
 	NotExactValueField:                       "NotExactValueField",
 	WriteConflict:                            "WriteConflict",
 	CommandNotSupported:                      "CommandNotSupported",
+	DocumentValidationFailure:                "DocumentValidationFailure",
 	CommandNotSupportedOnView:                "CommandNotSupportedOnView",
 	InvalidPipelineOperator:                  "InvalidPipelineOperator",
 	InvalidIndexSpecificationOption:          "InvalidIndexSpecificationOption",
@@ -108,4 +111,5 @@ var codeNames = map[Code]string{
 	BSONObjectTooLarge:                       "BSONObjectTooLarge",
 	DuplicateKey:                             "DuplicateKey",
 	InterruptedAtShutdown:                    "InterruptedAtShutdown",
+	Location13103:                            "Location13103",
 }
