@@ -8,6 +8,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
 
 // TestValidateReply checks the validate command's reply shape on an intact
@@ -277,4 +278,35 @@ func TestIndexSpecValidation(t *testing.T) {
 	if v := run(t, coll.Database(), bson.D{{Key: "validate", Value: "specs"}}); !v.Lookup("valid").Boolean() {
 		t.Fatalf("validate: %v", v)
 	}
+}
+
+// TestCreateRefusesUnsupportedKinds checks that create refuses the kinds of
+// collection Lethe does not have, instead of making an ordinary collection
+// that silently lacks their behaviour.
+func TestCreateRefusesUnsupportedKinds(t *testing.T) {
+	ts := startServer(t)
+	db := ts.Client.Database("trust")
+	for _, tc := range []struct {
+		name string
+		cmd  bson.D
+		code int
+	}{
+		{"capped", bson.D{{Key: "create", Value: "c1"}, {Key: "capped", Value: true}, {Key: "size", Value: 4096}, {Key: "max", Value: 10}}, 115},
+		{"time series", bson.D{{Key: "create", Value: "c2"}, {Key: "timeseries", Value: bson.D{{Key: "timeField", Value: "t"}}}}, 115},
+		{"clustered", bson.D{{Key: "create", Value: "c3"}, {Key: "clusteredIndex", Value: bson.D{{Key: "key", Value: bson.D{{Key: "_id", Value: 1}}}, {Key: "unique", Value: true}}}}, 115},
+		{"view", bson.D{{Key: "create", Value: "c4"}, {Key: "viewOn", Value: "c1"}, {Key: "pipeline", Value: bson.A{}}}, 115},
+		{"collection expiry", bson.D{{Key: "create", Value: "c5"}, {Key: "expireAfterSeconds", Value: 60}}, 72},
+		{"capped not a bool", bson.D{{Key: "create", Value: "c6"}, {Key: "capped", Value: "yes"}}, 14},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wantCode(t, db.RunCommand(ctx, tc.cmd).Err(), tc.code)
+		})
+	}
+	err := db.CreateCollection(ctx, "c7", options.CreateCollection().SetCapped(true).SetSizeInBytes(1<<20))
+	wantCode(t, err, 115)
+	names, err := db.ListCollectionNames(ctx, bson.D{})
+	if err != nil || len(names) != 0 {
+		t.Fatalf("collections after refused creates: %v %v", names, err)
+	}
+	run(t, db, bson.D{{Key: "create", Value: "plain"}, {Key: "capped", Value: false}})
 }

@@ -39,8 +39,21 @@ func (s *Server) create(ctx context.Context, req *Request) (bson.Raw, error) {
 			return nil, mongoerr.New(mongoerr.CommandNotSupported, "views are not supported")
 		case "timeseries", "clusteredIndex", "changeStreamPreAndPostImages", "encryptedFields":
 			return nil, mongoerr.New(mongoerr.CommandNotSupported, "create option '%s' is not supported", k)
-		case "capped", "size", "max", "validator", "validationLevel", "validationAction", "storageEngine",
-			"indexOptionDefaults", "idIndex", "expireAfterSeconds", "autoIndexId", "flags":
+		case "capped":
+			capped, err := argBool("create", k, v)
+			if err != nil {
+				return nil, err
+			}
+			if capped {
+				return nil, mongoerr.New(mongoerr.CommandNotSupported, "capped collections are not supported; use a TTL index to bound a collection")
+			}
+			opts = append(opts, bson.E{Key: k, Value: v})
+		case "expireAfterSeconds":
+			// Only clustered and time series collections, which Lethe
+			// does not have, take a collection-level expiry.
+			return nil, mongoerr.New(mongoerr.InvalidOptions, "'expireAfterSeconds' requires clustering to be enabled")
+		case "size", "max", "validator", "validationLevel", "validationAction", "storageEngine",
+			"indexOptionDefaults", "idIndex", "autoIndexId", "flags":
 			opts = append(opts, bson.E{Key: k, Value: v})
 		case "collation":
 			if err := checkCollation(v); err != nil {
