@@ -43,7 +43,9 @@ type collState struct {
 	indexes []*index // secondary indexes that have entries
 	ttl     ttlindex.Setting
 	dateTTL []*index // indexes with expireAfterSeconds on a date field
-	dropped bool
+	// validator checks written documents; nil if the collection has none.
+	validator *docValidator
+	dropped   bool
 }
 
 func (c *Collection) st() *collState { return c.state.Load() }
@@ -53,6 +55,10 @@ func (s *collState) ns() string { return s.meta.DB + "." + s.meta.Name }
 
 func newCollState(meta collMeta) (*collState, error) {
 	st := &collState{meta: meta}
+	var err error
+	if st.validator, err = compileValidator(meta.Options); err != nil {
+		return nil, err
+	}
 	for _, im := range meta.Indexes {
 		ix, err := compileIndex(im)
 		if err != nil {

@@ -16,6 +16,8 @@ type FindAndModifySpec struct {
 	New                  bool
 	Upsert               bool
 	Hint                 bson.RawValue
+	// BypassDocumentValidation skips the collection's validator.
+	BypassDocumentValidation bool
 }
 
 // FindAndModifyResult reports a findAndModify.
@@ -52,6 +54,7 @@ func (e *Engine) FindAndModify(ctx context.Context, db, coll string, spec FindAn
 	}
 	w := e.newWriter(c)
 	defer w.close()
+	w.bypassValidation = spec.BypassDocumentValidation
 	for _, pk := range pks {
 		var before bson.Raw
 		var after bson.Raw
@@ -89,7 +92,7 @@ func (e *Engine) FindAndModify(ctx context.Context, db, coll string, spec FindAn
 	if err != nil {
 		return res, err
 	}
-	id, err := e.insertUpserted(c, doc)
+	id, err := e.insertUpserted(c, doc, spec.BypassDocumentValidation)
 	if err != nil {
 		return res, err
 	}

@@ -23,6 +23,8 @@ type UpdateSpec struct {
 	Upsert bool
 	Hint   bson.RawValue
 	Sort   bson.Raw // which document a single update picks
+	// BypassDocumentValidation skips the collection's validator.
+	BypassDocumentValidation bool
 }
 
 // UpdateResult reports one update statement.
@@ -110,6 +112,7 @@ func (e *Engine) Update(ctx context.Context, db, coll string, spec UpdateSpec) (
 	}
 	w := e.newWriter(c)
 	defer w.close()
+	w.bypassValidation = spec.BypassDocumentValidation
 	for _, pk := range pks {
 		matched, modified, err := w.modify(pk, f, func(d *storedDoc, pos int) (bson.Raw, bool, error) {
 			return spec.Update.Apply(d.doc, pos)
@@ -142,7 +145,7 @@ func (e *Engine) Update(ctx context.Context, db, coll string, spec UpdateSpec) (
 		if err != nil {
 			return res, err
 		}
-		id, err := e.insertUpserted(c, doc)
+		id, err := e.insertUpserted(c, doc, spec.BypassDocumentValidation)
 		if err != nil {
 			return res, err
 		}
@@ -152,9 +155,10 @@ func (e *Engine) Update(ctx context.Context, db, coll string, spec UpdateSpec) (
 }
 
 // insertUpserted inserts the document an upsert built and returns its _id.
-func (e *Engine) insertUpserted(c *Collection, doc bson.Raw) (bson.RawValue, error) {
+func (e *Engine) insertUpserted(c *Collection, doc bson.Raw, bypassValidation bool) (bson.RawValue, error) {
 	w := e.newWriter(c)
 	defer w.close()
+	w.bypassValidation = bypassValidation
 	id, err := w.insertOne(doc, map[string]bool{})
 	if err != nil {
 		return bson.RawValue{}, err
@@ -207,6 +211,9 @@ func (w *writer) modify(pk []byte, f *query.Filter, change func(d *storedDoc, po
 		}
 		if !bytes.Equal(keycodec.Append(nil, idOf(newDoc)), pk) {
 			return false, false, mongoerr.New(mongoerr.ImmutableField, "Performing an update on the path '_id' would modify the immutable field '_id'")
+		}
+		if err := w.checkValidation(newDoc, old.doc); err != nil {
+			return false, false, err
 		}
 		d := &storedDoc{pk: pk, doc: newDoc, h: header{ts: nowMs, ttl: ttlindex.DocTTLOf(bsoncore.Document(newDoc))}}
 		ent, err := w.entriesOf(d)

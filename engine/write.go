@@ -31,6 +31,8 @@ type writer struct {
 	// noSync commits without waiting for the WAL sync, for writes that are
 	// not acknowledged to a client.
 	noSync bool
+	// bypassValidation skips the collection's validator (validator.go).
+	bypassValidation bool
 	// pendingUnique maps unique index entry keys written by the pending
 	// batch to their primary keys (nil once deleted), since a plain batch
 	// cannot be read.

@@ -70,6 +70,15 @@ func (s *Server) create(ctx context.Context, req *Request) (bson.Raw, error) {
 	return okReply()
 }
 
+// bypassValidation reads a write command's bypassDocumentValidation.
+func bypassValidation(cmd string, body bson.Raw) (bool, error) {
+	v, err := body.LookupErr("bypassDocumentValidation")
+	if err != nil {
+		return false, nil
+	}
+	return argBool(cmd, "bypassDocumentValidation", v)
+}
+
 func (s *Server) drop(ctx context.Context, req *Request) (bson.Raw, error) {
 	coll, err := collectionName(req)
 	if err != nil {

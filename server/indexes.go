@@ -148,6 +148,8 @@ func (s *Server) collMod(ctx context.Context, req *Request) (bson.Raw, error) {
 		return nil, err
 	}
 	var change *engine.IndexChange
+	var validation engine.CollectionValidation
+	changeValidation := false
 	for key, v := range cmdArgs(req.Body) {
 		switch k := string(key); k {
 		case "index":
@@ -183,7 +185,23 @@ func (s *Server) collMod(ctx context.Context, req *Request) (bson.Raw, error) {
 				return nil, mongoerr.New(mongoerr.InvalidOptions, "must specify exactly one of keyPattern or name in the index option")
 			}
 			change = &ch
-		case "validator", "validationLevel", "validationAction", "expireAfterSeconds", "changeStreamPreAndPostImages", "dryRun":
+		case "validator":
+			if validation.Validator, err = argDoc("collMod", "validator", v); err != nil {
+				return nil, err
+			}
+			changeValidation = true
+		case "validationLevel", "validationAction":
+			str, err := argString("collMod", k, v)
+			if err != nil {
+				return nil, err
+			}
+			if k == "validationLevel" {
+				validation.Level = &str
+			} else {
+				validation.Action = &str
+			}
+			changeValidation = true
+		case "expireAfterSeconds", "changeStreamPreAndPostImages", "dryRun":
 			// Accepted and not enforced.
 		default:
 			return nil, unknownField("collMod", key)
@@ -191,6 +209,11 @@ func (s *Server) collMod(ctx context.Context, req *Request) (bson.Raw, error) {
 	}
 	if !s.eng.CollectionExists(req.DB, coll) {
 		return nil, mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist: %s.%s", req.DB, coll)
+	}
+	if changeValidation {
+		if err := s.eng.SetValidation(req.DB, coll, validation); err != nil {
+			return nil, err
+		}
 	}
 	if change == nil {
 		return okReply()
