@@ -35,6 +35,10 @@ type ValidateResult struct {
 	// NInvalidDocuments counts documents whose header or BSON does not
 	// parse, or whose _id does not match their record key.
 	NInvalidDocuments int64
+	// NNonCompliantDocuments counts documents the collection's validator
+	// refuses (stored before it, under moderate or warn, or bypassing it).
+	// They make no collection invalid.
+	NNonCompliantDocuments int64
 
 	MissingIndexEntries, ExtraIndexEntries   int64
 	MissingExpiryEntries, ExtraExpiryEntries int64
@@ -164,6 +168,9 @@ func (v *validation) documents() error {
 			}
 			v.errorf("record %x: %s", pk, problem)
 			continue
+		}
+		if val := v.st.validator; val != nil && !val.filter.Match(d.doc) {
+			v.res.NNonCompliantDocuments++
 		}
 		for i, ix := range v.st.indexes {
 			keys, multi, err := ix.keys(d.doc)
@@ -425,6 +432,9 @@ func (v *validation) summarize() {
 		if c.n > 0 {
 			r.Errors = append(r.Errors, fmt.Sprintf("%d %s", c.n, c.what))
 		}
+	}
+	if r.NNonCompliantDocuments > 0 {
+		r.Warnings = append(r.Warnings, "Detected one or more documents in this collection not conformant to the schema validation rules applied to it.")
 	}
 	if r.Errors == nil {
 		r.Errors = []string{}

@@ -237,3 +237,20 @@ func TestInvalidValidatorsRefused(t *testing.T) {
 	_, err = db.Collection("good").InsertOne(ctx, bson.D{{Key: "a", Value: 2}})
 	validationErrInfo(t, err)
 }
+
+// TestValidateCountsNonCompliantDocuments checks that validate reports the
+// documents a validator added later refuses, as a warning, not an error.
+func TestValidateCountsNonCompliantDocuments(t *testing.T) {
+	ts := startServer(t)
+	db := ts.Client.Database("trust")
+	coll := db.Collection("noncompliant")
+	mustInsert(t, coll, bson.D{{Key: "_id", Value: 1}, {Key: "a", Value: 1}}, bson.D{{Key: "_id", Value: 2}, {Key: "a", Value: 10}})
+	run(t, db, bson.D{{Key: "collMod", Value: "noncompliant"}, {Key: "validator", Value: bson.D{{Key: "a", Value: bson.D{{Key: "$gt", Value: 5}}}}}})
+	v := run(t, db, bson.D{{Key: "validate", Value: "noncompliant"}})
+	if n, _ := v.Lookup("nNonCompliantDocuments").AsInt64OK(); n != 1 || !v.Lookup("valid").Boolean() {
+		t.Fatalf("validate: %v", v)
+	}
+	if warnings, _ := v.Lookup("warnings").Array().Values(); len(warnings) != 1 {
+		t.Fatalf("warnings: %v", v)
+	}
+}

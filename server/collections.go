@@ -401,7 +401,7 @@ func (s *Server) validate(ctx context.Context, req *Request) (bson.Raw, error) {
 		bson.E{Key: "ns", Value: req.DB + "." + coll},
 		bson.E{Key: "uuid", Value: res.UUID},
 		bson.E{Key: "nInvalidDocuments", Value: res.NInvalidDocuments},
-		bson.E{Key: "nNonCompliantDocuments", Value: int64(0)},
+		bson.E{Key: "nNonCompliantDocuments", Value: res.NNonCompliantDocuments},
 		bson.E{Key: "nrecords", Value: res.NRecords},
 		bson.E{Key: "nIndexes", Value: int32(res.NIndexes)},
 		bson.E{Key: "keysPerIndex", Value: keys},
