@@ -11,6 +11,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.uber.org/zap"
 
 	"github.com/lethedb/lethe/engine/mongoerr"
 	"github.com/lethedb/lethe/ttlindex"
@@ -55,10 +56,10 @@ func (s *collState) ns() string { return s.meta.DB + "." + s.meta.Name }
 
 func newCollState(meta collMeta) (*collState, error) {
 	st := &collState{meta: meta}
-	var err error
-	if st.validator, err = compileValidator(meta.Options); err != nil {
-		return nil, err
-	}
+	// create and collMod refuse validators that do not compile; one stored
+	// by a version that did not check stays unenforced, which loadCatalog
+	// logs, rather than keeping the store from opening.
+	st.validator, _ = compileValidator(meta.Options)
 	for _, im := range meta.Indexes {
 		ix, err := compileIndex(im)
 		if err != nil {
@@ -108,6 +109,10 @@ func (e *Engine) loadCatalog() error {
 		st, err := newCollState(meta)
 		if err != nil {
 			return err
+		}
+		if _, err := compileValidator(meta.Options); err != nil {
+			e.log.Warn("collection validator does not compile and is not enforced",
+				zap.String("namespace", st.ns()), zap.Error(err))
 		}
 		c := &Collection{}
 		c.state.Store(st)
@@ -193,6 +198,9 @@ func (e *Engine) ensureCollection(db, name string, options bson.Raw) (*Collectio
 		return c, false, nil
 	}
 	if err := ValidateNamespace(db, name); err != nil {
+		return nil, false, err
+	}
+	if _, err := compileValidator(options); err != nil {
 		return nil, false, err
 	}
 	e.mu.Lock()
