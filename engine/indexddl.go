@@ -384,6 +384,13 @@ func (e *Engine) CreateIndexes(db, coll string, specs []bson.Raw) (CreateIndexes
 		}
 		metas = append(metas, im)
 	}
+	if e.collection(db, coll) == nil {
+		// Refuse conflicting specs before creating the collection, which
+		// a refused command must not leave behind.
+		if _, err := e.newIndexes(nil, metas); err != nil {
+			return res, err
+		}
+	}
 	var c *Collection
 	for {
 		var created bool
@@ -404,35 +411,9 @@ func (e *Engine) CreateIndexes(db, coll string, specs []bson.Raw) (CreateIndexes
 	res.Before = 1 + len(st.meta.Indexes)
 	meta := st.meta
 	meta.Indexes = append([]indexMeta(nil), meta.Indexes...)
-	var fresh []indexMeta
-	for _, im := range metas {
-		if isIDKey(im.Key) {
-			// The _id index is unique, and a spec of it without a name
-			// means it.
-			im.Unique = true
-			if im.Name == defaultIndexName(mustElems(im.Key)) {
-				im.Name = idIndexMeta.Name
-			}
-		}
-		exists := false
-		for _, old := range append([]indexMeta{idIndexMeta}, meta.Indexes...) {
-			found, err := checkIndexConflict(im, old)
-			if err != nil {
-				return res, err
-			}
-			exists = exists || found
-		}
-		if exists {
-			continue
-		}
-		for _, earlier := range fresh {
-			if found, err := checkIndexConflict(im, earlier); err != nil {
-				return res, err
-			} else if found {
-				return res, e.duplicateSpec(st, im)
-			}
-		}
-		fresh = append(fresh, im)
+	fresh, err := e.newIndexes(st, metas)
+	if err != nil {
+		return res, err
 	}
 	if len(fresh) == 0 {
 		res.After = res.Before
@@ -472,11 +453,55 @@ func (e *Engine) CreateIndexes(db, coll string, specs []bson.Raw) (CreateIndexes
 	return res, nil
 }
 
+// newIndexes checks the requested indexes against those of st (nil for a
+// collection yet to be created) and against each other, and returns the
+// ones to build.
+func (e *Engine) newIndexes(st *collState, metas []indexMeta) ([]indexMeta, error) {
+	existing := []indexMeta{idIndexMeta}
+	if st != nil {
+		existing = append(existing, st.meta.Indexes...)
+	}
+	var fresh []indexMeta
+	for _, im := range metas {
+		if isIDKey(im.Key) {
+			// The _id index is unique, and a spec of it without a name
+			// means it.
+			im.Unique = true
+			if im.Name == defaultIndexName(mustElems(im.Key)) {
+				im.Name = idIndexMeta.Name
+			}
+		}
+		exists := false
+		for _, old := range existing {
+			found, err := checkIndexConflict(im, old)
+			if err != nil {
+				return nil, err
+			}
+			exists = exists || found
+		}
+		if exists {
+			continue
+		}
+		for _, earlier := range fresh {
+			if found, err := checkIndexConflict(im, earlier); err != nil {
+				return nil, err
+			} else if found {
+				return nil, e.duplicateSpec(st, im)
+			}
+		}
+		fresh = append(fresh, im)
+	}
+	return fresh, nil
+}
+
 // duplicateSpec is the error for a createIndexes command that asks for the
 // same index twice: MongoDB builds indexes of an empty collection one after
 // the other, so the second finds the first, and otherwise builds them
 // together and refuses the pair.
 func (e *Engine) duplicateSpec(st *collState, im indexMeta) error {
+	if st == nil {
+		return mongoerr.New(mongoerr.IndexAlreadyExists, "Identical index already exists: %s", im.Name)
+	}
 	lo, hi := docRange(st.meta.ID)
 	it, err := e.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {

@@ -116,11 +116,14 @@ func TestCreateIndexesConflicts(t *testing.T) {
 			}
 			_, err := createIndexesErr(coll, tc.specs...)
 			wantCode(t, err, tc.code)
-			// A refused command builds none of its indexes.
+			// A refused command builds none of its indexes, and creates no
+			// collection.
 			if tc.docs {
 				if names := indexNames(t, coll); len(names) != 1 {
 					t.Fatalf("indexes after a refused command: %v", names)
 				}
+			} else if names, _ := db.ListCollectionNames(ctx, bson.D{{Key: "name", Value: coll.Name()}}); len(names) != 0 {
+				t.Fatalf("a refused command created %v", names)
 			}
 		})
 	}
