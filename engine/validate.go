@@ -88,7 +88,7 @@ func (e *Engine) Validate(ctx context.Context, db, coll string, full bool) (Vali
 	if st.dropped {
 		return ValidateResult{}, mongoerr.New(mongoerr.NamespaceNotFound, "Collection '%s.%s' does not exist to validate.", db, coll)
 	}
-	v := &validation{ctx: ctx, snap: snap, st: st, full: full, expected: make([]int64, len(st.indexes))}
+	v := &storageCheck{ctx: ctx, snap: snap, st: st, full: full, expected: make([]int64, len(st.indexes))}
 	v.res.UUID = st.meta.UUID
 	v.res.KeysPerIndex = map[string]int64{}
 	v.res.InvalidIndexes = map[string]bool{}
@@ -112,8 +112,8 @@ func (e *Engine) Validate(ctx context.Context, db, coll string, full bool) (Vali
 	return v.res, nil
 }
 
-// validation is the state of one Validate call.
-type validation struct {
+// storageCheck is the state of one Validate call.
+type storageCheck struct {
 	ctx  context.Context
 	snap *pebble.Snapshot
 	st   *collState
@@ -126,7 +126,7 @@ type validation struct {
 	reported       int
 }
 
-func (v *validation) errorf(format string, args ...any) {
+func (v *storageCheck) errorf(format string, args ...any) {
 	if v.reported < maxValidateMessages {
 		v.res.Errors = append(v.res.Errors, fmt.Sprintf(format, args...))
 	}
@@ -134,7 +134,7 @@ func (v *validation) errorf(format string, args ...any) {
 }
 
 // tick checks the context every validateCheckEvery calls.
-func (v *validation) tick() error {
+func (v *storageCheck) tick() error {
 	v.ticks++
 	if v.ticks%validateCheckEvery == 0 {
 		if err := v.ctx.Err(); err != nil {
@@ -146,7 +146,7 @@ func (v *validation) tick() error {
 
 // documents checks every stored document and that each of its entries
 // exists and points back at it.
-func (v *validation) documents() error {
+func (v *storageCheck) documents() error {
 	lo, hi := docRange(v.st.meta.ID)
 	it, err := v.snap.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {
@@ -229,7 +229,7 @@ func (v *validation) documents() error {
 	return nil
 }
 
-func (v *validation) missingEntry(ix *index, d *storedDoc) {
+func (v *storageCheck) missingEntry(ix *index, d *storedDoc) {
 	v.res.MissingIndexEntries++
 	v.res.InvalidIndexes[ix.meta.Name] = true
 	if len(v.res.MissingEntryDetails) < maxValidateMessages {
@@ -268,7 +268,7 @@ func docName(d *storedDoc) string {
 
 // indexEntries counts the entries of st.indexes[i] and, when needed,
 // checks each against the document it points at.
-func (v *validation) indexEntries(i int, ix *index) error {
+func (v *storageCheck) indexEntries(i int, ix *index) error {
 	lo, hi := indexRange(ix.meta.ID)
 	it, err := v.snap.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {
@@ -313,7 +313,7 @@ func (v *validation) indexEntries(i int, ix *index) error {
 
 // checkIndexEntry reports what is wrong with one entry of ix, whose key
 // after the index prefix is rest and whose value is pk; "" if nothing.
-func (v *validation) checkIndexEntry(ix *index, rest, pk []byte) (string, error) {
+func (v *storageCheck) checkIndexEntry(ix *index, rest, pk []byte) (string, error) {
 	key := rest
 	if !ix.meta.Unique {
 		if len(rest) < len(pk) || !bytesEqual(rest[len(rest)-len(pk):], pk) {
@@ -340,7 +340,7 @@ func (v *validation) checkIndexEntry(ix *index, rest, pk []byte) (string, error)
 
 // load reads the document an entry points at from the snapshot; problem
 // says why there is none to compare with.
-func (v *validation) load(pk []byte) (d *storedDoc, problem string, err error) {
+func (v *storageCheck) load(pk []byte) (d *storedDoc, problem string, err error) {
 	val, closer, err := v.snap.Get(docKey(nil, v.st.meta.ID, pk))
 	if err == pebble.ErrNotFound {
 		return nil, "points at no stored document", nil
@@ -359,7 +359,7 @@ func (v *validation) load(pk []byte) (d *storedDoc, problem string, err error) {
 
 // expiryEntries counts the collection's expiry entries and, when needed,
 // checks each against its document.
-func (v *validation) expiryEntries() error {
+func (v *storageCheck) expiryEntries() error {
 	lo, hi := ttlindex.CollRange(v.st.meta.ID)
 	it, err := v.snap.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {
@@ -376,13 +376,21 @@ func (v *validation) expiryEntries() error {
 	if err := it.Error(); err != nil {
 		return fmt.Errorf("engine: validate: %w", err)
 	}
+	tsIndex := ""
 	if v.st.ttl.Enabled {
 		for _, im := range v.st.meta.Indexes {
 			if len(im.Key) > 0 && im.Key.Lookup(tsField).Type != 0 && im.ExpireAfter != nil {
 				v.res.KeysPerIndex[im.Name] = n
+				tsIndex = im.Name
 			}
 		}
 	}
+	defer func() {
+		// The expiry entries are the _ts index's entries.
+		if tsIndex != "" && v.res.MissingExpiryEntries+v.res.ExtraExpiryEntries > 0 {
+			v.res.InvalidIndexes[tsIndex] = true
+		}
+	}()
 	if n == v.expectedExpiry && !v.full {
 		return nil
 	}
@@ -414,7 +422,7 @@ func (v *validation) expiryEntries() error {
 }
 
 // summarize adds the totals to the messages and decides validity.
-func (v *validation) summarize() {
+func (v *storageCheck) summarize() {
 	if v.reported > maxValidateMessages {
 		v.res.Errors = append(v.res.Errors, fmt.Sprintf("%d more problems not listed", v.reported-maxValidateMessages))
 	}

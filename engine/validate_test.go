@@ -182,7 +182,8 @@ func TestValidateFindsCorruption(t *testing.T) {
 				t.Fatal(err)
 			}
 		},
-		want: counts{missingExpiry: 1, records: 4},
+		want:   counts{missingExpiry: 1, records: 4},
+		badIdx: "_ts_1",
 	}, {
 		name: "stray expiry entry",
 		corrupt: func(t *testing.T, e *Engine) {
@@ -192,7 +193,8 @@ func TestValidateFindsCorruption(t *testing.T) {
 				t.Fatal(err)
 			}
 		},
-		want: counts{extraExpiry: 1, records: 4},
+		want:   counts{extraExpiry: 1, records: 4},
+		badIdx: "_ts_1",
 	}, {
 		name: "stray document without entries",
 		corrupt: func(t *testing.T, e *Engine) {
