@@ -312,4 +312,6 @@ func TestCreateRefusesUnsupportedKinds(t *testing.T) {
 		t.Fatalf("collections after refused creates: %v %v", names, err)
 	}
 	run(t, db, bson.D{{Key: "create", Value: "plain"}, {Key: "capped", Value: false}})
+	err = db.RunCommand(ctx, bson.D{{Key: "collMod", Value: "plain"}, {Key: "expireAfterSeconds", Value: 60}}).Err()
+	wantCode(t, err, 72)
 }

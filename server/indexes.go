@@ -201,8 +201,12 @@ func (s *Server) collMod(ctx context.Context, req *Request) (bson.Raw, error) {
 				validation.Action = &str
 			}
 			changeValidation = true
-		case "expireAfterSeconds", "changeStreamPreAndPostImages", "dryRun":
-			// Accepted and not enforced.
+		case "expireAfterSeconds":
+			// As on create: only clustered and time series collections
+			// expire as a whole.
+			return nil, mongoerr.New(mongoerr.InvalidOptions, "'expireAfterSeconds' option is only supported on collections clustered by _id")
+		case "changeStreamPreAndPostImages", "dryRun":
+			// Accepted; Lethe has no change streams.
 		default:
 			return nil, unknownField("collMod", key)
 		}
