@@ -11,6 +11,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.uber.org/zap"
 
 	"github.com/lethedb/lethe/engine/mongoerr"
 	"github.com/lethedb/lethe/ttlindex"
@@ -43,7 +44,9 @@ type collState struct {
 	indexes []*index // secondary indexes that have entries
 	ttl     ttlindex.Setting
 	dateTTL []*index // indexes with expireAfterSeconds on a date field
-	dropped bool
+	// validator checks written documents; nil if the collection has none.
+	validator *docValidator
+	dropped   bool
 }
 
 func (c *Collection) st() *collState { return c.state.Load() }
@@ -53,6 +56,10 @@ func (s *collState) ns() string { return s.meta.DB + "." + s.meta.Name }
 
 func newCollState(meta collMeta) (*collState, error) {
 	st := &collState{meta: meta}
+	// create and collMod refuse validators that do not compile; one stored
+	// by a version that did not check stays unenforced, which loadCatalog
+	// logs, rather than keeping the store from opening.
+	st.validator, _ = compileValidator(meta.Options)
 	for _, im := range meta.Indexes {
 		ix, err := compileIndex(im)
 		if err != nil {
@@ -102,6 +109,10 @@ func (e *Engine) loadCatalog() error {
 		st, err := newCollState(meta)
 		if err != nil {
 			return err
+		}
+		if _, err := compileValidator(meta.Options); err != nil {
+			e.log.Warn("collection validator does not compile and is not enforced",
+				zap.String("namespace", st.ns()), zap.Error(err))
 		}
 		c := &Collection{}
 		c.state.Store(st)
@@ -187,6 +198,9 @@ func (e *Engine) ensureCollection(db, name string, options bson.Raw) (*Collectio
 		return c, false, nil
 	}
 	if err := ValidateNamespace(db, name); err != nil {
+		return nil, false, err
+	}
+	if _, err := compileValidator(options); err != nil {
 		return nil, false, err
 	}
 	e.mu.Lock()

@@ -16,6 +16,8 @@ type FindAndModifySpec struct {
 	New                  bool
 	Upsert               bool
 	Hint                 bson.RawValue
+	// BypassDocumentValidation skips the collection's validator.
+	BypassDocumentValidation bool
 }
 
 // FindAndModifyResult reports a findAndModify.
@@ -62,6 +64,7 @@ func (e *Engine) findAndModifyOnce(ctx context.Context, c *Collection, q *compil
 	}
 	w := e.newWriter(c)
 	defer w.close()
+	w.bypassValidation = spec.BypassDocumentValidation
 	for _, pk := range pks {
 		var before bson.Raw
 		var after bson.Raw

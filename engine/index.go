@@ -25,6 +25,12 @@ type indexMeta struct {
 	// Multikey is set once any document produced more than one key, after
 	// which the planner stops combining bounds on the index.
 	Multikey bool `bson:"multikey,omitempty"`
+	// Version is the index version the spec asked for (1 or 2).
+	Version int32 `bson:"v,omitempty"`
+	// Extra holds the spec's options other than v, key, name, unique and
+	// hidden, as given, for listIndexes; nil for indexes created before it
+	// was kept.
+	Extra bson.Raw `bson:"extra,omitempty"`
 }
 
 type indexField struct {

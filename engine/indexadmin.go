@@ -18,10 +18,29 @@ func (e *Engine) ListIndexes(db, coll string) ([]bson.D, error) {
 	}
 	out := []bson.D{{{Key: "v", Value: int32(2)}, {Key: "key", Value: bson.D{{Key: "_id", Value: int32(1)}}}, {Key: "name", Value: "_id_"}}}
 	for _, im := range c.st().meta.Indexes {
-		d := bson.D{{Key: "v", Value: int32(2)}, {Key: "key", Value: im.Key}, {Key: "name", Value: im.Name}}
-		if im.Unique {
-			d = append(d, bson.E{Key: "unique", Value: true})
-		}
+		out = append(out, im.spec())
+	}
+	return out, nil
+}
+
+// spec is the index's specification as MongoDB lists it: v, unique and
+// hidden (when set), key and name, then the other options as given, with
+// the current expireAfterSeconds, which collMod may have changed.
+func (im indexMeta) spec() bson.D {
+	v := im.Version
+	if v == 0 {
+		v = 2
+	}
+	d := bson.D{{Key: "v", Value: v}}
+	if im.Unique {
+		d = append(d, bson.E{Key: "unique", Value: true})
+	}
+	if im.Hidden {
+		d = append(d, bson.E{Key: "hidden", Value: true})
+	}
+	d = append(d, bson.E{Key: "key", Value: im.Key}, bson.E{Key: "name", Value: im.Name})
+	if im.Extra == nil {
+		// Catalog entries from before the options were kept.
 		if im.Sparse {
 			d = append(d, bson.E{Key: "sparse", Value: true})
 		}
@@ -31,12 +50,25 @@ func (e *Engine) ListIndexes(db, coll string) ([]bson.D, error) {
 		if im.ExpireAfter != nil {
 			d = append(d, bson.E{Key: "expireAfterSeconds", Value: *im.ExpireAfter})
 		}
-		if im.Hidden {
-			d = append(d, bson.E{Key: "hidden", Value: true})
-		}
-		out = append(out, d)
+		return d
 	}
-	return out, nil
+	elems, _ := im.Extra.Elements()
+	listedTTL := false
+	for _, el := range elems {
+		if el.Key() == "expireAfterSeconds" {
+			if im.ExpireAfter != nil {
+				d = append(d, bson.E{Key: el.Key(), Value: *im.ExpireAfter})
+				listedTTL = true
+			}
+			continue
+		}
+		d = append(d, bson.E{Key: el.Key(), Value: el.Value()})
+	}
+	if im.ExpireAfter != nil && !listedTTL {
+		// collMod made the index a TTL index.
+		d = append(d, bson.E{Key: "expireAfterSeconds", Value: *im.ExpireAfter})
+	}
+	return d
 }
 
 // DropIndexes drops indexes selected by "*" (all but _id), a name, a key

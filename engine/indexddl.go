@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"math"
 	"strconv"
 	"strings"
@@ -26,20 +27,40 @@ type CreateIndexesResult struct {
 	Note              string
 }
 
-// indexOptions lists the index specification fields Lethe accepts; others
-// are refused as MongoDB refuses unknown ones.
+// indexOptions lists the index specification fields MongoDB accepts on
+// the index types Lethe has; others are refused as MongoDB refuses unknown
+// ones. Options of other index types (text, 2d, 2dsphere, wildcard) are
+// accepted where MongoDB accepts them on any index, and kept.
 var indexOptions = map[string]bool{
-	"key": true, "name": true, "unique": true, "sparse": true, "partialFilterExpression": true,
-	"expireAfterSeconds": true, "background": true, "v": true, "ns": true, "hidden": true, "collation": true,
+	"key": true, "name": true, "v": true, "ns": true, "unique": true, "sparse": true,
+	"partialFilterExpression": true, "expireAfterSeconds": true, "background": true,
+	"hidden": true, "collation": true, "storageEngine": true, "dropDups": true,
+	"prepareUnique": true, "weights": true, "default_language": true, "language_override": true,
+	"textIndexVersion": true, "2dsphereIndexVersion": true, "bits": true, "min": true, "max": true,
+	"coarsestIndexedLevel": true, "finestIndexedLevel": true, "wildcardProjection": true,
 }
 
-// parseIndexSpec validates a spec into catalog form (without an id).
+// IsIndexOption reports whether MongoDB accepts name as a field of an index
+// specification, for createIndexes's ignoreUnknownIndexOptions.
+func IsIndexOption(name string) bool { return indexOptions[name] }
+
+// maxIndexFields is the most fields a compound index may have.
+const maxIndexFields = 32
+
+// maxKeyPatternSize is the largest key pattern MongoDB accepts, in bytes.
+const maxKeyPatternSize = 2048
+
+// parseIndexSpec validates a spec into catalog form (without an id). The
+// options that listIndexes echoes and the catalog does not model are kept
+// in Extra, in the order given.
 func parseIndexSpec(spec bson.Raw) (indexMeta, error) {
 	var im indexMeta
 	elems, err := spec.Elements()
 	if err != nil {
 		return im, mongoerr.New(mongoerr.InvalidBSON, "invalid index specification: %v", err)
 	}
+	var extra bson.D
+	hasName := false
 	for _, el := range elems {
 		k, v := el.Key(), el.Value()
 		if !indexOptions[k] {
@@ -52,18 +73,50 @@ func parseIndexSpec(spec bson.Raw) (indexMeta, error) {
 				return im, mongoerr.New(mongoerr.TypeMismatch, "The field 'key' must be an object, but got %s", typeName(v.Type))
 			}
 			im.Key = bytes.Clone(doc)
+			continue
 		case "name":
 			name, ok := v.StringValueOK()
 			if !ok {
 				return im, mongoerr.New(mongoerr.TypeMismatch, "The field 'name' must be a string, but got %s", typeName(v.Type))
 			}
-			im.Name = name
-		case "unique":
-			im.Unique = truthy(v)
-		case "sparse":
-			im.Sparse = truthy(v)
+			im.Name, hasName = name, true
+			continue
+		case "v":
+			n, ok := v.AsFloat64OK()
+			if !ok {
+				return im, mongoerr.New(mongoerr.TypeMismatch, "The field 'v' must be a number, but got %s", typeName(v.Type))
+			}
+			if n != 1 && n != 2 {
+				return im, mongoerr.New(mongoerr.CannotCreateIndex, "Invalid index specification %s; cannot create an index with v=%v", spec.String(), n)
+			}
+			im.Version = int32(n)
+			continue
+		case "unique", "sparse", "background", "dropDups", "prepareUnique":
+			if _, ok := v.AsFloat64OK(); !ok && v.Type != bson.TypeBoolean {
+				return im, mongoerr.New(mongoerr.TypeMismatch, "The field '%s has value %s, which is not convertible to bool", k, v.String())
+			}
+			switch k {
+			case "unique":
+				im.Unique = truthy(v)
+				continue // listed as unique: true, or not at all
+			case "sparse":
+				im.Sparse = truthy(v)
+			case "prepareUnique":
+				if truthy(v) {
+					return im, mongoerr.New(mongoerr.CannotCreateIndex, "the index option 'prepareUnique' is not supported")
+				}
+				continue
+			case "dropDups":
+				continue // ignored and dropped, as MongoDB does
+			}
 		case "hidden":
-			im.Hidden = truthy(v)
+			if v.Type != bson.TypeBoolean {
+				return im, mongoerr.New(mongoerr.TypeMismatch, "The field 'hidden' must be a bool, but got %s", typeName(v.Type))
+			}
+			im.Hidden = v.Boolean()
+			continue // listed as hidden: true, or not at all
+		case "ns":
+			continue // dropped since MongoDB 4.4
 		case "partialFilterExpression":
 			doc, ok := v.DocumentOK()
 			if !ok {
@@ -74,35 +127,44 @@ func parseIndexSpec(spec bson.Raw) (indexMeta, error) {
 			}
 			im.Partial = bytes.Clone(doc)
 		case "collation":
-			if loc, _ := v.Document().Lookup("locale").StringValueOK(); loc != "simple" {
+			doc, ok := v.DocumentOK()
+			if !ok {
+				return im, mongoerr.New(mongoerr.TypeMismatch, "The field 'collation' must be an object, but got %s", typeName(v.Type))
+			}
+			if loc, _ := doc.Lookup("locale").StringValueOK(); loc != "simple" {
 				return im, mongoerr.New(mongoerr.CannotCreateIndex, "collation %q is not supported; only {locale: \"simple\"}", loc)
 			}
+			continue // the simple collation is no collation
+		case "storageEngine":
+			if _, ok := v.DocumentOK(); !ok {
+				return im, mongoerr.New(mongoerr.TypeMismatch, "The field 'storageEngine' must be an object, but got %s", typeName(v.Type))
+			}
+		case "default_language", "language_override":
+			if v.Type != bson.TypeString {
+				return im, mongoerr.New(mongoerr.TypeMismatch, "The field '%s' must be a string, but got %s", k, typeName(v.Type))
+			}
+		case "textIndexVersion", "2dsphereIndexVersion", "bits", "min", "max", "coarsestIndexedLevel", "finestIndexedLevel":
+			if _, ok := v.AsFloat64OK(); !ok {
+				return im, mongoerr.New(mongoerr.TypeMismatch, "The field '%s' must be a number, but got %s", k, typeName(v.Type))
+			}
+		case "weights":
+			return im, mongoerr.New(mongoerr.CannotCreateIndex, "Invalid index specification %s; the field 'weights' can only be specified with text indexes", spec.String())
+		case "wildcardProjection":
+			return im, mongoerr.New(mongoerr.BadValue, "The field 'wildcardProjection' is only allowed in 'wildcard' indexes")
 		}
+		extra = append(extra, bson.E{Key: k, Value: v})
 	}
 	if im.Key == nil {
 		return im, mongoerr.New(mongoerr.FailedToParse, "The 'key' field is a required property of an index specification")
 	}
+	if err := checkKeyPattern(im.Key); err != nil {
+		return im, err
+	}
 	keys, _ := im.Key.Elements()
-	if len(keys) == 0 {
-		return im, mongoerr.New(mongoerr.CannotCreateIndex, "Index keys cannot be empty.")
-	}
-	for _, kel := range keys {
-		f, ok := kel.Value().AsFloat64OK()
-		if !ok {
-			if s, isStr := kel.Value().StringValueOK(); isStr {
-				return im, mongoerr.New(mongoerr.CannotCreateIndex, "Index type '%s' is not supported", s)
-			}
-			return im, mongoerr.New(mongoerr.CannotCreateIndex, "Values in index key pattern must be numbers or strings: %s", im.Key.String())
-		}
-		if f == 0 || math.IsNaN(f) {
-			return im, mongoerr.New(mongoerr.CannotCreateIndex, "Values in the index key pattern can't be 0 or NaN: %s", im.Key.String())
-		}
-		if kel.Key() == "" || strings.HasPrefix(kel.Key(), "$") {
-			return im, mongoerr.New(mongoerr.CannotCreateIndex, "Index key contains an illegal field name: '%s'", kel.Key())
-		}
-	}
-	if im.Name == "" {
+	if !hasName {
 		im.Name = defaultIndexName(keys)
+	} else if im.Name == "" {
+		return im, mongoerr.New(mongoerr.CannotCreateIndex, "Error in specification %s :: caused by :: index name cannot be empty", spec.String())
 	}
 	if v, err := spec.LookupErr("expireAfterSeconds"); err == nil {
 		n, err := parseExpireAfter(keys, bsoncore.Value{Type: bsoncore.Type(v.Type), Data: v.Value})
@@ -111,7 +173,72 @@ func parseIndexSpec(spec bson.Raw) (indexMeta, error) {
 		}
 		im.ExpireAfter = &n
 	}
+	if im.Version == 0 {
+		im.Version = 2
+	}
+	if extra != nil {
+		if im.Extra, err = bson.Marshal(extra); err != nil {
+			return im, fmt.Errorf("engine: index options: %w", err)
+		}
+	} else {
+		im.Extra = emptyDoc
+	}
 	return im, nil
+}
+
+var emptyDoc = bson.Raw(bsoncore.NewDocumentBuilder().Build())
+
+// checkKeyPattern validates an index key pattern as MongoDB does, for the
+// index types Lethe has.
+func checkKeyPattern(key bson.Raw) error {
+	if len(key) > maxKeyPatternSize {
+		return mongoerr.New(mongoerr.CannotCreateIndex, "Index key pattern too large.")
+	}
+	keys, err := key.Elements()
+	if err != nil {
+		return mongoerr.New(mongoerr.InvalidBSON, "invalid index key pattern: %v", err)
+	}
+	if len(keys) == 0 {
+		return mongoerr.New(mongoerr.CannotCreateIndex, "Index keys cannot be empty.")
+	}
+	seen := make(map[string]bool, len(keys))
+	for _, kel := range keys {
+		if seen[kel.Key()] {
+			return mongoerr.New(mongoerr.BadValue, "The field '%s' appears multiple times in the index key pattern %s", kel.Key(), key.String())
+		}
+		seen[kel.Key()] = true
+	}
+	for _, kel := range keys {
+		f, ok := kel.Value().AsFloat64OK()
+		if !ok {
+			if s, isStr := kel.Value().StringValueOK(); isStr {
+				if s == "" {
+					return mongoerr.New(mongoerr.CannotCreateIndex, "Values in the index key pattern cannot be empty strings")
+				}
+				return mongoerr.New(mongoerr.CannotCreateIndex, "Index type '%s' is not supported", s)
+			}
+			return mongoerr.New(mongoerr.CannotCreateIndex, "Values in v:2 index key pattern cannot be of type %s. Only numbers > 0, numbers < 0, and strings are allowed.", typeName(kel.Value().Type))
+		}
+		if math.IsNaN(f) {
+			return mongoerr.New(mongoerr.CannotCreateIndex, "Values in the index key pattern cannot be NaN.")
+		}
+		if f == 0 {
+			return mongoerr.New(mongoerr.CannotCreateIndex, "Values in the index key pattern cannot be 0.")
+		}
+		name := kel.Key()
+		if name == "" || strings.HasPrefix(name, ".") || strings.HasSuffix(name, ".") || strings.Contains(name, "..") {
+			return mongoerr.New(mongoerr.CannotCreateIndex, "Index keys cannot contain an empty field.")
+		}
+		for i, part := range strings.Split(name, ".") {
+			if strings.HasPrefix(part, "$") && !(i > 0 && (part == "$id" || part == "$ref" || part == "$db")) {
+				return mongoerr.New(mongoerr.CannotCreateIndex, "Index key contains an illegal field name: field name starts with '$'.")
+			}
+		}
+	}
+	if len(keys) > maxIndexFields {
+		return mongoerr.New(mongoerr.Location13103, "too many compound keys")
+	}
+	return nil
 }
 
 // parseExpireAfter validates expireAfterSeconds: the _ts index follows the
@@ -159,11 +286,90 @@ func truthy(v bson.RawValue) bool {
 
 func typeName(t bson.Type) string { return query.TypeName(bsoncore.Type(t)) }
 
-// sameOptions reports whether two index definitions are the same index.
-func sameOptions(a, b indexMeta) bool {
+// indexComparison is how a requested index relates to another, in
+// MongoDB's terms: indexes that differ in key pattern or in an identifying
+// option (unique, sparse, partial filter, collation) can coexist;
+// equivalent ones agree on those but not on the other options; identical
+// ones agree on everything but perhaps the name.
+type indexComparison int
+
+const (
+	indexDifferent indexComparison = iota
+	indexEquivalent
+	indexIdentical
+)
+
+func compareIndexes(a, b indexMeta) indexComparison {
+	if string(a.Key) != string(b.Key) || a.Unique != b.Unique || a.Sparse != b.Sparse || string(a.Partial) != string(b.Partial) {
+		return indexDifferent
+	}
 	ea, eb := a.ExpireAfter, b.ExpireAfter
-	return a.Unique == b.Unique && a.Sparse == b.Sparse && a.Hidden == b.Hidden && string(a.Partial) == string(b.Partial) &&
-		(ea == nil) == (eb == nil) && (ea == nil || *ea == *eb)
+	if a.Hidden != b.Hidden || (ea == nil) != (eb == nil) || (ea != nil && *ea != *eb) || !maps.Equal(a.otherOptions(), b.otherOptions()) {
+		return indexEquivalent
+	}
+	return indexIdentical
+}
+
+// otherOptions are the kept options that neither identify an index nor
+// have a field of their own, such as storageEngine, by name.
+func (im indexMeta) otherOptions() map[string]string {
+	elems, _ := im.Extra.Elements()
+	out := make(map[string]string, len(elems))
+	for _, el := range elems {
+		switch el.Key() {
+		case "background", "sparse", "partialFilterExpression", "expireAfterSeconds":
+		default:
+			out[el.Key()] = el.Value().String()
+		}
+	}
+	return out
+}
+
+// idIndexMeta stands for the _id index, which every collection has and the
+// catalog does not list.
+var idIndexMeta = indexMeta{Name: "_id_", Key: idKeyPattern, Unique: true}
+
+// isIDKey reports whether a key pattern is the _id index's.
+func isIDKey(key bson.Raw) bool {
+	elems, err := key.Elements()
+	if err != nil || len(elems) != 1 || elems[0].Key() != "_id" {
+		return false
+	}
+	f, ok := elems[0].Value().AsFloat64OK()
+	return ok && f == 1
+}
+
+// checkIndexConflict checks a requested index against one that exists,
+// with MongoDB's rules and codes. It reports exists when the request is
+// identical to old and nothing needs building.
+func checkIndexConflict(req, old indexMeta) (exists bool, err error) {
+	cmp := compareIndexes(req, old)
+	if req.Name == old.Name {
+		switch cmp {
+		case indexDifferent:
+			return false, mongoerr.New(mongoerr.IndexKeySpecsConflict, "An existing index has the same name as the requested index. When index names are not specified, they are auto generated and can cause conflicts. Please refer to our documentation. Requested index: %s, existing index: %s", req.describe(), old.describe())
+		case indexEquivalent:
+			return false, mongoerr.New(mongoerr.IndexOptionsConflict, "An equivalent index already exists with the same name but different options. Requested index: %s, existing index: %s", req.describe(), old.describe())
+		}
+		return true, nil
+	}
+	switch cmp {
+	case indexEquivalent:
+		return false, mongoerr.New(mongoerr.IndexOptionsConflict, "An equivalent index already exists with a different name and options. Requested index: %s, existing index: %s", req.describe(), old.describe())
+	case indexIdentical:
+		return false, mongoerr.New(mongoerr.IndexOptionsConflict, "Index already exists with a different name: %s", old.Name)
+	}
+	return false, nil
+}
+
+// describe renders an index for error messages.
+func (im indexMeta) describe() string {
+	d := bson.D{{Key: "v", Value: int32(2)}, {Key: "key", Value: im.Key}, {Key: "name", Value: im.Name}}
+	raw, err := bson.Marshal(d)
+	if err != nil {
+		return im.Name
+	}
+	return bson.Raw(raw).String()
 }
 
 // CreateIndexes builds the given indexes on db.coll, creating the
@@ -177,6 +383,13 @@ func (e *Engine) CreateIndexes(db, coll string, specs []bson.Raw) (CreateIndexes
 			return res, err
 		}
 		metas = append(metas, im)
+	}
+	if e.collection(db, coll) == nil {
+		// Refuse conflicting specs before creating the collection, which
+		// a refused command must not leave behind.
+		if _, err := e.newIndexes(nil, metas); err != nil {
+			return res, err
+		}
 	}
 	var c *Collection
 	for {
@@ -198,33 +411,17 @@ func (e *Engine) CreateIndexes(db, coll string, specs []bson.Raw) (CreateIndexes
 	res.Before = 1 + len(st.meta.Indexes)
 	meta := st.meta
 	meta.Indexes = append([]indexMeta(nil), meta.Indexes...)
-	var fresh []indexMeta
-	for _, im := range metas {
-		if im.Name == "_id_" || (im.Key.String() == `{"_id": {"$numberInt":"1"}}`) {
-			continue
-		}
-		dup := false
-		for _, old := range meta.Indexes {
-			sameKey := string(old.Key) == string(im.Key)
-			switch {
-			case old.Name == im.Name && !sameKey:
-				return res, mongoerr.New(mongoerr.IndexKeySpecsConflict, "An existing index has the same name as the requested index. When index names are not specified, they are auto generated and can cause conflicts. Please refer to our documentation. Requested index: %s, existing index: %s", im.Key.String(), old.Key.String())
-			case sameKey && old.Name != im.Name && sameOptions(old, im):
-				return res, mongoerr.New(mongoerr.IndexOptionsConflict, "Index already exists with a different name: %s", old.Name)
-			case sameKey && old.Name == im.Name && !sameOptions(old, im):
-				return res, mongoerr.New(mongoerr.IndexOptionsConflict, "An equivalent index already exists with the same name but different options. Requested index: %s, existing index: %s", im.Name, old.Name)
-			case sameKey && old.Name == im.Name:
-				dup = true
-			}
-		}
-		if !dup {
-			fresh = append(fresh, im)
-		}
+	fresh, err := e.newIndexes(st, metas)
+	if err != nil {
+		return res, err
 	}
 	if len(fresh) == 0 {
 		res.After = res.Before
 		res.Note = "all indexes already exist"
 		return res, nil
+	}
+	if len(fresh) < len(metas) {
+		res.Note = "index already exists"
 	}
 	e.mu.Lock()
 	b := e.db.NewBatch()
@@ -254,6 +451,70 @@ func (e *Engine) CreateIndexes(db, coll string, specs []bson.Raw) (CreateIndexes
 	c.state.Store(nst)
 	res.After = 1 + len(meta.Indexes)
 	return res, nil
+}
+
+// newIndexes checks the requested indexes against those of st (nil for a
+// collection yet to be created) and against each other, and returns the
+// ones to build.
+func (e *Engine) newIndexes(st *collState, metas []indexMeta) ([]indexMeta, error) {
+	existing := []indexMeta{idIndexMeta}
+	if st != nil {
+		existing = append(existing, st.meta.Indexes...)
+	}
+	var fresh []indexMeta
+	for _, im := range metas {
+		if isIDKey(im.Key) {
+			// The _id index is unique, and a spec of it without a name
+			// means it.
+			im.Unique = true
+			if im.Name == defaultIndexName(mustElems(im.Key)) {
+				im.Name = idIndexMeta.Name
+			}
+		}
+		exists := false
+		for _, old := range existing {
+			found, err := checkIndexConflict(im, old)
+			if err != nil {
+				return nil, err
+			}
+			exists = exists || found
+		}
+		if exists {
+			continue
+		}
+		for _, earlier := range fresh {
+			if found, err := checkIndexConflict(im, earlier); err != nil {
+				return nil, err
+			} else if found {
+				return nil, e.duplicateSpec(st, im)
+			}
+		}
+		fresh = append(fresh, im)
+	}
+	return fresh, nil
+}
+
+// duplicateSpec is the error for a createIndexes command that asks for the
+// same index twice: MongoDB builds indexes of an empty collection one after
+// the other, so the second finds the first, and otherwise builds them
+// together and refuses the pair.
+func (e *Engine) duplicateSpec(st *collState, im indexMeta) error {
+	if st == nil {
+		return mongoerr.New(mongoerr.IndexAlreadyExists, "Identical index already exists: %s", im.Name)
+	}
+	lo, hi := docRange(st.meta.ID)
+	it, err := e.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return fmt.Errorf("engine: create indexes: %w", err)
+	}
+	empty := !it.First()
+	if err := it.Close(); err != nil {
+		return fmt.Errorf("engine: create indexes: %w", err)
+	}
+	if empty {
+		return mongoerr.New(mongoerr.IndexAlreadyExists, "Identical index already exists: %s", im.Name)
+	}
+	return mongoerr.New(mongoerr.OperationFailed, "Index build failed: collection %s: Cannot build two identical indexes. Try again without duplicate indexes.", st.ns())
 }
 
 // backfill writes the entries of the new indexes for every stored document.

@@ -26,7 +26,8 @@ type InsertResult struct {
 
 // Insert stores docs in db.coll, creating the collection if needed. Ordered
 // inserts stop at the first failing document; the ones before it stand.
-func (e *Engine) Insert(db, coll string, docs []bson.Raw, ordered bool) (InsertResult, error) {
+// At most one WriteOptions applies.
+func (e *Engine) Insert(db, coll string, docs []bson.Raw, ordered bool, opts ...WriteOptions) (InsertResult, error) {
 	var res InsertResult
 	c, err := e.writeLock(db, coll, true)
 	if err != nil {
@@ -35,6 +36,7 @@ func (e *Engine) Insert(db, coll string, docs []bson.Raw, ordered bool) (InsertR
 	defer c.ddl.RUnlock()
 	w := e.newWriter(c)
 	defer w.close()
+	w.bypassValidation = len(opts) > 0 && opts[0].BypassDocumentValidation
 	committed := 0
 	for i, raw := range docs {
 		_, err := w.insertOne(raw)
@@ -66,6 +68,9 @@ func (e *Engine) Insert(db, coll string, docs []bson.Raw, ordered bool) (InsertR
 func (w *writer) insertOne(raw bson.Raw) (*storedDoc, error) {
 	doc, id, err := prepareInsert(raw)
 	if err != nil {
+		return nil, err
+	}
+	if err := w.checkValidation(doc, nil); err != nil {
 		return nil, err
 	}
 	d := &storedDoc{pk: keycodec.Append(nil, id), doc: doc}

@@ -23,6 +23,8 @@ type UpdateSpec struct {
 	Upsert bool
 	Hint   bson.RawValue
 	Sort   bson.Raw // which document a single update picks
+	// BypassDocumentValidation skips the collection's validator.
+	BypassDocumentValidation bool
 }
 
 // UpdateResult reports one update statement.
@@ -119,6 +121,7 @@ func (e *Engine) updateOnce(ctx context.Context, c *Collection, q *compiledQuery
 	}
 	w := e.newWriter(c)
 	defer w.close()
+	w.bypassValidation = spec.BypassDocumentValidation
 	for _, pk := range pks {
 		matched, modified, err := w.modify(pk, q.filter, func(d *storedDoc, pos int) (bson.Raw, bool, error) {
 			return spec.Update.Apply(d.doc, pos)
@@ -195,6 +198,9 @@ func (w *writer) modify(pk []byte, f *query.Filter, change func(d *storedDoc, po
 		}
 		if !bytes.Equal(keycodec.Append(nil, idOf(newDoc)), pk) {
 			return false, false, mongoerr.New(mongoerr.ImmutableField, "Performing an update on the path '_id' would modify the immutable field '_id'")
+		}
+		if err := w.checkValidation(newDoc, old.doc); err != nil {
+			return false, false, err
 		}
 		d := &storedDoc{pk: pk, doc: newDoc, h: header{ts: nowMs, ttl: ttlindex.DocTTLOf(bsoncore.Document(newDoc))}}
 		ent, err := w.entriesOf(d)

@@ -31,6 +31,8 @@ type writer struct {
 	// noSync commits without waiting for the WAL sync, for writes that are
 	// not acknowledged to a client.
 	noSync bool
+	// bypassValidation skips the collection's validator (validator.go).
+	bypassValidation bool
 	// A plain batch cannot be read, so the writer remembers what its
 	// pending batch holds: pendingDocs maps primary keys to the documents
 	// written (nil once deleted), pendingUnique unique index entry keys to

@@ -102,7 +102,11 @@ func (s *Server) insert(ctx context.Context, req *Request) (bson.Raw, error) {
 	if len(docs) > maxWriteBatchSize {
 		return nil, mongoerr.New(mongoerr.InvalidLength, "Write batch sizes must be between 1 and %d. Got %d operations.", maxWriteBatchSize, len(docs))
 	}
-	res, err := s.eng.Insert(req.DB, coll, docs, ordered)
+	bypass, err := bypassValidation("insert", req.Body)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.eng.Insert(req.DB, coll, docs, ordered, engine.WriteOptions{BypassDocumentValidation: bypass})
 	if err != nil {
 		return nil, err
 	}
@@ -257,6 +261,10 @@ func (s *Server) update(ctx context.Context, req *Request) (bson.Raw, error) {
 	if err != nil {
 		return nil, err
 	}
+	bypass, err := bypassValidation("update", req.Body)
+	if err != nil {
+		return nil, err
+	}
 	var n, modified int64
 	var upserted bson.A
 	errs, err := runStatements(stmts, ordered, func(i int, raw bson.Raw) error {
@@ -267,6 +275,7 @@ func (s *Server) update(ctx context.Context, req *Request) (bson.Raw, error) {
 		if st.spec.Update, err = s.compileUpdate(st.u, st.af, st.spec.Multi); err != nil {
 			return err
 		}
+		st.spec.BypassDocumentValidation = bypass
 		res, err := s.eng.Update(ctx, req.DB, coll, st.spec)
 		if err != nil {
 			return err
@@ -523,7 +532,9 @@ func (s *Server) findAndModify(ctx context.Context, req *Request) (bson.Raw, err
 			spec.Hint = v
 		case "collation":
 			err = checkCollation(v)
-		case "bypassDocumentValidation", "let":
+		case "bypassDocumentValidation":
+			spec.BypassDocumentValidation, err = argBool("findAndModify", "bypassDocumentValidation", v)
+		case "let":
 		default:
 			err = unknownField("findAndModify", key)
 		}

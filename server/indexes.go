@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -24,11 +25,14 @@ func (s *Server) createIndexes(ctx context.Context, req *Request) (bson.Raw, err
 		return nil, err
 	}
 	var specs []bson.Raw
+	ignoreUnknown := false
 	for key, v := range cmdArgs(req.Body) {
 		switch string(key) {
 		case "indexes":
 			specs, err = statements(req, "createIndexes", "indexes", v)
-		case "commitQuorum", "ignoreUnknownIndexOptions":
+		case "ignoreUnknownIndexOptions":
+			ignoreUnknown, err = argBool("createIndexes", "ignoreUnknownIndexOptions", v)
+		case "commitQuorum":
 		default:
 			err = unknownField("createIndexes", key)
 		}
@@ -38,6 +42,13 @@ func (s *Server) createIndexes(ctx context.Context, req *Request) (bson.Raw, err
 	}
 	if len(specs) == 0 {
 		return nil, mongoerr.New(mongoerr.BadValue, "Must specify at least one index to create")
+	}
+	if ignoreUnknown {
+		for i, spec := range specs {
+			if specs[i], err = knownIndexOptions(spec); err != nil {
+				return nil, err
+			}
+		}
 	}
 	res, err := s.eng.CreateIndexes(req.DB, coll, specs)
 	if err != nil {
@@ -52,6 +63,23 @@ func (s *Server) createIndexes(ctx context.Context, req *Request) (bson.Raw, err
 	}
 	elems = append(elems, bson.E{Key: "createdCollectionAutomatically", Value: res.CreatedCollection})
 	return okReply(elems...)
+}
+
+// knownIndexOptions returns spec without the fields MongoDB does not know,
+// which createIndexes drops instead of refusing under
+// ignoreUnknownIndexOptions.
+func knownIndexOptions(spec bson.Raw) (bson.Raw, error) {
+	var kept bson.D
+	for key, v := range fields(spec) {
+		if engine.IsIndexOption(string(key)) {
+			kept = append(kept, bson.E{Key: string(key), Value: v})
+		}
+	}
+	raw, err := bson.Marshal(kept)
+	if err != nil {
+		return nil, fmt.Errorf("server: index spec: %w", err)
+	}
+	return raw, nil
 }
 
 func (s *Server) listIndexes(ctx context.Context, req *Request) (bson.Raw, error) {
@@ -120,6 +148,8 @@ func (s *Server) collMod(ctx context.Context, req *Request) (bson.Raw, error) {
 		return nil, err
 	}
 	var change *engine.IndexChange
+	var validation engine.CollectionValidation
+	changeValidation := false
 	for key, v := range cmdArgs(req.Body) {
 		switch k := string(key); k {
 		case "index":
@@ -155,14 +185,39 @@ func (s *Server) collMod(ctx context.Context, req *Request) (bson.Raw, error) {
 				return nil, mongoerr.New(mongoerr.InvalidOptions, "must specify exactly one of keyPattern or name in the index option")
 			}
 			change = &ch
-		case "validator", "validationLevel", "validationAction", "expireAfterSeconds", "changeStreamPreAndPostImages", "dryRun":
-			// Accepted and not enforced.
+		case "validator":
+			if validation.Validator, err = argDoc("collMod", "validator", v); err != nil {
+				return nil, err
+			}
+			changeValidation = true
+		case "validationLevel", "validationAction":
+			str, err := argString("collMod", k, v)
+			if err != nil {
+				return nil, err
+			}
+			if k == "validationLevel" {
+				validation.Level = &str
+			} else {
+				validation.Action = &str
+			}
+			changeValidation = true
+		case "expireAfterSeconds":
+			// As on create: only clustered and time series collections
+			// expire as a whole.
+			return nil, mongoerr.New(mongoerr.InvalidOptions, "'expireAfterSeconds' option is only supported on collections clustered by _id")
+		case "changeStreamPreAndPostImages", "dryRun":
+			// Accepted; Lethe has no change streams.
 		default:
 			return nil, unknownField("collMod", key)
 		}
 	}
 	if !s.eng.CollectionExists(req.DB, coll) {
 		return nil, mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist: %s.%s", req.DB, coll)
+	}
+	if changeValidation {
+		if err := s.eng.SetValidation(req.DB, coll, validation); err != nil {
+			return nil, err
+		}
 	}
 	if change == nil {
 		return okReply()

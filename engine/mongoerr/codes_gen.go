@@ -43,6 +43,7 @@ const (
 	NotExactValueField                       Code = 111
 	WriteConflict                            Code = 112
 	CommandNotSupported                      Code = 115
+	DocumentValidationFailure                Code = 121
 	CommandNotSupportedOnView                Code = 166
 	InvalidPipelineOperator                  Code = 168
 	QueryPlanKilled                          Code = 175
@@ -55,6 +56,7 @@ const (
 	BSONObjectTooLarge                       Code = 10334
 	DuplicateKey                             Code = 11000
 	InterruptedAtShutdown                    Code = 11600
+	Location13103                            Code = 13103
 )
 
 var codeNames = map[Code]string{
@@ -98,6 +100,7 @@ var codeNames = map[Code]string{
 	NotExactValueField:                       "NotExactValueField",
 	WriteConflict:                            "WriteConflict",
 	CommandNotSupported:                      "CommandNotSupported",
+	DocumentValidationFailure:                "DocumentValidationFailure",
 	CommandNotSupportedOnView:                "CommandNotSupportedOnView",
 	InvalidPipelineOperator:                  "InvalidPipelineOperator",
 	QueryPlanKilled:                          "QueryPlanKilled",
@@ -110,4 +113,5 @@ var codeNames = map[Code]string{
 	BSONObjectTooLarge:                       "BSONObjectTooLarge",
 	DuplicateKey:                             "DuplicateKey",
 	InterruptedAtShutdown:                    "InterruptedAtShutdown",
+	Location13103:                            "Location13103",
 }

@@ -1,0 +1,42 @@
+package engine
+
+import (
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2"
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+// TestStoredBadValidatorDoesNotBlockOpen checks that a validator an older
+// version stored without checking does not keep the store from opening.
+func TestStoredBadValidatorDoesNotBlockOpen(t *testing.T) {
+	dir := t.TempDir()
+	e, err := Open(dir, Options{NoReaper: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.CreateCollection("db", "c", CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	meta := e.collection("db", "c").st().meta
+	meta.Options = mustMarshal(t, bson.D{{Key: "validator", Value: bson.D{{Key: "$foo", Value: 1}}}})
+	b := e.db.NewBatch()
+	if err := putMeta(b, &meta); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+	e, err = Open(dir, Options{NoReaper: true})
+	if err != nil {
+		t.Fatalf("open with a stored bad validator: %v", err)
+	}
+	defer e.Close()
+	if _, err := e.Insert("db", "c", []bson.Raw{mustMarshal(t, bson.D{{Key: "_id", Value: 1}})}, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.CreateCollection("db", "d", CreateOptions{Raw: meta.Options}); err == nil {
+		t.Fatal("create accepted a validator that does not compile")
+	}
+}
