@@ -72,24 +72,26 @@ func compileIndex(im indexMeta) (*index, error) {
 // keys returns the encoded index keys of doc (without the _id suffix),
 // deduplicated; nil when the document is not in the index (sparse with no
 // indexed field, or outside the partial filter). multi reports an array
-// expansion.
+// expansion. A document MongoDB cannot index, because a positional path
+// component is ambiguous in it, is an error.
 func (ix *index) keys(doc bson.Raw) (keys [][]byte, multi bool, err error) {
 	if ix.partial != nil && !ix.partial.Match(doc) {
 		return nil, false, nil
 	}
 	per := make([][]bsoncore.Value, len(ix.fields))
 	anyPresent := false
-	arrays := 0
 	for i, f := range ix.fields {
-		vals, isArray := indexValues(bsoncore.Document(doc), f.path)
+		pk, err := keysForPath(bsoncore.Document(doc), f.path)
+		if err != nil {
+			return nil, false, err
+		}
+		vals := pk.vals
 		if len(vals) == 0 {
 			vals = []bsoncore.Value{nullValue}
 		} else {
 			anyPresent = true
 		}
-		if isArray {
-			arrays++
-		}
+		multi = multi || pk.multi
 		per[i] = vals
 	}
 	if ix.meta.Sparse && !anyPresent {
@@ -114,7 +116,7 @@ func (ix *index) keys(doc bson.Raw) (keys [][]byte, multi bool, err error) {
 	if len(keys) > 1 {
 		keys = dedupKeys(keys)
 	}
-	return keys, arrays > 0, nil
+	return keys, multi, nil
 }
 
 func dedupKeys(keys [][]byte) [][]byte {
