@@ -105,10 +105,11 @@ func TestQueryConformance(t *testing.T) {
 				t.Fatalf("%s: insert: %v %v", file, err, res.Errors)
 			}
 		}
-		for _, p := range append(indexedPaths(qf.Docs), qf.Indexes...) {
+		fieldPaths := indexedPaths(qf.Docs)
+		for i, p := range append(fieldPaths, qf.Indexes...) {
 			spec, _ := bson.Marshal(bson.D{{Key: "key", Value: bson.D{{Key: p, Value: 1}}}})
 			_, err := e.CreateIndexes("conf", indexed, []bson.Raw{spec})
-			if mongoerr.CodeOf(err) == ambiguousFieldName {
+			if mongoerr.CodeOf(err) == ambiguousFieldName && i < len(fieldPaths) {
 				// MongoDB cannot build this index on these documents either.
 				t.Logf("%s: no index on %s: %v", file, p, err)
 				continue
