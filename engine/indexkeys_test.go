@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/lethedb/lethe/engine/keycodec"
 	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/engine/query"
 )
 
 // TestPositionalIndexKeys checks the keys of indexes on paths with numeric
@@ -97,4 +99,69 @@ func keygenValues(t *testing.T, s string) []bsoncore.Value {
 		t.Fatal(err)
 	}
 	return vals
+}
+
+// TestIndexKeysCoverMatchedValues checks, on generated documents, the
+// property the planner relies on: every value other than an array that a
+// query path reaches (as the matcher walks it) is a key of an index on that
+// path, unless MongoDB refuses to index the document; and a document that
+// does not make the index multikey has a single key.
+func TestIndexKeysCoverMatchedValues(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 5))
+	names := []string{"a", "b", "0", "1"}
+	var gen func(depth int) any
+	gen = func(depth int) any {
+		switch n := rng.IntN(6); {
+		case depth >= 3 || n < 2:
+			return int32(rng.IntN(3))
+		case n < 4:
+			arr := bson.A{}
+			for range rng.IntN(3) {
+				arr = append(arr, gen(depth+1))
+			}
+			return arr
+		default:
+			var d bson.D
+			for _, name := range names {
+				if rng.IntN(2) == 0 {
+					d = append(d, bson.E{Key: name, Value: gen(depth + 1)})
+				}
+			}
+			return d
+		}
+	}
+	paths := []string{"a", "a.0", "a.1", "a.b", "a.0.b", "a.b.0", "a.0.0", "a.1.0.b", "0.1", "a.01"}
+	checked := 0
+	for range 3000 {
+		doc, err := bson.Marshal(bson.D{{Key: "a", Value: gen(0)}, {Key: "0", Value: gen(1)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, path := range paths {
+			k, err := keysForPath(bsoncore.Document(doc), path)
+			if mongoerr.CodeOf(err) == ambiguousFieldName {
+				continue
+			}
+			if err != nil {
+				t.Fatalf("%s of %s: %v", path, bson.Raw(doc), err)
+			}
+			keys := map[string]bool{}
+			for _, v := range k.vals {
+				keys[string(keycodec.Append(nil, v))] = true
+			}
+			if !k.multi && len(keys) > 1 {
+				t.Errorf("%s of %s: %d keys without an array expansion", path, bson.Raw(doc), len(keys))
+			}
+			query.WalkPath(doc, path, func(v bsoncore.Value) bool {
+				if v.Type != bsoncore.TypeArray && !keys[string(keycodec.Append(nil, v))] {
+					t.Errorf("%s of %s: the matcher reaches %s, which is not a key (keys %v)", path, bson.Raw(doc), v, k.vals)
+				}
+				checked++
+				return true
+			})
+		}
+	}
+	if checked < 1000 {
+		t.Fatalf("only %d values checked", checked)
+	}
 }
