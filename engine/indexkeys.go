@@ -22,20 +22,6 @@ type pathKeys struct {
 	multi bool
 }
 
-// positional is a path component that names an element of an array met in
-// the middle of the path: the key generator follows the element, once, for
-// every element of the array, instead of the rest of the path in each
-// element document.
-type positional struct {
-	array bsoncore.Value // the array, for the error message
-	name  string         // the component
-	elem  bsoncore.Value // the element it names
-	// reached is what the path reaches from the element through documents,
-	// Type 0 for nothing; rest is the path left after it.
-	reached bsoncore.Value
-	rest    []string
-}
-
 // keysForPath generates the keys of path in doc: the value the path reaches
 // through documents; for an array, each element (an empty array gives
 // undefined) or, in the middle of the path, the keys of the rest of the path
@@ -46,26 +32,20 @@ type positional struct {
 // Missing values give no key.
 func keysForPath(doc bsoncore.Document, path string) (pathKeys, error) {
 	var k pathKeys
-	err := k.collect(doc, strings.Split(path, "."), nil)
+	err := k.collect(doc, strings.Split(path, "."))
 	return k, err
 }
 
-// collect adds the keys of the path parts in obj (a document, or nil for an
-// array element that is not one), or, when pos is set, of the element pos
-// selects.
-func (k *pathKeys) collect(obj bsoncore.Document, parts []string, pos *positional) error {
-	var v bsoncore.Value
-	var rest []string
-	wholeArray := false
-	if pos != nil {
-		if _, err := obj.LookupErr(parts[0]); err == nil {
-			return mongoerr.New(ambiguousFieldName, "Ambiguous field name found in array (do not use numeric field names in embedded elements in an array), field: '%s' for array: %s", pos.name, bsoncore.Document(pos.array.Data))
-		}
-		v, rest = pos.reached, pos.rest
-		wholeArray = pos.elem.Type == bsoncore.TypeArray
-	} else {
-		v, rest = alongPath(obj, parts)
-	}
+// collect adds the keys of the path parts in obj, a document or, for an
+// array element that is not one, nil.
+func (k *pathKeys) collect(obj bsoncore.Document, parts []string) error {
+	v, rest := alongPath(obj, parts)
+	return k.add(v, rest, false)
+}
+
+// add adds the keys of v, the value reached before the path rest; selected
+// tells an array selected by position, which is not expanded.
+func (k *pathKeys) add(v bsoncore.Value, rest []string, selected bool) error {
 	switch {
 	case v.Type == 0:
 		return nil
@@ -78,14 +58,14 @@ func (k *pathKeys) collect(obj bsoncore.Document, parts []string, pos *positiona
 		return err
 	}
 	if len(elems) == 0 {
-		k.multi = k.multi || !wholeArray
+		k.multi = k.multi || !selected
 		if len(rest) == 0 {
 			k.vals = append(k.vals, undefinedValue)
 		}
 		return nil
 	}
 	if len(rest) == 0 {
-		if wholeArray {
+		if selected {
 			k.vals = append(k.vals, v)
 			return nil
 		}
@@ -93,19 +73,22 @@ func (k *pathKeys) collect(obj bsoncore.Document, parts []string, pos *positiona
 		k.vals = append(k.vals, elems...)
 		return nil
 	}
-	var sub *positional
 	if e, err := bsoncore.Document(v.Data).LookupErr(rest[0]); err == nil {
-		reached, after := alongPath(bsoncore.Document(v.Data), rest)
-		sub = &positional{array: v, name: rest[0], elem: e, reached: reached, rest: after}
-	} else {
-		k.multi = true
-	}
-	for _, e := range elems {
-		var elemDoc bsoncore.Document
-		if d, ok := e.DocumentOK(); ok {
-			elemDoc = d
+		// The component selects element e, for every element alike.
+		for _, other := range elems {
+			if d, ok := other.DocumentOK(); ok {
+				if _, err := d.LookupErr(rest[0]); err == nil {
+					return mongoerr.New(ambiguousFieldName, "Ambiguous field name found in array (do not use numeric field names in embedded elements in an array), field: '%s' for array: %s", rest[0], bsoncore.Document(v.Data))
+				}
+			}
 		}
-		if err := k.collect(elemDoc, rest, sub); err != nil {
+		reached, after := alongPath(bsoncore.Document(v.Data), rest)
+		return k.add(reached, after, e.Type == bsoncore.TypeArray)
+	}
+	k.multi = true
+	for _, e := range elems {
+		elemDoc, _ := e.DocumentOK()
+		if err := k.collect(elemDoc, rest); err != nil {
 			return err
 		}
 	}
