@@ -7,7 +7,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"github.com/lethedb/lethe/engine/keycodec"
 	"github.com/lethedb/lethe/engine/query"
 )
 
@@ -76,51 +75,20 @@ func compileIndex(im indexMeta) (*index, error) {
 }
 
 // keys returns the encoded index keys of doc (without the _id suffix),
-// deduplicated; nil when the document is not in the index (sparse with no
-// indexed field, or outside the partial filter). multi reports an array
-// expansion.
+// deduplicated, as generate makes them; nil when the document is not in the
+// index (sparse with no indexed field, or outside the partial filter). multi
+// reports an array expansion. A document MongoDB cannot index (parallel
+// arrays, an ambiguous positional path component) is an error.
 func (ix *index) keys(doc bson.Raw) (keys [][]byte, multi bool, err error) {
 	if ix.partial != nil && !ix.partial.Match(doc) {
 		return nil, false, nil
 	}
-	per := make([][]bsoncore.Value, len(ix.fields))
-	anyPresent := false
-	arrays := 0
-	for i, f := range ix.fields {
-		vals, isArray := indexValues(bsoncore.Document(doc), f.path)
-		if len(vals) == 0 {
-			vals = []bsoncore.Value{nullValue}
-		} else {
-			anyPresent = true
-		}
-		if isArray {
-			arrays++
-		}
-		per[i] = vals
+	keys, multi, err = ix.generate(bsoncore.Document(doc))
+	if err != nil {
+		return nil, false, err
 	}
-	if ix.meta.Sparse && !anyPresent {
-		return nil, false, nil
-	}
-	keys = [][]byte{nil}
-	for i, vals := range per {
-		next := make([][]byte, 0, len(keys)*len(vals))
-		for _, k := range keys {
-			for _, v := range vals {
-				nk := append([]byte(nil), k...)
-				if ix.fields[i].desc {
-					nk = keycodec.AppendDesc(nk, v)
-				} else {
-					nk = keycodec.Append(nk, v)
-				}
-				next = append(next, nk)
-			}
-		}
-		keys = next
-	}
-	if len(keys) > 1 {
-		keys = dedupKeys(keys)
-	}
-	return keys, arrays > 0, nil
+	// Scans of an index that is not multikey expect one entry per document.
+	return keys, multi || len(keys) > 1, nil
 }
 
 func dedupKeys(keys [][]byte) [][]byte {
@@ -140,9 +108,11 @@ var (
 	undefinedValue = bsoncore.Value{Type: bsoncore.TypeUndefined}
 )
 
-// indexValues collects the values an index stores for path: a terminal
-// array contributes its elements (an empty array contributes undefined),
-// arrays along the way are traversed element by element.
+// indexValues collects the values path reaches for a duplicate key report
+// or a TTL date check: a terminal array contributes its elements (an empty
+// array contributes undefined), arrays along the way are traversed element
+// by element. It finds at least the values other than whole arrays that
+// generate makes keys of.
 func indexValues(doc bsoncore.Document, path string) (vals []bsoncore.Value, sawArray bool) {
 	var walk func(d bsoncore.Document, parts []string, isArray bool)
 	walk = func(d bsoncore.Document, parts []string, isArray bool) {

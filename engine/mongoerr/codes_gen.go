@@ -46,6 +46,7 @@ const (
 	DocumentValidationFailure                Code = 121
 	CommandNotSupportedOnView                Code = 166
 	InvalidPipelineOperator                  Code = 168
+	CannotIndexParallelArrays                Code = 171
 	QueryPlanKilled                          Code = 175
 	InvalidIndexSpecificationOption          Code = 197
 	QueryFeatureNotAllowed                   Code = 224
@@ -103,6 +104,7 @@ var codeNames = map[Code]string{
 	DocumentValidationFailure:                "DocumentValidationFailure",
 	CommandNotSupportedOnView:                "CommandNotSupportedOnView",
 	InvalidPipelineOperator:                  "InvalidPipelineOperator",
+	CannotIndexParallelArrays:                "CannotIndexParallelArrays",
 	QueryPlanKilled:                          "QueryPlanKilled",
 	InvalidIndexSpecificationOption:          "InvalidIndexSpecificationOption",
 	QueryFeatureNotAllowed:                   "QueryFeatureNotAllowed",
