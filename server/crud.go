@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"math"
 	"strconv"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -376,49 +377,56 @@ func (s *Server) find(ctx context.Context, req *Request) (bson.Raw, error) {
 	}
 	var spec engine.FindSpec
 	batchSize := 101
-	single := false
+	var single, tailable, awaitData bool
 	for key, v := range cmdArgs(req.Body) {
 		switch string(key) {
 		case "filter":
-			spec.Filter, err = argDoc("find", "filter", v)
+			spec.Filter, err = argObject("filter", v)
 		case "sort":
-			spec.Sort, err = argDoc("find", "sort", v)
+			spec.Sort, err = argObject("sort", v)
 		case "projection":
-			spec.Projection, err = argDoc("find", "projection", v)
+			spec.Projection, err = argObject("projection", v)
 		case "hint":
 			spec.Hint = v
 		case "skip":
-			spec.Skip, err = argInt64("find", "skip", v)
-			if err == nil && spec.Skip < 0 {
-				err = mongoerr.New(mongoerr.BadValue, "Skip value must be non-negative, but received: %d", spec.Skip)
-			}
+			spec.Skip, err = argNonNegative("find", "skip", v)
 		case "limit":
-			spec.Limit, err = argInt64("find", "limit", v)
-			if err == nil && spec.Limit < 0 {
-				// A negative limit is the legacy "single batch" request.
-				spec.Limit, single = -spec.Limit, true
-			}
+			spec.Limit, err = argNonNegative("find", "limit", v)
 		case "batchSize":
 			var n int64
-			n, err = argInt64("find", "batchSize", v)
-			if err == nil && n < 0 {
-				err = mongoerr.New(mongoerr.BadValue, "BatchSize value must be non-negative, but received: %d", n)
-			}
-			batchSize = int(n)
+			n, err = argNonNegative("find", "batchSize", v)
+			batchSize = int(min(n, math.MaxInt32))
 		case "singleBatch":
-			single, err = argBool("find", "singleBatch", v)
+			single, err = argStrictBool("singleBatch", v)
 		case "collation":
-			err = checkCollation(v)
+			if _, err = argObject("collation", v); err == nil {
+				err = checkCollation(v)
+			}
 		case "allowDiskUse":
-			spec.AllowDiskUse, err = argBool("find", "allowDiskUse", v)
-		case "noCursorTimeout", "allowPartialResults", "returnKey", "showRecordId",
-			"tailable", "awaitData", "oplogReplay", "let", "max", "min", "readOnce", "singleBatchSize":
+			spec.AllowDiskUse, err = argStrictBool("allowDiskUse", v)
+		case "tailable":
+			tailable, err = argStrictBool("tailable", v)
+		case "awaitData":
+			awaitData, err = argStrictBool("awaitData", v)
+		case "oplogReplay":
+			// Deprecated and ignored by MongoDB too, but type-checked.
+			if v.Type != bson.TypeBoolean {
+				err = mongoerr.New(mongoerr.TypeMismatch, "Expected field oplogReplayto be of type object")
+			}
+		case "noCursorTimeout", "allowPartialResults", "readOnce":
+			// Lethe's cursors time out only when their client goes away, and
+			// it has no shards whose results could be partial.
+			_, err = argStrictBool(string(key), v)
+		case "returnKey", "showRecordId", "let", "max", "min":
 		default:
 			err = unknownField("find", key)
 		}
 		if err != nil {
 			return nil, err
 		}
+	}
+	if err := s.checkTailable(req.DB, coll, spec, tailable, awaitData, single); err != nil {
+		return nil, err
 	}
 	if id, ok := pointID(spec); ok && batchSize != 0 {
 		doc, err := s.eng.FindByID(req.DB, coll, id)
@@ -672,14 +680,16 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 			pipeline, err = statements(req, "aggregate", "pipeline", v)
 			havePipeline = true
 		case "cursor":
-			err = cursorOption("aggregate", v, &batchSize)
+			if err = checkCursorBatchSize(v); err == nil {
+				err = cursorOption("aggregate", v, &batchSize)
+			}
 			haveCursor = err == nil
 		case "explain":
 			err = mongoerr.New(mongoerr.NotImplemented, "explain of aggregate is not supported yet")
 		case "collation":
 			err = checkCollation(v)
 		case "allowDiskUse":
-			allowDiskUse, err = argBool("aggregate", "allowDiskUse", v)
+			allowDiskUse, err = argStrictBool("allowDiskUse", v)
 		case "bypassDocumentValidation", "hint", "let":
 		default:
 			err = unknownField("aggregate", key)

@@ -1,0 +1,122 @@
+package integration
+
+import (
+	"strings"
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+// cmdCase is a raw command and the error MongoDB 7 answers it with; an
+// empty name means the command succeeds.
+type cmdCase struct {
+	name string
+	cmd  bson.D
+	code int32
+	// codeName, and a fragment of the message.
+	codeName, msg string
+}
+
+func runCmdCases(t *testing.T, db *mongo.Database, cases []cmdCase) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := db.RunCommand(testCtx(t), c.cmd).Raw()
+			if c.code == 0 {
+				if err != nil {
+					t.Fatalf("%v: %v", c.cmd, err)
+				}
+				return
+			}
+			ce := cmdError(t, db.Client(), db.Name(), c.cmd)
+			wantError(t, ce, c.code, c.codeName)
+			if !strings.Contains(ce.Message, c.msg) {
+				t.Errorf("message %q, want it to contain %q", ce.Message, c.msg)
+			}
+		})
+	}
+}
+
+// TestFindArgumentChecks: find's options fail as MongoDB 7's find parser
+// fails them: counts are >= 0 (51024), options typed optionalBool take
+// only booleans, document options take only documents, comment takes
+// anything.
+func TestFindArgumentChecks(t *testing.T) {
+	ts := startServer(t)
+	db := ts.Client.Database("args")
+	mustInsert(t, db.Collection("c"), bson.D{{Key: "_id", Value: 1}})
+	find := func(extra ...bson.E) bson.D { return append(bson.D{{Key: "find", Value: "c"}}, extra...) }
+	runCmdCases(t, db, []cmdCase{
+		{"negative batchSize", find(bson.E{Key: "batchSize", Value: -1}), 51024, "Location51024", "BSON field 'batchSize' value must be >= 0, actual value '-1'"},
+		{"negative skip", find(bson.E{Key: "skip", Value: int64(-2)}), 51024, "Location51024", "BSON field 'skip' value must be >= 0, actual value '-2'"},
+		{"negative limit", find(bson.E{Key: "limit", Value: -1}), 51024, "Location51024", "BSON field 'limit' value must be >= 0, actual value '-1'"},
+		{"string limit", find(bson.E{Key: "limit", Value: "1"}), 14, "TypeMismatch", "limit"},
+		{"int singleBatch", find(bson.E{Key: "singleBatch", Value: 1}), 14, "TypeMismatch", "Field 'singleBatch' should be a boolean value, but found: int"},
+		{"string allowDiskUse", find(bson.E{Key: "allowDiskUse", Value: "yes"}), 14, "TypeMismatch", "Field 'allowDiskUse' should be a boolean value, but found: string"},
+		{"int noCursorTimeout", find(bson.E{Key: "noCursorTimeout", Value: 1}), 14, "TypeMismatch", "noCursorTimeout"},
+		{"array filter", find(bson.E{Key: "filter", Value: bson.A{}}), 14, "TypeMismatch", "Expected field filterto be of type object"},
+		{"string sort", find(bson.E{Key: "sort", Value: "a"}), 14, "TypeMismatch", "Expected field sortto be of type object"},
+		{"int projection", find(bson.E{Key: "projection", Value: 1}), 14, "TypeMismatch", "Expected field projectionto be of type object"},
+		{"string collation", find(bson.E{Key: "collation", Value: "simple"}), 14, "TypeMismatch", "Expected field collationto be of type object"},
+		{"string maxTimeMS", find(bson.E{Key: "maxTimeMS", Value: "1"}), 2, "BadValue", "maxTimeMS must be a number"},
+		{"negative maxTimeMS", find(bson.E{Key: "maxTimeMS", Value: -1}), 2, "BadValue", "-1 value for maxTimeMS is out of range"},
+		{"fractional maxTimeMS", find(bson.E{Key: "maxTimeMS", Value: 1.5}), 2, "BadValue", "maxTimeMS has non-integral value"},
+		{"decimal maxTimeMS", find(bson.E{Key: "maxTimeMS", Value: bson.NewDecimal128(0x3040000000000000, 1000)}), 0, "", ""},
+		{"comment of any type", find(bson.E{Key: "comment", Value: bson.D{{Key: "why", Value: 1}}}), 0, "", ""},
+		{"noCursorTimeout", find(bson.E{Key: "noCursorTimeout", Value: true}), 0, "", ""},
+		{"allowPartialResults", find(bson.E{Key: "allowPartialResults", Value: true}), 0, "", ""},
+		{"oplogReplay", find(bson.E{Key: "oplogReplay", Value: true}), 0, "", ""},
+		{"zero counts", find(bson.E{Key: "skip", Value: 0}, bson.E{Key: "limit", Value: 0}, bson.E{Key: "batchSize", Value: 0}), 0, "", ""},
+	})
+
+	// The driver turns a negative limit into limit and singleBatch.
+	cur, err := db.Collection("c").Find(testCtx(t), bson.D{}, options.Find().SetLimit(-1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var docs []bson.M
+	if err := cur.All(testCtx(t), &docs); err != nil || len(docs) != 1 {
+		t.Fatalf("find with limit -1: %v %v", docs, err)
+	}
+}
+
+// TestAggregateArgumentChecks: aggregate's cursor.batchSize is >= 0.
+func TestAggregateArgumentChecks(t *testing.T) {
+	ts := startServer(t)
+	db := ts.Client.Database("args")
+	mustInsert(t, db.Collection("c"), bson.D{{Key: "_id", Value: 1}})
+	agg := func(extra ...bson.E) bson.D {
+		return append(bson.D{{Key: "aggregate", Value: "c"}, {Key: "pipeline", Value: bson.A{}}}, extra...)
+	}
+	runCmdCases(t, db, []cmdCase{
+		{"negative batchSize", agg(bson.E{Key: "cursor", Value: bson.D{{Key: "batchSize", Value: -1}}}), 51024, "Location51024", "BSON field 'batchSize' value must be >= 0, actual value '-1'"},
+		{"comment of any type", agg(bson.E{Key: "cursor", Value: bson.D{}}, bson.E{Key: "comment", Value: bson.A{1}}), 0, "", ""},
+		{"int allowDiskUse", agg(bson.E{Key: "cursor", Value: bson.D{}}, bson.E{Key: "allowDiskUse", Value: 1}), 14, "TypeMismatch", "allowDiskUse"},
+	})
+}
+
+// TestFindTailable: Lethe has no capped collections, so a tailable cursor
+// is refused on every existing collection, as MongoDB refuses it on one that
+// is not capped; the option combinations MongoDB rejects before looking at
+// the collection are rejected too.
+func TestFindTailable(t *testing.T) {
+	ts := startServer(t)
+	db := ts.Client.Database("tail")
+	mustInsert(t, db.Collection("c"), bson.D{{Key: "_id", Value: 1}})
+	find := func(extra ...bson.E) bson.D { return append(bson.D{{Key: "find", Value: "c"}}, extra...) }
+	runCmdCases(t, db, []cmdCase{
+		{"tailable", find(bson.E{Key: "tailable", Value: true}), 2, "BadValue", "tailable cursor requested on non capped collection"},
+		{"tailable awaitData", find(bson.E{Key: "tailable", Value: true}, bson.E{Key: "awaitData", Value: true}), 2, "BadValue", "tailable cursor requested on non capped collection"},
+		{"awaitData alone", find(bson.E{Key: "awaitData", Value: true}), 9, "FailedToParse", "Cannot set 'awaitData' without also setting 'tailable'"},
+		{"tailable sorted", find(bson.E{Key: "tailable", Value: true}, bson.E{Key: "sort", Value: bson.D{{Key: "a", Value: 1}}}), 2, "BadValue", "cannot use tailable option with a sort other than {$natural: 1}"},
+		{"tailable singleBatch", find(bson.E{Key: "tailable", Value: true}, bson.E{Key: "singleBatch", Value: true}), 2, "BadValue", "cannot use tailable option with the 'singleBatch' option"},
+		{"tailable false", find(bson.E{Key: "tailable", Value: false}), 0, "", ""},
+		{"tailable on a missing collection", bson.D{{Key: "find", Value: "none"}, {Key: "tailable", Value: true}}, 0, "", ""},
+	})
+
+	// Through the driver's cursor type.
+	_, err := db.Collection("c").Find(testCtx(t), bson.D{}, options.Find().SetCursorType(options.TailableAwait))
+	wantCode(t, err, 2)
+}
