@@ -120,3 +120,60 @@ func TestFindTailable(t *testing.T) {
 	_, err := db.Collection("c").Find(testCtx(t), bson.D{}, options.Find().SetCursorType(options.TailableAwait))
 	wantCode(t, err, 2)
 }
+
+// TestHintNamesNoIndex: every command that takes a hint refuses one that
+// names no index with BadValue, and a hint of the wrong type with
+// FailedToParse; aggregate uses the hinted index for its leading stages.
+func TestHintNamesNoIndex(t *testing.T) {
+	ts := startServer(t)
+	db := ts.Client.Database("hint")
+	coll := db.Collection("c")
+	mustInsert(t, coll, bson.D{{Key: "_id", Value: 1}, {Key: "a", Value: 1}}, bson.D{{Key: "_id", Value: 2}, {Key: "a", Value: 2}})
+	if _, err := coll.Indexes().CreateOne(testCtx(t), mongo.IndexModel{Keys: bson.D{{Key: "a", Value: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	const noIndex = "hint provided does not correspond to an existing index"
+	runCmdCases(t, db, []cmdCase{
+		{"find by name", bson.D{{Key: "find", Value: "c"}, {Key: "hint", Value: "b_1"}}, 2, "BadValue", noIndex},
+		{"find by pattern", bson.D{{Key: "find", Value: "c"}, {Key: "hint", Value: bson.D{{Key: "b", Value: 1}}}}, 2, "BadValue", noIndex},
+		{"find wrong type", bson.D{{Key: "find", Value: "c"}, {Key: "hint", Value: 1}}, 9, "FailedToParse", "Hint must be a string or an object"},
+		{"find empty hint", bson.D{{Key: "find", Value: "c"}, {Key: "hint", Value: bson.D{}}}, 0, "", ""},
+		{"count", bson.D{{Key: "count", Value: "c"}, {Key: "hint", Value: "b_1"}}, 2, "BadValue", noIndex},
+		{"aggregate by name", bson.D{{Key: "aggregate", Value: "c"}, {Key: "pipeline", Value: bson.A{}}, {Key: "cursor", Value: bson.D{}}, {Key: "hint", Value: "b_1"}}, 2, "BadValue", noIndex},
+		{"aggregate by pattern", bson.D{{Key: "aggregate", Value: "c"}, {Key: "pipeline", Value: bson.A{}}, {Key: "cursor", Value: bson.D{}}, {Key: "hint", Value: bson.D{{Key: "a", Value: -1}}}}, 2, "BadValue", noIndex},
+		{"aggregate existing", bson.D{{Key: "aggregate", Value: "c"}, {Key: "pipeline", Value: bson.A{}}, {Key: "cursor", Value: bson.D{}}, {Key: "hint", Value: "a_1"}}, 0, "", ""},
+		{"findAndModify", bson.D{{Key: "findAndModify", Value: "c"}, {Key: "query", Value: bson.D{}}, {Key: "remove", Value: true}, {Key: "hint", Value: "b_1"}}, 2, "BadValue", noIndex},
+	})
+
+	ctx := testCtx(t)
+	_, err := coll.UpdateOne(ctx, bson.D{}, bson.D{{Key: "$set", Value: bson.D{{Key: "x", Value: 1}}}}, options.UpdateOne().SetHint("b_1"))
+	wantCode(t, err, 2)
+	_, err = coll.DeleteOne(ctx, bson.D{}, options.DeleteOne().SetHint(bson.D{{Key: "b", Value: 1}}))
+	wantCode(t, err, 2)
+	if n := count(t, coll, bson.D{}); n != 2 {
+		t.Fatalf("%d documents after refused writes, want 2", n)
+	}
+
+	// A hinted sparse index reads only the documents it holds, as in
+	// MongoDB: proof that aggregate scans the index it is told to.
+	if _, err := coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "s", Value: 1}}, Options: options.Index().SetSparse(true)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: 2}}, bson.D{{Key: "$set", Value: bson.D{{Key: "s", Value: "x"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, hint := range []any{"s_1", bson.D{{Key: "s", Value: 1}}} {
+		cur, err := coll.Aggregate(ctx, mongo.Pipeline{{{Key: "$match", Value: bson.D{}}}}, options.Aggregate().SetHint(hint))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var docs []bson.M
+		if err := cur.All(ctx, &docs); err != nil || len(docs) != 1 || docs[0]["_id"] != int32(2) {
+			t.Fatalf("aggregate hinted %v: %v %v, want only _id 2", hint, docs, err)
+		}
+	}
+	raw := run(t, db, bson.D{{Key: "explain", Value: bson.D{{Key: "find", Value: "c"}, {Key: "hint", Value: "a_1"}}}})
+	if !strings.Contains(raw.String(), "IXSCAN") {
+		t.Fatalf("explain of hinted find: %s", raw)
+	}
+}

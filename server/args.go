@@ -209,6 +209,21 @@ func argObject(field string, v bson.RawValue) (bson.Raw, error) {
 	return d, nil
 }
 
+// argHint returns an index hint: an index name or key pattern. An empty
+// document is no hint.
+func argHint(v bson.RawValue) (bson.RawValue, error) {
+	switch v.Type {
+	case bson.TypeString:
+		return v, nil
+	case bson.TypeEmbeddedDocument:
+		if len(v.Value) <= 5 {
+			return bson.RawValue{}, nil
+		}
+		return v, nil
+	}
+	return bson.RawValue{}, mongoerr.New(mongoerr.FailedToParse, "Hint must be a string or an object")
+}
+
 // argDoc returns an embedded document argument.
 func argDoc(cmd, field string, v bson.RawValue) (bson.Raw, error) {
 	d, ok := v.DocumentOK()

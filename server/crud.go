@@ -151,7 +151,7 @@ func parseUpdateStatement(doc bson.Raw) (updateStatement, error) {
 				}
 			}
 		case "hint":
-			st.spec.Hint = v
+			st.spec.Hint, err = argHint(v)
 		case "sort":
 			st.spec.Sort, err = argDoc("update.updates", "sort", v)
 		case "collation":
@@ -306,7 +306,7 @@ func (s *Server) deleteOne(ctx context.Context, db, coll string, raw bson.Raw) (
 		case "limit":
 			limit, err = argInt64("delete.deletes", "limit", v)
 		case "hint":
-			hint = v
+			hint, err = argHint(v)
 		case "collation":
 			err = checkCollation(v)
 		default:
@@ -387,7 +387,7 @@ func (s *Server) find(ctx context.Context, req *Request) (bson.Raw, error) {
 		case "projection":
 			spec.Projection, err = argObject("projection", v)
 		case "hint":
-			spec.Hint = v
+			spec.Hint, err = argHint(v)
 		case "skip":
 			spec.Skip, err = argNonNegative("find", "skip", v)
 		case "limit":
@@ -528,7 +528,7 @@ func (s *Server) findAndModify(ctx context.Context, req *Request) (bson.Raw, err
 				}
 			}
 		case "hint":
-			spec.Hint = v
+			spec.Hint, err = argHint(v)
 		case "collation":
 			err = checkCollation(v)
 		case "bypassDocumentValidation", "let":
@@ -597,7 +597,7 @@ func (s *Server) count(ctx context.Context, req *Request) (bson.Raw, error) {
 				limit = -limit
 			}
 		case "hint":
-			hint = v
+			hint, err = argHint(v)
 		case "collation":
 			err = checkCollation(v)
 		case "fields", "query_options":
@@ -674,6 +674,7 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 	var pipeline []bson.Raw
 	havePipeline, haveCursor, allowDiskUse := false, false, false
 	batchSize := 101
+	var hint bson.RawValue
 	for key, v := range cmdArgs(req.Body) {
 		switch string(key) {
 		case "pipeline":
@@ -690,7 +691,9 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 			err = checkCollation(v)
 		case "allowDiskUse":
 			allowDiskUse, err = argStrictBool("allowDiskUse", v)
-		case "bypassDocumentValidation", "hint", "let":
+		case "hint":
+			hint, err = argHint(v)
+		case "bypassDocumentValidation", "let":
 		default:
 			err = unknownField("aggregate", key)
 		}
@@ -718,7 +721,7 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 			docs, err = s.eng.ApplyStages(ctx, docs, pipeline[1:])
 		}
 	default:
-		docs, err = s.eng.Aggregate(ctx, req.DB, coll, pipeline, allowDiskUse)
+		docs, err = s.eng.Aggregate(ctx, req.DB, coll, pipeline, engine.AggregateOptions{AllowDiskUse: allowDiskUse, Hint: hint})
 	}
 	if err != nil {
 		return nil, err
