@@ -177,3 +177,151 @@ func TestHintNamesNoIndex(t *testing.T) {
 		t.Fatalf("explain of hinted find: %s", raw)
 	}
 }
+
+// findDocs runs a raw find command and returns its first batch.
+func findDocs(t *testing.T, db *mongo.Database, cmd bson.D) []bson.Raw {
+	t.Helper()
+	raw := run(t, db, cmd)
+	vals, err := raw.Lookup("cursor", "firstBatch").Array().Values()
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := make([]bson.Raw, len(vals))
+	for i, v := range vals {
+		docs[i] = v.Document()
+	}
+	return docs
+}
+
+func docStrings(docs []bson.Raw) []string {
+	out := make([]string, len(docs))
+	for i, d := range docs {
+		var m bson.D
+		if err := bson.Unmarshal(d, &m); err != nil {
+			out[i] = d.String()
+			continue
+		}
+		b, _ := bson.MarshalExtJSON(m, false, false)
+		out[i] = string(b)
+	}
+	return out
+}
+
+func wantDocs(t *testing.T, got []bson.Raw, want ...string) {
+	t.Helper()
+	g := docStrings(got)
+	if strings.Join(g, " ") != strings.Join(want, " ") {
+		t.Fatalf("got %v, want %v", g, want)
+	}
+}
+
+// TestFindReturnKey: returnKey answers the key of the plan's index, under
+// the key pattern's names, and {} when no index is read.
+func TestFindReturnKey(t *testing.T) {
+	ts := startServer(t)
+	db := ts.Client.Database("rk")
+	coll := db.Collection("c")
+	mustInsert(t, coll,
+		bson.D{{Key: "_id", Value: 1}, {Key: "a", Value: 3}, {Key: "b", Value: "x"}, {Key: "c", Value: 9}},
+		bson.D{{Key: "_id", Value: 2}, {Key: "a", Value: 1}, {Key: "b", Value: "y"}},
+		bson.D{{Key: "_id", Value: 3}, {Key: "a", Value: bson.A{5, 2}}, {Key: "b", Value: "z"}})
+	if _, err := coll.Indexes().CreateOne(testCtx(t), mongo.IndexModel{Keys: bson.D{{Key: "a", Value: 1}, {Key: "b", Value: -1}}}); err != nil {
+		t.Fatal(err)
+	}
+	rk := bson.E{Key: "returnKey", Value: true}
+	// An index scan: keys in index order, the multikey document by the
+	// element the scan reached first.
+	wantDocs(t, findDocs(t, db, bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: bson.D{{Key: "a", Value: bson.D{{Key: "$gte", Value: 1}}}}}, {Key: "hint", Value: "a_1_b_-1"}, rk}),
+		`{"a":1,"b":"y"}`, `{"a":2,"b":"z"}`, `{"a":3,"b":"x"}`)
+	wantDocs(t, findDocs(t, db, bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: bson.D{{Key: "a", Value: bson.D{{Key: "$gte", Value: 4}}}}}, rk}),
+		`{"a":5,"b":"z"}`)
+	// The _id index.
+	wantDocs(t, findDocs(t, db, bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: bson.D{{Key: "_id", Value: 2}}}, rk}), `{"_id":2}`)
+	// A collection scan has no key: empty documents, projection ignored.
+	wantDocs(t, findDocs(t, db, bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: bson.D{{Key: "c", Value: 9}}}, {Key: "projection", Value: bson.D{{Key: "c", Value: 1}}}, rk}), `{}`)
+	// Through the driver.
+	cur, err := coll.Find(testCtx(t), bson.D{{Key: "a", Value: 1}}, options.Find().SetReturnKey(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []bson.Raw
+	for cur.Next(testCtx(t)) {
+		got = append(got, append(bson.Raw(nil), cur.Current...))
+	}
+	wantDocs(t, got, `{"a":1,"b":"y"}`)
+
+	runCmdCases(t, db, []cmdCase{
+		{"returnKey int", bson.D{{Key: "find", Value: "c"}, {Key: "returnKey", Value: 1}}, 14, "TypeMismatch", "returnKey"},
+		{"showRecordId", bson.D{{Key: "find", Value: "c"}, {Key: "showRecordId", Value: true}}, 238, "NotImplemented", "showRecordId"},
+		{"showRecordId false", bson.D{{Key: "find", Value: "c"}, {Key: "showRecordId", Value: false}}, 0, "", ""},
+	})
+}
+
+// TestFindMinMax: min and max bound the scan of the hinted index, min
+// inclusive and max exclusive, with MongoDB's errors when they cannot.
+func TestFindMinMax(t *testing.T) {
+	ts := startServer(t)
+	db := ts.Client.Database("mm")
+	coll := db.Collection("c")
+	for i := 1; i <= 6; i++ {
+		mustInsert(t, coll, bson.D{{Key: "_id", Value: i}, {Key: "a", Value: i * 10}, {Key: "b", Value: 7 - i}})
+	}
+	if _, err := coll.Indexes().CreateMany(testCtx(t), []mongo.IndexModel{
+		{Keys: bson.D{{Key: "a", Value: 1}}},
+		{Keys: bson.D{{Key: "b", Value: -1}}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	idsOf := func(cmd bson.D) string {
+		var out []string
+		for _, d := range findDocs(t, db, cmd) {
+			out = append(out, d.Lookup("_id").String())
+		}
+		return strings.Join(out, ",")
+	}
+	find := func(extra ...bson.E) bson.D { return append(bson.D{{Key: "find", Value: "c"}}, extra...) }
+	minA := func(v int) bson.E { return bson.E{Key: "min", Value: bson.D{{Key: "a", Value: v}}} }
+	maxA := func(v int) bson.E { return bson.E{Key: "max", Value: bson.D{{Key: "a", Value: v}}} }
+	hintA := bson.E{Key: "hint", Value: bson.D{{Key: "a", Value: 1}}}
+
+	for _, c := range []struct {
+		cmd  bson.D
+		want string
+	}{
+		{find(hintA, minA(20), maxA(50)), `{"$numberInt":"2"},{"$numberInt":"3"},{"$numberInt":"4"}`},
+		{find(hintA, minA(25)), `{"$numberInt":"3"},{"$numberInt":"4"},{"$numberInt":"5"},{"$numberInt":"6"}`},
+		{find(bson.E{Key: "hint", Value: "a_1"}, maxA(30)), `{"$numberInt":"1"},{"$numberInt":"2"}`},
+		// The filter still applies within the bounds.
+		{find(hintA, minA(20), maxA(50), bson.E{Key: "filter", Value: bson.D{{Key: "_id", Value: bson.D{{Key: "$ne", Value: 3}}}}}), `{"$numberInt":"2"},{"$numberInt":"4"}`},
+		// A descending index: min comes first in its order, so min > max.
+		{find(bson.E{Key: "hint", Value: "b_-1"}, bson.E{Key: "min", Value: bson.D{{Key: "b", Value: 5}}}, bson.E{Key: "max", Value: bson.D{{Key: "b", Value: 2}}}), `{"$numberInt":"2"},{"$numberInt":"3"},{"$numberInt":"4"}`},
+		// The _id index.
+		{find(bson.E{Key: "hint", Value: "_id_"}, bson.E{Key: "min", Value: bson.D{{Key: "_id", Value: 5}}}), `{"$numberInt":"5"},{"$numberInt":"6"}`},
+	} {
+		if got := idsOf(c.cmd); got != c.want {
+			t.Errorf("%v: got _ids %s, want %s", c.cmd, got, c.want)
+		}
+	}
+
+	// Through the driver.
+	cur, err := coll.Find(testCtx(t), bson.D{}, options.Find().SetHint("a_1").SetMin(bson.D{{Key: "a", Value: 60}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var docs []bson.M
+	if err := cur.All(testCtx(t), &docs); err != nil || len(docs) != 1 {
+		t.Fatalf("driver find with min: %v %v", docs, err)
+	}
+
+	runCmdCases(t, db, []cmdCase{
+		{"no hint", find(minA(20)), 51173, "Location51173", "When using min()/max() a hint of which index to use must be provided"},
+		{"natural hint", find(bson.E{Key: "hint", Value: bson.D{{Key: "$natural", Value: 1}}}, minA(20)), 51173, "Location51173", "a hint of which index"},
+		{"other index", find(bson.E{Key: "hint", Value: "b_-1"}, minA(20)), 51174, "Location51174", "The index chosen is not compatible with min/max"},
+		{"extra field", find(hintA, bson.E{Key: "min", Value: bson.D{{Key: "a", Value: 1}, {Key: "z", Value: 1}}}), 51174, "Location51174", "not compatible"},
+		{"min after max", find(hintA, minA(50), maxA(20)), 51175, "Location51175", "The value provided for min() does not come before the value provided for max() in the hinted index"},
+		{"min equals max", find(hintA, minA(20), maxA(20)), 51175, "Location51175", "min()"},
+		{"different fields", find(hintA, minA(20), bson.E{Key: "max", Value: bson.D{{Key: "b", Value: 1}}}), 51176, "Location51176", "min and max must have the same field names"},
+		{"missing index", find(bson.E{Key: "hint", Value: "zz"}, minA(20)), 2, "BadValue", "hint provided does not correspond to an existing index"},
+		{"min not a document", find(hintA, bson.E{Key: "min", Value: 1}), 14, "TypeMismatch", "Expected field minto be of type object"},
+	})
+}

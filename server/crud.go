@@ -417,7 +417,15 @@ func (s *Server) find(ctx context.Context, req *Request) (bson.Raw, error) {
 			// Lethe's cursors time out only when their client goes away, and
 			// it has no shards whose results could be partial.
 			_, err = argStrictBool(string(key), v)
-		case "returnKey", "showRecordId", "let", "max", "min":
+		case "returnKey":
+			spec.ReturnKey, err = argStrictBool("returnKey", v)
+		case "showRecordId":
+			err = refuseShowRecordID(v)
+		case "min":
+			spec.Min, err = argObject("min", v)
+		case "max":
+			spec.Max, err = argObject("max", v)
+		case "let":
 		default:
 			err = unknownField("find", key)
 		}
@@ -426,6 +434,9 @@ func (s *Server) find(ctx context.Context, req *Request) (bson.Raw, error) {
 		}
 	}
 	if err := s.checkTailable(req.DB, coll, spec, tailable, awaitData, single); err != nil {
+		return nil, err
+	}
+	if err := checkMinMax(spec.Min, spec.Max); err != nil {
 		return nil, err
 	}
 	if id, ok := pointID(spec); ok && batchSize != 0 {
@@ -444,6 +455,7 @@ func (s *Server) find(ctx context.Context, req *Request) (bson.Raw, error) {
 	}
 	// The cursor outlives this request's buffer.
 	spec.Filter, spec.Sort, spec.Projection = cloneRaw(spec.Filter), cloneRaw(spec.Sort), cloneRaw(spec.Projection)
+	spec.Min, spec.Max = cloneRaw(spec.Min), cloneRaw(spec.Max)
 	spec.Hint = bson.RawValue{Type: spec.Hint.Type, Value: append([]byte(nil), spec.Hint.Value...)}
 	cur, err := s.eng.Find(ctx, req.DB, coll, spec)
 	if err != nil {
@@ -460,7 +472,8 @@ func (s *Server) find(ctx context.Context, req *Request) (bson.Raw, error) {
 // document can match. Values that are operators, arrays or regexes match
 // differently and take the general path.
 func pointID(spec engine.FindSpec) (bsoncore.Value, bool) {
-	if spec.Sort != nil || spec.Projection != nil || spec.Skip != 0 || spec.Hint.Type != 0 {
+	if spec.Sort != nil || spec.Projection != nil || spec.Skip != 0 || spec.Hint.Type != 0 ||
+		spec.ReturnKey || spec.Min != nil || spec.Max != nil {
 		return bsoncore.Value{}, false
 	}
 	elems, err := bsoncore.Document(spec.Filter).Elements()

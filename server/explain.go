@@ -112,7 +112,8 @@ func explainSpec(cmd string, inner bson.Raw) (engine.FindSpec, error) {
 	}
 	switch cmd {
 	case "find":
-		spec = engine.FindSpec{Filter: doc("filter"), Sort: doc("sort"), Projection: doc("projection"), Skip: num("skip"), Limit: num("limit"), Hint: inner.Lookup("hint")}
+		spec = engine.FindSpec{Filter: doc("filter"), Sort: doc("sort"), Projection: doc("projection"), Skip: num("skip"), Limit: num("limit"), Hint: inner.Lookup("hint"),
+			Min: doc("min"), Max: doc("max")}
 	case "count":
 		spec = engine.FindSpec{Filter: doc("query"), Skip: num("skip"), Limit: num("limit"), Hint: inner.Lookup("hint")}
 	case "distinct":

@@ -65,3 +65,33 @@ func checkCursorBatchSize(cursor bson.RawValue) error {
 	}
 	return nil // cursorOption reports a wrong type
 }
+
+// refuseShowRecordID refuses showRecordId: true. MongoDB reports the
+// storage engine's record id of each document; Lethe stores documents by
+// _id and has no record ids, and an invented number that a client could
+// not use to resume or compare would be a lie.
+func refuseShowRecordID(v bson.RawValue) error {
+	show, err := argStrictBool("showRecordId", v)
+	if err != nil || !show {
+		return err
+	}
+	return mongoerr.New(mongoerr.NotImplemented, "showRecordId is not supported: Lethe stores documents by _id and has no record ids")
+}
+
+// checkMinMax applies the check MongoDB makes of min and max before
+// planning: given both, they name the same fields in the same order.
+func checkMinMax(minDoc, maxDoc bson.Raw) error {
+	if len(minDoc) <= 5 || len(maxDoc) <= 5 {
+		return nil
+	}
+	lo, _ := minDoc.Elements()
+	hi, _ := maxDoc.Elements()
+	same := len(lo) == len(hi)
+	for i := 0; same && i < len(lo); i++ {
+		same = lo[i].Key() == hi[i].Key()
+	}
+	if !same {
+		return mongoerr.New(51176, "min and max must have the same field names")
+	}
+	return nil
+}
