@@ -325,3 +325,101 @@ func TestFindMinMax(t *testing.T) {
 		{"min not a document", find(hintA, bson.E{Key: "min", Value: 1}), 14, "TypeMismatch", "Expected field minto be of type object"},
 	})
 }
+
+// TestLetVariables: a command's let binds variables for $expr, for
+// aggregation expressions and for update pipelines, each evaluated once;
+// names follow $let's rules.
+func TestLetVariables(t *testing.T) {
+	ts := startServer(t)
+	db := ts.Client.Database("let")
+	coll := db.Collection("c")
+	mustInsert(t, coll,
+		bson.D{{Key: "_id", Value: 1}, {Key: "a", Value: 1}, {Key: "s", Value: "$$lim"}},
+		bson.D{{Key: "_id", Value: 2}, {Key: "a", Value: 5}},
+		bson.D{{Key: "_id", Value: 3}, {Key: "a", Value: 9}})
+	ctx := testCtx(t)
+	let := bson.D{{Key: "lim", Value: bson.D{{Key: "$add", Value: bson.A{2, 2}}}}, {Key: "obj", Value: bson.D{{Key: "$literal", Value: bson.D{{Key: "k", Value: 7}}}}}}
+	gtLim := bson.D{{Key: "$expr", Value: bson.D{{Key: "$gt", Value: bson.A{"$a", "$$lim"}}}}}
+
+	// find: $expr sees the variable, under $or too; a plain equality with
+	// "$$lim" still compares with the string.
+	cur, err := coll.Find(ctx, gtLim, options.Find().SetLet(let))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var docs []bson.M
+	if err := cur.All(ctx, &docs); err != nil || len(docs) != 2 {
+		t.Fatalf("find with let: %v %v", docs, err)
+	}
+	wantDocs(t, findDocs(t, db, bson.D{{Key: "find", Value: "c"}, {Key: "let", Value: let},
+		{Key: "filter", Value: bson.D{{Key: "$or", Value: bson.A{bson.D{{Key: "s", Value: "$$lim"}}, gtLim}}}},
+		{Key: "projection", Value: bson.D{{Key: "k", Value: "$$obj.k"}, {Key: "l", Value: "$$lim"}}}}),
+		`{"_id":1,"k":7,"l":4}`, `{"_id":2,"k":7,"l":4}`, `{"_id":3,"k":7,"l":4}`)
+
+	// aggregate: $match's $expr and the expressions of later stages; an
+	// inner $let that rebinds the name hides the command's variable.
+	raw := run(t, db, bson.D{{Key: "aggregate", Value: "c"}, {Key: "cursor", Value: bson.D{}}, {Key: "let", Value: let},
+		{Key: "pipeline", Value: bson.A{
+			bson.D{{Key: "$match", Value: gtLim}},
+			bson.D{{Key: "$project", Value: bson.D{
+				{Key: "d", Value: bson.D{{Key: "$subtract", Value: bson.A{"$a", "$$lim"}}}},
+				{Key: "inner", Value: bson.D{{Key: "$let", Value: bson.D{{Key: "vars", Value: bson.D{{Key: "lim", Value: 100}}}, {Key: "in", Value: "$$lim"}}}}},
+				{Key: "mapped", Value: bson.D{{Key: "$map", Value: bson.D{{Key: "input", Value: bson.A{1}}, {Key: "as", Value: "lim"}, {Key: "in", Value: "$$lim"}}}}},
+			}}},
+			bson.D{{Key: "$group", Value: bson.D{{Key: "_id", Value: "$$lim"}, {Key: "n", Value: bson.D{{Key: "$sum", Value: "$d"}}}, {Key: "inner", Value: bson.D{{Key: "$max", Value: "$inner"}}}, {Key: "m", Value: bson.D{{Key: "$first", Value: "$mapped"}}}}}},
+		}}})
+	batch, _ := raw.Lookup("cursor", "firstBatch").Array().Values()
+	var got []bson.Raw
+	for _, v := range batch {
+		got = append(got, v.Document())
+	}
+	wantDocs(t, got, `{"_id":4,"n":6,"inner":100,"m":[1]}`)
+
+	// update: the filter's $expr and a pipeline update.
+	res, err := coll.UpdateMany(ctx, gtLim, mongo.Pipeline{{{Key: "$set", Value: bson.D{{Key: "b", Value: bson.D{{Key: "$multiply", Value: bson.A{"$a", "$$lim"}}}}}}}}, options.UpdateMany().SetLet(let))
+	if err != nil || res.ModifiedCount != 2 {
+		t.Fatalf("update with let: %+v %v", res, err)
+	}
+	wantIDs(t, coll, bson.D{{Key: "b", Value: 36}}, 3)
+	// c, the constants of one statement, override let.
+	run(t, db, bson.D{{Key: "update", Value: "c"}, {Key: "let", Value: let}, {Key: "updates", Value: bson.A{bson.D{
+		{Key: "q", Value: bson.D{{Key: "_id", Value: 1}}},
+		{Key: "u", Value: bson.A{bson.D{{Key: "$set", Value: bson.D{{Key: "b", Value: "$$lim"}}}}}},
+		{Key: "c", Value: bson.D{{Key: "lim", Value: "from c"}}},
+	}}}})
+	wantIDs(t, coll, bson.D{{Key: "b", Value: "from c"}}, 1)
+
+	// findAndModify and delete.
+	var fam bson.M
+	if err := coll.FindOneAndUpdate(ctx, bson.D{{Key: "$expr", Value: bson.D{{Key: "$eq", Value: bson.A{"$a", "$$five"}}}}},
+		mongo.Pipeline{{{Key: "$set", Value: bson.D{{Key: "f", Value: "$$five"}}}}},
+		options.FindOneAndUpdate().SetLet(bson.D{{Key: "five", Value: 5}}).SetReturnDocument(options.After)).Decode(&fam); err != nil || fam["f"] != int32(5) {
+		t.Fatalf("findAndModify with let: %v %v", fam, err)
+	}
+	del, err := coll.DeleteMany(ctx, gtLim, options.DeleteMany().SetLet(let))
+	if err != nil || del.DeletedCount != 2 {
+		t.Fatalf("delete with let: %+v %v", del, err)
+	}
+	wantIDs(t, coll, bson.D{}, 1)
+
+	// $$NOW may be read in let, and is the server's clock.
+	nowDocs := findDocs(t, db, bson.D{{Key: "find", Value: "c"}, {Key: "let", Value: bson.D{{Key: "t", Value: "$$NOW"}}},
+		{Key: "projection", Value: bson.D{{Key: "t", Value: "$$t"}}}})
+	if len(nowDocs) != 1 || !nowDocs[0].Lookup("t").Time().Equal(testEpoch) {
+		t.Fatalf("let {t: $$NOW}: %v, want t = %v", nowDocs, testEpoch)
+	}
+
+	find := func(letDoc any) bson.D {
+		return bson.D{{Key: "find", Value: "c"}, {Key: "let", Value: letDoc}, {Key: "filter", Value: gtLim}}
+	}
+	runCmdCases(t, db, []cmdCase{
+		{"empty name", find(bson.D{{Key: "", Value: 1}}), 16866, "Location16866", "empty variable names are not allowed"},
+		{"upper case", find(bson.D{{Key: "Lim", Value: 1}}), 16867, "Location16867", "'Lim' starts with an invalid character for a user variable name"},
+		{"NOW is read-only", find(bson.D{{Key: "NOW", Value: 1}}), 16867, "Location16867", "'NOW' starts with an invalid character for a user variable name"},
+		{"CLUSTER_TIME is read-only", find(bson.D{{Key: "CLUSTER_TIME", Value: 1}}), 16867, "Location16867", "CLUSTER_TIME"},
+		{"bad character", find(bson.D{{Key: "li-m", Value: 1}}), 16868, "Location16868", "'li-m' contains an invalid character for a variable name: '-'"},
+		{"not a document", find(5), 14, "TypeMismatch", "let"},
+		{"undefined variable", bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: gtLim}}, 17276, "Location17276", "Use of undefined variable: lim"},
+		{"update let wrong type", bson.D{{Key: "update", Value: "c"}, {Key: "let", Value: "x"}, {Key: "updates", Value: bson.A{bson.D{{Key: "q", Value: bson.D{}}, {Key: "u", Value: bson.D{}}}}}}, 14, "TypeMismatch", "update.let"},
+	})
+}

@@ -121,6 +121,7 @@ type updateStatement struct {
 	u     bson.RawValue
 	multi bool
 	af    []bson.Raw
+	c     bson.Raw // constants of this statement, like the command's let
 }
 
 func parseUpdateStatement(doc bson.Raw) (updateStatement, error) {
@@ -156,7 +157,9 @@ func parseUpdateStatement(doc bson.Raw) (updateStatement, error) {
 			st.spec.Sort, err = argDoc("update.updates", "sort", v)
 		case "collation":
 			err = checkCollation(v)
-		case "c", "upsertSupplied":
+		case "c":
+			st.c, err = argDoc("update.updates", "c", v)
+		case "upsertSupplied":
 		default:
 			err = unknownField("update.updates", key)
 		}
@@ -174,7 +177,8 @@ func parseUpdateStatement(doc bson.Raw) (updateStatement, error) {
 }
 
 // compileUpdate compiles u (a document or a pipeline).
-func (s *Server) compileUpdate(u bson.RawValue, arrayFilters []bson.Raw, multi bool) (*update.Update, error) {
+// The variables of lv are bound in a pipeline's expressions.
+func (s *Server) compileUpdate(u bson.RawValue, arrayFilters []bson.Raw, multi bool, lv *engine.Let) (*update.Update, error) {
 	switch u.Type {
 	case bson.TypeEmbeddedDocument:
 		up, err := update.Compile(u.Document(), update.Options{Now: s.clock.Now(), ArrayFilters: arrayFilters})
@@ -198,14 +202,14 @@ func (s *Server) compileUpdate(u bson.RawValue, arrayFilters []bson.Raw, multi b
 			}
 			stages = append(stages, d)
 		}
-		return update.CompilePipeline(stages, update.Options{Now: s.clock.Now(), ArrayFilters: arrayFilters})
+		return update.CompilePipeline(lv.Pipeline(stages), update.Options{Now: s.clock.Now(), ArrayFilters: arrayFilters})
 	}
 	return nil, wrongType("update.updates", "u", u.Type, "object", "array")
 }
 
 // writeStatements parses what update and delete share: the statements,
-// from the body or an OP_MSG document sequence, and ordered.
-func writeStatements(req *Request, cmd, field string) (stmts []bson.Raw, ordered bool, err error) {
+// from the body or an OP_MSG document sequence, ordered and let.
+func (s *Server) writeStatements(req *Request, cmd, field string) (stmts []bson.Raw, ordered bool, lv *engine.Let, err error) {
 	ordered = true
 	stmts = req.Sequences[field]
 	for key, v := range cmdArgs(req.Body) {
@@ -214,18 +218,20 @@ func writeStatements(req *Request, cmd, field string) (stmts []bson.Raw, ordered
 			stmts, err = statements(req, cmd, field, v)
 		case "ordered":
 			ordered, err = argBool(cmd, "ordered", v)
-		case "bypassDocumentValidation", "let":
+		case "let":
+			lv, err = s.parseLet(cmd, v)
+		case "bypassDocumentValidation":
 		default:
 			err = unknownField(cmd, key)
 		}
 		if err != nil {
-			return nil, false, err
+			return nil, false, nil, err
 		}
 	}
 	if len(stmts) == 0 || len(stmts) > maxWriteBatchSize {
-		return nil, false, mongoerr.New(mongoerr.InvalidLength, "Write batch sizes must be between 1 and %d. Got %d operations.", maxWriteBatchSize, len(stmts))
+		return nil, false, nil, mongoerr.New(mongoerr.InvalidLength, "Write batch sizes must be between 1 and %d. Got %d operations.", maxWriteBatchSize, len(stmts))
 	}
-	return stmts, ordered, nil
+	return stmts, ordered, lv, nil
 }
 
 // runStatements runs each statement in turn. A MongoDB error becomes a
@@ -254,7 +260,7 @@ func (s *Server) update(ctx context.Context, req *Request) (bson.Raw, error) {
 	if err != nil {
 		return nil, err
 	}
-	stmts, ordered, err := writeStatements(req, "update", "updates")
+	stmts, ordered, lv, err := s.writeStatements(req, "update", "updates")
 	if err != nil {
 		return nil, err
 	}
@@ -265,7 +271,16 @@ func (s *Server) update(ctx context.Context, req *Request) (bson.Raw, error) {
 		if err != nil {
 			return err
 		}
-		if st.spec.Update, err = s.compileUpdate(st.u, st.af, st.spec.Multi); err != nil {
+		stmtLet := lv
+		if st.c != nil {
+			c, err := engine.ParseLet(st.c, s.clock.Now())
+			if err != nil {
+				return err
+			}
+			stmtLet = lv.With(c)
+		}
+		st.spec.Filter = stmtLet.Filter(st.spec.Filter)
+		if st.spec.Update, err = s.compileUpdate(st.u, st.af, st.spec.Multi, stmtLet); err != nil {
 			return err
 		}
 		res, err := s.eng.Update(ctx, req.DB, coll, st.spec)
@@ -294,7 +309,7 @@ func (s *Server) update(ctx context.Context, req *Request) (bson.Raw, error) {
 }
 
 // deleteOne runs one statement of a delete command.
-func (s *Server) deleteOne(ctx context.Context, db, coll string, raw bson.Raw) (int64, error) {
+func (s *Server) deleteOne(ctx context.Context, db, coll string, raw bson.Raw, lv *engine.Let) (int64, error) {
 	var filter bson.Raw
 	var hint bson.RawValue
 	limit := int64(-1)
@@ -325,7 +340,7 @@ func (s *Server) deleteOne(ctx context.Context, db, coll string, raw bson.Raw) (
 	if limit != 0 && limit != 1 {
 		return 0, mongoerr.New(mongoerr.FailedToParse, "The limit field in delete objects must be 0 or 1. Got %d", limit)
 	}
-	return s.eng.Delete(ctx, db, coll, filter, int(limit), hint)
+	return s.eng.Delete(ctx, db, coll, lv.Filter(filter), int(limit), hint)
 }
 
 func (s *Server) delete(ctx context.Context, req *Request) (bson.Raw, error) {
@@ -333,13 +348,13 @@ func (s *Server) delete(ctx context.Context, req *Request) (bson.Raw, error) {
 	if err != nil {
 		return nil, err
 	}
-	stmts, ordered, err := writeStatements(req, "delete", "deletes")
+	stmts, ordered, lv, err := s.writeStatements(req, "delete", "deletes")
 	if err != nil {
 		return nil, err
 	}
 	var n int64
 	errs, err := runStatements(stmts, ordered, func(i int, raw bson.Raw) error {
-		deleted, err := s.deleteOne(ctx, req.DB, coll, raw)
+		deleted, err := s.deleteOne(ctx, req.DB, coll, raw, lv)
 		n += deleted
 		return err
 	})
@@ -378,6 +393,7 @@ func (s *Server) find(ctx context.Context, req *Request) (bson.Raw, error) {
 	var spec engine.FindSpec
 	batchSize := 101
 	var single, tailable, awaitData bool
+	var lv *engine.Let
 	for key, v := range cmdArgs(req.Body) {
 		switch string(key) {
 		case "filter":
@@ -426,6 +442,7 @@ func (s *Server) find(ctx context.Context, req *Request) (bson.Raw, error) {
 		case "max":
 			spec.Max, err = argObject("max", v)
 		case "let":
+			lv, err = s.parseLet("find", v)
 		default:
 			err = unknownField("find", key)
 		}
@@ -439,6 +456,7 @@ func (s *Server) find(ctx context.Context, req *Request) (bson.Raw, error) {
 	if err := checkMinMax(spec.Min, spec.Max); err != nil {
 		return nil, err
 	}
+	spec.Filter, spec.Projection = lv.Filter(spec.Filter), lv.Projection(spec.Projection)
 	if id, ok := pointID(spec); ok && batchSize != 0 {
 		doc, err := s.eng.FindByID(req.DB, coll, id)
 		if err != nil {
@@ -513,6 +531,7 @@ func (s *Server) findAndModify(ctx context.Context, req *Request) (bson.Raw, err
 	}
 	var spec engine.FindAndModifySpec
 	var u bson.RawValue
+	var lv *engine.Let
 	var af []bson.Raw
 	for key, v := range cmdArgs(req.Body) {
 		switch string(key) {
@@ -544,7 +563,9 @@ func (s *Server) findAndModify(ctx context.Context, req *Request) (bson.Raw, err
 			spec.Hint, err = argHint(v)
 		case "collation":
 			err = checkCollation(v)
-		case "bypassDocumentValidation", "let":
+		case "let":
+			lv, err = s.parseLet("findAndModify", v)
+		case "bypassDocumentValidation":
 		default:
 			err = unknownField("findAndModify", key)
 		}
@@ -562,8 +583,9 @@ func (s *Server) findAndModify(ctx context.Context, req *Request) (bson.Raw, err
 	case spec.Remove && spec.New:
 		return nil, mongoerr.New(mongoerr.FailedToParse, "Cannot specify both new=true and remove=true; 'remove' always returns the deleted document")
 	}
+	spec.Filter, spec.Fields = lv.Filter(spec.Filter), lv.Projection(spec.Fields)
 	if u.Type != 0 {
-		if spec.Update, err = s.compileUpdate(u, af, false); err != nil {
+		if spec.Update, err = s.compileUpdate(u, af, false, lv); err != nil {
 			return nil, err
 		}
 	}
@@ -688,6 +710,7 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 	havePipeline, haveCursor, allowDiskUse := false, false, false
 	batchSize := 101
 	var hint bson.RawValue
+	var lv *engine.Let
 	for key, v := range cmdArgs(req.Body) {
 		switch string(key) {
 		case "pipeline":
@@ -706,7 +729,9 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 			allowDiskUse, err = argStrictBool("allowDiskUse", v)
 		case "hint":
 			hint, err = argHint(v)
-		case "bypassDocumentValidation", "let":
+		case "let":
+			lv, err = s.parseLet("aggregate", v)
+		case "bypassDocumentValidation":
 		default:
 			err = unknownField("aggregate", key)
 		}
@@ -720,6 +745,7 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 	if !haveCursor {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "The 'cursor' option is required, except for aggregate with the explain argument")
 	}
+	pipeline = lv.Pipeline(pipeline)
 	var docs []bson.Raw
 	switch {
 	case !onCollection && len(pipeline) > 0 && pipeline[0].Lookup("$currentOp").Type != 0:

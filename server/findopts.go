@@ -95,3 +95,12 @@ func checkMinMax(minDoc, maxDoc bson.Raw) error {
 	}
 	return nil
 }
+
+// parseLet reads a command's let: a document of variables, evaluated now.
+func (s *Server) parseLet(cmd string, v bson.RawValue) (*engine.Let, error) {
+	d, ok := v.DocumentOK()
+	if !ok {
+		return nil, wrongType(cmd, "let", v.Type, "object")
+	}
+	return engine.ParseLet(d, s.clock.Now())
+}

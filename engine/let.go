@@ -1,0 +1,266 @@
+package engine
+
+import (
+	"strings"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/engine/query"
+)
+
+// Let holds the variables of a command's let (and of an update statement's
+// c): each expression evaluated once, before any document is read.
+//
+// The variables reach expressions by substitution: every reference
+// "$$name" or "$$name.path" to one of them, where no inner $let, $map,
+// $filter or $reduce rebinds the name, becomes the constant itself. The
+// rewritten filters, projections and stages then compile as usual, which
+// keeps the expression compiler unaware of command options.
+type Let struct {
+	vars map[string]bsoncore.Value // Type 0: missing
+}
+
+// ParseLet evaluates a let document. Names follow the rules of $let's
+// vars; CURRENT, which $let may rebind, cannot be a constant, and is
+// refused like the other system variables.
+func ParseLet(doc bson.Raw, now time.Time) (*Let, error) {
+	elems, err := bsoncore.Document(doc).Elements()
+	if err != nil {
+		return nil, mongoerr.New(mongoerr.InvalidBSON, "invalid let document: %v", err)
+	}
+	l := &Let{vars: make(map[string]bsoncore.Value, len(elems))}
+	for _, el := range elems {
+		name := el.Key()
+		if name == "CURRENT" {
+			return nil, mongoerr.New(16867, "'%s' starts with an invalid character for a user variable name", name)
+		}
+		if err := query.CheckVariableDefinition(name); err != nil {
+			return nil, err
+		}
+		ex, err := query.CompileExprWith(el.Value(), query.ExprOptions{Now: now})
+		if err != nil {
+			return nil, err
+		}
+		v, err := ex.Eval(bson.Raw(bsoncore.NewDocumentBuilder().Build()))
+		if err != nil {
+			return nil, err
+		}
+		l.vars[name] = bsoncore.Value{Type: v.Type, Data: append([]byte(nil), v.Data...)}
+	}
+	return l, nil
+}
+
+// With returns the variables of l and of more, more's winning a clash, as
+// an update statement's constants c override the command's let.
+func (l *Let) With(more *Let) *Let {
+	switch {
+	case l == nil:
+		return more
+	case more == nil:
+		return l
+	}
+	out := &Let{vars: make(map[string]bsoncore.Value, len(l.vars)+len(more.vars))}
+	for k, v := range l.vars {
+		out.vars[k] = v
+	}
+	for k, v := range more.vars {
+		out.vars[k] = v
+	}
+	return out
+}
+
+// Filter binds the variables in the $expr parts of a query filter; the
+// rest of a filter compares with literal strings, "$$x" included.
+func (l *Let) Filter(filter bson.Raw) bson.Raw {
+	if l == nil || len(filter) == 0 {
+		return filter
+	}
+	return bson.Raw(l.filterDoc(filter))
+}
+
+func (l *Let) filterDoc(doc []byte) []byte {
+	elems, err := bsoncore.Document(doc).Elements()
+	if err != nil {
+		return doc // the filter compiler reports it
+	}
+	b := bsoncore.NewDocumentBuilder()
+	for _, el := range elems {
+		v := el.Value()
+		switch el.Key() {
+		case "$expr":
+			v = l.expr(v, nil)
+		case "$and", "$or", "$nor":
+			if v.Type == bsoncore.TypeArray {
+				v = l.mapArray(v, func(e bsoncore.Value) bsoncore.Value {
+					if e.Type == bsoncore.TypeEmbeddedDocument {
+						e.Data = l.filterDoc(e.Data)
+					}
+					return e
+				})
+			}
+		}
+		b.AppendValue(el.Key(), v)
+	}
+	return b.Build()
+}
+
+// Projection binds the variables in a find projection's computed fields.
+func (l *Let) Projection(proj bson.Raw) bson.Raw {
+	if l == nil || len(proj) == 0 {
+		return proj
+	}
+	return bson.Raw(l.expr(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: proj}, nil).Data)
+}
+
+// Pipeline binds the variables in aggregation stages: the $expr of $match
+// stages and the expressions of the others.
+func (l *Let) Pipeline(stages []bson.Raw) []bson.Raw {
+	if l == nil {
+		return stages
+	}
+	out := make([]bson.Raw, len(stages))
+	for i, st := range stages {
+		out[i] = l.stage(st)
+	}
+	return out
+}
+
+func (l *Let) stage(st bson.Raw) bson.Raw {
+	elems, err := bsoncore.Document(st).Elements()
+	if err != nil || len(elems) != 1 {
+		return st // the pipeline reports it
+	}
+	name, v := elems[0].Key(), elems[0].Value()
+	switch name {
+	case "$match":
+		if v.Type == bsoncore.TypeEmbeddedDocument {
+			v.Data = l.filterDoc(v.Data)
+		}
+	case "$sort", "$skip", "$limit", "$count", "$unset":
+	default:
+		v = l.expr(v, nil)
+	}
+	return bson.Raw(bsoncore.NewDocumentBuilder().AppendValue(name, v).Build())
+}
+
+// expr substitutes the variables in an expression; shadowed holds the
+// names an enclosing operator rebinds.
+func (l *Let) expr(v bsoncore.Value, shadowed map[string]bool) bsoncore.Value {
+	switch v.Type {
+	case bsoncore.TypeString:
+		s := v.StringValue()
+		if !strings.HasPrefix(s, "$$") {
+			return v
+		}
+		name, _, dotted := strings.Cut(s[2:], ".")
+		c, ok := l.vars[name]
+		if !ok || shadowed[name] {
+			return v
+		}
+		if !dotted {
+			return constant(c)
+		}
+		// A path into the constant: bind it to its own name around the
+		// reference, so that the evaluator walks the path.
+		vars := bsoncore.NewDocumentBuilder().AppendValue(name, constant(c)).Build()
+		let := bsoncore.NewDocumentBuilder().AppendDocument("vars", vars).AppendValue("in", v).Build()
+		return docValue(bsoncore.NewDocumentBuilder().AppendDocument("$let", let).Build())
+	case bsoncore.TypeArray:
+		return l.mapArray(v, func(e bsoncore.Value) bsoncore.Value { return l.expr(e, shadowed) })
+	case bsoncore.TypeEmbeddedDocument:
+		return l.exprDoc(v, shadowed)
+	}
+	return v
+}
+
+func (l *Let) exprDoc(v bsoncore.Value, shadowed map[string]bool) bsoncore.Value {
+	elems, err := bsoncore.Document(v.Data).Elements()
+	if err != nil {
+		return v
+	}
+	if len(elems) == 1 {
+		op, arg := elems[0].Key(), elems[0].Value()
+		switch op {
+		case "$literal", "$elemMatch":
+			// A literal is not evaluated; an $elemMatch projection is a
+			// query, which compares with strings literally.
+			return v
+		case "$let", "$map", "$filter", "$reduce":
+			if arg.Type == bsoncore.TypeEmbeddedDocument {
+				return docValue(bsoncore.NewDocumentBuilder().AppendValue(op, l.scoped(op, arg, shadowed)).Build())
+			}
+		}
+	}
+	b := bsoncore.NewDocumentBuilder()
+	for _, el := range elems {
+		b.AppendValue(el.Key(), l.expr(el.Value(), shadowed))
+	}
+	return docValue(b.Build())
+}
+
+// scoped substitutes in the arguments of an operator that binds variables:
+// the names it binds are shadowed in the arguments that see them.
+func (l *Let) scoped(op string, arg bsoncore.Value, shadowed map[string]bool) bsoncore.Value {
+	elems, _ := bsoncore.Document(arg.Data).Elements()
+	inner := make(map[string]bool, len(shadowed)+2)
+	for k := range shadowed {
+		inner[k] = true
+	}
+	switch op {
+	case "$let":
+		if vars, ok := bsoncore.Document(arg.Data).Lookup("vars").DocumentOK(); ok {
+			names, _ := vars.Elements()
+			for _, n := range names {
+				inner[n.Key()] = true
+			}
+		}
+	case "$map", "$filter":
+		as := "this"
+		if s, ok := bsoncore.Document(arg.Data).Lookup("as").StringValueOK(); ok {
+			as = s
+		}
+		inner[as] = true
+	case "$reduce":
+		inner["this"], inner["value"] = true, true
+	}
+	b := bsoncore.NewDocumentBuilder()
+	for _, el := range elems {
+		switch el.Key() {
+		case "in", "cond":
+			b.AppendValue(el.Key(), l.expr(el.Value(), inner))
+		case "as":
+			b.AppendValue(el.Key(), el.Value())
+		default:
+			b.AppendValue(el.Key(), l.expr(el.Value(), shadowed))
+		}
+	}
+	return docValue(b.Build())
+}
+
+func (l *Let) mapArray(v bsoncore.Value, f func(bsoncore.Value) bsoncore.Value) bsoncore.Value {
+	vals, err := bsoncore.Array(v.Data).Values()
+	if err != nil {
+		return v
+	}
+	b := bsoncore.NewArrayBuilder()
+	for _, e := range vals {
+		b.AppendValue(f(e))
+	}
+	return bsoncore.Value{Type: bsoncore.TypeArray, Data: b.Build()}
+}
+
+// constant is the expression for a variable's value: {$literal: v}, or
+// $$REMOVE for a missing value.
+func constant(v bsoncore.Value) bsoncore.Value {
+	if v.Type == 0 {
+		return bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, "$$REMOVE")}
+	}
+	return docValue(bsoncore.NewDocumentBuilder().AppendValue("$literal", v).Build())
+}
+
+func docValue(d []byte) bsoncore.Value {
+	return bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d}
+}
