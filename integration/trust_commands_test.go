@@ -423,3 +423,32 @@ func TestLetVariables(t *testing.T) {
 		{"update let wrong type", bson.D{{Key: "update", Value: "c"}, {Key: "let", Value: "x"}, {Key: "updates", Value: bson.A{bson.D{{Key: "q", Value: bson.D{}}, {Key: "u", Value: bson.D{}}}}}}, 14, "TypeMismatch", "update.let"},
 	})
 }
+
+// TestExplainHonoursOptions: explain plans what the command would run: the
+// let variables of its filter, an aggregate's hint, a find's min/max.
+func TestExplainHonoursOptions(t *testing.T) {
+	ts := startServer(t)
+	db := ts.Client.Database("ex")
+	coll := db.Collection("c")
+	mustInsert(t, coll, bson.D{{Key: "_id", Value: 1}, {Key: "a", Value: 1}}, bson.D{{Key: "_id", Value: 2}, {Key: "a", Value: 2}})
+	if _, err := coll.Indexes().CreateOne(testCtx(t), mongo.IndexModel{Keys: bson.D{{Key: "a", Value: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	explain := func(inner bson.D) bson.Raw {
+		return run(t, db, bson.D{{Key: "explain", Value: inner}, {Key: "verbosity", Value: "executionStats"}})
+	}
+	nReturned := func(r bson.Raw) int64 { return r.Lookup("executionStats", "nReturned").Int64() }
+	out := explain(bson.D{{Key: "find", Value: "c"}, {Key: "let", Value: bson.D{{Key: "v", Value: 1}}},
+		{Key: "filter", Value: bson.D{{Key: "$expr", Value: bson.D{{Key: "$eq", Value: bson.A{"$a", "$$v"}}}}}}})
+	if nReturned(out) != 1 {
+		t.Errorf("explain find with let: %s", out)
+	}
+	out = explain(bson.D{{Key: "aggregate", Value: "c"}, {Key: "pipeline", Value: bson.A{}}, {Key: "cursor", Value: bson.D{}}, {Key: "hint", Value: "a_1"}})
+	if !strings.Contains(out.String(), "IXSCAN") {
+		t.Errorf("explain aggregate with hint: %s", out)
+	}
+	out = explain(bson.D{{Key: "find", Value: "c"}, {Key: "hint", Value: "a_1"}, {Key: "min", Value: bson.D{{Key: "a", Value: 2}}}})
+	if nReturned(out) != 1 {
+		t.Errorf("explain find with min: %s", out)
+	}
+}

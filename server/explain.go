@@ -50,6 +50,13 @@ func (s *Server) explain(ctx context.Context, req *Request) (bson.Raw, error) {
 	if err != nil {
 		return nil, err
 	}
+	if letDoc, ok := inner.Lookup("let").DocumentOK(); ok {
+		lv, err := engine.ParseLet(letDoc, s.clock.Now())
+		if err != nil {
+			return nil, err
+		}
+		spec.Filter = lv.Filter(spec.Filter)
+	}
 	ex, err := s.eng.Explain(ctx, req.DB, coll, spec, verbosity != "queryPlanner")
 	if err != nil {
 		return nil, err
@@ -129,6 +136,7 @@ func explainSpec(cmd string, inner bson.Raw) (engine.FindSpec, error) {
 		q, _ := st.Lookup("q").DocumentOK()
 		spec = engine.FindSpec{Filter: q, Hint: st.Lookup("hint")}
 	case "aggregate":
+		spec.Hint = inner.Lookup("hint")
 		arr, _ := inner.Lookup("pipeline").ArrayOK()
 		vals, _ := arr.Values()
 		for _, v := range vals {
