@@ -24,8 +24,9 @@ type Let struct {
 }
 
 // ParseLet evaluates a let document. Names follow the rules of $let's
-// vars; CURRENT, which $let may rebind, cannot be a constant, and is
-// refused like the other system variables.
+// vars; the system variables are read-only. CURRENT, which $let may
+// rebind, is refused too: rebinding it would change what every field path
+// of the command reads, which substitution cannot express.
 func ParseLet(doc bson.Raw, now time.Time) (*Let, error) {
 	elems, err := bsoncore.Document(doc).Elements()
 	if err != nil {
@@ -34,11 +35,19 @@ func ParseLet(doc bson.Raw, now time.Time) (*Let, error) {
 	l := &Let{vars: make(map[string]bsoncore.Value, len(elems))}
 	for _, el := range elems {
 		name := el.Key()
-		if name == "CURRENT" {
-			return nil, mongoerr.New(16867, "'%s' starts with an invalid character for a user variable name", name)
+		switch name {
+		case "NOW", "CLUSTER_TIME", "USER_ROLES", "JS_SCOPE", "IS_MR":
+			return nil, mongoerr.New(4738901, "Attempt to set internal constant: %s", name)
+		case "CURRENT":
+			return nil, mongoerr.New(mongoerr.BadValue, "Invalid 'let' parameter :: caused by :: CURRENT cannot be a command's let variable in Lethe")
 		}
 		if err := query.CheckVariableDefinition(name); err != nil {
-			return nil, err
+			me, _ := mongoerr.As(err)
+			return nil, mongoerr.New(me.Code, "Invalid 'let' parameter :: caused by :: %s", me.Msg)
+		}
+		if readsDocument(el.Value()) {
+			return nil, mongoerr.New(4890500, "Command let Expression tried to access a field, but this is not allowed because"+
+				"Command let Expressions run before the query examines any documents.")
 		}
 		ex, err := query.CompileExprWith(el.Value(), query.ExprOptions{Now: now})
 		if err != nil {
@@ -51,6 +60,31 @@ func ParseLet(doc bson.Raw, now time.Time) (*Let, error) {
 		l.vars[name] = bsoncore.Value{Type: v.Type, Data: append([]byte(nil), v.Data...)}
 	}
 	return l, nil
+}
+
+// readsDocument reports whether an expression reads the document it is
+// evaluated against: a field path, $$ROOT or $$CURRENT outside $literal.
+func readsDocument(v bsoncore.Value) bool {
+	switch v.Type {
+	case bsoncore.TypeString:
+		s := v.StringValue()
+		if !strings.HasPrefix(s, "$$") {
+			return strings.HasPrefix(s, "$")
+		}
+		name, _, _ := strings.Cut(s[2:], ".")
+		return name == "ROOT" || name == "CURRENT"
+	case bsoncore.TypeArray, bsoncore.TypeEmbeddedDocument:
+		elems, _ := bsoncore.Document(v.Data).Elements()
+		for _, el := range elems {
+			if el.Key() == "$literal" {
+				continue
+			}
+			if readsDocument(el.Value()) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // With returns the variables of l and of more, more's winning a clash, as

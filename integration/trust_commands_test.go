@@ -413,10 +413,13 @@ func TestLetVariables(t *testing.T) {
 		return bson.D{{Key: "find", Value: "c"}, {Key: "let", Value: letDoc}, {Key: "filter", Value: gtLim}}
 	}
 	runCmdCases(t, db, []cmdCase{
-		{"empty name", find(bson.D{{Key: "", Value: 1}}), 16866, "Location16866", "empty variable names are not allowed"},
+		{"empty name", find(bson.D{{Key: "", Value: 1}}), 16866, "Location16866", "Invalid 'let' parameter :: caused by :: empty variable names are not allowed"},
 		{"upper case", find(bson.D{{Key: "Lim", Value: 1}}), 16867, "Location16867", "'Lim' starts with an invalid character for a user variable name"},
-		{"NOW is read-only", find(bson.D{{Key: "NOW", Value: 1}}), 16867, "Location16867", "'NOW' starts with an invalid character for a user variable name"},
-		{"CLUSTER_TIME is read-only", find(bson.D{{Key: "CLUSTER_TIME", Value: 1}}), 16867, "Location16867", "CLUSTER_TIME"},
+		{"NOW is read-only", find(bson.D{{Key: "NOW", Value: 1}}), 4738901, "Location4738901", "Attempt to set internal constant: NOW"},
+		{"CLUSTER_TIME is read-only", find(bson.D{{Key: "CLUSTER_TIME", Value: 1}}), 4738901, "Location4738901", "Attempt to set internal constant: CLUSTER_TIME"},
+		{"reads a field", find(bson.D{{Key: "v", Value: bson.D{{Key: "$add", Value: bson.A{"$a", 1}}}}}), 4890500, "Location4890500", "Command let Expression tried to access a field"},
+		{"reads ROOT", find(bson.D{{Key: "v", Value: "$$ROOT"}}), 4890500, "Location4890500", "tried to access a field"},
+		{"literal dollar string", find(bson.D{{Key: "lim", Value: bson.D{{Key: "$literal", Value: "$a"}}}}), 0, "", ""},
 		{"bad character", find(bson.D{{Key: "li-m", Value: 1}}), 16868, "Location16868", "'li-m' contains an invalid character for a variable name: '-'"},
 		{"not a document", find(5), 14, "TypeMismatch", "let"},
 		{"undefined variable", bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: gtLim}}, 17276, "Location17276", "Use of undefined variable: lim"},
