@@ -94,6 +94,9 @@ func TestAggregateArgumentChecks(t *testing.T) {
 		{"negative batchSize", agg(bson.E{Key: "cursor", Value: bson.D{{Key: "batchSize", Value: -1}}}), 51024, "Location51024", "BSON field 'batchSize' value must be >= 0, actual value '-1'"},
 		{"comment of any type", agg(bson.E{Key: "cursor", Value: bson.D{}}, bson.E{Key: "comment", Value: bson.A{1}}), 0, "", ""},
 		{"int allowDiskUse", agg(bson.E{Key: "cursor", Value: bson.D{}}, bson.E{Key: "allowDiskUse", Value: 1}), 14, "TypeMismatch", "allowDiskUse"},
+		{"int bypassDocumentValidation", agg(bson.E{Key: "cursor", Value: bson.D{}}, bson.E{Key: "bypassDocumentValidation", Value: 1}), 14, "TypeMismatch", "Field 'bypassDocumentValidation' should be a boolean value, but found: int"},
+		{"explain false", agg(bson.E{Key: "cursor", Value: bson.D{}}, bson.E{Key: "explain", Value: false}), 0, "", ""},
+		{"string explain", agg(bson.E{Key: "cursor", Value: bson.D{}}, bson.E{Key: "explain", Value: "yes"}), 14, "TypeMismatch", "explain"},
 	})
 }
 

@@ -722,7 +722,10 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 			}
 			haveCursor = err == nil
 		case "explain":
-			err = mongoerr.New(mongoerr.NotImplemented, "explain of aggregate is not supported yet")
+			var explain bool
+			if explain, err = argStrictBool("explain", v); err == nil && explain {
+				err = mongoerr.New(mongoerr.NotImplemented, "aggregate with explain: true is not supported; run {explain: {aggregate: ...}}")
+			}
 		case "collation":
 			err = checkCollation(v)
 		case "allowDiskUse":
@@ -732,6 +735,7 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 		case "let":
 			lv, err = s.parseLet("aggregate", v)
 		case "bypassDocumentValidation":
+			_, err = argStrictBool("bypassDocumentValidation", v)
 		default:
 			err = unknownField("aggregate", key)
 		}
