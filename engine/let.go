@@ -106,16 +106,55 @@ func (l *Let) With(more *Let) *Let {
 	return out
 }
 
+// maxLetGrowth bounds the bytes substitution may add to one command's
+// filters, projections and stages: a large variable referenced many times
+// would otherwise multiply into more memory than any request may take.
+const maxLetGrowth = 16 << 20
+
 // Filter binds the variables in the $expr parts of a query filter; the
 // rest of a filter compares with literal strings, "$$x" included.
-func (l *Let) Filter(filter bson.Raw) bson.Raw {
+func (l *Let) Filter(filter bson.Raw) (bson.Raw, error) {
 	if l == nil || len(filter) == 0 {
-		return filter
+		return filter, nil
 	}
-	return bson.Raw(l.filterDoc(filter))
+	r := &rewriter{Let: l}
+	out := r.filterDoc(filter)
+	return bson.Raw(out), r.err
 }
 
-func (l *Let) filterDoc(doc []byte) []byte {
+// Projection binds the variables in a find projection's computed fields.
+func (l *Let) Projection(proj bson.Raw) (bson.Raw, error) {
+	if l == nil || len(proj) == 0 {
+		return proj, nil
+	}
+	r := &rewriter{Let: l}
+	out := r.expr(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: proj}, nil)
+	return bson.Raw(out.Data), r.err
+}
+
+// Pipeline binds the variables in aggregation stages: the $expr of $match
+// stages and the expressions of the others.
+func (l *Let) Pipeline(stages []bson.Raw) ([]bson.Raw, error) {
+	if l == nil {
+		return stages, nil
+	}
+	r := &rewriter{Let: l}
+	out := make([]bson.Raw, len(stages))
+	for i, st := range stages {
+		out[i] = r.stage(st)
+	}
+	return out, r.err
+}
+
+// rewriter substitutes the variables of one Let, keeping count of the
+// bytes it adds.
+type rewriter struct {
+	*Let
+	added int
+	err   error
+}
+
+func (r *rewriter) filterDoc(doc []byte) []byte {
 	elems, err := bsoncore.Document(doc).Elements()
 	if err != nil {
 		return doc // the filter compiler reports it
@@ -125,12 +164,12 @@ func (l *Let) filterDoc(doc []byte) []byte {
 		v := el.Value()
 		switch el.Key() {
 		case "$expr":
-			v = l.expr(v, nil)
+			v = r.expr(v, nil)
 		case "$and", "$or", "$nor":
 			if v.Type == bsoncore.TypeArray {
-				v = l.mapArray(v, func(e bsoncore.Value) bsoncore.Value {
+				v = mapArray(v, func(e bsoncore.Value) bsoncore.Value {
 					if e.Type == bsoncore.TypeEmbeddedDocument {
-						e.Data = l.filterDoc(e.Data)
+						e.Data = r.filterDoc(e.Data)
 					}
 					return e
 				})
@@ -141,28 +180,7 @@ func (l *Let) filterDoc(doc []byte) []byte {
 	return b.Build()
 }
 
-// Projection binds the variables in a find projection's computed fields.
-func (l *Let) Projection(proj bson.Raw) bson.Raw {
-	if l == nil || len(proj) == 0 {
-		return proj
-	}
-	return bson.Raw(l.expr(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: proj}, nil).Data)
-}
-
-// Pipeline binds the variables in aggregation stages: the $expr of $match
-// stages and the expressions of the others.
-func (l *Let) Pipeline(stages []bson.Raw) []bson.Raw {
-	if l == nil {
-		return stages
-	}
-	out := make([]bson.Raw, len(stages))
-	for i, st := range stages {
-		out[i] = l.stage(st)
-	}
-	return out
-}
-
-func (l *Let) stage(st bson.Raw) bson.Raw {
+func (r *rewriter) stage(st bson.Raw) bson.Raw {
 	elems, err := bsoncore.Document(st).Elements()
 	if err != nil || len(elems) != 1 {
 		return st // the pipeline reports it
@@ -171,18 +189,18 @@ func (l *Let) stage(st bson.Raw) bson.Raw {
 	switch name {
 	case "$match":
 		if v.Type == bsoncore.TypeEmbeddedDocument {
-			v.Data = l.filterDoc(v.Data)
+			v.Data = r.filterDoc(v.Data)
 		}
 	case "$sort", "$skip", "$limit", "$count", "$unset":
 	default:
-		v = l.expr(v, nil)
+		v = r.expr(v, nil)
 	}
 	return bson.Raw(bsoncore.NewDocumentBuilder().AppendValue(name, v).Build())
 }
 
 // expr substitutes the variables in an expression; shadowed holds the
 // names an enclosing operator rebinds.
-func (l *Let) expr(v bsoncore.Value, shadowed map[string]bool) bsoncore.Value {
+func (r *rewriter) expr(v bsoncore.Value, shadowed map[string]bool) bsoncore.Value {
 	switch v.Type {
 	case bsoncore.TypeString:
 		s := v.StringValue()
@@ -190,8 +208,12 @@ func (l *Let) expr(v bsoncore.Value, shadowed map[string]bool) bsoncore.Value {
 			return v
 		}
 		name, _, dotted := strings.Cut(s[2:], ".")
-		c, ok := l.vars[name]
-		if !ok || shadowed[name] {
+		c, ok := r.vars[name]
+		if !ok || shadowed[name] || r.err != nil {
+			return v
+		}
+		if r.added += len(c.Data); r.added > maxLetGrowth {
+			r.err = mongoerr.New(mongoerr.BSONObjectTooLarge, "let variables would grow the command by more than %d bytes where they are used", maxLetGrowth)
 			return v
 		}
 		if !dotted {
@@ -203,14 +225,14 @@ func (l *Let) expr(v bsoncore.Value, shadowed map[string]bool) bsoncore.Value {
 		let := bsoncore.NewDocumentBuilder().AppendDocument("vars", vars).AppendValue("in", v).Build()
 		return docValue(bsoncore.NewDocumentBuilder().AppendDocument("$let", let).Build())
 	case bsoncore.TypeArray:
-		return l.mapArray(v, func(e bsoncore.Value) bsoncore.Value { return l.expr(e, shadowed) })
+		return mapArray(v, func(e bsoncore.Value) bsoncore.Value { return r.expr(e, shadowed) })
 	case bsoncore.TypeEmbeddedDocument:
-		return l.exprDoc(v, shadowed)
+		return r.exprDoc(v, shadowed)
 	}
 	return v
 }
 
-func (l *Let) exprDoc(v bsoncore.Value, shadowed map[string]bool) bsoncore.Value {
+func (r *rewriter) exprDoc(v bsoncore.Value, shadowed map[string]bool) bsoncore.Value {
 	elems, err := bsoncore.Document(v.Data).Elements()
 	if err != nil {
 		return v
@@ -224,20 +246,20 @@ func (l *Let) exprDoc(v bsoncore.Value, shadowed map[string]bool) bsoncore.Value
 			return v
 		case "$let", "$map", "$filter", "$reduce":
 			if arg.Type == bsoncore.TypeEmbeddedDocument {
-				return docValue(bsoncore.NewDocumentBuilder().AppendValue(op, l.scoped(op, arg, shadowed)).Build())
+				return docValue(bsoncore.NewDocumentBuilder().AppendValue(op, r.scoped(op, arg, shadowed)).Build())
 			}
 		}
 	}
 	b := bsoncore.NewDocumentBuilder()
 	for _, el := range elems {
-		b.AppendValue(el.Key(), l.expr(el.Value(), shadowed))
+		b.AppendValue(el.Key(), r.expr(el.Value(), shadowed))
 	}
 	return docValue(b.Build())
 }
 
 // scoped substitutes in the arguments of an operator that binds variables:
 // the names it binds are shadowed in the arguments that see them.
-func (l *Let) scoped(op string, arg bsoncore.Value, shadowed map[string]bool) bsoncore.Value {
+func (r *rewriter) scoped(op string, arg bsoncore.Value, shadowed map[string]bool) bsoncore.Value {
 	elems, _ := bsoncore.Document(arg.Data).Elements()
 	inner := make(map[string]bool, len(shadowed)+2)
 	for k := range shadowed {
@@ -264,17 +286,17 @@ func (l *Let) scoped(op string, arg bsoncore.Value, shadowed map[string]bool) bs
 	for _, el := range elems {
 		switch el.Key() {
 		case "in", "cond":
-			b.AppendValue(el.Key(), l.expr(el.Value(), inner))
+			b.AppendValue(el.Key(), r.expr(el.Value(), inner))
 		case "as":
 			b.AppendValue(el.Key(), el.Value())
 		default:
-			b.AppendValue(el.Key(), l.expr(el.Value(), shadowed))
+			b.AppendValue(el.Key(), r.expr(el.Value(), shadowed))
 		}
 	}
 	return docValue(b.Build())
 }
 
-func (l *Let) mapArray(v bsoncore.Value, f func(bsoncore.Value) bsoncore.Value) bsoncore.Value {
+func mapArray(v bsoncore.Value, f func(bsoncore.Value) bsoncore.Value) bsoncore.Value {
 	vals, err := bsoncore.Array(v.Data).Values()
 	if err != nil {
 		return v

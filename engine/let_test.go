@@ -34,7 +34,7 @@ func TestLetSubstitution(t *testing.T) {
 	} {
 		raw, _ := bson.Marshal(bson.D{{Key: "e", Value: c.expr}})
 		v := bsoncore.Document(raw).Lookup("e")
-		ex, err := query.CompileExpr(l.expr(v, nil))
+		ex, err := query.CompileExpr((&rewriter{Let: l}).expr(v, nil))
 		if err != nil {
 			t.Errorf("%v: %v", c.expr, err)
 			continue

@@ -412,6 +412,16 @@ func TestLetVariables(t *testing.T) {
 		t.Fatalf("let {t: $$NOW}: %v, want t = %v", nowDocs, testEpoch)
 	}
 
+	// A large variable used many times cannot multiply into unbounded
+	// memory: the command fails instead.
+	big := strings.Repeat("x", 1<<20)
+	var proj bson.D
+	for i := 0; i < 20; i++ {
+		proj = append(proj, bson.E{Key: "f" + string(rune('a'+i)), Value: "$$big"})
+	}
+	ce := cmdError(t, ts.Client, "let", bson.D{{Key: "find", Value: "c"}, {Key: "let", Value: bson.D{{Key: "big", Value: big}}}, {Key: "projection", Value: proj}})
+	wantError(t, ce, 10334, "BSONObjectTooLarge")
+
 	find := func(letDoc any) bson.D {
 		return bson.D{{Key: "find", Value: "c"}, {Key: "let", Value: letDoc}, {Key: "filter", Value: gtLim}}
 	}

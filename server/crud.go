@@ -202,7 +202,10 @@ func (s *Server) compileUpdate(u bson.RawValue, arrayFilters []bson.Raw, multi b
 			}
 			stages = append(stages, d)
 		}
-		return update.CompilePipeline(lv.Pipeline(stages), update.Options{Now: s.clock.Now(), ArrayFilters: arrayFilters})
+		if stages, err = lv.Pipeline(stages); err != nil {
+			return nil, err
+		}
+		return update.CompilePipeline(stages, update.Options{Now: s.clock.Now(), ArrayFilters: arrayFilters})
 	}
 	return nil, wrongType("update.updates", "u", u.Type, "object", "array")
 }
@@ -279,7 +282,9 @@ func (s *Server) update(ctx context.Context, req *Request) (bson.Raw, error) {
 			}
 			stmtLet = lv.With(c)
 		}
-		st.spec.Filter = stmtLet.Filter(st.spec.Filter)
+		if st.spec.Filter, err = stmtLet.Filter(st.spec.Filter); err != nil {
+			return err
+		}
 		if st.spec.Update, err = s.compileUpdate(st.u, st.af, st.spec.Multi, stmtLet); err != nil {
 			return err
 		}
@@ -340,7 +345,10 @@ func (s *Server) deleteOne(ctx context.Context, db, coll string, raw bson.Raw, l
 	if limit != 0 && limit != 1 {
 		return 0, mongoerr.New(mongoerr.FailedToParse, "The limit field in delete objects must be 0 or 1. Got %d", limit)
 	}
-	return s.eng.Delete(ctx, db, coll, lv.Filter(filter), int(limit), hint)
+	if filter, err = lv.Filter(filter); err != nil {
+		return 0, err
+	}
+	return s.eng.Delete(ctx, db, coll, filter, int(limit), hint)
 }
 
 func (s *Server) delete(ctx context.Context, req *Request) (bson.Raw, error) {
@@ -456,7 +464,12 @@ func (s *Server) find(ctx context.Context, req *Request) (bson.Raw, error) {
 	if err := checkMinMax(spec.Min, spec.Max); err != nil {
 		return nil, err
 	}
-	spec.Filter, spec.Projection = lv.Filter(spec.Filter), lv.Projection(spec.Projection)
+	if spec.Filter, err = lv.Filter(spec.Filter); err != nil {
+		return nil, err
+	}
+	if spec.Projection, err = lv.Projection(spec.Projection); err != nil {
+		return nil, err
+	}
 	if id, ok := pointID(spec); ok && batchSize != 0 {
 		doc, err := s.eng.FindByID(req.DB, coll, id)
 		if err != nil {
@@ -583,7 +596,12 @@ func (s *Server) findAndModify(ctx context.Context, req *Request) (bson.Raw, err
 	case spec.Remove && spec.New:
 		return nil, mongoerr.New(mongoerr.FailedToParse, "Cannot specify both new=true and remove=true; 'remove' always returns the deleted document")
 	}
-	spec.Filter, spec.Fields = lv.Filter(spec.Filter), lv.Projection(spec.Fields)
+	if spec.Filter, err = lv.Filter(spec.Filter); err != nil {
+		return nil, err
+	}
+	if spec.Fields, err = lv.Projection(spec.Fields); err != nil {
+		return nil, err
+	}
 	if u.Type != 0 {
 		if spec.Update, err = s.compileUpdate(u, af, false, lv); err != nil {
 			return nil, err
@@ -749,7 +767,9 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 	if !haveCursor {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "The 'cursor' option is required, except for aggregate with the explain argument")
 	}
-	pipeline = lv.Pipeline(pipeline)
+	if pipeline, err = lv.Pipeline(pipeline); err != nil {
+		return nil, err
+	}
 	var docs []bson.Raw
 	switch {
 	case !onCollection && len(pipeline) > 0 && pipeline[0].Lookup("$currentOp").Type != 0:

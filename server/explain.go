@@ -55,7 +55,9 @@ func (s *Server) explain(ctx context.Context, req *Request) (bson.Raw, error) {
 		if err != nil {
 			return nil, err
 		}
-		spec.Filter = lv.Filter(spec.Filter)
+		if spec.Filter, err = lv.Filter(spec.Filter); err != nil {
+			return nil, err
+		}
 	}
 	ex, err := s.eng.Explain(ctx, req.DB, coll, spec, verbosity != "queryPlanner")
 	if err != nil {
