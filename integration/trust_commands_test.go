@@ -142,6 +142,7 @@ func TestHintNamesNoIndex(t *testing.T) {
 		{"find wrong type", bson.D{{Key: "find", Value: "c"}, {Key: "hint", Value: 1}}, 9, "FailedToParse", "Hint must be a string or an object"},
 		{"find empty hint", bson.D{{Key: "find", Value: "c"}, {Key: "hint", Value: bson.D{}}}, 0, "", ""},
 		{"count", bson.D{{Key: "count", Value: "c"}, {Key: "hint", Value: "b_1"}}, 2, "BadValue", noIndex},
+		{"distinct takes none in 7.0", bson.D{{Key: "distinct", Value: "c"}, {Key: "key", Value: "a"}, {Key: "hint", Value: "a_1"}}, 40415, "Location40415", "BSON field 'distinct.hint' is an unknown field."},
 		{"aggregate by name", bson.D{{Key: "aggregate", Value: "c"}, {Key: "pipeline", Value: bson.A{}}, {Key: "cursor", Value: bson.D{}}, {Key: "hint", Value: "b_1"}}, 2, "BadValue", noIndex},
 		{"aggregate by pattern", bson.D{{Key: "aggregate", Value: "c"}, {Key: "pipeline", Value: bson.A{}}, {Key: "cursor", Value: bson.D{}}, {Key: "hint", Value: bson.D{{Key: "a", Value: -1}}}}, 2, "BadValue", noIndex},
 		{"aggregate existing", bson.D{{Key: "aggregate", Value: "c"}, {Key: "pipeline", Value: bson.A{}}, {Key: "cursor", Value: bson.D{}}, {Key: "hint", Value: "a_1"}}, 0, "", ""},

@@ -689,8 +689,9 @@ func (s *Server) distinct(ctx context.Context, req *Request) (bson.Raw, error) {
 			}
 		case "collation":
 			err = checkCollation(v)
-		case "hint":
 		default:
+			// hint included: MongoDB takes it from 7.1 on, and the 7.0
+			// Lethe presents as refuses it rather than ignore it.
 			err = unknownField("distinct", k)
 		}
 		if err != nil {
