@@ -392,6 +392,16 @@ func TestLetVariables(t *testing.T) {
 		{Key: "c", Value: bson.D{{Key: "lim", Value: "from c"}}},
 	}}}})
 	wantIDs(t, coll, bson.D{{Key: "b", Value: "from c"}}, 1)
+	// c is for pipelines: refused on an operator update, and not seen by
+	// the filter.
+	_, err = db.RunCommand(ctx, bson.D{{Key: "update", Value: "c"}, {Key: "updates", Value: bson.A{
+		bson.D{{Key: "q", Value: bson.D{{Key: "_id", Value: 1}}}, {Key: "u", Value: bson.D{{Key: "$set", Value: bson.D{{Key: "z", Value: 1}}}}}, {Key: "c", Value: bson.D{{Key: "k", Value: 1}}}},
+	}}}).Raw()
+	wantCode(t, err, 51198)
+	_, err = db.RunCommand(ctx, bson.D{{Key: "update", Value: "c"}, {Key: "updates", Value: bson.A{
+		bson.D{{Key: "q", Value: bson.D{{Key: "$expr", Value: bson.D{{Key: "$eq", Value: bson.A{"$_id", "$$k"}}}}}}, {Key: "u", Value: bson.A{bson.D{{Key: "$set", Value: bson.D{{Key: "z", Value: 1}}}}}}, {Key: "c", Value: bson.D{{Key: "k", Value: 1}}}},
+	}}}).Raw()
+	wantCode(t, err, 17276)
 
 	// findAndModify and delete.
 	var fam bson.M

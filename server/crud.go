@@ -274,18 +274,22 @@ func (s *Server) update(ctx context.Context, req *Request) (bson.Raw, error) {
 		if err != nil {
 			return err
 		}
-		stmtLet := lv
+		if st.spec.Filter, err = lv.Filter(st.spec.Filter); err != nil {
+			return err
+		}
+		// A statement's constants c reach its pipeline only, over let.
+		pipelineLet := lv
 		if st.c != nil {
+			if st.u.Type != bson.TypeArray {
+				return mongoerr.New(51198, "Constant values may only be specified for pipeline updates")
+			}
 			c, err := engine.ParseLet(st.c, s.clock.Now())
 			if err != nil {
 				return err
 			}
-			stmtLet = lv.With(c)
+			pipelineLet = lv.With(c)
 		}
-		if st.spec.Filter, err = stmtLet.Filter(st.spec.Filter); err != nil {
-			return err
-		}
-		if st.spec.Update, err = s.compileUpdate(st.u, st.af, st.spec.Multi, stmtLet); err != nil {
+		if st.spec.Update, err = s.compileUpdate(st.u, st.af, st.spec.Multi, pipelineLet); err != nil {
 			return err
 		}
 		res, err := s.eng.Update(ctx, req.DB, coll, st.spec)
