@@ -442,8 +442,9 @@ func (s *Server) find(ctx context.Context, req *Request) (bson.Raw, error) {
 				err = mongoerr.New(mongoerr.TypeMismatch, "Expected field oplogReplayto be of type object")
 			}
 		case "noCursorTimeout", "allowPartialResults", "readOnce":
-			// Lethe's cursors time out only when their client goes away, and
-			// it has no shards whose results could be partial.
+			// There are no shards whose results could be partial, and
+			// readOnce is only a hint. noCursorTimeout is not honoured yet:
+			// the cursor table (cursors.go) closes every idle cursor.
 			_, err = argStrictBool(string(key), v)
 		case "returnKey":
 			spec.ReturnKey, err = argStrictBool("returnKey", v)
