@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"maps"
 	"strings"
 	"time"
 
@@ -42,8 +43,10 @@ func ParseLet(doc bson.Raw, now time.Time) (*Let, error) {
 			return nil, mongoerr.New(mongoerr.BadValue, "Invalid 'let' parameter :: caused by :: CURRENT cannot be a command's let variable in Lethe")
 		}
 		if err := query.CheckVariableDefinition(name); err != nil {
-			me, _ := mongoerr.As(err)
-			return nil, mongoerr.New(me.Code, "Invalid 'let' parameter :: caused by :: %s", me.Msg)
+			if me, ok := mongoerr.As(err); ok {
+				return nil, mongoerr.New(me.Code, "Invalid 'let' parameter :: caused by :: %s", me.Msg)
+			}
+			return nil, err
 		}
 		if readsDocument(el.Value()) {
 			return nil, mongoerr.New(4890500, "Command let Expression tried to access a field, but this is not allowed because"+
@@ -96,13 +99,8 @@ func (l *Let) With(more *Let) *Let {
 	case more == nil:
 		return l
 	}
-	out := &Let{vars: make(map[string]bsoncore.Value, len(l.vars)+len(more.vars))}
-	for k, v := range l.vars {
-		out.vars[k] = v
-	}
-	for k, v := range more.vars {
-		out.vars[k] = v
-	}
+	out := &Let{vars: maps.Clone(l.vars)}
+	maps.Copy(out.vars, more.vars)
 	return out
 }
 
