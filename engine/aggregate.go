@@ -22,8 +22,8 @@ import (
 // ($set), $unset, $replaceWith ($replaceRoot), $count and $group ($sum,
 // $avg, $min, $max, $first, $last, $push, $addToSet, $count), all on the
 // aggregation expression language of package query.
-func (e *Engine) Aggregate(ctx context.Context, db, coll string, pipeline []bson.Raw, allowDiskUse bool) ([]bson.Raw, error) {
-	spec := FindSpec{AllowDiskUse: allowDiskUse}
+func (e *Engine) Aggregate(ctx context.Context, db, coll string, pipeline []bson.Raw, opts AggregateOptions) ([]bson.Raw, error) {
+	spec := FindSpec{AllowDiskUse: opts.AllowDiskUse, Hint: opts.Hint}
 	var filters []bson.Raw
 	i := 0
 	for ; i < len(pipeline); i++ {
@@ -75,6 +75,16 @@ func (e *Engine) Aggregate(ctx context.Context, db, coll string, pipeline []bson
 		}
 	}
 	return docs, nil
+}
+
+// AggregateOptions are the options of an aggregate command that shape how
+// its pipeline runs.
+type AggregateOptions struct {
+	// AllowDiskUse lifts the memory limit of sorts, as for FindSpec.
+	AllowDiskUse bool
+	// Hint names the index (by name or key pattern) that reads the
+	// collection for the leading $match and $sort stages.
+	Hint bson.RawValue
 }
 
 // ApplyStages runs pipeline stages over documents the caller produced, such

@@ -22,6 +22,11 @@ type FindSpec struct {
 	// AllowDiskUse lifts the memory limit of sorts no index provides. Lethe
 	// still sorts in memory; the flag only says the client accepts that.
 	AllowDiskUse bool
+	// Min and Max bound the scan of the hinted index by keys of its key
+	// pattern, Min inclusive and Max exclusive; empty means unbounded.
+	Min, Max bson.Raw
+	// ReturnKey returns each match's index key instead of the document.
+	ReturnKey bool
 }
 
 // Cursor streams the results of a query in batches.
@@ -32,6 +37,7 @@ type Cursor struct {
 	sc     *scanner
 	filter *query.Filter
 	proj   *project.Projection
+	keys   *keyReturner // for FindSpec.ReturnKey
 	skip   int64
 	limit  int64 // remaining; -1 means no limit
 	// sorted results, when the plan does not give the order: read at once
@@ -89,9 +95,12 @@ func (e *Engine) Find(ctx context.Context, db, coll string, spec FindSpec) (*Cur
 	cur.coll = c
 	st := c.st()
 	cur.opened = st
-	p, err := st.choosePlan(q.filter, q.sort, spec.Hint)
+	p, err := st.planFor(q, spec)
 	if err != nil {
 		return nil, err
+	}
+	if spec.ReturnKey {
+		cur.keys = newKeyReturner(st, p)
 	}
 	cur.sc = &scanner{e: e, coll: c, p: p}
 	if !p.sorted && q.sort != nil {
@@ -149,7 +158,9 @@ func (c *Cursor) NextBatch(ctx context.Context, n int, maxBytes int) ([]bson.Raw
 			return true, nil
 		}
 		doc := bson.Raw(d.doc)
-		if c.proj != nil {
+		if c.keys != nil {
+			doc = c.keys.key(doc)
+		} else if c.proj != nil {
 			var err error
 			if doc, err = c.proj.Apply(doc, pos); err != nil {
 				return false, err

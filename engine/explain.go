@@ -34,7 +34,7 @@ func (e *Engine) Explain(ctx context.Context, db, coll string, spec FindSpec, ex
 	if c == nil {
 		return Explanation{Stage: "EOF", Direction: "forward", Executed: execute}, nil
 	}
-	p, err := c.st().choosePlan(q.filter, q.sort, spec.Hint)
+	p, err := c.st().planFor(q, spec)
 	if err != nil {
 		return ex, err
 	}

@@ -31,6 +31,8 @@ import (
 const (
 	codeMissingField mongoerr.Code = 40414
 	codeUnknownField mongoerr.Code = 40415
+	// codeOutOfRange is a value outside the range a field's validator allows.
+	codeOutOfRange mongoerr.Code = 51024
 )
 
 // cmdArgs yields the fields of a command document after the command name,
@@ -173,6 +175,53 @@ func argBool(cmd, field string, v bson.RawValue) (bool, error) {
 		return f != 0, err
 	}
 	return false, wrongType(cmd, field, v.Type, "bool", "long", "int", "decimal", "double")
+}
+
+// argNonNegative is argInt64 for the counts of find and aggregate (skip,
+// limit, batchSize), which MongoDB validates as ">= 0".
+func argNonNegative(cmd, field string, v bson.RawValue) (int64, error) {
+	n, err := argInt64(cmd, field, v)
+	if err == nil && n < 0 {
+		err = mongoerr.New(codeOutOfRange, "BSON field '%s' value must be >= 0, actual value '%d'", field, n)
+	}
+	return n, err
+}
+
+// argStrictBool returns an option of find or aggregate that must be a BSON
+// boolean: unlike argBool, numbers are refused, as MongoDB's parser for
+// these options does.
+func argStrictBool(field string, v bson.RawValue) (bool, error) {
+	b, ok := v.BooleanOK()
+	if !ok {
+		return false, mongoerr.New(mongoerr.TypeMismatch, "Field '%s' should be a boolean value, but found: %s", field, typeName(v.Type))
+	}
+	return b, nil
+}
+
+// argObject returns a find option that must be a document (filter, sort,
+// projection, min, max, let), failing with the wording of MongoDB's find
+// parser, which has no space after the field name.
+func argObject(field string, v bson.RawValue) (bson.Raw, error) {
+	d, ok := v.DocumentOK()
+	if !ok {
+		return nil, mongoerr.New(mongoerr.TypeMismatch, "Expected field %sto be of type object", field)
+	}
+	return d, nil
+}
+
+// argHint returns an index hint: an index name or key pattern. An empty
+// document is no hint.
+func argHint(v bson.RawValue) (bson.RawValue, error) {
+	switch v.Type {
+	case bson.TypeString:
+		return v, nil
+	case bson.TypeEmbeddedDocument:
+		if len(v.Value) <= 5 {
+			return bson.RawValue{}, nil
+		}
+		return v, nil
+	}
+	return bson.RawValue{}, mongoerr.New(mongoerr.FailedToParse, "Hint must be a string or an object")
 }
 
 // argDoc returns an embedded document argument.

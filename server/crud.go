@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"math"
 	"strconv"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -124,6 +125,7 @@ type updateStatement struct {
 	u     bson.RawValue
 	multi bool
 	af    []bson.Raw
+	c     bson.Raw // constants of this statement, like the command's let
 }
 
 func parseUpdateStatement(doc bson.Raw) (updateStatement, error) {
@@ -154,12 +156,14 @@ func parseUpdateStatement(doc bson.Raw) (updateStatement, error) {
 				}
 			}
 		case "hint":
-			st.spec.Hint = v
+			st.spec.Hint, err = argHint(v)
 		case "sort":
 			st.spec.Sort, err = argDoc("update.updates", "sort", v)
 		case "collation":
 			err = checkCollation(v)
-		case "c", "upsertSupplied":
+		case "c":
+			st.c, err = argDoc("update.updates", "c", v)
+		case "upsertSupplied":
 		default:
 			err = unknownField("update.updates", key)
 		}
@@ -177,7 +181,8 @@ func parseUpdateStatement(doc bson.Raw) (updateStatement, error) {
 }
 
 // compileUpdate compiles u (a document or a pipeline).
-func (s *Server) compileUpdate(u bson.RawValue, arrayFilters []bson.Raw, multi bool) (*update.Update, error) {
+// The variables of lv are bound in a pipeline's expressions.
+func (s *Server) compileUpdate(u bson.RawValue, arrayFilters []bson.Raw, multi bool, lv *engine.Let) (*update.Update, error) {
 	switch u.Type {
 	case bson.TypeEmbeddedDocument:
 		up, err := update.Compile(u.Document(), update.Options{Now: s.clock.Now(), ArrayFilters: arrayFilters})
@@ -201,14 +206,17 @@ func (s *Server) compileUpdate(u bson.RawValue, arrayFilters []bson.Raw, multi b
 			}
 			stages = append(stages, d)
 		}
+		if stages, err = lv.Pipeline(stages); err != nil {
+			return nil, err
+		}
 		return update.CompilePipeline(stages, update.Options{Now: s.clock.Now(), ArrayFilters: arrayFilters})
 	}
 	return nil, wrongType("update.updates", "u", u.Type, "object", "array")
 }
 
 // writeStatements parses what update and delete share: the statements,
-// from the body or an OP_MSG document sequence, and ordered.
-func writeStatements(req *Request, cmd, field string) (stmts []bson.Raw, ordered bool, err error) {
+// from the body or an OP_MSG document sequence, ordered and let.
+func (s *Server) writeStatements(req *Request, cmd, field string) (stmts []bson.Raw, ordered bool, lv *engine.Let, err error) {
 	ordered = true
 	stmts = req.Sequences[field]
 	for key, v := range cmdArgs(req.Body) {
@@ -217,18 +225,20 @@ func writeStatements(req *Request, cmd, field string) (stmts []bson.Raw, ordered
 			stmts, err = statements(req, cmd, field, v)
 		case "ordered":
 			ordered, err = argBool(cmd, "ordered", v)
-		case "bypassDocumentValidation", "let":
+		case "let":
+			lv, err = s.parseLet(cmd, v)
+		case "bypassDocumentValidation":
 		default:
 			err = unknownField(cmd, key)
 		}
 		if err != nil {
-			return nil, false, err
+			return nil, false, nil, err
 		}
 	}
 	if len(stmts) == 0 || len(stmts) > maxWriteBatchSize {
-		return nil, false, mongoerr.New(mongoerr.InvalidLength, "Write batch sizes must be between 1 and %d. Got %d operations.", maxWriteBatchSize, len(stmts))
+		return nil, false, nil, mongoerr.New(mongoerr.InvalidLength, "Write batch sizes must be between 1 and %d. Got %d operations.", maxWriteBatchSize, len(stmts))
 	}
-	return stmts, ordered, nil
+	return stmts, ordered, lv, nil
 }
 
 // runStatements runs each statement in turn. A MongoDB error becomes a
@@ -257,7 +267,7 @@ func (s *Server) update(ctx context.Context, req *Request) (bson.Raw, error) {
 	if err != nil {
 		return nil, err
 	}
-	stmts, ordered, err := writeStatements(req, "update", "updates")
+	stmts, ordered, lv, err := s.writeStatements(req, "update", "updates")
 	if err != nil {
 		return nil, err
 	}
@@ -272,7 +282,22 @@ func (s *Server) update(ctx context.Context, req *Request) (bson.Raw, error) {
 		if err != nil {
 			return err
 		}
-		if st.spec.Update, err = s.compileUpdate(st.u, st.af, st.spec.Multi); err != nil {
+		if st.spec.Filter, err = lv.Filter(st.spec.Filter); err != nil {
+			return err
+		}
+		// A statement's constants c reach its pipeline only, over let.
+		pipelineLet := lv
+		if st.c != nil {
+			if st.u.Type != bson.TypeArray {
+				return mongoerr.New(51198, "Constant values may only be specified for pipeline updates")
+			}
+			c, err := engine.ParseLet(st.c, s.clock.Now())
+			if err != nil {
+				return err
+			}
+			pipelineLet = lv.With(c)
+		}
+		if st.spec.Update, err = s.compileUpdate(st.u, st.af, st.spec.Multi, pipelineLet); err != nil {
 			return err
 		}
 		st.spec.BypassDocumentValidation = bypass
@@ -302,7 +327,7 @@ func (s *Server) update(ctx context.Context, req *Request) (bson.Raw, error) {
 }
 
 // deleteOne runs one statement of a delete command.
-func (s *Server) deleteOne(ctx context.Context, db, coll string, raw bson.Raw) (int64, error) {
+func (s *Server) deleteOne(ctx context.Context, db, coll string, raw bson.Raw, lv *engine.Let) (int64, error) {
 	var filter bson.Raw
 	var hint bson.RawValue
 	limit := int64(-1)
@@ -314,7 +339,7 @@ func (s *Server) deleteOne(ctx context.Context, db, coll string, raw bson.Raw) (
 		case "limit":
 			limit, err = argInt64("delete.deletes", "limit", v)
 		case "hint":
-			hint = v
+			hint, err = argHint(v)
 		case "collation":
 			err = checkCollation(v)
 		default:
@@ -333,6 +358,9 @@ func (s *Server) deleteOne(ctx context.Context, db, coll string, raw bson.Raw) (
 	if limit != 0 && limit != 1 {
 		return 0, mongoerr.New(mongoerr.FailedToParse, "The limit field in delete objects must be 0 or 1. Got %d", limit)
 	}
+	if filter, err = lv.Filter(filter); err != nil {
+		return 0, err
+	}
 	return s.eng.Delete(ctx, db, coll, filter, int(limit), hint)
 }
 
@@ -341,13 +369,13 @@ func (s *Server) delete(ctx context.Context, req *Request) (bson.Raw, error) {
 	if err != nil {
 		return nil, err
 	}
-	stmts, ordered, err := writeStatements(req, "delete", "deletes")
+	stmts, ordered, lv, err := s.writeStatements(req, "delete", "deletes")
 	if err != nil {
 		return nil, err
 	}
 	var n int64
 	errs, err := runStatements(stmts, ordered, func(i int, raw bson.Raw) error {
-		deleted, err := s.deleteOne(ctx, req.DB, coll, raw)
+		deleted, err := s.deleteOne(ctx, req.DB, coll, raw, lv)
 		n += deleted
 		return err
 	})
@@ -385,49 +413,76 @@ func (s *Server) find(ctx context.Context, req *Request) (bson.Raw, error) {
 	}
 	var spec engine.FindSpec
 	batchSize := 101
-	single := false
+	var single, tailable, awaitData bool
+	var lv *engine.Let
 	for key, v := range cmdArgs(req.Body) {
 		switch string(key) {
 		case "filter":
-			spec.Filter, err = argDoc("find", "filter", v)
+			spec.Filter, err = argObject("filter", v)
 		case "sort":
-			spec.Sort, err = argDoc("find", "sort", v)
+			spec.Sort, err = argObject("sort", v)
 		case "projection":
-			spec.Projection, err = argDoc("find", "projection", v)
+			spec.Projection, err = argObject("projection", v)
 		case "hint":
-			spec.Hint = v
+			spec.Hint, err = argHint(v)
 		case "skip":
-			spec.Skip, err = argInt64("find", "skip", v)
-			if err == nil && spec.Skip < 0 {
-				err = mongoerr.New(mongoerr.BadValue, "Skip value must be non-negative, but received: %d", spec.Skip)
-			}
+			spec.Skip, err = argNonNegative("find", "skip", v)
 		case "limit":
-			spec.Limit, err = argInt64("find", "limit", v)
-			if err == nil && spec.Limit < 0 {
-				// A negative limit is the legacy "single batch" request.
-				spec.Limit, single = -spec.Limit, true
-			}
+			spec.Limit, err = argNonNegative("find", "limit", v)
 		case "batchSize":
 			var n int64
-			n, err = argInt64("find", "batchSize", v)
-			if err == nil && n < 0 {
-				err = mongoerr.New(mongoerr.BadValue, "BatchSize value must be non-negative, but received: %d", n)
-			}
-			batchSize = int(n)
+			n, err = argNonNegative("find", "batchSize", v)
+			batchSize = int(min(n, math.MaxInt32))
 		case "singleBatch":
-			single, err = argBool("find", "singleBatch", v)
+			single, err = argStrictBool("singleBatch", v)
 		case "collation":
-			err = checkCollation(v)
+			if _, err = argObject("collation", v); err == nil {
+				err = checkCollation(v)
+			}
 		case "allowDiskUse":
-			spec.AllowDiskUse, err = argBool("find", "allowDiskUse", v)
-		case "noCursorTimeout", "allowPartialResults", "returnKey", "showRecordId",
-			"tailable", "awaitData", "oplogReplay", "let", "max", "min", "readOnce", "singleBatchSize":
+			spec.AllowDiskUse, err = argStrictBool("allowDiskUse", v)
+		case "tailable":
+			tailable, err = argStrictBool("tailable", v)
+		case "awaitData":
+			awaitData, err = argStrictBool("awaitData", v)
+		case "oplogReplay":
+			// Deprecated and ignored by MongoDB too, but type-checked.
+			if v.Type != bson.TypeBoolean {
+				err = mongoerr.New(mongoerr.TypeMismatch, "Expected field oplogReplayto be of type object")
+			}
+		case "noCursorTimeout", "allowPartialResults", "readOnce":
+			// There are no shards whose results could be partial, and
+			// readOnce is only a hint. noCursorTimeout is not honoured yet:
+			// the cursor table (cursors.go) closes every idle cursor.
+			_, err = argStrictBool(string(key), v)
+		case "returnKey":
+			spec.ReturnKey, err = argStrictBool("returnKey", v)
+		case "showRecordId":
+			err = refuseShowRecordID(v)
+		case "min":
+			spec.Min, err = argObject("min", v)
+		case "max":
+			spec.Max, err = argObject("max", v)
+		case "let":
+			lv, err = s.parseLet("find", v)
 		default:
 			err = unknownField("find", key)
 		}
 		if err != nil {
 			return nil, err
 		}
+	}
+	if err := s.checkTailable(req.DB, coll, spec, tailable, awaitData, single); err != nil {
+		return nil, err
+	}
+	if err := checkMinMax(spec.Min, spec.Max); err != nil {
+		return nil, err
+	}
+	if spec.Filter, err = lv.Filter(spec.Filter); err != nil {
+		return nil, err
+	}
+	if spec.Projection, err = lv.Projection(spec.Projection); err != nil {
+		return nil, err
 	}
 	if id, ok := pointID(spec); ok && batchSize != 0 {
 		doc, err := s.eng.FindByID(req.DB, coll, id)
@@ -445,6 +500,7 @@ func (s *Server) find(ctx context.Context, req *Request) (bson.Raw, error) {
 	}
 	// The cursor outlives this request's buffer.
 	spec.Filter, spec.Sort, spec.Projection = cloneRaw(spec.Filter), cloneRaw(spec.Sort), cloneRaw(spec.Projection)
+	spec.Min, spec.Max = cloneRaw(spec.Min), cloneRaw(spec.Max)
 	spec.Hint = bson.RawValue{Type: spec.Hint.Type, Value: append([]byte(nil), spec.Hint.Value...)}
 	cur, err := s.eng.Find(ctx, req.DB, coll, spec)
 	if err != nil {
@@ -461,7 +517,8 @@ func (s *Server) find(ctx context.Context, req *Request) (bson.Raw, error) {
 // document can match. Values that are operators, arrays or regexes match
 // differently and take the general path.
 func pointID(spec engine.FindSpec) (bsoncore.Value, bool) {
-	if spec.Sort != nil || spec.Projection != nil || spec.Skip != 0 || spec.Hint.Type != 0 {
+	if spec.Sort != nil || spec.Projection != nil || spec.Skip != 0 || spec.Hint.Type != 0 ||
+		spec.ReturnKey || spec.Min != nil || spec.Max != nil {
 		return bsoncore.Value{}, false
 	}
 	elems, err := bsoncore.Document(spec.Filter).Elements()
@@ -501,6 +558,7 @@ func (s *Server) findAndModify(ctx context.Context, req *Request) (bson.Raw, err
 	}
 	var spec engine.FindAndModifySpec
 	var u bson.RawValue
+	var lv *engine.Let
 	var af []bson.Raw
 	for key, v := range cmdArgs(req.Body) {
 		switch string(key) {
@@ -529,12 +587,13 @@ func (s *Server) findAndModify(ctx context.Context, req *Request) (bson.Raw, err
 				}
 			}
 		case "hint":
-			spec.Hint = v
+			spec.Hint, err = argHint(v)
 		case "collation":
 			err = checkCollation(v)
 		case "bypassDocumentValidation":
 			spec.BypassDocumentValidation, err = argBool("findAndModify", "bypassDocumentValidation", v)
 		case "let":
+			lv, err = s.parseLet("findAndModify", v)
 		default:
 			err = unknownField("findAndModify", key)
 		}
@@ -552,8 +611,14 @@ func (s *Server) findAndModify(ctx context.Context, req *Request) (bson.Raw, err
 	case spec.Remove && spec.New:
 		return nil, mongoerr.New(mongoerr.FailedToParse, "Cannot specify both new=true and remove=true; 'remove' always returns the deleted document")
 	}
+	if spec.Filter, err = lv.Filter(spec.Filter); err != nil {
+		return nil, err
+	}
+	if spec.Fields, err = lv.Projection(spec.Fields); err != nil {
+		return nil, err
+	}
 	if u.Type != 0 {
-		if spec.Update, err = s.compileUpdate(u, af, false); err != nil {
+		if spec.Update, err = s.compileUpdate(u, af, false, lv); err != nil {
 			return nil, err
 		}
 	}
@@ -600,7 +665,7 @@ func (s *Server) count(ctx context.Context, req *Request) (bson.Raw, error) {
 				limit = -limit
 			}
 		case "hint":
-			hint = v
+			hint, err = argHint(v)
 		case "collation":
 			err = checkCollation(v)
 		case "fields", "query_options":
@@ -639,8 +704,9 @@ func (s *Server) distinct(ctx context.Context, req *Request) (bson.Raw, error) {
 			}
 		case "collation":
 			err = checkCollation(v)
-		case "hint":
 		default:
+			// hint included: MongoDB takes it from 7.1 on, and the 7.0
+			// Lethe presents as refuses it rather than ignore it.
 			err = unknownField("distinct", k)
 		}
 		if err != nil {
@@ -677,21 +743,33 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 	var pipeline []bson.Raw
 	havePipeline, haveCursor, allowDiskUse := false, false, false
 	batchSize := 101
+	var hint bson.RawValue
+	var lv *engine.Let
 	for key, v := range cmdArgs(req.Body) {
 		switch string(key) {
 		case "pipeline":
 			pipeline, err = statements(req, "aggregate", "pipeline", v)
 			havePipeline = true
 		case "cursor":
-			err = cursorOption("aggregate", v, &batchSize)
+			if err = checkCursorBatchSize(v); err == nil {
+				err = cursorOption("aggregate", v, &batchSize)
+			}
 			haveCursor = err == nil
 		case "explain":
-			err = mongoerr.New(mongoerr.NotImplemented, "explain of aggregate is not supported yet")
+			var explain bool
+			if explain, err = argStrictBool("explain", v); err == nil && explain {
+				err = mongoerr.New(mongoerr.NotImplemented, "aggregate with explain: true is not supported; run {explain: {aggregate: ...}}")
+			}
 		case "collation":
 			err = checkCollation(v)
 		case "allowDiskUse":
-			allowDiskUse, err = argBool("aggregate", "allowDiskUse", v)
-		case "bypassDocumentValidation", "hint", "let":
+			allowDiskUse, err = argStrictBool("allowDiskUse", v)
+		case "hint":
+			hint, err = argHint(v)
+		case "let":
+			lv, err = s.parseLet("aggregate", v)
+		case "bypassDocumentValidation":
+			_, err = argStrictBool("bypassDocumentValidation", v)
 		default:
 			err = unknownField("aggregate", key)
 		}
@@ -704,6 +782,9 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 	}
 	if !haveCursor {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "The 'cursor' option is required, except for aggregate with the explain argument")
+	}
+	if pipeline, err = lv.Pipeline(pipeline); err != nil {
+		return nil, err
 	}
 	var docs []bson.Raw
 	switch {
@@ -719,7 +800,7 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 			docs, err = s.eng.ApplyStages(ctx, docs, pipeline[1:])
 		}
 	default:
-		docs, err = s.eng.Aggregate(ctx, req.DB, coll, pipeline, allowDiskUse)
+		docs, err = s.eng.Aggregate(ctx, req.DB, coll, pipeline, engine.AggregateOptions{AllowDiskUse: allowDiskUse, Hint: hint})
 	}
 	if err != nil {
 		return nil, err

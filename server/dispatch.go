@@ -72,7 +72,9 @@ func (s *Server) run(ctx context.Context, cmd *command, req *Request) (reply bso
 	return cmd.handle(ctx, req)
 }
 
-// maxTime returns the command's maxTimeMS, 0 meaning no limit.
+// maxTime returns the command's maxTimeMS, 0 meaning no limit. The checks
+// and their order are those of MongoDB 7's parser: any numeric type, its
+// integer part within [0, MaxInt32], and no fraction for a double.
 func maxTime(body bson.Raw) (time.Duration, error) {
 	v, err := bsoncore.Document(body).LookupErr("maxTimeMS")
 	if err != nil {
@@ -86,16 +88,19 @@ func maxTime(body bson.Raw) (time.Duration, error) {
 		ms = float64(v.Int64())
 	case bsoncore.TypeDouble:
 		ms = v.Double()
-		if ms != math.Trunc(ms) {
-			return 0, mongoerr.New(mongoerr.BadValue, "maxTimeMS has non-integral value")
-		}
+	case bsoncore.TypeDecimal128:
+		ms = decimalToFloat(bson.NewDecimal128(v.Decimal128()))
 	default:
 		return 0, mongoerr.New(mongoerr.BadValue, "maxTimeMS must be a number")
 	}
-	if ms < 0 || ms > math.MaxInt32 {
-		return 0, mongoerr.New(mongoerr.BadValue, "%v value for maxTimeMS is out of range [0, %d]", ms, math.MaxInt32)
+	n := saturatingInt64(ms)
+	if n < 0 || n > math.MaxInt32 {
+		return 0, mongoerr.New(mongoerr.BadValue, "%d value for maxTimeMS is out of range", n)
 	}
-	return time.Duration(ms) * time.Millisecond, nil
+	if v.Type == bsoncore.TypeDouble && ms != math.Trunc(ms) {
+		return 0, mongoerr.New(mongoerr.BadValue, "maxTimeMS has non-integral value")
+	}
+	return time.Duration(n) * time.Millisecond, nil
 }
 
 // errorReply builds the error reply for e in the connection's reply buffer.

@@ -50,6 +50,15 @@ func (s *Server) explain(ctx context.Context, req *Request) (bson.Raw, error) {
 	if err != nil {
 		return nil, err
 	}
+	if letDoc, ok := inner.Lookup("let").DocumentOK(); ok {
+		lv, err := engine.ParseLet(letDoc, s.clock.Now())
+		if err != nil {
+			return nil, err
+		}
+		if spec.Filter, err = lv.Filter(spec.Filter); err != nil {
+			return nil, err
+		}
+	}
 	ex, err := s.eng.Explain(ctx, req.DB, coll, spec, verbosity != "queryPlanner")
 	if err != nil {
 		return nil, err
@@ -112,7 +121,8 @@ func explainSpec(cmd string, inner bson.Raw) (engine.FindSpec, error) {
 	}
 	switch cmd {
 	case "find":
-		spec = engine.FindSpec{Filter: doc("filter"), Sort: doc("sort"), Projection: doc("projection"), Skip: num("skip"), Limit: num("limit"), Hint: inner.Lookup("hint")}
+		spec = engine.FindSpec{Filter: doc("filter"), Sort: doc("sort"), Projection: doc("projection"), Skip: num("skip"), Limit: num("limit"), Hint: inner.Lookup("hint"),
+			Min: doc("min"), Max: doc("max")}
 	case "count":
 		spec = engine.FindSpec{Filter: doc("query"), Skip: num("skip"), Limit: num("limit"), Hint: inner.Lookup("hint")}
 	case "distinct":
@@ -128,6 +138,7 @@ func explainSpec(cmd string, inner bson.Raw) (engine.FindSpec, error) {
 		q, _ := st.Lookup("q").DocumentOK()
 		spec = engine.FindSpec{Filter: q, Hint: st.Lookup("hint")}
 	case "aggregate":
+		spec.Hint = inner.Lookup("hint")
 		arr, _ := inner.Lookup("pipeline").ArrayOK()
 		vals, _ := arr.Values()
 		for _, v := range vals {

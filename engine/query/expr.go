@@ -502,3 +502,7 @@ func dateValue(ms int64) bsoncore.Value {
 func stringValue(s string) bsoncore.Value {
 	return bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, s)}
 }
+
+// CheckVariableDefinition checks the name of a variable a command's let
+// defines, by the rules and with the codes of $let's vars.
+func CheckVariableDefinition(name string) error { return checkVariableDefinition(name) }
