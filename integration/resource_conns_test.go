@@ -29,12 +29,7 @@ func TestStalledSocketsDoNotLockOutClients(t *testing.T) {
 	const limit, timeout = 40, time.Second
 	ts := startServer(t, withMaxConns(limit), withMessageTimeout(timeout))
 	underAttack(t, ts, attackBounds{}, func(ctx context.Context) {
-		var stalled []net.Conn
-		defer func() {
-			for _, c := range stalled {
-				c.Close()
-			}
-		}()
+		var stalled []*rawConn
 		// More than the free slots: the last ones are refused.
 		for i := range limit {
 			c := dialRaw(t, ts)
@@ -60,6 +55,12 @@ func TestStalledSocketsDoNotLockOutClients(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 		t.Logf("a new client was served %v after the slots filled (message timeout %v)", time.Since(start).Round(time.Millisecond), timeout)
+		// Every stalled socket is closed by the server, refused at once or
+		// timed out.
+		for _, c := range stalled {
+			c.expectClosed()
+			c.Close()
+		}
 	})
 	first := ts.Logs.FilterMessage("closing connection: no message within the message timeout of connecting").Len()
 	partial := ts.Logs.FilterMessage("closing connection: message incomplete after the message timeout").Len()

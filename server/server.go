@@ -39,6 +39,9 @@ type Config struct {
 	// pooled connections open indefinitely, and an operation that finds its
 	// connection closed fails unless it can be retried.
 	IdleTimeout time.Duration
+	// Cursors bounds open cursors; zero fields take the defaults, negative
+	// ones mean no limit.
+	Cursors CursorLimits
 	// ManualClock enables the advanceClock command; Clock must then be a
 	// *ttlindex.ManualClock.
 	ManualClock bool
@@ -84,6 +87,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.MessageTimeout = 0
 	}
 	cfg.IdleTimeout = max(cfg.IdleTimeout, 0)
+	cfg.Cursors.setDefaults()
 	if cfg.ManualClock {
 		if _, ok := cfg.Clock.(*ttlindex.ManualClock); !ok {
 			return nil, fmt.Errorf("server: ManualClock needs a *ttlindex.ManualClock")
@@ -98,6 +102,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: open store: %w", err)
 	}
 	s := &Server{cfg: cfg, log: log, clock: cfg.Clock, eng: eng, started: time.Now(), recent: recent}
+	s.cursors.limits = cfg.Cursors
 	s.commands = s.buildRegistry()
 	s.params = s.buildParameters()
 	if cfg.ManualClock {

@@ -49,6 +49,11 @@ func run(args []string) error {
 		"time a client gets to send its first message after connecting, the rest of a message once it has begun, and to take in a reply; 0 means no limit")
 	idleTimeout := fs.Duration("idle-timeout", 0,
 		"close connections without open cursors that send nothing for this long; 0 means never, as in MongoDB (drivers keep pooled connections open)")
+	maxCursors := fs.Int("max-cursors", server.DefaultMaxCursors, "most cursors open at once, in all; 0 means no limit")
+	maxCursorsPerConn := fs.Int("max-cursors-per-conn", server.DefaultMaxCursorsPerConn,
+		"most open cursors one connection may have opened; 0 means no limit")
+	maxCursorMemory := fs.Int64("max-cursor-memory-mib", server.DefaultMaxCursorMemory>>20,
+		"most MiB of results (aggregations, sorted finds) open cursors may hold in memory; 0 means no limit")
 	clock := fs.String("clock", "system", "time source for expiry: system, or manual for tests (time moves only by advanceClock)")
 	metricsListen := fs.String("metrics-listen", "", "address to serve Prometheus /metrics on, host:port; off when empty")
 	version := fs.Bool("version", false, "print the version and exit")
@@ -81,8 +86,13 @@ func run(args []string) error {
 		MaxConns:       *maxConns,
 		MessageTimeout: *messageTimeout,
 		IdleTimeout:    *idleTimeout,
-		CmdLine:        args,
-		LogLevel:       &atom,
+		Cursors: server.CursorLimits{
+			Total:   noLimitIfZero(*maxCursors),
+			PerConn: noLimitIfZero(*maxCursorsPerConn),
+			Memory:  int64(noLimitIfZero(int(*maxCursorMemory))) << 20,
+		},
+		CmdLine:  args,
+		LogLevel: &atom,
 	}
 	if cfg.MessageTimeout == 0 {
 		cfg.MessageTimeout = -1 // Config's zero means the default
@@ -124,6 +134,15 @@ func run(args []string) error {
 		metrics.Close()
 	}
 	return shutdown()
+}
+
+// noLimitIfZero maps a flag's 0, "no limit", to the negative value that
+// means it in server.Config, where 0 takes the default.
+func noLimitIfZero(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
 }
 
 func newLogger(format string, level zap.AtomicLevel) (*zap.Logger, error) {

@@ -43,6 +43,7 @@ const (
 	NotExactValueField                       Code = 111
 	WriteConflict                            Code = 112
 	CommandNotSupported                      Code = 115
+	ExceededMemoryLimit                      Code = 146
 	CommandNotSupportedOnView                Code = 166
 	InvalidPipelineOperator                  Code = 168
 	InvalidIndexSpecificationOption          Code = 197
@@ -54,6 +55,7 @@ const (
 	BSONObjectTooLarge                       Code = 10334
 	DuplicateKey                             Code = 11000
 	InterruptedAtShutdown                    Code = 11600
+	Interrupted                              Code = 11601
 )
 
 var codeNames = map[Code]string{
@@ -97,6 +99,7 @@ var codeNames = map[Code]string{
 	NotExactValueField:                       "NotExactValueField",
 	WriteConflict:                            "WriteConflict",
 	CommandNotSupported:                      "CommandNotSupported",
+	ExceededMemoryLimit:                      "ExceededMemoryLimit",
 	CommandNotSupportedOnView:                "CommandNotSupportedOnView",
 	InvalidPipelineOperator:                  "InvalidPipelineOperator",
 	InvalidIndexSpecificationOption:          "InvalidIndexSpecificationOption",
@@ -108,4 +111,5 @@ var codeNames = map[Code]string{
 	BSONObjectTooLarge:                       "BSONObjectTooLarge",
 	DuplicateKey:                             "DuplicateKey",
 	InterruptedAtShutdown:                    "InterruptedAtShutdown",
+	Interrupted:                              "Interrupted",
 }
