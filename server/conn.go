@@ -70,6 +70,8 @@ type Conn struct {
 
 	waiting      int       // waitFirst, waitIdle or waitMessage
 	readDeadline time.Time // the one last set, to spare setting it again
+
+	ops opState // the running command's cancellation, see ops.go
 }
 
 func newConn(s *Server, nc net.Conn, id int64) *Conn {
@@ -97,8 +99,10 @@ func (c *Conn) serve(ctx context.Context) {
 				zap.Any("panic", p), zap.Stack("stack"))
 			reason = "internal error"
 		}
+		c.stopOps()
 		s.closeConn(c, reason)
 	}()
+	c.startOps(ctx)
 	for !s.net.closing.Load() {
 		frame, err := c.readFrame()
 		if err != nil {
@@ -106,7 +110,7 @@ func (c *Conn) serve(ctx context.Context) {
 			return
 		}
 		c.in = frame
-		if reason = c.serveFrame(ctx, frame); reason != "" {
+		if reason = c.serveFrame(frame); reason != "" {
 			return
 		}
 		c.shrinkBuffers()
@@ -229,7 +233,7 @@ func (c *Conn) readFailed(err error) string {
 
 // serveFrame answers one frame. It returns why the connection must close, or
 // "" to go on.
-func (c *Conn) serveFrame(ctx context.Context, frame []byte) string {
+func (c *Conn) serveFrame(frame []byte) string {
 	st := &c.srv.stats
 	st.bytesIn.Add(int64(len(frame)))
 	st.requests.Add(1)
@@ -252,15 +256,15 @@ func (c *Conn) serveFrame(ctx context.Context, frame []byte) string {
 	}
 	switch {
 	case m.Msg != nil:
-		return c.serveMsg(ctx, m)
+		return c.serveMsg(m)
 	case m.Query != nil:
-		return c.serveQuery(ctx, m)
+		return c.serveQuery(m)
 	}
 	c.warn("closing connection: unexpected message", errors.New("clients do not send "+m.Header.OpCode.String()))
 	return "unexpected message"
 }
 
-func (c *Conn) serveMsg(ctx context.Context, m *wire.Message) string {
+func (c *Conn) serveMsg(m *wire.Message) string {
 	msg := m.Msg
 	req := &c.req
 	req.Body = bson.Raw(msg.Body)
@@ -284,7 +288,7 @@ func (c *Conn) serveMsg(ctx context.Context, m *wire.Message) string {
 	if err := c.setDB(msg.Body); err != nil {
 		reply = req.errorReply(err)
 	} else {
-		reply = c.srv.dispatch(ctx, req)
+		reply = c.dispatch(req)
 	}
 	if msg.Flags&wire.FlagMoreToCome != 0 {
 		return "" // the client asked for no reply
@@ -317,7 +321,7 @@ func (c *Conn) setDB(body bsoncore.Document) *mongoerr.Error {
 
 // serveQuery answers an OP_QUERY. MongoDB keeps it only for the first hello
 // of drivers that do not yet know the server speaks OP_MSG.
-func (c *Conn) serveQuery(ctx context.Context, m *wire.Message) string {
+func (c *Conn) serveQuery(m *wire.Message) string {
 	q := m.Query
 	req := &c.req
 	req.Sequences = nil
@@ -340,7 +344,7 @@ func (c *Conn) serveQuery(ctx context.Context, m *wire.Message) string {
 		reply = req.errorReply(mongoerr.New(mongoerr.UnsupportedOpQueryCommand, "Unsupported OP_QUERY command: %s. The client driver may require an upgrade.", name))
 	default:
 		req.DB = db
-		reply = c.srv.dispatch(ctx, req)
+		reply = c.dispatch(req)
 	}
 	c.out = wire.AppendReply(c.out[:0], c.nextRequestID(), m.Header.RequestID,
 		&wire.Reply{Documents: []bsoncore.Document{bsoncore.Document(reply)}})
