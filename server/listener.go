@@ -48,6 +48,10 @@ func (s *Server) Start() error {
 	go s.acceptLoop(ln)
 	s.log.Info("lethe listening", zap.String("version", Version), zap.String("addr", ln.Addr().String()),
 		zap.String("dataDir", s.cfg.DataDir), zap.Int("maxConns", s.cfg.MaxConns), zap.Bool("manualClock", s.cfg.ManualClock))
+	if a, ok := ln.Addr().(*net.TCPAddr); ok && !a.IP.IsLoopback() {
+		s.log.Warn("listening on a non-loopback address without authentication: anyone who can reach it can read, change and drop every database; listen on 127.0.0.1 or put a firewall in front",
+			zap.String("addr", ln.Addr().String()))
+	}
 	s.recent.endStartup()
 	return nil
 }
