@@ -104,6 +104,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, log: log, clock: cfg.Clock, eng: eng, started: time.Now(), recent: recent}
 	s.cursors.limits = cfg.Cursors
 	s.commands = s.buildRegistry()
+	s.guardSystemNamespaces()
 	s.params = s.buildParameters()
 	if cfg.ManualClock {
 		log.Warn("the clock is manual: time moves only through advanceClock; use this for tests only")
