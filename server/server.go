@@ -12,10 +12,30 @@ import (
 
 	"github.com/lethedb/lethe/engine"
 	"github.com/lethedb/lethe/ttlindex"
+	"github.com/lethedb/lethe/wire"
 )
 
 // Version is Lethe's own version, reported beside the MongoDB version it mimics.
 const Version = "0.1.0"
+
+// Limit is a bound the server holds to that no flag changes, listed by
+// lethe --help beside the flags.
+type Limit struct {
+	Name, Value string
+}
+
+// FixedLimits are the bounds no flag sets, MongoDB's unless noted.
+func FixedLimits() []Limit {
+	return []Limit{
+		{"message size", fmt.Sprintf("%d bytes", wire.MaxMessageSize)},
+		{"document size", fmt.Sprintf("%d MiB", maxBSONObjectSize>>20)},
+		{"write batch", fmt.Sprintf("%d statements", maxWriteBatchSize)},
+		{"blocking sort memory", "100 MiB without allowDiskUse (Lethe then sorts in memory anyway)"},
+		{"idle cursor timeout", cursorIdleTimeout.String()},
+		{"command time", "maxTimeMS of the command; none by default"},
+		{"logical session timeout", fmt.Sprintf("%d minutes, reported only: Lethe keeps no session state", sessionTimeoutMinutes)},
+	}
+}
 
 // DefaultMessageTimeout is Config.MessageTimeout's default: ample for any
 // message a live client sends, short enough that sockets which connect and

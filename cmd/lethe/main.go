@@ -40,6 +40,7 @@ func main() {
 
 func run(args []string) error {
 	fs := flag.NewFlagSet("lethe", flag.ContinueOnError)
+	fs.Usage = func() { usage(fs) }
 	listen := fs.String("listen", "127.0.0.1:27017", "address to serve the MongoDB protocol on, host:port")
 	dataDir := fs.String("data-dir", "./data", "directory of the store; created if missing")
 	logLevel := fs.String("log-level", "info", "least severe log level: debug, info, warn or error")
@@ -134,6 +135,19 @@ func run(args []string) error {
 		metrics.Close()
 	}
 	return shutdown()
+}
+
+// usage lists the flags, limits and timeouts among them, and then the
+// limits no flag changes, so that an operator sees every bound in one place.
+func usage(fs *flag.FlagSet) {
+	out := fs.Output()
+	fmt.Fprintf(out, "Usage: lethe [flags]\n\nLethe serves the MongoDB protocol over a local store, with time-to-live at its heart.\n\nFlags:\n")
+	fs.PrintDefaults()
+	fmt.Fprintf(out, "\nLimits no flag changes (MongoDB's unless noted):\n")
+	for _, l := range server.FixedLimits() {
+		fmt.Fprintf(out, "  %-24s %s\n", l.Name, l.Value)
+	}
+	fmt.Fprintf(out, "  %-24s %v for requests in flight after SIGINT or SIGTERM (Lethe's)\n", "shutdown grace", shutdownGrace)
 }
 
 // noLimitIfZero maps a flag's 0, "no limit", to the negative value that
