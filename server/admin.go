@@ -265,8 +265,8 @@ func (s *Server) serverStatus(_ context.Context, req *Request) (bson.Raw, error)
 	uptime := time.Since(s.started)
 	open := s.openConns()
 	available := int64(math.MaxInt32) - int64(open)
-	if s.cfg.MaxConns > 0 {
-		available = int64(s.cfg.MaxConns - open)
+	if limit := s.connLimit(); limit > 0 {
+		available = int64(limit - open)
 	}
 	sections := []bson.E{
 		{Key: "host", Value: hostname},
