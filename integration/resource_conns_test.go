@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -154,4 +155,34 @@ func TestNonLoopbackWarning(t *testing.T) {
 	if n := all.Logs.FilterMessage(warning).Len(); n != 1 {
 		t.Errorf("%d warnings when listening on 0.0.0.0, want 1", n)
 	}
+}
+
+// TestUnreadRepliesTimeOut: a client that sends requests and never reads
+// the replies blocks the server's writes once the socket buffers fill; the
+// message timeout closes it instead of leaving its goroutine stuck.
+func TestUnreadRepliesTimeOut(t *testing.T) {
+	const timeout = time.Second
+	ts := startServer(t, withMessageTimeout(timeout))
+	mustInsert(t, ts.Client.Database("test").Collection("big"),
+		bson.D{{Key: "_id", Value: 1}, {Key: "pad", Value: strings.Repeat("x", 1<<20)}})
+	underAttack(t, ts, attackBounds{}, func(ctx context.Context) {
+		c := dialRaw(t, ts)
+		find := c.msgFrame(bson.D{{Key: "find", Value: "big"}, {Key: "$db", Value: "test"}})
+		// Far more reply bytes than loopback buffers hold; the writes stop
+		// succeeding once the server stops reading.
+		c.SetWriteDeadline(time.Now().Add(10 * time.Second))
+		for range 200 {
+			if _, err := c.Write(find); err != nil {
+				break
+			}
+		}
+		start := time.Now()
+		for ts.Logs.FilterMessage("closing connection: reply not taken within the message timeout").Len() == 0 {
+			if time.Since(start) > timeout+5*time.Second {
+				t.Fatal("the connection that reads no replies is still open")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		c.Close()
+	})
 }
