@@ -48,7 +48,9 @@ const (
 var errShuttingDown = errors.New("server shutting down")
 
 // Conn is one client connection, served by its own goroutine. Only that
-// goroutine touches its fields, so the request path takes no locks.
+// goroutine touches its fields, so the request path takes no locks, except
+// ops, which currentOp and killOp read under its lock, and the reader, which
+// watchPeer borrows while a long command runs (see ops.go).
 type Conn struct {
 	id     int64
 	srv    *Server

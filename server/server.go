@@ -1,6 +1,12 @@
 // Package server speaks MongoDB's command protocol over TCP: it accepts
 // connections, decodes wire messages, routes each command to its handler and
 // encodes the replies, with MongoDB's error codes.
+//
+// Locks, outermost first; none is held while taking one of an earlier rank:
+//   - openCursor.mu, held by a getMore for its batch;
+//   - cursorTable.mu, the table of open cursors;
+//   - netState.mu, the listener and the set of connections;
+//   - runningOp.mu, a connection's running command (currentOp, killOp).
 package server
 
 import (
