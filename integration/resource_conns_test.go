@@ -68,8 +68,13 @@ func TestStalledSocketsDoNotLockOutClients(t *testing.T) {
 	if first == 0 || partial == 0 {
 		t.Errorf("%d silent and %d stalled sockets closed by the message timeout, want both", first, partial)
 	}
-	if n := ts.Logs.FilterMessage("connection refused: too many open connections").Len(); n == 0 {
+	refused := ts.Logs.FilterMessage("connection refused: too many open connections").Len()
+	if refused == 0 {
 		t.Error("no connection refused: the stalled sockets did not fill the slots")
+	}
+	status := run(t, ts.Client.Database("admin"), bson.D{{Key: "serverStatus", Value: 1}})
+	if n := lookup(t, status, "connections", "rejected").AsInt64(); n != int64(refused) {
+		t.Errorf("serverStatus counts %d rejected connections, the log %d", n, refused)
 	}
 }
 

@@ -77,6 +77,10 @@ func TestCursorFlood(t *testing.T) {
 			t.Errorf("a driver's find at the limit: %v, want code %d", err, codeExceededMemoryLimit)
 		}
 	})
+	status := run(t, ts.Client.Database("admin"), bson.D{{Key: "serverStatus", Value: 1}})
+	if open := lookup(t, status, "metrics", "cursor", "open", "total").AsInt64(); open != server.DefaultMaxCursors {
+		t.Errorf("serverStatus counts %d open cursors, want %d", open, server.DefaultMaxCursors)
+	}
 }
 
 // TestCursorMemoryLimit keeps aggregation results open in cursors, 1 MiB
@@ -109,6 +113,10 @@ func TestCursorMemoryLimit(t *testing.T) {
 		}
 		t.Logf("%d cursors held before the refusal: %s", n, lookup(t, refusal, "errmsg").StringValue())
 	})
+	status := run(t, ts.Client.Database("admin"), bson.D{{Key: "serverStatus", Value: 1}})
+	if held := lookup(t, status, "lethe", "cursorMemory").AsInt64(); held < limit-(2<<20) || held > limit {
+		t.Errorf("serverStatus says cursors hold %d bytes, limit %d", held, limit)
+	}
 
 	// A sorted find holds its results too.
 	sorted := bson.D{{Key: "find", Value: "big"}, {Key: "sort", Value: bson.D{{Key: "pad", Value: 1}}}, {Key: "batchSize", Value: 0}, {Key: "$db", Value: "test"}}

@@ -214,10 +214,11 @@ func (t *cursorTable) remove(id int64) bool {
 	return ok
 }
 
-func (t *cursorTable) count() int {
+// usage is the number of open cursors and the bytes of results they hold.
+func (t *cursorTable) usage() (open int, held int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return len(t.open)
+	return len(t.open), t.held
 }
 
 func (t *cursorTable) sweepLocked(now time.Time) {

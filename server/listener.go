@@ -21,6 +21,7 @@ type netState struct {
 	// what the file descriptor limit allows while leaving the store its
 	// files. 0 means none.
 	maxConns int
+	rejected atomic.Int64 // connections refused for the limit
 
 	closing atomic.Bool   // set once by Shutdown; no new connection or request starts after it
 	stopped chan struct{} // closed when Shutdown has finished
@@ -164,6 +165,7 @@ func (s *Server) openConn(nc net.Conn) {
 	}
 	if limit := s.net.maxConns; limit > 0 && len(s.net.conns) >= limit {
 		s.net.mu.Unlock()
+		s.net.rejected.Add(1)
 		s.log.Warn("connection refused: too many open connections",
 			zap.String("remote", nc.RemoteAddr().String()), zap.Int("connectionCount", limit), zap.Int("maxConns", limit))
 		nc.Close()
