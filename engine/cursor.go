@@ -43,6 +43,7 @@ type Cursor struct {
 	// sorted results, when the plan does not give the order: read at once
 	// and re-checked for expiry when handed out.
 	items        []storedDoc
+	held         int64 // bytes of documents in items
 	materialized bool
 	exhausted    bool
 	nReturned    int64
@@ -137,8 +138,12 @@ func (c *Cursor) materialize(ctx context.Context, srt *query.Sort, maxBytes int6
 	}
 	sort.SliceStable(c.items, func(i, j int) bool { return srt.Compare(c.items[i].doc, c.items[j].doc) < 0 })
 	c.materialized = true
+	c.held = held
 	return nil
 }
+
+// HeldBytes is the bytes of sorted results the cursor holds in memory.
+func (c *Cursor) HeldBytes() int64 { return c.held }
 
 // Exhausted reports whether the cursor has nothing more to return.
 func (c *Cursor) Exhausted() bool { return c.exhausted }
@@ -192,11 +197,15 @@ func (c *Cursor) NextBatch(ctx context.Context, n int, maxBytes int) ([]bson.Raw
 		nowMs := c.e.nowMillis()
 		for len(c.items) > 0 {
 			d := &c.items[0]
-			c.items = c.items[1:]
-			if st.expired(d.h, nowMs) {
-				continue
+			more := true
+			var err error
+			if !st.expired(d.h, nowMs) {
+				more, err = take(d)
 			}
-			more, err := take(d)
+			// Cleared, so that what was handed out is not kept alive.
+			c.held -= int64(len(d.doc))
+			*d = storedDoc{}
+			c.items = c.items[1:]
 			if err != nil {
 				return nil, err
 			}

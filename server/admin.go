@@ -264,9 +264,10 @@ func (s *Server) serverStatus(_ context.Context, req *Request) (bson.Raw, error)
 	now := s.clock.Now()
 	uptime := time.Since(s.started)
 	open := s.openConns()
+	openCursors, cursorHeld := s.cursors.usage()
 	available := int64(math.MaxInt32) - int64(open)
-	if s.cfg.MaxConns > 0 {
-		available = int64(s.cfg.MaxConns - open)
+	if limit := s.connLimit(); limit > 0 {
+		available = int64(limit - open)
 	}
 	sections := []bson.E{
 		{Key: "host", Value: hostname},
@@ -281,12 +282,20 @@ func (s *Server) serverStatus(_ context.Context, req *Request) (bson.Raw, error)
 			{Key: "current", Value: int32(open)},
 			{Key: "available", Value: int32(available)},
 			{Key: "totalCreated", Value: s.stats.connsSeen.Load()},
+			{Key: "rejected", Value: s.net.rejected.Load()},
 		}},
 		{Key: "network", Value: s.stats.networkDoc()},
 		{Key: "opcounters", Value: s.stats.ops.doc()},
 		{Key: "mem", Value: memDoc()},
-		{Key: "metrics", Value: bson.D{{Key: "ttl", Value: s.ttlMetrics()}}},
-		{Key: "lethe", Value: bson.D{{Key: "version", Value: Version}}},
+		{Key: "metrics", Value: bson.D{
+			{Key: "cursor", Value: bson.D{{Key: "open", Value: bson.D{{Key: "total", Value: int64(openCursors)}}}}},
+			{Key: "ttl", Value: s.ttlMetrics()},
+		}},
+		{Key: "lethe", Value: bson.D{
+			{Key: "version", Value: Version},
+			// Bytes of results open cursors hold, against --max-cursor-memory-mib.
+			{Key: "cursorMemory", Value: cursorHeld},
+		}},
 	}
 	kept := sections[:0]
 	for _, e := range sections {

@@ -540,7 +540,10 @@ func pointID(spec engine.FindSpec) (bsoncore.Value, bool) {
 
 // cursorReplyEmpty opens a cursor with an empty first batch (batchSize 0).
 func (s *Server) cursorReplyEmpty(req *Request, src batchSource, ns string) (bson.Raw, error) {
-	id := s.cursors.add(src, ns)
+	id, err := s.cursors.add(req, src, ns)
+	if err != nil {
+		return nil, err
+	}
 	return appendCursorReply(req, "firstBatch", nil, id, ns)
 }
 
@@ -789,10 +792,8 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 	var docs []bson.Raw
 	switch {
 	case !onCollection && len(pipeline) > 0 && pipeline[0].Lookup("$currentOp").Type != 0:
-		// No operation is ever reported as running: there is no killOp
-		// to offer them to, and db.currentOp() then shows an empty list.
 		coll = "$cmd.aggregate"
-		docs, err = s.eng.ApplyStages(ctx, nil, pipeline[1:])
+		docs, err = s.eng.ApplyStages(ctx, s.currentOps(), pipeline[1:])
 	case !onCollection:
 		return nil, mongoerr.New(mongoerr.NotImplemented, "aggregate with {aggregate: 1} supports only $currentOp")
 	case len(pipeline) > 0 && pipeline[0].Lookup("$collStats").Type != 0:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -29,8 +30,17 @@ type batchSource interface {
 	Exhausted() bool
 }
 
+// memoryHolder is a batchSource that holds results in memory, counted
+// against CursorLimits.Memory while its cursor is open.
+type memoryHolder interface {
+	HeldBytes() int64
+}
+
 // sliceSource serves documents already computed.
-type sliceSource struct{ docs []bson.Raw }
+type sliceSource struct {
+	docs []bson.Raw
+	held int64 // bytes of docs; 0 until counted
+}
 
 func (s *sliceSource) NextBatch(_ context.Context, n int, maxBytes int) ([]bson.Raw, error) {
 	size, i := 0, 0
@@ -38,44 +48,147 @@ func (s *sliceSource) NextBatch(_ context.Context, n int, maxBytes int) ([]bson.
 		size += len(s.docs[i])
 		i++
 	}
-	out := s.docs[:i]
+	// The batch gets its own slice so that the documents handed out are no
+	// longer reachable from the cursor once the reply is sent.
+	out := slices.Clone(s.docs[:i])
+	clear(s.docs[:i])
 	s.docs = s.docs[i:]
+	s.held = max(s.held-int64(size), 0)
 	return out, nil
 }
 
 func (s *sliceSource) Exhausted() bool { return len(s.docs) == 0 }
 
+func (s *sliceSource) HeldBytes() int64 {
+	if s.held == 0 {
+		for _, d := range s.docs {
+			s.held += int64(len(d))
+		}
+	}
+	return s.held
+}
+
+// CursorLimits bound the cursors clients may keep open, so that no client can
+// exhaust the server's memory with them. MongoDB has no such limits; the
+// defaults are far above what applications keep open.
+type CursorLimits struct {
+	Total   int   // open cursors in all; default DefaultMaxCursors
+	PerConn int   // open cursors one connection opened; default DefaultMaxCursorsPerConn
+	Memory  int64 // bytes of results open cursors hold in memory; default DefaultMaxCursorMemory
+}
+
+// Defaults of CursorLimits.
+const (
+	DefaultMaxCursors        = 10_000
+	DefaultMaxCursorsPerConn = 1_000
+	// DefaultMaxCursorMemory is MongoDB's memory limit of a blocking
+	// aggregation stage, applied to all the results cursors keep.
+	DefaultMaxCursorMemory = 100 << 20
+)
+
+func (l *CursorLimits) setDefaults() {
+	if l.Total == 0 {
+		l.Total = DefaultMaxCursors
+	}
+	if l.PerConn == 0 {
+		l.PerConn = DefaultMaxCursorsPerConn
+	}
+	if l.Memory == 0 {
+		l.Memory = DefaultMaxCursorMemory
+	}
+}
+
 type openCursor struct {
 	mu       sync.Mutex // one getMore at a time
 	src      batchSource
 	ns       string
+	conn     int64  // the connection that opened it
+	lsid     string // the session's id bytes; "" outside a session
+	held     int64  // bytes of results it holds, as last counted
 	lastUsed time.Time
 }
 
 // cursorTable holds open cursors by id. Idle cursors are swept lazily,
 // whenever cursors are used, so no goroutine is needed.
 type cursorTable struct {
+	limits    CursorLimits
 	mu        sync.Mutex
 	open      map[int64]*openCursor
+	byConn    map[int64]int // open cursors by the connection that opened them
+	held      int64         // sum of the open cursors' held bytes
 	lastSweep time.Time
 }
 
-func (t *cursorTable) add(src batchSource, ns string) int64 {
+// add registers a cursor over src opened by req, or refuses it with
+// ExceededMemoryLimit when it would pass a limit.
+func (t *cursorTable) add(req *Request, src batchSource, ns string) (int64, error) {
+	var held int64
+	if m, ok := src.(memoryHolder); ok {
+		held = m.HeldBytes()
+	}
+	conn := req.Conn.id
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.open == nil {
 		t.open = make(map[int64]*openCursor)
+		t.byConn = make(map[int64]int)
 	}
 	now := time.Now()
 	t.sweepLocked(now)
+	switch lim := &t.limits; {
+	case lim.Total > 0 && len(t.open) >= lim.Total:
+		return 0, mongoerr.New(mongoerr.ExceededMemoryLimit,
+			"cannot open another cursor: the server has %d open, its limit (--max-cursors); exhaust or kill cursors to free them", len(t.open))
+	case lim.PerConn > 0 && t.byConn[conn] >= lim.PerConn:
+		return 0, mongoerr.New(mongoerr.ExceededMemoryLimit,
+			"cannot open another cursor: this connection has %d open, its limit (--max-cursors-per-conn); exhaust or kill cursors to free them", t.byConn[conn])
+	case lim.Memory > 0 && held > 0 && t.held+held > lim.Memory:
+		return 0, mongoerr.New(mongoerr.ExceededMemoryLimit,
+			"cannot open a cursor over %d bytes of results: open cursors hold %d bytes, and the limit (--max-cursor-memory) is %d bytes; exhaust or kill cursors, or ask for fewer results",
+			held, t.held, lim.Memory)
+	}
 	for {
 		var b [8]byte
 		_, _ = rand.Read(b[:])
 		id := int64(binary.BigEndian.Uint64(b[:]) &^ (1 << 63))
 		if id != 0 && t.open[id] == nil {
-			t.open[id] = &openCursor{src: src, ns: ns, lastUsed: now}
-			return id
+			t.open[id] = &openCursor{src: src, ns: ns, conn: conn, lsid: sessionID(req.Body), held: held, lastUsed: now}
+			t.byConn[conn]++
+			t.held += held
+			return id, nil
 		}
+	}
+}
+
+// recount updates what cursor id holds after a batch.
+func (t *cursorTable) recount(id int64, c *openCursor) {
+	m, ok := c.src.(memoryHolder)
+	if !ok {
+		return
+	}
+	held := m.HeldBytes()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.open[id] == c { // not killed meanwhile
+		t.held += held - c.held
+		c.held = held
+	}
+}
+
+// openBy is the number of open cursors the connection opened.
+func (t *cursorTable) openBy(conn int64) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.byConn[conn]
+}
+
+// deleteLocked forgets an open cursor.
+func (t *cursorTable) deleteLocked(id int64, c *openCursor) {
+	delete(t.open, id)
+	t.held -= c.held
+	c.held = 0
+	if t.byConn[c.conn]--; t.byConn[c.conn] <= 0 {
+		delete(t.byConn, c.conn)
 	}
 }
 
@@ -94,15 +207,18 @@ func (t *cursorTable) get(id int64) *openCursor {
 func (t *cursorTable) remove(id int64) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	_, ok := t.open[id]
-	delete(t.open, id)
+	c, ok := t.open[id]
+	if ok {
+		t.deleteLocked(id, c)
+	}
 	return ok
 }
 
-func (t *cursorTable) count() int {
+// usage is the number of open cursors and the bytes of results they hold.
+func (t *cursorTable) usage() (open int, held int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return len(t.open)
+	return len(t.open), t.held
 }
 
 func (t *cursorTable) sweepLocked(now time.Time) {
@@ -112,7 +228,7 @@ func (t *cursorTable) sweepLocked(now time.Time) {
 	t.lastSweep = now
 	for id, c := range t.open {
 		if now.Sub(c.lastUsed) > cursorIdleTimeout {
-			delete(t.open, id)
+			t.deleteLocked(id, c)
 		}
 	}
 }
@@ -147,7 +263,9 @@ func (s *Server) cursorReply(ctx context.Context, req *Request, src batchSource,
 	}
 	var id int64
 	if !single && !src.Exhausted() {
-		id = s.cursors.add(src, ns)
+		if id, err = s.cursors.add(req, src, ns); err != nil {
+			return nil, err
+		}
 	}
 	return appendCursorReply(req, "firstBatch", docs, id, ns)
 }
@@ -178,11 +296,13 @@ func (s *Server) cursorCommands() []command {
 }
 
 func (s *Server) getMore(ctx context.Context, req *Request) (bson.Raw, error) {
-	id, err := argInt64("getMore", "getMore", firstValue(req.Body))
-	if err != nil {
-		return nil, err
+	first := firstValue(req.Body)
+	id, ok := first.Int64OK()
+	if !ok {
+		return nil, wrongType("getMore", "getMore", first.Type, "long")
 	}
 	var coll string
+	var err error
 	batchSize := 0
 	for key, v := range cmdArgs(req.Body) {
 		switch string(key) {
@@ -213,6 +333,9 @@ func (s *Server) getMore(ctx context.Context, req *Request) (bson.Raw, error) {
 	if c.ns != req.DB+"."+coll && !(coll == "$cmd.listCollections" && c.ns == req.DB+".$cmd.listCollections") {
 		return nil, mongoerr.New(mongoerr.Unauthorized, "Requested getMore on namespace '%s.%s', but cursor belongs to a different namespace %s", req.DB, coll, c.ns)
 	}
+	if err := checkCursorSession(id, c.lsid, sessionID(req.Body)); err != nil {
+		return nil, err
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	docs, err := c.src.NextBatch(ctx, batchSize, maxBatchBytes)
@@ -223,6 +346,8 @@ func (s *Server) getMore(ctx context.Context, req *Request) (bson.Raw, error) {
 	if c.src.Exhausted() {
 		s.cursors.remove(id)
 		id = 0
+	} else {
+		s.cursors.recount(id, c)
 	}
 	return appendCursorReply(req, "nextBatch", docs, id, c.ns)
 }
@@ -244,7 +369,7 @@ func (s *Server) killCursors(ctx context.Context, req *Request) (bson.Raw, error
 	var killed, notFound bson.A
 	vals, _ := ids.Values()
 	for _, v := range vals {
-		id, ok := v.AsInt64OK()
+		id, ok := v.Int64OK()
 		if !ok {
 			return nil, wrongType("killCursors", "cursors", v.Type, "long")
 		}
@@ -267,6 +392,28 @@ func nonNil(a bson.A) bson.A {
 		return bson.A{}
 	}
 	return a
+}
+
+// Codes of getMore in a session other than the cursor's.
+const (
+	codeGetMoreOutsideSession mongoerr.Code = 50736 // the cursor has none, the getMore has one
+	codeGetMoreWithoutSession mongoerr.Code = 50737 // the cursor has one, the getMore has none
+	codeGetMoreInOtherSession mongoerr.Code = 50738 // both have one, not the same
+)
+
+// checkCursorSession refuses a getMore whose session (lsid's id bytes, ""
+// for none) is not the one the cursor was opened in, as MongoDB does even
+// without authentication: a session's cursors are its own.
+func checkCursorSession(id int64, cursorLsid, lsid string) error {
+	switch {
+	case cursorLsid == lsid:
+		return nil
+	case cursorLsid == "":
+		return mongoerr.New(codeGetMoreOutsideSession, "Cannot run getMore on cursor %d, which was not created in a session, in session %s", id, formatLsid(lsid))
+	case lsid == "":
+		return mongoerr.New(codeGetMoreWithoutSession, "Cannot run getMore on cursor %d, which was created in session %s, without an lsid", id, formatLsid(cursorLsid))
+	}
+	return mongoerr.New(codeGetMoreInOtherSession, "Cannot run getMore on cursor %d, which was created in session %s, in session %s", id, formatLsid(cursorLsid), formatLsid(lsid))
 }
 
 // firstValue is the value of a command's first field (the command name's).

@@ -18,8 +18,6 @@ func (s *Server) deploymentCommands() []command {
 		{name: "rolesInfo", handle: emptyList("roles")},
 		{name: "replSetGetStatus", handle: notReplicated, adminOnly: true},
 		{name: "replSetGetConfig", handle: notReplicated, adminOnly: true},
-		{name: "currentOp", handle: emptyList("inprog"), adminOnly: true},
-		{name: "killOp", handle: noop, adminOnly: true},
 	}
 }
 

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"math"
 	"time"
 
@@ -69,7 +70,14 @@ func (s *Server) run(ctx context.Context, cmd *command, req *Request) (reply bso
 		ctx, cancel = context.WithTimeout(ctx, limit)
 		defer cancel()
 	}
-	return cmd.handle(ctx, req)
+	reply, err = cmd.handle(ctx, req)
+	if err != nil && errors.Is(err, context.Canceled) {
+		// Canceled by killOp or the client leaving: say which.
+		if e, ok := mongoerr.As(context.Cause(ctx)); ok {
+			err = e
+		}
+	}
+	return reply, err
 }
 
 // maxTime returns the command's maxTimeMS, 0 meaning no limit. The checks

@@ -17,6 +17,11 @@ type netState struct {
 	mu    sync.Mutex
 	ln    net.Listener
 	conns map[*Conn]struct{}
+	// maxConns is the connection limit in force: Config.MaxConns, within
+	// what the file descriptor limit allows while leaving the store its
+	// files. 0 means none.
+	maxConns int
+	rejected atomic.Int64 // connections refused for the limit
 
 	closing atomic.Bool   // set once by Shutdown; no new connection or request starts after it
 	stopped chan struct{} // closed when Shutdown has finished
@@ -43,11 +48,22 @@ func (s *Server) Start() error {
 	}
 	s.net.ln = ln
 	s.net.conns = make(map[*Conn]struct{})
+	s.net.maxConns = s.cfg.MaxConns
+	if fdMax := fdConnLimit(); fdMax > 0 && (s.net.maxConns == 0 || s.net.maxConns > fdMax) {
+		if s.net.maxConns > fdMax {
+			s.log.Warn("--max-conns too high for the file descriptor limit", zap.Int("maxConns", s.net.maxConns), zap.Int("limit", fdMax))
+		}
+		s.net.maxConns = fdMax
+	}
 	s.net.ctx, s.net.cancel = context.WithCancel(context.Background())
 	s.net.wg.Add(1)
 	go s.acceptLoop(ln)
 	s.log.Info("lethe listening", zap.String("version", Version), zap.String("addr", ln.Addr().String()),
-		zap.String("dataDir", s.cfg.DataDir), zap.Int("maxConns", s.cfg.MaxConns), zap.Bool("manualClock", s.cfg.ManualClock))
+		zap.String("dataDir", s.cfg.DataDir), zap.Int("maxConns", s.net.maxConns), zap.Bool("manualClock", s.cfg.ManualClock))
+	if a, ok := ln.Addr().(*net.TCPAddr); ok && !a.IP.IsLoopback() {
+		s.log.Warn("listening on a non-loopback address without authentication: anyone who can reach it can read, change and drop every database; listen on 127.0.0.1 or put a firewall in front",
+			zap.String("addr", ln.Addr().String()))
+	}
 	s.recent.endStartup()
 	return nil
 }
@@ -147,10 +163,11 @@ func (s *Server) openConn(nc net.Conn) {
 		nc.Close()
 		return
 	}
-	if limit := s.cfg.MaxConns; limit > 0 && len(s.net.conns) >= limit {
+	if limit := s.net.maxConns; limit > 0 && len(s.net.conns) >= limit {
 		s.net.mu.Unlock()
+		s.net.rejected.Add(1)
 		s.log.Warn("connection refused: too many open connections",
-			zap.String("remote", nc.RemoteAddr().String()), zap.Int("maxConns", limit))
+			zap.String("remote", nc.RemoteAddr().String()), zap.Int("connectionCount", limit), zap.Int("maxConns", limit))
 		nc.Close()
 		return
 	}
@@ -174,6 +191,13 @@ func (s *Server) closeConn(c *Conn, reason string) {
 	s.log.Info("connection ended", zap.Int64("conn", c.id), zap.String("remote", c.remote),
 		zap.String("reason", reason), zap.Int("open", open))
 	s.net.wg.Done()
+}
+
+// connLimit is the connection limit in force, 0 for none.
+func (s *Server) connLimit() int {
+	s.net.mu.Lock()
+	defer s.net.mu.Unlock()
+	return s.net.maxConns
 }
 
 // openConns is the number of open connections.

@@ -46,6 +46,7 @@ func (s *Server) buildRegistry() map[string]*command {
 		s.sessionCommands(),
 		s.crudCommands(),
 		s.cursorCommands(),
+		s.opCommands(),
 		s.indexCommands(),
 		s.ttlCommands(),
 	}

@@ -1,6 +1,12 @@
 // Package server speaks MongoDB's command protocol over TCP: it accepts
 // connections, decodes wire messages, routes each command to its handler and
 // encodes the replies, with MongoDB's error codes.
+//
+// Locks, outermost first; none is held while taking one of an earlier rank:
+//   - openCursor.mu, held by a getMore for its batch;
+//   - cursorTable.mu, the table of open cursors;
+//   - netState.mu, the listener and the set of connections;
+//   - runningOp.mu, a connection's running command (currentOp, killOp).
 package server
 
 import (
@@ -12,10 +18,35 @@ import (
 
 	"github.com/lethedb/lethe/engine"
 	"github.com/lethedb/lethe/ttlindex"
+	"github.com/lethedb/lethe/wire"
 )
 
 // Version is Lethe's own version, reported beside the MongoDB version it mimics.
 const Version = "0.1.0"
+
+// Limit is a bound the server holds to that no flag changes, listed by
+// lethe --help beside the flags.
+type Limit struct {
+	Name, Value string
+}
+
+// FixedLimits are the bounds no flag sets, MongoDB's unless noted.
+func FixedLimits() []Limit {
+	return []Limit{
+		{"message size", fmt.Sprintf("%d bytes", wire.MaxMessageSize)},
+		{"document size", fmt.Sprintf("%d MiB", maxBSONObjectSize>>20)},
+		{"write batch", fmt.Sprintf("%d statements", maxWriteBatchSize)},
+		{"blocking sort memory", "100 MiB without allowDiskUse (Lethe then sorts in memory anyway)"},
+		{"idle cursor timeout", cursorIdleTimeout.String()},
+		{"command time", "maxTimeMS of the command; none by default"},
+		{"logical session timeout", fmt.Sprintf("%d minutes, reported only: Lethe keeps no session state", sessionTimeoutMinutes)},
+	}
+}
+
+// DefaultMessageTimeout is Config.MessageTimeout's default: ample for any
+// message a live client sends, short enough that sockets which connect and
+// then stall do not hold their connection slots for long.
+const DefaultMessageTimeout = 30 * time.Second
 
 // Config configures a Server.
 type Config struct {
@@ -24,6 +55,19 @@ type Config struct {
 	Logger   *zap.Logger
 	Clock    ttlindex.Clock // nil means the system clock
 	MaxConns int            // 0 means no limit
+	// MessageTimeout bounds how long a client may take to send its first
+	// message after connecting, to send the rest of a message once its
+	// first byte has arrived, and to take in a reply. Zero means
+	// DefaultMessageTimeout; negative means no limit.
+	MessageTimeout time.Duration
+	// IdleTimeout closes a connection that has sent nothing for this long
+	// and has no open cursor. Zero means never, as in MongoDB: drivers keep
+	// pooled connections open indefinitely, and an operation that finds its
+	// connection closed fails unless it can be retried.
+	IdleTimeout time.Duration
+	// Cursors bounds open cursors; zero fields take the defaults, negative
+	// ones mean no limit.
+	Cursors CursorLimits
 	// ManualClock enables the advanceClock command; Clock must then be a
 	// *ttlindex.ManualClock.
 	ManualClock bool
@@ -62,6 +106,14 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = ttlindex.SystemClock{}
 	}
+	switch {
+	case cfg.MessageTimeout == 0:
+		cfg.MessageTimeout = DefaultMessageTimeout
+	case cfg.MessageTimeout < 0:
+		cfg.MessageTimeout = 0
+	}
+	cfg.IdleTimeout = max(cfg.IdleTimeout, 0)
+	cfg.Cursors.setDefaults()
 	if cfg.ManualClock {
 		if _, ok := cfg.Clock.(*ttlindex.ManualClock); !ok {
 			return nil, fmt.Errorf("server: ManualClock needs a *ttlindex.ManualClock")
@@ -76,7 +128,9 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: open store: %w", err)
 	}
 	s := &Server{cfg: cfg, log: log, clock: cfg.Clock, eng: eng, started: time.Now(), recent: recent}
+	s.cursors.limits = cfg.Cursors
 	s.commands = s.buildRegistry()
+	s.guardSystemNamespaces()
 	s.params = s.buildParameters()
 	if cfg.ManualClock {
 		log.Warn("the clock is manual: time moves only through advanceClock; use this for tests only")

@@ -49,3 +49,30 @@ func sessionList(ctx context.Context, req *Request) (bson.Raw, error) {
 	}
 	return noop(ctx, req)
 }
+
+// sessionID returns the id bytes of a command's lsid, "" when it has none.
+func sessionID(body bson.Raw) string {
+	v, err := body.LookupErr("lsid", "id")
+	if err != nil {
+		return ""
+	}
+	_, data, ok := v.BinaryOK()
+	if !ok {
+		return ""
+	}
+	return string(data)
+}
+
+// emptyUserDigest is the SHA-256 of the empty user name, base64: the user
+// part of a session id when no user is authenticated.
+const emptyUserDigest = "47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU="
+
+// formatLsid writes a session id as MongoDB does in messages: the UUID, the
+// user's digest and two empty parts for transactions.
+func formatLsid(id string) string {
+	b := []byte(id)
+	if len(b) != 16 {
+		return fmt.Sprintf("%x - %s -  - ", b, emptyUserDigest)
+	}
+	return fmt.Sprintf("%x-%x-%x-%x-%x - %s -  - ", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16], emptyUserDigest)
+}

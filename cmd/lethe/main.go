@@ -40,11 +40,21 @@ func main() {
 
 func run(args []string) error {
 	fs := flag.NewFlagSet("lethe", flag.ContinueOnError)
+	fs.Usage = func() { usage(fs) }
 	listen := fs.String("listen", "127.0.0.1:27017", "address to serve the MongoDB protocol on, host:port")
 	dataDir := fs.String("data-dir", "./data", "directory of the store; created if missing")
 	logLevel := fs.String("log-level", "info", "least severe log level: debug, info, warn or error")
 	logFormat := fs.String("log-format", "console", "log format: console or json")
 	maxConns := fs.Int("max-conns", 0, "most client connections open at once; 0 means no limit")
+	messageTimeout := fs.Duration("message-timeout", server.DefaultMessageTimeout,
+		"time a client gets to send its first message after connecting, the rest of a message once it has begun, and to take in a reply; 0 means no limit")
+	idleTimeout := fs.Duration("idle-timeout", 0,
+		"close connections without open cursors that send nothing for this long; 0 means never, as in MongoDB (drivers keep pooled connections open)")
+	maxCursors := fs.Int("max-cursors", server.DefaultMaxCursors, "most cursors open at once, in all; 0 means no limit")
+	maxCursorsPerConn := fs.Int("max-cursors-per-conn", server.DefaultMaxCursorsPerConn,
+		"most open cursors one connection may have opened; 0 means no limit")
+	maxCursorMemory := fs.Int64("max-cursor-memory-mib", server.DefaultMaxCursorMemory>>20,
+		"most MiB of results (aggregations, sorted finds) open cursors may hold in memory; 0 means no limit")
 	clock := fs.String("clock", "system", "time source for expiry: system, or manual for tests (time moves only by advanceClock)")
 	metricsListen := fs.String("metrics-listen", "", "address to serve Prometheus /metrics on, host:port; off when empty")
 	version := fs.Bool("version", false, "print the version and exit")
@@ -71,12 +81,22 @@ func run(args []string) error {
 	defer log.Sync()
 
 	cfg := server.Config{
-		Listen:   *listen,
-		DataDir:  *dataDir,
-		Logger:   log,
-		MaxConns: *maxConns,
+		Listen:         *listen,
+		DataDir:        *dataDir,
+		Logger:         log,
+		MaxConns:       *maxConns,
+		MessageTimeout: *messageTimeout,
+		IdleTimeout:    *idleTimeout,
+		Cursors: server.CursorLimits{
+			Total:   noLimitIfZero(*maxCursors),
+			PerConn: noLimitIfZero(*maxCursorsPerConn),
+			Memory:  int64(noLimitIfZero(int(*maxCursorMemory))) << 20,
+		},
 		CmdLine:  args,
 		LogLevel: &atom,
+	}
+	if cfg.MessageTimeout == 0 {
+		cfg.MessageTimeout = -1 // Config's zero means the default
 	}
 	switch *clock {
 	case "system":
@@ -115,6 +135,28 @@ func run(args []string) error {
 		metrics.Close()
 	}
 	return shutdown()
+}
+
+// usage lists the flags, limits and timeouts among them, and then the
+// limits no flag changes, so that an operator sees every bound in one place.
+func usage(fs *flag.FlagSet) {
+	out := fs.Output()
+	fmt.Fprintf(out, "Usage: lethe [flags]\n\nLethe serves the MongoDB protocol over a local store, with time-to-live at its heart.\n\nFlags:\n")
+	fs.PrintDefaults()
+	fmt.Fprintf(out, "\nLimits no flag changes (MongoDB's unless noted):\n")
+	for _, l := range server.FixedLimits() {
+		fmt.Fprintf(out, "  %-24s %s\n", l.Name, l.Value)
+	}
+	fmt.Fprintf(out, "  %-24s %v for requests in flight after SIGINT or SIGTERM (Lethe's)\n", "shutdown grace", shutdownGrace)
+}
+
+// noLimitIfZero maps a flag's 0, "no limit", to the negative value that
+// means it in server.Config, where 0 takes the default.
+func noLimitIfZero(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
 }
 
 func newLogger(format string, level zap.AtomicLevel) (*zap.Logger, error) {

@@ -44,6 +44,7 @@ const (
 	WriteConflict                            Code = 112
 	CommandNotSupported                      Code = 115
 	DocumentValidationFailure                Code = 121
+	ExceededMemoryLimit                      Code = 146
 	CommandNotSupportedOnView                Code = 166
 	InvalidPipelineOperator                  Code = 168
 	CannotIndexParallelArrays                Code = 171
@@ -57,6 +58,7 @@ const (
 	BSONObjectTooLarge                       Code = 10334
 	DuplicateKey                             Code = 11000
 	InterruptedAtShutdown                    Code = 11600
+	Interrupted                              Code = 11601
 	Location13103                            Code = 13103
 )
 
@@ -102,6 +104,7 @@ var codeNames = map[Code]string{
 	WriteConflict:                            "WriteConflict",
 	CommandNotSupported:                      "CommandNotSupported",
 	DocumentValidationFailure:                "DocumentValidationFailure",
+	ExceededMemoryLimit:                      "ExceededMemoryLimit",
 	CommandNotSupportedOnView:                "CommandNotSupportedOnView",
 	InvalidPipelineOperator:                  "InvalidPipelineOperator",
 	CannotIndexParallelArrays:                "CannotIndexParallelArrays",
@@ -115,5 +118,6 @@ var codeNames = map[Code]string{
 	BSONObjectTooLarge:                       "BSONObjectTooLarge",
 	DuplicateKey:                             "DuplicateKey",
 	InterruptedAtShutdown:                    "InterruptedAtShutdown",
+	Interrupted:                              "Interrupted",
 	Location13103:                            "Location13103",
 }

@@ -1,0 +1,5 @@
+//go:build !unix
+
+package server
+
+func fdConnLimit() int { return 0 }

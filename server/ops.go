@@ -1,0 +1,273 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.uber.org/zap"
+
+	"github.com/lethedb/lethe/engine/mongoerr"
+)
+
+// A running command ends early when its client goes away or killOp names
+// it. Each connection runs one command at a time under its own context,
+// which is canceled for either reason and then replaced before the next
+// command: requests pay no allocation for being cancelable.
+
+// watchPeerAfter is how long a command runs before the connection starts
+// watching its socket for the client going away: most commands finish
+// sooner and never pay for the watch.
+const watchPeerAfter = 20 * time.Millisecond
+
+// codeClientDisconnect is MongoDB's ClientDisconnect, the cause of a command
+// stopped because its client went away. No one receives it; it shows in
+// the log.
+const codeClientDisconnect mongoerr.Code = 279
+
+var (
+	errKilled = mongoerr.New(mongoerr.Interrupted, "operation was interrupted")
+	errGone   = mongoerr.New(codeClientDisconnect, "operation was interrupted because a client disconnected")
+)
+
+// opIDs numbers operations for currentOp and killOp.
+var opIDs atomic.Uint32
+
+// runningOp is what a connection is running, as currentOp shows it.
+type runningOp struct {
+	mu     sync.Mutex // guards the fields and the swap of Conn.cancel
+	id     int32      // 0 when the connection is between commands
+	name   string
+	db     string
+	start  time.Time
+	killed bool
+}
+
+// opState is a connection's part in cancellation, set up by startOps.
+type opState struct {
+	op     runningOp
+	ctx    context.Context // the running command's; replaced once canceled
+	cancel context.CancelCauseFunc
+	parent context.Context // the server's handlers' context
+
+	watch     *time.Timer   // starts watchPeer once a command runs long
+	watchDone chan struct{} // watchPeer's end, one token per start
+}
+
+func (c *Conn) startOps(parent context.Context) {
+	c.ops.parent = parent
+	c.ops.ctx, c.ops.cancel = context.WithCancelCause(parent)
+	c.ops.watchDone = make(chan struct{}, 1)
+	c.ops.watch = time.AfterFunc(time.Hour, c.watchPeer)
+	c.ops.watch.Stop()
+}
+
+// stopOps releases the connection's context and timer.
+func (c *Conn) stopOps() {
+	c.ops.watch.Stop()
+	c.ops.cancel(context.Canceled)
+}
+
+// dispatch runs req as a numbered operation: listed by currentOp, stopped
+// by killOp or by its client leaving.
+func (c *Conn) dispatch(req *Request) bson.Raw {
+	name := "unknown"
+	if cmd := c.srv.commands[string(firstKeyBytes(req.Body))]; cmd != nil {
+		name = cmd.name
+	}
+	op := &c.ops.op
+	id := int32(opIDs.Add(1) & 0x7fffffff)
+	op.mu.Lock()
+	op.id, op.name, op.db, op.start, op.killed = id, name, req.DB, time.Now(), false
+	ctx := c.ops.ctx
+	op.mu.Unlock()
+
+	c.ops.watch.Reset(watchPeerAfter)
+	reply := c.srv.dispatch(ctx, req)
+	if !c.ops.watch.Stop() {
+		// watchPeer is reading the socket: wake it and wait, so that this
+		// goroutine has the reader to itself again.
+		c.nc.SetReadDeadline(time.Unix(1, 0))
+		c.readDeadline = time.Unix(1, 0)
+		<-c.ops.watchDone
+	}
+
+	op.mu.Lock()
+	op.id = 0
+	if ctx.Err() != nil {
+		c.ops.cancel(nil)
+		c.ops.ctx, c.ops.cancel = context.WithCancelCause(c.ops.parent)
+	}
+	op.mu.Unlock()
+	return reply
+}
+
+// watchPeer waits, while a long command runs, for the client to close its
+// connection, and then cancels the command. It ends when the client sends
+// something (a pipelined message: the command goes on) or runOp wakes it
+// with a past read deadline.
+func (c *Conn) watchPeer() {
+	defer func() { c.ops.watchDone <- struct{}{} }()
+	_, err := c.rd.Peek(1)
+	if err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		return
+	}
+	if errors.Is(err, net.ErrClosed) && c.srv.net.closing.Load() {
+		return // Shutdown closed it
+	}
+	op := &c.ops.op
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	if op.id != 0 {
+		c.srv.log.Info("client went away: stopping its command", zap.Int64("conn", c.id), zap.String("remote", c.remote),
+			zap.Int32("opid", op.id), zap.String("command", op.name), zap.Duration("running", time.Since(op.start)), zap.Error(err))
+		c.ops.cancel(errGone)
+	}
+}
+
+// kill cancels operation id if this connection is running it.
+func (c *Conn) kill(id int32) bool {
+	op := &c.ops.op
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	if op.id != id {
+		return false
+	}
+	op.killed = true
+	c.ops.cancel(errKilled)
+	return true
+}
+
+// opDoc describes the connection's running command, if any, as currentOp
+// does: only the command's name and database are kept, not its arguments.
+func (c *Conn) opDoc(now time.Time) (bson.D, bool) {
+	op := &c.ops.op
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	if op.id == 0 {
+		return nil, false
+	}
+	running := now.Sub(op.start)
+	return bson.D{
+		{Key: "type", Value: "op"},
+		{Key: "desc", Value: "conn" + strconv.FormatInt(c.id, 10)},
+		{Key: "connectionId", Value: numberValue(c.id)},
+		{Key: "client", Value: c.remote},
+		{Key: "active", Value: true},
+		{Key: "currentOpTime", Value: now.Format(time.RFC3339Nano)},
+		{Key: "opid", Value: op.id},
+		{Key: "secs_running", Value: int64(running / time.Second)},
+		{Key: "microsecs_running", Value: int64(running / time.Microsecond)},
+		{Key: "op", Value: "command"},
+		{Key: "ns", Value: op.db + ".$cmd"},
+		{Key: "command", Value: bson.D{{Key: op.name, Value: 1}, {Key: "$db", Value: op.db}}},
+		{Key: "killPending", Value: op.killed},
+	}, true
+}
+
+// currentOps describes every running command.
+func (s *Server) currentOps() []bson.Raw {
+	s.net.mu.Lock()
+	conns := make([]*Conn, 0, len(s.net.conns))
+	for c := range s.net.conns {
+		conns = append(conns, c)
+	}
+	s.net.mu.Unlock()
+	now := time.Now()
+	var docs []bson.Raw
+	for _, c := range conns {
+		if d, ok := c.opDoc(now); ok {
+			raw, err := bson.Marshal(d)
+			if err == nil {
+				docs = append(docs, raw)
+			}
+		}
+	}
+	return docs
+}
+
+func (s *Server) opCommands() []command {
+	return []command{
+		{name: "currentOp", handle: s.currentOp, adminOnly: true},
+		{name: "killOp", handle: s.killOp, adminOnly: true},
+	}
+}
+
+// currentOp lists the running commands; its other fields ($all, $ownOps
+// aside) filter them as a query would.
+func (s *Server) currentOp(ctx context.Context, req *Request) (bson.Raw, error) {
+	var filter bson.D
+	for key, v := range cmdArgs(req.Body) {
+		switch string(key) {
+		case "$all", "$ownOps":
+		default:
+			filter = append(filter, bson.E{Key: string(key), Value: v})
+		}
+	}
+	docs := s.currentOps()
+	if len(filter) > 0 {
+		match, err := bson.Marshal(bson.D{{Key: "$match", Value: filter}})
+		if err != nil {
+			return nil, err
+		}
+		if docs, err = s.eng.ApplyStages(ctx, docs, []bson.Raw{match}); err != nil {
+			return nil, err
+		}
+	}
+	return okReply(bson.E{Key: "inprog", Value: nonNil(toA(docs))})
+}
+
+// killOp cancels the operation {op: N}: it ends with Interrupted. As in
+// MongoDB, killing an operation that has already finished is not an error.
+func (s *Server) killOp(_ context.Context, req *Request) (bson.Raw, error) {
+	var id int64
+	var have bool
+	for key, v := range cmdArgs(req.Body) {
+		if string(key) != "op" {
+			continue
+		}
+		n, err := argInt64("killOp", "op", v)
+		if err != nil {
+			return nil, err
+		}
+		id, have = n, true
+	}
+	if !have {
+		return nil, missingField("killOp", "op")
+	}
+	if id < 0 || id > 0x7fffffff {
+		return nil, mongoerr.New(mongoerr.BadValue, "invalid op id %d", id)
+	}
+	s.net.mu.Lock()
+	conns := make([]*Conn, 0, len(s.net.conns))
+	for c := range s.net.conns {
+		conns = append(conns, c)
+	}
+	s.net.mu.Unlock()
+	killed := false
+	for _, c := range conns {
+		if c.kill(int32(id)) {
+			killed = true
+			s.log.Info("killing operation", zap.Int64("opid", id), zap.Int64("conn", c.id), zap.Int64("by", req.Conn.id))
+			break
+		}
+	}
+	if !killed {
+		s.log.Info("killOp: no such operation running", zap.Int64("opid", id), zap.Int64("by", req.Conn.id))
+	}
+	return okReply(bson.E{Key: "info", Value: "attempting to kill op"})
+}
+
+func toA(docs []bson.Raw) bson.A {
+	a := make(bson.A, len(docs))
+	for i, d := range docs {
+		a[i] = d
+	}
+	return a
+}
