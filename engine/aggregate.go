@@ -70,7 +70,7 @@ func (e *Engine) Aggregate(ctx context.Context, db, coll string, pipeline []bson
 	}
 	for ; i < len(pipeline); i++ {
 		name, arg, _ := stageOf(pipeline[i])
-		if docs, err = runStage(name, arg, docs, e.clock.Now()); err != nil {
+		if docs, err = runStage(ctx, name, arg, docs, e.clock.Now()); err != nil {
 			return nil, err
 		}
 	}
@@ -88,7 +88,7 @@ func (e *Engine) ApplyStages(ctx context.Context, docs []bson.Raw, stages []bson
 		if err != nil {
 			return nil, err
 		}
-		if docs, err = runStage(name, arg, docs, e.clock.Now()); err != nil {
+		if docs, err = runStage(ctx, name, arg, docs, e.clock.Now()); err != nil {
 			return nil, err
 		}
 	}
@@ -103,7 +103,7 @@ func stageOf(stage bson.Raw) (string, bson.RawValue, error) {
 	return elems[0].Key(), elems[0].Value(), nil
 }
 
-func runStage(name string, arg bson.RawValue, docs []bson.Raw, now time.Time) ([]bson.Raw, error) {
+func runStage(ctx context.Context, name string, arg bson.RawValue, docs []bson.Raw, now time.Time) ([]bson.Raw, error) {
 	switch name {
 	case "$match":
 		f, err := query.Compile(arg.Document())
@@ -139,13 +139,13 @@ func runStage(name string, arg bson.RawValue, docs []bson.Raw, now time.Time) ([
 			return nil, err
 		}
 		for j, d := range docs {
-			if docs[j], err = p.Apply(d, -1); err != nil {
+			if docs[j], err = p.ApplyContext(ctx, d, -1); err != nil {
 				return nil, err
 			}
 		}
 		return docs, nil
 	case "$replaceWith", "$replaceRoot":
-		return replaceRoot(name, arg, docs, now)
+		return replaceRoot(ctx, name, arg, docs, now)
 	case "$count":
 		field, ok := arg.StringValueOK()
 		if !ok || field == "" || strings.HasPrefix(field, "$") || strings.Contains(field, ".") {
@@ -157,7 +157,7 @@ func runStage(name string, arg bson.RawValue, docs []bson.Raw, now time.Time) ([
 		out, _ := bson.Marshal(bson.D{{Key: field, Value: int32(len(docs))}})
 		return []bson.Raw{out}, nil
 	case "$group":
-		return group(arg, docs, now)
+		return group(ctx, arg, docs, now)
 	}
 	return nil, mongoerr.New(mongoerr.Code(40324), "Unrecognized pipeline stage name: '%s'", name)
 }
@@ -183,7 +183,7 @@ func compileShapeStage(name string, arg bson.RawValue, now time.Time) (*project.
 }
 
 // replaceRoot makes each document the value of an expression.
-func replaceRoot(name string, arg bson.RawValue, docs []bson.Raw, now time.Time) ([]bson.Raw, error) {
+func replaceRoot(ctx context.Context, name string, arg bson.RawValue, docs []bson.Raw, now time.Time) ([]bson.Raw, error) {
 	v := bsoncore.Value{Type: bsoncore.Type(arg.Type), Data: arg.Value}
 	if name == "$replaceRoot" {
 		spec, ok := arg.DocumentOK()
@@ -198,7 +198,7 @@ func replaceRoot(name string, arg bson.RawValue, docs []bson.Raw, now time.Time)
 		return nil, err
 	}
 	for j, d := range docs {
-		out, err := ex.Eval(d)
+		out, err := ex.EvalContext(ctx, d)
 		if err != nil {
 			return nil, err
 		}
@@ -212,8 +212,8 @@ func replaceRoot(name string, arg bson.RawValue, docs []bson.Raw, now time.Time)
 }
 
 // evalOrNull evaluates ex, giving null for a missing result.
-func evalOrNull(ex *query.Expr, doc bson.Raw) (bsoncore.Value, error) {
-	v, err := ex.Eval(doc)
+func evalOrNull(ctx context.Context, ex *query.Expr, doc bson.Raw) (bsoncore.Value, error) {
+	v, err := ex.EvalContext(ctx, doc)
 	if err == nil && v.Type == 0 {
 		v = nullValue
 	}
@@ -240,7 +240,7 @@ type accState struct {
 	keys   map[string]bool
 }
 
-func group(arg bson.RawValue, docs []bson.Raw, now time.Time) ([]bson.Raw, error) {
+func group(ctx context.Context, arg bson.RawValue, docs []bson.Raw, now time.Time) ([]bson.Raw, error) {
 	spec, ok := arg.DocumentOK()
 	if !ok {
 		return nil, mongoerr.New(mongoerr.Code(15947), "a group's fields must be specified in an object")
@@ -283,7 +283,7 @@ func group(arg bson.RawValue, docs []bson.Raw, now time.Time) ([]bson.Raw, error
 	groups := map[string]*groupState{}
 	var order []string
 	for _, doc := range docs {
-		id, err := evalOrNull(idExpr, doc)
+		id, err := evalOrNull(ctx, idExpr, doc)
 		if err != nil {
 			return nil, err
 		}
@@ -295,7 +295,7 @@ func group(arg bson.RawValue, docs []bson.Raw, now time.Time) ([]bson.Raw, error
 			order = append(order, k)
 		}
 		for i, a := range accs {
-			if err := accumulate(&g.accs[i], a, doc); err != nil {
+			if err := accumulate(ctx, &g.accs[i], a, doc); err != nil {
 				return nil, err
 			}
 		}
@@ -312,12 +312,12 @@ func group(arg bson.RawValue, docs []bson.Raw, now time.Time) ([]bson.Raw, error
 	return out, nil
 }
 
-func accumulate(s *accState, a accumulator, doc bson.Raw) error {
+func accumulate(ctx context.Context, s *accState, a accumulator, doc bson.Raw) error {
 	if a.op == "$count" {
 		s.sum.add(bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, 1)})
 		return nil
 	}
-	v, err := a.arg.Eval(doc)
+	v, err := a.arg.EvalContext(ctx, doc)
 	if err != nil {
 		return err
 	}

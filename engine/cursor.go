@@ -149,7 +149,7 @@ func (c *Cursor) NextBatch(ctx context.Context, n int, maxBytes int) ([]bson.Raw
 		doc := bson.Raw(d.doc)
 		if c.proj != nil {
 			var err error
-			if doc, err = c.proj.Apply(doc, pos); err != nil {
+			if doc, err = c.proj.ApplyContext(ctx, doc, pos); err != nil {
 				return false, err
 			}
 		} else {

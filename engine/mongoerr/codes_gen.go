@@ -43,6 +43,7 @@ const (
 	NotExactValueField                       Code = 111
 	WriteConflict                            Code = 112
 	CommandNotSupported                      Code = 115
+	ExceededMemoryLimit                      Code = 146
 	CommandNotSupportedOnView                Code = 166
 	InvalidPipelineOperator                  Code = 168
 	InvalidIndexSpecificationOption          Code = 197
@@ -97,6 +98,7 @@ var codeNames = map[Code]string{
 	NotExactValueField:                       "NotExactValueField",
 	WriteConflict:                            "WriteConflict",
 	CommandNotSupported:                      "CommandNotSupported",
+	ExceededMemoryLimit:                      "ExceededMemoryLimit",
 	CommandNotSupportedOnView:                "CommandNotSupportedOnView",
 	InvalidPipelineOperator:                  "InvalidPipelineOperator",
 	InvalidIndexSpecificationOption:          "InvalidIndexSpecificationOption",

@@ -74,11 +74,17 @@ type concatExpr []exprNode
 
 func (x concatExpr) eval(e *env) (bsoncore.Value, error) {
 	var b strings.Builder
+	size := e.buildingString("$concat")
+	defer size.release()
 	null, err := operands(e, x, func(v bsoncore.Value) error {
 		if v.Type != bsoncore.TypeString {
 			return mongoerr.New(16702, "$concat only supports strings, not %s", typeName(v.Type))
 		}
-		b.Write(mustStringBytes(v))
+		s := mustStringBytes(v)
+		if err := size.add(len(s)); err != nil {
+			return err
+		}
+		b.Write(s)
 		return nil
 	})
 	if err != nil || null {
@@ -270,7 +276,18 @@ func split(v []bsoncore.Value) (bsoncore.Value, error) {
 	case len(mustStringBytes(sep)) == 0:
 		return missing, mongoerr.New(40087, "$split requires a non-empty separator")
 	}
-	parts := bytes.Split(mustStringBytes(s), mustStringBytes(sep))
+	str, delim := mustStringBytes(s), mustStringBytes(sep)
+	// Each part is an element of its own: count them before making them,
+	// for a short separator can make many more bytes than the string has.
+	n := bytes.Count(str, delim) + 1
+	size := 5 + len(str) - (n-1)*len(delim)
+	for i := range n {
+		size += 2 + digits(i) + 5
+	}
+	if size > MaxValueBytes {
+		return missing, valueTooLarge("$split", size)
+	}
+	parts := bytes.Split(str, delim)
 	vals := make([]bsoncore.Value, len(parts))
 	for i, p := range parts {
 		vals[i] = stringValue(string(p))
