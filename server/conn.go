@@ -5,10 +5,13 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
+	"slices"
 	"strings"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -28,7 +31,21 @@ const (
 	// so that one large message does not pin its memory for the life of an
 	// idle connection.
 	maxKeptBuffer = 1 << 20
+	// growFrom is the declared message size above which the read buffer
+	// grows as the bytes arrive rather than all at once, so that a header
+	// declaring 48 MB and then nothing costs little.
+	growFrom = 64 << 10
 )
+
+// What a connection waits for, which names the timeout that ends it.
+const (
+	waitFirst   = iota // the first message after connecting
+	waitIdle           // the next message
+	waitMessage        // the rest of a message
+)
+
+// errShuttingDown ends a connection's read when the server is shutting down.
+var errShuttingDown = errors.New("server shutting down")
 
 // Conn is one client connection, served by its own goroutine. Only that
 // goroutine touches its fields, so the request path takes no locks.
@@ -50,6 +67,9 @@ type Conn struct {
 	// compressors are the ones the client offered in hello and this server
 	// accepted, in the client's order of preference.
 	compressors []wire.Compressor
+
+	waiting      int       // waitFirst, waitIdle or waitMessage
+	readDeadline time.Time // the one last set, to spare setting it again
 }
 
 func newConn(s *Server, nc net.Conn, id int64) *Conn {
@@ -80,7 +100,7 @@ func (c *Conn) serve(ctx context.Context) {
 		s.closeConn(c, reason)
 	}()
 	for !s.net.closing.Load() {
-		_, frame, err := wire.ReadFrame(c.rd, wire.MaxMessageSize, c.in)
+		frame, err := c.readFrame()
 		if err != nil {
 			reason = c.readFailed(err)
 			return
@@ -94,14 +114,108 @@ func (c *Conn) serve(ctx context.Context) {
 	reason = "server shutting down"
 }
 
+// readFrame waits for the next message and reads it, under the
+// connection's timeouts: a new connection must send its first message
+// within MessageTimeout, an idle one is closed after IdleTimeout unless it
+// has open cursors, and a message must arrive whole within MessageTimeout
+// of its first byte.
+func (c *Conn) readFrame() ([]byte, error) {
+	cfg := &c.srv.cfg
+	if c.rd.Buffered() == 0 {
+		var deadline time.Time
+		switch {
+		case c.waiting == waitFirst:
+			if cfg.MessageTimeout > 0 {
+				deadline = time.Now().Add(cfg.MessageTimeout)
+			}
+		case cfg.IdleTimeout > 0 && c.srv.cursors.openBy(c.id) == 0:
+			c.waiting = waitIdle
+			deadline = time.Now().Add(cfg.IdleTimeout)
+		default:
+			c.waiting = waitIdle
+		}
+		if err := c.setReadDeadline(deadline); err != nil {
+			return nil, err
+		}
+		if _, err := c.rd.Peek(1); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil, io.EOF
+			}
+			return nil, fmt.Errorf("server: waiting for a message: %w", err)
+		}
+	}
+	c.waiting = waitMessage
+	var deadline time.Time
+	if cfg.MessageTimeout > 0 {
+		deadline = time.Now().Add(cfg.MessageTimeout)
+	}
+	if err := c.setReadDeadline(deadline); err != nil {
+		return nil, err
+	}
+	if head, err := c.rd.Peek(4); err == nil {
+		if n := int32(binary.LittleEndian.Uint32(head)); n > growFrom && int(n) > cap(c.in) && n <= wire.MaxMessageSize {
+			return c.readGrowing(int(n))
+		}
+	}
+	_, frame, err := wire.ReadFrame(c.rd, wire.MaxMessageSize, c.in)
+	return frame, err
+}
+
+// readGrowing reads a frame of n bytes into c.in, growing it as the bytes
+// arrive. The frame's header is checked when it is decoded.
+func (c *Conn) readGrowing(n int) ([]byte, error) {
+	buf := c.in[:0]
+	for len(buf) < n {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, min(n, max(2*cap(buf), growFrom))-len(buf))
+		}
+		m, err := c.rd.Read(buf[len(buf):min(cap(buf), n)])
+		buf = buf[:len(buf)+m]
+		if err != nil && len(buf) < n {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			c.in = buf[:0]
+			return nil, fmt.Errorf("server: reading a message of %d bytes, %d arrived: %w", n, len(buf), err)
+		}
+	}
+	return buf, nil
+}
+
+// setReadDeadline sets the connection's read deadline, the zero time
+// meaning none, unless the server is shutting down: Shutdown's own deadline
+// then stays and the read ends.
+func (c *Conn) setReadDeadline(t time.Time) error {
+	if !t.Equal(c.readDeadline) {
+		c.nc.SetReadDeadline(t)
+		c.readDeadline = t
+	}
+	if c.srv.net.closing.Load() {
+		return errShuttingDown
+	}
+	return nil
+}
+
 // readFailed logs why no frame could be read and returns the reason the
 // connection ends.
 func (c *Conn) readFailed(err error) string {
+	timeout := errors.Is(err, os.ErrDeadlineExceeded)
 	switch {
 	case errors.Is(err, io.EOF):
 		return "client closed the connection"
-	case c.srv.net.closing.Load() && (errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, net.ErrClosed)):
+	case errors.Is(err, errShuttingDown),
+		c.srv.net.closing.Load() && (timeout || errors.Is(err, net.ErrClosed)):
 		return "server shutting down"
+	case timeout && c.waiting == waitFirst:
+		c.warn("closing connection: no message within the message timeout of connecting", err)
+		return "no first message"
+	case timeout && c.waiting == waitIdle:
+		c.srv.log.Info("closing idle connection", zap.Int64("conn", c.id), zap.String("remote", c.remote),
+			zap.Duration("idleTimeout", c.srv.cfg.IdleTimeout))
+		return "idle"
+	case timeout:
+		c.warn("closing connection: message incomplete after the message timeout", err)
+		return "message timed out"
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		c.warn("closing connection: message truncated", err)
 		return "truncated message"
@@ -269,7 +383,14 @@ func (c *Conn) write(comp wire.Compressor) string {
 		c.srv.stats.compression(comp).compressed(int64(len(frame)), int64(len(compressed)))
 		frame = compressed
 	}
+	if limit := c.srv.cfg.MessageTimeout; limit > 0 {
+		c.nc.SetWriteDeadline(time.Now().Add(limit))
+	}
 	if _, err := c.nc.Write(frame); err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			c.warn("closing connection: reply not taken within the message timeout", err)
+			return "reply timed out"
+		}
 		c.srv.log.Debug("write failed", zap.Int64("conn", c.id), zap.String("remote", c.remote), zap.Error(err))
 		return "write failed"
 	}

@@ -474,7 +474,10 @@ func pointID(spec engine.FindSpec) (bsoncore.Value, bool) {
 
 // cursorReplyEmpty opens a cursor with an empty first batch (batchSize 0).
 func (s *Server) cursorReplyEmpty(req *Request, src batchSource, ns string) (bson.Raw, error) {
-	id := s.cursors.add(src, ns)
+	id, err := s.cursors.add(req, src, ns)
+	if err != nil {
+		return nil, err
+	}
 	return appendCursorReply(req, "firstBatch", nil, id, ns)
 }
 

@@ -49,6 +49,7 @@ type openCursor struct {
 	mu       sync.Mutex // one getMore at a time
 	src      batchSource
 	ns       string
+	conn     int64 // the connection that opened it
 	lastUsed time.Time
 }
 
@@ -57,14 +58,16 @@ type openCursor struct {
 type cursorTable struct {
 	mu        sync.Mutex
 	open      map[int64]*openCursor
+	byConn    map[int64]int // open cursors by the connection that opened them
 	lastSweep time.Time
 }
 
-func (t *cursorTable) add(src batchSource, ns string) int64 {
+func (t *cursorTable) add(req *Request, src batchSource, ns string) (int64, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.open == nil {
 		t.open = make(map[int64]*openCursor)
+		t.byConn = make(map[int64]int)
 	}
 	now := time.Now()
 	t.sweepLocked(now)
@@ -73,9 +76,25 @@ func (t *cursorTable) add(src batchSource, ns string) int64 {
 		_, _ = rand.Read(b[:])
 		id := int64(binary.BigEndian.Uint64(b[:]) &^ (1 << 63))
 		if id != 0 && t.open[id] == nil {
-			t.open[id] = &openCursor{src: src, ns: ns, lastUsed: now}
-			return id
+			t.open[id] = &openCursor{src: src, ns: ns, conn: req.Conn.id, lastUsed: now}
+			t.byConn[req.Conn.id]++
+			return id, nil
 		}
+	}
+}
+
+// openBy is the number of open cursors the connection opened.
+func (t *cursorTable) openBy(conn int64) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.byConn[conn]
+}
+
+// deleteLocked forgets an open cursor.
+func (t *cursorTable) deleteLocked(id int64, c *openCursor) {
+	delete(t.open, id)
+	if t.byConn[c.conn]--; t.byConn[c.conn] <= 0 {
+		delete(t.byConn, c.conn)
 	}
 }
 
@@ -94,8 +113,10 @@ func (t *cursorTable) get(id int64) *openCursor {
 func (t *cursorTable) remove(id int64) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	_, ok := t.open[id]
-	delete(t.open, id)
+	c, ok := t.open[id]
+	if ok {
+		t.deleteLocked(id, c)
+	}
 	return ok
 }
 
@@ -112,7 +133,7 @@ func (t *cursorTable) sweepLocked(now time.Time) {
 	t.lastSweep = now
 	for id, c := range t.open {
 		if now.Sub(c.lastUsed) > cursorIdleTimeout {
-			delete(t.open, id)
+			t.deleteLocked(id, c)
 		}
 	}
 }
@@ -147,7 +168,9 @@ func (s *Server) cursorReply(ctx context.Context, req *Request, src batchSource,
 	}
 	var id int64
 	if !single && !src.Exhausted() {
-		id = s.cursors.add(src, ns)
+		if id, err = s.cursors.add(req, src, ns); err != nil {
+			return nil, err
+		}
 	}
 	return appendCursorReply(req, "firstBatch", docs, id, ns)
 }

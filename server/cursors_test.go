@@ -10,8 +10,9 @@ import (
 
 func TestIdleCursorsAreClosedAfterTenMinutes(t *testing.T) {
 	var tab cursorTable
-	busy := tab.add(&sliceSource{docs: []bson.Raw{{}}}, "db.c")
-	idle := tab.add(&sliceSource{docs: []bson.Raw{{}}}, "db.c")
+	req := &Request{Conn: &Conn{id: 1}}
+	busy, _ := tab.add(req, &sliceSource{docs: []bson.Raw{{}}}, "db.c")
+	idle, _ := tab.add(req, &sliceSource{docs: []bson.Raw{{}}}, "db.c")
 	start := time.Now()
 	tab.open[busy].lastUsed = start.Add(5 * time.Minute)
 

@@ -150,7 +150,7 @@ func (s *Server) openConn(nc net.Conn) {
 	if limit := s.cfg.MaxConns; limit > 0 && len(s.net.conns) >= limit {
 		s.net.mu.Unlock()
 		s.log.Warn("connection refused: too many open connections",
-			zap.String("remote", nc.RemoteAddr().String()), zap.Int("maxConns", limit))
+			zap.String("remote", nc.RemoteAddr().String()), zap.Int("connectionCount", limit), zap.Int("maxConns", limit))
 		nc.Close()
 		return
 	}

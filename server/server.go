@@ -17,6 +17,11 @@ import (
 // Version is Lethe's own version, reported beside the MongoDB version it mimics.
 const Version = "0.1.0"
 
+// DefaultMessageTimeout is Config.MessageTimeout's default: ample for any
+// message a live client sends, short enough that sockets which connect and
+// then stall do not hold their connection slots for long.
+const DefaultMessageTimeout = 30 * time.Second
+
 // Config configures a Server.
 type Config struct {
 	Listen   string // host:port; port 0 picks a free one
@@ -24,6 +29,16 @@ type Config struct {
 	Logger   *zap.Logger
 	Clock    ttlindex.Clock // nil means the system clock
 	MaxConns int            // 0 means no limit
+	// MessageTimeout bounds how long a client may take to send its first
+	// message after connecting, to send the rest of a message once its
+	// first byte has arrived, and to take in a reply. Zero means
+	// DefaultMessageTimeout; negative means no limit.
+	MessageTimeout time.Duration
+	// IdleTimeout closes a connection that has sent nothing for this long
+	// and has no open cursor. Zero means never, as in MongoDB: drivers keep
+	// pooled connections open indefinitely, and an operation that finds its
+	// connection closed fails unless it can be retried.
+	IdleTimeout time.Duration
 	// ManualClock enables the advanceClock command; Clock must then be a
 	// *ttlindex.ManualClock.
 	ManualClock bool
@@ -62,6 +77,13 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = ttlindex.SystemClock{}
 	}
+	switch {
+	case cfg.MessageTimeout == 0:
+		cfg.MessageTimeout = DefaultMessageTimeout
+	case cfg.MessageTimeout < 0:
+		cfg.MessageTimeout = 0
+	}
+	cfg.IdleTimeout = max(cfg.IdleTimeout, 0)
 	if cfg.ManualClock {
 		if _, ok := cfg.Clock.(*ttlindex.ManualClock); !ok {
 			return nil, fmt.Errorf("server: ManualClock needs a *ttlindex.ManualClock")

@@ -45,6 +45,10 @@ func run(args []string) error {
 	logLevel := fs.String("log-level", "info", "least severe log level: debug, info, warn or error")
 	logFormat := fs.String("log-format", "console", "log format: console or json")
 	maxConns := fs.Int("max-conns", 0, "most client connections open at once; 0 means no limit")
+	messageTimeout := fs.Duration("message-timeout", server.DefaultMessageTimeout,
+		"time a client gets to send its first message after connecting, the rest of a message once it has begun, and to take in a reply; 0 means no limit")
+	idleTimeout := fs.Duration("idle-timeout", 0,
+		"close connections without open cursors that send nothing for this long; 0 means never, as in MongoDB (drivers keep pooled connections open)")
 	clock := fs.String("clock", "system", "time source for expiry: system, or manual for tests (time moves only by advanceClock)")
 	metricsListen := fs.String("metrics-listen", "", "address to serve Prometheus /metrics on, host:port; off when empty")
 	version := fs.Bool("version", false, "print the version and exit")
@@ -71,12 +75,17 @@ func run(args []string) error {
 	defer log.Sync()
 
 	cfg := server.Config{
-		Listen:   *listen,
-		DataDir:  *dataDir,
-		Logger:   log,
-		MaxConns: *maxConns,
-		CmdLine:  args,
-		LogLevel: &atom,
+		Listen:         *listen,
+		DataDir:        *dataDir,
+		Logger:         log,
+		MaxConns:       *maxConns,
+		MessageTimeout: *messageTimeout,
+		IdleTimeout:    *idleTimeout,
+		CmdLine:        args,
+		LogLevel:       &atom,
+	}
+	if cfg.MessageTimeout == 0 {
+		cfg.MessageTimeout = -1 // Config's zero means the default
 	}
 	switch *clock {
 	case "system":
