@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"time"
 
@@ -64,14 +65,82 @@ func (e *Engine) Aggregate(ctx context.Context, db, coll string, pipeline []bson
 	if err != nil {
 		return nil, err
 	}
-	docs, err := cur.All(ctx)
+	r := e.newPipelineRun(ctx, allowDiskUse)
+	docs, err := r.read(cur, r.limitBefore(pipeline[i:]))
 	if err != nil {
 		return nil, err
 	}
-	for ; i < len(pipeline); i++ {
-		name, arg, _ := stageOf(pipeline[i])
-		if docs, err = runStage(ctx, name, arg, docs, e.clock.Now()); err != nil {
+	return r.run(docs, pipeline[i:])
+}
+
+// pipelineRun is one run of the in-memory stages of a pipeline.
+type pipelineRun struct {
+	ctx          context.Context
+	now          time.Time
+	allowDiskUse bool
+	sortLimit    int64
+	memLimit     int64
+}
+
+func (e *Engine) newPipelineRun(ctx context.Context, allowDiskUse bool) *pipelineRun {
+	return &pipelineRun{ctx: ctx, now: e.clock.Now(), allowDiskUse: allowDiskUse, sortLimit: e.sortLimit, memLimit: e.memLimit}
+}
+
+// blocking is the limit of what a blocking stage holds.
+func (r *pipelineRun) blocking(exceeded func(int64) error) memoryLimit {
+	if r.allowDiskUse {
+		return memoryLimit{bytes: r.memLimit, exceeded: queryExceeded}
+	}
+	return memoryLimit{bytes: r.sortLimit, exceeded: exceeded}
+}
+
+// limitBefore is the limit of the documents made for the stages that
+// follow: those a $sort will hold count against the sort's limit as they
+// are made, the others against the limit of the request.
+func (r *pipelineRun) limitBefore(stages []bson.Raw) memoryLimit {
+	if len(stages) > 0 {
+		if name, _, _ := stageOf(stages[0]); name == "$sort" {
+			return r.blocking(sortExceeded)
+		}
+	}
+	return memoryLimit{bytes: r.memLimit, exceeded: queryExceeded}
+}
+
+// read drains a cursor, counting what it holds.
+func (r *pipelineRun) read(cur *Cursor, limit memoryLimit) ([]bson.Raw, error) {
+	h := held{limit: limit}
+	var all []bson.Raw
+	for !cur.Exhausted() {
+		b, err := cur.NextBatch(r.ctx, 0, 16<<20)
+		if err == nil {
+			err = h.add(sizeOf(b))
+		}
+		if err != nil {
 			return nil, err
+		}
+		all = append(all, b...)
+	}
+	return all, nil
+}
+
+// run passes docs through stages, and checks that none of the documents
+// it returns is too large to send.
+func (r *pipelineRun) run(docs []bson.Raw, stages []bson.Raw) ([]bson.Raw, error) {
+	for j, st := range stages {
+		if err := r.ctx.Err(); err != nil {
+			return nil, err
+		}
+		name, arg, err := stageOf(st)
+		if err != nil {
+			return nil, err
+		}
+		if docs, err = r.stage(name, arg, docs, r.limitBefore(stages[j+1:])); err != nil {
+			return nil, err
+		}
+	}
+	for _, d := range docs {
+		if len(d) > maxDocBytes {
+			return nil, docTooLarge(len(d), firstKey(d))
 		}
 	}
 	return docs, nil
@@ -80,19 +149,7 @@ func (e *Engine) Aggregate(ctx context.Context, db, coll string, pipeline []bson
 // ApplyStages runs pipeline stages over documents the caller produced, such
 // as the server's answer to $collStats or $currentOp.
 func (e *Engine) ApplyStages(ctx context.Context, docs []bson.Raw, stages []bson.Raw) ([]bson.Raw, error) {
-	for _, st := range stages {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		name, arg, err := stageOf(st)
-		if err != nil {
-			return nil, err
-		}
-		if docs, err = runStage(ctx, name, arg, docs, e.clock.Now()); err != nil {
-			return nil, err
-		}
-	}
-	return docs, nil
+	return e.newPipelineRun(ctx, false).run(docs, stages)
 }
 
 func stageOf(stage bson.Raw) (string, bson.RawValue, error) {
@@ -103,7 +160,9 @@ func stageOf(stage bson.Raw) (string, bson.RawValue, error) {
 	return elems[0].Key(), elems[0].Value(), nil
 }
 
-func runStage(ctx context.Context, name string, arg bson.RawValue, docs []bson.Raw, now time.Time) ([]bson.Raw, error) {
+// stage runs one stage; limit bounds the documents it makes.
+func (r *pipelineRun) stage(name string, arg bson.RawValue, docs []bson.Raw, limit memoryLimit) ([]bson.Raw, error) {
+	ctx, now := r.ctx, r.now
 	switch name {
 	case "$match":
 		f, err := query.Compile(arg.Document())
@@ -122,6 +181,10 @@ func runStage(ctx context.Context, name string, arg bson.RawValue, docs []bson.R
 		if err != nil {
 			return nil, err
 		}
+		h := held{limit: r.blocking(sortExceeded)}
+		if err := h.add(sizeOf(docs)); err != nil {
+			return nil, err
+		}
 		sortRaw(docs, s)
 		return docs, nil
 	case "$skip", "$limit":
@@ -138,14 +201,18 @@ func runStage(ctx context.Context, name string, arg bson.RawValue, docs []bson.R
 		if err != nil {
 			return nil, err
 		}
+		h := held{limit: limit, n: int64(sizeOf(docs))}
 		for j, d := range docs {
 			if docs[j], err = p.ApplyContext(ctx, d, -1); err != nil {
+				return nil, err
+			}
+			if err := h.add(len(docs[j]) - len(d)); err != nil {
 				return nil, err
 			}
 		}
 		return docs, nil
 	case "$replaceWith", "$replaceRoot":
-		return replaceRoot(ctx, name, arg, docs, now)
+		return replaceRoot(ctx, name, arg, docs, now, limit)
 	case "$count":
 		field, ok := arg.StringValueOK()
 		if !ok || field == "" || strings.HasPrefix(field, "$") || strings.Contains(field, ".") {
@@ -157,7 +224,7 @@ func runStage(ctx context.Context, name string, arg bson.RawValue, docs []bson.R
 		out, _ := bson.Marshal(bson.D{{Key: field, Value: int32(len(docs))}})
 		return []bson.Raw{out}, nil
 	case "$group":
-		return group(ctx, arg, docs, now)
+		return group(ctx, arg, docs, now, r.blocking(groupExceeded))
 	}
 	return nil, mongoerr.New(mongoerr.Code(40324), "Unrecognized pipeline stage name: '%s'", name)
 }
@@ -183,7 +250,7 @@ func compileShapeStage(name string, arg bson.RawValue, now time.Time) (*project.
 }
 
 // replaceRoot makes each document the value of an expression.
-func replaceRoot(ctx context.Context, name string, arg bson.RawValue, docs []bson.Raw, now time.Time) ([]bson.Raw, error) {
+func replaceRoot(ctx context.Context, name string, arg bson.RawValue, docs []bson.Raw, now time.Time, limit memoryLimit) ([]bson.Raw, error) {
 	v := bsoncore.Value{Type: bsoncore.Type(arg.Type), Data: arg.Value}
 	if name == "$replaceRoot" {
 		spec, ok := arg.DocumentOK()
@@ -197,6 +264,7 @@ func replaceRoot(ctx context.Context, name string, arg bson.RawValue, docs []bso
 	if err != nil {
 		return nil, err
 	}
+	h := held{limit: limit, n: int64(sizeOf(docs))}
 	for j, d := range docs {
 		out, err := ex.EvalContext(ctx, d)
 		if err != nil {
@@ -205,6 +273,9 @@ func replaceRoot(ctx context.Context, name string, arg bson.RawValue, docs []bso
 		doc, ok := out.DocumentOK()
 		if !ok {
 			return nil, mongoerr.New(mongoerr.Code(40228), "'newRoot' expression must evaluate to an object, but resulting value was of type %s", bson.Type(out.Type))
+		}
+		if err := h.add(len(doc) - len(d)); err != nil {
+			return nil, err
 		}
 		docs[j] = append(bson.Raw(nil), doc...)
 	}
@@ -238,9 +309,23 @@ type accState struct {
 	set    bool
 	values []bsoncore.Value
 	keys   map[string]bool
+	bytes  int // held for values, by $push and $addToSet
 }
 
-func group(ctx context.Context, arg bson.RawValue, docs []bson.Raw, now time.Time) ([]bson.Raw, error) {
+// size is the bytes of the accumulator's result, at least.
+func (s *accState) size() int {
+	if s.values == nil {
+		return max(len(s.val.Data), 16)
+	}
+	n := 5
+	for i, v := range s.values {
+		n += 2 + len(strconv.Itoa(i)) + len(v.Data)
+	}
+	return n
+}
+
+// group is $group; limit bounds the state of its groups.
+func group(ctx context.Context, arg bson.RawValue, docs []bson.Raw, now time.Time, limit memoryLimit) ([]bson.Raw, error) {
 	spec, ok := arg.DocumentOK()
 	if !ok {
 		return nil, mongoerr.New(mongoerr.Code(15947), "a group's fields must be specified in an object")
@@ -282,7 +367,11 @@ func group(ctx context.Context, arg bson.RawValue, docs []bson.Raw, now time.Tim
 	}
 	groups := map[string]*groupState{}
 	var order []string
-	for _, doc := range docs {
+	h := held{limit: limit}
+	for j, doc := range docs {
+		if j%256 == 0 && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		id, err := evalOrNull(ctx, idExpr, doc)
 		if err != nil {
 			return nil, err
@@ -293,9 +382,16 @@ func group(ctx context.Context, arg bson.RawValue, docs []bson.Raw, now time.Tim
 			g = &groupState{id: id, accs: make([]accState, len(accs))}
 			groups[k] = g
 			order = append(order, k)
+			if err := h.add(len(k) + len(id.Data)); err != nil {
+				return nil, err
+			}
 		}
 		for i, a := range accs {
-			if err := accumulate(ctx, &g.accs[i], a, doc); err != nil {
+			grew, err := accumulate(ctx, &g.accs[i], a, doc)
+			if err == nil {
+				err = h.add(grew)
+			}
+			if err != nil {
 				return nil, err
 			}
 		}
@@ -303,6 +399,14 @@ func group(ctx context.Context, arg bson.RawValue, docs []bson.Raw, now time.Tim
 	out := make([]bson.Raw, 0, len(order))
 	for _, k := range order {
 		g := groups[k]
+		// Refuse a document too large to return before building it.
+		size := 5 + 6 + len(g.id.Data)
+		for i, a := range accs {
+			size += 2 + len(a.field) + g.accs[i].size()
+		}
+		if size > maxDocBytes {
+			return nil, docTooLarge(size, "_id")
+		}
 		b := bsoncore.NewDocumentBuilder().AppendValue("_id", g.id)
 		for i, a := range accs {
 			b.AppendValue(a.field, finish(&g.accs[i], a))
@@ -312,15 +416,18 @@ func group(ctx context.Context, arg bson.RawValue, docs []bson.Raw, now time.Tim
 	return out, nil
 }
 
-func accumulate(ctx context.Context, s *accState, a accumulator, doc bson.Raw) error {
+// accumulate adds doc to an accumulator, and returns how many more bytes
+// the accumulator holds.
+func accumulate(ctx context.Context, s *accState, a accumulator, doc bson.Raw) (int, error) {
 	if a.op == "$count" {
 		s.sum.add(bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, 1)})
-		return nil
+		return 0, nil
 	}
 	v, err := a.arg.EvalContext(ctx, doc)
 	if err != nil {
-		return err
+		return 0, err
 	}
+	old := len(s.val.Data)
 	v = bsoncore.Value{Type: v.Type, Data: append([]byte(nil), v.Data...)}
 	ok := v.Type != 0
 	switch a.op {
@@ -331,7 +438,7 @@ func accumulate(ctx context.Context, s *accState, a accumulator, doc bson.Raw) e
 		}
 	case "$min", "$max":
 		if !ok || v.Type == bsoncore.TypeNull || v.Type == bsoncore.TypeUndefined {
-			return nil
+			return 0, nil
 		}
 		c := 0
 		if s.set {
@@ -355,6 +462,7 @@ func accumulate(ctx context.Context, s *accState, a accumulator, doc bson.Raw) e
 	case "$push":
 		if ok {
 			s.values = append(s.values, v)
+			return s.gathered(a.op, len(v.Data))
 		}
 	case "$addToSet":
 		if ok {
@@ -365,10 +473,20 @@ func accumulate(ctx context.Context, s *accState, a accumulator, doc bson.Raw) e
 			if !s.keys[k] {
 				s.keys[k] = true
 				s.values = append(s.values, v)
+				return s.gathered(a.op, len(k)+len(v.Data))
 			}
 		}
 	}
-	return nil
+	return len(s.val.Data) - old, nil
+}
+
+// gathered counts n more bytes of values in a $push or $addToSet, which
+// MongoDB bounds on their own.
+func (s *accState) gathered(op string, n int) (int, error) {
+	if s.bytes += n; s.bytes > maxAccumulatorBytes {
+		return 0, accumulatorExceeded(op)
+	}
+	return n, nil
 }
 
 func finish(s *accState, a accumulator) bsoncore.Value {

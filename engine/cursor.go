@@ -93,9 +93,9 @@ func (e *Engine) Find(ctx context.Context, db, coll string, spec FindSpec) (*Cur
 	}
 	cur.sc = &scanner{e: e, coll: c, p: p}
 	if !p.sorted && q.sort != nil {
-		limit := e.sortLimit
+		limit := memoryLimit{bytes: e.sortLimit, exceeded: sortExceeded}
 		if spec.AllowDiskUse {
-			limit = -1
+			limit = memoryLimit{bytes: e.memLimit, exceeded: queryExceeded}
 		}
 		if err := cur.materialize(ctx, q.sort, limit); err != nil {
 			return nil, err
@@ -104,9 +104,9 @@ func (e *Engine) Find(ctx context.Context, db, coll string, spec FindSpec) (*Cur
 	return cur, nil
 }
 
-// materialize reads every match and sorts it, holding at most maxBytes of
-// documents (-1: no limit).
-func (c *Cursor) materialize(ctx context.Context, srt *query.Sort, maxBytes int64) error {
+// materialize reads every match and sorts it, holding at most limit's
+// bytes of documents.
+func (c *Cursor) materialize(ctx context.Context, srt *query.Sort, limit memoryLimit) error {
 	var held int64
 	for !c.sc.done {
 		err := c.sc.next(ctx, func(d *storedDoc) (bool, error) {
@@ -114,8 +114,8 @@ func (c *Cursor) materialize(ctx context.Context, srt *query.Sort, maxBytes int6
 				return true, nil
 			}
 			held += int64(len(d.doc))
-			if maxBytes >= 0 && held > maxBytes {
-				return false, mongoerr.New(mongoerr.QueryExceededMemoryLimitNoDiskUseAllowed, "Sort exceeded memory limit of %d bytes, but did not opt in to external sorting.", maxBytes)
+			if held > limit.bytes {
+				return false, limit.exceeded(limit.bytes)
 			}
 			c.items = append(c.items, storedDoc{pk: append([]byte(nil), d.pk...), h: d.h, doc: append(bson.Raw(nil), d.doc...)})
 			return true, nil
