@@ -3,11 +3,13 @@ package engine
 import (
 	"context"
 	"slices"
+	"strconv"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/engine/keycodec"
+	"github.com/lethedb/lethe/engine/mongoerr"
 	"github.com/lethedb/lethe/engine/query"
 )
 
@@ -58,10 +60,17 @@ func (e *Engine) Count(ctx context.Context, db, coll string, filter bson.Raw, sk
 	return n, err
 }
 
+// maxDistinctBytes bounds the values distinct returns, as MongoDB's 16 MiB
+// cap on its reply does.
+const maxDistinctBytes = 16 << 20
+
 // Distinct returns the distinct values of key among matching documents,
 // arrays contributing their elements, in BSON order.
 func (e *Engine) Distinct(ctx context.Context, db, coll, key string, filter bson.Raw) ([]bsoncore.Value, error) {
 	seen := map[string]bsoncore.Value{}
+	// The values are one array of the reply, which MongoDB caps at 16 MiB:
+	// counting them as they are found stops a scan that would pass it.
+	size, tooBig := 0, false
 	err := e.scanMatches(ctx, db, coll, filter, bson.RawValue{}, func(doc bson.Raw) bool {
 		vals, _ := indexValues(bsoncore.Document(doc), key)
 		for _, v := range vals {
@@ -70,6 +79,10 @@ func (e *Engine) Distinct(ctx context.Context, db, coll, key string, filter bson
 			}
 			k := string(keycodec.Append(nil, v))
 			if _, ok := seen[k]; !ok {
+				if size += 2 + len(strconv.Itoa(len(seen))) + len(v.Data); size > maxDistinctBytes {
+					tooBig = true
+					return false
+				}
 				seen[k] = bsoncore.Value{Type: v.Type, Data: append([]byte(nil), v.Data...)}
 			}
 		}
@@ -77,6 +90,9 @@ func (e *Engine) Distinct(ctx context.Context, db, coll, key string, filter bson
 	})
 	if err != nil {
 		return nil, err
+	}
+	if tooBig {
+		return nil, mongoerr.New(17217, "distinct too big, 16mb cap")
 	}
 	out := make([]bsoncore.Value, 0, len(seen))
 	for _, v := range seen {

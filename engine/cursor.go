@@ -39,6 +39,9 @@ type Cursor struct {
 	materialized bool
 	exhausted    bool
 	nReturned    int64
+	// pending is a result that did not fit in the last batch: the next
+	// one starts with it.
+	pending bson.Raw
 }
 
 // compiledQuery is a FindSpec's parts, compiled.
@@ -137,6 +140,26 @@ func (c *Cursor) Exhausted() bool { return c.exhausted }
 func (c *Cursor) NextBatch(ctx context.Context, n int, maxBytes int) ([]bson.Raw, error) {
 	var out []bson.Raw
 	size := 0
+	// emit adds doc to the batch unless the batch has room for it no
+	// more: like MongoDB's, a batch passes maxBytes only with its first
+	// document.
+	emit := func(doc bson.Raw) bool {
+		if len(out) > 0 && size+len(doc) > maxBytes {
+			c.pending = doc
+			return false
+		}
+		out = append(out, doc)
+		size += len(doc)
+		c.nReturned++
+		if c.limit > 0 {
+			c.limit--
+			if c.limit == 0 {
+				c.exhausted = true
+				return false
+			}
+		}
+		return !(n > 0 && len(out) >= n) && size < maxBytes
+	}
 	take := func(d *storedDoc) (bool, error) {
 		matched, pos := c.filter.MatchPositional(d.doc)
 		if !c.materialized && !matched {
@@ -155,20 +178,19 @@ func (c *Cursor) NextBatch(ctx context.Context, n int, maxBytes int) ([]bson.Raw
 		} else {
 			doc = append(bson.Raw(nil), doc...)
 		}
-		out = append(out, doc)
-		size += len(doc)
-		c.nReturned++
-		if c.limit > 0 {
-			c.limit--
-			if c.limit == 0 {
-				c.exhausted = true
-				return false, nil
-			}
-		}
-		return !(n > 0 && len(out) >= n) && size < maxBytes, nil
+		return emit(doc), nil
 	}
 	if c.exhausted {
 		return nil, nil
+	}
+	if doc := c.pending; doc != nil {
+		c.pending = nil
+		if !emit(doc) {
+			if c.pending == nil && (c.materialized && len(c.items) == 0 || !c.materialized && c.sc.done) {
+				c.exhausted = true
+			}
+			return out, nil
+		}
 	}
 	if c.materialized {
 		st := c.coll.st()
@@ -187,7 +209,7 @@ func (c *Cursor) NextBatch(ctx context.Context, n int, maxBytes int) ([]bson.Raw
 				break
 			}
 		}
-		if len(c.items) == 0 {
+		if len(c.items) == 0 && c.pending == nil {
 			c.exhausted = true
 		}
 		return out, nil
@@ -195,7 +217,7 @@ func (c *Cursor) NextBatch(ctx context.Context, n int, maxBytes int) ([]bson.Raw
 	if err := c.sc.next(ctx, take); err != nil {
 		return nil, err
 	}
-	if c.sc.done {
+	if c.sc.done && c.pending == nil {
 		c.exhausted = true
 	}
 	return out, nil

@@ -114,3 +114,24 @@ func TestPushAccumulatorLimit(t *testing.T) {
 		t.Errorf("$push past 100 MiB: %v, want ExceededMemoryLimit", err)
 	}
 }
+
+func TestDistinctTooBig(t *testing.T) {
+	e := limitedEngine(t, 0, 0, 100<<20, 256<<20)
+	var docs []bson.Raw
+	for i := range 20 {
+		d, _ := bson.Marshal(bson.D{{Key: "_id", Value: i}, {Key: "big", Value: strings.Repeat(string(rune('a'+i)), 1<<20)}})
+		docs = append(docs, d)
+	}
+	if _, err := e.Insert("db", "c", docs, true); err != nil {
+		t.Fatal(err)
+	}
+	// Twenty distinct values of 1 MiB pass the 16 MiB of a reply; fifteen
+	// do not.
+	if _, err := e.Distinct(context.Background(), "db", "c", "big", nil); mongoerr.CodeOf(err) != 17217 {
+		t.Errorf("distinct of 20 MiB: %v, want code 17217", err)
+	}
+	filter, _ := bson.Marshal(bson.D{{Key: "_id", Value: bson.D{{Key: "$lt", Value: 15}}}})
+	if vals, err := e.Distinct(context.Background(), "db", "c", "big", filter); err != nil || len(vals) != 15 {
+		t.Errorf("distinct of 15 MiB: %d values, %v", len(vals), err)
+	}
+}
