@@ -66,11 +66,59 @@ func (e *Engine) Aggregate(ctx context.Context, db, coll string, pipeline []bson
 		return nil, err
 	}
 	r := e.newPipelineRun(ctx, allowDiskUse)
-	docs, err := r.read(cur, r.limitBefore(pipeline[i:]))
+	rest := pipeline[i:]
+	var docs []bson.Raw
+	if name, arg, _ := stageOf(firstOf(rest)); name == "$group" {
+		// A $group first takes the query's documents as they come rather
+		// than all at once.
+		docs, err = group(ctx, arg, cursorDocs(ctx, cur), r.now, r.blocking(groupExceeded))
+		rest = rest[1:]
+	} else {
+		docs, err = r.read(cur, r.limitBefore(rest))
+	}
 	if err != nil {
 		return nil, err
 	}
-	return r.run(docs, pipeline[i:])
+	return r.run(docs, rest)
+}
+
+func firstOf(stages []bson.Raw) bson.Raw {
+	if len(stages) == 0 {
+		return nil
+	}
+	return stages[0]
+}
+
+// docSource calls fn with documents in turn until fn fails.
+type docSource func(fn func(doc bson.Raw) error) error
+
+func sliceDocs(docs []bson.Raw) docSource {
+	return func(fn func(bson.Raw) error) error {
+		for _, d := range docs {
+			if err := fn(d); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// cursorDocs reads a cursor a batch at a time.
+func cursorDocs(ctx context.Context, cur *Cursor) docSource {
+	return func(fn func(bson.Raw) error) error {
+		for !cur.Exhausted() {
+			b, err := cur.NextBatch(ctx, 0, 16<<20)
+			if err != nil {
+				return err
+			}
+			for _, d := range b {
+				if err := fn(d); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
 }
 
 // pipelineRun is one run of the in-memory stages of a pipeline.
@@ -224,7 +272,7 @@ func (r *pipelineRun) stage(name string, arg bson.RawValue, docs []bson.Raw, lim
 		out, _ := bson.Marshal(bson.D{{Key: field, Value: int32(len(docs))}})
 		return []bson.Raw{out}, nil
 	case "$group":
-		return group(ctx, arg, docs, now, r.blocking(groupExceeded))
+		return group(ctx, arg, sliceDocs(docs), now, r.blocking(groupExceeded))
 	}
 	return nil, mongoerr.New(mongoerr.Code(40324), "Unrecognized pipeline stage name: '%s'", name)
 }
@@ -325,7 +373,7 @@ func (s *accState) size() int {
 }
 
 // group is $group; limit bounds the state of its groups.
-func group(ctx context.Context, arg bson.RawValue, docs []bson.Raw, now time.Time, limit memoryLimit) ([]bson.Raw, error) {
+func group(ctx context.Context, arg bson.RawValue, docs docSource, now time.Time, limit memoryLimit) ([]bson.Raw, error) {
 	spec, ok := arg.DocumentOK()
 	if !ok {
 		return nil, mongoerr.New(mongoerr.Code(15947), "a group's fields must be specified in an object")
@@ -368,22 +416,23 @@ func group(ctx context.Context, arg bson.RawValue, docs []bson.Raw, now time.Tim
 	groups := map[string]*groupState{}
 	var order []string
 	h := held{limit: limit}
-	for j, doc := range docs {
-		if j%256 == 0 && ctx.Err() != nil {
-			return nil, ctx.Err()
+	j := 0
+	err := docs(func(doc bson.Raw) error {
+		if j++; j%256 == 0 && ctx.Err() != nil {
+			return ctx.Err()
 		}
 		id, err := evalOrNull(ctx, idExpr, doc)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		k := string(keycodec.Append(nil, id))
 		g := groups[k]
 		if g == nil {
-			g = &groupState{id: id, accs: make([]accState, len(accs))}
+			g = &groupState{id: own(id, doc), accs: make([]accState, len(accs))}
 			groups[k] = g
 			order = append(order, k)
 			if err := h.add(len(k) + len(id.Data)); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		for i, a := range accs {
@@ -392,9 +441,13 @@ func group(ctx context.Context, arg bson.RawValue, docs []bson.Raw, now time.Tim
 				err = h.add(grew)
 			}
 			if err != nil {
-				return nil, err
+				return err
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	out := make([]bson.Raw, 0, len(order))
 	for _, k := range order {
@@ -428,7 +481,7 @@ func accumulate(ctx context.Context, s *accState, a accumulator, doc bson.Raw) (
 		return 0, err
 	}
 	old := len(s.val.Data)
-	v = bsoncore.Value{Type: v.Type, Data: append([]byte(nil), v.Data...)}
+	v = own(v, doc)
 	ok := v.Type != 0
 	switch a.op {
 	case "$sum", "$avg":
@@ -487,6 +540,16 @@ func (s *accState) gathered(op string, n int) (int, error) {
 		return 0, accumulatorExceeded(op)
 	}
 	return n, nil
+}
+
+// own returns v, which may point into doc, as a value a group can keep: a
+// copy, unless v is most of doc, which the group then keeps whole rather
+// than holding its bytes twice.
+func own(v bsoncore.Value, doc bson.Raw) bsoncore.Value {
+	if 2*len(v.Data) > len(doc) {
+		return v
+	}
+	return bsoncore.Value{Type: v.Type, Data: append([]byte(nil), v.Data...)}
 }
 
 func finish(s *accState, a accumulator) bsoncore.Value {

@@ -45,6 +45,9 @@ type Config struct {
 	// NoReaper leaves expired documents hidden in storage until dropped or
 	// overwritten; tests use it to observe behaviour without purges.
 	NoReaper bool
+	// QueryMemoryLimit bounds the memory one query or aggregation may hold,
+	// even with allowDiskUse; see engine.Options.QueryMemoryLimit.
+	QueryMemoryLimit int64
 	// CmdLine is what getCmdLineOpts reports.
 	CmdLine []string
 	// LogLevel, when set, is the level of Logger; setParameter logLevel
@@ -93,7 +96,7 @@ func New(cfg Config) (*Server, error) {
 	log := cfg.Logger.WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core {
 		return zapcore.NewTee(c, recent.core())
 	}))
-	eng, err := engine.Open(cfg.DataDir, engine.Options{Clock: cfg.Clock, Logger: log, NoReaper: cfg.NoReaper})
+	eng, err := engine.Open(cfg.DataDir, engine.Options{Clock: cfg.Clock, Logger: log, NoReaper: cfg.NoReaper, QueryMemoryLimit: cfg.QueryMemoryLimit})
 	if err != nil {
 		return nil, fmt.Errorf("server: open store: %w", err)
 	}

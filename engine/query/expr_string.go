@@ -2,6 +2,7 @@ package query
 
 import (
 	"bytes"
+	"encoding/binary"
 	"math"
 	"strconv"
 	"strings"
@@ -73,7 +74,10 @@ func stringOf(v bsoncore.Value) string {
 type concatExpr []exprNode
 
 func (x concatExpr) eval(e *env) (bsoncore.Value, error) {
-	var b strings.Builder
+	// The operands are gathered first, so that the result is allocated
+	// once, at its size: doubling a string makes no more garbage than it
+	// must.
+	var parts [][]byte
 	size := e.buildingString("$concat")
 	defer size.release()
 	null, err := operands(e, x, func(v bsoncore.Value) error {
@@ -81,16 +85,19 @@ func (x concatExpr) eval(e *env) (bsoncore.Value, error) {
 			return mongoerr.New(16702, "$concat only supports strings, not %s", typeName(v.Type))
 		}
 		s := mustStringBytes(v)
-		if err := size.add(len(s)); err != nil {
-			return err
-		}
-		b.Write(s)
-		return nil
+		parts = append(parts, s)
+		return size.add(len(s))
 	})
 	if err != nil || null {
 		return nullValue, err
 	}
-	return stringValue(b.String()), nil
+	out := make([]byte, 4, size.n)
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	out = append(out, 0)
+	binary.LittleEndian.PutUint32(out, uint32(len(out)-4))
+	return bsoncore.Value{Type: bsoncore.TypeString, Data: out}, nil
 }
 
 func mustStringBytes(v bsoncore.Value) []byte {
