@@ -122,3 +122,15 @@ func (e *env) tick() error {
 	}
 	return e.ctx.Err()
 }
+
+// appendChunked appends src to dst a piece at a time. A copy of megabytes
+// in one piece cannot be preempted, and holds up every goroutine while the
+// garbage collector waits for it to stop; pieces let it stop between them.
+func appendChunked(dst, src []byte) []byte {
+	const piece = 64 << 10
+	for len(src) > piece {
+		dst = append(dst, src[:piece]...)
+		src = src[piece:]
+	}
+	return append(dst, src...)
+}

@@ -93,7 +93,7 @@ func (x concatExpr) eval(e *env) (bsoncore.Value, error) {
 	}
 	out := make([]byte, 4, size.n)
 	for _, p := range parts {
-		out = append(out, p...)
+		out = appendChunked(out, p)
 	}
 	out = append(out, 0)
 	binary.LittleEndian.PutUint32(out, uint32(len(out)-4))
