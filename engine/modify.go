@@ -112,7 +112,7 @@ func (e *Engine) Update(ctx context.Context, db, coll string, spec UpdateSpec) (
 	defer w.close()
 	for _, pk := range pks {
 		matched, modified, err := w.modify(pk, f, func(d *storedDoc, pos int) (bson.Raw, bool, error) {
-			return spec.Update.Apply(d.doc, pos)
+			return spec.Update.ApplyContext(ctx, d.doc, pos)
 		}, nil)
 		if err != nil {
 			// Documents changed before this one stand, as in MongoDB.
