@@ -135,3 +135,17 @@ func TestDistinctTooBig(t *testing.T) {
 		t.Errorf("distinct of 15 MiB: %d values, %v", len(vals), err)
 	}
 }
+
+func TestFindSortWithAllowDiskUseIsBounded(t *testing.T) {
+	// allowDiskUse lifts the sort limit, not the request's.
+	e := limitedEngine(t, 100, 100, 4096, 8192)
+	sortBig, _ := bson.Marshal(bson.D{{Key: "big", Value: 1}})
+	_, err := e.Find(context.Background(), "db", "c", FindSpec{Sort: sortBig, AllowDiskUse: true})
+	if mongoerr.CodeOf(err) != mongoerr.ExceededMemoryLimit {
+		t.Errorf("a sort of 10 KB with allowDiskUse and a limit of 8 KB: %v, want ExceededMemoryLimit", err)
+	}
+	_, err = e.Find(context.Background(), "db", "c", FindSpec{Sort: sortBig})
+	if mongoerr.CodeOf(err) != mongoerr.QueryExceededMemoryLimitNoDiskUseAllowed {
+		t.Errorf("the same sort without allowDiskUse: %v, want QueryExceededMemoryLimitNoDiskUseAllowed", err)
+	}
+}
