@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"bytes"
 	"context"
+	"hash/maphash"
 	"slices"
 	"strconv"
 
@@ -67,24 +69,35 @@ const maxDistinctBytes = 16 << 20
 // Distinct returns the distinct values of key among matching documents,
 // arrays contributing their elements, in BSON order.
 func (e *Engine) Distinct(ctx context.Context, db, coll, key string, filter bson.Raw) ([]bsoncore.Value, error) {
-	seen := map[string]bsoncore.Value{}
-	// The values are one array of the reply, which MongoDB caps at 16 MiB:
-	// counting them as they are found stops a scan that would pass it.
+	// Values are found again by a hash of their keys, so that only the
+	// values are kept. They are one array of the reply, which MongoDB caps
+	// at 16 MiB: counting them as they are found stops a scan that would
+	// pass it.
+	var out []bsoncore.Value
+	seen := map[uint64][]int{} // indexes in out, by hash of key
+	seed := maphash.MakeSeed()
 	size, tooBig := 0, false
+	var k, other []byte // reused
 	err := e.scanMatches(ctx, db, coll, filter, bson.RawValue{}, func(doc bson.Raw) bool {
 		vals, _ := indexValues(bsoncore.Document(doc), key)
+	next:
 		for _, v := range vals {
 			if v.Type == bsoncore.TypeUndefined {
 				continue
 			}
-			k := string(keycodec.Append(nil, v))
-			if _, ok := seen[k]; !ok {
-				if size += 2 + len(strconv.Itoa(len(seen))) + len(v.Data); size > maxDistinctBytes {
-					tooBig = true
-					return false
+			k = keycodec.Append(k[:0], v)
+			h := maphash.Bytes(seed, k)
+			for _, i := range seen[h] {
+				if other = keycodec.Append(other[:0], out[i]); bytes.Equal(other, k) {
+					continue next
 				}
-				seen[k] = bsoncore.Value{Type: v.Type, Data: append([]byte(nil), v.Data...)}
 			}
+			if size += 2 + len(strconv.Itoa(len(out))) + len(v.Data); size > maxDistinctBytes {
+				tooBig = true
+				return false
+			}
+			seen[h] = append(seen[h], len(out))
+			out = append(out, bsoncore.Value{Type: v.Type, Data: append([]byte(nil), v.Data...)})
 		}
 		return true
 	})
@@ -93,10 +106,6 @@ func (e *Engine) Distinct(ctx context.Context, db, coll, key string, filter bson
 	}
 	if tooBig {
 		return nil, mongoerr.New(17217, "distinct too big, 16mb cap")
-	}
-	out := make([]bsoncore.Value, 0, len(seen))
-	for _, v := range seen {
-		out = append(out, v)
 	}
 	sortValues(out)
 	return out, nil

@@ -149,3 +149,27 @@ func TestFindSortWithAllowDiskUseIsBounded(t *testing.T) {
 		t.Errorf("the same sort without allowDiskUse: %v, want QueryExceededMemoryLimitNoDiskUseAllowed", err)
 	}
 }
+
+func TestDistinctDeduplicates(t *testing.T) {
+	e := limitedEngine(t, 0, 0, 100<<20, 256<<20)
+	var docs []bson.Raw
+	for i, v := range []any{1, 1.0, "a", bson.A{"a", 2}, int64(2), nil, bson.D{{Key: "x", Value: 1}}, bson.D{{Key: "x", Value: 1}}} {
+		d, _ := bson.Marshal(bson.D{{Key: "_id", Value: i}, {Key: "v", Value: v}})
+		docs = append(docs, d)
+	}
+	if _, err := e.Insert("db", "c", docs, true); err != nil {
+		t.Fatal(err)
+	}
+	vals, err := e.Distinct(context.Background(), "db", "c", "v", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, v := range vals {
+		got = append(got, v.String())
+	}
+	// Numbers equal in value are one value, as in MongoDB.
+	if want := 5; len(vals) != want {
+		t.Errorf("distinct = %v, want %d values: null, 1, 2, \"a\", {x: 1}", got, want)
+	}
+}
