@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"time"
 
@@ -64,14 +65,130 @@ func (e *Engine) Aggregate(ctx context.Context, db, coll string, pipeline []bson
 	if err != nil {
 		return nil, err
 	}
-	docs, err := cur.All(ctx)
+	r := e.newPipelineRun(ctx, opts.AllowDiskUse)
+	rest := pipeline[i:]
+	var docs []bson.Raw
+	if name, arg, _ := stageOf(firstOf(rest)); name == "$group" {
+		// A $group first takes the query's documents as they come rather
+		// than all at once.
+		docs, err = group(ctx, arg, cursorDocs(ctx, cur), r.now, r.blocking(groupExceeded))
+		rest = rest[1:]
+	} else {
+		docs, err = r.read(cur, r.limitBefore(rest))
+	}
 	if err != nil {
 		return nil, err
 	}
-	for ; i < len(pipeline); i++ {
-		name, arg, _ := stageOf(pipeline[i])
-		if docs, err = runStage(name, arg, docs, e.clock.Now()); err != nil {
+	return r.run(docs, rest)
+}
+
+func firstOf(stages []bson.Raw) bson.Raw {
+	if len(stages) == 0 {
+		return nil
+	}
+	return stages[0]
+}
+
+// docSource calls fn with documents in turn until fn fails.
+type docSource func(fn func(doc bson.Raw) error) error
+
+func sliceDocs(docs []bson.Raw) docSource {
+	return func(fn func(bson.Raw) error) error {
+		for _, d := range docs {
+			if err := fn(d); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// cursorDocs reads a cursor a batch at a time.
+func cursorDocs(ctx context.Context, cur *Cursor) docSource {
+	return func(fn func(bson.Raw) error) error {
+		for !cur.Exhausted() {
+			b, err := cur.NextBatch(ctx, 0, 16<<20)
+			if err != nil {
+				return err
+			}
+			for _, d := range b {
+				if err := fn(d); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+}
+
+// pipelineRun is one run of the in-memory stages of a pipeline.
+type pipelineRun struct {
+	ctx          context.Context
+	now          time.Time
+	allowDiskUse bool
+	sortLimit    int64
+	memLimit     int64
+}
+
+func (e *Engine) newPipelineRun(ctx context.Context, allowDiskUse bool) *pipelineRun {
+	return &pipelineRun{ctx: ctx, now: e.clock.Now(), allowDiskUse: allowDiskUse, sortLimit: e.sortLimit, memLimit: e.memLimit}
+}
+
+// blocking is the limit of what a blocking stage holds.
+func (r *pipelineRun) blocking(exceeded func(int64) error) memoryLimit {
+	if r.allowDiskUse {
+		return memoryLimit{bytes: r.memLimit, exceeded: queryExceeded}
+	}
+	return memoryLimit{bytes: r.sortLimit, exceeded: exceeded}
+}
+
+// limitBefore is the limit of the documents made for the stages that
+// follow: those a $sort will hold count against the sort's limit as they
+// are made, the others against the limit of the request.
+func (r *pipelineRun) limitBefore(stages []bson.Raw) memoryLimit {
+	if len(stages) > 0 {
+		if name, _, _ := stageOf(stages[0]); name == "$sort" {
+			return r.blocking(sortExceeded)
+		}
+	}
+	return memoryLimit{bytes: r.memLimit, exceeded: queryExceeded}
+}
+
+// read drains a cursor, counting what it holds.
+func (r *pipelineRun) read(cur *Cursor, limit memoryLimit) ([]bson.Raw, error) {
+	h := held{limit: limit}
+	var all []bson.Raw
+	for !cur.Exhausted() {
+		b, err := cur.NextBatch(r.ctx, 0, 16<<20)
+		if err == nil {
+			err = h.add(sizeOf(b))
+		}
+		if err != nil {
 			return nil, err
+		}
+		all = append(all, b...)
+	}
+	return all, nil
+}
+
+// run passes docs through stages, and checks that none of the documents
+// it returns is too large to send.
+func (r *pipelineRun) run(docs []bson.Raw, stages []bson.Raw) ([]bson.Raw, error) {
+	for j, st := range stages {
+		if err := r.ctx.Err(); err != nil {
+			return nil, err
+		}
+		name, arg, err := stageOf(st)
+		if err != nil {
+			return nil, err
+		}
+		if docs, err = r.stage(name, arg, docs, r.limitBefore(stages[j+1:])); err != nil {
+			return nil, err
+		}
+	}
+	for _, d := range docs {
+		if len(d) > maxDocBytes {
+			return nil, docTooLarge(len(d), firstKey(d))
 		}
 	}
 	return docs, nil
@@ -90,19 +207,7 @@ type AggregateOptions struct {
 // ApplyStages runs pipeline stages over documents the caller produced, such
 // as the server's answer to $collStats or $currentOp.
 func (e *Engine) ApplyStages(ctx context.Context, docs []bson.Raw, stages []bson.Raw) ([]bson.Raw, error) {
-	for _, st := range stages {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		name, arg, err := stageOf(st)
-		if err != nil {
-			return nil, err
-		}
-		if docs, err = runStage(name, arg, docs, e.clock.Now()); err != nil {
-			return nil, err
-		}
-	}
-	return docs, nil
+	return e.newPipelineRun(ctx, false).run(docs, stages)
 }
 
 func stageOf(stage bson.Raw) (string, bson.RawValue, error) {
@@ -113,7 +218,9 @@ func stageOf(stage bson.Raw) (string, bson.RawValue, error) {
 	return elems[0].Key(), elems[0].Value(), nil
 }
 
-func runStage(name string, arg bson.RawValue, docs []bson.Raw, now time.Time) ([]bson.Raw, error) {
+// stage runs one stage; limit bounds the documents it makes.
+func (r *pipelineRun) stage(name string, arg bson.RawValue, docs []bson.Raw, limit memoryLimit) ([]bson.Raw, error) {
+	ctx, now := r.ctx, r.now
 	switch name {
 	case "$match":
 		f, err := query.Compile(arg.Document())
@@ -132,6 +239,10 @@ func runStage(name string, arg bson.RawValue, docs []bson.Raw, now time.Time) ([
 		if err != nil {
 			return nil, err
 		}
+		h := held{limit: r.blocking(sortExceeded)}
+		if err := h.add(sizeOf(docs)); err != nil {
+			return nil, err
+		}
 		sortRaw(docs, s)
 		return docs, nil
 	case "$skip", "$limit":
@@ -148,14 +259,18 @@ func runStage(name string, arg bson.RawValue, docs []bson.Raw, now time.Time) ([
 		if err != nil {
 			return nil, err
 		}
+		h := held{limit: limit, n: int64(sizeOf(docs))}
 		for j, d := range docs {
-			if docs[j], err = p.Apply(d, -1); err != nil {
+			if docs[j], err = p.ApplyContext(ctx, d, -1); err != nil {
+				return nil, err
+			}
+			if err := h.add(len(docs[j]) - len(d)); err != nil {
 				return nil, err
 			}
 		}
 		return docs, nil
 	case "$replaceWith", "$replaceRoot":
-		return replaceRoot(name, arg, docs, now)
+		return replaceRoot(ctx, name, arg, docs, now, limit)
 	case "$count":
 		field, ok := arg.StringValueOK()
 		if !ok || field == "" || strings.HasPrefix(field, "$") || strings.Contains(field, ".") {
@@ -167,7 +282,7 @@ func runStage(name string, arg bson.RawValue, docs []bson.Raw, now time.Time) ([
 		out, _ := bson.Marshal(bson.D{{Key: field, Value: int32(len(docs))}})
 		return []bson.Raw{out}, nil
 	case "$group":
-		return group(arg, docs, now)
+		return group(ctx, arg, sliceDocs(docs), now, r.blocking(groupExceeded))
 	}
 	return nil, mongoerr.New(mongoerr.Code(40324), "Unrecognized pipeline stage name: '%s'", name)
 }
@@ -193,7 +308,7 @@ func compileShapeStage(name string, arg bson.RawValue, now time.Time) (*project.
 }
 
 // replaceRoot makes each document the value of an expression.
-func replaceRoot(name string, arg bson.RawValue, docs []bson.Raw, now time.Time) ([]bson.Raw, error) {
+func replaceRoot(ctx context.Context, name string, arg bson.RawValue, docs []bson.Raw, now time.Time, limit memoryLimit) ([]bson.Raw, error) {
 	v := bsoncore.Value{Type: bsoncore.Type(arg.Type), Data: arg.Value}
 	if name == "$replaceRoot" {
 		spec, ok := arg.DocumentOK()
@@ -207,8 +322,9 @@ func replaceRoot(name string, arg bson.RawValue, docs []bson.Raw, now time.Time)
 	if err != nil {
 		return nil, err
 	}
+	h := held{limit: limit, n: int64(sizeOf(docs))}
 	for j, d := range docs {
-		out, err := ex.Eval(d)
+		out, err := ex.EvalContext(ctx, d)
 		if err != nil {
 			return nil, err
 		}
@@ -216,14 +332,17 @@ func replaceRoot(name string, arg bson.RawValue, docs []bson.Raw, now time.Time)
 		if !ok {
 			return nil, mongoerr.New(mongoerr.Code(40228), "'newRoot' expression must evaluate to an object, but resulting value was of type %s", bson.Type(out.Type))
 		}
+		if err := h.add(len(doc) - len(d)); err != nil {
+			return nil, err
+		}
 		docs[j] = append(bson.Raw(nil), doc...)
 	}
 	return docs, nil
 }
 
 // evalOrNull evaluates ex, giving null for a missing result.
-func evalOrNull(ex *query.Expr, doc bson.Raw) (bsoncore.Value, error) {
-	v, err := ex.Eval(doc)
+func evalOrNull(ctx context.Context, ex *query.Expr, doc bson.Raw) (bsoncore.Value, error) {
+	v, err := ex.EvalContext(ctx, doc)
 	if err == nil && v.Type == 0 {
 		v = nullValue
 	}
@@ -248,9 +367,23 @@ type accState struct {
 	set    bool
 	values []bsoncore.Value
 	keys   map[string]bool
+	bytes  int // held for values, by $push and $addToSet
 }
 
-func group(arg bson.RawValue, docs []bson.Raw, now time.Time) ([]bson.Raw, error) {
+// size is the bytes of the accumulator's result, at least.
+func (s *accState) size() int {
+	if s.values == nil {
+		return max(len(s.val.Data), 16)
+	}
+	n := 5
+	for i, v := range s.values {
+		n += 2 + len(strconv.Itoa(i)) + len(v.Data)
+	}
+	return n
+}
+
+// group is $group; limit bounds the state of its groups.
+func group(ctx context.Context, arg bson.RawValue, docs docSource, now time.Time, limit memoryLimit) ([]bson.Raw, error) {
 	spec, ok := arg.DocumentOK()
 	if !ok {
 		return nil, mongoerr.New(mongoerr.Code(15947), "a group's fields must be specified in an object")
@@ -292,27 +425,51 @@ func group(arg bson.RawValue, docs []bson.Raw, now time.Time) ([]bson.Raw, error
 	}
 	groups := map[string]*groupState{}
 	var order []string
-	for _, doc := range docs {
-		id, err := evalOrNull(idExpr, doc)
+	h := held{limit: limit}
+	j := 0
+	err := docs(func(doc bson.Raw) error {
+		if j++; j%256 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		id, err := evalOrNull(ctx, idExpr, doc)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		k := string(keycodec.Append(nil, id))
 		g := groups[k]
 		if g == nil {
-			g = &groupState{id: id, accs: make([]accState, len(accs))}
+			g = &groupState{id: own(id, doc), accs: make([]accState, len(accs))}
 			groups[k] = g
 			order = append(order, k)
-		}
-		for i, a := range accs {
-			if err := accumulate(&g.accs[i], a, doc); err != nil {
-				return nil, err
+			if err := h.add(len(k) + len(id.Data)); err != nil {
+				return err
 			}
 		}
+		for i, a := range accs {
+			grew, err := accumulate(ctx, &g.accs[i], a, doc)
+			if err == nil {
+				err = h.add(grew)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	out := make([]bson.Raw, 0, len(order))
 	for _, k := range order {
 		g := groups[k]
+		// Refuse a document too large to return before building it.
+		size := 5 + 6 + len(g.id.Data)
+		for i, a := range accs {
+			size += 2 + len(a.field) + g.accs[i].size()
+		}
+		if size > maxDocBytes {
+			return nil, docTooLarge(size, "_id")
+		}
 		b := bsoncore.NewDocumentBuilder().AppendValue("_id", g.id)
 		for i, a := range accs {
 			b.AppendValue(a.field, finish(&g.accs[i], a))
@@ -322,16 +479,19 @@ func group(arg bson.RawValue, docs []bson.Raw, now time.Time) ([]bson.Raw, error
 	return out, nil
 }
 
-func accumulate(s *accState, a accumulator, doc bson.Raw) error {
+// accumulate adds doc to an accumulator, and returns how many more bytes
+// the accumulator holds.
+func accumulate(ctx context.Context, s *accState, a accumulator, doc bson.Raw) (int, error) {
 	if a.op == "$count" {
 		s.sum.add(bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, 1)})
-		return nil
+		return 0, nil
 	}
-	v, err := a.arg.Eval(doc)
+	v, err := a.arg.EvalContext(ctx, doc)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	v = bsoncore.Value{Type: v.Type, Data: append([]byte(nil), v.Data...)}
+	old := len(s.val.Data)
+	v = own(v, doc)
 	ok := v.Type != 0
 	switch a.op {
 	case "$sum", "$avg":
@@ -341,7 +501,7 @@ func accumulate(s *accState, a accumulator, doc bson.Raw) error {
 		}
 	case "$min", "$max":
 		if !ok || v.Type == bsoncore.TypeNull || v.Type == bsoncore.TypeUndefined {
-			return nil
+			return 0, nil
 		}
 		c := 0
 		if s.set {
@@ -365,6 +525,7 @@ func accumulate(s *accState, a accumulator, doc bson.Raw) error {
 	case "$push":
 		if ok {
 			s.values = append(s.values, v)
+			return s.gathered(a.op, len(v.Data))
 		}
 	case "$addToSet":
 		if ok {
@@ -375,10 +536,30 @@ func accumulate(s *accState, a accumulator, doc bson.Raw) error {
 			if !s.keys[k] {
 				s.keys[k] = true
 				s.values = append(s.values, v)
+				return s.gathered(a.op, len(k)+len(v.Data))
 			}
 		}
 	}
-	return nil
+	return len(s.val.Data) - old, nil
+}
+
+// gathered counts n more bytes of values in a $push or $addToSet, which
+// MongoDB bounds on their own.
+func (s *accState) gathered(op string, n int) (int, error) {
+	if s.bytes += n; s.bytes > maxAccumulatorBytes {
+		return 0, accumulatorExceeded(op)
+	}
+	return n, nil
+}
+
+// own returns v, which may point into doc, as a value a group can keep: a
+// copy, unless v is most of doc, which the group then keeps whole rather
+// than holding its bytes twice.
+func own(v bsoncore.Value, doc bson.Raw) bsoncore.Value {
+	if 2*len(v.Data) > len(doc) {
+		return v
+	}
+	return bsoncore.Value{Type: v.Type, Data: append([]byte(nil), v.Data...)}
 }
 
 func finish(s *accState, a accumulator) bsoncore.Value {

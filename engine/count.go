@@ -1,13 +1,17 @@
 package engine
 
 import (
+	"bytes"
 	"context"
+	"hash/maphash"
 	"slices"
+	"strconv"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/engine/keycodec"
+	"github.com/lethedb/lethe/engine/mongoerr"
 	"github.com/lethedb/lethe/engine/query"
 )
 
@@ -58,29 +62,50 @@ func (e *Engine) Count(ctx context.Context, db, coll string, filter bson.Raw, sk
 	return n, err
 }
 
+// maxDistinctBytes bounds the values distinct returns, as MongoDB's 16 MiB
+// cap on its reply does.
+const maxDistinctBytes = 16 << 20
+
 // Distinct returns the distinct values of key among matching documents,
 // arrays contributing their elements, in BSON order.
 func (e *Engine) Distinct(ctx context.Context, db, coll, key string, filter bson.Raw) ([]bsoncore.Value, error) {
-	seen := map[string]bsoncore.Value{}
+	// Values are found again by a hash of their keys, so that only the
+	// values are kept. They are one array of the reply, which MongoDB caps
+	// at 16 MiB: counting them as they are found stops a scan that would
+	// pass it.
+	var out []bsoncore.Value
+	seen := map[uint64][]int{} // indexes in out, by hash of key
+	seed := maphash.MakeSeed()
+	size, tooBig := 0, false
+	var k, other []byte // reused
 	err := e.scanMatches(ctx, db, coll, filter, bson.RawValue{}, func(doc bson.Raw) bool {
 		vals := distinctValues(bsoncore.Document(doc), key)
+	next:
 		for _, v := range vals {
 			if v.Type == bsoncore.TypeUndefined {
 				continue
 			}
-			k := string(keycodec.Append(nil, v))
-			if _, ok := seen[k]; !ok {
-				seen[k] = bsoncore.Value{Type: v.Type, Data: append([]byte(nil), v.Data...)}
+			k = keycodec.Append(k[:0], v)
+			h := maphash.Bytes(seed, k)
+			for _, i := range seen[h] {
+				if other = keycodec.Append(other[:0], out[i]); bytes.Equal(other, k) {
+					continue next
+				}
 			}
+			if size += 2 + len(strconv.Itoa(len(out))) + len(v.Data); size > maxDistinctBytes {
+				tooBig = true
+				return false
+			}
+			seen[h] = append(seen[h], len(out))
+			out = append(out, bsoncore.Value{Type: v.Type, Data: append([]byte(nil), v.Data...)})
 		}
 		return true
 	})
 	if err != nil {
 		return nil, err
 	}
-	out := make([]bsoncore.Value, 0, len(seen))
-	for _, v := range seen {
-		out = append(out, v)
+	if tooBig {
+		return nil, mongoerr.New(17217, "distinct too big, 16mb cap")
 	}
 	sortValues(out)
 	return out, nil

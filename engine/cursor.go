@@ -47,6 +47,9 @@ type Cursor struct {
 	materialized bool
 	exhausted    bool
 	nReturned    int64
+	// pending is a result that did not fit in the last batch: the next
+	// one starts with it.
+	pending bson.Raw
 }
 
 // compiledQuery is a FindSpec's parts, compiled.
@@ -105,9 +108,9 @@ func (e *Engine) Find(ctx context.Context, db, coll string, spec FindSpec) (*Cur
 	}
 	cur.sc = &scanner{e: e, coll: c, p: p}
 	if !p.sorted && q.sort != nil {
-		limit := e.sortLimit
+		limit := memoryLimit{bytes: e.sortLimit, exceeded: sortExceeded}
 		if spec.AllowDiskUse {
-			limit = -1
+			limit = memoryLimit{bytes: e.memLimit, exceeded: queryExceeded}
 		}
 		if err := cur.materialize(ctx, q.sort, limit); err != nil {
 			return nil, err
@@ -116,9 +119,9 @@ func (e *Engine) Find(ctx context.Context, db, coll string, spec FindSpec) (*Cur
 	return cur, nil
 }
 
-// materialize reads every match and sorts it, holding at most maxBytes of
-// documents (-1: no limit).
-func (c *Cursor) materialize(ctx context.Context, srt *query.Sort, maxBytes int64) error {
+// materialize reads every match and sorts it, holding at most limit's
+// bytes of documents.
+func (c *Cursor) materialize(ctx context.Context, srt *query.Sort, limit memoryLimit) error {
 	var held int64
 	for !c.sc.done {
 		err := c.sc.next(ctx, func(d *storedDoc) (bool, error) {
@@ -126,8 +129,8 @@ func (c *Cursor) materialize(ctx context.Context, srt *query.Sort, maxBytes int6
 				return true, nil
 			}
 			held += int64(len(d.doc))
-			if maxBytes >= 0 && held > maxBytes {
-				return false, mongoerr.New(mongoerr.QueryExceededMemoryLimitNoDiskUseAllowed, "Sort exceeded memory limit of %d bytes, but did not opt in to external sorting.", maxBytes)
+			if held > limit.bytes {
+				return false, limit.exceeded(limit.bytes)
 			}
 			c.items = append(c.items, storedDoc{pk: append([]byte(nil), d.pk...), h: d.h, doc: append(bson.Raw(nil), d.doc...)})
 			return true, nil
@@ -153,6 +156,26 @@ func (c *Cursor) Exhausted() bool { return c.exhausted }
 func (c *Cursor) NextBatch(ctx context.Context, n int, maxBytes int) ([]bson.Raw, error) {
 	var out []bson.Raw
 	size := 0
+	// emit adds doc to the batch unless the batch has room for it no
+	// more: like MongoDB's, a batch passes maxBytes only with its first
+	// document.
+	emit := func(doc bson.Raw) bool {
+		if len(out) > 0 && size+len(doc) > maxBytes {
+			c.pending = doc
+			return false
+		}
+		out = append(out, doc)
+		size += len(doc)
+		c.nReturned++
+		if c.limit > 0 {
+			c.limit--
+			if c.limit == 0 {
+				c.exhausted = true
+				return false
+			}
+		}
+		return !(n > 0 && len(out) >= n) && size < maxBytes
+	}
 	take := func(d *storedDoc) (bool, error) {
 		matched, pos := c.filter.MatchPositional(d.doc)
 		if !c.materialized && !matched {
@@ -167,23 +190,13 @@ func (c *Cursor) NextBatch(ctx context.Context, n int, maxBytes int) ([]bson.Raw
 			doc = c.keys.key(doc)
 		} else if c.proj != nil {
 			var err error
-			if doc, err = c.proj.Apply(doc, pos); err != nil {
+			if doc, err = c.proj.ApplyContext(ctx, doc, pos); err != nil {
 				return false, err
 			}
 		} else {
 			doc = append(bson.Raw(nil), doc...)
 		}
-		out = append(out, doc)
-		size += len(doc)
-		c.nReturned++
-		if c.limit > 0 {
-			c.limit--
-			if c.limit == 0 {
-				c.exhausted = true
-				return false, nil
-			}
-		}
-		return !(n > 0 && len(out) >= n) && size < maxBytes, nil
+		return emit(doc), nil
 	}
 	if c.exhausted {
 		return nil, nil
@@ -192,6 +205,15 @@ func (c *Cursor) NextBatch(ctx context.Context, n int, maxBytes int) ([]bson.Raw
 	if err := st.killedSince(c.opened, c.sc.p.ix); err != nil {
 		c.exhausted = true
 		return nil, err
+	}
+	if doc := c.pending; doc != nil {
+		c.pending = nil
+		if !emit(doc) {
+			if c.pending == nil && (c.materialized && len(c.items) == 0 || !c.materialized && c.sc.done) {
+				c.exhausted = true
+			}
+			return out, nil
+		}
 	}
 	if c.materialized {
 		nowMs := c.e.nowMillis()
@@ -213,7 +235,7 @@ func (c *Cursor) NextBatch(ctx context.Context, n int, maxBytes int) ([]bson.Raw
 				break
 			}
 		}
-		if len(c.items) == 0 {
+		if len(c.items) == 0 && c.pending == nil {
 			c.exhausted = true
 		}
 		return out, nil
@@ -221,7 +243,7 @@ func (c *Cursor) NextBatch(ctx context.Context, n int, maxBytes int) ([]bson.Raw
 	if err := c.sc.next(ctx, take); err != nil {
 		return nil, err
 	}
-	if c.sc.done {
+	if c.sc.done && c.pending == nil {
 		c.exhausted = true
 	}
 	return out, nil

@@ -28,6 +28,11 @@ type Options struct {
 	// SortMemoryLimit is the most bytes of documents a sort that no index
 	// provides may hold without allowDiskUse; MongoDB's 100 MiB if zero.
 	SortMemoryLimit int64
+	// QueryMemoryLimit is the most bytes of documents one query or
+	// aggregation may hold in memory even with allowDiskUse, which Lethe
+	// honours by sorting in memory all the same; 256 MiB if zero. Passing
+	// it fails with ExceededMemoryLimit.
+	QueryMemoryLimit int64
 }
 
 // Engine is an open store.
@@ -42,6 +47,7 @@ type Engine struct {
 	seq   uint64                 // last id handed out; guarded by mu
 
 	sortLimit int64 // see Options.SortMemoryLimit
+	memLimit  int64 // see Options.QueryMemoryLimit
 
 	reaper     *ttlindex.Reaper
 	stopReaper context.CancelFunc
@@ -68,6 +74,9 @@ func Open(dir string, opts Options) (*Engine, error) {
 	e := &Engine{db: db, clock: opts.Clock, log: opts.Logger, colls: make(map[string]*Collection), sortLimit: opts.SortMemoryLimit}
 	if e.sortLimit == 0 {
 		e.sortLimit = 100 << 20
+	}
+	if e.memLimit = opts.QueryMemoryLimit; e.memLimit == 0 {
+		e.memLimit = 256 << 20
 	}
 	e.locks.seed = maphash.MakeSeed()
 	if err := e.loadCatalog(); err != nil {

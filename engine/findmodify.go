@@ -71,7 +71,7 @@ func (e *Engine) findAndModifyOnce(ctx context.Context, c *Collection, q *compil
 		var change func(d *storedDoc, pos int) (bson.Raw, bool, error)
 		if !spec.Remove {
 			change = func(d *storedDoc, pos int) (bson.Raw, bool, error) {
-				out, changed, err := spec.Update.Apply(d.doc, pos)
+				out, changed, err := spec.Update.ApplyContext(ctx, d.doc, pos)
 				after = out
 				return out, changed, err
 			}

@@ -124,7 +124,7 @@ func (e *Engine) updateOnce(ctx context.Context, c *Collection, q *compiledQuery
 	w.bypassValidation = spec.BypassDocumentValidation
 	for _, pk := range pks {
 		matched, modified, err := w.modify(pk, q.filter, func(d *storedDoc, pos int) (bson.Raw, bool, error) {
-			return spec.Update.Apply(d.doc, pos)
+			return spec.Update.ApplyContext(ctx, d.doc, pos)
 		}, nil)
 		if err != nil {
 			// Documents changed before this one stand, as in MongoDB.

@@ -44,7 +44,8 @@ type sliceSource struct {
 
 func (s *sliceSource) NextBatch(_ context.Context, n int, maxBytes int) ([]bson.Raw, error) {
 	size, i := 0, 0
-	for i < len(s.docs) && (n <= 0 || i < n) && size < maxBytes {
+	// Like MongoDB's, a batch passes maxBytes only with its first document.
+	for i < len(s.docs) && (n <= 0 || i < n) && (i == 0 || size+len(s.docs[i]) <= maxBytes) {
 		size += len(s.docs[i])
 		i++
 	}

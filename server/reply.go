@@ -9,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/wire"
 )
 
 // beginReply starts a reply document in the connection's reply buffer, which
@@ -20,13 +21,31 @@ import (
 //	dst = bsoncore.AppendInt32Element(dst, "n", n)
 //	return req.endReply(idx, dst)
 func (req *Request) beginReply() (int32, []byte) {
+	// A buffer grown by a large reply is let go rather than kept by an idle
+	// connection: many connections could otherwise each hold 16 MiB.
+	if cap(req.reply) > maxKeptReplyBytes {
+		req.reply = nil
+	}
 	return bsoncore.AppendDocumentStart(req.reply[:0])
 }
+
+// maxKeptReplyBytes is the largest reply buffer a connection keeps for the
+// next reply.
+const maxKeptReplyBytes = 1 << 20
+
+// maxReplyBytes is the largest reply the server sends: a message, with its
+// header and section kind, must fit in wire.MaxMessageSize.
+const maxReplyBytes = wire.MaxMessageSize - 64
 
 // endReply appends ok: 1 and closes the document begun at idx. The result is
 // valid until the connection reads its next request.
 func (req *Request) endReply(idx int32, dst []byte) (bson.Raw, error) {
 	dst = bsoncore.AppendDoubleElement(dst, "ok", 1)
+	if len(dst) > maxReplyBytes {
+		// Every reply's parts are bounded, so this is a last resort: refuse
+		// rather than send what no client can read.
+		return nil, mongoerr.New(mongoerr.BSONObjectTooLarge, "the reply would be %d bytes, more than the maximum message size of %d bytes", len(dst), wire.MaxMessageSize)
+	}
 	dst, err := bsoncore.AppendDocumentEnd(dst, idx)
 	if err != nil {
 		return nil, fmt.Errorf("server: finish reply: %w", err)

@@ -74,6 +74,10 @@ type Config struct {
 	// NoReaper leaves expired documents hidden in storage until dropped or
 	// overwritten; tests use it to observe behaviour without purges.
 	NoReaper bool
+	// SortMemoryLimit and QueryMemoryLimit bound the memory one query or
+	// aggregation may hold, without and with allowDiskUse; see
+	// engine.Options.
+	SortMemoryLimit, QueryMemoryLimit int64
 	// CmdLine is what getCmdLineOpts reports.
 	CmdLine []string
 	// LogLevel, when set, is the level of Logger; setParameter logLevel
@@ -123,7 +127,8 @@ func New(cfg Config) (*Server, error) {
 	log := cfg.Logger.WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core {
 		return zapcore.NewTee(c, recent.core())
 	}))
-	eng, err := engine.Open(cfg.DataDir, engine.Options{Clock: cfg.Clock, Logger: log, NoReaper: cfg.NoReaper})
+	eng, err := engine.Open(cfg.DataDir, engine.Options{Clock: cfg.Clock, Logger: log, NoReaper: cfg.NoReaper,
+		SortMemoryLimit: cfg.SortMemoryLimit, QueryMemoryLimit: cfg.QueryMemoryLimit})
 	if err != nil {
 		return nil, fmt.Errorf("server: open store: %w", err)
 	}

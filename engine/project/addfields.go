@@ -145,7 +145,7 @@ func (a *applier) addFields(n *node, doc bsoncore.Document) ([]byte, error) {
 			continue
 		}
 		var err error
-		if dst, err = c.appendComputed(dst, a.root); err != nil {
+		if dst, err = c.appendComputed(a.ctx, dst, a.root); err != nil {
 			return nil, err
 		}
 	}
@@ -159,7 +159,7 @@ func (a *applier) addFields(n *node, doc bsoncore.Document) ([]byte, error) {
 // document of the computed fields.
 func (a *applier) addFieldsTo(c *child, v bsoncore.Value) (bsoncore.Value, error) {
 	if c.kind == computed {
-		return c.expr.Eval(bson.Raw(a.root))
+		return c.expr.EvalContext(a.ctx, bson.Raw(a.root))
 	}
 	switch v.Type {
 	case bsoncore.TypeEmbeddedDocument:
@@ -175,5 +175,5 @@ func (a *applier) addFieldsTo(c *child, v bsoncore.Value) (bsoncore.Value, error
 		}
 		return arrayValue(values), nil
 	}
-	return c.sub.evalComputed(a.root)
+	return c.sub.evalComputed(a.ctx, a.root)
 }

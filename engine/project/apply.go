@@ -1,6 +1,8 @@
 package project
 
 import (
+	"context"
+
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/engine/mongoerr"
@@ -8,6 +10,7 @@ import (
 
 // applier carries one application of a projection to a document.
 type applier struct {
+	ctx        context.Context   // of the request, which expressions check
 	root       bsoncore.Document // what "$field" expressions read
 	positional int
 }
@@ -57,7 +60,7 @@ func (a *applier) include(n *node, doc bsoncore.Document, pending bool) ([]byte,
 					dst = bsoncore.AppendValueElement(dst, c.name, v)
 				}
 			case c.kind == computed, c.kind == subtree && !emitted[c.name]:
-				dst, err = c.appendComputed(dst, a.root)
+				dst, err = c.appendComputed(a.ctx, dst, a.root)
 			}
 			if err != nil {
 				return nil, err
@@ -108,7 +111,7 @@ func (a *applier) includeArray(n *node, arr bsoncore.Array) (bsoncore.Value, err
 			out = append(out, inner)
 		default:
 			if n.computed {
-				d, err := n.evalComputed(a.root)
+				d, err := n.evalComputed(a.ctx, a.root)
 				if err != nil {
 					return bsoncore.Value{}, err
 				}

@@ -2,6 +2,7 @@ package project
 
 import (
 	"bytes"
+	"context"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -110,13 +111,19 @@ func (p *Projection) IsEmpty() bool { return p.root == nil }
 // query matched, which an "a.$" projection keeps, or -1. Computing a field
 // can fail, as when it adds a string.
 func (p *Projection) Apply(doc bson.Raw, positional int) (bson.Raw, error) {
+	return p.ApplyContext(context.Background(), doc, positional)
+}
+
+// ApplyContext is Apply for a request: computing fields stops with ctx's
+// error when ctx ends.
+func (p *Projection) ApplyContext(ctx context.Context, doc bson.Raw, positional int) (bson.Raw, error) {
 	if p.root == nil {
 		return doc, nil
 	}
 	if err := bsoncore.Document(doc).Validate(); err != nil {
 		return nil, mongoerr.New(mongoerr.InvalidBSON, "invalid document: %v", err)
 	}
-	a := applier{root: bsoncore.Document(doc), positional: positional}
+	a := applier{ctx: ctx, root: bsoncore.Document(doc), positional: positional}
 	switch p.typ {
 	case inclusion:
 		return a.include(p.root, a.root, true)

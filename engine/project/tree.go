@@ -1,9 +1,12 @@
 package project
 
 import (
+	"context"
+
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine/mongoerr"
 	"github.com/lethedb/lethe/engine/query"
 )
 
@@ -77,11 +80,11 @@ func (n *node) markComputed() bool {
 
 // evalComputed builds the document of n's computed fields alone: what an
 // inclusion projection makes of a value that has no fields to project.
-func (n *node) evalComputed(root bsoncore.Document) (bsoncore.Value, error) {
+func (n *node) evalComputed(ctx context.Context, root bsoncore.Document) (bsoncore.Value, error) {
 	idx, dst := bsoncore.AppendDocumentStart(nil)
 	for _, c := range n.children {
 		var err error
-		if dst, err = c.appendComputed(dst, root); err != nil {
+		if dst, err = c.appendComputed(ctx, dst, root); err != nil {
 			return bsoncore.Value{}, err
 		}
 	}
@@ -90,10 +93,16 @@ func (n *node) evalComputed(root bsoncore.Document) (bsoncore.Value, error) {
 }
 
 // appendComputed appends the field c computes, if it has a value.
-func (c *child) appendComputed(dst []byte, root bsoncore.Document) ([]byte, error) {
-	v, err := c.evalComputed(root)
+// Each computed value is at most query.MaxValueBytes, and so must be the
+// document they are gathered in: the check as each is added stops a
+// projection of many large values early.
+func (c *child) appendComputed(ctx context.Context, dst []byte, root bsoncore.Document) ([]byte, error) {
+	v, err := c.evalComputed(ctx, root)
 	if err != nil || v.Type == 0 {
 		return dst, err
+	}
+	if n := len(dst) + len(c.name) + len(v.Data) + 3; n > query.MaxValueBytes {
+		return nil, mongoerr.New(mongoerr.BSONObjectTooLarge, "the projected document would be at least %d bytes, more than the maximum BSON size of %d bytes", n, query.MaxValueBytes)
 	}
 	return bsoncore.AppendValueElement(dst, c.name, v), nil
 }
@@ -101,12 +110,12 @@ func (c *child) appendComputed(dst []byte, root bsoncore.Document) ([]byte, erro
 // evalComputed returns the value c computes where the input has nothing:
 // its expression's value, or a document of the computed fields below it.
 // The value is missing when there is none.
-func (c *child) evalComputed(root bsoncore.Document) (bsoncore.Value, error) {
+func (c *child) evalComputed(ctx context.Context, root bsoncore.Document) (bsoncore.Value, error) {
 	switch {
 	case c.kind == computed:
-		return c.expr.Eval(bson.Raw(root))
+		return c.expr.EvalContext(ctx, bson.Raw(root))
 	case c.kind == subtree && c.sub.computed:
-		return c.sub.evalComputed(root)
+		return c.sub.evalComputed(ctx, root)
 	}
 	return bsoncore.Value{}, nil
 }

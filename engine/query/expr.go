@@ -2,6 +2,7 @@ package query
 
 import (
 	"bytes"
+	"context"
 	"maps"
 	"strings"
 	"time"
@@ -56,7 +57,13 @@ func CompileExprWith(v bsoncore.Value, opts ExprOptions) (*Expr, error) {
 // share memory with doc. Errors are runtime errors such as adding a string,
 // with MongoDB's codes.
 func (e *Expr) Eval(doc bson.Raw) (bsoncore.Value, error) {
-	return e.root.eval(&env{root: doc, vars: make([]bsoncore.Value, e.slots), now: e.now})
+	return e.EvalContext(context.Background(), doc)
+}
+
+// EvalContext is Eval for a request: a long evaluation, such as a $map
+// over a large array, stops with ctx's error when ctx ends.
+func (e *Expr) EvalContext(ctx context.Context, doc bson.Raw) (bsoncore.Value, error) {
+	return e.root.eval(&env{root: doc, vars: make([]bsoncore.Value, e.slots), now: e.now, ctx: ctx})
 }
 
 // env is what an expression is evaluated against.
@@ -64,6 +71,10 @@ type env struct {
 	root []byte
 	vars []bsoncore.Value // the values of the variables bound so far, by slot
 	now  bsoncore.Value
+
+	ctx   context.Context // of the request, checked by loops
+	ticks int             // loop steps, to check ctx every few
+	held  int             // bytes of the values held at once; see charge
 }
 
 // Slots of the variables that are not bound by an expression.
@@ -396,6 +407,8 @@ type arrayExpr []exprNode
 
 func (a arrayExpr) eval(e *env) (bsoncore.Value, error) {
 	vals := make([]bsoncore.Value, len(a))
+	size := e.buildingArray("an array expression")
+	defer size.release()
 	for i, n := range a {
 		v, err := n.eval(e)
 		if err != nil {
@@ -403,6 +416,9 @@ func (a arrayExpr) eval(e *env) (bsoncore.Value, error) {
 		}
 		if v.Type == 0 {
 			v = nullValue
+		}
+		if err := size.addElement(i, v); err != nil {
+			return missing, err
 		}
 		vals[i] = v
 	}
@@ -445,6 +461,8 @@ func (c *exprCompiler) compileObject(doc []byte) (exprNode, error) {
 }
 
 func (o *objectExpr) eval(e *env) (bsoncore.Value, error) {
+	size := e.buildingArray("an object expression")
+	defer size.release()
 	idx, doc := bsoncore.AppendDocumentStart(nil)
 	for i, n := range o.exprs {
 		v, err := n.eval(e)
@@ -452,6 +470,9 @@ func (o *objectExpr) eval(e *env) (bsoncore.Value, error) {
 			return missing, err
 		}
 		if v.Type != 0 {
+			if err := size.addField(o.names[i], v); err != nil {
+				return missing, err
+			}
 			doc = bsoncore.AppendValueElement(doc, o.names[i], v)
 		}
 	}

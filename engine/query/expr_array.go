@@ -2,6 +2,7 @@ package query
 
 import (
 	"slices"
+	"strconv"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -77,18 +78,36 @@ func arrayElemAt(name string, arr, index bsoncore.Value, alone bool) (bsoncore.V
 type concatArraysExpr []exprNode
 
 func (x concatArraysExpr) eval(e *env) (bsoncore.Value, error) {
-	var all []bsoncore.Value
+	size := e.buildingArray("$concatArrays")
+	defer size.release()
+	idx, out := bsoncore.AppendArrayStart(nil)
+	var key []byte
+	n := 0
 	null, err := operands(e, x, func(v bsoncore.Value) error {
 		if v.Type != bsoncore.TypeArray {
 			return mongoerr.New(28664, "$concatArrays only supports arrays, not %s", typeName(v.Type))
 		}
-		all = append(all, arrayElements(v)...)
+		// Count the elements before copying them.
+		if err := size.add(len(v.Data) - 5); err != nil {
+			return err
+		}
+		it := elementsOf(v.Data)
+		for _, elem, ok := it.next(); ok; _, elem, ok = it.next() {
+			key = strconv.AppendInt(key[:0], int64(n), 10)
+			out = bsoncore.AppendValueElement(out, string(key), elem)
+			n++
+		}
 		return nil
 	})
 	if err != nil || null {
 		return nullValue, err
 	}
-	return arrayValue(all), nil
+	out, _ = bsoncore.AppendArrayEnd(out, idx)
+	// Renumbered keys can be longer than the operands' own.
+	if len(out) > MaxValueBytes {
+		return missing, valueTooLarge("$concatArrays", len(out))
+	}
+	return bsoncore.Value{Type: bsoncore.TypeArray, Data: out}, nil
 }
 
 // slice is the aggregation $slice: [array, n] takes the first n elements,
@@ -170,6 +189,66 @@ func reverseArray(v []bsoncore.Value) (bsoncore.Value, error) {
 	return arrayValue(elems), nil
 }
 
+// rangeOf is $range: the int32s from a start up to an end, excluded, by
+// a step.
+func rangeOf(v []bsoncore.Value) (bsoncore.Value, error) {
+	bounds := [3]int{0, 0, 1}
+	for i, what := range []string{"starting", "ending", "step"} {
+		if i >= len(v) {
+			break
+		}
+		code := mongoerr.Code(34443 + 2*i)
+		if !v[i].IsNumber() {
+			return missing, mongoerr.New(code, "$range requires a numeric %s value, found value of type: %s", what, typeName(v[i].Type))
+		}
+		n, ok := int32Arg(v[i])
+		if !ok {
+			return missing, mongoerr.New(code+1, "$range requires a %s value that can be represented as a 32-bit integer, found value: %s", what, v[i])
+		}
+		bounds[i] = n
+	}
+	start, end, step := int64(bounds[0]), int64(bounds[1]), int64(bounds[2])
+	if step == 0 {
+		return missing, mongoerr.New(34449, "$range requires a non-zero step value")
+	}
+	// MongoDB's own bound, on its estimate of its in-memory array of values
+	// of 16 bytes, comes first; then the bound on any value Lethe builds.
+	length := int64(0)
+	if steps := (end - start) / step; steps >= 0 {
+		length = 1 + steps
+	}
+	const rangeMemoryLimit = 100 << 20
+	if need := 24 + length*16; need >= rangeMemoryLimit {
+		return missing, mongoerr.New(mongoerr.ExceededMemoryLimit, "$range would use too much memory (%d bytes) and cannot spill to disk. Memory limit: %d bytes", need, rangeMemoryLimit)
+	}
+	count := int64(0)
+	if span := (end - start) * sign(step); span > 0 {
+		count = (span + step*sign(step) - 1) / (step * sign(step))
+	}
+	size := 5
+	for i := range int(count) {
+		size += 2 + digits(i) + 4
+	}
+	if size > MaxValueBytes {
+		return missing, valueTooLarge("$range", size)
+	}
+	idx, out := bsoncore.AppendArrayStart(make([]byte, 0, size))
+	var key []byte
+	for i, n := start, 0; step > 0 && i < end || step < 0 && i > end; i, n = i+step, n+1 {
+		key = strconv.AppendInt(key[:0], int64(n), 10)
+		out = bsoncore.AppendInt32Element(out, string(key), int32(i))
+	}
+	out, _ = bsoncore.AppendArrayEnd(out, idx)
+	return bsoncore.Value{Type: bsoncore.TypeArray, Data: out}, nil
+}
+
+func sign(i int64) int64 {
+	if i < 0 {
+		return -1
+	}
+	return 1
+}
+
 // iterationExpr is $map, the values of an expression evaluated with a
 // variable bound to each element of an array in turn, or $filter, the
 // elements for which it is true.
@@ -229,20 +308,29 @@ func (x *iterationExpr) eval(e *env) (bsoncore.Value, error) {
 		return nullValue, err
 	}
 	out := []bsoncore.Value{}
-	for _, elem := range arrayElements(in) {
+	size := e.buildingArray(x.name)
+	defer size.release()
+	it := elementsOf(in.Data)
+	for _, elem, ok := it.next(); ok; _, elem, ok = it.next() {
+		if err := e.tick(); err != nil {
+			return missing, err
+		}
 		e.vars[x.slot] = elem
 		r, err := x.body.eval(e)
 		if err != nil {
 			return missing, err
 		}
 		if x.filter {
-			if truthy(r) {
-				out = append(out, elem)
+			if !truthy(r) {
+				continue
 			}
-			continue
+			r = elem
 		}
 		if r.Type == 0 {
 			r = nullValue
+		}
+		if err := size.addElement(len(out), r); err != nil {
+			return missing, err
 		}
 		out = append(out, r)
 	}
@@ -298,7 +386,18 @@ func (x *reduceExpr) eval(e *env) (bsoncore.Value, error) {
 	if err != nil {
 		return missing, err
 	}
-	for _, elem := range arrayElements(in) {
+	// The value so far is held while the next is computed from it.
+	held := e.held
+	defer func() { e.held = held }()
+	it := elementsOf(in.Data)
+	for _, elem, ok := it.next(); ok; _, elem, ok = it.next() {
+		if err := e.tick(); err != nil {
+			return missing, err
+		}
+		e.held = held
+		if err := e.hold(acc); err != nil {
+			return missing, err
+		}
 		e.vars[x.thisSlot], e.vars[x.valueSlot] = elem, acc
 		if acc, err = x.in.eval(e); err != nil {
 			return missing, err

@@ -82,10 +82,11 @@ func init() {
 		"$slice":        ranged(2, 3, slice),
 		"$indexOfArray": ranged(2, 4, indexOfArray),
 		"$reverseArray": fixed(1, reverseArray),
+		"$range":        ranged(2, 3, rangeOf),
 		"$map":          compileIteration("in", false, [...]mongoerr.Code{16878, 16879, 16880, 16882, 16883}),
 		"$filter":       compileIteration("cond", true, [...]mongoerr.Code{28646, 28647, 28648, 28650, 28651}),
 		"$reduce":       compileReduce,
-		"$mergeObjects": variadic(func(n []exprNode) exprNode { return &funcExpr{args: n, fn: mergeObjects} }),
+		"$mergeObjects": variadic(func(n []exprNode) exprNode { return &funcExpr{name: "$mergeObjects", args: n, fn: mergeObjects} }),
 
 		"$type":       fixed(1, func(v []bsoncore.Value) (bsoncore.Value, error) { return stringValue(typeName(v[0].Type)), nil }),
 		"$isNumber":   fixed(1, func(v []bsoncore.Value) (bsoncore.Value, error) { return boolValue(v[0].IsNumber()), nil }),
@@ -115,7 +116,7 @@ var unsupportedOperators = []string{
 	"$dayOfWeek", "$dayOfYear", "$degreesToRadians", "$exp", "$firstN", "$floor", "$function",
 	"$getField", "$hour", "$isoDayOfWeek", "$isoWeek", "$isoWeekYear", "$lastN", "$ln", "$log",
 	"$log10", "$maxN", "$median", "$meta", "$millisecond", "$minN", "$minute", "$month",
-	"$objectToArray", "$percentile", "$pow", "$radiansToDegrees", "$rand", "$range", "$regexFind",
+	"$objectToArray", "$percentile", "$pow", "$radiansToDegrees", "$rand", "$regexFind",
 	"$regexFindAll", "$replaceAll", "$replaceOne", "$round", "$sampleRate", "$second",
 	"$setDifference", "$setEquals", "$setField", "$setIntersection", "$setIsSubset", "$setUnion",
 	"$sin", "$sinh", "$sortArray", "$sqrt", "$stdDevPop", "$stdDevSamp", "$tan", "$tanh",
@@ -151,11 +152,15 @@ func (c *exprCompiler) fixedArgs(name string, args bsoncore.Value, want int) ([]
 	return nodes, nil
 }
 
-// evalArgs evaluates arguments in order.
+// evalArgs evaluates arguments in order. The values count as held by the
+// evaluation until the caller resets e.held.
 func evalArgs(e *env, nodes []exprNode) ([]bsoncore.Value, error) {
 	vals := make([]bsoncore.Value, len(nodes))
 	for i, n := range nodes {
 		v, err := n.eval(e)
+		if err == nil {
+			err = e.hold(v)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -166,16 +171,25 @@ func evalArgs(e *env, nodes []exprNode) ([]bsoncore.Value, error) {
 
 // funcExpr applies a function to the values of its arguments.
 type funcExpr struct {
+	name string // the operator, for errors
 	args []exprNode
 	fn   func(vals []bsoncore.Value) (bsoncore.Value, error)
 }
 
 func (f *funcExpr) eval(e *env) (bsoncore.Value, error) {
+	held := e.held
+	defer func() { e.held = held }()
 	vals, err := evalArgs(e, f.args)
 	if err != nil {
 		return missing, err
 	}
-	return f.fn(vals)
+	v, err := f.fn(vals)
+	// The functions build values at most a little larger than their
+	// arguments, which are held in bounds: checking the result suffices.
+	if err == nil && len(v.Data) > MaxValueBytes {
+		return missing, valueTooLarge(f.name, len(v.Data))
+	}
+	return v, err
 }
 
 // fixed makes the compiler of an operator that takes exactly n arguments.
@@ -185,7 +199,7 @@ func fixed(n int, fn func([]bsoncore.Value) (bsoncore.Value, error)) exprOperato
 		if err != nil {
 			return nil, err
 		}
-		return &funcExpr{args: nodes, fn: fn}, nil
+		return &funcExpr{name: name, args: nodes, fn: fn}, nil
 	}
 }
 
@@ -200,7 +214,7 @@ func ranged(least, most int, fn func([]bsoncore.Value) (bsoncore.Value, error)) 
 		if len(nodes) < least || len(nodes) > most {
 			return nil, mongoerr.New(codeRangedArity, "Expression %s takes at least %d arguments, and at most %d. %d were passed in.", name, least, most, len(nodes))
 		}
-		return &funcExpr{args: nodes, fn: fn}, nil
+		return &funcExpr{name: name, args: nodes, fn: fn}, nil
 	}
 }
 
@@ -332,7 +346,12 @@ func compileCmpExpr(c *exprCompiler, name string, args bsoncore.Value) (exprNode
 }
 
 func (x *cmpExpr) eval(e *env) (bsoncore.Value, error) {
+	held := e.held
+	defer func() { e.held = held }()
 	a, err := x.a.eval(e)
+	if err == nil {
+		err = e.hold(a)
+	}
 	if err != nil {
 		return missing, err
 	}
@@ -577,6 +596,8 @@ func compileLet(c *exprCompiler, _ string, args bsoncore.Value) (exprNode, error
 }
 
 func (x *letExpr) eval(e *env) (bsoncore.Value, error) {
+	held := e.held
+	defer func() { e.held = held }()
 	// Evaluate every value before binding any, so that none sees another.
 	vals, err := evalArgs(e, x.vals)
 	if err != nil {

@@ -2,6 +2,7 @@ package query
 
 import (
 	"bytes"
+	"encoding/binary"
 	"math"
 	"strconv"
 	"strings"
@@ -73,18 +74,30 @@ func stringOf(v bsoncore.Value) string {
 type concatExpr []exprNode
 
 func (x concatExpr) eval(e *env) (bsoncore.Value, error) {
-	var b strings.Builder
+	// The operands are gathered first, so that the result is allocated
+	// once, at its size: doubling a string makes no more garbage than it
+	// must.
+	var parts [][]byte
+	size := e.buildingString("$concat")
+	defer size.release()
 	null, err := operands(e, x, func(v bsoncore.Value) error {
 		if v.Type != bsoncore.TypeString {
 			return mongoerr.New(16702, "$concat only supports strings, not %s", typeName(v.Type))
 		}
-		b.Write(mustStringBytes(v))
-		return nil
+		s := mustStringBytes(v)
+		parts = append(parts, s)
+		return size.add(len(s))
 	})
 	if err != nil || null {
 		return nullValue, err
 	}
-	return stringValue(b.String()), nil
+	out := make([]byte, 4, size.n)
+	for _, p := range parts {
+		out = appendChunked(out, p)
+	}
+	out = append(out, 0)
+	binary.LittleEndian.PutUint32(out, uint32(len(out)-4))
+	return bsoncore.Value{Type: bsoncore.TypeString, Data: out}, nil
 }
 
 func mustStringBytes(v bsoncore.Value) []byte {
@@ -270,7 +283,18 @@ func split(v []bsoncore.Value) (bsoncore.Value, error) {
 	case len(mustStringBytes(sep)) == 0:
 		return missing, mongoerr.New(40087, "$split requires a non-empty separator")
 	}
-	parts := bytes.Split(mustStringBytes(s), mustStringBytes(sep))
+	str, delim := mustStringBytes(s), mustStringBytes(sep)
+	// Each part is an element of its own: count them before making them,
+	// for a short separator can make many more bytes than the string has.
+	n := bytes.Count(str, delim) + 1
+	size := 5 + len(str) - (n-1)*len(delim)
+	for i := range n {
+		size += 2 + digits(i) + 5
+	}
+	if size > MaxValueBytes {
+		return missing, valueTooLarge("$split", size)
+	}
+	parts := bytes.Split(str, delim)
 	vals := make([]bsoncore.Value, len(parts))
 	for i, p := range parts {
 		vals[i] = stringValue(string(p))

@@ -22,6 +22,9 @@ type Sort struct {
 	natural int
 }
 
+// maxSortKeys is the most fields a sort may name.
+const maxSortKeys = 32
+
 type sortField struct {
 	SortField
 	parts []string
@@ -30,7 +33,8 @@ type sortField struct {
 // CompileSort compiles a sort specification such as {a: 1, "b.c": -1}.
 // Directions are 1 or -1 of any numeric type. {$natural: 1} or -1 asks for
 // storage order, reported by Natural; it cannot be combined with fields.
-// Sorting by {$meta: ...} is refused.
+// Sorting by {$meta: ...} is refused, and so are more than maxSortKeys
+// fields.
 func CompileSort(spec bson.Raw) (*Sort, error) {
 	if len(spec) > 0 {
 		if err := spec.Validate(); err != nil {
@@ -58,6 +62,10 @@ func CompileSort(spec bson.Raw) (*Sort, error) {
 		}
 		if err := checkSortPath(path); err != nil {
 			return nil, err
+		}
+		// MongoDB orders sort keys as it does index keys, at most 32.
+		if len(s.fields) == maxSortKeys {
+			return nil, mongoerr.New(13103, "too many compound keys")
 		}
 		s.fields = append(s.fields, sortField{SortField{Path: path, Desc: desc}, splitPath(path)})
 	}

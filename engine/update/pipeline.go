@@ -1,6 +1,7 @@
 package update
 
 import (
+	"context"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -13,7 +14,7 @@ import (
 
 // stage is one stage of an update pipeline.
 type stage interface {
-	apply(doc bson.Raw) (bson.Raw, error)
+	apply(ctx context.Context, doc bson.Raw) (bson.Raw, error)
 }
 
 // otherStages are the pipeline stages MongoDB knows but does not run in an
@@ -98,7 +99,9 @@ type projectStage struct {
 	p *project.Projection
 }
 
-func (s projectStage) apply(doc bson.Raw) (bson.Raw, error) { return s.p.Apply(doc, -1) }
+func (s projectStage) apply(ctx context.Context, doc bson.Raw) (bson.Raw, error) {
+	return s.p.ApplyContext(ctx, doc, -1)
+}
 
 // replaceRoot is $replaceRoot or $replaceWith: the document an expression
 // evaluates to.
@@ -134,8 +137,8 @@ func compileReplaceRoot(what string, v bsoncore.Value, now time.Time) (stage, er
 	return replaceRoot{what: what, newRoot: e}, nil
 }
 
-func (r replaceRoot) apply(doc bson.Raw) (bson.Raw, error) {
-	v, err := r.newRoot.Eval(doc)
+func (r replaceRoot) apply(ctx context.Context, doc bson.Raw) (bson.Raw, error) {
+	v, err := r.newRoot.EvalContext(ctx, doc)
 	if err != nil {
 		return nil, err
 	}
@@ -151,10 +154,10 @@ func (r replaceRoot) apply(doc bson.Raw) (bson.Raw, error) {
 }
 
 // run passes doc through the stages of a pipeline update.
-func (u *Update) run(doc bson.Raw) (bson.Raw, error) {
+func (u *Update) run(ctx context.Context, doc bson.Raw) (bson.Raw, error) {
 	for _, s := range u.pipeline {
 		var err error
-		if doc, err = s.apply(doc); err != nil {
+		if doc, err = s.apply(ctx, doc); err != nil {
 			return nil, err
 		}
 	}

@@ -2,6 +2,7 @@ package update
 
 import (
 	"bytes"
+	"context"
 	"strings"
 	"time"
 
@@ -68,6 +69,12 @@ func (u *Update) IsReplacement() bool { return u.replacement != nil }
 // changes nothing, as MongoDB's nModified counts. positional is the index of
 // the array element the query matched, which "$" stands for, or -1.
 func (u *Update) Apply(doc bson.Raw, positional int) (out bson.Raw, changed bool, err error) {
+	return u.ApplyContext(context.Background(), doc, positional)
+}
+
+// ApplyContext is Apply for a request: a pipeline's expressions stop with
+// ctx's error when ctx ends.
+func (u *Update) ApplyContext(ctx context.Context, doc bson.Raw, positional int) (out bson.Raw, changed bool, err error) {
 	if err := bsoncore.Document(doc).Validate(); err != nil {
 		return nil, false, mongoerr.New(mongoerr.InvalidBSON, "invalid document: %v", err)
 	}
@@ -75,7 +82,7 @@ func (u *Update) Apply(doc bson.Raw, positional int) (out bson.Raw, changed bool
 	case u.IsReplacement():
 		return replace(doc, u.replacement, false)
 	case u.pipeline != nil:
-		out, err := u.run(doc)
+		out, err := u.run(ctx, doc)
 		if err != nil {
 			return nil, false, err
 		}

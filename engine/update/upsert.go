@@ -1,6 +1,7 @@
 package update
 
 import (
+	"context"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -75,7 +76,7 @@ func (u *Update) upsertPipeline(root *value) (bson.Raw, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := u.run(seed)
+	out, err := u.run(context.Background(), seed)
 	if err != nil {
 		return nil, err
 	}

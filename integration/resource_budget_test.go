@@ -1,0 +1,212 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/lethedb/lethe/server"
+)
+
+// The memory budget of a request: the values expressions build, what
+// blocking stages hold, and the size of documents and replies. Each attack
+// must get MongoDB's error while a bystander is still served and the heap
+// stays bounded.
+
+// withMemoryLimits sets the limits of what a request holds without and
+// with allowDiskUse.
+func withMemoryLimits(sort, query int64) serverOption {
+	return func(c *server.Config) { c.SortMemoryLimit, c.QueryMemoryLimit = sort, query }
+}
+
+// insertBig inserts n documents {_id: i, big: <size bytes>}, each big
+// string made of its own letter so that they are distinct.
+func insertBig(t *testing.T, coll *mongo.Collection, n, size int) {
+	t.Helper()
+	for i := 0; i < n; i += 8 {
+		var docs []any
+		for j := i; j < min(n, i+8); j++ {
+			docs = append(docs, bson.D{{Key: "_id", Value: j}, {Key: "big", Value: strings.Repeat(string(rune('A'+j%58)), size-64) + fmt.Sprint(j)}})
+		}
+		if _, err := coll.InsertMany(testCtx(t), docs); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// doubling is an expression that doubles "ab" n times: 2^(n+1) bytes.
+func doubling(n int) bson.D {
+	return bson.D{{Key: "$reduce", Value: bson.D{
+		{Key: "input", Value: bson.D{{Key: "$range", Value: bson.A{0, n}}}},
+		{Key: "initialValue", Value: "ab"},
+		{Key: "in", Value: bson.D{{Key: "$concat", Value: bson.A{"$$value", "$$value"}}}},
+	}}}
+}
+
+// sustained repeats an attack for a second, so that the bystander's ping
+// percentiles are of many pings, and returns the first error of each of
+// its requests, which must all fail.
+func sustained(t *testing.T, requests ...func() error) []error {
+	errs := make([]error, len(requests))
+	for start := time.Now(); time.Since(start) < time.Second; {
+		for i, r := range requests {
+			err := r()
+			if err == nil {
+				t.Errorf("request %d of the attack succeeded", i)
+			}
+			if errs[i] == nil {
+				errs[i] = err
+			}
+		}
+	}
+	return errs
+}
+
+// settleHeap collects garbage twice before an attack, so that what the
+// setup of a test, or an earlier test, left in sync.Pools (which keep
+// their contents through one collection) does not count against the
+// attack's heap bound.
+func settleHeap() {
+	runtime.GC()
+	runtime.GC()
+}
+
+// attacker is a client of its own for an attack.
+func attacker(t *testing.T, ts *testServer) *mongo.Database {
+	return ts.NewClient(t).Database("budget")
+}
+
+func TestExpressionMemoryBomb(t *testing.T) {
+	ts := startServer(t)
+	db := attacker(t, ts)
+	mustInsert(t, db.Collection("c"), bson.D{{Key: "_id", Value: 1}})
+	var errs []error
+	settleHeap()
+	underAttack(t, ts, attackBounds{}, func(ctx context.Context) {
+		proj := bson.D{{Key: "x", Value: doubling(40)}}
+		errs = sustained(t,
+			func() error {
+				return db.Collection("c").FindOne(ctx, bson.D{}, options.FindOne().SetProjection(proj)).Err()
+			},
+			func() error {
+				_, err := db.Collection("c").Aggregate(ctx, mongo.Pipeline{{{Key: "$project", Value: proj}}})
+				return err
+			},
+			func() error {
+				_, err := db.Collection("c").UpdateOne(ctx, bson.D{}, mongo.Pipeline{{{Key: "$set", Value: proj}}})
+				return err
+			})
+	})
+	for _, err := range errs {
+		wantCode(t, err, 10334)
+	}
+}
+
+func TestGroupPushTooLarge(t *testing.T) {
+	ts := startServer(t)
+	db := attacker(t, ts)
+	coll := db.Collection("c")
+	insertBig(t, coll, 120, 1<<20)
+	var pushErr, smallErr error
+	settleHeap()
+	underAttack(t, ts, attackBounds{}, func(ctx context.Context) {
+		group := bson.D{{Key: "$group", Value: bson.D{{Key: "_id", Value: nil}, {Key: "all", Value: bson.D{{Key: "$push", Value: "$big"}}}}}}
+		_, pushErr = coll.Aggregate(ctx, mongo.Pipeline{group})
+		// Twenty of the documents make a result over 16 MiB.
+		_, smallErr = coll.Aggregate(ctx, mongo.Pipeline{{{Key: "$match", Value: bson.D{{Key: "_id", Value: bson.D{{Key: "$lt", Value: 20}}}}}}, group})
+	})
+	// MongoDB stops a $push past 100 MiB by its own limit or by $group's,
+	// whichever it meets first.
+	if code := errCode(pushErr); code != 146 && code != 292 {
+		t.Errorf("$push of 120 MiB: %v, want code 146 or 292", pushErr)
+	}
+	wantCode(t, smallErr, 10334)
+}
+
+func TestSortOfComputedFields(t *testing.T) {
+	// Limits lower than the defaults (100 and 256 MiB), which the engine's
+	// tests check, keep the heap of the whole test process, garbage
+	// included, well under its bound whatever ran before.
+	ts := startServer(t, withMemoryLimits(48<<20, 64<<20))
+	db := attacker(t, ts)
+	coll := db.Collection("c")
+	var docs []any
+	for i := range 32 {
+		docs = append(docs, bson.D{{Key: "_id", Value: i}})
+	}
+	mustInsert(t, coll, docs...)
+	// 32 documents of 8 MiB of computed fields: 256 MiB to sort.
+	pipeline := mongo.Pipeline{
+		{{Key: "$addFields", Value: bson.D{{Key: "pad", Value: doubling(22)}}}},
+		{{Key: "$sort", Value: bson.D{{Key: "_id", Value: -1}}}},
+	}
+	var noDiskErr, diskErr error
+	settleHeap()
+	underAttack(t, ts, attackBounds{}, func(ctx context.Context) {
+		_, noDiskErr = coll.Aggregate(ctx, pipeline, options.Aggregate().SetAllowDiskUse(false))
+		_, diskErr = coll.Aggregate(ctx, pipeline, options.Aggregate().SetAllowDiskUse(true))
+	})
+	wantCode(t, noDiskErr, 292)
+	// allowDiskUse lifts the sort limit, not the server's own bound.
+	wantCode(t, diskErr, 146)
+}
+
+func TestSortKeyLimit(t *testing.T) {
+	ts := startServer(t)
+	coll := ts.Client.Database("budget").Collection("c")
+	mustInsert(t, coll, bson.D{{Key: "_id", Value: 1}})
+	sortBy := func(n int) bson.D {
+		var d bson.D
+		for i := range n {
+			d = append(d, bson.E{Key: fmt.Sprintf("f%d", i), Value: 1})
+		}
+		return d
+	}
+	if err := coll.FindOne(testCtx(t), bson.D{}, options.FindOne().SetSort(sortBy(32))).Err(); err != nil {
+		t.Errorf("sort on 32 fields: %v", err)
+	}
+	wantCode(t, coll.FindOne(testCtx(t), bson.D{}, options.FindOne().SetSort(sortBy(33))).Err(), 13103)
+	_, err := coll.Aggregate(testCtx(t), mongo.Pipeline{{{Key: "$sort", Value: sortBy(33)}}})
+	wantCode(t, err, 13103)
+}
+
+func TestRepliesStayUnder16MiB(t *testing.T) {
+	ts := startServer(t)
+	db := ts.Client.Database("budget")
+	insertBig(t, db.Collection("c"), 3, 6<<20)
+	// A first batch stops before the document that would take it past
+	// 16 MiB, for find and aggregate alike.
+	for _, cmd := range []bson.D{
+		{{Key: "find", Value: "c"}},
+		{{Key: "aggregate", Value: "c"}, {Key: "pipeline", Value: bson.A{bson.D{{Key: "$addFields", Value: bson.D{{Key: "x", Value: 1}}}}}}, {Key: "cursor", Value: bson.D{}}},
+	} {
+		reply := run(t, db, cmd)
+		batch, _ := reply.Lookup("cursor", "firstBatch").Array().Values()
+		if len(reply) > 16<<20+16<<10 || len(batch) != 2 {
+			t.Errorf("%s: a first batch of %d documents in a reply of %d bytes", cmd[0].Key, len(batch), len(reply))
+		}
+	}
+}
+
+func TestDistinctOver16MiB(t *testing.T) {
+	ts := startServer(t)
+	db := ts.Client.Database("budget")
+	// Seventeen distinct values of 1 MiB are more than a reply holds.
+	insertBig(t, db.Collection("d"), 17, 1<<20)
+	var errs []error
+	adb := attacker(t, ts)
+	settleHeap()
+	underAttack(t, ts, attackBounds{}, func(ctx context.Context) {
+		errs = sustained(t, func() error {
+			return adb.RunCommand(ctx, bson.D{{Key: "distinct", Value: "d"}, {Key: "key", Value: "big"}}).Err()
+		})
+	})
+	wantCode(t, errs[0], 17217)
+}
