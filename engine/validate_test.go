@@ -255,10 +255,11 @@ func TestValidateStopsWhenContextEnds(t *testing.T) {
 	e, _ := validateFixture(t)
 	var docs []bson.Raw
 	for i := 0; i < 2*validateCheckEvery; i++ {
-		docs = append(docs, mustMarshal(t, bson.D{{Key: "_id", Value: 100 + i}}))
+		// Each has its own u: the unique index holds a missing u as null.
+		docs = append(docs, mustMarshal(t, bson.D{{Key: "_id", Value: 100 + i}, {Key: "u", Value: 100 + i}}))
 	}
-	if _, err := e.Insert("db", "c", docs, true); err != nil {
-		t.Fatal(err)
+	if res, err := e.Insert("db", "c", docs, true); err != nil || len(res.Errors) > 0 {
+		t.Fatal(err, res.Errors)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
