@@ -304,6 +304,9 @@ func (e *Engine) backfill(old, nst *collState, fresh []indexMeta) error {
 			}
 		}
 		if b.Len() > maxBatchBytes {
+			if err := e.disk.admit(b); err != nil {
+				return err
+			}
 			if err := b.Commit(pebble.NoSync); err != nil {
 				return err
 			}
@@ -321,6 +324,9 @@ func (e *Engine) backfill(old, nst *collState, fresh []indexMeta) error {
 				nst.meta.Indexes[i].Multikey = true
 			}
 		}
+	}
+	if err := e.disk.admit(b); err != nil {
+		return err
 	}
 	return b.Commit(pebble.Sync)
 }

@@ -54,6 +54,7 @@ const (
 	BSONObjectTooLarge                       Code = 10334
 	DuplicateKey                             Code = 11000
 	InterruptedAtShutdown                    Code = 11600
+	OutOfDiskSpace                           Code = 14031
 )
 
 var codeNames = map[Code]string{
@@ -108,4 +109,5 @@ var codeNames = map[Code]string{
 	BSONObjectTooLarge:                       "BSONObjectTooLarge",
 	DuplicateKey:                             "DuplicateKey",
 	InterruptedAtShutdown:                    "InterruptedAtShutdown",
+	OutOfDiskSpace:                           "OutOfDiskSpace",
 }
