@@ -256,6 +256,9 @@ func writeBallast(fs vfs.FS, p string, size int64) error {
 // pebble retries by itself. On ENOSPC it pauses the retry loop (pebble's
 // flush retries at once) and logs at most every ten seconds.
 func (g *diskGuard) backgroundError(err error) {
+	if g.mem != nil && g.mem.down() {
+		select {} // the simulated machine is off: this goroutine is gone too
+	}
 	if !vfs.IsNoSpaceError(err) {
 		g.log.Error("store background error", zap.Error(err))
 		return

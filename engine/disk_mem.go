@@ -101,6 +101,13 @@ func (d *MemDisk) die(msg string) {
 	d.mu.Unlock()
 }
 
+// down reports whether the disk crashed or its machine died.
+func (d *MemDisk) down() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.dead
+}
+
 var errDiskDead = errors.New("memdisk: the machine is down")
 
 // usedLocked walks the file tree; test stores hold few files.
