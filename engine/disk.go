@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,7 +34,7 @@ const ballastName = "LETHE-BALLAST"
 //     with OutOfDiskSpace (14031); a batch of deletions still commits, since
 //     deleting is how the user frees space, and it starts a memtable flush
 //     so that the WAL and the deleted data can go.
-//  2. A quarter of the reserve is held in a ballast file. If the disk fills
+//  2. Half of the reserve is held in a ballast file. If the disk fills
 //     anyway (another process, or a flush or compaction in flight), the
 //     first ENOSPC removes the ballast and pebble retries the write once
 //     (vfs.OnDiskFull). The ballast comes back when space allows.
@@ -51,11 +52,15 @@ type diskGuard struct {
 	ballast int64
 	log     *zap.Logger
 	mem     *MemDisk // nil on a real disk
+	// readOnly is set before open when the disk is too full for pebble to
+	// replay its WAL; every write is then refused.
+	readOnly bool
 
 	db atomic.Pointer[pebble.DB] // set once open, for reclaim
 
 	ballastMu  sync.Mutex // serializes making and removing the ballast
 	restoring  atomic.Bool
+	opening    atomic.Bool // pebble.Open is running
 	reclaiming atomic.Bool
 	low        atomic.Bool  // last check found less than minFree
 	lastBgLog  atomic.Int64 // unix nanos of the last logged background ENOSPC
@@ -72,16 +77,18 @@ func newDiskGuard(dir string, opts Options) *diskGuard {
 	case opts.MinFreeDisk > 0:
 		g.minFree = opts.MinFreeDisk
 	}
-	g.ballast = g.minFree / 4
+	g.ballast = g.minFree / 2
 	return g
 }
 
-// storeFS is the filesystem pebble runs on: ENOSPC releases the ballast.
+// storeFS is the filesystem pebble runs on: ENOSPC releases the ballast,
+// and log writes wait a while for space (see logRetryFS).
 func (g *diskGuard) storeFS() vfs.FS {
-	if g.minFree == 0 {
-		return g.fs
+	fs := g.fs
+	if g.minFree != 0 {
+		fs = vfs.OnDiskFull(fs, g.releaseBallast)
 	}
-	return vfs.OnDiskFull(g.fs, g.releaseBallast)
+	return logRetryFS{FS: fs, log: g.log}
 }
 
 // free is the space available on the store's filesystem.
@@ -119,8 +126,65 @@ func (g *diskGuard) beforeOpen() error {
 	return nil
 }
 
+// replaySpace is what pebble needs free to open the store in dir: it
+// flushes the WALs it replays into sstables before it takes writes, and
+// retries that flush forever if the disk is full, so Open would never
+// return. The estimate is the unflushed data (the WALs, which pebble may
+// keep one recycled log among, so at most a memtable) and a new MANIFEST.
+// It reports false if there is no store yet.
+func (g *diskGuard) replaySpace() (int64, bool) {
+	names, err := g.fs.List(g.dir)
+	if err != nil {
+		return 0, false
+	}
+	var wals, manifest int64
+	exists := false
+	for _, name := range names {
+		fi, err := g.fs.Stat(g.fs.PathJoin(g.dir, name))
+		if err != nil {
+			continue
+		}
+		switch {
+		case strings.HasSuffix(name, ".log"):
+			wals += fi.Size()
+		case strings.HasPrefix(name, "MANIFEST-"):
+			exists = true
+			manifest = max(manifest, fi.Size())
+		}
+	}
+	return min(wals, g.memTableSize()) + manifest + 64<<10, exists
+}
+
+// memTableSize is the memtable pebble gets: at most a quarter of the
+// reserve, so that the ballast (half of it) holds a memtable's flush.
+func (g *diskGuard) memTableSize() int64 {
+	if g.minFree == 0 {
+		return 64 << 20
+	}
+	return min(64<<20, max(256<<10, g.minFree/4))
+}
+
+// mustOpenReadOnly reports whether the disk is too full for pebble to open
+// the store for writing; the store then opens read-only, serving reads,
+// until a restart with more space.
+func (g *diskGuard) mustOpenReadOnly() bool {
+	need, exists := g.replaySpace()
+	avail, err := g.free()
+	if !exists || err != nil || avail >= need {
+		return false
+	}
+	g.readOnly = true
+	g.log.Error("the disk is too full to open the store for writing: it opens read-only; free space and restart lethe to write again",
+		zap.String("dir", g.dir), zap.Int64("freeBytes", avail), zap.Int64("neededBytes", need))
+	return true
+}
+
 // admit decides whether b may commit, given the free space.
 func (g *diskGuard) admit(b *pebble.Batch) error {
+	if g.readOnly {
+		return mongoerr.New(mongoerr.OutOfDiskSpace,
+			"Out of disk space: the store was opened read-only because the disk was too full to start; free space and restart lethe to write again")
+	}
 	if g.minFree == 0 {
 		return nil
 	}
@@ -268,6 +332,16 @@ func (g *diskGuard) backgroundError(err error) {
 		g.log.Error("disk full: a store flush or compaction failed and will be retried", zap.Error(err))
 	}
 	time.Sleep(100 * time.Millisecond)
+}
+
+// flushEnd ends the process when the flush of the replayed WAL fails for
+// want of space while the store opens: pebble.Open waits for that flush and
+// pebble retries it for ever, so the server would never listen. Exiting
+// says why; mustOpenReadOnly keeps this for disks it misjudged.
+func (g *diskGuard) flushEnd(info pebble.FlushInfo) {
+	if info.Err != nil && g.opening.Load() && vfs.IsNoSpaceError(info.Err) {
+		g.fatal(fmt.Sprintf("the disk is too full to replay the write-ahead log at start; free space in %s and restart: %v", g.dir, info.Err))
+	}
 }
 
 // fatal ends the process on an error pebble cannot continue from. On a

@@ -22,8 +22,8 @@ func TestBallastOnRealDisk(t *testing.T) {
 	if err != nil {
 		t.Fatalf("no ballast: %v", err)
 	}
-	if fi.Size() != 2<<20 {
-		t.Fatalf("ballast of %d bytes, want a quarter of the 8 MiB reserve", fi.Size())
+	if fi.Size() != 4<<20 {
+		t.Fatalf("ballast of %d bytes, want half the 8 MiB reserve", fi.Size())
 	}
 	if avail, err := e.disk.free(); err != nil || avail <= 0 {
 		t.Fatalf("free space: %d, %v", avail, err)

@@ -123,16 +123,18 @@ func TestDiskFull(t *testing.T) {
 	t.Logf("writes resumed after deleting %d documents: %d bytes used", half, d.Used())
 	countDocs(t, e, half, next)
 
-	// Another program fills the disk to the last 64 KiB; a restart serves
-	// reads and refuses writes.
+	// Another program leaves the disk with half the reserve free; a restart
+	// serves reads and deletes, and refuses inserts.
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
-	d.SetCapacity(d.Used() + 64<<10)
+	d.SetCapacity(d.Used() + testMinFree/2)
 	e = openOnDisk(t, d)
 	defer e.Close()
 	t.Logf("restarted on a full disk: %d of %d bytes used", d.Used(), d.usage().TotalBytes)
 	countDocs(t, e, half, next)
+	// Opening removed obsolete files; the other program takes that space.
+	d.SetCapacity(d.Used() + testMinFree/2)
 	_, err = e.Insert("test", "c", []bson.Raw{padded(next)}, true)
 	wantOutOfDisk(t, err)
 	n, err = e.Delete(context.Background(), "test", "c", f, 0, bson.RawValue{})
@@ -164,4 +166,42 @@ func waitWritable(t *testing.T, e *Engine, id int) int {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// TestOpenOnDiskTooFullToReplay fills the disk to the last byte after the
+// ballast is gone, with documents still in the WAL: pebble cannot flush
+// them, so the store opens read-only instead of waiting forever for space.
+// Reads are served; every write is refused with OutOfDiskSpace.
+func TestOpenOnDiskTooFullToReplay(t *testing.T) {
+	d := NewMemDisk(testDiskSize)
+	e := openOnDisk(t, d)
+	const n = 500
+	for i := 0; i < n; i++ {
+		if _, err := e.Insert("test", "c", []bson.Raw{padded(i)}, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.mem.Remove(d.mem.PathJoin("/db", ballastName)); err != nil {
+		t.Fatal(err)
+	}
+	d.SetCapacity(d.Used())
+
+	opened := make(chan *Engine)
+	go func() { opened <- openOnDisk(t, d) }()
+	select {
+	case e = <-opened:
+	case <-time.After(30 * time.Second):
+		t.Fatal("open on a full disk did not return in 30 s")
+	}
+	defer e.Close()
+	countDocs(t, e, 0, n)
+	_, err := e.Insert("test", "c", []bson.Raw{padded(n)}, true)
+	wantOutOfDisk(t, err)
+	f, _ := bson.Marshal(bson.D{{Key: "_id", Value: 1}})
+	_, err = e.Delete(context.Background(), "test", "c", f, 0, bson.RawValue{})
+	wantOutOfDisk(t, err)
+	countDocs(t, e, 0, n)
 }

@@ -90,7 +90,11 @@ func Open(dir string, opts Options) (*Engine, error) {
 	if err := guard.beforeOpen(); err != nil {
 		return nil, err
 	}
-	db, err := pebble.Open(dir, storeOptions(guard))
+	po := storeOptions(guard)
+	po.ReadOnly = guard.mustOpenReadOnly()
+	guard.opening.Store(true)
+	db, err := pebble.Open(dir, po)
+	guard.opening.Store(false)
 	// Another process holding the lock fails flock with EAGAIN; pebble
 	// reports a second open in this process by name.
 	if errors.Is(err, syscall.EAGAIN) || (err != nil && strings.Contains(err.Error(), "lock held")) {
@@ -113,7 +117,7 @@ func Open(dir string, opts Options) (*Engine, error) {
 		return nil, err
 	}
 	e.reaper = ttlindex.NewReaper(e, ttlindex.ReaperOptions{Clock: opts.Clock, Logger: opts.Logger, BatchSize: 512})
-	if !opts.NoReaper {
+	if !opts.NoReaper && !guard.readOnly {
 		ctx, cancel := context.WithCancel(context.Background())
 		e.stopReaper = cancel
 		e.reaperDone = make(chan struct{})
@@ -150,17 +154,15 @@ func (e *Engine) Close() error {
 // free-space reserve, so that the reserve holds its WAL and its flush.
 func storeOptions(g *diskGuard) *pebble.Options {
 	o := &pebble.Options{
-		FS:           g.storeFS(),
-		Logger:       pebbleLogger{s: g.log.Sugar(), fatal: g.fatal},
-		CacheSize:    256 << 20,
-		MemTableSize: 64 << 20,
+		FS:        g.storeFS(),
+		Logger:    pebbleLogger{s: g.log.Sugar(), fatal: g.fatal},
+		CacheSize: 256 << 20,
 		EventListener: &pebble.EventListener{
 			BackgroundError: g.backgroundError,
+			FlushEnd:        g.flushEnd,
 		},
 	}
-	if g.minFree > 0 {
-		o.MemTableSize = uint64(min(64<<20, max(256<<10, g.minFree/4)))
-	}
+	o.MemTableSize = uint64(g.memTableSize())
 	for i := range o.Levels {
 		o.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
 	}
