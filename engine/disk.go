@@ -179,11 +179,19 @@ func (g *diskGuard) mustOpenReadOnly() bool {
 	return true
 }
 
-// admit decides whether b may commit, given the free space.
-func (g *diskGuard) admit(b *pebble.Batch) error {
+// writable refuses every write when the store opened read-only.
+func (g *diskGuard) writable() error {
 	if g.readOnly {
 		return mongoerr.New(mongoerr.OutOfDiskSpace,
 			"Out of disk space: the store was opened read-only because the disk was too full to start; free space and restart lethe to write again")
+	}
+	return nil
+}
+
+// admit decides whether b may commit, given the free space.
+func (g *diskGuard) admit(b *pebble.Batch) error {
+	if err := g.writable(); err != nil {
+		return err
 	}
 	if g.minFree == 0 {
 		return nil

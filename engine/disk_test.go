@@ -203,5 +203,9 @@ func TestOpenOnDiskTooFullToReplay(t *testing.T) {
 	f, _ := bson.Marshal(bson.D{{Key: "_id", Value: 1}})
 	_, err = e.Delete(context.Background(), "test", "c", f, 0, bson.RawValue{})
 	wantOutOfDisk(t, err)
+	_, err = e.DropCollection("test", "c")
+	wantOutOfDisk(t, err)
+	_, err = e.Insert("test", "other", []bson.Raw{padded(n)}, true)
+	wantOutOfDisk(t, err)
 	countDocs(t, e, 0, n)
 }
