@@ -60,6 +60,7 @@ type diskGuard struct {
 
 	ballastMu  sync.Mutex // serializes making and removing the ballast
 	restoring  atomic.Bool
+	hasBallast atomic.Bool // the ballast is in place; spares a stat per commit
 	opening    atomic.Bool // pebble.Open is running
 	reclaiming atomic.Bool
 	low        atomic.Bool  // last check found less than minFree
@@ -204,7 +205,7 @@ func (g *diskGuard) admit(b *pebble.Batch) error {
 		if g.low.Swap(false) {
 			g.log.Info("disk space recovered: writes resume", zap.Int64("freeBytes", avail))
 		}
-		if avail >= g.minFree+g.ballast {
+		if !g.hasBallast.Load() && avail >= g.minFree+g.ballast {
 			g.restoreBallastAsync()
 		}
 		return nil
@@ -262,6 +263,7 @@ func (g *diskGuard) reclaim() {
 func (g *diskGuard) releaseBallast() {
 	g.ballastMu.Lock()
 	defer g.ballastMu.Unlock()
+	g.hasBallast.Store(false)
 	p := g.fs.PathJoin(g.dir, ballastName)
 	if _, err := g.fs.Stat(p); err != nil {
 		return
@@ -290,6 +292,7 @@ func (g *diskGuard) restoreBallast() {
 	defer g.ballastMu.Unlock()
 	p := g.fs.PathJoin(g.dir, ballastName)
 	if fi, err := g.fs.Stat(p); err == nil && fi.Size() >= g.ballast {
+		g.hasBallast.Store(true)
 		return
 	}
 	if avail, err := g.free(); err != nil || avail < g.minFree+g.ballast {
@@ -298,7 +301,9 @@ func (g *diskGuard) restoreBallast() {
 	if err := writeBallast(g.fs, p, g.ballast); err != nil {
 		_ = g.fs.Remove(p)
 		g.log.Warn("cannot write the disk ballast", zap.String("path", p), zap.Error(err))
+		return
 	}
+	g.hasBallast.Store(true)
 }
 
 // writeBallast makes a file of size bytes at p, allocated (fallocate) where

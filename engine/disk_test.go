@@ -148,6 +148,12 @@ func TestDiskFull(t *testing.T) {
 		t.Fatalf("insert after the disk grew: %v", err)
 	}
 	countDocs(t, e, half, next+1)
+	// The ballast, released at the start on a low disk, comes back.
+	for deadline := time.Now().Add(10 * time.Second); !e.disk.hasBallast.Load(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the ballast was not restored once space came back")
+		}
+	}
 }
 
 // waitWritable retries an insert of id until the engine accepts it: space
