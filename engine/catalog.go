@@ -204,10 +204,7 @@ func (e *Engine) ensureCollection(db, name string, options bson.Raw) (*Collectio
 	if err := putMeta(b, &meta); err != nil {
 		return nil, false, err
 	}
-	if err := e.disk.admit(b); err != nil {
-		return nil, false, err
-	}
-	if err := b.Commit(pebble.Sync); err != nil {
+	if err := e.commit(b, pebble.Sync); err != nil {
 		return nil, false, fmt.Errorf("engine: create %s.%s: %w", db, name, err)
 	}
 	c := &Collection{}
@@ -248,7 +245,7 @@ func (e *Engine) DropCollection(db, name string) (bool, error) {
 		return false, err
 	}
 	deleteCollectionData(b, st)
-	if err := b.Commit(pebble.Sync); err != nil {
+	if err := e.commit(b, pebble.Sync); err != nil {
 		return false, fmt.Errorf("engine: drop %s.%s: %w", db, name, err)
 	}
 	dropped := *st

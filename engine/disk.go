@@ -223,6 +223,23 @@ func (g *diskGuard) admit(b *pebble.Batch) error {
 			"free space or delete data to write again", avail, g.minFree)
 }
 
+// commit commits b if the disk has room for it. Pebble panics on some WAL
+// failures it cannot unwind (a failed record write or log rotation), which
+// can leave its commit pipeline locked: the server's panic recovery must not
+// carry on with that store, so the panic ends the process like any fatal
+// store error.
+func (e *Engine) commit(b *pebble.Batch, opts *pebble.WriteOptions) error {
+	if err := e.disk.admit(b); err != nil {
+		return err
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			e.disk.fatal(fmt.Sprintf("pebble panicked in a commit: %v", p))
+		}
+	}()
+	return b.Commit(opts)
+}
+
 // deletesOnly reports whether b holds nothing but deletions.
 func deletesOnly(b *pebble.Batch) bool {
 	r := b.Reader()

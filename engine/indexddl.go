@@ -304,10 +304,7 @@ func (e *Engine) backfill(old, nst *collState, fresh []indexMeta) error {
 			}
 		}
 		if b.Len() > maxBatchBytes {
-			if err := e.disk.admit(b); err != nil {
-				return err
-			}
-			if err := b.Commit(pebble.NoSync); err != nil {
+			if err := e.commit(b, pebble.NoSync); err != nil {
 				return err
 			}
 			b.Close()
@@ -325,10 +322,7 @@ func (e *Engine) backfill(old, nst *collState, fresh []indexMeta) error {
 			}
 		}
 	}
-	if err := e.disk.admit(b); err != nil {
-		return err
-	}
-	return b.Commit(pebble.Sync)
+	return e.commit(b, pebble.Sync)
 }
 
 // hasKey reports whether k is in the batch or the store.
