@@ -26,8 +26,9 @@ const ballastName = "LETHE-BALLAST"
 
 // Running out of disk space is the one failure pebble cannot take back: a
 // failed WAL write leaves the commit pipeline broken and pebble ends the
-// process (see pebbleLogger.Fatalf). So the engine never lets the disk
-// fill up through its own writes, in three layers:
+// process (pebbleLogger.Fatalf) or panics (Engine.commit turns that into the
+// same exit). So the engine never lets the disk fill up through its own
+// writes, in layers:
 //
 //  1. Before each commit, diskGuard.admit checks free space (statfs). Below
 //     the reserve (Options.MinFreeDisk), a batch that adds data is refused
@@ -38,13 +39,20 @@ const ballastName = "LETHE-BALLAST"
 //     anyway (another process, or a flush or compaction in flight), the
 //     first ENOSPC removes the ballast and pebble retries the write once
 //     (vfs.OnDiskFull). The ballast comes back when space allows.
-//  3. Pebble retries failed flushes at once, forever; on ENOSPC the event
+//  3. WAL and MANIFEST writes that still meet ENOSPC wait for space for a
+//     while (logRetryFS): a compaction that ran out deletes its output.
+//  4. Pebble retries failed flushes at once, forever; on ENOSPC the event
 //     listener pauses the retry loop so that a full disk does not spin a
 //     core and flood the log.
 //
 // At start the ballast is removed if space is below the reserve, so that
 // pebble can replay its WAL on a disk that filled up; reads then work and
-// writes resume, without a restart, once space is freed.
+// writes resume, without a restart, once space is freed. If even that
+// space cannot hold the replay, pebble would wait for ever inside Open; the
+// store then opens read-only (mustOpenReadOnly) and needs a restart to
+// write again.
+//
+// ballastMu and MemDisk.mu are leaves: nothing else is locked under them.
 type diskGuard struct {
 	fs      vfs.FS // unwrapped: statfs and the ballast bypass OnDiskFull
 	dir     string
