@@ -161,7 +161,9 @@ func (g *diskGuard) replaySpace() (int64, bool) {
 			manifest = max(manifest, fi.Size())
 		}
 	}
-	return min(wals, g.memTableSize()) + manifest + 64<<10, exists
+	// The new MANIFEST is a snapshot of the live files: at most as long as
+	// the current one, which also holds every edit since its own snapshot.
+	return min(wals, g.memTableSize()) + min(manifest, 1<<20) + 64<<10, exists
 }
 
 // memTableSize is the memtable pebble gets: at most a quarter of the

@@ -123,18 +123,18 @@ func TestDiskFull(t *testing.T) {
 	t.Logf("writes resumed after deleting %d documents: %d bytes used", half, d.Used())
 	countDocs(t, e, half, next)
 
-	// Another program leaves the disk with half the reserve free; a restart
-	// serves reads and deletes, and refuses inserts.
+	// Another program leaves less than the reserve free; a restart serves
+	// reads and deletes, and refuses inserts.
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
-	d.SetCapacity(d.Used() + testMinFree/2)
+	d.SetCapacity(d.Used() + 3*testMinFree/4)
 	e = openOnDisk(t, d)
 	defer e.Close()
 	t.Logf("restarted on a full disk: %d of %d bytes used", d.Used(), d.usage().TotalBytes)
 	countDocs(t, e, half, next)
 	// Opening removed obsolete files; the other program takes that space.
-	d.SetCapacity(d.Used() + testMinFree/2)
+	d.SetCapacity(d.Used() + 3*testMinFree/4)
 	_, err = e.Insert("test", "c", []bson.Raw{padded(next)}, true)
 	wantOutOfDisk(t, err)
 	n, err = e.Delete(context.Background(), "test", "c", f, 0, bson.RawValue{})

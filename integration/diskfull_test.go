@@ -35,13 +35,13 @@ func diskDocs(first, n int) []any {
 	return docs
 }
 
-// wantOutOfDisk checks MongoDB's code and name for a write refused on a
-// full disk.
+// wantOutOfDisk checks MongoDB's code, and its name when the error is a
+// command error, for a write refused on a full disk.
 func wantOutOfDisk(t *testing.T, err error) {
 	t.Helper()
 	wantCode(t, err, 14031)
 	var ce mongo.CommandError
-	if !errors.As(err, &ce) || ce.Name != "OutOfDiskSpace" {
+	if errors.As(err, &ce) && ce.Name != "OutOfDiskSpace" {
 		t.Fatalf("want codeName OutOfDiskSpace, got %v", err)
 	}
 }
@@ -108,13 +108,15 @@ func TestDiskFullThroughDriver(t *testing.T) {
 	}
 	wantRange(t, coll, half, next)
 
-	// Another program fills the disk to its last 64 KiB; the server restarts,
-	// serves reads and deletes, and refuses inserts.
+	// Another program leaves less than the reserve free; the server
+	// restarts, serves reads and deletes, and refuses inserts.
 	ts.stop(t)
-	disk.SetCapacity(disk.Used() + 64<<10)
+	disk.SetCapacity(disk.Used() + 3*diskMinFree/4)
 	ts.start(t)
 	coll = ts.Client.Database("test").Collection("c")
 	wantRange(t, coll, half, next)
+	// Opening removed obsolete files; the other program takes that space.
+	disk.SetCapacity(disk.Used() + 3*diskMinFree/4)
 	_, err = coll.InsertOne(testCtx(t), diskDocs(next, 1)[0])
 	wantOutOfDisk(t, err)
 	if _, err := coll.DeleteOne(testCtx(t), bson.D{{Key: "_id", Value: -1}}); err != nil {
@@ -127,4 +129,28 @@ func TestDiskFullThroughDriver(t *testing.T) {
 		t.Fatalf("insert after space was freed: %v", err)
 	}
 	wantRange(t, coll, half, next+batch)
+}
+
+// TestDiskTooFullToReplayServesReads restarts the server on a disk with no
+// byte free even once the ballast is gone: the store cannot replay its
+// write-ahead log, so it opens read-only. The server listens, serves reads,
+// and refuses every write, deletions included, with OutOfDiskSpace.
+func TestDiskTooFullToReplayServesReads(t *testing.T) {
+	disk := engine.NewMemDisk(diskSize)
+	ts := startServer(t, withDisk(disk, diskMinFree))
+	coll := ts.Client.Database("test").Collection("c")
+	if _, err := coll.InsertMany(testCtx(t), diskDocs(0, 300)); err != nil {
+		t.Fatal(err)
+	}
+	ts.stop(t)
+	disk.SetCapacity(disk.Used() - diskMinFree/2) // the ballast's space is taken too
+	ts.start(t)
+	coll = ts.Client.Database("test").Collection("c")
+	wantRange(t, coll, 0, 300)
+	_, err := coll.InsertOne(testCtx(t), diskDocs(300, 1)[0])
+	wantOutOfDisk(t, err)
+	_, err = coll.DeleteOne(testCtx(t), bson.D{{Key: "_id", Value: 1}})
+	wantOutOfDisk(t, err)
+	wantOutOfDisk(t, coll.Drop(testCtx(t)))
+	wantRange(t, coll, 0, 300)
 }
