@@ -30,7 +30,7 @@ func BenchmarkInsertParallel(b *testing.B) {
 
 // BenchmarkPebbleSyncParallel is the ceiling: one synced Set per commit.
 func BenchmarkPebbleSyncParallel(b *testing.B) {
-	db, err := pebble.Open(b.TempDir(), &pebble.Options{Logger: pebbleLogger{zap.NewNop().Sugar()}})
+	db, err := pebble.Open(b.TempDir(), &pebble.Options{Logger: pebbleLogger{s: zap.NewNop().Sugar(), fatal: func(msg string) { panic(msg) }}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -218,7 +218,7 @@ func (e *Engine) ensureCollection(db, name string, options bson.Raw) (*Collectio
 	if err := putMeta(b, &meta); err != nil {
 		return nil, false, err
 	}
-	if err := b.Commit(pebble.Sync); err != nil {
+	if err := e.commit(b, pebble.Sync); err != nil {
 		return nil, false, fmt.Errorf("engine: create %s.%s: %w", db, name, err)
 	}
 	c := &Collection{}
@@ -238,6 +238,9 @@ func newUUID() bson.Binary {
 // DropCollection removes db.name with its documents and indexes. It reports
 // whether the collection existed.
 func (e *Engine) DropCollection(db, name string) (bool, error) {
+	if err := e.disk.writable(); err != nil {
+		return false, err
+	}
 	e.mu.Lock()
 	c := e.colls[nsKey(db, name)]
 	if c == nil {
@@ -256,7 +259,7 @@ func (e *Engine) DropCollection(db, name string) (bool, error) {
 		return false, err
 	}
 	deleteCollectionData(b, st)
-	if err := b.Commit(pebble.Sync); err != nil {
+	if err := e.commit(b, pebble.Sync); err != nil {
 		return false, fmt.Errorf("engine: drop %s.%s: %w", db, name, err)
 	}
 	dropped := *st

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"go.uber.org/zap"
 
 	"github.com/lethedb/lethe/ttlindex"
@@ -33,6 +34,14 @@ type Options struct {
 	// honours by sorting in memory all the same; 256 MiB if zero. Passing
 	// it fails with ExceededMemoryLimit.
 	QueryMemoryLimit int64
+	// MinFreeDisk is the free space, in bytes, kept on the store's
+	// filesystem: below it, writes that add data fail with OutOfDiskSpace
+	// while reads and deletes go on (see diskGuard). Zero means
+	// DefaultMinFreeDisk; negative turns the guard off.
+	MinFreeDisk int64
+	// Disk, for tests, keeps the store on a simulated disk instead of in the
+	// directory given to Open, which then only names the store on it.
+	Disk *MemDisk
 }
 
 // Engine is an open store.
@@ -41,6 +50,7 @@ type Engine struct {
 	clock ttlindex.Clock
 	log   *zap.Logger
 	locks lockTable
+	disk  *diskGuard
 
 	mu    sync.RWMutex
 	colls map[string]*Collection // by "db.name"
@@ -62,16 +72,28 @@ func Open(dir string, opts Options) (*Engine, error) {
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
-	db, err := pebble.Open(dir, storeOptions(opts.Logger))
+	guard := newDiskGuard(dir, opts)
+	if err := guard.beforeOpen(); err != nil {
+		return nil, err
+	}
+	po := storeOptions(guard)
+	po.ReadOnly = guard.mustOpenReadOnly()
+	guard.opening.Store(true)
+	db, err := pebble.Open(dir, po)
+	guard.opening.Store(false)
 	// Another process holding the lock fails flock with EAGAIN; pebble
 	// reports a second open in this process by name.
 	if errors.Is(err, syscall.EAGAIN) || (err != nil && strings.Contains(err.Error(), "lock held")) {
 		return nil, fmt.Errorf("engine: %s is in use by another process (another lethe on the same --data-dir?): %w", dir, err)
 	}
+	if vfs.IsNoSpaceError(err) {
+		return nil, fmt.Errorf("engine: open %s: the disk is full; free space and start again: %w", dir, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("engine: open %s: %w", dir, err)
 	}
-	e := &Engine{db: db, clock: opts.Clock, log: opts.Logger, colls: make(map[string]*Collection), sortLimit: opts.SortMemoryLimit}
+	guard.db.Store(db)
+	e := &Engine{db: db, clock: opts.Clock, log: opts.Logger, disk: guard, colls: make(map[string]*Collection), sortLimit: opts.SortMemoryLimit}
 	if e.sortLimit == 0 {
 		e.sortLimit = 100 << 20
 	}
@@ -84,7 +106,7 @@ func Open(dir string, opts Options) (*Engine, error) {
 		return nil, err
 	}
 	e.reaper = ttlindex.NewReaper(e, ttlindex.ReaperOptions{Clock: opts.Clock, Logger: opts.Logger, BatchSize: 512})
-	if !opts.NoReaper {
+	if !opts.NoReaper && !guard.readOnly {
 		ctx, cancel := context.WithCancel(context.Background())
 		e.stopReaper = cancel
 		e.reaperDone = make(chan struct{})
@@ -117,13 +139,19 @@ func (e *Engine) Close() error {
 // storeOptions tunes pebble for a document store: bloom filters on every
 // level, because each insert first asks whether its _id exists and most of
 // those lookups miss; a block cache and memtable sized for a server rather
-// than pebble's small defaults.
-func storeOptions(log *zap.Logger) *pebble.Options {
+// than pebble's small defaults. The memtable is at most a quarter of the
+// free-space reserve, so that the reserve holds its WAL and its flush.
+func storeOptions(g *diskGuard) *pebble.Options {
 	o := &pebble.Options{
-		Logger:       pebbleLogger{log.Sugar()},
-		CacheSize:    256 << 20,
-		MemTableSize: 64 << 20,
+		FS:        g.storeFS(),
+		Logger:    pebbleLogger{s: g.log.Sugar(), fatal: g.fatal},
+		CacheSize: 256 << 20,
+		EventListener: &pebble.EventListener{
+			BackgroundError: g.backgroundError,
+			FlushEnd:        g.flushEnd,
+		},
 	}
+	o.MemTableSize = uint64(g.memTableSize())
 	for i := range o.Levels {
 		o.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
 	}
@@ -131,8 +159,11 @@ func storeOptions(log *zap.Logger) *pebble.Options {
 }
 
 // pebbleLogger routes pebble's own messages into zap.
-type pebbleLogger struct{ s *zap.SugaredLogger }
+type pebbleLogger struct {
+	s     *zap.SugaredLogger
+	fatal func(msg string) // does not return
+}
 
 func (l pebbleLogger) Infof(format string, args ...any)  { l.s.Debugf(format, args...) }
 func (l pebbleLogger) Errorf(format string, args ...any) { l.s.Errorf(format, args...) }
-func (l pebbleLogger) Fatalf(format string, args ...any) { l.s.Fatalf(format, args...) }
+func (l pebbleLogger) Fatalf(format string, args ...any) { l.fatal(fmt.Sprintf(format, args...)) }

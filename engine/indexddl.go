@@ -565,7 +565,7 @@ func (e *Engine) backfill(old, nst *collState, fresh []indexMeta) error {
 			}
 		}
 		if b.Len() > maxBatchBytes {
-			if err := b.Commit(pebble.NoSync); err != nil {
+			if err := e.commit(b, pebble.NoSync); err != nil {
 				return err
 			}
 			b.Close()
@@ -583,7 +583,7 @@ func (e *Engine) backfill(old, nst *collState, fresh []indexMeta) error {
 			}
 		}
 	}
-	return b.Commit(pebble.Sync)
+	return e.commit(b, pebble.Sync)
 }
 
 // hasKey reports whether k is in the batch or the store.

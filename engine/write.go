@@ -97,7 +97,7 @@ func (w *writer) flush() error {
 	if w.noSync {
 		opts = pebble.NoSync
 	}
-	if err := b.Commit(opts); err != nil {
+	if err := w.e.commit(b, opts); err != nil {
 		return fmt.Errorf("engine: commit: %w", err)
 	}
 	if w.wake != 0 {

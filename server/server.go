@@ -83,6 +83,11 @@ type Config struct {
 	// LogLevel, when set, is the level of Logger; setParameter logLevel
 	// then changes it at run time.
 	LogLevel *zap.AtomicLevel
+	// MinFreeDisk is the free space, in bytes, kept on the data directory's
+	// filesystem; see engine.Options.MinFreeDisk.
+	MinFreeDisk int64
+	// Disk, for tests, keeps the store on a simulated disk.
+	Disk *engine.MemDisk
 }
 
 // Server is a running Lethe server.
@@ -128,7 +133,8 @@ func New(cfg Config) (*Server, error) {
 		return zapcore.NewTee(c, recent.core())
 	}))
 	eng, err := engine.Open(cfg.DataDir, engine.Options{Clock: cfg.Clock, Logger: log, NoReaper: cfg.NoReaper,
-		SortMemoryLimit: cfg.SortMemoryLimit, QueryMemoryLimit: cfg.QueryMemoryLimit})
+		SortMemoryLimit: cfg.SortMemoryLimit, QueryMemoryLimit: cfg.QueryMemoryLimit,
+		MinFreeDisk: cfg.MinFreeDisk, Disk: cfg.Disk})
 	if err != nil {
 		return nil, fmt.Errorf("server: open store: %w", err)
 	}

@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/lethedb/lethe/engine"
 	"github.com/lethedb/lethe/server"
 	"github.com/lethedb/lethe/ttlindex"
 )
@@ -57,6 +58,7 @@ func run(args []string) error {
 		"most MiB of results (aggregations, sorted finds) open cursors may hold in memory; 0 means no limit")
 	clock := fs.String("clock", "system", "time source for expiry: system, or manual for tests (time moves only by advanceClock)")
 	metricsListen := fs.String("metrics-listen", "", "address to serve Prometheus /metrics on, host:port; off when empty")
+	minFreeDisk := fs.Int64("min-free-disk", engine.DefaultMinFreeDisk>>20, "MiB kept free on the data directory's filesystem: below it, writes that add data fail with OutOfDiskSpace while reads and deletes work; 0 turns this off")
 	version := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
@@ -97,6 +99,14 @@ func run(args []string) error {
 	}
 	if cfg.MessageTimeout == 0 {
 		cfg.MessageTimeout = -1 // Config's zero means the default
+	}
+	switch {
+	case *minFreeDisk < 0:
+		return fmt.Errorf("--min-free-disk: want 0 or more MiB, not %d", *minFreeDisk)
+	case *minFreeDisk == 0:
+		cfg.MinFreeDisk = -1 // off
+	default:
+		cfg.MinFreeDisk = *minFreeDisk << 20
 	}
 	switch *clock {
 	case "system":

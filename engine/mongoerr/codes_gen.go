@@ -60,6 +60,7 @@ const (
 	InterruptedAtShutdown                    Code = 11600
 	Interrupted                              Code = 11601
 	Location13103                            Code = 13103
+	OutOfDiskSpace                           Code = 14031
 )
 
 var codeNames = map[Code]string{
@@ -120,4 +121,5 @@ var codeNames = map[Code]string{
 	InterruptedAtShutdown:                    "InterruptedAtShutdown",
 	Interrupted:                              "Interrupted",
 	Location13103:                            "Location13103",
+	OutOfDiskSpace:                           "OutOfDiskSpace",
 }

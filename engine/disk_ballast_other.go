@@ -1,0 +1,8 @@
+//go:build !linux
+
+package engine
+
+import "github.com/cockroachdb/pebble/v2/vfs"
+
+// allocate reports that f's space must be written to be reserved.
+func allocate(vfs.File, int64) bool { return false }

@@ -1,0 +1,217 @@
+package engine
+
+import (
+	"context"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/ttlindex"
+)
+
+const (
+	testDiskSize = 16 << 20
+	testMinFree  = 2 << 20
+)
+
+func openOnDisk(t *testing.T, d *MemDisk) *Engine {
+	t.Helper()
+	e, err := Open("/db", Options{
+		Clock:       ttlindex.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),
+		Logger:      zaptest.NewLogger(t),
+		NoReaper:    true,
+		MinFreeDisk: testMinFree,
+		Disk:        d,
+	})
+	if err != nil {
+		t.Fatalf("open on a disk with %d of %d bytes used: %v", d.Used(), testDiskSize, err)
+	}
+	return e
+}
+
+// padded is a document of about 1 KiB with _id id; its padding does not
+// compress, so that documents take their size on disk.
+func padded(id int) bson.Raw {
+	pad := make([]byte, 1000)
+	_, _ = rand.NewChaCha8([32]byte{byte(id), byte(id >> 8), byte(id >> 16)}).Read(pad)
+	raw, err := bson.Marshal(bson.D{{Key: "_id", Value: int32(id)}, {Key: "pad", Value: bson.Binary{Data: pad}}})
+	if err != nil {
+		panic(err)
+	}
+	return raw
+}
+
+// fill inserts documents from next on until the engine refuses one; it
+// returns the next unused id. Every refusal must be OutOfDiskSpace.
+func fill(t *testing.T, e *Engine, next int) int {
+	t.Helper()
+	for ; ; next++ {
+		if next > 100_000 {
+			t.Fatal("the disk never filled up")
+		}
+		res, err := e.Insert("test", "c", []bson.Raw{padded(next)}, true)
+		if err != nil {
+			wantOutOfDisk(t, err)
+			return next
+		}
+		if res.N != 1 {
+			t.Fatalf("insert %d: %+v", next, res)
+		}
+	}
+}
+
+func wantOutOfDisk(t *testing.T, err error) {
+	t.Helper()
+	me, ok := mongoerr.As(err)
+	if !ok || me.Code != mongoerr.OutOfDiskSpace {
+		t.Fatalf("want OutOfDiskSpace (14031), got %v", err)
+	}
+}
+
+// countDocs counts test.c and checks that ids [lo, hi) are all there.
+func countDocs(t *testing.T, e *Engine, lo, hi int) int64 {
+	t.Helper()
+	n, err := e.Count(context.Background(), "test", "c", nil, 0, 0, bson.RawValue{})
+	if err != nil {
+		t.Fatalf("count: %v", err)
+	}
+	f, _ := bson.Marshal(bson.D{{Key: "_id", Value: bson.D{{Key: "$gte", Value: lo}, {Key: "$lt", Value: hi}}}})
+	in, err := e.Count(context.Background(), "test", "c", f, 0, 0, bson.RawValue{})
+	if err != nil {
+		t.Fatalf("count: %v", err)
+	}
+	if in != int64(hi-lo) {
+		t.Fatalf("%d of the %d acknowledged documents [%d, %d) are present", in, hi-lo, lo, hi)
+	}
+	return n
+}
+
+// TestDiskFull fills a simulated disk and checks that writes are refused
+// with OutOfDiskSpace while reads and deletes work, that deleting lets
+// writes resume without a restart, and that a restart on the full disk
+// serves reads.
+func TestDiskFull(t *testing.T) {
+	d := NewMemDisk(testDiskSize)
+	e := openOnDisk(t, d)
+	full := fill(t, e, 0)
+	t.Logf("disk full after %d documents: %d of %d bytes used", full, d.Used(), testDiskSize)
+	if full < 1000 {
+		t.Fatalf("refused after only %d documents", full)
+	}
+	// Reads are served.
+	n := countDocs(t, e, 0, full)
+	if n != int64(full) {
+		t.Fatalf("count %d, want %d", n, full)
+	}
+	if doc, err := e.FindByID("test", "c", bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, 7)}); err != nil || doc == nil {
+		t.Fatalf("find _id 7 on a full disk: %v %v", doc, err)
+	}
+
+	// Delete the first half: it commits, and writes come back.
+	half := full / 2
+	f, _ := bson.Marshal(bson.D{{Key: "_id", Value: bson.D{{Key: "$lt", Value: half}}}})
+	n, err := e.Delete(context.Background(), "test", "c", f, 0, bson.RawValue{})
+	if err != nil || n != int64(half) {
+		t.Fatalf("delete on a full disk: %d, %v", n, err)
+	}
+	next := waitWritable(t, e, full)
+	t.Logf("writes resumed after deleting %d documents: %d bytes used", half, d.Used())
+	countDocs(t, e, half, next)
+
+	// Another program leaves less than the reserve free; a restart serves
+	// reads and deletes, and refuses inserts.
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d.SetCapacity(d.Used() + 3*testMinFree/4)
+	e = openOnDisk(t, d)
+	defer e.Close()
+	t.Logf("restarted on a full disk: %d of %d bytes used", d.Used(), d.usage().TotalBytes)
+	countDocs(t, e, half, next)
+	// Opening removed obsolete files; the other program takes that space.
+	d.SetCapacity(d.Used() + 3*testMinFree/4)
+	_, err = e.Insert("test", "c", []bson.Raw{padded(next)}, true)
+	wantOutOfDisk(t, err)
+	n, err = e.Delete(context.Background(), "test", "c", f, 0, bson.RawValue{})
+	if err != nil || n != 0 {
+		t.Fatalf("delete on a full disk after restart: %d, %v", n, err)
+	}
+
+	// The user frees space elsewhere on the disk: writes resume.
+	d.SetCapacity(2 * testDiskSize)
+	if _, err := e.Insert("test", "c", []bson.Raw{padded(next)}, true); err != nil {
+		t.Fatalf("insert after the disk grew: %v", err)
+	}
+	countDocs(t, e, half, next+1)
+	// The ballast, released at the start on a low disk, comes back.
+	for deadline := time.Now().Add(10 * time.Second); !e.disk.hasBallast.Load(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the ballast was not restored once space came back")
+		}
+	}
+}
+
+// waitWritable retries an insert of id until the engine accepts it: space
+// comes back when the background flush and compactions have run.
+func waitWritable(t *testing.T, e *Engine, id int) int {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		_, err := e.Insert("test", "c", []bson.Raw{padded(id)}, true)
+		if err == nil {
+			return id + 1
+		}
+		wantOutOfDisk(t, err)
+		if time.Now().After(deadline) {
+			t.Fatalf("writes still refused 20s after deleting: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestOpenOnDiskTooFullToReplay fills the disk to the last byte after the
+// ballast is gone, with documents still in the WAL: pebble cannot flush
+// them, so the store opens read-only instead of waiting forever for space.
+// Reads are served; every write is refused with OutOfDiskSpace.
+func TestOpenOnDiskTooFullToReplay(t *testing.T) {
+	d := NewMemDisk(testDiskSize)
+	e := openOnDisk(t, d)
+	const n = 500
+	for i := 0; i < n; i++ {
+		if _, err := e.Insert("test", "c", []bson.Raw{padded(i)}, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.mem.Remove(d.mem.PathJoin("/db", ballastName)); err != nil {
+		t.Fatal(err)
+	}
+	d.SetCapacity(d.Used())
+
+	opened := make(chan *Engine)
+	go func() { opened <- openOnDisk(t, d) }()
+	select {
+	case e = <-opened:
+	case <-time.After(30 * time.Second):
+		t.Fatal("open on a full disk did not return in 30 s")
+	}
+	defer e.Close()
+	countDocs(t, e, 0, n)
+	_, err := e.Insert("test", "c", []bson.Raw{padded(n)}, true)
+	wantOutOfDisk(t, err)
+	f, _ := bson.Marshal(bson.D{{Key: "_id", Value: 1}})
+	_, err = e.Delete(context.Background(), "test", "c", f, 0, bson.RawValue{})
+	wantOutOfDisk(t, err)
+	_, err = e.DropCollection("test", "c")
+	wantOutOfDisk(t, err)
+	_, err = e.Insert("test", "other", []bson.Raw{padded(n)}, true)
+	wantOutOfDisk(t, err)
+	countDocs(t, e, 0, n)
+}
