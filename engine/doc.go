@@ -43,6 +43,10 @@
 //  4. Engine.mu, which guards the map of open collections and the id
 //     sequence: held only for map access, id allocation and the catalog
 //     commit of create and rename, never while waiting for another lock.
+//  5. Leaf locks, held for a few statements and never while taking another:
+//     diskGuard.ballastMu (disk.go), which serializes making and removing
+//     the ballast file, and MemDisk.mu (disk_mem.go), the simulated disk
+//     of tests.
 //
 // Readers take engine.mu only to look a collection up: a collection's state
 // is an immutable snapshot swapped atomically, and pebble gives each read a
