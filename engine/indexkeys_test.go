@@ -175,13 +175,10 @@ func keygenValues(t *testing.T, s string) []bsoncore.Value {
 	return vals
 }
 
-// TestIndexKeysCoverMatchedValues checks, on generated documents, the
-// property the planner relies on: every value other than an array that a
-// query path reaches (as the matcher walks it) is a key of an index on that
-// path, unless MongoDB refuses to index the document; and a document that
-// does not make the index multikey has a single key.
-func TestIndexKeysCoverMatchedValues(t *testing.T) {
-	rng := rand.New(rand.NewPCG(9, 5))
+// positionalValues returns a generator of small random values, nested up to
+// three levels, whose documents use the field names "a", "b", "0" and "1", so
+// that numeric path components meet both array positions and field names.
+func positionalValues(rng *rand.Rand) func(depth int) any {
 	names := []string{"a", "b", "0", "1"}
 	var gen func(depth int) any
 	gen = func(depth int) any {
@@ -204,6 +201,17 @@ func TestIndexKeysCoverMatchedValues(t *testing.T) {
 			return d
 		}
 	}
+	return gen
+}
+
+// TestIndexKeysCoverMatchedValues checks, on generated documents, the
+// property the planner relies on: every value other than an array that a
+// query path reaches (as the matcher walks it) is a key of an index on that
+// path, unless MongoDB refuses to index the document; and a document that
+// does not make the index multikey has a single key.
+func TestIndexKeysCoverMatchedValues(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 5))
+	gen := positionalValues(rng)
 	paths := []string{"a", "a.0", "a.1", "a.b", "a.0.b", "a.b.0", "a.0.0", "a.1.0.b", "0.1", "a.01"}
 	checked := 0
 	for range 3000 {

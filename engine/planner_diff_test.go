@@ -21,28 +21,7 @@ import (
 func TestIndexesAnswerLikeCollectionScans(t *testing.T) {
 	e := openTestEngine(t)
 	rng := rand.New(rand.NewPCG(3, 14))
-	names := []string{"a", "b", "0", "1"}
-	var gen func(depth int) any
-	gen = func(depth int) any {
-		switch n := rng.IntN(6); {
-		case depth >= 3 || n < 2:
-			return int32(rng.IntN(3))
-		case n < 4:
-			arr := bson.A{}
-			for range rng.IntN(3) {
-				arr = append(arr, gen(depth+1))
-			}
-			return arr
-		default:
-			var d bson.D
-			for _, name := range names {
-				if rng.IntN(2) == 0 {
-					d = append(d, bson.E{Key: name, Value: gen(depth + 1)})
-				}
-			}
-			return d
-		}
-	}
+	gen := positionalValues(rng)
 	patterns := []bson.D{
 		{{Key: "a", Value: 1}},
 		{{Key: "a.0", Value: 1}},
