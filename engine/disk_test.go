@@ -55,7 +55,7 @@ func fill(t *testing.T, e *Engine, next int) int {
 			t.Fatal("the disk never filled up")
 		}
 		res, err := e.Insert("test", "c", []bson.Raw{padded(next)}, true)
-		if err != nil {
+		if err = insertErr(res, err); err != nil {
 			wantOutOfDisk(t, err)
 			return next
 		}
@@ -63,6 +63,15 @@ func fill(t *testing.T, e *Engine, next int) int {
 			t.Fatalf("insert %d: %+v", next, res)
 		}
 	}
+}
+
+// insertErr is the failure of an insert: the command's error, or else the
+// first document's write error.
+func insertErr(res InsertResult, err error) error {
+	if err == nil && len(res.Errors) > 0 {
+		err = res.Errors[0].Err
+	}
+	return err
 }
 
 func wantOutOfDisk(t *testing.T, err error) {
@@ -135,7 +144,7 @@ func TestDiskFull(t *testing.T) {
 	countDocs(t, e, half, next)
 	// Opening removed obsolete files; the other program takes that space.
 	d.SetCapacity(d.Used() + 3*testMinFree/4)
-	_, err = e.Insert("test", "c", []bson.Raw{padded(next)}, true)
+	err = insertErr(e.Insert("test", "c", []bson.Raw{padded(next)}, true))
 	wantOutOfDisk(t, err)
 	n, err = e.Delete(context.Background(), "test", "c", f, 0, bson.RawValue{})
 	if err != nil || n != 0 {
@@ -144,7 +153,7 @@ func TestDiskFull(t *testing.T) {
 
 	// The user frees space elsewhere on the disk: writes resume.
 	d.SetCapacity(2 * testDiskSize)
-	if _, err := e.Insert("test", "c", []bson.Raw{padded(next)}, true); err != nil {
+	if err := insertErr(e.Insert("test", "c", []bson.Raw{padded(next)}, true)); err != nil {
 		t.Fatalf("insert after the disk grew: %v", err)
 	}
 	countDocs(t, e, half, next+1)
@@ -162,7 +171,7 @@ func waitWritable(t *testing.T, e *Engine, id int) int {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		_, err := e.Insert("test", "c", []bson.Raw{padded(id)}, true)
+		err := insertErr(e.Insert("test", "c", []bson.Raw{padded(id)}, true))
 		if err == nil {
 			return id + 1
 		}
@@ -183,7 +192,7 @@ func TestOpenOnDiskTooFullToReplay(t *testing.T) {
 	e := openOnDisk(t, d)
 	const n = 500
 	for i := 0; i < n; i++ {
-		if _, err := e.Insert("test", "c", []bson.Raw{padded(i)}, true); err != nil {
+		if err := insertErr(e.Insert("test", "c", []bson.Raw{padded(i)}, true)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -204,14 +213,14 @@ func TestOpenOnDiskTooFullToReplay(t *testing.T) {
 	}
 	defer e.Close()
 	countDocs(t, e, 0, n)
-	_, err := e.Insert("test", "c", []bson.Raw{padded(n)}, true)
+	err := insertErr(e.Insert("test", "c", []bson.Raw{padded(n)}, true))
 	wantOutOfDisk(t, err)
 	f, _ := bson.Marshal(bson.D{{Key: "_id", Value: 1}})
 	_, err = e.Delete(context.Background(), "test", "c", f, 0, bson.RawValue{})
 	wantOutOfDisk(t, err)
 	_, err = e.DropCollection("test", "c")
 	wantOutOfDisk(t, err)
-	_, err = e.Insert("test", "other", []bson.Raw{padded(n)}, true)
+	err = insertErr(e.Insert("test", "other", []bson.Raw{padded(n)}, true))
 	wantOutOfDisk(t, err)
 	countDocs(t, e, 0, n)
 }

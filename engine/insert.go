@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -37,15 +39,49 @@ func (e *Engine) Insert(db, coll string, docs []bson.Raw, ordered bool, opts ...
 	w := e.newWriter(c)
 	defer w.close()
 	w.bypassValidation = len(opts) > 0 && opts[0].BypassDocumentValidation
-	committed := 0
+	// added lists the documents written, in order; the first w.committed
+	// of them are committed.
+	var added []int
+	// lose reports the documents of a batch whose commit failed: each
+	// failed (only the first counts for an ordered insert, which stops
+	// there). It reports false when the failure is not one a client can be
+	// told about document by document.
+	lose := func(lost []int, err error) bool {
+		var ce *commitError
+		errors.As(err, &ce)
+		if _, ok := mongoerr.As(ce.err); !ok {
+			return false
+		}
+		if ordered {
+			lost = lost[:1]
+		}
+		for _, j := range lost {
+			res.Errors = append(res.Errors, WriteError{Index: j, Err: ce.err})
+		}
+		return true
+	}
 	for i, raw := range docs {
 		_, err := w.insertOne(raw)
 		if err == nil {
-			committed++
+			added = append(added, i)
 			err = w.done()
-			if err != nil {
+		}
+		if isCommitError(err) {
+			lost := added[w.committed:]
+			if len(lost) == 0 || lost[len(lost)-1] != i {
+				lost = append(lost, i) // it was being written when the commit failed
+			}
+			added = added[:w.committed]
+			if !lose(lost, err) {
+				res.N = w.committed
 				return res, err
 			}
+			if ordered {
+				break
+			}
+			continue
+		}
+		if err == nil {
 			continue
 		}
 		if _, ok := mongoerr.As(err); !ok {
@@ -57,9 +93,18 @@ func (e *Engine) Insert(db, coll string, docs []bson.Raw, ordered bool, opts ...
 		}
 	}
 	if err := w.flush(); err != nil {
-		return res, err
+		if !isCommitError(err) || !lose(added[w.committed:], err) {
+			res.N = w.committed
+			return res, err
+		}
+		if ordered {
+			// The lost batch came before the statement that stopped the
+			// insert, so its first document is the one error to report.
+			res.Errors = res.Errors[len(res.Errors)-1:]
+		}
 	}
-	res.N = committed
+	res.N = w.committed
+	slices.SortFunc(res.Errors, func(a, b WriteError) int { return a.Index - b.Index })
 	return res, nil
 }
 

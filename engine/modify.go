@@ -246,26 +246,27 @@ func (e *Engine) Delete(ctx context.Context, db, coll string, filter bson.Raw, l
 	}
 	w := e.newWriter(c)
 	defer w.close()
-	var n int64
+	// n counts only what committed: documents removed in a batch whose
+	// commit failed are still there.
 	for _, pk := range pks {
 		matched, _, err := w.modify(pk, f, nil, nil)
 		if err != nil {
 			// Documents removed before this one stand, as in MongoDB and
 			// as n reports.
 			if ferr := w.flush(); ferr != nil {
-				return n, ferr
+				return int64(w.committed), ferr
 			}
-			return n, err
+			return int64(w.committed), err
 		}
 		if matched {
-			n++
 			if err := w.done(); err != nil {
-				return n, err
+				return int64(w.committed), err
 			}
 			if limit == 1 {
 				break
 			}
 		}
 	}
-	return n, w.flush()
+	err = w.flush()
+	return int64(w.committed), err
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -21,13 +22,16 @@ const (
 // writer accumulates the writes of one command into synced batches, holding
 // the lock stripes of every key it has checked until the batch commits.
 type writer struct {
-	e    *Engine
-	c    *Collection
-	st   *collState
-	b    *pebble.Batch
-	ls   lockSet
-	ops  int
-	wake int64 // earliest expiry created, for the reaper; 0 if none
+	e   *Engine
+	c   *Collection
+	st  *collState
+	b   *pebble.Batch
+	ls  lockSet
+	ops int // documents done in the pending batch
+	// committed counts the documents done in batches that committed: what
+	// a command may report as written when a later commit fails.
+	committed int
+	wake      int64 // earliest expiry created, for the reaper; 0 if none
 	// noSync commits without waiting for the WAL sync, for writes that are
 	// not acknowledged to a client.
 	noSync bool
@@ -73,6 +77,19 @@ func (w *writer) lock(stripes []uint32) (relocked bool, err error) {
 	return true, nil
 }
 
+// commitError is a failed commit of a writer's batch: every document
+// written since the previous commit is lost, whichever statement the caller
+// was working on when it happened.
+type commitError struct{ err error }
+
+func (e *commitError) Error() string { return "engine: commit: " + e.err.Error() }
+func (e *commitError) Unwrap() error { return e.err }
+
+func isCommitError(err error) bool {
+	var ce *commitError
+	return errors.As(err, &ce)
+}
+
 // done marks one document's writes complete and commits when the batch is full.
 func (w *writer) done() error {
 	w.ops++
@@ -89,6 +106,7 @@ func (w *writer) flush() error {
 		return nil
 	}
 	b := w.b
+	ops := w.ops
 	w.b, w.ops = nil, 0
 	clear(w.pendingDocs)
 	clear(w.pendingUnique)
@@ -98,8 +116,9 @@ func (w *writer) flush() error {
 		opts = pebble.NoSync
 	}
 	if err := w.e.commit(b, opts); err != nil {
-		return fmt.Errorf("engine: commit: %w", err)
+		return &commitError{err: err}
 	}
+	w.committed += ops
 	if w.wake != 0 {
 		w.e.reaper.Wake(timeOfMillis(w.wake))
 		w.wake = 0
