@@ -29,24 +29,34 @@ type FindAndModifyResult struct {
 // FindAndModify updates or removes the first matching document (by sort)
 // and returns it as it was before, or after with New.
 func (e *Engine) FindAndModify(ctx context.Context, db, coll string, spec FindAndModifySpec) (FindAndModifyResult, error) {
-	var res FindAndModifyResult
 	q, err := compileQuery(FindSpec{Filter: spec.Filter, Sort: spec.Sort, Projection: spec.Fields})
 	if err != nil {
-		return res, err
+		return FindAndModifyResult{}, err
 	}
-	f, srt, proj := q.filter, q.sort, q.proj
-	shape := func(doc bson.Raw) (bson.Raw, error) {
-		if proj == nil || doc == nil {
-			return doc, nil
-		}
-		return proj.Apply(doc, -1)
-	}
-	c, err := e.writeLock(db, coll, spec.Upsert && !spec.Remove)
+	upsert := spec.Upsert && !spec.Remove
+	c, err := e.writeLock(db, coll, upsert)
 	if c == nil || err != nil {
-		return res, err
+		return FindAndModifyResult{}, err
 	}
 	defer c.ddl.RUnlock()
-	pks, err := e.candidates(ctx, c, f, srt, spec.Hint, 0)
+	for attempt := 1; ; attempt++ {
+		res, err := e.findAndModifyOnce(ctx, c, q, spec)
+		if res.N == 0 && upsert && retryUpsert(ctx, err, spec.Filter, attempt) {
+			continue
+		}
+		return res, err
+	}
+}
+
+func (e *Engine) findAndModifyOnce(ctx context.Context, c *Collection, q *compiledQuery, spec FindAndModifySpec) (FindAndModifyResult, error) {
+	var res FindAndModifyResult
+	shape := func(doc bson.Raw) (bson.Raw, error) {
+		if q.proj == nil || doc == nil {
+			return doc, nil
+		}
+		return q.proj.Apply(doc, -1)
+	}
+	pks, err := e.candidates(ctx, c, q.filter, q.sort, spec.Hint, 0)
 	if err != nil {
 		return res, err
 	}
@@ -63,7 +73,7 @@ func (e *Engine) FindAndModify(ctx context.Context, db, coll string, spec FindAn
 				return out, changed, err
 			}
 		}
-		matched, _, err := w.modify(pk, f, change, &before)
+		matched, _, err := w.modify(pk, q.filter, change, &before)
 		if err != nil {
 			return res, err
 		}
@@ -85,26 +95,14 @@ func (e *Engine) FindAndModify(ctx context.Context, db, coll string, spec FindAn
 	if !spec.Upsert || spec.Remove {
 		return res, nil
 	}
-	doc, err := spec.Update.ApplyUpsert(spec.Filter)
-	if err != nil {
-		return res, err
-	}
-	id, err := e.insertUpserted(c, doc)
+	d, err := w.upsert(spec.Update, spec.Filter)
 	if err != nil {
 		return res, err
 	}
 	res.N = 1
-	res.Upserted = id
+	res.Upserted = bsonValue(idOf(d.doc))
 	if spec.New {
-		cur, err := e.Find(ctx, db, coll, FindSpec{Filter: bson.Raw(bsonDoc("_id", id)), Limit: 1})
-		if err != nil {
-			return res, err
-		}
-		docs, err := cur.All(ctx)
-		if err != nil || len(docs) == 0 {
-			return res, err
-		}
-		res.Value, err = shape(docs[0])
+		res.Value, err = shape(d.doc)
 	}
 	return res, err
 }

@@ -63,43 +63,44 @@ func (e *Engine) Insert(db, coll string, docs []bson.Raw, ordered bool) (InsertR
 }
 
 // insertOne adds one new document to the writer's batch after checking _id
-// and unique indexes. pending holds the primary keys already in the batch.
-func (w *writer) insertOne(raw bson.Raw, pending map[string]bool) (bsoncore.Value, error) {
+// and unique indexes, and returns it as stored. pending holds the primary
+// keys already in the batch.
+func (w *writer) insertOne(raw bson.Raw, pending map[string]bool) (*storedDoc, error) {
 	doc, id, err := prepareInsert(raw)
 	if err != nil {
-		return id, err
+		return nil, err
 	}
 	d := &storedDoc{pk: keycodec.Append(nil, id), doc: doc}
 	d.h = header{ts: w.e.nowMillis(), ttl: ttlindex.DocTTLOf(bsoncore.Document(doc))}
 	ent, err := w.entriesOf(d)
 	if err != nil {
-		return id, err
+		return nil, err
 	}
 	stripes := w.uniqueStripes(ent, []uint32{w.e.locks.stripe(w.st.meta.ID, d.pk)})
 	if _, err := w.lock(stripes); err != nil {
-		return id, err
+		return nil, err
 	}
 	if pending[string(d.pk)] {
-		return id, w.dupID(id)
+		return nil, w.dupID(id)
 	}
 	for {
 		// Expired documents that hold the same _id or unique keys are purged
 		// in the same batch: to clients they are already gone (rule 15).
 		old, err := w.load(d.pk)
 		if err != nil {
-			return id, err
+			return nil, err
 		}
 		if old != nil && !w.st.expired(old.h, d.h.ts) {
-			return id, w.dupID(id)
+			return nil, w.dupID(id)
 		}
 		victims, extra, err := w.uniqueConflicts(d, ent, d.h.ts)
 		if err != nil {
-			return id, err
+			return nil, err
 		}
 		if len(extra) > 0 {
 			relocked, err := w.lock(extra)
 			if err != nil {
-				return id, err
+				return nil, err
 			}
 			if relocked {
 				continue
@@ -107,25 +108,25 @@ func (w *writer) insertOne(raw bson.Raw, pending map[string]bool) (bsoncore.Valu
 		}
 		if old != nil {
 			if err := w.remove(old); err != nil {
-				return id, err
+				return nil, err
 			}
 		}
 		for _, v := range victims {
 			if err := w.remove(v); err != nil {
-				return id, err
+				return nil, err
 			}
 		}
 		break
 	}
 	if err := w.put(d, ent, nil, nil); err != nil {
-		return id, err
+		return nil, err
 	}
 	pending[string(d.pk)] = true
-	return id, nil
+	return d, nil
 }
 
 func (w *writer) dupID(id bsoncore.Value) error {
-	return duplicateKey(w.st, "_id_", idKeyPattern, bson.D{{Key: "_id", Value: bson.RawValue{Type: bson.Type(id.Type), Value: id.Data}}})
+	return duplicateKey(w.st, "_id_", idKeyPattern, bson.D{{Key: "_id", Value: bsonValue(id)}})
 }
 
 var idKeyPattern = bson.Raw(bsoncore.NewDocumentBuilder().AppendInt32("_id", 1).Build())

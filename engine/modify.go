@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"slices"
+	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -89,29 +90,38 @@ func (e *Engine) candidates(ctx context.Context, c *Collection, f *query.Filter,
 
 // Update runs one update statement.
 func (e *Engine) Update(ctx context.Context, db, coll string, spec UpdateSpec) (UpdateResult, error) {
-	var res UpdateResult
 	q, err := compileQuery(FindSpec{Filter: spec.Filter, Sort: spec.Sort})
 	if err != nil {
-		return res, err
+		return UpdateResult{}, err
 	}
-	f, srt := q.filter, q.sort
 	c, err := e.writeLock(db, coll, spec.Upsert)
 	if c == nil || err != nil {
-		return res, err
+		return UpdateResult{}, err
 	}
 	defer c.ddl.RUnlock()
+	for attempt := 1; ; attempt++ {
+		res, err := e.updateOnce(ctx, c, q, spec)
+		if res.Matched == 0 && spec.Upsert && retryUpsert(ctx, err, spec.Filter, attempt) {
+			continue
+		}
+		return res, err
+	}
+}
+
+func (e *Engine) updateOnce(ctx context.Context, c *Collection, q *compiledQuery, spec UpdateSpec) (UpdateResult, error) {
+	var res UpdateResult
 	limit := 1
 	if spec.Multi {
 		limit = 0
 	}
-	pks, err := e.candidates(ctx, c, f, srt, spec.Hint, limit)
+	pks, err := e.candidates(ctx, c, q.filter, q.sort, spec.Hint, limit)
 	if err != nil {
 		return res, err
 	}
 	w := e.newWriter(c)
 	defer w.close()
 	for _, pk := range pks {
-		matched, modified, err := w.modify(pk, f, func(d *storedDoc, pos int) (bson.Raw, bool, error) {
+		matched, modified, err := w.modify(pk, q.filter, func(d *storedDoc, pos int) (bson.Raw, bool, error) {
 			return spec.Update.Apply(d.doc, pos)
 		}, nil)
 		if err != nil {
@@ -134,35 +144,92 @@ func (e *Engine) Update(ctx context.Context, db, coll string, spec UpdateSpec) (
 			}
 		}
 	}
-	if err := w.flush(); err != nil {
-		return res, err
-	}
 	if res.Matched == 0 && spec.Upsert {
-		doc, err := spec.Update.ApplyUpsert(spec.Filter)
+		d, err := w.upsert(spec.Update, spec.Filter)
 		if err != nil {
 			return res, err
 		}
-		id, err := e.insertUpserted(c, doc)
-		if err != nil {
-			return res, err
-		}
-		res.Upserted = id
+		res.Upserted = bsonValue(idOf(d.doc))
 	}
-	return res, nil
+	return res, w.flush()
 }
 
-// insertUpserted inserts the document an upsert built and returns its _id.
-func (e *Engine) insertUpserted(c *Collection, doc bson.Raw) (bson.RawValue, error) {
-	w := e.newWriter(c)
-	defer w.close()
-	id, err := w.insertOne(doc, map[string]bool{})
+// upsert inserts the document an upsert statement builds when it matched
+// nothing. It runs in the writer that looked for the match, which still
+// holds the lock stripes of the keys it found missing, so that no other
+// writer can insert them in between, and no request waits for a stripe it
+// holds itself.
+func (w *writer) upsert(u *update.Update, filter bson.Raw) (*storedDoc, error) {
+	doc, err := u.ApplyUpsert(filter)
 	if err != nil {
-		return bson.RawValue{}, err
+		return nil, err
 	}
-	if err := w.flush(); err != nil {
-		return bson.RawValue{}, err
+	d, err := w.insertOne(doc, map[string]bool{})
+	if err != nil {
+		return nil, err
 	}
-	return bson.RawValue{Type: bson.Type(id.Type), Value: id.Data}, nil
+	return d, w.flush()
+}
+
+// maxUpsertAttempts bounds the retries of an upsert that keeps losing the
+// race for its key; each retry means another writer inserted the key in
+// between, which the retry then finds and updates.
+const maxUpsertAttempts = 100
+
+// retryUpsert reports whether an upsert that matched nothing and failed with
+// err runs again. Like MongoDB, it retries a duplicate key error when the
+// filter is nothing but equalities on exactly the fields of the index that
+// refused the insert, with the values that collided: a concurrent upsert of
+// the same key won the race, and running the statement again matches the
+// document it made.
+func retryUpsert(ctx context.Context, err error, filter bson.Raw, attempt int) bool {
+	me, ok := mongoerr.As(err)
+	if !ok || me.Code != mongoerr.DuplicateKey || attempt >= maxUpsertAttempts || ctx.Err() != nil {
+		return false
+	}
+	var keyValue bson.D
+	for _, x := range me.Extra {
+		if x.Key == "keyValue" {
+			keyValue, _ = x.Value.(bson.D)
+		}
+	}
+	elems, err := bsoncore.Document(filter).Elements()
+	if err != nil || len(elems) == 0 || len(elems) != len(keyValue) {
+		return false
+	}
+	for _, el := range elems {
+		v := el.Value()
+		if sub, ok := v.DocumentOK(); ok {
+			first, err := sub.IndexErr(0)
+			if err == nil && strings.HasPrefix(first.Key(), "$") {
+				if first.Key() != "$eq" || len(sub) != 5+len(first) {
+					return false
+				}
+				v = first.Value()
+			}
+		}
+		if v.Type == bsoncore.TypeRegex {
+			return false
+		}
+		found := false
+		for _, kv := range keyValue {
+			held := bsoncore.Value{Type: bsoncore.TypeNull}
+			if rv, ok := kv.Value.(bson.RawValue); ok {
+				held = bsoncore.Value{Type: bsoncore.Type(rv.Type), Data: rv.Value}
+			}
+			if kv.Key == el.Key() && keycodec.Compare(v, held) == 0 {
+				found = true
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+func bsonValue(v bsoncore.Value) bson.RawValue {
+	return bson.RawValue{Type: bson.Type(v.Type), Value: v.Data}
 }
 
 // modify re-reads the document at pk under its lock, re-checks that it is
