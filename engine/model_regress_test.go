@@ -1,0 +1,61 @@
+package engine
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/lethedb/lethe/ttlindex"
+)
+
+// Regression tests for defects the model test found on its own, each
+// reduced from the shrunk operation log.
+
+func openModelRegress(t *testing.T) (*Engine, *ttlindex.ManualClock) {
+	t.Helper()
+	clock := ttlindex.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	e, err := Open(t.TempDir(), Options{Clock: clock, NoReaper: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e, clock
+}
+
+func regressCreateIndex(t *testing.T, e *Engine, spec bson.D) {
+	t.Helper()
+	if _, err := e.CreateIndexes("db", "c", []bson.Raw{mustRaw(spec)}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func regressCount(t *testing.T, e *Engine) int64 {
+	t.Helper()
+	n, err := e.Count(context.Background(), "db", "c", nil, 0, 0, bson.RawValue{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// Dropping the _ts index purges what TTL had already hidden (rule 9), and
+// nothing else: a document whose date TTL index says it is due stays
+// visible until the reaper deletes it (rule 20), and once that index is
+// dropped too, never goes.
+func TestModelRegressDropTSKeepsDateDueDocuments(t *testing.T) {
+	e, clock := openModelRegress(t)
+	regressCreateIndex(t, e, bson.D{{Key: "key", Value: bson.D{{Key: "_ts", Value: 1}}}, {Key: "name", Value: "_ts_1"}, {Key: "expireAfterSeconds", Value: 60}})
+	due := bson.NewDateTimeFromTime(clock.Now().Add(-time.Hour))
+	if _, err := e.Insert("db", "c", []bson.Raw{mustRaw(bson.D{{Key: "_id", Value: 1}, {Key: "d", Value: due}})}, true); err != nil {
+		t.Fatal(err)
+	}
+	regressCreateIndex(t, e, bson.D{{Key: "key", Value: bson.D{{Key: "d", Value: 1}}}, {Key: "name", Value: "d_1"}, {Key: "expireAfterSeconds", Value: 0}})
+	if _, err := e.DropIndexes("db", "c", rawValue("*")); err != nil {
+		t.Fatal(err)
+	}
+	if n := regressCount(t, e); n != 1 {
+		t.Fatalf("after dropping every index (no TTL left), %d documents, want 1", n)
+	}
+}
