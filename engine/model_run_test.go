@@ -17,7 +17,7 @@ import (
 
 	"github.com/lethedb/lethe/engine/keycodec"
 	"github.com/lethedb/lethe/engine/mongoerr"
-		"github.com/lethedb/lethe/engine/query"
+	"github.com/lethedb/lethe/engine/query"
 	"github.com/lethedb/lethe/engine/update"
 	"github.com/lethedb/lethe/ttlindex"
 )
