@@ -168,7 +168,14 @@ func (g *modelGen) id() any {
 func (g *modelGen) array() bson.A {
 	a := bson.A{}
 	for i := g.r.Intn(4); i > 0; i-- {
-		a = append(a, g.scalar())
+		switch g.r.Intn(12) {
+		case 0:
+			a = append(a, bson.D{{Key: "x", Value: g.num(g.r.Intn(3))}})
+		case 1:
+			a = append(a, bson.A{g.num(g.r.Intn(3))})
+		default:
+			a = append(a, g.scalar())
+		}
 	}
 	return a
 }
@@ -236,7 +243,7 @@ func (g *modelGen) filter() bson.Raw {
 	s := g.scalar
 	n := func() any { return g.num(g.r.Intn(4)) }
 	var f bson.D
-	switch g.r.Intn(22) {
+	switch g.r.Intn(24) {
 	case 0:
 		f = bson.D{}
 	case 1, 2, 3:
@@ -277,6 +284,10 @@ func (g *modelGen) filter() bson.Raw {
 		f = bson.D{{Key: "_id", Value: g.id()}, {Key: "a", Value: s()}}
 	case 21:
 		f = bson.D{{Key: "u", Value: bson.D{{Key: "$gte", Value: n()}}}, {Key: "u", Value: bson.D{{Key: "$lt", Value: n()}}}}
+	case 22:
+		f = bson.D{{Key: []string{"arr.x", "s.0.x", "s.1.x", "arr.1", "arr.0.0"}[g.r.Intn(5)], Value: n()}}
+	case 23:
+		f = bson.D{{Key: "arr.0", Value: bson.D{{Key: []string{"$gt", "$lte", "$in"}[g.r.Intn(3)], Value: n()}}}}
 	}
 	return mustRaw(f)
 }
@@ -440,6 +451,9 @@ func (g *modelGen) indexSpec() bson.Raw {
 		{{Key: "key", Value: k("d", -1)}, {Key: "name", Value: "d_-1"}, {Key: "expireAfterSeconds", Value: int32(2)}, {Key: "partialFilterExpression", Value: k("v", k("$exists", true))}},
 		{{Key: "key", Value: k("_ts", 1)}, {Key: "name", Value: "_ts_1"}, {Key: "expireAfterSeconds", Value: []int32{-1, 4, 10, 60}[g.r.Intn(4)]}},
 		{{Key: "key", Value: k("ttl", 1)}, {Key: "name", Value: "ttl_1"}},
+		{{Key: "key", Value: k("s.0.x", 1)}, {Key: "name", Value: "s.0.x_1"}},
+		{{Key: "key", Value: k("arr.x", 1)}, {Key: "name", Value: "arr.x_1"}, {Key: "unique", Value: true}, {Key: "sparse", Value: true}},
+		{{Key: "key", Value: k("arr.1", -1)}, {Key: "name", Value: "arr.1_-1"}},
 	}
 	// The _ts index, which turns TTL on, comes up more often.
 	if g.r.Intn(4) == 0 {
@@ -448,10 +462,10 @@ func (g *modelGen) indexSpec() bson.Raw {
 	return mustRaw(specs[g.r.Intn(len(specs))])
 }
 
-var poolIndexNames = []string{"u_1", "a_1", "a_1_v_-1", "v_1", "arr_1", "arr.0_1", "s.x_1", "a_1_u_1", "u_1_arr_1", "arr_-1", "d_1", "d_-1", "_ts_1", "ttl_1", "_id_", "nope"}
+var poolIndexNames = []string{"u_1", "a_1", "a_1_v_-1", "v_1", "arr_1", "arr.0_1", "s.x_1", "a_1_u_1", "u_1_arr_1", "arr_-1", "d_1", "d_-1", "_ts_1", "ttl_1", "s.0.x_1", "arr.x_1", "arr.1_-1", "_id_", "nope"}
 
 // hintable index names: complete indexes, whose use cannot change results.
-var hintableIndexes = map[string]bool{"a_1": true, "a_1_v_-1": true, "arr_1": true, "arr.0_1": true, "s.x_1": true, "u_1": true, "u_1_arr_1": true, "ttl_1": true, "d_1": true}
+var hintableIndexes = map[string]bool{"a_1": true, "a_1_v_-1": true, "arr_1": true, "arr.0_1": true, "s.x_1": true, "u_1": true, "u_1_arr_1": true, "ttl_1": true, "d_1": true, "s.0.x_1": true, "arr.1_-1": true}
 
 func (g *modelGen) next() *modelOp {
 	op := &modelOp{}
