@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -237,6 +238,13 @@ func (e *Engine) CreateIndexes(db, coll string, specs []bson.Raw) (CreateIndexes
 	nst, err := newCollState(meta)
 	if err != nil {
 		return res, err
+	}
+	// Expired documents are absent for unique checks (TTL spec rule 15):
+	// purge them before a unique build reads every stored document.
+	if st.ttl.Enabled && slices.ContainsFunc(fresh, func(im indexMeta) bool { return im.Unique }) {
+		if err := e.purgeExpired(c, st); err != nil {
+			return res, err
+		}
 	}
 	if err := e.backfill(st, nst, fresh); err != nil {
 		for _, im := range fresh {

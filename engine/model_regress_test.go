@@ -59,3 +59,24 @@ func TestModelRegressDropTSKeepsDateDueDocuments(t *testing.T) {
 		t.Fatalf("after dropping every index (no TTL left), %d documents, want 1", n)
 	}
 }
+
+// Expired documents are absent for unique checks (rule 15), also when a
+// unique index is built: two expired documents without the field must not
+// make the build fail with a duplicate null key.
+func TestModelRegressUniqueBuildIgnoresExpired(t *testing.T) {
+	e, clock := openModelRegress(t)
+	regressCreateIndex(t, e, bson.D{{Key: "key", Value: bson.D{{Key: "_ts", Value: 1}}}, {Key: "name", Value: "_ts_1"}, {Key: "expireAfterSeconds", Value: 10}})
+	if _, err := e.Insert("db", "c", []bson.Raw{mustRaw(bson.D{{Key: "_id", Value: 1}}), mustRaw(bson.D{{Key: "_id", Value: 2}})}, true); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(11 * time.Second)
+	if _, err := e.CreateIndexes("db", "c", []bson.Raw{mustRaw(bson.D{{Key: "key", Value: bson.D{{Key: "u", Value: 1}}}, {Key: "name", Value: "u_1"}, {Key: "unique", Value: true}})}); err != nil {
+		t.Fatalf("unique index over two expired documents: %v", err)
+	}
+	if _, err := e.Insert("db", "c", []bson.Raw{mustRaw(bson.D{{Key: "_id", Value: 3}})}, true); err != nil {
+		t.Fatal(err)
+	}
+	if n := regressCount(t, e); n != 1 {
+		t.Fatalf("%d documents visible, want 1", n)
+	}
+}
