@@ -518,7 +518,7 @@ func (g *modelGen) next() *modelOp {
 	case k < 71:
 		op.Kind = "distinct"
 		op.Filter = g.filter()
-		op.Key = []string{"a", "u", "arr", "s.x", "_id", "v", "ttl"}[g.r.Intn(7)]
+		op.Key = []string{"a", "u", "arr", "s.x", "_id", "v", "ttl", "arr.0", "s.0.x", "arr.1"}[g.r.Intn(10)]
 	case k < 84:
 		op.Kind = "find"
 		op.Filter = g.filter()

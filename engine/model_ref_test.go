@@ -119,13 +119,14 @@ func (m *refModel) matching(f *query.Filter, now int64) []*refDoc {
 // pathValues is what a path reaches in doc for index keys and distinct:
 // embedded documents are entered by name; an array met in the middle is
 // entered by position when the next component is a number, else through
-// each element that is a document; a terminal array gives its elements.
-// emptyArray is whether a terminal empty array was met.
-func pathValues(doc bsoncore.Document, path string) (vals []bsoncore.Value, emptyArray bool) {
-	var walk func(v bsoncore.Value, parts []string)
-	walk = func(v bsoncore.Value, parts []string) {
+// each element that is a document; a terminal array gives its elements,
+// except (for index keys, forIndex) an array selected by position, which is
+// one value. emptyArray is whether a terminal empty array was met.
+func pathValues(doc bsoncore.Document, path string, forIndex bool) (vals []bsoncore.Value, emptyArray bool) {
+	var walk func(v bsoncore.Value, parts []string, selected bool)
+	walk = func(v bsoncore.Value, parts []string, selected bool) {
 		if len(parts) == 0 {
-			if arr, ok := v.ArrayOK(); ok {
+			if arr, ok := v.ArrayOK(); ok && !(forIndex && selected) {
 				elems, _ := arr.Values()
 				if len(elems) == 0 {
 					emptyArray = true
@@ -139,24 +140,24 @@ func pathValues(doc bsoncore.Document, path string) (vals []bsoncore.Value, empt
 		switch v.Type {
 		case bsoncore.TypeEmbeddedDocument:
 			if sub, err := v.Document().LookupErr(parts[0]); err == nil {
-				walk(sub, parts[1:])
+				walk(sub, parts[1:], false)
 			}
 		case bsoncore.TypeArray:
 			elems, _ := v.Array().Values()
 			if n, err := strconv.Atoi(parts[0]); err == nil && n >= 0 {
 				if n < len(elems) {
-					walk(elems[n], parts[1:])
+					walk(elems[n], parts[1:], true)
 				}
 				return
 			}
 			for _, el := range elems {
 				if el.Type == bsoncore.TypeEmbeddedDocument {
-					walk(el, parts)
+					walk(el, parts, false)
 				}
 			}
 		}
 	}
-	walk(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc}, strings.Split(path, "."))
+	walk(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc}, strings.Split(path, "."), false)
 	return vals, emptyArray
 }
 
@@ -174,7 +175,7 @@ func (ix *refIndex) keys(doc bson.Raw) [][]bsoncore.Value {
 	tuples := [][]bsoncore.Value{nil}
 	present := false
 	for _, p := range ix.paths {
-		vals, empty := pathValues(bsoncore.Document(doc), p)
+		vals, empty := pathValues(bsoncore.Document(doc), p, true)
 		if empty {
 			vals = append(vals, refUndefined)
 		}
@@ -474,7 +475,7 @@ func (m *refModel) dateDue(d *refDoc, now int64) bool {
 		if ix.filter != nil && !ix.filter.Match(d.doc) {
 			continue
 		}
-		vals, _ := pathValues(bsoncore.Document(d.doc), ix.paths[0])
+		vals, _ := pathValues(bsoncore.Document(d.doc), ix.paths[0], true)
 		for _, v := range vals {
 			if ms, ok := v.DateTimeOK(); ok && ms+int64(*ix.expire)*1000 <= now {
 				return true
@@ -561,7 +562,17 @@ func (m *refModel) createIndexes(specs []bson.Raw, now int64) (CreateIndexesResu
 		res.After = res.Before
 		return res, nil
 	}
-	// Expired documents are absent for unique checks (rule 15).
+	// Expired documents are absent for unique checks (rule 15); a unique
+	// build purges them first.
+	if m.setting().Enabled && slices.ContainsFunc(fresh, func(ix *refIndex) bool { return ix.unique }) {
+		var gone []*refDoc
+		for _, d := range m.docs {
+			if !m.live(d, now) {
+				gone = append(gone, d)
+			}
+		}
+		m.remove(gone...)
+	}
 	vis := m.visible(now)
 	for _, ix := range fresh {
 		if !ix.unique {
@@ -680,7 +691,7 @@ func (m *refModel) collMod(ch IndexChange) (CollModResult, error) {
 func (m *refModel) distinct(f *query.Filter, key string, now int64) []bsoncore.Value {
 	var out []bsoncore.Value
 	for _, d := range m.matching(f, now) {
-		vals, _ := pathValues(bsoncore.Document(d.doc), key)
+		vals, _ := pathValues(bsoncore.Document(d.doc), key, false)
 		for _, v := range vals {
 			if !slices.ContainsFunc(out, func(o bsoncore.Value) bool { return valuesEqual(o, v) }) {
 				out = append(out, v)
