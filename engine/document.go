@@ -1,10 +1,13 @@
 package engine
 
 import (
+	"strings"
+
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/engine/query"
 )
 
 // MaxDocumentSize is MongoDB's BSON document limit.
@@ -55,28 +58,68 @@ func prepareInsert(raw bson.Raw) (bson.Raw, bsoncore.Value, error) {
 }
 
 // checkStoredDoc enforces the rules every stored document obeys, whether it
-// comes from an insert, a replacement or an update: a valid _id, and no
-// root-level _ts, which is the server's own (TTL spec rule 3).
+// comes from an insert, a replacement, an update or an upsert: one valid
+// _id at most, and no root-level _ts, which is the server's own (TTL spec
+// rule 3).
 func checkStoredDoc(raw bson.Raw) error {
 	if len(raw) > MaxDocumentSize {
 		return mongoerr.New(mongoerr.BSONObjectTooLarge, "Resulting document after update is larger than %d", MaxDocumentSize)
 	}
-	if _, err := bsoncore.Document(raw).LookupErr(tsField); err == nil {
-		return mongoerr.New(mongoerr.BadValue, "_ts is a reserved system field and cannot be written")
-	}
-	idv, err := bsoncore.Document(raw).LookupErr("_id")
+	elems, err := bsoncore.Document(raw).Elements()
 	if err != nil {
-		return nil
+		return mongoerr.New(mongoerr.InvalidBSON, "invalid document: %v", err)
 	}
-	switch idv.Type {
-	case bsoncore.TypeArray:
-		return mongoerr.New(mongoerr.BadValue, "can't use an array for _id")
-	case bsoncore.TypeRegex:
-		return mongoerr.New(mongoerr.BadValue, "can't use a regex for _id")
-	case bsoncore.TypeUndefined:
-		return mongoerr.New(mongoerr.BadValue, "can't use a undefined for _id")
+	hadID := false
+	for _, el := range elems {
+		switch el.Key() {
+		case tsField:
+			return mongoerr.New(mongoerr.BadValue, "_ts is a reserved system field and cannot be written")
+		case "_id":
+			if err := checkID(el.Value()); err != nil {
+				return err
+			}
+			if hadID {
+				return mongoerr.New(mongoerr.BadValue, "can't have multiple _id fields in one document")
+			}
+			hadID = true
+		}
 	}
 	return nil
+}
+
+// checkID refuses the _id values MongoDB cannot store: those that match
+// differently from how they compare (array, regex, undefined), and documents
+// with $-prefixed field names at any depth, other than a DBRef's.
+func checkID(id bsoncore.Value) error {
+	switch id.Type {
+	case bsoncore.TypeArray, bsoncore.TypeRegex, bsoncore.TypeUndefined:
+		return mongoerr.New(mongoerr.InvalidIdField, "The '_id' value cannot be of type %s", query.TypeName(id.Type))
+	case bsoncore.TypeEmbeddedDocument:
+		if name := dollarPrefixedField(id.Data); name != "" {
+			return mongoerr.New(mongoerr.DollarPrefixedFieldName, "_id fields may not contain '$'-prefixed fields: %s is not valid for storage.", name)
+		}
+	}
+	return nil
+}
+
+// dollarPrefixedField returns the first $-prefixed field name in doc or its
+// subdocuments and arrays that is not a DBRef field; "" if none.
+func dollarPrefixedField(doc bsoncore.Document) string {
+	elems, _ := doc.Elements()
+	for _, el := range elems {
+		switch key := el.Key(); {
+		case key == "$ref" || key == "$id" || key == "$db":
+		case strings.HasPrefix(key, "$"):
+			return key
+		}
+		switch v := el.Value(); v.Type {
+		case bsoncore.TypeEmbeddedDocument, bsoncore.TypeArray:
+			if name := dollarPrefixedField(v.Data); name != "" {
+				return name
+			}
+		}
+	}
+	return ""
 }
 
 // idOf returns the document's _id.

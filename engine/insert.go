@@ -35,10 +35,9 @@ func (e *Engine) Insert(db, coll string, docs []bson.Raw, ordered bool) (InsertR
 	defer c.ddl.RUnlock()
 	w := e.newWriter(c)
 	defer w.close()
-	pending := make(map[string]bool)
 	committed := 0
 	for i, raw := range docs {
-		_, err := w.insertOne(raw, pending)
+		_, err := w.insertOne(raw)
 		if err == nil {
 			committed++
 			err = w.done()
@@ -63,9 +62,8 @@ func (e *Engine) Insert(db, coll string, docs []bson.Raw, ordered bool) (InsertR
 }
 
 // insertOne adds one new document to the writer's batch after checking _id
-// and unique indexes, and returns it as stored. pending holds the primary
-// keys already in the batch.
-func (w *writer) insertOne(raw bson.Raw, pending map[string]bool) (*storedDoc, error) {
+// and unique indexes, and returns it as stored.
+func (w *writer) insertOne(raw bson.Raw) (*storedDoc, error) {
 	doc, id, err := prepareInsert(raw)
 	if err != nil {
 		return nil, err
@@ -80,7 +78,8 @@ func (w *writer) insertOne(raw bson.Raw, pending map[string]bool) (*storedDoc, e
 	if _, err := w.lock(stripes); err != nil {
 		return nil, err
 	}
-	if pending[string(d.pk)] {
+	if prev := w.pendingDocs[string(d.pk)]; prev != nil {
+		// Written by this command a moment ago: live whatever its TTL.
 		return nil, w.dupID(id)
 	}
 	for {
@@ -121,7 +120,6 @@ func (w *writer) insertOne(raw bson.Raw, pending map[string]bool) (*storedDoc, e
 	if err := w.put(d, ent, nil, nil); err != nil {
 		return nil, err
 	}
-	pending[string(d.pk)] = true
 	return d, nil
 }
 

@@ -164,7 +164,7 @@ func (w *writer) upsert(u *update.Update, filter bson.Raw) (*storedDoc, error) {
 	if err != nil {
 		return nil, err
 	}
-	d, err := w.insertOne(doc, map[string]bool{})
+	d, err := w.insertOne(doc)
 	if err != nil {
 		return nil, err
 	}
@@ -263,7 +263,7 @@ func (w *writer) modify(pk []byte, f *query.Filter, change func(d *storedDoc, po
 		}
 		if change == nil {
 			w.deleteEntries(old, &oldEnt, nil)
-			return true, true, w.batch().Delete(docKey(nil, w.st.meta.ID, pk), nil)
+			return true, true, w.delete(pk)
 		}
 		newDoc, changed, err := change(old, pos)
 		if err != nil {

@@ -31,9 +31,12 @@ type writer struct {
 	// noSync commits without waiting for the WAL sync, for writes that are
 	// not acknowledged to a client.
 	noSync bool
-	// pendingUnique maps unique index entry keys written by the pending
-	// batch to their primary keys (nil once deleted), since a plain batch
-	// cannot be read.
+	// A plain batch cannot be read, so the writer remembers what its
+	// pending batch holds: pendingDocs maps primary keys to the documents
+	// written (nil once deleted), pendingUnique unique index entry keys to
+	// their primary keys (nil once deleted). Checks of later documents of
+	// the same command read them before the store.
+	pendingDocs   map[string]*storedDoc
 	pendingUnique map[string][]byte
 }
 
@@ -85,6 +88,7 @@ func (w *writer) flush() error {
 	}
 	b := w.b
 	w.b, w.ops = nil, 0
+	clear(w.pendingDocs)
 	clear(w.pendingUnique)
 	defer b.Close()
 	opts := pebble.Sync
@@ -107,6 +111,8 @@ func (w *writer) close() {
 		w.b.Close()
 		w.b = nil
 	}
+	clear(w.pendingDocs)
+	clear(w.pendingUnique)
 	w.ls.unlockAll()
 }
 
@@ -185,6 +191,7 @@ func (w *writer) put(d *storedDoc, ent docEntries, old *storedDoc, oldEnt *docEn
 	if err := b.Set(docKey(nil, w.st.meta.ID, d.pk), val, nil); err != nil {
 		return err
 	}
+	w.notePendingDoc(d.pk, d)
 	for i, ix := range w.st.indexes {
 		for _, k := range ent.index[i] {
 			if oldEnt != nil && containsKey(oldEnt.index[i], k) {
@@ -231,6 +238,14 @@ func (w *writer) deleteEntries(old *storedDoc, oldEnt *docEntries, keep *docEntr
 	}
 }
 
+// notePendingDoc records that the pending batch writes d at pk (nil: deletes it).
+func (w *writer) notePendingDoc(pk []byte, d *storedDoc) {
+	if w.pendingDocs == nil {
+		w.pendingDocs = make(map[string]*storedDoc)
+	}
+	w.pendingDocs[string(pk)] = d
+}
+
 func (w *writer) notePending(entryKey, pk []byte) {
 	if w.pendingUnique == nil {
 		w.pendingUnique = make(map[string][]byte)
@@ -245,11 +260,21 @@ func (w *writer) remove(d *storedDoc) error {
 		return fmt.Errorf("engine: entries of stored document: %w", err)
 	}
 	w.deleteEntries(d, &ent, nil)
-	return w.batch().Delete(docKey(nil, w.st.meta.ID, d.pk), nil)
+	return w.delete(d.pk)
 }
 
-// load reads the committed document at pk; nil if there is none.
+// delete deletes the document at pk, whose entries are already deleted.
+func (w *writer) delete(pk []byte) error {
+	w.notePendingDoc(pk, nil)
+	return w.batch().Delete(docKey(nil, w.st.meta.ID, pk), nil)
+}
+
+// load reads the document at pk as the pending batch leaves it; nil if
+// there is none.
 func (w *writer) load(pk []byte) (*storedDoc, error) {
+	if d, ok := w.pendingDocs[string(pk)]; ok {
+		return d, nil
+	}
 	return w.e.loadDoc(w.e.db, w.st.meta.ID, pk)
 }
 

@@ -41,7 +41,7 @@ func TestInsertAndFindByID(t *testing.T) {
 		t.Fatalf("_id not first: %v", got)
 	}
 	_, err = coll.InsertOne(ctx, bson.D{{Key: "_id", Value: bson.A{1, 2}}})
-	wantCode(t, err, 2)
+	wantCode(t, err, 53) // InvalidIdField
 }
 
 func TestInsertErrors(t *testing.T) {

@@ -1,9 +1,12 @@
 package integration
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -353,4 +356,253 @@ func ignoreNoDocs(err error) error {
 		return nil
 	}
 	return err
+}
+
+// writeErrors returns the write errors of a write that must have failed.
+func writeErrors(t *testing.T, err error) []mongo.WriteError {
+	t.Helper()
+	var we mongo.WriteException
+	var bwe mongo.BulkWriteException
+	switch {
+	case errors.As(err, &we):
+		return we.WriteErrors
+	case errors.As(err, &bwe):
+		out := make([]mongo.WriteError, len(bwe.WriteErrors))
+		for i, e := range bwe.WriteErrors {
+			out[i] = e.WriteError
+		}
+		return out
+	}
+	t.Fatalf("got %v, want write errors", err)
+	return nil
+}
+
+// wantDupAt fails unless err holds exactly one write error, a duplicate key
+// of keyPattern/keyValue at index.
+func wantDupAt(t *testing.T, err error, index int, keyPattern, keyValue bson.D) {
+	t.Helper()
+	wes := writeErrors(t, err)
+	if len(wes) != 1 || wes[0].Code != 11000 || wes[0].Index != index {
+		t.Fatalf("got write errors %v, want one duplicate key at index %d", wes, index)
+	}
+	raw := wes[0].Raw
+	wantKP, _ := bson.Marshal(keyPattern)
+	wantKV, _ := bson.Marshal(keyValue)
+	if kp, err := raw.LookupErr("keyPattern"); err != nil || !bytes.Equal(kp.Document(), wantKP) {
+		t.Fatalf("write error %v: want keyPattern %v", raw, keyPattern)
+	}
+	if kv, err := raw.LookupErr("keyValue"); err != nil || !bytes.Equal(kv.Document(), wantKV) {
+		t.Fatalf("write error %v: want keyValue %v", raw, keyValue)
+	}
+}
+
+func uniqueIndex(t *testing.T, coll *mongo.Collection, keys bson.D) {
+	t.Helper()
+	if _, err := coll.Indexes().CreateOne(stepCtx(t), mongo.IndexModel{Keys: keys, Options: options.Index().SetUnique(true)}); err != nil {
+		t.Fatalf("create unique index %v: %v", keys, err)
+	}
+}
+
+// A unique index holds within one batch: the second document of a batch
+// that repeats a key fails, the first stands; an ordered batch stops there.
+func TestTrustUniqueWithinInsertBatch(t *testing.T) {
+	ts := startServer(t)
+	db := ts.Client.Database("trust")
+	indexes := map[string]struct {
+		keys    bson.D
+		doc     func(id int) bson.D
+		keyVal  bson.D
+		keyPatt bson.D
+	}{
+		"single": {
+			keys:    bson.D{{Key: "name", Value: 1}},
+			doc:     func(id int) bson.D { return bson.D{{Key: "_id", Value: id}, {Key: "name", Value: "A"}} },
+			keyPatt: bson.D{{Key: "name", Value: int32(1)}},
+			keyVal:  bson.D{{Key: "name", Value: "A"}},
+		},
+		"compound": {
+			keys: bson.D{{Key: "a", Value: 1}, {Key: "b", Value: -1}},
+			doc: func(id int) bson.D {
+				return bson.D{{Key: "_id", Value: id}, {Key: "b", Value: 2}, {Key: "a", Value: 1}}
+			},
+			keyPatt: bson.D{{Key: "a", Value: int32(1)}, {Key: "b", Value: int32(-1)}},
+			keyVal:  bson.D{{Key: "a", Value: int32(1)}, {Key: "b", Value: int32(2)}},
+		},
+	}
+	for name, ix := range indexes {
+		for _, ordered := range []bool{true, false} {
+			t.Run(fmt.Sprint(name, "/ordered=", ordered), func(t *testing.T) {
+				coll := db.Collection(fmt.Sprint("batch_", name, ordered))
+				uniqueIndex(t, coll, ix.keys)
+				_, err := coll.InsertMany(stepCtx(t), []any{ix.doc(1), ix.doc(2), bson.D{{Key: "_id", Value: 3}}}, options.InsertMany().SetOrdered(ordered))
+				wantDupAt(t, err, 1, ix.keyPatt, ix.keyVal)
+				if ordered {
+					wantIDs(t, coll, bson.D{}, 1)
+				} else {
+					wantIDs(t, coll, bson.D{}, 1, 3)
+				}
+				dropPromptly(t, coll)
+			})
+		}
+	}
+}
+
+// An update of many documents that makes two collide fails at the second;
+// the first stands.
+func TestTrustUniqueWithinUpdateMany(t *testing.T) {
+	ts := startServer(t)
+	coll := ts.Client.Database("trust").Collection("updmany")
+	uniqueIndex(t, coll, bson.D{{Key: "name", Value: 1}})
+	mustInsert(t, coll, bson.D{{Key: "_id", Value: 1}, {Key: "name", Value: "A"}}, bson.D{{Key: "_id", Value: 2}, {Key: "name", Value: "B"}})
+	_, err := coll.UpdateMany(stepCtx(t), bson.D{}, bson.D{{Key: "$set", Value: bson.D{{Key: "name", Value: "Z"}}}})
+	wantCode(t, err, 11000)
+	if n := count(t, coll, bson.D{{Key: "name", Value: "Z"}}); n != 1 {
+		t.Fatalf("%d documents named Z, want 1", n)
+	}
+	dropPromptly(t, coll)
+}
+
+// Bulk writes mixing inserts, updates and upserts run in order, each seeing
+// the ones before.
+func TestTrustUniqueWithinBulkWrite(t *testing.T) {
+	ts := startServer(t)
+	db := ts.Client.Database("trust")
+	name := func(n string) bson.D { return bson.D{{Key: "$set", Value: bson.D{{Key: "name", Value: n}}}} }
+	for _, ordered := range []bool{true, false} {
+		t.Run(fmt.Sprint("ordered=", ordered), func(t *testing.T) {
+			coll := db.Collection(fmt.Sprint("bulkuniq_", ordered))
+			uniqueIndex(t, coll, bson.D{{Key: "name", Value: 1}})
+			models := []mongo.WriteModel{
+				mongo.NewInsertOneModel().SetDocument(bson.D{{Key: "_id", Value: 1}, {Key: "name", Value: "A"}}),
+				mongo.NewInsertOneModel().SetDocument(bson.D{{Key: "_id", Value: 2}, {Key: "name", Value: "B"}}),
+				mongo.NewUpdateOneModel().SetFilter(bson.D{{Key: "_id", Value: 2}}).SetUpdate(name("A")),
+				mongo.NewUpdateOneModel().SetFilter(bson.D{{Key: "_id", Value: 3}}).SetUpdate(name("C")).SetUpsert(true),
+				mongo.NewUpdateOneModel().SetFilter(bson.D{{Key: "_id", Value: 4}}).SetUpdate(name("C")).SetUpsert(true),
+				mongo.NewInsertOneModel().SetDocument(bson.D{{Key: "_id", Value: 5}, {Key: "name", Value: "B"}}),
+			}
+			_, err := coll.BulkWrite(stepCtx(t), models, options.BulkWrite().SetOrdered(ordered))
+			wes := writeErrors(t, err)
+			var at []int
+			for _, we := range wes {
+				if we.Code != 11000 {
+					t.Fatalf("write error %v, want duplicate keys", we)
+				}
+				at = append(at, we.Index)
+			}
+			slices.Sort(at) // an unordered bulk write may group by kind
+			if ordered {
+				if fmt.Sprint(at) != "[2]" {
+					t.Fatalf("duplicate keys at %v, want [2]", at)
+				}
+				wantIDs(t, coll, bson.D{}, 1, 2)
+			} else {
+				// 5 collides with 2, which kept name B.
+				if fmt.Sprint(at) != "[2 4 5]" {
+					t.Fatalf("duplicate keys at %v, want [2 4 5]", at)
+				}
+				wantIDs(t, coll, bson.D{}, 1, 2, 3)
+			}
+			dropPromptly(t, coll)
+		})
+	}
+}
+
+// rawDoc builds a document as given, repeated keys and all, which bson.D
+// marshals as it is.
+func rawDoc(t *testing.T, d bson.D) bson.Raw {
+	t.Helper()
+	raw, err := bson.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
+// A document with two _id fields is refused on every path that stores a
+// whole document.
+func TestTrustTwoIDFieldsRefused(t *testing.T) {
+	ts := startServer(t)
+	coll := ts.Client.Database("trust").Collection("twoids")
+	mustInsert(t, coll, bson.D{{Key: "_id", Value: 1}, {Key: "x", Value: 0}})
+	twoIDs := rawDoc(t, bson.D{{Key: "_id", Value: 1}, {Key: "x", Value: 1}, {Key: "_id", Value: 2}})
+	twoIDsNoFirst := rawDoc(t, bson.D{{Key: "x", Value: 1}, {Key: "_id", Value: 7}, {Key: "_id", Value: 8}})
+	db := coll.Database()
+	cases := map[string]func() error{
+		"insert": func() error {
+			_, err := coll.InsertOne(stepCtx(t), twoIDs)
+			return err
+		},
+		"insert-not-first": func() error {
+			_, err := coll.InsertOne(stepCtx(t), twoIDsNoFirst)
+			return err
+		},
+		"replace": func() error {
+			_, err := coll.ReplaceOne(stepCtx(t), bson.D{{Key: "_id", Value: 1}}, twoIDs)
+			return err
+		},
+		"replace-upsert": func() error {
+			_, err := coll.ReplaceOne(stepCtx(t), bson.D{{Key: "x", Value: 5}}, twoIDsNoFirst, options.Replace().SetUpsert(true))
+			return err
+		},
+		"findAndModify-replace": func() error {
+			return db.RunCommand(stepCtx(t), bson.D{{Key: "findAndModify", Value: coll.Name()}, {Key: "query", Value: bson.D{{Key: "_id", Value: 1}}}, {Key: "update", Value: twoIDs}}).Err()
+		},
+		"findAndModify-upsert": func() error {
+			return db.RunCommand(stepCtx(t), bson.D{{Key: "findAndModify", Value: coll.Name()}, {Key: "query", Value: bson.D{{Key: "x", Value: 5}}}, {Key: "update", Value: twoIDsNoFirst}, {Key: "upsert", Value: true}}).Err()
+		},
+	}
+	for name, run := range cases {
+		t.Run(name, func(t *testing.T) {
+			wantCode(t, run(), 2)
+			wantIDs(t, coll, bson.D{}, 1)
+			wantX(t, coll, 1, 0)
+		})
+	}
+}
+
+// _id may not be an array, a regex or undefined (InvalidIdField), nor a
+// document with a $-prefixed field (DollarPrefixedFieldName), whichever
+// write makes the document.
+func TestTrustInvalidIDRefused(t *testing.T) {
+	ts := startServer(t)
+	coll := ts.Client.Database("trust").Collection("badids")
+	mustInsert(t, coll, bson.D{{Key: "_id", Value: 1}})
+	db := coll.Database()
+	bad := []struct {
+		name string
+		id   any
+		code int
+	}{
+		{"array", bson.A{1, 2}, 53},
+		{"regex", bson.Regex{Pattern: "a", Options: ""}, 53},
+		{"undefined", bson.Undefined{}, 53},
+		{"dollar-field", bson.D{{Key: "$a", Value: 1}}, 52},
+		{"nested-dollar-field", bson.D{{Key: "a", Value: bson.D{{Key: "$b", Value: 1}}}}, 52},
+	}
+	for _, b := range bad {
+		doc := bson.D{{Key: "_id", Value: b.id}, {Key: "x", Value: 1}}
+		writes := map[string]func() error{
+			"insert": func() error {
+				_, err := coll.InsertOne(stepCtx(t), doc)
+				return err
+			},
+			"replace-upsert": func() error {
+				_, err := coll.ReplaceOne(stepCtx(t), bson.D{{Key: "x", Value: 5}}, doc, options.Replace().SetUpsert(true))
+				return err
+			},
+			"findAndModify-replace-upsert": func() error {
+				return db.RunCommand(stepCtx(t), bson.D{{Key: "findAndModify", Value: coll.Name()}, {Key: "query", Value: bson.D{{Key: "x", Value: 5}}}, {Key: "update", Value: doc}, {Key: "upsert", Value: true}}).Err()
+			},
+			"set-upsert": func() error {
+				_, err := coll.UpdateOne(stepCtx(t), bson.D{{Key: "x", Value: 5}}, bson.D{{Key: "$set", Value: bson.D{{Key: "_id", Value: b.id}}}}, options.UpdateOne().SetUpsert(true))
+				return err
+			},
+		}
+		for name, run := range writes {
+			t.Run(b.name+"/"+name, func(t *testing.T) {
+				wantCode(t, run(), b.code)
+				wantIDs(t, coll, bson.D{}, 1)
+			})
+		}
+	}
 }
