@@ -160,11 +160,75 @@ func truthy(v bson.RawValue) bool {
 
 func typeName(t bson.Type) string { return query.TypeName(bsoncore.Type(t)) }
 
-// sameOptions reports whether two index definitions are the same index.
-func sameOptions(a, b indexMeta) bool {
+// indexComparison is how a requested index relates to another, in
+// MongoDB's terms: indexes that differ in key pattern or in an identifying
+// option (unique, sparse, partial filter, collation) can coexist;
+// equivalent ones agree on those but not on the other options; identical
+// ones agree on everything but perhaps the name.
+type indexComparison int
+
+const (
+	indexDifferent indexComparison = iota
+	indexEquivalent
+	indexIdentical
+)
+
+func compareIndexes(a, b indexMeta) indexComparison {
+	if string(a.Key) != string(b.Key) || a.Unique != b.Unique || a.Sparse != b.Sparse || string(a.Partial) != string(b.Partial) {
+		return indexDifferent
+	}
 	ea, eb := a.ExpireAfter, b.ExpireAfter
-	return a.Unique == b.Unique && a.Sparse == b.Sparse && a.Hidden == b.Hidden && string(a.Partial) == string(b.Partial) &&
-		(ea == nil) == (eb == nil) && (ea == nil || *ea == *eb)
+	if a.Hidden != b.Hidden || (ea == nil) != (eb == nil) || (ea != nil && *ea != *eb) {
+		return indexEquivalent
+	}
+	return indexIdentical
+}
+
+// idIndexMeta stands for the _id index, which every collection has and the
+// catalog does not list.
+var idIndexMeta = indexMeta{Name: "_id_", Key: idKeyPattern, Unique: true}
+
+// isIDKey reports whether a key pattern is the _id index's.
+func isIDKey(key bson.Raw) bool {
+	elems, err := key.Elements()
+	if err != nil || len(elems) != 1 || elems[0].Key() != "_id" {
+		return false
+	}
+	f, ok := elems[0].Value().AsFloat64OK()
+	return ok && f == 1
+}
+
+// checkIndexConflict checks a requested index against one that exists,
+// with MongoDB's rules and codes. It reports exists when the request is
+// identical to old and nothing needs building.
+func checkIndexConflict(req, old indexMeta) (exists bool, err error) {
+	cmp := compareIndexes(req, old)
+	if req.Name == old.Name {
+		switch cmp {
+		case indexDifferent:
+			return false, mongoerr.New(mongoerr.IndexKeySpecsConflict, "An existing index has the same name as the requested index. When index names are not specified, they are auto generated and can cause conflicts. Please refer to our documentation. Requested index: %s, existing index: %s", req.describe(), old.describe())
+		case indexEquivalent:
+			return false, mongoerr.New(mongoerr.IndexOptionsConflict, "An equivalent index already exists with the same name but different options. Requested index: %s, existing index: %s", req.describe(), old.describe())
+		}
+		return true, nil
+	}
+	switch cmp {
+	case indexEquivalent:
+		return false, mongoerr.New(mongoerr.IndexOptionsConflict, "An equivalent index already exists with a different name and options. Requested index: %s, existing index: %s", req.describe(), old.describe())
+	case indexIdentical:
+		return false, mongoerr.New(mongoerr.IndexOptionsConflict, "Index already exists with a different name: %s", old.Name)
+	}
+	return false, nil
+}
+
+// describe renders an index for error messages.
+func (im indexMeta) describe() string {
+	d := bson.D{{Key: "v", Value: int32(2)}, {Key: "key", Value: im.Key}, {Key: "name", Value: im.Name}}
+	raw, err := bson.Marshal(d)
+	if err != nil {
+		return im.Name
+	}
+	return bson.Raw(raw).String()
 }
 
 // CreateIndexes builds the given indexes on db.coll, creating the
@@ -201,31 +265,41 @@ func (e *Engine) CreateIndexes(db, coll string, specs []bson.Raw) (CreateIndexes
 	meta.Indexes = append([]indexMeta(nil), meta.Indexes...)
 	var fresh []indexMeta
 	for _, im := range metas {
-		if im.Name == "_id_" || (im.Key.String() == `{"_id": {"$numberInt":"1"}}`) {
-			continue
-		}
-		dup := false
-		for _, old := range meta.Indexes {
-			sameKey := string(old.Key) == string(im.Key)
-			switch {
-			case old.Name == im.Name && !sameKey:
-				return res, mongoerr.New(mongoerr.IndexKeySpecsConflict, "An existing index has the same name as the requested index. When index names are not specified, they are auto generated and can cause conflicts. Please refer to our documentation. Requested index: %s, existing index: %s", im.Key.String(), old.Key.String())
-			case sameKey && old.Name != im.Name && sameOptions(old, im):
-				return res, mongoerr.New(mongoerr.IndexOptionsConflict, "Index already exists with a different name: %s", old.Name)
-			case sameKey && old.Name == im.Name && !sameOptions(old, im):
-				return res, mongoerr.New(mongoerr.IndexOptionsConflict, "An equivalent index already exists with the same name but different options. Requested index: %s, existing index: %s", im.Name, old.Name)
-			case sameKey && old.Name == im.Name:
-				dup = true
+		if isIDKey(im.Key) {
+			// The _id index is unique, and a spec of it without a name
+			// means it.
+			im.Unique = true
+			if im.Name == defaultIndexName(mustElems(im.Key)) {
+				im.Name = idIndexMeta.Name
 			}
 		}
-		if !dup {
-			fresh = append(fresh, im)
+		exists := false
+		for _, old := range append([]indexMeta{idIndexMeta}, meta.Indexes...) {
+			found, err := checkIndexConflict(im, old)
+			if err != nil {
+				return res, err
+			}
+			exists = exists || found
 		}
+		if exists {
+			continue
+		}
+		for _, earlier := range fresh {
+			if found, err := checkIndexConflict(im, earlier); err != nil {
+				return res, err
+			} else if found {
+				return res, e.duplicateSpec(st, im)
+			}
+		}
+		fresh = append(fresh, im)
 	}
 	if len(fresh) == 0 {
 		res.After = res.Before
 		res.Note = "all indexes already exist"
 		return res, nil
+	}
+	if len(fresh) < len(metas) {
+		res.Note = "index already exists"
 	}
 	e.mu.Lock()
 	b := e.db.NewBatch()
@@ -262,6 +336,26 @@ func (e *Engine) CreateIndexes(db, coll string, specs []bson.Raw) (CreateIndexes
 	c.state.Store(nst)
 	res.After = 1 + len(meta.Indexes)
 	return res, nil
+}
+
+// duplicateSpec is the error for a createIndexes command that asks for the
+// same index twice: MongoDB builds indexes of an empty collection one after
+// the other, so the second finds the first, and otherwise builds them
+// together and refuses the pair.
+func (e *Engine) duplicateSpec(st *collState, im indexMeta) error {
+	lo, hi := docRange(st.meta.ID)
+	it, err := e.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return fmt.Errorf("engine: create indexes: %w", err)
+	}
+	empty := !it.First()
+	if err := it.Close(); err != nil {
+		return fmt.Errorf("engine: create indexes: %w", err)
+	}
+	if empty {
+		return mongoerr.New(mongoerr.IndexAlreadyExists, "Identical index already exists: %s", im.Name)
+	}
+	return mongoerr.New(mongoerr.OperationFailed, "Index build failed: collection %s: Cannot build two identical indexes. Try again without duplicate indexes.", st.ns())
 }
 
 // backfill writes the entries of the new indexes for every stored document.

@@ -319,23 +319,78 @@ func (s *Server) validate(ctx context.Context, req *Request) (bson.Raw, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, ok, err := s.eng.Stats(req.DB, coll)
+	var full, repair, background bool
+	for key, v := range cmdArgs(req.Body) {
+		switch k := string(key); k {
+		case "full":
+			full, err = argBool("validate", k, v)
+		case "repair":
+			repair, err = argBool("validate", k, v)
+		case "background":
+			background, err = argBool("validate", k, v)
+		case "metadata", "checkBSONConformance", "scandata":
+			_, err = argBool("validate", k, v)
+		default:
+			err = unknownField("validate", key)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if repair {
+		return nil, mongoerr.New(mongoerr.CommandNotSupported, "validate with repair is not supported: Lethe reports inconsistencies but does not repair them")
+	}
+	if background && full {
+		return nil, mongoerr.New(mongoerr.InvalidOptions, "Running the validate command with both { background: true } and { full: true } is not supported.")
+	}
+	res, err := s.eng.Validate(ctx, req.DB, coll, full)
 	if err != nil {
 		return nil, err
 	}
-	if !ok {
-		return nil, mongoerr.New(mongoerr.NamespaceNotFound, "Collection '%s.%s' does not exist to validate.", req.DB, coll)
+	keys := bson.D{}
+	details := bson.D{}
+	for _, name := range res.Indexes {
+		keys = append(keys, bson.E{Key: name, Value: res.KeysPerIndex[name]})
+		details = append(details, bson.E{Key: name, Value: bson.D{{Key: "valid", Value: !res.InvalidIndexes[name]}}})
+	}
+	strs := func(ss []string) bson.A {
+		a := bson.A{}
+		for _, s := range ss {
+			a = append(a, s)
+		}
+		return a
+	}
+	entries := func(ps []engine.IndexEntryProblem) bson.A {
+		a := bson.A{}
+		for _, p := range ps {
+			d := bson.D{{Key: "indexName", Value: p.Index}, {Key: "recordId", Value: bson.Binary{Data: p.RecordID}}}
+			if p.ID.Type != 0 {
+				d = append(d, bson.E{Key: "idKey", Value: bson.D{{Key: "_id", Value: p.ID}}})
+			}
+			a = append(a, d)
+		}
+		return a
+	}
+	corrupt := bson.A{}
+	for _, rid := range res.CorruptRecords {
+		corrupt = append(corrupt, bson.Binary{Data: rid})
 	}
 	return okReply(
 		bson.E{Key: "ns", Value: req.DB + "." + coll},
-		bson.E{Key: "nInvalidDocuments", Value: int64(0)},
+		bson.E{Key: "uuid", Value: res.UUID},
+		bson.E{Key: "nInvalidDocuments", Value: res.NInvalidDocuments},
 		bson.E{Key: "nNonCompliantDocuments", Value: int64(0)},
-		bson.E{Key: "nrecords", Value: st.Count},
-		bson.E{Key: "nIndexes", Value: int32(st.NIndexes)},
-		bson.E{Key: "valid", Value: true},
+		bson.E{Key: "nrecords", Value: res.NRecords},
+		bson.E{Key: "nIndexes", Value: int32(res.NIndexes)},
+		bson.E{Key: "keysPerIndex", Value: keys},
+		bson.E{Key: "indexDetails", Value: details},
+		bson.E{Key: "valid", Value: res.Valid},
 		bson.E{Key: "repaired", Value: false},
-		bson.E{Key: "warnings", Value: bson.A{}},
-		bson.E{Key: "errors", Value: bson.A{}},
+		bson.E{Key: "warnings", Value: strs(res.Warnings)},
+		bson.E{Key: "errors", Value: strs(res.Errors)},
+		bson.E{Key: "extraIndexEntries", Value: entries(res.ExtraEntryDetails)},
+		bson.E{Key: "missingIndexEntries", Value: entries(res.MissingEntryDetails)},
+		bson.E{Key: "corruptRecords", Value: corrupt},
 	)
 }
 

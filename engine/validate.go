@@ -1,0 +1,436 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/lethedb/lethe/engine/keycodec"
+	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/ttlindex"
+)
+
+// ValidateResult is what the validate command reports of a collection.
+type ValidateResult struct {
+	UUID     bson.Binary
+	Valid    bool
+	Errors   []string
+	Warnings []string
+	// NRecords counts stored documents, expired but not yet purged ones
+	// included: validate looks at storage, not at what queries see.
+	NRecords int64
+	NIndexes int
+	// Indexes are the index names in listIndexes order, "_id_" first.
+	Indexes []string
+	// KeysPerIndex counts each index's entries. The _id index is the
+	// document family itself; the _ts TTL index counts the expiry entries
+	// that serve it.
+	KeysPerIndex map[string]int64
+	// InvalidIndexes names the indexes found inconsistent.
+	InvalidIndexes map[string]bool
+	// NInvalidDocuments counts documents whose header or BSON does not
+	// parse, or whose _id does not match their record key.
+	NInvalidDocuments int64
+
+	MissingIndexEntries, ExtraIndexEntries   int64
+	MissingExpiryEntries, ExtraExpiryEntries int64
+
+	// The first problems in detail, for the reply's missingIndexEntries,
+	// extraIndexEntries and corruptRecords.
+	MissingEntryDetails, ExtraEntryDetails []IndexEntryProblem
+	CorruptRecords                         [][]byte
+}
+
+// IndexEntryProblem locates one missing or extra index entry.
+type IndexEntryProblem struct {
+	Index    string
+	RecordID []byte        // the record key the entry has or should have
+	ID       bson.RawValue // the document's _id, when it has one
+}
+
+// maxValidateMessages bounds the detailed messages of one validation, so a
+// badly damaged collection cannot produce a reply over the BSON limit; the
+// totals are always reported.
+const maxValidateMessages = 100
+
+// validateCheckEvery is how many records pass between checks of the
+// context.
+const validateCheckEvery = 256
+
+// Validate checks db.coll's storage against itself: every document parses
+// and has exactly the index and expiry entries its contents call for, and
+// every entry belongs to a stored document that calls for it. It reads one
+// snapshot, so concurrent writes cause no false reports. Entries are
+// checked one by one when the counts disagree or full is set; otherwise
+// matching counts with no entry missing prove there is no extra one.
+func (e *Engine) Validate(ctx context.Context, db, coll string, full bool) (ValidateResult, error) {
+	c := e.collection(db, coll)
+	if c == nil {
+		return ValidateResult{}, mongoerr.New(mongoerr.NamespaceNotFound, "Collection '%s.%s' does not exist to validate.", db, coll)
+	}
+	// No index build or drop runs while the snapshot is taken. The state
+	// is read after the snapshot: a writer marks an index multikey before
+	// its batch commits, so the flags cover every document the snapshot
+	// holds.
+	c.ddl.RLock()
+	snap := e.db.NewSnapshot()
+	st := c.st()
+	c.ddl.RUnlock()
+	defer snap.Close()
+	if st.dropped {
+		return ValidateResult{}, mongoerr.New(mongoerr.NamespaceNotFound, "Collection '%s.%s' does not exist to validate.", db, coll)
+	}
+	v := &validation{ctx: ctx, snap: snap, st: st, full: full, expected: make([]int64, len(st.indexes))}
+	v.res.UUID = st.meta.UUID
+	v.res.KeysPerIndex = map[string]int64{}
+	v.res.InvalidIndexes = map[string]bool{}
+	v.res.Indexes = append(v.res.Indexes, "_id_")
+	for _, im := range st.meta.Indexes {
+		v.res.Indexes = append(v.res.Indexes, im.Name)
+	}
+	v.res.NIndexes = len(v.res.Indexes)
+	if err := v.documents(); err != nil {
+		return ValidateResult{}, err
+	}
+	for i, ix := range st.indexes {
+		if err := v.indexEntries(i, ix); err != nil {
+			return ValidateResult{}, err
+		}
+	}
+	if err := v.expiryEntries(); err != nil {
+		return ValidateResult{}, err
+	}
+	v.summarize()
+	return v.res, nil
+}
+
+// validation is the state of one Validate call.
+type validation struct {
+	ctx  context.Context
+	snap *pebble.Snapshot
+	st   *collState
+	full bool
+	res  ValidateResult
+
+	expected       []int64 // entries the documents call for, per st.indexes
+	expectedExpiry int64
+	ticks          int
+	reported       int
+}
+
+func (v *validation) errorf(format string, args ...any) {
+	if v.reported < maxValidateMessages {
+		v.res.Errors = append(v.res.Errors, fmt.Sprintf(format, args...))
+	}
+	v.reported++
+}
+
+// tick checks the context every validateCheckEvery calls.
+func (v *validation) tick() error {
+	v.ticks++
+	if v.ticks%validateCheckEvery == 0 {
+		if err := v.ctx.Err(); err != nil {
+			return fmt.Errorf("engine: validate %s: %w", v.st.ns(), err)
+		}
+	}
+	return nil
+}
+
+// documents checks every stored document and that each of its entries
+// exists and points back at it.
+func (v *validation) documents() error {
+	lo, hi := docRange(v.st.meta.ID)
+	it, err := v.snap.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return fmt.Errorf("engine: validate: %w", err)
+	}
+	defer it.Close()
+	multikey := make([]bool, len(v.st.indexes))
+	for it.First(); it.Valid(); it.Next() {
+		if err := v.tick(); err != nil {
+			return err
+		}
+		v.res.NRecords++
+		pk := append([]byte(nil), pkOfDocKey(it.Key())...)
+		d, problem := parseStored(pk, it.Value())
+		if problem != "" {
+			v.res.NInvalidDocuments++
+			if len(v.res.CorruptRecords) < maxValidateMessages {
+				v.res.CorruptRecords = append(v.res.CorruptRecords, pk)
+			}
+			v.errorf("record %x: %s", pk, problem)
+			continue
+		}
+		for i, ix := range v.st.indexes {
+			keys, multi, err := ix.keys(d.doc)
+			if err != nil {
+				v.errorf("document %s: index %s: %v", docName(d), ix.meta.Name, err)
+				v.res.InvalidIndexes[ix.meta.Name] = true
+				continue
+			}
+			if multi && !ix.meta.Multikey && !multikey[i] {
+				multikey[i] = true
+				v.res.InvalidIndexes[ix.meta.Name] = true
+				v.errorf("index %s is not marked multikey but document %s has an array on its key", ix.meta.Name, docName(d))
+			}
+			for _, k := range keys {
+				v.expected[i]++
+				ek := ix.entryKey(nil, k, d.pk)
+				val, closer, err := v.snap.Get(ek)
+				if err == pebble.ErrNotFound {
+					v.missingEntry(ix, d)
+					v.errorf("index %s: entry of document %s is missing", ix.meta.Name, docName(d))
+					continue
+				}
+				if err != nil {
+					return fmt.Errorf("engine: validate: %w", err)
+				}
+				owner := append([]byte(nil), val...)
+				closer.Close()
+				if !bytesEqual(owner, d.pk) {
+					v.missingEntry(ix, d)
+					if ix.meta.Unique {
+						v.errorf("unique index %s: document %s has the key of record %x", ix.meta.Name, docName(d), owner)
+					} else {
+						v.errorf("index %s: entry of document %s points at record %x", ix.meta.Name, docName(d), owner)
+					}
+				}
+			}
+		}
+		if ek := expiryKey(v.st.meta.ID, d); ek != nil {
+			v.expectedExpiry++
+			_, closer, err := v.snap.Get(ek)
+			if err == pebble.ErrNotFound {
+				v.res.MissingExpiryEntries++
+				v.errorf("expiry entry of document %s is missing", docName(d))
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("engine: validate: %w", err)
+			}
+			closer.Close()
+		}
+	}
+	if err := it.Error(); err != nil {
+		return fmt.Errorf("engine: validate: %w", err)
+	}
+	v.res.KeysPerIndex["_id_"] = v.res.NRecords
+	return nil
+}
+
+func (v *validation) missingEntry(ix *index, d *storedDoc) {
+	v.res.MissingIndexEntries++
+	v.res.InvalidIndexes[ix.meta.Name] = true
+	if len(v.res.MissingEntryDetails) < maxValidateMessages {
+		id := idOf(d.doc)
+		v.res.MissingEntryDetails = append(v.res.MissingEntryDetails, IndexEntryProblem{
+			Index: ix.meta.Name, RecordID: d.pk,
+			ID: bson.RawValue{Type: bson.Type(id.Type), Value: bytes.Clone(id.Data)},
+		})
+	}
+}
+
+// parseStored splits a stored value and checks that its document is valid
+// BSON whose _id is the record's key; problem describes what is wrong.
+func parseStored(pk, val []byte) (d *storedDoc, problem string) {
+	h, doc, err := splitValue(val)
+	if err != nil {
+		return nil, "header does not parse"
+	}
+	if err := bsoncore.Document(doc).Validate(); err != nil {
+		return nil, fmt.Sprintf("document is not valid BSON: %v", err)
+	}
+	id := idOf(doc)
+	if id.Type == 0 {
+		return nil, "document has no _id"
+	}
+	if !bytesEqual(keycodec.Append(nil, id), pk) {
+		return nil, "document's _id does not match its record key"
+	}
+	return &storedDoc{pk: pk, h: h, doc: bson.Raw(doc)}, ""
+}
+
+// docName names a document in messages by its _id.
+func docName(d *storedDoc) string {
+	return bson.RawValue{Type: bson.Type(idOf(d.doc).Type), Value: idOf(d.doc).Data}.String()
+}
+
+// indexEntries counts the entries of st.indexes[i] and, when needed,
+// checks each against the document it points at.
+func (v *validation) indexEntries(i int, ix *index) error {
+	lo, hi := indexRange(ix.meta.ID)
+	it, err := v.snap.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return fmt.Errorf("engine: validate: %w", err)
+	}
+	defer it.Close()
+	var n int64
+	for it.First(); it.Valid(); it.Next() {
+		if err := v.tick(); err != nil {
+			return err
+		}
+		n++
+	}
+	if err := it.Error(); err != nil {
+		return fmt.Errorf("engine: validate: %w", err)
+	}
+	v.res.KeysPerIndex[ix.meta.Name] = n
+	if n == v.expected[i] && !v.full {
+		return nil
+	}
+	prefixLen := len(lo)
+	for it.First(); it.Valid(); it.Next() {
+		if err := v.tick(); err != nil {
+			return err
+		}
+		ek, pk := it.Key(), it.Value()
+		problem, err := v.checkIndexEntry(ix, ek[prefixLen:], pk)
+		if err != nil {
+			return err
+		}
+		if problem != "" {
+			v.res.ExtraIndexEntries++
+			v.res.InvalidIndexes[ix.meta.Name] = true
+			if len(v.res.ExtraEntryDetails) < maxValidateMessages {
+				v.res.ExtraEntryDetails = append(v.res.ExtraEntryDetails, IndexEntryProblem{Index: ix.meta.Name, RecordID: bytes.Clone(pk)})
+			}
+			v.errorf("index %s: entry %x %s", ix.meta.Name, ek, problem)
+		}
+	}
+	return it.Error()
+}
+
+// checkIndexEntry reports what is wrong with one entry of ix, whose key
+// after the index prefix is rest and whose value is pk; "" if nothing.
+func (v *validation) checkIndexEntry(ix *index, rest, pk []byte) (string, error) {
+	key := rest
+	if !ix.meta.Unique {
+		if len(rest) < len(pk) || !bytesEqual(rest[len(rest)-len(pk):], pk) {
+			return "does not end in the record key it points at", nil
+		}
+		key = rest[:len(rest)-len(pk)]
+	}
+	d, problem, err := v.load(pk)
+	if err != nil {
+		return "", err
+	}
+	if problem != "" {
+		return problem, nil
+	}
+	keys, _, err := ix.keys(d.doc)
+	if err != nil {
+		return fmt.Sprintf("points at document %s whose keys cannot be computed: %v", docName(d), err), nil
+	}
+	if !containsKey(keys, key) {
+		return fmt.Sprintf("points at document %s, which does not have this key", docName(d)), nil
+	}
+	return "", nil
+}
+
+// load reads the document an entry points at from the snapshot; problem
+// says why there is none to compare with.
+func (v *validation) load(pk []byte) (d *storedDoc, problem string, err error) {
+	val, closer, err := v.snap.Get(docKey(nil, v.st.meta.ID, pk))
+	if err == pebble.ErrNotFound {
+		return nil, "points at no stored document", nil
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("engine: validate: %w", err)
+	}
+	defer closer.Close()
+	d, problem = parseStored(append([]byte(nil), pk...), val)
+	if problem != "" {
+		return nil, "points at an invalid record", nil
+	}
+	d.doc = append(bson.Raw(nil), d.doc...)
+	return d, "", nil
+}
+
+// expiryEntries counts the collection's expiry entries and, when needed,
+// checks each against its document.
+func (v *validation) expiryEntries() error {
+	lo, hi := ttlindex.CollRange(v.st.meta.ID)
+	it, err := v.snap.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return fmt.Errorf("engine: validate: %w", err)
+	}
+	defer it.Close()
+	var n int64
+	for it.First(); it.Valid(); it.Next() {
+		if err := v.tick(); err != nil {
+			return err
+		}
+		n++
+	}
+	if err := it.Error(); err != nil {
+		return fmt.Errorf("engine: validate: %w", err)
+	}
+	if v.st.ttl.Enabled {
+		for _, im := range v.st.meta.Indexes {
+			if len(im.Key) > 0 && im.Key.Lookup(tsField).Type != 0 && im.ExpireAfter != nil {
+				v.res.KeysPerIndex[im.Name] = n
+			}
+		}
+	}
+	if n == v.expectedExpiry && !v.full {
+		return nil
+	}
+	for it.First(); it.Valid(); it.Next() {
+		if err := v.tick(); err != nil {
+			return err
+		}
+		k := it.Key()
+		problem := ""
+		_, _, _, pk, err := ttlindex.ParseKey(k)
+		if err != nil {
+			problem = "does not parse"
+		} else {
+			var d *storedDoc
+			d, problem, err = v.load(pk)
+			if err != nil {
+				return err
+			}
+			if problem == "" && !bytesEqual(expiryKey(v.st.meta.ID, d), k) {
+				problem = fmt.Sprintf("does not match the _ts and ttl of document %s", docName(d))
+			}
+		}
+		if problem != "" {
+			v.res.ExtraExpiryEntries++
+			v.errorf("expiry entry %x %s", k, problem)
+		}
+	}
+	return it.Error()
+}
+
+// summarize adds the totals to the messages and decides validity.
+func (v *validation) summarize() {
+	if v.reported > maxValidateMessages {
+		v.res.Errors = append(v.res.Errors, fmt.Sprintf("%d more problems not listed", v.reported-maxValidateMessages))
+	}
+	r := &v.res
+	for _, c := range []struct {
+		n    int64
+		what string
+	}{
+		{r.NInvalidDocuments, "invalid documents"},
+		{r.MissingIndexEntries, "missing index entries"},
+		{r.ExtraIndexEntries, "index entries that belong to no document"},
+		{r.MissingExpiryEntries, "missing expiry entries"},
+		{r.ExtraExpiryEntries, "expiry entries that belong to no document"},
+	} {
+		if c.n > 0 {
+			r.Errors = append(r.Errors, fmt.Sprintf("%d %s", c.n, c.what))
+		}
+	}
+	if r.Errors == nil {
+		r.Errors = []string{}
+	}
+	if r.Warnings == nil {
+		r.Warnings = []string{}
+	}
+	r.Valid = len(r.Errors) == 0
+}
