@@ -107,7 +107,7 @@ type modelGen struct {
 	noDrop bool
 }
 
-func mustRaw(v any) bson.Raw {
+func modelRaw(v any) bson.Raw {
 	raw, err := bson.Marshal(v)
 	if err != nil {
 		panic(err)
@@ -116,7 +116,7 @@ func mustRaw(v any) bson.Raw {
 }
 
 func rawValue(v any) bson.RawValue {
-	return mustRaw(bson.D{{Key: "v", Value: v}}).Lookup("v")
+	return modelRaw(bson.D{{Key: "v", Value: v}}).Lookup("v")
 }
 
 // num is n as one of the four numeric types, all of which compare equal.
@@ -236,7 +236,7 @@ func (g *modelGen) doc() bson.Raw {
 		d = append(d, bson.E{Key: "_id", Value: bson.A{int32(1)}})
 		d = d[len(d)-1:]
 	}
-	return mustRaw(d)
+	return modelRaw(d)
 }
 
 func (g *modelGen) filter() bson.Raw {
@@ -289,7 +289,7 @@ func (g *modelGen) filter() bson.Raw {
 	case 23:
 		f = bson.D{{Key: "arr.0", Value: bson.D{{Key: []string{"$gt", "$lte", "$in"}[g.r.Intn(3)], Value: n()}}}}
 	}
-	return mustRaw(f)
+	return modelRaw(f)
 }
 
 // update is an operator update touching one or two distinct fields.
@@ -352,7 +352,7 @@ func (g *modelGen) update() bson.Raw {
 	for op, fields := range ops {
 		d = append(d, bson.E{Key: op, Value: fields})
 	}
-	return mustRaw(d)
+	return modelRaw(d)
 }
 
 func (g *modelGen) replacement() bson.Raw {
@@ -366,7 +366,7 @@ func (g *modelGen) replacement() bson.Raw {
 				out = append(out, e)
 			}
 		}
-		return mustRaw(out)
+		return modelRaw(out)
 	}
 	return doc
 }
@@ -374,13 +374,13 @@ func (g *modelGen) replacement() bson.Raw {
 func (g *modelGen) pipeline() []bson.Raw {
 	switch g.r.Intn(4) {
 	case 0:
-		return []bson.Raw{mustRaw(bson.D{{Key: "$set", Value: bson.D{{Key: "v", Value: "$u"}}}})}
+		return []bson.Raw{modelRaw(bson.D{{Key: "$set", Value: bson.D{{Key: "v", Value: "$u"}}}})}
 	case 1:
-		return []bson.Raw{mustRaw(bson.D{{Key: "$unset", Value: bson.A{"arr"}}})}
+		return []bson.Raw{modelRaw(bson.D{{Key: "$unset", Value: bson.A{"arr"}}})}
 	case 2:
-		return []bson.Raw{mustRaw(bson.D{{Key: "$set", Value: bson.D{{Key: "u", Value: bson.D{{Key: "$literal", Value: g.num(g.r.Intn(5))}}}}}})}
+		return []bson.Raw{modelRaw(bson.D{{Key: "$set", Value: bson.D{{Key: "u", Value: bson.D{{Key: "$literal", Value: g.num(g.r.Intn(5))}}}}}})}
 	}
-	return []bson.Raw{mustRaw(bson.D{{Key: "$set", Value: bson.D{{Key: "a", Value: bson.D{{Key: "$add", Value: bson.A{bson.D{{Key: "$ifNull", Value: bson.A{"$v", 0}}}, 1}}}}}}})}
+	return []bson.Raw{modelRaw(bson.D{{Key: "$set", Value: bson.D{{Key: "a", Value: bson.D{{Key: "$add", Value: bson.A{bson.D{{Key: "$ifNull", Value: bson.A{"$v", 0}}}, 1}}}}}}})}
 }
 
 func (g *modelGen) setUpdate(op *modelOp) {
@@ -411,17 +411,17 @@ func (g *modelGen) sort() bson.Raw {
 		// A tiebreak on _id makes the order unique.
 		d = append(d, bson.E{Key: "_id", Value: []int32{1, -1}[g.r.Intn(2)]})
 	}
-	return mustRaw(d)
+	return modelRaw(d)
 }
 
 func (g *modelGen) projection() bson.Raw {
 	switch g.r.Intn(6) {
 	case 0:
-		return mustRaw(bson.D{{Key: "a", Value: 1}})
+		return modelRaw(bson.D{{Key: "a", Value: 1}})
 	case 1:
-		return mustRaw(bson.D{{Key: "_id", Value: 0}, {Key: "u", Value: 1}, {Key: "arr", Value: 1}})
+		return modelRaw(bson.D{{Key: "_id", Value: 0}, {Key: "u", Value: 1}, {Key: "arr", Value: 1}})
 	case 2:
-		return mustRaw(bson.D{{Key: "arr", Value: 0}, {Key: "s", Value: 0}})
+		return modelRaw(bson.D{{Key: "arr", Value: 0}, {Key: "s", Value: 0}})
 	}
 	return nil
 }
@@ -457,9 +457,9 @@ func (g *modelGen) indexSpec() bson.Raw {
 	}
 	// The _ts index, which turns TTL on, comes up more often.
 	if g.r.Intn(4) == 0 {
-		return mustRaw(specs[12])
+		return modelRaw(specs[12])
 	}
-	return mustRaw(specs[g.r.Intn(len(specs))])
+	return modelRaw(specs[g.r.Intn(len(specs))])
 }
 
 var poolIndexNames = []string{"u_1", "a_1", "a_1_v_-1", "v_1", "arr_1", "arr.0_1", "s.x_1", "a_1_u_1", "u_1_arr_1", "arr_-1", "d_1", "d_-1", "_ts_1", "ttl_1", "s.0.x_1", "arr.x_1", "arr.1_-1", "_id_", "nope"}

@@ -220,15 +220,18 @@ func (ix *refIndex) collide(a, b bson.Raw) bool {
 
 func refErr(code mongoerr.Code) error { return mongoerr.New(code, "model") }
 
-// checkDoc applies the rules every stored document obeys.
+// checkDoc applies the rules every stored document obeys, in field order.
 func checkDoc(doc bson.Raw) error {
-	if _, err := doc.LookupErr("_ts"); err == nil {
-		return refErr(mongoerr.BadValue)
-	}
-	if id, err := doc.LookupErr("_id"); err == nil {
-		switch id.Type {
-		case bson.TypeArray, bson.TypeRegex, bson.TypeUndefined:
+	elems, _ := doc.Elements()
+	for _, el := range elems {
+		switch el.Key() {
+		case "_ts":
 			return refErr(mongoerr.BadValue)
+		case "_id":
+			switch el.Value().Type {
+			case bson.TypeArray, bson.TypeRegex, bson.TypeUndefined:
+				return refErr(mongoerr.InvalidIdField)
+			}
 		}
 	}
 	return nil

@@ -26,7 +26,7 @@ func openModelRegress(t *testing.T) (*Engine, *ttlindex.ManualClock) {
 
 func regressCreateIndex(t *testing.T, e *Engine, spec bson.D) {
 	t.Helper()
-	if _, err := e.CreateIndexes("db", "c", []bson.Raw{mustRaw(spec)}); err != nil {
+	if _, err := e.CreateIndexes("db", "c", []bson.Raw{modelRaw(spec)}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -48,7 +48,7 @@ func TestModelRegressDropTSKeepsDateDueDocuments(t *testing.T) {
 	e, clock := openModelRegress(t)
 	regressCreateIndex(t, e, bson.D{{Key: "key", Value: bson.D{{Key: "_ts", Value: 1}}}, {Key: "name", Value: "_ts_1"}, {Key: "expireAfterSeconds", Value: 60}})
 	due := bson.NewDateTimeFromTime(clock.Now().Add(-time.Hour))
-	if _, err := e.Insert("db", "c", []bson.Raw{mustRaw(bson.D{{Key: "_id", Value: 1}, {Key: "d", Value: due}})}, true); err != nil {
+	if _, err := e.Insert("db", "c", []bson.Raw{modelRaw(bson.D{{Key: "_id", Value: 1}, {Key: "d", Value: due}})}, true); err != nil {
 		t.Fatal(err)
 	}
 	regressCreateIndex(t, e, bson.D{{Key: "key", Value: bson.D{{Key: "d", Value: 1}}}, {Key: "name", Value: "d_1"}, {Key: "expireAfterSeconds", Value: 0}})
@@ -66,14 +66,14 @@ func TestModelRegressDropTSKeepsDateDueDocuments(t *testing.T) {
 func TestModelRegressUniqueBuildIgnoresExpired(t *testing.T) {
 	e, clock := openModelRegress(t)
 	regressCreateIndex(t, e, bson.D{{Key: "key", Value: bson.D{{Key: "_ts", Value: 1}}}, {Key: "name", Value: "_ts_1"}, {Key: "expireAfterSeconds", Value: 10}})
-	if _, err := e.Insert("db", "c", []bson.Raw{mustRaw(bson.D{{Key: "_id", Value: 1}}), mustRaw(bson.D{{Key: "_id", Value: 2}})}, true); err != nil {
+	if _, err := e.Insert("db", "c", []bson.Raw{modelRaw(bson.D{{Key: "_id", Value: 1}}), modelRaw(bson.D{{Key: "_id", Value: 2}})}, true); err != nil {
 		t.Fatal(err)
 	}
 	clock.Advance(11 * time.Second)
-	if _, err := e.CreateIndexes("db", "c", []bson.Raw{mustRaw(bson.D{{Key: "key", Value: bson.D{{Key: "u", Value: 1}}}, {Key: "name", Value: "u_1"}, {Key: "unique", Value: true}})}); err != nil {
+	if _, err := e.CreateIndexes("db", "c", []bson.Raw{modelRaw(bson.D{{Key: "key", Value: bson.D{{Key: "u", Value: 1}}}, {Key: "name", Value: "u_1"}, {Key: "unique", Value: true}})}); err != nil {
 		t.Fatalf("unique index over two expired documents: %v", err)
 	}
-	if _, err := e.Insert("db", "c", []bson.Raw{mustRaw(bson.D{{Key: "_id", Value: 3}})}, true); err != nil {
+	if _, err := e.Insert("db", "c", []bson.Raw{modelRaw(bson.D{{Key: "_id", Value: 3}})}, true); err != nil {
 		t.Fatal(err)
 	}
 	if n := regressCount(t, e); n != 1 {

@@ -97,7 +97,7 @@ func (r *modelRun) uniqueFirst(op *modelOp, f *query.Filter) {
 		return
 	}
 	if op.Sort == nil {
-		op.Sort = mustRaw(bson.D{{Key: "_id", Value: 1}})
+		op.Sort = modelRaw(bson.D{{Key: "_id", Value: 1}})
 		return
 	}
 	if _, err := op.Sort.LookupErr("_id"); err == nil {
@@ -754,20 +754,29 @@ func (r *modelRun) checkState(ctx context.Context) error {
 	return nil
 }
 
-// validate checks the store's own invariants.
-//
-// HOOK: e.Validate(ctx, db, coll, true) is being written on branch
-// trust-catalog; until it is merged, only the API-level check that every
-// index agrees with the documents runs here.
+// validate checks the store's own invariants: e.Validate with full
+// checking must find it valid, and every index must agree with the
+// documents through the API.
 func (r *modelRun) validate(ctx context.Context) error {
 	if !r.m.exists {
 		return nil
 	}
 	var err error
-	if herr := r.guard("validate", func() { err = indexAgreement(ctx, r.e, modelDB, modelColl) }); herr != nil {
+	if herr := r.guard("validate", func() { err = validateStore(ctx, r.e, modelDB, modelColl) }); herr != nil {
 		return herr
 	}
 	return err
+}
+
+func validateStore(ctx context.Context, e *Engine, db, coll string) error {
+	res, err := e.Validate(ctx, db, coll, true)
+	if err != nil {
+		return fmt.Errorf("validate: %w", err)
+	}
+	if !res.Valid {
+		return fmt.Errorf("validate: not valid: errors %v, warnings %v", res.Errors, res.Warnings)
+	}
+	return indexAgreement(ctx, e, db, coll)
 }
 
 // indexAgreement checks, through the API, that a query hinted to each
@@ -810,7 +819,7 @@ func indexAgreement(ctx context.Context, e *Engine, db, coll string) error {
 			}
 			should = append(should, bson.E{Key: "$or", Value: or})
 		}
-		filter := mustRaw(should)
+		filter := modelRaw(should)
 		want, err := ids(filter, bson.RawValue{})
 		if err != nil {
 			return fmt.Errorf("scan for index %s: %w", im.Name, err)
