@@ -291,6 +291,13 @@ func (m *refModel) insert(raw bson.Raw, genID bsoncore.Value, now int64) (bsonco
 	if err := checkDoc(raw); err != nil {
 		return bsoncore.Value{}, err
 	}
+	if _, err := raw.LookupErr("_id"); err != nil && genID.Type == 0 {
+		// The engine reported no _id (it failed, or did not insert): a
+		// fresh one stands in, which collides with nothing, so the
+		// outcome is the same; a success here is compared and reported.
+		oid := bson.NewObjectID()
+		genID = bsoncore.Value{Type: bsoncore.TypeObjectID, Data: oid[:]}
+	}
 	doc := withIDFirst(raw, genID)
 	id := bsoncore.Document(doc).Index(0).Value()
 	old := m.byID(id)
