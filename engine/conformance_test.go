@@ -20,8 +20,11 @@ import (
 
 // queryFile is one file of testdata/query: documents and cases against them.
 type queryFile struct {
-	Docs  []bson.Raw `bson:"docs"`
-	Cases []struct {
+	Docs []bson.Raw `bson:"docs"`
+	// Indexes are paths to index in the indexed run besides the fields of
+	// the documents, such as positional paths.
+	Indexes []string `bson:"indexes"`
+	Cases   []struct {
 		Name    string          `bson:"name"`
 		Filter  bson.Raw        `bson:"filter"`
 		Sort    bson.Raw        `bson:"sort"`
@@ -102,9 +105,16 @@ func TestQueryConformance(t *testing.T) {
 				t.Fatalf("%s: insert: %v %v", file, err, res.Errors)
 			}
 		}
-		for _, p := range indexedPaths(qf.Docs) {
+		fieldPaths := indexedPaths(qf.Docs)
+		for i, p := range append(fieldPaths, qf.Indexes...) {
 			spec, _ := bson.Marshal(bson.D{{Key: "key", Value: bson.D{{Key: p, Value: 1}}}})
-			if _, err := e.CreateIndexes("conf", indexed, []bson.Raw{spec}); err != nil {
+			_, err := e.CreateIndexes("conf", indexed, []bson.Raw{spec})
+			if mongoerr.CodeOf(err) == ambiguousFieldName && i < len(fieldPaths) {
+				// MongoDB cannot build this index on these documents either.
+				t.Logf("%s: no index on %s: %v", file, p, err)
+				continue
+			}
+			if err != nil {
 				t.Fatalf("%s: index on %s: %v", file, p, err)
 			}
 		}

@@ -63,7 +63,7 @@ func (e *Engine) Count(ctx context.Context, db, coll string, filter bson.Raw, sk
 func (e *Engine) Distinct(ctx context.Context, db, coll, key string, filter bson.Raw) ([]bsoncore.Value, error) {
 	seen := map[string]bsoncore.Value{}
 	err := e.scanMatches(ctx, db, coll, filter, bson.RawValue{}, func(doc bson.Raw) bool {
-		vals, _ := indexValues(bsoncore.Document(doc), key)
+		vals := distinctValues(bsoncore.Document(doc), key)
 		for _, v := range vals {
 			if v.Type == bsoncore.TypeUndefined {
 				continue

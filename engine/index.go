@@ -72,24 +72,26 @@ func compileIndex(im indexMeta) (*index, error) {
 // keys returns the encoded index keys of doc (without the _id suffix),
 // deduplicated; nil when the document is not in the index (sparse with no
 // indexed field, or outside the partial filter). multi reports an array
-// expansion.
+// expansion. A document MongoDB cannot index, because a positional path
+// component is ambiguous in it, is an error.
 func (ix *index) keys(doc bson.Raw) (keys [][]byte, multi bool, err error) {
 	if ix.partial != nil && !ix.partial.Match(doc) {
 		return nil, false, nil
 	}
 	per := make([][]bsoncore.Value, len(ix.fields))
 	anyPresent := false
-	arrays := 0
 	for i, f := range ix.fields {
-		vals, isArray := indexValues(bsoncore.Document(doc), f.path)
+		fk, err := keysForPath(bsoncore.Document(doc), f.path)
+		if err != nil {
+			return nil, false, err
+		}
+		vals := fk.vals
 		if len(vals) == 0 {
 			vals = []bsoncore.Value{nullValue}
 		} else {
 			anyPresent = true
 		}
-		if isArray {
-			arrays++
-		}
+		multi = multi || fk.multi
 		per[i] = vals
 	}
 	if ix.meta.Sparse && !anyPresent {
@@ -114,7 +116,8 @@ func (ix *index) keys(doc bson.Raw) (keys [][]byte, multi bool, err error) {
 	if len(keys) > 1 {
 		keys = dedupKeys(keys)
 	}
-	return keys, arrays > 0, nil
+	// Scans of an index that is not multikey expect one entry per document.
+	return keys, multi || len(keys) > 1, nil
 }
 
 func dedupKeys(keys [][]byte) [][]byte {
@@ -134,9 +137,11 @@ var (
 	undefinedValue = bsoncore.Value{Type: bsoncore.TypeUndefined}
 )
 
-// indexValues collects the values an index stores for path: a terminal
-// array contributes its elements (an empty array contributes undefined),
-// arrays along the way are traversed element by element.
+// indexValues collects the values path reaches for a duplicate key report
+// or a TTL date check: a terminal array contributes its elements (an empty
+// array contributes undefined), arrays along the way are traversed element
+// by element. It finds at least the values keysForPath makes keys of, other
+// than whole arrays.
 func indexValues(doc bsoncore.Document, path string) (vals []bsoncore.Value, sawArray bool) {
 	var walk func(d bsoncore.Document, parts []string, isArray bool)
 	walk = func(d bsoncore.Document, parts []string, isArray bool) {

@@ -21,6 +21,8 @@ type visitFunc func(v bsoncore.Value, arrayIndex int) bool
 //     element that is a document, and a numeric component also selects the
 //     array element at that position; nested arrays are not entered
 //     implicitly, and elements that are neither yield nothing;
+//   - an element selected by position at the end of the path is yielded as
+//     it is, an array included: {"a.0": 1} does not match {a: [[1, 2]]};
 //   - an array at the end of the path yields each of its elements and then
 //     the array itself, unless leafArrays is false, when it yields only the
 //     array ($size and $elemMatch look at the array as a whole).

@@ -204,8 +204,9 @@ func (k *keyPicker) offerLeaf(v bsoncore.Value, expand bool) {
 }
 
 // collectArray continues a path into an array met in its middle. A numeric
-// component selects an element by position instead, and an array selected
-// that way at the end of the path counts as a whole.
+// component that names an element selects it by position instead, and an
+// array selected that way at the end of the path counts as a whole; one that
+// names no element is a field name in the element documents.
 func (k *keyPicker) collectArray(arr []byte, rest []string) {
 	if isEmptyContainer(arr) {
 		k.offer(nullValue)
@@ -214,10 +215,8 @@ func (k *keyPicker) collectArray(arr []byte, rest []string) {
 	if position, ok := arrayPosition(rest[0]); ok {
 		if e, found := arrayElement(arr, position); found {
 			k.follow(e, rest[1:], false)
-		} else {
-			k.offer(nullValue)
+			return
 		}
-		return
 	}
 	it := elementsOf(arr)
 	for _, e, ok := it.next(); ok; _, e, ok = it.next() {
