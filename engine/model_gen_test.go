@@ -168,11 +168,15 @@ func (g *modelGen) id() any {
 func (g *modelGen) array() bson.A {
 	a := bson.A{}
 	for i := g.r.Intn(4); i > 0; i-- {
-		switch g.r.Intn(12) {
+		switch g.r.Intn(10) {
 		case 0:
 			a = append(a, bson.D{{Key: "x", Value: g.num(g.r.Intn(3))}})
-		case 1:
-			a = append(a, bson.A{g.num(g.r.Intn(3))})
+		case 1, 2:
+			inner := bson.A{g.num(g.r.Intn(3))}
+			if g.r.Intn(2) == 0 {
+				inner = append(inner, g.num(g.r.Intn(3)))
+			}
+			a = append(a, inner)
 		default:
 			a = append(a, g.scalar())
 		}
@@ -453,7 +457,7 @@ func (g *modelGen) indexSpec() bson.Raw {
 		{{Key: "key", Value: k("ttl", 1)}, {Key: "name", Value: "ttl_1"}},
 		{{Key: "key", Value: k("s.0.x", 1)}, {Key: "name", Value: "s.0.x_1"}},
 		{{Key: "key", Value: k("arr.x", 1)}, {Key: "name", Value: "arr.x_1"}, {Key: "unique", Value: true}, {Key: "sparse", Value: true}},
-		{{Key: "key", Value: k("arr.1", -1)}, {Key: "name", Value: "arr.1_-1"}},
+		{{Key: "key", Value: k("arr.1", -1)}, {Key: "name", Value: "arr.1_-1"}, {Key: "unique", Value: true}},
 	}
 	// The _ts index, which turns TTL on, comes up more often.
 	if g.r.Intn(4) == 0 {
@@ -465,7 +469,7 @@ func (g *modelGen) indexSpec() bson.Raw {
 var poolIndexNames = []string{"u_1", "a_1", "a_1_v_-1", "v_1", "arr_1", "arr.0_1", "s.x_1", "a_1_u_1", "u_1_arr_1", "arr_-1", "d_1", "d_-1", "_ts_1", "ttl_1", "s.0.x_1", "arr.x_1", "arr.1_-1", "_id_", "nope"}
 
 // hintable index names: complete indexes, whose use cannot change results.
-var hintableIndexes = map[string]bool{"a_1": true, "a_1_v_-1": true, "arr_1": true, "arr.0_1": true, "s.x_1": true, "u_1": true, "u_1_arr_1": true, "ttl_1": true, "d_1": true, "s.0.x_1": true, "arr.1_-1": true}
+var hintableIndexes = map[string]bool{"a_1": true, "a_1_v_-1": true, "arr_1": true, "arr.0_1": true, "s.x_1": true, "u_1": true, "u_1_arr_1": true, "ttl_1": true, "d_1": true, "s.0.x_1": true}
 
 func (g *modelGen) next() *modelOp {
 	op := &modelOp{}
