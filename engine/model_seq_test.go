@@ -80,7 +80,7 @@ func newModelRun(t testing.TB, dir string, timeout time.Duration) *modelRun {
 // and the reference model, comparing every reply and the whole state
 // after every step.
 func TestModelSequential(t *testing.T) {
-	cfg := modelSettings(t, 3200)
+	cfg := modelSettings(t, 8000)
 	start := time.Now()
 	counts := map[string]int{}
 	steps, seeds := 0, 0
