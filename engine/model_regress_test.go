@@ -80,3 +80,35 @@ func TestModelRegressUniqueBuildIgnoresExpired(t *testing.T) {
 		t.Fatalf("%d documents visible, want 1", n)
 	}
 }
+
+// A batch that ends on the last point of an _id $in plan must not hand out
+// that document again in the next batch.
+func TestModelRegressIDPointsBatchEnd(t *testing.T) {
+	e, _ := openModelRegress(t)
+	ctx := context.Background()
+	var docs []bson.Raw
+	for _, id := range []int{1, 3, 4} {
+		docs = append(docs, modelRaw(bson.D{{Key: "_id", Value: id}}))
+	}
+	if _, err := e.Insert("db", "c", docs, true); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []int{1, -1} {
+		filter := modelRaw(bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: bson.A{1, 4}}}}})
+		cur, err := e.Find(ctx, "db", "c", FindSpec{Filter: filter, Sort: modelRaw(bson.D{{Key: "_id", Value: dir}})})
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, err := cur.NextBatch(ctx, 2, 1<<30)
+		if err != nil || len(first) != 2 {
+			t.Fatalf("sort %d: first batch %v, %v", dir, first, err)
+		}
+		rest, err := cur.All(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rest) != 0 {
+			t.Fatalf("sort %d: after both matches, the cursor returned %v again", dir, rest)
+		}
+	}
+}
