@@ -164,7 +164,8 @@ func typeName(t bson.Type) string { return query.TypeName(bsoncore.Type(t)) }
 // MongoDB's terms: indexes that differ in key pattern or in an identifying
 // option (unique, sparse, partial filter, collation) can coexist;
 // equivalent ones agree on those but not on the other options; identical
-// ones agree on everything but perhaps the name.
+// ones agree on everything but perhaps the name. hidden, which collMod
+// changes, is not compared, as in MongoDB.
 type indexComparison int
 
 const (
@@ -178,7 +179,7 @@ func compareIndexes(a, b indexMeta) indexComparison {
 		return indexDifferent
 	}
 	ea, eb := a.ExpireAfter, b.ExpireAfter
-	if a.Hidden != b.Hidden || (ea == nil) != (eb == nil) || (ea != nil && *ea != *eb) {
+	if (ea == nil) != (eb == nil) || (ea != nil && *ea != *eb) {
 		return indexEquivalent
 	}
 	return indexIdentical

@@ -112,3 +112,23 @@ func TestModelRegressIDPointsBatchEnd(t *testing.T) {
 		}
 	}
 }
+
+// hidden is not part of an index's options for createIndexes (MongoDB leaves
+// it out of the equality check): asking again for a hidden index's exact
+// spec is a no-op, not an IndexOptionsConflict.
+func TestModelRegressRecreateHiddenIndex(t *testing.T) {
+	e, _ := openModelRegress(t)
+	spec := bson.D{{Key: "key", Value: bson.D{{Key: "a", Value: 1}}}, {Key: "name", Value: "a_1"}}
+	regressCreateIndex(t, e, spec)
+	hide := true
+	if _, err := e.CollModIndex("db", "c", IndexChange{Name: "a_1", Hidden: &hide}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.CreateIndexes("db", "c", []bson.Raw{modelRaw(spec)})
+	if err != nil {
+		t.Fatalf("createIndexes of a hidden index's own spec: %v", err)
+	}
+	if res.Before != 2 || res.After != 2 {
+		t.Fatalf("before %d after %d, want 2 and 2", res.Before, res.After)
+	}
+}
