@@ -283,8 +283,27 @@ func execConcurrentOp(ctx context.Context, e *Engine, clock *ttlindex.ManualCloc
 		_, err := e.DropIndexes(modelDB, modelColl, op.Which)
 		return err
 	case "collMod":
-		ev := rawIDValue(op.Expire)
-		_, err := e.CollModIndex(modelDB, modelColl, IndexChange{Name: op.IxName, KeyPattern: op.IxKey, ExpireAfter: &ev})
+		ch := IndexChange{Name: op.IxName, KeyPattern: op.IxKey}
+		if op.Expire.Type != 0 {
+			ev := rawIDValue(op.Expire)
+			ch.ExpireAfter = &ev
+		}
+		if op.Hide != 0 {
+			hide := op.Hide == 1
+			ch.Hidden = &hide
+		}
+		_, err := e.CollModIndex(modelDB, modelColl, ch)
+		return err
+	case "findBatches":
+		cur, err := e.Find(ctx, modelDB, modelColl, FindSpec{Filter: op.Filter, Sort: op.Sort})
+		if err != nil {
+			return err
+		}
+		if _, err := cur.NextBatch(ctx, 2, 1<<30); err != nil {
+			return err
+		}
+		clock.Advance(op.Dur / 4)
+		_, err = cur.All(ctx)
 		return err
 	case "clock":
 		clock.Advance(op.Dur)

@@ -35,6 +35,7 @@ type modelOp struct {
 	Expire  bson.RawValue
 	Dur     time.Duration
 	Hint    bson.RawValue
+	Hide    int // collMod hidden: 0 unchanged, 1 hide, 2 unhide
 }
 
 func (op *modelOp) String() string {
@@ -93,6 +94,9 @@ func (op *modelOp) String() string {
 	}
 	if op.Hint.Type != 0 {
 		b.WriteString(" hint=" + op.Hint.String())
+	}
+	if op.Hide != 0 {
+		fmt.Fprintf(&b, " hidden=%v", op.Hide == 1)
 	}
 	return b.String()
 }
@@ -473,7 +477,7 @@ var hintableIndexes = map[string]bool{"a_1": true, "a_1_v_-1": true, "arr_1": tr
 
 func (g *modelGen) next() *modelOp {
 	op := &modelOp{}
-	switch k := g.r.Intn(110); {
+	switch k := g.r.Intn(116); {
 	case k < 14:
 		op.Kind = "insert"
 		op.Docs = []bson.Raw{g.doc()}
@@ -562,7 +566,11 @@ func (g *modelGen) next() *modelOp {
 		} else {
 			op.IxName = []string{"_ts_1", "_ts_1", "d_1", "d_-1", "a_1", "a_1_v_-1", "nope"}[g.r.Intn(7)]
 		}
-		op.Expire = rawValue([]any{int32(-1), int32(1), int32(5), int32(30), int64(3600), int32(0), int32(-3), 2.5}[g.r.Intn(8)])
+		if g.r.Intn(4) == 0 {
+			op.Hide = 1 + g.r.Intn(2)
+		} else {
+			op.Expire = rawValue([]any{int32(-1), int32(1), int32(5), int32(30), int64(3600), int32(0), int32(-3), 2.5}[g.r.Intn(8)])
+		}
 	case k < 104:
 		op.Kind = "clock"
 		op.Dur = time.Duration(g.r.Intn(9000)) * time.Millisecond
@@ -571,11 +579,26 @@ func (g *modelGen) next() *modelOp {
 		}
 	case k < 109:
 		op.Kind = "reap"
-	default:
+	case k < 110:
 		if g.noDrop {
 			op.Kind = "reap"
 		} else {
 			op.Kind = "drop"
+		}
+	case k < 114:
+		// A cursor read in two parts with the clock moved in between:
+		// what expires meanwhile must not come back (rule 15).
+		op.Kind = "findBatches"
+		op.Filter = g.filter()
+		if g.r.Intn(2) == 0 {
+			op.Sort = g.sort()
+		}
+		op.Dur = time.Duration(g.r.Intn(15000)) * time.Millisecond
+	default:
+		if g.noDrop {
+			op.Kind = "reap"
+		} else {
+			op.Kind = "restart"
 		}
 	}
 	return op

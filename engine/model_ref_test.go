@@ -48,6 +48,7 @@ type refIndex struct {
 	partial bson.Raw
 	filter  *query.Filter
 	expire  *int32
+	hidden  bool
 }
 
 func (ix *refIndex) isTS() bool {
@@ -674,6 +675,11 @@ func (m *refModel) collMod(ch IndexChange) (CollModResult, error) {
 	for _, ix := range m.indexes {
 		if (ch.Name == "" || ix.name != ch.Name) && (ch.KeyPattern == nil || !bytes.Equal(ix.key, ch.KeyPattern)) {
 			continue
+		}
+		if ch.Hidden != nil {
+			old := ix.hidden
+			res.OldHidden, res.NewHidden = &old, ch.Hidden
+			ix.hidden = *ch.Hidden
 		}
 		if ch.ExpireAfter == nil {
 			return res, nil

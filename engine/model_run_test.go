@@ -28,6 +28,7 @@ const modelDB, modelColl = "db", "c"
 // operations and compares every answer and the state after each step.
 type modelRun struct {
 	e       *Engine
+	dir     string
 	clock   *ttlindex.ManualClock
 	m       *refModel
 	timeout time.Duration
@@ -239,8 +240,14 @@ func (r *modelRun) step(ctx context.Context, op *modelOp) error {
 		}
 	case "collMod":
 		ch := IndexChange{Name: op.IxName, KeyPattern: op.IxKey}
-		ev := rawIDValue(op.Expire)
-		ch.ExpireAfter = &ev
+		if op.Expire.Type != 0 {
+			ev := rawIDValue(op.Expire)
+			ch.ExpireAfter = &ev
+		}
+		if op.Hide != 0 {
+			hide := op.Hide == 1
+			ch.Hidden = &hide
+		}
 		var res CollModResult
 		var err error
 		if herr := r.guard("collMod", func() { res, err = r.e.CollModIndex(modelDB, modelColl, ch) }); herr != nil {
@@ -252,6 +259,15 @@ func (r *modelRun) step(ctx context.Context, op *modelOp) error {
 				return "nil"
 			}
 			return fmt.Sprint(*p)
+		}
+		fmtb := func(p *bool) string {
+			if p == nil {
+				return "nil"
+			}
+			return fmt.Sprint(*p)
+		}
+		if err == nil && (fmtb(res.OldHidden) != fmtb(want.OldHidden) || fmtb(res.NewHidden) != fmtb(want.NewHidden)) {
+			return fmt.Errorf("collMod: engine hidden %s->%s, model %s->%s", fmtb(res.OldHidden), fmtb(res.NewHidden), fmtb(want.OldHidden), fmtb(want.NewHidden))
 		}
 		if codeOf(err) != codeOf(werr) || fmtp(res.OldExpireAfter) != fmtp(want.OldExpireAfter) || fmtp(res.NewExpireAfter) != fmtp(want.NewExpireAfter) {
 			return fmt.Errorf("collMod: engine (%s->%s, %v), model (%s->%s, code %d)", fmtp(res.OldExpireAfter), fmtp(res.NewExpireAfter), err, fmtp(want.OldExpireAfter), fmtp(want.NewExpireAfter), codeOf(werr))
@@ -270,6 +286,17 @@ func (r *modelRun) step(ctx context.Context, op *modelOp) error {
 		if want := r.m.reap(now); n != want {
 			return fmt.Errorf("reaper pass purged %d documents, model %d", n, want)
 		}
+	case "restart":
+		if err := r.e.Close(); err != nil {
+			return fmt.Errorf("close: %v", err)
+		}
+		e, err := Open(r.dir, Options{Clock: r.clock, NoReaper: true})
+		if err != nil {
+			return fmt.Errorf("reopen: %v", err)
+		}
+		r.e = e
+	case "findBatches":
+		return r.stepFindBatches(ctx, op)
 	case "drop":
 		var existed bool
 		var err error
@@ -500,7 +527,7 @@ func (r *modelRun) hintError(h bson.RawValue) error {
 		return nil
 	}
 	for _, ix := range r.m.indexes {
-		if ix.name == h.StringValue() {
+		if ix.name == h.StringValue() && !ix.hidden {
 			return nil
 		}
 	}
@@ -831,6 +858,69 @@ func indexAgreement(ctx context.Context, e *Engine, db, coll string) error {
 		if !slices.Equal(got, want) {
 			return fmt.Errorf("index %s returns %d documents (%x), a scan %d (%x)", im.Name, len(got), got, len(want), want)
 		}
+	}
+	return nil
+}
+
+// stepFindBatches reads a cursor's first two documents, moves the clock,
+// and reads the rest: the rest is what matched at the start, less what was
+// returned, less what expired in between.
+func (r *modelRun) stepFindBatches(ctx context.Context, op *modelOp) error {
+	t0 := r.now()
+	spec := FindSpec{Filter: op.Filter, Sort: op.Sort}
+	var first, rest []bson.Raw
+	var err error
+	if herr := r.guard("find in batches", func() {
+		var cur *Cursor
+		if cur, err = r.e.Find(ctx, modelDB, modelColl, spec); err != nil {
+			return
+		}
+		if first, err = cur.NextBatch(ctx, 2, 1<<30); err != nil {
+			return
+		}
+		r.clock.Advance(op.Dur)
+		rest, err = cur.All(ctx)
+	}); herr != nil {
+		return herr
+	}
+	q, werr := compileQuery(spec)
+	if codeOf(err) != codeOf(werr) {
+		return fmt.Errorf("find in batches: engine error %v, model code %d", err, codeOf(werr))
+	}
+	if werr != nil {
+		return nil
+	}
+	if err != nil {
+		return nil
+	}
+	t1 := r.now()
+	matches := r.m.matching(q.filter, t0)
+	if q.sort != nil {
+		slices.SortStableFunc(matches, func(a, b *refDoc) int { return q.sort.Compare(a.doc, b.doc) })
+	}
+	var all []bson.Raw
+	for _, d := range matches {
+		all = append(all, d.doc)
+	}
+	if len(first) != min(2, len(matches)) || !subMultiset(first, all) {
+		return fmt.Errorf("find in batches: first batch %s, not 2 of %s", rawList(first), rawList(all))
+	}
+	var want []bson.Raw
+	for _, d := range matches {
+		if !slices.ContainsFunc(first, func(f bson.Raw) bool { return bytes.Equal(f, d.doc) }) && r.m.live(d, t1) {
+			want = append(want, d.doc)
+		}
+	}
+	_, hasID := op.Sort.LookupErr("_id")
+	if q.sort != nil && hasID == nil {
+		if !slices.EqualFunc(first, all[:len(first)], func(a, b bson.Raw) bool { return bytes.Equal(a, b) }) ||
+			!slices.EqualFunc(rest, want, func(a, b bson.Raw) bool { return bytes.Equal(a, b) }) {
+			return fmt.Errorf("find in batches: engine %s + %s, model %s + %s", rawList(first), rawList(rest), rawList(all[:len(first)]), rawList(want))
+		}
+		return nil
+	}
+	if len(rest) != len(want) || !subMultiset(rest, want) {
+		return fmt.Errorf("find in batches: after %s the engine returned %s, model %s (any order)", rawList(first), rawList(rest), rawList(want))
 	}
 	return nil
 }

@@ -73,7 +73,7 @@ func newModelRun(t testing.TB, dir string, timeout time.Duration) *modelRun {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &modelRun{e: e, clock: clock, m: &refModel{}, timeout: timeout, validateEvery: 5, counts: map[string]int{}}
+	return &modelRun{e: e, dir: dir, clock: clock, m: &refModel{}, timeout: timeout, validateEvery: 5, counts: map[string]int{}}
 }
 
 // TestModelSequential runs random operation sequences against the engine
