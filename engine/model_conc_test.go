@@ -39,7 +39,9 @@ func TestModelConcurrent(t *testing.T) {
 		opsPerWorker = cfg.steps / 6
 	}
 	clock := ttlindex.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	e, err := Open(t.TempDir(), Options{Clock: clock})
+	// The reaper runs as a goroutine of the test, so that the checker can
+	// pause it with the workers.
+	e, err := Open(t.TempDir(), Options{Clock: clock, NoReaper: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,6 +145,17 @@ func TestModelConcurrent(t *testing.T) {
 			mu.Unlock()
 		}(w)
 	}
+
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; !done(i); i++ {
+			if !guard("reaper pass", func() error { _, err := e.Reaper().Pass(); return err }) {
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
 
 	// The ack collection: inserts of fresh and contested _ids, while its
 	// indexes are created and dropped.
