@@ -292,17 +292,22 @@ func (e *Engine) RenameCollection(fromDB, from, toDB, to string, dropTarget bool
 			return err
 		}
 	}
+	// The collection's ddl lock comes before engine.mu (see the package
+	// doc); the map is checked again under both.
+	c := e.collection(fromDB, from)
+	if c == nil {
+		return mongoerr.New(mongoerr.NamespaceNotFound, "Source collection %s.%s does not exist", fromDB, from)
+	}
+	c.ddl.Lock()
+	defer c.ddl.Unlock()
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	c := e.colls[nsKey(fromDB, from)]
-	if c == nil {
+	if e.colls[nsKey(fromDB, from)] != c {
 		return mongoerr.New(mongoerr.NamespaceNotFound, "Source collection %s.%s does not exist", fromDB, from)
 	}
 	if e.colls[nsKey(toDB, to)] != nil {
 		return mongoerr.New(mongoerr.NamespaceExists, "target namespace exists")
 	}
-	c.ddl.Lock()
-	defer c.ddl.Unlock()
 	st := c.st()
 	meta := st.meta
 	meta.DB, meta.Name = toDB, to

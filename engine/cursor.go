@@ -28,6 +28,7 @@ type FindSpec struct {
 type Cursor struct {
 	e      *Engine
 	coll   *Collection
+	opened *collState // the collection as the cursor found it
 	sc     *scanner
 	filter *query.Filter
 	proj   *project.Projection
@@ -87,6 +88,7 @@ func (e *Engine) Find(ctx context.Context, db, coll string, spec FindSpec) (*Cur
 	}
 	cur.coll = c
 	st := c.st()
+	cur.opened = st
 	p, err := st.choosePlan(q.filter, q.sort, spec.Hint)
 	if err != nil {
 		return nil, err
@@ -170,13 +172,17 @@ func (c *Cursor) NextBatch(ctx context.Context, n int, maxBytes int) ([]bson.Raw
 	if c.exhausted {
 		return nil, nil
 	}
+	st := c.coll.st()
+	if err := st.killedSince(c.opened, c.sc.p.ix); err != nil {
+		c.exhausted = true
+		return nil, err
+	}
 	if c.materialized {
-		st := c.coll.st()
 		nowMs := c.e.nowMillis()
 		for len(c.items) > 0 {
 			d := &c.items[0]
 			c.items = c.items[1:]
-			if st.dropped || st.expired(d.h, nowMs) {
+			if st.expired(d.h, nowMs) {
 				continue
 			}
 			more, err := take(d)

@@ -1,23 +1,3 @@
-// Package engine is Lethe's document store on pebble: the catalog, document
-// and index storage, query execution, writes and cursors.
-//
-// Key space (one pebble store; prefix bytes keep the families apart, ids are
-// fixed-width big-endian):
-//
-//	c "coll" 0 db 0 name        catalog entry of a collection (BSON)
-//	c "seq"                     the last id handed out to a collection or index
-//	d collID keycodec(_id)      header + the user's BSON
-//	i indexID keycodec(values)  [+ keycodec(_id) unless unique] -> keycodec(_id)
-//	x ...                       expiry families, laid out by package ttlindex
-//
-// The value of an index entry is the primary key of its document, so index
-// scans reach the document without decoding the entry key. This differs from
-// the design sketch (empty values) because it lets unique entries leave the
-// _id out of the key, making the uniqueness check a single Get.
-//
-// Documents carry a header with the system _ts and the parsed document ttl, so
-// that visibility under TTL is decided without parsing BSON, and changes to
-// the collection's TTL setting take effect without rewriting any document.
 package engine
 
 import (

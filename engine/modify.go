@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"slices"
-	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -154,84 +153,6 @@ func (e *Engine) updateOnce(ctx context.Context, c *Collection, q *compiledQuery
 	return res, w.flush()
 }
 
-// upsert inserts the document an upsert statement builds when it matched
-// nothing. It runs in the writer that looked for the match, which still
-// holds the lock stripes of the keys it found missing, so that no other
-// writer can insert them in between, and no request waits for a stripe it
-// holds itself.
-func (w *writer) upsert(u *update.Update, filter bson.Raw) (*storedDoc, error) {
-	doc, err := u.ApplyUpsert(filter)
-	if err != nil {
-		return nil, err
-	}
-	d, err := w.insertOne(doc)
-	if err != nil {
-		return nil, err
-	}
-	return d, w.flush()
-}
-
-// maxUpsertAttempts bounds the retries of an upsert that keeps losing the
-// race for its key; each retry means another writer inserted the key in
-// between, which the retry then finds and updates.
-const maxUpsertAttempts = 100
-
-// retryUpsert reports whether an upsert that matched nothing and failed with
-// err runs again. Like MongoDB, it retries a duplicate key error when the
-// filter is nothing but equalities on exactly the fields of the index that
-// refused the insert, with the values that collided: a concurrent upsert of
-// the same key won the race, and running the statement again matches the
-// document it made.
-func retryUpsert(ctx context.Context, err error, filter bson.Raw, attempt int) bool {
-	me, ok := mongoerr.As(err)
-	if !ok || me.Code != mongoerr.DuplicateKey || attempt >= maxUpsertAttempts || ctx.Err() != nil {
-		return false
-	}
-	var keyValue bson.D
-	for _, x := range me.Extra {
-		if x.Key == "keyValue" {
-			keyValue, _ = x.Value.(bson.D)
-		}
-	}
-	elems, err := bsoncore.Document(filter).Elements()
-	if err != nil || len(elems) == 0 || len(elems) != len(keyValue) {
-		return false
-	}
-	for _, el := range elems {
-		v := el.Value()
-		if sub, ok := v.DocumentOK(); ok {
-			first, err := sub.IndexErr(0)
-			if err == nil && strings.HasPrefix(first.Key(), "$") {
-				if first.Key() != "$eq" || len(sub) != 5+len(first) {
-					return false
-				}
-				v = first.Value()
-			}
-		}
-		if v.Type == bsoncore.TypeRegex {
-			return false
-		}
-		found := false
-		for _, kv := range keyValue {
-			held := bsoncore.Value{Type: bsoncore.TypeNull}
-			if rv, ok := kv.Value.(bson.RawValue); ok {
-				held = bsoncore.Value{Type: bsoncore.Type(rv.Type), Data: rv.Value}
-			}
-			if kv.Key == el.Key() && keycodec.Compare(v, held) == 0 {
-				found = true
-			}
-		}
-		if !found {
-			return false
-		}
-	}
-	return true
-}
-
-func bsonValue(v bsoncore.Value) bson.RawValue {
-	return bson.RawValue{Type: bson.Type(v.Type), Value: v.Data}
-}
-
 // modify re-reads the document at pk under its lock, re-checks that it is
 // live and matches f, and replaces it with what change returns (or deletes
 // it when change is nil). Every match rewrites the document so that its
@@ -323,6 +244,11 @@ func (e *Engine) Delete(ctx context.Context, db, coll string, filter bson.Raw, l
 	for _, pk := range pks {
 		matched, _, err := w.modify(pk, f, nil, nil)
 		if err != nil {
+			// Documents removed before this one stand, as in MongoDB and
+			// as n reports.
+			if ferr := w.flush(); ferr != nil {
+				return n, ferr
+			}
 			return n, err
 		}
 		if matched {

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/lethedb/lethe/engine/mongoerr"
 )
 
 // scanStats counts work for explain.
@@ -185,4 +188,21 @@ func (s *scanner) docAt(r pebble.Reader, it *pebble.Iterator) (*storedDoc, error
 	}
 	s.stats.docsExamined++
 	return s.e.loadDoc(r, s.st.meta.ID, pk)
+}
+
+// killedSince is the error a cursor opened on the collection state opened
+// ends with once the collection has been dropped or renamed, or the index
+// ix its plan scans (nil: none) dropped; nil while the plan still stands.
+// MongoDB kills such plans rather than let them read a namespace that now
+// means something else.
+func (st *collState) killedSince(opened *collState, ix *index) error {
+	switch {
+	case st.dropped:
+		return mongoerr.New(mongoerr.QueryPlanKilled, "collection dropped: %s", opened.ns())
+	case st.ns() != opened.ns():
+		return mongoerr.New(mongoerr.QueryPlanKilled, "collection renamed from %s to %s", opened.ns(), st.ns())
+	case ix != nil && !slices.ContainsFunc(st.indexes, func(x *index) bool { return x.meta.ID == ix.meta.ID }):
+		return mongoerr.New(mongoerr.QueryPlanKilled, "index '%s' dropped", ix.meta.Name)
+	}
+	return nil
 }

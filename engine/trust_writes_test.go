@@ -70,6 +70,7 @@ func TestUpsertOfMissingIDReturns(t *testing.T) {
 			t.Error(err)
 		}
 	})
+	assertNoLocksHeld(t, e)
 }
 
 func TestUniqueIndexHoldsWithinOneInsert(t *testing.T) {
@@ -93,4 +94,42 @@ func TestUniqueIndexHoldsWithinOneInsert(t *testing.T) {
 		t.Fatalf("insert: %v, want a duplicate key error", res.Errors[0].Err)
 	}
 	checkConsistency(t, e, "db", "c")
+	assertNoLocksHeld(t, e)
+}
+
+// An upsert is retried after a duplicate key only when its filter is
+// nothing but equalities on the refusing index's fields, with the values
+// that collided.
+func TestRetryUpsertOnlyForEqualityOnTheKey(t *testing.T) {
+	dup := func(kv bson.D) error {
+		return duplicateKey(&collState{}, "ix", nil, kv)
+	}
+	five := bson.RawValue{Type: bson.TypeInt32, Value: []byte{5, 0, 0, 0}}
+	six := bson.RawValue{Type: bson.TypeInt32, Value: []byte{6, 0, 0, 0}}
+	cases := []struct {
+		name   string
+		filter bson.D
+		err    error
+		want   bool
+	}{
+		{"equality", bson.D{{Key: "_id", Value: 5}}, dup(bson.D{{Key: "_id", Value: five}}), true},
+		{"$eq", bson.D{{Key: "_id", Value: bson.D{{Key: "$eq", Value: 5}}}}, dup(bson.D{{Key: "_id", Value: five}}), true},
+		{"same number, other type", bson.D{{Key: "_id", Value: 5.0}}, dup(bson.D{{Key: "_id", Value: five}}), true},
+		{"compound", bson.D{{Key: "b", Value: 6}, {Key: "a", Value: 5}}, dup(bson.D{{Key: "a", Value: five}, {Key: "b", Value: six}}), true},
+		{"other value", bson.D{{Key: "_id", Value: 6}}, dup(bson.D{{Key: "_id", Value: five}}), false},
+		{"other field", bson.D{{Key: "_id", Value: 5}}, dup(bson.D{{Key: "name", Value: five}}), false},
+		{"extra predicate", bson.D{{Key: "_id", Value: 5}, {Key: "x", Value: 1}}, dup(bson.D{{Key: "_id", Value: five}}), false},
+		{"range", bson.D{{Key: "_id", Value: bson.D{{Key: "$gte", Value: 5}}}}, dup(bson.D{{Key: "_id", Value: five}}), false},
+		{"$eq and more", bson.D{{Key: "_id", Value: bson.D{{Key: "$eq", Value: 5}, {Key: "$lt", Value: 9}}}}, dup(bson.D{{Key: "_id", Value: five}}), false},
+		{"not a duplicate", bson.D{{Key: "_id", Value: 5}}, mongoerr.New(mongoerr.BadValue, "no"), false},
+		{"missing key", bson.D{{Key: "k", Value: nil}}, dup(bson.D{{Key: "k", Value: nil}}), true},
+	}
+	for _, tc := range cases {
+		if got := retryUpsert(context.Background(), tc.err, mustRaw(t, tc.filter), 1); got != tc.want {
+			t.Errorf("%s: retry %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if retryUpsert(context.Background(), dup(bson.D{{Key: "_id", Value: five}}), mustRaw(t, bson.D{{Key: "_id", Value: 5}}), maxUpsertAttempts) {
+		t.Error("retried past the last attempt")
+	}
 }

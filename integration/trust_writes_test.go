@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -605,4 +606,115 @@ func TestTrustInvalidIDRefused(t *testing.T) {
 			})
 		}
 	}
+}
+
+// A cursor ends with QueryPlanKilled when its collection is dropped or
+// renamed, or the index it scans is dropped, between batches.
+func TestTrustCursorKilledByDrop(t *testing.T) {
+	ts := startServer(t)
+	client := ts.Client
+	cases := []struct {
+		name  string
+		opts  *options.FindOptionsBuilder
+		event func(t *testing.T, coll *mongo.Collection)
+		msg   string // part of the error message; "" for no error
+	}{
+		{"drop", nil, func(t *testing.T, coll *mongo.Collection) { dropPromptly(t, coll) }, "collection dropped"},
+		{"drop-sorted", options.Find().SetSort(bson.D{{Key: "y", Value: 1}}), func(t *testing.T, coll *mongo.Collection) { dropPromptly(t, coll) }, "collection dropped"},
+		{"drop-recreate", nil, func(t *testing.T, coll *mongo.Collection) {
+			dropPromptly(t, coll)
+			mustInsert(t, coll, bson.D{{Key: "_id", Value: 100}})
+		}, "collection dropped"},
+		{"dropDatabase", nil, func(t *testing.T, coll *mongo.Collection) {
+			if err := coll.Database().Drop(stepCtx(t)); err != nil {
+				t.Fatal(err)
+			}
+		}, "collection dropped"},
+		{"rename", nil, func(t *testing.T, coll *mongo.Collection) {
+			run(t, client.Database("admin"), bson.D{{Key: "renameCollection", Value: "killed.rename"}, {Key: "to", Value: "killed.renamed"}})
+		}, "collection renamed"},
+		{"drop-hinted-index", options.Find().SetHint("x_1"), func(t *testing.T, coll *mongo.Collection) {
+			if err := coll.Indexes().DropOne(stepCtx(t), "x_1"); err != nil {
+				t.Fatal(err)
+			}
+		}, "index 'x_1' dropped"},
+		{"drop-other-index", nil, func(t *testing.T, coll *mongo.Collection) {
+			if err := coll.Indexes().DropOne(stepCtx(t), "x_1"); err != nil {
+				t.Fatal(err)
+			}
+		}, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			coll := client.Database("killed").Collection(tc.name)
+			var docs []any
+			for i := 0; i < 10; i++ {
+				docs = append(docs, bson.D{{Key: "_id", Value: i}, {Key: "x", Value: i}, {Key: "y", Value: -i}})
+			}
+			mustInsert(t, coll, docs...)
+			if _, err := coll.Indexes().CreateOne(stepCtx(t), mongo.IndexModel{Keys: bson.D{{Key: "x", Value: 1}}}); err != nil {
+				t.Fatal(err)
+			}
+			opts := tc.opts
+			if opts == nil {
+				opts = options.Find()
+			}
+			cur, err := coll.Find(stepCtx(t), bson.D{}, opts.SetBatchSize(2))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cur.Close(context.Background())
+			for i := 0; i < 2; i++ {
+				if !cur.Next(stepCtx(t)) {
+					t.Fatalf("first batch: %v", cur.Err())
+				}
+			}
+			tc.event(t, coll)
+			n := 0
+			for cur.Next(stepCtx(t)) {
+				n++
+			}
+			err = cur.Err()
+			if tc.msg == "" {
+				if err != nil || n != 8 {
+					t.Fatalf("after the event: %d more documents, %v; want 8, no error", n, err)
+				}
+				return
+			}
+			wantCode(t, err, 175)
+			if !strings.Contains(err.Error(), tc.msg) {
+				t.Fatalf("error %v does not say %q", err, tc.msg)
+			}
+		})
+	}
+}
+
+// A batch that reuses the unique key of an expired document: the first
+// document takes the key over (the expired one is gone to clients), the
+// second collides with the first.
+func TestTrustUniqueBatchOverExpiredHolder(t *testing.T) {
+	ts := startServer(t, noReaper)
+	coll := ts.Client.Database("trust").Collection("expiredholder")
+	enableTTL(t, coll, 10)
+	uniqueIndex(t, coll, bson.D{{Key: "k", Value: 1}})
+	mustInsert(t, coll, bson.D{{Key: "_id", Value: 0}, {Key: "k", Value: 1}})
+	ts.Clock.Advance(11 * time.Second)
+	_, err := coll.InsertMany(stepCtx(t), []any{
+		bson.D{{Key: "_id", Value: 1}, {Key: "k", Value: 1}},
+		bson.D{{Key: "_id", Value: 2}, {Key: "k", Value: 1}},
+	}, options.InsertMany().SetOrdered(false))
+	wantDupAt(t, err, 1, bson.D{{Key: "k", Value: int32(1)}}, bson.D{{Key: "k", Value: int32(1)}})
+	wantIDs(t, coll, bson.D{}, 1)
+	// The upsert of a key whose holder expired inserts, and the next one
+	// updates what it inserted.
+	ts.Clock.Advance(11 * time.Second)
+	for i := 0; i < 2; i++ {
+		if _, err := coll.UpdateOne(stepCtx(t), bson.D{{Key: "k", Value: 1}}, bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}}, options.UpdateOne().SetUpsert(true)); err != nil {
+			t.Fatalf("upsert %d: %v", i, err)
+		}
+	}
+	if n := count(t, coll, bson.D{{Key: "k", Value: 1}, {Key: "n", Value: 2}}); n != 1 {
+		t.Fatalf("%d documents with k 1 and n 2, want 1", n)
+	}
+	dropPromptly(t, coll)
 }

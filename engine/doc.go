@@ -1,0 +1,51 @@
+// Package engine is Lethe's document store on pebble: the catalog, document
+// and index storage, query execution, writes and cursors.
+//
+// Key space (one pebble store; prefix bytes keep the families apart, ids are
+// fixed-width big-endian):
+//
+//	c "coll" 0 db 0 name        catalog entry of a collection (BSON)
+//	c "seq"                     the last id handed out to a collection or index
+//	d collID keycodec(_id)      header + the user's BSON
+//	i indexID keycodec(values)  [+ keycodec(_id) unless unique] -> keycodec(_id)
+//	x ...                       expiry families, laid out by package ttlindex
+//
+// The value of an index entry is the primary key of its document, so index
+// scans reach the document without decoding the entry key. This differs from
+// the design sketch (empty values) because it lets unique entries leave the
+// _id out of the key, making the uniqueness check a single Get.
+//
+// Documents carry a header with the system _ts and the parsed document ttl, so
+// that visibility under TTL is decided without parsing BSON, and changes to
+// the collection's TTL setting take effect without rewriting any document.
+//
+// # Locks
+//
+// From outermost to innermost; a goroutine that holds one may take only
+// those after it, and never waits for one it holds:
+//
+//  1. Collection.ddl, one RWMutex per collection. Writes (insert, update,
+//     findAndModify, delete) and reaper passes share it for the whole
+//     request; catalog changes that must not interleave with writes take it
+//     exclusively (drop, rename, createIndexes, dropIndexes, collMod). A
+//     request takes the ddl lock of one collection only, once: a read lock
+//     taken again would wait behind a queued catalog change.
+//  2. The lock stripes of the lockTable (locks.go), one mutex per hash of
+//     an _id or unique index key. A writer (one per request, never two at
+//     once) takes its stripes in ascending order, adds more with TryLock
+//     only, and when one is busy commits, releases all and takes the
+//     union in order. An upsert inserts through the writer that saw the
+//     miss, so the stripe of the missing key stays held and is never
+//     waited for a second time.
+//  3. Collection.metaMu, which orders read-modify-writes of a collection's
+//     catalog entry (updateMeta), for example a writer marking an index
+//     multikey while it holds its stripes.
+//  4. Engine.mu, which guards the map of open collections and the id
+//     sequence: held only for map access, id allocation and the catalog
+//     commit of create and rename, never while waiting for another lock.
+//
+// Readers take engine.mu only to look a collection up: a collection's state
+// is an immutable snapshot swapped atomically, and pebble gives each read a
+// consistent view. Cursors notice between batches that their collection was
+// dropped or renamed, or their index dropped.
+package engine
