@@ -45,6 +45,7 @@ const (
 	CommandNotSupported                      Code = 115
 	CommandNotSupportedOnView                Code = 166
 	InvalidPipelineOperator                  Code = 168
+	CannotIndexParallelArrays                Code = 171
 	InvalidIndexSpecificationOption          Code = 197
 	QueryFeatureNotAllowed                   Code = 224
 	NotImplemented                           Code = 238
@@ -99,6 +100,7 @@ var codeNames = map[Code]string{
 	CommandNotSupported:                      "CommandNotSupported",
 	CommandNotSupportedOnView:                "CommandNotSupportedOnView",
 	InvalidPipelineOperator:                  "InvalidPipelineOperator",
+	CannotIndexParallelArrays:                "CannotIndexParallelArrays",
 	InvalidIndexSpecificationOption:          "InvalidIndexSpecificationOption",
 	QueryFeatureNotAllowed:                   "QueryFeatureNotAllowed",
 	NotImplemented:                           "NotImplemented",
