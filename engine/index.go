@@ -105,8 +105,8 @@ var (
 // indexValues collects the values path reaches for a duplicate key report
 // or a TTL date check: a terminal array contributes its elements (an empty
 // array contributes undefined), arrays along the way are traversed element
-// by element. It finds at least the values keysForPath makes keys of, other
-// than whole arrays.
+// by element. It finds at least the values other than whole arrays that
+// generate makes keys of.
 func indexValues(doc bsoncore.Document, path string) (vals []bsoncore.Value, sawArray bool) {
 	var walk func(d bsoncore.Document, parts []string, isArray bool)
 	walk = func(d bsoncore.Document, parts []string, isArray bool) {
