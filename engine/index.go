@@ -7,7 +7,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"github.com/lethedb/lethe/engine/keycodec"
 	"github.com/lethedb/lethe/engine/query"
 )
 
@@ -70,51 +69,17 @@ func compileIndex(im indexMeta) (*index, error) {
 }
 
 // keys returns the encoded index keys of doc (without the _id suffix),
-// deduplicated; nil when the document is not in the index (sparse with no
-// indexed field, or outside the partial filter). multi reports an array
-// expansion. A document MongoDB cannot index, because a positional path
-// component is ambiguous in it, is an error.
+// deduplicated, as generate makes them; nil when the document is not in the
+// index (sparse with no indexed field, or outside the partial filter). multi
+// reports an array expansion. A document MongoDB cannot index (parallel
+// arrays, an ambiguous positional path component) is an error.
 func (ix *index) keys(doc bson.Raw) (keys [][]byte, multi bool, err error) {
 	if ix.partial != nil && !ix.partial.Match(doc) {
 		return nil, false, nil
 	}
-	per := make([][]bsoncore.Value, len(ix.fields))
-	anyPresent := false
-	for i, f := range ix.fields {
-		fk, err := keysForPath(bsoncore.Document(doc), f.path)
-		if err != nil {
-			return nil, false, err
-		}
-		vals := fk.vals
-		if len(vals) == 0 {
-			vals = []bsoncore.Value{nullValue}
-		} else {
-			anyPresent = true
-		}
-		multi = multi || fk.multi
-		per[i] = vals
-	}
-	if ix.meta.Sparse && !anyPresent {
-		return nil, false, nil
-	}
-	keys = [][]byte{nil}
-	for i, vals := range per {
-		next := make([][]byte, 0, len(keys)*len(vals))
-		for _, k := range keys {
-			for _, v := range vals {
-				nk := append([]byte(nil), k...)
-				if ix.fields[i].desc {
-					nk = keycodec.AppendDesc(nk, v)
-				} else {
-					nk = keycodec.Append(nk, v)
-				}
-				next = append(next, nk)
-			}
-		}
-		keys = next
-	}
-	if len(keys) > 1 {
-		keys = dedupKeys(keys)
+	keys, multi, err = ix.generate(bsoncore.Document(doc))
+	if err != nil {
+		return nil, false, err
 	}
 	// Scans of an index that is not multikey expect one entry per document.
 	return keys, multi || len(keys) > 1, nil
@@ -140,8 +105,8 @@ var (
 // indexValues collects the values path reaches for a duplicate key report
 // or a TTL date check: a terminal array contributes its elements (an empty
 // array contributes undefined), arrays along the way are traversed element
-// by element. It finds at least the values keysForPath makes keys of, other
-// than whole arrays.
+// by element. It finds at least the values other than whole arrays that
+// generate makes keys of.
 func indexValues(doc bsoncore.Document, path string) (vals []bsoncore.Value, sawArray bool) {
 	var walk func(d bsoncore.Document, parts []string, isArray bool)
 	walk = func(d bsoncore.Document, parts []string, isArray bool) {

@@ -5,6 +5,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine/keycodec"
 	"github.com/lethedb/lethe/engine/mongoerr"
 )
 
@@ -13,103 +14,188 @@ import (
 // field of a document in that array.
 const ambiguousFieldName mongoerr.Code = 16746
 
-// pathKeys are the keys one field of an index holds for a document, as
-// MongoDB's btree key generator makes them.
-type pathKeys struct {
-	vals []bsoncore.Value
-	// multi is set when an array was expanded into several keys, or an
-	// empty one stood for its elements.
-	multi bool
+// keyGen generates the keys of an index for a document the way MongoDB's
+// btree key generator does. Each field follows its path through documents
+// until it reaches a value, which it keeps, or an array. All the fields that
+// reach the same array expand it together, one key per element; fields
+// reaching different arrays at once are parallel arrays, which MongoDB
+// refuses to index. At the end of a path an array gives its elements (an
+// empty one undefined); in the middle, each element continues the path, a
+// document by field name and anything else as missing. A numeric component
+// that names an element of the array selects that element instead, for
+// every element alike, and an array selected that way at the end of the
+// path is one key, whole; an element document with a field of that name
+// makes the document impossible to index. A missing value is null.
+type keyGen struct {
+	ix    *index
+	keys  [][]byte
+	multi bool // an array was expanded
 }
 
-// keysForPath generates the keys of path in doc: the value the path reaches
-// through documents; for an array, each element (an empty array gives
-// undefined) or, in the middle of the path, the keys of the rest of the path
-// in each element document. A numeric component that names an element of
-// such an array selects that element instead, and an array selected that
-// way at the end of the path is one key, whole. MongoDB refuses a document
-// in which an element document also has a field of that name.
-// Missing values give no key.
-func keysForPath(doc bsoncore.Document, path string) (pathKeys, error) {
-	var k pathKeys
-	err := k.collect(doc, strings.Split(path, "."))
-	return k, err
+// keyField is the progress of one index field.
+type keyField struct {
+	done bool
+	rest []string // the path left to follow
+	// sel is set when rest starts in an array element selected by position.
+	sel *selection
 }
 
-// collect adds the keys of the path parts in obj, a document or, for an
-// array element that is not one, nil.
-func (k *pathKeys) collect(obj bsoncore.Document, parts []string) error {
-	v, rest := alongPath(obj, parts)
-	return k.add(v, rest, false)
+// selection is an array element selected by a numeric path component, and
+// what the rest of the path reaches from it through documents.
+type selection struct {
+	in      bsoncore.Value // the array, for error messages
+	reached bsoncore.Value // Type 0 for nothing
+	name    string         // the path component that reached it
+	after   []string       // the path left after it
+	array   bool           // the selected element is an array
 }
 
-// add adds the keys of v, the value reached before the path rest; selected
-// tells an array selected by position, which is not expanded.
-func (k *pathKeys) add(v bsoncore.Value, rest []string, selected bool) error {
-	switch {
-	case v.Type == 0:
-		return nil
-	case v.Type != bsoncore.TypeArray:
-		k.vals = append(k.vals, v)
+// generate returns the keys of doc, encoded and deduplicated, and whether an
+// array was expanded.
+func (ix *index) generate(doc bsoncore.Document) ([][]byte, bool, error) {
+	g := keyGen{ix: ix}
+	fields := make([]keyField, len(ix.fields))
+	for i, f := range ix.fields {
+		fields[i].rest = strings.Split(f.path, ".")
+	}
+	if err := g.expand(doc, fields, make([]bsoncore.Value, len(fields)), 0); err != nil {
+		return nil, false, err
+	}
+	if len(g.keys) > 1 {
+		g.keys = dedupKeys(g.keys)
+	}
+	return g.keys, g.multi, nil
+}
+
+// expand generates the keys of the fields in obj (a document, or nil for an
+// array element that is not one), given the values fixed so far; notFound
+// counts the fields found missing on the way, for sparse indexes.
+func (g *keyGen) expand(obj bsoncore.Document, fields []keyField, fixed []bsoncore.Value, notFound int) error {
+	fields, fixed = append([]keyField(nil), fields...), append([]bsoncore.Value(nil), fixed...)
+	var arr bsoncore.Value
+	var arrName string
+	var through []int // the fields that reached arr
+	expandLeaf := true
+	for i := range fields {
+		f := &fields[i]
+		if f.done {
+			continue
+		}
+		var v bsoncore.Value
+		var name string
+		if f.sel != nil {
+			if _, err := obj.LookupErr(f.rest[0]); err == nil {
+				return mongoerr.New(ambiguousFieldName, "Ambiguous field name found in array (do not use numeric field names in embedded elements in an array), field: '%s' for array: %s", f.rest[0], bsoncore.Document(f.sel.in.Data))
+			}
+			v, name, f.rest = f.sel.reached, f.sel.name, f.sel.after
+			if f.sel.array {
+				expandLeaf = false
+			}
+			f.sel = nil
+		} else {
+			v, name, f.rest = alongPath(obj, f.rest)
+		}
+		switch {
+		case v.Type == 0:
+			fixed[i], f.done = nullValue, true
+			notFound++
+		case v.Type != bsoncore.TypeArray:
+			fixed[i], f.done = v, true
+		case arr.Type == 0:
+			arr, arrName = v, name
+			through = append(through, i)
+		case &v.Data[0] != &arr.Data[0]:
+			return mongoerr.New(mongoerr.CannotIndexParallelArrays, "cannot index parallel arrays [%s] [%s]", name, arrName)
+		default:
+			through = append(through, i)
+		}
+	}
+	if arr.Type == 0 {
+		g.emit(fixed, notFound)
 		return nil
 	}
-	elems, err := bsoncore.Array(v.Data).Values()
+	elems, err := bsoncore.Array(arr.Data).Values()
 	if err != nil {
 		return err
 	}
 	if len(elems) == 0 {
-		k.multi = k.multi || !selected
-		if len(rest) == 0 {
-			k.vals = append(k.vals, undefinedValue)
-		}
-		return nil
-	}
-	if len(rest) == 0 {
-		if selected {
-			k.vals = append(k.vals, v)
-			return nil
-		}
-		k.multi = true
-		k.vals = append(k.vals, elems...)
-		return nil
-	}
-	if e, err := bsoncore.Document(v.Data).LookupErr(rest[0]); err == nil {
-		// The component selects element e, for every element alike.
-		for _, other := range elems {
-			if d, ok := other.DocumentOK(); ok {
-				if _, err := d.LookupErr(rest[0]); err == nil {
-					return mongoerr.New(ambiguousFieldName, "Ambiguous field name found in array (do not use numeric field names in embedded elements in an array), field: '%s' for array: %s", rest[0], bsoncore.Document(v.Data))
-				}
+		// An empty array stands for its elements as undefined at the end
+		// of a path, and leaves what follows it missing.
+		g.multi = g.multi || expandLeaf
+		for _, i := range through {
+			if len(fields[i].rest) == 0 {
+				fixed[i], fields[i].done = undefinedValue, true
 			}
 		}
-		reached, after := alongPath(bsoncore.Document(v.Data), rest)
-		return k.add(reached, after, e.Type == bsoncore.TypeArray)
+		return g.expand(nil, fields, fixed, notFound)
 	}
-	k.multi = true
+	arrDoc := bsoncore.Document(arr.Data)
+	var leaves []int
+	for _, i := range through {
+		f := &fields[i]
+		if len(f.rest) == 0 {
+			leaves = append(leaves, i)
+			f.done = true
+			g.multi = g.multi || expandLeaf
+			continue
+		}
+		e, err := arrDoc.LookupErr(f.rest[0])
+		if err != nil {
+			g.multi = true
+			continue
+		}
+		reached, name, after := alongPath(arrDoc, f.rest)
+		f.sel = &selection{in: arr, reached: reached, name: name, after: after, array: e.Type == bsoncore.TypeArray}
+	}
 	for _, e := range elems {
+		for _, i := range leaves {
+			fixed[i] = e
+			if !expandLeaf {
+				fixed[i] = arr
+			}
+		}
 		elemDoc, _ := e.DocumentOK()
-		if err := k.collect(elemDoc, rest); err != nil {
+		if err := g.expand(elemDoc, fields, fixed, notFound); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// emit adds the key made of the fixed values, unless the index is sparse and
+// none of its fields was found.
+func (g *keyGen) emit(fixed []bsoncore.Value, notFound int) {
+	if g.ix.meta.Sparse && notFound == len(fixed) {
+		return
+	}
+	var key []byte
+	for i, v := range fixed {
+		if g.ix.fields[i].desc {
+			key = keycodec.AppendDesc(key, v)
+		} else {
+			key = keycodec.Append(key, v)
+		}
+	}
+	g.keys = append(g.keys, key)
+}
+
 // alongPath follows parts through documents from obj and returns the value
-// reached, stopping early at an array, with the parts left after it. A
-// missing field, or a scalar before the end, reaches nothing (Type 0).
-func alongPath(obj bsoncore.Document, parts []string) (bsoncore.Value, []string) {
+// reached and the name of its field, stopping early at an array, with the
+// parts left after it. A missing field, or a scalar before the end, reaches
+// nothing (Type 0).
+func alongPath(obj bsoncore.Document, parts []string) (bsoncore.Value, string, []string) {
 	for {
-		v, err := obj.LookupErr(parts[0])
+		name := parts[0]
+		v, err := obj.LookupErr(name)
 		if err != nil {
-			return bsoncore.Value{}, nil
+			return bsoncore.Value{}, name, nil
 		}
 		parts = parts[1:]
 		switch {
 		case v.Type == bsoncore.TypeArray || len(parts) == 0:
-			return v, parts
+			return v, name, parts
 		case v.Type != bsoncore.TypeEmbeddedDocument:
-			return bsoncore.Value{}, nil
+			return bsoncore.Value{}, name, nil
 		}
 		obj = v.Document()
 	}

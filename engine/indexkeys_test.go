@@ -53,6 +53,7 @@ func TestPositionalIndexKeys(t *testing.T) {
 		{"a.2", `{"a": [[1, 2, 5], [3, 4, 6], [0, 1, 2]]}`, `[[0, 1, 2]]`, false, 0},
 		{"a.2", `{"a": [{"0": 1, "1": 2, "2": 5}]}`, `[5]`, true, 0},
 		{"a.b.2", `{"a": [{"b": [[1, 2, 5]]}]}`, `[null]`, true, 0},
+		{"a.2", `{"a": [[1, 2, 5], {"2": 6}]}`, `[null, 6]`, true, 0},
 	}
 	for _, tt := range tests {
 		spec, _ := bson.Marshal(bson.D{{Key: tt.path, Value: 1}})
@@ -80,6 +81,79 @@ func TestPositionalIndexKeys(t *testing.T) {
 		if !slices.EqualFunc(keys, want, bytes.Equal) || multi != tt.multi {
 			t.Errorf("%s of %s: keys %q multikey %v, want %s multikey %v", tt.path, tt.doc, keys, multi, tt.keys, tt.multi)
 		}
+	}
+}
+
+// TestCompoundIndexKeys checks compound keys against MongoDB's key generator
+// tests: fields that reach the same array expand it together, missing
+// branches give null, and fields that reach different arrays are refused.
+func TestCompoundIndexKeys(t *testing.T) {
+	tests := []struct {
+		pattern, doc string
+		keys         string // a JSON array of keys, each an array of field values
+		err          mongoerr.Code
+	}{
+		{`{"a.b.c": 1}`, `{"a": [1, 2, {"b": {"c": [3, 4]}}]}`, `[[null], [3], [4]]`, 0},
+		{`{"a.b.c": 1, "a.b.d": 1}`, `{"a": [1, 2, {"b": {"c": [3, 4], "d": 5}}]}`, `[[null, null], [3, 5], [4, 5]]`, 0},
+		{`{"a": 1, "a.b": 1}`, `{"a": [1, {"b": [2, 3, 4]}]}`, `[[1, null], [{"b": [2, 3, 4]}, 2], [{"b": [2, 3, 4]}, 3], [{"b": [2, 3, 4]}, 4]]`, 0},
+		{`{"a.b": 1, "a": 1}`, `{"a": []}`, `[[null, {"$undefined": true}]]`, 0},
+		{`{"a.b": 1, "a.c": 1}`, `{"a": [{"b": 1, "c": 2}, {"b": 3, "c": 4}]}`, `[[1, 2], [3, 4]]`, 0},
+		{`{"a": 1, "b": 1}`, `{"a": [], "b": []}`, ``, mongoerr.CannotIndexParallelArrays},
+		{`{"a": 1, "b": 1}`, `{"a": [], "b": [1, 2, 3]}`, ``, mongoerr.CannotIndexParallelArrays},
+		{`{"a.b.c": 1, "a.b.d": 1}`, `{"a": [{"b": [{"c": [1, 2, 3], "d": []}]}]}`, ``, mongoerr.CannotIndexParallelArrays},
+		{`{"a.a": 1, "b.a": 1}`, `{"a": {"a": [1]}, "b": {"a": [1]}}`, ``, mongoerr.CannotIndexParallelArrays},
+	}
+	for _, tt := range tests {
+		ix, err := compileIndex(indexMeta{Key: keygenDoc(t, tt.pattern)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys, _, err := ix.keys(keygenDoc(t, tt.doc))
+		if tt.err != 0 {
+			if mongoerr.CodeOf(err) != tt.err {
+				t.Errorf("%s of %s: error %v, want code %d", tt.pattern, tt.doc, err, tt.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s of %s: %v", tt.pattern, tt.doc, err)
+			continue
+		}
+		var want [][]byte
+		for _, k := range keygenValues(t, tt.keys) {
+			var enc []byte
+			for _, v := range keygenValues(t, k.Array().String()) {
+				enc = keycodec.Append(enc, v)
+			}
+			want = append(want, enc)
+		}
+		slices.SortFunc(keys, bytes.Compare)
+		slices.SortFunc(want, bytes.Compare)
+		if !slices.EqualFunc(keys, want, bytes.Equal) {
+			t.Errorf("%s of %s: keys %q, want %s", tt.pattern, tt.doc, keys, tt.keys)
+		}
+	}
+}
+
+// TestCompoundKeysOfOneArrayAreNotMultiplied: fields reaching the same array
+// make one key per element, not one per pair of elements, so a large array
+// cannot make a document's keys grow with its square.
+func TestCompoundKeysOfOneArrayAreNotMultiplied(t *testing.T) {
+	ix, err := compileIndex(indexMeta{Key: keygenDoc(t, `{"a.b": 1, "a.c": 1}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var arr bson.A
+	for i := range 1000 {
+		arr = append(arr, bson.D{{Key: "b", Value: i}, {Key: "c", Value: -i}})
+	}
+	doc, err := bson.Marshal(bson.D{{Key: "a", Value: arr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, multi, err := ix.keys(doc)
+	if err != nil || !multi || len(keys) != len(arr) {
+		t.Fatalf("%d keys (multikey %v, error %v), want %d", len(keys), multi, err, len(arr))
 	}
 }
 
@@ -138,7 +212,12 @@ func TestIndexKeysCoverMatchedValues(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, path := range paths {
-			k, err := keysForPath(bsoncore.Document(doc), path)
+			spec, _ := bson.Marshal(bson.D{{Key: path, Value: 1}})
+			ix, err := compileIndex(indexMeta{Key: spec})
+			if err != nil {
+				t.Fatal(err)
+			}
+			encoded, multi, err := ix.keys(doc)
 			if mongoerr.CodeOf(err) == ambiguousFieldName {
 				continue
 			}
@@ -146,15 +225,15 @@ func TestIndexKeysCoverMatchedValues(t *testing.T) {
 				t.Fatalf("%s of %s: %v", path, bson.Raw(doc), err)
 			}
 			keys := map[string]bool{}
-			for _, v := range k.vals {
-				keys[string(keycodec.Append(nil, v))] = true
+			for _, k := range encoded {
+				keys[string(k)] = true
 			}
-			if !k.multi && len(keys) > 1 {
+			if !multi && len(keys) > 1 {
 				t.Errorf("%s of %s: %d keys without an array expansion", path, bson.Raw(doc), len(keys))
 			}
 			query.WalkPath(doc, path, func(v bsoncore.Value) bool {
 				if v.Type != bsoncore.TypeArray && !keys[string(keycodec.Append(nil, v))] {
-					t.Errorf("%s of %s: the matcher reaches %s, which is not a key (keys %v)", path, bson.Raw(doc), v, k.vals)
+					t.Errorf("%s of %s: the matcher reaches %s, which is not a key", path, bson.Raw(doc), v)
 				}
 				checked++
 				return true

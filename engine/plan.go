@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"slices"
 	"sort"
+	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -300,11 +301,18 @@ func rangeBounds(conj []query.Predicate, path string, single bool) (lo, hi []byt
 // bounds computes the key spans of ix implied by the conjuncts: equality
 // points on a leading run of ascending fields, then a range on the next
 // one. score ranks plans: equality fields count most.
+//
+// On a multikey index, fields whose paths start alike may have been
+// expanded from the same array together, so that each key pairs values of
+// one element, while the query's conditions on them may hold in different
+// elements: the run of bounded fields stops at such a field. Fields with
+// different first components never share an array (a document where both
+// reach arrays has parallel arrays and no keys), so their bounds combine.
 func (ix *index) bounds(conj []query.Predicate) ([]span, int) {
 	prefixes := [][]byte{indexPrefix(nil, ix.meta.ID)}
 	score := 0
 	i := 0
-	for ; i < len(ix.fields); i++ {
+	for ; i < len(ix.fields) && !ix.sharesArray(i); i++ {
 		f := ix.fields[i]
 		var points []bsoncore.Value
 		for _, c := range conj {
@@ -332,7 +340,7 @@ func (ix *index) bounds(conj []query.Predicate) ([]span, int) {
 		score += 10
 	}
 	var spans []span
-	if i < len(ix.fields) && !ix.fields[i].desc {
+	if i < len(ix.fields) && !ix.fields[i].desc && !ix.sharesArray(i) {
 		if lo, hi, ok := rangeBounds(conj, ix.fields[i].path, ix.meta.Multikey); ok {
 			score += 5
 			for _, p := range prefixes {
@@ -351,4 +359,20 @@ func (ix *index) bounds(conj []query.Predicate) ([]span, int) {
 	sort.Slice(spans, func(a, b int) bool { return bytes.Compare(spans[a].lo, spans[b].lo) < 0 })
 	spans = slices.CompactFunc(spans, func(a, b span) bool { return bytes.Equal(a.lo, b.lo) })
 	return spans, score
+}
+
+// sharesArray reports whether field i of a multikey index may have been
+// expanded from the same array as an earlier field: their paths have the
+// same first component.
+func (ix *index) sharesArray(i int) bool {
+	if !ix.meta.Multikey {
+		return false
+	}
+	first, _, _ := strings.Cut(ix.fields[i].path, ".")
+	for _, f := range ix.fields[:i] {
+		if other, _, _ := strings.Cut(f.path, "."); other == first {
+			return true
+		}
+	}
+	return false
 }

@@ -181,3 +181,42 @@ func valueStrings(t *testing.T, arr bson.RawArray) []string {
 	slices.Sort(out)
 	return out
 }
+
+// TestCompoundMultikeyBounds: an index on a.b and a.c holds one key per
+// element of a, pairing b and c of the same element, as MongoDB's does; a
+// query whose conditions hold in different elements must still find the
+// document, so the planner may not combine bounds on the two fields.
+// Fields without a common prefix cannot share an array and keep combined
+// bounds.
+func TestCompoundMultikeyBounds(t *testing.T) {
+	ts := startServer(t)
+	coll := ts.Client.Database("paths").Collection("compound")
+	createIndex(t, coll, bson.D{{Key: "key", Value: bson.D{{Key: "a.b", Value: 1}, {Key: "a.c", Value: 1}}}, {Key: "name", Value: "ab_ac"}})
+	createIndex(t, coll, bson.D{{Key: "key", Value: bson.D{{Key: "u", Value: 1}, {Key: "tags", Value: 1}}}, {Key: "name", Value: "u_tags"}})
+	mustInsert(t, coll,
+		bson.D{{Key: "_id", Value: 1}, {Key: "a", Value: bson.A{bson.D{{Key: "b", Value: 1}, {Key: "c", Value: 2}}, bson.D{{Key: "b", Value: 3}, {Key: "c", Value: 4}}}}, {Key: "u", Value: 7}, {Key: "tags", Value: bson.A{"x", "y"}}},
+		bson.D{{Key: "_id", Value: 2}, {Key: "a", Value: bson.A{bson.D{{Key: "b", Value: 1}, {Key: "c", Value: 4}}}}, {Key: "u", Value: 8}, {Key: "tags", Value: bson.A{"y"}}},
+	)
+	cases := []struct {
+		filter bson.D
+		hint   string
+		want   []int32
+	}{
+		{bson.D{{Key: "a.b", Value: 1}, {Key: "a.c", Value: 4}}, "ab_ac", []int32{1, 2}},
+		{bson.D{{Key: "a.b", Value: 1}, {Key: "a.c", Value: bson.D{{Key: "$gt", Value: 3}}}}, "ab_ac", []int32{1, 2}},
+		{bson.D{{Key: "a", Value: bson.D{{Key: "$elemMatch", Value: bson.D{{Key: "b", Value: 1}, {Key: "c", Value: 4}}}}}}, "ab_ac", []int32{2}},
+		{bson.D{{Key: "u", Value: 7}, {Key: "tags", Value: "y"}}, "u_tags", []int32{1}},
+	}
+	for _, c := range cases {
+		for _, hint := range []string{"", c.hint} {
+			if got := findIDsHinted(t, coll, c.filter, bson.D{{Key: "_id", Value: 1}}, hint); !slices.Equal(got, c.want) {
+				t.Errorf("hint %q: find %v: got %v, want %v", hint, c.filter, got, c.want)
+			}
+		}
+	}
+	// The bounds on u and tags still combine: one key examined.
+	ex := explainOf(t, coll, bson.D{{Key: "filter", Value: bson.D{{Key: "u", Value: 7}, {Key: "tags", Value: "y"}}}, {Key: "hint", Value: "u_tags"}})
+	if n := ex.Lookup("executionStats", "totalKeysExamined").AsInt64(); n != 1 {
+		t.Errorf("u_tags examined %d keys for {u: 7, tags: y}, want 1", n)
+	}
+}

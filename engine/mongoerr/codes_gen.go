@@ -45,6 +45,7 @@ const (
 	CommandNotSupported                      Code = 115
 	CommandNotSupportedOnView                Code = 166
 	InvalidPipelineOperator                  Code = 168
+	CannotIndexParallelArrays                Code = 171
 	QueryPlanKilled                          Code = 175
 	InvalidIndexSpecificationOption          Code = 197
 	QueryFeatureNotAllowed                   Code = 224
@@ -100,6 +101,7 @@ var codeNames = map[Code]string{
 	CommandNotSupported:                      "CommandNotSupported",
 	CommandNotSupportedOnView:                "CommandNotSupportedOnView",
 	InvalidPipelineOperator:                  "InvalidPipelineOperator",
+	CannotIndexParallelArrays:                "CannotIndexParallelArrays",
 	QueryPlanKilled:                          "QueryPlanKilled",
 	InvalidIndexSpecificationOption:          "InvalidIndexSpecificationOption",
 	QueryFeatureNotAllowed:                   "QueryFeatureNotAllowed",
