@@ -313,7 +313,7 @@ func (g *modelGen) update() bson.Raw {
 		ops[op] = append(ops[op], bson.E{Key: path, Value: v})
 	}
 	for i := 1 + g.r.Intn(2); i > 0; i-- {
-		switch g.r.Intn(20) {
+		switch g.r.Intn(23) {
 		case 0, 1:
 			add("$set", "a", g.scalar())
 		case 2:
@@ -353,6 +353,16 @@ func (g *modelGen) update() bson.Raw {
 				add("$set", "_ts", int32(1))
 			} else {
 				add("$unset", "u", "")
+			}
+		case 20:
+			add("$currentDate", "d", true)
+		case 21:
+			// Positional: an error unless the filter matched arr.
+			add("$set", "arr.$", g.scalar())
+		case 22:
+			if !used["v"] {
+				used["v"] = true
+				add("$rename", "a", "v")
 			}
 		}
 	}

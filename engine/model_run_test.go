@@ -343,7 +343,7 @@ func (r *modelRun) stepUpdate(ctx context.Context, op *modelOp) error {
 	want := r.m.update(f, srt, op.Filter, u, op.Multi, op.Upsert, rawIDValue(res.Upserted), now)
 	if want.ambiguous {
 		r.counts["resync.multiUpdate"]++
-		return r.resyncAfterMulti(pre, want.matches, u, err)
+		return r.resyncAfterMulti(pre, f, want.matches, u, err)
 	}
 	if codeOf(err) != codeOf(want.err) {
 		return fmt.Errorf("update: engine error %v, model code %d", err, codeOf(want.err))
@@ -364,7 +364,7 @@ func (r *modelRun) stepUpdate(ctx context.Context, op *modelOp) error {
 // visiting order: every document the engine now shows must be as before,
 // or, if it matched, what the update makes of it; then the model takes the
 // engine's documents.
-func (r *modelRun) resyncAfterMulti(pre *refModel, matches []*refDoc, u *update.Update, engineErr error) error {
+func (r *modelRun) resyncAfterMulti(pre *refModel, f *query.Filter, matches []*refDoc, u *update.Update, engineErr error) error {
 	if c := codeOf(engineErr); c < 0 {
 		return fmt.Errorf("update: engine error %v", engineErr)
 	}
@@ -393,7 +393,8 @@ func (r *modelRun) resyncAfterMulti(pre *refModel, matches []*refDoc, u *update.
 			continue
 		}
 		matched := slices.ContainsFunc(matches, func(d *refDoc) bool { return valuesEqual(d.id(), g.id()) })
-		after, _, aerr := u.Apply(old.doc, -1)
+		_, pos := f.MatchPositional(old.doc)
+		after, _, aerr := u.Apply(old.doc, pos)
 		if !matched || aerr != nil || !bytes.Equal(after, g.doc) {
 			return fmt.Errorf("multi update: document %v became %v, which the update cannot make of %v", g.id(), g.doc, old.doc)
 		}
