@@ -78,7 +78,7 @@ func (w *writer) insertOne(raw bson.Raw) (*storedDoc, error) {
 	if _, err := w.lock(stripes); err != nil {
 		return nil, err
 	}
-	if prev := w.pendingDocs[string(d.pk)]; prev != nil {
+	if w.pendingDocs[string(d.pk)] != nil {
 		// Written by this command a moment ago: live whatever its TTL.
 		return nil, w.dupID(id)
 	}
