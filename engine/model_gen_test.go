@@ -234,7 +234,8 @@ func (g *modelGen) doc() bson.Raw {
 		return g.date()
 	})
 	maybe(35, "ttl", g.ttlValue)
-	if idLast {
+	if idLast && g.r.Intn(3) != 0 {
+		// Sometimes none at all: the engine makes an ObjectId.
 		d = append(d, bson.E{Key: "_id", Value: g.id()})
 	}
 	switch g.r.Intn(60) {

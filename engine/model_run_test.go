@@ -187,15 +187,29 @@ func (r *modelRun) step(ctx context.Context, op *modelOp) error {
 		if err != nil {
 			return fmt.Errorf("insert: unexpected error %v", err)
 		}
+		// Documents without _id get ObjectIds from the engine, which only
+		// it knows: the new ones, in the order they were made, go to the
+		// documents the model stores.
+		gen, err := r.newObjectIDs()
+		if err != nil {
+			return err
+		}
 		n := 0
 		var want []string
 		for i, d := range op.Docs {
-			if _, err := r.m.insert(d, bsoncore.Value{}, now); err != nil {
+			var genID bsoncore.Value
+			if _, err := d.LookupErr("_id"); err != nil && len(gen) > 0 {
+				genID = gen[0]
+			}
+			if _, err := r.m.insert(d, genID, now); err != nil {
 				want = append(want, fmt.Sprintf("%d:%d", i, codeOf(err)))
 				if op.Ordered {
 					break
 				}
 				continue
+			}
+			if genID.Type != 0 {
+				gen = gen[1:]
 			}
 			n++
 		}
@@ -682,4 +696,21 @@ func indexAgreement(ctx context.Context, e *Engine, db, coll string) error {
 		}
 	}
 	return nil
+}
+
+// newObjectIDs returns the ObjectId _ids the engine stores that the model
+// does not know, oldest first.
+func (r *modelRun) newObjectIDs() ([]bsoncore.Value, error) {
+	stored, err := r.engineDocs(true)
+	if err != nil {
+		return nil, err
+	}
+	var ids []bsoncore.Value
+	for _, d := range stored {
+		if id := d.id(); id.Type == bsoncore.TypeObjectID && r.m.byID(id) == nil {
+			ids = append(ids, id)
+		}
+	}
+	slices.SortFunc(ids, keycodec.Compare)
+	return ids, nil
 }
