@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"math/rand"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -194,7 +195,7 @@ func (g *modelGen) ttlValue() any {
 
 // doc is a small document; a few rare shapes are invalid on purpose.
 func (g *modelGen) doc() bson.Raw {
-	var d bson.D
+	d := bson.D{}
 	idLast := g.r.Intn(12) == 0
 	if !idLast {
 		d = append(d, bson.E{Key: "_id", Value: g.id()})
@@ -367,9 +368,15 @@ func (g *modelGen) update() bson.Raw {
 			}
 		}
 	}
-	var d bson.D
-	for op, fields := range ops {
-		d = append(d, bson.E{Key: op, Value: fields})
+	// In a fixed order, so that a seed replays byte for byte.
+	names := make([]string, 0, len(ops))
+	for op := range ops {
+		names = append(names, op)
+	}
+	sort.Strings(names)
+	d := bson.D{}
+	for _, op := range names {
+		d = append(d, bson.E{Key: op, Value: ops[op]})
 	}
 	return modelRaw(d)
 }
@@ -379,7 +386,7 @@ func (g *modelGen) replacement() bson.Raw {
 	if g.r.Intn(2) == 0 {
 		var d bson.D
 		_ = bson.Unmarshal(doc, &d)
-		out := d[:0]
+		out := bson.D{}
 		for _, e := range d {
 			if e.Key != "_id" {
 				out = append(out, e)
