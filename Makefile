@@ -7,7 +7,7 @@ CLIENTS := integration/clients
 # installed clients are stale.
 CLIENTS_STAMP := $(CLIENTS)/node_modules/.package-lock.json
 
-.PHONY: build run test bench fuzz lint clients
+.PHONY: build run test model bench fuzz lint clients
 
 build:
 	$(GO) build -o bin/lethe ./cmd/lethe
@@ -15,9 +15,23 @@ build:
 run: build
 	./bin/lethe --listen 127.0.0.1:27017 --data-dir ./data
 
-# The client tests fail rather than skip when a client is missing.
+# The client tests fail rather than skip when a client is missing. The
+# model tests (engine/model_*_test.go) run in a second step with -v, so that
+# their summary lines (steps, operations per kind) show; on a failure their
+# whole output, with the seed and the operation log, is printed.
 test: clients
-	LETHE_REQUIRE_CLIENTS=1 $(GO) test -timeout 20m ./...
+	LETHE_REQUIRE_CLIENTS=1 $(GO) test -timeout 20m -skip '^TestModel' ./...
+	@out=$$(mktemp); \
+	$(GO) test -count=1 -timeout 10m -run '^TestModel' -v ./engine >$$out 2>&1; rc=$$?; \
+	if [ $$rc -eq 0 ]; then grep -E 'model summary|^ok' $$out; else cat $$out; fi; \
+	rm -f $$out; exit $$rc
+
+# The model tests for longer: MODEL_DURATION each, fresh random seeds.
+# Replay a failure with the seed it prints:
+#   go test ./engine -run TestModelSequential -v -model.seed=N -model.steps=M
+MODEL_DURATION ?= 5m
+model:
+	LETHE_MODEL_DURATION=$(MODEL_DURATION) $(GO) test -count=1 -timeout 0 -run '^TestModel' -v ./engine
 
 clients: $(CLIENTS_STAMP)
 

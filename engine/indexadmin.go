@@ -165,7 +165,7 @@ func (e *Engine) DropIndexes(db, coll string, which bson.RawValue) (int, error) 
 	return before, nil
 }
 
-// purgeExpired deletes every document of c expired under st's setting now.
+// purgeExpired deletes every document of c expired under st's _ts setting now.
 // The caller holds c.ddl exclusively.
 func (e *Engine) purgeExpired(c *Collection, st *collState) error {
 	nowMs := e.nowMillis()
@@ -186,7 +186,10 @@ func (e *Engine) purgeExpired(c *Collection, st *collState) error {
 				w.close()
 				return err
 			}
-			if d != nil && dd.isDue(d) {
+			// Only what the _ts setting hides goes: documents due under a
+			// date TTL index are visible until the reaper deletes them
+			// (rule 20), and that index may be dropped in the same call.
+			if d != nil && st.expired(d.h, nowMs) {
 				if err := w.remove(d); err != nil {
 					w.close()
 					return err

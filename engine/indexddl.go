@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -290,7 +291,8 @@ func typeName(t bson.Type) string { return query.TypeName(bsoncore.Type(t)) }
 // MongoDB's terms: indexes that differ in key pattern or in an identifying
 // option (unique, sparse, partial filter, collation) can coexist;
 // equivalent ones agree on those but not on the other options; identical
-// ones agree on everything but perhaps the name.
+// ones agree on everything but perhaps the name. hidden, which collMod
+// changes, is not compared, as in MongoDB.
 type indexComparison int
 
 const (
@@ -304,7 +306,7 @@ func compareIndexes(a, b indexMeta) indexComparison {
 		return indexDifferent
 	}
 	ea, eb := a.ExpireAfter, b.ExpireAfter
-	if a.Hidden != b.Hidden || (ea == nil) != (eb == nil) || (ea != nil && *ea != *eb) || !maps.Equal(a.otherOptions(), b.otherOptions()) {
+	if (ea == nil) != (eb == nil) || (ea != nil && *ea != *eb) || !maps.Equal(a.otherOptions(), b.otherOptions()) {
 		return indexEquivalent
 	}
 	return indexIdentical
@@ -317,7 +319,9 @@ func (im indexMeta) otherOptions() map[string]string {
 	out := make(map[string]string, len(elems))
 	for _, el := range elems {
 		switch el.Key() {
-		case "background", "sparse", "partialFilterExpression", "expireAfterSeconds":
+		// MongoDB leaves these out: v, background and hidden never tell
+		// indexes apart; the others are compared on their own.
+		case "v", "background", "hidden", "sparse", "partialFilterExpression", "expireAfterSeconds":
 		default:
 			out[el.Key()] = el.Value().String()
 		}
@@ -434,6 +438,13 @@ func (e *Engine) CreateIndexes(db, coll string, specs []bson.Raw) (CreateIndexes
 	nst, err := newCollState(meta)
 	if err != nil {
 		return res, err
+	}
+	// Expired documents are absent for unique checks (TTL spec rule 15):
+	// purge them before a unique build reads every stored document.
+	if st.ttl.Enabled && slices.ContainsFunc(fresh, func(im indexMeta) bool { return im.Unique }) {
+		if err := e.purgeExpired(c, st); err != nil {
+			return res, err
+		}
 	}
 	if err := e.backfill(st, nst, fresh); err != nil {
 		for _, im := range fresh {

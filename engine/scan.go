@@ -64,7 +64,13 @@ func (s *scanner) next(ctx context.Context, fn visitFunc) error {
 		if s.p.reverse {
 			sp = s.p.spans[len(s.p.spans)-1-i]
 		}
-		if s.resume != nil {
+		if s.resume != nil && s.p.kind == planIDPoints {
+			// resume is the last point read: it and those before it in
+			// the plan's order are done.
+			if c := bytes.Compare(sp.lo, s.resume); (!s.p.reverse && c <= 0) || (s.p.reverse && c >= 0) {
+				continue
+			}
+		} else if s.resume != nil {
 			if !s.p.reverse && bytes.Compare(s.resume, sp.hi) >= 0 {
 				continue
 			}

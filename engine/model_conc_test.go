@@ -1,0 +1,359 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/lethedb/lethe/ttlindex"
+)
+
+// requestDeadline is how long any one request may take before the
+// concurrent test calls it hung.
+const requestDeadline = 10 * time.Second
+
+// TestModelConcurrent runs random operations from several goroutines on
+// overlapping keys of one collection (index DDL, upserts on absent and
+// just-expired _ids, findAndModify, clock moves and reaper passes
+// included), each request under a watchdog, while other goroutines insert
+// into a second collection whose indexes change under them. Afterwards the
+// store validates, unique indexes hold, every index agrees with the
+// documents, and every acknowledged insert of the second collection is
+// there.
+func TestModelConcurrent(t *testing.T) {
+	cfg := modelSettings(t, 0)
+	seed := cfg.seed
+	if seed == 0 {
+		seed = time.Now().UnixNano()
+	}
+	opsPerWorker := 500
+	if cfg.steps > 0 {
+		opsPerWorker = cfg.steps / 6
+	}
+	clock := ttlindex.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	// The reaper runs as a goroutine of the test, so that the checker can
+	// pause it with the workers.
+	e, err := Open(t.TempDir(), Options{Clock: clock, NoReaper: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	start := time.Now()
+	var (
+		stop    atomic.Bool
+		hung    atomic.Bool
+		mu      sync.Mutex
+		failure []string
+		counts  = map[string]int{}
+		total   atomic.Int64
+	)
+	var quiet sync.RWMutex
+	fail := func(format string, args ...any) {
+		mu.Lock()
+		failure = append(failure, fmt.Sprintf(format, args...))
+		mu.Unlock()
+		stop.Store(true)
+	}
+	// guard runs one request with the deadline; a hang dumps every stack.
+	guard := func(what string, fn func() error) bool {
+		quiet.RLock()
+		defer quiet.RUnlock()
+		done := make(chan error, 1)
+		go func() { done <- fn() }()
+		timer := time.NewTimer(requestDeadline)
+		defer timer.Stop()
+		select {
+		case err := <-done:
+			if err != nil && codeOf(err) < 0 {
+				fail("%s: %v", what, err)
+				return false
+			}
+			return true
+		case <-timer.C:
+			hung.Store(true)
+			fail("%s did not finish within %v (seed %d); goroutines:\n%s", what, requestDeadline, seed, goroutineDump())
+			return false
+		}
+	}
+	done := func(i int) bool {
+		if stop.Load() {
+			return true
+		}
+		if cfg.duration > 0 {
+			return time.Since(start) >= cfg.duration
+		}
+		return i >= opsPerWorker
+	}
+
+	// Workers hold quiet shared while they run a request; the checker
+	// takes it exclusively now and then to check the invariants on a
+	// collection at rest.
+	checks := 0
+	var wg sync.WaitGroup
+	checkerDone := make(chan struct{})
+	go func() {
+		defer close(checkerDone)
+		for !stop.Load() {
+			time.Sleep(100 * time.Millisecond)
+			quiet.Lock()
+			if !stop.Load() {
+				checks++
+				for _, coll := range []string{modelColl, "ack"} {
+					if !e.CollectionExists(modelDB, coll) {
+						continue
+					}
+					if err := validateStore(ctx, e, modelDB, coll); err != nil {
+						fail("%s: %v", coll, err)
+					}
+				}
+				if err := checkUniqueHolds(ctx, e, modelDB, modelColl); err != nil {
+					fail("%v", err)
+				}
+			}
+			quiet.Unlock()
+		}
+	}()
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			g := &modelGen{r: rand.New(rand.NewSource(seed + int64(w))), now: clock.Now, noDrop: true}
+			local := map[string]int{}
+			for i := 0; !done(i); i++ {
+				op := g.next()
+				if op.Kind == "clock" && op.Dur < 0 {
+					op.Dur = -op.Dur // forward only: expiry races, not time travel
+				}
+				local[kindLabel(op)]++
+				total.Add(1)
+				if !guard(op.String(), func() error { return execConcurrentOp(ctx, e, clock, op) }) {
+					return
+				}
+			}
+			mu.Lock()
+			for k, v := range local {
+				counts[k] += v
+			}
+			mu.Unlock()
+		}(w)
+	}
+
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; !done(i); i++ {
+			if !guard("reaper pass", func() error { _, err := e.Reaper().Pass(); return err }) {
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+
+	// The ack collection: inserts of fresh and contested _ids, while its
+	// indexes are created and dropped.
+	var acked sync.Map // _id -> true
+	var contested sync.Map
+	for w := 0; w < 2; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			r := rand.New(rand.NewSource(seed + 100 + int64(w)))
+			for i := 0; !done(i); i++ {
+				total.Add(1)
+				switch k := r.Intn(20); {
+				case k == 0:
+					spec := modelRaw(bson.D{{Key: "key", Value: bson.D{{Key: "n", Value: 1}}}, {Key: "name", Value: "n_1"}})
+					guard("ack createIndexes", func() error { _, err := e.CreateIndexes("db", "ack", []bson.Raw{spec}); return err })
+				case k == 1:
+					guard("ack dropIndexes", func() error { _, err := e.DropIndexes("db", "ack", rawValue("n_1")); return err })
+				case k < 5:
+					id := fmt.Sprintf("contested-%d", r.Intn(20))
+					doc := modelRaw(bson.D{{Key: "_id", Value: id}, {Key: "n", Value: r.Intn(5)}})
+					guard("ack insert contested", func() error {
+						res, err := e.Insert("db", "ack", []bson.Raw{doc}, true)
+						if err == nil && res.N == 1 {
+							contested.Store(id, true)
+						}
+						return err
+					})
+				default:
+					id := fmt.Sprintf("w%d-%d", w, i)
+					doc := modelRaw(bson.D{{Key: "_id", Value: id}, {Key: "n", Value: r.Intn(5)}})
+					ordered := r.Intn(2) == 0
+					guard("ack insert", func() error {
+						res, err := e.Insert("db", "ack", []bson.Raw{doc}, ordered)
+						if err != nil {
+							return err
+						}
+						if res.N != 1 {
+							return fmt.Errorf("insert of fresh _id %s: n=%d errors=%v", id, res.N, res.Errors)
+						}
+						acked.Store(id, true)
+						return nil
+					})
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	stop.Store(true)
+	<-checkerDone
+	if len(failure) > 0 {
+		t.Fatalf("concurrent model test (seed %d):\n%s", seed, strings.Join(failure, "\n"))
+	}
+
+	// The store as a whole.
+	for _, coll := range []string{modelColl, "ack"} {
+		if err := validateStore(ctx, e, modelDB, coll); err != nil {
+			t.Errorf("%s: %v", coll, err)
+		}
+	}
+	if err := checkUniqueHolds(ctx, e, modelDB, modelColl); err != nil {
+		t.Error(err)
+	}
+	missing := 0
+	acked.Range(func(k, _ any) bool {
+		if d, err := e.FindByID("db", "ack", bsonString(k.(string))); err != nil || d == nil {
+			missing++
+			if missing < 10 {
+				t.Errorf("acknowledged insert %s is missing (%v)", k, err)
+			}
+		}
+		return true
+	})
+	contested.Range(func(k, _ any) bool {
+		if d, _ := e.FindByID("db", "ack", bsonString(k.(string))); d == nil {
+			t.Errorf("acknowledged insert %s is missing", k)
+		}
+		return true
+	})
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("model summary: concurrent seed=%d workers=4+2 requests=%d checks=%d duration=%v ops: %s", seed, total.Load(), checks, time.Since(start).Round(time.Millisecond), formatCounts(counts))
+}
+
+func bsonString(s string) bsoncore.Value {
+	return rawIDValue(rawValue(s))
+}
+
+// execConcurrentOp runs op on the engine; only errors without a MongoDB
+// code count as failures, since races make any write error legitimate.
+func execConcurrentOp(ctx context.Context, e *Engine, clock *ttlindex.ManualClock, op *modelOp) error {
+	switch op.Kind {
+	case "insert":
+		_, err := e.Insert(modelDB, modelColl, op.Docs, op.Ordered)
+		return err
+	case "update":
+		u, err := compileModelUpdate(op, clock.Now())
+		if err != nil {
+			return nil
+		}
+		if !op.Multi && op.Sort == nil {
+			op.Sort = modelRaw(bson.D{{Key: "_id", Value: 1}})
+		}
+		_, err = e.Update(ctx, modelDB, modelColl, UpdateSpec{Filter: op.Filter, Update: u, Multi: op.Multi, Upsert: op.Upsert, Sort: op.Sort})
+		return err
+	case "findAndModify":
+		spec := FindAndModifySpec{Filter: op.Filter, Sort: op.Sort, Fields: op.Proj, Remove: op.Remove, New: op.New, Upsert: op.Upsert}
+		if !op.Remove {
+			u, err := compileModelUpdate(op, clock.Now())
+			if err != nil {
+				return nil
+			}
+			spec.Update = u
+		}
+		_, err := e.FindAndModify(ctx, modelDB, modelColl, spec)
+		return err
+	case "delete":
+		_, err := e.Delete(ctx, modelDB, modelColl, op.Filter, int(op.Limit), bson.RawValue{})
+		return err
+	case "count":
+		_, err := e.Count(ctx, modelDB, modelColl, op.Filter, op.Skip, op.Limit, op.Hint)
+		return err
+	case "distinct":
+		_, err := e.Distinct(ctx, modelDB, modelColl, op.Key, op.Filter)
+		return err
+	case "find":
+		cur, err := e.Find(ctx, modelDB, modelColl, FindSpec{Filter: op.Filter, Sort: op.Sort, Projection: op.Proj, Skip: op.Skip, Limit: op.Limit, Hint: op.Hint})
+		if err != nil {
+			return err
+		}
+		_, err = cur.All(ctx)
+		return err
+	case "createIndexes":
+		_, err := e.CreateIndexes(modelDB, modelColl, op.Specs)
+		return err
+	case "dropIndexes":
+		_, err := e.DropIndexes(modelDB, modelColl, op.Which)
+		return err
+	case "collMod":
+		ch := IndexChange{Name: op.IxName, KeyPattern: op.IxKey}
+		if op.Expire.Type != 0 {
+			ev := rawIDValue(op.Expire)
+			ch.ExpireAfter = &ev
+		}
+		if op.Hide != 0 {
+			hide := op.Hide == 1
+			ch.Hidden = &hide
+		}
+		_, err := e.CollModIndex(modelDB, modelColl, ch)
+		return err
+	case "findBatches":
+		cur, err := e.Find(ctx, modelDB, modelColl, FindSpec{Filter: op.Filter, Sort: op.Sort})
+		if err != nil {
+			return err
+		}
+		if _, err := cur.NextBatch(ctx, 2, 1<<30); err != nil {
+			return err
+		}
+		clock.Advance(op.Dur / 4)
+		_, err = cur.All(ctx)
+		return err
+	case "clock":
+		clock.Advance(op.Dur)
+	case "reap":
+		_, err := e.Reaper().Pass()
+		return err
+	}
+	return nil
+}
+
+// checkUniqueHolds checks that no two visible documents share a key of a
+// unique index, by the model's own key rules.
+func checkUniqueHolds(ctx context.Context, e *Engine, db, coll string) error {
+	specs, err := e.ListIndexes(db, coll)
+	if err != nil {
+		return nil // no collection
+	}
+	cur, err := e.Find(ctx, db, coll, FindSpec{})
+	if err != nil {
+		return err
+	}
+	docs, err := cur.All(ctx)
+	if err != nil {
+		return err
+	}
+	for _, s := range specs[1:] {
+		ix, err := parseRefIndex(modelRaw(s))
+		if err != nil || !ix.unique {
+			continue
+		}
+		for i, a := range docs {
+			for _, b := range docs[i+1:] {
+				if ix.collide(a, b) {
+					return fmt.Errorf("unique index %s: %s and %s share a key", ix.name, a, b)
+				}
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,134 @@
+package engine
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/lethedb/lethe/ttlindex"
+)
+
+// Regression tests for defects the model test found on its own, each
+// reduced from the shrunk operation log.
+
+func openModelRegress(t *testing.T) (*Engine, *ttlindex.ManualClock) {
+	t.Helper()
+	clock := ttlindex.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	e, err := Open(t.TempDir(), Options{Clock: clock, NoReaper: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e, clock
+}
+
+func regressCreateIndex(t *testing.T, e *Engine, spec bson.D) {
+	t.Helper()
+	if _, err := e.CreateIndexes("db", "c", []bson.Raw{modelRaw(spec)}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func regressCount(t *testing.T, e *Engine) int64 {
+	t.Helper()
+	n, err := e.Count(context.Background(), "db", "c", nil, 0, 0, bson.RawValue{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// Dropping the _ts index purges what TTL had already hidden (rule 9), and
+// nothing else: a document whose date TTL index says it is due stays
+// visible until the reaper deletes it (rule 20), and once that index is
+// dropped too, never goes.
+func TestModelRegressDropTSKeepsDateDueDocuments(t *testing.T) {
+	e, clock := openModelRegress(t)
+	regressCreateIndex(t, e, bson.D{{Key: "key", Value: bson.D{{Key: "_ts", Value: 1}}}, {Key: "name", Value: "_ts_1"}, {Key: "expireAfterSeconds", Value: 60}})
+	due := bson.NewDateTimeFromTime(clock.Now().Add(-time.Hour))
+	if _, err := e.Insert("db", "c", []bson.Raw{modelRaw(bson.D{{Key: "_id", Value: 1}, {Key: "d", Value: due}})}, true); err != nil {
+		t.Fatal(err)
+	}
+	regressCreateIndex(t, e, bson.D{{Key: "key", Value: bson.D{{Key: "d", Value: 1}}}, {Key: "name", Value: "d_1"}, {Key: "expireAfterSeconds", Value: 0}})
+	if _, err := e.DropIndexes("db", "c", rawValue("*")); err != nil {
+		t.Fatal(err)
+	}
+	if n := regressCount(t, e); n != 1 {
+		t.Fatalf("after dropping every index (no TTL left), %d documents, want 1", n)
+	}
+}
+
+// Expired documents are absent for unique checks (rule 15), also when a
+// unique index is built: two expired documents without the field must not
+// make the build fail with a duplicate null key.
+func TestModelRegressUniqueBuildIgnoresExpired(t *testing.T) {
+	e, clock := openModelRegress(t)
+	regressCreateIndex(t, e, bson.D{{Key: "key", Value: bson.D{{Key: "_ts", Value: 1}}}, {Key: "name", Value: "_ts_1"}, {Key: "expireAfterSeconds", Value: 10}})
+	if _, err := e.Insert("db", "c", []bson.Raw{modelRaw(bson.D{{Key: "_id", Value: 1}}), modelRaw(bson.D{{Key: "_id", Value: 2}})}, true); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(11 * time.Second)
+	if _, err := e.CreateIndexes("db", "c", []bson.Raw{modelRaw(bson.D{{Key: "key", Value: bson.D{{Key: "u", Value: 1}}}, {Key: "name", Value: "u_1"}, {Key: "unique", Value: true}})}); err != nil {
+		t.Fatalf("unique index over two expired documents: %v", err)
+	}
+	if _, err := e.Insert("db", "c", []bson.Raw{modelRaw(bson.D{{Key: "_id", Value: 3}})}, true); err != nil {
+		t.Fatal(err)
+	}
+	if n := regressCount(t, e); n != 1 {
+		t.Fatalf("%d documents visible, want 1", n)
+	}
+}
+
+// A batch that ends on the last point of an _id $in plan must not hand out
+// that document again in the next batch.
+func TestModelRegressIDPointsBatchEnd(t *testing.T) {
+	e, _ := openModelRegress(t)
+	ctx := context.Background()
+	var docs []bson.Raw
+	for _, id := range []int{1, 3, 4} {
+		docs = append(docs, modelRaw(bson.D{{Key: "_id", Value: id}}))
+	}
+	if _, err := e.Insert("db", "c", docs, true); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []int{1, -1} {
+		filter := modelRaw(bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: bson.A{1, 4}}}}})
+		cur, err := e.Find(ctx, "db", "c", FindSpec{Filter: filter, Sort: modelRaw(bson.D{{Key: "_id", Value: dir}})})
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, err := cur.NextBatch(ctx, 2, 1<<30)
+		if err != nil || len(first) != 2 {
+			t.Fatalf("sort %d: first batch %v, %v", dir, first, err)
+		}
+		rest, err := cur.All(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rest) != 0 {
+			t.Fatalf("sort %d: after both matches, the cursor returned %v again", dir, rest)
+		}
+	}
+}
+
+// hidden is not part of an index's options for createIndexes (MongoDB leaves
+// it out of the equality check): asking again for a hidden index's exact
+// spec is a no-op, not an IndexOptionsConflict.
+func TestModelRegressRecreateHiddenIndex(t *testing.T) {
+	e, _ := openModelRegress(t)
+	spec := bson.D{{Key: "key", Value: bson.D{{Key: "a", Value: 1}}}, {Key: "name", Value: "a_1"}}
+	regressCreateIndex(t, e, spec)
+	hide := true
+	if _, err := e.CollModIndex("db", "c", IndexChange{Name: "a_1", Hidden: &hide}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.CreateIndexes("db", "c", []bson.Raw{modelRaw(spec)})
+	if err != nil {
+		t.Fatalf("createIndexes of a hidden index's own spec: %v", err)
+	}
+	if res.Before != 2 || res.After != 2 {
+		t.Fatalf("before %d after %d, want 2 and 2", res.Before, res.After)
+	}
+}

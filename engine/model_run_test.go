@@ -1,0 +1,716 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"runtime/pprof"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/lethedb/lethe/engine/keycodec"
+	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/engine/query"
+	"github.com/lethedb/lethe/engine/update"
+	"github.com/lethedb/lethe/ttlindex"
+)
+
+const modelDB, modelColl = "db", "c"
+
+// modelRun drives one engine and one reference model with the same
+// operations and compares every answer and the state after each step.
+type modelRun struct {
+	e       *Engine
+	dir     string
+	clock   *ttlindex.ManualClock
+	m       *refModel
+	timeout time.Duration
+	hung    bool // an engine call never returned: the engine is unusable
+	// validateEvery runs the full validation every so many steps.
+	validateEvery int
+	steps         int
+	counts        map[string]int
+}
+
+var errModelHang = errors.New("engine call hung")
+
+// guard runs fn with the watchdog: if it does not return within the
+// timeout, the error carries every goroutine's stack.
+func (r *modelRun) guard(what string, fn func()) error {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fn()
+	}()
+	timer := time.NewTimer(r.timeout)
+	defer timer.Stop()
+	select {
+	case <-done:
+		return nil
+	case <-timer.C:
+		r.hung = true
+		return fmt.Errorf("%w: %s did not finish within %v; goroutines:\n%s", errModelHang, what, r.timeout, goroutineDump())
+	}
+}
+
+func goroutineDump() string {
+	var buf bytes.Buffer
+	_ = pprof.Lookup("goroutine").WriteTo(&buf, 2)
+	return buf.String()
+}
+
+func codeOf(err error) int {
+	if err == nil {
+		return 0
+	}
+	if e, ok := mongoerr.As(err); ok {
+		return int(e.Code)
+	}
+	return -1
+}
+
+func (r *modelRun) now() int64 { return r.clock.Now().UnixMilli() }
+
+func rawIDValue(v bson.RawValue) bsoncore.Value {
+	return bsoncore.Value{Type: bsoncore.Type(v.Type), Data: v.Value}
+}
+
+func compileModelUpdate(op *modelOp, now time.Time) (*update.Update, error) {
+	if op.Pipe != nil {
+		return update.CompilePipeline(op.Pipe, update.Options{Now: now})
+	}
+	return update.Compile(op.Upd, update.Options{Now: now})
+}
+
+// uniqueFirst makes the document a single-document write picks independent
+// of the plan: without a sort, or with a sort that ties on the first
+// matches, a tiebreak on _id is added. Recorded in the op, so logs replay.
+func (r *modelRun) uniqueFirst(op *modelOp, f *query.Filter) {
+	matches := r.m.matching(f, r.now())
+	if len(matches) < 2 {
+		return
+	}
+	if op.Sort == nil {
+		op.Sort = modelRaw(bson.D{{Key: "_id", Value: 1}})
+		return
+	}
+	if _, err := op.Sort.LookupErr("_id"); err == nil {
+		return
+	}
+	srt, err := query.CompileSort(op.Sort)
+	if err != nil {
+		return
+	}
+	slices.SortStableFunc(matches, func(a, b *refDoc) int { return srt.Compare(a.doc, b.doc) })
+	if srt.Compare(matches[0].doc, matches[1].doc) == 0 {
+		op.Sort = append(op.Sort[:len(op.Sort)-1:len(op.Sort)-1], bsoncore.AppendInt32Element(nil, "_id", 1)...)
+		op.Sort = append(op.Sort, 0)
+		op.Sort = bson.Raw(fixLength(op.Sort))
+	}
+}
+
+func fixLength(doc []byte) []byte {
+	n := int32(len(doc))
+	doc[0], doc[1], doc[2], doc[3] = byte(n), byte(n>>8), byte(n>>16), byte(n>>24)
+	return doc
+}
+
+func (r *modelRun) clone() *refModel {
+	c := &refModel{exists: r.m.exists}
+	for _, d := range r.m.docs {
+		cp := *d
+		c.docs = append(c.docs, &cp)
+	}
+	for _, ix := range r.m.indexes {
+		cp := *ix
+		c.indexes = append(c.indexes, &cp)
+	}
+	return c
+}
+
+func kindLabel(op *modelOp) string {
+	switch op.Kind {
+	case "insert":
+		if len(op.Docs) > 1 {
+			if op.Ordered {
+				return "insertMany.ordered"
+			}
+			return "insertMany.unordered"
+		}
+		return "insertOne"
+	case "update", "findAndModify":
+		l := op.Kind
+		switch {
+		case op.Remove:
+			l += ".remove"
+		case op.Pipe != nil:
+			l += ".pipeline"
+		case !bsonFirstKeyIsOp(op.Upd):
+			l += ".replace"
+		default:
+			l += ".operators"
+		}
+		if op.Multi {
+			l += ".multi"
+		}
+		if op.Upsert {
+			l += ".upsert"
+		}
+		return l
+	case "delete":
+		if op.Limit == 1 {
+			return "deleteOne"
+		}
+		return "deleteMany"
+	}
+	return op.Kind
+}
+
+// step runs op on the engine and the model and compares the answers.
+func (r *modelRun) step(ctx context.Context, op *modelOp) error {
+	r.steps++
+	r.counts[kindLabel(op)]++
+	now := r.now()
+	switch op.Kind {
+	case "insert":
+		var res InsertResult
+		var err error
+		if herr := r.guard("insert", func() { res, err = r.e.Insert(modelDB, modelColl, op.Docs, op.Ordered) }); herr != nil {
+			return herr
+		}
+		if err != nil {
+			return fmt.Errorf("insert: unexpected error %v", err)
+		}
+		// Documents without _id get ObjectIds from the engine, which only
+		// it knows: the new ones, in the order they were made, go to the
+		// documents the model stores.
+		gen, err := r.newObjectIDs()
+		if err != nil {
+			return err
+		}
+		n := 0
+		var want []string
+		for i, d := range op.Docs {
+			var genID bsoncore.Value
+			if _, err := d.LookupErr("_id"); err != nil && len(gen) > 0 {
+				genID = gen[0]
+			}
+			if _, err := r.m.insert(d, genID, now); err != nil {
+				want = append(want, fmt.Sprintf("%d:%d", i, codeOf(err)))
+				if op.Ordered {
+					break
+				}
+				continue
+			}
+			if genID.Type != 0 {
+				gen = gen[1:]
+			}
+			n++
+		}
+		var got []string
+		for _, we := range res.Errors {
+			got = append(got, fmt.Sprintf("%d:%d", we.Index, codeOf(we.Err)))
+		}
+		if res.N != n || !slices.Equal(got, want) {
+			return fmt.Errorf("insert: engine n=%d errors(index:code)=%v, model n=%d errors=%v", res.N, got, n, want)
+		}
+	case "update":
+		return r.stepUpdate(ctx, op)
+	case "findAndModify":
+		return r.stepFindAndModify(ctx, op)
+	case "delete":
+		return r.stepDelete(ctx, op)
+	case "count", "find", "distinct":
+		return r.stepRead(ctx, op)
+	case "createIndexes":
+		var res CreateIndexesResult
+		var err error
+		if herr := r.guard("createIndexes", func() { res, err = r.e.CreateIndexes(modelDB, modelColl, op.Specs) }); herr != nil {
+			return herr
+		}
+		want, werr := r.m.createIndexes(op.Specs, now)
+		if codeOf(err) != codeOf(werr) {
+			return fmt.Errorf("createIndexes: engine error %v, model code %d", err, codeOf(werr))
+		}
+		if err == nil && (res.Before != want.Before || res.After != want.After || res.CreatedCollection != want.CreatedCollection) {
+			return fmt.Errorf("createIndexes: engine %+v, model %+v", res, want)
+		}
+	case "dropIndexes":
+		var before int
+		var err error
+		if herr := r.guard("dropIndexes", func() { before, err = r.e.DropIndexes(modelDB, modelColl, op.Which) }); herr != nil {
+			return herr
+		}
+		want, werr := r.m.dropIndexes(op.Which, now)
+		if codeOf(err) != codeOf(werr) || before != want {
+			return fmt.Errorf("dropIndexes: engine (%d, %v), model (%d, code %d)", before, err, want, codeOf(werr))
+		}
+	case "collMod":
+		ch := IndexChange{Name: op.IxName, KeyPattern: op.IxKey}
+		if op.Expire.Type != 0 {
+			ev := rawIDValue(op.Expire)
+			ch.ExpireAfter = &ev
+		}
+		if op.Hide != 0 {
+			hide := op.Hide == 1
+			ch.Hidden = &hide
+		}
+		var res CollModResult
+		var err error
+		if herr := r.guard("collMod", func() { res, err = r.e.CollModIndex(modelDB, modelColl, ch) }); herr != nil {
+			return herr
+		}
+		want, werr := r.m.collMod(ch)
+		fmtp := func(p *int32) string {
+			if p == nil {
+				return "nil"
+			}
+			return fmt.Sprint(*p)
+		}
+		fmtb := func(p *bool) string {
+			if p == nil {
+				return "nil"
+			}
+			return fmt.Sprint(*p)
+		}
+		if err == nil && (fmtb(res.OldHidden) != fmtb(want.OldHidden) || fmtb(res.NewHidden) != fmtb(want.NewHidden)) {
+			return fmt.Errorf("collMod: engine hidden %s->%s, model %s->%s", fmtb(res.OldHidden), fmtb(res.NewHidden), fmtb(want.OldHidden), fmtb(want.NewHidden))
+		}
+		if codeOf(err) != codeOf(werr) || fmtp(res.OldExpireAfter) != fmtp(want.OldExpireAfter) || fmtp(res.NewExpireAfter) != fmtp(want.NewExpireAfter) {
+			return fmt.Errorf("collMod: engine (%s->%s, %v), model (%s->%s, code %d)", fmtp(res.OldExpireAfter), fmtp(res.NewExpireAfter), err, fmtp(want.OldExpireAfter), fmtp(want.NewExpireAfter), codeOf(werr))
+		}
+	case "clock":
+		r.clock.Advance(op.Dur)
+	case "reap":
+		var n int
+		var err error
+		if herr := r.guard("reaper pass", func() { n, err = r.e.Reaper().Pass() }); herr != nil {
+			return herr
+		}
+		if err != nil {
+			return fmt.Errorf("reaper pass: %v", err)
+		}
+		if want := r.m.reap(now); n != want {
+			return fmt.Errorf("reaper pass purged %d documents, model %d", n, want)
+		}
+	case "restart":
+		if err := r.e.Close(); err != nil {
+			return fmt.Errorf("close: %v", err)
+		}
+		e, err := Open(r.dir, Options{Clock: r.clock, NoReaper: true})
+		if err != nil {
+			return fmt.Errorf("reopen: %v", err)
+		}
+		r.e = e
+	case "findBatches":
+		return r.stepFindBatches(ctx, op)
+	case "drop":
+		var existed bool
+		var err error
+		if herr := r.guard("drop", func() { existed, err = r.e.DropCollection(modelDB, modelColl) }); herr != nil {
+			return herr
+		}
+		if err != nil || existed != r.m.exists {
+			return fmt.Errorf("drop: engine (%v, %v), model existed %v", existed, err, r.m.exists)
+		}
+		*r.m = refModel{}
+	default:
+		return fmt.Errorf("unknown op %q", op.Kind)
+	}
+	return nil
+}
+
+func (r *modelRun) stepUpdate(ctx context.Context, op *modelOp) error {
+	now := r.now()
+	u, err := compileModelUpdate(op, r.clock.Now())
+	if err != nil {
+		r.counts["skipped.badUpdate"]++
+		return nil
+	}
+	f, ferr := query.Compile(op.Filter)
+	if ferr == nil && !op.Multi {
+		r.uniqueFirst(op, f)
+	}
+	spec := UpdateSpec{Filter: op.Filter, Update: u, Multi: op.Multi, Upsert: op.Upsert, Sort: op.Sort}
+	var res UpdateResult
+	if herr := r.guard("update", func() { res, err = r.e.Update(ctx, modelDB, modelColl, spec) }); herr != nil {
+		return herr
+	}
+	if ferr != nil {
+		if codeOf(err) != codeOf(ferr) {
+			return fmt.Errorf("update: engine error %v, model code %d", err, codeOf(ferr))
+		}
+		return nil
+	}
+	var srt *query.Sort
+	if op.Sort != nil {
+		srt, _ = query.CompileSort(op.Sort)
+	}
+	pre := r.clone()
+	want := r.m.update(f, srt, op.Filter, u, op.Multi, op.Upsert, rawIDValue(res.Upserted), now)
+	if want.ambiguous {
+		r.counts["resync.multiUpdate"]++
+		return r.resyncAfterMulti(pre, f, want.matches, u, err)
+	}
+	if codeOf(err) != codeOf(want.err) {
+		return fmt.Errorf("update: engine error %v, model code %d", err, codeOf(want.err))
+	}
+	if res.Matched != want.res.Matched || res.Modified != want.res.Modified {
+		return fmt.Errorf("update: engine matched %d modified %d, model %d %d", res.Matched, res.Modified, want.res.Matched, want.res.Modified)
+	}
+	if want.needID && want.err == nil && res.Upserted.Type != bson.TypeObjectID {
+		return fmt.Errorf("update: upsert without _id reported _id %v", res.Upserted)
+	}
+	if (res.Upserted.Type == 0) != (want.res.Upserted.Type == 0) || (res.Upserted.Type != 0 && !valuesEqual(rawIDValue(res.Upserted), rawIDValue(want.res.Upserted))) {
+		return fmt.Errorf("update: engine upserted %v, model %v", res.Upserted, want.res.Upserted)
+	}
+	return nil
+}
+
+// resyncAfterMulti accepts a multi update whose outcome depends on the
+// visiting order: every document the engine now shows must be as before,
+// or, if it matched, what the update makes of it; then the model takes the
+// engine's documents.
+func (r *modelRun) resyncAfterMulti(pre *refModel, f *query.Filter, matches []*refDoc, u *update.Update, engineErr error) error {
+	if c := codeOf(engineErr); c < 0 {
+		return fmt.Errorf("update: engine error %v", engineErr)
+	}
+	now := r.now()
+	got, err := r.engineDocs(true)
+	if err != nil {
+		return err
+	}
+	preVis := pre.visible(now)
+	vis := 0
+	for _, g := range got {
+		if !pre.live(&refDoc{ts: g.ts, ttl: g.ttl}, now) {
+			continue
+		}
+		vis++
+		var old *refDoc
+		for _, d := range preVis {
+			if valuesEqual(d.id(), g.id()) {
+				old = d
+			}
+		}
+		if old == nil {
+			return fmt.Errorf("multi update: engine shows _id %v that was not there", g.id())
+		}
+		if bytes.Equal(old.doc, g.doc) {
+			continue
+		}
+		matched := slices.ContainsFunc(matches, func(d *refDoc) bool { return valuesEqual(d.id(), g.id()) })
+		_, pos := f.MatchPositional(old.doc)
+		after, _, aerr := u.Apply(old.doc, pos)
+		if !matched || aerr != nil || !bytes.Equal(after, g.doc) {
+			return fmt.Errorf("multi update: document %v became %v, which the update cannot make of %v", g.id(), g.doc, old.doc)
+		}
+	}
+	if vis != len(preVis) {
+		return fmt.Errorf("multi update: %d documents visible after, %d before", vis, len(preVis))
+	}
+	r.m.docs = got
+	return nil
+}
+
+// engineDocs reads every stored document of the collection with its
+// header, straight from the store: used to check and resync the model.
+func (r *modelRun) engineDocs(all bool) ([]*refDoc, error) {
+	c := r.e.collection(modelDB, modelColl)
+	if c == nil {
+		return nil, nil
+	}
+	lo, hi := docRange(c.st().meta.ID)
+	it, err := r.e.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	var out []*refDoc
+	for it.First(); it.Valid(); it.Next() {
+		h, doc, err := splitValue(it.Value())
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, &refDoc{doc: bytes.Clone(doc), ts: h.ts, ttl: h.ttl})
+	}
+	return out, it.Error()
+}
+
+func (r *modelRun) stepFindAndModify(ctx context.Context, op *modelOp) error {
+	now := r.now()
+	var u *update.Update
+	if !op.Remove {
+		var err error
+		if u, err = compileModelUpdate(op, r.clock.Now()); err != nil {
+			r.counts["skipped.badUpdate"]++
+			return nil
+		}
+	}
+	q, qerr := compileQuery(FindSpec{Filter: op.Filter, Sort: op.Sort, Projection: op.Proj})
+	if qerr == nil {
+		r.uniqueFirst(op, q.filter)
+		q, qerr = compileQuery(FindSpec{Filter: op.Filter, Sort: op.Sort, Projection: op.Proj})
+	}
+	spec := FindAndModifySpec{Filter: op.Filter, Sort: op.Sort, Fields: op.Proj, Remove: op.Remove, Update: u, New: op.New, Upsert: op.Upsert}
+	var res FindAndModifyResult
+	var err error
+	if herr := r.guard("findAndModify", func() { res, err = r.e.FindAndModify(ctx, modelDB, modelColl, spec) }); herr != nil {
+		return herr
+	}
+	if qerr != nil {
+		if codeOf(err) != codeOf(qerr) {
+			return fmt.Errorf("findAndModify: engine error %v, model code %d", err, codeOf(qerr))
+		}
+		return nil
+	}
+	want, _, needID, werr := r.m.findAndModify(q.filter, q.sort, q.proj, spec, rawIDValue(res.Upserted), now)
+	if codeOf(err) != codeOf(werr) {
+		return fmt.Errorf("findAndModify: engine error %v, model code %d", err, codeOf(werr))
+	}
+	if werr != nil {
+		return nil
+	}
+	if needID && res.Upserted.Type != bson.TypeObjectID {
+		return fmt.Errorf("findAndModify: upsert without _id reported _id %v", res.Upserted)
+	}
+	if res.N != want.N || res.UpdatedExisting != want.UpdatedExisting || !bytes.Equal(res.Value, want.Value) ||
+		(res.Upserted.Type == 0) != (want.Upserted.Type == 0) || (res.Upserted.Type != 0 && !valuesEqual(rawIDValue(res.Upserted), rawIDValue(want.Upserted))) {
+		return fmt.Errorf("findAndModify: engine n=%d updatedExisting=%v upserted=%v value=%v; model n=%d updatedExisting=%v upserted=%v value=%v",
+			res.N, res.UpdatedExisting, res.Upserted, res.Value, want.N, want.UpdatedExisting, want.Upserted, want.Value)
+	}
+	return nil
+}
+
+func (r *modelRun) stepDelete(ctx context.Context, op *modelOp) error {
+	now := r.now()
+	var n int64
+	var err error
+	if herr := r.guard("delete", func() { n, err = r.e.Delete(ctx, modelDB, modelColl, op.Filter, int(op.Limit), bson.RawValue{}) }); herr != nil {
+		return herr
+	}
+	f, ferr := query.Compile(op.Filter)
+	if ferr != nil || err != nil {
+		if codeOf(err) != codeOf(ferr) {
+			return fmt.Errorf("delete: engine error %v, model code %d", err, codeOf(ferr))
+		}
+		return nil
+	}
+	matches := r.m.matching(f, now)
+	if op.Limit == 1 && len(matches) > 1 {
+		// Which one goes depends on the plan: it must be one of them.
+		if n != 1 {
+			return fmt.Errorf("deleteOne of %d matches removed %d", len(matches), n)
+		}
+		got, err := r.engineDocs(true)
+		if err != nil {
+			return err
+		}
+		var gone []*refDoc
+		for _, d := range matches {
+			if !slices.ContainsFunc(got, func(g *refDoc) bool { return valuesEqual(g.id(), d.id()) }) {
+				gone = append(gone, d)
+			}
+		}
+		if len(gone) != 1 {
+			return fmt.Errorf("deleteOne removed %d of the matching documents", len(gone))
+		}
+		r.m.remove(gone...)
+		return nil
+	}
+	if op.Limit == 1 && len(matches) > 1 {
+		matches = matches[:1]
+	}
+	r.m.remove(matches...)
+	if n != int64(len(matches)) {
+		return fmt.Errorf("delete: engine removed %d, model %d", n, len(matches))
+	}
+	return nil
+}
+
+// checkState compares what the engine holds with the model: the visible
+// documents (through the API, then their headers), the documents not yet
+// purged, the collection's existence and its indexes.
+func (r *modelRun) checkState(ctx context.Context) error {
+	now := r.now()
+	if got := r.e.CollectionExists(modelDB, modelColl); got != r.m.exists {
+		return fmt.Errorf("collection exists: engine %v, model %v", got, r.m.exists)
+	}
+	var docs []bson.Raw
+	var err error
+	if herr := r.guard("full scan", func() {
+		var cur *Cursor
+		if cur, err = r.e.Find(ctx, modelDB, modelColl, FindSpec{}); err == nil {
+			docs, err = cur.All(ctx)
+		}
+	}); herr != nil {
+		return herr
+	}
+	if err != nil {
+		return fmt.Errorf("full scan: %v", err)
+	}
+	sort.SliceStable(docs, func(i, j int) bool { return keycodec.Compare(idOf(docs[i]), idOf(docs[j])) < 0 })
+	want := r.m.visible(now)
+	same := len(docs) == len(want)
+	for i := 0; same && i < len(docs); i++ {
+		same = bytes.Equal(docs[i], want[i].doc)
+	}
+	if !same {
+		var w []bson.Raw
+		for _, d := range want {
+			w = append(w, d.doc)
+		}
+		return fmt.Errorf("stored documents differ:\nengine %s\nmodel  %s", rawList(docs), rawList(w))
+	}
+	stored, err := r.engineDocs(true)
+	if err != nil {
+		return err
+	}
+	for _, d := range want {
+		i := slices.IndexFunc(stored, func(s *refDoc) bool { return valuesEqual(s.id(), d.id()) })
+		if i < 0 {
+			return fmt.Errorf("document %v is visible but not stored", d.id())
+		}
+		if s := stored[i]; s.ts != d.ts || s.ttl != d.ttl {
+			return fmt.Errorf("document %v: engine _ts=%d ttl=%d, model _ts=%d ttl=%d", d.id(), s.ts, s.ttl, d.ts, d.ttl)
+		}
+	}
+	if len(stored) != len(r.m.docs) {
+		var ids, mids []string
+		for _, s := range stored {
+			ids = append(ids, s.doc.Lookup("_id").String())
+		}
+		for _, s := range r.m.docs {
+			mids = append(mids, s.doc.Lookup("_id").String())
+		}
+		return fmt.Errorf("documents kept until purged: engine %v, model %v", ids, mids)
+	}
+	if r.m.exists {
+		specs, err := r.e.ListIndexes(modelDB, modelColl)
+		if err != nil {
+			return err
+		}
+		var got, wantNames []string
+		for _, s := range specs[1:] {
+			for _, el := range s {
+				if el.Key == "name" {
+					got = append(got, el.Value.(string))
+				}
+			}
+		}
+		for _, ix := range r.m.indexes {
+			wantNames = append(wantNames, ix.name)
+		}
+		if !slices.Equal(got, wantNames) {
+			return fmt.Errorf("indexes: engine %v, model %v", got, wantNames)
+		}
+	}
+	if r.validateEvery > 0 && r.steps%r.validateEvery == 0 {
+		return r.validate(ctx)
+	}
+	return nil
+}
+
+// validate checks the store's own invariants: e.Validate with full
+// checking must find it valid, and every index must agree with the
+// documents through the API.
+func (r *modelRun) validate(ctx context.Context) error {
+	if !r.m.exists {
+		return nil
+	}
+	var err error
+	if herr := r.guard("validate", func() { err = validateStore(ctx, r.e, modelDB, modelColl) }); herr != nil {
+		return herr
+	}
+	return err
+}
+
+func validateStore(ctx context.Context, e *Engine, db, coll string) error {
+	res, err := e.Validate(ctx, db, coll, true)
+	if err != nil {
+		return fmt.Errorf("validate: %w", err)
+	}
+	if !res.Valid {
+		return fmt.Errorf("validate: not valid: errors %v, warnings %v", res.Errors, res.Warnings)
+	}
+	return indexAgreement(ctx, e, db, coll)
+}
+
+// indexAgreement checks, through the API, that a query hinted to each
+// index returns the same documents as a collection scan of those the index
+// should hold: all of them, or for a sparse or partial index those with
+// one of its fields or matching its filter.
+func indexAgreement(ctx context.Context, e *Engine, db, coll string) error {
+	ids := func(filter bson.Raw, hint bson.RawValue) ([]string, error) {
+		cur, err := e.Find(ctx, db, coll, FindSpec{Filter: filter, Hint: hint})
+		if err != nil {
+			return nil, err
+		}
+		docs, err := cur.All(ctx)
+		if err != nil {
+			return nil, err
+		}
+		var out []string
+		for _, d := range docs {
+			out = append(out, string(keycodec.Append(nil, idOf(d))))
+		}
+		slices.Sort(out)
+		return out, nil
+	}
+	c := e.collection(db, coll)
+	if c == nil {
+		return nil
+	}
+	for _, im := range c.st().meta.Indexes {
+		if im.Hidden || (im.ExpireAfter != nil && im.Key.Lookup("_ts").Type != 0) {
+			continue
+		}
+		should := bson.D{}
+		if im.Partial != nil {
+			should = append(should, bson.E{Key: "$and", Value: bson.A{im.Partial}})
+		}
+		if im.Sparse {
+			var or bson.A
+			for _, el := range mustElems(im.Key) {
+				or = append(or, bson.D{{Key: el.Key(), Value: bson.D{{Key: "$exists", Value: true}}}})
+			}
+			should = append(should, bson.E{Key: "$or", Value: or})
+		}
+		filter := modelRaw(should)
+		want, err := ids(filter, bson.RawValue{})
+		if err != nil {
+			return fmt.Errorf("scan for index %s: %w", im.Name, err)
+		}
+		got, err := ids(nil, rawValue(im.Name))
+		if err != nil {
+			return fmt.Errorf("scan of index %s: %w", im.Name, err)
+		}
+		if !slices.Equal(got, want) {
+			return fmt.Errorf("index %s returns %d documents (%x), a scan %d (%x)", im.Name, len(got), got, len(want), want)
+		}
+	}
+	return nil
+}
+
+// newObjectIDs returns the ObjectId _ids the engine stores that the model
+// does not know, oldest first.
+func (r *modelRun) newObjectIDs() ([]bsoncore.Value, error) {
+	stored, err := r.engineDocs(true)
+	if err != nil {
+		return nil, err
+	}
+	var ids []bsoncore.Value
+	for _, d := range stored {
+		if id := d.id(); id.Type == bsoncore.TypeObjectID && r.m.byID(id) == nil {
+			ids = append(ids, id)
+		}
+	}
+	slices.SortFunc(ids, keycodec.Compare)
+	return ids, nil
+}
