@@ -158,6 +158,36 @@ func TestSortOfComputedFields(t *testing.T) {
 	wantCode(t, diskErr, 146)
 }
 
+// TestSortOfComputedFieldsDefaultLimits is the same attack on a server with
+// the default limits and twice the data: a request may hold up to its
+// 256 MiB, so the bound stated for a default server under one such request
+// is twice that, room for the garbage a request at its limit leaves (the
+// peak measured when this was written: 364 MiB). N requests at once may
+// hold N times as much: the limits are per request.
+func TestSortOfComputedFieldsDefaultLimits(t *testing.T) {
+	ts := startServer(t)
+	db := attacker(t, ts)
+	coll := db.Collection("c")
+	var docs []any
+	for i := range 64 {
+		docs = append(docs, bson.D{{Key: "_id", Value: i}})
+	}
+	mustInsert(t, coll, docs...)
+	// 64 documents of 8 MiB of computed fields: 512 MiB to sort.
+	pipeline := mongo.Pipeline{
+		{{Key: "$addFields", Value: bson.D{{Key: "pad", Value: doubling(22)}}}},
+		{{Key: "$sort", Value: bson.D{{Key: "_id", Value: -1}}}},
+	}
+	var noDiskErr, diskErr error
+	settleHeap()
+	underAttack(t, ts, attackBounds{MaxHeap: 512 << 20}, func(ctx context.Context) {
+		_, noDiskErr = coll.Aggregate(ctx, pipeline, options.Aggregate().SetAllowDiskUse(false))
+		_, diskErr = coll.Aggregate(ctx, pipeline, options.Aggregate().SetAllowDiskUse(true))
+	})
+	wantCode(t, noDiskErr, 292)
+	wantCode(t, diskErr, 146)
+}
+
 func TestSortKeyLimit(t *testing.T) {
 	ts := startServer(t)
 	coll := ts.Client.Database("budget").Collection("c")
