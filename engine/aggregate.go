@@ -223,7 +223,7 @@ func (r *pipelineRun) stage(name string, arg bson.RawValue, docs []bson.Raw, lim
 	ctx, now := r.ctx, r.now
 	switch name {
 	case "$match":
-		f, err := query.Compile(arg.Document())
+		f, err := query.CompileWith(arg.Document(), query.Options{Now: now})
 		if err != nil {
 			return nil, err
 		}

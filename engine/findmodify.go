@@ -31,7 +31,7 @@ type FindAndModifyResult struct {
 // FindAndModify updates or removes the first matching document (by sort)
 // and returns it as it was before, or after with New.
 func (e *Engine) FindAndModify(ctx context.Context, db, coll string, spec FindAndModifySpec) (FindAndModifyResult, error) {
-	q, err := compileQuery(FindSpec{Filter: spec.Filter, Sort: spec.Sort, Projection: spec.Fields})
+	q, err := compileQueryAt(FindSpec{Filter: spec.Filter, Sort: spec.Sort, Projection: spec.Fields}, e.clock.Now())
 	if err != nil {
 		return FindAndModifyResult{}, err
 	}

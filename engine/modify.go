@@ -91,7 +91,7 @@ func (e *Engine) candidates(ctx context.Context, c *Collection, f *query.Filter,
 
 // Update runs one update statement.
 func (e *Engine) Update(ctx context.Context, db, coll string, spec UpdateSpec) (UpdateResult, error) {
-	q, err := compileQuery(FindSpec{Filter: spec.Filter, Sort: spec.Sort})
+	q, err := compileQueryAt(FindSpec{Filter: spec.Filter, Sort: spec.Sort}, e.clock.Now())
 	if err != nil {
 		return UpdateResult{}, err
 	}
@@ -231,7 +231,7 @@ func (w *writer) modify(pk []byte, f *query.Filter, change func(d *storedDoc, po
 // Delete removes documents matching filter: all of them, or the first with
 // limit 1. It returns how many it removed.
 func (e *Engine) Delete(ctx context.Context, db, coll string, filter bson.Raw, limit int, hint bson.RawValue) (int64, error) {
-	f, err := query.Compile(filter)
+	f, err := query.CompileWith(filter, query.Options{Now: e.clock.Now()})
 	if err != nil {
 		return 0, err
 	}

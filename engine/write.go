@@ -8,6 +8,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/engine/query"
 	"github.com/lethedb/lethe/ttlindex"
 )
 
@@ -37,6 +38,9 @@ type writer struct {
 	noSync bool
 	// bypassValidation skips the collection's validator (validator.go).
 	bypassValidation bool
+	// validator is the collection's validator for this command, with
+	// $$NOW the time of its first checked write; nil until then.
+	validator *query.Filter
 	// A plain batch cannot be read, so the writer remembers what its
 	// pending batch holds: pendingDocs maps primary keys to the documents
 	// written (nil once deleted), pendingUnique unique index entry keys to

@@ -1,0 +1,80 @@
+package integration
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+// TestNowInFiltersIsTheServerClock checks that $$NOW in a query's $expr is
+// the server's clock when the command runs, in every command that takes a
+// filter, as it already is in aggregation stages and update pipelines.
+func TestNowInFiltersIsTheServerClock(t *testing.T) {
+	ts := startServer(t)
+	ctx := context.Background()
+	db := ts.Client.Database("test")
+	coll := db.Collection("now")
+	mustInsert(t, coll, bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "_id", Value: 2}})
+	atEpoch := bson.D{{Key: "$expr", Value: bson.D{{Key: "$eq", Value: bson.A{"$$NOW", testEpoch}}}}}
+
+	wantIDs(t, coll, atEpoch, 1, 2)
+	if n := count(t, coll, atEpoch); n != 2 { // aggregate with $match
+		t.Errorf("countDocuments = %d, want 2", n)
+	}
+	reply := run(t, db, bson.D{{Key: "count", Value: "now"}, {Key: "query", Value: atEpoch}})
+	if n := lookup(t, reply, "n").AsInt64(); n != 2 {
+		t.Errorf("count = %d, want 2", n)
+	}
+	vals, err := coll.Distinct(ctx, "_id", atEpoch).Raw()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(mustValues(t, bson.RawValue{Type: bson.TypeArray, Value: vals})); n != 2 {
+		t.Errorf("distinct found %d values, want 2", n)
+	}
+	var found bson.M
+	if err := coll.FindOneAndUpdate(ctx, atEpoch, bson.D{{Key: "$set", Value: bson.D{{Key: "f", Value: 1}}}}).Decode(&found); err != nil {
+		t.Errorf("findAndModify: %v", err)
+	}
+	up, err := coll.UpdateMany(ctx, atEpoch, bson.D{{Key: "$set", Value: bson.D{{Key: "u", Value: 1}}}})
+	if err != nil || up.MatchedCount != 2 {
+		t.Errorf("update matched %v (%v), want 2", up, err)
+	}
+	explain := run(t, db, bson.D{{Key: "explain", Value: bson.D{{Key: "find", Value: "now"}, {Key: "filter", Value: atEpoch}}}, {Key: "verbosity", Value: "executionStats"}})
+	if n := lookup(t, explain, "executionStats", "nReturned").AsInt64(); n != 2 {
+		t.Errorf("explain nReturned = %d, want 2", n)
+	}
+
+	// Later, the same filter matches nothing: $$NOW moved with the clock.
+	ts.Clock.Advance(time.Hour)
+	wantIDs(t, coll, atEpoch)
+	later := bson.D{{Key: "$expr", Value: bson.D{{Key: "$eq", Value: bson.A{"$$NOW", testEpoch.Add(time.Hour)}}}}}
+	del, err := coll.DeleteMany(ctx, later)
+	if err != nil || del.DeletedCount != 2 {
+		t.Errorf("delete removed %v (%v), want 2", del, err)
+	}
+}
+
+// TestNowInValidatorIsTheTimeOfTheWrite checks that a validator using $$NOW
+// sees the time of each write, not the time it was created.
+func TestNowInValidatorIsTheTimeOfTheWrite(t *testing.T) {
+	ts := startServer(t)
+	ctx := context.Background()
+	db := ts.Client.Database("test")
+	notFuture := bson.D{{Key: "$expr", Value: bson.D{{Key: "$lte", Value: bson.A{"$t", "$$NOW"}}}}}
+	if err := db.CreateCollection(ctx, "v", options.CreateCollection().SetValidator(notFuture)); err != nil {
+		t.Fatal(err)
+	}
+	coll := db.Collection("v")
+	mustInsert(t, coll, bson.D{{Key: "_id", Value: 1}, {Key: "t", Value: testEpoch}})
+	_, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 2}, {Key: "t", Value: testEpoch.Add(time.Hour)}})
+	wantCode(t, err, 121) // DocumentValidationFailure
+
+	ts.Clock.Advance(2 * time.Hour)
+	mustInsert(t, coll, bson.D{{Key: "_id", Value: 3}, {Key: "t", Value: testEpoch.Add(time.Hour)}})
+	_, err = coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 4}, {Key: "t", Value: testEpoch.Add(3 * time.Hour)}})
+	wantCode(t, err, 121)
+}
