@@ -202,7 +202,7 @@ func (s *Server) listCollections(ctx context.Context, req *Request) (bson.Raw, e
 		}
 	}
 	ns := req.DB + ".$cmd.listCollections"
-	return s.cursorReply(ctx, req, &sliceSource{docs: docs}, ns, batchSize, false)
+	return s.cursorReply(ctx, req, &sliceSource{docs: docs}, ns, batchSize, cursorOptions{})
 }
 
 func (s *Server) renameCollection(ctx context.Context, req *Request) (bson.Raw, error) {

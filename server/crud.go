@@ -413,7 +413,8 @@ func (s *Server) find(ctx context.Context, req *Request) (bson.Raw, error) {
 	}
 	var spec engine.FindSpec
 	batchSize := 101
-	var single, tailable, awaitData bool
+	var tailable, awaitData bool
+	var copts cursorOptions
 	var lv *engine.Let
 	for key, v := range cmdArgs(req.Body) {
 		switch string(key) {
@@ -434,7 +435,7 @@ func (s *Server) find(ctx context.Context, req *Request) (bson.Raw, error) {
 			n, err = argNonNegative("find", "batchSize", v)
 			batchSize = int(min(n, math.MaxInt32))
 		case "singleBatch":
-			single, err = argStrictBool("singleBatch", v)
+			copts.single, err = argStrictBool("singleBatch", v)
 		case "collation":
 			if _, err = argObject("collation", v); err == nil {
 				err = checkCollation(v)
@@ -450,10 +451,11 @@ func (s *Server) find(ctx context.Context, req *Request) (bson.Raw, error) {
 			if v.Type != bson.TypeBoolean {
 				err = mongoerr.New(mongoerr.TypeMismatch, "Expected field oplogReplayto be of type object")
 			}
-		case "noCursorTimeout", "allowPartialResults", "readOnce":
+		case "noCursorTimeout":
+			copts.noTimeout, err = argStrictBool("noCursorTimeout", v)
+		case "allowPartialResults", "readOnce":
 			// There are no shards whose results could be partial, and
-			// readOnce is only a hint. noCursorTimeout is not honoured yet:
-			// the cursor table (cursors.go) closes every idle cursor.
+			// readOnce is only a hint.
 			_, err = argStrictBool(string(key), v)
 		case "returnKey":
 			spec.ReturnKey, err = argStrictBool("returnKey", v)
@@ -472,7 +474,7 @@ func (s *Server) find(ctx context.Context, req *Request) (bson.Raw, error) {
 			return nil, err
 		}
 	}
-	if err := s.checkTailable(req.DB, coll, spec, tailable, awaitData, single); err != nil {
+	if err := s.checkTailable(req.DB, coll, spec, tailable, awaitData, copts.single); err != nil {
 		return nil, err
 	}
 	if err := checkMinMax(spec.Min, spec.Max); err != nil {
@@ -507,9 +509,9 @@ func (s *Server) find(ctx context.Context, req *Request) (bson.Raw, error) {
 		return nil, err
 	}
 	if batchSize < 0 {
-		return s.cursorReplyEmpty(req, cur, req.DB+"."+coll)
+		return s.cursorReplyEmpty(req, cur, req.DB+"."+coll, copts.noTimeout)
 	}
-	return s.cursorReply(ctx, req, cur, req.DB+"."+coll, batchSize, single)
+	return s.cursorReply(ctx, req, cur, req.DB+"."+coll, batchSize, copts)
 }
 
 // pointID recognizes the commonest query, find {_id: <value>} with no
@@ -539,8 +541,8 @@ func pointID(spec engine.FindSpec) (bsoncore.Value, bool) {
 }
 
 // cursorReplyEmpty opens a cursor with an empty first batch (batchSize 0).
-func (s *Server) cursorReplyEmpty(req *Request, src batchSource, ns string) (bson.Raw, error) {
-	id, err := s.cursors.add(req, src, ns)
+func (s *Server) cursorReplyEmpty(req *Request, src batchSource, ns string, noTimeout bool) (bson.Raw, error) {
+	id, err := s.cursors.add(req, src, ns, noTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -807,7 +809,7 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 		return nil, err
 	}
 	if batchSize == 0 {
-		return s.cursorReplyEmpty(req, &sliceSource{docs: docs}, req.DB+"."+coll)
+		return s.cursorReplyEmpty(req, &sliceSource{docs: docs}, req.DB+"."+coll, false)
 	}
-	return s.cursorReply(ctx, req, &sliceSource{docs: docs}, req.DB+"."+coll, batchSize, false)
+	return s.cursorReply(ctx, req, &sliceSource{docs: docs}, req.DB+"."+coll, batchSize, cursorOptions{})
 }

@@ -107,6 +107,10 @@ type openCursor struct {
 	lsid     string // the session's id bytes; "" outside a session
 	held     int64  // bytes of results it holds, as last counted
 	lastUsed time.Time
+	// noTimeout exempts the cursor from the idle sweep (find's
+	// noCursorTimeout). MongoDB closes such a cursor with its session;
+	// Lethe keeps no sessions and closes it with its connection instead.
+	noTimeout bool
 }
 
 // cursorTable holds open cursors by id. Idle cursors are swept lazily,
@@ -121,8 +125,9 @@ type cursorTable struct {
 }
 
 // add registers a cursor over src opened by req, or refuses it with
-// ExceededMemoryLimit when it would pass a limit.
-func (t *cursorTable) add(req *Request, src batchSource, ns string) (int64, error) {
+// ExceededMemoryLimit when it would pass a limit. A noTimeout cursor
+// counts against the limits like any other.
+func (t *cursorTable) add(req *Request, src batchSource, ns string, noTimeout bool) (int64, error) {
 	var held int64
 	if m, ok := src.(memoryHolder); ok {
 		held = m.HeldBytes()
@@ -153,7 +158,7 @@ func (t *cursorTable) add(req *Request, src batchSource, ns string) (int64, erro
 		_, _ = rand.Read(b[:])
 		id := int64(binary.BigEndian.Uint64(b[:]) &^ (1 << 63))
 		if id != 0 && t.open[id] == nil {
-			t.open[id] = &openCursor{src: src, ns: ns, conn: conn, lsid: sessionID(req.Body), held: held, lastUsed: now}
+			t.open[id] = &openCursor{src: src, ns: ns, conn: conn, lsid: sessionID(req.Body), held: held, lastUsed: now, noTimeout: noTimeout}
 			t.byConn[conn]++
 			t.held += held
 			return id, nil
@@ -228,7 +233,23 @@ func (t *cursorTable) sweepLocked(now time.Time) {
 	}
 	t.lastSweep = now
 	for id, c := range t.open {
-		if now.Sub(c.lastUsed) > cursorIdleTimeout {
+		if !c.noTimeout && now.Sub(c.lastUsed) > cursorIdleTimeout {
+			t.deleteLocked(id, c)
+		}
+	}
+}
+
+// connClosed closes the noTimeout cursors connection conn opened, which no
+// idle sweep would. Its other cursors stay: another connection may go on
+// reading them until they time out, as in MongoDB.
+func (t *cursorTable) connClosed(conn int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.byConn[conn] == 0 {
+		return
+	}
+	for id, c := range t.open {
+		if c.noTimeout && c.conn == conn {
 			t.deleteLocked(id, c)
 		}
 	}
@@ -255,16 +276,22 @@ func cursorOption(cmd string, v bson.RawValue, batchSize *int) error {
 	return nil
 }
 
+// cursorOptions are how a command asked for its cursor.
+type cursorOptions struct {
+	single    bool // singleBatch: no cursor stays open
+	noTimeout bool // noCursorTimeout: exempt from the idle sweep
+}
+
 // cursorReply sends the first batch of src and registers the cursor if more
 // remains: {cursor: {firstBatch, id, ns}, ok: 1}.
-func (s *Server) cursorReply(ctx context.Context, req *Request, src batchSource, ns string, batchSize int, single bool) (bson.Raw, error) {
+func (s *Server) cursorReply(ctx context.Context, req *Request, src batchSource, ns string, batchSize int, opts cursorOptions) (bson.Raw, error) {
 	docs, err := src.NextBatch(ctx, batchSize, maxBatchBytes)
 	if err != nil {
 		return nil, err
 	}
 	var id int64
-	if !single && !src.Exhausted() {
-		if id, err = s.cursors.add(req, src, ns); err != nil {
+	if !opts.single && !src.Exhausted() {
+		if id, err = s.cursors.add(req, src, ns, opts.noTimeout); err != nil {
 			return nil, err
 		}
 	}
