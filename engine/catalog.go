@@ -47,6 +47,10 @@ type collState struct {
 	// validator checks written documents; nil if the collection has none.
 	validator *docValidator
 	dropped   bool
+	// renames counts the renames of the collection since it was opened:
+	// a plan made before one is killed even if the collection has its old
+	// name again (killedSince).
+	renames uint64
 }
 
 func (c *Collection) st() *collState { return c.state.Load() }
@@ -339,6 +343,7 @@ func (e *Engine) RenameCollection(fromDB, from, toDB, to string, dropTarget bool
 	}
 	nst := *st
 	nst.meta = meta
+	nst.renames++
 	c.state.Store(&nst)
 	delete(e.colls, nsKey(fromDB, from))
 	e.colls[nsKey(toDB, to)] = c

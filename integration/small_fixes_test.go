@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
 
@@ -77,4 +78,53 @@ func TestNowInValidatorIsTheTimeOfTheWrite(t *testing.T) {
 	mustInsert(t, coll, bson.D{{Key: "_id", Value: 3}, {Key: "t", Value: testEpoch.Add(time.Hour)}})
 	_, err = coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 4}, {Key: "t", Value: testEpoch.Add(3 * time.Hour)}})
 	wantCode(t, err, 121)
+}
+
+// openCursor runs a find or aggregate with batchSize 2 on coll, which holds
+// more documents, and returns the open cursor's id.
+func openCursor(t *testing.T, db *mongo.Database, cmd bson.D) int64 {
+	t.Helper()
+	reply := run(t, db, cmd)
+	id := lookup(t, reply, "cursor", "id").Int64()
+	if id == 0 {
+		t.Fatalf("%v left no cursor open", cmd)
+	}
+	return id
+}
+
+func fillFive(t *testing.T, db *mongo.Database, coll string) {
+	t.Helper()
+	for i := range 5 {
+		mustInsert(t, db.Collection(coll), bson.D{{Key: "_id", Value: i}})
+	}
+}
+
+// TestCursorKilledByRenameAwayAndBack checks that a find cursor dies with
+// a rename even when the collection is renamed back before the getMore:
+// the name is the same, the collection is not the one the plan was for.
+func TestCursorKilledByRenameAwayAndBack(t *testing.T) {
+	ts := startServer(t)
+	db := ts.Client.Database("test")
+	admin := ts.Client.Database("admin")
+	fillFive(t, db, "a")
+	id := openCursor(t, db, bson.D{{Key: "find", Value: "a"}, {Key: "batchSize", Value: 2}})
+	run(t, admin, bson.D{{Key: "renameCollection", Value: "test.a"}, {Key: "to", Value: "test.b"}})
+	run(t, admin, bson.D{{Key: "renameCollection", Value: "test.b"}, {Key: "to", Value: "test.a"}})
+	err := db.RunCommand(context.Background(), bson.D{{Key: "getMore", Value: id}, {Key: "collection", Value: "a"}}).Err()
+	wantCode(t, err, 175) // QueryPlanKilled
+}
+
+// TestCursorKilledByDropAndRecreate checks the same for a collection
+// dropped and created again under its name.
+func TestCursorKilledByDropAndRecreate(t *testing.T) {
+	ts := startServer(t)
+	db := ts.Client.Database("test")
+	fillFive(t, db, "a")
+	id := openCursor(t, db, bson.D{{Key: "find", Value: "a"}, {Key: "batchSize", Value: 2}})
+	if err := db.Collection("a").Drop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	fillFive(t, db, "a")
+	err := db.RunCommand(context.Background(), bson.D{{Key: "getMore", Value: id}, {Key: "collection", Value: "a"}}).Err()
+	wantCode(t, err, 175)
 }
