@@ -128,3 +128,40 @@ func TestCursorKilledByDropAndRecreate(t *testing.T) {
 	err := db.RunCommand(context.Background(), bson.D{{Key: "getMore", Value: id}, {Key: "collection", Value: "a"}}).Err()
 	wantCode(t, err, 175)
 }
+
+// TestAggregateCursorKilledByDrop checks that an aggregation cursor whose
+// pipeline still reads the collection dies when the collection is dropped
+// or renamed, as MongoDB's does, while one that read it all before its
+// first batch (a $sort without an index) goes on.
+func TestAggregateCursorKilledByDrop(t *testing.T) {
+	ts := startServer(t)
+	db := ts.Client.Database("test")
+	admin := ts.Client.Database("admin")
+	aggregate := func(pipeline bson.A) bson.D {
+		return bson.D{{Key: "aggregate", Value: "a"}, {Key: "pipeline", Value: pipeline}, {Key: "cursor", Value: bson.D{{Key: "batchSize", Value: 2}}}}
+	}
+	getMore := func(id int64) error {
+		return db.RunCommand(context.Background(), bson.D{{Key: "getMore", Value: id}, {Key: "collection", Value: "a"}}).Err()
+	}
+	streaming := bson.A{bson.D{{Key: "$match", Value: bson.D{}}}, bson.D{{Key: "$project", Value: bson.D{{Key: "x", Value: 1}}}}}
+	sorted := bson.A{bson.D{{Key: "$sort", Value: bson.D{{Key: "x", Value: 1}}}}} // no index on x
+
+	fillFive(t, db, "a")
+	plain := openCursor(t, db, aggregate(bson.A{}))
+	matched := openCursor(t, db, aggregate(streaming))
+	drained := openCursor(t, db, aggregate(sorted))
+	if err := db.Collection("a").Drop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, getMore(plain), 175) // QueryPlanKilled
+	wantCode(t, getMore(matched), 175)
+	if err := getMore(drained); err != nil {
+		t.Errorf("getMore of a $sort pipeline after the drop: %v", err)
+	}
+
+	fillFive(t, db, "a")
+	renamed := openCursor(t, db, aggregate(bson.A{}))
+	run(t, admin, bson.D{{Key: "renameCollection", Value: "test.a"}, {Key: "to", Value: "test.b"}})
+	run(t, admin, bson.D{{Key: "renameCollection", Value: "test.b"}, {Key: "to", Value: "test.a"}})
+	wantCode(t, getMore(renamed), 175)
+}

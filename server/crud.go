@@ -792,6 +792,7 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 		return nil, err
 	}
 	var docs []bson.Raw
+	var source engine.Incarnation
 	switch {
 	case !onCollection && len(pipeline) > 0 && pipeline[0].Lookup("$currentOp").Type != 0:
 		coll = "$cmd.aggregate"
@@ -803,13 +804,15 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 			docs, err = s.eng.ApplyStages(ctx, docs, pipeline[1:])
 		}
 	default:
-		docs, err = s.eng.Aggregate(ctx, req.DB, coll, pipeline, engine.AggregateOptions{AllowDiskUse: allowDiskUse, Hint: hint})
+		var res engine.AggregateResult
+		res, err = s.eng.AggregateStream(ctx, req.DB, coll, pipeline, engine.AggregateOptions{AllowDiskUse: allowDiskUse, Hint: hint})
+		docs, source = res.Docs, res.Source
 	}
 	if err != nil {
 		return nil, err
 	}
 	if batchSize == 0 {
-		return s.cursorReplyEmpty(req, &sliceSource{docs: docs}, req.DB+"."+coll, false)
+		return s.cursorReplyEmpty(req, &sliceSource{docs: docs, source: source}, req.DB+"."+coll, false)
 	}
-	return s.cursorReply(ctx, req, &sliceSource{docs: docs}, req.DB+"."+coll, batchSize, cursorOptions{})
+	return s.cursorReply(ctx, req, &sliceSource{docs: docs, source: source}, req.DB+"."+coll, batchSize, cursorOptions{})
 }

@@ -12,6 +12,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine"
 	"github.com/lethedb/lethe/engine/mongoerr"
 )
 
@@ -40,9 +41,15 @@ type memoryHolder interface {
 type sliceSource struct {
 	docs []bson.Raw
 	held int64 // bytes of docs; 0 until counted
+	// source is the collection the documents stream from in MongoDB,
+	// whose drop or rename kills the cursor; zero for none.
+	source engine.Incarnation
 }
 
 func (s *sliceSource) NextBatch(_ context.Context, n int, maxBytes int) ([]bson.Raw, error) {
+	if err := s.source.Check(); err != nil {
+		return nil, err
+	}
 	size, i := 0, 0
 	// Like MongoDB's, a batch passes maxBytes only with its first document.
 	for i < len(s.docs) && (n <= 0 || i < n) && (i == 0 || size+len(s.docs[i]) <= maxBytes) {
