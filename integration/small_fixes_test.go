@@ -2,6 +2,8 @@ package integration
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -164,4 +166,34 @@ func TestAggregateCursorKilledByDrop(t *testing.T) {
 	run(t, admin, bson.D{{Key: "renameCollection", Value: "test.a"}, {Key: "to", Value: "test.b"}})
 	run(t, admin, bson.D{{Key: "renameCollection", Value: "test.b"}, {Key: "to", Value: "test.a"}})
 	wantCode(t, getMore(renamed), 175)
+}
+
+// TestKillCursorsArguments checks killCursors' arguments against MongoDB's
+// parser (kill_cursors.idl): the collection is a string, every cursor id a
+// long, and a bad element kills none of the cursors listed.
+func TestKillCursorsArguments(t *testing.T) {
+	ts := startServer(t)
+	db := ts.Client.Database("test")
+	fillFive(t, db, "a")
+	id := openCursor(t, db, bson.D{{Key: "find", Value: "a"}, {Key: "batchSize", Value: 2}})
+	for _, tc := range []struct {
+		cmd  bson.D
+		code int
+		msg  string
+	}{
+		{bson.D{{Key: "killCursors", Value: 1}, {Key: "cursors", Value: bson.A{id}}}, 2, "collection name has invalid type int"},
+		{bson.D{{Key: "killCursors", Value: ""}, {Key: "cursors", Value: bson.A{id}}}, 73, "Invalid namespace specified 'test.'"},
+		{bson.D{{Key: "killCursors", Value: "a"}, {Key: "cursors", Value: bson.A{id, int32(5)}}}, 14, "BSON field 'killCursors.cursors.1' is the wrong type 'int', expected type 'long'"},
+		{bson.D{{Key: "killCursors", Value: "a"}}, 40414, "BSON field 'killCursors.cursors' is missing but a required field"},
+	} {
+		err := db.RunCommand(context.Background(), tc.cmd).Err()
+		var ce mongo.CommandError
+		if !errors.As(err, &ce) || int(ce.Code) != tc.code || !strings.Contains(ce.Message, tc.msg) {
+			t.Errorf("%v: got %v, want code %d %q", tc.cmd, err, tc.code, tc.msg)
+		}
+	}
+	// The refused commands left the cursor open.
+	if err := db.RunCommand(context.Background(), bson.D{{Key: "getMore", Value: id}, {Key: "collection", Value: "a"}}).Err(); err != nil {
+		t.Errorf("getMore after refused killCursors: %v", err)
+	}
 }

@@ -390,10 +390,12 @@ func (s *Server) getMore(ctx context.Context, req *Request) (bson.Raw, error) {
 func (s *Server) killCursors(ctx context.Context, req *Request) (bson.Raw, error) {
 	var ids bson.RawArray
 	var err error
+	haveIDs := false
 	for key, v := range cmdArgs(req.Body) {
 		switch string(key) {
 		case "cursors":
 			ids, err = argArray("killCursors", "cursors", v)
+			haveIDs = true
 		default:
 			err = unknownField("killCursors", key)
 		}
@@ -401,13 +403,31 @@ func (s *Server) killCursors(ctx context.Context, req *Request) (bson.Raw, error
 			return nil, err
 		}
 	}
-	var killed, notFound bson.A
-	vals, _ := ids.Values()
-	for _, v := range vals {
-		id, ok := v.Int64OK()
-		if !ok {
-			return nil, wrongType("killCursors", "cursors", v.Type, "long")
+	if !haveIDs {
+		return nil, missingField("killCursors", "cursors")
+	}
+	// MongoDB's parser checks the namespace like this, and a cursor's
+	// namespace may be a collection's or "$cmd.listCollections".
+	coll := firstValue(req.Body)
+	switch name, ok := coll.StringValueOK(); {
+	case !ok:
+		return nil, mongoerr.New(mongoerr.BadValue, "collection name has invalid type %s", typeName(coll.Type))
+	case name == "":
+		return nil, mongoerr.New(mongoerr.InvalidNamespace, "Invalid namespace specified '%s.'", req.DB)
+	}
+	// Every id is checked before any cursor is killed.
+	vals, err := ids.Values()
+	if err != nil {
+		return nil, mongoerr.New(mongoerr.InvalidBSON, "invalid cursors array: %v", err)
+	}
+	for i, v := range vals {
+		if v.Type != bson.TypeInt64 {
+			return nil, wrongType("killCursors", "cursors."+strconv.Itoa(i), v.Type, "long")
 		}
+	}
+	var killed, notFound bson.A
+	for _, v := range vals {
+		id := v.Int64()
 		if s.cursors.remove(id) {
 			killed = append(killed, id)
 		} else {
