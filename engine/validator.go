@@ -207,7 +207,10 @@ func (w *writer) checkValidation(doc bson.Raw, old bson.Raw) error {
 		return nil
 	}
 	if w.validator == nil {
-		w.validator = v.filterAt(w.e.clock.Now())
+		if w.now.IsZero() {
+			w.now = w.e.clock.Now()
+		}
+		w.validator = v.filterAt(w.now)
 	}
 	if w.validator.Match(doc) {
 		return nil

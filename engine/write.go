@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -38,8 +39,11 @@ type writer struct {
 	noSync bool
 	// bypassValidation skips the collection's validator (validator.go).
 	bypassValidation bool
-	// validator is the collection's validator for this command, with
-	// $$NOW the time of its first checked write; nil until then.
+	// now is the time of the command, $$NOW in the validator; zero means
+	// the clock at the first checked write.
+	now time.Time
+	// validator is the collection's validator for this command, compiled
+	// at its first checked write.
 	validator *query.Filter
 	// A plain batch cannot be read, so the writer remembers what its
 	// pending batch holds: pendingDocs maps primary keys to the documents
