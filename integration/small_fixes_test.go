@@ -51,6 +51,15 @@ func TestNowInFiltersIsTheServerClock(t *testing.T) {
 		t.Errorf("explain nReturned = %d, want 2", n)
 	}
 
+	names, err := db.ListCollectionNames(ctx, atEpoch)
+	if err != nil || len(names) != 1 {
+		t.Errorf("listCollections = %v (%v), want [now]", names, err)
+	}
+	dbs, err := ts.Client.ListDatabaseNames(ctx, atEpoch)
+	if err != nil || len(dbs) == 0 {
+		t.Errorf("listDatabases = %v (%v), want all", dbs, err)
+	}
+
 	// Later, the same filter matches nothing: $$NOW moved with the clock.
 	ts.Clock.Advance(time.Hour)
 	wantIDs(t, coll, atEpoch)
