@@ -81,6 +81,18 @@ func newCollState(meta collMeta) (*collState, error) {
 	return st, nil
 }
 
+// changed is the state of the same collection after a catalog change that
+// keeps its name (index builds and drops, collMod): plans made on st are
+// killed only by what killedSince checks.
+func (st *collState) changed(meta collMeta) (*collState, error) {
+	nst, err := newCollState(meta)
+	if err != nil {
+		return nil, err
+	}
+	nst.renames = st.renames
+	return nst, nil
+}
+
 func catalogKey(db, name string) []byte {
 	k := append([]byte{prefixCatalog}, "coll\x00"...)
 	k = append(k, db...)

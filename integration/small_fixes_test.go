@@ -206,3 +206,26 @@ func TestKillCursorsArguments(t *testing.T) {
 		t.Errorf("getMore after refused killCursors: %v", err)
 	}
 }
+
+// TestCursorSurvivesCatalogChangesAfterRename checks that a cursor opened
+// on a renamed collection lives through index builds and collMod, which
+// kill no plan that does not use a dropped index.
+func TestCursorSurvivesCatalogChangesAfterRename(t *testing.T) {
+	ts := startServer(t)
+	ctx := context.Background()
+	db := ts.Client.Database("test")
+	admin := ts.Client.Database("admin")
+	fillFive(t, db, "a")
+	run(t, admin, bson.D{{Key: "renameCollection", Value: "test.a"}, {Key: "to", Value: "test.b"}})
+	find := openCursor(t, db, bson.D{{Key: "find", Value: "b"}, {Key: "batchSize", Value: 1}})
+	agg := openCursor(t, db, bson.D{{Key: "aggregate", Value: "b"}, {Key: "pipeline", Value: bson.A{}}, {Key: "cursor", Value: bson.D{{Key: "batchSize", Value: 1}}}})
+	if _, err := db.Collection("b").Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "x", Value: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	run(t, db, bson.D{{Key: "collMod", Value: "b"}, {Key: "validationLevel", Value: "moderate"}})
+	for _, id := range []int64{find, agg} {
+		if err := db.RunCommand(ctx, bson.D{{Key: "getMore", Value: id}, {Key: "collection", Value: "b"}}).Err(); err != nil {
+			t.Errorf("getMore after createIndexes and collMod: %v", err)
+		}
+	}
+}
