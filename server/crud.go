@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"strconv"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -180,12 +181,12 @@ func parseUpdateStatement(doc bson.Raw) (updateStatement, error) {
 	return st, nil
 }
 
-// compileUpdate compiles u (a document or a pipeline).
-// The variables of lv are bound in a pipeline's expressions.
-func (s *Server) compileUpdate(u bson.RawValue, arrayFilters []bson.Raw, multi bool, lv *engine.Let) (*update.Update, error) {
+// compileUpdate compiles u (a document or a pipeline) for a command that
+// started at now. The variables of lv are bound in a pipeline's expressions.
+func compileUpdate(u bson.RawValue, arrayFilters []bson.Raw, multi bool, lv *engine.Let, now time.Time) (*update.Update, error) {
 	switch u.Type {
 	case bson.TypeEmbeddedDocument:
-		up, err := update.Compile(u.Document(), update.Options{Now: s.clock.Now(), ArrayFilters: arrayFilters})
+		up, err := update.Compile(u.Document(), update.Options{Now: now, ArrayFilters: arrayFilters})
 		if err != nil {
 			return nil, err
 		}
@@ -209,7 +210,7 @@ func (s *Server) compileUpdate(u bson.RawValue, arrayFilters []bson.Raw, multi b
 		if stages, err = lv.Pipeline(stages); err != nil {
 			return nil, err
 		}
-		return update.CompilePipeline(stages, update.Options{Now: s.clock.Now(), ArrayFilters: arrayFilters})
+		return update.CompilePipeline(stages, update.Options{Now: now, ArrayFilters: arrayFilters})
 	}
 	return nil, wrongType("update.updates", "u", u.Type, "object", "array")
 }
@@ -277,6 +278,7 @@ func (s *Server) update(ctx context.Context, req *Request) (bson.Raw, error) {
 	}
 	var n, modified int64
 	var upserted bson.A
+	now := s.clock.Now() // $$NOW and $currentDate: one time for the command
 	errs, err := runStatements(stmts, ordered, func(i int, raw bson.Raw) error {
 		st, err := parseUpdateStatement(raw)
 		if err != nil {
@@ -291,13 +293,13 @@ func (s *Server) update(ctx context.Context, req *Request) (bson.Raw, error) {
 			if st.u.Type != bson.TypeArray {
 				return mongoerr.New(51198, "Constant values may only be specified for pipeline updates")
 			}
-			c, err := engine.ParseLet(st.c, s.clock.Now())
+			c, err := engine.ParseLet(st.c, now)
 			if err != nil {
 				return err
 			}
 			pipelineLet = lv.With(c)
 		}
-		if st.spec.Update, err = s.compileUpdate(st.u, st.af, st.spec.Multi, pipelineLet); err != nil {
+		if st.spec.Update, err = compileUpdate(st.u, st.af, st.spec.Multi, pipelineLet, now); err != nil {
 			return err
 		}
 		st.spec.BypassDocumentValidation = bypass
@@ -623,7 +625,7 @@ func (s *Server) findAndModify(ctx context.Context, req *Request) (bson.Raw, err
 		return nil, err
 	}
 	if u.Type != 0 {
-		if spec.Update, err = s.compileUpdate(u, af, false, lv); err != nil {
+		if spec.Update, err = compileUpdate(u, af, false, lv, s.clock.Now()); err != nil {
 			return nil, err
 		}
 	}
