@@ -24,18 +24,40 @@ import (
 // $avg, $min, $max, $first, $last, $push, $addToSet, $count), all on the
 // aggregation expression language of package query.
 func (e *Engine) Aggregate(ctx context.Context, db, coll string, pipeline []bson.Raw, opts AggregateOptions) ([]bson.Raw, error) {
+	res, err := e.AggregateStream(ctx, db, coll, pipeline, opts)
+	return res.Docs, err
+}
+
+// AggregateResult is the output of a pipeline over a collection.
+type AggregateResult struct {
+	Docs []bson.Raw
+	// Source is the collection the output streams from: in MongoDB a
+	// pipeline reads its collection as its cursor is read, and dropping or
+	// renaming the collection kills the cursor (Source.Check), unless a
+	// blocking stage ($sort without an index, $group, $count) read all of
+	// it before the first result. Source is zero then.
+	Source Incarnation
+}
+
+// AggregateStream is Aggregate that also tells what kills its cursor.
+func (e *Engine) AggregateStream(ctx context.Context, db, coll string, pipeline []bson.Raw, opts AggregateOptions) (AggregateResult, error) {
+	docs, src, err := e.aggregate(ctx, db, coll, pipeline, opts)
+	return AggregateResult{Docs: docs, Source: src}, err
+}
+
+func (e *Engine) aggregate(ctx context.Context, db, coll string, pipeline []bson.Raw, opts AggregateOptions) ([]bson.Raw, Incarnation, error) {
 	spec := FindSpec{AllowDiskUse: opts.AllowDiskUse, Hint: opts.Hint}
 	var filters []bson.Raw
 	i := 0
 	for ; i < len(pipeline); i++ {
 		name, arg, err := stageOf(pipeline[i])
 		if err != nil {
-			return nil, err
+			return nil, Incarnation{}, err
 		}
 		if name == "$match" && spec.Sort == nil && spec.Skip == 0 && spec.Limit == 0 {
 			doc, ok := arg.DocumentOK()
 			if !ok {
-				return nil, mongoerr.New(mongoerr.Code(15959), "the match filter must be an expression in an object")
+				return nil, Incarnation{}, mongoerr.New(mongoerr.Code(15959), "the match filter must be an expression in an object")
 			}
 			filters = append(filters, doc)
 			continue
@@ -43,7 +65,7 @@ func (e *Engine) Aggregate(ctx context.Context, db, coll string, pipeline []bson
 		if name == "$sort" && spec.Sort == nil && spec.Skip == 0 && spec.Limit == 0 {
 			doc, ok := arg.DocumentOK()
 			if !ok {
-				return nil, mongoerr.New(mongoerr.Code(15973), "the $sort key specification must be an object")
+				return nil, Incarnation{}, mongoerr.New(mongoerr.Code(15973), "the $sort key specification must be an object")
 			}
 			spec.Sort = doc
 			continue
@@ -63,10 +85,14 @@ func (e *Engine) Aggregate(ctx context.Context, db, coll string, pipeline []bson
 	}
 	cur, err := e.Find(ctx, db, coll, spec)
 	if err != nil {
-		return nil, err
+		return nil, Incarnation{}, err
 	}
 	r := e.newPipelineRun(ctx, opts.AllowDiskUse)
 	rest := pipeline[i:]
+	var src Incarnation
+	if !cur.materialized && !blocks(rest) {
+		src = cur.incarnation()
+	}
 	var docs []bson.Raw
 	if name, arg, _ := stageOf(firstOf(rest)); name == "$group" {
 		// A $group first takes the query's documents as they come rather
@@ -77,9 +103,22 @@ func (e *Engine) Aggregate(ctx context.Context, db, coll string, pipeline []bson
 		docs, err = r.read(cur, r.limitBefore(rest))
 	}
 	if err != nil {
-		return nil, err
+		return nil, Incarnation{}, err
 	}
-	return r.run(docs, rest)
+	docs, err = r.run(docs, rest)
+	return docs, src, err
+}
+
+// blocks reports whether one of stages reads all its input before its
+// first output.
+func blocks(stages []bson.Raw) bool {
+	for _, st := range stages {
+		switch name, _, _ := stageOf(st); name {
+		case "$sort", "$group", "$count":
+			return true
+		}
+	}
+	return false
 }
 
 func firstOf(stages []bson.Raw) bson.Raw {
@@ -223,7 +262,7 @@ func (r *pipelineRun) stage(name string, arg bson.RawValue, docs []bson.Raw, lim
 	ctx, now := r.ctx, r.now
 	switch name {
 	case "$match":
-		f, err := query.Compile(arg.Document())
+		f, err := query.CompileWith(arg.Document(), query.Options{Now: now})
 		if err != nil {
 			return nil, err
 		}

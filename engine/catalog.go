@@ -47,6 +47,10 @@ type collState struct {
 	// validator checks written documents; nil if the collection has none.
 	validator *docValidator
 	dropped   bool
+	// renames counts the renames of the collection since it was opened:
+	// a plan made before one is killed even if the collection has its old
+	// name again (killedSince).
+	renames uint64
 }
 
 func (c *Collection) st() *collState { return c.state.Load() }
@@ -75,6 +79,18 @@ func newCollState(meta collMeta) (*collState, error) {
 		}
 	}
 	return st, nil
+}
+
+// changed is the state of the same collection after a catalog change that
+// keeps its name (index builds and drops, collMod): plans made on st are
+// killed only by what killedSince checks.
+func (st *collState) changed(meta collMeta) (*collState, error) {
+	nst, err := newCollState(meta)
+	if err != nil {
+		return nil, err
+	}
+	nst.renames = st.renames
+	return nst, nil
 }
 
 func catalogKey(db, name string) []byte {
@@ -339,6 +355,7 @@ func (e *Engine) RenameCollection(fromDB, from, toDB, to string, dropTarget bool
 	}
 	nst := *st
 	nst.meta = meta
+	nst.renames++
 	c.state.Store(&nst)
 	delete(e.colls, nsKey(fromDB, from))
 	e.colls[nsKey(toDB, to)] = c

@@ -19,7 +19,7 @@ import (
 // filter, in plan order, until fn returns false. A missing collection has
 // none. doc is valid only during the call.
 func (e *Engine) scanMatches(ctx context.Context, db, coll string, filter bson.Raw, hint bson.RawValue, fn func(doc bson.Raw) bool) error {
-	f, err := query.Compile(filter)
+	f, err := query.CompileWith(filter, query.Options{Now: e.clock.Now()})
 	if err != nil {
 		return err
 	}

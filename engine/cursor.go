@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"time"
+
 	"context"
 	"sort"
 
@@ -59,10 +61,11 @@ type compiledQuery struct {
 	proj   *project.Projection
 }
 
-func compileQuery(spec FindSpec) (*compiledQuery, error) {
+// now is the time of the command, the value of $$NOW.
+func compileQueryAt(spec FindSpec, now time.Time) (*compiledQuery, error) {
 	var q compiledQuery
 	var err error
-	if q.filter, err = query.Compile(spec.Filter); err != nil {
+	if q.filter, err = query.CompileWith(spec.Filter, query.Options{Now: now}); err != nil {
 		return nil, err
 	}
 	if len(spec.Sort) > 0 {
@@ -71,7 +74,7 @@ func compileQuery(spec FindSpec) (*compiledQuery, error) {
 		}
 	}
 	if len(spec.Projection) > 0 {
-		if q.proj, err = project.Compile(spec.Projection); err != nil {
+		if q.proj, err = project.CompileWith(spec.Projection, project.Options{Now: now}); err != nil {
 			return nil, err
 		}
 	}
@@ -83,7 +86,7 @@ func compileQuery(spec FindSpec) (*compiledQuery, error) {
 
 // Find opens a cursor over db.coll. A missing collection yields no results.
 func (e *Engine) Find(ctx context.Context, db, coll string, spec FindSpec) (*Cursor, error) {
-	q, err := compileQuery(spec)
+	q, err := compileQueryAt(spec, e.clock.Now())
 	if err != nil {
 		return nil, err
 	}

@@ -26,7 +26,7 @@ type Explanation struct {
 // work. Nothing is modified.
 func (e *Engine) Explain(ctx context.Context, db, coll string, spec FindSpec, execute bool) (Explanation, error) {
 	var ex Explanation
-	q, err := compileQuery(spec)
+	q, err := compileQueryAt(spec, e.clock.Now())
 	if err != nil {
 		return ex, err
 	}

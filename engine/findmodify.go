@@ -31,7 +31,8 @@ type FindAndModifyResult struct {
 // FindAndModify updates or removes the first matching document (by sort)
 // and returns it as it was before, or after with New.
 func (e *Engine) FindAndModify(ctx context.Context, db, coll string, spec FindAndModifySpec) (FindAndModifyResult, error) {
-	q, err := compileQuery(FindSpec{Filter: spec.Filter, Sort: spec.Sort, Projection: spec.Fields})
+	now := e.commandTime(spec.Update)
+	q, err := compileQueryAt(FindSpec{Filter: spec.Filter, Sort: spec.Sort, Projection: spec.Fields}, now)
 	if err != nil {
 		return FindAndModifyResult{}, err
 	}
@@ -65,6 +66,7 @@ func (e *Engine) findAndModifyOnce(ctx context.Context, c *Collection, q *compil
 	w := e.newWriter(c)
 	defer w.close()
 	w.bypassValidation = spec.BypassDocumentValidation
+	w.now = e.commandTime(spec.Update)
 	for _, pk := range pks {
 		var before bson.Raw
 		var after bson.Raw

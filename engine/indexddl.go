@@ -435,7 +435,7 @@ func (e *Engine) CreateIndexes(db, coll string, specs []bson.Raw) (CreateIndexes
 	e.mu.Unlock()
 	defer b.Close()
 	meta.Indexes = append(meta.Indexes, fresh...)
-	nst, err := newCollState(meta)
+	nst, err := st.changed(meta)
 	if err != nil {
 		return res, err
 	}
@@ -636,7 +636,7 @@ func (e *Engine) updateMeta(c *Collection, change func(meta *collMeta) error) er
 	if err := change(&meta); err != nil {
 		return err
 	}
-	nst, err := newCollState(meta)
+	nst, err := st.changed(meta)
 	if err != nil {
 		return err
 	}

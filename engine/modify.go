@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"slices"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -89,9 +90,23 @@ func (e *Engine) candidates(ctx context.Context, c *Collection, f *query.Filter,
 	return pks, nil
 }
 
+// commandTime is the time of a command that applies u (nil for none):
+// the time u was compiled for, so that $$NOW in the command's filter and
+// validator agrees with u's $$NOW and $currentDate, or else the engine
+// clock's.
+func (e *Engine) commandTime(u *update.Update) time.Time {
+	if u != nil {
+		if t := u.Now(); !t.IsZero() {
+			return t
+		}
+	}
+	return e.clock.Now()
+}
+
 // Update runs one update statement.
 func (e *Engine) Update(ctx context.Context, db, coll string, spec UpdateSpec) (UpdateResult, error) {
-	q, err := compileQuery(FindSpec{Filter: spec.Filter, Sort: spec.Sort})
+	now := e.commandTime(spec.Update)
+	q, err := compileQueryAt(FindSpec{Filter: spec.Filter, Sort: spec.Sort}, now)
 	if err != nil {
 		return UpdateResult{}, err
 	}
@@ -122,6 +137,7 @@ func (e *Engine) updateOnce(ctx context.Context, c *Collection, q *compiledQuery
 	w := e.newWriter(c)
 	defer w.close()
 	w.bypassValidation = spec.BypassDocumentValidation
+	w.now = e.commandTime(spec.Update)
 	for _, pk := range pks {
 		matched, modified, err := w.modify(pk, q.filter, func(d *storedDoc, pos int) (bson.Raw, bool, error) {
 			return spec.Update.ApplyContext(ctx, d.doc, pos)
@@ -231,7 +247,7 @@ func (w *writer) modify(pk []byte, f *query.Filter, change func(d *storedDoc, po
 // Delete removes documents matching filter: all of them, or the first with
 // limit 1. It returns how many it removed.
 func (e *Engine) Delete(ctx context.Context, db, coll string, filter bson.Raw, limit int, hint bson.RawValue) (int64, error) {
-	f, err := query.Compile(filter)
+	f, err := query.CompileWith(filter, query.Options{Now: e.clock.Now()})
 	if err != nil {
 		return 0, err
 	}

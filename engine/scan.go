@@ -199,7 +199,7 @@ func (st *collState) killedSince(opened *collState, ix *index) error {
 	switch {
 	case st.dropped:
 		return mongoerr.New(mongoerr.QueryPlanKilled, "collection dropped: %s", opened.ns())
-	case st.ns() != opened.ns():
+	case st.renames != opened.renames:
 		return mongoerr.New(mongoerr.QueryPlanKilled, "collection renamed from %s to %s", opened.ns(), st.ns())
 	case ix != nil && !slices.ContainsFunc(st.indexes, func(x *index) bool { return x.meta.ID == ix.meta.ID }):
 		return mongoerr.New(mongoerr.QueryPlanKilled, "index '%s' dropped", ix.meta.Name)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/lethedb/lethe/engine/keycodec"
 	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/engine/query"
 	"github.com/lethedb/lethe/ttlindex"
 )
 
@@ -88,7 +90,7 @@ func (e *Engine) Validate(ctx context.Context, db, coll string, full bool) (Vali
 	if st.dropped {
 		return ValidateResult{}, mongoerr.New(mongoerr.NamespaceNotFound, "Collection '%s.%s' does not exist to validate.", db, coll)
 	}
-	v := &storageCheck{ctx: ctx, snap: snap, st: st, full: full, expected: make([]int64, len(st.indexes))}
+	v := &storageCheck{ctx: ctx, snap: snap, st: st, full: full, now: e.clock.Now(), expected: make([]int64, len(st.indexes))}
 	v.res.UUID = st.meta.UUID
 	v.res.KeysPerIndex = map[string]int64{}
 	v.res.InvalidIndexes = map[string]bool{}
@@ -118,6 +120,7 @@ type storageCheck struct {
 	snap *pebble.Snapshot
 	st   *collState
 	full bool
+	now  time.Time // of the command, $$NOW in the validator
 	res  ValidateResult
 
 	expected       []int64 // entries the documents call for, per st.indexes
@@ -154,6 +157,10 @@ func (v *storageCheck) documents() error {
 	}
 	defer it.Close()
 	multikey := make([]bool, len(v.st.indexes))
+	var validator *query.Filter
+	if val := v.st.validator; val != nil {
+		validator = val.filterAt(v.now)
+	}
 	for it.First(); it.Valid(); it.Next() {
 		if err := v.tick(); err != nil {
 			return err
@@ -169,7 +176,7 @@ func (v *storageCheck) documents() error {
 			v.errorf("record %x: %s", pk, problem)
 			continue
 		}
-		if val := v.st.validator; val != nil && !val.filter.Match(d.doc) {
+		if validator != nil && !validator.Match(d.doc) {
 			v.res.NNonCompliantDocuments++
 		}
 		for i, ix := range v.st.indexes {

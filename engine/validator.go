@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -31,8 +33,25 @@ const (
 type docValidator struct {
 	raw    bson.Raw // the validator as given
 	filter *query.Filter
-	level  string
-	action string
+	// usesNow says the validator may read $$NOW, which is the time of each
+	// write: filter then holds the time of compilation, and each write
+	// compiles the validator again (filterAt).
+	usesNow bool
+	level   string
+	action  string
+}
+
+// filterAt is the validator's filter for a command started at now.
+func (v *docValidator) filterAt(now time.Time) *query.Filter {
+	if !v.usesNow {
+		return v.filter
+	}
+	f, err := query.CompileWith(v.raw, query.Options{Now: now})
+	if err != nil {
+		// v.raw compiled before; only $$NOW differs.
+		return v.filter
+	}
+	return f
 }
 
 // WriteOptions are per-command options of the write paths.
@@ -79,6 +98,7 @@ func compileValidator(options bson.Raw) (*docValidator, error) {
 	if v.filter, err = query.Compile(v.raw); err != nil {
 		return nil, err
 	}
+	v.usesNow = bytes.Contains(v.raw, []byte("$$NOW"))
 	return v, nil
 }
 
@@ -186,11 +206,17 @@ func (w *writer) checkValidation(doc bson.Raw, old bson.Raw) error {
 	if v == nil || w.bypassValidation || v.level == ValidationOff {
 		return nil
 	}
-	if v.filter.Match(doc) {
+	if w.validator == nil {
+		if w.now.IsZero() {
+			w.now = w.e.clock.Now()
+		}
+		w.validator = v.filterAt(w.now)
+	}
+	if w.validator.Match(doc) {
 		return nil
 	}
 	// Under moderate, documents that already failed may stay failing.
-	if old != nil && v.level == ValidationModerate && !v.filter.Match(old) {
+	if old != nil && v.level == ValidationModerate && !w.validator.Match(old) {
 		return nil
 	}
 	if v.action == ValidationWarn {

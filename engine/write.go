@@ -3,11 +3,13 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/engine/query"
 	"github.com/lethedb/lethe/ttlindex"
 )
 
@@ -37,6 +39,12 @@ type writer struct {
 	noSync bool
 	// bypassValidation skips the collection's validator (validator.go).
 	bypassValidation bool
+	// now is the time of the command, $$NOW in the validator; zero means
+	// the clock at the first checked write.
+	now time.Time
+	// validator is the collection's validator for this command, compiled
+	// at its first checked write.
+	validator *query.Filter
 	// A plain batch cannot be read, so the writer remembers what its
 	// pending batch holds: pendingDocs maps primary keys to the documents
 	// written (nil once deleted), pendingUnique unique index entry keys to

@@ -124,7 +124,7 @@ func (s *Server) listDatabases(ctx context.Context, req *Request) (bson.Raw, err
 			return nil, err
 		}
 	}
-	f, err := query.Compile(filter)
+	f, err := query.CompileWith(filter, query.Options{Now: s.clock.Now()})
 	if err != nil {
 		return nil, err
 	}
@@ -171,7 +171,7 @@ func (s *Server) listCollections(ctx context.Context, req *Request) (bson.Raw, e
 			return nil, err
 		}
 	}
-	f, err := query.Compile(filter)
+	f, err := query.CompileWith(filter, query.Options{Now: s.clock.Now()})
 	if err != nil {
 		return nil, err
 	}
@@ -202,7 +202,7 @@ func (s *Server) listCollections(ctx context.Context, req *Request) (bson.Raw, e
 		}
 	}
 	ns := req.DB + ".$cmd.listCollections"
-	return s.cursorReply(ctx, req, &sliceSource{docs: docs}, ns, batchSize, false)
+	return s.cursorReply(ctx, req, &sliceSource{docs: docs}, ns, batchSize, cursorOptions{})
 }
 
 func (s *Server) renameCollection(ctx context.Context, req *Request) (bson.Raw, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"strconv"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -180,12 +181,12 @@ func parseUpdateStatement(doc bson.Raw) (updateStatement, error) {
 	return st, nil
 }
 
-// compileUpdate compiles u (a document or a pipeline).
-// The variables of lv are bound in a pipeline's expressions.
-func (s *Server) compileUpdate(u bson.RawValue, arrayFilters []bson.Raw, multi bool, lv *engine.Let) (*update.Update, error) {
+// compileUpdate compiles u (a document or a pipeline) for a command that
+// started at now. The variables of lv are bound in a pipeline's expressions.
+func compileUpdate(u bson.RawValue, arrayFilters []bson.Raw, multi bool, lv *engine.Let, now time.Time) (*update.Update, error) {
 	switch u.Type {
 	case bson.TypeEmbeddedDocument:
-		up, err := update.Compile(u.Document(), update.Options{Now: s.clock.Now(), ArrayFilters: arrayFilters})
+		up, err := update.Compile(u.Document(), update.Options{Now: now, ArrayFilters: arrayFilters})
 		if err != nil {
 			return nil, err
 		}
@@ -209,7 +210,7 @@ func (s *Server) compileUpdate(u bson.RawValue, arrayFilters []bson.Raw, multi b
 		if stages, err = lv.Pipeline(stages); err != nil {
 			return nil, err
 		}
-		return update.CompilePipeline(stages, update.Options{Now: s.clock.Now(), ArrayFilters: arrayFilters})
+		return update.CompilePipeline(stages, update.Options{Now: now, ArrayFilters: arrayFilters})
 	}
 	return nil, wrongType("update.updates", "u", u.Type, "object", "array")
 }
@@ -277,6 +278,7 @@ func (s *Server) update(ctx context.Context, req *Request) (bson.Raw, error) {
 	}
 	var n, modified int64
 	var upserted bson.A
+	now := s.clock.Now() // $$NOW and $currentDate: one time for the command
 	errs, err := runStatements(stmts, ordered, func(i int, raw bson.Raw) error {
 		st, err := parseUpdateStatement(raw)
 		if err != nil {
@@ -291,13 +293,13 @@ func (s *Server) update(ctx context.Context, req *Request) (bson.Raw, error) {
 			if st.u.Type != bson.TypeArray {
 				return mongoerr.New(51198, "Constant values may only be specified for pipeline updates")
 			}
-			c, err := engine.ParseLet(st.c, s.clock.Now())
+			c, err := engine.ParseLet(st.c, now)
 			if err != nil {
 				return err
 			}
 			pipelineLet = lv.With(c)
 		}
-		if st.spec.Update, err = s.compileUpdate(st.u, st.af, st.spec.Multi, pipelineLet); err != nil {
+		if st.spec.Update, err = compileUpdate(st.u, st.af, st.spec.Multi, pipelineLet, now); err != nil {
 			return err
 		}
 		st.spec.BypassDocumentValidation = bypass
@@ -413,7 +415,8 @@ func (s *Server) find(ctx context.Context, req *Request) (bson.Raw, error) {
 	}
 	var spec engine.FindSpec
 	batchSize := 101
-	var single, tailable, awaitData bool
+	var tailable, awaitData bool
+	var copts cursorOptions
 	var lv *engine.Let
 	for key, v := range cmdArgs(req.Body) {
 		switch string(key) {
@@ -434,7 +437,7 @@ func (s *Server) find(ctx context.Context, req *Request) (bson.Raw, error) {
 			n, err = argNonNegative("find", "batchSize", v)
 			batchSize = int(min(n, math.MaxInt32))
 		case "singleBatch":
-			single, err = argStrictBool("singleBatch", v)
+			copts.single, err = argStrictBool("singleBatch", v)
 		case "collation":
 			if _, err = argObject("collation", v); err == nil {
 				err = checkCollation(v)
@@ -450,10 +453,11 @@ func (s *Server) find(ctx context.Context, req *Request) (bson.Raw, error) {
 			if v.Type != bson.TypeBoolean {
 				err = mongoerr.New(mongoerr.TypeMismatch, "Expected field oplogReplayto be of type object")
 			}
-		case "noCursorTimeout", "allowPartialResults", "readOnce":
+		case "noCursorTimeout":
+			copts.noTimeout, err = argStrictBool("noCursorTimeout", v)
+		case "allowPartialResults", "readOnce":
 			// There are no shards whose results could be partial, and
-			// readOnce is only a hint. noCursorTimeout is not honoured yet:
-			// the cursor table (cursors.go) closes every idle cursor.
+			// readOnce is only a hint.
 			_, err = argStrictBool(string(key), v)
 		case "returnKey":
 			spec.ReturnKey, err = argStrictBool("returnKey", v)
@@ -472,7 +476,7 @@ func (s *Server) find(ctx context.Context, req *Request) (bson.Raw, error) {
 			return nil, err
 		}
 	}
-	if err := s.checkTailable(req.DB, coll, spec, tailable, awaitData, single); err != nil {
+	if err := s.checkTailable(req.DB, coll, spec, tailable, awaitData, copts.single); err != nil {
 		return nil, err
 	}
 	if err := checkMinMax(spec.Min, spec.Max); err != nil {
@@ -507,9 +511,9 @@ func (s *Server) find(ctx context.Context, req *Request) (bson.Raw, error) {
 		return nil, err
 	}
 	if batchSize < 0 {
-		return s.cursorReplyEmpty(req, cur, req.DB+"."+coll)
+		return s.cursorReplyEmpty(req, cur, req.DB+"."+coll, copts.noTimeout)
 	}
-	return s.cursorReply(ctx, req, cur, req.DB+"."+coll, batchSize, single)
+	return s.cursorReply(ctx, req, cur, req.DB+"."+coll, batchSize, copts)
 }
 
 // pointID recognizes the commonest query, find {_id: <value>} with no
@@ -539,8 +543,8 @@ func pointID(spec engine.FindSpec) (bsoncore.Value, bool) {
 }
 
 // cursorReplyEmpty opens a cursor with an empty first batch (batchSize 0).
-func (s *Server) cursorReplyEmpty(req *Request, src batchSource, ns string) (bson.Raw, error) {
-	id, err := s.cursors.add(req, src, ns)
+func (s *Server) cursorReplyEmpty(req *Request, src batchSource, ns string, noTimeout bool) (bson.Raw, error) {
+	id, err := s.cursors.add(req, src, ns, noTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -621,7 +625,7 @@ func (s *Server) findAndModify(ctx context.Context, req *Request) (bson.Raw, err
 		return nil, err
 	}
 	if u.Type != 0 {
-		if spec.Update, err = s.compileUpdate(u, af, false, lv); err != nil {
+		if spec.Update, err = compileUpdate(u, af, false, lv, s.clock.Now()); err != nil {
 			return nil, err
 		}
 	}
@@ -790,6 +794,7 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 		return nil, err
 	}
 	var docs []bson.Raw
+	var source engine.Incarnation
 	switch {
 	case !onCollection && len(pipeline) > 0 && pipeline[0].Lookup("$currentOp").Type != 0:
 		coll = "$cmd.aggregate"
@@ -801,13 +806,15 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 			docs, err = s.eng.ApplyStages(ctx, docs, pipeline[1:])
 		}
 	default:
-		docs, err = s.eng.Aggregate(ctx, req.DB, coll, pipeline, engine.AggregateOptions{AllowDiskUse: allowDiskUse, Hint: hint})
+		var res engine.AggregateResult
+		res, err = s.eng.AggregateStream(ctx, req.DB, coll, pipeline, engine.AggregateOptions{AllowDiskUse: allowDiskUse, Hint: hint})
+		docs, source = res.Docs, res.Source
 	}
 	if err != nil {
 		return nil, err
 	}
 	if batchSize == 0 {
-		return s.cursorReplyEmpty(req, &sliceSource{docs: docs}, req.DB+"."+coll)
+		return s.cursorReplyEmpty(req, &sliceSource{docs: docs, source: source}, req.DB+"."+coll, false)
 	}
-	return s.cursorReply(ctx, req, &sliceSource{docs: docs}, req.DB+"."+coll, batchSize, false)
+	return s.cursorReply(ctx, req, &sliceSource{docs: docs, source: source}, req.DB+"."+coll, batchSize, cursorOptions{})
 }

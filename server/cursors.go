@@ -12,6 +12,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine"
 	"github.com/lethedb/lethe/engine/mongoerr"
 )
 
@@ -40,9 +41,15 @@ type memoryHolder interface {
 type sliceSource struct {
 	docs []bson.Raw
 	held int64 // bytes of docs; 0 until counted
+	// source is the collection the documents stream from in MongoDB,
+	// whose drop or rename kills the cursor; zero for none.
+	source engine.Incarnation
 }
 
 func (s *sliceSource) NextBatch(_ context.Context, n int, maxBytes int) ([]bson.Raw, error) {
+	if err := s.source.Check(); err != nil {
+		return nil, err
+	}
 	size, i := 0, 0
 	// Like MongoDB's, a batch passes maxBytes only with its first document.
 	for i < len(s.docs) && (n <= 0 || i < n) && (i == 0 || size+len(s.docs[i]) <= maxBytes) {
@@ -107,6 +114,10 @@ type openCursor struct {
 	lsid     string // the session's id bytes; "" outside a session
 	held     int64  // bytes of results it holds, as last counted
 	lastUsed time.Time
+	// noTimeout exempts the cursor from the idle sweep (find's
+	// noCursorTimeout). MongoDB closes such a cursor with its session;
+	// Lethe keeps no sessions and closes it with its connection instead.
+	noTimeout bool
 }
 
 // cursorTable holds open cursors by id. Idle cursors are swept lazily,
@@ -121,8 +132,9 @@ type cursorTable struct {
 }
 
 // add registers a cursor over src opened by req, or refuses it with
-// ExceededMemoryLimit when it would pass a limit.
-func (t *cursorTable) add(req *Request, src batchSource, ns string) (int64, error) {
+// ExceededMemoryLimit when it would pass a limit. A noTimeout cursor
+// counts against the limits like any other.
+func (t *cursorTable) add(req *Request, src batchSource, ns string, noTimeout bool) (int64, error) {
 	var held int64
 	if m, ok := src.(memoryHolder); ok {
 		held = m.HeldBytes()
@@ -153,7 +165,7 @@ func (t *cursorTable) add(req *Request, src batchSource, ns string) (int64, erro
 		_, _ = rand.Read(b[:])
 		id := int64(binary.BigEndian.Uint64(b[:]) &^ (1 << 63))
 		if id != 0 && t.open[id] == nil {
-			t.open[id] = &openCursor{src: src, ns: ns, conn: conn, lsid: sessionID(req.Body), held: held, lastUsed: now}
+			t.open[id] = &openCursor{src: src, ns: ns, conn: conn, lsid: sessionID(req.Body), held: held, lastUsed: now, noTimeout: noTimeout}
 			t.byConn[conn]++
 			t.held += held
 			return id, nil
@@ -228,7 +240,23 @@ func (t *cursorTable) sweepLocked(now time.Time) {
 	}
 	t.lastSweep = now
 	for id, c := range t.open {
-		if now.Sub(c.lastUsed) > cursorIdleTimeout {
+		if !c.noTimeout && now.Sub(c.lastUsed) > cursorIdleTimeout {
+			t.deleteLocked(id, c)
+		}
+	}
+}
+
+// connClosed closes the noTimeout cursors connection conn opened, which no
+// idle sweep would. Its other cursors stay: another connection may go on
+// reading them until they time out, as in MongoDB.
+func (t *cursorTable) connClosed(conn int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.byConn[conn] == 0 {
+		return
+	}
+	for id, c := range t.open {
+		if c.noTimeout && c.conn == conn {
 			t.deleteLocked(id, c)
 		}
 	}
@@ -255,16 +283,22 @@ func cursorOption(cmd string, v bson.RawValue, batchSize *int) error {
 	return nil
 }
 
+// cursorOptions are how a command asked for its cursor.
+type cursorOptions struct {
+	single    bool // singleBatch: no cursor stays open
+	noTimeout bool // noCursorTimeout: exempt from the idle sweep
+}
+
 // cursorReply sends the first batch of src and registers the cursor if more
 // remains: {cursor: {firstBatch, id, ns}, ok: 1}.
-func (s *Server) cursorReply(ctx context.Context, req *Request, src batchSource, ns string, batchSize int, single bool) (bson.Raw, error) {
+func (s *Server) cursorReply(ctx context.Context, req *Request, src batchSource, ns string, batchSize int, opts cursorOptions) (bson.Raw, error) {
 	docs, err := src.NextBatch(ctx, batchSize, maxBatchBytes)
 	if err != nil {
 		return nil, err
 	}
 	var id int64
-	if !single && !src.Exhausted() {
-		if id, err = s.cursors.add(req, src, ns); err != nil {
+	if !opts.single && !src.Exhausted() {
+		if id, err = s.cursors.add(req, src, ns, opts.noTimeout); err != nil {
 			return nil, err
 		}
 	}
@@ -356,10 +390,12 @@ func (s *Server) getMore(ctx context.Context, req *Request) (bson.Raw, error) {
 func (s *Server) killCursors(ctx context.Context, req *Request) (bson.Raw, error) {
 	var ids bson.RawArray
 	var err error
+	haveIDs := false
 	for key, v := range cmdArgs(req.Body) {
 		switch string(key) {
 		case "cursors":
 			ids, err = argArray("killCursors", "cursors", v)
+			haveIDs = true
 		default:
 			err = unknownField("killCursors", key)
 		}
@@ -367,13 +403,31 @@ func (s *Server) killCursors(ctx context.Context, req *Request) (bson.Raw, error
 			return nil, err
 		}
 	}
-	var killed, notFound bson.A
-	vals, _ := ids.Values()
-	for _, v := range vals {
-		id, ok := v.Int64OK()
-		if !ok {
-			return nil, wrongType("killCursors", "cursors", v.Type, "long")
+	if !haveIDs {
+		return nil, missingField("killCursors", "cursors")
+	}
+	// MongoDB's parser checks the namespace like this, and a cursor's
+	// namespace may be a collection's or "$cmd.listCollections".
+	coll := firstValue(req.Body)
+	switch name, ok := coll.StringValueOK(); {
+	case !ok:
+		return nil, mongoerr.New(mongoerr.BadValue, "collection name has invalid type %s", typeName(coll.Type))
+	case name == "":
+		return nil, mongoerr.New(mongoerr.InvalidNamespace, "Invalid namespace specified '%s.'", req.DB)
+	}
+	// Every id is checked before any cursor is killed.
+	vals, err := ids.Values()
+	if err != nil {
+		return nil, mongoerr.New(mongoerr.InvalidBSON, "invalid cursors array: %v", err)
+	}
+	for i, v := range vals {
+		if v.Type != bson.TypeInt64 {
+			return nil, wrongType("killCursors", "cursors."+strconv.Itoa(i), v.Type, "long")
 		}
+	}
+	var killed, notFound bson.A
+	for _, v := range vals {
+		id := v.Int64()
 		if s.cursors.remove(id) {
 			killed = append(killed, id)
 		} else {

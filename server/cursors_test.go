@@ -11,8 +11,8 @@ import (
 func TestIdleCursorsAreClosedAfterTenMinutes(t *testing.T) {
 	var tab cursorTable
 	req := &Request{Conn: &Conn{id: 1}}
-	busy, _ := tab.add(req, &sliceSource{docs: []bson.Raw{{}}}, "db.c")
-	idle, _ := tab.add(req, &sliceSource{docs: []bson.Raw{{}}}, "db.c")
+	busy, _ := tab.add(req, &sliceSource{docs: []bson.Raw{{}}}, "db.c", false)
+	idle, _ := tab.add(req, &sliceSource{docs: []bson.Raw{{}}}, "db.c", false)
 	start := time.Now()
 	tab.open[busy].lastUsed = start.Add(5 * time.Minute)
 

@@ -112,7 +112,7 @@ func (s *Server) listIndexes(ctx context.Context, req *Request) (bson.Raw, error
 		}
 		docs = append(docs, raw)
 	}
-	return s.cursorReply(ctx, req, &sliceSource{docs: docs}, req.DB+"."+coll, batchSize, false)
+	return s.cursorReply(ctx, req, &sliceSource{docs: docs}, req.DB+"."+coll, batchSize, cursorOptions{})
 }
 
 func (s *Server) dropIndexes(ctx context.Context, req *Request) (bson.Raw, error) {

@@ -184,6 +184,7 @@ func (s *Server) openConn(nc net.Conn) {
 
 func (s *Server) closeConn(c *Conn, reason string) {
 	c.nc.Close()
+	s.cursors.connClosed(c.id)
 	s.net.mu.Lock()
 	delete(s.net.conns, c)
 	open := len(s.net.conns)

@@ -19,8 +19,7 @@ type Projection struct {
 	typ  projType
 }
 
-// Options are the context the projection of a pipeline stage is compiled
-// in.
+// Options are the context a projection is compiled in.
 type Options struct {
 	// Now is the value of $$NOW in computed fields. The zero time means
 	// the time of compilation.
@@ -30,10 +29,15 @@ type Options struct {
 // Compile parses a find projection document. Errors carry MongoDB's codes.
 // The projection keeps its own copy of the document.
 func Compile(spec bson.Raw) (*Projection, error) {
+	return CompileWith(spec, Options{})
+}
+
+// CompileWith is Compile in the context opts describes.
+func CompileWith(spec bson.Raw, opts Options) (*Projection, error) {
 	if err := validate(spec); err != nil {
 		return nil, err
 	}
-	return compile(spec, parser{})
+	return compile(spec, parser{now: opts.Now})
 }
 
 // CompileProject parses the specification of a pipeline's $project stage:

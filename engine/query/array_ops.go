@@ -110,7 +110,7 @@ func compileElemMatch(op operand) (fieldExpr, error) {
 		}
 		pred = &elemMatchValue{conditions: exprs}
 	} else {
-		filter, err := compileDocument(op.value.Data, subDocument)
+		filter, err := compileDocument(op.value.Data, level{subDocument: true})
 		if err != nil {
 			return nil, err
 		}

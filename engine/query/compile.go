@@ -2,21 +2,21 @@ package query
 
 import (
 	"strings"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/engine/mongoerr"
 )
 
-// level tells the compiler whether it is compiling against the whole
-// document, where $expr and $text are allowed, or against an array element
-// inside $elemMatch, where they are not.
-type level uint8
-
-const (
-	topLevel level = iota
-	subDocument
-)
+// level is the context a filter compiles in: whether it is against the
+// whole document, where $expr and $text are allowed, or against an array
+// element inside $elemMatch, where they are not; and the value of $$NOW in
+// $expr, the time of the command (zero means the time of compilation).
+type level struct {
+	subDocument bool
+	now         time.Time
+}
 
 // operand is one operator of an operator document such as {$gt: 1, $lt: 5},
 // with the context compiling it may need.
@@ -223,7 +223,7 @@ func refuseWhere(bsoncore.Value, level) (node, error) {
 }
 
 func refuseText(_ bsoncore.Value, lvl level) (node, error) {
-	if lvl == subDocument {
+	if lvl.subDocument {
 		return nil, mongoerr.New(mongoerr.BadValue, "$text can only be applied to the top-level document")
 	}
 	// Lethe has no text indexes, and MongoDB refuses $text without one.

@@ -110,10 +110,10 @@ func (f exprFilter) match(doc []byte, _ *state) bool {
 }
 
 func compileExprOperator(v bsoncore.Value, lvl level) (node, error) {
-	if lvl == subDocument {
+	if lvl.subDocument {
 		return nil, mongoerr.New(mongoerr.BadValue, "$expr can only be applied to the top-level document")
 	}
-	e, err := CompileExpr(v)
+	e, err := CompileExprWith(v, ExprOptions{Now: lvl.now})
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package query
 
 import (
 	"bytes"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
@@ -11,9 +12,22 @@ type Filter struct {
 	root node
 }
 
+// Options are the context a filter is compiled in.
+type Options struct {
+	// Now is the value of $$NOW in $expr: the time the command started,
+	// the same for every document. The zero time means the time of
+	// compilation.
+	Now time.Time
+}
+
 // Compile compiles a query filter. A nil or empty filter matches every
 // document. Errors are *mongoerr.Error with the code MongoDB reports.
 func Compile(filter bson.Raw) (*Filter, error) {
+	return CompileWith(filter, Options{})
+}
+
+// CompileWith compiles a query filter in the context opts describes.
+func CompileWith(filter bson.Raw, opts Options) (*Filter, error) {
 	if len(filter) == 0 {
 		return &Filter{root: constant(true)}, nil
 	}
@@ -23,7 +37,7 @@ func Compile(filter bson.Raw) (*Filter, error) {
 	if err := bson.Raw(own).Validate(); err != nil {
 		return nil, invalidBSON(err)
 	}
-	root, err := compileDocument(own, topLevel)
+	root, err := compileDocument(own, level{now: opts.Now})
 	if err != nil {
 		return nil, err
 	}

@@ -73,7 +73,7 @@ var lethesUnsupportedSchemaKeywords = map[string]bool{
 
 // compileJSONSchema compiles the $jsonSchema operator.
 func compileJSONSchema(v bsoncore.Value, lvl level) (node, error) {
-	if lvl == subDocument {
+	if lvl.subDocument {
 		return nil, mongoerr.New(mongoerr.BadValue, "$jsonSchema can only be applied to the top-level document")
 	}
 	if v.Type != bsoncore.TypeEmbeddedDocument {

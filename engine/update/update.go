@@ -61,6 +61,9 @@ func Compile(update bson.Raw, opts Options) (*Update, error) {
 	return &Update{root: p.root, filters: filters, now: opts.Now}, nil
 }
 
+// Now is the time the update was compiled for (Options.Now), zero if none.
+func (u *Update) Now() time.Time { return u.now }
+
 // IsReplacement reports whether the update replaces whole documents.
 func (u *Update) IsReplacement() bool { return u.replacement != nil }
 
