@@ -1,0 +1,352 @@
+package server
+
+// The read commands: find, count, distinct and aggregate.
+
+import (
+	"context"
+	"math"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/lethedb/lethe/engine"
+	"github.com/lethedb/lethe/engine/mongoerr"
+)
+
+// checkCollation accepts the simple collation only: other locales are
+// refused rather than silently compared byte-wise.
+func checkCollation(v bson.RawValue) error {
+	d, ok := v.DocumentOK()
+	if !ok {
+		return wrongType("collation", "collation", v.Type, "object")
+	}
+	if len(d) <= 5 {
+		return nil
+	}
+	if loc, _ := d.Lookup("locale").StringValueOK(); loc == "simple" {
+		return nil
+	}
+	return mongoerr.New(mongoerr.BadValue, "collation %s is not supported: Lethe compares strings by their bytes (locale \"simple\")", d.String())
+}
+
+func (s *Server) find(ctx context.Context, req *Request) (bson.Raw, error) {
+	coll, err := collectionName(req)
+	if err != nil {
+		return nil, err
+	}
+	var spec engine.FindSpec
+	batchSize := 101
+	var tailable, awaitData bool
+	var copts cursorOptions
+	var lv *engine.Let
+	for key, v := range cmdArgs(req.Body) {
+		switch string(key) {
+		case "filter":
+			spec.Filter, err = argObject("filter", v)
+		case "sort":
+			spec.Sort, err = argObject("sort", v)
+		case "projection":
+			spec.Projection, err = argObject("projection", v)
+		case "hint":
+			spec.Hint, err = argHint(v)
+		case "skip":
+			spec.Skip, err = argNonNegative("find", "skip", v)
+		case "limit":
+			spec.Limit, err = argNonNegative("find", "limit", v)
+		case "batchSize":
+			var n int64
+			n, err = argNonNegative("find", "batchSize", v)
+			batchSize = int(min(n, math.MaxInt32))
+		case "singleBatch":
+			copts.single, err = argStrictBool("singleBatch", v)
+		case "collation":
+			if _, err = argObject("collation", v); err == nil {
+				err = checkCollation(v)
+			}
+		case "allowDiskUse":
+			spec.AllowDiskUse, err = argStrictBool("allowDiskUse", v)
+		case "tailable":
+			tailable, err = argStrictBool("tailable", v)
+		case "awaitData":
+			awaitData, err = argStrictBool("awaitData", v)
+		case "oplogReplay":
+			// Deprecated and ignored by MongoDB too, but type-checked.
+			if v.Type != bson.TypeBoolean {
+				err = mongoerr.New(mongoerr.TypeMismatch, "Expected field oplogReplayto be of type object")
+			}
+		case "noCursorTimeout":
+			copts.noTimeout, err = argStrictBool("noCursorTimeout", v)
+		case "allowPartialResults", "readOnce":
+			// There are no shards whose results could be partial, and
+			// readOnce is only a hint.
+			_, err = argStrictBool(string(key), v)
+		case "returnKey":
+			spec.ReturnKey, err = argStrictBool("returnKey", v)
+		case "showRecordId":
+			err = refuseShowRecordID(v)
+		case "min":
+			spec.Min, err = argObject("min", v)
+		case "max":
+			spec.Max, err = argObject("max", v)
+		case "let":
+			lv, err = s.parseLet("find", v)
+		default:
+			err = unknownField("find", key)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if err := s.checkTailable(req.DB, coll, spec, tailable, awaitData, copts.single); err != nil {
+		return nil, err
+	}
+	if err := checkMinMax(spec.Min, spec.Max); err != nil {
+		return nil, err
+	}
+	if spec.Filter, err = lv.Filter(spec.Filter); err != nil {
+		return nil, err
+	}
+	if spec.Projection, err = lv.Projection(spec.Projection); err != nil {
+		return nil, err
+	}
+	if id, ok := pointID(spec); ok && batchSize != 0 {
+		doc, err := s.eng.FindByID(req.DB, coll, id)
+		if err != nil {
+			return nil, err
+		}
+		var docs []bson.Raw
+		if doc != nil {
+			docs = []bson.Raw{doc}
+		}
+		return appendCursorReply(req, "firstBatch", docs, 0, req.DB+"."+coll)
+	}
+	if batchSize == 0 {
+		batchSize = -1 // an empty first batch
+	}
+	// The cursor outlives this request's buffer.
+	spec.Filter, spec.Sort, spec.Projection = cloneRaw(spec.Filter), cloneRaw(spec.Sort), cloneRaw(spec.Projection)
+	spec.Min, spec.Max = cloneRaw(spec.Min), cloneRaw(spec.Max)
+	spec.Hint = bson.RawValue{Type: spec.Hint.Type, Value: append([]byte(nil), spec.Hint.Value...)}
+	cur, err := s.eng.Find(ctx, req.DB, coll, spec)
+	if err != nil {
+		return nil, err
+	}
+	if batchSize < 0 {
+		return s.cursorReplyEmpty(req, cur, req.DB+"."+coll, copts.noTimeout)
+	}
+	return s.cursorReply(ctx, req, cur, req.DB+"."+coll, batchSize, copts)
+}
+
+// pointID recognizes the commonest query, find {_id: <value>} with no
+// other shaping, which needs no compiled filter, plan or cursor: at most one
+// document can match. Values that are operators, arrays or regexes match
+// differently and take the general path.
+func pointID(spec engine.FindSpec) (bsoncore.Value, bool) {
+	if spec.Sort != nil || spec.Projection != nil || spec.Skip != 0 || spec.Hint.Type != 0 ||
+		spec.ReturnKey || spec.Min != nil || spec.Max != nil {
+		return bsoncore.Value{}, false
+	}
+	elems, err := bsoncore.Document(spec.Filter).Elements()
+	if err != nil || len(elems) != 1 || elems[0].Key() != "_id" {
+		return bsoncore.Value{}, false
+	}
+	v := elems[0].Value()
+	switch v.Type {
+	case bsoncore.TypeEmbeddedDocument, bsoncore.TypeArray, bsoncore.TypeRegex, bsoncore.TypeNull,
+		bsoncore.TypeUndefined, bsoncore.TypeMinKey, bsoncore.TypeMaxKey:
+		return bsoncore.Value{}, false
+	case bsoncore.TypeDouble:
+		if f := v.Double(); f != f {
+			return bsoncore.Value{}, false
+		}
+	}
+	return v, true
+}
+
+// cursorReplyEmpty opens a cursor with an empty first batch (batchSize 0).
+func (s *Server) cursorReplyEmpty(req *Request, src batchSource, ns string, noTimeout bool) (bson.Raw, error) {
+	id, err := s.cursors.add(req, src, ns, noTimeout)
+	if err != nil {
+		return nil, err
+	}
+	return appendCursorReply(req, "firstBatch", nil, id, ns)
+}
+
+func cloneRaw(r bson.Raw) bson.Raw {
+	if r == nil {
+		return nil
+	}
+	return append(bson.Raw(nil), r...)
+}
+
+func (s *Server) count(ctx context.Context, req *Request) (bson.Raw, error) {
+	coll, err := collectionName(req)
+	if err != nil {
+		return nil, err
+	}
+	var filter bson.Raw
+	var skip, limit int64
+	var hint bson.RawValue
+	for key, v := range cmdArgs(req.Body) {
+		switch string(key) {
+		case "query":
+			if v.Type != bson.TypeNull {
+				filter, err = argDoc("count", "query", v)
+			}
+		case "skip":
+			skip, err = argInt64("count", "skip", v)
+			if err == nil && skip < 0 {
+				err = mongoerr.New(mongoerr.BadValue, "skip value is negative in count query")
+			}
+		case "limit":
+			limit, err = argInt64("count", "limit", v)
+			if limit < 0 {
+				limit = -limit
+			}
+		case "hint":
+			hint, err = argHint(v)
+		case "collation":
+			err = checkCollation(v)
+		case "fields", "query_options":
+		default:
+			err = unknownField("count", key)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	n, err := s.eng.Count(ctx, req.DB, coll, filter, skip, limit, hint)
+	if err != nil {
+		return nil, err
+	}
+	idx, dst := req.beginReply()
+	dst = bsoncore.AppendInt32Element(dst, "n", int32(n))
+	return req.endReply(idx, dst)
+}
+
+func (s *Server) distinct(ctx context.Context, req *Request) (bson.Raw, error) {
+	coll, err := collectionName(req)
+	if err != nil {
+		return nil, err
+	}
+	var key string
+	haveKey := false
+	var filter bson.Raw
+	for k, v := range cmdArgs(req.Body) {
+		switch string(k) {
+		case "key":
+			key, err = argString("distinct", "key", v)
+			haveKey = true
+		case "query":
+			if v.Type != bson.TypeNull {
+				filter, err = argDoc("distinct", "query", v)
+			}
+		case "collation":
+			err = checkCollation(v)
+		default:
+			// hint included: MongoDB takes it from 7.1 on, and the 7.0
+			// Lethe presents as refuses it rather than ignore it.
+			err = unknownField("distinct", k)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if !haveKey {
+		return nil, missingField("distinct", "key")
+	}
+	vals, err := s.eng.Distinct(ctx, req.DB, coll, key, filter)
+	if err != nil {
+		return nil, err
+	}
+	arr := bsoncore.NewArrayBuilder()
+	for _, v := range vals {
+		arr.AppendValue(v)
+	}
+	idx, dst := req.beginReply()
+	dst = bsoncore.AppendArrayElement(dst, "values", arr.Build())
+	return req.endReply(idx, dst)
+}
+
+func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) {
+	v := firstValue(req.Body)
+	_, onCollection := v.StringValueOK()
+	coll := ""
+	if onCollection {
+		var err error
+		if coll, err = collectionName(req); err != nil {
+			return nil, err
+		}
+	}
+	var err error
+	var pipeline []bson.Raw
+	havePipeline, haveCursor, allowDiskUse := false, false, false
+	batchSize := 101
+	var hint bson.RawValue
+	var lv *engine.Let
+	for key, v := range cmdArgs(req.Body) {
+		switch string(key) {
+		case "pipeline":
+			pipeline, err = statements(req, "aggregate", "pipeline", v)
+			havePipeline = true
+		case "cursor":
+			if err = checkCursorBatchSize(v); err == nil {
+				err = cursorOption("aggregate", v, &batchSize)
+			}
+			haveCursor = err == nil
+		case "explain":
+			var explain bool
+			if explain, err = argStrictBool("explain", v); err == nil && explain {
+				err = mongoerr.New(mongoerr.NotImplemented, "aggregate with explain: true is not supported; run {explain: {aggregate: ...}}")
+			}
+		case "collation":
+			err = checkCollation(v)
+		case "allowDiskUse":
+			allowDiskUse, err = argStrictBool("allowDiskUse", v)
+		case "hint":
+			hint, err = argHint(v)
+		case "let":
+			lv, err = s.parseLet("aggregate", v)
+		case "bypassDocumentValidation":
+			_, err = argStrictBool("bypassDocumentValidation", v)
+		default:
+			err = unknownField("aggregate", key)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if !havePipeline {
+		return nil, missingField("aggregate", "pipeline")
+	}
+	if !haveCursor {
+		return nil, mongoerr.New(mongoerr.FailedToParse, "The 'cursor' option is required, except for aggregate with the explain argument")
+	}
+	if pipeline, err = lv.Pipeline(pipeline); err != nil {
+		return nil, err
+	}
+	var docs []bson.Raw
+	var source engine.Incarnation
+	switch {
+	case !onCollection && len(pipeline) > 0 && pipeline[0].Lookup("$currentOp").Type != 0:
+		coll = "$cmd.aggregate"
+		docs, err = s.eng.ApplyStages(ctx, s.currentOps(), pipeline[1:])
+	case !onCollection:
+		return nil, mongoerr.New(mongoerr.NotImplemented, "aggregate with {aggregate: 1} supports only $currentOp")
+	case len(pipeline) > 0 && pipeline[0].Lookup("$collStats").Type != 0:
+		if docs, err = s.collStatsStage(req.DB, coll, pipeline[0]); err == nil {
+			docs, err = s.eng.ApplyStages(ctx, docs, pipeline[1:])
+		}
+	default:
+		var res engine.AggregateResult
+		res, err = s.eng.AggregateStream(ctx, req.DB, coll, pipeline, engine.AggregateOptions{AllowDiskUse: allowDiskUse, Hint: hint})
+		docs, source = res.Docs, res.Source
+	}
+	if err != nil {
+		return nil, err
+	}
+	if batchSize == 0 {
+		return s.cursorReplyEmpty(req, &sliceSource{docs: docs, source: source}, req.DB+"."+coll, false)
+	}
+	return s.cursorReply(ctx, req, &sliceSource{docs: docs, source: source}, req.DB+"."+coll, batchSize, cursorOptions{})
+}
