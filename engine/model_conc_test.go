@@ -248,24 +248,28 @@ func bsonString(s string) bsoncore.Value {
 // execConcurrentOp runs op on the engine; only errors without a MongoDB
 // code count as failures, since races make any write error legitimate.
 func execConcurrentOp(ctx context.Context, e *Engine, clock *ttlindex.ManualClock, op *modelOp) error {
+	filter, pipe, err := letBound(op, clock.Now())
+	if err != nil {
+		return err
+	}
 	switch op.Kind {
 	case "insert":
-		_, err := e.Insert(modelDB, modelColl, op.Docs, op.Ordered)
+		_, err := e.Insert(modelDB, modelColl, op.Docs, op.Ordered, WriteOptions{BypassDocumentValidation: op.Bypass})
 		return err
 	case "update":
-		u, err := compileModelUpdate(op, clock.Now())
+		u, err := compileUpdateOf(op, pipe, clock.Now())
 		if err != nil {
 			return nil
 		}
 		if !op.Multi && op.Sort == nil {
 			op.Sort = modelRaw(bson.D{{Key: "_id", Value: 1}})
 		}
-		_, err = e.Update(ctx, modelDB, modelColl, UpdateSpec{Filter: op.Filter, Update: u, Multi: op.Multi, Upsert: op.Upsert, Sort: op.Sort})
+		_, err = e.Update(ctx, modelDB, modelColl, UpdateSpec{Filter: filter, Update: u, Multi: op.Multi, Upsert: op.Upsert, Sort: op.Sort, BypassDocumentValidation: op.Bypass})
 		return err
 	case "findAndModify":
-		spec := FindAndModifySpec{Filter: op.Filter, Sort: op.Sort, Fields: op.Proj, Remove: op.Remove, New: op.New, Upsert: op.Upsert}
+		spec := FindAndModifySpec{Filter: filter, Sort: op.Sort, Fields: op.Proj, Remove: op.Remove, New: op.New, Upsert: op.Upsert, BypassDocumentValidation: op.Bypass}
 		if !op.Remove {
-			u, err := compileModelUpdate(op, clock.Now())
+			u, err := compileUpdateOf(op, pipe, clock.Now())
 			if err != nil {
 				return nil
 			}
@@ -274,7 +278,19 @@ func execConcurrentOp(ctx context.Context, e *Engine, clock *ttlindex.ManualCloc
 		_, err := e.FindAndModify(ctx, modelDB, modelColl, spec)
 		return err
 	case "delete":
-		_, err := e.Delete(ctx, modelDB, modelColl, op.Filter, int(op.Limit), bson.RawValue{})
+		_, err := e.Delete(ctx, modelDB, modelColl, filter, int(op.Limit), bson.RawValue{})
+		return err
+	case "setValidation":
+		ch := CollectionValidation{Validator: op.Validator}
+		if op.Level != "" {
+			ch.Level = &op.Level
+		}
+		if op.Action != "" {
+			ch.Action = &op.Action
+		}
+		return e.SetValidation(modelDB, modelColl, ch)
+	case "aggregate":
+		_, err := e.Aggregate(ctx, modelDB, modelColl, aggregateStages(op, filter), AggregateOptions{})
 		return err
 	case "count":
 		_, err := e.Count(ctx, modelDB, modelColl, op.Filter, op.Skip, op.Limit, op.Hint)
@@ -283,7 +299,7 @@ func execConcurrentOp(ctx context.Context, e *Engine, clock *ttlindex.ManualCloc
 		_, err := e.Distinct(ctx, modelDB, modelColl, op.Key, op.Filter)
 		return err
 	case "find":
-		cur, err := e.Find(ctx, modelDB, modelColl, FindSpec{Filter: op.Filter, Sort: op.Sort, Projection: op.Proj, Skip: op.Skip, Limit: op.Limit, Hint: op.Hint})
+		cur, err := e.Find(ctx, modelDB, modelColl, FindSpec{Filter: filter, Sort: op.Sort, Projection: op.Proj, Skip: op.Skip, Limit: op.Limit, Hint: op.Hint, Min: op.Min, Max: op.Max, ReturnKey: op.ReturnKey})
 		if err != nil {
 			return err
 		}

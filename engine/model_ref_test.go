@@ -65,6 +65,9 @@ type refModel struct {
 	exists  bool
 	docs    []*refDoc // every document not yet purged, in no particular order
 	indexes []*refIndex
+	val     refValidation
+	// bypass is the bypassDocumentValidation of the write being run.
+	bypass bool
 }
 
 func valuesEqual(a, b bsoncore.Value) bool { return keycodec.Compare(a, b) == 0 }
@@ -301,6 +304,9 @@ func (m *refModel) insert(raw bson.Raw, genID bsoncore.Value, now int64) (bsonco
 	}
 	doc := withIDFirst(raw, genID)
 	id := bsoncore.Document(doc).Index(0).Value()
+	if err := m.val.check(doc, nil, m.bypass); err != nil {
+		return id, err
+	}
 	old := m.byID(id)
 	if old != nil && m.live(old, now) {
 		return id, refErr(mongoerr.DuplicateKey)
@@ -329,6 +335,9 @@ func (m *refModel) apply(d *refDoc, u *update.Update, pos int, now int64) (bson.
 	}
 	if !valuesEqual(bsoncore.Document(out).Lookup("_id"), d.id()) {
 		return nil, false, refErr(mongoerr.ImmutableField)
+	}
+	if err := m.val.check(out, d.doc, m.bypass); err != nil {
+		return nil, false, err
 	}
 	victims, err := m.uniqueCheck(out, d.id(), now)
 	if err != nil {
