@@ -13,6 +13,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine/mongoerr"
 	"github.com/lethedb/lethe/ttlindex"
 )
 
@@ -158,9 +159,43 @@ func TestModelConcurrent(t *testing.T) {
 	}()
 
 	// The ack collection: inserts of fresh and contested _ids, while its
-	// indexes are created and dropped.
+	// indexes are created and dropped and its validator {n: {$lt: 3}}
+	// comes and goes. valSeq is odd while the validator changes; an insert
+	// that saw the same even valSeq before and after ran under valOn.
 	var acked sync.Map // _id -> true
-	var contested sync.Map
+	var contested, refused sync.Map
+	var valSeq, nRefused, nUnderValidator atomic.Int64
+	var valOn atomic.Bool
+	if err := e.CreateCollection("db", "ack", CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		r := rand.New(rand.NewSource(seed + 200))
+		for i := 0; !done(i); i++ {
+			on := r.Intn(2) == 0
+			ch := CollectionValidation{Validator: modelRaw(bson.D{})}
+			if on {
+				level, action := ValidationStrict, ValidationError
+				ch = CollectionValidation{Validator: modelRaw(bson.D{{Key: "n", Value: bson.D{{Key: "$lt", Value: 3}}}}), Level: &level, Action: &action}
+			}
+			total.Add(1)
+			valSeq.Add(1)
+			ok := guard("ack setValidation", func() error {
+				err := e.SetValidation("db", "ack", ch)
+				if err == nil {
+					valOn.Store(on)
+				}
+				return err
+			})
+			valSeq.Add(1)
+			if !ok {
+				return
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}()
 	for w := 0; w < 2; w++ {
 		wg.Add(1)
 		go func(w int) {
@@ -188,15 +223,29 @@ func TestModelConcurrent(t *testing.T) {
 					id := fmt.Sprintf("w%d-%d", w, i)
 					doc := modelRaw(bson.D{{Key: "_id", Value: id}, {Key: "n", Value: r.Intn(5)}})
 					ordered := r.Intn(2) == 0
+					n := doc.Lookup("n").Int32()
 					guard("ack insert", func() error {
+						before, on := valSeq.Load(), valOn.Load()
 						res, err := e.Insert("db", "ack", []bson.Raw{doc}, ordered)
 						if err != nil {
 							return err
 						}
-						if res.N != 1 {
-							return fmt.Errorf("insert of fresh _id %s: n=%d errors=%v", id, res.N, res.Errors)
+						stable := before%2 == 0 && valSeq.Load() == before
+						if stable && on {
+							nUnderValidator.Add(1)
 						}
-						acked.Store(id, true)
+						if res.N == 1 {
+							if stable && on && n >= 3 {
+								return fmt.Errorf("insert of %s passed the validator {n: {$lt: 3}}", doc)
+							}
+							acked.Store(id, true)
+							return nil
+						}
+						if len(res.Errors) != 1 || codeOf(res.Errors[0].Err) != int(mongoerr.DocumentValidationFailure) || n < 3 || stable && !on {
+							return fmt.Errorf("insert of fresh _id %s (n=%d, validator on %v, unchanged %v): n=%d errors=%v", id, n, on, stable, res.N, res.Errors)
+						}
+						refused.Store(id, true)
+						nRefused.Add(1)
 						return nil
 					})
 				}
@@ -229,6 +278,12 @@ func TestModelConcurrent(t *testing.T) {
 		}
 		return true
 	})
+	refused.Range(func(k, _ any) bool {
+		if d, _ := e.FindByID("db", "ack", bsonString(k.(string))); d != nil {
+			t.Errorf("insert %s refused by the validator is stored", k)
+		}
+		return true
+	})
 	contested.Range(func(k, _ any) bool {
 		if d, _ := e.FindByID("db", "ack", bsonString(k.(string))); d == nil {
 			t.Errorf("acknowledged insert %s is missing", k)
@@ -238,7 +293,8 @@ func TestModelConcurrent(t *testing.T) {
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("model summary: concurrent seed=%d workers=4+2 requests=%d checks=%d duration=%v ops: %s", seed, total.Load(), checks, time.Since(start).Round(time.Millisecond), formatCounts(counts))
+	t.Logf("model summary: concurrent seed=%d workers=4+2+1 requests=%d checks=%d duration=%v ack: inserts under a steady validator=%d refused=%d ops: %s",
+		seed, total.Load(), checks, time.Since(start).Round(time.Millisecond), nUnderValidator.Load(), nRefused.Load(), formatCounts(counts))
 }
 
 func bsonString(s string) bsoncore.Value {
