@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"testing"
 	"time"
@@ -130,5 +131,29 @@ func TestModelRegressRecreateHiddenIndex(t *testing.T) {
 	}
 	if res.Before != 2 || res.After != 2 {
 		t.Fatalf("before %d after %d, want 2 and 2", res.Before, res.After)
+	}
+}
+
+// returnKey gives the key by which the index reached a document: for an
+// index on a positional path whose element is an array, that key is the
+// whole array, as the index holds it, not one of its elements.
+func TestModelRegressReturnKeyPositionalArray(t *testing.T) {
+	e, _ := openModelRegress(t)
+	ctx := context.Background()
+	if _, err := e.Insert("db", "c", []bson.Raw{modelRaw(bson.D{{Key: "_id", Value: 1}, {Key: "arr", Value: bson.A{bson.A{1, 2}, 3}}})}, true); err != nil {
+		t.Fatal(err)
+	}
+	regressCreateIndex(t, e, bson.D{{Key: "key", Value: bson.D{{Key: "arr.0", Value: 1}}}, {Key: "name", Value: "arr.0_1"}})
+	cur, err := e.Find(ctx, "db", "c", FindSpec{Hint: rawValue("arr.0_1"), ReturnKey: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, err := cur.All(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := modelRaw(bson.D{{Key: "arr.0", Value: bson.A{1, 2}}})
+	if len(docs) != 1 || !bytes.Equal(docs[0], want) {
+		t.Fatalf("returnKey gave %v, want [%v]", docs, want)
 	}
 }
