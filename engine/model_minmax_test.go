@@ -25,10 +25,12 @@ import (
 var minMaxIndexes = []struct {
 	name   string
 	fields []string
+	desc   []bool
 }{
-	{"_id_", []string{"_id"}}, {"a_1", []string{"a"}}, {"a_1_v_-1", []string{"a", "v"}}, {"arr_1", []string{"arr"}},
-	{"arr.0_1", []string{"arr.0"}}, {"s.x_1", []string{"s.x"}}, {"u_1", []string{"u"}}, {"u_1_arr_1", []string{"u", "arr"}},
-	{"d_1", []string{"d"}}, {"s.0.x_1", []string{"s.0.x"}},
+	{"_id_", []string{"_id"}, []bool{false}}, {"a_1", []string{"a"}, []bool{false}}, {"a_1_v_-1", []string{"a", "v"}, []bool{false, true}},
+	{"arr_1", []string{"arr"}, []bool{false}}, {"arr.0_1", []string{"arr.0"}, []bool{false}}, {"s.x_1", []string{"s.x"}, []bool{false}},
+	{"u_1", []string{"u"}, []bool{false}}, {"u_1_arr_1", []string{"u", "arr"}, []bool{false, false}}, {"d_1", []string{"d"}, []bool{false}},
+	{"s.0.x_1", []string{"s.0.x"}, []bool{false}},
 }
 
 func (g *modelGen) boundValue() any {
@@ -47,11 +49,19 @@ func (g *modelGen) boundValue() any {
 	return g.num(g.r.Intn(5))
 }
 
-// minMax gives a find a hinted index and a key range of it; rarely the
-// range names other fields, or there is no index hint.
+// minMax gives a find a hinted index and a key range of it, in order most
+// of the time; rarely the range names other fields, or there is no index
+// hint. The _id index, which every collection has, comes up most.
 func (g *modelGen) minMax(op *modelOp) {
 	ix := minMaxIndexes[g.r.Intn(len(minMaxIndexes))]
+	value := g.boundValue
+	if g.r.Intn(5) < 2 {
+		ix, value = minMaxIndexes[0], g.id
+	}
 	op.Hint = rawValue(ix.name)
+	if g.r.Intn(2) == 0 {
+		op.Filter = modelRaw(bson.D{}) // the range alone decides
+	}
 	switch g.r.Intn(15) {
 	case 0:
 		op.Hint = bson.RawValue{}
@@ -61,10 +71,7 @@ func (g *modelGen) minMax(op *modelOp) {
 	bound := func() bson.Raw {
 		d := bson.D{}
 		for _, f := range ix.fields {
-			d = append(d, bson.E{Key: f, Value: g.boundValue()})
-		}
-		if g.r.Intn(12) == 0 {
-			d[0].Key = "zz"
+			d = append(d, bson.E{Key: f, Value: value()})
 		}
 		return modelRaw(d)
 	}
@@ -75,6 +82,57 @@ func (g *modelGen) minMax(op *modelOp) {
 		op.Max = bound()
 	default:
 		op.Min, op.Max = bound(), bound()
+		lo, _ := boundTuple(op.Min, ix.fields)
+		hi, _ := boundTuple(op.Max, ix.fields)
+		if compareTuples(lo, hi, ix.desc) > 0 && g.r.Intn(6) != 0 {
+			op.Min, op.Max = op.Max, op.Min
+		}
+	}
+	if g.r.Intn(12) == 0 {
+		// A range of other fields than the index's.
+		b := &op.Min
+		if *b == nil {
+			b = &op.Max
+		}
+		elems, _ := (*b).Elements()
+		d := bson.D{{Key: "zz", Value: elems[0].Value()}}
+		*b = modelRaw(d)
+	}
+}
+
+// retargetKeyRange points most key ranges whose hinted index the
+// collection lacks at one of the pool's indexes it has (the first in pool
+// order, _id last), keeping the bounds' values, so that ranges find documents more
+// often than they name no index. Recorded in the op, so logs replay.
+func (r *modelRun) retargetKeyRange(op *modelOp) {
+	name, ok := op.Hint.StringValueOK()
+	if !ok || op.Min == nil && op.Max == nil || !r.m.exists || len(op.Filter)%3 == 0 {
+		return
+	}
+	has := func(name string) bool {
+		return name == "_id_" || slices.ContainsFunc(r.m.indexes, func(ix *refIndex) bool { return ix.name == name && !ix.hidden })
+	}
+	if has(name) {
+		return
+	}
+	// The _id index, last, is always there.
+	for _, ix := range append(slices.Clone(minMaxIndexes[1:]), minMaxIndexes[0]) {
+		if !has(ix.name) {
+			continue
+		}
+		op.Hint = rawValue(ix.name)
+		for _, b := range []*bson.Raw{&op.Min, &op.Max} {
+			if *b == nil {
+				continue
+			}
+			elems, _ := (*b).Elements()
+			d := bson.D{}
+			for i, f := range ix.fields {
+				d = append(d, bson.E{Key: f, Value: elems[min(i, len(elems)-1)].Value()})
+			}
+			*b = modelRaw(d)
+		}
+		return
 	}
 }
 

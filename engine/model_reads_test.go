@@ -99,6 +99,7 @@ func (r *modelRun) stepFind(ctx context.Context, op *modelOp) error {
 			op.Sort = bson.Raw(fixLength(append(op.Sort, 0)))
 		}
 	}
+	r.retargetKeyRange(op)
 	lf, err := r.letForms(op)
 	if err != nil {
 		return err
@@ -124,6 +125,15 @@ func (r *modelRun) stepFind(ctx context.Context, op *modelOp) error {
 	}
 	if codeOf(err) != codeOf(werr) {
 		return fmt.Errorf("find: engine error %v, model code %d", err, codeOf(werr))
+	}
+	if op.Min != nil || op.Max != nil {
+		// How many key ranges are refused, and how many find something.
+		switch {
+		case werr != nil:
+			r.counts[fmt.Sprintf("outcome.minmax.refused.%d", codeOf(werr))]++
+		case len(docs) > 0:
+			r.counts["outcome.minmax.found"]++
+		}
 	}
 	if werr != nil {
 		return nil

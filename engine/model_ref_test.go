@@ -68,6 +68,8 @@ type refModel struct {
 	val     refValidation
 	// bypass is the bypassDocumentValidation of the write being run.
 	bypass bool
+	// tally, if set, counts what the model's checks decide.
+	tally func(string)
 }
 
 func valuesEqual(a, b bsoncore.Value) bool { return keycodec.Compare(a, b) == 0 }
@@ -304,7 +306,7 @@ func (m *refModel) insert(raw bson.Raw, genID bsoncore.Value, now int64) (bsonco
 	}
 	doc := withIDFirst(raw, genID)
 	id := bsoncore.Document(doc).Index(0).Value()
-	if err := m.val.check(doc, nil, m.bypass); err != nil {
+	if err := m.val.check(doc, nil, m.bypass, m.tally); err != nil {
 		return id, err
 	}
 	old := m.byID(id)
@@ -336,7 +338,7 @@ func (m *refModel) apply(d *refDoc, u *update.Update, pos int, now int64) (bson.
 	if !valuesEqual(bsoncore.Document(out).Lookup("_id"), d.id()) {
 		return nil, false, refErr(mongoerr.ImmutableField)
 	}
-	if err := m.val.check(out, d.doc, m.bypass); err != nil {
+	if err := m.val.check(out, d.doc, m.bypass, m.tally); err != nil {
 		return nil, false, err
 	}
 	victims, err := m.uniqueCheck(out, d.id(), now)

@@ -337,7 +337,7 @@ func (r *modelRun) step(ctx context.Context, op *modelOp) error {
 		if err != nil || existed != r.m.exists {
 			return fmt.Errorf("drop: engine (%v, %v), model existed %v", existed, err, r.m.exists)
 		}
-		*r.m = refModel{}
+		*r.m = refModel{tally: r.m.tally}
 	default:
 		return fmt.Errorf("unknown op %q", op.Kind)
 	}

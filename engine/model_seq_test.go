@@ -73,7 +73,9 @@ func newModelRun(t testing.TB, dir string, timeout time.Duration) *modelRun {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &modelRun{e: e, dir: dir, clock: clock, m: &refModel{}, timeout: timeout, validateEvery: 5, counts: map[string]int{}}
+	r := &modelRun{e: e, dir: dir, clock: clock, m: &refModel{}, timeout: timeout, validateEvery: 5, counts: map[string]int{}}
+	r.m.tally = func(what string) { r.counts[what]++ }
+	return r
 }
 
 // TestModelSequential runs random operation sequences against the engine

@@ -91,17 +91,33 @@ func (v *refValidation) set(validator bson.Raw, level, action string) error {
 // check is the validator's verdict on writing doc, which replaces old (nil
 // for an insert). Strict checks every write, moderate lets an update of a
 // document that already failed through, off checks nothing; warn writes
-// anyway; bypass skips the check.
-func (v *refValidation) check(doc, old bson.Raw, bypass bool) error {
-	if v.filter == nil || bypass || v.level == ValidationOff || v.filter.Match(doc) {
+// anyway; bypass skips the check. tally, if set, counts the outcomes.
+func (v *refValidation) check(doc, old bson.Raw, bypass bool, tally func(string)) error {
+	count := func(what string) {
+		if tally != nil {
+			tally("outcome.validation." + what)
+		}
+	}
+	switch {
+	case v.filter == nil:
+		return nil
+	case bypass:
+		count("bypassed")
+		return nil
+	case v.level == ValidationOff:
+		count("off")
+		return nil
+	case v.filter.Match(doc):
+		count("passed")
+		return nil
+	case old != nil && v.level == ValidationModerate && !v.filter.Match(old):
+		count("moderateLetThrough")
+		return nil
+	case v.action == ValidationWarn:
+		count("warned")
 		return nil
 	}
-	if old != nil && v.level == ValidationModerate && !v.filter.Match(old) {
-		return nil
-	}
-	if v.action == ValidationWarn {
-		return nil
-	}
+	count("refused")
 	return refErr(mongoerr.DocumentValidationFailure)
 }
 
