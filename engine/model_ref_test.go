@@ -338,8 +338,11 @@ func (m *refModel) apply(d *refDoc, u *update.Update, pos int, now int64) (bson.
 	if !valuesEqual(bsoncore.Document(out).Lookup("_id"), d.id()) {
 		return nil, false, refErr(mongoerr.ImmutableField)
 	}
-	if err := m.val.check(out, d.doc, m.bypass, m.tally); err != nil {
-		return nil, false, err
+	if changed {
+		// Only a document the update modifies is validated.
+		if err := m.val.check(out, d.doc, m.bypass, m.tally); err != nil {
+			return nil, false, err
+		}
 	}
 	victims, err := m.uniqueCheck(out, d.id(), now)
 	if err != nil {

@@ -8,6 +8,8 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/engine/update"
 	"github.com/lethedb/lethe/ttlindex"
 )
 
@@ -155,5 +157,34 @@ func TestModelRegressReturnKeyPositionalArray(t *testing.T) {
 	want := modelRaw(bson.D{{Key: "arr.0", Value: bson.A{1, 2}}})
 	if len(docs) != 1 || !bytes.Equal(docs[0], want) {
 		t.Fatalf("returnKey gave %v, want [%v]", docs, want)
+	}
+}
+
+// An update that changes nothing writes nothing as far as the validator is
+// concerned: MongoDB validates only a modified document, so a no-op update
+// of a document that fails a validator added later succeeds (matched 1,
+// modified 0) under strict, while one that changes it is refused.
+func TestModelRegressNoOpUpdateSkipsValidation(t *testing.T) {
+	e, clock := openModelRegress(t)
+	ctx := context.Background()
+	if _, err := e.Insert("db", "c", []bson.Raw{modelRaw(bson.D{{Key: "_id", Value: 1}, {Key: "a", Value: "x"}})}, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.SetValidation("db", "c", CollectionValidation{Validator: modelRaw(bson.D{{Key: "a", Value: bson.D{{Key: "$type", Value: "number"}}}})}); err != nil {
+		t.Fatal(err)
+	}
+	set := func(fields bson.D) (UpdateResult, error) {
+		u, err := update.Compile(modelRaw(bson.D{{Key: "$set", Value: fields}}), update.Options{Now: clock.Now()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e.Update(ctx, "db", "c", UpdateSpec{Filter: modelRaw(bson.D{{Key: "_id", Value: 1}}), Update: u})
+	}
+	res, err := set(bson.D{{Key: "a", Value: "x"}})
+	if err != nil || res.Matched != 1 || res.Modified != 0 {
+		t.Fatalf("no-op update of a failing document: %+v, %v; want matched 1, modified 0, no error", res, err)
+	}
+	if _, err := set(bson.D{{Key: "b", Value: 1}}); codeOf(err) != int(mongoerr.DocumentValidationFailure) {
+		t.Fatalf("update that leaves a failing document failing: %v, want DocumentValidationFailure", err)
 	}
 }

@@ -89,7 +89,8 @@ func (v *refValidation) set(validator bson.Raw, level, action string) error {
 }
 
 // check is the validator's verdict on writing doc, which replaces old (nil
-// for an insert). Strict checks every write, moderate lets an update of a
+// for an insert); an update that changes nothing is not checked. Strict
+// checks every write, moderate lets an update of a
 // document that already failed through, off checks nothing; warn writes
 // anyway; bypass skips the check. tally, if set, counts the outcomes.
 func (v *refValidation) check(doc, old bson.Raw, bypass bool, tally func(string)) error {
