@@ -188,3 +188,31 @@ func TestModelRegressNoOpUpdateSkipsValidation(t *testing.T) {
 		t.Fatalf("update that leaves a failing document failing: %v, want DocumentValidationFailure", err)
 	}
 }
+
+// validate counts the documents the validator would refuse; under
+// validationLevel off it refuses none, so validate counts none (MongoDB's
+// validate asks the collection's own check, which passes everything then).
+func TestModelRegressValidateLevelOffCountsNoneNonCompliant(t *testing.T) {
+	e, _ := openModelRegress(t)
+	ctx := context.Background()
+	if _, err := e.Insert("db", "c", []bson.Raw{modelRaw(bson.D{{Key: "_id", Value: 1}, {Key: "a", Value: "x"}})}, true); err != nil {
+		t.Fatal(err)
+	}
+	validator := modelRaw(bson.D{{Key: "a", Value: bson.D{{Key: "$type", Value: "number"}}}})
+	for _, c := range []struct {
+		level string
+		want  int64
+	}{{ValidationStrict, 1}, {ValidationOff, 0}, {ValidationModerate, 1}} {
+		level := c.level
+		if err := e.SetValidation("db", "c", CollectionValidation{Validator: validator, Level: &level}); err != nil {
+			t.Fatal(err)
+		}
+		res, err := e.Validate(ctx, "db", "c", true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.NNonCompliantDocuments != c.want {
+			t.Errorf("validationLevel %s: nNonCompliantDocuments %d, want %d", c.level, res.NNonCompliantDocuments, c.want)
+		}
+	}
+}

@@ -36,8 +36,8 @@ type ValidateResult struct {
 	// parse, or whose _id does not match their record key.
 	NInvalidDocuments int64
 	// NNonCompliantDocuments counts documents the collection's validator
-	// refuses (stored before it, under moderate or warn, or bypassing it).
-	// They make no collection invalid.
+	// refuses (stored before it, under moderate or warn, or bypassing it);
+	// none under validationLevel off. They make no collection invalid.
 	NNonCompliantDocuments int64
 
 	MissingIndexEntries, ExtraIndexEntries   int64
@@ -169,7 +169,9 @@ func (v *storageCheck) documents() error {
 			v.errorf("record %x: %s", pk, problem)
 			continue
 		}
-		if val := v.st.validator; val != nil && !val.filter.Match(d.doc) {
+		// Under validationLevel off the validator refuses nothing, so no
+		// document is out of compliance (as MongoDB's validate counts).
+		if val := v.st.validator; val != nil && val.level != ValidationOff && !val.filter.Match(d.doc) {
 			v.res.NNonCompliantDocuments++
 		}
 		for i, ix := range v.st.indexes {
