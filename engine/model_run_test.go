@@ -660,22 +660,44 @@ func (r *modelRun) validate(ctx context.Context) error {
 	if !r.m.exists {
 		return nil
 	}
+	var res ValidateResult
 	var err error
-	if herr := r.guard("validate", func() { err = validateStore(ctx, r.e, modelDB, modelColl) }); herr != nil {
+	if herr := r.guard("validate", func() { res, err = validateStoreResult(ctx, r.e, modelDB, modelColl) }); herr != nil {
 		return herr
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	// Documents the validator refuses: written before it, bypassing it,
+	// under warn, or left failing under moderate; none under level off.
+	var want int64
+	if v := r.m.val; v.filter != nil && v.level != ValidationOff {
+		for _, d := range r.m.docs {
+			if !v.filter.Match(d.doc) {
+				want++
+			}
+		}
+	}
+	if res.NNonCompliantDocuments != want {
+		return fmt.Errorf("validate: nNonCompliantDocuments %d, model %d", res.NNonCompliantDocuments, want)
+	}
+	return nil
 }
 
 func validateStore(ctx context.Context, e *Engine, db, coll string) error {
+	_, err := validateStoreResult(ctx, e, db, coll)
+	return err
+}
+
+func validateStoreResult(ctx context.Context, e *Engine, db, coll string) (ValidateResult, error) {
 	res, err := e.Validate(ctx, db, coll, true)
 	if err != nil {
-		return fmt.Errorf("validate: %w", err)
+		return res, fmt.Errorf("validate: %w", err)
 	}
 	if !res.Valid {
-		return fmt.Errorf("validate: not valid: errors %v, warnings %v", res.Errors, res.Warnings)
+		return res, fmt.Errorf("validate: not valid: errors %v, warnings %v", res.Errors, res.Warnings)
 	}
-	return indexAgreement(ctx, e, db, coll)
+	return res, indexAgreement(ctx, e, db, coll)
 }
 
 // indexAgreement checks, through the API, that a query hinted to each
