@@ -25,10 +25,11 @@ const requestDeadline = 10 * time.Second
 // overlapping keys of one collection (index DDL, upserts on absent and
 // just-expired _ids, findAndModify, clock moves and reaper passes
 // included), each request under a watchdog, while other goroutines insert
-// into a second collection whose indexes change under them. Afterwards the
-// store validates, unique indexes hold, every index agrees with the
-// documents, and every acknowledged insert of the second collection is
-// there.
+// into a second collection whose indexes and validator change under them
+// (an insert that ran under one validator setting must obey it).
+// Afterwards the store validates, unique indexes hold, every index agrees
+// with the documents, every acknowledged insert of the second collection
+// is there, and no insert the validator refused is.
 func TestModelConcurrent(t *testing.T) {
 	cfg := modelSettings(t, 0)
 	seed := cfg.seed

@@ -22,7 +22,9 @@ import (
 // the query matcher, the update applier, projection and the TTL policy with
 // the engine, and nothing else: it has no store, no planner and no indexes.
 // Uniqueness, upserts, write ordering and TTL visibility (TTL spec rules
-// 4, 9, 15, 19-21) are re-implemented here as plainly as possible.
+// 4, 9, 15, 19-21) are re-implemented here as plainly as possible, and so
+// are schema validation's levels and actions (model_validation_test.go),
+// min/max key ranges (model_minmax_test.go) and let (model_let_test.go).
 //
 // Documents stay in the model after they expire until something would purge
 // them (a reaper pass, a write that takes their _id or unique key, a drop of
