@@ -232,6 +232,9 @@ func (r *modelRun) step(ctx context.Context, op *modelOp) error {
 		var got []string
 		for _, we := range res.Errors {
 			got = append(got, fmt.Sprintf("%d:%d", we.Index, codeOf(we.Err)))
+			if err := checkFailingDocumentID(we.Err, op.Docs[we.Index]); err != nil {
+				return fmt.Errorf("insert of document %d: %v", we.Index, err)
+			}
 		}
 		if res.N != n || !slices.Equal(got, want) {
 			return fmt.Errorf("insert: engine n=%d errors(index:code)=%v, model n=%d errors=%v", res.N, got, n, want)

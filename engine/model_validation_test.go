@@ -145,3 +145,31 @@ func (r *modelRun) stepSetValidation(op *modelOp) error {
 	}
 	return nil
 }
+
+// checkFailingDocumentID checks that a DocumentValidationFailure names the
+// document in its errInfo's failingDocumentId, when the document has an
+// _id of its own.
+func checkFailingDocumentID(err error, doc bson.Raw) error {
+	me, ok := mongoerr.As(err)
+	id, idErr := doc.LookupErr("_id")
+	if !ok || me.Code != mongoerr.DocumentValidationFailure || idErr != nil {
+		return nil
+	}
+	for _, x := range me.Extra {
+		info, ok := x.Value.(bson.D)
+		if x.Key != "errInfo" || !ok {
+			continue
+		}
+		for _, f := range info {
+			if f.Key != "failingDocumentId" {
+				continue
+			}
+			got, ok := f.Value.(bson.RawValue)
+			if !ok || !valuesEqual(rawIDValue(got), rawIDValue(id)) {
+				return fmt.Errorf("errInfo.failingDocumentId %v, want %v", f.Value, id)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("DocumentValidationFailure without errInfo.failingDocumentId: %v", me.Extra)
+}
