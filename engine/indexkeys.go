@@ -30,6 +30,8 @@ type keyGen struct {
 	ix    *index
 	keys  [][]byte
 	multi bool // an array was expanded
+	// tuples, when not nil, collects each key's values too (returnKey).
+	tuples *[][]bsoncore.Value
 }
 
 // keyField is the progress of one index field.
@@ -53,7 +55,19 @@ type selection struct {
 // generate returns the keys of doc, encoded and deduplicated, and whether an
 // array was expanded.
 func (ix *index) generate(doc bsoncore.Document) ([][]byte, bool, error) {
-	g := keyGen{ix: ix}
+	return ix.generateWith(doc, nil)
+}
+
+// keyTuples returns the value tuples of doc's keys, one for each key
+// generate makes, repeats included.
+func (ix *index) keyTuples(doc bsoncore.Document) ([][]bsoncore.Value, error) {
+	var tuples [][]bsoncore.Value
+	_, _, err := ix.generateWith(doc, &tuples)
+	return tuples, err
+}
+
+func (ix *index) generateWith(doc bsoncore.Document, tuples *[][]bsoncore.Value) ([][]byte, bool, error) {
+	g := keyGen{ix: ix, tuples: tuples}
 	fields := make([]keyField, len(ix.fields))
 	for i, f := range ix.fields {
 		fields[i].rest = strings.Split(f.path, ".")
@@ -177,6 +191,9 @@ func (g *keyGen) emit(fixed []bsoncore.Value, notFound int) {
 		}
 	}
 	g.keys = append(g.keys, key)
+	if g.tuples != nil {
+		*g.tuples = append(*g.tuples, append([]bsoncore.Value(nil), fixed...))
+	}
 }
 
 // alongPath follows parts through documents from obj and returns the value

@@ -13,6 +13,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine/mongoerr"
 	"github.com/lethedb/lethe/ttlindex"
 )
 
@@ -24,10 +25,11 @@ const requestDeadline = 10 * time.Second
 // overlapping keys of one collection (index DDL, upserts on absent and
 // just-expired _ids, findAndModify, clock moves and reaper passes
 // included), each request under a watchdog, while other goroutines insert
-// into a second collection whose indexes change under them. Afterwards the
-// store validates, unique indexes hold, every index agrees with the
-// documents, and every acknowledged insert of the second collection is
-// there.
+// into a second collection whose indexes and validator change under them
+// (an insert that ran under one validator setting must obey it).
+// Afterwards the store validates, unique indexes hold, every index agrees
+// with the documents, every acknowledged insert of the second collection
+// is there, and no insert the validator refused is.
 func TestModelConcurrent(t *testing.T) {
 	cfg := modelSettings(t, 0)
 	seed := cfg.seed
@@ -158,9 +160,43 @@ func TestModelConcurrent(t *testing.T) {
 	}()
 
 	// The ack collection: inserts of fresh and contested _ids, while its
-	// indexes are created and dropped.
+	// indexes are created and dropped and its validator {n: {$lt: 3}}
+	// comes and goes. valSeq is odd while the validator changes; an insert
+	// that saw the same even valSeq before and after ran under valOn.
 	var acked sync.Map // _id -> true
-	var contested sync.Map
+	var contested, refused sync.Map
+	var valSeq, nRefused, nUnderValidator atomic.Int64
+	var valOn atomic.Bool
+	if err := e.CreateCollection("db", "ack", CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		r := rand.New(rand.NewSource(seed + 200))
+		for i := 0; !done(i); i++ {
+			on := r.Intn(2) == 0
+			ch := CollectionValidation{Validator: modelRaw(bson.D{})}
+			if on {
+				level, action := ValidationStrict, ValidationError
+				ch = CollectionValidation{Validator: modelRaw(bson.D{{Key: "n", Value: bson.D{{Key: "$lt", Value: 3}}}}), Level: &level, Action: &action}
+			}
+			total.Add(1)
+			valSeq.Add(1)
+			ok := guard("ack setValidation", func() error {
+				err := e.SetValidation("db", "ack", ch)
+				if err == nil {
+					valOn.Store(on)
+				}
+				return err
+			})
+			valSeq.Add(1)
+			if !ok {
+				return
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}()
 	for w := 0; w < 2; w++ {
 		wg.Add(1)
 		go func(w int) {
@@ -188,15 +224,29 @@ func TestModelConcurrent(t *testing.T) {
 					id := fmt.Sprintf("w%d-%d", w, i)
 					doc := modelRaw(bson.D{{Key: "_id", Value: id}, {Key: "n", Value: r.Intn(5)}})
 					ordered := r.Intn(2) == 0
+					n := doc.Lookup("n").Int32()
 					guard("ack insert", func() error {
+						before, on := valSeq.Load(), valOn.Load()
 						res, err := e.Insert("db", "ack", []bson.Raw{doc}, ordered)
 						if err != nil {
 							return err
 						}
-						if res.N != 1 {
-							return fmt.Errorf("insert of fresh _id %s: n=%d errors=%v", id, res.N, res.Errors)
+						stable := before%2 == 0 && valSeq.Load() == before
+						if stable && on {
+							nUnderValidator.Add(1)
 						}
-						acked.Store(id, true)
+						if res.N == 1 {
+							if stable && on && n >= 3 {
+								return fmt.Errorf("insert of %s passed the validator {n: {$lt: 3}}", doc)
+							}
+							acked.Store(id, true)
+							return nil
+						}
+						if len(res.Errors) != 1 || codeOf(res.Errors[0].Err) != int(mongoerr.DocumentValidationFailure) || n < 3 || stable && !on {
+							return fmt.Errorf("insert of fresh _id %s (n=%d, validator on %v, unchanged %v): n=%d errors=%v", id, n, on, stable, res.N, res.Errors)
+						}
+						refused.Store(id, true)
+						nRefused.Add(1)
 						return nil
 					})
 				}
@@ -229,6 +279,12 @@ func TestModelConcurrent(t *testing.T) {
 		}
 		return true
 	})
+	refused.Range(func(k, _ any) bool {
+		if d, _ := e.FindByID("db", "ack", bsonString(k.(string))); d != nil {
+			t.Errorf("insert %s refused by the validator is stored", k)
+		}
+		return true
+	})
 	contested.Range(func(k, _ any) bool {
 		if d, _ := e.FindByID("db", "ack", bsonString(k.(string))); d == nil {
 			t.Errorf("acknowledged insert %s is missing", k)
@@ -238,7 +294,8 @@ func TestModelConcurrent(t *testing.T) {
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("model summary: concurrent seed=%d workers=4+2 requests=%d checks=%d duration=%v ops: %s", seed, total.Load(), checks, time.Since(start).Round(time.Millisecond), formatCounts(counts))
+	t.Logf("model summary: concurrent seed=%d workers=4+2+1 requests=%d checks=%d duration=%v ack: inserts under a steady validator=%d refused=%d ops: %s",
+		seed, total.Load(), checks, time.Since(start).Round(time.Millisecond), nUnderValidator.Load(), nRefused.Load(), formatCounts(counts))
 }
 
 func bsonString(s string) bsoncore.Value {
@@ -248,24 +305,28 @@ func bsonString(s string) bsoncore.Value {
 // execConcurrentOp runs op on the engine; only errors without a MongoDB
 // code count as failures, since races make any write error legitimate.
 func execConcurrentOp(ctx context.Context, e *Engine, clock *ttlindex.ManualClock, op *modelOp) error {
+	filter, pipe, err := letBound(op, clock.Now())
+	if err != nil {
+		return err
+	}
 	switch op.Kind {
 	case "insert":
-		_, err := e.Insert(modelDB, modelColl, op.Docs, op.Ordered)
+		_, err := e.Insert(modelDB, modelColl, op.Docs, op.Ordered, WriteOptions{BypassDocumentValidation: op.Bypass})
 		return err
 	case "update":
-		u, err := compileModelUpdate(op, clock.Now())
+		u, err := compileUpdateOf(op, pipe, clock.Now())
 		if err != nil {
 			return nil
 		}
 		if !op.Multi && op.Sort == nil {
 			op.Sort = modelRaw(bson.D{{Key: "_id", Value: 1}})
 		}
-		_, err = e.Update(ctx, modelDB, modelColl, UpdateSpec{Filter: op.Filter, Update: u, Multi: op.Multi, Upsert: op.Upsert, Sort: op.Sort})
+		_, err = e.Update(ctx, modelDB, modelColl, UpdateSpec{Filter: filter, Update: u, Multi: op.Multi, Upsert: op.Upsert, Sort: op.Sort, BypassDocumentValidation: op.Bypass})
 		return err
 	case "findAndModify":
-		spec := FindAndModifySpec{Filter: op.Filter, Sort: op.Sort, Fields: op.Proj, Remove: op.Remove, New: op.New, Upsert: op.Upsert}
+		spec := FindAndModifySpec{Filter: filter, Sort: op.Sort, Fields: op.Proj, Remove: op.Remove, New: op.New, Upsert: op.Upsert, BypassDocumentValidation: op.Bypass}
 		if !op.Remove {
-			u, err := compileModelUpdate(op, clock.Now())
+			u, err := compileUpdateOf(op, pipe, clock.Now())
 			if err != nil {
 				return nil
 			}
@@ -274,7 +335,19 @@ func execConcurrentOp(ctx context.Context, e *Engine, clock *ttlindex.ManualCloc
 		_, err := e.FindAndModify(ctx, modelDB, modelColl, spec)
 		return err
 	case "delete":
-		_, err := e.Delete(ctx, modelDB, modelColl, op.Filter, int(op.Limit), bson.RawValue{})
+		_, err := e.Delete(ctx, modelDB, modelColl, filter, int(op.Limit), bson.RawValue{})
+		return err
+	case "setValidation":
+		ch := CollectionValidation{Validator: op.Validator}
+		if op.Level != "" {
+			ch.Level = &op.Level
+		}
+		if op.Action != "" {
+			ch.Action = &op.Action
+		}
+		return e.SetValidation(modelDB, modelColl, ch)
+	case "aggregate":
+		_, err := e.Aggregate(ctx, modelDB, modelColl, aggregateStages(op, filter), AggregateOptions{})
 		return err
 	case "count":
 		_, err := e.Count(ctx, modelDB, modelColl, op.Filter, op.Skip, op.Limit, op.Hint)
@@ -283,7 +356,7 @@ func execConcurrentOp(ctx context.Context, e *Engine, clock *ttlindex.ManualCloc
 		_, err := e.Distinct(ctx, modelDB, modelColl, op.Key, op.Filter)
 		return err
 	case "find":
-		cur, err := e.Find(ctx, modelDB, modelColl, FindSpec{Filter: op.Filter, Sort: op.Sort, Projection: op.Proj, Skip: op.Skip, Limit: op.Limit, Hint: op.Hint})
+		cur, err := e.Find(ctx, modelDB, modelColl, FindSpec{Filter: filter, Sort: op.Sort, Projection: op.Proj, Skip: op.Skip, Limit: op.Limit, Hint: op.Hint, Min: op.Min, Max: op.Max, ReturnKey: op.ReturnKey})
 		if err != nil {
 			return err
 		}

@@ -37,6 +37,20 @@ type modelOp struct {
 	Dur     time.Duration
 	Hint    bson.RawValue
 	Hide    int // collMod hidden: 0 unchanged, 1 hide, 2 unhide
+	// setValidation: the new validator, level and action (nil or "":
+	// unchanged); Bypass skips the validator on a write.
+	Validator bson.Raw
+	Level     string
+	Action    string
+	Bypass    bool
+	// Let is a command's let: constants the filter's $expr and an update
+	// pipeline read as $$name.
+	Let bson.Raw
+	// find: the hinted index's key range, and returnKey.
+	Min, Max  bson.Raw
+	ReturnKey bool
+	// aggregate: the stages after the leading $match of Filter and $sort.
+	Stages []bson.Raw
 }
 
 func (op *modelOp) String() string {
@@ -99,6 +113,23 @@ func (op *modelOp) String() string {
 	if op.Hide != 0 {
 		fmt.Fprintf(&b, " hidden=%v", op.Hide == 1)
 	}
+	raw("validator", op.Validator)
+	if op.Level != "" {
+		b.WriteString(" validationLevel=" + op.Level)
+	}
+	if op.Action != "" {
+		b.WriteString(" validationAction=" + op.Action)
+	}
+	if op.Bypass {
+		b.WriteString(" bypassDocumentValidation")
+	}
+	raw("let", op.Let)
+	raw("min", op.Min)
+	raw("max", op.Max)
+	if op.ReturnKey {
+		b.WriteString(" returnKey")
+	}
+	rawList("stages", op.Stages)
 	return b.String()
 }
 
@@ -495,17 +526,19 @@ var hintableIndexes = map[string]bool{"a_1": true, "a_1_v_-1": true, "arr_1": tr
 
 func (g *modelGen) next() *modelOp {
 	op := &modelOp{}
-	switch k := g.r.Intn(116); {
+	switch k := g.r.Intn(122); {
 	case k < 14:
 		op.Kind = "insert"
 		op.Docs = []bson.Raw{g.doc()}
 		op.Ordered = true
+		op.Bypass = g.r.Intn(8) == 0
 	case k < 22:
 		op.Kind = "insert"
 		for i := 2 + g.r.Intn(4); i > 0; i-- {
 			op.Docs = append(op.Docs, g.doc())
 		}
 		op.Ordered = g.r.Intn(2) == 0
+		op.Bypass = g.r.Intn(8) == 0
 	case k < 40:
 		op.Kind = "update"
 		op.Filter = g.filter()
@@ -515,6 +548,8 @@ func (g *modelGen) next() *modelOp {
 		if !op.Multi && g.r.Intn(3) == 0 {
 			op.Sort = g.sort()
 		}
+		op.Bypass = g.r.Intn(8) == 0
+		g.maybeLet(op)
 	case k < 52:
 		op.Kind = "findAndModify"
 		op.Filter = g.filter()
@@ -528,12 +563,15 @@ func (g *modelGen) next() *modelOp {
 			op.Sort = g.sort()
 		}
 		op.Proj = g.projection()
+		op.Bypass = !op.Remove && g.r.Intn(8) == 0
+		g.maybeLet(op)
 	case k < 60:
 		op.Kind = "delete"
 		op.Filter = g.filter()
 		if g.r.Intn(2) == 0 {
 			op.Limit = 1
 		}
+		g.maybeLet(op)
 	case k < 66:
 		op.Kind = "count"
 		op.Filter = g.filter()
@@ -556,6 +594,11 @@ func (g *modelGen) next() *modelOp {
 			op.Skip, op.Limit = int64(g.r.Intn(3)), int64(g.r.Intn(4))
 		}
 		op.Hint = g.hint()
+		if g.r.Intn(5) == 0 {
+			g.minMax(op)
+		}
+		op.ReturnKey = op.Hint.Type != 0 && g.r.Intn(3) == 0
+		g.maybeLet(op)
 	case k < 91:
 		op.Kind = "createIndexes"
 		op.Specs = []bson.Raw{g.indexSpec()}
@@ -612,12 +655,16 @@ func (g *modelGen) next() *modelOp {
 			op.Sort = g.sort()
 		}
 		op.Dur = time.Duration(g.r.Intn(15000)) * time.Millisecond
-	default:
+	case k < 116:
 		if g.noDrop {
 			op.Kind = "reap"
 		} else {
 			op.Kind = "restart"
 		}
+	case k < 119:
+		g.setValidation(op)
+	default:
+		g.aggregate(op)
 	}
 	return op
 }

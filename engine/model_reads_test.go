@@ -81,22 +81,31 @@ func (r *modelRun) stepRead(ctx context.Context, op *modelOp) error {
 		}
 	case "find":
 		return r.stepFind(ctx, op)
+	case "aggregate":
+		return r.stepAggregate(ctx, op)
 	}
 	return nil
 }
 
 func (r *modelRun) stepFind(ctx context.Context, op *modelOp) error {
 	now := r.now()
-	if op.Sort != nil && (op.Skip > 0 || op.Limit > 0) {
-		// Ties would make the window depend on the plan.
-		if _, err := op.Sort.LookupErr("_id"); err != nil {
+	if op.Sort != nil && (op.Skip > 0 || op.Limit > 0) || op.ReturnKey {
+		// Ties would make the window depend on the plan; a key returned
+		// names no document, so the order must say which one it is for.
+		if op.Sort == nil {
+			op.Sort = modelRaw(bson.D{{Key: "_id", Value: 1}})
+		} else if _, err := op.Sort.LookupErr("_id"); err != nil {
 			op.Sort = append(bytes.Clone(op.Sort[:len(op.Sort)-1]), bsoncore.AppendInt32Element(nil, "_id", 1)...)
 			op.Sort = bson.Raw(fixLength(append(op.Sort, 0)))
 		}
 	}
-	spec := FindSpec{Filter: op.Filter, Sort: op.Sort, Projection: op.Proj, Skip: op.Skip, Limit: op.Limit, Hint: op.Hint}
+	r.retargetKeyRange(op)
+	lf, err := r.letForms(op)
+	if err != nil {
+		return err
+	}
+	spec := FindSpec{Filter: lf.engFilter, Sort: op.Sort, Projection: op.Proj, Skip: op.Skip, Limit: op.Limit, Hint: op.Hint, Min: op.Min, Max: op.Max, ReturnKey: op.ReturnKey}
 	var docs []bson.Raw
-	var err error
 	if herr := r.guard("find", func() {
 		var cur *Cursor
 		if cur, err = r.e.Find(ctx, modelDB, modelColl, spec); err == nil {
@@ -105,17 +114,34 @@ func (r *modelRun) stepFind(ctx context.Context, op *modelOp) error {
 	}); herr != nil {
 		return herr
 	}
+	spec.Filter = lf.refFilter
 	q, werr := compileQuery(spec)
-	if werr == nil {
+	var kr *refKeyRange
+	if werr == nil && r.m.exists {
+		kr, werr = r.keyRange(op)
+	}
+	if werr == nil && kr == nil {
 		werr = r.hintError(op.Hint)
 	}
 	if codeOf(err) != codeOf(werr) {
 		return fmt.Errorf("find: engine error %v, model code %d", err, codeOf(werr))
 	}
+	if op.Min != nil || op.Max != nil {
+		// How many key ranges are refused, and how many find something.
+		switch {
+		case werr != nil:
+			r.counts[fmt.Sprintf("outcome.minmax.refused.%d", codeOf(werr))]++
+		case len(docs) > 0:
+			r.counts["outcome.minmax.found"]++
+		}
+	}
 	if werr != nil {
 		return nil
 	}
 	matches := r.m.matching(q.filter, now)
+	if kr != nil {
+		matches = slices.DeleteFunc(matches, func(d *refDoc) bool { return len(kr.inRange(d.doc)) == 0 })
+	}
 	if q.sort != nil {
 		slices.SortStableFunc(matches, func(a, b *refDoc) int { return q.sort.Compare(a.doc, b.doc) })
 	}
@@ -136,6 +162,19 @@ func (r *modelRun) stepFind(ctx context.Context, op *modelOp) error {
 	}
 	if op.Limit > 0 && len(window) > int(op.Limit) {
 		window = window[:op.Limit]
+	}
+	if op.ReturnKey {
+		// The order is unique: each result is one of its document's keys.
+		if len(docs) != len(window) {
+			return fmt.Errorf("find returnKey: engine returned %s for %d documents", rawList(docs), len(window))
+		}
+		for i, d := range window {
+			keys := r.returnKeys(op, kr, d.doc)
+			if !slices.ContainsFunc(keys, func(k bson.Raw) bool { return bytes.Equal(k, docs[i]) }) {
+				return fmt.Errorf("find returnKey: engine returned %s for %s, model allows %s", docs[i], d.doc, rawList(keys))
+			}
+		}
+		return nil
 	}
 	var want []bson.Raw
 	for _, d := range window {

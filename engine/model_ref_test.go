@@ -22,7 +22,9 @@ import (
 // the query matcher, the update applier, projection and the TTL policy with
 // the engine, and nothing else: it has no store, no planner and no indexes.
 // Uniqueness, upserts, write ordering and TTL visibility (TTL spec rules
-// 4, 9, 15, 19-21) are re-implemented here as plainly as possible.
+// 4, 9, 15, 19-21) are re-implemented here as plainly as possible, and so
+// are schema validation's levels and actions (model_validation_test.go),
+// min/max key ranges (model_minmax_test.go) and let (model_let_test.go).
 //
 // Documents stay in the model after they expire until something would purge
 // them (a reaper pass, a write that takes their _id or unique key, a drop of
@@ -65,6 +67,11 @@ type refModel struct {
 	exists  bool
 	docs    []*refDoc // every document not yet purged, in no particular order
 	indexes []*refIndex
+	val     refValidation
+	// bypass is the bypassDocumentValidation of the write being run.
+	bypass bool
+	// tally, if set, counts what the model's checks decide.
+	tally func(string)
 }
 
 func valuesEqual(a, b bsoncore.Value) bool { return keycodec.Compare(a, b) == 0 }
@@ -301,6 +308,9 @@ func (m *refModel) insert(raw bson.Raw, genID bsoncore.Value, now int64) (bsonco
 	}
 	doc := withIDFirst(raw, genID)
 	id := bsoncore.Document(doc).Index(0).Value()
+	if err := m.val.check(doc, nil, m.bypass, m.tally); err != nil {
+		return id, err
+	}
 	old := m.byID(id)
 	if old != nil && m.live(old, now) {
 		return id, refErr(mongoerr.DuplicateKey)
@@ -329,6 +339,12 @@ func (m *refModel) apply(d *refDoc, u *update.Update, pos int, now int64) (bson.
 	}
 	if !valuesEqual(bsoncore.Document(out).Lookup("_id"), d.id()) {
 		return nil, false, refErr(mongoerr.ImmutableField)
+	}
+	if changed {
+		// Only a document the update modifies is validated.
+		if err := m.val.check(out, d.doc, m.bypass, m.tally); err != nil {
+			return nil, false, err
+		}
 	}
 	victims, err := m.uniqueCheck(out, d.id(), now)
 	if err != nil {

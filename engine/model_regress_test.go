@@ -1,12 +1,15 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"testing"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/engine/update"
 	"github.com/lethedb/lethe/ttlindex"
 )
 
@@ -130,5 +133,86 @@ func TestModelRegressRecreateHiddenIndex(t *testing.T) {
 	}
 	if res.Before != 2 || res.After != 2 {
 		t.Fatalf("before %d after %d, want 2 and 2", res.Before, res.After)
+	}
+}
+
+// returnKey gives the key by which the index reached a document: for an
+// index on a positional path whose element is an array, that key is the
+// whole array, as the index holds it, not one of its elements.
+func TestModelRegressReturnKeyPositionalArray(t *testing.T) {
+	e, _ := openModelRegress(t)
+	ctx := context.Background()
+	if _, err := e.Insert("db", "c", []bson.Raw{modelRaw(bson.D{{Key: "_id", Value: 1}, {Key: "arr", Value: bson.A{bson.A{1, 2}, 3}}})}, true); err != nil {
+		t.Fatal(err)
+	}
+	regressCreateIndex(t, e, bson.D{{Key: "key", Value: bson.D{{Key: "arr.0", Value: 1}}}, {Key: "name", Value: "arr.0_1"}})
+	cur, err := e.Find(ctx, "db", "c", FindSpec{Hint: rawValue("arr.0_1"), ReturnKey: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, err := cur.All(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := modelRaw(bson.D{{Key: "arr.0", Value: bson.A{1, 2}}})
+	if len(docs) != 1 || !bytes.Equal(docs[0], want) {
+		t.Fatalf("returnKey gave %v, want [%v]", docs, want)
+	}
+}
+
+// An update that changes nothing writes nothing as far as the validator is
+// concerned: MongoDB validates only a modified document, so a no-op update
+// of a document that fails a validator added later succeeds (matched 1,
+// modified 0) under strict, while one that changes it is refused.
+func TestModelRegressNoOpUpdateSkipsValidation(t *testing.T) {
+	e, clock := openModelRegress(t)
+	ctx := context.Background()
+	if _, err := e.Insert("db", "c", []bson.Raw{modelRaw(bson.D{{Key: "_id", Value: 1}, {Key: "a", Value: "x"}})}, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.SetValidation("db", "c", CollectionValidation{Validator: modelRaw(bson.D{{Key: "a", Value: bson.D{{Key: "$type", Value: "number"}}}})}); err != nil {
+		t.Fatal(err)
+	}
+	set := func(fields bson.D) (UpdateResult, error) {
+		u, err := update.Compile(modelRaw(bson.D{{Key: "$set", Value: fields}}), update.Options{Now: clock.Now()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e.Update(ctx, "db", "c", UpdateSpec{Filter: modelRaw(bson.D{{Key: "_id", Value: 1}}), Update: u})
+	}
+	res, err := set(bson.D{{Key: "a", Value: "x"}})
+	if err != nil || res.Matched != 1 || res.Modified != 0 {
+		t.Fatalf("no-op update of a failing document: %+v, %v; want matched 1, modified 0, no error", res, err)
+	}
+	if _, err := set(bson.D{{Key: "b", Value: 1}}); codeOf(err) != int(mongoerr.DocumentValidationFailure) {
+		t.Fatalf("update that leaves a failing document failing: %v, want DocumentValidationFailure", err)
+	}
+}
+
+// validate counts the documents the validator would refuse; under
+// validationLevel off it refuses none, so validate counts none (MongoDB's
+// validate asks the collection's own check, which passes everything then).
+func TestModelRegressValidateLevelOffCountsNoneNonCompliant(t *testing.T) {
+	e, _ := openModelRegress(t)
+	ctx := context.Background()
+	if _, err := e.Insert("db", "c", []bson.Raw{modelRaw(bson.D{{Key: "_id", Value: 1}, {Key: "a", Value: "x"}})}, true); err != nil {
+		t.Fatal(err)
+	}
+	validator := modelRaw(bson.D{{Key: "a", Value: bson.D{{Key: "$type", Value: "number"}}}})
+	for _, c := range []struct {
+		level string
+		want  int64
+	}{{ValidationStrict, 1}, {ValidationOff, 0}, {ValidationModerate, 1}} {
+		level := c.level
+		if err := e.SetValidation("db", "c", CollectionValidation{Validator: validator, Level: &level}); err != nil {
+			t.Fatal(err)
+		}
+		res, err := e.Validate(ctx, "db", "c", true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.NNonCompliantDocuments != c.want {
+			t.Errorf("validationLevel %s: nNonCompliantDocuments %d, want %d", c.level, res.NNonCompliantDocuments, c.want)
+		}
 	}
 }

@@ -81,13 +81,6 @@ func rawIDValue(v bson.RawValue) bsoncore.Value {
 	return bsoncore.Value{Type: bsoncore.Type(v.Type), Data: v.Value}
 }
 
-func compileModelUpdate(op *modelOp, now time.Time) (*update.Update, error) {
-	if op.Pipe != nil {
-		return update.CompilePipeline(op.Pipe, update.Options{Now: now})
-	}
-	return update.Compile(op.Upd, update.Options{Now: now})
-}
-
 // uniqueFirst makes the document a single-document write picks independent
 // of the plan: without a sort, or with a sort that ties on the first
 // matches, a tiebreak on _id is added. Recorded in the op, so logs replay.
@@ -122,7 +115,7 @@ func fixLength(doc []byte) []byte {
 }
 
 func (r *modelRun) clone() *refModel {
-	c := &refModel{exists: r.m.exists}
+	c := &refModel{exists: r.m.exists, val: r.m.val}
 	for _, d := range r.m.docs {
 		cp := *d
 		c.docs = append(c.docs, &cp)
@@ -134,7 +127,26 @@ func (r *modelRun) clone() *refModel {
 	return c
 }
 
+// kindLabel names an operation's kind for the summary: the kind, its
+// variant, and the options that take other paths through the engine.
 func kindLabel(op *modelOp) string {
+	l := baseKindLabel(op)
+	if op.Bypass {
+		l += ".bypass"
+	}
+	if op.Let != nil {
+		l += ".let"
+	}
+	if op.Min != nil || op.Max != nil {
+		l += ".minmax"
+	}
+	if op.ReturnKey {
+		l += ".returnKey"
+	}
+	return l
+}
+
+func baseKindLabel(op *modelOp) string {
 	switch op.Kind {
 	case "insert":
 		if len(op.Docs) > 1 {
@@ -177,11 +189,15 @@ func (r *modelRun) step(ctx context.Context, op *modelOp) error {
 	r.steps++
 	r.counts[kindLabel(op)]++
 	now := r.now()
+	r.m.bypass = op.Bypass
+	defer func() { r.m.bypass = false }()
 	switch op.Kind {
 	case "insert":
 		var res InsertResult
 		var err error
-		if herr := r.guard("insert", func() { res, err = r.e.Insert(modelDB, modelColl, op.Docs, op.Ordered) }); herr != nil {
+		if herr := r.guard("insert", func() {
+			res, err = r.e.Insert(modelDB, modelColl, op.Docs, op.Ordered, WriteOptions{BypassDocumentValidation: op.Bypass})
+		}); herr != nil {
 			return herr
 		}
 		if err != nil {
@@ -216,6 +232,9 @@ func (r *modelRun) step(ctx context.Context, op *modelOp) error {
 		var got []string
 		for _, we := range res.Errors {
 			got = append(got, fmt.Sprintf("%d:%d", we.Index, codeOf(we.Err)))
+			if err := checkFailingDocumentID(we.Err, op.Docs[we.Index]); err != nil {
+				return fmt.Errorf("insert of document %d: %v", we.Index, err)
+			}
 		}
 		if res.N != n || !slices.Equal(got, want) {
 			return fmt.Errorf("insert: engine n=%d errors(index:code)=%v, model n=%d errors=%v", res.N, got, n, want)
@@ -226,7 +245,7 @@ func (r *modelRun) step(ctx context.Context, op *modelOp) error {
 		return r.stepFindAndModify(ctx, op)
 	case "delete":
 		return r.stepDelete(ctx, op)
-	case "count", "find", "distinct":
+	case "count", "find", "distinct", "aggregate":
 		return r.stepRead(ctx, op)
 	case "createIndexes":
 		var res CreateIndexesResult
@@ -310,6 +329,8 @@ func (r *modelRun) step(ctx context.Context, op *modelOp) error {
 		r.e = e
 	case "findBatches":
 		return r.stepFindBatches(ctx, op)
+	case "setValidation":
+		return r.stepSetValidation(op)
 	case "drop":
 		var existed bool
 		var err error
@@ -319,7 +340,7 @@ func (r *modelRun) step(ctx context.Context, op *modelOp) error {
 		if err != nil || existed != r.m.exists {
 			return fmt.Errorf("drop: engine (%v, %v), model existed %v", existed, err, r.m.exists)
 		}
-		*r.m = refModel{}
+		*r.m = refModel{tally: r.m.tally}
 	default:
 		return fmt.Errorf("unknown op %q", op.Kind)
 	}
@@ -328,16 +349,24 @@ func (r *modelRun) step(ctx context.Context, op *modelOp) error {
 
 func (r *modelRun) stepUpdate(ctx context.Context, op *modelOp) error {
 	now := r.now()
-	u, err := compileModelUpdate(op, r.clock.Now())
+	lf, err := r.letForms(op)
+	if err != nil {
+		return err
+	}
+	u, err := compileUpdateOf(op, lf.engPipe, r.clock.Now())
 	if err != nil {
 		r.counts["skipped.badUpdate"]++
 		return nil
 	}
-	f, ferr := query.Compile(op.Filter)
+	ru, err := compileUpdateOf(op, lf.refPipe, r.clock.Now())
+	if err != nil {
+		return fmt.Errorf("update: the model's form of the pipeline %v: %v", lf.refPipe, err)
+	}
+	f, ferr := query.Compile(lf.refFilter)
 	if ferr == nil && !op.Multi {
 		r.uniqueFirst(op, f)
 	}
-	spec := UpdateSpec{Filter: op.Filter, Update: u, Multi: op.Multi, Upsert: op.Upsert, Sort: op.Sort}
+	spec := UpdateSpec{Filter: lf.engFilter, Update: u, Multi: op.Multi, Upsert: op.Upsert, Sort: op.Sort, BypassDocumentValidation: op.Bypass}
 	var res UpdateResult
 	if herr := r.guard("update", func() { res, err = r.e.Update(ctx, modelDB, modelColl, spec) }); herr != nil {
 		return herr
@@ -353,10 +382,10 @@ func (r *modelRun) stepUpdate(ctx context.Context, op *modelOp) error {
 		srt, _ = query.CompileSort(op.Sort)
 	}
 	pre := r.clone()
-	want := r.m.update(f, srt, op.Filter, u, op.Multi, op.Upsert, rawIDValue(res.Upserted), now)
+	want := r.m.update(f, srt, lf.refFilter, ru, op.Multi, op.Upsert, rawIDValue(res.Upserted), now)
 	if want.ambiguous {
 		r.counts["resync.multiUpdate"]++
-		return r.resyncAfterMulti(pre, f, want.matches, u, err)
+		return r.resyncAfterMulti(pre, f, want.matches, ru, err)
 	}
 	if codeOf(err) != codeOf(want.err) {
 		return fmt.Errorf("update: engine error %v, model code %d", err, codeOf(want.err))
@@ -445,22 +474,27 @@ func (r *modelRun) engineDocs(all bool) ([]*refDoc, error) {
 
 func (r *modelRun) stepFindAndModify(ctx context.Context, op *modelOp) error {
 	now := r.now()
-	var u *update.Update
+	lf, err := r.letForms(op)
+	if err != nil {
+		return err
+	}
+	var u, ru *update.Update
 	if !op.Remove {
-		var err error
-		if u, err = compileModelUpdate(op, r.clock.Now()); err != nil {
+		if u, err = compileUpdateOf(op, lf.engPipe, r.clock.Now()); err != nil {
 			r.counts["skipped.badUpdate"]++
 			return nil
 		}
+		if ru, err = compileUpdateOf(op, lf.refPipe, r.clock.Now()); err != nil {
+			return fmt.Errorf("findAndModify: the model's form of the pipeline %v: %v", lf.refPipe, err)
+		}
 	}
-	q, qerr := compileQuery(FindSpec{Filter: op.Filter, Sort: op.Sort, Projection: op.Proj})
+	q, qerr := compileQuery(FindSpec{Filter: lf.refFilter, Sort: op.Sort, Projection: op.Proj})
 	if qerr == nil {
 		r.uniqueFirst(op, q.filter)
-		q, qerr = compileQuery(FindSpec{Filter: op.Filter, Sort: op.Sort, Projection: op.Proj})
+		q, qerr = compileQuery(FindSpec{Filter: lf.refFilter, Sort: op.Sort, Projection: op.Proj})
 	}
-	spec := FindAndModifySpec{Filter: op.Filter, Sort: op.Sort, Fields: op.Proj, Remove: op.Remove, Update: u, New: op.New, Upsert: op.Upsert}
+	spec := FindAndModifySpec{Filter: lf.engFilter, Sort: op.Sort, Fields: op.Proj, Remove: op.Remove, Update: u, New: op.New, Upsert: op.Upsert, BypassDocumentValidation: op.Bypass}
 	var res FindAndModifyResult
-	var err error
 	if herr := r.guard("findAndModify", func() { res, err = r.e.FindAndModify(ctx, modelDB, modelColl, spec) }); herr != nil {
 		return herr
 	}
@@ -470,7 +504,9 @@ func (r *modelRun) stepFindAndModify(ctx context.Context, op *modelOp) error {
 		}
 		return nil
 	}
-	want, _, needID, werr := r.m.findAndModify(q.filter, q.sort, q.proj, spec, rawIDValue(res.Upserted), now)
+	refSpec := spec
+	refSpec.Filter, refSpec.Update = lf.refFilter, ru
+	want, _, needID, werr := r.m.findAndModify(q.filter, q.sort, q.proj, refSpec, rawIDValue(res.Upserted), now)
 	if codeOf(err) != codeOf(werr) {
 		return fmt.Errorf("findAndModify: engine error %v, model code %d", err, codeOf(werr))
 	}
@@ -490,12 +526,15 @@ func (r *modelRun) stepFindAndModify(ctx context.Context, op *modelOp) error {
 
 func (r *modelRun) stepDelete(ctx context.Context, op *modelOp) error {
 	now := r.now()
+	lf, err := r.letForms(op)
+	if err != nil {
+		return err
+	}
 	var n int64
-	var err error
-	if herr := r.guard("delete", func() { n, err = r.e.Delete(ctx, modelDB, modelColl, op.Filter, int(op.Limit), bson.RawValue{}) }); herr != nil {
+	if herr := r.guard("delete", func() { n, err = r.e.Delete(ctx, modelDB, modelColl, lf.engFilter, int(op.Limit), bson.RawValue{}) }); herr != nil {
 		return herr
 	}
-	f, ferr := query.Compile(op.Filter)
+	f, ferr := query.Compile(lf.refFilter)
 	if ferr != nil || err != nil {
 		if codeOf(err) != codeOf(ferr) {
 			return fmt.Errorf("delete: engine error %v, model code %d", err, codeOf(ferr))
@@ -624,22 +663,44 @@ func (r *modelRun) validate(ctx context.Context) error {
 	if !r.m.exists {
 		return nil
 	}
+	var res ValidateResult
 	var err error
-	if herr := r.guard("validate", func() { err = validateStore(ctx, r.e, modelDB, modelColl) }); herr != nil {
+	if herr := r.guard("validate", func() { res, err = validateStoreResult(ctx, r.e, modelDB, modelColl) }); herr != nil {
 		return herr
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	// Documents the validator refuses: written before it, bypassing it,
+	// under warn, or left failing under moderate; none under level off.
+	var want int64
+	if v := r.m.val; v.filter != nil && v.level != ValidationOff {
+		for _, d := range r.m.docs {
+			if !v.filter.Match(d.doc) {
+				want++
+			}
+		}
+	}
+	if res.NNonCompliantDocuments != want {
+		return fmt.Errorf("validate: nNonCompliantDocuments %d, model %d", res.NNonCompliantDocuments, want)
+	}
+	return nil
 }
 
 func validateStore(ctx context.Context, e *Engine, db, coll string) error {
+	_, err := validateStoreResult(ctx, e, db, coll)
+	return err
+}
+
+func validateStoreResult(ctx context.Context, e *Engine, db, coll string) (ValidateResult, error) {
 	res, err := e.Validate(ctx, db, coll, true)
 	if err != nil {
-		return fmt.Errorf("validate: %w", err)
+		return res, fmt.Errorf("validate: %w", err)
 	}
 	if !res.Valid {
-		return fmt.Errorf("validate: not valid: errors %v, warnings %v", res.Errors, res.Warnings)
+		return res, fmt.Errorf("validate: not valid: errors %v, warnings %v", res.Errors, res.Warnings)
 	}
-	return indexAgreement(ctx, e, db, coll)
+	return res, indexAgreement(ctx, e, db, coll)
 }
 
 // indexAgreement checks, through the API, that a query hinted to each

@@ -215,8 +215,12 @@ func (w *writer) modify(pk []byte, f *query.Filter, change func(d *storedDoc, po
 		if !bytes.Equal(keycodec.Append(nil, idOf(newDoc)), pk) {
 			return false, false, mongoerr.New(mongoerr.ImmutableField, "Performing an update on the path '_id' would modify the immutable field '_id'")
 		}
-		if err := w.checkValidation(newDoc, old.doc); err != nil {
-			return false, false, err
+		// Like MongoDB, only a document the update modifies is validated:
+		// a no-op rewrite (for _ts) leaves its content as it was.
+		if changed {
+			if err := w.checkValidation(newDoc, old.doc); err != nil {
+				return false, false, err
+			}
 		}
 		d := &storedDoc{pk: pk, doc: newDoc, h: header{ts: nowMs, ttl: ttlindex.DocTTLOf(bsoncore.Document(newDoc))}}
 		ent, err := w.entriesOf(d)

@@ -9,14 +9,11 @@ import (
 	"github.com/lethedb/lethe/engine/keycodec"
 )
 
-// maxReturnKeyTuples bounds the key tuples of one document that returnKey
-// considers, as an array-valued compound key could expand to many.
-const maxReturnKeyTuples = 1000
-
 // keyReturner makes the documents of a returnKey query: the key, under the
 // key pattern's field names, by which the plan's index reached a document;
 // an empty document when the plan reads no index.
 type keyReturner struct {
+	ix      *index       // nil for the _id index or a collection scan
 	fields  []indexField // nil for a collection scan
 	prefix  []byte       // of the plan's keys
 	spans   []span
@@ -27,7 +24,7 @@ func newKeyReturner(st *collState, p *plan) *keyReturner {
 	k := &keyReturner{spans: p.spans, reverse: p.reverse}
 	switch p.kind {
 	case planIndex:
-		k.fields, k.prefix = p.ix.fields, indexPrefix(nil, p.ix.meta.ID)
+		k.ix, k.fields, k.prefix = p.ix, p.ix.fields, indexPrefix(nil, p.ix.meta.ID)
 	case planIDPoints, planIDRange:
 		k.fields = []indexField{{path: "_id"}}
 		k.prefix, _ = docRange(st.meta.ID)
@@ -35,29 +32,24 @@ func newKeyReturner(st *collState, p *plan) *keyReturner {
 	return k
 }
 
-// key returns doc's key document. Of a multikey document's keys it picks
-// the first the scan meets: the lowest (highest when the scan runs
-// backwards) within the plan's spans.
+// key returns doc's key document. Of a multikey document's keys, made as
+// the index makes them, it picks the first the scan meets: the lowest
+// (highest when the scan runs backwards) within the plan's spans.
 func (k *keyReturner) key(doc bson.Raw) bson.Raw {
 	if k.fields == nil {
 		return bson.Raw(bsoncore.NewDocumentBuilder().Build())
 	}
-	tuples := [][]bsoncore.Value{nil}
-	for _, f := range k.fields {
-		vals, _ := indexValues(bsoncore.Document(doc), f.path)
-		if len(vals) == 0 {
-			vals = []bsoncore.Value{nullValue}
-		}
-		next := make([][]bsoncore.Value, 0, len(tuples)*len(vals))
-		for _, t := range tuples {
-			for _, v := range vals {
-				if len(next) == maxReturnKeyTuples {
-					break
-				}
-				next = append(next, append(append([]bsoncore.Value(nil), t...), v))
+	tuples := [][]bsoncore.Value{{idOf(doc)}}
+	if k.ix != nil {
+		var err error
+		if tuples, err = k.ix.keyTuples(bsoncore.Document(doc)); err != nil || len(tuples) == 0 {
+			// The index holds the document, so it has keys; should it not,
+			// its missing fields are null.
+			tuples = [][]bsoncore.Value{make([]bsoncore.Value, len(k.fields))}
+			for i := range tuples[0] {
+				tuples[0][i] = nullValue
 			}
 		}
-		tuples = next
 	}
 	best, bestKey := tuples[0], []byte(nil)
 	for _, t := range tuples {

@@ -38,8 +38,8 @@ type ValidateResult struct {
 	// parse, or whose _id does not match their record key.
 	NInvalidDocuments int64
 	// NNonCompliantDocuments counts documents the collection's validator
-	// refuses (stored before it, under moderate or warn, or bypassing it).
-	// They make no collection invalid.
+	// refuses (stored before it, under moderate or warn, or bypassing it);
+	// none under validationLevel off. They make no collection invalid.
 	NNonCompliantDocuments int64
 
 	MissingIndexEntries, ExtraIndexEntries   int64
@@ -158,7 +158,9 @@ func (v *storageCheck) documents() error {
 	defer it.Close()
 	multikey := make([]bool, len(v.st.indexes))
 	var validator *query.Filter
-	if val := v.st.validator; val != nil {
+	// Under validationLevel off the validator refuses nothing, so no
+	// document is out of compliance (as MongoDB's validate counts).
+	if val := v.st.validator; val != nil && val.level != ValidationOff {
 		validator = val.filterAt(v.now)
 	}
 	for it.First(); it.Valid(); it.Next() {
