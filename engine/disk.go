@@ -97,7 +97,7 @@ func (g *diskGuard) storeFS() vfs.FS {
 	if g.minFree != 0 {
 		fs = vfs.OnDiskFull(fs, g.releaseBallast)
 	}
-	return logRetryFS{FS: fs, log: g.log}
+	return logRetryFS{FS: fs, log: g.log, walFailed: g.walFailed}
 }
 
 // free is the space available on the store's filesystem.
@@ -382,6 +382,20 @@ func (g *diskGuard) flushEnd(info pebble.FlushInfo) {
 	if info.Err != nil && g.opening.Load() && vfs.IsNoSpaceError(info.Err) {
 		g.fatal(fmt.Sprintf("the disk is too full to replay the write-ahead log at start; free space in %s and restart: %v", g.dir, info.Err))
 	}
+}
+
+// walFailed ends the process when the WAL cannot be written, synced or
+// closed. It is called from inside pebble, which may hold its mutexes or have
+// released them on the way to a panic: on a MemDisk the calling goroutine
+// therefore stops where it is, without unwinding into pebble, rather than
+// exiting as fatal's does.
+func (g *diskGuard) walFailed(msg string) {
+	if g.mem != nil {
+		g.log.Error("fatal store error; the simulated machine stops", zap.String("error", msg))
+		g.mem.die(msg)
+		select {}
+	}
+	g.fatal(msg)
 }
 
 // fatal ends the process on an error pebble cannot continue from. On a

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
@@ -22,9 +23,16 @@ const logWriteRetry = 10 * time.Second
 // Only write(2) is retried: a failed fsync may have dropped the dirty pages,
 // so a retried fsync could report success for lost data. Table and blob
 // writes fail at once, so that their jobs give their space back.
+//
+// A WAL that still cannot be written or synced ends the process through
+// walFailed, before pebble sees the error: pebble cannot go on either, and
+// where it meets the error while closing the previous WAL at a rotation it
+// panics with its mutex released, which Go turns into an unrecoverable
+// "unlock of unlocked mutex" instead of a clear exit.
 type logRetryFS struct {
 	vfs.FS
-	log *zap.Logger
+	log       *zap.Logger
+	walFailed func(msg string) // nil: the error goes to pebble
 }
 
 func isLogFile(name string) bool {
@@ -33,10 +41,18 @@ func isLogFile(name string) bool {
 }
 
 func (fs logRetryFS) wrap(name string, f vfs.File, err error) (vfs.File, error) {
+	if err != nil && fs.walFailed != nil && strings.HasSuffix(name, ".log") {
+		// Pebble panics when it cannot make the next WAL at a rotation.
+		fs.walFailed(fmt.Sprintf("creating the write-ahead log %s failed: %v", name, err))
+	}
 	if err != nil || !isLogFile(name) {
 		return f, err
 	}
-	return logRetryFile{File: f, name: name, log: fs.log}, nil
+	lf := logRetryFile{File: f, name: name, log: fs.log}
+	if strings.HasSuffix(name, ".log") {
+		lf.walFailed = fs.walFailed
+	}
+	return lf, nil
 }
 
 func (fs logRetryFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
@@ -58,9 +74,30 @@ func (fs logRetryFS) Unwrap() vfs.FS { return fs.FS }
 
 type logRetryFile struct {
 	vfs.File
-	name string
-	log  *zap.Logger
+	name      string
+	log       *zap.Logger
+	walFailed func(msg string) // set for WAL files only
 }
+
+// failed hands a WAL error to walFailed, which does not return, or returns
+// it for pebble to handle.
+func (f logRetryFile) failed(op string, err error) error {
+	if err != nil && f.walFailed != nil {
+		f.walFailed(fmt.Sprintf("%s of the write-ahead log %s failed: %v", op, f.name, err))
+	}
+	return err
+}
+
+func (f logRetryFile) Sync() error { return f.failed("sync", f.File.Sync()) }
+
+func (f logRetryFile) SyncData() error { return f.failed("sync", f.File.SyncData()) }
+
+func (f logRetryFile) SyncTo(length int64) (bool, error) {
+	full, err := f.File.SyncTo(length)
+	return full, f.failed("sync", err)
+}
+
+func (f logRetryFile) Close() error { return f.failed("close", f.File.Close()) }
 
 func (f logRetryFile) Write(p []byte) (int, error) {
 	var done int
@@ -70,14 +107,14 @@ func (f logRetryFile) Write(p []byte) (int, error) {
 		n, err := f.File.Write(p[done:])
 		done += n
 		if err == nil || !vfs.IsNoSpaceError(err) {
-			return done, err
+			return done, f.failed("write", err)
 		}
 		now := time.Now()
 		if deadline.IsZero() {
 			deadline = now.Add(logWriteRetry)
 			f.log.Warn("disk full: a log write waits for space", zap.String("file", f.name))
 		} else if now.After(deadline) {
-			return done, err
+			return done, f.failed("write", err)
 		}
 		time.Sleep(wait)
 		wait = min(2*wait, time.Second)
