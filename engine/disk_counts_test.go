@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"testing"
-	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -88,21 +87,8 @@ func TestDeleteCountsOnlyWhatCommitted(t *testing.T) {
 	if err := insertErr(e.Insert("test", "c", docs, true)); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.Close(); err != nil {
-		t.Fatal(err)
-	}
 	// Too full to replay the log: the store opens read-only.
-	if err := d.mem.Remove(d.mem.PathJoin("/db", ballastName)); err != nil {
-		t.Fatal(err)
-	}
-	d.SetCapacity(d.Used())
-	opened := make(chan *Engine)
-	go func() { opened <- openOnDisk(t, d) }()
-	select {
-	case e = <-opened:
-	case <-time.After(30 * time.Second):
-		t.Fatal("open on a full disk did not return in 30 s")
-	}
+	e = reopenTooFullToReplay(t, e, d)
 	defer e.Close()
 	deleted, err := e.Delete(context.Background(), "test", "c", nil, 0, bson.RawValue{})
 	wantOutOfDisk(t, err)

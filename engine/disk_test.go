@@ -183,6 +183,28 @@ func waitWritable(t *testing.T, e *Engine, id int) int {
 	}
 }
 
+// reopenTooFullToReplay closes e, takes the ballast away and leaves not a
+// byte free, with documents still in the WAL, then opens the store again: it
+// must open, read-only, rather than wait for ever for the space to replay.
+func reopenTooFullToReplay(t *testing.T, e *Engine, d *MemDisk) *Engine {
+	t.Helper()
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.mem.Remove(d.mem.PathJoin("/db", ballastName)); err != nil {
+		t.Fatal(err)
+	}
+	d.SetCapacity(d.Used())
+	opened := make(chan *Engine)
+	go func() { opened <- openOnDisk(t, d) }()
+	select {
+	case e = <-opened:
+	case <-time.After(30 * time.Second):
+		t.Fatal("open on a full disk did not return in 30 s")
+	}
+	return e
+}
+
 // TestOpenOnDiskTooFullToReplay fills the disk to the last byte after the
 // ballast is gone, with documents still in the WAL: pebble cannot flush
 // them, so the store opens read-only instead of waiting forever for space.
@@ -196,21 +218,7 @@ func TestOpenOnDiskTooFullToReplay(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := e.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.mem.Remove(d.mem.PathJoin("/db", ballastName)); err != nil {
-		t.Fatal(err)
-	}
-	d.SetCapacity(d.Used())
-
-	opened := make(chan *Engine)
-	go func() { opened <- openOnDisk(t, d) }()
-	select {
-	case e = <-opened:
-	case <-time.After(30 * time.Second):
-		t.Fatal("open on a full disk did not return in 30 s")
-	}
+	e = reopenTooFullToReplay(t, e, d)
 	defer e.Close()
 	countDocs(t, e, 0, n)
 	err := insertErr(e.Insert("test", "c", []bson.Raw{padded(n)}, true))
