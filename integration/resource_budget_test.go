@@ -135,27 +135,8 @@ func TestSortOfComputedFields(t *testing.T) {
 	// tests check, keep the heap of the whole test process, garbage
 	// included, well under its bound whatever ran before.
 	ts := startServer(t, withMemoryLimits(48<<20, 64<<20))
-	db := attacker(t, ts)
-	coll := db.Collection("c")
-	var docs []any
-	for i := range 32 {
-		docs = append(docs, bson.D{{Key: "_id", Value: i}})
-	}
-	mustInsert(t, coll, docs...)
 	// 32 documents of 8 MiB of computed fields: 256 MiB to sort.
-	pipeline := mongo.Pipeline{
-		{{Key: "$addFields", Value: bson.D{{Key: "pad", Value: doubling(22)}}}},
-		{{Key: "$sort", Value: bson.D{{Key: "_id", Value: -1}}}},
-	}
-	var noDiskErr, diskErr error
-	settleHeap()
-	underAttack(t, ts, attackBounds{}, func(ctx context.Context) {
-		_, noDiskErr = coll.Aggregate(ctx, pipeline, options.Aggregate().SetAllowDiskUse(false))
-		_, diskErr = coll.Aggregate(ctx, pipeline, options.Aggregate().SetAllowDiskUse(true))
-	})
-	wantCode(t, noDiskErr, 292)
-	// allowDiskUse lifts the sort limit, not the server's own bound.
-	wantCode(t, diskErr, 146)
+	sortComputedFields(t, ts, 32, attackBounds{})
 }
 
 // TestSortOfComputedFieldsDefaultLimits is the same attack on a server with
@@ -166,25 +147,34 @@ func TestSortOfComputedFields(t *testing.T) {
 // hold N times as much: the limits are per request.
 func TestSortOfComputedFieldsDefaultLimits(t *testing.T) {
 	ts := startServer(t)
+	// 64 documents of 8 MiB of computed fields: 512 MiB to sort.
+	sortComputedFields(t, ts, 64, attackBounds{MaxHeap: 512 << 20})
+}
+
+// sortComputedFields sorts n documents that $addFields grows by 8 MiB each,
+// with and without allowDiskUse, under attack: the sort limit refuses the
+// first (292) and the request's own memory bound the second (146).
+func sortComputedFields(t *testing.T, ts *testServer, n int, b attackBounds) {
+	t.Helper()
 	db := attacker(t, ts)
 	coll := db.Collection("c")
 	var docs []any
-	for i := range 64 {
+	for i := range n {
 		docs = append(docs, bson.D{{Key: "_id", Value: i}})
 	}
 	mustInsert(t, coll, docs...)
-	// 64 documents of 8 MiB of computed fields: 512 MiB to sort.
 	pipeline := mongo.Pipeline{
 		{{Key: "$addFields", Value: bson.D{{Key: "pad", Value: doubling(22)}}}},
 		{{Key: "$sort", Value: bson.D{{Key: "_id", Value: -1}}}},
 	}
 	var noDiskErr, diskErr error
 	settleHeap()
-	underAttack(t, ts, attackBounds{MaxHeap: 512 << 20}, func(ctx context.Context) {
+	underAttack(t, ts, b, func(ctx context.Context) {
 		_, noDiskErr = coll.Aggregate(ctx, pipeline, options.Aggregate().SetAllowDiskUse(false))
 		_, diskErr = coll.Aggregate(ctx, pipeline, options.Aggregate().SetAllowDiskUse(true))
 	})
 	wantCode(t, noDiskErr, 292)
+	// allowDiskUse lifts the sort limit, not the server's own bound.
 	wantCode(t, diskErr, 146)
 }
 
