@@ -369,15 +369,7 @@ func execConcurrentOp(ctx context.Context, e *Engine, clock *ttlindex.ManualCloc
 		_, err := e.DropIndexes(modelDB, modelColl, op.Which)
 		return err
 	case "collMod":
-		ch := IndexChange{Name: op.IxName, KeyPattern: op.IxKey}
-		if op.Expire.Type != 0 {
-			ev := rawIDValue(op.Expire)
-			ch.ExpireAfter = &ev
-		}
-		if op.Hide != 0 {
-			hide := op.Hide == 1
-			ch.Hidden = &hide
-		}
+		ch := op.indexChange()
 		_, err := e.CollModIndex(modelDB, modelColl, ch)
 		return err
 	case "findBatches":

@@ -129,6 +129,20 @@ func (r *modelRun) clone() *refModel {
 
 // kindLabel names an operation's kind for the summary: the kind, its
 // variant, and the options that take other paths through the engine.
+// indexChange is the collMod op's change to an index.
+func (op *modelOp) indexChange() IndexChange {
+	ch := IndexChange{Name: op.IxName, KeyPattern: op.IxKey}
+	if op.Expire.Type != 0 {
+		ev := rawIDValue(op.Expire)
+		ch.ExpireAfter = &ev
+	}
+	if op.Hide != 0 {
+		hide := op.Hide == 1
+		ch.Hidden = &hide
+	}
+	return ch
+}
+
 func kindLabel(op *modelOp) string {
 	l := baseKindLabel(op)
 	if op.Bypass {
@@ -271,15 +285,7 @@ func (r *modelRun) step(ctx context.Context, op *modelOp) error {
 			return fmt.Errorf("dropIndexes: engine (%d, %v), model (%d, code %d)", before, err, want, codeOf(werr))
 		}
 	case "collMod":
-		ch := IndexChange{Name: op.IxName, KeyPattern: op.IxKey}
-		if op.Expire.Type != 0 {
-			ev := rawIDValue(op.Expire)
-			ch.ExpireAfter = &ev
-		}
-		if op.Hide != 0 {
-			hide := op.Hide == 1
-			ch.Hidden = &hide
-		}
+		ch := op.indexChange()
 		var res CollModResult
 		var err error
 		if herr := r.guard("collMod", func() { res, err = r.e.CollModIndex(modelDB, modelColl, ch) }); herr != nil {
