@@ -275,6 +275,22 @@ func docName(d *storedDoc) string {
 	return bson.RawValue{Type: bson.Type(idOf(d.doc).Type), Value: idOf(d.doc).Data}.String()
 }
 
+// count counts the keys of it from its first; the caller may position it
+// again afterwards.
+func (v *storageCheck) count(it *pebble.Iterator) (int64, error) {
+	var n int64
+	for it.First(); it.Valid(); it.Next() {
+		if err := v.tick(); err != nil {
+			return 0, err
+		}
+		n++
+	}
+	if err := it.Error(); err != nil {
+		return 0, fmt.Errorf("engine: validate: %w", err)
+	}
+	return n, nil
+}
+
 // indexEntries counts the entries of st.indexes[i] and, when needed,
 // checks each against the document it points at.
 func (v *storageCheck) indexEntries(i int, ix *index) error {
@@ -284,15 +300,9 @@ func (v *storageCheck) indexEntries(i int, ix *index) error {
 		return fmt.Errorf("engine: validate: %w", err)
 	}
 	defer it.Close()
-	var n int64
-	for it.First(); it.Valid(); it.Next() {
-		if err := v.tick(); err != nil {
-			return err
-		}
-		n++
-	}
-	if err := it.Error(); err != nil {
-		return fmt.Errorf("engine: validate: %w", err)
+	n, err := v.count(it)
+	if err != nil {
+		return err
 	}
 	v.res.KeysPerIndex[ix.meta.Name] = n
 	if n == v.expected[i] && !v.full {
@@ -375,15 +385,9 @@ func (v *storageCheck) expiryEntries() error {
 		return fmt.Errorf("engine: validate: %w", err)
 	}
 	defer it.Close()
-	var n int64
-	for it.First(); it.Valid(); it.Next() {
-		if err := v.tick(); err != nil {
-			return err
-		}
-		n++
-	}
-	if err := it.Error(); err != nil {
-		return fmt.Errorf("engine: validate: %w", err)
+	n, err := v.count(it)
+	if err != nil {
+		return err
 	}
 	tsIndex := ""
 	if v.st.ttl.Enabled {
