@@ -508,25 +508,14 @@ func TestTrustUniqueWithinBulkWrite(t *testing.T) {
 	}
 }
 
-// rawDoc builds a document as given, repeated keys and all, which bson.D
-// marshals as it is.
-func rawDoc(t *testing.T, d bson.D) bson.Raw {
-	t.Helper()
-	raw, err := bson.Marshal(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return raw
-}
-
 // A document with two _id fields is refused on every path that stores a
 // whole document.
 func TestTrustTwoIDFieldsRefused(t *testing.T) {
 	ts := startServer(t)
 	coll := ts.Client.Database("trust").Collection("twoids")
 	mustInsert(t, coll, bson.D{{Key: "_id", Value: 1}, {Key: "x", Value: 0}})
-	twoIDs := rawDoc(t, bson.D{{Key: "_id", Value: 1}, {Key: "x", Value: 1}, {Key: "_id", Value: 2}})
-	twoIDsNoFirst := rawDoc(t, bson.D{{Key: "x", Value: 1}, {Key: "_id", Value: 7}, {Key: "_id", Value: 8}})
+	twoIDs := mustMarshal(t, bson.D{{Key: "_id", Value: 1}, {Key: "x", Value: 1}, {Key: "_id", Value: 2}})
+	twoIDsNoFirst := mustMarshal(t, bson.D{{Key: "x", Value: 1}, {Key: "_id", Value: 7}, {Key: "_id", Value: 8}})
 	db := coll.Database()
 	cases := map[string]func() error{
 		"insert": func() error {
