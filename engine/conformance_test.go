@@ -36,12 +36,21 @@ type queryFile struct {
 
 func openTestEngine(t testing.TB) *Engine {
 	t.Helper()
-	e, err := Open(t.TempDir(), Options{Clock: ttlindex.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), NoReaper: true})
+	e, _ := openTestEngineClock(t)
+	return e
+}
+
+// openTestEngineClock opens a store without a reaper in a temporary
+// directory, on a manual clock that starts at 2026-01-01 UTC.
+func openTestEngineClock(t testing.TB) (*Engine, *ttlindex.ManualClock) {
+	t.Helper()
+	clock := ttlindex.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	e, err := Open(t.TempDir(), Options{Clock: clock, NoReaper: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.Close() })
-	return e
+	return e, clock
 }
 
 // indexedPaths lists the top-level and nested field paths of the documents,

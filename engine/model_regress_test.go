@@ -10,22 +10,10 @@ import (
 
 	"github.com/lethedb/lethe/engine/mongoerr"
 	"github.com/lethedb/lethe/engine/update"
-	"github.com/lethedb/lethe/ttlindex"
 )
 
 // Regression tests for defects the model test found on its own, each
 // reduced from the shrunk operation log.
-
-func openModelRegress(t *testing.T) (*Engine, *ttlindex.ManualClock) {
-	t.Helper()
-	clock := ttlindex.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	e, err := Open(t.TempDir(), Options{Clock: clock, NoReaper: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	return e, clock
-}
 
 func regressCreateIndex(t *testing.T, e *Engine, spec bson.D) {
 	t.Helper()
@@ -48,7 +36,7 @@ func regressCount(t *testing.T, e *Engine) int64 {
 // visible until the reaper deletes it (rule 20), and once that index is
 // dropped too, never goes.
 func TestModelRegressDropTSKeepsDateDueDocuments(t *testing.T) {
-	e, clock := openModelRegress(t)
+	e, clock := openTestEngineClock(t)
 	regressCreateIndex(t, e, bson.D{{Key: "key", Value: bson.D{{Key: "_ts", Value: 1}}}, {Key: "name", Value: "_ts_1"}, {Key: "expireAfterSeconds", Value: 60}})
 	due := bson.NewDateTimeFromTime(clock.Now().Add(-time.Hour))
 	if _, err := e.Insert("db", "c", []bson.Raw{modelRaw(bson.D{{Key: "_id", Value: 1}, {Key: "d", Value: due}})}, true); err != nil {
@@ -67,7 +55,7 @@ func TestModelRegressDropTSKeepsDateDueDocuments(t *testing.T) {
 // unique index is built: two expired documents without the field must not
 // make the build fail with a duplicate null key.
 func TestModelRegressUniqueBuildIgnoresExpired(t *testing.T) {
-	e, clock := openModelRegress(t)
+	e, clock := openTestEngineClock(t)
 	regressCreateIndex(t, e, bson.D{{Key: "key", Value: bson.D{{Key: "_ts", Value: 1}}}, {Key: "name", Value: "_ts_1"}, {Key: "expireAfterSeconds", Value: 10}})
 	if _, err := e.Insert("db", "c", []bson.Raw{modelRaw(bson.D{{Key: "_id", Value: 1}}), modelRaw(bson.D{{Key: "_id", Value: 2}})}, true); err != nil {
 		t.Fatal(err)
@@ -87,7 +75,7 @@ func TestModelRegressUniqueBuildIgnoresExpired(t *testing.T) {
 // A batch that ends on the last point of an _id $in plan must not hand out
 // that document again in the next batch.
 func TestModelRegressIDPointsBatchEnd(t *testing.T) {
-	e, _ := openModelRegress(t)
+	e, _ := openTestEngineClock(t)
 	ctx := context.Background()
 	var docs []bson.Raw
 	for _, id := range []int{1, 3, 4} {
@@ -120,7 +108,7 @@ func TestModelRegressIDPointsBatchEnd(t *testing.T) {
 // it out of the equality check): asking again for a hidden index's exact
 // spec is a no-op, not an IndexOptionsConflict.
 func TestModelRegressRecreateHiddenIndex(t *testing.T) {
-	e, _ := openModelRegress(t)
+	e, _ := openTestEngineClock(t)
 	spec := bson.D{{Key: "key", Value: bson.D{{Key: "a", Value: 1}}}, {Key: "name", Value: "a_1"}}
 	regressCreateIndex(t, e, spec)
 	hide := true
@@ -140,7 +128,7 @@ func TestModelRegressRecreateHiddenIndex(t *testing.T) {
 // index on a positional path whose element is an array, that key is the
 // whole array, as the index holds it, not one of its elements.
 func TestModelRegressReturnKeyPositionalArray(t *testing.T) {
-	e, _ := openModelRegress(t)
+	e, _ := openTestEngineClock(t)
 	ctx := context.Background()
 	if _, err := e.Insert("db", "c", []bson.Raw{modelRaw(bson.D{{Key: "_id", Value: 1}, {Key: "arr", Value: bson.A{bson.A{1, 2}, 3}}})}, true); err != nil {
 		t.Fatal(err)
@@ -165,7 +153,7 @@ func TestModelRegressReturnKeyPositionalArray(t *testing.T) {
 // of a document that fails a validator added later succeeds (matched 1,
 // modified 0) under strict, while one that changes it is refused.
 func TestModelRegressNoOpUpdateSkipsValidation(t *testing.T) {
-	e, clock := openModelRegress(t)
+	e, clock := openTestEngineClock(t)
 	ctx := context.Background()
 	if _, err := e.Insert("db", "c", []bson.Raw{modelRaw(bson.D{{Key: "_id", Value: 1}, {Key: "a", Value: "x"}})}, true); err != nil {
 		t.Fatal(err)
@@ -193,7 +181,7 @@ func TestModelRegressNoOpUpdateSkipsValidation(t *testing.T) {
 // validationLevel off it refuses none, so validate counts none (MongoDB's
 // validate asks the collection's own check, which passes everything then).
 func TestModelRegressValidateLevelOffCountsNoneNonCompliant(t *testing.T) {
-	e, _ := openModelRegress(t)
+	e, _ := openTestEngineClock(t)
 	ctx := context.Background()
 	if _, err := e.Insert("db", "c", []bson.Raw{modelRaw(bson.D{{Key: "_id", Value: 1}, {Key: "a", Value: "x"}})}, true); err != nil {
 		t.Fatal(err)

@@ -31,12 +31,7 @@ func mustMarshal(t testing.TB, v any) bson.Raw {
 // but not purged.
 func validateFixture(t *testing.T) (*Engine, *ttlindex.ManualClock) {
 	t.Helper()
-	clock := ttlindex.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	e, err := Open(t.TempDir(), Options{Clock: clock, NoReaper: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
+	e, clock := openTestEngineClock(t)
 	specs := []bson.Raw{
 		mustMarshal(t, bson.D{{Key: "key", Value: bson.D{{Key: "tags", Value: 1}}}, {Key: "name", Value: "tags"}}),
 		mustMarshal(t, bson.D{{Key: "key", Value: bson.D{{Key: "a", Value: 1}}}, {Key: "name", Value: "a_partial"},
