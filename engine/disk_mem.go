@@ -27,6 +27,9 @@ type MemDisk struct {
 	// write it admits are atomic, and so that Crash sees a still disk.
 	mu       sync.Mutex
 	capacity int64
+	// keepFree, when positive, is another program that takes any space
+	// the store frees beyond keepFree bytes free; see TakeFreedSpace.
+	keepFree int64
 	dead     bool // crashed or died: nothing reaches this disk any more
 	faults   *rand.Rand
 	faultP   float64
@@ -42,10 +45,30 @@ func NewMemDisk(capacity int64) *MemDisk {
 
 // SetCapacity changes the size of the disk, as when a user frees space that
 // is not the store's.
+// It ends TakeFreedSpace.
 func (d *MemDisk) SetCapacity(capacity int64) {
 	d.mu.Lock()
-	d.capacity = capacity
+	d.capacity, d.keepFree = capacity, 0
 	d.mu.Unlock()
+}
+
+// TakeFreedSpace leaves free bytes free now and, until the next SetCapacity,
+// lets another program take whatever the store frees beyond that, so that a
+// background compaction or file deletion cannot make room behind a test's
+// back.
+func (d *MemDisk) TakeFreedSpace(free int64) {
+	d.mu.Lock()
+	d.capacity, d.keepFree = d.usedLocked()+free, free
+	d.mu.Unlock()
+}
+
+// capacityLocked is the disk's size once the other program of
+// TakeFreedSpace has taken what it can.
+func (d *MemDisk) capacityLocked(used int64) int64 {
+	if d.keepFree > 0 && d.capacity > used+d.keepFree {
+		d.capacity = used + d.keepFree
+	}
+	return d.capacity
 }
 
 // Used is the number of bytes the files on the disk hold.
@@ -148,7 +171,7 @@ func (d *MemDisk) mutate(grow int64, faultable bool, op func() error) error {
 		d.injected++
 		return fmt.Errorf("memdisk: injected fault: %w", syscall.EIO)
 	}
-	if grow > 0 && d.usedLocked()+grow > d.capacity {
+	if used := d.usedLocked(); grow > 0 && used+grow > d.capacityLocked(used) {
 		return &os.PathError{Op: "write", Path: "memdisk", Err: syscall.ENOSPC}
 	}
 	return op()
@@ -162,7 +185,8 @@ func (d *MemDisk) usage() vfs.DiskUsage {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	used := d.usedLocked()
-	return vfs.DiskUsage{AvailBytes: uint64(max(d.capacity-used, 0)), TotalBytes: uint64(d.capacity), UsedBytes: uint64(used)}
+	capacity := d.capacityLocked(used)
+	return vfs.DiskUsage{AvailBytes: uint64(max(capacity-used, 0)), TotalBytes: uint64(capacity), UsedBytes: uint64(used)}
 }
 
 // memDiskFS routes every mutation of the in-memory filesystem through the
