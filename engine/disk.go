@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"errors"
 	"fmt"
 	"runtime"
 	"strings"
@@ -52,7 +51,15 @@ const ballastName = "LETHE-BALLAST"
 // store then opens read-only (mustOpenReadOnly) and needs a restart to
 // write again.
 //
-// ballastMu and MemDisk.mu are leaves: nothing else is locked under them.
+// Background work (reclaim's flush, restoring the ballast) must neither
+// touch a closed store, whose AsyncFlush panics, nor log once Engine.Close
+// has returned. closeMu orders both against close: the ballast goroutines
+// are waited for, and a reclaim goroutine checks closed under closeMu
+// before it flushes or logs. A flush is never waited for under closeMu,
+// since on a full disk it may not finish.
+//
+// ballastMu, closeMu and MemDisk.mu are leaves: nothing else is locked
+// under them, except the store's flush request under closeMu.
 type diskGuard struct {
 	fs      vfs.FS // unwrapped: statfs and the ballast bypass OnDiskFull
 	dir     string
@@ -71,12 +78,18 @@ type diskGuard struct {
 	hasBallast atomic.Bool // the ballast is in place; spares a stat per commit
 	opening    atomic.Bool // pebble.Open is running
 	reclaiming atomic.Bool
-	low        atomic.Bool  // last check found less than minFree
-	lastBgLog  atomic.Int64 // unix nanos of the last logged background ENOSPC
+
+	closeMu sync.Mutex
+	closed  bool          // under closeMu: Engine.Close has begun
+	closing chan struct{} // closed with closed
+	bg      sync.WaitGroup
+
+	low       atomic.Bool  // last check found less than minFree
+	lastBgLog atomic.Int64 // unix nanos of the last logged background ENOSPC
 }
 
 func newDiskGuard(dir string, opts Options) *diskGuard {
-	g := &diskGuard{fs: vfs.Default, dir: dir, log: opts.Logger, mem: opts.Disk}
+	g := &diskGuard{fs: vfs.Default, dir: dir, log: opts.Logger, mem: opts.Disk, closing: make(chan struct{})}
 	if g.mem != nil {
 		g.fs = g.mem.fs()
 	}
@@ -280,10 +293,51 @@ func (g *diskGuard) reclaim() {
 	}
 	go func() {
 		defer g.reclaiming.Store(false)
-		if err := db.Flush(); err != nil && !errors.Is(err, pebble.ErrClosed) {
+		g.closeMu.Lock()
+		if g.closed {
+			g.closeMu.Unlock()
+			return
+		}
+		done, err := db.AsyncFlush()
+		if err != nil {
 			g.log.Warn("flush to reclaim disk space failed", zap.Error(err))
 		}
+		g.closeMu.Unlock()
+		if err == nil {
+			select {
+			case <-done:
+			case <-g.closing:
+			}
+		}
 	}()
+}
+
+// goBackground runs f in a goroutine that close waits for, unless the
+// engine is already closing.
+func (g *diskGuard) goBackground(f func()) bool {
+	g.closeMu.Lock()
+	defer g.closeMu.Unlock()
+	if g.closed {
+		return false
+	}
+	g.bg.Add(1)
+	go func() {
+		defer g.bg.Done()
+		f()
+	}()
+	return true
+}
+
+// close stops background work before the store closes: reclaim goroutines
+// no longer flush or log, and close waits for the ballast's.
+func (g *diskGuard) close() {
+	g.closeMu.Lock()
+	if !g.closed {
+		g.closed = true
+		close(g.closing)
+	}
+	g.closeMu.Unlock()
+	g.bg.Wait()
 }
 
 // releaseBallast removes the ballast; it is the OnDiskFull callback.
@@ -307,10 +361,12 @@ func (g *diskGuard) restoreBallastAsync() {
 	if !g.restoring.CompareAndSwap(false, true) {
 		return
 	}
-	go func() {
+	if !g.goBackground(func() {
 		defer g.restoring.Store(false)
 		g.restoreBallast()
-	}()
+	}) {
+		g.restoring.Store(false)
+	}
 }
 
 // restoreBallast writes the ballast if it is missing and space allows.

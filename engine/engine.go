@@ -130,6 +130,7 @@ func (e *Engine) Close() error {
 		e.stopReaper()
 		<-e.reaperDone
 	}
+	e.disk.close()
 	if err := e.db.Close(); err != nil {
 		return fmt.Errorf("engine: close: %w", err)
 	}
