@@ -9,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine/expr"
 	"github.com/lethedb/lethe/engine/keycodec"
 	"github.com/lethedb/lethe/engine/mongoerr"
 	"github.com/lethedb/lethe/engine/project"
@@ -357,7 +358,7 @@ func replaceRoot(ctx context.Context, name string, arg bson.RawValue, docs []bso
 		}
 		v = bsoncore.Value{Type: bsoncore.Type(nr.Type), Data: nr.Value}
 	}
-	ex, err := query.CompileExprWith(v, query.ExprOptions{Now: now})
+	ex, err := expr.CompileExprWith(v, expr.ExprOptions{Now: now})
 	if err != nil {
 		return nil, err
 	}
@@ -380,7 +381,7 @@ func replaceRoot(ctx context.Context, name string, arg bson.RawValue, docs []bso
 }
 
 // evalOrNull evaluates ex, giving null for a missing result.
-func evalOrNull(ctx context.Context, ex *query.Expr, doc bson.Raw) (bsoncore.Value, error) {
+func evalOrNull(ctx context.Context, ex *expr.Expr, doc bson.Raw) (bsoncore.Value, error) {
 	v, err := ex.EvalContext(ctx, doc)
 	if err == nil && v.Type == 0 {
 		v = nullValue
@@ -391,7 +392,7 @@ func evalOrNull(ctx context.Context, ex *query.Expr, doc bson.Raw) (bsoncore.Val
 type accumulator struct {
 	field string
 	op    string
-	arg   *query.Expr
+	arg   *expr.Expr
 }
 
 type groupState struct {
@@ -428,13 +429,13 @@ func group(ctx context.Context, arg bson.RawValue, docs docSource, now time.Time
 		return nil, mongoerr.New(mongoerr.Code(15947), "a group's fields must be specified in an object")
 	}
 	elems, _ := spec.Elements()
-	var idExpr *query.Expr
-	exprOpts := query.ExprOptions{Now: now}
+	var idExpr *expr.Expr
+	exprOpts := expr.ExprOptions{Now: now}
 	var accs []accumulator
 	for _, el := range elems {
 		if el.Key() == "_id" {
 			v := el.Value()
-			ex, err := query.CompileExprWith(bsoncore.Value{Type: bsoncore.Type(v.Type), Data: v.Value}, exprOpts)
+			ex, err := expr.CompileExprWith(bsoncore.Value{Type: bsoncore.Type(v.Type), Data: v.Value}, exprOpts)
 			if err != nil {
 				return nil, err
 			}
@@ -453,7 +454,7 @@ func group(ctx context.Context, arg bson.RawValue, docs docSource, now time.Time
 			return nil, mongoerr.New(mongoerr.Code(15952), "unknown group operator '%s'", op)
 		}
 		av := ops[0].Value()
-		ex, err := query.CompileExprWith(bsoncore.Value{Type: bsoncore.Type(av.Type), Data: av.Value}, exprOpts)
+		ex, err := expr.CompileExprWith(bsoncore.Value{Type: bsoncore.Type(av.Type), Data: av.Value}, exprOpts)
 		if err != nil {
 			return nil, err
 		}

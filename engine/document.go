@@ -6,8 +6,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine/bsonvalue"
 	"github.com/lethedb/lethe/engine/mongoerr"
-	"github.com/lethedb/lethe/engine/query"
 )
 
 // MaxDocumentSize is MongoDB's BSON document limit.
@@ -93,7 +93,7 @@ func checkStoredDoc(raw bson.Raw) error {
 func checkID(id bsoncore.Value) error {
 	switch id.Type {
 	case bsoncore.TypeArray, bsoncore.TypeRegex, bsoncore.TypeUndefined:
-		return mongoerr.New(mongoerr.InvalidIdField, "The '_id' value cannot be of type %s", query.TypeName(id.Type))
+		return mongoerr.New(mongoerr.InvalidIdField, "The '_id' value cannot be of type %s", bsonvalue.TypeName(id.Type))
 	case bsoncore.TypeEmbeddedDocument:
 		if name := dollarPrefixedField(id.Data); name != "" {
 			return mongoerr.New(mongoerr.DollarPrefixedFieldName, "_id fields may not contain '$'-prefixed fields: %s is not valid for storage.", name)

@@ -13,6 +13,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine/bsonvalue"
 	"github.com/lethedb/lethe/engine/mongoerr"
 	"github.com/lethedb/lethe/engine/query"
 	"github.com/lethedb/lethe/ttlindex"
@@ -285,7 +286,7 @@ func truthy(v bson.RawValue) bool {
 	return true
 }
 
-func typeName(t bson.Type) string { return query.TypeName(bsoncore.Type(t)) }
+func typeName(t bson.Type) string { return bsonvalue.TypeName(bsoncore.Type(t)) }
 
 // indexComparison is how a requested index relates to another, in
 // MongoDB's terms: indexes that differ in key pattern or in an identifying

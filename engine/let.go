@@ -8,8 +8,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine/expr"
 	"github.com/lethedb/lethe/engine/mongoerr"
-	"github.com/lethedb/lethe/engine/query"
 )
 
 // Let holds the variables of a command's let (and of an update statement's
@@ -42,7 +42,7 @@ func ParseLet(doc bson.Raw, now time.Time) (*Let, error) {
 		case "CURRENT":
 			return nil, mongoerr.New(mongoerr.BadValue, "Invalid 'let' parameter :: caused by :: CURRENT cannot be a command's let variable in Lethe")
 		}
-		if err := query.CheckVariableDefinition(name); err != nil {
+		if err := expr.CheckVariableDefinition(name); err != nil {
 			if me, ok := mongoerr.As(err); ok {
 				return nil, mongoerr.New(me.Code, "Invalid 'let' parameter :: caused by :: %s", me.Msg)
 			}
@@ -52,7 +52,7 @@ func ParseLet(doc bson.Raw, now time.Time) (*Let, error) {
 			return nil, mongoerr.New(4890500, "Command let Expression tried to access a field, but this is not allowed because"+
 				"Command let Expressions run before the query examines any documents.")
 		}
-		ex, err := query.CompileExprWith(el.Value(), query.ExprOptions{Now: now})
+		ex, err := expr.CompileExprWith(el.Value(), expr.ExprOptions{Now: now})
 		if err != nil {
 			return nil, err
 		}

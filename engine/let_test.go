@@ -7,7 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"github.com/lethedb/lethe/engine/query"
+	"github.com/lethedb/lethe/engine/expr"
 )
 
 func TestLetSubstitution(t *testing.T) {
@@ -34,7 +34,7 @@ func TestLetSubstitution(t *testing.T) {
 	} {
 		raw, _ := bson.Marshal(bson.D{{Key: "e", Value: c.expr}})
 		v := bsoncore.Document(raw).Lookup("e")
-		ex, err := query.CompileExpr((&rewriter{Let: l}).expr(v, nil))
+		ex, err := expr.CompileExpr((&rewriter{Let: l}).expr(v, nil))
 		if err != nil {
 			t.Errorf("%v: %v", c.expr, err)
 			continue

@@ -9,8 +9,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine/bsonvalue"
 	"github.com/lethedb/lethe/engine/mongoerr"
-	"github.com/lethedb/lethe/engine/query"
 )
 
 // Command arguments. A handler ranges over cmdArgs, switches on the key and
@@ -262,4 +262,4 @@ func decimalToFloat(d bson.Decimal128) float64 {
 }
 
 // typeName is MongoDB's name for a BSON type, as error messages spell it.
-func typeName(t bson.Type) string { return query.TypeName(bsoncore.Type(t)) }
+func typeName(t bson.Type) string { return bsonvalue.TypeName(bsoncore.Type(t)) }

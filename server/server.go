@@ -17,7 +17,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/lethedb/lethe/engine"
-	"github.com/lethedb/lethe/engine/query"
+	"github.com/lethedb/lethe/engine/expr"
 	"github.com/lethedb/lethe/ttlindex"
 	"github.com/lethedb/lethe/wire"
 )
@@ -39,8 +39,8 @@ func FixedLimits() []Limit {
 		{"write batch", fmt.Sprintf("%d statements", maxWriteBatchSize)},
 		{"blocking sort memory", "100 MiB without allowDiskUse (Lethe then sorts in memory anyway)"},
 		{"request memory", "256 MiB of documents held by one query or aggregation, even with allowDiskUse, since Lethe never spills to disk (Lethe's; ExceededMemoryLimit)"},
-		{"expression value", fmt.Sprintf("%d MiB for any string, array or document an expression builds (BSONObjectTooLarge)", query.MaxValueBytes>>20)},
-		{"expression working set", fmt.Sprintf("%d MiB of values one expression holds at once (ExceededMemoryLimit)", query.MaxHeldBytes>>20)},
+		{"expression value", fmt.Sprintf("%d MiB for any string, array or document an expression builds (BSONObjectTooLarge)", expr.MaxValueBytes>>20)},
+		{"expression working set", fmt.Sprintf("%d MiB of values one expression holds at once (ExceededMemoryLimit)", expr.MaxHeldBytes>>20)},
 		{"$push and $addToSet", "100 MiB per group (ExceededMemoryLimit)"},
 		{"distinct reply", "16 MiB of values (17217)"},
 		{"index and sort keys", "32 fields (13103)"},

@@ -6,17 +6,17 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine/expr"
 	"github.com/lethedb/lethe/engine/mongoerr"
-	"github.com/lethedb/lethe/engine/query"
 )
 
 // compileExpr compiles the aggregation expression of a computed field.
-func compileExpr(v bsoncore.Value, now time.Time) (*query.Expr, error) {
-	return query.CompileExprWith(v, query.ExprOptions{Now: now})
+func compileExpr(v bsoncore.Value, now time.Time) (*expr.Expr, error) {
+	return expr.CompileExprWith(v, expr.ExprOptions{Now: now})
 }
 
 // compileOperator compiles {name: arg}, an operator expression.
-func compileOperator(op bsoncore.Element, now time.Time) (*query.Expr, error) {
+func compileOperator(op bsoncore.Element, now time.Time) (*expr.Expr, error) {
 	doc := bsoncore.BuildDocument(nil, op)
 	return compileExpr(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc}, now)
 }

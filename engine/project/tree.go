@@ -6,6 +6,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine/expr"
 	"github.com/lethedb/lethe/engine/mongoerr"
 	"github.com/lethedb/lethe/engine/query"
 )
@@ -35,7 +36,7 @@ type child struct {
 	name string
 	kind kind
 	sub  *node
-	expr *query.Expr
+	expr *expr.Expr
 	// skip and limit are $slice's arguments; hasSkip tells the [skip,
 	// limit] form from the plain limit.
 	skip, limit int
@@ -101,8 +102,8 @@ func (c *child) appendComputed(ctx context.Context, dst []byte, root bsoncore.Do
 	if err != nil || v.Type == 0 {
 		return dst, err
 	}
-	if n := len(dst) + len(c.name) + len(v.Data) + 3; n > query.MaxValueBytes {
-		return nil, mongoerr.New(mongoerr.BSONObjectTooLarge, "the projected document would be at least %d bytes, more than the maximum BSON size of %d bytes", n, query.MaxValueBytes)
+	if n := len(dst) + len(c.name) + len(v.Data) + 3; n > expr.MaxValueBytes {
+		return nil, mongoerr.New(mongoerr.BSONObjectTooLarge, "the projected document would be at least %d bytes, more than the maximum BSON size of %d bytes", n, expr.MaxValueBytes)
 	}
 	return bsoncore.AppendValueElement(dst, c.name, v), nil
 }

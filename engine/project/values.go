@@ -6,7 +6,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"github.com/lethedb/lethe/engine/query"
+	"github.com/lethedb/lethe/engine/bsonvalue"
 )
 
 func arrayValue(values []bsoncore.Value) bsoncore.Value {
@@ -69,4 +69,4 @@ func intValue(v bsoncore.Value) int {
 }
 
 // typeName is MongoDB's name for a BSON type.
-func typeName(t bsoncore.Type) string { return query.TypeName(t) }
+func typeName(t bsoncore.Type) string { return bsonvalue.TypeName(t) }

@@ -6,6 +6,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine/bsonvalue"
 	"github.com/lethedb/lethe/engine/mongoerr"
 )
 
@@ -17,8 +18,8 @@ func (n arraySize) test(v bsoncore.Value) bool {
 		return false
 	}
 	count := 0
-	it := elementsOf(v.Data)
-	for _, _, ok := it.next(); ok; _, _, ok = it.next() {
+	it := bsonvalue.ElementsOf(v.Data)
+	for _, _, ok := it.Next(); ok; _, _, ok = it.Next() {
 		count++
 	}
 	return count == int(n)
@@ -70,9 +71,9 @@ func firstElementWhere(v bsoncore.Value, ok func(bsoncore.Value) bool) int {
 	if v.Type != bsoncore.TypeArray {
 		return -1
 	}
-	it := elementsOf(v.Data)
+	it := bsonvalue.ElementsOf(v.Data)
 	for i := 0; ; i++ {
-		_, e, more := it.next()
+		_, e, more := it.Next()
 		if !more {
 			return -1
 		}
@@ -123,7 +124,7 @@ func compileElemMatch(op operand) (fieldExpr, error) {
 // operators on the elements themselves, while {b: 1}, {$or: [...]} and DBRef
 // fields are filters on element documents.
 func isElemMatchValue(doc []byte) bool {
-	first := firstKey(doc)
+	first := bsonvalue.FirstKey(doc)
 	if !strings.HasPrefix(first, "$") {
 		return false
 	}
@@ -131,7 +132,7 @@ func isElemMatchValue(doc []byte) bool {
 		return false
 	}
 	for _, dbRefField := range []string{"$ref", "$id", "$db"} {
-		if _, ok := lookup(doc, dbRefField); ok {
+		if _, ok := bsonvalue.Lookup(doc, dbRefField); ok {
 			return false
 		}
 	}
@@ -149,9 +150,9 @@ func compileAll(op operand) (fieldExpr, error) {
 	}
 	var all allExpr
 	elemMatches := startsWithElemMatch(op.value.Data)
-	it := elementsOf(op.value.Data)
+	it := bsonvalue.ElementsOf(op.value.Data)
 	for {
-		_, e, ok := it.next()
+		_, e, ok := it.Next()
 		if !ok {
 			return all, nil
 		}
@@ -162,13 +163,13 @@ func compileAll(op operand) (fieldExpr, error) {
 			if !isElemMatchDocument(e) {
 				return nil, mongoerr.New(mongoerr.BadValue, "$all/$elemMatch has to be consistent")
 			}
-			first, _ := lookup(e.Data, "$elemMatch")
+			first, _ := bsonvalue.Lookup(e.Data, "$elemMatch")
 			expr, err = compileElemMatch(operand{path: op.path, name: "$elemMatch", value: first, siblings: e.Data})
 		case e.Type == bsoncore.TypeRegex:
-			var re *regexPredicate
+			var re *bsonvalue.Regex
 			re, err = compileRegexValue(e)
-			expr = &leafExpr{pred: re, leafArrays: true}
-		case e.Type == bsoncore.TypeEmbeddedDocument && isFieldOperator(firstKey(e.Data)):
+			expr = &leafExpr{pred: regexPred{re}, leafArrays: true}
+		case e.Type == bsoncore.TypeEmbeddedDocument && isFieldOperator(bsonvalue.FirstKey(e.Data)):
 			return nil, mongoerr.New(mongoerr.BadValue, "no $ expressions in $all")
 		default:
 			expr, err = compileEquality(e)
@@ -183,13 +184,13 @@ func compileAll(op operand) (fieldExpr, error) {
 // startsWithElemMatch reports whether $all lists $elemMatch expressions, as
 // told by its first element.
 func startsWithElemMatch(list []byte) bool {
-	it := elementsOf(list)
-	_, first, _ := it.next()
+	it := bsonvalue.ElementsOf(list)
+	_, first, _ := it.Next()
 	return isElemMatchDocument(first)
 }
 
 func isElemMatchDocument(v bsoncore.Value) bool {
-	return v.Type == bsoncore.TypeEmbeddedDocument && firstKey(v.Data) == "$elemMatch"
+	return v.Type == bsoncore.TypeEmbeddedDocument && bsonvalue.FirstKey(v.Data) == "$elemMatch"
 }
 
 func isFieldOperator(name string) bool {

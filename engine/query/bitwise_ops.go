@@ -5,6 +5,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine/bsonvalue"
 	"github.com/lethedb/lethe/engine/mongoerr"
 )
 
@@ -34,7 +35,7 @@ func (b *bitTest) test(v bsoncore.Value) bool {
 		_, bin, _ = v.BinaryOK()
 	case bsoncore.TypeInt32, bsoncore.TypeInt64, bsoncore.TypeDouble, bsoncore.TypeDecimal128:
 		var ok bool
-		if n, ok = integerValue(v); !ok {
+		if n, ok = bsonvalue.IntegerValue(v); !ok {
 			return false
 		}
 	default:
@@ -87,9 +88,9 @@ func compileBitTest(kind bitTestKind) fieldOperator {
 // bitPositionList reads an array of bit positions.
 func bitPositionList(list []byte) ([]uint32, error) {
 	var positions []uint32
-	it := elementsOf(list)
+	it := bsonvalue.ElementsOf(list)
 	for {
-		_, e, ok := it.next()
+		_, e, ok := it.Next()
 		if !ok {
 			return positions, nil
 		}
@@ -99,7 +100,7 @@ func bitPositionList(list []byte) ([]uint32, error) {
 		if isNaN(e) {
 			return nil, mongoerr.New(mongoerr.BadValue, "bit positions cannot take a NaN: %s", numberString(e))
 		}
-		p, whole := integerValue(e)
+		p, whole := bsonvalue.IntegerValue(e)
 		if !whole {
 			p, _ = truncatedValue(e)
 		}
@@ -119,7 +120,7 @@ func bitPositionList(list []byte) ([]uint32, error) {
 // integer.
 func bitMaskPositions(op operand) ([]uint32, error) {
 	v := op.value
-	mask, whole := integerValue(v)
+	mask, whole := bsonvalue.IntegerValue(v)
 	switch {
 	case isNaN(v):
 		return nil, mongoerr.New(mongoerr.FailedToParse, "Expected an integer, but found NaN in: %s: %s", op.name, numberString(v))

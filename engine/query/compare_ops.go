@@ -5,6 +5,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine/bsonvalue"
 	"github.com/lethedb/lethe/engine/keycodec"
 	"github.com/lethedb/lethe/engine/mongoerr"
 )
@@ -120,7 +121,7 @@ func compileOrdering(cmp cmpOp) fieldOperator {
 type inList struct {
 	values  []bsoncore.Value // in keycodec order, for binary search
 	hasNull bool
-	regexes []*regexPredicate
+	regexes []*bsonvalue.Regex
 }
 
 func (in *inList) test(v bsoncore.Value) bool {
@@ -132,7 +133,7 @@ func (in *inList) test(v bsoncore.Value) bool {
 		return true
 	}
 	for _, re := range in.regexes {
-		if re.test(v) {
+		if re.Match(v) {
 			return true
 		}
 	}
@@ -160,9 +161,9 @@ func compileInList(op operand) (*inList, error) {
 		return nil, mongoerr.New(mongoerr.BadValue, "%s needs an array", op.name)
 	}
 	in := &inList{}
-	it := elementsOf(op.value.Data)
+	it := bsonvalue.ElementsOf(op.value.Data)
 	for {
-		_, e, ok := it.next()
+		_, e, ok := it.Next()
 		if !ok {
 			break
 		}

@@ -6,6 +6,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine/bsonvalue"
 	"github.com/lethedb/lethe/engine/mongoerr"
 )
 
@@ -91,9 +92,9 @@ func init() {
 // compileDocument compiles a filter document: the conjunction of its fields.
 func compileDocument(doc []byte, lvl level) (node, error) {
 	var conj andNode
-	it := elementsOf(doc)
+	it := bsonvalue.ElementsOf(doc)
 	for {
-		name, v, ok := it.next()
+		name, v, ok := it.Next()
 		if !ok {
 			break
 		}
@@ -141,7 +142,7 @@ func compileField(path string, v bsoncore.Value) ([]fieldExpr, error) {
 		if err != nil {
 			return nil, err
 		}
-		return []fieldExpr{&leafExpr{pred: re, leafArrays: true}}, nil
+		return []fieldExpr{&leafExpr{pred: regexPred{re}, leafArrays: true}}, nil
 	}
 	e, err := compileEquality(v)
 	if err != nil {
@@ -154,9 +155,9 @@ func compileField(path string, v bsoncore.Value) ([]fieldExpr, error) {
 // operator.
 func compileOperators(path string, ops []byte) ([]fieldExpr, error) {
 	var exprs []fieldExpr
-	it := elementsOf(ops)
+	it := bsonvalue.ElementsOf(ops)
 	for {
-		name, v, ok := it.next()
+		name, v, ok := it.Next()
 		if !ok {
 			return exprs, nil
 		}
@@ -182,11 +183,11 @@ func compileOperators(path string, ops []byte) ([]fieldExpr, error) {
 // like {$gt: 1} rather than a document to compare with: its first field
 // starts with '$', and it is not a DBRef ({$ref: ..., $id: ...}).
 func isOperatorDocument(v bsoncore.Value) bool {
-	if v.Type != bsoncore.TypeEmbeddedDocument || !strings.HasPrefix(firstKey(v.Data), "$") {
+	if v.Type != bsoncore.TypeEmbeddedDocument || !strings.HasPrefix(bsonvalue.FirstKey(v.Data), "$") {
 		return false
 	}
-	_, hasRef := lookup(v.Data, "$ref")
-	_, hasID := lookup(v.Data, "$id")
+	_, hasRef := bsonvalue.Lookup(v.Data, "$ref")
+	_, hasID := bsonvalue.Lookup(v.Data, "$id")
 	return !(hasRef && hasID)
 }
 
@@ -196,7 +197,7 @@ func compileComment(bsoncore.Value, level) (node, error) {
 
 func compileAlways(result bool) topLevelOperator {
 	return func(v bsoncore.Value, _ level) (node, error) {
-		if n, ok := integerValue(v); !ok || n != 1 {
+		if n, ok := bsonvalue.IntegerValue(v); !ok || n != 1 {
 			name := "$alwaysFalse"
 			if result {
 				name = "$alwaysTrue"

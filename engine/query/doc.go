@@ -9,8 +9,6 @@
 // class, null also matches missing fields, and a path that runs into an array
 // tests the array's elements as well as the array itself.
 //
-// An Expr is an aggregation expression, the language of $expr that update
-// pipelines and computed projections share. Unlike filters, expressions
-// compare values of any types in the BSON order, and evaluating one can
-// fail, as adding a string does, with MongoDB's code.
+// $expr hands its argument to package expr, the aggregation expression
+// language; a document matches when the expression is truthy.
 package query

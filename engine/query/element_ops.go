@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine/bsonvalue"
 	"github.com/lethedb/lethe/engine/mongoerr"
 )
 
@@ -17,7 +18,7 @@ func (exists) test(v bsoncore.Value) bool { return v.Type != 0 }
 
 func compileExists(op operand) (fieldExpr, error) {
 	e := &leafExpr{pred: exists{}, leafArrays: true}
-	if truthy(op.value) {
+	if bsonvalue.Truthy(op.value) {
 		return e, nil
 	}
 	return notExpr{e}, nil
@@ -32,72 +33,6 @@ func (s *typeSet) test(v bsoncore.Value) bool {
 	return v.Type != 0 && s[v.Type/64]&(1<<(v.Type%64)) != 0
 }
 
-// TypeName returns MongoDB's name for a BSON type, as $type accepts it and
-// error messages spell it; "missing" for no value.
-func TypeName(t bsoncore.Type) string {
-	switch t {
-	case 0:
-		return "missing"
-	case bsoncore.TypeDouble:
-		return "double"
-	case bsoncore.TypeString:
-		return "string"
-	case bsoncore.TypeEmbeddedDocument:
-		return "object"
-	case bsoncore.TypeArray:
-		return "array"
-	case bsoncore.TypeBinary:
-		return "binData"
-	case bsoncore.TypeUndefined:
-		return "undefined"
-	case bsoncore.TypeObjectID:
-		return "objectId"
-	case bsoncore.TypeBoolean:
-		return "bool"
-	case bsoncore.TypeDateTime:
-		return "date"
-	case bsoncore.TypeNull:
-		return "null"
-	case bsoncore.TypeRegex:
-		return "regex"
-	case bsoncore.TypeDBPointer:
-		return "dbPointer"
-	case bsoncore.TypeJavaScript:
-		return "javascript"
-	case bsoncore.TypeSymbol:
-		return "symbol"
-	case bsoncore.TypeCodeWithScope:
-		return "javascriptWithScope"
-	case bsoncore.TypeInt32:
-		return "int"
-	case bsoncore.TypeTimestamp:
-		return "timestamp"
-	case bsoncore.TypeInt64:
-		return "long"
-	case bsoncore.TypeDecimal128:
-		return "decimal"
-	case bsoncore.TypeMinKey:
-		return "minKey"
-	case bsoncore.TypeMaxKey:
-		return "maxKey"
-	}
-	return "type " + strconv.Itoa(int(t))
-}
-
-// typeAliases are the names $type accepts: TypeName's, inverted.
-var typeAliases = func() map[string]bsoncore.Type {
-	m := make(map[string]bsoncore.Type)
-	for _, t := range []bsoncore.Type{bsoncore.TypeMinKey, bsoncore.TypeMaxKey} {
-		m[TypeName(t)] = t
-	}
-	for t := bsoncore.TypeDouble; t <= bsoncore.TypeDecimal128; t++ {
-		m[TypeName(t)] = t
-	}
-	return m
-}()
-
-func typeName(t bsoncore.Type) string { return TypeName(t) }
-
 func compileType(op operand) (fieldExpr, error) {
 	var set typeSet
 	empty := true
@@ -106,9 +41,9 @@ func compileType(op operand) (fieldExpr, error) {
 		return addType(&set, v)
 	}
 	if op.value.Type == bsoncore.TypeArray {
-		it := elementsOf(op.value.Data)
+		it := bsonvalue.ElementsOf(op.value.Data)
 		for {
-			_, e, ok := it.next()
+			_, e, ok := it.Next()
 			if !ok {
 				break
 			}
@@ -137,7 +72,7 @@ func addType(set *typeSet, v bsoncore.Value) error {
 		if name == "missing" {
 			return mongoerr.New(mongoerr.BadValue, "'missing' is not a legal type name. To query for non-existence of a field, use {$exists:false}.")
 		}
-		t, ok := typeAliases[name]
+		t, ok := bsonvalue.TypeByAlias(name)
 		if !ok {
 			return mongoerr.New(mongoerr.BadValue, "Unknown type name alias: %s", name)
 		}
@@ -147,7 +82,7 @@ func addType(set *typeSet, v bsoncore.Value) error {
 	if !v.IsNumber() {
 		return mongoerr.New(mongoerr.TypeMismatch, "type must be represented as a number or a string")
 	}
-	code, ok := integerValue(v)
+	code, ok := bsonvalue.IntegerValue(v)
 	switch {
 	case ok && code == 0:
 		return mongoerr.New(mongoerr.BadValue, "Invalid numerical type code: 0. Instead use {$exists:false}.")
@@ -165,7 +100,7 @@ func addType(set *typeSet, v bsoncore.Value) error {
 func numberString(v bsoncore.Value) string {
 	switch v.Type {
 	case bsoncore.TypeInt32, bsoncore.TypeInt64:
-		n, _ := integerValue(v)
+		n, _ := bsonvalue.IntegerValue(v)
 		return strconv.FormatInt(n, 10)
 	case bsoncore.TypeDouble:
 		f, _ := v.DoubleOK()

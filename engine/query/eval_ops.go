@@ -3,6 +3,7 @@ package query
 import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine/bsonvalue"
 	"github.com/lethedb/lethe/engine/mongoerr"
 )
 
@@ -25,22 +26,22 @@ func compileMod(op operand) (fieldExpr, error) {
 	if op.value.Type != bsoncore.TypeArray {
 		return nil, mongoerr.New(mongoerr.BadValue, "malformed mod, needs to be an array")
 	}
-	it := elementsOf(op.value.Data)
-	_, divisor, ok := it.next()
+	it := bsonvalue.ElementsOf(op.value.Data)
+	_, divisor, ok := it.Next()
 	if !ok {
 		return nil, mongoerr.New(mongoerr.BadValue, "malformed mod, not enough elements")
 	}
 	if !divisor.IsNumber() {
 		return nil, mongoerr.New(mongoerr.BadValue, "malformed mod, divisor not a number")
 	}
-	_, remainder, ok := it.next()
+	_, remainder, ok := it.Next()
 	if !ok {
 		return nil, mongoerr.New(mongoerr.BadValue, "malformed mod, not enough elements")
 	}
 	if !remainder.IsNumber() {
 		return nil, mongoerr.New(mongoerr.BadValue, "malformed mod, remainder not a number")
 	}
-	if _, _, more := it.next(); more {
+	if _, _, more := it.Next(); more {
 		return nil, mongoerr.New(mongoerr.BadValue, "malformed mod, too many elements")
 	}
 	m := modulo{}

@@ -9,6 +9,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine/bsonvalue"
 	"github.com/lethedb/lethe/engine/keycodec"
 	"github.com/lethedb/lethe/engine/mongoerr"
 )
@@ -99,9 +100,9 @@ func (n schemaNode) match(doc []byte, _ *state) bool {
 func compileSchema(schema []byte) (predicate, error) {
 	var checks allOfSchemas
 	seen := map[string]bool{}
-	it := elementsOf(schema)
+	it := bsonvalue.ElementsOf(schema)
 	for {
-		key, v, ok := it.next()
+		key, v, ok := it.Next()
 		if !ok {
 			break
 		}
@@ -151,9 +152,9 @@ func compileSchemaList(name string, v bsoncore.Value) ([]predicate, error) {
 		return nil, mongoerr.New(mongoerr.TypeMismatch, "$jsonSchema keyword '%s' must be an array", name)
 	}
 	var list []predicate
-	it := elementsOf(v.Data)
+	it := bsonvalue.ElementsOf(v.Data)
 	for {
-		_, e, ok := it.next()
+		_, e, ok := it.Next()
 		if !ok {
 			return list, nil
 		}
@@ -173,7 +174,7 @@ func nonNegativeInteger(name string, v bsoncore.Value) (int64, error) {
 	if !v.IsNumber() {
 		return 0, mongoerr.New(mongoerr.TypeMismatch, "$jsonSchema keyword '%s' must be a number", name)
 	}
-	n, ok := integerValue(v)
+	n, ok := bsonvalue.IntegerValue(v)
 	switch {
 	case !ok:
 		return 0, mongoerr.New(mongoerr.FailedToParse, "Expected an integer: %s: %s", name, numberString(v))
@@ -219,7 +220,7 @@ func bsonTypeNames(name string) ([]bsoncore.Type, bool) {
 	if name == "number" {
 		return numberTypes, true
 	}
-	t, ok := typeAliases[name]
+	t, ok := bsonvalue.TypeByAlias(name)
 	return []bsoncore.Type{t}, ok
 }
 
@@ -249,9 +250,9 @@ func compileSchemaType(resolve func(string) ([]bsoncore.Type, bool)) keywordComp
 		case bsoncore.TypeString:
 			names = []string{v.StringValue()}
 		case bsoncore.TypeArray:
-			it := elementsOf(v.Data)
+			it := bsonvalue.ElementsOf(v.Data)
 			for {
-				_, e, ok := it.next()
+				_, e, ok := it.Next()
 				if !ok {
 					break
 				}
@@ -292,7 +293,7 @@ type requiredFields []string
 
 func (r requiredFields) test(v bsoncore.Value) bool {
 	for _, name := range r {
-		if _, ok := lookup(v.Data, name); !ok {
+		if _, ok := bsonvalue.Lookup(v.Data, name); !ok {
 			return false
 		}
 	}
@@ -304,9 +305,9 @@ func compileRequired(name string, v bsoncore.Value, _ []byte) (predicate, error)
 		return nil, err
 	}
 	var fields requiredFields
-	it := elementsOf(v.Data)
+	it := bsonvalue.ElementsOf(v.Data)
 	for {
-		_, e, ok := it.next()
+		_, e, ok := it.Next()
 		if !ok {
 			break
 		}
@@ -337,9 +338,9 @@ type fieldPattern struct {
 }
 
 func (o *objectFields) test(v bsoncore.Value) bool {
-	it := elementsOf(v.Data)
+	it := bsonvalue.ElementsOf(v.Data)
 	for {
-		key, field, ok := it.next()
+		key, field, ok := it.Next()
 		if !ok {
 			return true
 		}
@@ -368,7 +369,7 @@ func compileObjectFields(name string, _ bsoncore.Value, schema []byte) (predicat
 		return nil, nil
 	}
 	o := &objectFields{named: map[string]predicate{}}
-	if v, ok := lookup(schema, "properties"); ok {
+	if v, ok := bsonvalue.Lookup(schema, "properties"); ok {
 		if v.Type != bsoncore.TypeEmbeddedDocument {
 			return nil, mongoerr.New(mongoerr.TypeMismatch, "$jsonSchema keyword 'properties' must be an object")
 		}
@@ -379,22 +380,22 @@ func compileObjectFields(name string, _ bsoncore.Value, schema []byte) (predicat
 			return nil, err
 		}
 	}
-	if v, ok := lookup(schema, "patternProperties"); ok {
+	if v, ok := bsonvalue.Lookup(schema, "patternProperties"); ok {
 		if v.Type != bsoncore.TypeEmbeddedDocument {
 			return nil, mongoerr.New(mongoerr.TypeMismatch, "$jsonSchema keyword 'patternProperties' must be an object")
 		}
 		if err := compileFieldSchemas(v.Data, func(pattern string, s predicate) error {
-			re, err := newRegex(pattern, "")
+			re, err := bsonvalue.NewRegex(pattern, "")
 			if err != nil {
 				return err
 			}
-			o.patterns = append(o.patterns, fieldPattern{re: re.re, schema: s})
+			o.patterns = append(o.patterns, fieldPattern{re: re.Regexp(), schema: s})
 			return nil
 		}); err != nil {
 			return nil, err
 		}
 	}
-	if v, ok := lookup(schema, "additionalProperties"); ok {
+	if v, ok := bsonvalue.Lookup(schema, "additionalProperties"); ok {
 		additional, err := boolOrSchema("additionalProperties", v)
 		if err != nil {
 			return nil, err
@@ -406,9 +407,9 @@ func compileObjectFields(name string, _ bsoncore.Value, schema []byte) (predicat
 
 // compileFieldSchemas compiles each field of doc as a schema.
 func compileFieldSchemas(doc []byte, add func(field string, s predicate) error) error {
-	it := elementsOf(doc)
+	it := bsonvalue.ElementsOf(doc)
 	for {
-		key, v, ok := it.next()
+		key, v, ok := it.Next()
 		if !ok {
 			return nil
 		}
@@ -427,9 +428,9 @@ func compileFieldSchemas(doc []byte, add func(field string, s predicate) error) 
 
 // firstOf returns which of the keys comes first in doc.
 func firstOf(doc []byte, keys ...string) string {
-	it := elementsOf(doc)
+	it := bsonvalue.ElementsOf(doc)
 	for {
-		key, _, ok := it.next()
+		key, _, ok := it.Next()
 		if !ok {
 			return ""
 		}
@@ -468,8 +469,8 @@ type elementCount struct {
 
 func (c elementCount) test(v bsoncore.Value) bool {
 	var n int64
-	it := elementsOf(v.Data)
-	for _, _, ok := it.next(); ok; _, _, ok = it.next() {
+	it := bsonvalue.ElementsOf(v.Data)
+	for _, _, ok := it.Next(); ok; _, _, ok = it.Next() {
 		n++
 	}
 	if c.atMost {
@@ -495,7 +496,7 @@ type stringLength struct {
 }
 
 func (l stringLength) test(v bsoncore.Value) bool {
-	s, _ := stringBytes(v)
+	s, _ := bsonvalue.StringBytes(v)
 	n := int64(utf8.RuneCount(s))
 	if l.atMost {
 		return n <= l.n
@@ -518,11 +519,11 @@ func compilePattern(name string, v bsoncore.Value, _ []byte) (predicate, error) 
 	if !ok {
 		return nil, mongoerr.New(mongoerr.TypeMismatch, "$jsonSchema keyword '%s' must be a string", name)
 	}
-	re, err := newRegex(pattern, "")
+	re, err := bsonvalue.NewRegex(pattern, "")
 	if err != nil {
 		return nil, err
 	}
-	return newOnlyFor(re, bsoncore.TypeString), nil
+	return newOnlyFor(regexPred{re}, bsoncore.TypeString), nil
 }
 
 // enumValues accepts values equal to one of a list.
@@ -537,9 +538,9 @@ func compileEnum(name string, v bsoncore.Value, _ []byte) (predicate, error) {
 		return nil, err
 	}
 	var values enumValues
-	it := elementsOf(v.Data)
+	it := bsonvalue.ElementsOf(v.Data)
 	for {
-		_, e, ok := it.next()
+		_, e, ok := it.Next()
 		if !ok {
 			return values, nil
 		}
@@ -558,7 +559,7 @@ func compileBound(inclusive, exclusive cmpOp, exclusiveName string) keywordCompi
 			return nil, mongoerr.New(mongoerr.TypeMismatch, "$jsonSchema keyword '%s' must be a number", name)
 		}
 		op := inclusive
-		if e, ok := lookup(schema, exclusiveName); ok && e.Type == bsoncore.TypeBoolean && e.Boolean() {
+		if e, ok := bsonvalue.Lookup(schema, exclusiveName); ok && e.Type == bsoncore.TypeBoolean && e.Boolean() {
 			op = exclusive
 		}
 		return newOnlyFor(newComparison(op, v), numberTypes...), nil
@@ -572,7 +573,7 @@ func compileExclusive(bound string) keywordCompiler {
 		if v.Type != bsoncore.TypeBoolean {
 			return nil, mongoerr.New(mongoerr.TypeMismatch, "$jsonSchema keyword '%s' must be a boolean", name)
 		}
-		if _, ok := lookup(schema, bound); !ok {
+		if _, ok := bsonvalue.Lookup(schema, bound); !ok {
 			return nil, mongoerr.New(mongoerr.FailedToParse, "$jsonSchema keyword '%s' must be a present if %s is present", bound, name)
 		}
 		return nil, nil
@@ -607,7 +608,7 @@ func compileMultipleOf(name string, v bsoncore.Value, _ []byte) (predicate, erro
 func decimalValue(v bsoncore.Value) (*big.Rat, bool) {
 	switch v.Type {
 	case bsoncore.TypeInt32, bsoncore.TypeInt64:
-		n, _ := integerValue(v)
+		n, _ := bsonvalue.IntegerValue(v)
 		return new(big.Rat).SetInt64(n), true
 	case bsoncore.TypeDouble:
 		if isNaN(v) || isInfinite(v) {
@@ -615,7 +616,7 @@ func decimalValue(v bsoncore.Value) (*big.Rat, bool) {
 		}
 		return new(big.Rat).SetString(strconv.FormatFloat(v.Double(), 'e', 14, 64))
 	case bsoncore.TypeDecimal128:
-		return decimalRat(v)
+		return bsonvalue.DecimalRat(v)
 	}
 	return nil, false
 }
@@ -628,9 +629,9 @@ type arrayItems struct {
 }
 
 func (a *arrayItems) test(v bsoncore.Value) bool {
-	it := elementsOf(v.Data)
+	it := bsonvalue.ElementsOf(v.Data)
 	for i := 0; ; i++ {
-		_, e, ok := it.next()
+		_, e, ok := it.Next()
 		switch {
 		case !ok:
 			return true
@@ -663,7 +664,7 @@ func compileItems(name string, v bsoncore.Value, schema []byte) (predicate, erro
 			return nil, err
 		}
 		items.positional = list
-		if more, ok := lookup(schema, "additionalItems"); ok {
+		if more, ok := bsonvalue.Lookup(schema, "additionalItems"); ok {
 			items.additional, err = boolOrSchema("additionalItems", more)
 			if err != nil {
 				return nil, err
@@ -687,8 +688,8 @@ type uniqueElements struct{}
 
 func (uniqueElements) test(v bsoncore.Value) bool {
 	var elems []bsoncore.Value
-	it := elementsOf(v.Data)
-	for _, e, ok := it.next(); ok; _, e, ok = it.next() {
+	it := bsonvalue.ElementsOf(v.Data)
+	for _, e, ok := it.Next(); ok; _, e, ok = it.Next() {
 		elems = append(elems, e)
 	}
 	slices.SortFunc(elems, keycodec.Compare)

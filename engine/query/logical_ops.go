@@ -3,6 +3,7 @@ package query
 import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine/bsonvalue"
 	"github.com/lethedb/lethe/engine/mongoerr"
 )
 
@@ -16,9 +17,9 @@ func compileLogical(name string, combine func([]node) node) topLevelOperator {
 			return nil, mongoerr.New(mongoerr.BadValue, "$and/$or/$nor must be a nonempty array")
 		}
 		var children []node
-		it := elementsOf(v.Data)
+		it := bsonvalue.ElementsOf(v.Data)
 		for {
-			_, e, ok := it.next()
+			_, e, ok := it.Next()
 			if !ok {
 				return combine(children), nil
 			}
@@ -43,7 +44,7 @@ func compileNot(op operand) (fieldExpr, error) {
 		if err != nil {
 			return nil, err
 		}
-		return notExpr{&leafExpr{pred: re, leafArrays: true}}, nil
+		return notExpr{&leafExpr{pred: regexPred{re}, leafArrays: true}}, nil
 	case bsoncore.TypeEmbeddedDocument:
 	default:
 		return nil, mongoerr.New(mongoerr.BadValue, "$not needs a regex or a document")

@@ -5,6 +5,8 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/lethedb/lethe/engine/bsonvalue"
 )
 
 // visitFunc receives each value a path reaches, with the index of the
@@ -29,9 +31,9 @@ type visitFunc func(v bsoncore.Value, arrayIndex int) bool
 //
 // walk reports whether visit stopped it.
 func walk(doc []byte, p []string, leafArrays bool, outer int, visit visitFunc) bool {
-	v, ok := lookup(doc, p[0])
+	v, ok := bsonvalue.Lookup(doc, p[0])
 	if !ok {
-		return visit(missing, outer)
+		return visit(bsonvalue.Missing, outer)
 	}
 	if len(p) == 1 {
 		if v.Type == bsoncore.TypeArray && leafArrays {
@@ -45,16 +47,16 @@ func walk(doc []byte, p []string, leafArrays bool, outer int, visit visitFunc) b
 	case bsoncore.TypeArray:
 		return walkArray(v.Data, p[1:], leafArrays, outer, visit)
 	}
-	return visit(missing, outer)
+	return visit(bsonvalue.Missing, outer)
 }
 
 // walkArray continues the path rest, which is not empty, into the elements of
 // an array met in the middle of a path.
 func walkArray(arr []byte, rest []string, leafArrays bool, outer int, visit visitFunc) bool {
 	position, positional := arrayPosition(rest[0])
-	it := elementsOf(arr)
+	it := bsonvalue.ElementsOf(arr)
 	for i := 0; ; i++ {
-		_, e, ok := it.next()
+		_, e, ok := it.Next()
 		if !ok {
 			return false
 		}
@@ -91,9 +93,9 @@ func walkArray(arr []byte, rest []string, leafArrays bool, outer int, visit visi
 // visitArray visits the elements of an array at the end of a path, then the
 // array itself.
 func visitArray(arr bsoncore.Value, outer int, visit visitFunc) bool {
-	it := elementsOf(arr.Data)
+	it := bsonvalue.ElementsOf(arr.Data)
 	for i := 0; ; i++ {
-		_, e, ok := it.next()
+		_, e, ok := it.Next()
 		if !ok {
 			break
 		}

@@ -6,6 +6,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine/bsonvalue"
 	"github.com/lethedb/lethe/engine/keycodec"
 	"github.com/lethedb/lethe/engine/mongoerr"
 )
@@ -42,9 +43,9 @@ func CompileSort(spec bson.Raw) (*Sort, error) {
 		}
 	}
 	s := &Sort{}
-	it := elementsOf(spec)
+	it := bsonvalue.ElementsOf(spec)
 	for {
-		name, v, ok := it.next()
+		name, v, ok := it.Next()
 		if !ok {
 			break
 		}
@@ -77,7 +78,7 @@ func CompileSort(spec bson.Raw) (*Sort, error) {
 
 func sortDirection(path string, v bsoncore.Value) (desc bool, err error) {
 	if v.Type == bsoncore.TypeEmbeddedDocument {
-		if firstKey(v.Data) == "$meta" {
+		if bsonvalue.FirstKey(v.Data) == "$meta" {
 			return false, mongoerr.New(mongoerr.NotImplemented, "sorting by $meta is not supported by Lethe")
 		}
 		return false, mongoerr.New(17312, "$meta is the only expression supported by $sort right now")
@@ -85,7 +86,7 @@ func sortDirection(path string, v bsoncore.Value) (desc bool, err error) {
 	if !v.IsNumber() {
 		return false, mongoerr.New(15974, "Illegal key in $sort specification: %s: %s", path, v)
 	}
-	switch n, ok := integerValue(v); {
+	switch n, ok := bsonvalue.IntegerValue(v); {
 	case ok && n == 1:
 		return false, nil
 	case ok && n == -1:
@@ -99,7 +100,7 @@ func checkSortPath(path string) error {
 		return mongoerr.New(40352, "FieldPath cannot be constructed with empty string")
 	}
 	for _, part := range strings.Split(path, ".") {
-		if err := checkFieldName(part); err != nil {
+		if err := bsonvalue.CheckFieldName(part); err != nil {
 			return err
 		}
 	}
@@ -172,9 +173,9 @@ func (k *keyPicker) offer(v bsoncore.Value) {
 // before null), and an array in the middle offers what the rest of the path
 // finds in each element, null for elements that are not documents.
 func (k *keyPicker) collect(doc []byte, parts []string) {
-	v, ok := lookup(doc, parts[0])
+	v, ok := bsonvalue.Lookup(doc, parts[0])
 	if !ok {
-		k.offer(nullValue)
+		k.offer(bsonvalue.Null)
 		return
 	}
 	k.follow(v, parts[1:], true)
@@ -191,7 +192,7 @@ func (k *keyPicker) follow(v bsoncore.Value, rest []string, expandLeaf bool) {
 	case v.Type == bsoncore.TypeArray:
 		k.collectArray(v.Data, rest)
 	default:
-		k.offer(nullValue)
+		k.offer(bsonvalue.Null)
 	}
 }
 
@@ -200,12 +201,12 @@ func (k *keyPicker) offerLeaf(v bsoncore.Value, expand bool) {
 	case v.Type != bsoncore.TypeArray:
 		k.offer(v)
 	case isEmptyContainer(v.Data):
-		k.offer(undefinedValue)
+		k.offer(bsonvalue.Undefined)
 	case !expand:
 		k.offer(v)
 	default:
-		it := elementsOf(v.Data)
-		for _, e, ok := it.next(); ok; _, e, ok = it.next() {
+		it := bsonvalue.ElementsOf(v.Data)
+		for _, e, ok := it.Next(); ok; _, e, ok = it.Next() {
 			k.offer(e)
 		}
 	}
@@ -217,7 +218,7 @@ func (k *keyPicker) offerLeaf(v bsoncore.Value, expand bool) {
 // names no element is a field name in the element documents.
 func (k *keyPicker) collectArray(arr []byte, rest []string) {
 	if isEmptyContainer(arr) {
-		k.offer(nullValue)
+		k.offer(bsonvalue.Null)
 		return
 	}
 	if position, ok := arrayPosition(rest[0]); ok {
@@ -226,20 +227,20 @@ func (k *keyPicker) collectArray(arr []byte, rest []string) {
 			return
 		}
 	}
-	it := elementsOf(arr)
-	for _, e, ok := it.next(); ok; _, e, ok = it.next() {
+	it := bsonvalue.ElementsOf(arr)
+	for _, e, ok := it.Next(); ok; _, e, ok = it.Next() {
 		if e.Type == bsoncore.TypeEmbeddedDocument {
 			k.collect(e.Data, rest)
 		} else {
-			k.offer(nullValue)
+			k.offer(bsonvalue.Null)
 		}
 	}
 }
 
 func arrayElement(arr []byte, position int) (bsoncore.Value, bool) {
-	it := elementsOf(arr)
+	it := bsonvalue.ElementsOf(arr)
 	for i := 0; ; i++ {
-		_, e, ok := it.next()
+		_, e, ok := it.Next()
 		if !ok || i == position {
 			return e, ok
 		}

@@ -8,7 +8,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"github.com/lethedb/lethe/engine/query"
+	"github.com/lethedb/lethe/engine/bsonvalue"
 )
 
 // MongoDB quotes documents and values in its error messages in the shell-like
@@ -115,4 +115,4 @@ func formatDouble(f float64) string {
 }
 
 // typeName is MongoDB's name for a BSON type.
-func typeName(t bsoncore.Type) string { return query.TypeName(t) }
+func typeName(t bsoncore.Type) string { return bsonvalue.TypeName(t) }

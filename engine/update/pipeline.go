@@ -7,9 +7,9 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine/expr"
 	"github.com/lethedb/lethe/engine/mongoerr"
 	"github.com/lethedb/lethe/engine/project"
-	"github.com/lethedb/lethe/engine/query"
 )
 
 // stage is one stage of an update pipeline.
@@ -107,7 +107,7 @@ func (s projectStage) apply(ctx context.Context, doc bson.Raw) (bson.Raw, error)
 // evaluates to.
 type replaceRoot struct {
 	what    string // how errors name the expression
-	newRoot *query.Expr
+	newRoot *expr.Expr
 }
 
 func compileReplaceRootStage(spec bsoncore.Value, now time.Time) (stage, error) {
@@ -130,7 +130,7 @@ func compileReplaceRootStage(spec bsoncore.Value, now time.Time) (stage, error) 
 }
 
 func compileReplaceRoot(what string, v bsoncore.Value, now time.Time) (stage, error) {
-	e, err := query.CompileExprWith(v, query.ExprOptions{Now: now})
+	e, err := expr.CompileExprWith(v, expr.ExprOptions{Now: now})
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package query
+package expr
 
 import (
 	"slices"
@@ -6,15 +6,16 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine/bsonvalue"
 	"github.com/lethedb/lethe/engine/mongoerr"
 )
 
 // arrayElements returns the elements of an array value.
 func arrayElements(arr bsoncore.Value) []bsoncore.Value {
 	var vals []bsoncore.Value
-	it := elementsOf(arr.Data)
+	it := bsonvalue.ElementsOf(arr.Data)
 	for {
-		_, v, ok := it.next()
+		_, v, ok := it.Next()
 		if !ok {
 			return vals
 		}
@@ -25,7 +26,7 @@ func arrayElements(arr bsoncore.Value) []bsoncore.Value {
 // in is the aggregation $in: whether a value is an element of an array.
 func in(v []bsoncore.Value) (bsoncore.Value, error) {
 	if v[1].Type != bsoncore.TypeArray {
-		return missing, mongoerr.New(40081, "$in requires an array as a second argument, found: %s", typeName(v[1].Type))
+		return bsonvalue.Missing, mongoerr.New(40081, "$in requires an array as a second argument, found: %s", bsonvalue.TypeName(v[1].Type))
 	}
 	for _, elem := range arrayElements(v[1]) {
 		if compareExprValues(v[0], elem) == 0 {
@@ -38,7 +39,7 @@ func in(v []bsoncore.Value) (bsoncore.Value, error) {
 // size is the aggregation $size: the length of an array.
 func size(v []bsoncore.Value) (bsoncore.Value, error) {
 	if v[0].Type != bsoncore.TypeArray {
-		return missing, mongoerr.New(17124, "The argument to $size must be an array, but was of type: %s", typeName(v[0].Type))
+		return bsonvalue.Missing, mongoerr.New(17124, "The argument to $size must be an array, but was of type: %s", bsonvalue.TypeName(v[0].Type))
 	}
 	return intOrLong(int64(len(arrayElements(v[0])))), nil
 }
@@ -48,28 +49,28 @@ func size(v []bsoncore.Value) (bsoncore.Value, error) {
 // missing past either end.
 func arrayElemAt(name string, arr, index bsoncore.Value, alone bool) (bsoncore.Value, error) {
 	if isNullish(arr) || isNullish(index) {
-		return nullValue, nil
+		return bsonvalue.Null, nil
 	}
 	if arr.Type != bsoncore.TypeArray {
 		which := "first argument"
 		if alone {
 			which = "argument"
 		}
-		return missing, mongoerr.New(28689, "%s's %s must be an array, but is %s", name, which, typeName(arr.Type))
+		return bsonvalue.Missing, mongoerr.New(28689, "%s's %s must be an array, but is %s", name, which, bsonvalue.TypeName(arr.Type))
 	}
 	if !index.IsNumber() {
-		return missing, mongoerr.New(28690, "%s's second argument must be a numeric value, but is %s", name, typeName(index.Type))
+		return bsonvalue.Missing, mongoerr.New(28690, "%s's second argument must be a numeric value, but is %s", name, bsonvalue.TypeName(index.Type))
 	}
 	i, ok := int32Arg(index)
 	if !ok {
-		return missing, mongoerr.New(28691, "%s's second argument must be representable as a 32-bit integer: %s", name, formatDoubleC(toFloat64(index)))
+		return bsonvalue.Missing, mongoerr.New(28691, "%s's second argument must be representable as a 32-bit integer: %s", name, formatDoubleC(toFloat64(index)))
 	}
 	elems := arrayElements(arr)
 	if i < 0 {
 		i += len(elems)
 	}
 	if i < 0 || i >= len(elems) {
-		return missing, nil
+		return bsonvalue.Missing, nil
 	}
 	return elems[i], nil
 }
@@ -85,14 +86,14 @@ func (x concatArraysExpr) eval(e *env) (bsoncore.Value, error) {
 	n := 0
 	null, err := operands(e, x, func(v bsoncore.Value) error {
 		if v.Type != bsoncore.TypeArray {
-			return mongoerr.New(28664, "$concatArrays only supports arrays, not %s", typeName(v.Type))
+			return mongoerr.New(28664, "$concatArrays only supports arrays, not %s", bsonvalue.TypeName(v.Type))
 		}
 		// Count the elements before copying them.
 		if err := size.add(len(v.Data) - 5); err != nil {
 			return err
 		}
-		it := elementsOf(v.Data)
-		for _, elem, ok := it.next(); ok; _, elem, ok = it.next() {
+		it := bsonvalue.ElementsOf(v.Data)
+		for _, elem, ok := it.Next(); ok; _, elem, ok = it.Next() {
 			key = strconv.AppendInt(key[:0], int64(n), 10)
 			out = bsoncore.AppendValueElement(out, string(key), elem)
 			n++
@@ -100,12 +101,12 @@ func (x concatArraysExpr) eval(e *env) (bsoncore.Value, error) {
 		return nil
 	})
 	if err != nil || null {
-		return nullValue, err
+		return bsonvalue.Null, err
 	}
 	out, _ = bsoncore.AppendArrayEnd(out, idx)
 	// Renumbered keys can be longer than the operands' own.
 	if len(out) > MaxValueBytes {
-		return missing, valueTooLarge("$concatArrays", len(out))
+		return bsonvalue.Missing, valueTooLarge("$concatArrays", len(out))
 	}
 	return bsoncore.Value{Type: bsoncore.TypeArray, Data: out}, nil
 }
@@ -117,15 +118,15 @@ func slice(v []bsoncore.Value) (bsoncore.Value, error) {
 	arr, first := v[0], v[1]
 	switch {
 	case isNullish(arr) || isNullish(first):
-		return nullValue, nil
+		return bsonvalue.Null, nil
 	case arr.Type != bsoncore.TypeArray:
-		return missing, mongoerr.New(28724, "First argument to $slice must be an array, but is of type: %s", typeName(arr.Type))
+		return bsonvalue.Missing, mongoerr.New(28724, "First argument to $slice must be an array, but is of type: %s", bsonvalue.TypeName(arr.Type))
 	case !first.IsNumber():
-		return missing, mongoerr.New(28725, "Second argument to $slice must be a numeric value, but is of type: %s", typeName(first.Type))
+		return bsonvalue.Missing, mongoerr.New(28725, "Second argument to $slice must be a numeric value, but is of type: %s", bsonvalue.TypeName(first.Type))
 	}
 	n, ok := int32Arg(first)
 	if !ok {
-		return missing, mongoerr.New(28726, "Second argument to $slice can't be represented as a 32-bit integer: %s", formatDoubleC(toFloat64(first)))
+		return bsonvalue.Missing, mongoerr.New(28726, "Second argument to $slice can't be represented as a 32-bit integer: %s", formatDoubleC(toFloat64(first)))
 	}
 	elems := arrayElements(arr)
 	if len(v) == 2 {
@@ -141,16 +142,16 @@ func slice(v []bsoncore.Value) (bsoncore.Value, error) {
 	count := v[2]
 	switch {
 	case isNullish(count):
-		return nullValue, nil
+		return bsonvalue.Null, nil
 	case !count.IsNumber():
-		return missing, mongoerr.New(28727, "Third argument to $slice must be numeric, but is of type: %s", typeName(count.Type))
+		return bsonvalue.Missing, mongoerr.New(28727, "Third argument to $slice must be numeric, but is of type: %s", bsonvalue.TypeName(count.Type))
 	}
 	k, ok := int32Arg(count)
 	if !ok {
-		return missing, mongoerr.New(28728, "Third argument to $slice can't be represented as a 32-bit integer: %s", formatDoubleC(toFloat64(count)))
+		return bsonvalue.Missing, mongoerr.New(28728, "Third argument to $slice can't be represented as a 32-bit integer: %s", formatDoubleC(toFloat64(count)))
 	}
 	if k <= 0 {
-		return missing, mongoerr.New(28729, "Third argument to $slice must be positive: %d", k)
+		return bsonvalue.Missing, mongoerr.New(28729, "Third argument to $slice must be positive: %d", k)
 	}
 	return arrayValue(elems[start:min(start+k, len(elems))]), nil
 }
@@ -160,14 +161,14 @@ func slice(v []bsoncore.Value) (bsoncore.Value, error) {
 func indexOfArray(v []bsoncore.Value) (bsoncore.Value, error) {
 	switch {
 	case isNullish(v[0]):
-		return nullValue, nil
+		return bsonvalue.Null, nil
 	case v[0].Type != bsoncore.TypeArray:
-		return missing, mongoerr.New(40090, "$indexOfArray requires an array as a first argument, found: %s", typeName(v[0].Type))
+		return bsonvalue.Missing, mongoerr.New(40090, "$indexOfArray requires an array as a first argument, found: %s", bsonvalue.TypeName(v[0].Type))
 	}
 	elems := arrayElements(v[0])
 	start, end, err := searchBounds("$indexOfArray", v, len(elems))
 	if err != nil {
-		return missing, err
+		return bsonvalue.Missing, err
 	}
 	for i := start; i < end; i++ {
 		if compareExprValues(elems[i], v[1]) == 0 {
@@ -180,9 +181,9 @@ func indexOfArray(v []bsoncore.Value) (bsoncore.Value, error) {
 func reverseArray(v []bsoncore.Value) (bsoncore.Value, error) {
 	switch {
 	case isNullish(v[0]):
-		return nullValue, nil
+		return bsonvalue.Null, nil
 	case v[0].Type != bsoncore.TypeArray:
-		return missing, mongoerr.New(34435, "The argument to $reverseArray must be an array, but was of type: %s", typeName(v[0].Type))
+		return bsonvalue.Missing, mongoerr.New(34435, "The argument to $reverseArray must be an array, but was of type: %s", bsonvalue.TypeName(v[0].Type))
 	}
 	elems := arrayElements(v[0])
 	slices.Reverse(elems)
@@ -199,17 +200,17 @@ func rangeOf(v []bsoncore.Value) (bsoncore.Value, error) {
 		}
 		code := mongoerr.Code(34443 + 2*i)
 		if !v[i].IsNumber() {
-			return missing, mongoerr.New(code, "$range requires a numeric %s value, found value of type: %s", what, typeName(v[i].Type))
+			return bsonvalue.Missing, mongoerr.New(code, "$range requires a numeric %s value, found value of type: %s", what, bsonvalue.TypeName(v[i].Type))
 		}
 		n, ok := int32Arg(v[i])
 		if !ok {
-			return missing, mongoerr.New(code+1, "$range requires a %s value that can be represented as a 32-bit integer, found value: %s", what, v[i])
+			return bsonvalue.Missing, mongoerr.New(code+1, "$range requires a %s value that can be represented as a 32-bit integer, found value: %s", what, v[i])
 		}
 		bounds[i] = n
 	}
 	start, end, step := int64(bounds[0]), int64(bounds[1]), int64(bounds[2])
 	if step == 0 {
-		return missing, mongoerr.New(34449, "$range requires a non-zero step value")
+		return bsonvalue.Missing, mongoerr.New(34449, "$range requires a non-zero step value")
 	}
 	// MongoDB's own bound, on its estimate of its in-memory array of values
 	// of 16 bytes, comes first; then the bound on any value Lethe builds.
@@ -219,7 +220,7 @@ func rangeOf(v []bsoncore.Value) (bsoncore.Value, error) {
 	}
 	const rangeMemoryLimit = 100 << 20
 	if need := 24 + length*16; need >= rangeMemoryLimit {
-		return missing, mongoerr.New(mongoerr.ExceededMemoryLimit, "$range would use too much memory (%d bytes) and cannot spill to disk. Memory limit: %d bytes", need, rangeMemoryLimit)
+		return bsonvalue.Missing, mongoerr.New(mongoerr.ExceededMemoryLimit, "$range would use too much memory (%d bytes) and cannot spill to disk. Memory limit: %d bytes", need, rangeMemoryLimit)
 	}
 	count := int64(0)
 	if span := (end - start) * sign(step); span > 0 {
@@ -230,7 +231,7 @@ func rangeOf(v []bsoncore.Value) (bsoncore.Value, error) {
 		size += 2 + digits(i) + 4
 	}
 	if size > MaxValueBytes {
-		return missing, valueTooLarge("$range", size)
+		return bsonvalue.Missing, valueTooLarge("$range", size)
 	}
 	idx, out := bsoncore.AppendArrayStart(make([]byte, 0, size))
 	var key []byte
@@ -302,35 +303,35 @@ func compileIteration(bodyName string, filter bool, codes [5]mongoerr.Code) expr
 
 func (x *iterationExpr) eval(e *env) (bsoncore.Value, error) {
 	in, ok, err := evalTyped(e, x.input, bsoncore.TypeArray, func(v bsoncore.Value) error {
-		return mongoerr.New(x.code, "input to %s must be an array not %s", x.name, typeName(v.Type))
+		return mongoerr.New(x.code, "input to %s must be an array not %s", x.name, bsonvalue.TypeName(v.Type))
 	})
 	if !ok {
-		return nullValue, err
+		return bsonvalue.Null, err
 	}
 	out := []bsoncore.Value{}
 	size := e.buildingArray(x.name)
 	defer size.release()
-	it := elementsOf(in.Data)
-	for _, elem, ok := it.next(); ok; _, elem, ok = it.next() {
+	it := bsonvalue.ElementsOf(in.Data)
+	for _, elem, ok := it.Next(); ok; _, elem, ok = it.Next() {
 		if err := e.tick(); err != nil {
-			return missing, err
+			return bsonvalue.Missing, err
 		}
 		e.vars[x.slot] = elem
 		r, err := x.body.eval(e)
 		if err != nil {
-			return missing, err
+			return bsonvalue.Missing, err
 		}
 		if x.filter {
-			if !truthy(r) {
+			if !bsonvalue.Truthy(r) {
 				continue
 			}
 			r = elem
 		}
 		if r.Type == 0 {
-			r = nullValue
+			r = bsonvalue.Null
 		}
 		if err := size.addElement(len(out), r); err != nil {
-			return missing, err
+			return bsonvalue.Missing, err
 		}
 		out = append(out, r)
 	}
@@ -346,7 +347,7 @@ type reduceExpr struct {
 
 func compileReduce(c *exprCompiler, _ string, args bsoncore.Value) (exprNode, error) {
 	if args.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(40075, "$reduce requires an object as an argument, found: %s", typeName(args.Type))
+		return nil, mongoerr.New(40075, "$reduce requires an object as an argument, found: %s", bsonvalue.TypeName(args.Type))
 	}
 	vals, err := readArgs(args.Data, []string{"input", "initialValue", "in"},
 		func(name string) error { return mongoerr.New(40076, "$reduce found an unknown argument: %s", name) })
@@ -377,30 +378,30 @@ func compileReduce(c *exprCompiler, _ string, args bsoncore.Value) (exprNode, er
 
 func (x *reduceExpr) eval(e *env) (bsoncore.Value, error) {
 	in, ok, err := evalTyped(e, x.input, bsoncore.TypeArray, func(v bsoncore.Value) error {
-		return mongoerr.New(40080, "$reduce requires that 'input' be an array, found: %s", typeName(v.Type))
+		return mongoerr.New(40080, "$reduce requires that 'input' be an array, found: %s", bsonvalue.TypeName(v.Type))
 	})
 	if !ok {
-		return nullValue, err
+		return bsonvalue.Null, err
 	}
 	acc, err := x.initial.eval(e)
 	if err != nil {
-		return missing, err
+		return bsonvalue.Missing, err
 	}
 	// The value so far is held while the next is computed from it.
 	held := e.held
 	defer func() { e.held = held }()
-	it := elementsOf(in.Data)
-	for _, elem, ok := it.next(); ok; _, elem, ok = it.next() {
+	it := bsonvalue.ElementsOf(in.Data)
+	for _, elem, ok := it.Next(); ok; _, elem, ok = it.Next() {
 		if err := e.tick(); err != nil {
-			return missing, err
+			return bsonvalue.Missing, err
 		}
 		e.held = held
 		if err := e.hold(acc); err != nil {
-			return missing, err
+			return bsonvalue.Missing, err
 		}
 		e.vars[x.thisSlot], e.vars[x.valueSlot] = elem, acc
 		if acc, err = x.in.eval(e); err != nil {
-			return missing, err
+			return bsonvalue.Missing, err
 		}
 	}
 	return acc, nil
@@ -416,11 +417,11 @@ func mergeObjects(docs []bsoncore.Value) (bsoncore.Value, error) {
 			continue
 		}
 		if d.Type != bsoncore.TypeEmbeddedDocument {
-			return missing, mongoerr.New(40400, "$mergeObjects requires object inputs, but input %s is of type %s", d, typeName(d.Type))
+			return bsonvalue.Missing, mongoerr.New(40400, "$mergeObjects requires object inputs, but input %s is of type %s", d, bsonvalue.TypeName(d.Type))
 		}
-		it := elementsOf(d.Data)
+		it := bsonvalue.ElementsOf(d.Data)
 		for {
-			key, v, ok := it.next()
+			key, v, ok := it.Next()
 			if !ok {
 				break
 			}

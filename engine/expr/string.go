@@ -1,4 +1,4 @@
-package query
+package expr
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine/bsonvalue"
 	"github.com/lethedb/lethe/engine/mongoerr"
 )
 
@@ -25,7 +26,7 @@ func coerceToString(v bsoncore.Value) (string, error) {
 	case 0, bsoncore.TypeNull, bsoncore.TypeUndefined:
 		return "", nil
 	case bsoncore.TypeString, bsoncore.TypeSymbol, bsoncore.TypeJavaScript:
-		s, _ := stringBytes(bsoncore.Value{Type: bsoncore.TypeString, Data: v.Data})
+		s, _ := bsonvalue.StringBytes(bsoncore.Value{Type: bsoncore.TypeString, Data: v.Data})
 		return string(s), nil
 	case bsoncore.TypeDouble:
 		f, _ := v.DoubleOK()
@@ -41,7 +42,7 @@ func coerceToString(v bsoncore.Value) (string, error) {
 		t, i, _ := v.TimestampOK()
 		return time.Unix(int64(t), 0).UTC().Format(isoDateLayout) + ":" + strconv.FormatUint(uint64(i), 10), nil
 	}
-	return "", mongoerr.New(16007, "can't convert from BSON type %s to String", typeName(v.Type))
+	return "", mongoerr.New(16007, "can't convert from BSON type %s to String", bsonvalue.TypeName(v.Type))
 }
 
 func decimalString(v bsoncore.Value) string {
@@ -66,7 +67,7 @@ func formatDoubleC(f float64) string {
 }
 
 func stringOf(v bsoncore.Value) string {
-	s, _ := stringBytes(v)
+	s, _ := bsonvalue.StringBytes(v)
 	return string(s)
 }
 
@@ -82,14 +83,14 @@ func (x concatExpr) eval(e *env) (bsoncore.Value, error) {
 	defer size.release()
 	null, err := operands(e, x, func(v bsoncore.Value) error {
 		if v.Type != bsoncore.TypeString {
-			return mongoerr.New(16702, "$concat only supports strings, not %s", typeName(v.Type))
+			return mongoerr.New(16702, "$concat only supports strings, not %s", bsonvalue.TypeName(v.Type))
 		}
 		s := mustStringBytes(v)
 		parts = append(parts, s)
 		return size.add(len(s))
 	})
 	if err != nil || null {
-		return nullValue, err
+		return bsonvalue.Null, err
 	}
 	out := make([]byte, 4, size.n)
 	for _, p := range parts {
@@ -101,7 +102,7 @@ func (x concatExpr) eval(e *env) (bsoncore.Value, error) {
 }
 
 func mustStringBytes(v bsoncore.Value) []byte {
-	s, _ := stringBytes(v)
+	s, _ := bsonvalue.StringBytes(v)
 	return s
 }
 
@@ -111,7 +112,7 @@ func changeCase(mapping func(rune) rune) func([]bsoncore.Value) (bsoncore.Value,
 	return func(v []bsoncore.Value) (bsoncore.Value, error) {
 		s, err := coerceToString(v[0])
 		if err != nil {
-			return missing, err
+			return bsonvalue.Missing, err
 		}
 		return stringValue(strings.Map(mapping, s)), nil
 	}
@@ -134,11 +135,11 @@ func lowerASCII(r rune) rune {
 func strcasecmp(v []bsoncore.Value) (bsoncore.Value, error) {
 	a, err := coerceToString(v[0])
 	if err != nil {
-		return missing, err
+		return bsonvalue.Missing, err
 	}
 	b, err := coerceToString(v[1])
 	if err != nil {
-		return missing, err
+		return bsonvalue.Missing, err
 	}
 	return int32Value(int32(strings.Compare(strings.Map(upperASCII, a), strings.Map(upperASCII, b)))), nil
 }
@@ -150,28 +151,28 @@ func isContinuationByte(b byte) bool { return b&0xc0 == 0x80 }
 func substrBytes(v []bsoncore.Value) (bsoncore.Value, error) {
 	s, err := coerceToString(v[0])
 	if err != nil {
-		return missing, err
+		return bsonvalue.Missing, err
 	}
 	start, length := v[1], v[2]
 	if !start.IsNumber() {
-		return missing, mongoerr.New(16034, "$substrBytes:  starting index must be a numeric type (is BSON type %s)", typeName(start.Type))
+		return bsonvalue.Missing, mongoerr.New(16034, "$substrBytes:  starting index must be a numeric type (is BSON type %s)", bsonvalue.TypeName(start.Type))
 	}
 	if !length.IsNumber() {
-		return missing, mongoerr.New(16035, "$substrBytes:  length must be a numeric type (is BSON type %s)", typeName(length.Type))
+		return bsonvalue.Missing, mongoerr.New(16035, "$substrBytes:  length must be a numeric type (is BSON type %s)", bsonvalue.TypeName(length.Type))
 	}
 	lo := toTruncatedInt64(start)
 	if lo < 0 {
-		return missing, mongoerr.New(50752, "$substrBytes:  starting index must be non-negative (got: %d)", lo)
+		return bsonvalue.Missing, mongoerr.New(50752, "$substrBytes:  starting index must be non-negative (got: %d)", lo)
 	}
 	n := toTruncatedInt64(length)
 	if n < 0 || n > int64(len(s)) {
 		n = int64(len(s))
 	}
 	if lo < int64(len(s)) && isContinuationByte(s[lo]) {
-		return missing, mongoerr.New(28656, "$substrBytes:  Invalid range, starting index is a UTF-8 continuation byte.")
+		return bsonvalue.Missing, mongoerr.New(28656, "$substrBytes:  Invalid range, starting index is a UTF-8 continuation byte.")
 	}
 	if lo+n < int64(len(s)) && isContinuationByte(s[lo+n]) {
-		return missing, mongoerr.New(28657, "$substrBytes:  Invalid range, ending index is in the middle of a UTF-8 character.")
+		return bsonvalue.Missing, mongoerr.New(28657, "$substrBytes:  Invalid range, ending index is in the middle of a UTF-8 character.")
 	}
 	if lo >= int64(len(s)) {
 		return stringValue(""), nil
@@ -182,7 +183,7 @@ func substrBytes(v []bsoncore.Value) (bsoncore.Value, error) {
 // int32Arg reads an argument that must be a number representable as an
 // int32, as MongoDB's "integral" test says.
 func int32Arg(v bsoncore.Value) (int, bool) {
-	n, ok := integerValue(v)
+	n, ok := bsonvalue.IntegerValue(v)
 	return int(n), ok && n == int64(int32(n))
 }
 
@@ -190,36 +191,36 @@ func int32Arg(v bsoncore.Value) (int, bool) {
 func substrCP(v []bsoncore.Value) (bsoncore.Value, error) {
 	s, err := coerceToString(v[0])
 	if err != nil {
-		return missing, err
+		return bsonvalue.Missing, err
 	}
 	start, length := v[1], v[2]
 	if !start.IsNumber() {
-		return missing, mongoerr.New(34450, "$substrCP: starting index must be a numeric type (is BSON type %s)", typeName(start.Type))
+		return bsonvalue.Missing, mongoerr.New(34450, "$substrCP: starting index must be a numeric type (is BSON type %s)", bsonvalue.TypeName(start.Type))
 	}
 	lo, ok := int32Arg(start)
 	if !ok {
-		return missing, mongoerr.New(34451, "$substrCP: starting index cannot be represented as a 32-bit integral value: %s", start)
+		return bsonvalue.Missing, mongoerr.New(34451, "$substrCP: starting index cannot be represented as a 32-bit integral value: %s", start)
 	}
 	if !length.IsNumber() {
-		return missing, mongoerr.New(34452, "$substrCP: length must be a numeric type (is BSON type %s)", typeName(length.Type))
+		return bsonvalue.Missing, mongoerr.New(34452, "$substrCP: length must be a numeric type (is BSON type %s)", bsonvalue.TypeName(length.Type))
 	}
 	n, ok := int32Arg(length)
 	if !ok {
-		return missing, mongoerr.New(34453, "$substrCP: length cannot be represented as a 32-bit integral value: %s", length)
+		return bsonvalue.Missing, mongoerr.New(34453, "$substrCP: length cannot be represented as a 32-bit integral value: %s", length)
 	}
 	if n < 0 {
-		return missing, mongoerr.New(34454, "$substrCP: length must be a nonnegative integer.")
+		return bsonvalue.Missing, mongoerr.New(34454, "$substrCP: length must be a nonnegative integer.")
 	}
 	if lo < 0 {
-		return missing, mongoerr.New(34455, "$substrCP: the starting index must be nonnegative integer.")
+		return bsonvalue.Missing, mongoerr.New(34455, "$substrCP: the starting index must be nonnegative integer.")
 	}
 	begin, ok := skipCodePoints(s, 0, lo)
 	if !ok {
-		return missing, mongoerr.New(34456, "$substrCP: invalid UTF-8 string")
+		return bsonvalue.Missing, mongoerr.New(34456, "$substrCP: invalid UTF-8 string")
 	}
 	end, ok := skipCodePoints(s, begin, n)
 	if !ok {
-		return missing, mongoerr.New(34458, "$substrCP: invalid UTF-8 string")
+		return bsonvalue.Missing, mongoerr.New(34458, "$substrCP: invalid UTF-8 string")
 	}
 	return stringValue(s[begin:end]), nil
 }
@@ -253,14 +254,14 @@ func codePointLength(b byte) int {
 
 func strLenBytes(v []bsoncore.Value) (bsoncore.Value, error) {
 	if v[0].Type != bsoncore.TypeString {
-		return missing, mongoerr.New(34473, "$strLenBytes requires a string argument, found: %s", typeName(v[0].Type))
+		return bsonvalue.Missing, mongoerr.New(34473, "$strLenBytes requires a string argument, found: %s", bsonvalue.TypeName(v[0].Type))
 	}
 	return int32Value(int32(len(mustStringBytes(v[0])))), nil
 }
 
 func strLenCP(v []bsoncore.Value) (bsoncore.Value, error) {
 	if v[0].Type != bsoncore.TypeString {
-		return missing, mongoerr.New(34471, "$strLenCP requires a string argument, found: %s", typeName(v[0].Type))
+		return bsonvalue.Missing, mongoerr.New(34471, "$strLenCP requires a string argument, found: %s", bsonvalue.TypeName(v[0].Type))
 	}
 	n := 0
 	for _, b := range mustStringBytes(v[0]) {
@@ -275,13 +276,13 @@ func split(v []bsoncore.Value) (bsoncore.Value, error) {
 	s, sep := v[0], v[1]
 	switch {
 	case isNullish(s) || isNullish(sep):
-		return nullValue, nil
+		return bsonvalue.Null, nil
 	case s.Type != bsoncore.TypeString:
-		return missing, mongoerr.New(40085, "$split requires an expression that evaluates to a string as a first argument, found: %s", typeName(s.Type))
+		return bsonvalue.Missing, mongoerr.New(40085, "$split requires an expression that evaluates to a string as a first argument, found: %s", bsonvalue.TypeName(s.Type))
 	case sep.Type != bsoncore.TypeString:
-		return missing, mongoerr.New(40086, "$split requires an expression that evaluates to a string as a second argument, found: %s", typeName(sep.Type))
+		return bsonvalue.Missing, mongoerr.New(40086, "$split requires an expression that evaluates to a string as a second argument, found: %s", bsonvalue.TypeName(sep.Type))
 	case len(mustStringBytes(sep)) == 0:
-		return missing, mongoerr.New(40087, "$split requires a non-empty separator")
+		return bsonvalue.Missing, mongoerr.New(40087, "$split requires a non-empty separator")
 	}
 	str, delim := mustStringBytes(s), mustStringBytes(sep)
 	// Each part is an element of its own: count them before making them,
@@ -292,7 +293,7 @@ func split(v []bsoncore.Value) (bsoncore.Value, error) {
 		size += 2 + digits(i) + 5
 	}
 	if size > MaxValueBytes {
-		return missing, valueTooLarge("$split", size)
+		return bsonvalue.Missing, valueTooLarge("$split", size)
 	}
 	parts := bytes.Split(str, delim)
 	vals := make([]bsoncore.Value, len(parts))
@@ -312,7 +313,7 @@ func searchBounds(name string, v []bsoncore.Value, length int) (start, end int, 
 		}
 		n, ok := int32Arg(v[2+i])
 		if !ok {
-			return 0, 0, mongoerr.New(40096, "%srequires an integral %s, found a value of type: %s, with value: %s", name, what, typeName(v[2+i].Type), v[2+i])
+			return 0, 0, mongoerr.New(40096, "%srequires an integral %s, found a value of type: %s, with value: %s", name, what, bsonvalue.TypeName(v[2+i].Type), v[2+i])
 		}
 		if n < 0 {
 			return 0, 0, mongoerr.New(40097, "%s requires a nonnegative %s, found: %s", name, what, v[2+i])
@@ -329,11 +330,11 @@ func searchBounds(name string, v []bsoncore.Value, length int) (start, end int, 
 func indexOfBytes(v []bsoncore.Value) (bsoncore.Value, error) {
 	s, token, err := indexOfStrings("$indexOfBytes", 40091, 40092, v)
 	if err != nil || s == nil {
-		return nullValue, err
+		return bsonvalue.Null, err
 	}
 	start, end, err := searchBounds("$indexOfBytes", v, len(s))
 	if err != nil {
-		return missing, err
+		return bsonvalue.Missing, err
 	}
 	if start > len(s) || end < start {
 		return int32Value(-1), nil
@@ -352,9 +353,9 @@ func indexOfStrings(name string, stringCode, tokenCode mongoerr.Code, v []bsonco
 	case isNullish(v[0]):
 		return nil, nil, nil
 	case v[0].Type != bsoncore.TypeString:
-		return nil, nil, mongoerr.New(stringCode, "%s requires a string as the first argument, found: %s", name, typeName(v[0].Type))
+		return nil, nil, mongoerr.New(stringCode, "%s requires a string as the first argument, found: %s", name, bsonvalue.TypeName(v[0].Type))
 	case v[1].Type != bsoncore.TypeString:
-		return nil, nil, mongoerr.New(tokenCode, "%s requires a string as the second argument, found: %s", name, typeName(v[1].Type))
+		return nil, nil, mongoerr.New(tokenCode, "%s requires a string as the second argument, found: %s", name, bsonvalue.TypeName(v[1].Type))
 	}
 	s = mustStringBytes(v[0])
 	if s == nil {
@@ -369,18 +370,18 @@ func indexOfStrings(name string, stringCode, tokenCode mongoerr.Code, v []bsonco
 func indexOfCP(v []bsoncore.Value) (bsoncore.Value, error) {
 	s, token, err := indexOfStrings("$indexOfCP", 40093, 40094, v)
 	if err != nil || s == nil {
-		return nullValue, err
+		return bsonvalue.Null, err
 	}
 	length := 0
 	for i := 0; i < len(s); i += codePointLength(s[i]) {
 		if isContinuationByte(s[i]) {
-			return missing, mongoerr.New(40095, "$indexOfCP found bad UTF-8 in the input")
+			return bsonvalue.Missing, mongoerr.New(40095, "$indexOfCP found bad UTF-8 in the input")
 		}
 		length++
 	}
 	start, end, err := searchBounds("$indexOfCP", v, length)
 	if err != nil {
-		return missing, err
+		return bsonvalue.Missing, err
 	}
 	if end < start {
 		return int32Value(-1), nil
@@ -415,7 +416,7 @@ var trimWhitespace = []string{
 
 func compileTrim(c *exprCompiler, name string, args bsoncore.Value) (exprNode, error) {
 	if args.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(50696, "%s only supports an object as an argument, found %s", name, typeName(args.Type))
+		return nil, mongoerr.New(50696, "%s only supports an object as an argument, found %s", name, bsonvalue.TypeName(args.Type))
 	}
 	nodes, err := c.compileNamed(args.Data, []string{"input", "chars"},
 		func(arg string) error { return mongoerr.New(50694, "%s found an unknown argument: %s", name, arg) })
@@ -430,21 +431,21 @@ func compileTrim(c *exprCompiler, name string, args bsoncore.Value) (exprNode, e
 
 func (x *trimExpr) eval(e *env) (bsoncore.Value, error) {
 	in, ok, err := evalTyped(e, x.input, bsoncore.TypeString, func(v bsoncore.Value) error {
-		return mongoerr.New(50699, "%s requires its input to be a string, got %s (of type %s) instead.", x.name, v, typeName(v.Type))
+		return mongoerr.New(50699, "%s requires its input to be a string, got %s (of type %s) instead.", x.name, v, bsonvalue.TypeName(v.Type))
 	})
 	if !ok {
-		return nullValue, err
+		return bsonvalue.Null, err
 	}
 	cut := trimWhitespace
 	if x.chars != nil {
 		chars, ok, err := evalTyped(e, x.chars, bsoncore.TypeString, func(v bsoncore.Value) error {
-			return mongoerr.New(50700, "%s requires 'chars' to be a string, got %s (of type %s) instead.", x.name, v, typeName(v.Type))
+			return mongoerr.New(50700, "%s requires 'chars' to be a string, got %s (of type %s) instead.", x.name, v, bsonvalue.TypeName(v.Type))
 		})
 		if !ok {
-			return nullValue, err
+			return bsonvalue.Null, err
 		}
 		if cut, err = codePoints(x.name, stringOf(chars)); err != nil {
-			return missing, err
+			return bsonvalue.Missing, err
 		}
 	}
 	s := stringOf(in)
@@ -489,12 +490,12 @@ func codePoints(name, s string) ([]string, error) {
 // regexMatchExpr is $regexMatch. A constant pattern is compiled once.
 type regexMatchExpr struct {
 	input, regex, options exprNode
-	constant              *regexPredicate
+	constant              *bsonvalue.Regex
 }
 
 func compileRegexMatch(c *exprCompiler, name string, args bsoncore.Value) (exprNode, error) {
 	if args.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(51103, "%s expects an object of named arguments but found: %s", name, typeName(args.Type))
+		return nil, mongoerr.New(51103, "%s expects an object of named arguments but found: %s", name, bsonvalue.TypeName(args.Type))
 	}
 	nodes, err := c.compileNamed(args.Data, []string{"input", "regex", "options"},
 		func(arg string) error { return mongoerr.New(31024, "%s found an unknown argument: %s", name, arg) })
@@ -519,7 +520,7 @@ func compileRegexMatch(c *exprCompiler, name string, args bsoncore.Value) (exprN
 
 // compileRegexArgs checks and compiles the regex and options of
 // $regexMatch; it returns nil for a null pattern.
-func compileRegexArgs(regex, options bsoncore.Value) (*regexPredicate, error) {
+func compileRegexArgs(regex, options bsoncore.Value) (*bsonvalue.Regex, error) {
 	var pattern, flags string
 	switch {
 	case isNullish(regex):
@@ -547,8 +548,8 @@ func compileRegexArgs(regex, options bsoncore.Value) (*regexPredicate, error) {
 	case isNullish(regex):
 		return nil, nil
 	}
-	re, err := newRegex(pattern, flags)
-	if mongoerr.CodeOf(err) == codeRegexInvalid {
+	re, err := bsonvalue.NewRegex(pattern, flags)
+	if mongoerr.CodeOf(err) == bsonvalue.CodeRegexInvalid {
 		return nil, mongoerr.New(51111, "Invalid Regex in $regexMatch: %v", err)
 	}
 	return re, err
@@ -557,28 +558,28 @@ func compileRegexArgs(regex, options bsoncore.Value) (*regexPredicate, error) {
 func (x *regexMatchExpr) eval(e *env) (bsoncore.Value, error) {
 	in, err := x.input.eval(e)
 	if err != nil {
-		return missing, err
+		return bsonvalue.Missing, err
 	}
 	if !isNullish(in) && in.Type != bsoncore.TypeString {
-		return missing, mongoerr.New(51104, "$regexMatch needs 'input' to be of type string")
+		return bsonvalue.Missing, mongoerr.New(51104, "$regexMatch needs 'input' to be of type string")
 	}
 	re := x.constant
 	if re == nil {
 		var regex, options bsoncore.Value
 		if regex, err = x.regex.eval(e); err != nil {
-			return missing, err
+			return bsonvalue.Missing, err
 		}
 		if x.options != nil {
 			if options, err = x.options.eval(e); err != nil {
-				return missing, err
+				return bsonvalue.Missing, err
 			}
 		}
 		if re, err = compileRegexArgs(regex, options); err != nil {
-			return missing, err
+			return bsonvalue.Missing, err
 		}
 	}
 	if re == nil || isNullish(in) {
 		return boolValue(false), nil
 	}
-	return boolValue(re.re.Match(mustStringBytes(in))), nil
+	return boolValue(re.Regexp().Match(mustStringBytes(in))), nil
 }

@@ -1,10 +1,11 @@
-package query
+package expr
 
 import (
 	"math"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine/bsonvalue"
 	"github.com/lethedb/lethe/engine/mongoerr"
 )
 
@@ -70,7 +71,7 @@ func toFloat64(v bsoncore.Value) float64 {
 func toTruncatedInt64(v bsoncore.Value) int64 {
 	switch v.Type {
 	case bsoncore.TypeDouble, bsoncore.TypeDecimal128:
-		n, _ := clampToInt64(math.Trunc(toFloat64(v)))
+		n, _ := bsonvalue.ClampToInt64(math.Trunc(toFloat64(v)))
 		return n
 	}
 	return toInt64(v)
@@ -93,12 +94,12 @@ func (x addExpr) eval(e *env) (bsoncore.Value, error) {
 	s := sum{widest: bsoncore.TypeInt32}
 	null, err := operands(e, x, func(v bsoncore.Value) error {
 		if !v.IsNumber() && v.Type != bsoncore.TypeDateTime {
-			return mongoerr.New(mongoerr.TypeMismatch, "$add only supports numeric or date types, not %s", typeName(v.Type))
+			return mongoerr.New(mongoerr.TypeMismatch, "$add only supports numeric or date types, not %s", bsonvalue.TypeName(v.Type))
 		}
 		return s.add(v)
 	})
 	if err != nil || null {
-		return nullValue, err
+		return bsonvalue.Null, err
 	}
 	return s.value(), nil
 }
@@ -220,7 +221,7 @@ func (x multiplyExpr) eval(e *env) (bsoncore.Value, error) {
 	var d decimal
 	null, err := operands(e, x, func(v bsoncore.Value) error {
 		if !v.IsNumber() {
-			return mongoerr.New(mongoerr.TypeMismatch, "$multiply only supports numeric types, not %s", typeName(v.Type))
+			return mongoerr.New(mongoerr.TypeMismatch, "$multiply only supports numeric types, not %s", bsonvalue.TypeName(v.Type))
 		}
 		old := widest
 		widest = widestNumeric(widest, v.Type)
@@ -245,7 +246,7 @@ func (x multiplyExpr) eval(e *env) (bsoncore.Value, error) {
 	})
 	switch {
 	case err != nil || null:
-		return nullValue, err
+		return bsonvalue.Null, err
 	case widest == bsoncore.TypeDouble:
 		return doubleValue(f), nil
 	case widest == bsoncore.TypeInt64:
@@ -273,11 +274,11 @@ func subtract(v []bsoncore.Value) (bsoncore.Value, error) {
 	}
 	switch {
 	case isNullish(a) || isNullish(b):
-		return nullValue, nil
+		return bsonvalue.Null, nil
 	case a.Type == bsoncore.TypeDateTime:
 		return subtractFromDate(a, b)
 	}
-	return missing, mongoerr.New(mongoerr.TypeMismatch, "can't $subtract %s from %s", typeName(b.Type), typeName(a.Type))
+	return bsonvalue.Missing, mongoerr.New(mongoerr.TypeMismatch, "can't $subtract %s from %s", bsonvalue.TypeName(b.Type), bsonvalue.TypeName(a.Type))
 }
 
 func subtractFromDate(date, v bsoncore.Value) (bsoncore.Value, error) {
@@ -292,20 +293,20 @@ func subtractFromDate(date, v bsoncore.Value) (bsoncore.Value, error) {
 	case bsoncore.TypeDouble:
 		f, _ := v.DoubleOK()
 		if !(f >= -0x1p63 && f < 0x1p63) {
-			return missing, dateOverflow()
+			return bsonvalue.Missing, dateOverflow()
 		}
 		n = int64(math.Round(f))
 	case bsoncore.TypeDecimal128:
 		var ok bool
 		if n, ok = decimalOf(v).int64(roundHalfEven); !ok {
-			return missing, dateOverflow()
+			return bsonvalue.Missing, dateOverflow()
 		}
 	default:
-		return missing, mongoerr.New(mongoerr.TypeMismatch, "can't $subtract %s from Date", typeName(v.Type))
+		return bsonvalue.Missing, mongoerr.New(mongoerr.TypeMismatch, "can't $subtract %s from Date", bsonvalue.TypeName(v.Type))
 	}
 	d, ok := subInt64(ms, n)
 	if !ok {
-		return missing, dateOverflow()
+		return bsonvalue.Missing, dateOverflow()
 	}
 	return dateValue(d), nil
 }
@@ -317,18 +318,18 @@ func divide(v []bsoncore.Value) (bsoncore.Value, error) {
 		if a.Type == bsoncore.TypeDecimal128 || b.Type == bsoncore.TypeDecimal128 {
 			divisor := decimalOf(b)
 			if divisor.isZero() {
-				return missing, divideByZero()
+				return bsonvalue.Missing, divideByZero()
 			}
 			return decimalOf(a).quo(divisor).value(), nil
 		}
 		if toFloat64(b) == 0 {
-			return missing, divideByZero()
+			return bsonvalue.Missing, divideByZero()
 		}
 		return doubleValue(toFloat64(a) / toFloat64(b)), nil
 	case isNullish(a) || isNullish(b):
-		return nullValue, nil
+		return bsonvalue.Null, nil
 	}
-	return missing, mongoerr.New(mongoerr.TypeMismatch, "$divide only supports numeric types, not %s and %s", typeName(a.Type), typeName(b.Type))
+	return bsonvalue.Missing, mongoerr.New(mongoerr.TypeMismatch, "$divide only supports numeric types, not %s and %s", bsonvalue.TypeName(a.Type), bsonvalue.TypeName(b.Type))
 }
 
 func divideByZero() error { return mongoerr.New(mongoerr.BadValue, "can't $divide by zero") }
@@ -338,26 +339,26 @@ func mod(v []bsoncore.Value) (bsoncore.Value, error) {
 	switch {
 	case a.IsNumber() && b.IsNumber():
 	case isNullish(a) || isNullish(b):
-		return nullValue, nil
+		return bsonvalue.Null, nil
 	default:
-		return missing, mongoerr.New(codeModType, "$mod only supports numeric types, not %s and %s", typeName(a.Type), typeName(b.Type))
+		return bsonvalue.Missing, mongoerr.New(codeModType, "$mod only supports numeric types, not %s and %s", bsonvalue.TypeName(a.Type), bsonvalue.TypeName(b.Type))
 	}
 	switch widestNumeric(a.Type, b.Type) {
 	case bsoncore.TypeDecimal128:
 		divisor := decimalOf(b)
 		if divisor.isZero() {
-			return missing, mongoerr.New(codeDecimalModByZero, "can't $mod by zero")
+			return bsonvalue.Missing, mongoerr.New(codeDecimalModByZero, "can't $mod by zero")
 		}
 		return decimalOf(a).rem(divisor).value(), nil
 	case bsoncore.TypeDouble:
 		if toFloat64(b) == 0 {
-			return missing, mongoerr.New(codeModByZero, "can't $mod by zero")
+			return bsonvalue.Missing, mongoerr.New(codeModByZero, "can't $mod by zero")
 		}
 		return doubleValue(math.Mod(toFloat64(a), toFloat64(b))), nil
 	}
 	x, y := toInt64(a), toInt64(b)
 	if y == 0 {
-		return missing, mongoerr.New(codeModByZero, "can't $mod by zero")
+		return bsonvalue.Missing, mongoerr.New(codeModByZero, "can't $mod by zero")
 	}
 	// Go defines MinInt64 % -1 as 0, which is what MongoDB returns too.
 	if a.Type == bsoncore.TypeInt64 || b.Type == bsoncore.TypeInt64 {
@@ -370,9 +371,9 @@ func absolute(v []bsoncore.Value) (bsoncore.Value, error) {
 	a := v[0]
 	switch {
 	case isNullish(a):
-		return nullValue, nil
+		return bsonvalue.Null, nil
 	case !a.IsNumber():
-		return missing, mongoerr.New(codeAbsType, "$abs only supports numeric types, not %s", typeName(a.Type))
+		return bsonvalue.Missing, mongoerr.New(codeAbsType, "$abs only supports numeric types, not %s", bsonvalue.TypeName(a.Type))
 	case a.Type == bsoncore.TypeDouble:
 		return doubleValue(math.Abs(toFloat64(a))), nil
 	case a.Type == bsoncore.TypeDecimal128:
@@ -380,7 +381,7 @@ func absolute(v []bsoncore.Value) (bsoncore.Value, error) {
 	}
 	n := toInt64(a)
 	if n == math.MinInt64 {
-		return missing, mongoerr.New(codeAbsOverflow, "can't take $abs of long long min")
+		return bsonvalue.Missing, mongoerr.New(codeAbsOverflow, "can't take $abs of long long min")
 	}
 	if n < 0 {
 		n = -n

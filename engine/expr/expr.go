@@ -1,4 +1,4 @@
-package query
+package expr
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine/bsonvalue"
 	"github.com/lethedb/lethe/engine/mongoerr"
 )
 
@@ -98,28 +99,6 @@ type exprNode interface {
 	eval(e *env) (bsoncore.Value, error)
 }
 
-// exprFilter is $expr in a filter: documents for which the expression is
-// true. A runtime error makes the document not match.
-type exprFilter struct {
-	expr *Expr
-}
-
-func (f exprFilter) match(doc []byte, _ *state) bool {
-	v, err := f.expr.Eval(doc)
-	return err == nil && truthy(v)
-}
-
-func compileExprOperator(v bsoncore.Value, lvl level) (node, error) {
-	if lvl.subDocument {
-		return nil, mongoerr.New(mongoerr.BadValue, "$expr can only be applied to the top-level document")
-	}
-	e, err := CompileExprWith(v, ExprOptions{Now: lvl.now})
-	if err != nil {
-		return nil, err
-	}
-	return exprFilter{e}, nil
-}
-
 // exprCompiler carries the variables in scope while an expression compiles.
 type exprCompiler struct {
 	vars  map[string]int // the variables bound around the expression, by slot
@@ -163,9 +142,9 @@ func (c *exprCompiler) compile(v bsoncore.Value) (exprNode, error) {
 
 func (c *exprCompiler) compileList(list []byte) ([]exprNode, error) {
 	var nodes []exprNode
-	it := elementsOf(list)
+	it := bsonvalue.ElementsOf(list)
 	for {
-		_, e, ok := it.next()
+		_, e, ok := it.Next()
 		if !ok {
 			return nodes, nil
 		}
@@ -180,7 +159,7 @@ func (c *exprCompiler) compileList(list []byte) ([]exprNode, error) {
 // compileDocument compiles an operator document {$op: args} or a document
 // whose fields are expressions.
 func (c *exprCompiler) compileDocument(doc []byte) (exprNode, error) {
-	first := firstKey(doc)
+	first := bsonvalue.FirstKey(doc)
 	if !strings.HasPrefix(first, "$") {
 		return c.compileObject(doc)
 	}
@@ -191,14 +170,14 @@ func (c *exprCompiler) compileDocument(doc []byte) (exprNode, error) {
 	if !ok {
 		return nil, mongoerr.New(mongoerr.InvalidPipelineOperator, "Unrecognized expression '%s'", first)
 	}
-	args, _ := lookup(doc, first)
+	args, _ := bsonvalue.Lookup(doc, first)
 	return compileOp(c, first, args)
 }
 
 func countFields(doc []byte) int {
 	n := 0
-	it := elementsOf(doc)
-	for _, _, ok := it.next(); ok; _, _, ok = it.next() {
+	it := bsonvalue.ElementsOf(doc)
+	for _, _, ok := it.Next(); ok; _, _, ok = it.Next() {
 		n++
 	}
 	return n
@@ -232,9 +211,9 @@ func (l literal) eval(*env) (bsoncore.Value, error) { return l.v, nil }
 
 // fieldPathParts splits and checks the path of "$a.b" or "$$var.a.b".
 func fieldPathParts(path string) ([]string, error) {
-	parts := splitPath(path)
+	parts := strings.Split(path, ".")
 	for _, p := range parts {
-		if err := checkFieldName(p); err != nil {
+		if err := bsonvalue.CheckFieldName(p); err != nil {
 			return nil, err
 		}
 	}
@@ -280,7 +259,7 @@ func (c *exprCompiler) compileVariable(s string) (exprNode, error) {
 	case "NOW":
 		return varPath{slot: nowSlot, parts: parts}, nil
 	case "REMOVE":
-		return literal{missing}, nil
+		return literal{bsonvalue.Missing}, nil
 	case "CLUSTER_TIME":
 		return failure{mongoerr.New(51144, "Builtin variable '$$CLUSTER_TIME' is not available")}, nil
 	}
@@ -357,15 +336,15 @@ func (p varPath) eval(e *env) (bsoncore.Value, error) {
 	case bsoncore.TypeArray:
 		return resolveInArray(v.Data, p.parts), nil
 	}
-	return missing, nil
+	return bsonvalue.Missing, nil
 }
 
 // resolveFieldPath applies a path to a document.
 func resolveFieldPath(doc bsoncore.Value, parts []string) bsoncore.Value {
-	v, ok := lookup(doc.Data, parts[0])
+	v, ok := bsonvalue.Lookup(doc.Data, parts[0])
 	switch {
 	case !ok:
-		return missing
+		return bsonvalue.Missing
 	case len(parts) == 1:
 		return v
 	case v.Type == bsoncore.TypeEmbeddedDocument:
@@ -373,16 +352,16 @@ func resolveFieldPath(doc bsoncore.Value, parts []string) bsoncore.Value {
 	case v.Type == bsoncore.TypeArray:
 		return resolveInArray(v.Data, parts[1:])
 	}
-	return missing
+	return bsonvalue.Missing
 }
 
 // resolveInArray applies a path to each document of an array, keeping what
 // is not missing. Other elements, nested arrays included, are skipped.
 func resolveInArray(arr []byte, parts []string) bsoncore.Value {
 	var found []bsoncore.Value
-	it := elementsOf(arr)
+	it := bsonvalue.ElementsOf(arr)
 	for {
-		_, e, ok := it.next()
+		_, e, ok := it.Next()
 		if !ok {
 			return arrayValue(found)
 		}
@@ -400,7 +379,7 @@ type failure struct {
 	err error
 }
 
-func (f failure) eval(*env) (bsoncore.Value, error) { return missing, f.err }
+func (f failure) eval(*env) (bsoncore.Value, error) { return bsonvalue.Missing, f.err }
 
 // arrayExpr builds an array; missing elements become null, as in MongoDB.
 type arrayExpr []exprNode
@@ -412,13 +391,13 @@ func (a arrayExpr) eval(e *env) (bsoncore.Value, error) {
 	for i, n := range a {
 		v, err := n.eval(e)
 		if err != nil {
-			return missing, err
+			return bsonvalue.Missing, err
 		}
 		if v.Type == 0 {
-			v = nullValue
+			v = bsonvalue.Null
 		}
 		if err := size.addElement(i, v); err != nil {
-			return missing, err
+			return bsonvalue.Missing, err
 		}
 		vals[i] = v
 	}
@@ -434,14 +413,14 @@ type objectExpr struct {
 func (c *exprCompiler) compileObject(doc []byte) (exprNode, error) {
 	obj := &objectExpr{}
 	seen := map[string]bool{}
-	it := elementsOf(doc)
+	it := bsonvalue.ElementsOf(doc)
 	for {
-		key, v, ok := it.next()
+		key, v, ok := it.Next()
 		if !ok {
 			return obj, nil
 		}
 		name := string(key)
-		if err := checkFieldName(name); err != nil {
+		if err := bsonvalue.CheckFieldName(name); err != nil {
 			return nil, err
 		}
 		if strings.Contains(name, ".") {
@@ -467,11 +446,11 @@ func (o *objectExpr) eval(e *env) (bsoncore.Value, error) {
 	for i, n := range o.exprs {
 		v, err := n.eval(e)
 		if err != nil {
-			return missing, err
+			return bsonvalue.Missing, err
 		}
 		if v.Type != 0 {
 			if err := size.addField(o.names[i], v); err != nil {
-				return missing, err
+				return bsonvalue.Missing, err
 			}
 			doc = bsoncore.AppendValueElement(doc, o.names[i], v)
 		}

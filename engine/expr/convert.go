@@ -1,4 +1,4 @@
-package query
+package expr
 
 import (
 	"encoding/hex"
@@ -11,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine/bsonvalue"
 	"github.com/lethedb/lethe/engine/mongoerr"
 )
 
@@ -23,7 +24,7 @@ type convertExpr struct {
 
 func compileConvert(c *exprCompiler, _ string, args bsoncore.Value) (exprNode, error) {
 	if args.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(mongoerr.FailedToParse, "$convert expects an object of named arguments but found: %s", typeName(args.Type))
+		return nil, mongoerr.New(mongoerr.FailedToParse, "$convert expects an object of named arguments but found: %s", bsonvalue.TypeName(args.Type))
 	}
 	nodes, err := c.compileNamed(args.Data, []string{"input", "to", "onError", "onNull"},
 		func(name string) error {
@@ -49,30 +50,30 @@ func compileConversion(to bsoncore.Type) exprOperator {
 		if len(nodes) != 1 {
 			return nil, mongoerr.New(50723, "%s requires a single argument, got %d", name, len(nodes))
 		}
-		return &convertExpr{input: nodes[0], to: literal{stringValue(typeName(to))}}, nil
+		return &convertExpr{input: nodes[0], to: literal{stringValue(bsonvalue.TypeName(to))}}, nil
 	}
 }
 
 func (x *convertExpr) eval(e *env) (bsoncore.Value, error) {
 	to, err := x.to.eval(e)
 	if err != nil {
-		return missing, err
+		return bsonvalue.Missing, err
 	}
 	in, err := x.input.eval(e)
 	if err != nil {
-		return missing, err
+		return bsonvalue.Missing, err
 	}
 	var target bsoncore.Type
 	if !isNullish(to) {
 		if target, err = targetType(to); err != nil {
-			return missing, err
+			return bsonvalue.Missing, err
 		}
 	}
 	switch {
 	case isNullish(in) && x.onNull != nil:
 		return x.onNull.eval(e)
 	case isNullish(in) || isNullish(to):
-		return nullValue, nil
+		return bsonvalue.Null, nil
 	}
 	out, err := convert(in, target)
 	if mongoerr.CodeOf(err) == mongoerr.ConversionFailure && x.onError != nil {
@@ -89,21 +90,21 @@ func targetType(to bsoncore.Value) (bsoncore.Type, error) {
 		if name == "missing" {
 			return 0, nil
 		}
-		t, ok := typeAliases[name]
+		t, ok := bsonvalue.TypeByAlias(name)
 		if !ok {
 			return 0, mongoerr.New(mongoerr.BadValue, "Unknown type name: %s", name)
 		}
 		return t, nil
 	}
 	if !to.IsNumber() {
-		return 0, mongoerr.New(mongoerr.FailedToParse, "$convert's 'to' argument must be a string or number, but is %s", typeName(to.Type))
+		return 0, mongoerr.New(mongoerr.FailedToParse, "$convert's 'to' argument must be a string or number, but is %s", bsonvalue.TypeName(to.Type))
 	}
 	n, ok := int32Arg(to)
 	if !ok {
 		return 0, mongoerr.New(mongoerr.FailedToParse, "In $convert, numeric 'to' argument is not an integer")
 	}
-	for _, t := range typeAliases {
-		if int(int8(t)) == n {
+	if t := bsoncore.Type(n); int(int8(t)) == n {
+		if _, ok := bsonvalue.TypeByAlias(bsonvalue.TypeName(t)); ok {
 			return t, nil
 		}
 	}
@@ -147,11 +148,11 @@ func convert(v bsoncore.Value, to bsoncore.Type) (bsoncore.Value, error) {
 			return parseObjectID(stringOf(v))
 		}
 	}
-	return missing, unsupportedConversion(v.Type, to)
+	return bsonvalue.Missing, unsupportedConversion(v.Type, to)
 }
 
 func unsupportedConversion(from, to bsoncore.Type) error {
-	return conversionFailure("Unsupported conversion from "+typeName(from)+" to "+typeName(to), "")
+	return conversionFailure("Unsupported conversion from "+bsonvalue.TypeName(from)+" to "+bsonvalue.TypeName(to), "")
 }
 
 func toBool(v bsoncore.Value) (bsoncore.Value, error) {
@@ -160,13 +161,13 @@ func toBool(v bsoncore.Value) (bsoncore.Value, error) {
 		f, _ := v.DoubleOK()
 		return boolValue(f != 0), nil
 	case bsoncore.TypeInt32, bsoncore.TypeInt64, bsoncore.TypeDecimal128:
-		return boolValue(truthy(v)), nil
+		return boolValue(bsonvalue.Truthy(v)), nil
 	case bsoncore.TypeString, bsoncore.TypeObjectID, bsoncore.TypeDateTime, bsoncore.TypeEmbeddedDocument,
 		bsoncore.TypeArray, bsoncore.TypeBinary, bsoncore.TypeRegex, bsoncore.TypeDBPointer, bsoncore.TypeJavaScript,
 		bsoncore.TypeSymbol, bsoncore.TypeCodeWithScope, bsoncore.TypeTimestamp, bsoncore.TypeMinKey, bsoncore.TypeMaxKey:
 		return boolValue(true), nil
 	}
-	return missing, unsupportedConversion(v.Type, bsoncore.TypeBoolean)
+	return bsonvalue.Missing, unsupportedConversion(v.Type, bsoncore.TypeBoolean)
 }
 
 func toString(v bsoncore.Value) (bsoncore.Value, error) {
@@ -179,7 +180,7 @@ func toString(v bsoncore.Value) (bsoncore.Value, error) {
 	case bsoncore.TypeDecimal128:
 		return stringValue(decimalString(v)), nil
 	case bsoncore.TypeBoolean:
-		return stringValue(strconv.FormatBool(truthy(v))), nil
+		return stringValue(strconv.FormatBool(bsonvalue.Truthy(v))), nil
 	case bsoncore.TypeDateTime:
 		ms, _ := v.DateTimeOK()
 		return stringValue(formatDate(ms)), nil
@@ -187,7 +188,7 @@ func toString(v bsoncore.Value) (bsoncore.Value, error) {
 		oid, _ := v.ObjectIDOK()
 		return stringValue(bson.ObjectID(oid).Hex()), nil
 	}
-	return missing, unsupportedConversion(v.Type, bsoncore.TypeString)
+	return bsonvalue.Missing, unsupportedConversion(v.Type, bsoncore.TypeString)
 }
 
 // formatDouble writes a double as $toString does: the shortest digits
@@ -230,46 +231,46 @@ func toInteger(v bsoncore.Value, to bsoncore.Type) (bsoncore.Value, error) {
 	switch v.Type {
 	case bsoncore.TypeBoolean:
 		n = 0
-		if truthy(v) {
+		if bsonvalue.Truthy(v) {
 			n = 1
 		}
 	case bsoncore.TypeInt32, bsoncore.TypeInt64:
 		n = toInt64(v)
 		if n < lo || n > hi {
-			return missing, conversionFailure("Conversion would overflow target type", "")
+			return bsonvalue.Missing, conversionFailure("Conversion would overflow target type", "")
 		}
 	case bsoncore.TypeDouble:
 		f, _ := v.DoubleOK()
 		switch {
 		case math.IsNaN(f):
-			return missing, conversionFailure("Attempt to convert NaN value to integer type", "")
+			return bsonvalue.Missing, conversionFailure("Attempt to convert NaN value to integer type", "")
 		case math.IsInf(f, 0):
-			return missing, conversionFailure("Attempt to convert infinity value to integer type", "")
+			return bsonvalue.Missing, conversionFailure("Attempt to convert infinity value to integer type", "")
 		case to == bsoncore.TypeInt32 && (f < math.MinInt32 || f > math.MaxInt32), f < -0x1p63 || f >= 0x1p63:
-			return missing, conversionFailure("Conversion would overflow target type", formatDoubleC(f))
+			return bsonvalue.Missing, conversionFailure("Conversion would overflow target type", formatDoubleC(f))
 		}
 		n = int64(f)
 	case bsoncore.TypeDecimal128:
 		d := decimalOf(v)
 		switch d.form {
 		case notANumber:
-			return missing, conversionFailure("Attempt to convert NaN value to integer type", "")
+			return bsonvalue.Missing, conversionFailure("Attempt to convert NaN value to integer type", "")
 		case infinite:
-			return missing, conversionFailure("Attempt to convert infinity value to integer type", "")
+			return bsonvalue.Missing, conversionFailure("Attempt to convert infinity value to integer type", "")
 		}
 		var ok bool
 		if n, ok = d.int64(roundTowardZero); !ok || n < lo || n > hi {
-			return missing, conversionFailure("Conversion would overflow target type", decimalString(v))
+			return bsonvalue.Missing, conversionFailure("Conversion would overflow target type", decimalString(v))
 		}
 	case bsoncore.TypeString:
 		return parseInteger(stringOf(v), to)
 	case bsoncore.TypeDateTime:
 		if to == bsoncore.TypeInt32 {
-			return missing, unsupportedConversion(v.Type, to)
+			return bsonvalue.Missing, unsupportedConversion(v.Type, to)
 		}
 		n, _ = v.DateTimeOK()
 	default:
-		return missing, unsupportedConversion(v.Type, to)
+		return bsonvalue.Missing, unsupportedConversion(v.Type, to)
 	}
 	if to == bsoncore.TypeInt32 {
 		return int32Value(int32(n)), nil
@@ -280,7 +281,7 @@ func toInteger(v bsoncore.Value, to bsoncore.Type) (bsoncore.Value, error) {
 // parseInteger reads a string of decimal digits, with an optional sign.
 func parseInteger(s string, to bsoncore.Type) (bsoncore.Value, error) {
 	if strings.HasPrefix(s, "0x") {
-		return missing, conversionFailure("Illegal hexadecimal input", s)
+		return bsonvalue.Missing, conversionFailure("Illegal hexadecimal input", s)
 	}
 	bits := 64
 	if to == bsoncore.TypeInt32 {
@@ -288,7 +289,7 @@ func parseInteger(s string, to bsoncore.Type) (bsoncore.Value, error) {
 	}
 	n, err := strconv.ParseInt(s, 10, bits)
 	if err != nil {
-		return missing, parseFailure(s, err)
+		return bsonvalue.Missing, parseFailure(s, err)
 	}
 	if to == bsoncore.TypeInt32 {
 		return int32Value(int32(n)), nil
@@ -308,7 +309,7 @@ func parseFailure(s string, err error) error {
 func toDouble(v bsoncore.Value) (bsoncore.Value, error) {
 	switch v.Type {
 	case bsoncore.TypeBoolean:
-		if truthy(v) {
+		if bsonvalue.Truthy(v) {
 			return doubleValue(1), nil
 		}
 		return doubleValue(0), nil
@@ -317,7 +318,7 @@ func toDouble(v bsoncore.Value) (bsoncore.Value, error) {
 	case bsoncore.TypeDecimal128:
 		f, ok := decimalOf(v).float64()
 		if !ok {
-			return missing, conversionFailure("Conversion would overflow target type", decimalString(v))
+			return bsonvalue.Missing, conversionFailure("Conversion would overflow target type", decimalString(v))
 		}
 		return doubleValue(f), nil
 	case bsoncore.TypeDateTime:
@@ -326,21 +327,21 @@ func toDouble(v bsoncore.Value) (bsoncore.Value, error) {
 	case bsoncore.TypeString:
 		s := stringOf(v)
 		if strings.HasPrefix(s, "0x") {
-			return missing, conversionFailure("Illegal hexadecimal input", s)
+			return bsonvalue.Missing, conversionFailure("Illegal hexadecimal input", s)
 		}
 		f, err := strconv.ParseFloat(s, 64)
 		if err != nil && !math.IsInf(f, 0) {
-			return missing, parseFailure(s, err)
+			return bsonvalue.Missing, parseFailure(s, err)
 		}
 		return doubleValue(f), nil
 	}
-	return missing, unsupportedConversion(v.Type, bsoncore.TypeDouble)
+	return bsonvalue.Missing, unsupportedConversion(v.Type, bsoncore.TypeDouble)
 }
 
 func toDecimal(v bsoncore.Value) (bsoncore.Value, error) {
 	switch v.Type {
 	case bsoncore.TypeBoolean:
-		if truthy(v) {
+		if bsonvalue.Truthy(v) {
 			return decimalFromInt(1).value(), nil
 		}
 		return decimalFromInt(0).value(), nil
@@ -352,16 +353,16 @@ func toDecimal(v bsoncore.Value) (bsoncore.Value, error) {
 	case bsoncore.TypeString:
 		s := stringOf(v)
 		if strings.HasPrefix(s, "0x") {
-			return missing, conversionFailure("Illegal hexadecimal input", s)
+			return bsonvalue.Missing, conversionFailure("Illegal hexadecimal input", s)
 		}
 		d, err := bson.ParseDecimal128(s)
 		if err != nil {
-			return missing, parseFailure(s, err)
+			return bsonvalue.Missing, parseFailure(s, err)
 		}
 		hi, lo := d.GetBytes()
 		return bsoncore.Value{Type: bsoncore.TypeDecimal128, Data: bsoncore.AppendDecimal128(nil, hi, lo)}, nil
 	}
-	return missing, unsupportedConversion(v.Type, bsoncore.TypeDecimal128)
+	return bsonvalue.Missing, unsupportedConversion(v.Type, bsoncore.TypeDecimal128)
 }
 
 // dateLayouts are the date strings $toDate reads: ISO 8601 dates, with or
@@ -383,7 +384,7 @@ func toDate(v bsoncore.Value) (bsoncore.Value, error) {
 	case bsoncore.TypeDouble, bsoncore.TypeDecimal128:
 		n, err := toInteger(v, bsoncore.TypeInt64)
 		if err != nil {
-			return missing, err
+			return bsonvalue.Missing, err
 		}
 		return dateValue(toInt64(n)), nil
 	case bsoncore.TypeObjectID:
@@ -399,18 +400,18 @@ func toDate(v bsoncore.Value) (bsoncore.Value, error) {
 				return dateValue(t.UnixMilli()), nil
 			}
 		}
-		return missing, mongoerr.New(mongoerr.ConversionFailure, "Error parsing date string '%s'", s)
+		return bsonvalue.Missing, mongoerr.New(mongoerr.ConversionFailure, "Error parsing date string '%s'", s)
 	}
-	return missing, unsupportedConversion(v.Type, bsoncore.TypeDateTime)
+	return bsonvalue.Missing, unsupportedConversion(v.Type, bsoncore.TypeDateTime)
 }
 
 func parseObjectID(s string) (bsoncore.Value, error) {
 	if len(s) != 24 {
-		return missing, conversionFailure("Failed to parse objectId '"+s+"'", "Invalid string length for parsing to OID, expected 24 but found "+strconv.Itoa(len(s)))
+		return bsonvalue.Missing, conversionFailure("Failed to parse objectId '"+s+"'", "Invalid string length for parsing to OID, expected 24 but found "+strconv.Itoa(len(s)))
 	}
 	b, err := hex.DecodeString(s)
 	if err != nil {
-		return missing, conversionFailure("Failed to parse objectId '"+s+"'", "Invalid character found in hex string")
+		return bsonvalue.Missing, conversionFailure("Failed to parse objectId '"+s+"'", "Invalid character found in hex string")
 	}
 	var oid bson.ObjectID
 	copy(oid[:], b)

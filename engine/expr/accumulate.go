@@ -1,7 +1,9 @@
-package query
+package expr
 
 import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/lethedb/lethe/engine/bsonvalue"
 )
 
 // accumulated returns the values $sum, $avg, $max and $min work on: the
@@ -39,7 +41,7 @@ func avgOf(vals []bsoncore.Value) (bsoncore.Value, error) {
 	s, n := total(vals)
 	switch {
 	case n == 0:
-		return nullValue, nil
+		return bsonvalue.Null, nil
 	case s.widest == bsoncore.TypeDecimal128:
 		return s.d.quo(decimalFromInt(int64(n))).value(), nil
 	}
@@ -50,7 +52,7 @@ func avgOf(vals []bsoncore.Value) (bsoncore.Value, error) {
 // order, leaving null and missing out; null when nothing is left.
 func extreme(greatest bool) func([]bsoncore.Value) (bsoncore.Value, error) {
 	return func(vals []bsoncore.Value) (bsoncore.Value, error) {
-		best := nullValue
+		best := bsonvalue.Null
 		for _, v := range accumulated(vals) {
 			if isNullish(v) {
 				continue

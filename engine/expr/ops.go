@@ -1,10 +1,11 @@
-package query
+package expr
 
 import (
 	"slices"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine/bsonvalue"
 	"github.com/lethedb/lethe/engine/keycodec"
 	"github.com/lethedb/lethe/engine/mongoerr"
 )
@@ -30,7 +31,7 @@ func init() {
 
 		"$and": compileAndOrExpr,
 		"$or":  compileAndOrExpr,
-		"$not": fixed(1, func(v []bsoncore.Value) (bsoncore.Value, error) { return boolValue(!truthy(v[0])), nil }),
+		"$not": fixed(1, func(v []bsoncore.Value) (bsoncore.Value, error) { return boolValue(!bsonvalue.Truthy(v[0])), nil }),
 
 		"$cond":   compileCond,
 		"$ifNull": compileIfNull,
@@ -88,7 +89,9 @@ func init() {
 		"$reduce":       compileReduce,
 		"$mergeObjects": variadic(func(n []exprNode) exprNode { return &funcExpr{name: "$mergeObjects", args: n, fn: mergeObjects} }),
 
-		"$type":       fixed(1, func(v []bsoncore.Value) (bsoncore.Value, error) { return stringValue(typeName(v[0].Type)), nil }),
+		"$type": fixed(1, func(v []bsoncore.Value) (bsoncore.Value, error) {
+			return stringValue(bsonvalue.TypeName(v[0].Type)), nil
+		}),
 		"$isNumber":   fixed(1, func(v []bsoncore.Value) (bsoncore.Value, error) { return boolValue(v[0].IsNumber()), nil }),
 		"$convert":    compileConvert,
 		"$toBool":     compileConversion(bsoncore.TypeBoolean),
@@ -181,13 +184,13 @@ func (f *funcExpr) eval(e *env) (bsoncore.Value, error) {
 	defer func() { e.held = held }()
 	vals, err := evalArgs(e, f.args)
 	if err != nil {
-		return missing, err
+		return bsonvalue.Missing, err
 	}
 	v, err := f.fn(vals)
 	// The functions build values at most a little larger than their
 	// arguments, which are held in bounds: checking the result suffices.
 	if err == nil && len(v.Data) > MaxValueBytes {
-		return missing, valueTooLarge(f.name, len(v.Data))
+		return bsonvalue.Missing, valueTooLarge(f.name, len(v.Data))
 	}
 	return v, err
 }
@@ -223,9 +226,9 @@ func ranged(least, most int, fn func([]bsoncore.Value) (bsoncore.Value, error)) 
 // not among names fails with the error unknown makes.
 func readArgs(doc []byte, names []string, unknown func(name string) error) ([]bsoncore.Value, error) {
 	vals := make([]bsoncore.Value, len(names))
-	it := elementsOf(doc)
+	it := bsonvalue.ElementsOf(doc)
 	for {
-		key, v, ok := it.next()
+		key, v, ok := it.Next()
 		if !ok {
 			return vals, nil
 		}
@@ -269,11 +272,11 @@ func evalTyped(e *env, n exprNode, want bsoncore.Type, mismatch func(v bsoncore.
 	v, err = n.eval(e)
 	switch {
 	case err != nil:
-		return missing, false, err
+		return bsonvalue.Missing, false, err
 	case isNullish(v):
-		return missing, false, nil
+		return bsonvalue.Missing, false, nil
 	case v.Type != want:
-		return missing, false, mismatch(v)
+		return bsonvalue.Missing, false, mismatch(v)
 	}
 	return v, true, nil
 }
@@ -323,10 +326,10 @@ func isNullish(v bsoncore.Value) bool {
 // order across types, where missing ranks with undefined, below null.
 func compareExprValues(a, b bsoncore.Value) int {
 	if a.Type == 0 {
-		a = undefinedValue
+		a = bsonvalue.Undefined
 	}
 	if b.Type == 0 {
-		b = undefinedValue
+		b = bsonvalue.Undefined
 	}
 	return keycodec.Compare(a, b)
 }
@@ -353,11 +356,11 @@ func (x *cmpExpr) eval(e *env) (bsoncore.Value, error) {
 		err = e.hold(a)
 	}
 	if err != nil {
-		return missing, err
+		return bsonvalue.Missing, err
 	}
 	b, err := x.b.eval(e)
 	if err != nil {
-		return missing, err
+		return bsonvalue.Missing, err
 	}
 	r := compareExprValues(a, b)
 	switch x.name {
@@ -392,9 +395,9 @@ func (x *andOrExpr) eval(e *env) (bsoncore.Value, error) {
 	for _, a := range x.args {
 		v, err := a.eval(e)
 		if err != nil {
-			return missing, err
+			return bsonvalue.Missing, err
 		}
-		if truthy(v) != x.isAnd {
+		if bsonvalue.Truthy(v) != x.isAnd {
 			return boolValue(!x.isAnd), nil
 		}
 	}
@@ -432,9 +435,9 @@ func compileCond(c *exprCompiler, name string, args bsoncore.Value) (exprNode, e
 func (x *condExpr) eval(e *env) (bsoncore.Value, error) {
 	v, err := x.cond.eval(e)
 	if err != nil {
-		return missing, err
+		return bsonvalue.Missing, err
 	}
-	if truthy(v) {
+	if bsonvalue.Truthy(v) {
 		return x.then.eval(e)
 	}
 	return x.otherwise.eval(e)
@@ -462,7 +465,7 @@ func (x ifNullExpr) eval(e *env) (bsoncore.Value, error) {
 			return v, err
 		}
 	}
-	return missing, nil
+	return bsonvalue.Missing, nil
 }
 
 // switchExpr is $switch: the value of the first branch whose case is true,
@@ -474,7 +477,7 @@ type switchExpr struct {
 
 func compileSwitch(c *exprCompiler, _ string, args bsoncore.Value) (exprNode, error) {
 	if args.Type != bsoncore.TypeEmbeddedDocument {
-		return nil, mongoerr.New(40060, "$switch requires an object as an argument, found: %s", typeName(args.Type))
+		return nil, mongoerr.New(40060, "$switch requires an object as an argument, found: %s", bsonvalue.TypeName(args.Type))
 	}
 	vals, err := readArgs(args.Data, []string{"branches", "default"},
 		func(name string) error { return mongoerr.New(40067, "$switch found an unknown argument: %s", name) })
@@ -500,16 +503,16 @@ func compileSwitch(c *exprCompiler, _ string, args bsoncore.Value) (exprNode, er
 
 func (c *exprCompiler) compileBranches(x *switchExpr, branches bsoncore.Value) error {
 	if branches.Type != bsoncore.TypeArray {
-		return mongoerr.New(40061, "$switch expected an array for 'branches', found: %s", typeName(branches.Type))
+		return mongoerr.New(40061, "$switch expected an array for 'branches', found: %s", bsonvalue.TypeName(branches.Type))
 	}
-	it := elementsOf(branches.Data)
+	it := bsonvalue.ElementsOf(branches.Data)
 	for {
-		_, b, ok := it.next()
+		_, b, ok := it.Next()
 		if !ok {
 			return nil
 		}
 		if b.Type != bsoncore.TypeEmbeddedDocument {
-			return mongoerr.New(40062, "$switch expected each branch to be an object, found: %s", typeName(b.Type))
+			return mongoerr.New(40062, "$switch expected each branch to be an object, found: %s", bsonvalue.TypeName(b.Type))
 		}
 		nodes, err := c.compileNamed(b.Data, []string{"case", "then"},
 			func(name string) error {
@@ -533,14 +536,14 @@ func (x *switchExpr) eval(e *env) (bsoncore.Value, error) {
 	for i, when := range x.cases {
 		v, err := when.eval(e)
 		if err != nil {
-			return missing, err
+			return bsonvalue.Missing, err
 		}
-		if truthy(v) {
+		if bsonvalue.Truthy(v) {
 			return x.thens[i].eval(e)
 		}
 	}
 	if x.otherwise == nil {
-		return missing, mongoerr.New(40066, "$switch could not find a matching branch for an input, and no default was specified.")
+		return bsonvalue.Missing, mongoerr.New(40066, "$switch could not find a matching branch for an input, and no default was specified.")
 	}
 	return x.otherwise.eval(e)
 }
@@ -572,9 +575,9 @@ func compileLet(c *exprCompiler, _ string, args bsoncore.Value) (exprNode, error
 	}
 	x := &letExpr{}
 	var names []string
-	it := elementsOf(vars.Data)
+	it := bsonvalue.ElementsOf(vars.Data)
 	for {
-		key, v, ok := it.next()
+		key, v, ok := it.Next()
 		if !ok {
 			break
 		}
@@ -601,7 +604,7 @@ func (x *letExpr) eval(e *env) (bsoncore.Value, error) {
 	// Evaluate every value before binding any, so that none sees another.
 	vals, err := evalArgs(e, x.vals)
 	if err != nil {
-		return missing, err
+		return bsonvalue.Missing, err
 	}
 	for i, slot := range x.slots {
 		e.vars[slot] = vals[i]

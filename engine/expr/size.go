@@ -1,8 +1,9 @@
-package query
+package expr
 
 import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine/bsonvalue"
 	"github.com/lethedb/lethe/engine/mongoerr"
 )
 
@@ -105,7 +106,7 @@ func (e *env) buildArray(what string, vals []bsoncore.Value) (bsoncore.Value, er
 	defer s.release()
 	for i, v := range vals {
 		if err := s.addElement(i, v); err != nil {
-			return missing, err
+			return bsonvalue.Missing, err
 		}
 	}
 	return arrayValue(vals), nil
