@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"maps"
 	"slices"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -103,8 +104,14 @@ func init() {
 		"$toObjectId": compileConversion(bsoncore.TypeObjectID),
 		"$toString":   compileConversion(bsoncore.TypeString),
 	}
+	// Each further family of operators adds its table here.
+	for _, family := range []map[string]exprOperator{} {
+		maps.Copy(exprOperators, family)
+	}
 	for _, name := range unsupportedOperators {
-		exprOperators[name] = refuse
+		if _, ok := exprOperators[name]; !ok {
+			exprOperators[name] = refuse
+		}
 	}
 }
 
