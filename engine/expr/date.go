@@ -1,0 +1,282 @@
+package expr
+
+import (
+	"time"
+	// The time zone database ships inside the binary, so that an Olson name
+	// means the same on every host, whatever its /usr/share/zoneinfo holds.
+	_ "time/tzdata"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/lethedb/lethe/engine/bsonvalue"
+	"github.com/lethedb/lethe/engine/mongoerr"
+)
+
+// The date operators read dates in a time zone: an Olson name such as
+// "America/New_York", or a fixed offset from UTC such as "+04:45", "-0530"
+// or "+03". Without one they work in UTC. A date argument may be a Date, a
+// Timestamp or an ObjectId, which MongoDB reads as the instant it names.
+
+// MongoDB's codes for the date operators.
+const (
+	codeNotDate         mongoerr.Code = 16006 // an argument that is no date
+	codeUnknownZone     mongoerr.Code = 40485
+	codeZoneNotString   mongoerr.Code = 40517
+	codeDateOption      mongoerr.Code = 40535 // {$year: {bogus: ...}}
+	codeDateArrayArity  mongoerr.Code = 40536
+	codeDateMissing     mongoerr.Code = 40539
+	codeDatePartRange   mongoerr.Code = 18537 // a part outside 0-9999 in a string
+	codeFormatUnmatched mongoerr.Code = 18535
+	codeFormatInvalid   mongoerr.Code = 18536
+)
+
+func dateOperators() map[string]exprOperator {
+	ops := map[string]exprOperator{
+		"$dateToString":   compileDateToString,
+		"$dateFromString": compileDateFromString,
+		"$dateToParts":    compileDateToParts,
+		"$dateFromParts":  compileDateFromParts,
+		"$dateAdd":        compileDateArith,
+		"$dateSubtract":   compileDateArith,
+		"$dateDiff":       compileDateDiff,
+		"$dateTrunc":      compileDateTrunc,
+	}
+	for name, part := range datePartOperators {
+		ops[name] = compileDatePart(part)
+	}
+	return ops
+}
+
+// zone is the time zone a date operator works in.
+type zone struct {
+	loc *time.Location
+	// utc is whether the zone is UTC itself, as MongoDB tells it apart from
+	// other zones with no offset: no timezone, "UTC", or a zero offset. In
+	// UTC, $dateFromString accepts strings that carry their own offset.
+	utc bool
+}
+
+var utcZone = zone{loc: time.UTC, utc: true}
+
+// parseZone reads a time zone argument: an Olson name or a UTC offset.
+func parseZone(v bsoncore.Value) (zone, error) {
+	if v.Type != bsoncore.TypeString {
+		return zone{}, mongoerr.New(codeZoneNotString, "timezone must evaluate to a string, found %s", bsonvalue.TypeName(v.Type))
+	}
+	name := stringOf(v)
+	if secs, ok := parseUTCOffset(name); ok {
+		return zone{loc: time.FixedZone(name, secs), utc: secs == 0}, nil
+	}
+	if name == "UTC" {
+		return utcZone, nil
+	}
+	// LoadLocation also takes "" and "Local", which name no zone in
+	// MongoDB's database.
+	if name != "" && name != "Local" {
+		if loc, err := time.LoadLocation(name); err == nil {
+			return zone{loc: loc}, nil
+		}
+	}
+	return zone{}, mongoerr.New(codeUnknownZone, "unrecognized time zone identifier: \"%s\"", name)
+}
+
+// parseUTCOffset reads "±HH", "±HHMM" or "±HH:MM" as seconds east of UTC.
+func parseUTCOffset(s string) (int, bool) {
+	if len(s) < 3 || s[0] != '+' && s[0] != '-' {
+		return 0, false
+	}
+	sign := 1
+	if s[0] == '-' {
+		sign = -1
+	}
+	digits := func(s string) (int, bool) {
+		n := 0
+		for i := 0; i < len(s); i++ {
+			if s[i] < '0' || s[i] > '9' {
+				return 0, false
+			}
+			n = n*10 + int(s[i]-'0')
+		}
+		return n, true
+	}
+	var hh, mm string
+	switch {
+	case len(s) == 3:
+		hh = s[1:3]
+	case len(s) == 5:
+		hh, mm = s[1:3], s[3:5]
+	case len(s) == 6 && s[3] == ':':
+		hh, mm = s[1:3], s[4:6]
+	default:
+		return 0, false
+	}
+	h, ok := digits(hh)
+	if !ok {
+		return 0, false
+	}
+	m, ok := digits(mm)
+	if !ok {
+		return 0, false
+	}
+	return sign * (h*3600 + m*60), true
+}
+
+// evalZone evaluates an optional time zone argument. A missing argument is
+// UTC; one that is null or missing makes the operator's result null, which
+// ok false reports.
+func evalZone(e *env, n exprNode) (z zone, ok bool, err error) {
+	if n == nil {
+		return utcZone, true, nil
+	}
+	v, err := n.eval(e)
+	if err != nil || isNullish(v) {
+		return zone{}, false, err
+	}
+	z, err = parseZone(v)
+	return z, err == nil, err
+}
+
+// coercibleToDate reports whether MongoDB reads v as an instant.
+func coercibleToDate(v bsoncore.Value) bool {
+	switch v.Type {
+	case bsoncore.TypeDateTime, bsoncore.TypeTimestamp, bsoncore.TypeObjectID:
+		return true
+	}
+	return false
+}
+
+// coerceToDate reads a Date, a Timestamp (its seconds) or an ObjectId (the
+// second it was made) as milliseconds since the epoch.
+func coerceToDate(v bsoncore.Value) (int64, error) {
+	switch v.Type {
+	case bsoncore.TypeDateTime:
+		ms, _ := v.DateTimeOK()
+		return ms, nil
+	case bsoncore.TypeTimestamp:
+		t, _, _ := v.TimestampOK()
+		return int64(t) * 1000, nil
+	case bsoncore.TypeObjectID:
+		oid, _ := v.ObjectIDOK()
+		return bson.ObjectID(oid).Timestamp().Unix() * 1000, nil
+	}
+	return 0, mongoerr.New(codeNotDate, "can't convert from BSON type %s to Date", bsonvalue.TypeName(v.Type))
+}
+
+// localTime is the instant ms in z.
+func localTime(ms int64, z zone) time.Time { return time.UnixMilli(ms).In(z.loc) }
+
+// millisecondOf is the millisecond within its second of an instant, which
+// no zone changes.
+func millisecondOf(ms int64) int { return int((ms%1000 + 1000) % 1000) }
+
+// offsetSeconds is the offset from UTC of z at t, east positive.
+func offsetSeconds(t time.Time) int {
+	_, off := t.Zone()
+	return off
+}
+
+// dayOfWeek numbers days from Sunday (1) to Saturday (7).
+func dayOfWeek(t time.Time) int { return int(t.Weekday()) + 1 }
+
+// isoDayOfWeek numbers days from Monday (1) to Sunday (7).
+func isoDayOfWeek(t time.Time) int { return (int(t.Weekday())+6)%7 + 1 }
+
+// weekOfYear numbers weeks from Sunday to Saturday: 0 for the days before
+// the year's first Sunday, then 1 to 53, as strftime's %U does.
+func weekOfYear(t time.Time) int { return (t.YearDay() - dayOfWeek(t) + 7) / 7 }
+
+// A datePart is what one of $year, $month and the rest reads of a date.
+type datePart func(t time.Time, ms int64) bsoncore.Value
+
+var datePartOperators = map[string]datePart{
+	"$year":         func(t time.Time, _ int64) bsoncore.Value { return int32Value(int32(t.Year())) },
+	"$month":        func(t time.Time, _ int64) bsoncore.Value { return int32Value(int32(t.Month())) },
+	"$dayOfMonth":   func(t time.Time, _ int64) bsoncore.Value { return int32Value(int32(t.Day())) },
+	"$hour":         func(t time.Time, _ int64) bsoncore.Value { return int32Value(int32(t.Hour())) },
+	"$minute":       func(t time.Time, _ int64) bsoncore.Value { return int32Value(int32(t.Minute())) },
+	"$second":       func(t time.Time, _ int64) bsoncore.Value { return int32Value(int32(t.Second())) },
+	"$millisecond":  func(_ time.Time, ms int64) bsoncore.Value { return int32Value(int32(millisecondOf(ms))) },
+	"$dayOfWeek":    func(t time.Time, _ int64) bsoncore.Value { return int32Value(int32(dayOfWeek(t))) },
+	"$dayOfYear":    func(t time.Time, _ int64) bsoncore.Value { return int32Value(int32(t.YearDay())) },
+	"$week":         func(t time.Time, _ int64) bsoncore.Value { return int32Value(int32(weekOfYear(t))) },
+	"$isoDayOfWeek": func(t time.Time, _ int64) bsoncore.Value { return int32Value(int32(isoDayOfWeek(t))) },
+	"$isoWeek": func(t time.Time, _ int64) bsoncore.Value {
+		_, w := t.ISOWeek()
+		return int32Value(int32(w))
+	},
+	// MongoDB computes the ISO year as a long, and returns it as one.
+	"$isoWeekYear": func(t time.Time, _ int64) bsoncore.Value {
+		y, _ := t.ISOWeek()
+		return int64Value(int64(y))
+	},
+}
+
+// datePartExpr is $year, $month and the other operators that read one part
+// of a date, in UTC or a time zone.
+type datePartExpr struct {
+	part     datePart
+	date, tz exprNode // tz is nil when not given
+}
+
+// compileDatePart compiles the argument of a part operator: a date, a
+// one-element array of one, or {date, timezone}.
+func compileDatePart(part datePart) exprOperator {
+	return func(c *exprCompiler, name string, args bsoncore.Value) (exprNode, error) {
+		x := &datePartExpr{part: part}
+		var err error
+		switch args.Type {
+		case bsoncore.TypeEmbeddedDocument:
+			if first := bsonvalue.FirstKey(args.Data); len(first) > 0 && first[0] == '$' {
+				x.date, err = c.compile(args)
+				return x, err
+			}
+			nodes, err := c.compileNamed(args.Data, []string{"date", "timezone"}, func(arg string) error {
+				return mongoerr.New(codeDateOption, "unrecognized option to %s: \"%s\"", name, arg)
+			})
+			if err != nil {
+				return nil, err
+			}
+			if nodes[0] == nil {
+				return nil, mongoerr.New(codeDateMissing, "missing 'date' argument to %s, provided: %s", name, bsoncore.Document(args.Data))
+			}
+			x.date, x.tz = nodes[0], nodes[1]
+			return x, nil
+		case bsoncore.TypeArray:
+			nodes, err := c.compileList(args.Data)
+			if err != nil {
+				return nil, err
+			}
+			if len(nodes) != 1 {
+				return nil, mongoerr.New(codeDateArrayArity, "%s accepts exactly one argument if given an array, but was given %d", name, len(nodes))
+			}
+			x.date = nodes[0]
+			return x, nil
+		}
+		x.date, err = c.compile(args)
+		return x, err
+	}
+}
+
+func (x *datePartExpr) eval(e *env) (bsoncore.Value, error) {
+	v, err := x.date.eval(e)
+	switch {
+	case err != nil:
+		return bsonvalue.Missing, err
+	case isNullish(v):
+		return nullValue, nil
+	}
+	// MongoDB reads the date before the zone, so a wrong date fails first.
+	ms, err := coerceToDate(v)
+	if err != nil {
+		return bsonvalue.Missing, err
+	}
+	z, ok, err := evalZone(e, x.tz)
+	switch {
+	case err != nil:
+		return bsonvalue.Missing, err
+	case !ok:
+		return nullValue, nil
+	}
+	return x.part(localTime(ms, z), ms), nil
+}
