@@ -213,12 +213,10 @@ func parseWithFormat(s, format string) (dateFields, error) {
 			f.hasOffset = true
 		case 'Z':
 			sign := 1
-			switch {
-			case p.accept('-'):
+			if p.accept('-') {
 				sign = -1
-			case p.accept('+'):
-			default:
-				break
+			} else {
+				p.accept('+')
 			}
 			var minutes int
 			if minutes, _, ok = p.digits(4); ok {
