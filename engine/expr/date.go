@@ -1,9 +1,10 @@
 package expr
 
 import (
+	"sync"
 	"time"
-	// The time zone database ships inside the binary, so that an Olson name
-	// means the same on every host, whatever its /usr/share/zoneinfo holds.
+	// The time zone database ships inside the binary, so that every Olson
+	// name is known on a host without one (time prefers the host's own).
 	_ "time/tzdata"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -122,19 +123,44 @@ func parseUTCOffset(s string) (int, bool) {
 	return sign * (h*3600 + m*60), true
 }
 
+// zoneArg is the time zone argument of a date operator. Loading a zone
+// reads its rules, so it keeps the zones it loaded by name: most
+// expressions name one zone, or a few in a field of their documents.
+type zoneArg struct {
+	n      exprNode
+	loaded sync.Map // zone names to zones
+}
+
+// newZoneArg makes the argument of an expression, nil when not given.
+func newZoneArg(n exprNode) *zoneArg {
+	if n == nil {
+		return nil
+	}
+	return &zoneArg{n: n}
+}
+
 // evalZone evaluates an optional time zone argument. A missing argument is
 // UTC; one that is null or missing makes the operator's result null, which
 // ok false reports.
-func evalZone(e *env, n exprNode) (z zone, ok bool, err error) {
-	if n == nil {
+func evalZone(e *env, a *zoneArg) (z zone, ok bool, err error) {
+	if a == nil {
 		return utcZone, true, nil
 	}
-	v, err := n.eval(e)
+	v, err := a.n.eval(e)
 	if err != nil || isNullish(v) {
 		return zone{}, false, err
 	}
-	z, err = parseZone(v)
-	return z, err == nil, err
+	if v.Type == bsoncore.TypeString {
+		if z, ok := a.loaded.Load(stringOf(v)); ok {
+			return z.(zone), true, nil
+		}
+	}
+	if z, err = parseZone(v); err != nil {
+		return zone{}, false, err
+	}
+	// Only names of zones are kept, so what is kept stays small.
+	a.loaded.Store(stringOf(v), z)
+	return z, true, nil
 }
 
 // coercibleToDate reports whether MongoDB reads v as an instant.
@@ -215,8 +241,9 @@ var datePartOperators = map[string]datePart{
 // datePartExpr is $year, $month and the other operators that read one part
 // of a date, in UTC or a time zone.
 type datePartExpr struct {
-	part     datePart
-	date, tz exprNode // tz is nil when not given
+	part datePart
+	date exprNode
+	tz   *zoneArg // nil when not given
 }
 
 // compileDatePart compiles the argument of a part operator: a date, a
@@ -240,7 +267,7 @@ func compileDatePart(part datePart) exprOperator {
 			if nodes[0] == nil {
 				return nil, mongoerr.New(codeDateMissing, "missing 'date' argument to %s, provided: %s", name, bsoncore.Document(args.Data))
 			}
-			x.date, x.tz = nodes[0], nodes[1]
+			x.date, x.tz = nodes[0], newZoneArg(nodes[1])
 			return x, nil
 		case bsoncore.TypeArray:
 			nodes, err := c.compileList(args.Data)

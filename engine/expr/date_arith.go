@@ -149,8 +149,9 @@ func dateAdd(ms int64, unit timeUnit, amount int64, z zone) (int64, error) {
 
 // dateArithExpr is $dateAdd and $dateSubtract.
 type dateArithExpr struct {
-	name                        string
-	startDate, unit, amount, tz exprNode // tz may be nil
+	name                    string
+	startDate, unit, amount exprNode
+	tz                      *zoneArg // nil when not given
 }
 
 func compileDateArith(c *exprCompiler, name string, args bsoncore.Value) (exprNode, error) {
@@ -166,7 +167,7 @@ func compileDateArith(c *exprCompiler, name string, args bsoncore.Value) (exprNo
 	case nodes[0] == nil || nodes[1] == nil || nodes[2] == nil:
 		return nil, mongoerr.New(5166402, "%s requires startDate, unit, and amount to be present", name)
 	}
-	return &dateArithExpr{name: name, startDate: nodes[0], unit: nodes[1], amount: nodes[2], tz: nodes[3]}, nil
+	return &dateArithExpr{name: name, startDate: nodes[0], unit: nodes[1], amount: nodes[2], tz: newZoneArg(nodes[3])}, nil
 }
 
 func (x *dateArithExpr) eval(e *env) (bsoncore.Value, error) {
@@ -213,7 +214,7 @@ func (x *dateArithExpr) eval(e *env) (bsoncore.Value, error) {
 
 // contextZone evaluates the zone of $dateDiff or $dateTrunc, whose errors
 // say which argument failed.
-func contextZone(e *env, n exprNode, op string) (zone, bool, error) {
+func contextZone(e *env, n *zoneArg, op string) (zone, bool, error) {
 	z, ok, err := evalZone(e, n)
 	if me, isMongo := mongoerr.As(err); isMongo {
 		err = mongoerr.New(me.Code, "%s parameter 'timezone' value parsing failed :: caused by :: %s", op, me.Msg)
@@ -244,7 +245,8 @@ func dateArg(v bsoncore.Value, op, param string) (int64, error) {
 
 // dateDiffExpr is $dateDiff.
 type dateDiffExpr struct {
-	startDate, endDate, unit, tz, startOfWeek exprNode // the last two may be nil
+	startDate, endDate, unit, startOfWeek exprNode // startOfWeek may be nil
+	tz                                    *zoneArg
 }
 
 func compileDateDiff(c *exprCompiler, _ string, args bsoncore.Value) (exprNode, error) {
@@ -264,7 +266,7 @@ func compileDateDiff(c *exprCompiler, _ string, args bsoncore.Value) (exprNode, 
 	case nodes[2] == nil:
 		return nil, mongoerr.New(5166305, "Missing 'unit' parameter to $dateDiff")
 	}
-	return &dateDiffExpr{startDate: nodes[0], endDate: nodes[1], unit: nodes[2], tz: nodes[3], startOfWeek: nodes[4]}, nil
+	return &dateDiffExpr{startDate: nodes[0], endDate: nodes[1], unit: nodes[2], tz: newZoneArg(nodes[3]), startOfWeek: nodes[4]}, nil
 }
 
 func (x *dateDiffExpr) eval(e *env) (bsoncore.Value, error) {

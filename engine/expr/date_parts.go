@@ -12,7 +12,8 @@ import (
 
 // dateToPartsExpr is $dateToParts.
 type dateToPartsExpr struct {
-	date, tz, iso8601 exprNode // tz and iso8601 may be nil
+	date, iso8601 exprNode // iso8601 may be nil
+	tz            *zoneArg
 }
 
 func compileDateToParts(c *exprCompiler, _ string, args bsoncore.Value) (exprNode, error) {
@@ -28,7 +29,7 @@ func compileDateToParts(c *exprCompiler, _ string, args bsoncore.Value) (exprNod
 	case nodes[0] == nil:
 		return nil, mongoerr.New(40522, "Missing 'date' parameter to $dateToParts")
 	}
-	return &dateToPartsExpr{date: nodes[0], tz: nodes[1], iso8601: nodes[2]}, nil
+	return &dateToPartsExpr{date: nodes[0], tz: newZoneArg(nodes[1]), iso8601: nodes[2]}, nil
 }
 
 func (x *dateToPartsExpr) eval(e *env) (bsoncore.Value, error) {
@@ -111,6 +112,7 @@ const (
 // or ISO 8601 ones (isoWeekYear, isoWeek, isoDayOfWeek).
 type dateFromPartsExpr struct {
 	parts []exprNode // by the part constants; those not given are nil
+	tz    *zoneArg
 }
 
 func compileDateFromParts(c *exprCompiler, _ string, args bsoncore.Value) (exprNode, error) {
@@ -133,7 +135,7 @@ func compileDateFromParts(c *exprCompiler, _ string, args bsoncore.Value) (exprN
 	case iso && (nodes[partMonth] != nil || nodes[partDay] != nil):
 		return nil, mongoerr.New(40525, "$dateFromParts does not allow mixing ISO dates with natural dates")
 	}
-	return &dateFromPartsExpr{parts: nodes}, nil
+	return &dateFromPartsExpr{parts: nodes, tz: newZoneArg(nodes[partTimezone])}, nil
 }
 
 // part evaluates one part: its default when not given, ok false when null.
@@ -178,7 +180,7 @@ func (x *dateFromPartsExpr) eval(e *env) (bsoncore.Value, error) {
 	if ok, err := parts(partHour, partMinute, partSecond, partMillisecond); !ok {
 		return nullOr(err)
 	}
-	z, ok, err := evalZone(e, x.parts[partTimezone])
+	z, ok, err := evalZone(e, x.tz)
 	if !ok {
 		return nullOr(err)
 	}

@@ -44,7 +44,8 @@ func checkFormat(format, allowed string) error {
 
 // dateToStringExpr is $dateToString.
 type dateToStringExpr struct {
-	date, format, tz, onNull exprNode // all but date may be nil
+	date, format, onNull exprNode // all but date may be nil
+	tz                   *zoneArg
 }
 
 func compileDateToString(c *exprCompiler, _ string, args bsoncore.Value) (exprNode, error) {
@@ -60,7 +61,7 @@ func compileDateToString(c *exprCompiler, _ string, args bsoncore.Value) (exprNo
 	case nodes[0] == nil:
 		return nil, mongoerr.New(18628, "Missing 'date' parameter to $dateToString")
 	}
-	return &dateToStringExpr{date: nodes[0], format: nodes[1], tz: nodes[2], onNull: nodes[3]}, nil
+	return &dateToStringExpr{date: nodes[0], format: nodes[1], tz: newZoneArg(nodes[2]), onNull: nodes[3]}, nil
 }
 
 func (x *dateToStringExpr) eval(e *env) (bsoncore.Value, error) {
@@ -203,7 +204,8 @@ func formatDateIn(format string, ms int64, z zone) (string, error) {
 
 // dateFromStringExpr is $dateFromString.
 type dateFromStringExpr struct {
-	dateString, format, tz, onNull, onError exprNode // all but dateString may be nil
+	dateString, format, onNull, onError exprNode // all but dateString may be nil
+	tz                                  *zoneArg
 }
 
 func compileDateFromString(c *exprCompiler, _ string, args bsoncore.Value) (exprNode, error) {
@@ -219,7 +221,7 @@ func compileDateFromString(c *exprCompiler, _ string, args bsoncore.Value) (expr
 	case nodes[0] == nil:
 		return nil, mongoerr.New(40542, "Missing 'dateString' parameter to $dateFromString")
 	}
-	return &dateFromStringExpr{dateString: nodes[0], format: nodes[1], tz: nodes[2], onNull: nodes[3], onError: nodes[4]}, nil
+	return &dateFromStringExpr{dateString: nodes[0], format: nodes[1], tz: newZoneArg(nodes[2]), onNull: nodes[3], onError: nodes[4]}, nil
 }
 
 func (x *dateFromStringExpr) eval(e *env) (bsoncore.Value, error) {

@@ -11,7 +11,8 @@ import (
 
 // dateTruncExpr is $dateTrunc.
 type dateTruncExpr struct {
-	date, unit, binSize, tz, startOfWeek exprNode // the last three may be nil
+	date, unit, binSize, startOfWeek exprNode // the last two may be nil
+	tz                               *zoneArg
 }
 
 func compileDateTrunc(c *exprCompiler, _ string, args bsoncore.Value) (exprNode, error) {
@@ -29,7 +30,7 @@ func compileDateTrunc(c *exprCompiler, _ string, args bsoncore.Value) (exprNode,
 	case nodes[1] == nil:
 		return nil, mongoerr.New(5439010, "Missing 'unit' parameter to $dateTrunc")
 	}
-	return &dateTruncExpr{date: nodes[0], unit: nodes[1], binSize: nodes[2], tz: nodes[3], startOfWeek: nodes[4]}, nil
+	return &dateTruncExpr{date: nodes[0], unit: nodes[1], binSize: nodes[2], tz: newZoneArg(nodes[3]), startOfWeek: nodes[4]}, nil
 }
 
 func (x *dateTruncExpr) eval(e *env) (bsoncore.Value, error) {
