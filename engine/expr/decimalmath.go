@@ -44,9 +44,9 @@ func abs(n int) int {
 	return n
 }
 
-// decimalFromBig rounds a float to decimal128. Trailing zeros after the
-// decimal point are dropped, so that exact results such as √4 come out as
-// 2 rather than 2.000…; inexact ones keep their 34 digits.
+// decimalFromBig rounds a float to decimal128. An exact result drops the
+// trailing zeros after its decimal point, so that √4 comes out as 2 rather
+// than 2.000…; inexact ones keep their 34 digits.
 func decimalFromBig(f *big.Float) decimal {
 	switch {
 	case f.IsInf():
@@ -61,7 +61,10 @@ func decimalFromBig(f *big.Float) decimal {
 	digits := strings.Replace(mantissa, ".", "", 1)
 	exp, _ := strconv.Atoi(exponent)
 	exp -= len(digits) - 1
-	for exp < 0 && len(digits) > 1 && digits[len(digits)-1] == '0' {
+	// A value that 34 digits hold exactly has only zeros after them at a
+	// far greater precision.
+	exact := strings.TrimRight(strings.Replace(strings.Split(new(big.Float).Abs(f).Text('e', 2*decimalDigits), "e")[0], ".", "", 1), "0")
+	for exp < 0 && len(exact) < decimalDigits && len(digits) > 1 && digits[len(digits)-1] == '0' {
 		digits = digits[:len(digits)-1]
 		exp++
 	}

@@ -107,6 +107,7 @@ func init() {
 	// Each further family of operators adds its table here.
 	for _, family := range []map[string]exprOperator{
 		mathOperators(),
+		trigOperators(),
 	} {
 		maps.Copy(exprOperators, family)
 	}
