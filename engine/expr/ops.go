@@ -108,6 +108,7 @@ func init() {
 	for _, family := range []map[string]exprOperator{
 		mathOperators(),
 		trigOperators(),
+		setOperators(),
 	} {
 		maps.Copy(exprOperators, family)
 	}
