@@ -109,6 +109,8 @@ func init() {
 		mathOperators(),
 		trigOperators(),
 		setOperators(),
+		arrayShapeOperators(),
+		accumulatorExprOperators(),
 	} {
 		maps.Copy(exprOperators, family)
 	}
