@@ -107,6 +107,11 @@ func init() {
 	// Each further family of operators adds its table here.
 	for _, family := range []map[string]exprOperator{
 		dateOperators(),
+		mathOperators(),
+		trigOperators(),
+		setOperators(),
+		arrayShapeOperators(),
+		accumulatorExprOperators(),
 	} {
 		maps.Copy(exprOperators, family)
 	}

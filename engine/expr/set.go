@@ -1,0 +1,225 @@
+package expr
+
+import (
+	"slices"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/lethedb/lethe/engine/bsonvalue"
+	"github.com/lethedb/lethe/engine/mongoerr"
+)
+
+// The set operators treat arrays as sets: duplicates, in the aggregation
+// order's sense of equal (1 equals 1.0), count once. Like MongoDB, those
+// that build a set of several arrays return it in ascending order, and
+// $setDifference keeps the order of its first array.
+
+// MongoDB's codes for the set operators. Some come from its optimizer,
+// which checks constant arguments before any document is read: Lethe
+// checks them when compiling.
+const (
+	codeAllElementsType    mongoerr.Code = 17040
+	codeAnyElementType     mongoerr.Code = 17041
+	codeSubsetSecond       mongoerr.Code = 17042
+	codeUnionType          mongoerr.Code = 17043
+	codeEqualsType         mongoerr.Code = 17044
+	codeEqualsArity        mongoerr.Code = 17045
+	codeSubsetFirst        mongoerr.Code = 17046
+	codeIntersectionType   mongoerr.Code = 17047
+	codeDifferenceFirst    mongoerr.Code = 17048
+	codeDifferenceSecond   mongoerr.Code = 17049
+	codeSubsetFirstOfConst mongoerr.Code = 17310
+	codeSubsetConstSecond  mongoerr.Code = 17311
+	codeEqualsConstantType mongoerr.Code = 5887502
+)
+
+func setOperators() map[string]exprOperator {
+	return map[string]exprOperator{
+		"$setEquals":       compileSetEquals,
+		"$setIntersection": variadic(func(n []exprNode) exprNode { return &funcExpr{name: "$setIntersection", args: n, fn: setIntersection} }),
+		"$setUnion":        variadic(func(n []exprNode) exprNode { return &funcExpr{name: "$setUnion", args: n, fn: setUnion} }),
+		"$setDifference":   fixed(2, setDifference),
+		"$setIsSubset":     compileSetIsSubset,
+		"$anyElementTrue":  fixed(1, elementsTrue("$anyElementTrue", codeAnyElementType, true)),
+		"$allElementsTrue": fixed(1, elementsTrue("$allElementsTrue", codeAllElementsType, false)),
+	}
+}
+
+// constantValue returns the value of an expression that MongoDB's
+// optimizer folds to a constant: a literal, or an array or document of
+// them.
+func constantValue(n exprNode) (bsoncore.Value, bool) {
+	switch n := n.(type) {
+	case literal:
+		return n.v, true
+	case arrayExpr:
+		vals := make([]bsoncore.Value, len(n))
+		for i, elem := range n {
+			v, ok := constantValue(elem)
+			if !ok {
+				return bsonvalue.Missing, false
+			}
+			if v.Type == 0 {
+				v = bsonvalue.Null
+			}
+			vals[i] = v
+		}
+		return arrayValue(vals), true
+	}
+	return bsonvalue.Missing, false
+}
+
+// sortedSet returns the distinct values among vals in ascending order,
+// keeping the first of equal values.
+func sortedSet(vals []bsoncore.Value) []bsoncore.Value {
+	vals = slices.Clone(vals)
+	slices.SortStableFunc(vals, compareExprValues)
+	return slices.CompactFunc(vals, func(a, b bsoncore.Value) bool { return compareExprValues(a, b) == 0 })
+}
+
+// contains reports whether a sorted set holds a value equal to v.
+func contains(set []bsoncore.Value, v bsoncore.Value) bool {
+	_, found := slices.BinarySearchFunc(set, v, compareExprValues)
+	return found
+}
+
+func compileSetEquals(c *exprCompiler, name string, args bsoncore.Value) (exprNode, error) {
+	nodes, err := c.args(args)
+	if err != nil {
+		return nil, err
+	}
+	if len(nodes) < 2 {
+		return nil, mongoerr.New(codeEqualsArity, "$setEquals needs at least two arguments had: %d", len(nodes))
+	}
+	for i, n := range nodes {
+		if v, ok := constantValue(n); ok && v.Type != bsoncore.TypeArray {
+			return nil, mongoerr.New(codeEqualsConstantType, "All operands of $setEquals must be arrays. %d-th argument is of type: %s", i+1, bsonvalue.TypeName(v.Type))
+		}
+	}
+	return &funcExpr{name: name, args: nodes, fn: setEquals}, nil
+}
+
+func setEquals(v []bsoncore.Value) (bsoncore.Value, error) {
+	var first []bsoncore.Value
+	for i, arr := range v {
+		if arr.Type != bsoncore.TypeArray {
+			return bsonvalue.Missing, mongoerr.New(codeEqualsType, "All operands of $setEquals must be arrays. %d-th argument is of type: %s", i+1, bsonvalue.TypeName(arr.Type))
+		}
+		set := sortedSet(arrayElements(arr))
+		if i == 0 {
+			first = set
+			continue
+		}
+		if !slices.EqualFunc(first, set, func(a, b bsoncore.Value) bool { return compareExprValues(a, b) == 0 }) {
+			return boolValue(false), nil
+		}
+	}
+	return boolValue(true), nil
+}
+
+func setIntersection(v []bsoncore.Value) (bsoncore.Value, error) {
+	var result []bsoncore.Value
+	for i, arr := range v {
+		switch {
+		case isNullish(arr):
+			return bsonvalue.Null, nil
+		case arr.Type != bsoncore.TypeArray:
+			return bsonvalue.Missing, mongoerr.New(codeIntersectionType, "All operands of $setIntersection must be arrays. One argument is of type: %s", bsonvalue.TypeName(arr.Type))
+		}
+		set := sortedSet(arrayElements(arr))
+		if i == 0 {
+			result = set
+			continue
+		}
+		result = slices.DeleteFunc(result, func(x bsoncore.Value) bool { return !contains(set, x) })
+	}
+	return arrayValue(result), nil
+}
+
+func setUnion(v []bsoncore.Value) (bsoncore.Value, error) {
+	var all []bsoncore.Value
+	for _, arr := range v {
+		switch {
+		case isNullish(arr):
+			return bsonvalue.Null, nil
+		case arr.Type != bsoncore.TypeArray:
+			return bsonvalue.Missing, mongoerr.New(codeUnionType, "All operands of $setUnion must be arrays. One argument is of type: %s", bsonvalue.TypeName(arr.Type))
+		}
+		all = append(all, arrayElements(arr)...)
+	}
+	return arrayValue(sortedSet(all)), nil
+}
+
+func setDifference(v []bsoncore.Value) (bsoncore.Value, error) {
+	a, b := v[0], v[1]
+	switch {
+	case isNullish(a) || isNullish(b):
+		return bsonvalue.Null, nil
+	case a.Type != bsoncore.TypeArray:
+		return bsonvalue.Missing, mongoerr.New(codeDifferenceFirst, "both operands of $setDifference must be arrays. First argument is of type: %s", bsonvalue.TypeName(a.Type))
+	case b.Type != bsoncore.TypeArray:
+		return bsonvalue.Missing, mongoerr.New(codeDifferenceSecond, "both operands of $setDifference must be arrays. Second argument is of type: %s", bsonvalue.TypeName(b.Type))
+	}
+	// Elements of the first array go into the set as they are kept, so
+	// that their duplicates are dropped too.
+	seen := sortedSet(arrayElements(b))
+	out := []bsoncore.Value{}
+	for _, x := range arrayElements(a) {
+		i, found := slices.BinarySearchFunc(seen, x, compareExprValues)
+		if !found {
+			seen = slices.Insert(seen, i, x)
+			out = append(out, x)
+		}
+	}
+	return arrayValue(out), nil
+}
+
+func compileSetIsSubset(c *exprCompiler, name string, args bsoncore.Value) (exprNode, error) {
+	nodes, err := c.fixedArgs(name, args, 2)
+	if err != nil {
+		return nil, err
+	}
+	_, firstConstant := constantValue(nodes[0])
+	second, secondConstant := constantValue(nodes[1])
+	firstCode := codeSubsetFirst
+	if secondConstant && !firstConstant {
+		// MongoDB's optimizer replaces the operator with one holding the
+		// constant set, which has codes of its own.
+		if second.Type != bsoncore.TypeArray {
+			return nil, mongoerr.New(codeSubsetConstSecond, "both operands of $setIsSubset must be arrays. Second argument is of type: %s", bsonvalue.TypeName(second.Type))
+		}
+		firstCode = codeSubsetFirstOfConst
+	}
+	return &funcExpr{name: name, args: nodes, fn: func(v []bsoncore.Value) (bsoncore.Value, error) {
+		a, b := v[0], v[1]
+		switch {
+		case a.Type != bsoncore.TypeArray:
+			return bsonvalue.Missing, mongoerr.New(firstCode, "both operands of $setIsSubset must be arrays. First argument is of type: %s", bsonvalue.TypeName(a.Type))
+		case b.Type != bsoncore.TypeArray:
+			return bsonvalue.Missing, mongoerr.New(codeSubsetSecond, "both operands of $setIsSubset must be arrays. Second argument is of type: %s", bsonvalue.TypeName(b.Type))
+		}
+		set := sortedSet(arrayElements(b))
+		for _, x := range arrayElements(a) {
+			if !contains(set, x) {
+				return boolValue(false), nil
+			}
+		}
+		return boolValue(true), nil
+	}}, nil
+}
+
+// elementsTrue makes $anyElementTrue or $allElementsTrue over the truth
+// values of an array's elements.
+func elementsTrue(name string, code mongoerr.Code, any bool) func([]bsoncore.Value) (bsoncore.Value, error) {
+	return func(v []bsoncore.Value) (bsoncore.Value, error) {
+		if v[0].Type != bsoncore.TypeArray {
+			return bsonvalue.Missing, mongoerr.New(code, "%s's argument must be an array, but is %s", name, bsonvalue.TypeName(v[0].Type))
+		}
+		for _, x := range arrayElements(v[0]) {
+			if bsonvalue.Truthy(x) == any {
+				return boolValue(any), nil
+			}
+		}
+		return boolValue(!any), nil
+	}
+}
