@@ -105,7 +105,9 @@ func init() {
 		"$toString":   compileConversion(bsoncore.TypeString),
 	}
 	// Each further family of operators adds its table here.
-	for _, family := range []map[string]exprOperator{} {
+	for _, family := range []map[string]exprOperator{
+		miscOperators(),
+	} {
 		maps.Copy(exprOperators, family)
 	}
 	for _, name := range unsupportedOperators {
