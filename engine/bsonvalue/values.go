@@ -94,9 +94,22 @@ func Truthy(v bsoncore.Value) bool {
 		return f != 0
 	case bsoncore.TypeDecimal128:
 		hi, lo, _ := v.Decimal128OK()
-		return !bson.NewDecimal128(hi, lo).IsZero()
+		return !decimalIsZero(hi, lo)
 	}
 	return true
+}
+
+// decimalIsZero reports whether a decimal128 is zero in value, with any
+// exponent and sign (0, 0.00, -0E+5). bson.Decimal128's IsZero reports
+// only the all-zero encoding, which is 0E-6176.
+func decimalIsZero(hi, lo uint64) bool {
+	switch {
+	case hi&(0xf<<59) == 0xf<<59: // infinity or NaN
+		return false
+	case hi&(3<<61) == 3<<61: // a coefficient past 10^34, which counts as zero
+		return true
+	}
+	return hi&(1<<49-1) == 0 && lo == 0
 }
 
 // IntegerValue returns the value of a number that is a whole number within

@@ -260,10 +260,12 @@ type iterationExpr struct {
 	input  exprNode
 	slot   int
 	body   exprNode
+	limit  exprNode // $filter's, nil when not given
 }
 
 // compileIteration makes the compiler of $map or $filter: arguments input,
-// the optional as, and the body, named bodyName. codes are MongoDB's for
+// the optional as, the body, named bodyName, and for $filter the optional
+// limit. codes are MongoDB's for
 // an argument that is not an object, an unknown argument, no input, no
 // body, and, when evaluated, an input that is not an array.
 func compileIteration(bodyName string, filter bool, codes [5]mongoerr.Code) exprOperator {
@@ -271,7 +273,11 @@ func compileIteration(bodyName string, filter bool, codes [5]mongoerr.Code) expr
 		if args.Type != bsoncore.TypeEmbeddedDocument {
 			return nil, mongoerr.New(codes[0], "%s only supports an object as its argument", name)
 		}
-		vals, err := readArgs(args.Data, []string{"input", "as", bodyName},
+		names := []string{"input", "as", bodyName}
+		if filter {
+			names = append(names, "limit")
+		}
+		vals, err := readArgs(args.Data, names,
 			func(arg string) error { return mongoerr.New(codes[1], "Unrecognized parameter to %s: %s", name, arg) })
 		switch {
 		case err != nil:
@@ -284,6 +290,11 @@ func compileIteration(bodyName string, filter bool, codes [5]mongoerr.Code) expr
 		x := &iterationExpr{name: name, filter: filter, code: codes[4]}
 		if x.input, err = c.compile(vals[0]); err != nil {
 			return nil, err
+		}
+		if filter && vals[3].Type != 0 {
+			if x.limit, err = c.compile(vals[3]); err != nil {
+				return nil, err
+			}
 		}
 		varName := "this"
 		if vals[1].Type != 0 {
@@ -308,11 +319,15 @@ func (x *iterationExpr) eval(e *env) (bsoncore.Value, error) {
 	if !ok {
 		return bsonvalue.Null, err
 	}
+	limit, err := x.evalLimit(e)
+	if err != nil {
+		return bsonvalue.Missing, err
+	}
 	out := []bsoncore.Value{}
 	size := e.buildingArray(x.name)
 	defer size.release()
 	it := bsonvalue.ElementsOf(in.Data)
-	for _, elem, ok := it.Next(); ok; _, elem, ok = it.Next() {
+	for _, elem, ok := it.Next(); ok && len(out) != limit; _, elem, ok = it.Next() {
 		if err := e.tick(); err != nil {
 			return bsonvalue.Missing, err
 		}
@@ -336,6 +351,26 @@ func (x *iterationExpr) eval(e *env) (bsoncore.Value, error) {
 		out = append(out, r)
 	}
 	return arrayValue(out), nil
+}
+
+// evalLimit evaluates $filter's limit: how many elements it keeps, or -1
+// for all of them, as when the limit is null.
+func (x *iterationExpr) evalLimit(e *env) (int, error) {
+	if x.limit == nil {
+		return -1, nil
+	}
+	v, err := x.limit.eval(e)
+	if err != nil || isNullish(v) {
+		return -1, err
+	}
+	n, ok := int32Arg(v)
+	if !ok {
+		return 0, mongoerr.New(327391, "$filter: limit must be represented as a 32-bit integral value: %s", v)
+	}
+	if n <= 0 {
+		return 0, mongoerr.New(327392, "$filter: limit must be greater than 0: %d", n)
+	}
+	return n, nil
 }
 
 // reduceExpr is $reduce: in, evaluated for each element of input with

@@ -112,6 +112,7 @@ func init() {
 		setOperators(),
 		arrayShapeOperators(),
 		accumulatorExprOperators(),
+		miscOperators(),
 	} {
 		maps.Copy(exprOperators, family)
 	}
