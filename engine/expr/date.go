@@ -268,6 +268,9 @@ func compileDatePart(part datePart) exprOperator {
 				return nil, mongoerr.New(codeDateMissing, "missing 'date' argument to %s, provided: %s", name, bsoncore.Document(args.Data))
 			}
 			x.date, x.tz = nodes[0], newZoneArg(nodes[1])
+			if err := checkConstantArgs(nodes, x.tz.check); err != nil {
+				return nil, err
+			}
 			return x, nil
 		case bsoncore.TypeArray:
 			nodes, err := c.compileList(args.Data)
@@ -306,4 +309,53 @@ func (x *datePartExpr) eval(e *env) (bsoncore.Value, error) {
 		return nullValue, nil
 	}
 	return x.part(localTime(ms, z), ms), nil
+}
+
+// checkConstantArgs checks the constant arguments of a date operator when
+// it compiles, as MongoDB does when it optimizes one: a bad constant zone
+// or unit then fails the expression even for documents whose other
+// arguments would make the result null. An operator whose arguments are
+// all constant is evaluated whole instead, so its checks wait for
+// evaluation, which finds a null first.
+func checkConstantArgs(args []exprNode, checks ...func() error) error {
+	constant := true
+	for _, n := range args {
+		if _, ok := n.(literal); n != nil && !ok {
+			constant = false
+		}
+	}
+	if constant {
+		return nil
+	}
+	for _, check := range checks {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// constantArg is the value of a constant argument that is not null.
+func constantArg(n exprNode) (bsoncore.Value, bool) {
+	l, ok := n.(literal)
+	if !ok || isNullish(l.v) {
+		return bsonvalue.Missing, false
+	}
+	return l.v, true
+}
+
+// check loads a constant zone, which must be one.
+func (a *zoneArg) check() error {
+	if a == nil {
+		return nil
+	}
+	v, ok := constantArg(a.n)
+	if !ok {
+		return nil
+	}
+	z, err := parseZone(v)
+	if err == nil {
+		a.loaded.Store(stringOf(v), z)
+	}
+	return err
 }
