@@ -359,3 +359,39 @@ func (a *zoneArg) check() error {
 	}
 	return err
 }
+
+// wallToUnix is the instant, in seconds, at which the clocks of loc show
+// wall, a local time given as the seconds of a UTC time with its fields.
+// A local time that a change of offset skips or repeats resolves as
+// MongoDB's timelib resolves it: by the offset before the change, so that
+// 02:30 on the night clocks go from 02:00 to 03:00 is 03:30 of the later
+// offset, and 01:30 of a night that repeats it is the first 01:30.
+func wallToUnix(wall int64, loc *time.Location) int64 {
+	_, current := time.Unix(wall, 0).In(loc).Zone()
+	guess := time.Unix(wall-int64(current), 0).In(loc)
+	_, after := guess.Zone()
+	if current == after {
+		return wall - int64(current)
+	}
+	start, _ := guess.ZoneBounds()
+	// In the hour a change skips or repeats, keep the earlier offset.
+	inChange := !start.IsZero() &&
+		wall-int64(after) >= start.Unix()+int64(current-after) &&
+		wall-int64(after) < start.Unix()
+	if inChange {
+		return wall - int64(current)
+	}
+	return wall - int64(after)
+}
+
+// localToMillis is the instant, in milliseconds, at which the clocks of z
+// show the local time with t's fields (t's own zone is ignored); ok is
+// false if it is past the range of dates.
+func localToMillis(t time.Time, z zone) (ms int64, ok bool) {
+	wall := time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), 0, time.UTC).Unix()
+	ms, ok = mulInt64(wallToUnix(wall, z.loc), 1000)
+	if ok {
+		ms, ok = addInt64(ms, int64(t.Nanosecond()/int(time.Millisecond)))
+	}
+	return ms, ok
+}

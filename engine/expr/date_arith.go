@@ -135,12 +135,7 @@ func dateAdd(ms int64, unit timeUnit, amount int64, z zone) (int64, error) {
 		y, m = floorDiv(total, 12), total-floorDiv(total, 12)*12+1
 		d = min(d, int64(daysIn(int(y), int(m))))
 	}
-	r := time.Date(int(y), time.Month(m), int(d), t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), z.loc)
-	secs := r.Unix()
-	out, ok := mulInt64(secs, 1000)
-	if ok {
-		out, ok = addInt64(out, int64(r.Nanosecond()/int(time.Millisecond)))
-	}
+	out, ok := localToMillis(time.Date(int(y), time.Month(m), int(d), t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), time.UTC), z)
 	if !ok {
 		return 0, dateAddOverflow()
 	}

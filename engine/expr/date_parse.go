@@ -295,8 +295,8 @@ func (f dateFields) instant(s string, z zone) (int64, error) {
 		}
 		loc = time.FixedZone("", f.offset)
 	}
-	t := time.Date(f.year, time.Month(f.month), f.day, f.hour, f.minute, f.second, 0, loc)
-	return t.Unix()*1000 + f.micros/1000, nil
+	wall := time.Date(f.year, time.Month(f.month), f.day, f.hour, f.minute, f.second, 0, time.UTC).Unix()
+	return wallToUnix(wall, loc)*1000 + f.micros/1000, nil
 }
 
 func incompleteDate(s string) error {

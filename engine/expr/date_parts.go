@@ -219,8 +219,11 @@ func (x *dateFromPartsExpr) eval(e *env) (bsoncore.Value, error) {
 		return bsonvalue.Missing, dateOverflow()
 	}
 	nsec := int(v[partMillisecond]-floorDiv(v[partMillisecond], 1000)*1000) * int(time.Millisecond)
-	t := time.Date(int(y), time.Month(m), int(d), int(v[partHour]), int(v[partMinute]), int(sec), nsec, z.loc)
-	return dateValue(t.UnixMilli()), nil
+	ms, ok := localToMillis(time.Date(int(y), time.Month(m), int(d), int(v[partHour]), int(v[partMinute]), int(sec), nsec, time.UTC), z)
+	if !ok {
+		return bsonvalue.Missing, dateOverflow()
+	}
+	return dateValue(ms), nil
 }
 
 // floorDiv divides rounding toward negative infinity.
