@@ -32,6 +32,8 @@ const (
 	codeFormatInvalid   mongoerr.Code = 18536
 )
 
+// dateOperators is the table of the date operators, which ops.go adds to
+// the expression language.
 func dateOperators() map[string]exprOperator {
 	ops := map[string]exprOperator{
 		"$dateToString":   compileDateToString,
