@@ -32,6 +32,8 @@ const (
 	codeFormatInvalid   mongoerr.Code = 18536
 )
 
+// dateOperators is the table of the date operators, which ops.go adds to
+// the expression language.
 func dateOperators() map[string]exprOperator {
 	ops := map[string]exprOperator{
 		"$dateToString":   compileDateToString,
@@ -268,6 +270,9 @@ func compileDatePart(part datePart) exprOperator {
 				return nil, mongoerr.New(codeDateMissing, "missing 'date' argument to %s, provided: %s", name, bsoncore.Document(args.Data))
 			}
 			x.date, x.tz = nodes[0], newZoneArg(nodes[1])
+			if err := checkConstantArgs(nodes, x.tz.check); err != nil {
+				return nil, err
+			}
 			return x, nil
 		case bsoncore.TypeArray:
 			nodes, err := c.compileList(args.Data)
@@ -306,4 +311,89 @@ func (x *datePartExpr) eval(e *env) (bsoncore.Value, error) {
 		return nullValue, nil
 	}
 	return x.part(localTime(ms, z), ms), nil
+}
+
+// checkConstantArgs checks the constant arguments of a date operator when
+// it compiles, as MongoDB does when it optimizes one: a bad constant zone
+// or unit then fails the expression even for documents whose other
+// arguments would make the result null. An operator whose arguments are
+// all constant is evaluated whole instead, so its checks wait for
+// evaluation, which finds a null first.
+func checkConstantArgs(args []exprNode, checks ...func() error) error {
+	constant := true
+	for _, n := range args {
+		if _, ok := n.(literal); n != nil && !ok {
+			constant = false
+		}
+	}
+	if constant {
+		return nil
+	}
+	for _, check := range checks {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// constantArg is the value of a constant argument that is not null.
+func constantArg(n exprNode) (bsoncore.Value, bool) {
+	l, ok := n.(literal)
+	if !ok || isNullish(l.v) {
+		return bsonvalue.Missing, false
+	}
+	return l.v, true
+}
+
+// check loads a constant zone, which must be one.
+func (a *zoneArg) check() error {
+	if a == nil {
+		return nil
+	}
+	v, ok := constantArg(a.n)
+	if !ok {
+		return nil
+	}
+	z, err := parseZone(v)
+	if err == nil {
+		a.loaded.Store(stringOf(v), z)
+	}
+	return err
+}
+
+// wallToUnix is the instant, in seconds, at which the clocks of loc show
+// wall, a local time given as the seconds of a UTC time with its fields.
+// A local time that a change of offset skips or repeats resolves as
+// MongoDB's timelib resolves it: by the offset before the change, so that
+// 02:30 on the night clocks go from 02:00 to 03:00 is 03:30 of the later
+// offset, and 01:30 of a night that repeats it is the first 01:30.
+func wallToUnix(wall int64, loc *time.Location) int64 {
+	_, current := time.Unix(wall, 0).In(loc).Zone()
+	guess := time.Unix(wall-int64(current), 0).In(loc)
+	_, after := guess.Zone()
+	if current == after {
+		return wall - int64(current)
+	}
+	start, _ := guess.ZoneBounds()
+	// In the hour a change skips or repeats, keep the earlier offset.
+	inChange := !start.IsZero() &&
+		wall-int64(after) >= start.Unix()+int64(current-after) &&
+		wall-int64(after) < start.Unix()
+	if inChange {
+		return wall - int64(current)
+	}
+	return wall - int64(after)
+}
+
+// localToMillis is the instant, in milliseconds, at which the clocks of z
+// show the local time with t's fields (t's own zone is ignored); ok is
+// false if it is past the range of dates.
+func localToMillis(t time.Time, z zone) (ms int64, ok bool) {
+	wall := time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), 0, time.UTC).Unix()
+	ms, ok = mulInt64(wallToUnix(wall, z.loc), 1000)
+	if ok {
+		ms, ok = addInt64(ms, int64(t.Nanosecond()/int(time.Millisecond)))
+	}
+	return ms, ok
 }

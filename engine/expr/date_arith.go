@@ -135,12 +135,7 @@ func dateAdd(ms int64, unit timeUnit, amount int64, z zone) (int64, error) {
 		y, m = floorDiv(total, 12), total-floorDiv(total, 12)*12+1
 		d = min(d, int64(daysIn(int(y), int(m))))
 	}
-	r := time.Date(int(y), time.Month(m), int(d), t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), z.loc)
-	secs := r.Unix()
-	out, ok := mulInt64(secs, 1000)
-	if ok {
-		out, ok = addInt64(out, int64(r.Nanosecond()/int(time.Millisecond)))
-	}
+	out, ok := localToMillis(time.Date(int(y), time.Month(m), int(d), t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), time.UTC), z)
 	if !ok {
 		return 0, dateAddOverflow()
 	}
@@ -167,7 +162,11 @@ func compileDateArith(c *exprCompiler, name string, args bsoncore.Value) (exprNo
 	case nodes[0] == nil || nodes[1] == nil || nodes[2] == nil:
 		return nil, mongoerr.New(5166402, "%s requires startDate, unit, and amount to be present", name)
 	}
-	return &dateArithExpr{name: name, startDate: nodes[0], unit: nodes[1], amount: nodes[2], tz: newZoneArg(nodes[3])}, nil
+	x := &dateArithExpr{name: name, startDate: nodes[0], unit: nodes[1], amount: nodes[2], tz: newZoneArg(nodes[3])}
+	if err := checkConstantArgs(nodes, checkUnit(x.unit, name), x.tz.check); err != nil {
+		return nil, err
+	}
+	return x, nil
 }
 
 func (x *dateArithExpr) eval(e *env) (bsoncore.Value, error) {
@@ -212,14 +211,46 @@ func (x *dateArithExpr) eval(e *env) (bsoncore.Value, error) {
 	return dateValue(r), nil
 }
 
+// checkUnit checks a constant unit.
+func checkUnit(n exprNode, op string) func() error {
+	return func() error {
+		if v, ok := constantArg(n); ok {
+			_, err := parseTimeUnit(v, op)
+			return err
+		}
+		return nil
+	}
+}
+
+// checkStartOfWeek checks a constant startOfWeek, whatever the unit.
+func checkStartOfWeek(n exprNode, op string) func() error {
+	return func() error {
+		if v, ok := constantArg(n); ok {
+			_, err := parseStartOfWeek(v, op)
+			return err
+		}
+		return nil
+	}
+}
+
+// checkIn checks a constant zone of $dateDiff or $dateTrunc.
+func (a *zoneArg) checkIn(op string) func() error {
+	return func() error { return zoneContext(a.check(), op) }
+}
+
+// zoneContext says which argument of $dateDiff or $dateTrunc failed.
+func zoneContext(err error, op string) error {
+	if me, ok := mongoerr.As(err); ok {
+		return mongoerr.New(me.Code, "%s parameter 'timezone' value parsing failed :: caused by :: %s", op, me.Msg)
+	}
+	return err
+}
+
 // contextZone evaluates the zone of $dateDiff or $dateTrunc, whose errors
 // say which argument failed.
 func contextZone(e *env, n *zoneArg, op string) (zone, bool, error) {
 	z, ok, err := evalZone(e, n)
-	if me, isMongo := mongoerr.As(err); isMongo {
-		err = mongoerr.New(me.Code, "%s parameter 'timezone' value parsing failed :: caused by :: %s", op, me.Msg)
-	}
-	return z, ok, err
+	return z, ok, zoneContext(err, op)
 }
 
 // evalStartOfWeek evaluates the optional startOfWeek of a week unit.
@@ -266,7 +297,12 @@ func compileDateDiff(c *exprCompiler, _ string, args bsoncore.Value) (exprNode, 
 	case nodes[2] == nil:
 		return nil, mongoerr.New(5166305, "Missing 'unit' parameter to $dateDiff")
 	}
-	return &dateDiffExpr{startDate: nodes[0], endDate: nodes[1], unit: nodes[2], tz: newZoneArg(nodes[3]), startOfWeek: nodes[4]}, nil
+	x := &dateDiffExpr{startDate: nodes[0], endDate: nodes[1], unit: nodes[2], tz: newZoneArg(nodes[3]), startOfWeek: nodes[4]}
+	const op = "$dateDiff"
+	if err := checkConstantArgs(nodes, checkUnit(x.unit, op), checkStartOfWeek(x.startOfWeek, op), x.tz.checkIn(op)); err != nil {
+		return nil, err
+	}
+	return x, nil
 }
 
 func (x *dateDiffExpr) eval(e *env) (bsoncore.Value, error) {

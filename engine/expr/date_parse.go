@@ -107,57 +107,142 @@ func (p *dateScanner) offset() (int, bool) {
 	return sign * (h*3600 + m*60), true
 }
 
-// parseFreeDate reads a date string given without a format: an ISO 8601
-// date ("2017-02-08", also with slashes), optionally with a time
-// ("T12:10", "T12:10:40.787", or after a space) and an offset ("Z",
-// "+05:30", "-0400", "UTC").
+// parseFreeDate reads a date string given without a format, in the forms
+// timelib reads that are common: an ISO 8601 date ("2017-02-08", also with
+// slashes), an American one ("02/08/2017"), or one with the month's name
+// ("Feb 8, 2017", "8 February 2017"); then optionally a time ("T12:10",
+// "12:10:40.787", after a T or a space) and an offset ("Z", "+05:30",
+// "-0400", "UTC").
 func parseFreeDate(s string) (dateFields, error) {
 	f := newDateFields()
-	p := &dateScanner{s: strings.TrimSpace(s)}
-	var ok bool
-	if f.year, _, ok = p.digits(4); !ok {
+	trimmed := strings.TrimSpace(s)
+	var p *dateScanner
+	for _, date := range []func(*dateScanner, *dateFields) bool{isoDate8601, americanDate, textualDate} {
+		p = &dateScanner{s: trimmed}
+		if date(p, &f) {
+			break
+		}
+		p = nil
+	}
+	if p == nil {
 		return f, parseError(s, "")
 	}
-	sep := byte('-')
-	if !p.accept(sep) {
-		if sep = '/'; !p.accept(sep) {
-			return f, parseError(s, "")
-		}
+	timeNext := p.accept('T')
+	for p.accept(' ') {
 	}
-	if f.month, _, ok = p.digits(2); !ok || !p.accept(sep) {
-		return f, parseError(s, "")
-	}
-	if f.day, _, ok = p.digits(2); !ok {
-		return f, parseError(s, "")
-	}
-	if p.accept('T') || p.accept(' ') {
-		if f.hour, _, ok = p.digits(2); !ok || !p.accept(':') {
+	if timeNext || p.i < len(p.s) && p.s[p.i] >= '0' && p.s[p.i] <= '9' {
+		if !p.clock(&f) {
 			return f, parseError(s, "")
-		}
-		if f.minute, _, ok = p.digits(2); !ok {
-			return f, parseError(s, "")
-		}
-		f.second = 0
-		if p.accept(':') {
-			if f.second, _, ok = p.digits(2); !ok {
-				return f, parseError(s, "")
-			}
-			if p.accept('.') {
-				if f.micros, ok = p.fraction(); !ok {
-					return f, parseError(s, "")
-				}
-			}
 		}
 	}
 	for p.accept(' ') {
 	}
 	if !p.done() {
+		var ok bool
 		if f.offset, ok = p.offset(); !ok || !p.done() {
 			return f, parseError(s, "")
 		}
 		f.hasOffset = true
 	}
 	return f, nil
+}
+
+// isoDate8601 reads "2017-02-08" or "2017/02/08".
+func isoDate8601(p *dateScanner, f *dateFields) bool {
+	var n int
+	var ok bool
+	if f.year, n, ok = p.digits(4); !ok || n != 4 {
+		return false
+	}
+	sep := byte('-')
+	if !p.accept(sep) {
+		if sep = '/'; !p.accept(sep) {
+			return false
+		}
+	}
+	if f.month, _, ok = p.digits(2); !ok || !p.accept(sep) {
+		return false
+	}
+	f.day, _, ok = p.digits(2)
+	return ok
+}
+
+// americanDate reads "2/8/2017", month first.
+func americanDate(p *dateScanner, f *dateFields) bool {
+	var n int
+	var ok bool
+	if f.month, _, ok = p.digits(2); !ok || !p.accept('/') {
+		return false
+	}
+	if f.day, _, ok = p.digits(2); !ok || !p.accept('/') {
+		return false
+	}
+	f.year, n, ok = p.digits(4)
+	return ok && n == 4
+}
+
+// textualDate reads "Feb 8, 2017", "February 8 2017" or "8 Feb 2017".
+func textualDate(p *dateScanner, f *dateFields) bool {
+	var ok bool
+	if f.day, _, ok = p.digits(2); ok {
+		p.accept(' ') // or "8-Feb-2017"
+		p.accept('-')
+		if f.month, ok = p.anyMonthName(); !ok {
+			return false
+		}
+		p.accept('.')
+		if !p.accept(' ') && !p.accept('-') {
+			return false
+		}
+	} else {
+		if f.month, ok = p.anyMonthName(); !ok {
+			return false
+		}
+		p.accept('.')
+		if !p.accept(' ') {
+			return false
+		}
+		if f.day, _, ok = p.digits(2); !ok {
+			return false
+		}
+		p.accept(',')
+		if !p.accept(' ') {
+			return false
+		}
+	}
+	var n int
+	f.year, n, ok = p.digits(4)
+	return ok && n == 4
+}
+
+// anyMonthName reads a month's name, whole or its first three letters.
+func (p *dateScanner) anyMonthName() (int, bool) {
+	if m, ok := p.monthName(true); ok {
+		return m, true
+	}
+	return p.monthName(false)
+}
+
+// clock reads "12:10", "12:10:40" or "12:10:40.787"; seconds default to 0.
+func (p *dateScanner) clock(f *dateFields) bool {
+	var ok bool
+	if f.hour, _, ok = p.digits(2); !ok || !p.accept(':') {
+		return false
+	}
+	if f.minute, _, ok = p.digits(2); !ok {
+		return false
+	}
+	f.second = 0
+	if !p.accept(':') {
+		return true
+	}
+	if f.second, _, ok = p.digits(2); !ok {
+		return false
+	}
+	if p.accept('.') {
+		f.micros, ok = p.fraction()
+	}
+	return ok
 }
 
 // parseWithFormat reads a date string by a checked format. Characters other
@@ -295,8 +380,8 @@ func (f dateFields) instant(s string, z zone) (int64, error) {
 		}
 		loc = time.FixedZone("", f.offset)
 	}
-	t := time.Date(f.year, time.Month(f.month), f.day, f.hour, f.minute, f.second, 0, loc)
-	return t.Unix()*1000 + f.micros/1000, nil
+	wall := time.Date(f.year, time.Month(f.month), f.day, f.hour, f.minute, f.second, 0, time.UTC).Unix()
+	return wallToUnix(wall, loc)*1000 + f.micros/1000, nil
 }
 
 func incompleteDate(s string) error {

@@ -29,7 +29,11 @@ func compileDateToParts(c *exprCompiler, _ string, args bsoncore.Value) (exprNod
 	case nodes[0] == nil:
 		return nil, mongoerr.New(40522, "Missing 'date' parameter to $dateToParts")
 	}
-	return &dateToPartsExpr{date: nodes[0], tz: newZoneArg(nodes[1]), iso8601: nodes[2]}, nil
+	x := &dateToPartsExpr{date: nodes[0], tz: newZoneArg(nodes[1]), iso8601: nodes[2]}
+	if err := checkConstantArgs(nodes, x.tz.check); err != nil {
+		return nil, err
+	}
+	return x, nil
 }
 
 func (x *dateToPartsExpr) eval(e *env) (bsoncore.Value, error) {
@@ -135,7 +139,11 @@ func compileDateFromParts(c *exprCompiler, _ string, args bsoncore.Value) (exprN
 	case iso && (nodes[partMonth] != nil || nodes[partDay] != nil):
 		return nil, mongoerr.New(40525, "$dateFromParts does not allow mixing ISO dates with natural dates")
 	}
-	return &dateFromPartsExpr{parts: nodes, tz: newZoneArg(nodes[partTimezone])}, nil
+	x := &dateFromPartsExpr{parts: nodes, tz: newZoneArg(nodes[partTimezone])}
+	if err := checkConstantArgs(nodes, x.tz.check); err != nil {
+		return nil, err
+	}
+	return x, nil
 }
 
 // part evaluates one part: its default when not given, ok false when null.
@@ -211,8 +219,11 @@ func (x *dateFromPartsExpr) eval(e *env) (bsoncore.Value, error) {
 		return bsonvalue.Missing, dateOverflow()
 	}
 	nsec := int(v[partMillisecond]-floorDiv(v[partMillisecond], 1000)*1000) * int(time.Millisecond)
-	t := time.Date(int(y), time.Month(m), int(d), int(v[partHour]), int(v[partMinute]), int(sec), nsec, z.loc)
-	return dateValue(t.UnixMilli()), nil
+	ms, ok := localToMillis(time.Date(int(y), time.Month(m), int(d), int(v[partHour]), int(v[partMinute]), int(sec), nsec, time.UTC), z)
+	if !ok {
+		return bsonvalue.Missing, dateOverflow()
+	}
+	return dateValue(ms), nil
 }
 
 // floorDiv divides rounding toward negative infinity.

@@ -61,7 +61,11 @@ func compileDateToString(c *exprCompiler, _ string, args bsoncore.Value) (exprNo
 	case nodes[0] == nil:
 		return nil, mongoerr.New(18628, "Missing 'date' parameter to $dateToString")
 	}
-	return &dateToStringExpr{date: nodes[0], format: nodes[1], tz: newZoneArg(nodes[2]), onNull: nodes[3]}, nil
+	x := &dateToStringExpr{date: nodes[0], format: nodes[1], tz: newZoneArg(nodes[2]), onNull: nodes[3]}
+	if err := checkConstantArgs(nodes, x.tz.check); err != nil {
+		return nil, err
+	}
+	return x, nil
 }
 
 func (x *dateToStringExpr) eval(e *env) (bsoncore.Value, error) {
@@ -221,7 +225,11 @@ func compileDateFromString(c *exprCompiler, _ string, args bsoncore.Value) (expr
 	case nodes[0] == nil:
 		return nil, mongoerr.New(40542, "Missing 'dateString' parameter to $dateFromString")
 	}
-	return &dateFromStringExpr{dateString: nodes[0], format: nodes[1], tz: newZoneArg(nodes[2]), onNull: nodes[3], onError: nodes[4]}, nil
+	x := &dateFromStringExpr{dateString: nodes[0], format: nodes[1], tz: newZoneArg(nodes[2]), onNull: nodes[3], onError: nodes[4]}
+	if err := checkConstantArgs(nodes, x.tz.check); err != nil {
+		return nil, err
+	}
+	return x, nil
 }
 
 func (x *dateFromStringExpr) eval(e *env) (bsoncore.Value, error) {

@@ -30,7 +30,19 @@ func compileDateTrunc(c *exprCompiler, _ string, args bsoncore.Value) (exprNode,
 	case nodes[1] == nil:
 		return nil, mongoerr.New(5439010, "Missing 'unit' parameter to $dateTrunc")
 	}
-	return &dateTruncExpr{date: nodes[0], unit: nodes[1], binSize: nodes[2], tz: newZoneArg(nodes[3]), startOfWeek: nodes[4]}, nil
+	x := &dateTruncExpr{date: nodes[0], unit: nodes[1], binSize: nodes[2], tz: newZoneArg(nodes[3]), startOfWeek: nodes[4]}
+	const op = "$dateTrunc"
+	checkBinSize := func() error {
+		if v, ok := constantArg(x.binSize); ok {
+			_, err := binSizeOf(v)
+			return err
+		}
+		return nil
+	}
+	if err := checkConstantArgs(nodes, checkUnit(x.unit, op), checkStartOfWeek(x.startOfWeek, op), x.tz.checkIn(op), checkBinSize); err != nil {
+		return nil, err
+	}
+	return x, nil
 }
 
 func (x *dateTruncExpr) eval(e *env) (bsoncore.Value, error) {
@@ -45,14 +57,9 @@ func (x *dateTruncExpr) eval(e *env) (bsoncore.Value, error) {
 		if err != nil || isNullish(v) {
 			return nullOr(err)
 		}
-		n, ok := bsonvalue.IntegerValue(v)
-		if !ok {
-			return bsonvalue.Missing, mongoerr.New(5439017, "$dateTrunc requires 'binSize' to be a 64-bit integer, but got value '%s' of type %s", v, bsonvalue.TypeName(v.Type))
+		if binSize, err = binSizeOf(v); err != nil {
+			return bsonvalue.Missing, err
 		}
-		if n <= 0 {
-			return bsonvalue.Missing, mongoerr.New(5439018, "$dateTrunc requires 'binSize' to be greater than 0, but got value %d", n)
-		}
-		binSize = n
 	}
 	unitValue, err := x.unit.eval(e)
 	if err != nil || isNullish(unitValue) {
@@ -82,6 +89,18 @@ func (x *dateTruncExpr) eval(e *env) (bsoncore.Value, error) {
 		return bsonvalue.Missing, err
 	}
 	return dateValue(r), nil
+}
+
+// binSizeOf reads the binSize of $dateTrunc, a positive integer.
+func binSizeOf(v bsoncore.Value) (int64, error) {
+	n, ok := bsonvalue.IntegerValue(v)
+	if !ok {
+		return 0, mongoerr.New(5439017, "$dateTrunc requires 'binSize' to be a 64-bit integer, but got value '%s' of type %s", v, bsonvalue.TypeName(v.Type))
+	}
+	if n <= 0 {
+		return 0, mongoerr.New(5439018, "$dateTrunc requires 'binSize' to be greater than 0, but got value %d", n)
+	}
+	return n, nil
 }
 
 func dateTruncOverflow(code mongoerr.Code) error { return mongoerr.New(code, "dateTrunc overflowed") }
