@@ -86,13 +86,12 @@ func (x *nExpr) eval(e *env) (bsoncore.Value, error) {
 	if !nv.IsNumber() {
 		return bsonvalue.Missing, mongoerr.New(codeNNotNumeric, "Value for 'n' must be of integral type, but found %s", describeValue(nv))
 	}
-	f := toFloat64(nv)
-	if f != math.Trunc(f) {
-		return bsonvalue.Missing, mongoerr.New(codeNNotIntegral, "Value for 'n' must be of integral type, but found %s", describeValue(nv))
+	n, err := coerceToLong(nv)
+	if err != nil {
+		return bsonvalue.Missing, err
 	}
-	n, _ := bsonvalue.ClampToInt64(f)
-	if nv.Type == bsoncore.TypeInt32 || nv.Type == bsoncore.TypeInt64 {
-		n = toInt64(nv)
+	if float64(n) != toFloat64(nv) {
+		return bsonvalue.Missing, mongoerr.New(codeNNotIntegral, "Value for 'n' must be of integral type, but found %s", describeValue(nv))
 	}
 	if n <= 0 {
 		return bsonvalue.Missing, mongoerr.New(codeNNotPositive, "'n' must be greater than 0, found %d", n)

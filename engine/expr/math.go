@@ -29,6 +29,8 @@ const (
 	codePowExpType     mongoerr.Code = 28763
 	codePowZeroNeg     mongoerr.Code = 28764
 	codeSqrtDomain     mongoerr.Code = 28714
+	codeLongType       mongoerr.Code = 16004 // Value::coerceToLong of a non-number
+	codeLongRange      mongoerr.Code = 31109 // Value::coerceToLong beyond a long
 )
 
 // Rounding toward the infinities, for $ceil and $floor on decimals.
@@ -142,10 +144,16 @@ func roundOrTrunc(name string, mode rounding) func([]bsoncore.Value) (bsoncore.V
 			if isNullish(p) {
 				return bsonvalue.Null, nil
 			}
-			n, ok := bsonvalue.IntegerValue(p)
+			// MongoDB reads the places as a long before it checks they are an
+			// integer that fits an int.
+			if _, err := coerceToLong(p); err != nil {
+				return bsonvalue.Missing, err
+			}
+			i, ok := int32Arg(p)
 			if !ok {
 				return bsonvalue.Missing, mongoerr.New(codePlacesIntegral, "precision argument to  %s must be a integral value", name)
 			}
+			n := int64(i)
 			if n < -20 || n > 100 {
 				return bsonvalue.Missing, mongoerr.New(codePlacesRange, "cannot apply %s with precision value %d value must be in [-20, 100]", name, n)
 			}
@@ -199,13 +207,13 @@ func (d decimal) isPositive() bool {
 	return d.form != notANumber && !d.neg && !d.isZero()
 }
 
-// transcendental applies f to a finite decimal; special values go through
-// special, which gives the limits.
-func (d decimal) transcendental(f func(*big.Float) *big.Float) decimal {
+// transcendental applies f to a decimal that is not NaN or infinite;
+// mayBeExact is decimalFromBig's.
+func (d decimal) transcendental(f func(*big.Float) *big.Float, mayBeExact bool) decimal {
 	if d.form == notANumber {
 		return d
 	}
-	return decimalFromBig(f(d.bigFloat()))
+	return decimalFromBig(f(d.bigFloat()), mayBeExact)
 }
 
 func expOf(v bsoncore.Value) (bsoncore.Value, error) {
@@ -218,8 +226,10 @@ func expOf(v bsoncore.Value) (bsoncore.Value, error) {
 		return decimal{}.value(), nil
 	case d.form != finite:
 		return d.value(), nil
+	case d.isZero():
+		return decimalFromInt(1).value(), nil
 	}
-	return d.transcendental(floatExp).value(), nil
+	return d.transcendental(floatExp, false).value(), nil
 }
 
 // decimalLog is the logarithm of a positive decimal in a positive base
@@ -231,13 +241,14 @@ func decimalLog(d decimal, lnBase *big.Float) decimal {
 		}
 		return d
 	}
+	// A logarithm in a base other than e is exact for powers of the base.
 	return d.transcendental(func(x *big.Float) *big.Float {
 		r := floatLn(x)
 		if lnBase != nil {
 			r.Quo(r, lnBase)
 		}
 		return r
-	})
+	}, lnBase != nil)
 }
 
 func lnOf(v bsoncore.Value) (bsoncore.Value, error) {
@@ -303,7 +314,7 @@ func sqrtOf(v bsoncore.Value) (bsoncore.Value, error) {
 		case d.form != notANumber && d.neg && !d.isZero():
 			return bsonvalue.Missing, mongoerr.New(codeSqrtDomain, "$sqrt's argument must be greater than or equal to 0")
 		case d.form == finite && !d.isZero():
-			return d.transcendental(floatSqrt).value(), nil
+			return d.transcendental(floatSqrt, true).value(), nil
 		}
 		return d.value(), nil
 	}
@@ -401,7 +412,7 @@ func decimalPow(b, e decimal) decimal {
 	case b.neg:
 		return decimal{form: notANumber}
 	}
-	return decimalFromBig(floatExp(newFloat().Mul(e.bigFloat(), floatLn(b.bigFloat()))))
+	return decimalFromBig(floatExp(newFloat().Mul(e.bigFloat(), floatLn(b.bigFloat()))), true)
 }
 
 // bitwiseExpr is $bitAnd, $bitOr or $bitXor over ints and longs: a long
@@ -456,4 +467,21 @@ func bitNot(v []bsoncore.Value) (bsoncore.Value, error) {
 		return bsonvalue.Null, nil
 	}
 	return bsonvalue.Missing, mongoerr.New(mongoerr.TypeMismatch, "$bitNot only supports int and long, not: %s", bsonvalue.TypeName(v[0].Type))
+}
+
+// coerceToLong reads a number as MongoDB's Value::coerceToLong does,
+// truncating a fraction, and fails as it does for other types and for
+// numbers beyond the range of a long.
+func coerceToLong(v bsoncore.Value) (int64, error) {
+	switch v.Type {
+	case bsoncore.TypeInt32, bsoncore.TypeInt64:
+		return toInt64(v), nil
+	case bsoncore.TypeDouble, bsoncore.TypeDecimal128:
+		f := toFloat64(v)
+		if !(f >= -0x1p63 && f < 0x1p63) {
+			return 0, mongoerr.New(codeLongRange, "Can't coerce out of range value %s to long", formatDoubleC(f))
+		}
+		return int64(f), nil
+	}
+	return 0, mongoerr.New(codeLongType, "can't convert from BSON type %s to long", bsonvalue.TypeName(v.Type))
 }
