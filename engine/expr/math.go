@@ -398,7 +398,9 @@ func decimalPow(b, e decimal) decimal {
 		ef, _ := e.float64()
 		return decimalFromFloat(math.Pow(bf, ef))
 	}
-	if n, ok := e.int64(roundTowardZero); ok && e.sub(decimalFromInt(n)).isZero() && n >= -1000 && n <= 1000 {
+	n, ok := e.int64(roundTowardZero)
+	integral := ok && e.sub(decimalFromInt(n)).isZero()
+	if integral && n >= -1000 && n <= 1000 {
 		k := abs(int(n))
 		r := decimal{neg: b.neg && k%2 == 1, coef: new(big.Int).Exp(b.c(), big.NewInt(int64(k)), nil), exp: b.exp * k}
 		if n < 0 {
@@ -409,10 +411,14 @@ func decimalPow(b, e decimal) decimal {
 	switch {
 	case b.isZero():
 		return decimal{}
-	case b.neg:
+	case b.neg && !integral:
 		return decimal{form: notANumber}
 	}
-	return decimalFromBig(floatExp(newFloat().Mul(e.bigFloat(), floatLn(b.bigFloat()))), true)
+	r := decimalFromBig(floatExp(newFloat().Mul(e.bigFloat(), floatLn(b.abs().bigFloat()))), true)
+	if b.neg && n%2 != 0 {
+		r = r.negate()
+	}
+	return r
 }
 
 // bitwiseExpr is $bitAnd, $bitOr or $bitXor over ints and longs: a long
