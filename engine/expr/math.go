@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"maps"
 	"math"
 	"math/big"
 	"strconv"
@@ -38,6 +39,21 @@ const (
 	roundCeiling rounding = iota + 16
 	roundFloor
 )
+
+// numericSetArrayOperators gathers the families of math.go, trig.go,
+// set.go, arrayn.go and arrayacc.go.
+func numericSetArrayOperators() map[string]exprOperator {
+	ops := mathOperators()
+	for _, family := range []map[string]exprOperator{
+		trigOperators(),
+		setOperators(),
+		arrayShapeOperators(),
+		accumulatorExprOperators(),
+	} {
+		maps.Copy(ops, family)
+	}
+	return ops
+}
 
 func mathOperators() map[string]exprOperator {
 	return map[string]exprOperator{

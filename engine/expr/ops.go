@@ -106,11 +106,7 @@ func init() {
 	}
 	// Each further family of operators adds its table here.
 	for _, family := range []map[string]exprOperator{
-		mathOperators(),
-		trigOperators(),
-		setOperators(),
-		arrayShapeOperators(),
-		accumulatorExprOperators(),
+		numericSetArrayOperators(),
 	} {
 		maps.Copy(exprOperators, family)
 	}
