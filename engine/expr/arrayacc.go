@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"container/heap"
 	"math"
 	"slices"
 
@@ -119,40 +120,77 @@ func firstN(elems []bsoncore.Value, n int) []bsoncore.Value { return elems[:n] }
 func lastN(elems []bsoncore.Value, n int) []bsoncore.Value { return elems[len(elems)-n:] }
 
 // extremeN makes $maxN or $minN: the n greatest or least values, null and
-// missing left out, greatest or least first. Of equal values the earlier
-// are kept, as in MongoDB, whose ordered multiset this mimics.
+// missing left out, greatest or least first. It keeps them as MongoDB's
+// ordered multiset does, ordered by value and then arrival, so that which
+// of equal values of different types survive is the same too: a newcomer
+// displaces the first-ordered kept value for $maxN, the last for $minN,
+// when it is strictly better.
 func extremeN(greatest bool) func([]bsoncore.Value, int) []bsoncore.Value {
 	return func(elems []bsoncore.Value, n int) []bsoncore.Value {
-		var kept []bsoncore.Value // ascending; equal values in arrival order
-		for _, v := range elems {
+		h := &rankedHeap{worstFirst: func(a, b ranked) bool {
+			if greatest {
+				return a.before(b)
+			}
+			return b.before(a)
+		}}
+		for i, v := range elems {
 			if isNullish(v) {
 				continue
 			}
-			if len(kept) == n {
-				// The kept value the newcomer would displace.
-				worst := len(kept) - 1
-				if greatest {
-					worst = 0
-				}
-				r := compareExprValues(v, kept[worst])
-				if greatest && r <= 0 || !greatest && r >= 0 {
-					continue
-				}
-				kept = slices.Delete(kept, worst, worst+1)
+			if h.Len() < n {
+				heap.Push(h, ranked{v, i})
+				continue
 			}
-			i, _ := slices.BinarySearchFunc(kept, v, func(a, b bsoncore.Value) int {
-				if compareExprValues(a, b) <= 0 {
-					return -1
-				}
-				return 1
-			})
-			kept = slices.Insert(kept, i, v)
+			r := compareExprValues(v, h.items[0].v)
+			if greatest && r > 0 || !greatest && r < 0 {
+				h.items[0] = ranked{v, i}
+				heap.Fix(h, 0)
+			}
+		}
+		slices.SortFunc(h.items, func(a, b ranked) int {
+			if a.before(b) {
+				return -1
+			}
+			return 1
+		})
+		out := make([]bsoncore.Value, len(h.items))
+		for i, r := range h.items {
+			out[i] = r.v
 		}
 		if greatest {
-			slices.Reverse(kept)
+			slices.Reverse(out)
 		}
-		return kept
+		return out
 	}
+}
+
+// ranked is a value and its place in the input.
+type ranked struct {
+	v   bsoncore.Value
+	seq int
+}
+
+func (a ranked) before(b ranked) bool {
+	if r := compareExprValues(a.v, b.v); r != 0 {
+		return r < 0
+	}
+	return a.seq < b.seq
+}
+
+// rankedHeap keeps the value to displace first at its root.
+type rankedHeap struct {
+	items      []ranked
+	worstFirst func(a, b ranked) bool
+}
+
+func (h *rankedHeap) Len() int           { return len(h.items) }
+func (h *rankedHeap) Less(i, j int) bool { return h.worstFirst(h.items[i], h.items[j]) }
+func (h *rankedHeap) Swap(i, j int)      { h.items[i], h.items[j] = h.items[j], h.items[i] }
+func (h *rankedHeap) Push(x any)         { h.items = append(h.items, x.(ranked)) }
+func (h *rankedHeap) Pop() any {
+	last := h.items[len(h.items)-1]
+	h.items = h.items[:len(h.items)-1]
+	return last
 }
 
 // quantileExpr is $median or $percentile over the numbers of an array, or
