@@ -143,6 +143,16 @@ func (d decimal) quantize(exp int, mode rounding) decimal {
 	return decimal{neg: d.neg, coef: coef, exp: exp}
 }
 
+// roundTo is MongoDB's quantize for $round and $trunc: a number with more
+// digits left of the point than 34 less the places has none to round, and
+// comes back with all 34 digits rather than as quantize's NaN.
+func (d decimal) roundTo(exp int, mode rounding) decimal {
+	if d.form == finite && !d.isZero() && d.exp+numDigits(d.c())-1-exp > decimalDigits-1 {
+		return d.padded()
+	}
+	return d.quantize(exp, mode)
+}
+
 // roundOrTrunc makes $round or $trunc: a number rounded to a number of
 // decimal places in [-20, 100], negative ones rounding left of the point.
 func roundOrTrunc(name string, mode rounding) func([]bsoncore.Value) (bsoncore.Value, error) {
@@ -182,13 +192,13 @@ func roundOrTrunc(name string, mode rounding) func([]bsoncore.Value) (bsoncore.V
 			if d.form == infinite {
 				return num, nil
 			}
-			return d.quantize(exp, mode).value(), nil
+			return d.roundTo(exp, mode).value(), nil
 		case bsoncore.TypeDouble:
 			d := decimalFromFloat34(toFloat64(num))
 			if d.form == infinite {
 				return num, nil
 			}
-			f, _ := d.quantize(exp, mode).float64()
+			f, _ := d.roundTo(exp, mode).float64()
 			return doubleValue(f), nil
 		}
 		if places >= 0 {
@@ -267,6 +277,23 @@ func decimalLog(d decimal, lnBase *big.Float) decimal {
 	}, lnBase != nil)
 }
 
+// decimalLogBase is the logarithm of a positive decimal in a positive base
+// other than 1, as MongoDB computes it: directly in bases 2 and 10, and
+// else as the quotient of the natural logarithms, each first rounded to
+// decimal128, so that log₈ 1 is 0E+33 and log₈ 64 is 2.000…000.
+func decimalLogBase(x, base decimal) decimal {
+	for _, b := range []int64{2, 10} {
+		if base.form == finite && base.sub(decimalFromInt(b)).isZero() {
+			return decimalLog(x, floatLn(floatOf(b)))
+		}
+	}
+	lnBase := decimalLog(base, nil)
+	if lnBase.isZero() {
+		return decimal{form: notANumber}
+	}
+	return decimalLog(x, nil).quo(lnBase)
+}
+
 func lnOf(v bsoncore.Value) (bsoncore.Value, error) {
 	if v.Type == bsoncore.TypeDecimal128 {
 		if d := decimalOf(v); d.isPositive() {
@@ -307,10 +334,7 @@ func logOf(v []bsoncore.Value) (bsoncore.Value, error) {
 		a, b := decimalOf(arg), decimalOf(base)
 		one := decimalFromInt(1)
 		if a.isPositive() && b.isPositive() && !(b.form == finite && b.sub(one).isZero()) {
-			if b.form == infinite {
-				return decimal{}.value(), nil
-			}
-			return decimalLog(a, floatLn(b.bigFloat())).value(), nil
+			return decimalLogBase(a, b).value(), nil
 		}
 	}
 	x, b := toFloat64(arg), toFloat64(base)
@@ -360,7 +384,9 @@ func pow(v []bsoncore.Value) (bsoncore.Value, error) {
 		if b.isZero() && e.form != notANumber && e.neg && !e.isZero() {
 			return bsonvalue.Missing, zeroToNegative
 		}
-		return decimalPow(b, e).value(), nil
+		// MongoDB adds the zero of least exponent to the power, which
+		// gives it all 34 digits: 1.5² is 2.250…0.
+		return decimalPow(b, e).padded().value(), nil
 	}
 	x, y := toFloat64(base), toFloat64(exp)
 	if x == 0 && y < 0 {
@@ -397,6 +423,22 @@ func pow(v []bsoncore.Value) (bsoncore.Value, error) {
 		}
 	}
 	return result(r), nil
+}
+
+// padded is d plus 0E-6176: d with all 34 digits, or as many as the least
+// exponent allows; a zero becomes 0E-6176.
+func (d decimal) padded() decimal {
+	if d.form != finite {
+		return d
+	}
+	if d.isZero() {
+		return decimal{exp: decimalMinExp}
+	}
+	k := min(decimalDigits-numDigits(d.c()), d.exp-decimalMinExp)
+	if k <= 0 {
+		return d
+	}
+	return decimal{neg: d.neg, coef: new(big.Int).Mul(d.c(), pow10(k)), exp: d.exp - k}
 }
 
 // decimalPow raises a decimal to a decimal power: exactly when the power
