@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"math"
 	"slices"
+	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -242,19 +243,23 @@ func compileQuantile(percentile bool) exprOperator {
 }
 
 // compilePercentiles reads p, which must be constant: an array of numbers
-// from 0 to 1.
+// from 0 to 1. MongoDB folds constant expressions before it checks, so an
+// expression that reads no field or variable is evaluated here.
 func (c *exprCompiler) compilePercentiles(p bsoncore.Value) ([]float64, error) {
 	n, err := c.compile(p)
 	if err != nil {
 		return nil, err
 	}
-	v, ok := constantValue(n)
-	if !ok {
+	if readsInput(p) {
 		return nil, mongoerr.New(codePNotConstant, "The $percentile 'p' field must be an array of constant values, but found value: %s", p)
+	}
+	v, err := n.eval(&env{root: bsoncore.NewDocumentBuilder().Build(), vars: make([]bsoncore.Value, c.slots)})
+	if err != nil {
+		return nil, err
 	}
 	const msg = "The $percentile 'p' field must be an array of numbers from [0.0, 1.0], but found: %s"
 	if v.Type != bsoncore.TypeArray || len(arrayElements(v)) == 0 {
-		return nil, mongoerr.New(codePNotArray, msg, v)
+		return nil, mongoerr.New(codePNotArray, msg, describeValue(v))
 	}
 	var ps []float64
 	for _, elem := range arrayElements(v) {
@@ -262,12 +267,33 @@ func (c *exprCompiler) compilePercentiles(p bsoncore.Value) ([]float64, error) {
 			return nil, mongoerr.New(codePNotNumeric, msg, elem)
 		}
 		f := toFloat64(elem)
-		if f < 0 || f > 1 {
+		if !(f >= 0 && f <= 1) {
 			return nil, mongoerr.New(codePOutOfRange, msg, formatDoubleC(f))
 		}
 		ps = append(ps, f)
 	}
 	return ps, nil
+}
+
+// readsInput reports whether an expression refers to a field or a
+// variable, which makes it other than constant: whether a string starting
+// with "$" appears in it outside $literal.
+func readsInput(v bsoncore.Value) bool {
+	switch v.Type {
+	case bsoncore.TypeString:
+		return strings.HasPrefix(stringOf(v), "$")
+	case bsoncore.TypeEmbeddedDocument, bsoncore.TypeArray:
+		if v.Type == bsoncore.TypeEmbeddedDocument && bsonvalue.FirstKey(v.Data) == "$literal" {
+			return false
+		}
+		it := bsonvalue.ElementsOf(v.Data)
+		for _, elem, ok := it.Next(); ok; _, elem, ok = it.Next() {
+			if readsInput(elem) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (x *quantileExpr) eval(e *env) (bsoncore.Value, error) {
