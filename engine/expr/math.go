@@ -233,7 +233,7 @@ func (d decimal) isPositive() bool {
 	return d.form != notANumber && !d.neg && !d.isZero()
 }
 
-// transcendental applies f to a decimal that is not NaN or infinite;
+// transcendental applies f to a finite decimal, passing NaN through;
 // mayBeExact is decimalFromBig's.
 func (d decimal) transcendental(f func(*big.Float) *big.Float, mayBeExact bool) decimal {
 	if d.form == notANumber {
