@@ -1,8 +1,10 @@
 package expr
 
 import (
+	"container/heap"
 	"math"
 	"slices"
+	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -86,13 +88,12 @@ func (x *nExpr) eval(e *env) (bsoncore.Value, error) {
 	if !nv.IsNumber() {
 		return bsonvalue.Missing, mongoerr.New(codeNNotNumeric, "Value for 'n' must be of integral type, but found %s", describeValue(nv))
 	}
-	f := toFloat64(nv)
-	if f != math.Trunc(f) {
-		return bsonvalue.Missing, mongoerr.New(codeNNotIntegral, "Value for 'n' must be of integral type, but found %s", describeValue(nv))
+	n, err := coerceToLong(nv)
+	if err != nil {
+		return bsonvalue.Missing, err
 	}
-	n, _ := bsonvalue.ClampToInt64(f)
-	if nv.Type == bsoncore.TypeInt32 || nv.Type == bsoncore.TypeInt64 {
-		n = toInt64(nv)
+	if float64(n) != toFloat64(nv) {
+		return bsonvalue.Missing, mongoerr.New(codeNNotIntegral, "Value for 'n' must be of integral type, but found %s", describeValue(nv))
 	}
 	if n <= 0 {
 		return bsonvalue.Missing, mongoerr.New(codeNNotPositive, "'n' must be greater than 0, found %d", n)
@@ -120,40 +121,77 @@ func firstN(elems []bsoncore.Value, n int) []bsoncore.Value { return elems[:n] }
 func lastN(elems []bsoncore.Value, n int) []bsoncore.Value { return elems[len(elems)-n:] }
 
 // extremeN makes $maxN or $minN: the n greatest or least values, null and
-// missing left out, greatest or least first. Of equal values the earlier
-// are kept, as in MongoDB, whose ordered multiset this mimics.
+// missing left out, greatest or least first. It keeps them as MongoDB's
+// ordered multiset does, ordered by value and then arrival, so that which
+// of equal values of different types survive is the same too: a newcomer
+// displaces the first-ordered kept value for $maxN, the last for $minN,
+// when it is strictly better.
 func extremeN(greatest bool) func([]bsoncore.Value, int) []bsoncore.Value {
 	return func(elems []bsoncore.Value, n int) []bsoncore.Value {
-		var kept []bsoncore.Value // ascending; equal values in arrival order
-		for _, v := range elems {
+		h := &rankedHeap{worstFirst: func(a, b ranked) bool {
+			if greatest {
+				return a.before(b)
+			}
+			return b.before(a)
+		}}
+		for i, v := range elems {
 			if isNullish(v) {
 				continue
 			}
-			if len(kept) == n {
-				// The kept value the newcomer would displace.
-				worst := len(kept) - 1
-				if greatest {
-					worst = 0
-				}
-				r := compareExprValues(v, kept[worst])
-				if greatest && r <= 0 || !greatest && r >= 0 {
-					continue
-				}
-				kept = slices.Delete(kept, worst, worst+1)
+			if h.Len() < n {
+				heap.Push(h, ranked{v, i})
+				continue
 			}
-			i, _ := slices.BinarySearchFunc(kept, v, func(a, b bsoncore.Value) int {
-				if compareExprValues(a, b) <= 0 {
-					return -1
-				}
-				return 1
-			})
-			kept = slices.Insert(kept, i, v)
+			r := compareExprValues(v, h.items[0].v)
+			if greatest && r > 0 || !greatest && r < 0 {
+				h.items[0] = ranked{v, i}
+				heap.Fix(h, 0)
+			}
+		}
+		slices.SortFunc(h.items, func(a, b ranked) int {
+			if a.before(b) {
+				return -1
+			}
+			return 1
+		})
+		out := make([]bsoncore.Value, len(h.items))
+		for i, r := range h.items {
+			out[i] = r.v
 		}
 		if greatest {
-			slices.Reverse(kept)
+			slices.Reverse(out)
 		}
-		return kept
+		return out
 	}
+}
+
+// ranked is a value and its place in the input.
+type ranked struct {
+	v   bsoncore.Value
+	seq int
+}
+
+func (a ranked) before(b ranked) bool {
+	if r := compareExprValues(a.v, b.v); r != 0 {
+		return r < 0
+	}
+	return a.seq < b.seq
+}
+
+// rankedHeap keeps the value to displace first at its root.
+type rankedHeap struct {
+	items      []ranked
+	worstFirst func(a, b ranked) bool
+}
+
+func (h *rankedHeap) Len() int           { return len(h.items) }
+func (h *rankedHeap) Less(i, j int) bool { return h.worstFirst(h.items[i], h.items[j]) }
+func (h *rankedHeap) Swap(i, j int)      { h.items[i], h.items[j] = h.items[j], h.items[i] }
+func (h *rankedHeap) Push(x any)         { h.items = append(h.items, x.(ranked)) }
+func (h *rankedHeap) Pop() any {
+	last := h.items[len(h.items)-1]
+	h.items = h.items[:len(h.items)-1]
+	return last
 }
 
 // quantileExpr is $median or $percentile over the numbers of an array, or
@@ -205,19 +243,23 @@ func compileQuantile(percentile bool) exprOperator {
 }
 
 // compilePercentiles reads p, which must be constant: an array of numbers
-// from 0 to 1.
+// from 0 to 1. MongoDB folds constant expressions before it checks, so an
+// expression that reads no field or variable is evaluated here.
 func (c *exprCompiler) compilePercentiles(p bsoncore.Value) ([]float64, error) {
 	n, err := c.compile(p)
 	if err != nil {
 		return nil, err
 	}
-	v, ok := constantValue(n)
-	if !ok {
+	if readsInput(p) {
 		return nil, mongoerr.New(codePNotConstant, "The $percentile 'p' field must be an array of constant values, but found value: %s", p)
+	}
+	v, err := n.eval(&env{root: bsoncore.NewDocumentBuilder().Build(), vars: make([]bsoncore.Value, c.slots)})
+	if err != nil {
+		return nil, err
 	}
 	const msg = "The $percentile 'p' field must be an array of numbers from [0.0, 1.0], but found: %s"
 	if v.Type != bsoncore.TypeArray || len(arrayElements(v)) == 0 {
-		return nil, mongoerr.New(codePNotArray, msg, v)
+		return nil, mongoerr.New(codePNotArray, msg, describeValue(v))
 	}
 	var ps []float64
 	for _, elem := range arrayElements(v) {
@@ -225,12 +267,33 @@ func (c *exprCompiler) compilePercentiles(p bsoncore.Value) ([]float64, error) {
 			return nil, mongoerr.New(codePNotNumeric, msg, elem)
 		}
 		f := toFloat64(elem)
-		if f < 0 || f > 1 {
+		if !(f >= 0 && f <= 1) {
 			return nil, mongoerr.New(codePOutOfRange, msg, formatDoubleC(f))
 		}
 		ps = append(ps, f)
 	}
 	return ps, nil
+}
+
+// readsInput reports whether an expression refers to a field or a
+// variable, which makes it other than constant: whether a string starting
+// with "$" appears in it outside $literal.
+func readsInput(v bsoncore.Value) bool {
+	switch v.Type {
+	case bsoncore.TypeString:
+		return strings.HasPrefix(stringOf(v), "$")
+	case bsoncore.TypeEmbeddedDocument, bsoncore.TypeArray:
+		if v.Type == bsoncore.TypeEmbeddedDocument && bsonvalue.FirstKey(v.Data) == "$literal" {
+			return false
+		}
+		it := bsonvalue.ElementsOf(v.Data)
+		for _, elem, ok := it.Next(); ok; _, elem, ok = it.Next() {
+			if readsInput(elem) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (x *quantileExpr) eval(e *env) (bsoncore.Value, error) {

@@ -204,16 +204,16 @@ func (x *sortArrayExpr) readSortBy(v bsoncore.Value) error {
 		for key, dir, ok := it.Next(); ok; key, dir, ok = it.Next() {
 			d, valid := direction(dir)
 			if !valid {
-				return mongoerr.New(2942505, "$sort key ordering must be 1 (for ascending) or -1 (for descending)")
+				return mongoerr.New(2942505, "The sort element value must be either 1 or -1")
 			}
-			if key := string(key); key == "" || strings.HasPrefix(key, "$") {
-				return mongoerr.New(2942505, "FieldPath field names may not be empty strings or start with '$'")
+			if slices.Contains(strings.Split(string(key), "."), "") {
+				return mongoerr.New(2942505, "The sort field cannot be empty or have an empty part: %q", key)
 			}
 			x.fields = append(x.fields, string(key))
 			x.dirs = append(x.dirs, d)
 		}
 		if len(x.fields) == 0 {
-			return mongoerr.New(2942505, "$sort stage must have at least one sort key")
+			return mongoerr.New(2942505, "The sort pattern is empty when it should be a set of fields.")
 		}
 		return nil
 	case v.IsNumber():
@@ -239,21 +239,21 @@ func (x *sortArrayExpr) eval(e *env) (bsoncore.Value, error) {
 		slices.SortStableFunc(elems, func(a, b bsoncore.Value) int { return x.dirs[0] * compareExprValues(a, b) })
 		return arrayValue(elems), nil
 	}
-	// Sort keys are the fields' values, missing ones ranking as null.
-	keys := make(map[int][]bsoncore.Value, len(elems))
+	// Sort keys are the fields' values, missing ones and those of elements
+	// that are not documents ranking as null.
+	keys := make([][]bsoncore.Value, len(elems))
 	order := make([]int, len(elems))
 	for i, elem := range elems {
 		order[i] = i
-		k := make([]bsoncore.Value, len(x.fields))
+		keys[i] = make([]bsoncore.Value, len(x.fields))
 		for f, path := range x.fields {
-			k[f] = bsonvalue.Null
+			keys[i][f] = bsonvalue.Null
 			if elem.Type == bsoncore.TypeEmbeddedDocument {
-				if v := resolveFieldPath(elem, strings.Split(path, ".")); v.Type != 0 {
-					k[f] = v
+				if v := dottedField(elem, path); v.Type != 0 {
+					keys[i][f] = v
 				}
 			}
 		}
-		keys[i] = k
 	}
 	slices.SortStableFunc(order, func(a, b int) int {
 		for f, dir := range x.dirs {
@@ -268,6 +268,23 @@ func (x *sortArrayExpr) eval(e *env) (bsoncore.Value, error) {
 		sorted[i] = elems[j]
 	}
 	return arrayValue(sorted), nil
+}
+
+// dottedField finds a dotted path in a document as a sort pattern does:
+// each component names a field, or an element of an array by its index;
+// arrays are not searched.
+func dottedField(v bsoncore.Value, path string) bsoncore.Value {
+	for _, part := range strings.Split(path, ".") {
+		if v.Type != bsoncore.TypeEmbeddedDocument && v.Type != bsoncore.TypeArray {
+			return bsonvalue.Missing
+		}
+		next, ok := bsonvalue.Lookup(v.Data, part)
+		if !ok {
+			return bsonvalue.Missing
+		}
+		v = next
+	}
+	return v
 }
 
 // arrayToObject is $arrayToObject: a document of the key-value pairs of an

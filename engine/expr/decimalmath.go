@@ -20,16 +20,16 @@ func newFloat() *big.Float { return new(big.Float).SetPrec(floatPrec) }
 
 func floatOf(n int64) *big.Float { return newFloat().SetInt64(n) }
 
-// bigFloat converts a finite decimal to a float.
+// bigFloat converts a finite decimal to a float: exactly when it is an
+// integer, as reducing a huge argument of sin needs, else to floatPrec.
 func (d decimal) bigFloat() *big.Float {
-	f := newFloat().SetInt(d.c())
-	if d.exp != 0 {
-		scale := newFloat().SetInt(pow10(abs(d.exp)))
-		if d.exp > 0 {
-			f.Mul(f, scale)
-		} else {
-			f.Quo(f, scale)
-		}
+	var f *big.Float
+	if d.exp >= 0 {
+		n := new(big.Int).Mul(d.c(), pow10(d.exp))
+		f = new(big.Float).SetPrec(max(floatPrec, uint(n.BitLen()))).SetInt(n)
+	} else {
+		f = newFloat().SetInt(d.c())
+		f.Quo(f, newFloat().SetInt(pow10(-d.exp)))
 	}
 	if d.neg {
 		f.Neg(f)
@@ -44,10 +44,13 @@ func abs(n int) int {
 	return n
 }
 
-// decimalFromBig rounds a float to decimal128. An exact result drops the
-// trailing zeros after its decimal point, so that √4 comes out as 2 rather
-// than 2.000…; inexact ones keep their 34 digits.
-func decimalFromBig(f *big.Float) decimal {
+// decimalFromBig rounds a float to decimal128, to all 34 digits as an
+// inexact result has them. A result that may be exact, as √4 is, says so
+// with mayBeExact: it then drops trailing zeros after the decimal point
+// when 34 digits hold it exactly, so that √4 comes out as 2, not 2.000….
+// Other transcendental functions of numbers other than 0 and 1 are never
+// exact, however close to a short decimal they come.
+func decimalFromBig(f *big.Float, mayBeExact bool) decimal {
 	switch {
 	case f.IsInf():
 		return decimal{form: infinite, neg: f.Signbit()}
@@ -64,7 +67,7 @@ func decimalFromBig(f *big.Float) decimal {
 	// A value that 34 digits hold exactly has only zeros after them at a
 	// far greater precision.
 	exact := strings.TrimRight(strings.Replace(strings.Split(new(big.Float).Abs(f).Text('e', 2*decimalDigits), "e")[0], ".", "", 1), "0")
-	for exp < 0 && len(exact) < decimalDigits && len(digits) > 1 && digits[len(digits)-1] == '0' {
+	for mayBeExact && exp < 0 && len(exact) < decimalDigits && len(digits) > 1 && digits[len(digits)-1] == '0' {
 		digits = digits[:len(digits)-1]
 		exp++
 	}
@@ -72,34 +75,37 @@ func decimalFromBig(f *big.Float) decimal {
 	return decimal{neg: neg, coef: coef, exp: exp}.round()
 }
 
-// floatPi returns π to prec bits, by Machin's formula.
+// floatPi returns π to prec bits, by Machin's formula in fixed point:
+// reducing a huge argument needs π to tens of thousands of bits, which
+// integer arithmetic computes far faster than floats.
 func floatPi(prec uint) *big.Float {
-	a := atanInverse(5, prec)
-	b := atanInverse(239, prec)
-	a.Mul(a, new(big.Float).SetPrec(prec).SetInt64(16))
-	b.Mul(b, new(big.Float).SetPrec(prec).SetInt64(4))
-	return a.Sub(a, b)
+	guard := prec + 64
+	a := atanInverse(5, guard)
+	a.Lsh(a, 4)
+	b := atanInverse(239, guard)
+	b.Lsh(b, 2)
+	pi := new(big.Float).SetPrec(prec).SetInt(a.Sub(a, b))
+	return pi.SetMantExp(pi, -int(guard))
 }
 
-// atanInverse is atan(1/n) for an integer n > 1, by its series.
-func atanInverse(n int64, prec uint) *big.Float {
-	x := new(big.Float).SetPrec(prec).Quo(new(big.Float).SetPrec(prec).SetInt64(1), new(big.Float).SetPrec(prec).SetInt64(n))
-	x2 := new(big.Float).SetPrec(prec).Mul(x, x)
-	sum := new(big.Float).SetPrec(prec).Set(x)
-	term := new(big.Float).SetPrec(prec).Set(x)
-	limit := new(big.Float).SetPrec(prec).SetMantExp(big.NewFloat(1), -int(prec)-8)
-	for k := int64(1); ; k++ {
-		term.Mul(term, x2)
-		t := new(big.Float).SetPrec(prec).Quo(term, new(big.Float).SetPrec(prec).SetInt64(2*k+1))
-		if t.Cmp(limit) < 0 {
-			return sum
-		}
+// atanInverse is atan(1/n) for an integer n > 1, by its series, scaled by
+// 2^bits.
+func atanInverse(n int64, bits uint) *big.Int {
+	power := new(big.Int).Lsh(big.NewInt(1), bits)
+	power.Quo(power, big.NewInt(n))
+	sum := new(big.Int).Set(power)
+	n2 := big.NewInt(n * n)
+	term := new(big.Int)
+	for k := int64(1); power.Sign() != 0; k++ {
+		power.Quo(power, n2)
+		term.Quo(power, big.NewInt(2*k+1))
 		if k%2 == 1 {
-			sum.Sub(sum, t)
+			sum.Sub(sum, term)
 		} else {
-			sum.Add(sum, t)
+			sum.Add(sum, term)
 		}
 	}
+	return sum
 }
 
 // tiny is the size below which a series term no longer matters.
@@ -134,8 +140,12 @@ func floatExp(x *big.Float) *big.Float {
 // floatLn is the natural logarithm of x > 0.
 func floatLn(x *big.Float) *big.Float {
 	// x = m·2^e with m in [0.5, 1); ln x = ln m + e·ln 2.
+	if x.Cmp(floatOf(1)) == 0 {
+		return newFloat()
+	}
 	m := newFloat()
 	e := x.MantExp(m)
+	m.SetPrec(floatPrec)
 	r := atanhSeries(newFloat().Quo(newFloat().Sub(m, floatOf(1)), newFloat().Add(m, floatOf(1))))
 	r.Mul(r, floatOf(2))
 	if e != 0 {

@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"maps"
 	"math"
 	"math/big"
 	"strconv"
@@ -29,6 +30,8 @@ const (
 	codePowExpType     mongoerr.Code = 28763
 	codePowZeroNeg     mongoerr.Code = 28764
 	codeSqrtDomain     mongoerr.Code = 28714
+	codeLongType       mongoerr.Code = 16004 // Value::coerceToLong of a non-number
+	codeLongRange      mongoerr.Code = 31109 // Value::coerceToLong beyond a long
 )
 
 // Rounding toward the infinities, for $ceil and $floor on decimals.
@@ -36,6 +39,21 @@ const (
 	roundCeiling rounding = iota + 16
 	roundFloor
 )
+
+// numericSetArrayOperators gathers the families of math.go, trig.go,
+// set.go, arrayn.go and arrayacc.go.
+func numericSetArrayOperators() map[string]exprOperator {
+	ops := mathOperators()
+	for _, family := range []map[string]exprOperator{
+		trigOperators(),
+		setOperators(),
+		arrayShapeOperators(),
+		accumulatorExprOperators(),
+	} {
+		maps.Copy(ops, family)
+	}
+	return ops
+}
 
 func mathOperators() map[string]exprOperator {
 	return map[string]exprOperator{
@@ -125,6 +143,16 @@ func (d decimal) quantize(exp int, mode rounding) decimal {
 	return decimal{neg: d.neg, coef: coef, exp: exp}
 }
 
+// roundTo is MongoDB's quantize for $round and $trunc: a number with more
+// digits left of the point than 34 less the places has none to round, and
+// comes back with all 34 digits rather than as quantize's NaN.
+func (d decimal) roundTo(exp int, mode rounding) decimal {
+	if d.form == finite && !d.isZero() && d.exp+numDigits(d.c())-1-exp > decimalDigits-1 {
+		return d.padded()
+	}
+	return d.quantize(exp, mode)
+}
+
 // roundOrTrunc makes $round or $trunc: a number rounded to a number of
 // decimal places in [-20, 100], negative ones rounding left of the point.
 func roundOrTrunc(name string, mode rounding) func([]bsoncore.Value) (bsoncore.Value, error) {
@@ -142,10 +170,16 @@ func roundOrTrunc(name string, mode rounding) func([]bsoncore.Value) (bsoncore.V
 			if isNullish(p) {
 				return bsonvalue.Null, nil
 			}
-			n, ok := bsonvalue.IntegerValue(p)
+			// MongoDB reads the places as a long before it checks they are an
+			// integer that fits an int.
+			if _, err := coerceToLong(p); err != nil {
+				return bsonvalue.Missing, err
+			}
+			i, ok := int32Arg(p)
 			if !ok {
 				return bsonvalue.Missing, mongoerr.New(codePlacesIntegral, "precision argument to  %s must be a integral value", name)
 			}
+			n := int64(i)
 			if n < -20 || n > 100 {
 				return bsonvalue.Missing, mongoerr.New(codePlacesRange, "cannot apply %s with precision value %d value must be in [-20, 100]", name, n)
 			}
@@ -158,13 +192,13 @@ func roundOrTrunc(name string, mode rounding) func([]bsoncore.Value) (bsoncore.V
 			if d.form == infinite {
 				return num, nil
 			}
-			return d.quantize(exp, mode).value(), nil
+			return d.roundTo(exp, mode).value(), nil
 		case bsoncore.TypeDouble:
 			d := decimalFromFloat34(toFloat64(num))
 			if d.form == infinite {
 				return num, nil
 			}
-			f, _ := d.quantize(exp, mode).float64()
+			f, _ := d.roundTo(exp, mode).float64()
 			return doubleValue(f), nil
 		}
 		if places >= 0 {
@@ -199,13 +233,13 @@ func (d decimal) isPositive() bool {
 	return d.form != notANumber && !d.neg && !d.isZero()
 }
 
-// transcendental applies f to a finite decimal; special values go through
-// special, which gives the limits.
-func (d decimal) transcendental(f func(*big.Float) *big.Float) decimal {
+// transcendental applies f to a finite decimal, passing NaN through;
+// mayBeExact is decimalFromBig's.
+func (d decimal) transcendental(f func(*big.Float) *big.Float, mayBeExact bool) decimal {
 	if d.form == notANumber {
 		return d
 	}
-	return decimalFromBig(f(d.bigFloat()))
+	return decimalFromBig(f(d.bigFloat()), mayBeExact)
 }
 
 func expOf(v bsoncore.Value) (bsoncore.Value, error) {
@@ -218,8 +252,10 @@ func expOf(v bsoncore.Value) (bsoncore.Value, error) {
 		return decimal{}.value(), nil
 	case d.form != finite:
 		return d.value(), nil
+	case d.isZero():
+		return decimalFromInt(1).value(), nil
 	}
-	return d.transcendental(floatExp).value(), nil
+	return d.transcendental(floatExp, false).value(), nil
 }
 
 // decimalLog is the logarithm of a positive decimal in a positive base
@@ -231,13 +267,31 @@ func decimalLog(d decimal, lnBase *big.Float) decimal {
 		}
 		return d
 	}
+	// A logarithm in a base other than e is exact for powers of the base.
 	return d.transcendental(func(x *big.Float) *big.Float {
 		r := floatLn(x)
 		if lnBase != nil {
 			r.Quo(r, lnBase)
 		}
 		return r
-	})
+	}, lnBase != nil)
+}
+
+// decimalLogBase is the logarithm of a positive decimal in a positive base
+// other than 1, as MongoDB computes it: directly in bases 2 and 10, and
+// else as the quotient of the natural logarithms, each first rounded to
+// decimal128, so that log₈ 1 is 0E+33 and log₈ 64 is 2.000…000.
+func decimalLogBase(x, base decimal) decimal {
+	for _, b := range []int64{2, 10} {
+		if base.form == finite && base.sub(decimalFromInt(b)).isZero() {
+			return decimalLog(x, floatLn(floatOf(b)))
+		}
+	}
+	lnBase := decimalLog(base, nil)
+	if lnBase.isZero() {
+		return decimal{form: notANumber}
+	}
+	return decimalLog(x, nil).quo(lnBase)
 }
 
 func lnOf(v bsoncore.Value) (bsoncore.Value, error) {
@@ -280,10 +334,7 @@ func logOf(v []bsoncore.Value) (bsoncore.Value, error) {
 		a, b := decimalOf(arg), decimalOf(base)
 		one := decimalFromInt(1)
 		if a.isPositive() && b.isPositive() && !(b.form == finite && b.sub(one).isZero()) {
-			if b.form == infinite {
-				return decimal{}.value(), nil
-			}
-			return decimalLog(a, floatLn(b.bigFloat())).value(), nil
+			return decimalLogBase(a, b).value(), nil
 		}
 	}
 	x, b := toFloat64(arg), toFloat64(base)
@@ -303,7 +354,7 @@ func sqrtOf(v bsoncore.Value) (bsoncore.Value, error) {
 		case d.form != notANumber && d.neg && !d.isZero():
 			return bsonvalue.Missing, mongoerr.New(codeSqrtDomain, "$sqrt's argument must be greater than or equal to 0")
 		case d.form == finite && !d.isZero():
-			return d.transcendental(floatSqrt).value(), nil
+			return d.transcendental(floatSqrt, true).value(), nil
 		}
 		return d.value(), nil
 	}
@@ -333,7 +384,9 @@ func pow(v []bsoncore.Value) (bsoncore.Value, error) {
 		if b.isZero() && e.form != notANumber && e.neg && !e.isZero() {
 			return bsonvalue.Missing, zeroToNegative
 		}
-		return decimalPow(b, e).value(), nil
+		// MongoDB adds the zero of least exponent to the power, which
+		// gives it all 34 digits: 1.5² is 2.250…0.
+		return decimalPow(b, e).padded().value(), nil
 	}
 	x, y := toFloat64(base), toFloat64(exp)
 	if x == 0 && y < 0 {
@@ -372,6 +425,22 @@ func pow(v []bsoncore.Value) (bsoncore.Value, error) {
 	return result(r), nil
 }
 
+// padded is d plus 0E-6176: d with all 34 digits, or as many as the least
+// exponent allows; a zero becomes 0E-6176.
+func (d decimal) padded() decimal {
+	if d.form != finite {
+		return d
+	}
+	if d.isZero() {
+		return decimal{exp: decimalMinExp}
+	}
+	k := min(decimalDigits-numDigits(d.c()), d.exp-decimalMinExp)
+	if k <= 0 {
+		return d
+	}
+	return decimal{neg: d.neg, coef: new(big.Int).Mul(d.c(), pow10(k)), exp: d.exp - k}
+}
+
 // decimalPow raises a decimal to a decimal power: exactly when the power
 // is a modest integer, else through logarithms.
 func decimalPow(b, e decimal) decimal {
@@ -387,7 +456,9 @@ func decimalPow(b, e decimal) decimal {
 		ef, _ := e.float64()
 		return decimalFromFloat(math.Pow(bf, ef))
 	}
-	if n, ok := e.int64(roundTowardZero); ok && e.sub(decimalFromInt(n)).isZero() && n >= -1000 && n <= 1000 {
+	n, ok := e.int64(roundTowardZero)
+	integral := ok && e.sub(decimalFromInt(n)).isZero()
+	if integral && n >= -1000 && n <= 1000 {
 		k := abs(int(n))
 		r := decimal{neg: b.neg && k%2 == 1, coef: new(big.Int).Exp(b.c(), big.NewInt(int64(k)), nil), exp: b.exp * k}
 		if n < 0 {
@@ -398,10 +469,14 @@ func decimalPow(b, e decimal) decimal {
 	switch {
 	case b.isZero():
 		return decimal{}
-	case b.neg:
+	case b.neg && !integral:
 		return decimal{form: notANumber}
 	}
-	return decimalFromBig(floatExp(newFloat().Mul(e.bigFloat(), floatLn(b.bigFloat()))))
+	r := decimalFromBig(floatExp(newFloat().Mul(e.bigFloat(), floatLn(b.abs().bigFloat()))), true)
+	if b.neg && n%2 != 0 {
+		r = r.negate()
+	}
+	return r
 }
 
 // bitwiseExpr is $bitAnd, $bitOr or $bitXor over ints and longs: a long
@@ -456,4 +531,21 @@ func bitNot(v []bsoncore.Value) (bsoncore.Value, error) {
 		return bsonvalue.Null, nil
 	}
 	return bsonvalue.Missing, mongoerr.New(mongoerr.TypeMismatch, "$bitNot only supports int and long, not: %s", bsonvalue.TypeName(v[0].Type))
+}
+
+// coerceToLong reads a number as MongoDB's Value::coerceToLong does,
+// truncating a fraction, and fails as it does for other types and for
+// numbers beyond the range of a long.
+func coerceToLong(v bsoncore.Value) (int64, error) {
+	switch v.Type {
+	case bsoncore.TypeInt32, bsoncore.TypeInt64:
+		return toInt64(v), nil
+	case bsoncore.TypeDouble, bsoncore.TypeDecimal128:
+		f := toFloat64(v)
+		if !(f >= -0x1p63 && f < 0x1p63) {
+			return 0, mongoerr.New(codeLongRange, "Can't coerce out of range value %s to long", formatDoubleC(f))
+		}
+		return int64(f), nil
+	}
+	return 0, mongoerr.New(codeLongType, "can't convert from BSON type %s to long", bsonvalue.TypeName(v.Type))
 }

@@ -107,11 +107,7 @@ func init() {
 	// Each further family of operators adds its table here.
 	for _, family := range []map[string]exprOperator{
 		dateOperators(),
-		mathOperators(),
-		trigOperators(),
-		setOperators(),
-		arrayShapeOperators(),
-		accumulatorExprOperators(),
+		numericSetArrayOperators(),
 		miscOperators(),
 	} {
 		maps.Copy(exprOperators, family)

@@ -1,11 +1,14 @@
 package expr
 
 import (
+	"maps"
 	"slices"
+	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/engine/bsonvalue"
+	"github.com/lethedb/lethe/engine/keycodec"
 	"github.com/lethedb/lethe/engine/mongoerr"
 )
 
@@ -69,18 +72,31 @@ func constantValue(n exprNode) (bsoncore.Value, bool) {
 	return bsonvalue.Missing, false
 }
 
-// sortedSet returns the distinct values among vals in ascending order,
-// keeping the first of equal values.
-func sortedSet(vals []bsoncore.Value) []bsoncore.Value {
-	vals = slices.Clone(vals)
-	slices.SortStableFunc(vals, compareExprValues)
-	return slices.CompactFunc(vals, func(a, b bsoncore.Value) bool { return compareExprValues(a, b) == 0 })
-}
+// setKey is a value's index key, which is the same for equal values, so
+// that sets can be hashed.
+func setKey(v bsoncore.Value) string { return string(keycodec.Append(nil, v)) }
 
-// contains reports whether a sorted set holds a value equal to v.
-func contains(set []bsoncore.Value, v bsoncore.Value) bool {
-	_, found := slices.BinarySearchFunc(set, v, compareExprValues)
-	return found
+// sortedSet returns the distinct values among vals in ascending order,
+// keeping the first of equal values, with their keys.
+func sortedSet(vals []bsoncore.Value) (set []bsoncore.Value, keys map[string]bool) {
+	type keyed struct {
+		key string
+		v   bsoncore.Value
+	}
+	all := make([]keyed, len(vals))
+	for i, v := range vals {
+		all[i] = keyed{setKey(v), v}
+	}
+	// Keys order as their values do.
+	slices.SortStableFunc(all, func(a, b keyed) int { return strings.Compare(a.key, b.key) })
+	all = slices.CompactFunc(all, func(a, b keyed) bool { return a.key == b.key })
+	keys = make(map[string]bool, len(all))
+	set = make([]bsoncore.Value, len(all))
+	for i, k := range all {
+		keys[k.key] = true
+		set[i] = k.v
+	}
+	return set, keys
 }
 
 func compileSetEquals(c *exprCompiler, name string, args bsoncore.Value) (exprNode, error) {
@@ -100,17 +116,17 @@ func compileSetEquals(c *exprCompiler, name string, args bsoncore.Value) (exprNo
 }
 
 func setEquals(v []bsoncore.Value) (bsoncore.Value, error) {
-	var first []bsoncore.Value
+	var first map[string]bool
 	for i, arr := range v {
 		if arr.Type != bsoncore.TypeArray {
 			return bsonvalue.Missing, mongoerr.New(codeEqualsType, "All operands of $setEquals must be arrays. %d-th argument is of type: %s", i+1, bsonvalue.TypeName(arr.Type))
 		}
-		set := sortedSet(arrayElements(arr))
+		_, set := sortedSet(arrayElements(arr))
 		if i == 0 {
 			first = set
 			continue
 		}
-		if !slices.EqualFunc(first, set, func(a, b bsoncore.Value) bool { return compareExprValues(a, b) == 0 }) {
+		if !maps.Equal(first, set) {
 			return boolValue(false), nil
 		}
 	}
@@ -126,12 +142,12 @@ func setIntersection(v []bsoncore.Value) (bsoncore.Value, error) {
 		case arr.Type != bsoncore.TypeArray:
 			return bsonvalue.Missing, mongoerr.New(codeIntersectionType, "All operands of $setIntersection must be arrays. One argument is of type: %s", bsonvalue.TypeName(arr.Type))
 		}
-		set := sortedSet(arrayElements(arr))
+		set, keys := sortedSet(arrayElements(arr))
 		if i == 0 {
 			result = set
 			continue
 		}
-		result = slices.DeleteFunc(result, func(x bsoncore.Value) bool { return !contains(set, x) })
+		result = slices.DeleteFunc(result, func(x bsoncore.Value) bool { return !keys[setKey(x)] })
 	}
 	return arrayValue(result), nil
 }
@@ -147,7 +163,8 @@ func setUnion(v []bsoncore.Value) (bsoncore.Value, error) {
 		}
 		all = append(all, arrayElements(arr)...)
 	}
-	return arrayValue(sortedSet(all)), nil
+	set, _ := sortedSet(all)
+	return arrayValue(set), nil
 }
 
 func setDifference(v []bsoncore.Value) (bsoncore.Value, error) {
@@ -162,12 +179,11 @@ func setDifference(v []bsoncore.Value) (bsoncore.Value, error) {
 	}
 	// Elements of the first array go into the set as they are kept, so
 	// that their duplicates are dropped too.
-	seen := sortedSet(arrayElements(b))
+	_, seen := sortedSet(arrayElements(b))
 	out := []bsoncore.Value{}
 	for _, x := range arrayElements(a) {
-		i, found := slices.BinarySearchFunc(seen, x, compareExprValues)
-		if !found {
-			seen = slices.Insert(seen, i, x)
+		if k := setKey(x); !seen[k] {
+			seen[k] = true
 			out = append(out, x)
 		}
 	}
@@ -198,9 +214,9 @@ func compileSetIsSubset(c *exprCompiler, name string, args bsoncore.Value) (expr
 		case b.Type != bsoncore.TypeArray:
 			return bsonvalue.Missing, mongoerr.New(codeSubsetSecond, "both operands of $setIsSubset must be arrays. Second argument is of type: %s", bsonvalue.TypeName(b.Type))
 		}
-		set := sortedSet(arrayElements(b))
+		_, set := sortedSet(arrayElements(b))
 		for _, x := range arrayElements(a) {
-			if !contains(set, x) {
+			if !set[setKey(x)] {
 				return boolValue(false), nil
 			}
 		}

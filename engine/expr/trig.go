@@ -50,7 +50,7 @@ func trigOperators() map[string]exprOperator {
 		"$atanh": with(unit, math.Atanh, floatAtanh),
 		"$acosh": with(trigFunction{bounded: true, inclusive: true, low: 1, high: math.Inf(1)}, math.Acosh, floatAcosh),
 		"$atan": withLimits(math.Atan, floatAtan, func(neg bool) decimal {
-			return decimalFromBig(floatHalfPi()).signed(neg)
+			return decimalFromBig(floatHalfPi(), false).signed(neg)
 		}),
 		"$sinh":  withLimits(math.Sinh, floatSinh, func(neg bool) decimal { return decimal{form: infinite, neg: neg} }),
 		"$cosh":  withLimits(math.Cosh, floatCosh, func(bool) decimal { return decimal{form: infinite} }),
@@ -130,8 +130,11 @@ func (f trigFunction) apply(name string) func(bsoncore.Value) (bsoncore.Value, e
 		case d.form == infinite:
 			// Only $acosh takes an infinity, +∞, whose value it is.
 			return v, nil
+		case d.isZero() && f.double(0) == 1:
+			// cos and cosh are exactly 1 at 0.
+			return decimalFromInt(1).value(), nil
 		}
-		return d.transcendental(f.decimal).value(), nil
+		return d.transcendental(f.decimal, false).value(), nil
 	}
 }
 
@@ -278,9 +281,9 @@ func atan2(v []bsoncore.Value) (bsoncore.Value, error) {
 	case dy.form == infinite || dx.form == infinite:
 		fy, _ := dy.float64()
 		fx, _ := dx.float64()
-		return decimalFromBig(newFloat().SetFloat64(math.Atan2(fy, fx))).value(), nil
+		return decimalFromBig(newFloat().SetFloat64(math.Atan2(fy, fx)), false).value(), nil
 	}
-	return decimalFromBig(floatAtan2(dy.bigFloat(), dx.bigFloat())).value(), nil
+	return decimalFromBig(floatAtan2(dy.bigFloat(), dx.bigFloat()), false).value(), nil
 }
 
 func floatAtan2(y, x *big.Float) *big.Float {
@@ -310,7 +313,7 @@ func angleConversion(decimalFactor string, doubleFactor float64) func(bsoncore.V
 	return func(v bsoncore.Value) (bsoncore.Value, error) {
 		if v.Type == bsoncore.TypeDecimal128 {
 			f, _ := new(big.Float).SetPrec(floatPrec).SetString(decimalFactor)
-			return decimalOf(v).mul(decimalFromBig(f)).value(), nil
+			return decimalOf(v).mul(decimalFromBig(f, true)).value(), nil
 		}
 		return doubleValue(toFloat64(v) * doubleFactor), nil
 	}
