@@ -35,6 +35,7 @@ type regexExpr struct {
 
 	constant      bool             // regex and options are constants
 	constantRegex *bsonvalue.Regex // nil when the constant pattern is null
+	constantFind  *searcher        // $regexFindAll's, for constantRegex
 }
 
 func compileRegexMatch(c *exprCompiler, name string, args bsoncore.Value) (exprNode, error) {
@@ -73,6 +74,13 @@ func compileRegex(c *exprCompiler, name string, args bsoncore.Value, mode regexM
 		x.constant = true
 		if x.constantRegex, err = compileRegexArgs(name, regex.v, options.v); err != nil {
 			return nil, err
+		}
+		if mode == regexFindAllMode && x.constantRegex != nil {
+			search, err := newSearcher(x.constantRegex.Regexp())
+			if err != nil {
+				return nil, err
+			}
+			x.constantFind = &search
 		}
 	}
 	return x, nil
@@ -161,18 +169,22 @@ func (x *regexExpr) eval(e *env) (bsoncore.Value, error) {
 		}
 		return matchDocument(s, loc, codePointCount(s[:loc[0]])), nil
 	}
-	return x.findAll(e, re.Regexp(), s)
+	search := x.constantFind
+	if search == nil {
+		sr, err := newSearcher(re.Regexp())
+		if err != nil {
+			return bsonvalue.Missing, err
+		}
+		search = &sr
+	}
+	return x.findAll(e, search, s)
 }
 
 // findAll is $regexFindAll: the matches MongoDB finds by searching again
 // from the end of each match, or one code point further after an empty
 // match, until the search would start at the end of the input. Unlike Go's
 // own iteration, an empty match right after a non-empty one counts.
-func (x *regexExpr) findAll(e *env, re *regexp.Regexp, s string) (bsoncore.Value, error) {
-	search, err := newSearcher(re)
-	if err != nil {
-		return bsonvalue.Missing, err
-	}
+func (x *regexExpr) findAll(e *env, search *searcher, s string) (bsoncore.Value, error) {
 	size := e.buildingArray(x.name)
 	defer size.release()
 	var found []bsoncore.Value
