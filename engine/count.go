@@ -35,10 +35,11 @@ func (e *Engine) scanMatches(ctx context.Context, db, coll string, filter bson.R
 	more := true
 	for more && !sc.done {
 		err := sc.next(ctx, func(d *storedDoc) (bool, error) {
-			if f.Match(d.doc) {
+			matched, err := f.MatchErr(d.doc)
+			if matched {
 				more = fn(d.doc)
 			}
-			return more, nil
+			return more && err == nil, err
 		})
 		if err != nil {
 			return err

@@ -128,8 +128,8 @@ func (c *Cursor) materialize(ctx context.Context, srt *query.Sort, limit memoryL
 	var held int64
 	for !c.sc.done {
 		err := c.sc.next(ctx, func(d *storedDoc) (bool, error) {
-			if !c.filter.Match(d.doc) {
-				return true, nil
+			if matched, err := c.filter.MatchErr(d.doc); err != nil || !matched {
+				return err == nil, err
 			}
 			held += int64(len(d.doc))
 			if held > limit.bytes {
@@ -180,7 +180,10 @@ func (c *Cursor) NextBatch(ctx context.Context, n int, maxBytes int) ([]bson.Raw
 		return !(n > 0 && len(out) >= n) && size < maxBytes
 	}
 	take := func(d *storedDoc) (bool, error) {
-		matched, pos := c.filter.MatchPositional(d.doc)
+		matched, pos, err := c.filter.MatchPositional(d.doc)
+		if err != nil {
+			return false, err
+		}
 		if !c.materialized && !matched {
 			return true, nil
 		}

@@ -149,7 +149,7 @@ func (r *modelRun) stepFind(ctx context.Context, op *modelOp) error {
 		if q.proj == nil {
 			return d.doc
 		}
-		_, pos := q.filter.MatchPositional(d.doc)
+		_, pos, _ := q.filter.MatchPositional(d.doc)
 		out, err := q.proj.Apply(d.doc, pos)
 		if err != nil {
 			return nil

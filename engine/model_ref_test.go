@@ -382,7 +382,7 @@ func (m *refModel) update(f *query.Filter, srt *query.Sort, filter bson.Raw, u *
 		matches = matches[:1]
 	}
 	for _, d := range matches {
-		_, pos := f.MatchPositional(d.doc)
+		_, pos, _ := f.MatchPositional(d.doc)
 		before := d.doc
 		_, changed, err := m.apply(d, u, pos, now)
 		if err != nil {
@@ -445,7 +445,7 @@ func (m *refModel) findAndModify(f *query.Filter, srt *query.Sort, proj *project
 		if spec.Remove {
 			m.remove(d)
 		} else {
-			_, pos := f.MatchPositional(d.doc)
+			_, pos, _ := f.MatchPositional(d.doc)
 			after, _, err := m.apply(d, spec.Update, pos, now)
 			if err != nil {
 				return res, matches, false, err

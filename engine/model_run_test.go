@@ -441,7 +441,7 @@ func (r *modelRun) resyncAfterMulti(pre *refModel, f *query.Filter, matches []*r
 			continue
 		}
 		matched := slices.ContainsFunc(matches, func(d *refDoc) bool { return valuesEqual(d.id(), g.id()) })
-		_, pos := f.MatchPositional(old.doc)
+		_, pos, _ := f.MatchPositional(old.doc)
 		after, _, aerr := u.Apply(old.doc, pos)
 		if !matched || aerr != nil || !bytes.Equal(after, g.doc) {
 			return fmt.Errorf("multi update: document %v became %v, which the update cannot make of %v", g.id(), g.doc, old.doc)

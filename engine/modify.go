@@ -63,8 +63,8 @@ func (e *Engine) candidates(ctx context.Context, c *Collection, f *query.Filter,
 	keepDocs := srt != nil && !p.sorted
 	for !sc.done {
 		err := sc.next(ctx, func(d *storedDoc) (bool, error) {
-			if !f.Match(d.doc) {
-				return true, nil
+			if matched, err := f.MatchErr(d.doc); err != nil || !matched {
+				return err == nil, err
 			}
 			h := hit{pk: append([]byte(nil), d.pk...)}
 			if keepDocs {
@@ -190,7 +190,10 @@ func (w *writer) modify(pk []byte, f *query.Filter, change func(d *storedDoc, po
 		if w.st.expired(old.h, nowMs) {
 			return false, false, nil
 		}
-		ok, pos := f.MatchPositional(old.doc)
+		ok, pos, err := f.MatchPositional(old.doc)
+		if err != nil {
+			return false, false, err
+		}
 		if !ok {
 			return false, false, nil
 		}

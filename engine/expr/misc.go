@@ -26,9 +26,11 @@ func miscOperators() map[string]exprOperator {
 		"$tsSecond":    fixed(1, timestampPart("$tsSecond", 5687301, false)),
 		"$tsIncrement": fixed(1, timestampPart("$tsIncrement", 5687302, true)),
 		"$meta":        compileMeta,
-		"$function":    compileFunction,
-		"$accumulator": compileNotAnExpression,
-		"$sampleRate":  compileNotAnExpression,
+
+		"$toHashedIndexKey": compileToHashedIndexKey,
+		"$function":         compileFunction,
+		"$accumulator":      compileNotAnExpression,
+		"$sampleRate":       compileNotAnExpression,
 	}
 	for _, family := range []map[string]exprOperator{fieldOperators(), regexOperators(), replaceOperators()} {
 		maps.Copy(ops, family)

@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"regexp/syntax"
 	"strings"
+	"unicode/utf8"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -34,6 +35,7 @@ type regexExpr struct {
 
 	constant      bool             // regex and options are constants
 	constantRegex *bsonvalue.Regex // nil when the constant pattern is null
+	constantFind  *searcher        // $regexFindAll's, for constantRegex
 }
 
 func compileRegexMatch(c *exprCompiler, name string, args bsoncore.Value) (exprNode, error) {
@@ -72,6 +74,13 @@ func compileRegex(c *exprCompiler, name string, args bsoncore.Value, mode regexM
 		x.constant = true
 		if x.constantRegex, err = compileRegexArgs(name, regex.v, options.v); err != nil {
 			return nil, err
+		}
+		if mode == regexFindAllMode && x.constantRegex != nil {
+			search, err := newSearcher(x.constantRegex.Regexp())
+			if err != nil {
+				return nil, err
+			}
+			x.constantFind = &search
 		}
 	}
 	return x, nil
@@ -160,56 +169,38 @@ func (x *regexExpr) eval(e *env) (bsoncore.Value, error) {
 		}
 		return matchDocument(s, loc, codePointCount(s[:loc[0]])), nil
 	}
-	return x.findAll(e, re.Regexp(), s)
+	search := x.constantFind
+	if search == nil {
+		sr, err := newSearcher(re.Regexp())
+		if err != nil {
+			return bsonvalue.Missing, err
+		}
+		search = &sr
+	}
+	return x.findAll(e, search, s)
 }
 
 // findAll is $regexFindAll: the matches MongoDB finds by searching again
 // from the end of each match, or one code point further after an empty
-// match, until the search would start at the end of the input.
-func (x *regexExpr) findAll(e *env, re *regexp.Regexp, s string) (bsoncore.Value, error) {
+// match, until the search would start at the end of the input. Unlike Go's
+// own iteration, an empty match right after a non-empty one counts.
+func (x *regexExpr) findAll(e *env, search *searcher, s string) (bsoncore.Value, error) {
 	size := e.buildingArray(x.name)
 	defer size.release()
 	var found []bsoncore.Value
-	add := func(loc []int, cp int) error {
-		m := matchDocument(s, loc, cp)
-		if err := size.addElement(len(found), m); err != nil {
-			return err
-		}
-		found = append(found, m)
-		return e.tick()
-	}
-	if needsContext(re) {
-		// Searching a suffix would lose what ^ and \b see before it: Go's
-		// own iteration keeps it. It differs from MongoDB's only in
-		// skipping an empty match right after a non-empty one, and in a
-		// last empty match at the end after an empty match before it.
-		locs := re.FindAllStringSubmatchIndex(s, MaxValueBytes/40+1)
-		cp, at := 0, 0
-		for i, loc := range locs {
-			if loc[0] == len(s) && len(s) > 0 && i > 0 && locs[i-1][0] == locs[i-1][1] {
-				break
-			}
-			cp += codePointCount(s[at:loc[0]])
-			at = loc[0]
-			if err := add(loc, cp); err != nil {
-				return bsonvalue.Missing, err
-			}
-		}
-		return arrayValue(found), nil
-	}
 	pos, cp := 0, 0
 	for {
-		loc := re.FindStringSubmatchIndex(s[pos:])
+		loc := search.from(s, pos)
 		if loc == nil {
 			break
 		}
-		for i := range loc {
-			if loc[i] >= 0 {
-				loc[i] += pos
-			}
-		}
 		cp += codePointCount(s[pos:loc[0]])
-		if err := add(loc, cp); err != nil {
+		m := matchDocument(s, loc, cp)
+		if err := size.addElement(len(found), m); err != nil {
+			return bsonvalue.Missing, err
+		}
+		found = append(found, m)
+		if err := e.tick(); err != nil {
 			return bsonvalue.Missing, err
 		}
 		if loc[0] == loc[1] {
@@ -225,6 +216,50 @@ func (x *regexExpr) findAll(e *env, re *regexp.Regexp, s string) (bsoncore.Value
 		}
 	}
 	return arrayValue(found), nil
+}
+
+// searcher finds the first match of a regular expression at or after a
+// position of the input, seeing what comes before it as a search that
+// continues in the whole input does.
+type searcher struct {
+	re *regexp.Regexp
+	// inContext is nil when re has no assertion that looks behind (^, \A,
+	// \b, \B), so that searching the rest of the input is the same. Else it
+	// is re after one code point of context and the shortest prefix.
+	inContext *regexp.Regexp
+}
+
+func newSearcher(re *regexp.Regexp) (searcher, error) {
+	if !needsContext(re) {
+		return searcher{re: re}, nil
+	}
+	inContext, err := regexp.Compile(`\A(?s:.)(?s:.*?)(` + re.String() + `)`)
+	if err != nil {
+		return searcher{}, mongoerr.New(51111, "Invalid Regex: %v", err)
+	}
+	return searcher{re: re, inContext: inContext}, nil
+}
+
+// from returns the submatch indexes in s of the first match at or after
+// pos, or nil.
+func (sr searcher) from(s string, pos int) []int {
+	var loc []int
+	base := pos
+	if pos == 0 || sr.inContext == nil {
+		loc = sr.re.FindStringSubmatchIndex(s[pos:])
+	} else {
+		_, w := utf8.DecodeLastRuneInString(s[:pos])
+		base = pos - w
+		if loc = sr.inContext.FindStringSubmatchIndex(s[base:]); loc != nil {
+			loc = loc[2:] // the match of re and its groups
+		}
+	}
+	for i := range loc {
+		if loc[i] >= 0 {
+			loc[i] += base
+		}
+	}
+	return loc
 }
 
 // matchDocument is what $regexFind and $regexFindAll make of a match: the

@@ -77,6 +77,7 @@ func init() {
 		"$nor":         compileLogical("$nor", func(n []node) node { return norNode(n) }),
 		"$comment":     compileComment,
 		"$expr":        compileExprOperator,
+		"$sampleRate":  compileSampleRate,
 		"$alwaysTrue":  compileAlways(true),
 		"$alwaysFalse": compileAlways(false),
 		"$where":       refuseWhere,

@@ -10,5 +10,8 @@
 // tests the array's elements as well as the array itself.
 //
 // $expr hands its argument to package expr, the aggregation expression
-// language; a document matches when the expression is truthy.
+// language; a document matches when the expression is truthy. An
+// expression that fails on a document, as adding a string does, fails the
+// command in MongoDB: MatchErr and MatchPositional return that error, while
+// Match, for uses that have no command to fail, treats it as no match.
 package query

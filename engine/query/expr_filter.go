@@ -9,14 +9,19 @@ import (
 )
 
 // exprFilter is $expr in a filter: documents for which the expression is
-// true. A runtime error makes the document not match.
+// true. A runtime error, such as adding a string, fails the command in
+// MongoDB: it is recorded for MatchErr, and the document does not match.
 type exprFilter struct {
 	ex *expr.Expr
 }
 
-func (f exprFilter) match(doc []byte, _ *state) bool {
+func (f exprFilter) match(doc []byte, st *state) bool {
 	v, err := f.ex.Eval(doc)
-	return err == nil && bsonvalue.Truthy(v)
+	if err != nil {
+		st.fail(err)
+		return false
+	}
+	return bsonvalue.Truthy(v)
 }
 
 func compileExprOperator(v bsoncore.Value, lvl level) (node, error) {

@@ -44,20 +44,38 @@ func CompileWith(filter bson.Raw, opts Options) (*Filter, error) {
 	return &Filter{root: root}, nil
 }
 
-// Match reports whether doc matches the filter.
+// Match reports whether doc matches the filter. A document for which a
+// $expr fails to evaluate does not match; commands use MatchErr.
 func (f *Filter) Match(doc bson.Raw) bool {
 	return f.root.match(doc, nil)
 }
 
-// MatchPositional is Match that also reports, for MongoDB's positional $
+// MatchErr is Match for a command: the runtime error of a $expr, such as
+// adding a string, is returned, as MongoDB fails the command with it.
+// Operands that need not be evaluated, as after a true branch of $or, are
+// not, so they raise no error.
+func (f *Filter) MatchErr(doc bson.Raw) (bool, error) {
+	st := state{arrayIndex: -1}
+	matched := f.root.match(doc, &st)
+	if st.err != nil {
+		return false, st.err
+	}
+	return matched, nil
+}
+
+// MatchPositional is MatchErr that also reports, for MongoDB's positional $
 // operator, the index of the array element through which the first
 // array-traversing predicate matched, or -1. Only arrays a path traverses
 // implicitly count (not a numeric path component), the outermost one when
 // there are several; negations and $or never set it.
-func (f *Filter) MatchPositional(doc bson.Raw) (matched bool, arrayIndex int) {
-	st := state{arrayIndex: -1}
-	if !f.root.match(doc, &st) {
-		return false, -1
+func (f *Filter) MatchPositional(doc bson.Raw) (matched bool, arrayIndex int, err error) {
+	st := state{arrayIndex: -1, positional: true}
+	matched = f.root.match(doc, &st)
+	switch {
+	case st.err != nil:
+		return false, -1, st.err
+	case !matched:
+		return false, -1, nil
 	}
-	return true, st.arrayIndex
+	return true, st.arrayIndex, nil
 }

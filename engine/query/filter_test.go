@@ -29,7 +29,10 @@ func TestMatchPositional(t *testing.T) {
 	}
 	for _, tt := range tests {
 		f := mustCompile(t, tt.filter)
-		matched, index := f.MatchPositional(raw(t, tt.doc))
+		matched, index, err := f.MatchPositional(raw(t, tt.doc))
+		if err != nil {
+			t.Fatalf("%s on %s: %v", tt.filter, tt.doc, err)
+		}
 		if matched != tt.matched || index != tt.index {
 			t.Errorf("%s on %s: got (%v, %d), want (%v, %d)", tt.filter, tt.doc, matched, index, tt.matched, tt.index)
 		}

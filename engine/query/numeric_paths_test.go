@@ -23,7 +23,7 @@ func TestMatchPositionalArrayOffset(t *testing.T) {
 		{`{"a": [0, 1], "b": [{"c": [0]}]}`, `{"a": 1, "b.0.c.0": 0}`, 1},
 	}
 	for _, tt := range tests {
-		matched, i := mustCompile(t, tt.filter).MatchPositional(raw(t, tt.doc))
+		matched, i, _ := mustCompile(t, tt.filter).MatchPositional(raw(t, tt.doc))
 		if !matched || i != tt.want {
 			t.Errorf("%s against %s: matched %v at %d, want a match at %d", tt.filter, tt.doc, matched, i, tt.want)
 		}

@@ -33,15 +33,41 @@ type elementPicker interface {
 	pick(v bsoncore.Value) int
 }
 
-// state collects what MatchPositional reports. Match passes a nil *state, and
-// so do negations and $or, whose matches say nothing about a position.
+// state collects what MatchErr and MatchPositional report: the first
+// runtime error of a $expr, and the array position. Match passes a nil
+// *state. Negations and $or pass their children a branch that keeps no
+// position, since their matches say nothing about one, but collects errors.
 type state struct {
-	arrayIndex int // -1 until a predicate reached through an array matched
+	arrayIndex int  // -1 until a predicate reached through an array matched
+	positional bool // whether arrayIndex is wanted
+	err        error
 }
 
 func (st *state) record(i int) {
-	if st != nil && st.arrayIndex < 0 {
+	if st != nil && st.positional && st.arrayIndex < 0 {
 		st.arrayIndex = i
+	}
+}
+
+// fail records the runtime error of a $expr; the first one wins.
+func (st *state) fail(err error) {
+	if st != nil && st.err == nil {
+		st.err = err
+	}
+}
+
+// branch is the state of the children of a negation or $or.
+func (st *state) branch() *state {
+	if st == nil {
+		return nil
+	}
+	return &state{arrayIndex: -1}
+}
+
+// merge takes the error a branch met.
+func (st *state) merge(b *state) {
+	if b != nil {
+		st.fail(b.err)
 	}
 }
 
@@ -60,9 +86,11 @@ func (n andNode) match(doc []byte, st *state) bool {
 // orNode matches documents that match any child.
 type orNode []node
 
-func (n orNode) match(doc []byte, _ *state) bool {
+func (n orNode) match(doc []byte, st *state) bool {
+	b := st.branch()
+	defer st.merge(b)
 	for _, c := range n {
-		if c.match(doc, nil) {
+		if c.match(doc, b) {
 			return true
 		}
 	}
@@ -72,9 +100,11 @@ func (n orNode) match(doc []byte, _ *state) bool {
 // norNode matches documents that match no child.
 type norNode []node
 
-func (n norNode) match(doc []byte, _ *state) bool {
+func (n norNode) match(doc []byte, st *state) bool {
+	b := st.branch()
+	defer st.merge(b)
 	for _, c := range n {
-		if c.match(doc, nil) {
+		if c.match(doc, b) {
 			return false
 		}
 	}
@@ -114,7 +144,7 @@ func (l *leafExpr) matchPath(doc []byte, p []string, st *state) bool {
 		if !l.pred.test(v) {
 			return false
 		}
-		if st != nil {
+		if st != nil && st.positional {
 			// The outermost array traversed wins over the element an
 			// $elemMatch picked inside it, as in MongoDB.
 			if picker, ok := l.pred.(elementPicker); ok && arrayIndex < 0 {
