@@ -112,34 +112,6 @@ func init() {
 	} {
 		maps.Copy(exprOperators, family)
 	}
-	for _, name := range unsupportedOperators {
-		if _, ok := exprOperators[name]; !ok {
-			exprOperators[name] = refuse
-		}
-	}
-}
-
-// unsupportedOperators are MongoDB's expression operators that Lethe does
-// not evaluate: using one is refused as not implemented rather than as an
-// unknown expression.
-var unsupportedOperators = []string{
-	"$accumulator", "$acos", "$acosh", "$allElementsTrue", "$anyElementTrue", "$arrayToObject",
-	"$asin", "$asinh", "$atan", "$atan2", "$atanh", "$binarySize", "$bitAnd", "$bitNot", "$bitOr",
-	"$bitXor", "$bsonSize", "$ceil", "$cos", "$cosh", "$dateAdd", "$dateDiff", "$dateFromParts",
-	"$dateFromString", "$dateSubtract", "$dateToParts", "$dateToString", "$dateTrunc", "$dayOfMonth",
-	"$dayOfWeek", "$dayOfYear", "$degreesToRadians", "$exp", "$firstN", "$floor", "$function",
-	"$getField", "$hour", "$isoDayOfWeek", "$isoWeek", "$isoWeekYear", "$lastN", "$ln", "$log",
-	"$log10", "$maxN", "$median", "$meta", "$millisecond", "$minN", "$minute", "$month",
-	"$objectToArray", "$percentile", "$pow", "$radiansToDegrees", "$rand", "$regexFind",
-	"$regexFindAll", "$replaceAll", "$replaceOne", "$round", "$sampleRate", "$second",
-	"$setDifference", "$setEquals", "$setField", "$setIntersection", "$setIsSubset", "$setUnion",
-	"$sin", "$sinh", "$sortArray", "$sqrt", "$stdDevPop", "$stdDevSamp", "$tan", "$tanh",
-	"$toHashedIndexKey", "$trunc", "$tsIncrement", "$tsSecond", "$unsetField", "$week", "$year",
-	"$zip",
-}
-
-func refuse(_ *exprCompiler, name string, _ bsoncore.Value) (exprNode, error) {
-	return nil, mongoerr.New(mongoerr.NotImplemented, "the expression %s is not supported by Lethe", name)
 }
 
 // args compiles an operator's arguments: the elements of an array, or a
