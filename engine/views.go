@@ -97,6 +97,9 @@ func (e *Engine) CreateView(ctx context.Context, db, name, viewOn string, pipeli
 	if err := ValidateNamespace(db, name); err != nil {
 		return err
 	}
+	if strings.HasPrefix(name, "system.") {
+		return mongoerr.New(mongoerr.InvalidNamespace, "invalid namespace name for a view: %s.%s", db, name)
+	}
 	v := &View{Name: name, ViewOn: viewOn, Pipeline: clonePipeline(pipeline)}
 	e.viewMu.Lock()
 	defer e.viewMu.Unlock()

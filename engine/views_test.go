@@ -161,6 +161,7 @@ func TestViewDefinitionsChecked(t *testing.T) {
 	e := openTestEngine(t)
 	ctx := context.Background()
 	wantCode(t, "empty viewOn", e.CreateView(ctx, "db", "v", "", nil), 2)
+	wantCode(t, "system name", e.CreateView(ctx, "db", "system.v", "c", nil), 73)
 	wantCode(t, "$out", e.CreateView(ctx, "db", "v", "c", stages(t, bson.D{{Key: "$out", Value: "x"}})), 167)
 	wantCode(t, "$merge", e.CreateView(ctx, "db", "v", "c", stages(t, bson.D{{Key: "$match", Value: bson.D{}}}, bson.D{{Key: "$merge", Value: "x"}})), 167)
 	wantCode(t, "unknown stage", e.CreateView(ctx, "db", "v", "c", stages(t, bson.D{{Key: "$nope", Value: 1}})), 40324)
@@ -188,6 +189,14 @@ func TestViewDefinitionsChecked(t *testing.T) {
 		}
 	}
 	wantCode(t, "21st view on the chain", e.CreateView(ctx, "db", "chain21", "chain20", nil), 165)
+	// A read looks up at most 20 namespaces (resolveView in MongoDB's
+	// view_catalog_helpers.cpp), the collection at the end included: the
+	// top of a chain of 20 is one too many.
+	if coll, p, _, err := e.ResolveView("db", "chain19"); err != nil || coll != "chain0" || len(p) != 0 {
+		t.Fatalf("resolve chain19: %s %v %v", coll, p, err)
+	}
+	_, _, _, err := e.ResolveView("db", "chain20")
+	wantCode(t, "read through 20 views", err, 165)
 	wantCode(t, "chain over a view", e.ModifyView(ctx, "db", "chain1", "b", nil), 165)
 	wantCode(t, "chain under a view", e.CreateView(ctx, "db", "chain0", "c", nil), 165)
 }

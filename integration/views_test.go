@@ -138,6 +138,16 @@ func TestViewFindOptionsRefused(t *testing.T) {
 		err := db.RunCommand(ctx, bson.D{{Key: "find", Value: "big"}, opt}).Err()
 		wantCode(t, err, 168)
 	}
+	for _, cmd := range []bson.D{
+		{{Key: "find", Value: "big"}, {Key: "collation", Value: bson.D{{Key: "locale", Value: "fr"}}}},
+		{{Key: "aggregate", Value: "big"}, {Key: "pipeline", Value: bson.A{}}, {Key: "cursor", Value: bson.D{}}, {Key: "collation", Value: bson.D{{Key: "locale", Value: "fr"}}}},
+		{{Key: "count", Value: "big"}, {Key: "collation", Value: bson.D{{Key: "locale", Value: "fr"}}}},
+		{{Key: "distinct", Value: "big"}, {Key: "key", Value: "a"}, {Key: "collation", Value: bson.D{{Key: "locale", Value: "fr"}}}},
+	} {
+		wantCode(t, db.RunCommand(ctx, cmd).Err(), 167)
+	}
+	run(t, db, bson.D{{Key: "find", Value: "big"}, {Key: "collation", Value: bson.D{{Key: "locale", Value: "simple"}}}})
+	wantCode(t, db.RunCommand(ctx, bson.D{{Key: "explain", Value: bson.D{{Key: "find", Value: "big"}}}}).Err(), 238)
 	// singleBatch goes with a limit of one.
 	raw := run(t, db, bson.D{{Key: "find", Value: "big"}, {Key: "singleBatch", Value: true}, {Key: "limit", Value: 1}})
 	if raw.Lookup("cursor", "id").Int64() != 0 {

@@ -64,6 +64,33 @@ func (s *Server) guardViews() {
 		return okReply(bson.E{Key: "ns", Value: req.DB + "." + coll})
 	})
 	wrap("collMod", s.collModView)
+	// A read of a view takes the view's collation, always the simple one
+	// in Lethe: another is refused as MongoDB refuses overriding a view's.
+	for _, name := range []string{"find", "aggregate", "count", "distinct"} {
+		wrap(name, func(ctx context.Context, req *Request, _ string, next handlerFunc) (bson.Raw, error) {
+			if v, err := req.Body.LookupErr("collation"); err == nil && v.Type == bson.TypeEmbeddedDocument && checkCollation(v) != nil {
+				return nil, mongoerr.New(mongoerr.OptionNotSupportedOnView, "Cannot override a view's default collation")
+			}
+			return next(ctx, req)
+		})
+	}
+	// explain shows plans over collections only: refused rather than
+	// answered with the plan of an empty collection.
+	if cmd := s.commands["explain"]; cmd != nil {
+		next := cmd.handle
+		cmd.handle = func(ctx context.Context, req *Request) (bson.Raw, error) {
+			if inner, ok := firstValue(req.Body).DocumentOK(); ok {
+				if el, err := inner.IndexErr(0); err == nil {
+					if coll, ok := el.Value().StringValueOK(); ok {
+						if _, isView := s.eng.View(req.DB, coll); isView {
+							return nil, mongoerr.New(mongoerr.NotImplemented, "explain of a read through a view is not supported")
+						}
+					}
+				}
+			}
+			return next(ctx, req)
+		}
+	}
 }
 
 // createView is create with viewOn: pipeline (nil for none) over viewOn.
