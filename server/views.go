@@ -218,8 +218,13 @@ func (s *Server) findOnView(ctx context.Context, req *Request, coll string, spec
 	if truthy("tailable") {
 		return nil, mongoerr.New(mongoerr.InvalidPipelineOperator, "Tailable cursors are not supported in aggregation.")
 	}
-	if _, err := spec.Sort.LookupErr("$natural"); err == nil {
-		return nil, mongoerr.New(mongoerr.InvalidPipelineOperator, "Sort option $natural not supported in aggregation.")
+	// A $natural sort asks for the order the view reads its collection in
+	// (allowed on views since MongoDB 4.4): a hint of that collection.
+	if elems, _ := spec.Sort.Elements(); len(elems) == 1 && elems[0].Key() == "$natural" {
+		if spec.Hint.Type == 0 {
+			spec.Hint = bson.RawValue{Type: bson.TypeEmbeddedDocument, Value: spec.Sort}
+		}
+		spec.Sort = nil
 	}
 	single := truthy("singleBatch")
 	if single && spec.Limit != 1 {
