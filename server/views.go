@@ -9,6 +9,7 @@ package server
 
 import (
 	"context"
+	"slices"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -30,25 +31,25 @@ func (s *Server) viewNamed(req *Request) (string, bool) {
 	return coll, isView
 }
 
+// viewHandler answers a command that names the view coll; next is the
+// command's own handler.
+type viewHandler func(ctx context.Context, req *Request, coll string, next handlerFunc) (bson.Raw, error)
+
 // guardViews makes the commands that need a collection refuse a view with
 // CommandNotSupportedOnView, and drop and collMod act on views. The write
 // commands are refused by the engine, statement by statement.
 func (s *Server) guardViews() {
-	wrap := func(name string, onView func(ctx context.Context, req *Request, coll string, next handlerFunc) (bson.Raw, error)) {
+	wrap := func(name string, onView viewHandler) {
 		cmd := s.commands[name]
 		if cmd == nil {
 			return
 		}
 		next := cmd.handle
 		cmd.handle = func(ctx context.Context, req *Request) (bson.Raw, error) {
-			coll, isView := s.viewNamed(req)
-			if !isView {
-				if name == "collMod" {
-					return s.collModCollection(ctx, req, next)
-				}
-				return next(ctx, req)
+			if coll, isView := s.viewNamed(req); isView {
+				return onView(ctx, req, coll, next)
 			}
-			return onView(ctx, req, coll, next)
+			return next(ctx, req)
 		}
 	}
 	refuse := func(_ context.Context, req *Request, coll string, _ handlerFunc) (bson.Raw, error) {
@@ -63,6 +64,12 @@ func (s *Server) guardViews() {
 		}
 		return okReply(bson.E{Key: "ns", Value: req.DB + "." + coll})
 	})
+	if cmd := s.commands["collMod"]; cmd != nil {
+		next := cmd.handle
+		cmd.handle = func(ctx context.Context, req *Request) (bson.Raw, error) {
+			return s.collModCollection(ctx, req, next)
+		}
+	}
 	wrap("collMod", s.collModView)
 	// A read of a view takes the view's collation, always the simple one
 	// in Lethe: another is refused as MongoDB refuses overriding a view's.
@@ -95,11 +102,11 @@ func (s *Server) guardViews() {
 
 // createView is create with viewOn: pipeline (nil for none) over viewOn.
 func (s *Server) createView(ctx context.Context, req *Request, coll, viewOn string, pipeline []bson.Raw, others []string) error {
-	for _, k := range others {
-		if k == "idIndex" {
-			return mongoerr.New(mongoerr.InvalidOptions, "'idIndex' is not allowed with 'viewOn'")
-		}
-		return mongoerr.New(mongoerr.InvalidOptions, "option not supported on a view: %s", k)
+	switch {
+	case slices.Contains(others, "idIndex"):
+		return mongoerr.New(mongoerr.InvalidOptions, "'idIndex' is not allowed with 'viewOn'")
+	case len(others) > 0:
+		return mongoerr.New(mongoerr.InvalidOptions, "option not supported on a view: %s", others[0])
 	}
 	if pipeline == nil {
 		pipeline = []bson.Raw{}
@@ -137,7 +144,7 @@ func (s *Server) collModView(ctx context.Context, req *Request, coll string, _ h
 }
 
 // collModCollection refuses the view options of collMod on what is not a
-// view.
+// view (views get collModView first).
 func (s *Server) collModCollection(ctx context.Context, req *Request, next handlerFunc) (bson.Raw, error) {
 	for key := range cmdArgs(req.Body) {
 		if k := string(key); k == "viewOn" || k == "pipeline" {
