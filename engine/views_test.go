@@ -246,3 +246,29 @@ func TestViewInvolvedNamespaces(t *testing.T) {
 	g.changed.Pipeline = stages(t, bson.D{{Key: "$lookup", Value: bson.D{{Key: "from", Value: "a"}}}})
 	wantCode(t, "b looks up a, which reads b", g.check(), 5)
 }
+
+// A name is a view or a collection, never both, however creations race:
+// a view, a write that creates the collection, and an explicit create.
+func TestViewAndCollectionCreationsRace(t *testing.T) {
+	e := openTestEngine(t)
+	ctx := context.Background()
+	for i := range 50 {
+		name := fmt.Sprint("x", i)
+		done := make(chan error, 3)
+		go func() { done <- e.CreateView(ctx, "db", name, "c", nil) }()
+		go func() {
+			_, err := e.Insert("db", name, []bson.Raw{modelRaw(bson.D{{Key: "_id", Value: 1}})}, true)
+			done <- err
+		}()
+		go func() { done <- e.CreateCollection("db", name, CreateOptions{}) }()
+		for range 3 {
+			if err := <-done; err != nil && codeOf(err) != 48 {
+				t.Fatalf("%s: %v", name, err)
+			}
+		}
+		_, isView := e.View("db", name)
+		if isView == e.CollectionExists("db", name) {
+			t.Fatalf("%s: view %v, collection %v", name, isView, e.CollectionExists("db", name))
+		}
+	}
+}
