@@ -188,16 +188,18 @@ func (e *Engine) CreateCollection(db, name string, opts CreateOptions) error {
 }
 
 // writeLock returns db.name share-locked against catalog changes, creating
-// it first when create is set; nil (and no lock) when it does not exist.
-// A collection dropped while the caller waited for the lock is looked up
+// it first when create is set; nil (and no lock) when it does not exist, and
+// CommandNotSupportedOnView when it is a view. A collection dropped while the caller waited for the lock is looked up
 // again, so that no write lands in a dropped collection's key range.
 func (e *Engine) writeLock(db, name string, create bool) (*Collection, error) {
 	for {
-		if _, ok := e.View(db, name); ok {
-			return nil, errIsView(db, name)
-		}
 		c := e.collection(db, name)
 		if c == nil {
+			// A name is never both; ensureCollection checks again under
+			// e.mu.
+			if _, ok := e.View(db, name); ok {
+				return nil, errIsView(db, name)
+			}
 			if !create {
 				return nil, nil
 			}
