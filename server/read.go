@@ -340,7 +340,7 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 		if _, isView := s.eng.View(req.DB, coll); isView && isCollStats(pipeline) {
 			return nil, errIsView(req.DB, coll)
 		}
-		if from, pipeline, _, err = s.resolveRead(req.DB, coll, pipeline); err != nil {
+		if from, pipeline, err = s.resolveRead(req.DB, coll, pipeline); err != nil {
 			return nil, err
 		}
 	}

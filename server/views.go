@@ -111,7 +111,7 @@ func (s *Server) createView(ctx context.Context, req *Request, coll, viewOn stri
 	if pipeline == nil {
 		pipeline = []bson.Raw{}
 	}
-	return s.eng.CreateView(ctx, req.DB, coll, viewOn, cloneStages(pipeline))
+	return s.eng.CreateView(ctx, req.DB, coll, viewOn, pipeline)
 }
 
 // collModView changes a view's viewOn or pipeline; a view has no other
@@ -137,7 +137,7 @@ func (s *Server) collModView(ctx context.Context, req *Request, coll string, _ h
 			return nil, err
 		}
 	}
-	if err := s.eng.ModifyView(ctx, req.DB, coll, viewOn, cloneStages(pipeline)); err != nil {
+	if err := s.eng.ModifyView(ctx, req.DB, coll, viewOn, pipeline); err != nil {
 		return nil, err
 	}
 	return okReply()
@@ -179,28 +179,17 @@ func (s *Server) viewInfos(db string, nameOnly bool) []bson.D {
 
 // resolveRead is the collection a read of db.coll reads and the pipeline
 // it runs there: the views' pipelines, then the read's own stages.
-func (s *Server) resolveRead(db, coll string, stages []bson.Raw) (string, []bson.Raw, bool, error) {
+func (s *Server) resolveRead(db, coll string, stages []bson.Raw) (string, []bson.Raw, error) {
 	source, vp, isView, err := s.eng.ResolveView(db, coll)
 	if err != nil || !isView {
-		return coll, stages, false, err
+		return coll, stages, err
 	}
-	return source, append(vp, stages...), true, nil
+	return source, append(vp, stages...), nil
 }
 
 func stage(name string, arg any) bson.Raw {
 	raw, _ := bson.Marshal(bson.D{{Key: name, Value: arg}})
 	return raw
-}
-
-func cloneStages(stages []bson.Raw) []bson.Raw {
-	if stages == nil {
-		return nil
-	}
-	out := make([]bson.Raw, len(stages))
-	for i, st := range stages {
-		out[i] = cloneRaw(st)
-	}
-	return out
 }
 
 // findOnView answers find on a view with the aggregation MongoDB turns it
@@ -257,7 +246,7 @@ func (s *Server) findOnView(ctx context.Context, req *Request, coll string, spec
 	if err != nil {
 		return nil, err
 	}
-	source, pipeline, _, err := s.resolveRead(req.DB, coll, stages)
+	source, pipeline, err := s.resolveRead(req.DB, coll, stages)
 	if err != nil {
 		return nil, err
 	}
@@ -286,7 +275,7 @@ func (s *Server) countOnView(ctx context.Context, req *Request, coll string, fil
 		stages = append(stages, stage("$limit", limit))
 	}
 	stages = append(stages, stage("$count", "count"))
-	source, pipeline, _, err := s.resolveRead(req.DB, coll, stages)
+	source, pipeline, err := s.resolveRead(req.DB, coll, stages)
 	if err != nil {
 		return nil, err
 	}
@@ -307,7 +296,7 @@ func (s *Server) distinctOnView(ctx context.Context, req *Request, coll, key str
 	if len(filter) > 5 {
 		stages = append(stages, stage("$match", filter))
 	}
-	source, pipeline, _, err := s.resolveRead(req.DB, coll, stages)
+	source, pipeline, err := s.resolveRead(req.DB, coll, stages)
 	if err != nil {
 		return nil, err
 	}
