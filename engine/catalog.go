@@ -175,6 +175,9 @@ func (e *Engine) CreateCollection(db, name string, opts CreateOptions) error {
 		return err
 	}
 	_, created, err := e.ensureCollection(db, name, opts.Raw)
+	if me, ok := mongoerr.As(err); ok && me.Code == mongoerr.CommandNotSupportedOnView {
+		return mongoerr.New(mongoerr.NamespaceExists, "namespace %s.%s already exists, but is a view", db, name)
+	}
 	if err != nil {
 		return err
 	}
@@ -185,13 +188,18 @@ func (e *Engine) CreateCollection(db, name string, opts CreateOptions) error {
 }
 
 // writeLock returns db.name share-locked against catalog changes, creating
-// it first when create is set; nil (and no lock) when it does not exist.
-// A collection dropped while the caller waited for the lock is looked up
+// it first when create is set; nil (and no lock) when it does not exist, and
+// CommandNotSupportedOnView when it is a view. A collection dropped while the caller waited for the lock is looked up
 // again, so that no write lands in a dropped collection's key range.
 func (e *Engine) writeLock(db, name string, create bool) (*Collection, error) {
 	for {
 		c := e.collection(db, name)
 		if c == nil {
+			// A name is never both; ensureCollection checks again under
+			// e.mu.
+			if _, ok := e.View(db, name); ok {
+				return nil, errIsView(db, name)
+			}
 			if !create {
 				return nil, nil
 			}
@@ -224,6 +232,9 @@ func (e *Engine) ensureCollection(db, name string, options bson.Raw) (*Collectio
 	if c := e.colls[nsKey(db, name)]; c != nil {
 		return c, false, nil
 	}
+	if e.isViewLocked(db, name) {
+		return nil, false, errIsView(db, name)
+	}
 	b := e.db.NewBatch()
 	defer b.Close()
 	meta := collMeta{ID: e.nextIDLocked(b), DB: db, Name: name, UUID: newUUID(), Options: options}
@@ -252,8 +263,16 @@ func newUUID() bson.Binary {
 }
 
 // DropCollection removes db.name with its documents and indexes. It reports
-// whether the collection existed.
+// whether the collection existed. Dropping system.views drops every view of
+// db.
 func (e *Engine) DropCollection(db, name string) (bool, error) {
+	if name == ViewsCollection {
+		return e.dropViewsCollection(db)
+	}
+	return e.dropCollection(db, name)
+}
+
+func (e *Engine) dropCollection(db, name string) (bool, error) {
 	if err := e.disk.writable(); err != nil {
 		return false, err
 	}
@@ -314,6 +333,15 @@ func (e *Engine) RenameCollection(fromDB, from, toDB, to string, dropTarget bool
 	if fromDB == toDB && from == to {
 		return mongoerr.New(mongoerr.IllegalOperation, "Can't rename a collection to itself")
 	}
+	if from == ViewsCollection || to == ViewsCollection {
+		return mongoerr.New(mongoerr.IllegalOperation, "renaming system.views collection or renaming to system.views is not allowed")
+	}
+	if _, ok := e.View(fromDB, from); ok {
+		return mongoerr.New(mongoerr.CommandNotSupportedOnView, "cannot rename view: %s.%s", fromDB, from)
+	}
+	if _, ok := e.View(toDB, to); ok {
+		return mongoerr.New(mongoerr.NamespaceExists, "a view already exists with that name: %s.%s", toDB, to)
+	}
 	if e.collection(fromDB, from) == nil {
 		return mongoerr.New(mongoerr.NamespaceNotFound, "Source collection %s.%s does not exist", fromDB, from)
 	}
@@ -340,6 +368,9 @@ func (e *Engine) RenameCollection(fromDB, from, toDB, to string, dropTarget bool
 	}
 	if e.colls[nsKey(toDB, to)] != nil {
 		return mongoerr.New(mongoerr.NamespaceExists, "target namespace exists")
+	}
+	if e.isViewLocked(toDB, to) {
+		return mongoerr.New(mongoerr.NamespaceExists, "a view already exists with that name: %s.%s", toDB, to)
 	}
 	st := c.st()
 	meta := st.meta

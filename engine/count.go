@@ -70,46 +70,75 @@ const maxDistinctBytes = 16 << 20
 // Distinct returns the distinct values of key among matching documents,
 // arrays contributing their elements, in BSON order.
 func (e *Engine) Distinct(ctx context.Context, db, coll, key string, filter bson.Raw) ([]bsoncore.Value, error) {
-	// Values are found again by a hash of their keys, so that only the
-	// values are kept. They are one array of the reply, which MongoDB caps
-	// at 16 MiB: counting them as they are found stops a scan that would
-	// pass it.
-	var out []bsoncore.Value
-	seen := map[uint64][]int{} // indexes in out, by hash of key
-	seed := maphash.MakeSeed()
-	size, tooBig := 0, false
-	var k, other []byte // reused
-	err := e.scanMatches(ctx, db, coll, filter, bson.RawValue{}, func(doc bson.Raw) bool {
-		vals := distinctValues(bsoncore.Document(doc), key)
-	next:
-		for _, v := range vals {
-			if v.Type == bsoncore.TypeUndefined {
-				continue
-			}
-			k = keycodec.Append(k[:0], v)
-			h := maphash.Bytes(seed, k)
-			for _, i := range seen[h] {
-				if other = keycodec.Append(other[:0], out[i]); bytes.Equal(other, k) {
-					continue next
-				}
-			}
-			if size += 2 + len(strconv.Itoa(len(out))) + len(v.Data); size > maxDistinctBytes {
-				tooBig = true
-				return false
-			}
-			seen[h] = append(seen[h], len(out))
-			out = append(out, bsoncore.Value{Type: v.Type, Data: append([]byte(nil), v.Data...)})
-		}
-		return true
-	})
+	set := newDistinctSet(key)
+	err := e.scanMatches(ctx, db, coll, filter, bson.RawValue{}, set.add)
 	if err != nil {
 		return nil, err
 	}
-	if tooBig {
+	return set.values()
+}
+
+// DistinctOf is Distinct over documents the caller has, such as the
+// output of a view's pipeline.
+func DistinctOf(docs []bson.Raw, key string) ([]bsoncore.Value, error) {
+	set := newDistinctSet(key)
+	for _, d := range docs {
+		if !set.add(d) {
+			break
+		}
+	}
+	return set.values()
+}
+
+// distinctSet gathers the distinct values of a key. Values are found again
+// by a hash of their keys, so that only the values are kept. They are one
+// array of the reply, which MongoDB caps at 16 MiB: counting them as they
+// are found stops a scan that would pass it.
+type distinctSet struct {
+	key    string
+	out    []bsoncore.Value
+	seen   map[uint64][]int // indexes in out, by hash of key
+	seed   maphash.Seed
+	size   int
+	tooBig bool
+	k, o   []byte // reused
+}
+
+func newDistinctSet(key string) *distinctSet {
+	return &distinctSet{key: key, seen: map[uint64][]int{}, seed: maphash.MakeSeed()}
+}
+
+// add takes the values of doc; false when the values are too big.
+func (s *distinctSet) add(doc bson.Raw) bool {
+	vals := distinctValues(bsoncore.Document(doc), s.key)
+next:
+	for _, v := range vals {
+		if v.Type == bsoncore.TypeUndefined {
+			continue
+		}
+		s.k = keycodec.Append(s.k[:0], v)
+		h := maphash.Bytes(s.seed, s.k)
+		for _, i := range s.seen[h] {
+			if s.o = keycodec.Append(s.o[:0], s.out[i]); bytes.Equal(s.o, s.k) {
+				continue next
+			}
+		}
+		if s.size += 2 + len(strconv.Itoa(len(s.out))) + len(v.Data); s.size > maxDistinctBytes {
+			s.tooBig = true
+			return false
+		}
+		s.seen[h] = append(s.seen[h], len(s.out))
+		s.out = append(s.out, bsoncore.Value{Type: v.Type, Data: append([]byte(nil), v.Data...)})
+	}
+	return true
+}
+
+func (s *distinctSet) values() ([]bsoncore.Value, error) {
+	if s.tooBig {
 		return nil, mongoerr.New(17217, "distinct too big, 16mb cap")
 	}
-	sortValues(out)
-	return out, nil
+	sortValues(s.out)
+	return s.out, nil
 }
 
 func sortStableRaw(docs []bson.Raw, cmp func(a, b bson.Raw) int) {

@@ -24,6 +24,10 @@
 // From outermost to innermost; a goroutine that holds one may take only
 // those after it, and never waits for one it holds:
 //
+//  0. Engine.viewMu, which serializes changes of the views (views.go): it
+//     is held from the checks of a definition through the write of its
+//     document in system.views to the swap of the in-memory entry, and
+//     while system.views is dropped.
 //  1. Collection.ddl, one RWMutex per collection. Writes (insert, update,
 //     findAndModify, delete) and reaper passes share it for the whole
 //     request; catalog changes that must not interleave with writes take it

@@ -55,6 +55,10 @@ type Engine struct {
 	mu    sync.RWMutex
 	colls map[string]*Collection // by "db.name"
 	seq   uint64                 // last id handed out; guarded by mu
+	// views mirrors the definitions in system.views (views.go); guarded
+	// by mu, changed only with viewMu held too.
+	views  map[string]*View // by "db.name"
+	viewMu sync.Mutex
 
 	sortLimit int64 // see Options.SortMemoryLimit
 	memLimit  int64 // see Options.QueryMemoryLimit
@@ -93,7 +97,7 @@ func Open(dir string, opts Options) (*Engine, error) {
 		return nil, fmt.Errorf("engine: open %s: %w", dir, err)
 	}
 	guard.db.Store(db)
-	e := &Engine{db: db, clock: opts.Clock, log: opts.Logger, disk: guard, colls: make(map[string]*Collection), sortLimit: opts.SortMemoryLimit}
+	e := &Engine{db: db, clock: opts.Clock, log: opts.Logger, disk: guard, colls: make(map[string]*Collection), views: make(map[string]*View), sortLimit: opts.SortMemoryLimit}
 	if e.sortLimit == 0 {
 		e.sortLimit = 100 << 20
 	}
@@ -102,6 +106,10 @@ func Open(dir string, opts Options) (*Engine, error) {
 	}
 	e.locks.seed = maphash.MakeSeed()
 	if err := e.loadCatalog(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if err := e.loadViews(); err != nil {
 		db.Close()
 		return nil, err
 	}

@@ -32,6 +32,17 @@ type InsertResult struct {
 func (e *Engine) Insert(db, coll string, docs []bson.Raw, ordered bool, opts ...WriteOptions) (InsertResult, error) {
 	var res InsertResult
 	c, err := e.writeLock(db, coll, true)
+	if me, ok := mongoerr.As(err); ok && me.Code == mongoerr.CommandNotSupportedOnView {
+		// As in MongoDB, every document fails on its own, and an ordered
+		// insert stops at the first.
+		for i := range docs {
+			res.Errors = append(res.Errors, WriteError{Index: i, Err: err})
+			if ordered {
+				break
+			}
+		}
+		return res, nil
+	}
 	if err != nil {
 		return res, err
 	}

@@ -51,6 +51,10 @@ type modelOp struct {
 	ReturnKey bool
 	// aggregate: the stages after the leading $match of Filter and $sort.
 	Stages []bson.Raw
+	// createView, dropView, readView (model_views_test.go): the view, and
+	// the definition created.
+	View, ViewOn string
+	ViewPipe     []bson.Raw
 }
 
 func (op *modelOp) String() string {
@@ -130,6 +134,13 @@ func (op *modelOp) String() string {
 		b.WriteString(" returnKey")
 	}
 	rawList("stages", op.Stages)
+	if op.View != "" {
+		b.WriteString(" view=" + op.View)
+	}
+	if op.Kind == "createView" || op.Kind == "modifyView" {
+		b.WriteString(" viewOn=" + op.ViewOn)
+		rawList("viewPipeline", op.ViewPipe)
+	}
 	return b.String()
 }
 
@@ -141,6 +152,8 @@ type modelGen struct {
 	// noDrop leaves out collection drops (the concurrent test keeps one
 	// collection to check at the end).
 	noDrop bool
+	// views mixes in view operations (model_views_test.go).
+	views bool
 }
 
 func modelRaw(v any) bson.Raw {
@@ -526,6 +539,10 @@ var hintableIndexes = map[string]bool{"a_1": true, "a_1_v_-1": true, "arr_1": tr
 
 func (g *modelGen) next() *modelOp {
 	op := &modelOp{}
+	if g.views && g.r.Intn(16) == 0 {
+		g.viewOp(op)
+		return op
+	}
 	switch k := g.r.Intn(122); {
 	case k < 14:
 		op.Kind = "insert"

@@ -36,6 +36,8 @@ type modelRun struct {
 	validateEvery int
 	steps         int
 	counts        map[string]int
+	// views are the model's view definitions, by name.
+	views map[string]*View
 }
 
 var errModelHang = errors.New("engine call hung")
@@ -335,6 +337,8 @@ func (r *modelRun) step(ctx context.Context, op *modelOp) error {
 		r.e = e
 	case "findBatches":
 		return r.stepFindBatches(ctx, op)
+	case "createView", "modifyView", "dropView", "readView":
+		return r.stepView(ctx, op)
 	case "setValidation":
 		return r.stepSetValidation(op)
 	case "drop":
@@ -583,6 +587,9 @@ func (r *modelRun) stepDelete(ctx context.Context, op *modelOp) error {
 // documents (through the API, then their headers), the documents not yet
 // purged, the collection's existence and its indexes.
 func (r *modelRun) checkState(ctx context.Context) error {
+	if err := r.checkViews(); err != nil {
+		return err
+	}
 	now := r.now()
 	if got := r.e.CollectionExists(modelDB, modelColl); got != r.m.exists {
 		return fmt.Errorf("collection exists: engine %v, model %v", got, r.m.exists)

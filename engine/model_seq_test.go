@@ -139,7 +139,7 @@ func runModelSeed(t *testing.T, seed int64, steps int, counts map[string]int) bo
 		t.Fatal(err)
 	}
 	r := newModelRun(t, dir, 10*time.Second)
-	g := &modelGen{r: rand.New(rand.NewSource(seed)), now: r.clock.Now}
+	g := &modelGen{r: rand.New(rand.NewSource(seed)), now: r.clock.Now, views: true}
 	ctx := context.Background()
 	var ops []*modelOp
 	for i := 0; i < steps; i++ {

@@ -299,7 +299,6 @@ func TestCreateRefusesUnsupportedKinds(t *testing.T) {
 		{"capped", bson.D{{Key: "create", Value: "c1"}, {Key: "capped", Value: true}, {Key: "size", Value: 4096}, {Key: "max", Value: 10}}, 115},
 		{"time series", bson.D{{Key: "create", Value: "c2"}, {Key: "timeseries", Value: bson.D{{Key: "timeField", Value: "t"}}}}, 115},
 		{"clustered", bson.D{{Key: "create", Value: "c3"}, {Key: "clusteredIndex", Value: bson.D{{Key: "key", Value: bson.D{{Key: "_id", Value: 1}}}, {Key: "unique", Value: true}}}}, 115},
-		{"view", bson.D{{Key: "create", Value: "c4"}, {Key: "viewOn", Value: "c1"}, {Key: "pipeline", Value: bson.A{}}}, 115},
 		{"collection expiry", bson.D{{Key: "create", Value: "c5"}, {Key: "expireAfterSeconds", Value: 60}}, 72},
 		{"capped not a bool", bson.D{{Key: "create", Value: "c6"}, {Key: "capped", Value: "yes"}}, 14},
 	} {

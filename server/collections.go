@@ -33,10 +33,21 @@ func (s *Server) create(ctx context.Context, req *Request) (bson.Raw, error) {
 		return nil, err
 	}
 	opts := bson.D{}
+	var viewOn string
+	var pipeline []bson.Raw
+	haveViewOn, havePipeline := false, false
 	for key, v := range cmdArgs(req.Body) {
 		switch k := string(key); k {
-		case "viewOn", "pipeline":
-			return nil, mongoerr.New(mongoerr.CommandNotSupported, "views are not supported")
+		case "viewOn":
+			if viewOn, err = argString("create", k, v); err != nil {
+				return nil, err
+			}
+			haveViewOn = true
+		case "pipeline":
+			if pipeline, err = statements(req, "create", k, v); err != nil {
+				return nil, err
+			}
+			havePipeline = true
 		case "timeseries", "clusteredIndex", "changeStreamPreAndPostImages", "encryptedFields":
 			return nil, mongoerr.New(mongoerr.CommandNotSupported, "create option '%s' is not supported", k)
 		case "capped":
@@ -62,6 +73,19 @@ func (s *Server) create(ctx context.Context, req *Request) (bson.Raw, error) {
 		default:
 			return nil, unknownField("create", key)
 		}
+	}
+	if havePipeline && !haveViewOn {
+		return nil, mongoerr.New(mongoerr.InvalidOptions, "'pipeline' requires 'viewOn' to also be specified")
+	}
+	if haveViewOn {
+		others := make([]string, 0, len(opts))
+		for _, o := range opts {
+			others = append(others, o.Key)
+		}
+		if err := s.createView(ctx, req, coll, viewOn, pipeline, others); err != nil {
+			return nil, err
+		}
+		return okReply()
 	}
 	raw, _ := bson.Marshal(opts)
 	if err := s.eng.CreateCollection(req.DB, coll, engine.CreateOptions{Raw: raw}); err != nil {
@@ -201,6 +225,12 @@ func (s *Server) listCollections(ctx context.Context, req *Request) (bson.Raw, e
 			docs = append(docs, raw)
 		}
 	}
+	for _, d := range s.viewInfos(req.DB, nameOnly) {
+		raw, _ := bson.Marshal(d)
+		if f.Match(raw) {
+			docs = append(docs, raw)
+		}
+	}
 	ns := req.DB + ".$cmd.listCollections"
 	return s.cursorReply(ctx, req, &sliceSource{docs: docs}, ns, batchSize, cursorOptions{})
 }
@@ -324,7 +354,7 @@ func (s *Server) dbStats(ctx context.Context, req *Request) (bson.Raw, error) {
 	return okReply(
 		bson.E{Key: "db", Value: req.DB},
 		bson.E{Key: "collections", Value: int64(len(names))},
-		bson.E{Key: "views", Value: int64(0)},
+		bson.E{Key: "views", Value: int64(len(s.eng.Views(req.DB)))},
 		bson.E{Key: "objects", Value: objects},
 		bson.E{Key: "avgObjSize", Value: avg},
 		bson.E{Key: "dataSize", Value: float64(dataSize / scale)},

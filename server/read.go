@@ -97,6 +97,9 @@ func (s *Server) find(ctx context.Context, req *Request) (bson.Raw, error) {
 			return nil, err
 		}
 	}
+	if _, isView := s.eng.View(req.DB, coll); isView {
+		return s.findOnView(ctx, req, coll, spec, lv, batchSize)
+	}
 	if err := s.checkTailable(req.DB, coll, spec, tailable, awaitData, copts.single); err != nil {
 		return nil, err
 	}
@@ -215,6 +218,9 @@ func (s *Server) count(ctx context.Context, req *Request) (bson.Raw, error) {
 			return nil, err
 		}
 	}
+	if _, isView := s.eng.View(req.DB, coll); isView {
+		return s.countOnView(ctx, req, coll, filter, skip, limit, hint)
+	}
 	n, err := s.eng.Count(ctx, req.DB, coll, filter, skip, limit, hint)
 	if err != nil {
 		return nil, err
@@ -254,6 +260,9 @@ func (s *Server) distinct(ctx context.Context, req *Request) (bson.Raw, error) {
 	}
 	if !haveKey {
 		return nil, missingField("distinct", "key")
+	}
+	if _, isView := s.eng.View(req.DB, coll); isView {
+		return s.distinctOnView(ctx, req, coll, key, filter)
 	}
 	vals, err := s.eng.Distinct(ctx, req.DB, coll, key, filter)
 	if err != nil {
@@ -325,6 +334,16 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 	if pipeline, err = lv.Pipeline(pipeline); err != nil {
 		return nil, err
 	}
+	// A view's pipeline runs first, over the collection it reads.
+	from := coll
+	if onCollection {
+		if _, isView := s.eng.View(req.DB, coll); isView && isCollStats(pipeline) {
+			return nil, errIsView(req.DB, coll)
+		}
+		if from, pipeline, err = s.resolveRead(req.DB, coll, pipeline); err != nil {
+			return nil, err
+		}
+	}
 	var docs []bson.Raw
 	var source engine.Incarnation
 	switch {
@@ -334,12 +353,12 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 	case !onCollection:
 		return nil, mongoerr.New(mongoerr.NotImplemented, "aggregate with {aggregate: 1} supports only $currentOp")
 	case len(pipeline) > 0 && pipeline[0].Lookup("$collStats").Type != 0:
-		if docs, err = s.collStatsStage(req.DB, coll, pipeline[0]); err == nil {
+		if docs, err = s.collStatsStage(req.DB, from, pipeline[0]); err == nil {
 			docs, err = s.eng.ApplyStages(ctx, docs, pipeline[1:])
 		}
 	default:
 		var res engine.AggregateResult
-		res, err = s.eng.AggregateStream(ctx, req.DB, coll, pipeline, engine.AggregateOptions{AllowDiskUse: allowDiskUse, Hint: hint})
+		res, err = s.eng.AggregateStream(ctx, req.DB, from, pipeline, engine.AggregateOptions{AllowDiskUse: allowDiskUse, Hint: hint})
 		docs, source = res.Docs, res.Source
 	}
 	if err != nil {

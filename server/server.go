@@ -149,6 +149,7 @@ func New(cfg Config) (*Server, error) {
 	s.cursors.limits = cfg.Cursors
 	s.commands = s.buildRegistry()
 	s.guardSystemNamespaces()
+	s.guardViews()
 	s.params = s.buildParameters()
 	if cfg.ManualClock {
 		log.Warn("the clock is manual: time moves only through advanceClock; use this for tests only")

@@ -6,6 +6,7 @@ const (
 	InternalError                            Code = 1
 	BadValue                                 Code = 2
 	NoSuchKey                                Code = 4
+	GraphContainsCycle                       Code = 5
 	UnknownError                             Code = 8
 	FailedToParse                            Code = 9
 	UserNotFound                             Code = 11
@@ -45,7 +46,9 @@ const (
 	CommandNotSupported                      Code = 115
 	DocumentValidationFailure                Code = 121
 	ExceededMemoryLimit                      Code = 146
+	ViewDepthLimitExceeded                   Code = 165
 	CommandNotSupportedOnView                Code = 166
+	OptionNotSupportedOnView                 Code = 167
 	InvalidPipelineOperator                  Code = 168
 	CannotIndexParallelArrays                Code = 171
 	QueryPlanKilled                          Code = 175
@@ -67,6 +70,7 @@ var codeNames = map[Code]string{
 	InternalError:                            "InternalError",
 	BadValue:                                 "BadValue",
 	NoSuchKey:                                "NoSuchKey",
+	GraphContainsCycle:                       "GraphContainsCycle",
 	UnknownError:                             "UnknownError",
 	FailedToParse:                            "FailedToParse",
 	UserNotFound:                             "UserNotFound",
@@ -106,7 +110,9 @@ var codeNames = map[Code]string{
 	CommandNotSupported:                      "CommandNotSupported",
 	DocumentValidationFailure:                "DocumentValidationFailure",
 	ExceededMemoryLimit:                      "ExceededMemoryLimit",
+	ViewDepthLimitExceeded:                   "ViewDepthLimitExceeded",
 	CommandNotSupportedOnView:                "CommandNotSupportedOnView",
+	OptionNotSupportedOnView:                 "OptionNotSupportedOnView",
 	InvalidPipelineOperator:                  "InvalidPipelineOperator",
 	CannotIndexParallelArrays:                "CannotIndexParallelArrays",
 	QueryPlanKilled:                          "QueryPlanKilled",

@@ -1,0 +1,301 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.uber.org/zap"
+
+	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/engine/update"
+)
+
+// Views are stored as MongoDB stores them: one document per view,
+// {_id: "db.view", viewOn, pipeline}, in the database's system.views
+// collection, which therefore lists, finds and survives restarts like any
+// collection. Engine.views mirrors those documents in memory so that a
+// name is resolved without a read; every change of it (create, collMod,
+// drop, a drop of system.views) holds Engine.viewMu from the check to the
+// write of the document, and swaps the map entry under Engine.mu, where
+// collection creation looks too, so that no name is both a collection and
+// a view.
+
+// ViewsCollection is the collection of each database that holds the
+// definitions of its views.
+const ViewsCollection = "system.views"
+
+// MaxViewDepth is how many views a read may go through, as in MongoDB.
+const MaxViewDepth = 20
+
+// View is the definition of a view.
+type View struct {
+	Name     string
+	ViewOn   string
+	Pipeline []bson.Raw
+}
+
+func errIsView(db, name string) error {
+	return mongoerr.New(mongoerr.CommandNotSupportedOnView, "Namespace %s.%s is a view, not a collection", db, name)
+}
+
+// isViewLocked reports whether db.name is a view. e.mu must be held.
+func (e *Engine) isViewLocked(db, name string) bool { return e.views[nsKey(db, name)] != nil }
+
+// View returns the definition of the view db.name.
+func (e *Engine) View(db, name string) (View, bool) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	v := e.views[nsKey(db, name)]
+	if v == nil {
+		return View{}, false
+	}
+	return *v, true
+}
+
+// Views lists db's views in name order.
+func (e *Engine) Views(db string) []View {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	var out []View
+	for ns, v := range e.views {
+		if vdb, _, _ := strings.Cut(ns, "."); vdb == db {
+			out = append(out, *v)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// ResolveView follows db.name through views to the collection it reads:
+// it returns that collection and the pipeline of every view on the way,
+// innermost first, with isView false when db.name is not a view. As in
+// MongoDB, a read goes through at most MaxViewDepth views.
+func (e *Engine) ResolveView(db, name string) (coll string, pipeline []bson.Raw, isView bool, err error) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	coll = name
+	for depth := 0; depth < MaxViewDepth; depth++ {
+		v := e.views[nsKey(db, coll)]
+		if v == nil {
+			return coll, pipeline, depth > 0, nil
+		}
+		coll = v.ViewOn
+		pipeline = append(slices.Clip(v.Pipeline), pipeline...)
+	}
+	return "", nil, true, mongoerr.New(mongoerr.ViewDepthLimitExceeded, "View depth too deep or view cycle detected; maximum depth is %d", MaxViewDepth)
+}
+
+// CreateView creates the view db.name of pipeline over db.viewOn, which
+// need not exist. Creating a view again with the same definition does
+// nothing, as in MongoDB 7; any other existing collection or view of that
+// name is NamespaceExists.
+func (e *Engine) CreateView(ctx context.Context, db, name, viewOn string, pipeline []bson.Raw) error {
+	if err := ValidateNamespace(db, name); err != nil {
+		return err
+	}
+	if strings.HasPrefix(name, "system.") {
+		return mongoerr.New(mongoerr.InvalidNamespace, "invalid namespace name for a view: %s.%s", db, name)
+	}
+	v := &View{Name: name, ViewOn: viewOn, Pipeline: clonePipeline(pipeline)}
+	e.viewMu.Lock()
+	defer e.viewMu.Unlock()
+	if old, ok := e.View(db, name); ok {
+		switch {
+		case old.ViewOn != viewOn:
+			return mongoerr.New(mongoerr.NamespaceExists, "namespace %s.%s already exists, but is a view on %s.%s rather than %s.%s", db, name, db, old.ViewOn, db, viewOn)
+		case !samePipeline(old.Pipeline, pipeline):
+			return mongoerr.New(mongoerr.NamespaceExists, "namespace %s.%s already exists, but with a different pipeline", db, name)
+		}
+		return nil
+	}
+	if e.CollectionExists(db, name) {
+		return mongoerr.New(mongoerr.NamespaceExists, "namespace %s.%s already exists, but with different options", db, name)
+	}
+	if err := e.checkViewLocked(db, v); err != nil {
+		return err
+	}
+	// The name is taken under e.mu, where collection creation checks it,
+	// before the definition is written.
+	e.mu.Lock()
+	if e.colls[nsKey(db, name)] != nil {
+		e.mu.Unlock()
+		return mongoerr.New(mongoerr.NamespaceExists, "namespace %s.%s already exists, but with different options", db, name)
+	}
+	e.views[nsKey(db, name)] = v
+	e.mu.Unlock()
+	doc, err := viewDocument(db, v)
+	if err == nil {
+		var res InsertResult
+		res, err = e.Insert(db, ViewsCollection, []bson.Raw{doc}, true, WriteOptions{BypassDocumentValidation: true})
+		if err == nil && len(res.Errors) > 0 {
+			err = res.Errors[0].Err
+		}
+	}
+	if err != nil {
+		e.mu.Lock()
+		delete(e.views, nsKey(db, name))
+		e.mu.Unlock()
+		return fmt.Errorf("engine: create view %s.%s: %w", db, name, err)
+	}
+	return nil
+}
+
+// ModifyView changes the view db.name (collMod): viewOn when it is not
+// empty, the pipeline when it is not nil.
+func (e *Engine) ModifyView(ctx context.Context, db, name, viewOn string, pipeline []bson.Raw) error {
+	e.viewMu.Lock()
+	defer e.viewMu.Unlock()
+	old, ok := e.View(db, name)
+	if !ok {
+		return mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist")
+	}
+	v := &old
+	if viewOn != "" {
+		v.ViewOn = viewOn
+	}
+	if pipeline != nil {
+		v.Pipeline = clonePipeline(pipeline)
+	}
+	if err := e.checkViewLocked(db, v); err != nil {
+		return err
+	}
+	doc, err := viewDocument(db, v)
+	if err != nil {
+		return err
+	}
+	up, err := update.Compile(doc, update.Options{Now: e.clock.Now()})
+	if err != nil {
+		return fmt.Errorf("engine: modify view %s.%s: %w", db, name, err)
+	}
+	filter, _ := bson.Marshal(bson.D{{Key: "_id", Value: nsKey(db, name)}})
+	if _, err := e.Update(ctx, db, ViewsCollection, UpdateSpec{Filter: filter, Update: up, Upsert: true, BypassDocumentValidation: true}); err != nil {
+		return fmt.Errorf("engine: modify view %s.%s: %w", db, name, err)
+	}
+	e.mu.Lock()
+	e.views[nsKey(db, name)] = v
+	e.mu.Unlock()
+	return nil
+}
+
+// DropView removes the view db.name and reports whether it existed. Views
+// defined on it stay, reading a namespace that no longer exists.
+func (e *Engine) DropView(ctx context.Context, db, name string) (bool, error) {
+	e.viewMu.Lock()
+	defer e.viewMu.Unlock()
+	if _, ok := e.View(db, name); !ok {
+		return false, nil
+	}
+	filter, _ := bson.Marshal(bson.D{{Key: "_id", Value: nsKey(db, name)}})
+	if _, err := e.Delete(ctx, db, ViewsCollection, filter, 1, bson.RawValue{}); err != nil {
+		return false, fmt.Errorf("engine: drop view %s.%s: %w", db, name, err)
+	}
+	e.mu.Lock()
+	delete(e.views, nsKey(db, name))
+	e.mu.Unlock()
+	return true, nil
+}
+
+// dropViewsCollection drops db.system.views, and with it every view of db,
+// as MongoDB does.
+func (e *Engine) dropViewsCollection(db string) (bool, error) {
+	e.viewMu.Lock()
+	defer e.viewMu.Unlock()
+	existed, err := e.dropCollection(db, ViewsCollection)
+	if err != nil {
+		return existed, err
+	}
+	e.mu.Lock()
+	for ns := range e.views {
+		if vdb, _, _ := strings.Cut(ns, "."); vdb == db {
+			delete(e.views, ns)
+		}
+	}
+	e.mu.Unlock()
+	return existed, nil
+}
+
+// loadViews reads every database's system.views into memory. A definition
+// that does not parse is left out, and logged.
+func (e *Engine) loadViews() error {
+	ctx := context.Background()
+	for _, c := range e.openCollections() {
+		st := c.st()
+		if st.meta.Name != ViewsCollection {
+			continue
+		}
+		cur, err := e.Find(ctx, st.meta.DB, ViewsCollection, FindSpec{})
+		if err != nil {
+			return fmt.Errorf("engine: read %s: %w", st.ns(), err)
+		}
+		docs, err := cur.All(ctx)
+		if err != nil {
+			return fmt.Errorf("engine: read %s: %w", st.ns(), err)
+		}
+		for _, doc := range docs {
+			v, err := parseViewDocument(st.meta.DB, doc)
+			if err != nil {
+				e.log.Warn("view definition is invalid and left out", zap.String("namespace", st.ns()), zap.Error(err))
+				continue
+			}
+			e.views[nsKey(st.meta.DB, v.Name)] = v
+		}
+	}
+	return nil
+}
+
+func viewDocument(db string, v *View) (bson.Raw, error) {
+	stages := make(bson.A, len(v.Pipeline))
+	for i, s := range v.Pipeline {
+		stages[i] = s
+	}
+	doc, err := bson.Marshal(bson.D{{Key: "_id", Value: nsKey(db, v.Name)}, {Key: "viewOn", Value: v.ViewOn}, {Key: "pipeline", Value: stages}})
+	if err != nil {
+		return nil, fmt.Errorf("engine: encode view %s.%s: %w", db, v.Name, err)
+	}
+	return doc, nil
+}
+
+func parseViewDocument(db string, doc bson.Raw) (*View, error) {
+	id, ok := doc.Lookup("_id").StringValueOK()
+	name, found := strings.CutPrefix(id, db+".")
+	if !ok || !found || name == "" {
+		return nil, fmt.Errorf("view _id %s is not a name in %s", doc.Lookup("_id"), db)
+	}
+	viewOn, ok := doc.Lookup("viewOn").StringValueOK()
+	if !ok || viewOn == "" {
+		return nil, fmt.Errorf("view %s: viewOn is not a name", id)
+	}
+	arr, ok := doc.Lookup("pipeline").ArrayOK()
+	if !ok {
+		return nil, fmt.Errorf("view %s: pipeline is not an array", id)
+	}
+	vals, err := arr.Values()
+	if err != nil {
+		return nil, fmt.Errorf("view %s: %w", id, err)
+	}
+	v := &View{Name: name, ViewOn: viewOn, Pipeline: []bson.Raw{}}
+	for _, s := range vals {
+		d, ok := s.DocumentOK()
+		if !ok {
+			return nil, fmt.Errorf("view %s: a stage is a %s", id, s.Type)
+		}
+		v.Pipeline = append(v.Pipeline, bson.Raw(slices.Clone(d)))
+	}
+	return v, nil
+}
+
+func clonePipeline(p []bson.Raw) []bson.Raw {
+	out := make([]bson.Raw, len(p))
+	for i, s := range p {
+		out[i] = bson.Raw(slices.Clone(s))
+	}
+	return out
+}
+
+func samePipeline(a, b []bson.Raw) bool {
+	return slices.EqualFunc(a, b, func(x, y bson.Raw) bool { return string(x) == string(y) })
+}
