@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"hash/maphash"
-	"slices"
 	"strconv"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -109,8 +108,4 @@ func (e *Engine) Distinct(ctx context.Context, db, coll, key string, filter bson
 	}
 	sortValues(out)
 	return out, nil
-}
-
-func sortStableRaw(docs []bson.Raw, cmp func(a, b bson.Raw) int) {
-	slices.SortStableFunc(docs, cmp)
 }

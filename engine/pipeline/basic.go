@@ -1,0 +1,119 @@
+package pipeline
+
+import (
+	"slices"
+	"strings"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/engine/query"
+)
+
+// matchStage is $match.
+type matchStage struct {
+	f *query.Filter
+}
+
+func compileMatch(c *compiler, _ string, arg bson.RawValue) (stage, error) {
+	doc, ok := arg.DocumentOK()
+	if !ok {
+		return nil, mongoerr.New(mongoerr.Code(15959), "the match filter must be an expression in an object")
+	}
+	f, err := query.CompileWith(doc, query.Options{Now: c.opts.Now})
+	if err != nil {
+		return nil, err
+	}
+	return &matchStage{f: f}, nil
+}
+
+func (s *matchStage) apply(r *run, docs []bson.Raw, _ Limit) ([]bson.Raw, error) {
+	out := docs[:0]
+	for _, d := range docs {
+		if s.f.Match(d) {
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
+
+// sortStage is $sort.
+type sortStage struct {
+	s *query.Sort
+}
+
+func compileSort(c *compiler, _ string, arg bson.RawValue) (stage, error) {
+	doc, ok := arg.DocumentOK()
+	if !ok {
+		return nil, mongoerr.New(mongoerr.Code(15973), "the $sort key specification must be an object")
+	}
+	s, err := query.CompileSort(doc)
+	if err != nil {
+		return nil, err
+	}
+	return &sortStage{s: s}, nil
+}
+
+func (*sortStage) blocks() {}
+
+func (s *sortStage) apply(r *run, docs []bson.Raw, _ Limit) ([]bson.Raw, error) {
+	h := held{limit: r.blocking(SortExceeded)}
+	if err := h.add(sizeOf(docs)); err != nil {
+		return nil, err
+	}
+	slices.SortStableFunc(docs, s.s.Compare)
+	return docs, nil
+}
+
+// skipStage is $skip, and limitStage $limit.
+type (
+	skipStage  struct{ n int64 }
+	limitStage struct{ n int64 }
+)
+
+func compileSkip(_ *compiler, name string, arg bson.RawValue) (stage, error) {
+	n, ok := arg.AsInt64OK()
+	if !ok || n < 0 {
+		return nil, mongoerr.New(mongoerr.Code(15956), "invalid argument to %s stage: %s", name, arg.String())
+	}
+	return &skipStage{n: n}, nil
+}
+
+func compileLimit(_ *compiler, name string, arg bson.RawValue) (stage, error) {
+	n, ok := arg.AsInt64OK()
+	if !ok || n <= 0 {
+		return nil, mongoerr.New(mongoerr.Code(15956), "invalid argument to %s stage: %s", name, arg.String())
+	}
+	return &limitStage{n: n}, nil
+}
+
+func (s *skipStage) apply(_ *run, docs []bson.Raw, _ Limit) ([]bson.Raw, error) {
+	return docs[min(s.n, int64(len(docs))):], nil
+}
+
+func (s *limitStage) apply(_ *run, docs []bson.Raw, _ Limit) ([]bson.Raw, error) {
+	return docs[:min(s.n, int64(len(docs)))], nil
+}
+
+// countStage is $count.
+type countStage struct {
+	field string
+}
+
+func compileCount(_ *compiler, _ string, arg bson.RawValue) (stage, error) {
+	field, ok := arg.StringValueOK()
+	if !ok || field == "" || strings.HasPrefix(field, "$") || strings.Contains(field, ".") {
+		return nil, mongoerr.New(mongoerr.Code(40156), "the count field must be a non-empty string not starting with '$' and without '.'")
+	}
+	return &countStage{field: field}, nil
+}
+
+func (*countStage) blocks() {}
+
+func (s *countStage) apply(_ *run, docs []bson.Raw, _ Limit) ([]bson.Raw, error) {
+	if len(docs) == 0 {
+		return nil, nil
+	}
+	out, _ := bson.Marshal(bson.D{{Key: s.field, Value: int32(len(docs))}})
+	return []bson.Raw{out}, nil
+}
