@@ -4,7 +4,9 @@ import (
 	"context"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine/bsonvalue"
 	"github.com/lethedb/lethe/engine/mongoerr"
 	"github.com/lethedb/lethe/engine/pipeline"
 )
@@ -121,7 +123,7 @@ loop:
 			}
 			spec.Sort = doc
 		case name == "$skip" || name == "$limit":
-			n, ok := integral(arg)
+			n, ok := bsonvalue.IntegerValue(bsoncore.Value{Type: bsoncore.Type(arg.Type), Data: arg.Value})
 			if !ok || n <= 0 {
 				// Zero skips nothing, and the pipeline package has the
 				// errors of the others.
@@ -152,22 +154,6 @@ loop:
 		spec.Filter, _ = bson.Marshal(bson.D{{Key: "$and", Value: filters}})
 	}
 	return spec, stages[i:], nil
-}
-
-// integral is the value of a whole number of any numeric type.
-func integral(v bson.RawValue) (int64, bool) {
-	switch v.Type {
-	case bson.TypeInt32:
-		return int64(v.Int32()), true
-	case bson.TypeInt64:
-		return v.Int64(), true
-	case bson.TypeDouble:
-		f := v.Double()
-		if f == float64(int64(f)) && f < 1<<53 {
-			return int64(f), true
-		}
-	}
-	return 0, false
 }
 
 // cursorDocs reads a cursor a batch at a time.
@@ -205,4 +191,26 @@ func (c catalogReader) Find(ctx context.Context, db, coll string, filter bson.Ra
 
 func (c catalogReader) Aggregate(ctx context.Context, db, coll string, stages []bson.Raw) ([]bson.Raw, error) {
 	return c.e.Aggregate(ctx, db, coll, stages, AggregateOptions{AllowDiskUse: c.opts.AllowDiskUse})
+}
+
+// AggregateDB runs a pipeline of a database rather than a collection
+// ({aggregate: 1}) whose first stage makes its documents, as $documents
+// does.
+func (e *Engine) AggregateDB(ctx context.Context, db string, stages []bson.Raw, opts AggregateOptions) ([]bson.Raw, error) {
+	if len(stages) == 0 || !pipeline.MakesDocuments(stages[0]) {
+		return nil, mongoerr.New(mongoerr.InvalidNamespace, "{aggregate: 1} is not valid for '%s' unless its first stage makes documents, as $documents does", firstStageName(stages))
+	}
+	p, err := pipeline.Compile(stages, e.pipelineOptions(db, opts))
+	if err != nil {
+		return nil, err
+	}
+	return p.Run(ctx, pipeline.Slice(nil))
+}
+
+func firstStageName(stages []bson.Raw) string {
+	if len(stages) == 0 {
+		return "an empty pipeline"
+	}
+	name, _, _ := pipeline.StageOf(stages[0])
+	return name
 }

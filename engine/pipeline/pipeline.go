@@ -101,7 +101,8 @@ func Compile(stages []bson.Raw, opts Options) (*Pipeline, error) {
 	}
 	c := &compiler{opts: &opts}
 	p := &Pipeline{opts: opts}
-	for _, raw := range stages {
+	for i, raw := range stages {
+		c.first = i == 0
 		st, err := c.stage(raw)
 		if err != nil {
 			return nil, err
@@ -113,7 +114,8 @@ func Compile(stages []bson.Raw, opts Options) (*Pipeline, error) {
 
 // compiler carries what compiling the stages of a pipeline needs.
 type compiler struct {
-	opts *Options
+	opts  *Options
+	first bool // compiling the first stage
 }
 
 // stageCompiler compiles the argument of a stage.
