@@ -138,6 +138,14 @@ func init() {
 		"$replaceRoot": compileReplaceRoot,
 		"$replaceWith": compileReplaceRoot,
 		"$group":       compileGroup,
+		"$documents":   compileDocuments,
+		"$unwind":      compileUnwind,
+		"$facet":       compileFacet,
+		"$bucket":      compileBucket,
+		"$bucketAuto":  compileBucketAuto,
+		"$sortByCount": compileSortByCount,
+		"$sample":      compileSample,
+		"$redact":      compileRedact,
 	}
 }
 
