@@ -70,6 +70,9 @@ func (e *Engine) pipelineOptions(db string, opts AggregateOptions) pipeline.Opti
 }
 
 func (e *Engine) aggregate(ctx context.Context, db, coll string, stages []bson.Raw, opts AggregateOptions) ([]bson.Raw, Incarnation, error) {
+	if len(stages) > 0 && pipeline.MakesDocuments(stages[0]) {
+		return nil, Incarnation{}, mongoerr.New(mongoerr.InvalidNamespace, "'%s' can only be run with {aggregate: 1}", firstStageName(stages))
+	}
 	spec, rest, err := planned(stages)
 	if err != nil {
 		return nil, Incarnation{}, err
@@ -120,6 +123,9 @@ loop:
 			doc, ok := arg.DocumentOK()
 			if !ok {
 				return FindSpec{}, nil, mongoerr.New(mongoerr.Code(15973), "the $sort key specification must be an object")
+			}
+			if err := pipeline.CheckSortSpec(doc); err != nil {
+				return FindSpec{}, nil, err
 			}
 			spec.Sort = doc
 		case name == "$skip" || name == "$limit":
@@ -198,7 +204,7 @@ func (c catalogReader) Aggregate(ctx context.Context, db, coll string, stages []
 // does.
 func (e *Engine) AggregateDB(ctx context.Context, db string, stages []bson.Raw, opts AggregateOptions) ([]bson.Raw, error) {
 	if len(stages) == 0 || !pipeline.MakesDocuments(stages[0]) {
-		return nil, mongoerr.New(mongoerr.InvalidNamespace, "{aggregate: 1} is not valid for '%s' unless its first stage makes documents, as $documents does", firstStageName(stages))
+		return nil, mongoerr.New(mongoerr.InvalidNamespace, "{aggregate: 1} is not valid for '%s'; a collection is required.", firstStageName(stages))
 	}
 	p, err := pipeline.Compile(stages, e.pipelineOptions(db, opts))
 	if err != nil {
