@@ -146,6 +146,8 @@ func init() {
 		"$sortByCount": compileSortByCount,
 		"$sample":      compileSample,
 		"$redact":      compileRedact,
+		"$densify":     compileDensify,
+		"$fill":        compileFill,
 	}
 }
 
