@@ -112,6 +112,12 @@ func Compile(stages []bson.Raw, opts Options) (*Pipeline, error) {
 	return p, nil
 }
 
+// From is the pipeline of the stages from the i-th on, as when the stages
+// before it run elsewhere, such as in the query planner.
+func (p *Pipeline) From(i int) *Pipeline {
+	return &Pipeline{stages: p.stages[i:], opts: p.opts}
+}
+
 // compiler carries what compiling the stages of a pipeline needs.
 type compiler struct {
 	opts  *Options
