@@ -115,7 +115,7 @@ type sumAcc struct {
 }
 
 func (a *sumAcc) take(v bsoncore.Value) (int, error) {
-	if isNumber(v) {
+	if isNumeric(v) {
 		a.sum.add(v)
 		a.count++
 	}

@@ -127,11 +127,11 @@ type compiler struct {
 // stageCompiler compiles the argument of a stage.
 type stageCompiler func(c *compiler, name string, arg bson.RawValue) (stage, error)
 
-// stages is filled in by init because $facet compiles stages too.
-var stages map[string]stageCompiler
+// stageCompilers is filled in by init because $facet compiles stages too.
+var stageCompilers map[string]stageCompiler
 
 func init() {
-	stages = map[string]stageCompiler{
+	stageCompilers = map[string]stageCompiler{
 		"$match":           compileMatch,
 		"$sort":            compileSort,
 		"$skip":            compileSkip,
@@ -172,7 +172,7 @@ func (c *compiler) stage(raw bson.Raw) (stage, error) {
 	if err != nil {
 		return nil, err
 	}
-	compile, ok := stages[name]
+	compile, ok := stageCompilers[name]
 	if !ok {
 		return nil, mongoerr.New(mongoerr.Code(40324), "Unrecognized pipeline stage name: '%s'", name)
 	}
