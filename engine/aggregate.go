@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -98,8 +99,9 @@ func (e *Engine) aggregate(ctx context.Context, db, coll string, stages []bson.R
 }
 
 // planned makes the query of the leading stages the planner runs, the
-// $match, $sort, $skip and $limit a find can express, and says how many
-// they are. The stages were checked already.
+// $match, $sort, $skip and $limit a find can express and a $project of
+// fields after them, and says how many they are. The stages were checked
+// already.
 func planned(stages []bson.Raw) (FindSpec, int) {
 	var spec FindSpec
 	var filters bson.A
@@ -133,6 +135,11 @@ loop:
 				spec.Limit -= n
 			}
 			spec.Skip += n
+		case name == "$project" && plainProjection(arg.Document()):
+			// A find projects last: the projection ends the query.
+			spec.Projection = arg.Document()
+			i++
+			break loop
 		default:
 			break loop
 		}
@@ -145,6 +152,27 @@ loop:
 		spec.Filter, _ = bson.Marshal(bson.D{{Key: "$and", Value: filters}})
 	}
 	return spec, i
+}
+
+// plainProjection reports whether a $project only includes or excludes
+// fields, which a find's projection does the same way.
+func plainProjection(spec bson.Raw) bool {
+	elems, err := spec.Elements()
+	if err != nil || len(elems) == 0 {
+		return false
+	}
+	for _, el := range elems {
+		switch k := el.Key(); {
+		case k == "" || k[0] == '$' || strings.Contains(k, "$"):
+			return false
+		}
+		switch el.Value().Type {
+		case bson.TypeBoolean, bson.TypeInt32, bson.TypeInt64, bson.TypeDouble:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // cursorDocs reads a cursor a batch at a time.
