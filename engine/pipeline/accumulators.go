@@ -66,12 +66,21 @@ type exprAcc struct {
 	valueAccumulator
 }
 
+// borrower is a valueAccumulator that keeps none of the values it takes,
+// which therefore need no copy.
+type borrower interface {
+	borrows()
+}
+
 func (a *exprAcc) add(ctx context.Context, doc bson.Raw) (int, error) {
 	v, err := a.arg.EvalContext(ctx, doc)
 	if err != nil {
 		return 0, err
 	}
-	return a.take(own(v, doc))
+	if _, ok := a.valueAccumulator.(borrower); !ok {
+		v = own(v, doc)
+	}
+	return a.take(v)
 }
 
 func (a *exprAcc) start(ctx context.Context, id bsoncore.Value) error {
@@ -138,6 +147,7 @@ func (a *sumAcc) result() bsoncore.Value {
 }
 
 func (a *sumAcc) size() int { return 16 }
+func (*sumAcc) borrows()    {}
 
 // valueHolder holds one value, null until set.
 type valueHolder struct {
