@@ -123,6 +123,19 @@ func (c *compiler) windowOutput(s *windowStage, v bson.RawValue) (windowOutput, 
 		f, err := c.rateWindow(fnName, fnArg)
 		o.fn = f
 		return o, err
+	case fnName == "$covariancePop" || fnName == "$covarianceSamp":
+		arr, ok := fnArg.ArrayOK()
+		vals, _ := arr.Values()
+		if !ok || len(vals) != 2 {
+			return o, specError(mongoerr.FailedToParse, "%s requires an array of two expressions", fnName)
+		}
+		x, err := c.expr(vals[0])
+		if err != nil {
+			return o, err
+		}
+		y, err := c.expr(vals[1])
+		o.fn = &covWindow{sample: fnName == "$covarianceSamp", x: x, y: y}
+		return o, err
 	case fnName == "$locf" || fnName == "$linearFill":
 		if err := needSort(); err != nil {
 			return o, err
@@ -614,4 +627,62 @@ func timeOf(v bsoncore.Value) time.Time { return time.UnixMilli(v.DateTime()).UT
 
 func dateValue(t time.Time) bsoncore.Value {
 	return bsoncore.Value{Type: bsoncore.TypeDateTime, Data: bsoncore.AppendDateTime(nil, t.UnixMilli())}
+}
+
+// covWindow is $covariancePop or $covarianceSamp of two numeric
+// expressions over the window; documents where either is not a number
+// are left out.
+type covWindow struct {
+	sample bool
+	x, y   *expr.Expr
+}
+
+func (f *covWindow) values(r *run, _ *windowStage, docs []bson.Raw, win func(int) (int, int, error), out []bsoncore.Value) error {
+	xs := make([]float64, len(docs))
+	ys := make([]float64, len(docs))
+	ok := make([]bool, len(docs))
+	for i, d := range docs {
+		x, err := f.x.EvalContext(r.ctx, d)
+		if err != nil {
+			return err
+		}
+		y, err := f.y.EvalContext(r.ctx, d)
+		if err != nil {
+			return err
+		}
+		if isNumeric(x) && isNumeric(y) {
+			xs[i], ys[i], ok[i] = toFloat(x), toFloat(y), true
+		}
+	}
+	for i := range docs {
+		lo, hi, err := win(i)
+		if err != nil {
+			return err
+		}
+		n, mx, my := 0.0, 0.0, 0.0
+		for j := lo; j <= hi; j++ {
+			if ok[j] {
+				n++
+				mx += xs[j]
+				my += ys[j]
+			}
+		}
+		div := n
+		if f.sample {
+			div--
+		}
+		if div <= 0 {
+			out[i] = nullValue
+			continue
+		}
+		mx, my = mx/n, my/n
+		c := 0.0
+		for j := lo; j <= hi; j++ {
+			if ok[j] {
+				c += (xs[j] - mx) * (ys[j] - my)
+			}
+		}
+		out[i] = doubleValue(c / div)
+	}
+	return nil
 }
