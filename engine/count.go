@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"hash/maphash"
-	"slices"
 	"strconv"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -139,8 +138,4 @@ func (s *distinctSet) values() ([]bsoncore.Value, error) {
 	}
 	sortValues(s.out)
 	return s.out, nil
-}
-
-func sortStableRaw(docs []bson.Raw, cmp func(a, b bson.Raw) int) {
-	slices.SortStableFunc(docs, cmp)
 }

@@ -9,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/engine/pipeline"
 	"github.com/lethedb/lethe/engine/project"
 	"github.com/lethedb/lethe/engine/query"
 )
@@ -111,11 +112,7 @@ func (e *Engine) Find(ctx context.Context, db, coll string, spec FindSpec) (*Cur
 	}
 	cur.sc = &scanner{e: e, coll: c, p: p}
 	if !p.sorted && q.sort != nil {
-		limit := memoryLimit{bytes: e.sortLimit, exceeded: sortExceeded}
-		if spec.AllowDiskUse {
-			limit = memoryLimit{bytes: e.memLimit, exceeded: queryExceeded}
-		}
-		if err := cur.materialize(ctx, q.sort, limit); err != nil {
+		if err := cur.materialize(ctx, q.sort, e.sortLimitOf(spec.AllowDiskUse)); err != nil {
 			return nil, err
 		}
 	}
@@ -124,7 +121,7 @@ func (e *Engine) Find(ctx context.Context, db, coll string, spec FindSpec) (*Cur
 
 // materialize reads every match and sorts it, holding at most limit's
 // bytes of documents.
-func (c *Cursor) materialize(ctx context.Context, srt *query.Sort, limit memoryLimit) error {
+func (c *Cursor) materialize(ctx context.Context, srt *query.Sort, limit pipeline.Limit) error {
 	var held int64
 	for !c.sc.done {
 		err := c.sc.next(ctx, func(d *storedDoc) (bool, error) {
@@ -132,8 +129,8 @@ func (c *Cursor) materialize(ctx context.Context, srt *query.Sort, limit memoryL
 				return err == nil, err
 			}
 			held += int64(len(d.doc))
-			if held > limit.bytes {
-				return false, limit.exceeded(limit.bytes)
+			if held > limit.Bytes {
+				return false, limit.Exceeded(limit.Bytes)
 			}
 			c.items = append(c.items, storedDoc{pk: append([]byte(nil), d.pk...), h: d.h, doc: append(bson.Raw(nil), d.doc...)})
 			return true, nil

@@ -33,7 +33,7 @@ func limitedEngine(t *testing.T, n, size int, sortLimit, memLimit int64) *Engine
 	return e
 }
 
-func pipeline(t *testing.T, stages ...string) []bson.Raw {
+func stagesOf(t *testing.T, stages ...string) []bson.Raw {
 	t.Helper()
 	var out []bson.Raw
 	for _, s := range stages {
@@ -52,23 +52,23 @@ func TestAggregateCountsComputedFields(t *testing.T) {
 	e := limitedEngine(t, 20, 10, 1<<20, 64<<20)
 	grow := `{"$addFields": {"pad": {"$reduce": {"input": {"$range": [0, 16]}, "initialValue": "ab", "in": {"$concat": ["$$value", "$$value"]}}}}}`
 	ctx := context.Background()
-	_, err := e.Aggregate(ctx, "db", "c", pipeline(t, grow, `{"$sort": {"_id": -1}}`), AggregateOptions{AllowDiskUse: false})
+	_, err := e.Aggregate(ctx, "db", "c", stagesOf(t, grow, `{"$sort": {"_id": -1}}`), AggregateOptions{AllowDiskUse: false})
 	if mongoerr.CodeOf(err) != mongoerr.QueryExceededMemoryLimitNoDiskUseAllowed {
 		t.Errorf("$addFields then $sort: %v, want QueryExceededMemoryLimitNoDiskUseAllowed", err)
 	}
 	// With allowDiskUse, the request's limit still holds.
-	docs, err := e.Aggregate(ctx, "db", "c", pipeline(t, grow, `{"$sort": {"_id": -1}}`), AggregateOptions{AllowDiskUse: true})
+	docs, err := e.Aggregate(ctx, "db", "c", stagesOf(t, grow, `{"$sort": {"_id": -1}}`), AggregateOptions{AllowDiskUse: true})
 	if err != nil || len(docs) != 20 {
 		t.Errorf("with allowDiskUse: %d documents, %v", len(docs), err)
 	}
 	e.memLimit = 1 << 20
-	_, err = e.Aggregate(ctx, "db", "c", pipeline(t, grow, `{"$sort": {"_id": -1}}`), AggregateOptions{AllowDiskUse: true})
+	_, err = e.Aggregate(ctx, "db", "c", stagesOf(t, grow, `{"$sort": {"_id": -1}}`), AggregateOptions{AllowDiskUse: true})
 	if mongoerr.CodeOf(err) != mongoerr.ExceededMemoryLimit {
 		t.Errorf("past the request's limit with allowDiskUse: %v, want ExceededMemoryLimit", err)
 	}
 	// So does a pipeline without a blocking stage, which Lethe holds all
 	// the same.
-	_, err = e.Aggregate(ctx, "db", "c", pipeline(t, grow), AggregateOptions{AllowDiskUse: false})
+	_, err = e.Aggregate(ctx, "db", "c", stagesOf(t, grow), AggregateOptions{AllowDiskUse: false})
 	if mongoerr.CodeOf(err) != mongoerr.ExceededMemoryLimit {
 		t.Errorf("$addFields past the request's limit: %v, want ExceededMemoryLimit", err)
 	}
@@ -79,7 +79,7 @@ func TestAggregateGroupLimits(t *testing.T) {
 	// 40 documents of 1 KiB in one group: the $push would make a document
 	// of 40 KiB.
 	e := limitedEngine(t, 40, 1<<10, 16<<10, 64<<20)
-	push := pipeline(t, `{"$group": {"_id": null, "all": {"$push": "$big"}}}`)
+	push := stagesOf(t, `{"$group": {"_id": null, "all": {"$push": "$big"}}}`)
 	_, err := e.Aggregate(ctx, "db", "c", push, AggregateOptions{AllowDiskUse: false})
 	if mongoerr.CodeOf(err) != mongoerr.QueryExceededMemoryLimitNoDiskUseAllowed {
 		t.Errorf("$group past the limit: %v, want QueryExceededMemoryLimitNoDiskUseAllowed", err)
@@ -93,25 +93,15 @@ func TestAggregateGroupLimits(t *testing.T) {
 func TestAggregateDocumentTooLarge(t *testing.T) {
 	// 20 documents of 1 MiB pushed into one: 20 MiB, over MongoDB's 16 MiB.
 	e := limitedEngine(t, 20, 1<<20, 100<<20, 256<<20)
-	push := pipeline(t, `{"$group": {"_id": null, "all": {"$push": "$big"}}}`)
+	push := stagesOf(t, `{"$group": {"_id": null, "all": {"$push": "$big"}}}`)
 	_, err := e.Aggregate(context.Background(), "db", "c", push, AggregateOptions{AllowDiskUse: false})
 	if mongoerr.CodeOf(err) != mongoerr.BSONObjectTooLarge {
 		t.Errorf("$group making 20 MiB: %v, want BSONObjectTooLarge", err)
 	}
 	// Fifteen fit.
-	docs, err := e.Aggregate(context.Background(), "db", "c", pipeline(t, `{"$match": {"_id": {"$lt": 15}}}`, `{"$group": {"_id": null, "all": {"$push": "$big"}}}`), AggregateOptions{AllowDiskUse: false})
+	docs, err := e.Aggregate(context.Background(), "db", "c", stagesOf(t, `{"$match": {"_id": {"$lt": 15}}}`, `{"$group": {"_id": null, "all": {"$push": "$big"}}}`), AggregateOptions{AllowDiskUse: false})
 	if err != nil || len(docs) != 1 {
 		t.Errorf("$group making 15 MiB: %d documents, %v", len(docs), err)
-	}
-}
-
-func TestPushAccumulatorLimit(t *testing.T) {
-	s := &accState{}
-	if _, err := s.gathered("$push", maxAccumulatorBytes); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.gathered("$push", 1); mongoerr.CodeOf(err) != mongoerr.ExceededMemoryLimit {
-		t.Errorf("$push past 100 MiB: %v, want ExceededMemoryLimit", err)
 	}
 }
 

@@ -1,0 +1,233 @@
+package pipeline
+
+import (
+	"context"
+	"strconv"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/lethedb/lethe/engine/expr"
+	"github.com/lethedb/lethe/engine/keycodec"
+	"github.com/lethedb/lethe/engine/mongoerr"
+)
+
+var nullValue = bsoncore.Value{Type: bsoncore.TypeNull}
+
+// groupStage is $group.
+type groupStage struct {
+	id   *expr.Expr
+	accs []accField
+}
+
+// accField is one output field of a $group and its accumulator.
+type accField struct {
+	field string
+	op    string
+	new   func() accumulator
+}
+
+// accumulator is the state of one accumulator in one group.
+type accumulator interface {
+	// add adds doc to the accumulator and returns how many more bytes the
+	// accumulator holds.
+	add(ctx context.Context, doc bson.Raw) (int, error)
+	// result is the accumulator's value.
+	result() bsoncore.Value
+	// size is the bytes of the result, at least.
+	size() int
+}
+
+func compileGroup(c *compiler, _ string, arg bson.RawValue) (stage, error) {
+	spec, ok := arg.DocumentOK()
+	if !ok {
+		return nil, mongoerr.New(mongoerr.Code(15947), "a group's fields must be specified in an object")
+	}
+	elems, _ := spec.Elements()
+	g := &groupStage{}
+	for _, el := range elems {
+		if el.Key() == "_id" {
+			ex, err := c.expr(el.Value())
+			if err != nil {
+				return nil, err
+			}
+			g.id = ex
+			continue
+		}
+		a, err := c.accumulator(el.Key(), el.Value())
+		if err != nil {
+			return nil, err
+		}
+		g.accs = append(g.accs, a)
+	}
+	if g.id == nil {
+		return nil, mongoerr.New(mongoerr.Code(15955), "a group specification must include an _id")
+	}
+	return g, nil
+}
+
+// expr compiles an expression of a stage.
+func (c *compiler) expr(v bson.RawValue) (*expr.Expr, error) {
+	return expr.CompileExprWith(bsoncore.Value{Type: bsoncore.Type(v.Type), Data: v.Value}, expr.ExprOptions{Now: c.opts.Now})
+}
+
+func (*groupStage) blocks() {}
+
+func (g *groupStage) apply(r *run, docs []bson.Raw, _ Limit) ([]bson.Raw, error) {
+	return g.stream(r, Slice(docs))
+}
+
+// group is the state of one group.
+type group struct {
+	id   bsoncore.Value
+	accs []accumulator
+}
+
+// grouper gathers documents into groups by a key and runs the
+// accumulators of each group; what it holds counts against a limit.
+type grouper struct {
+	accs   []accField
+	groups map[string]*group
+	order  []string
+	h      held
+	key    []byte // the key being looked up, reused
+}
+
+func newGrouper(accs []accField, limit Limit) *grouper {
+	return &grouper{accs: accs, groups: map[string]*group{}, h: held{limit: limit}}
+}
+
+// add adds doc to the group of id, which it may keep.
+func (g *grouper) add(ctx context.Context, id bsoncore.Value, doc bson.Raw) error {
+	g.key = keycodec.Append(g.key[:0], id)
+	gr := g.groups[string(g.key)]
+	if gr == nil {
+		k := string(g.key)
+		gr = &group{id: own(id, doc), accs: make([]accumulator, len(g.accs))}
+		if err := startAccs(ctx, gr.accs, g.accs, id); err != nil {
+			return err
+		}
+		g.groups[k] = gr
+		g.order = append(g.order, k)
+		if err := g.h.add(len(k) + len(id.Data)); err != nil {
+			return err
+		}
+	}
+	for _, a := range gr.accs {
+		grew, err := a.add(ctx, doc)
+		if err == nil {
+			err = g.h.add(grew)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// startAccs makes the accumulators of a group.
+func startAccs(ctx context.Context, accs []accumulator, fields []accField, id bsoncore.Value) error {
+	for i, a := range fields {
+		accs[i] = a.new()
+		if s, ok := accs[i].(starter); ok {
+			if err := s.start(ctx, id); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// results makes a document of each group, in the order groups were
+// first seen.
+func (g *grouper) results() ([]bson.Raw, error) {
+	out := make([]bson.Raw, 0, len(g.order))
+	for _, k := range g.order {
+		d, err := g.result(g.groups[k])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// result makes the document of one group.
+func (g *grouper) result(gr *group) (bson.Raw, error) {
+	// Refuse a document too large to return before building it.
+	size := 5 + 6 + len(gr.id.Data)
+	for i, a := range g.accs {
+		size += 2 + len(a.field) + gr.accs[i].size()
+	}
+	if size > MaxDocBytes {
+		return nil, docTooLarge(size, "_id")
+	}
+	b := bsoncore.NewDocumentBuilder().AppendValue("_id", gr.id)
+	for i, a := range g.accs {
+		v := gr.accs[i].result()
+		if v.Type == 0 {
+			v = nullValue
+		}
+		b.AppendValue(a.field, v)
+	}
+	return bson.Raw(b.Build()), nil
+}
+
+// stream groups the documents of src; what the groups hold is bounded as
+// a blocking stage's.
+func (g *groupStage) stream(r *run, src Source) ([]bson.Raw, error) {
+	ctx := r.ctx
+	gr := newGrouper(g.accs, r.blocking(groupExceeded))
+	j := 0
+	err := src(func(doc bson.Raw) error {
+		if j++; j%256 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		id, err := evalOrNull(ctx, g.id, doc)
+		if err != nil {
+			return err
+		}
+		return gr.add(ctx, id, doc)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return gr.results()
+}
+
+// evalOrNull evaluates ex, giving null for a missing result.
+func evalOrNull(ctx context.Context, ex *expr.Expr, doc bson.Raw) (bsoncore.Value, error) {
+	v, err := ex.EvalContext(ctx, doc)
+	if err == nil && v.Type == 0 {
+		v = nullValue
+	}
+	return v, err
+}
+
+// own returns v, which may point into doc, as a value a group can keep: a
+// copy, unless v is most of doc, which the group then keeps whole rather
+// than holding its bytes twice.
+func own(v bsoncore.Value, doc bson.Raw) bsoncore.Value {
+	if 2*len(v.Data) > len(doc) {
+		return v
+	}
+	return bsoncore.Value{Type: v.Type, Data: append([]byte(nil), v.Data...)}
+}
+
+// arraySize is the encoded size of an array of values.
+func arraySize(values []bsoncore.Value) int {
+	n := 5
+	for i, v := range values {
+		n += 2 + len(strconv.Itoa(i)) + len(v.Data)
+	}
+	return n
+}
+
+// arrayOf builds an array of values.
+func arrayOf(values []bsoncore.Value) bsoncore.Value {
+	arr := bsoncore.NewArrayBuilder()
+	for _, v := range values {
+		arr.AppendValue(v)
+	}
+	return bsoncore.Value{Type: bsoncore.TypeArray, Data: arr.Build()}
+}
