@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/engine/pipeline"
 )
 
 // checkViewLocked checks the definition v of a view of db before it is
@@ -35,9 +36,9 @@ func (e *Engine) checkViewLocked(db string, v *View) error {
 
 // checkViewPipeline refuses what a view may not hold, then compiles the
 // pipeline by running it over no documents.
-func (e *Engine) checkViewPipeline(pipeline []bson.Raw) error {
-	for i, st := range pipeline {
-		name, arg, err := stageOf(st)
+func (e *Engine) checkViewPipeline(stages []bson.Raw) error {
+	for i, st := range stages {
+		name, arg, err := pipeline.StageOf(st)
 		if err != nil {
 			return err
 		}
@@ -58,7 +59,7 @@ func (e *Engine) checkViewPipeline(pipeline []bson.Raw) error {
 			}
 		}
 	}
-	_, err := e.ApplyStages(context.Background(), nil, pipeline)
+	_, err := e.ApplyStages(context.Background(), nil, stages)
 	return err
 }
 
@@ -178,7 +179,7 @@ func (g *viewGraph) heightAbove(name string, depth int) (int, error) {
 // involvedNamespaces lists the collections and views a pipeline reads
 // besides its source: those named by $lookup, $graphLookup and $unionWith,
 // and by the pipelines inside them and inside $facet.
-func involvedNamespaces(pipeline []bson.Raw) []string {
+func involvedNamespaces(stages []bson.Raw) []string {
 	var out []string
 	var walk func(stages []bson.Raw)
 	sub := func(v bson.RawValue) {
@@ -197,7 +198,7 @@ func involvedNamespaces(pipeline []bson.Raw) []string {
 	}
 	walk = func(stages []bson.Raw) {
 		for _, st := range stages {
-			name, arg, err := stageOf(st)
+			name, arg, err := pipeline.StageOf(st)
 			if err != nil {
 				continue
 			}
@@ -227,6 +228,6 @@ func involvedNamespaces(pipeline []bson.Raw) []string {
 			}
 		}
 	}
-	walk(pipeline)
+	walk(stages)
 	return out
 }
