@@ -32,7 +32,13 @@ func compileMatch(c *compiler, _ string, arg bson.RawValue) (stage, error) {
 func (s *matchStage) apply(r *run, docs []bson.Raw, _ Limit) ([]bson.Raw, error) {
 	out := docs[:0]
 	for _, d := range docs {
-		if s.f.Match(d) {
+		// A $expr that fails on a document fails the pipeline, as in
+		// MongoDB.
+		ok, err := s.f.MatchErr(d)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
 			out = append(out, d)
 		}
 	}
