@@ -27,7 +27,7 @@ type stageFile struct {
 		ViewOn   string     `bson:"viewOn"`
 		Pipeline []bson.Raw `bson:"pipeline"`
 	} `bson:"views"`
-	Cases       []stageCase           `bson:"cases"`
+	Cases []stageCase `bson:"cases"`
 }
 
 type stageCase struct {
