@@ -128,22 +128,30 @@ func (g *groupStage) stream(r *run, src Source) ([]bson.Raw, error) {
 	}
 	out := make([]bson.Raw, 0, len(order))
 	for _, k := range order {
-		gr := groups[k]
-		// Refuse a document too large to return before building it.
-		size := 5 + 6 + len(gr.id.Data)
-		for i, a := range g.accs {
-			size += 2 + len(a.field) + gr.accs[i].size()
+		doc, err := g.result(groups[k])
+		if err != nil {
+			return nil, err
 		}
-		if size > MaxDocBytes {
-			return nil, docTooLarge(size, "_id")
-		}
-		b := bsoncore.NewDocumentBuilder().AppendValue("_id", gr.id)
-		for i, a := range g.accs {
-			b.AppendValue(a.field, gr.accs[i].result())
-		}
-		out = append(out, bson.Raw(b.Build()))
+		out = append(out, doc)
 	}
 	return out, nil
+}
+
+// result is the output document of gr.
+func (g *groupStage) result(gr *group) (bson.Raw, error) {
+	// Refuse a document too large to return before building it.
+	size := 5 + 6 + len(gr.id.Data)
+	for i, a := range g.accs {
+		size += 2 + len(a.field) + gr.accs[i].size()
+	}
+	if size > MaxDocBytes {
+		return nil, docTooLarge(size, "_id")
+	}
+	b := bsoncore.NewDocumentBuilder().AppendValue("_id", gr.id)
+	for i, a := range g.accs {
+		b.AppendValue(a.field, gr.accs[i].result())
+	}
+	return bson.Raw(b.Build()), nil
 }
 
 // evalOrNull evaluates ex, giving null for a missing result.

@@ -87,7 +87,6 @@ func (s *fileSource) close() error {
 
 // Iter returns the records of a Sorter in order.
 type Iter struct {
-	ctx     context.Context
 	cmp     func(a, b []byte) int
 	srcs    []source
 	h       mergeHeap
@@ -123,14 +122,14 @@ func (h *mergeHeap) Pop() any {
 }
 
 // Next returns the next record, which the caller may keep, or io.EOF
-// after the last.
-func (it *Iter) Next() ([]byte, error) {
+// after the last. An iterator may outlive the request that made it (a
+// find's cursor), so each call says what ends it.
+func (it *Iter) Next(ctx context.Context) ([]byte, error) {
 	if it.err != nil {
 		return nil, it.err
 	}
-	if it.n++; it.n%256 == 0 && it.ctx.Err() != nil {
-		it.err = it.ctx.Err()
-		return nil, it.err
+	if it.n++; it.n%256 == 0 && ctx.Err() != nil {
+		return nil, ctx.Err()
 	}
 	if !it.started {
 		it.started = true

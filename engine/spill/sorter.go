@@ -143,13 +143,13 @@ func (s *Sorter) Iter(ctx context.Context) (*Iter, error) {
 	mem := &memSource{recs: s.recs}
 	s.recs, s.held = nil, 0
 	if len(s.runs) == 0 {
-		return &Iter{ctx: ctx, srcs: []source{mem}, cmp: s.cmp}, nil
+		return &Iter{srcs: []source{mem}, cmp: s.cmp}, nil
 	}
 	// Merge in passes until few enough runs are left to merge with the
 	// records still in memory, each pass merging the oldest runs into one
 	// that takes their place, so that the order of equal records holds.
 	for len(s.runs)+1 > maxFanIn {
-		it, err := s.open(ctx, s.runs[:maxFanIn])
+		it, err := s.open(s.runs[:maxFanIn])
 		if err != nil {
 			return nil, err
 		}
@@ -159,7 +159,7 @@ func (s *Sorter) Iter(ctx context.Context) (*Iter, error) {
 		}
 		run, err := s.writeRun(ctx, size, func(yield func([]byte) error) error {
 			for {
-				rec, err := it.Next()
+				rec, err := it.Next(ctx)
 				if err == io.EOF {
 					return nil
 				}
@@ -179,7 +179,7 @@ func (s *Sorter) Iter(ctx context.Context) (*Iter, error) {
 		}
 		s.runs = append([]runFile{run}, s.runs[maxFanIn:]...)
 	}
-	it, err := s.open(ctx, s.runs)
+	it, err := s.open(s.runs)
 	if err != nil {
 		return nil, err
 	}
@@ -190,8 +190,8 @@ func (s *Sorter) Iter(ctx context.Context) (*Iter, error) {
 
 // open returns an iterator over runs, which it removes when it is done
 // with them.
-func (s *Sorter) open(ctx context.Context, runs []runFile) (*Iter, error) {
-	it := &Iter{ctx: ctx, cmp: s.cmp}
+func (s *Sorter) open(runs []runFile) (*Iter, error) {
+	it := &Iter{cmp: s.cmp}
 	for _, r := range runs {
 		f, err := s.sc.cfg.FS.Open(r.name)
 		if err != nil {

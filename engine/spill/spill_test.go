@@ -107,7 +107,7 @@ func drain(t *testing.T, it *Iter) [][]byte {
 	t.Helper()
 	var out [][]byte
 	for {
-		rec, err := it.Next()
+		rec, err := it.Next(context.Background())
 		if err == io.EOF {
 			return out
 		}
@@ -193,7 +193,7 @@ func TestOnDisk(t *testing.T) {
 	}
 	// Stop half way: Close of the Scratch removes what is left.
 	for range 100 {
-		if _, err := it.Next(); err != nil {
+		if _, err := it.Next(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -206,7 +206,7 @@ func TestOnDisk(t *testing.T) {
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("the scratch directory survives Close: %v", err)
 	}
-	if _, err := it.Next(); err == nil {
+	if _, err := it.Next(ctx); err == nil {
 		t.Error("reading on after Close succeeded")
 	}
 	_ = it.Close()
@@ -295,7 +295,7 @@ func TestCancel(t *testing.T) {
 	}
 	cancel()
 	for range len(recs) {
-		if _, err = it.Next(); err != nil {
+		if _, err = it.Next(ctx); err != nil {
 			break
 		}
 	}
@@ -330,7 +330,7 @@ func TestCorruptRun(t *testing.T) {
 	}
 	defer it.Close()
 	for {
-		if _, err = it.Next(); err != nil {
+		if _, err = it.Next(ctx); err != nil {
 			break
 		}
 	}

@@ -1,0 +1,259 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/engine/spill"
+)
+
+func stagesOf(t *testing.T, stages ...string) []bson.Raw {
+	t.Helper()
+	var out []bson.Raw
+	for _, s := range stages {
+		var d bson.Raw
+		if err := bson.UnmarshalExtJSON([]byte(s), false, &d); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// generated is a Source of n documents {_id: i, k: i % groups, v, pad}
+// made as they are read, so that nothing holds them but the pipeline; v
+// is a permutation of 0..n-1. each is called with each index first.
+func generated(n, groups int, each func(i int)) Source {
+	pad := strings.Repeat("p", 900)
+	return func(fn func(bson.Raw) error) error {
+		for i := range n {
+			if each != nil {
+				each(i)
+			}
+			d, _ := bson.Marshal(bson.D{{Key: "_id", Value: int32(i)}, {Key: "k", Value: int32(i % groups)}, {Key: "v", Value: int32(permuted(i, n))}, {Key: "pad", Value: pad}})
+			if err := fn(d); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// permuted maps 0..n-1 onto itself; n must be prime to 7919.
+func permuted(i, n int) int { return i * 7919 % n }
+
+// heapPeak samples the live heap until stop, with garbage collected often
+// so that the samples are of what is held, not what is left to collect.
+type heapPeak struct {
+	mu    sync.Mutex
+	peak  uint64
+	stop  chan struct{}
+	done  chan struct{}
+	reset int
+}
+
+func liveHeap() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+func watchHeap(t *testing.T) *heapPeak {
+	old := debug.SetGCPercent(5)
+	t.Cleanup(func() { debug.SetGCPercent(old) })
+	h := &heapPeak{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(h.done)
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for {
+			h.sample()
+			select {
+			case <-h.stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return h
+}
+
+func (h *heapPeak) sample() {
+	v := liveHeap()
+	h.mu.Lock()
+	h.peak = max(h.peak, v)
+	h.mu.Unlock()
+}
+
+// forced collects garbage and samples, for the points the ticker may miss.
+func (h *heapPeak) forced() {
+	runtime.GC()
+	h.sample()
+}
+
+func (h *heapPeak) end() uint64 {
+	h.forced()
+	close(h.stop)
+	<-h.done
+	return h.peak
+}
+
+func TestSpillingPipelineHoldsItsBudget(t *testing.T) {
+	// 48 MB of documents through $sort, $group and $sort with a memory
+	// limit of 4 MiB and a blocking-stage limit of 1 MiB: with
+	// allowDiskUse, each spills what passes 1 MiB and the pipeline ends
+	// with the exact result, holding a few MiB at most.
+	const (
+		n, groups  = 48_000, 12_000
+		sortLimit  = 1 << 20
+		memLimit   = 4 << 20
+		dataBytes  = n * 1000
+		heapBudget = 12 << 20 // the limits, merge buffers and slack
+	)
+	stages := stagesOf(t,
+		`{"$sort": {"v": 1}}`,
+		`{"$group": {"_id": "$k", "n": {"$sum": 1}, "first": {"$first": "$_id"}, "last": {"$last": "$_id"}, "total": {"$sum": "$v"}, "ids": {"$push": "$_id"}}}`,
+		`{"$sort": {"total": -1, "_id": 1}}`,
+	)
+	dir := filepath.Join(t.TempDir(), "_tmp", "1")
+	sc := spill.New(spill.Config{Dir: dir})
+	p, err := Compile(stages, Options{AllowDiskUse: true, Scratch: sc, SortLimit: sortLimit, MemLimit: memLimit})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	runtime.GC()
+	base := liveHeap()
+	h := watchHeap(t)
+	docs, err := p.Run(context.Background(), generated(n, groups, func(i int) {
+		if i%4000 == 0 {
+			h.forced()
+		}
+	}))
+	peak := h.end()
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.KeepAlive(docs)
+
+	// The expected groups, by a model: documents in order of v.
+	type group struct {
+		n, total  int
+		ids       []int32
+		first, id int32
+	}
+	model := make([]group, groups)
+	byV := make([]int32, n)
+	for i := range n {
+		byV[permuted(i, n)] = int32(i)
+	}
+	for _, id := range byV {
+		g := &model[int(id)%groups]
+		g.id = id % groups
+		g.n++
+		g.total += permuted(int(id), n)
+		g.ids = append(g.ids, id)
+	}
+	slices.SortFunc(model, func(a, b group) int {
+		if a.total != b.total {
+			return b.total - a.total
+		}
+		return int(a.id - b.id)
+	})
+	if len(docs) != groups {
+		t.Fatalf("%d groups, want %d", len(docs), groups)
+	}
+	for i, d := range docs {
+		g := model[i]
+		want := fmt.Sprintf(`{"_id": %d,"n": %d,"first": %d,"last": %d,"total": %d,"ids": [%s]}`,
+			g.id, g.n, g.ids[0], g.ids[len(g.ids)-1], g.total, strings.Trim(strings.Join(strings.Fields(fmt.Sprint(g.ids)), ","), "[]"))
+		var wantDoc bson.Raw
+		if err := bson.UnmarshalExtJSON([]byte(want), false, &wantDoc); err != nil {
+			t.Fatal(err)
+		}
+		if got := d.String(); got != wantDoc.String() {
+			t.Fatalf("output %d: %s, want %s", i, got, wantDoc)
+		}
+	}
+
+	_, spilled := sc.Used()
+	t.Logf("%d MB of documents, %d MB spilled at most at once, live heap %d KiB at the start and %d KiB at the peak",
+		dataBytes>>20, spilled>>20, base>>10, peak>>10)
+	if spilled < dataBytes/2 {
+		t.Errorf("%d bytes spilled at once at most, want most of the %d of the input", spilled, dataBytes)
+	}
+	if grew := int64(peak) - int64(base); grew > heapBudget {
+		t.Errorf("the live heap grew by %d bytes, past %d: the stages did not hold to their budget", grew, heapBudget)
+	}
+	if ents, err := os.ReadDir(dir); err != nil || len(ents) != 0 {
+		t.Errorf("after the run, the scratch directory holds %v (%v)", ents, err)
+	}
+	if err := sc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("the scratch directory survives Close: %v", err)
+	}
+}
+
+func TestBlockingStagesWithoutDiskUse(t *testing.T) {
+	// The same stages without allowDiskUse fail past the blocking-stage
+	// limit with MongoDB's 292, and write nothing.
+	dir := filepath.Join(t.TempDir(), "_tmp", "1")
+	sc := spill.New(spill.Config{Dir: dir})
+	defer sc.Close()
+	for _, stage := range []string{`{"$sort": {"v": 1}}`, `{"$group": {"_id": "$k", "pads": {"$push": "$pad"}}}`} {
+		p, err := Compile(stagesOf(t, stage), Options{Scratch: sc, SortLimit: 1 << 20, MemLimit: 4 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = p.Run(context.Background(), generated(4000, 4000, nil))
+		if mongoerr.CodeOf(err) != mongoerr.QueryExceededMemoryLimitNoDiskUseAllowed {
+			t.Errorf("%s over 4 MB with a limit of 1 MiB: %v, want QueryExceededMemoryLimitNoDiskUseAllowed", stage, err)
+		}
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("without allowDiskUse, the scratch directory was made: %v", err)
+	}
+}
+
+func TestSpillingKeepsTheRequestLimit(t *testing.T) {
+	// Spilling bounds what a stage holds, not what the pipeline returns:
+	// a $sort of 4 MB spills, and then its output passes the request's 2
+	// MiB.
+	sc := spill.New(spill.Config{Dir: filepath.Join(t.TempDir(), "_tmp", "1")})
+	defer sc.Close()
+	p, err := Compile(stagesOf(t, `{"$sort": {"v": 1}}`), Options{AllowDiskUse: true, Scratch: sc, SortLimit: 1 << 20, MemLimit: 2 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.Run(context.Background(), generated(4000, 1, nil))
+	if mongoerr.CodeOf(err) != mongoerr.ExceededMemoryLimit {
+		t.Errorf("a sorted output of 4 MB with a request limit of 2 MiB: %v, want ExceededMemoryLimit", err)
+	}
+	// With a $limit after the $sort, what is returned fits.
+	p, err = Compile(stagesOf(t, `{"$sort": {"v": -1}}`, `{"$limit": 3}`, `{"$project": {"_id": 0, "v": 1}}`), Options{AllowDiskUse: true, Scratch: sc, SortLimit: 1 << 20, MemLimit: 2 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, err := p.Run(context.Background(), generated(4001, 1, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(docs); got != `[{"v": {"$numberInt":"4000"}} {"v": {"$numberInt":"3999"}} {"v": {"$numberInt":"3998"}}]` {
+		t.Errorf("the top three: %s", got)
+	}
+}
