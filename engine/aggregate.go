@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.uber.org/zap"
 
 	"github.com/lethedb/lethe/engine/mongoerr"
 	"github.com/lethedb/lethe/engine/pipeline"
@@ -31,7 +32,8 @@ type AggregateResult struct {
 // AggregateOptions are the options of an aggregate command that shape how
 // its pipeline runs.
 type AggregateOptions struct {
-	// AllowDiskUse lifts the memory limit of sorts, as for FindSpec.
+	// AllowDiskUse lets sorts and blocking stages spill to disk past the
+	// sort limit, as for FindSpec.
 	AllowDiskUse bool
 	// Hint names the index (by name or key pattern) that reads the
 	// collection for the leading $match and $sort stages.
@@ -73,7 +75,20 @@ func (e *Engine) aggregate(ctx context.Context, db, coll string, stages []bson.R
 		return nil, Incarnation{}, err
 	}
 	spec.AllowDiskUse, spec.Hint = opts.AllowDiskUse, opts.Hint
-	p, err := pipeline.Compile(rest, e.pipelineOptions(db, opts))
+	po := e.pipelineOptions(db, opts)
+	if opts.AllowDiskUse {
+		// The request's temporary files, for the blocking sort of its
+		// query and its stages alike; the output is in memory by the
+		// time they go.
+		spec.scratch = e.newScratch()
+		po.Scratch = spec.scratch
+		defer func() {
+			if err := spec.scratch.Close(); err != nil {
+				e.log.Warn("removing the temporary files of an aggregation", zap.Error(err))
+			}
+		}()
+	}
+	p, err := pipeline.Compile(rest, po)
 	if err != nil {
 		return nil, Incarnation{}, err
 	}
@@ -81,6 +96,7 @@ func (e *Engine) aggregate(ctx context.Context, db, coll string, stages []bson.R
 	if err != nil {
 		return nil, Incarnation{}, err
 	}
+	defer cur.Close()
 	var src Incarnation
 	if !cur.materialized && !p.Blocks() {
 		src = cur.incarnation()
