@@ -186,11 +186,15 @@ func integral(v bson.RawValue) (int64, bool) {
 	return 0, false
 }
 
+// sourceBatchBytes is about how much of a collection a pipeline reads at
+// a time: small, since the stages that follow may hold little more.
+const sourceBatchBytes = 1 << 20
+
 // cursorDocs reads a cursor a batch at a time.
 func cursorDocs(ctx context.Context, cur *Cursor) pipeline.Source {
 	return func(fn func(bson.Raw) error) error {
 		for !cur.Exhausted() {
-			b, err := cur.NextBatch(ctx, 0, 16<<20)
+			b, err := cur.NextBatch(ctx, 0, sourceBatchBytes)
 			if err != nil {
 				return err
 			}
