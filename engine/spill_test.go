@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -152,5 +153,53 @@ func TestOpenRemovesStaleTemporaryFiles(t *testing.T) {
 	defer e.Close()
 	if _, err := os.Stat(filepath.Join(dir, scratchDir)); !os.IsNotExist(err) {
 		t.Errorf("temporary files survive a restart: %v", err)
+	}
+}
+
+func TestAggregateSpillsAndRemovesItsFiles(t *testing.T) {
+	// 3000 documents of 1 KB with a sort limit of 64 KiB and a request
+	// limit of 256 KiB: the planned sort and the $group spill, and the
+	// request's files go when it ends, whether it succeeds or fails.
+	const n, groups = 3000, 1000
+	e := limitedEngine(t, n, 1000, 64<<10, 256<<10)
+	ctx := context.Background()
+	pipe := func(last ...string) []bson.Raw {
+		return stagesOf(t, append([]string{
+			`{"$sort": {"big": 1, "_id": -1}}`,
+			`{"$group": {"_id": {"$mod": ["$_id", 1000]}, "ids": {"$push": "$_id"}}}`,
+			`{"$sort": {"_id": 1}}`,
+		}, last...)...)
+	}
+	docs, err := e.Aggregate(ctx, "db", "c", pipe(), AggregateOptions{AllowDiskUse: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(docs) != groups {
+		t.Fatalf("%d groups, want %d", len(docs), groups)
+	}
+	for k, d := range docs {
+		want, _ := bson.Marshal(bson.D{{Key: "_id", Value: int32(k)}, {Key: "ids", Value: bson.A{int32(k + 2000), int32(k + 1000), int32(k)}}})
+		if !bytes.Equal(d, want) {
+			t.Fatalf("group %d: %s, want %s", k, d, bson.Raw(want))
+		}
+	}
+	if files := scratchFiles(t, e); len(files) != 0 {
+		t.Errorf("temporary files left: %v", files)
+	}
+	if _, err := os.Stat(filepath.Join(e.disk.dir, scratchDir, "1")); !os.IsNotExist(err) {
+		t.Errorf("the request's scratch directory survives it: %v", err)
+	}
+	// A stage after the spilled ones fails.
+	_, err = e.Aggregate(ctx, "db", "c", pipe(`{"$project": {"x": {"$add": ["$_id", "a"]}}}`), AggregateOptions{AllowDiskUse: true})
+	if mongoerr.CodeOf(err) != mongoerr.TypeMismatch {
+		t.Errorf("$add of a string: %v, want TypeMismatch", err)
+	}
+	if files := scratchFiles(t, e); len(files) != 0 {
+		t.Errorf("temporary files left after a failure: %v", files)
+	}
+	// Without allowDiskUse, 292 as ever.
+	_, err = e.Aggregate(ctx, "db", "c", pipe(), AggregateOptions{})
+	if mongoerr.CodeOf(err) != mongoerr.QueryExceededMemoryLimitNoDiskUseAllowed {
+		t.Errorf("without allowDiskUse: %v, want QueryExceededMemoryLimitNoDiskUseAllowed", err)
 	}
 }
