@@ -15,12 +15,6 @@ func (s *sortStage) spill(r *run, src Source) (Source, error) {
 	if err := src(func(d bson.Raw) error { return sorter.Add(r.ctx, d) }); err != nil {
 		return nil, err
 	}
-	return iterSource(r, sorter, func(rec []byte, fn func(bson.Raw) error) error { return fn(rec) }), nil
-}
-
-// iterSource is the Source of the records of sorter, each passed to each
-// with fn.
-func iterSource(r *run, sorter *spill.Sorter, each func(rec []byte, fn func(bson.Raw) error) error) Source {
 	return func(fn func(bson.Raw) error) error {
 		it, err := sorter.Iter(r.ctx)
 		if err != nil {
@@ -35,9 +29,9 @@ func iterSource(r *run, sorter *spill.Sorter, each func(rec []byte, fn func(bson
 			if err != nil {
 				return err
 			}
-			if err := each(rec, fn); err != nil {
+			if err := fn(rec); err != nil {
 				return err
 			}
 		}
-	}
+	}, nil
 }

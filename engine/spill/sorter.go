@@ -69,8 +69,9 @@ func (s *Sorter) Spilled() bool { return len(s.runs) > 0 }
 func (s *Sorter) spill(ctx context.Context) error {
 	slices.SortStableFunc(s.recs, s.cmp)
 	var size int64
+	var lenBuf [binary.MaxVarintLen64]byte
 	for _, r := range s.recs {
-		size += int64(binary.PutUvarint(make([]byte, binary.MaxVarintLen64), uint64(len(r))) + len(r))
+		size += int64(binary.PutUvarint(lenBuf[:], uint64(len(r))) + len(r))
 	}
 	run, err := s.writeRun(ctx, size, func(yield func([]byte) error) error {
 		for _, r := range s.recs {
