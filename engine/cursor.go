@@ -120,10 +120,15 @@ func (e *Engine) Find(ctx context.Context, db, coll string, spec FindSpec) (*Cur
 	}
 	cur.sc = &scanner{e: e, coll: c, p: p}
 	if !p.sorted && q.sort != nil {
+		// Under a limit, only the first skip+limit matches are kept.
+		var k int64
+		if spec.Limit > 0 {
+			k = spec.Skip + spec.Limit
+		}
 		if spec.AllowDiskUse {
-			err = cur.materializeSpilling(ctx, q.sort, spec.scratch)
+			err = cur.materializeSpilling(ctx, q.sort, spec.scratch, k)
 		} else {
-			err = cur.materialize(ctx, q.sort, e.sortLimitOf())
+			err = cur.materialize(ctx, q.sort, e.sortLimitOf(), k)
 		}
 		if err != nil {
 			_ = cur.Close()
@@ -133,13 +138,24 @@ func (e *Engine) Find(ctx context.Context, db, coll string, spec FindSpec) (*Cur
 	return cur, nil
 }
 
-// materialize reads every match and sorts it, holding at most limit's
-// bytes of documents.
-func (c *Cursor) materialize(ctx context.Context, srt *query.Sort, limit pipeline.Limit) error {
+// materialize reads every match and sorts it, or keeps the first k when k
+// is not zero, holding at most limit's bytes of documents.
+func (c *Cursor) materialize(ctx context.Context, srt *query.Sort, limit pipeline.Limit, k int64) error {
+	var top *topK
+	if k > 0 {
+		top = newTopK(k, srt.Compare)
+	}
 	var held int64
 	for !c.sc.done {
 		err := c.sc.next(ctx, func(d *storedDoc) (bool, error) {
 			if !c.filter.Match(d.doc) {
+				return true, nil
+			}
+			if top != nil {
+				top.offer(d)
+				if top.held > limit.Bytes {
+					return false, limit.Exceeded(limit.Bytes)
+				}
 				return true, nil
 			}
 			held += int64(len(d.doc))
@@ -153,7 +169,12 @@ func (c *Cursor) materialize(ctx context.Context, srt *query.Sort, limit pipelin
 			return err
 		}
 	}
-	sort.SliceStable(c.items, func(i, j int) bool { return srt.Compare(c.items[i].doc, c.items[j].doc) < 0 })
+	if top != nil {
+		held = top.held
+		c.items = top.sorted()
+	} else {
+		sort.SliceStable(c.items, func(i, j int) bool { return srt.Compare(c.items[i].doc, c.items[j].doc) < 0 })
+	}
 	c.materialized = true
 	c.held = held
 	return nil

@@ -23,26 +23,49 @@ import (
 const refillBytes = 1 << 20
 
 // materializeSpilling reads every match into a sorter that spills to sc,
-// or to scratch space of the cursor's own if sc is nil.
-func (c *Cursor) materializeSpilling(ctx context.Context, srt *query.Sort, sc *spill.Scratch) error {
+// or to scratch space of the cursor's own if sc is nil. When k is not
+// zero, only the first k matches are kept, in memory, unless they pass the
+// sort limit: then they and the matches that follow go to the sorter.
+func (c *Cursor) materializeSpilling(ctx context.Context, srt *query.Sort, sc *spill.Scratch, k int64) error {
 	if sc == nil {
 		sc = c.e.newScratch()
 		c.scratch = sc
 	}
 	cmp := func(a, b []byte) int { return srt.Compare(a[headerLen:], b[headerLen:]) }
-	sorter := spill.NewSorter(sc, cmp, min(c.e.sortLimit, c.e.memLimit))
+	budget := min(c.e.sortLimit, c.e.memLimit)
+	sorter := spill.NewSorter(sc, cmp, budget)
+	var top *topK
+	if k > 0 {
+		top = newTopK(k, srt.Compare)
+	}
 	for !c.sc.done {
 		err := c.sc.next(ctx, func(d *storedDoc) (bool, error) {
 			if !c.filter.Match(d.doc) {
 				return true, nil
 			}
-			rec := make([]byte, 0, headerLen+len(d.doc))
-			rec = append(appendHeader(rec, d.h), d.doc...)
-			return true, sorter.Add(ctx, rec)
+			if top == nil {
+				return true, sorter.Add(ctx, sortRecord(d))
+			}
+			if top.offer(d); top.held <= budget {
+				return true, nil
+			}
+			for _, it := range top.take() {
+				if err := sorter.Add(ctx, sortRecord(&it.d)); err != nil {
+					return false, err
+				}
+			}
+			top = nil
+			return true, nil
 		})
 		if err != nil {
 			return err
 		}
+	}
+	if top != nil {
+		c.held = top.held
+		c.items = top.sorted()
+		c.materialized = true
+		return nil
 	}
 	c.held = sorter.Held()
 	it, err := sorter.Iter(ctx)
@@ -112,4 +135,11 @@ func (c *Cursor) closeSpill() error {
 // sortLimit is the limit of a find's blocking sort without allowDiskUse.
 func (e *Engine) sortLimitOf() pipeline.Limit {
 	return pipeline.Limit{Bytes: e.sortLimit, Exceeded: pipeline.SortExceeded}
+}
+
+// sortRecord is d as a spilling sort keeps it: its header, for the expiry
+// check as it is handed out, and its document.
+func sortRecord(d *storedDoc) []byte {
+	rec := make([]byte, 0, headerLen+len(d.doc))
+	return append(appendHeader(rec, d.h), d.doc...)
 }

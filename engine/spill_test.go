@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -201,5 +202,59 @@ func TestAggregateSpillsAndRemovesItsFiles(t *testing.T) {
 	_, err = e.Aggregate(ctx, "db", "c", pipe(), AggregateOptions{})
 	if mongoerr.CodeOf(err) != mongoerr.QueryExceededMemoryLimitNoDiskUseAllowed {
 		t.Errorf("without allowDiskUse: %v, want QueryExceededMemoryLimitNoDiskUseAllowed", err)
+	}
+}
+
+func TestFindSortUnderALimitKeepsOnlyTheFirst(t *testing.T) {
+	// As MongoDB's sort under a limit, a find sorted without an index and
+	// limited holds skip+limit documents, not every match: 3 MB of
+	// matches with a sort limit of 64 KiB need no disk for the first 15.
+	const n = 3000
+	e := limitedEngine(t, n, 1000, 64<<10, 128<<10)
+	ctx := context.Background()
+	sortSpec, _ := bson.Marshal(bson.D{{Key: "big", Value: 1}, {Key: "_id", Value: -1}})
+	ids := func(cur *Cursor) []int32 {
+		t.Helper()
+		all, err := cur.All(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []int32
+		for _, d := range all {
+			out = append(out, d.Lookup("_id").Int32())
+		}
+		return out
+	}
+	want := func(from, count int) []int32 {
+		var out []int32
+		for i := range count {
+			out = append(out, int32(n-1-from-i))
+		}
+		return out
+	}
+	cur, err := e.Find(ctx, "db", "c", FindSpec{Sort: sortSpec, Skip: 5, Limit: 10})
+	if err != nil {
+		t.Fatalf("sort of 3 MB under a limit of 10, without allowDiskUse: %v", err)
+	}
+	if held := cur.HeldBytes(); held > 15*1100 {
+		t.Errorf("the cursor holds %d bytes for 15 documents", held)
+	}
+	if got := ids(cur); !slices.Equal(got, want(5, 10)) {
+		t.Errorf("skip 5 limit 10: %v, want %v", got, want(5, 10))
+	}
+	// A hundred documents pass the sort limit: 292 without allowDiskUse,
+	// a spill with it.
+	if _, err := e.Find(ctx, "db", "c", FindSpec{Sort: sortSpec, Limit: 100}); mongoerr.CodeOf(err) != mongoerr.QueryExceededMemoryLimitNoDiskUseAllowed {
+		t.Errorf("limit 100 of 1 KB past 64 KiB: %v, want QueryExceededMemoryLimitNoDiskUseAllowed", err)
+	}
+	cur, err = e.Find(ctx, "db", "c", FindSpec{Sort: sortSpec, Skip: 20, Limit: 100, AllowDiskUse: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(cur); !slices.Equal(got, want(20, 100)) {
+		t.Errorf("skip 20 limit 100 with allowDiskUse: %v, want %v", got, want(20, 100))
+	}
+	if files := scratchFiles(t, e); len(files) != 0 {
+		t.Errorf("temporary files left: %v", files)
 	}
 }
