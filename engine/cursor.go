@@ -140,11 +140,8 @@ func (e *Engine) Find(ctx context.Context, db, coll string, spec FindSpec) (*Cur
 
 // materialize reads every match and sorts it, or keeps the first k when k
 // is not zero, holding at most limit's bytes of documents.
-func (c *Cursor) materialize(ctx context.Context, srt *query.Sort, limit pipeline.Limit, k int64) error {
-	var top *topK
-	if k > 0 {
-		top = newTopK(k, srt.Compare)
-	}
+func (c *Cursor) materialize(ctx context.Context, srt *query.Sort, limit pipeline.Limit, k int64) (err error) {
+	top := newSortTop(srt, k)
 	var held int64
 	for !c.sc.done {
 		err := c.sc.next(ctx, func(d *storedDoc) (bool, error) {
@@ -153,7 +150,7 @@ func (c *Cursor) materialize(ctx context.Context, srt *query.Sort, limit pipelin
 			}
 			if top != nil {
 				top.offer(d)
-				if top.held > limit.Bytes {
+				if top.Held() > limit.Bytes {
 					return false, limit.Exceeded(limit.Bytes)
 				}
 				return true, nil
@@ -170,8 +167,10 @@ func (c *Cursor) materialize(ctx context.Context, srt *query.Sort, limit pipelin
 		}
 	}
 	if top != nil {
-		held = top.held
-		c.items = top.sorted()
+		held = top.Held()
+		if c.items, err = top.sorted(); err != nil {
+			return err
+		}
 	} else {
 		sort.SliceStable(c.items, func(i, j int) bool { return srt.Compare(c.items[i].doc, c.items[j].doc) < 0 })
 	}

@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"io"
+	"math"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -31,13 +33,9 @@ func (c *Cursor) materializeSpilling(ctx context.Context, srt *query.Sort, sc *s
 		sc = c.e.newScratch()
 		c.scratch = sc
 	}
-	cmp := func(a, b []byte) int { return srt.Compare(a[headerLen:], b[headerLen:]) }
 	budget := min(c.e.sortLimit, c.e.memLimit)
-	sorter := spill.NewSorter(sc, cmp, budget)
-	var top *topK
-	if k > 0 {
-		top = newTopK(k, srt.Compare)
-	}
+	sorter := spill.NewSorter(sc, compareRecords(srt), budget)
+	top := newSortTop(srt, k)
 	for !c.sc.done {
 		err := c.sc.next(ctx, func(d *storedDoc) (bool, error) {
 			if !c.filter.Match(d.doc) {
@@ -46,11 +44,11 @@ func (c *Cursor) materializeSpilling(ctx context.Context, srt *query.Sort, sc *s
 			if top == nil {
 				return true, sorter.Add(ctx, sortRecord(d))
 			}
-			if top.offer(d); top.held <= budget {
+			if top.offer(d); top.Held() <= budget {
 				return true, nil
 			}
-			for _, it := range top.take() {
-				if err := sorter.Add(ctx, sortRecord(&it.d)); err != nil {
+			for _, rec := range top.Take() {
+				if err := sorter.Add(ctx, rec); err != nil {
 					return false, err
 				}
 			}
@@ -62,10 +60,10 @@ func (c *Cursor) materializeSpilling(ctx context.Context, srt *query.Sort, sc *s
 		}
 	}
 	if top != nil {
-		c.held = top.held
-		c.items = top.sorted()
-		c.materialized = true
-		return nil
+		c.held = top.Held()
+		items, err := top.sorted()
+		c.items, c.materialized = items, true
+		return err
 	}
 	c.held = sorter.Held()
 	it, err := sorter.Iter(ctx)
@@ -142,4 +140,47 @@ func (e *Engine) sortLimitOf() pipeline.Limit {
 func sortRecord(d *storedDoc) []byte {
 	rec := make([]byte, 0, headerLen+len(d.doc))
 	return append(appendHeader(rec, d.h), d.doc...)
+}
+
+// compareRecords orders sort records by their documents.
+func compareRecords(srt *query.Sort) func(a, b []byte) int {
+	return func(a, b []byte) int { return srt.Compare(a[headerLen:], b[headerLen:]) }
+}
+
+// sortTop keeps the first k matches of a sort under a limit, as MongoDB
+// does: a find sorted without an index and limited holds its skip and
+// limit's worth of documents, not every match.
+type sortTop struct {
+	*spill.Top
+	buf []byte // the record of the document offered, reused
+}
+
+// newSortTop is the sortTop of k documents, or nil when k is zero.
+func newSortTop(srt *query.Sort, k int64) *sortTop {
+	if k <= 0 || k > math.MaxInt32 {
+		return nil
+	}
+	return &sortTop{Top: spill.NewTop(int(k), compareRecords(srt))}
+}
+
+// offer keeps a copy of d if it is among the first k so far.
+func (t *sortTop) offer(d *storedDoc) {
+	t.buf = append(appendHeader(t.buf[:0], d.h), d.doc...)
+	if t.Offer(t.buf) {
+		t.Keep(bytes.Clone(t.buf))
+	}
+}
+
+// sorted returns the documents kept, in order.
+func (t *sortTop) sorted() ([]storedDoc, error) {
+	recs := t.Sorted()
+	docs := make([]storedDoc, len(recs))
+	for i, rec := range recs {
+		h, doc, err := splitValue(rec)
+		if err != nil {
+			return nil, err
+		}
+		docs[i] = storedDoc{h: h, doc: doc}
+	}
+	return docs, nil
 }

@@ -10,7 +10,9 @@ import (
 // one document at a time, so that what a collection holds reaches a
 // spilling stage ($group, $sort) without ever being held in memory whole.
 // Only the leading stages of a pipeline flow: after the first that neither
-// flows nor spills, the documents are collected as before.
+// flows nor spills, the documents are collected as before. A $sort that a
+// $limit follows flows with or without disk use, holding only what the
+// $limit lets through.
 
 // spiller is a blocking stage that can spill to disk what it holds.
 type spiller interface {
@@ -45,6 +47,19 @@ func (r *run) flow(stages []stage, src Source) (Source, []stage, error) {
 			src = skipped(st.n, src)
 		case *limitStage:
 			src = limited(st.n, src)
+		case *sortStage:
+			var err error
+			switch lim, ok := first(stages[1:]).(*limitStage); {
+			case ok:
+				src, err = st.top(r, src, lim.n)
+			case r.spills():
+				src, err = st.spill(r, src)
+			default:
+				return src, stages, nil
+			}
+			if err != nil {
+				return nil, nil, err
+			}
 		case spiller:
 			if !r.spills() {
 				return src, stages, nil

@@ -257,3 +257,56 @@ func TestSpillingKeepsTheRequestLimit(t *testing.T) {
 		t.Errorf("the top three: %s", got)
 	}
 }
+
+func TestSortUnderALimitHoldsTheLimit(t *testing.T) {
+	// As MongoDB's $sort followed by $limit, the sort holds the documents
+	// the limit lets through: 4 MB sorted under a limit of 1 MiB without
+	// disk use, for a small $limit.
+	dir := filepath.Join(t.TempDir(), "_tmp", "1")
+	sc := spill.New(spill.Config{Dir: dir})
+	defer sc.Close()
+	run := func(allowDiskUse bool, limit int) ([]bson.Raw, error) {
+		p, err := Compile(stagesOf(t, `{"$sort": {"k": -1}}`, fmt.Sprintf(`{"$limit": %d}`, limit), `{"$project": {"_id": 1}}`),
+			Options{AllowDiskUse: allowDiskUse, Scratch: sc, SortLimit: 1 << 20, MemLimit: 4 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.Run(context.Background(), generated(4000, 10, nil))
+	}
+	// k is _id % 10: the first with k 9 are _id 9, 19, 29, ... in the
+	// order they came, as a stable sort.
+	want := func(n int) string {
+		var ids []string
+		for i := range n {
+			ids = append(ids, fmt.Sprintf(`{"_id": {"$numberInt":"%d"}}`, 9+10*i))
+		}
+		return "[" + strings.Join(ids, " ") + "]"
+	}
+	for _, disk := range []bool{false, true} {
+		docs, err := run(disk, 5)
+		if err != nil {
+			t.Fatalf("allowDiskUse %v: $sort and $limit 5 over 4 MB: %v", disk, err)
+		}
+		if got := fmt.Sprint(docs); got != want(5) {
+			t.Errorf("allowDiskUse %v: %s, want %s", disk, got, want(5))
+		}
+	}
+	// 2000 documents of 1 KB pass the sort limit: 292 without disk use.
+	if _, err := run(false, 2000); mongoerr.CodeOf(err) != mongoerr.QueryExceededMemoryLimitNoDiskUseAllowed {
+		t.Errorf("$limit of 2 MB past a sort limit of 1 MiB: %v, want QueryExceededMemoryLimitNoDiskUseAllowed", err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("a sort under a small limit wrote to disk: %v", err)
+	}
+	// With it, they and the rest spill.
+	docs, err := run(true, 2000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(docs) != 2000 || fmt.Sprint(docs[:400]) != want(400) {
+		t.Errorf("$limit 2000 with allowDiskUse: %d documents, not starting with the 400 of k 9 in order", len(docs))
+	}
+	if _, err := os.Stat(dir); err != nil {
+		t.Errorf("$limit 2000 with allowDiskUse did not spill: %v", err)
+	}
+}
