@@ -40,7 +40,7 @@ func FixedLimits() []Limit {
 		{"write batch", fmt.Sprintf("%d statements", maxWriteBatchSize)},
 		{"blocking sort memory", "100 MiB held by a sort, $group or find's blocking sort; past it they spill to disk with allowDiskUse (the default, see allowDiskUseByDefault) and fail without (292)"},
 		{"request memory", "256 MiB of documents held in memory by one query or aggregation, spilling or not (Lethe's; ExceededMemoryLimit)"},
-		{"request temporary files", fmt.Sprintf("%d GiB written to disk by one query or aggregation that spills, under <data-dir>/_tmp, removed when it ends; and never into the free-space reserve (OutOfDiskSpace) (Lethe's; ExceededMemoryLimit)", engine.DefaultQuerySpillLimit>>30)},
+		{"request temporary files", fmt.Sprintf("%d GiB per query or aggregation that spills, under <data-dir>/_tmp and removed when it ends, never taken from the free-space reserve (Lethe's; ExceededMemoryLimit, OutOfDiskSpace)", engine.DefaultQuerySpillLimit>>30)},
 		{"expression value", fmt.Sprintf("%d MiB for any string, array or document an expression builds (BSONObjectTooLarge)", expr.MaxValueBytes>>20)},
 		{"expression working set", fmt.Sprintf("%d MiB of values one expression holds at once (ExceededMemoryLimit)", expr.MaxHeldBytes>>20)},
 		{"$push and $addToSet", "100 MiB per group (ExceededMemoryLimit)"},

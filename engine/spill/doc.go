@@ -10,6 +10,9 @@
 // added, which is what lets $group run by sorting on its key and still see
 // the documents of one group in their order for $first, $last and $push.
 //
+// Top is the sort under a limit: it keeps the first k records offered, in
+// memory, with the same order and stability.
+//
 // Files live in a Scratch, the temporary space of one request: a directory
 // made on the first spill and removed, with everything in it, when the
 // request ends. A Scratch bounds the bytes its files hold, and asks a
