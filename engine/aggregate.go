@@ -4,8 +4,10 @@ import (
 	"context"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 	"go.uber.org/zap"
 
+	"github.com/lethedb/lethe/engine/bsonvalue"
 	"github.com/lethedb/lethe/engine/mongoerr"
 	"github.com/lethedb/lethe/engine/pipeline"
 )
@@ -70,28 +72,31 @@ func (e *Engine) pipelineOptions(db string, opts AggregateOptions) pipeline.Opti
 }
 
 func (e *Engine) aggregate(ctx context.Context, db, coll string, stages []bson.Raw, opts AggregateOptions) ([]bson.Raw, Incarnation, error) {
-	spec, rest, err := planned(stages)
-	if err != nil {
-		return nil, Incarnation{}, err
+	if len(stages) > 0 && pipeline.MakesDocuments(stages[0]) {
+		return nil, Incarnation{}, mongoerr.New(mongoerr.InvalidNamespace, "'%s' can only be run with {aggregate: 1}", firstStageName(stages))
 	}
-	spec.AllowDiskUse, spec.Hint = opts.AllowDiskUse, opts.Hint
+	// Every stage is checked first, as MongoDB parses a pipeline before
+	// it runs any of it.
 	po := e.pipelineOptions(db, opts)
 	if opts.AllowDiskUse {
 		// The request's temporary files, for the blocking sort of its
 		// query and its stages alike; the output is in memory by the
 		// time they go.
-		spec.scratch = e.newScratch()
-		po.Scratch = spec.scratch
+		po.Scratch = e.newScratch()
 		defer func() {
-			if err := spec.scratch.Close(); err != nil {
+			if err := po.Scratch.Close(); err != nil {
 				e.log.Warn("removing the temporary files of an aggregation", zap.Error(err))
 			}
 		}()
 	}
-	p, err := pipeline.Compile(rest, po)
+	all, err := pipeline.Compile(stages, po)
 	if err != nil {
 		return nil, Incarnation{}, err
 	}
+	spec, n := planned(stages)
+	spec.AllowDiskUse, spec.Hint = opts.AllowDiskUse, opts.Hint
+	spec.scratch = po.Scratch
+	p := all.From(n)
 	cur, err := e.Find(ctx, db, coll, spec)
 	if err != nil {
 		return nil, Incarnation{}, err
@@ -108,40 +113,28 @@ func (e *Engine) aggregate(ctx context.Context, db, coll string, stages []bson.R
 	return docs, src, nil
 }
 
-// planned splits the leading stages the planner runs as one query, the
-// $match, $sort, $skip and $limit a find can express, from the rest.
-func planned(stages []bson.Raw) (FindSpec, []bson.Raw, error) {
+// planned makes the query of the leading stages the planner runs, the
+// $match, $sort, $skip and $limit a find can express, and says how many
+// they are. The stages were checked already.
+func planned(stages []bson.Raw) (FindSpec, int) {
 	var spec FindSpec
 	var filters bson.A
 	i := 0
 loop:
 	for ; i < len(stages); i++ {
-		name, arg, err := pipeline.StageOf(stages[i])
-		if err != nil {
-			return FindSpec{}, nil, err
-		}
+		name, arg, _ := pipeline.StageOf(stages[i])
 		// A find filters, then sorts, then skips, then limits: a stage
 		// joins the query only where that order keeps its meaning.
 		untouched := spec.Sort == nil && spec.Skip == 0 && spec.Limit == 0
 		switch {
 		case name == "$match" && untouched:
-			doc, ok := arg.DocumentOK()
-			if !ok {
-				return FindSpec{}, nil, mongoerr.New(mongoerr.Code(15959), "the match filter must be an expression in an object")
-			}
-			filters = append(filters, doc)
+			filters = append(filters, arg.Document())
 		case name == "$sort" && untouched:
-			doc, ok := arg.DocumentOK()
-			if !ok {
-				return FindSpec{}, nil, mongoerr.New(mongoerr.Code(15973), "the $sort key specification must be an object")
-			}
-			spec.Sort = doc
+			spec.Sort = arg.Document()
 		case name == "$skip" || name == "$limit":
-			n, ok := integral(arg)
-			if !ok || n <= 0 {
-				// Zero skips nothing, and the pipeline package has the
-				// errors of the others.
-				break loop
+			n, _ := bsonvalue.IntegerValue(bsoncore.Value{Type: bsoncore.Type(arg.Type), Data: arg.Value})
+			if n <= 0 {
+				break loop // skips nothing
 			}
 			if name == "$limit" {
 				if spec.Limit == 0 || n < spec.Limit {
@@ -167,23 +160,7 @@ loop:
 	default:
 		spec.Filter, _ = bson.Marshal(bson.D{{Key: "$and", Value: filters}})
 	}
-	return spec, stages[i:], nil
-}
-
-// integral is the value of a whole number of any numeric type.
-func integral(v bson.RawValue) (int64, bool) {
-	switch v.Type {
-	case bson.TypeInt32:
-		return int64(v.Int32()), true
-	case bson.TypeInt64:
-		return v.Int64(), true
-	case bson.TypeDouble:
-		f := v.Double()
-		if f == float64(int64(f)) && f < 1<<53 {
-			return int64(f), true
-		}
-	}
-	return 0, false
+	return spec, i
 }
 
 // sourceBatchBytes is about how much of a collection a pipeline reads at
@@ -225,4 +202,26 @@ func (c catalogReader) Find(ctx context.Context, db, coll string, filter bson.Ra
 
 func (c catalogReader) Aggregate(ctx context.Context, db, coll string, stages []bson.Raw) ([]bson.Raw, error) {
 	return c.e.Aggregate(ctx, db, coll, stages, AggregateOptions{AllowDiskUse: c.opts.AllowDiskUse})
+}
+
+// AggregateDB runs a pipeline of a database rather than a collection
+// ({aggregate: 1}) whose first stage makes its documents, as $documents
+// does.
+func (e *Engine) AggregateDB(ctx context.Context, db string, stages []bson.Raw, opts AggregateOptions) ([]bson.Raw, error) {
+	if len(stages) == 0 || !pipeline.MakesDocuments(stages[0]) {
+		return nil, mongoerr.New(mongoerr.InvalidNamespace, "{aggregate: 1} is not valid for '%s'; a collection is required.", firstStageName(stages))
+	}
+	p, err := pipeline.Compile(stages, e.pipelineOptions(db, opts))
+	if err != nil {
+		return nil, err
+	}
+	return p.Run(ctx, pipeline.Slice(nil))
+}
+
+func firstStageName(stages []bson.Raw) string {
+	if len(stages) == 0 {
+		return "an empty pipeline"
+	}
+	name, _, _ := pipeline.StageOf(stages[0])
+	return name
 }

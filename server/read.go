@@ -334,7 +334,8 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 		coll = "$cmd.aggregate"
 		docs, err = s.eng.ApplyStages(ctx, s.currentOps(), pipeline[1:])
 	case !onCollection:
-		return nil, mongoerr.New(mongoerr.NotImplemented, "aggregate with {aggregate: 1} supports only $currentOp")
+		coll = "$cmd.aggregate"
+		docs, err = s.eng.AggregateDB(ctx, req.DB, pipeline, engine.AggregateOptions{AllowDiskUse: allowDiskUse})
 	case len(pipeline) > 0 && pipeline[0].Lookup("$collStats").Type != 0:
 		if docs, err = s.collStatsStage(req.DB, coll, pipeline[0]); err == nil {
 			docs, err = s.eng.ApplyStages(ctx, docs, pipeline[1:])

@@ -5,7 +5,9 @@ import (
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine/bsonvalue"
 	"github.com/lethedb/lethe/engine/mongoerr"
 	"github.com/lethedb/lethe/engine/query"
 )
@@ -47,6 +49,9 @@ func compileSort(c *compiler, _ string, arg bson.RawValue) (stage, error) {
 	if !ok {
 		return nil, mongoerr.New(mongoerr.Code(15973), "the $sort key specification must be an object")
 	}
+	if err := CheckSortSpec(doc); err != nil {
+		return nil, err
+	}
 	s, err := query.CompileSort(doc)
 	if err != nil {
 		return nil, err
@@ -72,19 +77,35 @@ type (
 )
 
 func compileSkip(_ *compiler, name string, arg bson.RawValue) (stage, error) {
-	n, ok := arg.AsInt64OK()
-	if !ok || n < 0 {
-		return nil, mongoerr.New(mongoerr.Code(15956), "invalid argument to %s stage: %s", name, arg.String())
+	n, err := nonNegative(name, arg, 5107200)
+	if err != nil {
+		return nil, err
 	}
 	return &skipStage{n: n}, nil
 }
 
 func compileLimit(_ *compiler, name string, arg bson.RawValue) (stage, error) {
-	n, ok := arg.AsInt64OK()
-	if !ok || n <= 0 {
-		return nil, mongoerr.New(mongoerr.Code(15956), "invalid argument to %s stage: %s", name, arg.String())
+	n, err := nonNegative(name, arg, 5107201)
+	if err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return nil, mongoerr.New(mongoerr.Code(15958), "the limit must be positive")
 	}
 	return &limitStage{n: n}, nil
+}
+
+// nonNegative reads the argument of $skip or $limit: a whole number of
+// any numeric type, not negative.
+func nonNegative(name string, arg bson.RawValue, code mongoerr.Code) (int64, error) {
+	n, ok := bsonvalue.IntegerValue(bsoncore.Value{Type: bsoncore.Type(arg.Type), Data: arg.Value})
+	switch {
+	case !ok:
+		return 0, mongoerr.New(code, "invalid argument to %s stage: Expected an integer: %s: %s", name, name, arg)
+	case n < 0:
+		return 0, mongoerr.New(code, "invalid argument to %s stage: Expected a non-negative number in: %s: %d", name, name, n)
+	}
+	return n, nil
 }
 
 func (s *skipStage) apply(_ *run, docs []bson.Raw, _ Limit) ([]bson.Raw, error) {
@@ -102,10 +123,23 @@ type countStage struct {
 
 func compileCount(_ *compiler, _ string, arg bson.RawValue) (stage, error) {
 	field, ok := arg.StringValueOK()
-	if !ok || field == "" || strings.HasPrefix(field, "$") || strings.Contains(field, ".") {
-		return nil, mongoerr.New(mongoerr.Code(40156), "the count field must be a non-empty string not starting with '$' and without '.'")
+	var code mongoerr.Code
+	var msg string
+	switch {
+	case !ok:
+		code, msg = 40156, "the count field must be a non-empty string"
+	case field == "":
+		code, msg = 40157, "the count field must be a non-empty string"
+	case strings.HasPrefix(field, "$"):
+		code, msg = 40158, "the count field cannot be a $-prefixed path"
+	case strings.Contains(field, "\x00"):
+		code, msg = 40159, "the count field cannot contain a null byte"
+	case strings.Contains(field, "."):
+		code, msg = 40160, "the count field cannot contain '.'"
+	default:
+		return &countStage{field: field}, nil
 	}
-	return &countStage{field: field}, nil
+	return nil, mongoerr.New(code, "%s", msg)
 }
 
 func (*countStage) blocks() {}
@@ -116,4 +150,13 @@ func (s *countStage) apply(_ *run, docs []bson.Raw, _ Limit) ([]bson.Raw, error)
 	}
 	out, _ := bson.Marshal(bson.D{{Key: s.field, Value: int32(len(docs))}})
 	return []bson.Raw{out}, nil
+}
+
+// CheckSortSpec refuses what a $sort stage may not be but a find's sort
+// may: empty.
+func CheckSortSpec(doc bson.Raw) error {
+	if len(doc) <= 5 {
+		return mongoerr.New(mongoerr.Code(15976), "$sort stage must have at least one sort key")
+	}
+	return nil
 }

@@ -83,62 +83,75 @@ type group struct {
 	accs []accumulator
 }
 
-// stream groups the documents of src; what the groups hold is bounded as
-// a blocking stage's.
-func (g *groupStage) stream(r *run, src Source) ([]bson.Raw, error) {
-	ctx := r.ctx
-	groups := map[string]*group{}
-	var order []string
-	h := held{limit: r.blocking(groupExceeded)}
-	j := 0
-	err := src(func(doc bson.Raw) error {
-		if j++; j%256 == 0 && ctx.Err() != nil {
-			return ctx.Err()
+// grouper gathers documents into groups by a key and runs the
+// accumulators of each group; what it holds counts against a limit.
+type grouper struct {
+	accs   []accField
+	groups map[string]*group
+	order  []string
+	h      held
+}
+
+func newGrouper(accs []accField, limit Limit) *grouper {
+	return &grouper{accs: accs, groups: map[string]*group{}, h: held{limit: limit}}
+}
+
+// add adds doc to the group of id, which it may keep.
+func (g *grouper) add(ctx context.Context, id bsoncore.Value, doc bson.Raw) error {
+	k := string(keycodec.Append(nil, id))
+	gr := g.groups[k]
+	if gr == nil {
+		gr = &group{id: own(id, doc), accs: make([]accumulator, len(g.accs))}
+		if err := startAccs(ctx, gr.accs, g.accs, id); err != nil {
+			return err
 		}
-		id, err := evalOrNull(ctx, g.id, doc)
+		g.groups[k] = gr
+		g.order = append(g.order, k)
+		if err := g.h.add(len(k) + len(id.Data)); err != nil {
+			return err
+		}
+	}
+	for _, a := range gr.accs {
+		grew, err := a.add(ctx, doc)
+		if err == nil {
+			err = g.h.add(grew)
+		}
 		if err != nil {
 			return err
 		}
-		k := string(keycodec.Append(nil, id))
-		gr := groups[k]
-		if gr == nil {
-			gr = &group{id: own(id, doc), accs: make([]accumulator, len(g.accs))}
-			for i, a := range g.accs {
-				gr.accs[i] = a.new()
-			}
-			groups[k] = gr
-			order = append(order, k)
-			if err := h.add(len(k) + len(id.Data)); err != nil {
-				return err
-			}
-		}
-		for _, a := range gr.accs {
-			grew, err := a.add(ctx, doc)
-			if err == nil {
-				err = h.add(grew)
-			}
-			if err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
 	}
-	out := make([]bson.Raw, 0, len(order))
-	for _, k := range order {
-		doc, err := g.result(groups[k])
+	return nil
+}
+
+// startAccs makes the accumulators of a group.
+func startAccs(ctx context.Context, accs []accumulator, fields []accField, id bsoncore.Value) error {
+	for i, a := range fields {
+		accs[i] = a.new()
+		if s, ok := accs[i].(starter); ok {
+			if err := s.start(ctx, id); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// results makes a document of each group, in the order groups were
+// first seen.
+func (g *grouper) results() ([]bson.Raw, error) {
+	out := make([]bson.Raw, 0, len(g.order))
+	for _, k := range g.order {
+		d, err := g.result(g.groups[k])
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, doc)
+		out = append(out, d)
 	}
 	return out, nil
 }
 
-// result is the output document of gr.
-func (g *groupStage) result(gr *group) (bson.Raw, error) {
+// result makes the document of one group.
+func (g *grouper) result(gr *group) (bson.Raw, error) {
 	// Refuse a document too large to return before building it.
 	size := 5 + 6 + len(gr.id.Data)
 	for i, a := range g.accs {
@@ -149,9 +162,35 @@ func (g *groupStage) result(gr *group) (bson.Raw, error) {
 	}
 	b := bsoncore.NewDocumentBuilder().AppendValue("_id", gr.id)
 	for i, a := range g.accs {
-		b.AppendValue(a.field, gr.accs[i].result())
+		v := gr.accs[i].result()
+		if v.Type == 0 {
+			v = nullValue
+		}
+		b.AppendValue(a.field, v)
 	}
 	return bson.Raw(b.Build()), nil
+}
+
+// stream groups the documents of src; what the groups hold is bounded as
+// a blocking stage's.
+func (g *groupStage) stream(r *run, src Source) ([]bson.Raw, error) {
+	ctx := r.ctx
+	gr := newGrouper(g.accs, r.blocking(groupExceeded))
+	j := 0
+	err := src(func(doc bson.Raw) error {
+		if j++; j%256 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		id, err := evalOrNull(ctx, g.id, doc)
+		if err != nil {
+			return err
+		}
+		return gr.add(ctx, id, doc)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return gr.results()
 }
 
 // evalOrNull evaluates ex, giving null for a missing result.

@@ -36,9 +36,7 @@ const groupOverhead = 128
 func (g *groupStage) spill(r *run, src Source) (Source, error) {
 	ctx := r.ctx
 	budget := r.spillBudget() / 2
-	groups := map[string]*group{}
-	var order []*group
-	mem := held{limit: Limit{Bytes: r.opts.MemLimit, Exceeded: QueryExceeded}}
+	mem := newGrouper(g.accs, Limit{Bytes: r.opts.MemLimit, Exceeded: QueryExceeded})
 	var sorter *spill.Sorter
 	j := 0
 	err := src(func(doc bson.Raw) error {
@@ -50,35 +48,33 @@ func (g *groupStage) spill(r *run, src Source) (Source, error) {
 			return err
 		}
 		k := keycodec.Append(nil, id)
-		gr := groups[string(k)]
-		if gr == nil {
+		if mem.groups[string(k)] == nil {
 			cost := len(k) + len(id.Data) + groupOverhead
-			if sorter != nil || mem.n+int64(cost) > budget {
+			if sorter != nil || mem.h.n+int64(cost) > budget {
 				if sorter == nil {
 					sorter = spill.NewSorter(r.opts.Scratch, compareGroupRecords, budget)
 				}
 				return sorter.Add(ctx, groupRecord(k, id, doc))
 			}
-			gr = g.newGroup(own(id, doc))
-			groups[string(k)] = gr
-			order = append(order, gr)
-			if err := mem.add(cost); err != nil {
+			// What the grouper does not count of a group.
+			if err := mem.h.add(groupOverhead); err != nil {
 				return err
 			}
 		}
-		return g.accumulate(r, gr, doc, &mem)
+		return mem.add(ctx, id, doc)
 	})
 	if err != nil {
 		return nil, err
 	}
-	groups = nil
 	return func(fn func(bson.Raw) error) error {
-		for i, gr := range order {
-			order[i] = nil // handed out: freed as the output is read
-			doc, err := g.result(gr)
+		for i, k := range mem.order {
+			doc, err := mem.result(mem.groups[k])
 			if err != nil {
 				return err
 			}
+			// Handed out: freed as the output is read.
+			delete(mem.groups, k)
+			mem.order[i] = ""
 			if err := fn(doc); err != nil {
 				return err
 			}
@@ -86,12 +82,13 @@ func (g *groupStage) spill(r *run, src Source) (Source, error) {
 		if sorter == nil {
 			return nil
 		}
-		return g.fromRuns(r, sorter, fn)
+		return g.fromRuns(r, mem, sorter, fn)
 	}, nil
 }
 
-// fromRuns makes the groups of the documents sorted by their group's key.
-func (g *groupStage) fromRuns(r *run, sorter *spill.Sorter, fn func(bson.Raw) error) error {
+// fromRuns makes the groups of the documents sorted by their group's key;
+// out makes their documents.
+func (g *groupStage) fromRuns(r *run, out *grouper, sorter *spill.Sorter, fn func(bson.Raw) error) error {
 	it, err := sorter.Iter(r.ctx)
 	if err != nil {
 		return err
@@ -101,7 +98,7 @@ func (g *groupStage) fromRuns(r *run, sorter *spill.Sorter, fn func(bson.Raw) er
 	var curKey []byte
 	var mem held
 	emit := func() error {
-		doc, err := g.result(cur)
+		doc, err := out.result(cur)
 		if err != nil {
 			return err
 		}
@@ -122,41 +119,26 @@ func (g *groupStage) fromRuns(r *run, sorter *spill.Sorter, fn func(bson.Raw) er
 					return err
 				}
 			}
-			cur, curKey = g.newGroup(id), k
+			cur, curKey = &group{id: id, accs: make([]accumulator, len(g.accs))}, k
+			if err := startAccs(r.ctx, cur.accs, g.accs, id); err != nil {
+				return err
+			}
 			mem = held{limit: Limit{Bytes: r.opts.MemLimit, Exceeded: QueryExceeded}}
 		}
-		if err := g.accumulate(r, cur, doc, &mem); err != nil {
-			return err
+		for _, a := range cur.accs {
+			grew, err := a.add(r.ctx, doc)
+			if err == nil {
+				err = mem.add(grew)
+			}
+			if err != nil {
+				return err
+			}
 		}
 	}
 	if cur == nil {
 		return nil
 	}
 	return emit()
-}
-
-// newGroup is a group of id with fresh accumulators.
-func (g *groupStage) newGroup(id bsoncore.Value) *group {
-	gr := &group{id: id, accs: make([]accumulator, len(g.accs))}
-	for i, a := range g.accs {
-		gr.accs[i] = a.new()
-	}
-	return gr
-}
-
-// accumulate adds doc to the accumulators of gr, counting what they grow
-// by in mem.
-func (g *groupStage) accumulate(r *run, gr *group, doc bson.Raw, mem *held) error {
-	for _, a := range gr.accs {
-		grew, err := a.add(r.ctx, doc)
-		if err == nil {
-			err = mem.add(grew)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // A group record is the group's key (keycodec, which is equal for values

@@ -106,7 +106,8 @@ func Compile(stages []bson.Raw, opts Options) (*Pipeline, error) {
 	}
 	c := &compiler{opts: &opts}
 	p := &Pipeline{opts: opts}
-	for _, raw := range stages {
+	for i, raw := range stages {
+		c.first = i == 0
 		st, err := c.stage(raw)
 		if err != nil {
 			return nil, err
@@ -116,31 +117,49 @@ func Compile(stages []bson.Raw, opts Options) (*Pipeline, error) {
 	return p, nil
 }
 
+// From is the pipeline of the stages from the i-th on, as when the stages
+// before it run elsewhere, such as in the query planner.
+func (p *Pipeline) From(i int) *Pipeline {
+	return &Pipeline{stages: p.stages[i:], opts: p.opts}
+}
+
 // compiler carries what compiling the stages of a pipeline needs.
 type compiler struct {
-	opts *Options
+	opts  *Options
+	first bool // compiling the first stage
 }
 
 // stageCompiler compiles the argument of a stage.
 type stageCompiler func(c *compiler, name string, arg bson.RawValue) (stage, error)
 
-// stages is filled in by init because $facet compiles stages too.
-var stages map[string]stageCompiler
+// stageCompilers is filled in by init because $facet compiles stages too.
+var stageCompilers map[string]stageCompiler
 
 func init() {
-	stages = map[string]stageCompiler{
-		"$match":       compileMatch,
-		"$sort":        compileSort,
-		"$skip":        compileSkip,
-		"$limit":       compileLimit,
-		"$count":       compileCount,
-		"$project":     compileShape,
-		"$addFields":   compileShape,
-		"$set":         compileShape,
-		"$unset":       compileShape,
-		"$replaceRoot": compileReplaceRoot,
-		"$replaceWith": compileReplaceRoot,
-		"$group":       compileGroup,
+	stageCompilers = map[string]stageCompiler{
+		"$match":           compileMatch,
+		"$sort":            compileSort,
+		"$skip":            compileSkip,
+		"$limit":           compileLimit,
+		"$count":           compileCount,
+		"$project":         compileShape,
+		"$addFields":       compileShape,
+		"$set":             compileShape,
+		"$unset":           compileShape,
+		"$replaceRoot":     compileReplaceRoot,
+		"$replaceWith":     compileReplaceRoot,
+		"$group":           compileGroup,
+		"$documents":       compileDocuments,
+		"$unwind":          compileUnwind,
+		"$facet":           compileFacet,
+		"$bucket":          compileBucket,
+		"$bucketAuto":      compileBucketAuto,
+		"$sortByCount":     compileSortByCount,
+		"$sample":          compileSample,
+		"$redact":          compileRedact,
+		"$densify":         compileDensify,
+		"$fill":            compileFill,
+		"$setWindowFields": compileSetWindowFields,
 	}
 }
 
@@ -158,7 +177,7 @@ func (c *compiler) stage(raw bson.Raw) (stage, error) {
 	if err != nil {
 		return nil, err
 	}
-	compile, ok := stages[name]
+	compile, ok := stageCompilers[name]
 	if !ok {
 		return nil, mongoerr.New(mongoerr.Code(40324), "Unrecognized pipeline stage name: '%s'", name)
 	}

@@ -4,6 +4,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine/bsonvalue"
 	"github.com/lethedb/lethe/engine/expr"
 	"github.com/lethedb/lethe/engine/mongoerr"
 	"github.com/lethedb/lethe/engine/project"
@@ -24,8 +25,10 @@ func compileShape(c *compiler, name string, arg bson.RawValue) (stage, error) {
 	} else {
 		spec, ok := arg.DocumentOK()
 		switch {
-		case !ok:
+		case !ok && name == "$project":
 			return nil, mongoerr.New(mongoerr.Code(15969), "%s specification must be an object", name)
+		case !ok:
+			return nil, mongoerr.New(mongoerr.Code(40272), "%s specification stage must be an object, got %s", name, typeName(bsoncore.Value{Type: bsoncore.Type(arg.Type)}))
 		case name == "$project":
 			p, err = project.CompileProject(spec, opts)
 		default:
@@ -84,7 +87,7 @@ func (s *replaceRootStage) apply(r *run, docs []bson.Raw, out Limit) ([]bson.Raw
 		}
 		doc, ok := v.DocumentOK()
 		if !ok {
-			return nil, mongoerr.New(mongoerr.Code(40228), "'newRoot' expression must evaluate to an object, but resulting value was of type %s", bson.Type(v.Type))
+			return nil, newRootNotObject(v)
 		}
 		if err := h.add(len(doc) - len(d)); err != nil {
 			return nil, err
@@ -92,4 +95,13 @@ func (s *replaceRootStage) apply(r *run, docs []bson.Raw, out Limit) ([]bson.Raw
 		docs[j] = append(bson.Raw(nil), doc...)
 	}
 	return docs, nil
+}
+
+// newRootNotObject is the error of a new root that is not a document.
+func newRootNotObject(v bsoncore.Value) error {
+	what := "missing"
+	if v.Type != 0 {
+		what = bsonvalue.TypeName(v.Type)
+	}
+	return mongoerr.New(mongoerr.Code(40228), "'newRoot' expression must evaluate to an object, but resulting value was: %s. Type of resulting value: '%s'.", v, what)
 }

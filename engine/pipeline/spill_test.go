@@ -20,19 +20,6 @@ import (
 	"github.com/lethedb/lethe/engine/spill"
 )
 
-func stagesOf(t *testing.T, stages ...string) []bson.Raw {
-	t.Helper()
-	var out []bson.Raw
-	for _, s := range stages {
-		var d bson.Raw
-		if err := bson.UnmarshalExtJSON([]byte(s), false, &d); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-		out = append(out, d)
-	}
-	return out
-}
-
 // generated is a Source of n documents {_id: i, k: i % groups, v, pad}
 // made as they are read, so that nothing holds them but the pipeline; v
 // is a permutation of 0..n-1. each is called with each index first.

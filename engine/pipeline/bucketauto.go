@@ -1,0 +1,399 @@
+package pipeline
+
+import (
+	"math"
+	"math/bits"
+	"slices"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/lethedb/lethe/engine/bsonvalue"
+	"github.com/lethedb/lethe/engine/expr"
+	"github.com/lethedb/lethe/engine/keycodec"
+	"github.com/lethedb/lethe/engine/mongoerr"
+)
+
+// bucketAutoStage is $bucketAuto: the documents sorted by a value and cut
+// into a number of buckets of about the same size, equal values never
+// split, boundaries optionally rounded to a series of preferred numbers.
+type bucketAutoStage struct {
+	groupBy *expr.Expr
+	buckets int
+	accs    []accField
+	round   *rounder
+}
+
+func compileBucketAuto(c *compiler, _ string, arg bson.RawValue) (stage, error) {
+	spec, ok := arg.DocumentOK()
+	if !ok {
+		return nil, specError(40240, "The argument to $bucketAuto must be an object, but found type: %s", bsonvalue.TypeName(bsoncore.Type(arg.Type)))
+	}
+	s := &bucketAutoStage{}
+	var output bson.RawValue
+	haveBuckets := false
+	elems, _ := spec.Elements()
+	for _, el := range elems {
+		v := el.Value()
+		var err error
+		switch el.Key() {
+		case "groupBy":
+			s.groupBy, err = c.groupByExpr(v, 40239, "$bucketAuto")
+		case "buckets":
+			bv := bsoncore.Value{Type: bsoncore.Type(v.Type), Data: v.Value}
+			if !isNumeric(bv) {
+				return nil, specError(40241, "The $bucketAuto 'buckets' field must be a numeric value, but found type: %s", bsonvalue.TypeName(bv.Type))
+			}
+			n, ok := bsonvalue.IntegerValue(bv)
+			if !ok || n != int64(int32(n)) {
+				return nil, specError(40242, "The $bucketAuto 'buckets' field must be representable as a 32-bit integer, but found %s", v)
+			}
+			if n <= 0 {
+				return nil, specError(40243, "The $bucketAuto 'buckets' field must be greater than 0, but found: %d", n)
+			}
+			s.buckets, haveBuckets = int(n), true
+		case "output":
+			if v.Type != bson.TypeEmbeddedDocument {
+				return nil, specError(40244, "The $bucketAuto 'output' field must be an object, but found type: %s", bsonvalue.TypeName(bsoncore.Type(v.Type)))
+			}
+			output = v
+		case "granularity":
+			name, ok := v.StringValueOK()
+			if !ok {
+				return nil, specError(40261, "The $bucketAuto 'granularity' field must be a string, but found type: %s", bsonvalue.TypeName(bsoncore.Type(v.Type)))
+			}
+			if s.round, err = rounderOf(name); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, specError(40245, "Unrecognized option to $bucketAuto: %s", el.Key())
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if s.groupBy == nil || !haveBuckets {
+		return nil, specError(40246, "$bucketAuto requires 'groupBy' and 'buckets' to be specified")
+	}
+	var err error
+	if s.accs, err = c.outputAccs(output); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (*bucketAutoStage) blocks() {}
+
+// keyed is a document and its groupBy value.
+type keyed struct {
+	key bsoncore.Value
+	doc bson.Raw
+}
+
+// autoBucket is one bucket being filled.
+type autoBucket struct {
+	min, max bsoncore.Value
+	accs     []accumulator
+}
+
+func (s *bucketAutoStage) apply(r *run, docs []bson.Raw, _ Limit) ([]bson.Raw, error) {
+	h := held{limit: r.blocking(groupExceeded)}
+	entries := make([]keyed, 0, len(docs))
+	for j, d := range docs {
+		if j%256 == 255 && r.ctx.Err() != nil {
+			return nil, r.ctx.Err()
+		}
+		v, err := evalOrNull(r.ctx, s.groupBy, d)
+		if err != nil {
+			return nil, err
+		}
+		if s.round != nil {
+			if err := checkGranularityKey(v); err != nil {
+				return nil, err
+			}
+		}
+		v = own(v, d)
+		if err := h.add(len(d) + len(v.Data)); err != nil {
+			return nil, err
+		}
+		entries = append(entries, keyed{key: v, doc: d})
+	}
+	slices.SortStableFunc(entries, func(a, b keyed) int { return keycodec.Compare(a.key, b.key) })
+
+	// Each bucket but the last takes about as many documents, and then
+	// those equal to its last one.
+	size := max(int(math.Round(float64(len(entries))/float64(s.buckets))), 1)
+	var buckets []*autoBucket
+	add := func(b *autoBucket, e keyed) error {
+		b.max = e.key
+		for _, a := range b.accs {
+			grew, err := a.add(r.ctx, e.doc)
+			if err == nil {
+				err = h.add(grew)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	next := 0
+	for i := 0; i < s.buckets && next < len(entries); i++ {
+		first := entries[next]
+		next++
+		b := &autoBucket{min: first.key, accs: make([]accumulator, len(s.accs))}
+		if err := startAccs(r.ctx, b.accs, s.accs, nullValue); err != nil {
+			return nil, err
+		}
+		if err := add(b, first); err != nil {
+			return nil, err
+		}
+		if i == s.buckets-1 {
+			for ; next < len(entries); next++ {
+				if err := add(b, entries[next]); err != nil {
+					return nil, err
+				}
+			}
+		} else {
+			for k := 0; k < size-1 && next < len(entries); k++ {
+				if err := add(b, entries[next]); err != nil {
+					return nil, err
+				}
+				next++
+			}
+			if s.round != nil {
+				bound := s.round.up(b.max)
+				for next < len(entries) && keycodec.Compare(bound, entries[next].key) > 0 {
+					if err := add(b, entries[next]); err != nil {
+						return nil, err
+					}
+					next++
+				}
+				if next < len(entries) {
+					b.max = bound
+				}
+			} else {
+				for next < len(entries) && keycodec.Compare(b.max, entries[next].key) == 0 {
+					if err := add(b, entries[next]); err != nil {
+						return nil, err
+					}
+					next++
+				}
+			}
+		}
+		// Boundaries are inclusive below and exclusive above, but for the
+		// last bucket's.
+		if len(buckets) > 0 {
+			prev := buckets[len(buckets)-1]
+			if s.round != nil {
+				if toFloat(prev.max) == 0 {
+					prev.max = s.round.down(b.min)
+				}
+				b.min = prev.max
+			} else {
+				prev.max = b.min
+			}
+		}
+		buckets = append(buckets, b)
+	}
+	if len(buckets) > 0 && s.round != nil {
+		buckets[0].min = s.round.down(buckets[0].min)
+		last := buckets[len(buckets)-1]
+		last.max = s.round.up(last.max)
+	}
+	out := make([]bson.Raw, 0, len(buckets))
+	for _, b := range buckets {
+		id := bsoncore.NewDocumentBuilder().AppendValue("min", b.min).AppendValue("max", b.max).Build()
+		d := bsoncore.NewDocumentBuilder().AppendDocument("_id", id)
+		for k, a := range s.accs {
+			v := b.accs[k].result()
+			if v.Type == 0 {
+				v = nullValue
+			}
+			d.AppendValue(a.field, v)
+		}
+		out = append(out, bson.Raw(d.Build()))
+	}
+	return out, nil
+}
+
+// checkGranularityKey refuses a value a granularity cannot round.
+func checkGranularityKey(v bsoncore.Value) error {
+	if !isNumeric(v) {
+		return mongoerr.New(40258, "$bucketAuto can specify a 'granularity' with numeric boundaries only, but found a value with type: %s", typeName(v))
+	}
+	f := toFloat(v)
+	if math.IsNaN(f) {
+		return mongoerr.New(40259, "$bucketAuto can specify a 'granularity' with numeric boundaries only, but found a NaN")
+	}
+	if f < 0 {
+		return mongoerr.New(40260, "$bucketAuto can specify a 'granularity' with non-negative numbers only, but found a negative number")
+	}
+	return nil
+}
+
+// rounder rounds numbers up and down to a series of preferred numbers, or
+// to powers of two when series is nil.
+type rounder struct {
+	series []float64
+}
+
+// preferredSeries are the granularities of $bucketAuto: Renard series,
+// E series and 1-2-5, as multiples of the first decade.
+var preferredSeries = map[string][]float64{
+	"R5":    {10, 16, 25, 40, 63},
+	"R10":   {100, 125, 160, 200, 250, 315, 400, 500, 630, 800},
+	"R20":   {100, 112, 125, 140, 160, 180, 200, 224, 250, 280, 315, 355, 400, 450, 500, 560, 630, 710, 800, 900},
+	"R40":   {100, 106, 112, 118, 125, 132, 140, 150, 160, 170, 180, 190, 200, 212, 224, 236, 250, 265, 280, 300, 315, 355, 375, 400, 425, 450, 475, 500, 530, 560, 600, 630, 670, 710, 750, 800, 850, 900, 950},
+	"R80":   {103, 109, 115, 122, 128, 136, 145, 155, 165, 175, 185, 195, 206, 218, 230, 243, 258, 272, 290, 307, 325, 345, 365, 387, 412, 437, 462, 487, 515, 545, 575, 615, 650, 690, 730, 775, 825, 875, 925, 975},
+	"1-2-5": {10, 20, 50},
+	"E6":    {10, 15, 22, 33, 47, 68},
+	"E12":   {10, 12, 15, 18, 22, 27, 33, 39, 47, 56, 68, 82},
+	"E24":   {10, 11, 12, 13, 15, 16, 18, 20, 22, 24, 27, 30, 33, 36, 39, 43, 47, 51, 56, 62, 68, 75, 82, 91},
+	"E48": {100, 105, 110, 115, 121, 127, 133, 140, 147, 154, 162, 169, 178, 187, 196, 205, 215, 226, 237, 249, 261, 274, 287, 301,
+		316, 332, 348, 365, 383, 402, 422, 442, 464, 487, 511, 536, 562, 590, 619, 649, 681, 715, 750, 787, 825, 866, 909, 953},
+	"E96": {100, 102, 105, 107, 110, 113, 115, 118, 121, 124, 127, 130, 133, 137, 140, 143, 147, 150, 154, 158, 162, 165, 169, 174,
+		178, 182, 187, 191, 196, 200, 205, 210, 215, 221, 226, 232, 237, 243, 249, 255, 261, 267, 274, 280, 287, 294, 301, 309,
+		316, 324, 332, 340, 348, 357, 365, 374, 383, 392, 402, 412, 422, 432, 442, 453, 464, 475, 487, 499, 511, 523, 536, 549,
+		562, 576, 590, 604, 619, 634, 649, 665, 681, 698, 715, 732, 750, 768, 787, 806, 825, 845, 866, 887, 909, 931, 953, 976},
+	"E192": {100, 101, 102, 104, 105, 106, 107, 109, 110, 111, 113, 114, 115, 117, 118, 120, 121, 123, 124, 126, 127, 129, 130, 132,
+		133, 135, 137, 138, 140, 142, 143, 145, 147, 149, 150, 152, 154, 156, 158, 160, 162, 164, 165, 167, 169, 172, 174, 176,
+		178, 180, 182, 184, 187, 189, 191, 193, 196, 198, 200, 203, 205, 208, 210, 213, 215, 218, 221, 223, 226, 229, 232, 234,
+		237, 240, 243, 246, 249, 252, 255, 258, 261, 264, 267, 271, 274, 277, 280, 284, 287, 291, 294, 298, 301, 305, 309, 312,
+		316, 320, 324, 328, 332, 336, 340, 344, 348, 352, 357, 361, 365, 370, 374, 379, 383, 388, 392, 397, 402, 407, 412, 417,
+		422, 427, 432, 437, 442, 448, 453, 459, 464, 470, 475, 481, 487, 493, 499, 505, 511, 517, 523, 530, 536, 542, 549, 556,
+		562, 569, 576, 583, 590, 597, 604, 612, 619, 626, 634, 642, 649, 657, 665, 673, 681, 690, 698, 706, 715, 723, 732, 741,
+		750, 759, 768, 777, 787, 796, 806, 816, 825, 835, 845, 856, 866, 876, 887, 898, 909, 920, 931, 942, 953, 965, 976, 988},
+}
+
+func rounderOf(name string) (*rounder, error) {
+	if name == "POWERSOF2" {
+		return &rounder{}, nil
+	}
+	s, ok := preferredSeries[name]
+	if !ok {
+		return nil, specError(40257, "Unknown rounding granularity '%s'", name)
+	}
+	return &rounder{series: s}, nil
+}
+
+// up rounds v up to the next number of the series strictly above it;
+// zero stays zero.
+func (r *rounder) up(v bsoncore.Value) bsoncore.Value {
+	f := toFloat(v)
+	if f == 0 {
+		return v
+	}
+	if r.series == nil {
+		return powerOfTwo(v, true)
+	}
+	s := r.series
+	m := 1.0
+	for f >= s[len(s)-1]*m {
+		m *= 10
+	}
+	for f < s[0]*m {
+		prevMin := s[0] * m
+		m /= 10
+		if f >= s[len(s)-1]*m {
+			return doubleValue(prevMin)
+		}
+	}
+	i, _ := slices.BinarySearchFunc(s, f, func(x, f float64) int {
+		if f < x*m {
+			return 1
+		}
+		return -1
+	})
+	return doubleValue(s[i] * m)
+}
+
+// down rounds v down to the number of the series strictly below it;
+// zero stays zero.
+func (r *rounder) down(v bsoncore.Value) bsoncore.Value {
+	f := toFloat(v)
+	if f == 0 {
+		return v
+	}
+	if r.series == nil {
+		return powerOfTwo(v, false)
+	}
+	s := r.series
+	m := 1.0
+	for f <= s[0]*m {
+		m /= 10
+	}
+	for f > s[len(s)-1]*m {
+		prevMax := s[len(s)-1] * m
+		m *= 10
+		if f <= s[0]*m {
+			return doubleValue(prevMax)
+		}
+	}
+	i, _ := slices.BinarySearchFunc(s, f, func(x, f float64) int {
+		if x*m < f {
+			return -1
+		}
+		return 1
+	})
+	return doubleValue(s[i-1] * m)
+}
+
+// powerOfTwo is the power of two strictly above (up) or below v: of v's
+// integer type for integers, a double otherwise.
+func powerOfTwo(v bsoncore.Value, up bool) bsoncore.Value {
+	if v.Type == bsoncore.TypeInt32 || v.Type == bsoncore.TypeInt64 {
+		n, _ := bsonvalue.IntegerValue(v)
+		var exp int
+		if up {
+			exp = 64 - bits.LeadingZeros64(uint64(n))
+		} else {
+			exp = 63 - bits.LeadingZeros64(uint64(n-1))
+		}
+		p := int64(1) << exp
+		if p == int64(int32(p)) {
+			return bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, int32(p))}
+		}
+		return int64Value(p)
+	}
+	f := toFloat(v)
+	e := math.Floor(math.Log2(f))
+	if up {
+		e++
+	} else if math.Exp2(e) == f {
+		e--
+	}
+	return doubleValue(math.Exp2(e))
+}
+
+func doubleValue(f float64) bsoncore.Value {
+	return bsoncore.Value{Type: bsoncore.TypeDouble, Data: bsoncore.AppendDouble(nil, f)}
+}
+
+// isNumeric reports whether v is a number of any BSON type.
+func isNumeric(v bsoncore.Value) bool {
+	switch v.Type {
+	case bsoncore.TypeInt32, bsoncore.TypeInt64, bsoncore.TypeDouble, bsoncore.TypeDecimal128:
+		return true
+	}
+	return false
+}
+
+// toFloat is the value of a number as a double.
+func toFloat(v bsoncore.Value) float64 {
+	switch v.Type {
+	case bsoncore.TypeInt32:
+		return float64(v.Int32())
+	case bsoncore.TypeInt64:
+		return float64(v.Int64())
+	case bsoncore.TypeDouble:
+		return v.Double()
+	case bsoncore.TypeDecimal128:
+		if r, ok := bsonvalue.DecimalRat(v); ok {
+			f, _ := r.Float64()
+			return f
+		}
+		return math.NaN()
+	}
+	return 0
+}

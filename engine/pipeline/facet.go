@@ -1,0 +1,99 @@
+package pipeline
+
+import (
+	"strings"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/lethedb/lethe/engine/bsonvalue"
+	"github.com/lethedb/lethe/engine/mongoerr"
+)
+
+// facetStage is $facet: several pipelines over the same documents, whose
+// outputs become the arrays of one document.
+type facetStage struct {
+	names     []string
+	pipelines [][]stage
+}
+
+// notInFacet are the stages a $facet's pipelines may not hold: those that
+// must come first, read or write collections, or are $facet themselves.
+var notInFacet = map[string]bool{
+	"$collStats": true, "$facet": true, "$geoNear": true, "$indexStats": true,
+	"$out": true, "$merge": true, "$planCacheStats": true, "$search": true,
+	"$searchMeta": true, "$changeStream": true, "$currentOp": true,
+	"$listLocalSessions": true, "$listSessions": true, "$documents": true,
+}
+
+// maxFacetBytes bounds the document $facet makes while it builds it, as
+// MongoDB's internalQueryFacetMaxOutputDocSizeBytes does; the document
+// must still fit in 16 MiB to be returned.
+const maxFacetBytes = 100 << 20
+
+func compileFacet(c *compiler, _ string, arg bson.RawValue) (stage, error) {
+	spec, ok := arg.DocumentOK()
+	elems, _ := spec.Elements()
+	if !ok || len(elems) == 0 {
+		return nil, specError(40169, "the $facet specification must be a non-empty object, but found: %s", arg)
+	}
+	s := &facetStage{}
+	sub := &compiler{opts: c.opts}
+	for _, el := range elems {
+		name := el.Key()
+		if err := bsonvalue.CheckFieldName(name); err != nil {
+			return nil, err
+		}
+		if strings.Contains(name, ".") {
+			return nil, specError(16412, "FieldPath field names may not contain '.'.")
+		}
+		arr, ok := el.Value().ArrayOK()
+		if !ok {
+			return nil, specError(40170, "arguments to $facet must be arrays, %s is type %s", name, bsonvalue.TypeName(bsoncore.Type(el.Value().Type)))
+		}
+		vals, _ := arr.Values()
+		var p []stage
+		for _, v := range vals {
+			doc, ok := v.DocumentOK()
+			if !ok {
+				return nil, specError(40171, "elements of arrays in $facet spec must be non-empty objects, %s argument contained an element of type %s: %s", name, bsonvalue.TypeName(bsoncore.Type(v.Type)), v)
+			}
+			if st, _, err := StageOf(doc); err == nil && notInFacet[st] {
+				return nil, specError(40600, "%s is not allowed to be used within a $facet stage", st)
+			}
+			st, err := sub.stage(doc)
+			if err != nil {
+				return nil, err
+			}
+			p = append(p, st)
+		}
+		s.names = append(s.names, name)
+		s.pipelines = append(s.pipelines, p)
+	}
+	return s, nil
+}
+
+func (*facetStage) blocks() {}
+
+func (s *facetStage) apply(r *run, docs []bson.Raw, out Limit) ([]bson.Raw, error) {
+	b := bsoncore.NewDocumentBuilder()
+	size := 5
+	for i, p := range s.pipelines {
+		// Each pipeline reads the documents into a slice of its own: stages
+		// reorder and replace the elements of their slice, never the bytes
+		// of its documents.
+		res, err := r.stages(p, Slice(docs))
+		if err != nil {
+			return nil, err
+		}
+		arr := bsoncore.NewArrayBuilder()
+		for _, d := range res {
+			if size += len(d) + 8; size > maxFacetBytes {
+				return nil, mongoerr.New(4031700, "document constructed by $facet is %d bytes, which exceeds the limit of %d bytes", size, maxFacetBytes)
+			}
+			arr.AppendDocument(d)
+		}
+		b.AppendArray(s.names[i], arr.Build())
+	}
+	return []bson.Raw{bson.Raw(b.Build())}, nil
+}
