@@ -41,7 +41,7 @@ func (r *run) spillBudget() int64 {
 func (r *run) flow(stages []stage, src Source) (Source, []stage, error) {
 	for len(stages) > 0 {
 		switch st := stages[0].(type) {
-		case *matchStage, *shapeStage, *replaceRootStage:
+		case *matchStage, *shapeStage, *replaceRootStage, *unwindStage, *redactStage:
 			src = perDoc(r, st, src)
 		case *skipStage:
 			src = skipped(st.n, src)

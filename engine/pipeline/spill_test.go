@@ -297,3 +297,38 @@ func TestSortUnderALimitHoldsTheLimit(t *testing.T) {
 		t.Errorf("$limit 2000 with allowDiskUse did not spill: %v", err)
 	}
 }
+
+func TestUnwindFlowsIntoASpillingGroup(t *testing.T) {
+	// $unwind before $group, the commonest report: the unwound documents
+	// (8 MB) reach the $group one at a time, which spills them past
+	// 256 KiB, rather than being held whole past the request's 4 MiB.
+	const n, groups = 2000, 2000
+	dir := filepath.Join(t.TempDir(), "_tmp", "1")
+	sc := spill.New(spill.Config{Dir: dir})
+	defer sc.Close()
+	p, err := Compile(stagesOf(t,
+		`{"$addFields": {"tags": [1, 2, 3, 4]}}`,
+		`{"$unwind": "$tags"}`,
+		`{"$group": {"_id": "$k", "n": {"$sum": 1}, "tags": {"$sum": "$tags"}}}`,
+		`{"$sort": {"_id": 1}}`,
+	), Options{AllowDiskUse: true, Scratch: sc, SortLimit: 256 << 10, MemLimit: 4 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, err := p.Run(context.Background(), generated(n, groups, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(docs) != groups {
+		t.Fatalf("%d groups, want %d", len(docs), groups)
+	}
+	for k, d := range docs {
+		want := fmt.Sprintf(`{"_id": {"$numberInt":"%d"},"n": {"$numberInt":"4"},"tags": {"$numberInt":"10"}}`, k)
+		if got := d.String(); got != want {
+			t.Fatalf("group %d: %s, want %s", k, got, want)
+		}
+	}
+	if _, peak := sc.Used(); peak == 0 {
+		t.Error("the $group did not spill")
+	}
+}
