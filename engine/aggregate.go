@@ -6,6 +6,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+	"go.uber.org/zap"
 
 	"github.com/lethedb/lethe/engine/bsonvalue"
 	"github.com/lethedb/lethe/engine/mongoerr"
@@ -34,7 +35,8 @@ type AggregateResult struct {
 // AggregateOptions are the options of an aggregate command that shape how
 // its pipeline runs.
 type AggregateOptions struct {
-	// AllowDiskUse lifts the memory limit of sorts, as for FindSpec.
+	// AllowDiskUse lets sorts and blocking stages spill to disk past the
+	// sort limit, as for FindSpec.
 	AllowDiskUse bool
 	// Hint names the index (by name or key pattern) that reads the
 	// collection for the leading $match and $sort stages.
@@ -76,17 +78,31 @@ func (e *Engine) aggregate(ctx context.Context, db, coll string, stages []bson.R
 	}
 	// Every stage is checked first, as MongoDB parses a pipeline before
 	// it runs any of it.
-	all, err := pipeline.Compile(stages, e.pipelineOptions(db, opts))
+	po := e.pipelineOptions(db, opts)
+	if opts.AllowDiskUse {
+		// The request's temporary files, for the blocking sort of its
+		// query and its stages alike; the output is in memory by the
+		// time they go.
+		po.Scratch = e.newScratch()
+		defer func() {
+			if err := po.Scratch.Close(); err != nil {
+				e.log.Warn("removing the temporary files of an aggregation", zap.Error(err))
+			}
+		}()
+	}
+	all, err := pipeline.Compile(stages, po)
 	if err != nil {
 		return nil, Incarnation{}, err
 	}
 	spec, n := planned(stages)
 	spec.AllowDiskUse, spec.Hint = opts.AllowDiskUse, opts.Hint
+	spec.scratch = po.Scratch
 	p := all.From(n)
 	cur, err := e.Find(ctx, db, coll, spec)
 	if err != nil {
 		return nil, Incarnation{}, err
 	}
+	defer cur.Close()
 	var src Incarnation
 	if !cur.materialized && !p.Blocks() {
 		src = cur.incarnation()
@@ -175,11 +191,15 @@ func plainProjection(spec bson.Raw) bool {
 	return true
 }
 
+// sourceBatchBytes is about how much of a collection a pipeline reads at
+// a time: small, since the stages that follow may hold little more.
+const sourceBatchBytes = 1 << 20
+
 // cursorDocs reads a cursor a batch at a time.
 func cursorDocs(ctx context.Context, cur *Cursor) pipeline.Source {
 	return func(fn func(bson.Raw) error) error {
 		for !cur.Exhausted() {
-			b, err := cur.NextBatch(ctx, 0, 16<<20)
+			b, err := cur.NextBatch(ctx, 0, sourceBatchBytes)
 			if err != nil {
 				return err
 			}

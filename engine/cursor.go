@@ -12,6 +12,7 @@ import (
 	"github.com/lethedb/lethe/engine/pipeline"
 	"github.com/lethedb/lethe/engine/project"
 	"github.com/lethedb/lethe/engine/query"
+	"github.com/lethedb/lethe/engine/spill"
 )
 
 // FindSpec is a query: filter, order, shape and window.
@@ -22,9 +23,12 @@ type FindSpec struct {
 	Skip       int64
 	Limit      int64 // 0: no limit
 	Hint       bson.RawValue
-	// AllowDiskUse lifts the memory limit of sorts no index provides. Lethe
-	// still sorts in memory; the flag only says the client accepts that.
+	// AllowDiskUse lets a sort no index provides spill to disk past the
+	// sort limit instead of failing.
 	AllowDiskUse bool
+	// scratch is where a spilling sort writes when the caller has the
+	// request's temporary space (aggregate); nil gives the cursor its own.
+	scratch *spill.Scratch
 	// Min and Max bound the scan of the hinted index by keys of its key
 	// pattern, Min inclusive and Max exclusive; empty means unbounded.
 	Min, Max bson.Raw
@@ -48,8 +52,12 @@ type Cursor struct {
 	items        []storedDoc
 	held         int64 // bytes of documents in items
 	materialized bool
-	exhausted    bool
-	nReturned    int64
+	// sorted is the rest of a sort that spilled, which refill takes into
+	// items; scratch, when the cursor owns it, holds its runs.
+	sorted    *spill.Iter
+	scratch   *spill.Scratch
+	exhausted bool
+	nReturned int64
 	// pending is a result that did not fit in the last batch: the next
 	// one starts with it.
 	pending bson.Raw
@@ -112,21 +120,40 @@ func (e *Engine) Find(ctx context.Context, db, coll string, spec FindSpec) (*Cur
 	}
 	cur.sc = &scanner{e: e, coll: c, p: p}
 	if !p.sorted && q.sort != nil {
-		if err := cur.materialize(ctx, q.sort, e.sortLimitOf(spec.AllowDiskUse)); err != nil {
+		// Under a limit, only the first skip+limit matches are kept.
+		var k int64
+		if spec.Limit > 0 {
+			k = spec.Skip + spec.Limit
+		}
+		if spec.AllowDiskUse {
+			err = cur.materializeSpilling(ctx, q.sort, spec.scratch, k)
+		} else {
+			err = cur.materialize(ctx, q.sort, e.sortLimitOf(), k)
+		}
+		if err != nil {
+			_ = cur.Close()
 			return nil, err
 		}
 	}
 	return cur, nil
 }
 
-// materialize reads every match and sorts it, holding at most limit's
-// bytes of documents.
-func (c *Cursor) materialize(ctx context.Context, srt *query.Sort, limit pipeline.Limit) error {
+// materialize reads every match and sorts it, or keeps the first k when k
+// is not zero, holding at most limit's bytes of documents.
+func (c *Cursor) materialize(ctx context.Context, srt *query.Sort, limit pipeline.Limit, k int64) (err error) {
+	top := newSortTop(srt, k)
 	var held int64
 	for !c.sc.done {
 		err := c.sc.next(ctx, func(d *storedDoc) (bool, error) {
 			if matched, err := c.filter.MatchErr(d.doc); err != nil || !matched {
 				return err == nil, err
+			}
+			if top != nil {
+				top.offer(d)
+				if top.Held() > limit.Bytes {
+					return false, limit.Exceeded(limit.Bytes)
+				}
+				return true, nil
 			}
 			held += int64(len(d.doc))
 			if held > limit.Bytes {
@@ -139,14 +166,21 @@ func (c *Cursor) materialize(ctx context.Context, srt *query.Sort, limit pipelin
 			return err
 		}
 	}
-	sort.SliceStable(c.items, func(i, j int) bool { return srt.Compare(c.items[i].doc, c.items[j].doc) < 0 })
+	if top != nil {
+		held = top.Held()
+		if c.items, err = top.sorted(); err != nil {
+			return err
+		}
+	} else {
+		sort.SliceStable(c.items, func(i, j int) bool { return srt.Compare(c.items[i].doc, c.items[j].doc) < 0 })
+	}
 	c.materialized = true
 	c.held = held
 	return nil
 }
 
 // HeldBytes is the bytes of sorted results the cursor holds in memory.
-func (c *Cursor) HeldBytes() int64 { return c.held }
+func (c *Cursor) HeldBytes() int64 { return max(c.held, 0) }
 
 // Exhausted reports whether the cursor has nothing more to return.
 func (c *Cursor) Exhausted() bool { return c.exhausted }
@@ -204,6 +238,11 @@ func (c *Cursor) NextBatch(ctx context.Context, n int, maxBytes int) ([]bson.Raw
 	if c.exhausted {
 		return nil, nil
 	}
+	defer func() {
+		if c.exhausted {
+			_ = c.closeSpill()
+		}
+	}()
 	st := c.coll.st()
 	if err := st.killedSince(c.opened, c.sc.p.ix); err != nil {
 		c.exhausted = true
@@ -212,7 +251,7 @@ func (c *Cursor) NextBatch(ctx context.Context, n int, maxBytes int) ([]bson.Raw
 	if doc := c.pending; doc != nil {
 		c.pending = nil
 		if !emit(doc) {
-			if c.pending == nil && (c.materialized && len(c.items) == 0 || !c.materialized && c.sc.done) {
+			if c.pending == nil && (c.materialized && len(c.items) == 0 && c.sorted == nil || !c.materialized && c.sc.done) {
 				c.exhausted = true
 			}
 			return out, nil
@@ -220,6 +259,9 @@ func (c *Cursor) NextBatch(ctx context.Context, n int, maxBytes int) ([]bson.Raw
 	}
 	if c.materialized {
 		nowMs := c.e.nowMillis()
+		if err := c.refill(ctx); err != nil {
+			return nil, err
+		}
 		for len(c.items) > 0 {
 			d := &c.items[0]
 			more := true
@@ -232,6 +274,9 @@ func (c *Cursor) NextBatch(ctx context.Context, n int, maxBytes int) ([]bson.Raw
 			*d = storedDoc{}
 			c.items = c.items[1:]
 			if err != nil {
+				return nil, err
+			}
+			if err := c.refill(ctx); err != nil {
 				return nil, err
 			}
 			if !more {

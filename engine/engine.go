@@ -7,6 +7,7 @@ import (
 	"hash/maphash"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -30,10 +31,14 @@ type Options struct {
 	// provides may hold without allowDiskUse; MongoDB's 100 MiB if zero.
 	SortMemoryLimit int64
 	// QueryMemoryLimit is the most bytes of documents one query or
-	// aggregation may hold in memory even with allowDiskUse, which Lethe
-	// honours by sorting in memory all the same; 256 MiB if zero. Passing
-	// it fails with ExceededMemoryLimit.
+	// aggregation may hold in memory, with allowDiskUse or not; 256 MiB if
+	// zero. Passing it fails with ExceededMemoryLimit. What the blocking
+	// stages spill to disk with allowDiskUse does not count.
 	QueryMemoryLimit int64
+	// QuerySpillLimit is the most bytes one request keeps in temporary
+	// files; DefaultQuerySpillLimit if zero. Passing it fails with
+	// ExceededMemoryLimit.
+	QuerySpillLimit int64
 	// MinFreeDisk is the free space, in bytes, kept on the store's
 	// filesystem: below it, writes that add data fail with OutOfDiskSpace
 	// while reads and deletes go on (see diskGuard). Zero means
@@ -60,8 +65,10 @@ type Engine struct {
 	views  map[string]*View // by "db.name"
 	viewMu sync.Mutex
 
-	sortLimit int64 // see Options.SortMemoryLimit
-	memLimit  int64 // see Options.QueryMemoryLimit
+	sortLimit  int64         // see Options.SortMemoryLimit
+	memLimit   int64         // see Options.QueryMemoryLimit
+	spillLimit int64         // see Options.QuerySpillLimit
+	scratchSeq atomic.Uint64 // names the requests' scratch directories
 
 	reaper     *ttlindex.Reaper
 	stopReaper context.CancelFunc
@@ -77,6 +84,11 @@ func Open(dir string, opts Options) (*Engine, error) {
 		opts.Logger = zap.NewNop()
 	}
 	guard := newDiskGuard(dir, opts)
+	// Before the space check: what a crash left there may be why the disk
+	// is low.
+	if err := guard.cleanScratch(); err != nil {
+		return nil, err
+	}
 	if err := guard.beforeOpen(); err != nil {
 		return nil, err
 	}
@@ -103,6 +115,9 @@ func Open(dir string, opts Options) (*Engine, error) {
 	}
 	if e.memLimit = opts.QueryMemoryLimit; e.memLimit == 0 {
 		e.memLimit = 256 << 20
+	}
+	if e.spillLimit = opts.QuerySpillLimit; e.spillLimit == 0 {
+		e.spillLimit = DefaultQuerySpillLimit
 	}
 	e.locks.seed = maphash.MakeSeed()
 	if err := e.loadCatalog(); err != nil {

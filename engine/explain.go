@@ -54,6 +54,7 @@ func (e *Engine) Explain(ctx context.Context, db, coll string, spec FindSpec, ex
 	if err != nil {
 		return ex, err
 	}
+	defer cur.Close() // a sort that spilled and then failed keeps its runs otherwise
 	if _, err := cur.All(ctx); err != nil {
 		return ex, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
+	"io"
 	"slices"
 	"strconv"
 	"sync"
@@ -203,6 +204,25 @@ func (t *cursorTable) deleteLocked(id int64, c *openCursor) {
 	if t.byConn[c.conn]--; t.byConn[c.conn] <= 0 {
 		delete(t.byConn, c.conn)
 	}
+	// A getMore may be reading the cursor: it is closed once it is done.
+	if c.mu.TryLock() {
+		closeSource(c.src)
+		c.mu.Unlock()
+	} else {
+		go func() {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			closeSource(c.src)
+		}()
+	}
+}
+
+// closeSource releases what src holds beyond memory, such as the
+// temporary files of a sort that spilled to disk.
+func closeSource(src batchSource) {
+	if c, ok := src.(io.Closer); ok {
+		_ = c.Close()
+	}
 }
 
 func (t *cursorTable) get(id int64) *openCursor {
@@ -294,13 +314,15 @@ type cursorOptions struct {
 func (s *Server) cursorReply(ctx context.Context, req *Request, src batchSource, ns string, batchSize int, opts cursorOptions) (bson.Raw, error) {
 	docs, err := src.NextBatch(ctx, batchSize, maxBatchBytes)
 	if err != nil {
+		closeSource(src)
 		return nil, err
 	}
 	var id int64
-	if !opts.single && !src.Exhausted() {
-		if id, err = s.cursors.add(req, src, ns, opts.noTimeout); err != nil {
-			return nil, err
-		}
+	if opts.single || src.Exhausted() {
+		closeSource(src)
+	} else if id, err = s.cursors.add(req, src, ns, opts.noTimeout); err != nil {
+		closeSource(src)
+		return nil, err
 	}
 	return appendCursorReply(req, "firstBatch", docs, id, ns)
 }

@@ -20,6 +20,10 @@ func (s *Server) buildParameters() map[string]*parameter {
 	params := map[string]*parameter{
 		"featureCompatibilityVersion": {get: func() any { return bson.D{{Key: "version", Value: fcvVersion}} }},
 		"logLevel":                    {get: s.logLevel},
+		"allowDiskUseByDefault": {
+			get: func() any { return s.allowDiskUseByDefault.Load() },
+			set: s.setAllowDiskUseByDefault,
+		},
 	}
 	if s.cfg.LogLevel != nil {
 		params["logLevel"].set = s.setLogLevel
@@ -60,4 +64,16 @@ func (s *Server) paramNames() []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// setAllowDiskUseByDefault sets what allowDiskUse a find or aggregate that
+// does not say has: MongoDB 6's default is true, and false brings back the
+// earlier behaviour of failing past the sort limit.
+func (s *Server) setAllowDiskUseByDefault(cmd, name string, v bson.RawValue) error {
+	b, ok := v.BooleanOK()
+	if !ok {
+		return mongoerr.New(mongoerr.BadValue, "%s: %s must be a boolean, not %s", cmd, name, typeName(v.Type))
+	}
+	s.allowDiskUseByDefault.Store(b)
+	return nil
 }

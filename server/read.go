@@ -34,7 +34,7 @@ func (s *Server) find(ctx context.Context, req *Request) (bson.Raw, error) {
 	if err != nil {
 		return nil, err
 	}
-	var spec engine.FindSpec
+	spec := engine.FindSpec{AllowDiskUse: s.allowDiskUseByDefault.Load()}
 	batchSize := 101
 	var tailable, awaitData bool
 	var copts cursorOptions
@@ -170,6 +170,7 @@ func pointID(spec engine.FindSpec) (bsoncore.Value, bool) {
 func (s *Server) cursorReplyEmpty(req *Request, src batchSource, ns string, noTimeout bool) (bson.Raw, error) {
 	id, err := s.cursors.add(req, src, ns, noTimeout)
 	if err != nil {
+		closeSource(src)
 		return nil, err
 	}
 	return appendCursorReply(req, "firstBatch", nil, id, ns)
@@ -289,7 +290,8 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 	}
 	var err error
 	var pipeline []bson.Raw
-	havePipeline, haveCursor, allowDiskUse := false, false, false
+	havePipeline, haveCursor := false, false
+	allowDiskUse := s.allowDiskUseByDefault.Load()
 	batchSize := 101
 	var hint bson.RawValue
 	var lv *engine.Let

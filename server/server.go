@@ -11,6 +11,7 @@ package server
 
 import (
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -37,8 +38,9 @@ func FixedLimits() []Limit {
 		{"message size", fmt.Sprintf("%d bytes", wire.MaxMessageSize)},
 		{"document size", fmt.Sprintf("%d MiB", maxBSONObjectSize>>20)},
 		{"write batch", fmt.Sprintf("%d statements", maxWriteBatchSize)},
-		{"blocking sort memory", "100 MiB without allowDiskUse (Lethe then sorts in memory anyway)"},
-		{"request memory", "256 MiB of documents held by one query or aggregation, even with allowDiskUse, since Lethe never spills to disk (Lethe's; ExceededMemoryLimit)"},
+		{"blocking sort memory", "100 MiB held by a sort, $group or find's blocking sort; past it they spill to disk with allowDiskUse (the default, see allowDiskUseByDefault) and fail without (292)"},
+		{"request memory", "256 MiB of documents held in memory by one query or aggregation, spilling or not (Lethe's; ExceededMemoryLimit)"},
+		{"request temporary files", fmt.Sprintf("%d GiB per query or aggregation that spills, under <data-dir>/_tmp and removed when it ends, never taken from the free-space reserve (Lethe's; ExceededMemoryLimit, OutOfDiskSpace)", engine.DefaultQuerySpillLimit>>30)},
 		{"expression value", fmt.Sprintf("%d MiB for any string, array or document an expression builds (BSONObjectTooLarge)", expr.MaxValueBytes>>20)},
 		{"expression working set", fmt.Sprintf("%d MiB of values one expression holds at once (ExceededMemoryLimit)", expr.MaxHeldBytes>>20)},
 		{"$push and $addToSet", "100 MiB per group (ExceededMemoryLimit)"},
@@ -81,10 +83,12 @@ type Config struct {
 	// NoReaper leaves expired documents hidden in storage until dropped or
 	// overwritten; tests use it to observe behaviour without purges.
 	NoReaper bool
-	// SortMemoryLimit and QueryMemoryLimit bound the memory one query or
-	// aggregation may hold, without and with allowDiskUse; see
+	// SortMemoryLimit bounds what a blocking sort or stage holds in
+	// memory, past which it spills to disk with allowDiskUse and fails
+	// without; QueryMemoryLimit bounds what one query or aggregation holds
+	// in memory, and QuerySpillLimit what it keeps in temporary files. See
 	// engine.Options.
-	SortMemoryLimit, QueryMemoryLimit int64
+	SortMemoryLimit, QueryMemoryLimit, QuerySpillLimit int64
 	// CmdLine is what getCmdLineOpts reports.
 	CmdLine []string
 	// LogLevel, when set, is the level of Logger; setParameter logLevel
@@ -112,6 +116,10 @@ type Server struct {
 	stats stats    // counters for serverStatus, see stats.go
 
 	cursors cursorTable // open cursors, see cursors.go
+
+	// allowDiskUseByDefault is allowDiskUse of a find or aggregate that
+	// does not say; a parameter, see params.go.
+	allowDiskUseByDefault atomic.Bool
 }
 
 // New opens the store and prepares the command table. Call Start to listen.
@@ -140,7 +148,7 @@ func New(cfg Config) (*Server, error) {
 		return zapcore.NewTee(c, recent.core())
 	}))
 	eng, err := engine.Open(cfg.DataDir, engine.Options{Clock: cfg.Clock, Logger: log, NoReaper: cfg.NoReaper,
-		SortMemoryLimit: cfg.SortMemoryLimit, QueryMemoryLimit: cfg.QueryMemoryLimit,
+		SortMemoryLimit: cfg.SortMemoryLimit, QueryMemoryLimit: cfg.QueryMemoryLimit, QuerySpillLimit: cfg.QuerySpillLimit,
 		MinFreeDisk: cfg.MinFreeDisk, Disk: cfg.Disk})
 	if err != nil {
 		return nil, fmt.Errorf("server: open store: %w", err)
@@ -150,6 +158,7 @@ func New(cfg Config) (*Server, error) {
 	s.commands = s.buildRegistry()
 	s.guardSystemNamespaces()
 	s.guardViews()
+	s.allowDiskUseByDefault.Store(true)
 	s.params = s.buildParameters()
 	if cfg.ManualClock {
 		log.Warn("the clock is manual: time moves only through advanceClock; use this for tests only")

@@ -8,7 +8,9 @@
 // Source of raw BSON documents. Stages take the documents of the stage
 // before and make their own; blocking stages ($group, $sort, $bucketAuto,
 // ...) count what they hold against the limits of Options, and every stage
-// stops with the request's context.
+// stops with the request's context. With allowDiskUse, the blocking stages
+// that implement spiller write what passes their limit to the request's
+// scratch space (package spill) instead of failing; see flow.go.
 //
 // It is separate from package query, the filter language of find and
 // $match, because a filter only answers whether a document matches, while a

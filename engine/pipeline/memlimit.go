@@ -7,17 +7,20 @@ import (
 	"github.com/lethedb/lethe/engine/mongoerr"
 )
 
-// The memory a pipeline may hold. Lethe runs every blocking stage in
-// memory, and because stages work on whole arrays of documents, each
-// stage's output is held too. What they hold is counted in bytes of BSON as
-// it grows, against one of two limits:
+// The memory a pipeline may hold. What the stages hold is counted in bytes
+// of BSON as it grows, against one of two limits:
 //
-//   - without allowDiskUse, what a blocking stage holds stops at
-//     Options.SortLimit (MongoDB's 100 MiB), with MongoDB's
-//     QueryExceededMemoryLimitNoDiskUseAllowed;
-//   - with allowDiskUse, and for everything else a pipeline holds,
-//     Options.MemLimit bounds it, with ExceededMemoryLimit, since Lethe
-//     never spills to disk.
+//   - what a blocking stage holds stops at Options.SortLimit (MongoDB's
+//     100 MiB): without allowDiskUse it fails there with MongoDB's
+//     QueryExceededMemoryLimitNoDiskUseAllowed; with allowDiskUse and a
+//     Scratch, $group and $sort write the rest to disk (see flow.go,
+//     sortspill.go and groupspill.go);
+//   - everything a pipeline holds in memory, spilling or not, stops at
+//     Options.MemLimit, with ExceededMemoryLimit: the output of the
+//     pipeline, what stages after the first that neither flows nor spills
+//     pass on (they work on whole arrays of documents), what the groups
+//     in memory of a spilling $group grow by. What went to disk does not
+//     count; the Scratch has its own bound.
 
 // MaxDocBytes is the largest document a pipeline may make: MongoDB's
 // internal limit, 16 MiB and 16 KiB, which lets a stage's result pass the
@@ -46,7 +49,7 @@ func groupExceeded(int64) error {
 
 // QueryExceeded is the error of a request past the memory it may hold.
 func QueryExceeded(limit int64) error {
-	return mongoerr.New(mongoerr.ExceededMemoryLimit, "the query would hold more than %d bytes in memory, Lethe's limit for one request, which allowDiskUse does not lift: Lethe does not spill to disk", limit)
+	return mongoerr.New(mongoerr.ExceededMemoryLimit, "the query would hold more than %d bytes in memory, Lethe's limit for one request; allowDiskUse spills $group and $sort to disk, but not what the other stages, or the results, hold", limit)
 }
 
 func accumulatorExceeded(op string) error {

@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/engine/spill"
 )
 
 // Source calls fn with documents in turn until fn fails or the documents
@@ -43,12 +44,16 @@ type Catalog interface {
 type Options struct {
 	// Now is $$NOW; the zero time means the time of compilation.
 	Now time.Time
-	// AllowDiskUse lifts SortLimit of the blocking stages; MemLimit still
-	// holds.
+	// AllowDiskUse lets the blocking stages write to Scratch what they
+	// hold past SortLimit; MemLimit still bounds what stays in memory.
 	AllowDiskUse bool
-	// SortLimit bounds what one blocking stage holds without AllowDiskUse.
+	// Scratch is the request's temporary space on disk; nil keeps every
+	// stage in memory, within MemLimit even with AllowDiskUse.
+	Scratch *spill.Scratch
+	// SortLimit bounds what one blocking stage holds in memory: without
+	// AllowDiskUse it fails past it, with it it spills.
 	SortLimit int64
-	// MemLimit bounds what any stage holds.
+	// MemLimit bounds what any stage holds in memory.
 	MemLimit int64
 	// DB is the database the pipeline runs in, whose collections Catalog
 	// reads.
@@ -214,8 +219,11 @@ func (p *Pipeline) Run(ctx context.Context, src Source) ([]bson.Raw, error) {
 
 // stages runs stages over src.
 func (r *run) stages(stages []stage, src Source) ([]bson.Raw, error) {
+	src, stages, err := r.flow(stages, src)
+	if err != nil {
+		return nil, err
+	}
 	var docs []bson.Raw
-	var err error
 	if s, ok := first(stages).(streamer); ok {
 		docs, err = s.stream(r, src)
 		stages = stages[1:]
