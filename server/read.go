@@ -280,7 +280,7 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 	}
 	var err error
 	var pipeline []bson.Raw
-	havePipeline, haveCursor, allowDiskUse := false, false, false
+	havePipeline, haveCursor, allowDiskUse, bypass := false, false, false, false
 	batchSize := 101
 	var hint bson.RawValue
 	var lv *engine.Let
@@ -308,7 +308,7 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 		case "let":
 			lv, err = s.parseLet("aggregate", v)
 		case "bypassDocumentValidation":
-			_, err = argStrictBool("bypassDocumentValidation", v)
+			bypass, err = argStrictBool("bypassDocumentValidation", v)
 		default:
 			err = unknownField("aggregate", key)
 		}
@@ -339,7 +339,7 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 		}
 	default:
 		var res engine.AggregateResult
-		res, err = s.eng.AggregateStream(ctx, req.DB, coll, pipeline, engine.AggregateOptions{AllowDiskUse: allowDiskUse, Hint: hint})
+		res, err = s.eng.AggregateStream(ctx, req.DB, coll, pipeline, engine.AggregateOptions{AllowDiskUse: allowDiskUse, Hint: hint, BypassDocumentValidation: bypass})
 		docs, source = res.Docs, res.Source
 	}
 	if err != nil {
