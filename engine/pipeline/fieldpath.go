@@ -31,37 +31,68 @@ func parsePath(p string) ([]string, error) {
 	return parts, nil
 }
 
-// valuesAtPath calls fn with every value at path in doc: arrays on the way
-// are walked element by element, and an array at the end gives its
-// elements rather than itself, as MongoDB joins on the values of an array.
-// A path that reaches nothing gives nothing.
+// valuesAtPath calls fn with every value at path in doc, as MongoDB
+// gathers the values a join compares: a numeric component after an array
+// is a position in it ("a.0"), other components look into each document
+// of an array, and an array at the end gives its elements rather than
+// itself. A path that reaches nothing gives nothing.
 func valuesAtPath(doc []byte, path []string, fn func(bsoncore.Value)) {
-	v, ok := bsonvalue.Lookup(doc, path[0])
-	if !ok {
-		return
+	v, _ := bsonvalue.Lookup(doc, path[0])
+	rest := path[1:]
+	for len(rest) > 0 && v.Type == bsoncore.TypeArray && isPosition(rest[0]) {
+		v = elementAt(v.Data, rest[0])
+		rest = rest[1:]
 	}
-	if len(path) == 1 {
-		if v.Type == bsoncore.TypeArray {
-			it := bsonvalue.ElementsOf(v.Data)
-			for _, e, ok := it.Next(); ok; _, e, ok = it.Next() {
-				fn(e)
-			}
-			return
-		}
-		fn(v)
+	if len(rest) == 0 {
+		trailing(v, fn)
 		return
 	}
 	switch v.Type {
 	case bsoncore.TypeEmbeddedDocument:
-		valuesAtPath(v.Data, path[1:], fn)
+		valuesAtPath(v.Data, rest, fn)
 	case bsoncore.TypeArray:
 		it := bsonvalue.ElementsOf(v.Data)
 		for _, e, ok := it.Next(); ok; _, e, ok = it.Next() {
 			if e.Type == bsoncore.TypeEmbeddedDocument {
-				valuesAtPath(e.Data, path[1:], fn)
+				valuesAtPath(e.Data, rest, fn)
 			}
 		}
 	}
+}
+
+// trailing calls fn with the value at the end of a path: the elements of
+// an array, nothing for a missing value.
+func trailing(v bsoncore.Value, fn func(bsoncore.Value)) {
+	switch v.Type {
+	case 0:
+	case bsoncore.TypeArray:
+		it := bsonvalue.ElementsOf(v.Data)
+		for _, e, ok := it.Next(); ok; _, e, ok = it.Next() {
+			fn(e)
+		}
+	default:
+		fn(v)
+	}
+}
+
+// isPosition reports whether a path component is an array position:
+// digits without a leading zero, or "0".
+func isPosition(s string) bool {
+	if s == "" || len(s) > 1 && s[0] == '0' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// elementAt is the element of an array at a position, or Missing.
+func elementAt(arr []byte, pos string) bsoncore.Value {
+	v, _ := bsonvalue.Lookup(arr, pos)
+	return v
 }
 
 // setPath returns doc with the field at path set to v, in place if it is
