@@ -121,6 +121,9 @@ func compileLookup(c *compiler, _ string, arg bson.RawValue) (stage, error) {
 	if s.let, err = c.letVars(letDoc); err != nil {
 		return nil, err
 	}
+	if err := c.check(s.pipeline); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 

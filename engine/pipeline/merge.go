@@ -6,6 +6,7 @@ import (
 
 	"github.com/lethedb/lethe/engine/expr"
 	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/engine/update"
 )
 
 // Merge is a compiled $merge: where its documents go and what happens to
@@ -99,6 +100,11 @@ func compileMerge(c *compiler, name string, arg bson.RawValue) (stage, error) {
 				case bson.TypeArray:
 					p, err := subPipeline(v)
 					if err != nil {
+						return nil, err
+					}
+					// The update it is compiles again with $$new and the
+					// let bound, for each document.
+					if _, err := update.CompilePipeline(p, update.Options{Now: c.opts.Now}); err != nil && mongoerr.CodeOf(err) != undefinedVariable {
 						return nil, err
 					}
 					m.WhenMatched, m.Pipeline = "pipeline", p

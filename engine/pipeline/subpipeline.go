@@ -61,6 +61,21 @@ func allowedInside(stages []bson.Raw, stage string, code mongoerr.Code) error {
 	return nil
 }
 
+// check compiles a sub-pipeline to refuse it before any document is
+// read, as MongoDB parses sub-pipelines with their stage. A variable the
+// sub-pipeline reads may be bound only when it runs, by a let of the
+// stage, so a pipeline that reads one is checked when it runs instead.
+func (c *compiler) check(stages []bson.Raw) error {
+	_, err := Compile(stages, *c.opts)
+	if mongoerr.CodeOf(err) == undefinedVariable {
+		return nil
+	}
+	return err
+}
+
+// undefinedVariable is the code of a variable no scope defines.
+const undefinedVariable mongoerr.Code = 17276
+
 // startsWithDocuments reports whether a sub-pipeline makes its own
 // documents, so that it needs no collection.
 func startsWithDocuments(stages []bson.Raw) bool {

@@ -41,6 +41,9 @@ func compileUnionWith(c *compiler, name string, arg bson.RawValue) (stage, error
 				if err := allowedInside(p, name, 31441); err != nil {
 					return nil, err
 				}
+				if err := c.check(p); err != nil {
+					return nil, err
+				}
 				s.pipeline = p
 			default:
 				return nil, mongoerr.New(mongoerr.Code(40415), "BSON field '$unionWith.%s' is an unknown field.", el.Key())
