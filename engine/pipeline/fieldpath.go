@@ -95,10 +95,10 @@ func elementAt(arr []byte, pos string) bsoncore.Value {
 	return v
 }
 
-// setPath returns doc with the field at path set to v, in place if it is
+// withField returns doc with the field at path set to v, in place if it is
 // there and at the end if not; a value on the way that is not a document
 // becomes one, as a stage that adds its output to a document does.
-func setPath(doc []byte, path []string, v bsoncore.Value) bson.Raw {
+func withField(doc []byte, path []string, v bsoncore.Value) bson.Raw {
 	b := bsoncore.NewDocumentBuilder()
 	done := false
 	it := bsonvalue.ElementsOf(doc)
@@ -128,5 +128,5 @@ func nested(old bsoncore.Value, rest []string, v bsoncore.Value) bsoncore.Value 
 	if old.Type == bsoncore.TypeEmbeddedDocument {
 		inner = old.Data
 	}
-	return bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: setPath(inner, rest, v)}
+	return bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: withField(inner, rest, v)}
 }

@@ -35,7 +35,7 @@ const maxGraphBytes = 100 << 20
 func compileGraphLookup(c *compiler, _ string, arg bson.RawValue) (stage, error) {
 	spec, ok := arg.DocumentOK()
 	if !ok {
-		return nil, mongoerr.New(mongoerr.FailedToParse, "the $graphLookup stage specification must be an object, but found %s", typeName(arg))
+		return nil, mongoerr.New(mongoerr.FailedToParse, "the $graphLookup stage specification must be an object, but found %s", typeNameOf(arg))
 	}
 	s := &graphLookupStage{maxDepth: -1}
 	var as, fromField, depthField string
@@ -52,8 +52,8 @@ func compileGraphLookup(c *compiler, _ string, arg bson.RawValue) (stage, error)
 			s.startWith = ex
 			continue
 		case "maxDepth":
-			if !isNumeric(v) {
-				return nil, mongoerr.New(mongoerr.Code(40100), "maxDepth must be numeric, found type: %s", typeName(v))
+			if !isNumberArg(v) {
+				return nil, mongoerr.New(mongoerr.Code(40100), "maxDepth must be numeric, found type: %s", typeNameOf(v))
 			}
 			f, _ := v.AsFloat64OK()
 			if v.Type == bson.TypeDecimal128 {
@@ -75,7 +75,7 @@ func compileGraphLookup(c *compiler, _ string, arg bson.RawValue) (stage, error)
 		case "restrictSearchWithMatch":
 			doc, ok := v.DocumentOK()
 			if !ok {
-				return nil, mongoerr.New(mongoerr.Code(40185), "restrictSearchWithMatch must be an object, found %s", typeName(v))
+				return nil, mongoerr.New(mongoerr.Code(40185), "restrictSearchWithMatch must be an object, found %s", typeNameOf(v))
 			}
 			if _, err := query.CompileWith(doc, query.Options{Now: c.opts.Now}); err != nil {
 				return nil, err
@@ -84,7 +84,7 @@ func compileGraphLookup(c *compiler, _ string, arg bson.RawValue) (stage, error)
 			continue
 		case "from", "as", "connectFromField", "connectToField", "depthField":
 			if v.Type != bson.TypeString {
-				return nil, mongoerr.New(mongoerr.Code(40103), "expected string as argument for %s, found: %s", key, typeName(v))
+				return nil, mongoerr.New(mongoerr.Code(40103), "expected string as argument for %s, found: %s", key, typeNameOf(v))
 			}
 		default:
 			return nil, mongoerr.New(mongoerr.Code(40104), "Unknown argument to $graphLookup: %s", key)
@@ -130,7 +130,7 @@ func compileGraphLookup(c *compiler, _ string, arg bson.RawValue) (stage, error)
 	return s, nil
 }
 
-func isNumeric(v bson.RawValue) bool {
+func isNumberArg(v bson.RawValue) bool {
 	switch v.Type {
 	case bson.TypeInt32, bson.TypeInt64, bson.TypeDouble, bson.TypeDecimal128:
 		return true
@@ -156,7 +156,7 @@ func (s *graphLookupStage) apply(r *run, docs []bson.Raw, out Limit) ([]bson.Raw
 		for _, f := range found {
 			arr.AppendDocument(f)
 		}
-		docs[j] = setPath(d, s.as, bsoncore.Value{Type: bsoncore.TypeArray, Data: arr.Build()})
+		docs[j] = withField(d, s.as, bsoncore.Value{Type: bsoncore.TypeArray, Data: arr.Build()})
 		if err := h.add(len(docs[j]) - len(d)); err != nil {
 			return nil, err
 		}
@@ -227,7 +227,7 @@ func (s *graphLookupStage) search(r *run, start bsoncore.Value) ([]bson.Raw, err
 			}
 			visited[k] = true
 			if s.depthField != nil {
-				doc = setPath(doc, s.depthField, bsoncore.Value{Type: bsoncore.TypeInt64, Data: bsoncore.AppendInt64(nil, depth)})
+				doc = withField(doc, s.depthField, bsoncore.Value{Type: bsoncore.TypeInt64, Data: bsoncore.AppendInt64(nil, depth)})
 			}
 			valuesAtPath(doc, s.fromField, func(v bsoncore.Value) { held += next.add(v) })
 			found = append(found, doc)

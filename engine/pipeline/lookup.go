@@ -60,13 +60,13 @@ func compileLookup(c *compiler, _ string, arg bson.RawValue) (stage, error) {
 		case "let":
 			doc, ok := v.DocumentOK()
 			if !ok {
-				return nil, mongoerr.New(mongoerr.FailedToParse, "$lookup argument 'let: %s' must be an object, is type %s", v, typeName(v))
+				return nil, mongoerr.New(mongoerr.FailedToParse, "$lookup argument 'let: %s' must be an object, is type %s", v, typeNameOf(v))
 			}
 			letDoc, hasLet = doc, true
 		case "from":
 			name, ok := v.StringValueOK()
 			if !ok {
-				return nil, mongoerr.New(mongoerr.FailedToParse, "$lookup 'from' field must be a string, but found %s", typeName(v))
+				return nil, mongoerr.New(mongoerr.FailedToParse, "$lookup 'from' field must be a string, but found %s", typeNameOf(v))
 			}
 			if err := checkCollName(c.opts.DB, name, "$lookup"); err != nil {
 				return nil, err
@@ -75,7 +75,7 @@ func compileLookup(c *compiler, _ string, arg bson.RawValue) (stage, error) {
 		case "as", "localField", "foreignField":
 			str, ok := v.StringValueOK()
 			if !ok {
-				return nil, mongoerr.New(mongoerr.FailedToParse, "$lookup argument '%s: %s' must be a string, found %s", key, v, typeName(v))
+				return nil, mongoerr.New(mongoerr.FailedToParse, "$lookup argument '%s: %s' must be a string, found %s", key, v, typeNameOf(v))
 			}
 			switch key {
 			case "as":
@@ -178,7 +178,7 @@ func (s *lookupStage) apply(r *run, docs []bson.Raw, out Limit) ([]bson.Raw, err
 		for _, f := range found {
 			arr.AppendDocument(f)
 		}
-		docs[j] = setPath(d, s.as, bsoncore.Value{Type: bsoncore.TypeArray, Data: arr.Build()})
+		docs[j] = withField(d, s.as, bsoncore.Value{Type: bsoncore.TypeArray, Data: arr.Build()})
 		if err := h.add(len(docs[j]) - len(d)); err != nil {
 			return nil, err
 		}

@@ -33,7 +33,7 @@ func compileOut(c *compiler, name string, arg bson.RawValue) (stage, error) {
 			return nil, err
 		}
 	default:
-		return nil, mongoerr.New(mongoerr.Code(16990), "%s only supports a string or object argument, but found %s", name, typeName(arg))
+		return nil, mongoerr.New(mongoerr.Code(16990), "%s only supports a string or object argument, but found %s", name, typeNameOf(arg))
 	}
 	if err := checkTarget(s.db, s.coll, name, 17385, 31321, "Can't"); err != nil {
 		return nil, err
@@ -52,7 +52,7 @@ func namespaceSpec(doc bson.Raw, stage, dbKey, collKey string) (string, string, 
 		case dbKey, collKey:
 			s, ok := v.StringValueOK()
 			if !ok {
-				return "", "", mongoerr.New(mongoerr.TypeMismatch, "BSON field '%s.%s' is the wrong type '%s', expected type 'string'", stage, el.Key(), typeName(v))
+				return "", "", mongoerr.New(mongoerr.TypeMismatch, "BSON field '%s.%s' is the wrong type '%s', expected type 'string'", stage, el.Key(), typeNameOf(v))
 			}
 			if el.Key() == dbKey {
 				db, hasDB = s, true

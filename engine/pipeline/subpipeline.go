@@ -91,7 +91,7 @@ func checkCollName(db, coll, stage string) error {
 	return nil
 }
 
-func typeName(v bson.RawValue) string {
+func typeNameOf(v bson.RawValue) string {
 	return bsonvalue.TypeName(bsoncore.Type(v.Type))
 }
 
