@@ -157,3 +157,21 @@ func TestMergeGeneratesMissingID(t *testing.T) {
 		t.Fatalf("two merges of a document without _id made %v, want two documents", got)
 	}
 }
+
+func TestMergeIntoAnotherDatabase(t *testing.T) {
+	e := openTestEngine(t)
+	insertD(t, e, "src", "c", bson.D{{Key: "_id", Value: 1}, {Key: "v", Value: "new"}}, bson.D{{Key: "_id", Value: 2}, {Key: "v", Value: "new"}})
+	insertD(t, e, "reporting", "t", bson.D{{Key: "_id", Value: 1}, {Key: "v", Value: "old"}, {Key: "w", Value: 1}})
+	into := bson.D{{Key: "db", Value: "reporting"}, {Key: "coll", Value: "t"}}
+	if _, err := aggregateD(t, e, "src", "c", AggregateOptions{}, bson.D{{Key: "$merge", Value: bson.D{{Key: "into", Value: into}}}}); err != nil {
+		t.Fatal(err)
+	}
+	got := collDocs(t, e, "reporting", "t")
+	want := []bson.Raw{
+		mustMarshal(t, bson.D{{Key: "_id", Value: 1}, {Key: "v", Value: "new"}, {Key: "w", Value: 1}}),
+		mustMarshal(t, bson.D{{Key: "_id", Value: 2}, {Key: "v", Value: "new"}}),
+	}
+	if msg := sameDocs(got, want, true, false); msg != "" {
+		t.Fatalf("reporting.t after $merge: %s: %v", msg, got)
+	}
+}
