@@ -6,6 +6,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine/bsonvalue"
 	"github.com/lethedb/lethe/engine/expr"
 	"github.com/lethedb/lethe/engine/keycodec"
 	"github.com/lethedb/lethe/engine/mongoerr"
@@ -22,6 +23,9 @@ type lookupStage struct {
 	foreign  string
 	let      []letVar
 	pipeline []bson.Raw // nil without the pipeline form
+	// deterministic is set when the sub-pipeline's results depend only
+	// on the let variables and the equality, and may be reused.
+	deterministic bool
 }
 
 // letVar is one variable of a stage's let.
@@ -124,6 +128,7 @@ func compileLookup(c *compiler, _ string, arg bson.RawValue) (stage, error) {
 	if err := c.check(s.pipeline); err != nil {
 		return nil, err
 	}
+	s.deterministic = deterministic(s.pipeline)
 	return s, nil
 }
 
@@ -211,6 +216,12 @@ func (s *lookupStage) join(r *run, d bson.Raw, cache *joinCache) ([]bson.Raw, er
 	if err != nil {
 		return nil, err
 	}
+	if s.deterministic {
+		key = varsKey(key, s.let, vars)
+		if found, ok := cache.get(key); ok {
+			return found, nil
+		}
+	}
 	stages := s.pipeline
 	if match != nil {
 		// The equality comes first, after a $documents that makes the
@@ -229,7 +240,50 @@ func (s *lookupStage) join(r *run, d bson.Raw, cache *joinCache) ([]bson.Raw, er
 	if sizeOf(found) > maxLookupBytes {
 		return nil, lookupTooLarge(s.from)
 	}
+	if s.deterministic {
+		cache.put(key, found)
+	}
 	return found, nil
+}
+
+// varsKey extends the key of a join with the values of its variables, as
+// they are: a sub-pipeline may tell 1 from 1.0 where an equality does not.
+func varsKey(key []byte, let []letVar, vars Vars) []byte {
+	for _, lv := range let {
+		v := vars[lv.name]
+		key = append(key, byte(v.Type))
+		key = bsoncore.AppendInt32(key, int32(len(v.Data)))
+		key = append(key, v.Data...)
+	}
+	return key
+}
+
+// deterministic reports whether a sub-pipeline gives the same documents
+// for the same variables, so that its results may be reused: every stage
+// but those that draw random numbers.
+func deterministic(stages []bson.Raw) bool {
+	for _, st := range stages {
+		if drawsRandom(st) {
+			return false
+		}
+	}
+	return true
+}
+
+// drawsRandom reports whether a document or array names $rand, $sample
+// or $sampleRate anywhere in it.
+func drawsRandom(container []byte) bool {
+	it := bsonvalue.ElementsOf(container)
+	for name, v, ok := it.Next(); ok; name, v, ok = it.Next() {
+		switch string(name) {
+		case "$rand", "$sample", "$sampleRate":
+			return true
+		}
+		if (v.Type == bsoncore.TypeEmbeddedDocument || v.Type == bsoncore.TypeArray) && drawsRandom(v.Data) {
+			return true
+		}
+	}
+	return false
 }
 
 // gather reads the documents a join found, bounded as MongoDB bounds them.
@@ -291,9 +345,10 @@ func equalityMatch(d bson.Raw, local []string, foreign string) (bson.Raw, []byte
 	return bson.Raw(b.Build()), key
 }
 
-// joinCache keeps what equality lookups found by the values they looked
-// for, so that input documents with the same value read the foreign
-// collection once, within a bound on the bytes it keeps.
+// joinCache keeps what a $lookup found by the values it looked for and
+// the values of its variables, so that input documents that look for the
+// same read the foreign collection once, within a bound on the bytes it
+// keeps.
 type joinCache struct {
 	found map[string][]bson.Raw
 	bytes int
