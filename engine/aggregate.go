@@ -41,6 +41,9 @@ type AggregateOptions struct {
 	// Hint names the index (by name or key pattern) that reads the
 	// collection for the leading $match and $sort stages.
 	Hint bson.RawValue
+	// BypassDocumentValidation skips the validators of the collections
+	// $out and $merge write.
+	BypassDocumentValidation bool
 }
 
 // AggregateStream is Aggregate that also tells what kills its cursor.
@@ -211,25 +214,6 @@ func cursorDocs(ctx context.Context, cur *Cursor) pipeline.Source {
 		}
 		return nil
 	}
-}
-
-// catalogReader is the store as the stages that read other collections
-// see it.
-type catalogReader struct {
-	e    *Engine
-	opts AggregateOptions
-}
-
-func (c catalogReader) Find(ctx context.Context, db, coll string, filter bson.Raw) (pipeline.Source, error) {
-	cur, err := c.e.Find(ctx, db, coll, FindSpec{Filter: filter, AllowDiskUse: c.opts.AllowDiskUse})
-	if err != nil {
-		return nil, err
-	}
-	return cursorDocs(ctx, cur), nil
-}
-
-func (c catalogReader) Aggregate(ctx context.Context, db, coll string, stages []bson.Raw) ([]bson.Raw, error) {
-	return c.e.Aggregate(ctx, db, coll, stages, AggregateOptions{AllowDiskUse: c.opts.AllowDiskUse})
 }
 
 // AggregateDB runs a pipeline of a database rather than a collection

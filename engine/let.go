@@ -116,7 +116,7 @@ func (l *Let) Filter(filter bson.Raw) (bson.Raw, error) {
 		return filter, nil
 	}
 	r := &rewriter{Let: l}
-	out := r.filterDoc(filter)
+	out := r.filterDoc(filter, nil)
 	return bson.Raw(out), r.err
 }
 
@@ -139,7 +139,7 @@ func (l *Let) Pipeline(stages []bson.Raw) ([]bson.Raw, error) {
 	r := &rewriter{Let: l}
 	out := make([]bson.Raw, len(stages))
 	for i, st := range stages {
-		out[i] = r.stage(st)
+		out[i] = r.stage(st, nil)
 	}
 	return out, r.err
 }
@@ -152,7 +152,7 @@ type rewriter struct {
 	err   error
 }
 
-func (r *rewriter) filterDoc(doc []byte) []byte {
+func (r *rewriter) filterDoc(doc []byte, shadowed map[string]bool) []byte {
 	elems, err := bsoncore.Document(doc).Elements()
 	if err != nil {
 		return doc // the filter compiler reports it
@@ -162,12 +162,12 @@ func (r *rewriter) filterDoc(doc []byte) []byte {
 		v := el.Value()
 		switch el.Key() {
 		case "$expr":
-			v = r.expr(v, nil)
+			v = r.expr(v, shadowed)
 		case "$and", "$or", "$nor":
 			if v.Type == bsoncore.TypeArray {
 				v = mapArray(v, func(e bsoncore.Value) bsoncore.Value {
 					if e.Type == bsoncore.TypeEmbeddedDocument {
-						e.Data = r.filterDoc(e.Data)
+						e.Data = r.filterDoc(e.Data, shadowed)
 					}
 					return e
 				})
@@ -178,7 +178,7 @@ func (r *rewriter) filterDoc(doc []byte) []byte {
 	return b.Build()
 }
 
-func (r *rewriter) stage(st bson.Raw) bson.Raw {
+func (r *rewriter) stage(st bson.Raw, shadowed map[string]bool) bson.Raw {
 	elems, err := bsoncore.Document(st).Elements()
 	if err != nil || len(elems) != 1 {
 		return st // the pipeline reports it
@@ -187,13 +187,54 @@ func (r *rewriter) stage(st bson.Raw) bson.Raw {
 	switch name {
 	case "$match":
 		if v.Type == bsoncore.TypeEmbeddedDocument {
-			v.Data = r.filterDoc(v.Data)
+			v.Data = r.filterDoc(v.Data, shadowed)
 		}
 	case "$sort", "$skip", "$limit", "$count", "$unset":
+	case "$lookup", "$unionWith":
+		if v.Type == bsoncore.TypeEmbeddedDocument {
+			v = r.subPipelineStage(v, shadowed)
+		}
 	default:
-		v = r.expr(v, nil)
+		v = r.expr(v, shadowed)
 	}
 	return bson.Raw(bsoncore.NewDocumentBuilder().AppendValue(name, v).Build())
+}
+
+// subPipelineStage substitutes in the options of a $lookup or $unionWith:
+// its sub-pipeline's stages as stages, where the names of the stage's own
+// let are shadowed, and its let expressions, which read the outer scope.
+func (r *rewriter) subPipelineStage(v bsoncore.Value, shadowed map[string]bool) bsoncore.Value {
+	inner := shadowed
+	if let, ok := bsoncore.Document(v.Data).Lookup("let").DocumentOK(); ok {
+		names, _ := let.Elements()
+		inner = make(map[string]bool, len(shadowed)+len(names))
+		for k := range shadowed {
+			inner[k] = true
+		}
+		for _, n := range names {
+			inner[n.Key()] = true
+		}
+	}
+	elems, _ := bsoncore.Document(v.Data).Elements()
+	b := bsoncore.NewDocumentBuilder()
+	for _, el := range elems {
+		ev := el.Value()
+		switch el.Key() {
+		case "let":
+			ev = r.expr(ev, shadowed)
+		case "pipeline":
+			if ev.Type == bsoncore.TypeArray {
+				ev = mapArray(ev, func(e bsoncore.Value) bsoncore.Value {
+					if e.Type == bsoncore.TypeEmbeddedDocument {
+						e.Data = r.stage(e.Data, inner)
+					}
+					return e
+				})
+			}
+		}
+		b.AppendValue(el.Key(), ev)
+	}
+	return docValue(b.Build())
 }
 
 // expr substitutes the variables in an expression; shadowed holds the

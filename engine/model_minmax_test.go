@@ -282,15 +282,18 @@ func (r *modelRun) returnKeys(op *modelOp, kr *refKeyRange, doc bson.Raw) []bson
 	return out
 }
 
-// aggregate: a $match, maybe a $sort, maybe a $count.
+// aggregate: a $match, maybe a $sort, maybe a $count or a join.
 func (g *modelGen) aggregate(op *modelOp) {
 	op.Kind = "aggregate"
 	op.Filter = g.filter()
 	if g.r.Intn(2) == 0 {
 		op.Sort = g.sort()
 	}
-	if g.r.Intn(4) == 0 {
+	switch g.r.Intn(8) {
+	case 0, 1:
 		op.Stages = []bson.Raw{modelRaw(bson.D{{Key: "$count", Value: "n"}})}
+	case 2, 3:
+		op.Stages = g.joinStages()
 	}
 	g.maybeLet(op)
 }
@@ -337,6 +340,13 @@ func (r *modelRun) stepAggregate(ctx context.Context, op *modelOp) error {
 	matches := r.m.matching(f, now)
 	if srt != nil {
 		slices.SortStableFunc(matches, func(a, b *refDoc) int { return srt.Compare(a.doc, b.doc) })
+	}
+	if kind := joinOf(op.Stages); kind != "" {
+		want, err := r.joinWant(op.Stages, matches, now)
+		if err != nil {
+			return err
+		}
+		return checkJoin(kind, docs, want)
 	}
 	var want []bson.Raw
 	for _, d := range matches {

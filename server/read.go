@@ -290,7 +290,7 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 	}
 	var err error
 	var pipeline []bson.Raw
-	havePipeline, haveCursor := false, false
+	havePipeline, haveCursor, bypass := false, false, false
 	allowDiskUse := s.allowDiskUseByDefault.Load()
 	batchSize := 101
 	var hint bson.RawValue
@@ -319,7 +319,7 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 		case "let":
 			lv, err = s.parseLet("aggregate", v)
 		case "bypassDocumentValidation":
-			_, err = argStrictBool("bypassDocumentValidation", v)
+			bypass, err = argStrictBool("bypassDocumentValidation", v)
 		default:
 			err = unknownField("aggregate", key)
 		}
@@ -361,7 +361,7 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 		}
 	default:
 		var res engine.AggregateResult
-		res, err = s.eng.AggregateStream(ctx, req.DB, from, pipeline, engine.AggregateOptions{AllowDiskUse: allowDiskUse, Hint: hint})
+		res, err = s.eng.AggregateStream(ctx, req.DB, from, pipeline, engine.AggregateOptions{AllowDiskUse: allowDiskUse, Hint: hint, BypassDocumentValidation: bypass})
 		docs, source = res.Docs, res.Source
 	}
 	if err != nil {

@@ -17,6 +17,8 @@ type config struct {
 	duration   time.Duration
 	docs       int
 	indexDocs  int
+	groupDocs  int
+	lookupDocs int
 	workloads  []workload
 	ttlDocs    int
 	ttlWait    time.Duration
@@ -35,6 +37,8 @@ func parseFlags(args []string, errOut io.Writer) (config, error) {
 	fs.DurationVar(&cfg.duration, "duration", 5*time.Second, "how long each workload is measured")
 	fs.IntVar(&cfg.docs, "docs", 10000, "documents preloaded for findone, update and find100")
 	fs.IntVar(&cfg.indexDocs, "index-docs", 100000, "documents of the index workload")
+	fs.IntVar(&cfg.groupDocs, "group-docs", 1000000, "documents the agg-group workload groups")
+	fs.IntVar(&cfg.lookupDocs, "lookup-docs", 100000, "documents of each of the two collections the agg-lookup workload joins")
 	fs.StringVar(&names, "workloads", "basic", "comma-separated `list` of "+workloadHelp()+"; \"basic\" for the default ones, \"all\" for every one, empty for none")
 	fs.IntVar(&cfg.ttlDocs, "ttl-docs", 0, "documents of the TTL workload; 0 skips it")
 	fs.DurationVar(&cfg.ttlWait, "ttl-wait", 90*time.Second, "longest wait for the reaper to delete the TTL documents")
@@ -64,6 +68,10 @@ func parseFlags(args []string, errOut io.Writer) (config, error) {
 		return cfg, errors.New("--docs must be at least 1")
 	case cfg.indexDocs < 1:
 		return cfg, errors.New("--index-docs must be at least 1")
+	case cfg.groupDocs < 1:
+		return cfg, errors.New("--group-docs must be at least 1")
+	case cfg.lookupDocs < 1:
+		return cfg, errors.New("--lookup-docs must be at least 1")
 	case cfg.ttlDocs < 0:
 		return cfg, errors.New("--ttl-docs must not be negative")
 	case cfg.ttlWait <= 0:

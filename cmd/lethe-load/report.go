@@ -45,6 +45,15 @@ func (r *report) judge(res result) judgement {
 	return judgement{}
 }
 
+// opsText shows a rate to the unit, or to the hundredth below ten, so
+// that a workload of whole pipelines taking seconds does not read 0.
+func opsText(ops float64) string {
+	if ops < 10 {
+		return fmt.Sprintf("%.2f", ops)
+	}
+	return fmt.Sprintf("%.0f", ops)
+}
+
 func (r *report) serverName() string {
 	if r.cfg.uri != "" {
 		return "external"
@@ -67,7 +76,7 @@ func (r *report) writeText(w io.Writer) error {
 			if res.target > 0 {
 				target = strings.TrimSpace(fmt.Sprintf(">= %.1fx %s", res.target, j.verdict))
 			}
-			fmt.Fprintf(tw, "%s\t%.0f\t%s\t%s\t%s\t%s\n", res.name, res.sample.opsPerSec(),
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", res.name, opsText(res.sample.opsPerSec()),
 				formatLatency(res.sample.latency.quantile(0.5)), formatLatency(res.sample.latency.quantile(0.99)),
 				ratio, target)
 		}

@@ -42,6 +42,17 @@ func TestSmokeIndexAndTTL(t *testing.T) {
 	}
 }
 
+func TestSmokeAggregation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a server")
+	}
+	cfg := smokeConfig(t, "agg-group,agg-lookup")
+	cfg.groupDocs = 2000
+	cfg.lookupDocs = 1000
+	got := runSmoke(t, cfg)
+	checkWorkloads(t, got, []string{"agg-group", "agg-lookup"})
+}
+
 func smokeConfig(t *testing.T, workloads string) config {
 	t.Helper()
 	selected, err := selectWorkloads(workloads)

@@ -49,6 +49,8 @@ func allWorkloads() []workload {
 		{"update", true, runUpdate},
 		{"find100", true, runFind100},
 		{"index", false, runIndex},
+		{"agg-group", false, runAggGroup},
+		{"agg-lookup", false, runAggLookup},
 	}
 }
 

@@ -26,9 +26,10 @@ func Slice(docs []bson.Raw) Source {
 	}
 }
 
-// Catalog is what the stages that read other collections need from the
-// store. Reads go through the planner, so a $lookup on an indexed foreign
-// field uses the index.
+// Catalog is what the stages that read or write other collections need
+// from the store. Reads go through the planner, so a $lookup on an indexed
+// foreign field uses the index; writes go through the store's write paths,
+// with their validators, unique indexes and limits.
 type Catalog interface {
 	// Find returns the documents of db.coll that match filter, a query
 	// filter; nil matches every document. A collection that does not
@@ -36,8 +37,14 @@ type Catalog interface {
 	Find(ctx context.Context, db, coll string, filter bson.Raw) (Source, error)
 	// Aggregate runs pipeline over db.coll, as the sub-pipelines of
 	// $lookup and $unionWith do, with the options of the pipeline that
-	// runs it.
-	Aggregate(ctx context.Context, db, coll string, pipeline []bson.Raw) ([]bson.Raw, error)
+	// runs it and vars bound; coll is "" for a pipeline whose first stage
+	// makes its documents.
+	Aggregate(ctx context.Context, db, coll string, pipeline []bson.Raw, vars Vars) ([]bson.Raw, error)
+	// Out replaces the documents of db.coll with docs, keeping its
+	// indexes and options, or fails and leaves it as it was.
+	Out(ctx context.Context, db, coll string, docs []bson.Raw) error
+	// Merge writes docs into the collection of m as m says.
+	Merge(ctx context.Context, m *Merge, docs []MergeDoc) error
 }
 
 // Options are the context a pipeline runs in.
@@ -114,6 +121,9 @@ func Compile(stages []bson.Raw, opts Options) (*Pipeline, error) {
 		}
 		p.stages = append(p.stages, st)
 	}
+	if err := checkWriters(p.stages); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 
@@ -161,6 +171,11 @@ func init() {
 		"$densify":         compileDensify,
 		"$fill":            compileFill,
 		"$setWindowFields": compileSetWindowFields,
+		"$lookup":          compileLookup,
+		"$graphLookup":     compileGraphLookup,
+		"$unionWith":       compileUnionWith,
+		"$out":             compileOut,
+		"$merge":           compileMerge,
 	}
 }
 
