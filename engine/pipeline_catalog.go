@@ -22,6 +22,26 @@ type catalogReader struct {
 }
 
 func (c catalogReader) Find(ctx context.Context, db, coll string, filter bson.Raw) (pipeline.Source, error) {
+	// A join into a view reads what the view shows: its pipeline, then
+	// the filter, as MongoDB resolves a view in $lookup and $unionWith.
+	source, viewStages, isView, err := c.e.ResolveView(db, coll)
+	if err != nil {
+		return nil, err
+	}
+	if isView {
+		if filter != nil {
+			match, err := bson.Marshal(bson.D{{Key: "$match", Value: filter}})
+			if err != nil {
+				return nil, fmt.Errorf("engine: a join's filter on view %s.%s: %w", db, coll, err)
+			}
+			viewStages = append(viewStages, match)
+		}
+		docs, err := c.Aggregate(ctx, db, source, viewStages, nil)
+		if err != nil {
+			return nil, err
+		}
+		return pipeline.Slice(docs), nil
+	}
 	cur, err := c.e.Find(ctx, db, coll, FindSpec{Filter: filter, AllowDiskUse: c.opts.AllowDiskUse})
 	if err != nil {
 		return nil, err
@@ -40,7 +60,11 @@ func (c catalogReader) Aggregate(ctx context.Context, db, coll string, stages []
 	if coll == "" {
 		return c.e.AggregateDB(ctx, db, stages, opts)
 	}
-	return c.e.Aggregate(ctx, db, coll, stages, opts)
+	source, viewStages, _, err := c.e.ResolveView(db, coll)
+	if err != nil {
+		return nil, err
+	}
+	return c.e.Aggregate(ctx, db, source, append(viewStages, stages...), opts)
 }
 
 // Out writes docs to a temporary collection made like db.coll, with its
