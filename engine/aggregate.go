@@ -38,6 +38,9 @@ type AggregateOptions struct {
 	// Hint names the index (by name or key pattern) that reads the
 	// collection for the leading $match and $sort stages.
 	Hint bson.RawValue
+	// Host is the server's "host:port", as $collStats and $indexStats
+	// report it; the machine's name if empty.
+	Host string
 }
 
 // AggregateStream is Aggregate that also tells what kills its cursor.
@@ -70,6 +73,13 @@ func (e *Engine) pipelineOptions(db string, opts AggregateOptions) pipeline.Opti
 }
 
 func (e *Engine) aggregate(ctx context.Context, db, coll string, stages []bson.Raw, opts AggregateOptions) ([]bson.Raw, Incarnation, error) {
+	if err := pipeline.CheckPlaces(stages); err != nil {
+		return nil, Incarnation{}, err
+	}
+	if _, _, ok := isStatsStage(stages); ok {
+		docs, err := e.aggregateStats(ctx, db, coll, stages, opts)
+		return docs, Incarnation{}, err
+	}
 	spec, rest, err := planned(stages)
 	if err != nil {
 		return nil, Incarnation{}, err

@@ -37,6 +37,7 @@ type Collection struct {
 	state  atomic.Pointer[collState]
 
 	reapCursor reapCursor
+	usage      usage
 }
 
 type collState struct {

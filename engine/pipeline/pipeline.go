@@ -146,6 +146,11 @@ func init() {
 		"$sortByCount": compileSortByCount,
 		"$sample":      compileSample,
 		"$redact":      compileRedact,
+
+		"$collStats":         compileMeta,
+		"$indexStats":        compileMeta,
+		"$currentOp":         compileMeta,
+		"$listLocalSessions": compileMeta,
 	}
 }
 
