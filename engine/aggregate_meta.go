@@ -179,3 +179,14 @@ func (e *Engine) indexStatsDocs(db, coll, host string) ([]bson.Raw, error) {
 	}
 	return docs, nil
 }
+
+// AggregateDocs runs a pipeline of db whose first stage's documents the
+// caller made, as the server makes those of $currentOp and
+// $listLocalSessions: docs go through the rest of the stages.
+func (e *Engine) AggregateDocs(ctx context.Context, db string, docs []bson.Raw, stages []bson.Raw, opts AggregateOptions) ([]bson.Raw, error) {
+	p, err := pipeline.Compile(stages, e.pipelineOptions(db, opts))
+	if err != nil {
+		return nil, err
+	}
+	return p.Run(ctx, pipeline.Slice(docs))
+}

@@ -325,22 +325,19 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 	if pipeline, err = lv.Pipeline(pipeline); err != nil {
 		return nil, err
 	}
+	if err = pipelineNamespace(req.DB, pipeline, !onCollection); err != nil {
+		return nil, err
+	}
+	opts := engine.AggregateOptions{AllowDiskUse: allowDiskUse, Hint: hint, Host: s.hostPort()}
 	var docs []bson.Raw
 	var source engine.Incarnation
-	switch {
-	case !onCollection && len(pipeline) > 0 && pipeline[0].Lookup("$currentOp").Type != 0:
-		coll = "$cmd.aggregate"
-		docs, err = s.eng.ApplyStages(ctx, s.currentOps(), pipeline[1:])
-	case !onCollection:
-		return nil, mongoerr.New(mongoerr.NotImplemented, "aggregate with {aggregate: 1} supports only $currentOp")
-	case len(pipeline) > 0 && pipeline[0].Lookup("$collStats").Type != 0:
-		if docs, err = s.collStatsStage(req.DB, coll, pipeline[0]); err == nil {
-			docs, err = s.eng.ApplyStages(ctx, docs, pipeline[1:])
-		}
-	default:
+	if onCollection {
 		var res engine.AggregateResult
-		res, err = s.eng.AggregateStream(ctx, req.DB, coll, pipeline, engine.AggregateOptions{AllowDiskUse: allowDiskUse, Hint: hint})
+		res, err = s.eng.AggregateStream(ctx, req.DB, coll, pipeline, opts)
 		docs, source = res.Docs, res.Source
+	} else {
+		coll = "$cmd.aggregate"
+		docs, err = s.aggregateDB(ctx, req, pipeline, opts)
 	}
 	if err != nil {
 		return nil, err

@@ -111,7 +111,8 @@ type Server struct {
 	net   netState // listener and connections, see listener.go
 	stats stats    // counters for serverStatus, see stats.go
 
-	cursors cursorTable // open cursors, see cursors.go
+	cursors  cursorTable  // open cursors, see cursors.go
+	sessions sessionCache // sessions clients use, see aggregate_meta.go
 }
 
 // New opens the store and prepares the command table. Call Start to listen.

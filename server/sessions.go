@@ -16,7 +16,7 @@ import (
 func (s *Server) sessionCommands() []command {
 	return []command{
 		{name: "startSession", handle: startSession},
-		{name: "endSessions", handle: sessionList},
+		{name: "endSessions", handle: s.endSessions},
 		{name: "killSessions", handle: sessionList},
 		{name: "refreshSessions", handle: sessionList},
 		{name: "killAllSessions", handle: sessionList},
