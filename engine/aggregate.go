@@ -76,7 +76,7 @@ func (e *Engine) aggregate(ctx context.Context, db, coll string, stages []bson.R
 	if err := pipeline.CheckPlaces(stages); err != nil {
 		return nil, Incarnation{}, err
 	}
-	if _, _, ok := isStatsStage(stages); ok {
+	if isStatsStage(stages) {
 		docs, err := e.aggregateStats(ctx, db, coll, stages, opts)
 		return docs, Incarnation{}, err
 	}

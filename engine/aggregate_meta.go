@@ -14,38 +14,24 @@ import (
 // $collStats and $indexStats, rather than read its documents.
 
 // isStatsStage reports whether a pipeline's first stage is $collStats or
-// $indexStats and returns its name and argument.
-func isStatsStage(stages []bson.Raw) (string, bson.RawValue, bool) {
+// $indexStats.
+func isStatsStage(stages []bson.Raw) bool {
 	if len(stages) == 0 {
-		return "", bson.RawValue{}, false
+		return false
 	}
-	name, arg, err := pipeline.StageOf(stages[0])
-	if err != nil || (name != "$collStats" && name != "$indexStats") {
-		return "", bson.RawValue{}, false
-	}
-	return name, arg, true
+	name, _, err := pipeline.StageOf(stages[0])
+	return err == nil && (name == "$collStats" || name == "$indexStats")
 }
 
 // aggregateStats runs a pipeline that starts with $collStats or
 // $indexStats: the stage's documents go through the rest of it.
 func (e *Engine) aggregateStats(ctx context.Context, db, coll string, stages []bson.Raw, opts AggregateOptions) ([]bson.Raw, error) {
-	name, arg, _ := isStatsStage(stages)
 	p, err := pipeline.Compile(stages, e.pipelineOptions(db, opts))
 	if err != nil {
 		return nil, err
 	}
-	var docs []bson.Raw
-	if name == "$collStats" {
-		spec, err := pipeline.ParseCollStats(arg)
-		if err != nil {
-			return nil, err
-		}
-		doc, err := e.collStatsDoc(db, coll, spec, opts.Host)
-		if err != nil {
-			return nil, err
-		}
-		docs = []bson.Raw{doc}
-	} else if docs, err = e.indexStatsDocs(db, coll, opts.Host); err != nil {
+	docs, err := e.statsDocs(db, coll, stages[0], opts)
+	if err != nil {
 		return nil, err
 	}
 	return p.Run(ctx, pipeline.Slice(docs))

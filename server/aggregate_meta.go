@@ -37,27 +37,9 @@ func (s *Server) hostPort() string {
 // aggregateDB runs a pipeline of the database ({aggregate: 1}) whose
 // namespace rules pipeline.CheckNamespace has passed.
 func (s *Server) aggregateDB(ctx context.Context, req *Request, stages []bson.Raw, opts engine.AggregateOptions) ([]bson.Raw, error) {
-	var name string
-	var arg bson.RawValue
-	if len(stages) > 0 {
-		name, arg, _ = pipeline.StageOf(stages[0])
-	}
-	var docs []bson.Raw
-	switch name {
-	case "$currentOp":
-		spec, err := pipeline.ParseCurrentOp(arg)
-		if err != nil {
-			return nil, err
-		}
-		docs = s.currentOpDocs(spec)
-	case "$listLocalSessions":
-		spec, err := pipeline.ParseListLocalSessions(arg)
-		if err != nil {
-			return nil, err
-		}
-		docs = s.sessions.list(spec, s.clock.Now())
-	default:
-		return s.eng.AggregateDB(ctx, req.DB, stages, opts)
+	docs, err := s.databaseDocs(stages)
+	if err != nil {
+		return nil, err
 	}
 	return s.eng.AggregateDocs(ctx, req.DB, docs, stages, opts)
 }

@@ -280,7 +280,7 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 	}
 	var err error
 	var pipeline []bson.Raw
-	havePipeline, haveCursor, allowDiskUse := false, false, false
+	havePipeline, haveCursor, allowDiskUse, explain := false, false, false, false
 	batchSize := 101
 	var hint bson.RawValue
 	var lv *engine.Let
@@ -295,10 +295,7 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 			}
 			haveCursor = err == nil
 		case "explain":
-			var explain bool
-			if explain, err = argStrictBool("explain", v); err == nil && explain {
-				err = mongoerr.New(mongoerr.NotImplemented, "aggregate with explain: true is not supported; run {explain: {aggregate: ...}}")
-			}
+			explain, err = argStrictBool("explain", v)
 		case "collation":
 			err = checkCollation(v)
 		case "allowDiskUse":
@@ -318,6 +315,9 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 	}
 	if !havePipeline {
 		return nil, missingField("aggregate", "pipeline")
+	}
+	if explain {
+		return s.explainAggregate(ctx, req, req.Body, "queryPlanner")
 	}
 	if !haveCursor {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "The 'cursor' option is required, except for aggregate with the explain argument")
