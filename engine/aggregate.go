@@ -73,6 +73,9 @@ func (e *Engine) pipelineOptions(db string, opts AggregateOptions) pipeline.Opti
 }
 
 func (e *Engine) aggregate(ctx context.Context, db, coll string, stages []bson.Raw, opts AggregateOptions) ([]bson.Raw, Incarnation, error) {
+	if err := pipeline.CheckNamespace(stages, db, false); err != nil {
+		return nil, Incarnation{}, err
+	}
 	if err := pipeline.CheckPlaces(stages); err != nil {
 		return nil, Incarnation{}, err
 	}
@@ -207,6 +210,9 @@ func (c catalogReader) Aggregate(ctx context.Context, db, coll string, stages []
 // ({aggregate: 1}) whose first stage makes its documents, as $documents
 // does.
 func (e *Engine) AggregateDB(ctx context.Context, db string, stages []bson.Raw, opts AggregateOptions) ([]bson.Raw, error) {
+	if err := pipeline.CheckNamespace(stages, db, true); err != nil {
+		return nil, err
+	}
 	if len(stages) == 0 || !pipeline.MakesDocuments(stages[0]) {
 		return nil, mongoerr.New(mongoerr.InvalidNamespace, "{aggregate: 1} is not valid for '%s' unless its first stage makes documents, as $documents does", firstStageName(stages))
 	}

@@ -321,7 +321,7 @@ func aggregateDB(t *testing.T, db *mongo.Database, p mongo.Pipeline) []bson.Raw 
 	return docs
 }
 
-// $documents runs with {aggregate: 1}, and any stages follow it.
+// $documents runs with {aggregate: 1} only, and any stages follow it.
 func TestAggregateDocumentsDBLevel(t *testing.T) {
 	ts := startServer(t)
 	docs := aggregateDB(t, ts.Client.Database("app"), mongo.Pipeline{
@@ -331,6 +331,9 @@ func TestAggregateDocumentsDBLevel(t *testing.T) {
 	if len(docs) != 1 || docs[0].Lookup("x").Int32() != 2 {
 		t.Errorf("%v", docs)
 	}
+	// A collection's pipeline may not start with it.
+	_, err := ts.Client.Database("app").Collection("c").Aggregate(testCtx(t), mongo.Pipeline{{{Key: "$documents", Value: bson.A{bson.D{}}}}})
+	wantCode(t, err, 73)
 }
 
 // Explain of a pipeline shows the leading stages the planner took as a

@@ -293,8 +293,12 @@ func (s *Server) recordLatency(name string, req *Request, d time.Duration) {
 	s.eng.RecordLatency(req.DB, coll, latencyKind(name), d)
 }
 
-// pipelineNamespace applies MongoDB's rules on where the metadata stages
-// run.
+// pipelineNamespace applies MongoDB's rules on where the stages of a
+// command's pipeline run: the metadata stages', and a collection's
+// pipeline may not start with a stage that needs no collection.
 func pipelineNamespace(db string, stages []bson.Raw, collectionless bool) error {
-	return pipeline.CheckNamespace(stages, db, collectionless)
+	if err := pipeline.CheckNamespace(stages, db, collectionless); err != nil {
+		return err
+	}
+	return pipeline.CheckTopLevel(stages, collectionless)
 }

@@ -53,7 +53,7 @@ func (s *Server) explainAggregate(ctx context.Context, req *Request, body bson.R
 	if stages, err = lv.Pipeline(stages); err != nil {
 		return nil, err
 	}
-	if err := pipeline.CheckNamespace(stages, req.DB, !onCollection); err != nil {
+	if err := pipelineNamespace(req.DB, stages, !onCollection); err != nil {
 		return nil, err
 	}
 	var docs []bson.Raw

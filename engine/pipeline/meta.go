@@ -150,18 +150,12 @@ type CurrentOpSpec struct {
 // other options as it builds the stage (FailedToParse).
 func ParseCurrentOp(arg bson.RawValue) (CurrentOpSpec, error) {
 	spec := CurrentOpSpec{IdleSessions: true}
-	doc, ok := arg.DocumentOK()
-	if !ok {
-		return spec, mongoerr.New(mongoerr.TypeMismatch, "$currentOp options must be specified in an object, but found: %s", metaTypeName(arg))
-	}
-	elems, err := doc.Elements()
-	if err != nil {
+	if err := liteParseCurrentOp(arg); err != nil {
 		return spec, err
 	}
-	for _, el := range elems {
-		if k := el.Key(); (k == "allUsers" || k == "localOps") && el.Value().Type != bson.TypeBoolean {
-			return spec, mongoerr.New(mongoerr.TypeMismatch, "The '%s' parameter of the $currentOp stage must be a boolean value, but found: %s", k, metaTypeName(el.Value()))
-		}
+	elems, err := arg.Document().Elements()
+	if err != nil {
+		return spec, err
 	}
 	for _, el := range elems {
 		var dst *bool
@@ -190,6 +184,25 @@ func ParseCurrentOp(arg bson.RawValue) (CurrentOpSpec, error) {
 		*dst = b
 	}
 	return spec, nil
+}
+
+// liteParseCurrentOp makes the checks of $currentOp's argument MongoDB
+// makes as it reads the command.
+func liteParseCurrentOp(arg bson.RawValue) error {
+	doc, ok := arg.DocumentOK()
+	if !ok {
+		return mongoerr.New(mongoerr.TypeMismatch, "$currentOp options must be specified in an object, but found: %s", metaTypeName(arg))
+	}
+	elems, err := doc.Elements()
+	if err != nil {
+		return err
+	}
+	for _, el := range elems {
+		if k := el.Key(); (k == "allUsers" || k == "localOps") && el.Value().Type != bson.TypeBoolean {
+			return mongoerr.New(mongoerr.TypeMismatch, "The '%s' parameter of the $currentOp stage must be a boolean value, but found: %s", k, metaTypeName(el.Value()))
+		}
+	}
+	return nil
 }
 
 // SessionsSpec is the argument of $listLocalSessions: the sessions of all
@@ -291,19 +304,47 @@ func compileMeta(c *compiler, name string, arg bson.RawValue) (stage, error) {
 // CheckNamespace applies MongoDB's rules on where the metadata stages run,
 // which it checks as it parses a stage, before the stages' places:
 // $currentOp only on admin with {aggregate: 1}, $listLocalSessions only
-// with {aggregate: 1}. collectionless is set for {aggregate: 1}.
+// with {aggregate: 1}. collectionless is set for {aggregate: 1}. The
+// checks MongoDB makes as it reads the command come first: $currentOp's
+// argument and its allUsers and localOps, $listLocalSessions' argument.
 func CheckNamespace(stages []bson.Raw, db string, collectionless bool) error {
 	for _, raw := range stages {
-		name, _, err := StageOf(raw)
+		name, arg, err := StageOf(raw)
 		if err != nil {
 			return err
 		}
+		switch name {
+		case "$currentOp":
+			if err := liteParseCurrentOp(arg); err != nil {
+				return err
+			}
+		case "$listLocalSessions":
+			if _, err := ParseListLocalSessions(arg); err != nil {
+				return err
+			}
+		}
+	}
+	for _, raw := range stages {
+		name, _, _ := StageOf(raw)
 		switch {
 		case name == "$currentOp" && (db != "admin" || !collectionless):
 			return mongoerr.New(mongoerr.InvalidNamespace, "$currentOp must be run against the 'admin' database with {aggregate: 1}")
 		case name == "$listLocalSessions" && !collectionless:
 			return mongoerr.New(mongoerr.InvalidNamespace, "$listLocalSessions must be run against the database with {aggregate: 1}, not a collection")
 		}
+	}
+	return nil
+}
+
+// CheckTopLevel applies the rule of a pipeline a command runs, rather than
+// one inside a stage: on a collection it may not start with a stage that
+// needs none, as $documents.
+func CheckTopLevel(stages []bson.Raw, collectionless bool) error {
+	if len(stages) == 0 || collectionless {
+		return nil
+	}
+	if name, _, err := StageOf(stages[0]); err == nil && (name == "$documents" || name == "$currentOp" || name == "$listLocalSessions") {
+		return mongoerr.New(mongoerr.InvalidNamespace, "'%s' can only be run with {aggregate: 1}", name)
 	}
 	return nil
 }
