@@ -73,10 +73,7 @@ func (e *Engine) pipelineOptions(db string, opts AggregateOptions) pipeline.Opti
 }
 
 func (e *Engine) aggregate(ctx context.Context, db, coll string, stages []bson.Raw, opts AggregateOptions) ([]bson.Raw, Incarnation, error) {
-	if err := pipeline.CheckNamespace(stages, db, false); err != nil {
-		return nil, Incarnation{}, err
-	}
-	if err := pipeline.CheckPlaces(stages); err != nil {
+	if err := e.checkCollectionPipeline(db, stages); err != nil {
 		return nil, Incarnation{}, err
 	}
 	if isStatsStage(stages) {
@@ -133,6 +130,9 @@ loop:
 			doc, ok := arg.DocumentOK()
 			if !ok {
 				return FindSpec{}, nil, mongoerr.New(mongoerr.Code(15973), "the $sort key specification must be an object")
+			}
+			if err := pipeline.CheckSortSpec(doc); err != nil {
+				return FindSpec{}, nil, err
 			}
 			spec.Sort = doc
 		case name == "$skip" || name == "$limit":
@@ -214,7 +214,7 @@ func (e *Engine) AggregateDB(ctx context.Context, db string, stages []bson.Raw, 
 		return nil, err
 	}
 	if len(stages) == 0 || !pipeline.MakesDocuments(stages[0]) {
-		return nil, mongoerr.New(mongoerr.InvalidNamespace, "{aggregate: 1} is not valid for '%s' unless its first stage makes documents, as $documents does", firstStageName(stages))
+		return nil, mongoerr.New(mongoerr.InvalidNamespace, "{aggregate: 1} is not valid for '%s'; a collection is required.", firstStageName(stages))
 	}
 	p, err := pipeline.Compile(stages, e.pipelineOptions(db, opts))
 	if err != nil {

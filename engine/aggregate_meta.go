@@ -176,3 +176,17 @@ func (e *Engine) AggregateDocs(ctx context.Context, db string, docs []bson.Raw, 
 	}
 	return p.Run(ctx, pipeline.Slice(docs))
 }
+
+// checkCollectionPipeline applies the rules of a pipeline over a
+// collection, in MongoDB's order: where the metadata stages may run,
+// checked as the stages are parsed; that the first stage needs a
+// collection; then the places of the stages that must come first.
+func (e *Engine) checkCollectionPipeline(db string, stages []bson.Raw) error {
+	if err := pipeline.CheckNamespace(stages, db, false); err != nil {
+		return err
+	}
+	if len(stages) > 0 && pipeline.MakesDocuments(stages[0]) {
+		return mongoerr.New(mongoerr.InvalidNamespace, "'%s' can only be run with {aggregate: 1}", firstStageName(stages))
+	}
+	return pipeline.CheckPlaces(stages)
+}

@@ -44,7 +44,11 @@ type StageExplanation struct {
 // written and the output is dropped.
 func (e *Engine) ExplainAggregate(ctx context.Context, db, coll string, stages []bson.Raw, docs []bson.Raw, opts AggregateOptions, execute bool) (PipelineExplanation, error) {
 	var ex PipelineExplanation
-	if err := pipeline.CheckPlaces(stages); err != nil {
+	if coll != "" {
+		if err := e.checkCollectionPipeline(db, stages); err != nil {
+			return ex, err
+		}
+	} else if err := pipeline.CheckPlaces(stages); err != nil {
 		return ex, err
 	}
 	rest := stages

@@ -293,12 +293,8 @@ func (s *Server) recordLatency(name string, req *Request, d time.Duration) {
 	s.eng.RecordLatency(req.DB, coll, latencyKind(name), d)
 }
 
-// pipelineNamespace applies MongoDB's rules on where the stages of a
-// command's pipeline run: the metadata stages', and a collection's
-// pipeline may not start with a stage that needs no collection.
+// pipelineNamespace applies MongoDB's rules on where the metadata stages
+// run. (read.go names its pipeline "pipeline", hiding the package.)
 func pipelineNamespace(db string, stages []bson.Raw, collectionless bool) error {
-	if err := pipeline.CheckNamespace(stages, db, collectionless); err != nil {
-		return err
-	}
-	return pipeline.CheckTopLevel(stages, collectionless)
+	return pipeline.CheckNamespace(stages, db, collectionless)
 }

@@ -69,6 +69,13 @@ func (a *exprAcc) add(ctx context.Context, doc bson.Raw) (int, error) {
 	return a.take(own(v, doc))
 }
 
+func (a *exprAcc) start(ctx context.Context, id bsoncore.Value) error {
+	if s, ok := a.valueAccumulator.(starter); ok {
+		return s.start(ctx, id)
+	}
+	return nil
+}
+
 // valueAcc compiles an accumulator whose argument is an expression.
 func valueAcc(mk func(op string) valueAccumulator) accCompiler {
 	return func(c *compiler, op string, arg bson.RawValue) (func() accumulator, error) {
@@ -122,7 +129,7 @@ func (a *sumAcc) result() bsoncore.Value {
 	if a.count == 0 {
 		return nullValue
 	}
-	return bsoncore.Value{Type: bsoncore.TypeDouble, Data: bsoncore.AppendDouble(nil, a.sum.float()/float64(a.count))}
+	return a.sum.mean(a.count)
 }
 
 func (a *sumAcc) size() int { return 16 }
@@ -227,45 +234,3 @@ func (a *pushAcc) gathered(n int) (int, error) {
 
 func (a *pushAcc) result() bsoncore.Value { return arrayOf(a.values) }
 func (a *pushAcc) size() int              { return arraySize(a.values) }
-
-func isNumber(v bsoncore.Value) bool {
-	switch v.Type {
-	case bsoncore.TypeInt32, bsoncore.TypeInt64, bsoncore.TypeDouble:
-		return true
-	}
-	return false
-}
-
-// numberSum adds numbers with MongoDB's result type: int32 while it fits,
-// then int64, double once any double is added.
-type numberSum struct {
-	i       int64
-	f       float64
-	isFloat bool
-	isLong  bool
-}
-
-func (n *numberSum) add(v bsoncore.Value) {
-	switch v.Type {
-	case bsoncore.TypeInt32:
-		n.i += int64(v.Int32())
-	case bsoncore.TypeInt64:
-		n.i += v.Int64()
-		n.isLong = true
-	case bsoncore.TypeDouble:
-		n.f += v.Double()
-		n.isFloat = true
-	}
-}
-
-func (n *numberSum) float() float64 { return n.f + float64(n.i) }
-
-func (n *numberSum) value() bsoncore.Value {
-	switch {
-	case n.isFloat:
-		return bsoncore.Value{Type: bsoncore.TypeDouble, Data: bsoncore.AppendDouble(nil, n.float())}
-	case n.isLong || n.i != int64(int32(n.i)):
-		return bsoncore.Value{Type: bsoncore.TypeInt64, Data: bsoncore.AppendInt64(nil, n.i)}
-	}
-	return bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, int32(n.i))}
-}

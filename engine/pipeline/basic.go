@@ -49,6 +49,9 @@ func compileSort(c *compiler, _ string, arg bson.RawValue) (stage, error) {
 	if !ok {
 		return nil, mongoerr.New(mongoerr.Code(15973), "the $sort key specification must be an object")
 	}
+	if err := CheckSortSpec(doc); err != nil {
+		return nil, err
+	}
 	s, err := query.CompileSort(doc)
 	if err != nil {
 		return nil, err
@@ -147,4 +150,13 @@ func (s *countStage) apply(_ *run, docs []bson.Raw, _ Limit) ([]bson.Raw, error)
 	}
 	out, _ := bson.Marshal(bson.D{{Key: s.field, Value: int32(len(docs))}})
 	return []bson.Raw{out}, nil
+}
+
+// CheckSortSpec refuses what a $sort stage may not be but a find's sort
+// may: empty.
+func CheckSortSpec(doc bson.Raw) error {
+	if len(doc) <= 5 {
+		return mongoerr.New(mongoerr.Code(15976), "$sort stage must have at least one sort key")
+	}
+	return nil
 }

@@ -142,8 +142,8 @@ func (s *bucketAutoStage) apply(r *run, docs []bson.Raw, _ Limit) ([]bson.Raw, e
 		first := entries[next]
 		next++
 		b := &autoBucket{min: first.key, accs: make([]accumulator, len(s.accs))}
-		for k, a := range s.accs {
-			b.accs[k] = a.new()
+		if err := startAccs(r.ctx, b.accs, s.accs, nullValue); err != nil {
+			return nil, err
 		}
 		if err := add(b, first); err != nil {
 			return nil, err

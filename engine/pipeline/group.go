@@ -102,8 +102,8 @@ func (g *grouper) add(ctx context.Context, id bsoncore.Value, doc bson.Raw) erro
 	gr := g.groups[k]
 	if gr == nil {
 		gr = &group{id: own(id, doc), accs: make([]accumulator, len(g.accs))}
-		for i, a := range g.accs {
-			gr.accs[i] = a.new()
+		if err := startAccs(ctx, gr.accs, g.accs, id); err != nil {
+			return err
 		}
 		g.groups[k] = gr
 		g.order = append(g.order, k)
@@ -118,6 +118,19 @@ func (g *grouper) add(ctx context.Context, id bsoncore.Value, doc bson.Raw) erro
 		}
 		if err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// startAccs makes the accumulators of a group.
+func startAccs(ctx context.Context, accs []accumulator, fields []accField, id bsoncore.Value) error {
+	for i, a := range fields {
+		accs[i] = a.new()
+		if s, ok := accs[i].(starter); ok {
+			if err := s.start(ctx, id); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -336,19 +336,6 @@ func CheckNamespace(stages []bson.Raw, db string, collectionless bool) error {
 	return nil
 }
 
-// CheckTopLevel applies the rule of a pipeline a command runs, rather than
-// one inside a stage: on a collection it may not start with a stage that
-// needs none, as $documents.
-func CheckTopLevel(stages []bson.Raw, collectionless bool) error {
-	if len(stages) == 0 || collectionless {
-		return nil
-	}
-	if name, _, err := StageOf(stages[0]); err == nil && (name == "$documents" || name == "$currentOp" || name == "$listLocalSessions") {
-		return mongoerr.New(mongoerr.InvalidNamespace, "'%s' can only be run with {aggregate: 1}", name)
-	}
-	return nil
-}
-
 func metaSubObject(stage, key string, v bson.RawValue) (bson.Raw, error) {
 	doc, ok := v.DocumentOK()
 	if !ok {

@@ -25,8 +25,10 @@ func compileShape(c *compiler, name string, arg bson.RawValue) (stage, error) {
 	} else {
 		spec, ok := arg.DocumentOK()
 		switch {
-		case !ok:
+		case !ok && name == "$project":
 			return nil, mongoerr.New(mongoerr.Code(15969), "%s specification must be an object", name)
+		case !ok:
+			return nil, mongoerr.New(mongoerr.Code(40272), "%s specification stage must be an object, got %s", name, typeName(bsoncore.Value{Type: bsoncore.Type(arg.Type)}))
 		case name == "$project":
 			p, err = project.CompileProject(spec, opts)
 		default:
