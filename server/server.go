@@ -46,7 +46,7 @@ func FixedLimits() []Limit {
 		{"index and sort keys", "32 fields (13103)"},
 		{"idle cursor timeout", cursorIdleTimeout.String()},
 		{"command time", "maxTimeMS of the command; none by default"},
-		{"logical session timeout", fmt.Sprintf("%d minutes, reported only: Lethe keeps no session state", sessionTimeoutMinutes)},
+		{"logical session timeout", fmt.Sprintf("%d minutes, after which $listLocalSessions forgets an unused session; Lethe keeps no other session state", sessionTimeoutMinutes)},
 	}
 }
 
