@@ -18,9 +18,12 @@ import (
 type usage struct {
 	latency   [numLatencyKinds]latencyHistogram
 	collScans atomic.Int64
-	// indexes holds an *indexAccess per index ID that has been used or
-	// reported; the _id index is ID 0.
+	// indexes holds an *indexAccess per index ID that has been built,
+	// used or reported; the _id index is ID 0.
 	indexes sync.Map
+	// opened is when the collection was opened (created, or loaded when
+	// the store opened): the start of the counts of the indexes it had.
+	opened time.Time
 }
 
 // LatencyKind is what latencyStats files an operation's latency under.
@@ -124,13 +127,27 @@ type indexAccess struct {
 	since time.Time
 }
 
-// access returns the counter of index id, made on first use.
+// access returns the counter of index id. An index built since the
+// collection was opened has had one since it was built; one it had when
+// it was opened counts from then.
 func (u *usage) access(id uint64, clock ttlindex.Clock) *indexAccess {
 	if a, ok := u.indexes.Load(id); ok {
 		return a.(*indexAccess)
 	}
-	a, _ := u.indexes.LoadOrStore(id, &indexAccess{since: clock.Now()})
+	since := u.opened
+	if since.IsZero() {
+		since = clock.Now()
+	}
+	a, _ := u.indexes.LoadOrStore(id, &indexAccess{since: since})
 	return a.(*indexAccess)
+}
+
+// built starts the counts of new indexes.
+func (u *usage) built(indexes []indexMeta, clock ttlindex.Clock) {
+	now := clock.Now()
+	for _, im := range indexes {
+		u.indexes.Store(im.ID, &indexAccess{since: now})
+	}
 }
 
 // used counts an operation that reads the collection by p: an access of
