@@ -268,7 +268,7 @@ func (s *Server) endSessions(ctx context.Context, req *Request) (bson.Raw, error
 }
 
 // latencyKind is how latencyStats files a command, as MongoDB's commands
-// declare their kind; ok is false for commands on no collection.
+// declare their kind.
 func latencyKind(name string) engine.LatencyKind {
 	switch name {
 	case "find", "getMore", "aggregate", "count", "distinct":
