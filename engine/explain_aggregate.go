@@ -40,8 +40,8 @@ type StageExplanation struct {
 // ExplainAggregate explains a pipeline over db.coll (coll "" for a
 // pipeline of the database, {aggregate: 1}, whose first stage's documents
 // are docs). With execute the pipeline runs to its end, one stage at a
-// time so as to count each stage's documents and time; nothing is
-// written and the output is dropped.
+// time so as to count each stage's documents and time, unless it writes;
+// nothing is written and the output is dropped.
 func (e *Engine) ExplainAggregate(ctx context.Context, db, coll string, stages []bson.Raw, docs []bson.Raw, opts AggregateOptions, execute bool) (PipelineExplanation, error) {
 	var ex PipelineExplanation
 	if coll != "" {
@@ -76,7 +76,9 @@ func (e *Engine) ExplainAggregate(ctx context.Context, db, coll string, stages [
 		}
 		ex.Cursor = &cur
 	}
-	if !execute {
+	if !execute || writes(rest) {
+		// A pipeline that writes ($out, $merge) is explained without
+		// running it, as MongoDB does: explain changes nothing.
 		return ex, nil
 	}
 	start := time.Now()
@@ -144,4 +146,14 @@ func (e *Engine) statsDocs(db, coll string, first bson.Raw, opts AggregateOption
 		return nil, err
 	}
 	return []bson.Raw{doc}, nil
+}
+
+// writes reports whether a stage of a pipeline writes a collection.
+func writes(stages []bson.Raw) bool {
+	for _, st := range stages {
+		if name, _, err := pipeline.StageOf(st); err == nil && (name == "$out" || name == "$merge") {
+			return true
+		}
+	}
+	return false
 }
