@@ -139,11 +139,8 @@ type sessionCache struct {
 	sweep   sync.Mutex   // one sweeper at a time
 }
 
-// touch marks the session of a command used at now.
+// touch marks session id used at now.
 func (sc *sessionCache) touch(id string, now time.Time) {
-	if id == "" {
-		return
-	}
 	if v, ok := sc.lastUse.Load(id); ok {
 		v.(*atomic.Int64).Store(now.UnixNano())
 		return

@@ -33,7 +33,9 @@ func (s *Server) dispatch(ctx context.Context, req *Request) bson.Raw {
 
 	debug := s.log.Core().Enabled(zapcore.DebugLevel)
 	start := time.Now()
-	s.sessions.touch(sessionID(req.Body), s.clock.Now())
+	if id := sessionID(req.Body); id != "" {
+		s.sessions.touch(id, s.clock.Now())
+	}
 	reply, err := s.run(ctx, cmd, req)
 	s.recordLatency(cmd.name, req, time.Since(start))
 	if err != nil {
