@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -80,15 +81,15 @@ func (e *Engine) aggregate(ctx context.Context, db, coll string, stages []bson.R
 		docs, err := e.aggregateStats(ctx, db, coll, stages, opts)
 		return docs, Incarnation{}, err
 	}
-	spec, rest, err := planned(stages)
+	// Every stage is checked first, as MongoDB parses a pipeline before
+	// it runs any of it.
+	all, err := pipeline.Compile(stages, e.pipelineOptions(db, opts))
 	if err != nil {
 		return nil, Incarnation{}, err
 	}
+	spec, n := planned(stages)
 	spec.AllowDiskUse, spec.Hint = opts.AllowDiskUse, opts.Hint
-	p, err := pipeline.Compile(rest, e.pipelineOptions(db, opts))
-	if err != nil {
-		return nil, Incarnation{}, err
-	}
+	p := all.From(n)
 	cur, err := e.Find(ctx, db, coll, spec)
 	if err != nil {
 		return nil, Incarnation{}, err
@@ -104,43 +105,29 @@ func (e *Engine) aggregate(ctx context.Context, db, coll string, stages []bson.R
 	return docs, src, nil
 }
 
-// planned splits the leading stages the planner runs as one query, the
-// $match, $sort, $skip and $limit a find can express, from the rest.
-func planned(stages []bson.Raw) (FindSpec, []bson.Raw, error) {
+// planned makes the query of the leading stages the planner runs, the
+// $match, $sort, $skip and $limit a find can express and a $project of
+// fields after them, and says how many they are. The stages were checked
+// already.
+func planned(stages []bson.Raw) (FindSpec, int) {
 	var spec FindSpec
 	var filters bson.A
 	i := 0
 loop:
 	for ; i < len(stages); i++ {
-		name, arg, err := pipeline.StageOf(stages[i])
-		if err != nil {
-			return FindSpec{}, nil, err
-		}
+		name, arg, _ := pipeline.StageOf(stages[i])
 		// A find filters, then sorts, then skips, then limits: a stage
 		// joins the query only where that order keeps its meaning.
 		untouched := spec.Sort == nil && spec.Skip == 0 && spec.Limit == 0
 		switch {
 		case name == "$match" && untouched:
-			doc, ok := arg.DocumentOK()
-			if !ok {
-				return FindSpec{}, nil, mongoerr.New(mongoerr.Code(15959), "the match filter must be an expression in an object")
-			}
-			filters = append(filters, doc)
+			filters = append(filters, arg.Document())
 		case name == "$sort" && untouched:
-			doc, ok := arg.DocumentOK()
-			if !ok {
-				return FindSpec{}, nil, mongoerr.New(mongoerr.Code(15973), "the $sort key specification must be an object")
-			}
-			if err := pipeline.CheckSortSpec(doc); err != nil {
-				return FindSpec{}, nil, err
-			}
-			spec.Sort = doc
+			spec.Sort = arg.Document()
 		case name == "$skip" || name == "$limit":
-			n, ok := bsonvalue.IntegerValue(bsoncore.Value{Type: bsoncore.Type(arg.Type), Data: arg.Value})
-			if !ok || n <= 0 {
-				// Zero skips nothing, and the pipeline package has the
-				// errors of the others.
-				break loop
+			n, _ := bsonvalue.IntegerValue(bsoncore.Value{Type: bsoncore.Type(arg.Type), Data: arg.Value})
+			if n <= 0 {
+				break loop // skips nothing
 			}
 			if name == "$limit" {
 				if spec.Limit == 0 || n < spec.Limit {
@@ -155,6 +142,11 @@ loop:
 				spec.Limit -= n
 			}
 			spec.Skip += n
+		case name == "$project" && plainProjection(arg.Document()):
+			// A find projects last: the projection ends the query.
+			spec.Projection = arg.Document()
+			i++
+			break loop
 		default:
 			break loop
 		}
@@ -166,7 +158,28 @@ loop:
 	default:
 		spec.Filter, _ = bson.Marshal(bson.D{{Key: "$and", Value: filters}})
 	}
-	return spec, stages[i:], nil
+	return spec, i
+}
+
+// plainProjection reports whether a $project only includes or excludes
+// fields, which a find's projection does the same way.
+func plainProjection(spec bson.Raw) bool {
+	elems, err := spec.Elements()
+	if err != nil || len(elems) == 0 {
+		return false
+	}
+	for _, el := range elems {
+		switch k := el.Key(); {
+		case k == "" || k[0] == '$' || strings.Contains(k, "$"):
+			return false
+		}
+		switch el.Value().Type {
+		case bson.TypeBoolean, bson.TypeInt32, bson.TypeInt64, bson.TypeDouble:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // cursorDocs reads a cursor a batch at a time.

@@ -178,9 +178,9 @@ func (e *Engine) AggregateDocs(ctx context.Context, db string, docs []bson.Raw, 
 }
 
 // checkCollectionPipeline applies the rules of a pipeline over a
-// collection, in MongoDB's order: where the metadata stages may run,
-// checked as the stages are parsed; that the first stage needs a
-// collection; then the places of the stages that must come first.
+// collection that come before its stages are compiled, in MongoDB's order:
+// where the metadata stages may run, checked as the stages are parsed;
+// then that the first stage needs a collection.
 func (e *Engine) checkCollectionPipeline(db string, stages []bson.Raw) error {
 	if err := pipeline.CheckNamespace(stages, db, false); err != nil {
 		return err
@@ -188,5 +188,5 @@ func (e *Engine) checkCollectionPipeline(db string, stages []bson.Raw) error {
 	if len(stages) > 0 && pipeline.MakesDocuments(stages[0]) {
 		return mongoerr.New(mongoerr.InvalidNamespace, "'%s' can only be run with {aggregate: 1}", firstStageName(stages))
 	}
-	return pipeline.CheckPlaces(stages)
+	return nil
 }

@@ -48,41 +48,33 @@ func (e *Engine) ExplainAggregate(ctx context.Context, db, coll string, stages [
 		if err := e.checkCollectionPipeline(db, stages); err != nil {
 			return ex, err
 		}
-	} else if err := pipeline.CheckPlaces(stages); err != nil {
+	}
+	// Compiling the whole pipeline checks every stage before anything
+	// runs, as the pipeline itself would.
+	all, err := pipeline.Compile(stages, e.pipelineOptions(db, opts))
+	if err != nil {
 		return ex, err
 	}
-	rest := stages
+	n := 0
 	stats := isStatsStage(stages)
 	if coll != "" && !stats {
-		var err error
-		if ex.Query, rest, err = planned(stages); err != nil {
-			return ex, err
-		}
+		ex.Query, n = planned(stages)
 		ex.Query.AllowDiskUse, ex.Query.Hint = opts.AllowDiskUse, opts.Hint
-	}
-	popts := e.pipelineOptions(db, opts)
-	// Compiling the whole of the rest checks every stage before anything
-	// runs, as the pipeline itself would.
-	if _, err := pipeline.Compile(rest, popts); err != nil {
-		return ex, err
-	}
-	for _, st := range rest {
-		ex.Stages = append(ex.Stages, StageExplanation{Spec: st})
-	}
-	if coll != "" && !stats {
 		cur, err := e.Explain(ctx, db, coll, ex.Query, false)
 		if err != nil {
 			return ex, err
 		}
 		ex.Cursor = &cur
 	}
-	if !execute || writes(rest) {
+	for _, st := range stages[n:] {
+		ex.Stages = append(ex.Stages, StageExplanation{Spec: st})
+	}
+	if !execute || writes(stages[n:]) {
 		// A pipeline that writes ($out, $merge) is explained without
 		// running it, as MongoDB does: explain changes nothing.
 		return ex, nil
 	}
 	start := time.Now()
-	var err error
 	switch {
 	case ex.Cursor != nil:
 		if docs, err = e.explainCursor(ctx, db, coll, ex.Cursor, ex.Query); err != nil {
@@ -95,11 +87,7 @@ func (e *Engine) ExplainAggregate(ctx context.Context, db, coll string, stages [
 	}
 	for i := range ex.Stages {
 		t := time.Now()
-		p, err := pipeline.Compile(rest[i:i+1], popts)
-		if err != nil {
-			return ex, err
-		}
-		if docs, err = p.Run(ctx, pipeline.Slice(docs)); err != nil {
+		if docs, err = all.Stage(n+i).Run(ctx, pipeline.Slice(docs)); err != nil {
 			return ex, err
 		}
 		ex.Stages[i].NReturned, ex.Stages[i].Millis = int64(len(docs)), time.Since(t).Milliseconds()

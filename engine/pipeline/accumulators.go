@@ -23,6 +23,11 @@ func (c *compiler) accumulator(field string, v bson.RawValue) (accField, error) 
 	if !ok {
 		return accField{}, mongoerr.New(mongoerr.Code(15952), "unknown group operator '%s'", op)
 	}
+	if arg.Type == bson.TypeArray && !c.inWindow {
+		// In a $group an accumulator takes one expression; a window
+		// function may take a list.
+		return accField{}, mongoerr.New(mongoerr.Code(40237), "The %s accumulator is a unary operator", op)
+	}
 	newAcc, err := compile(c, op, arg)
 	if err != nil {
 		return accField{}, err
@@ -61,12 +66,21 @@ type exprAcc struct {
 	valueAccumulator
 }
 
+// borrower is a valueAccumulator that keeps none of the values it takes,
+// which therefore need no copy.
+type borrower interface {
+	borrows()
+}
+
 func (a *exprAcc) add(ctx context.Context, doc bson.Raw) (int, error) {
 	v, err := a.arg.EvalContext(ctx, doc)
 	if err != nil {
 		return 0, err
 	}
-	return a.take(own(v, doc))
+	if _, ok := a.valueAccumulator.(borrower); !ok {
+		v = own(v, doc)
+	}
+	return a.take(v)
 }
 
 func (a *exprAcc) start(ctx context.Context, id bsoncore.Value) error {
@@ -115,7 +129,7 @@ type sumAcc struct {
 }
 
 func (a *sumAcc) take(v bsoncore.Value) (int, error) {
-	if isNumber(v) {
+	if isNumeric(v) {
 		a.sum.add(v)
 		a.count++
 	}
@@ -133,6 +147,7 @@ func (a *sumAcc) result() bsoncore.Value {
 }
 
 func (a *sumAcc) size() int { return 16 }
+func (*sumAcc) borrows()    {}
 
 // valueHolder holds one value, null until set.
 type valueHolder struct {

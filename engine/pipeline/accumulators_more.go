@@ -107,6 +107,7 @@ func (a *stdDevAcc) result() bsoncore.Value {
 }
 
 func (a *stdDevAcc) size() int { return 16 }
+func (*stdDevAcc) borrows()    {}
 
 // quantileAcc is $median or $percentile: the nearest-rank percentiles of
 // the numbers, other values skipped. MongoDB 7's 'approximate' method
@@ -217,6 +218,8 @@ func readsDocument(v bson.RawValue) bool {
 	}
 	return false
 }
+
+func (*quantileAcc) borrows() {}
 
 func (a *quantileAcc) take(v bsoncore.Value) (int, error) {
 	if !isNumeric(v) {

@@ -20,5 +20,7 @@
 // collections ($lookup, $unionWith, $graphLookup) or write them ($out,
 // $merge) reach them through the Catalog of Options, which package engine
 // implements; engine also hands the leading $match, $sort, $skip and $limit
-// of a pipeline over a collection to its planner and runs the rest here.
+// of a pipeline over a collection (and a $project of fields after them) to
+// its planner and runs the rest here. A pipeline runs holding none of the
+// engine's locks, so a stage may call the Catalog at any point.
 package pipeline

@@ -18,6 +18,9 @@ func fieldPath(s string, dollar bool) ([]string, error) {
 	if dollar {
 		s = strings.TrimPrefix(s, "$")
 	}
+	if s == "" {
+		return nil, mongoerr.New(40352, "FieldPath cannot be constructed with empty string")
+	}
 	parts := strings.Split(s, ".")
 	for _, p := range parts {
 		if err := bsonvalue.CheckFieldName(p); err != nil {

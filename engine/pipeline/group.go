@@ -90,6 +90,7 @@ type grouper struct {
 	groups map[string]*group
 	order  []string
 	h      held
+	key    []byte // the key being looked up, reused
 }
 
 func newGrouper(accs []accField, limit Limit) *grouper {
@@ -98,9 +99,10 @@ func newGrouper(accs []accField, limit Limit) *grouper {
 
 // add adds doc to the group of id, which it may keep.
 func (g *grouper) add(ctx context.Context, id bsoncore.Value, doc bson.Raw) error {
-	k := string(keycodec.Append(nil, id))
-	gr := g.groups[k]
+	g.key = keycodec.Append(g.key[:0], id)
+	gr := g.groups[string(g.key)]
 	if gr == nil {
+		k := string(g.key)
 		gr = &group{id: own(id, doc), accs: make([]accumulator, len(g.accs))}
 		if err := startAccs(ctx, gr.accs, g.accs, id); err != nil {
 			return err

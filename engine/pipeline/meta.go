@@ -368,26 +368,11 @@ func metaTypeName(v bson.RawValue) string {
 	return bsonvalue.TypeName(bsoncore.Type(v.Type))
 }
 
-// firstOnly are the stages that must begin a pipeline.
-var firstOnly = map[string]bool{
-	"$collStats": true, "$indexStats": true, "$currentOp": true,
-	"$listLocalSessions": true, "$documents": true,
-}
+// Len is the number of stages of p.
+func (p *Pipeline) Len() int { return len(p.stages) }
 
-// CheckPlaces refuses a stage that must come first and does not, for a
-// caller that compiles the stages after some it runs itself (the planner's
-// leading $match, $sort, $skip and $limit), so that Compile takes the
-// first of the rest for the first of the pipeline.
-func CheckPlaces(stages []bson.Raw) error {
-	for i := 1; i < len(stages); i++ {
-		name, _, err := StageOf(stages[i])
-		if err != nil || !firstOnly[name] {
-			continue
-		}
-		c := &compiler{opts: &Options{}}
-		if _, err := c.stage(stages[i]); err != nil {
-			return err
-		}
-	}
-	return nil
+// Stage is the pipeline of p's i-th stage alone, which explain runs one
+// at a time to count what each stage makes.
+func (p *Pipeline) Stage(i int) *Pipeline {
+	return &Pipeline{stages: p.stages[i : i+1], opts: p.opts}
 }

@@ -9,8 +9,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
-func isNumber(v bsoncore.Value) bool { return isNumeric(v) }
-
 // numberSum adds numbers with MongoDB's result type: int32 while it fits,
 // then int64, double once a double is added or an int64 overflows, and
 // decimal once a decimal is added.

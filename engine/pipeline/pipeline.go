@@ -112,20 +112,27 @@ func Compile(stages []bson.Raw, opts Options) (*Pipeline, error) {
 	return p, nil
 }
 
+// From is the pipeline of the stages from the i-th on, as when the stages
+// before it run elsewhere, such as in the query planner.
+func (p *Pipeline) From(i int) *Pipeline {
+	return &Pipeline{stages: p.stages[i:], opts: p.opts}
+}
+
 // compiler carries what compiling the stages of a pipeline needs.
 type compiler struct {
-	opts  *Options
-	first bool // compiling the first stage
+	opts     *Options
+	first    bool // compiling the first stage
+	inWindow bool // compiling a window function of $setWindowFields
 }
 
 // stageCompiler compiles the argument of a stage.
 type stageCompiler func(c *compiler, name string, arg bson.RawValue) (stage, error)
 
-// stages is filled in by init because $facet compiles stages too.
-var stages map[string]stageCompiler
+// stageCompilers is filled in by init because $facet compiles stages too.
+var stageCompilers map[string]stageCompiler
 
 func init() {
-	stages = map[string]stageCompiler{
+	stageCompilers = map[string]stageCompiler{
 		"$match":           compileMatch,
 		"$sort":            compileSort,
 		"$skip":            compileSkip,
@@ -171,7 +178,7 @@ func (c *compiler) stage(raw bson.Raw) (stage, error) {
 	if err != nil {
 		return nil, err
 	}
-	compile, ok := stages[name]
+	compile, ok := stageCompilers[name]
 	if !ok {
 		return nil, mongoerr.New(mongoerr.Code(40324), "Unrecognized pipeline stage name: '%s'", name)
 	}

@@ -49,13 +49,35 @@ func compileSample(_ *compiler, _ string, arg bson.RawValue) (stage, error) {
 
 func (*sampleStage) blocks() {}
 
-func (s *sampleStage) apply(_ *run, docs []bson.Raw, _ Limit) ([]bson.Raw, error) {
-	// A partial Fisher-Yates shuffle: the first size places get random
-	// documents.
-	n := int(min(s.size, int64(len(docs))))
-	for i := 0; i < n; i++ {
-		j := i + rand.IntN(len(docs)-i)
-		docs[i], docs[j] = docs[j], docs[i]
+func (s *sampleStage) apply(r *run, docs []bson.Raw, _ Limit) ([]bson.Raw, error) {
+	return s.stream(r, Slice(docs))
+}
+
+// stream samples src as it comes, holding no more than size documents:
+// a reservoir sample, shuffled.
+func (s *sampleStage) stream(r *run, src Source) ([]bson.Raw, error) {
+	h := held{limit: r.blocking(SortExceeded)}
+	var res []bson.Raw
+	seen := int64(0)
+	err := src(func(d bson.Raw) error {
+		if seen++; seen%256 == 0 && r.ctx.Err() != nil {
+			return r.ctx.Err()
+		}
+		if int64(len(res)) < s.size {
+			res = append(res, d)
+			return h.add(len(d))
+		}
+		if j := rand.Int64N(seen); j < s.size {
+			if err := h.add(len(d) - len(res[j])); err != nil {
+				return err
+			}
+			res[j] = d
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return docs[:n], nil
+	rand.Shuffle(len(res), func(i, j int) { res[i], res[j] = res[j], res[i] })
+	return res, nil
 }

@@ -73,7 +73,7 @@ func compileUnwind(_ *compiler, _ string, arg bson.RawValue) (stage, error) {
 }
 
 func (s *unwindStage) apply(r *run, docs []bson.Raw, out Limit) ([]bson.Raw, error) {
-	h := held{limit: out}
+	h := held{limit: out, n: int64(sizeOf(docs))}
 	var res []bson.Raw
 	emit := func(d []byte) error {
 		res = append(res, d)

@@ -70,7 +70,9 @@ func (c *compiler) windowOutput(s *windowStage, v bson.RawValue) (windowOutput, 
 	switch {
 	case windowAccumulators[fnName]:
 		raw := bsoncore.NewDocumentBuilder().AppendValue(fnName, bsoncore.Value{Type: bsoncore.Type(fnArg.Type), Data: fnArg.Value}).Build()
+		c.inWindow = true
 		a, err := c.accumulator("", bson.RawValue{Type: bson.TypeEmbeddedDocument, Value: raw})
+		c.inWindow = false
 		if err != nil {
 			return o, err
 		}
