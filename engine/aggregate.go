@@ -44,6 +44,9 @@ type AggregateOptions struct {
 	// BypassDocumentValidation skips the validators of the collections
 	// $out and $merge write.
 	BypassDocumentValidation bool
+	// Host is the server's "host:port", as $collStats and $indexStats
+	// report it; the machine's name if empty.
+	Host string
 }
 
 // AggregateStream is Aggregate that also tells what kills its cursor.
@@ -76,8 +79,12 @@ func (e *Engine) pipelineOptions(db string, opts AggregateOptions) pipeline.Opti
 }
 
 func (e *Engine) aggregate(ctx context.Context, db, coll string, stages []bson.Raw, opts AggregateOptions) ([]bson.Raw, Incarnation, error) {
-	if len(stages) > 0 && pipeline.MakesDocuments(stages[0]) {
-		return nil, Incarnation{}, mongoerr.New(mongoerr.InvalidNamespace, "'%s' can only be run with {aggregate: 1}", firstStageName(stages))
+	if err := e.checkCollectionPipeline(db, stages); err != nil {
+		return nil, Incarnation{}, err
+	}
+	if isStatsStage(stages) {
+		docs, err := e.aggregateStats(ctx, db, coll, stages, opts)
+		return docs, Incarnation{}, err
 	}
 	// Every stage is checked first, as MongoDB parses a pipeline before
 	// it runs any of it.
@@ -220,6 +227,9 @@ func cursorDocs(ctx context.Context, cur *Cursor) pipeline.Source {
 // ({aggregate: 1}) whose first stage makes its documents, as $documents
 // does.
 func (e *Engine) AggregateDB(ctx context.Context, db string, stages []bson.Raw, opts AggregateOptions) ([]bson.Raw, error) {
+	if err := pipeline.CheckNamespace(stages, db, true); err != nil {
+		return nil, err
+	}
 	if len(stages) == 0 || !pipeline.MakesDocuments(stages[0]) {
 		return nil, mongoerr.New(mongoerr.InvalidNamespace, "{aggregate: 1} is not valid for '%s'; a collection is required.", firstStageName(stages))
 	}

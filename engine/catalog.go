@@ -37,6 +37,7 @@ type Collection struct {
 	state  atomic.Pointer[collState]
 
 	reapCursor reapCursor
+	usage      usage
 }
 
 type collState struct {
@@ -132,6 +133,7 @@ func (e *Engine) loadCatalog() error {
 		}
 		c := &Collection{}
 		c.state.Store(st)
+		c.usage.opened = e.clock.Now()
 		e.colls[nsKey(meta.DB, meta.Name)] = c
 	}
 	return it.Error()
@@ -250,6 +252,7 @@ func (e *Engine) ensureCollection(db, name string, options bson.Raw) (*Collectio
 	}
 	c := &Collection{}
 	c.state.Store(st)
+	c.usage.opened = e.clock.Now()
 	e.colls[nsKey(db, name)] = c
 	return c, true, nil
 }

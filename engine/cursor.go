@@ -115,6 +115,7 @@ func (e *Engine) Find(ctx context.Context, db, coll string, spec FindSpec) (*Cur
 	if err != nil {
 		return nil, err
 	}
+	c.usage.used(p, e.clock)
 	if spec.ReturnKey {
 		cur.keys = newKeyReturner(st, p)
 	}

@@ -52,6 +52,10 @@
 //     the ballast file, and MemDisk.mu (disk_mem.go), the simulated disk
 //     of tests.
 //
+// Usage counters ($collStats latency and collection scans, $indexStats
+// accesses; usage.go) are atomics and a sync.Map on the Collection, taken
+// by no lock.
+//
 // Readers take engine.mu only to look a collection up: a collection's state
 // is an immutable snapshot swapped atomically, and pebble gives each read a
 // consistent view. Cursors notice between batches that their collection was

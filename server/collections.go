@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"os"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -444,37 +443,4 @@ func (s *Server) validate(ctx context.Context, req *Request) (bson.Raw, error) {
 		bson.E{Key: "missingIndexEntries", Value: entries(res.MissingEntryDetails)},
 		bson.E{Key: "corruptRecords", Value: corrupt},
 	)
-}
-
-// collStatsStage answers a pipeline's first stage, $collStats, which is how
-// mongosh's stats() and totalSize() ask for collection statistics.
-func (s *Server) collStatsStage(db, coll string, stage bson.Raw) ([]bson.Raw, error) {
-	spec, err := argDoc("aggregate", "pipeline.$collStats", stage.Lookup("$collStats"))
-	if err != nil {
-		return nil, err
-	}
-	st, ok, err := s.eng.Stats(db, coll)
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		return nil, mongoerr.New(mongoerr.NamespaceNotFound, "Collection [%s.%s] not found.", db, coll)
-	}
-	host, _ := os.Hostname()
-	out := bson.D{{Key: "ns", Value: db + "." + coll}, {Key: "host", Value: host}, {Key: "localTime", Value: bson.NewDateTimeFromTime(s.clock.Now())}}
-	if ss, ok := spec.Lookup("storageStats").DocumentOK(); ok {
-		scale, err := scaleArg("$collStats.storageStats", ss)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, bson.E{Key: "storageStats", Value: storageStats(st, scale)})
-	}
-	if spec.Lookup("count").Type != 0 {
-		out = append(out, bson.E{Key: "count", Value: st.Count})
-	}
-	raw, err := bson.Marshal(out)
-	if err != nil {
-		return nil, err
-	}
-	return []bson.Raw{raw}, nil
 }

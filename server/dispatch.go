@@ -32,11 +32,12 @@ func (s *Server) dispatch(ctx context.Context, req *Request) bson.Raw {
 	}
 
 	debug := s.log.Core().Enabled(zapcore.DebugLevel)
-	var start time.Time
-	if debug {
-		start = time.Now()
+	start := time.Now()
+	if id := sessionID(req.Body); id != "" {
+		s.sessions.touch(id, s.clock.Now())
 	}
 	reply, err := s.run(ctx, cmd, req)
+	s.recordLatency(cmd.name, req, time.Since(start))
 	if err != nil {
 		e, internal := asMongoError(err)
 		if internal {

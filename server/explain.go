@@ -42,6 +42,9 @@ func (s *Server) explain(ctx context.Context, req *Request) (bson.Raw, error) {
 	if err != nil {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "explain command requires a nested object")
 	}
+	if first.Key() == "aggregate" {
+		return s.explainAggregate(ctx, req, inner, verbosity)
+	}
 	coll, ok := first.Value().StringValueOK()
 	if !ok {
 		return nil, mongoerr.New(mongoerr.InvalidNamespace, "collection name has invalid type %s", typeName(first.Value().Type))
@@ -137,22 +140,6 @@ func explainSpec(cmd string, inner bson.Raw) (engine.FindSpec, error) {
 		}
 		q, _ := st.Lookup("q").DocumentOK()
 		spec = engine.FindSpec{Filter: q, Hint: st.Lookup("hint")}
-	case "aggregate":
-		spec.Hint = inner.Lookup("hint")
-		arr, _ := inner.Lookup("pipeline").ArrayOK()
-		vals, _ := arr.Values()
-		for _, v := range vals {
-			stage, _ := v.DocumentOK()
-			if m, ok := stage.Lookup("$match").DocumentOK(); ok && spec.Filter == nil && spec.Sort == nil {
-				spec.Filter = m
-				continue
-			}
-			if so, ok := stage.Lookup("$sort").DocumentOK(); ok && spec.Sort == nil {
-				spec.Sort = so
-				continue
-			}
-			break
-		}
 	default:
 		return spec, mongoerr.New(mongoerr.CommandNotSupported, "explain of '%s' is not supported", cmd)
 	}

@@ -290,7 +290,7 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 	}
 	var err error
 	var pipeline []bson.Raw
-	havePipeline, haveCursor, bypass := false, false, false
+	havePipeline, haveCursor, bypass, explain := false, false, false, false
 	allowDiskUse := s.allowDiskUseByDefault.Load()
 	batchSize := 101
 	var hint bson.RawValue
@@ -306,10 +306,7 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 			}
 			haveCursor = err == nil
 		case "explain":
-			var explain bool
-			if explain, err = argStrictBool("explain", v); err == nil && explain {
-				err = mongoerr.New(mongoerr.NotImplemented, "aggregate with explain: true is not supported; run {explain: {aggregate: ...}}")
-			}
+			explain, err = argStrictBool("explain", v)
 		case "collation":
 			err = checkCollation(v)
 		case "allowDiskUse":
@@ -330,10 +327,16 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 	if !havePipeline {
 		return nil, missingField("aggregate", "pipeline")
 	}
+	if explain {
+		return s.explainAggregate(ctx, req, req.Body, "queryPlanner")
+	}
 	if !haveCursor {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "The 'cursor' option is required, except for aggregate with the explain argument")
 	}
 	if pipeline, err = lv.Pipeline(pipeline); err != nil {
+		return nil, err
+	}
+	if err = pipelineNamespace(req.DB, pipeline, !onCollection); err != nil {
 		return nil, err
 	}
 	// A view's pipeline runs first, over the collection it reads.
@@ -346,23 +349,16 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 			return nil, err
 		}
 	}
+	opts := engine.AggregateOptions{AllowDiskUse: allowDiskUse, Hint: hint, BypassDocumentValidation: bypass, Host: s.hostPort()}
 	var docs []bson.Raw
 	var source engine.Incarnation
-	switch {
-	case !onCollection && len(pipeline) > 0 && pipeline[0].Lookup("$currentOp").Type != 0:
-		coll = "$cmd.aggregate"
-		docs, err = s.eng.ApplyStages(ctx, s.currentOps(), pipeline[1:])
-	case !onCollection:
-		coll = "$cmd.aggregate"
-		docs, err = s.eng.AggregateDB(ctx, req.DB, pipeline, engine.AggregateOptions{AllowDiskUse: allowDiskUse})
-	case len(pipeline) > 0 && pipeline[0].Lookup("$collStats").Type != 0:
-		if docs, err = s.collStatsStage(req.DB, from, pipeline[0]); err == nil {
-			docs, err = s.eng.ApplyStages(ctx, docs, pipeline[1:])
-		}
-	default:
+	if onCollection {
 		var res engine.AggregateResult
-		res, err = s.eng.AggregateStream(ctx, req.DB, from, pipeline, engine.AggregateOptions{AllowDiskUse: allowDiskUse, Hint: hint, BypassDocumentValidation: bypass})
+		res, err = s.eng.AggregateStream(ctx, req.DB, from, pipeline, opts)
 		docs, source = res.Docs, res.Source
+	} else {
+		coll = "$cmd.aggregate"
+		docs, err = s.aggregateDB(ctx, req, pipeline, opts)
 	}
 	if err != nil {
 		return nil, err

@@ -48,7 +48,7 @@ func FixedLimits() []Limit {
 		{"index and sort keys", "32 fields (13103)"},
 		{"idle cursor timeout", cursorIdleTimeout.String()},
 		{"command time", "maxTimeMS of the command; none by default"},
-		{"logical session timeout", fmt.Sprintf("%d minutes, reported only: Lethe keeps no session state", sessionTimeoutMinutes)},
+		{"logical session timeout", fmt.Sprintf("%d minutes, after which $listLocalSessions forgets an unused session; Lethe keeps no other session state", sessionTimeoutMinutes)},
 	}
 }
 
@@ -115,7 +115,8 @@ type Server struct {
 	net   netState // listener and connections, see listener.go
 	stats stats    // counters for serverStatus, see stats.go
 
-	cursors cursorTable // open cursors, see cursors.go
+	cursors  cursorTable  // open cursors, see cursors.go
+	sessions sessionCache // sessions clients use, see aggregate_meta.go
 
 	// allowDiskUseByDefault is allowDiskUse of a find or aggregate that
 	// does not say; a parameter, see params.go.

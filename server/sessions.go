@@ -9,14 +9,15 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
-// Lethe keeps no server-side session state: without transactions or
+// Lethe keeps no server-side session state beyond when each session was
+// last used, which $listLocalSessions lists: without transactions or
 // retryable-write bookkeeping there is nothing to attach to a session. The
 // commands below answer as MongoDB does so that drivers and shells can
 // manage their sessions, and lsid is accepted on every command.
 func (s *Server) sessionCommands() []command {
 	return []command{
 		{name: "startSession", handle: startSession},
-		{name: "endSessions", handle: sessionList},
+		{name: "endSessions", handle: s.endSessions},
 		{name: "killSessions", handle: sessionList},
 		{name: "refreshSessions", handle: sessionList},
 		{name: "killAllSessions", handle: sessionList},

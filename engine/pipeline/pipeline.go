@@ -176,6 +176,11 @@ func init() {
 		"$unionWith":       compileUnionWith,
 		"$out":             compileOut,
 		"$merge":           compileMerge,
+
+		"$collStats":         compileMeta,
+		"$indexStats":        compileMeta,
+		"$currentOp":         compileMeta,
+		"$listLocalSessions": compileMeta,
 	}
 }
 
