@@ -138,6 +138,8 @@ func init() {
 		"$replaceRoot": compileReplaceRoot,
 		"$replaceWith": compileReplaceRoot,
 		"$group":       compileGroup,
+
+		"$setWindowFields": compileSetWindowFields,
 	}
 }
 

@@ -1,0 +1,214 @@
+package pipeline
+
+import (
+	"strings"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/engine/query"
+)
+
+// windowFunc is a compiled window function of $setWindowFields.
+type windowFunc interface {
+	// compute sets out[i] to the function's value for document i of p.
+	compute(p *partition, out []bsoncore.Value) error
+}
+
+// windowCompiler compiles the window function spec {op: arg, ...}, given
+// the sortBy of the stage.
+type windowCompiler func(c *compiler, op string, spec bson.Raw, sortBy []query.SortField) (windowFunc, error)
+
+// windowFunctions are MongoDB 7's window functions. Those that are also
+// $group accumulators run the accumulators of $group over each window.
+var windowFunctions map[string]windowCompiler
+
+func init() {
+	windowFunctions = map[string]windowCompiler{
+		"$rank":           compileRank,
+		"$denseRank":      compileRank,
+		"$documentNumber": compileRank,
+		"$shift":          compileShift,
+		"$locf":           compileFill,
+		"$linearFill":     compileFill,
+		"$expMovingAvg":   compileExpMovingAvg,
+		"$derivative":     compileDerivative,
+		"$integral":       compileIntegral,
+	}
+	for _, op := range []string{
+		"$sum", "$avg", "$min", "$max", "$first", "$last", "$push", "$addToSet", "$count",
+		"$stdDevPop", "$stdDevSamp", "$covariancePop", "$covarianceSamp",
+		"$top", "$bottom", "$topN", "$bottomN", "$firstN", "$lastN", "$maxN", "$minN",
+		"$median", "$percentile",
+	} {
+		windowFunctions[op] = compileAccumulatorWindow
+	}
+}
+
+// windowFunction compiles the spec of one output field.
+func (c *compiler) windowFunction(spec bson.Raw, sortBy []query.SortField) (windowFunc, error) {
+	elems, _ := spec.Elements()
+	for _, el := range elems {
+		name := el.Key()
+		if !strings.HasPrefix(name, "$") {
+			continue
+		}
+		compile, ok := windowFunctions[name]
+		if !ok {
+			return nil, failedToParse("Unrecognized window function, %s", name)
+		}
+		return compile(c, name, spec, sortBy)
+	}
+	first := ""
+	if len(elems) > 0 {
+		first = ", " + elems[0].Key()
+	}
+	return nil, failedToParse("Expected a $-prefixed window function%s", first)
+}
+
+// accWindow is a $group accumulator run over the window of each document.
+type accWindow struct {
+	op     string
+	newAcc func() accumulator
+	bounds windowBounds
+}
+
+func compileAccumulatorWindow(c *compiler, op string, spec bson.Raw, sortBy []query.SortField) (windowFunc, error) {
+	w := &accWindow{op: op, bounds: wholePartition}
+	var arg bson.RawValue
+	found := false
+	elems, _ := spec.Elements()
+	for _, el := range elems {
+		switch name := el.Key(); {
+		case name == "window":
+			b, err := c.parseWindow(el.Value(), sortBy)
+			if err != nil {
+				return nil, err
+			}
+			w.bounds = b
+		case windowFunctions[name] != nil:
+			if found {
+				return nil, failedToParse("Cannot specify two functions in window function spec")
+			}
+			found, arg = true, el.Value()
+		default:
+			return nil, failedToParse("Window function found an unknown argument: %s", name)
+		}
+	}
+	if d, ok := arg.DocumentOK(); op == "$count" && (!ok || len(d) != 5) {
+		return nil, failedToParse("$count only accepts an empty object as input")
+	}
+	compile := windowAccumulator(op)
+	if compile == nil {
+		return nil, mongoerr.New(mongoerr.NotImplemented, "the window function %s is not supported yet", op)
+	}
+	newAcc, err := compile(c, op, arg)
+	if err != nil {
+		return nil, err
+	}
+	w.newAcc = newAcc
+	return w, nil
+}
+
+// windowAccumulator is the compiler of the accumulator op: $group's, or
+// one that only windows have so far.
+func windowAccumulator(op string) accCompiler {
+	if compile, ok := accumulators[op]; ok {
+		return compile
+	}
+	return windowOnlyAccumulators[op]
+}
+
+// compute runs the accumulator over each window. Windows whose lower end
+// stays while the upper end moves on, as running totals' do, grow one
+// accumulator; the others start a new one.
+func (w *accWindow) compute(p *partition, out []bsoncore.Value) error {
+	var acc accumulator
+	var accBytes int
+	curLo, curHi := -1, -1
+	empty := w.newAcc().result()
+	for i := range p.docs {
+		lo, hi, ok, err := w.bounds.endpoints(p, i)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			out[i] = empty
+			continue
+		}
+		if acc == nil || lo != curLo || hi < curHi {
+			if err := p.held.add(-accBytes); err != nil {
+				return err
+			}
+			acc, accBytes, curLo, curHi = w.newAcc(), 0, lo, lo-1
+		}
+		for ; curHi < hi; curHi++ {
+			if err := p.step(); err != nil {
+				return err
+			}
+			grew, err := acc.add(p.r.ctx, p.docs[curHi+1])
+			if err == nil {
+				accBytes += grew
+				err = p.held.add(grew)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		out[i] = acc.result()
+	}
+	return p.held.add(-accBytes)
+}
+
+// rankWindow is $rank, $denseRank or $documentNumber.
+type rankWindow struct {
+	op string
+}
+
+func compileRank(_ *compiler, op string, spec bson.Raw, sortBy []query.SortField) (windowFunc, error) {
+	elems, _ := spec.Elements()
+	if len(elems) != 1 {
+		return nil, mongoerr.New(mongoerr.Code(5371601), "Rank style window functions take no other arguments")
+	}
+	if d, ok := elems[0].Value().DocumentOK(); !ok || len(d) != 5 {
+		return nil, mongoerr.New(mongoerr.Code(5371603), "%s must be specified with '{}' as the value", op)
+	}
+	if len(sortBy) != 1 {
+		return nil, mongoerr.New(mongoerr.Code(5371602), "%s must be specified with a top level sortBy expression with exactly one element", op)
+	}
+	return &rankWindow{op: op}, nil
+}
+
+// compute numbers the documents in sort order; documents that sort alike
+// (null and missing alike, arrays by their sort key) share a rank.
+func (w *rankWindow) compute(p *partition, out []bsoncore.Value) error {
+	rank, dense := 0, 0
+	for i := range p.docs {
+		same := i > 0 && p.w.sort.Compare(p.docs[i-1], p.docs[i]) == 0
+		if !same {
+			rank, dense = i+1, dense+1
+		}
+		n := i + 1
+		switch w.op {
+		case "$rank":
+			n = rank
+		case "$denseRank":
+			n = dense
+		}
+		out[i] = intOrLong(int64(n))
+	}
+	return nil
+}
+
+// intOrLong is n as an int32 when it fits, else an int64.
+func intOrLong(n int64) bsoncore.Value {
+	if n == int64(int32(n)) {
+		return bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, int32(n))}
+	}
+	return bsoncore.Value{Type: bsoncore.TypeInt64, Data: bsoncore.AppendInt64(nil, n)}
+}
+
+func doubleValue(f float64) bsoncore.Value {
+	return bsoncore.Value{Type: bsoncore.TypeDouble, Data: bsoncore.AppendDouble(nil, f)}
+}
