@@ -151,12 +151,9 @@ func isConstantArray(v bson.RawValue) bool {
 	if v.Type == bson.TypeArray {
 		return true
 	}
-	if d, ok := v.DocumentOK(); ok {
-		if lit, err := d.LookupErr("$literal"); err == nil && len(d) == 5+1+len("$literal")+1+len(lit.Value) {
-			return lit.Type == bson.TypeArray
-		}
-	}
-	return false
+	d, _ := v.DocumentOK()
+	elems, _ := d.Elements()
+	return len(elems) == 1 && elems[0].Key() == "$literal" && elems[0].Value().Type == bson.TypeArray
 }
 
 func typeNameOf(v bson.RawValue) string {
