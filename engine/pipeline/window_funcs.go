@@ -6,6 +6,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine/expr"
 	"github.com/lethedb/lethe/engine/mongoerr"
 	"github.com/lethedb/lethe/engine/query"
 )
@@ -35,9 +36,11 @@ func init() {
 		"$expMovingAvg":   compileExpMovingAvg,
 		"$derivative":     compileDerivative,
 		"$integral":       compileIntegral,
+		"$first":          compileEndpoint,
+		"$last":           compileEndpoint,
 	}
 	for _, op := range []string{
-		"$sum", "$avg", "$min", "$max", "$first", "$last", "$push", "$addToSet", "$count",
+		"$sum", "$avg", "$min", "$max", "$push", "$addToSet", "$count",
 		"$stdDevPop", "$stdDevSamp", "$covariancePop", "$covarianceSamp",
 		"$top", "$bottom", "$topN", "$bottomN", "$firstN", "$lastN", "$maxN", "$minN",
 		"$median", "$percentile",
@@ -159,6 +162,66 @@ func (w *accWindow) compute(p *partition, out []bsoncore.Value) error {
 		out[i] = acc.result()
 	}
 	return p.held.add(-accBytes)
+}
+
+// endpointWindow is $first or $last: the input of the first or last
+// document of the window, missing when the input is, and null for an
+// empty window.
+type endpointWindow struct {
+	last   bool
+	input  *expr.Expr
+	bounds windowBounds
+}
+
+func compileEndpoint(c *compiler, op string, spec bson.Raw, sortBy []query.SortField) (windowFunc, error) {
+	w := &endpointWindow{last: op == "$last", bounds: wholePartition}
+	hasWindow := false
+	elems, _ := spec.Elements()
+	for _, el := range elems {
+		switch el.Key() {
+		case "window":
+			if hasWindow {
+				return nil, failedToParse("saw multiple 'window' fields in '%s' expression", op)
+			}
+			b, err := c.parseWindow(el.Value(), sortBy)
+			if err != nil {
+				return nil, err
+			}
+			w.bounds, hasWindow = b, true
+		case op:
+			ex, err := c.expr(el.Value())
+			if err != nil {
+				return nil, err
+			}
+			w.input = ex
+		default:
+			return nil, failedToParse("%s got unexpected argument: %s", op, el.Key())
+		}
+	}
+	return w, nil
+}
+
+func (w *endpointWindow) compute(p *partition, out []bsoncore.Value) error {
+	for i := range p.docs {
+		lo, hi, ok, err := w.bounds.endpoints(p, i)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			out[i] = nullValue
+			continue
+		}
+		d := p.docs[lo]
+		if w.last {
+			d = p.docs[hi]
+		}
+		v, err := w.input.EvalContext(p.r.ctx, d)
+		if err != nil {
+			return err
+		}
+		out[i] = own(v, d)
+	}
+	return nil
 }
 
 // rankWindow is $rank, $denseRank or $documentNumber.

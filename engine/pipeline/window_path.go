@@ -5,13 +5,13 @@ import (
 )
 
 // setPath returns doc with the field at path set to v, as $setWindowFields
-// sets its output fields: a field that is there is replaced in place, one
-// that is not is appended, and a value on the way that is not a document
-// (an array too) is replaced by a document holding the rest of the path.
+// sets its output fields, which MongoDB documents as $addFields does: a
+// field that is there is replaced in place, one that is not is appended,
+// a missing v (Type 0) removes the field; on the way, an array has the
+// rest of the path set in each of its elements, and any other value that
+// is not a document is replaced by a document holding the rest of the
+// path.
 func setPath(doc []byte, path []string, v bsoncore.Value) []byte {
-	if v.Type == 0 {
-		v = nullValue
-	}
 	idx, b := bsoncore.AppendDocumentStart(nil)
 	set := false
 	elems, _ := bsoncore.Document(doc).Elements()
@@ -21,24 +21,38 @@ func setPath(doc []byte, path []string, v bsoncore.Value) []byte {
 			continue
 		}
 		set = true
-		b = appendPathValue(b, e.Value(), path, v)
+		b = appendPathValue(b, path[0], e.Value(), path[1:], v)
 	}
 	if !set {
-		b = appendPathValue(b, bsoncore.Value{}, path, v)
+		b = appendPathValue(b, path[0], bsoncore.Value{}, path[1:], v)
 	}
 	b, _ = bsoncore.AppendDocumentEnd(b, idx)
 	return b
 }
 
-// appendPathValue appends the field path[0], whose value is old (Type 0
-// when missing), with v set at the rest of path.
-func appendPathValue(b []byte, old bsoncore.Value, path []string, v bsoncore.Value) []byte {
-	if len(path) == 1 {
-		return bsoncore.AppendValueElement(b, path[0], v)
+// appendPathValue appends the field key, whose value is old (Type 0 when
+// missing), with v set at rest below it.
+func appendPathValue(b []byte, key string, old bsoncore.Value, rest []string, v bsoncore.Value) []byte {
+	nv := setBelow(old, rest, v)
+	if nv.Type == 0 {
+		return b
 	}
-	inner := []byte(bsoncore.NewDocumentBuilder().Build())
-	if old.Type == bsoncore.TypeEmbeddedDocument {
-		inner = old.Data
+	return bsoncore.AppendValueElement(b, key, nv)
+}
+
+// setBelow returns old with v set at rest below it.
+func setBelow(old bsoncore.Value, rest []string, v bsoncore.Value) bsoncore.Value {
+	switch {
+	case len(rest) == 0:
+		return v
+	case old.Type == bsoncore.TypeEmbeddedDocument:
+		return bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: setPath(old.Data, rest, v)}
+	case old.Type == bsoncore.TypeArray:
+		values, _ := bsoncore.Array(old.Data).Values()
+		for i, e := range values {
+			values[i] = setBelow(e, rest, v)
+		}
+		return arrayOf(values)
 	}
-	return bsoncore.AppendDocumentElement(b, path[0], setPath(inner, path[1:], v))
+	return bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: setPath(bsoncore.NewDocumentBuilder().Build(), rest, v)}
 }

@@ -117,7 +117,7 @@ func (w *shiftWindow) compute(p *partition, out []bsoncore.Value) error {
 		if err != nil {
 			return err
 		}
-		out[i] = own(orNull(v), p.docs[j])
+		out[i] = own(v, p.docs[j])
 	}
 	return nil
 }
