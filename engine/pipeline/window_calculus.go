@@ -161,10 +161,18 @@ func (w *calculusWindow) derive(a, b point) (bsoncore.Value, error) {
 	return doubleValue(slope), nil
 }
 
-// timeOf is a sortBy value as a number: milliseconds for a date.
+// timeOf is a sortBy value as a number: milliseconds for a date, and for
+// a timestamp or an ObjectId, the date they convert to.
 func timeOf(v bsoncore.Value) float64 {
-	if v.Type == bsoncore.TypeDateTime {
+	switch v.Type {
+	case bsoncore.TypeDateTime:
 		return float64(v.DateTime())
+	case bsoncore.TypeTimestamp:
+		t, _ := v.Timestamp()
+		return float64(t) * 1000
+	case bsoncore.TypeObjectID:
+		id := v.ObjectID()
+		return float64(uint32(id[0])<<24|uint32(id[1])<<16|uint32(id[2])<<8|uint32(id[3])) * 1000
 	}
 	f, _ := numberAsFloat(v)
 	return f

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lethedb/lethe/engine/bsonvalue"
 	"github.com/lethedb/lethe/engine/expr"
+	"github.com/lethedb/lethe/engine/keycodec"
 	"github.com/lethedb/lethe/engine/mongoerr"
 	"github.com/lethedb/lethe/engine/query"
 )
@@ -190,61 +191,71 @@ func (w *fillWindow) compute(p *partition, out []bsoncore.Value) error {
 	if err != nil {
 		return err
 	}
+	if err := checkLinearFill(vals, xs); err != nil {
+		return err
+	}
 	prev := -1
 	for i, v := range vals {
 		if nullish(v) {
+			out[i] = nullValue
 			continue
 		}
-		if !isNumeric(v) {
-			return mongoerr.New(mongoerr.TypeMismatch, "$linearFill only supports numeric types, found %s", bsonvalue.TypeName(v.Type))
-		}
 		out[i] = v
-		if prev >= 0 && i > prev+1 {
-			if err := interpolate(xs, vals, out, prev, i); err != nil {
-				return err
-			}
+		if prev >= 0 {
+			interpolate(xs, vals, out, prev, i)
 		}
 		prev = i
 	}
-	for i := range out {
-		if out[i].Type == 0 {
-			out[i] = nullValue
+	return nil
+}
+
+// checkLinearFill refuses what $linearFill cannot fill: values that are
+// neither numbers nor null, sortBy values that are neither numbers nor
+// dates, or both, or repeated, which would leave the line ambiguous.
+func checkLinearFill(ys, xs []bsoncore.Value) error {
+	for i, y := range ys {
+		if !isNumeric(y) && !nullish(y) {
+			return mongoerr.New(mongoerr.TypeMismatch, "Value to be filled must be numeric or nullish, but found %s", bsonvalue.TypeName(y.Type))
+		}
+		x := xs[i]
+		if !isNumeric(x) && !isDateLike(x) {
+			return mongoerr.New(mongoerr.TypeMismatch, "Value of the sortBy field must be numeric or a date, but found %s", bsonvalue.TypeName(orNull(x).Type))
+		}
+		if i == 0 {
+			continue
+		}
+		prev := xs[i-1]
+		if keycodec.Compare(prev, x) == 0 {
+			return mongoerr.New(mongoerr.Code(6050106), "There can be no repeated values in the sort field")
+		}
+		if isNumeric(prev) != isNumeric(x) {
+			return mongoerr.New(mongoerr.TypeMismatch, "Conflicting sort value types, previously received type %s, but found %s", bsonvalue.TypeName(prev.Type), bsonvalue.TypeName(x.Type))
 		}
 	}
 	return nil
 }
 
-// interpolate fills the values between the documents a and b on the line
-// through them, by their sortBy values.
-func interpolate(xs, ys, out []bsoncore.Value, a, b int) error {
-	x := func(v bsoncore.Value) (float64, error) {
-		if v.Type == bsoncore.TypeDateTime {
-			return float64(v.DateTime()), nil
-		}
-		f, ok := numberAsFloat(v)
-		if !ok {
-			return 0, mongoerr.New(mongoerr.TypeMismatch, "$linearFill requires the sortBy field to be numeric or a date, found %s", bsonvalue.TypeName(orNull(v).Type))
-		}
-		return f, nil
+// isDateLike reports whether v converts to a date: a date, a timestamp
+// or an ObjectId.
+func isDateLike(v bsoncore.Value) bool {
+	switch v.Type {
+	case bsoncore.TypeDateTime, bsoncore.TypeTimestamp, bsoncore.TypeObjectID:
+		return true
 	}
-	x0, err := x(xs[a])
-	if err != nil {
-		return err
-	}
-	x1, err := x(xs[b])
-	if err != nil {
-		return err
-	}
-	y0, _ := numberAsFloat(ys[a])
-	y1, _ := numberAsFloat(ys[b])
+	return false
+}
+
+// interpolate fills the values between the documents a and b, whose
+// values are numbers, on the line through them, by their sortBy values,
+// in the order of MongoDB's arithmetic: y1 + (x - x1) * ((y2 - y1) / (x2 - x1)).
+func interpolate(xs, ys, out []bsoncore.Value, a, b int) {
+	x1, x2 := timeOf(xs[a]), timeOf(xs[b])
+	y1, _ := numberAsFloat(ys[a])
+	y2, _ := numberAsFloat(ys[b])
+	slope := (y2 - y1) / (x2 - x1)
 	for i := a + 1; i < b; i++ {
-		xi, err := x(xs[i])
-		if err != nil {
-			return err
-		}
-		out[i] = doubleValue(y0 + (y1-y0)*(xi-x0)/(x1-x0))
+		out[i] = doubleValue(y1 + (timeOf(xs[i])-x1)*slope)
 	}
-	return nil
 }
 
 // expMovingAvgWindow is $expMovingAvg: each number moves the average by
