@@ -131,6 +131,10 @@ func (w *accWindow) compute(p *partition, out []bsoncore.Value) error {
 	var accBytes int
 	curLo, curHi := -1, -1
 	empty := w.newAcc().result()
+	add, err := w.adder(p)
+	if err != nil {
+		return err
+	}
 	for i := range p.docs {
 		lo, hi, ok, err := w.bounds.endpoints(p, i)
 		if err != nil {
@@ -150,7 +154,7 @@ func (w *accWindow) compute(p *partition, out []bsoncore.Value) error {
 			if err := p.step(); err != nil {
 				return err
 			}
-			grew, err := acc.add(p.r.ctx, p.docs[curHi+1])
+			grew, err := add(acc, curHi+1)
 			if err == nil {
 				accBytes += grew
 				err = p.held.add(grew)
@@ -162,6 +166,28 @@ func (w *accWindow) compute(p *partition, out []bsoncore.Value) error {
 		out[i] = acc.result()
 	}
 	return p.held.add(-accBytes)
+}
+
+// adder returns the function that adds document j of p to an
+// accumulator. The accumulators of one expression's values get the values
+// evaluated once for the partition, since a document is in many windows.
+func (w *accWindow) adder(p *partition) (func(acc accumulator, j int) (int, error), error) {
+	probe, ok := w.newAcc().(*exprAcc)
+	if !ok || w.bounds.unbounded() {
+		return func(acc accumulator, j int) (int, error) { return acc.add(p.r.ctx, p.docs[j]) }, nil
+	}
+	vals := make([]bsoncore.Value, len(p.docs))
+	for j, d := range p.docs {
+		v, err := probe.arg.EvalContext(p.r.ctx, d)
+		if err != nil {
+			return nil, err
+		}
+		vals[j] = own(v, d)
+		if err := p.held.add(len(vals[j].Data)); err != nil {
+			return nil, err
+		}
+	}
+	return func(acc accumulator, j int) (int, error) { return acc.(*exprAcc).take(vals[j]) }, nil
 }
 
 // endpointWindow is $first or $last: the input of the first or last
