@@ -148,7 +148,7 @@ func (w *calculusWindow) derive(a, b point) (bsoncore.Value, error) {
 	y0, ok0 := numberAsFloat(a.y)
 	y1, ok1 := numberAsFloat(b.y)
 	if !ok0 || !ok1 {
-		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(16556), "cant $subtract %s from %s", bsonvalue.TypeName(a.y.Type), bsonvalue.TypeName(b.y.Type))
+		return bsoncore.Value{}, mongoerr.New(mongoerr.TypeMismatch, "can't $subtract %s from %s", bsonvalue.TypeName(a.y.Type), bsonvalue.TypeName(b.y.Type))
 	}
 	run := timeOf(b.x) - timeOf(a.x)
 	if run == 0 {
