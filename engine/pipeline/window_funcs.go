@@ -163,7 +163,13 @@ func (w *accWindow) compute(p *partition, out []bsoncore.Value) error {
 				return err
 			}
 		}
+		// Each window has its own result, which for $push and the like
+		// is an array of the window: counted, as they add up to more
+		// than the partition.
 		out[i] = acc.result()
+		if err := p.held.add(len(out[i].Data)); err != nil {
+			return err
+		}
 	}
 	return p.held.add(-accBytes)
 }
@@ -245,7 +251,7 @@ func (w *endpointWindow) compute(p *partition, out []bsoncore.Value) error {
 		if err != nil {
 			return err
 		}
-		out[i] = own(v, d)
+		out[i] = v // the partition's documents outlive the results
 	}
 	return nil
 }

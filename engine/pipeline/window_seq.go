@@ -118,7 +118,7 @@ func (w *shiftWindow) compute(p *partition, out []bsoncore.Value) error {
 		if err != nil {
 			return err
 		}
-		out[i] = own(v, p.docs[j])
+		out[i] = v // the partition's documents outlive the results
 	}
 	return nil
 }

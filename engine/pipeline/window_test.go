@@ -136,3 +136,16 @@ func TestDateAdd(t *testing.T) {
 		}
 	}
 }
+
+// Running $push arrays add up to the square of the partition: the limit
+// stops them while they are made, not after.
+func TestWindowResultsCount(t *testing.T) {
+	docs := windowDocs(2000)
+	spec := bson.D{{Key: "sortBy", Value: bson.D{{Key: "x", Value: 1}}}, {Key: "output", Value: bson.D{
+		{Key: "s", Value: bson.D{{Key: "$push", Value: "$x"}, {Key: "window", Value: bson.D{{Key: "documents", Value: bson.A{"unbounded", "current"}}}}}}}}}
+	limit := int64(sizeOf(docs)) * 4
+	_, err := runWindow(t, context.Background(), Options{SortLimit: limit}, spec, docs)
+	if mongoerr.CodeOf(err) != 5414201 {
+		t.Fatalf("got %v, want code 5414201", err)
+	}
+}
