@@ -1,8 +1,6 @@
 package pipeline
 
 import (
-	"math"
-
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -252,86 +250,4 @@ func interpolate(xs, ys, out []bsoncore.Value, a, b int) {
 	for i := a + 1; i < b; i++ {
 		out[i] = doubleValue(y1 + (timeOf(xs[i])-x1)*slope)
 	}
-}
-
-// expMovingAvgWindow is $expMovingAvg: each number moves the average by
-// alpha of its distance from it.
-type expMovingAvgWindow struct {
-	input *expr.Expr
-	alpha float64
-}
-
-func compileExpMovingAvg(c *compiler, op string, spec bson.Raw, sortBy []query.SortField) (windowFunc, error) {
-	elems, _ := spec.Elements()
-	arg, err := spec.LookupErr(op)
-	sub, ok := arg.DocumentOK()
-	if len(elems) != 1 || err != nil || !ok {
-		return nil, failedToParse("$expMovingAvg must have exactly one argument that is an object")
-	}
-	input, errI := sub.LookupErr("input")
-	if n, _ := sub.Elements(); len(n) != 2 || errI != nil {
-		return nil, failedToParse("$expMovingAvg sub object must have exactly two fields: An 'input' field, and either an 'N' field or an 'alpha' field")
-	}
-	if sortBy == nil {
-		return nil, failedToParse("$expMovingAvg requires an explicit 'sortBy'")
-	}
-	ex, err := c.expr(input)
-	if err != nil {
-		return nil, err
-	}
-	w := &expMovingAvgWindow{input: ex}
-	if nv, err := sub.LookupErr("N"); err == nil {
-		n := bsoncore.Value{Type: bsoncore.Type(nv.Type), Data: nv.Value}
-		f := toFloat(n)
-		switch {
-		case !isNumeric(n):
-			return nil, failedToParse("'N' field must be an integer, but found type %s", typeNameOf(nv))
-		case f != math.Floor(f):
-			return nil, failedToParse("'N' field must be an integer, but found  %s. To use a non-integer, use the 'alpha' argument instead", nv)
-		case f <= 0:
-			return nil, failedToParse("'N' must be greater than zero. Got %v", f)
-		}
-		w.alpha = 2 / (f + 1)
-		return w, nil
-	}
-	av, err := sub.LookupErr("alpha")
-	if err != nil {
-		return nil, failedToParse("Got unrecognized field in $expMovingAvg: $expMovingAvg sub object must have exactly two fields: An 'input' field, and either an 'N' field or an 'alpha' field")
-	}
-	a := bsoncore.Value{Type: bsoncore.Type(av.Type), Data: av.Value}
-	f := toFloat(a)
-	if !isNumeric(a) {
-		return nil, failedToParse("'alpha' must be a number")
-	}
-	if !(f > 0 && f < 1) {
-		return nil, failedToParse("'alpha' must be between 0 and 1 (exclusive), found %s", av)
-	}
-	w.alpha = f
-	return w, nil
-}
-
-// compute starts the average at the first number, as it is, and ignores
-// values that are not numbers; before the first number it is null.
-func (w *expMovingAvgWindow) compute(p *partition, out []bsoncore.Value) error {
-	cur := nullValue
-	for i, d := range p.docs {
-		if err := p.step(); err != nil {
-			return err
-		}
-		v, err := w.input.EvalContext(p.r.ctx, d)
-		if err != nil {
-			return err
-		}
-		if isNumeric(v) {
-			x := toFloat(v)
-			if cur.Type == bsoncore.TypeNull {
-				cur = own(v, d)
-			} else {
-				prev := toFloat(cur)
-				cur = doubleValue(w.alpha*x + (1-w.alpha)*prev)
-			}
-		}
-		out[i] = cur
-	}
-	return nil
 }
