@@ -244,6 +244,9 @@ func (b windowBounds) endpoints(p *partition, i int) (lo, hi int, ok bool, err e
 	}
 	// The documents are sorted by the field, so those of the expected type
 	// are one run, and the window a part of it.
+	// "current" is the current document itself, as in MongoDB, and not
+	// its sortBy value: documents that tie with it are left out, where
+	// an offset of 0 takes them in.
 	cmp := func(j int, t bsoncore.Value) int { return keycodec.Compare(orNull(vals[j]), t) }
 	switch b.lower.kind {
 	case boundCurrent:
