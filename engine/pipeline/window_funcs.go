@@ -39,14 +39,18 @@ func init() {
 		"$first":          compileEndpoint,
 		"$last":           compileEndpoint,
 	}
-	for _, op := range []string{
-		"$sum", "$avg", "$min", "$max", "$push", "$addToSet", "$count",
-		"$stdDevPop", "$stdDevSamp", "$covariancePop", "$covarianceSamp",
-		"$top", "$bottom", "$topN", "$bottomN", "$firstN", "$lastN", "$maxN", "$minN",
-		"$median", "$percentile",
-	} {
+	for _, op := range accumulatorWindows {
 		windowFunctions[op] = compileAccumulatorWindow
 	}
+}
+
+// accumulatorWindows are the window functions that run an accumulator
+// over each window; windowAccumulator has a compiler for each.
+var accumulatorWindows = []string{
+	"$sum", "$avg", "$min", "$max", "$push", "$addToSet", "$count",
+	"$stdDevPop", "$stdDevSamp", "$covariancePop", "$covarianceSamp",
+	"$top", "$bottom", "$topN", "$bottomN", "$firstN", "$lastN", "$maxN", "$minN",
+	"$median", "$percentile",
 }
 
 // windowFunction compiles the spec of one output field.
@@ -102,11 +106,7 @@ func compileAccumulatorWindow(c *compiler, op string, spec bson.Raw, sortBy []qu
 	if d, ok := arg.DocumentOK(); op == "$count" && (!ok || len(d) != 5) {
 		return nil, failedToParse("$count only accepts an empty object as input")
 	}
-	compile := windowAccumulator(op)
-	if compile == nil {
-		return nil, mongoerr.New(mongoerr.NotImplemented, "the window function %s is not supported yet", op)
-	}
-	newAcc, err := compile(c, op, arg)
+	newAcc, err := windowAccumulator(op)(c, op, arg)
 	if err != nil {
 		return nil, err
 	}

@@ -150,3 +150,13 @@ func TestWindowResultsCount(t *testing.T) {
 		t.Fatalf("got %v, want code 5414201", err)
 	}
 }
+
+// Every window function that runs an accumulator finds one, in $group's
+// table or among those only windows have.
+func TestAccumulatorWindowsHaveAccumulators(t *testing.T) {
+	for _, op := range accumulatorWindows {
+		if windowAccumulator(op) == nil {
+			t.Errorf("no accumulator for the window function %s", op)
+		}
+	}
+}
