@@ -23,9 +23,7 @@ func (c *compiler) accumulator(field string, v bson.RawValue) (accField, error) 
 	if !ok {
 		return accField{}, mongoerr.New(mongoerr.Code(15952), "unknown group operator '%s'", op)
 	}
-	if arg.Type == bson.TypeArray && !c.inWindow {
-		// In a $group an accumulator takes one expression; a window
-		// function may take a list.
+	if arg.Type == bson.TypeArray {
 		return accField{}, mongoerr.New(mongoerr.Code(40237), "The %s accumulator is a unary operator", op)
 	}
 	newAcc, err := compile(c, op, arg)

@@ -15,7 +15,9 @@ import (
 )
 
 // starter is an accumulator set up with its group's _id before its first
-// document: n, an expression, is evaluated against {_id: <group key>}.
+// document: n, an expression, is evaluated against {_id: <group key>}. A
+// window function has no group key: it passes a missing id, and n is
+// evaluated against an empty document.
 type starter interface {
 	start(ctx context.Context, id bsoncore.Value) error
 }
@@ -27,7 +29,10 @@ type nArg struct {
 }
 
 func (a *nArg) start(ctx context.Context, id bsoncore.Value) error {
-	doc := bsoncore.NewDocumentBuilder().AppendValue("_id", id).Build()
+	doc := emptyDoc
+	if id.Type != 0 {
+		doc = bsoncore.NewDocumentBuilder().AppendValue("_id", id).Build()
+	}
 	v, err := a.ex.EvalContext(ctx, bson.Raw(doc))
 	if err != nil {
 		return err

@@ -135,9 +135,8 @@ func (p *Pipeline) From(i int) *Pipeline {
 
 // compiler carries what compiling the stages of a pipeline needs.
 type compiler struct {
-	opts     *Options
-	first    bool // compiling the first stage
-	inWindow bool // compiling a window function of $setWindowFields
+	opts  *Options
+	first bool // compiling the first stage
 }
 
 // stageCompiler compiles the argument of a stage.

@@ -13,51 +13,35 @@ import (
 	"github.com/lethedb/lethe/engine/query"
 )
 
-// windowStage is $setWindowFields: fields computed for each document from
-// the documents of its partition, in sortBy order, within a window of
-// positions or of sortBy values around it.
+// windowStage is $setWindowFields: documents are split into partitions by
+// an expression, each partition sorted, and output fields set to the
+// results of window functions over windows of the partition.
 //
-// MongoDB sorts the input by partition and sortBy; so does Lethe, and it
-// computes each field from the documents as they came in.
+// MongoDB runs it as a $sort on the partition key and sortBy followed by a
+// streaming stage; Lethe holds its input anyway, so it sorts the input and
+// computes the partitions one after the other, which gives the same order
+// of output: by partition key, then by sortBy.
 type windowStage struct {
 	partitionBy *expr.Expr  // nil: one partition
-	sortBy      *query.Sort // nil without one
-	sortField   []string    // the sortBy field when there is one, for range windows
-	sortDesc    bool
+	sort        *query.Sort // nil: input order
+	sortField   *expr.Expr  // the one field of sortBy, for range windows and fills
 	outputs     []windowOutput
 }
 
-// windowOutput is one output field.
+// windowOutput is one field of output and the function that computes it.
 type windowOutput struct {
-	field []string
-	fn    windowFunc
-	win   windowBounds
-}
-
-// windowFunc computes one output field over a sorted partition.
-type windowFunc interface {
-	// values sets out[i] for each document of the partition; win gives
-	// the window of each position.
-	values(r *run, w *windowStage, docs []bson.Raw, win func(i int) (int, int, error), out []bsoncore.Value) error
-}
-
-// windowBounds is a window: of positions relative to the current document
-// (documents), or of sortBy values relative to its own (range). Unbounded
-// ends are nil.
-type windowBounds struct {
-	isRange  bool
-	lo, hi   *bsoncore.Value // offsets; Type 0 means "current"
-	unit     string          // of range offsets on dates
-	explicit bool            // a window was given
+	path []string
+	fn   windowFunc
 }
 
 func compileSetWindowFields(c *compiler, name string, arg bson.RawValue) (stage, error) {
 	spec, ok := arg.DocumentOK()
 	if !ok {
-		return nil, specError(mongoerr.FailedToParse, "the %s stage specification must be an object", name)
+		return nil, mongoerr.New(mongoerr.FailedToParse, "the %s stage specification must be an object, found %s", name, typeNameOf(arg))
 	}
-	s := &windowStage{}
-	var output bson.RawValue
+	w := &windowStage{}
+	var output bson.Raw
+	var sortSpec bson.Raw
 	elems, _ := spec.Elements()
 	for _, el := range elems {
 		v := el.Value()
@@ -67,241 +51,253 @@ func compileSetWindowFields(c *compiler, name string, arg bson.RawValue) (stage,
 			if err != nil {
 				return nil, err
 			}
-			s.partitionBy = ex
+			if isConstantArray(v) {
+				return nil, mongoerr.New(mongoerr.TypeMismatch, "An expression used to partition cannot evaluate to value of type array")
+			}
+			w.partitionBy = ex
 		case "sortBy":
 			d, ok := v.DocumentOK()
 			if !ok {
-				return nil, specError(mongoerr.TypeMismatch, "BSON field '$setWindowFields.sortBy' is the wrong type '%s', expected type 'object'", typeName(bsoncore.Value{Type: bsoncore.Type(v.Type)}))
+				return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$setWindowFields.sortBy' is the wrong type '%s', expected type 'object'", typeNameOf(v))
 			}
-			srt, err := query.CompileSort(d)
+			sortSpec = d
+		case "output":
+			d, ok := v.DocumentOK()
+			if !ok {
+				return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$setWindowFields.output' is the wrong type '%s', expected type 'object'", typeNameOf(v))
+			}
+			output = d
+		default:
+			return nil, mongoerr.New(mongoerr.Code(40415), "BSON field '$setWindowFields.%s' is an unknown field.", el.Key())
+		}
+	}
+	if output == nil {
+		return nil, mongoerr.New(mongoerr.Code(40414), "BSON field '$setWindowFields.output' is missing but a required field")
+	}
+	var sortBy []query.SortField
+	if sortSpec != nil {
+		s, err := query.CompileSort(sortSpec)
+		if err != nil {
+			return nil, err
+		}
+		if len(s.Fields()) == 0 {
+			return nil, mongoerr.New(mongoerr.Code(15976), "$sort stage must have at least one sort key")
+		}
+		w.sort, sortBy = s, s.Fields()
+		if len(sortBy) == 1 {
+			ex, err := expr.CompileExpr(bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, "$"+sortBy[0].Path)})
 			if err != nil {
 				return nil, err
 			}
-			s.sortBy = srt
-			if f := srt.Fields(); len(f) == 1 {
-				s.sortField, s.sortDesc = strings.Split(f[0].Path, "."), f[0].Desc
+			w.sortField = ex
+		}
+	}
+	outs, _ := output.Elements()
+	var paths []string
+	for _, el := range outs {
+		path, err := outputPath(el.Key())
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range paths {
+			if conflicting(p, el.Key()) {
+				return nil, mongoerr.New(mongoerr.Code(6307900), "$setWindowFields 'output' specification contains two conflicting paths")
 			}
-		case "output":
-			output = v
-		default:
-			return nil, specError(40415, "BSON field '$setWindowFields.%s' is an unknown field.", el.Key())
 		}
-	}
-	if output.Type == 0 {
-		return nil, specError(40414, "BSON field '$setWindowFields.output' is missing but a required field")
-	}
-	out, ok := output.DocumentOK()
-	if !ok {
-		return nil, specError(mongoerr.TypeMismatch, "BSON field '$setWindowFields.output' is the wrong type '%s', expected type 'object'", typeName(bsoncore.Value{Type: bsoncore.Type(output.Type)}))
-	}
-	fields, _ := out.Elements()
-	for _, f := range fields {
-		path, err := fieldPath(f.Key(), false)
+		paths = append(paths, el.Key())
+		fnSpec, ok := el.Value().DocumentOK()
+		if !ok {
+			return nil, mongoerr.New(mongoerr.FailedToParse, "The field '%s' must be an object", el.Key())
+		}
+		fn, err := c.windowFunction(fnSpec, sortBy)
 		if err != nil {
 			return nil, err
 		}
-		o, err := c.windowOutput(s, f.Value())
-		if err != nil {
-			return nil, err
-		}
-		o.field = path
-		s.outputs = append(s.outputs, o)
+		w.outputs = append(w.outputs, windowOutput{path: path, fn: fn})
 	}
-	return s, nil
+	return w, nil
+}
+
+// outputPath checks the name of an output field, a dotted path.
+func outputPath(name string) ([]string, error) {
+	if name == "" {
+		return nil, mongoerr.New(mongoerr.Code(40352), "FieldPath cannot be constructed with empty string")
+	}
+	parts := strings.Split(name, ".")
+	for _, p := range parts {
+		switch {
+		case p == "":
+			return nil, mongoerr.New(mongoerr.Code(15998), "FieldPath field names may not be empty strings.")
+		case strings.HasPrefix(p, "$"):
+			return nil, mongoerr.New(mongoerr.Code(16410), "FieldPath field names may not start with '$'. Consider using $getField or $setField.")
+		}
+	}
+	return parts, nil
+}
+
+// conflicting reports whether one dotted path is the other or a prefix of
+// it, so that both cannot be set.
+func conflicting(a, b string) bool {
+	if len(a) > len(b) {
+		a, b = b, a
+	}
+	return a == b || strings.HasPrefix(b, a+".")
+}
+
+// isConstantArray reports whether a partitionBy is an array literal, which
+// MongoDB refuses when it parses the stage.
+func isConstantArray(v bson.RawValue) bool {
+	if v.Type == bson.TypeArray {
+		return true
+	}
+	d, _ := v.DocumentOK()
+	elems, _ := d.Elements()
+	return len(elems) == 1 && elems[0].Key() == "$literal" && elems[0].Value().Type == bson.TypeArray
 }
 
 func (*windowStage) blocks() {}
 
-func (s *windowStage) apply(r *run, docs []bson.Raw, out Limit) ([]bson.Raw, error) {
-	if err := (&held{limit: r.blocking(SortExceeded)}).add(sizeOf(docs)); err != nil {
+// windowExceeded is MongoDB's error of a $setWindowFields past its limit
+// without allowDiskUse.
+func windowExceeded(limit int64) error {
+	return mongoerr.New(mongoerr.Code(5414201), "Exceeded memory limit in DocumentSourceSetWindowFields, max allowed is %d bytes", limit)
+}
+
+func (w *windowStage) apply(r *run, docs []bson.Raw, out Limit) ([]bson.Raw, error) {
+	// The input is held whole, as the $sort MongoDB puts before the stage
+	// would hold it.
+	exceeded := windowExceeded
+	if w.partitionBy != nil || w.sort != nil {
+		exceeded = SortExceeded
+	}
+	in := held{limit: r.blocking(exceeded)}
+	if err := in.add(sizeOf(docs)); err != nil {
 		return nil, err
 	}
-	type keyed struct {
-		key string
-		doc bson.Raw
+	keys, err := w.partitionKeys(r, docs)
+	if err != nil {
+		return nil, err
 	}
-	entries := make([]keyed, len(docs))
-	for i, d := range docs {
-		k := ""
-		if s.partitionBy != nil {
-			v, err := evalOrNull(r.ctx, s.partitionBy, d)
-			if err != nil {
-				return nil, err
-			}
-			if v.Type == bsoncore.TypeArray {
-				return nil, mongoerr.New(mongoerr.TypeMismatch, "An expression used to partition cannot evaluate to value of type array")
-			}
-			k = string(keycodec.Append(nil, v))
-		}
-		entries[i] = keyed{key: k, doc: d}
+	order := make([]int, len(docs))
+	for i := range order {
+		order[i] = i
 	}
-	slices.SortStableFunc(entries, func(a, b keyed) int {
-		if a.key != b.key {
-			if a.key < b.key {
-				return -1
+	if keys != nil || w.sort != nil {
+		slices.SortStableFunc(order, func(a, b int) int {
+			if keys != nil {
+				if c := keycodec.Compare(keys[a], keys[b]); c != 0 {
+					return c
+				}
 			}
-			return 1
-		}
-		if s.sortBy == nil {
+			if w.sort != nil {
+				return w.sort.Compare(docs[a], docs[b])
+			}
 			return 0
+		})
+	}
+	sorted := make([]bson.Raw, len(docs))
+	for i, j := range order {
+		sorted[i] = docs[j]
+	}
+	h := held{limit: out, n: int64(sizeOf(sorted))}
+	for start := 0; start < len(sorted); {
+		end := len(sorted)
+		if keys != nil {
+			end = start + 1
+			for end < len(sorted) && keycodec.Compare(keys[order[start]], keys[order[end]]) == 0 {
+				end++
+			}
 		}
-		return s.sortBy.Compare(a.doc, b.doc)
-	})
-	h := held{limit: out}
-	res := make([]bson.Raw, 0, len(docs))
-	for start := 0; start < len(entries); {
-		end := start + 1
-		for end < len(entries) && entries[end].key == entries[start].key {
-			end++
+		if err := w.partition(r, sorted[start:end], &h); err != nil {
+			return nil, err
 		}
-		part := make([]bson.Raw, end-start)
-		for i := range part {
-			part[i] = entries[start+i].doc
+		start = end
+	}
+	return sorted, nil
+}
+
+// partitionKeys evaluates partitionBy for every document: missing counts
+// as null, and an array is refused. Without partitionBy it returns nil.
+func (w *windowStage) partitionKeys(r *run, docs []bson.Raw) ([]bsoncore.Value, error) {
+	if w.partitionBy == nil {
+		return nil, nil
+	}
+	keys := make([]bsoncore.Value, len(docs))
+	for i, d := range docs {
+		if i%256 == 0 && r.ctx.Err() != nil {
+			return nil, r.ctx.Err()
 		}
-		made, err := s.partition(r, part)
+		v, err := evalOrNull(r.ctx, w.partitionBy, d)
 		if err != nil {
 			return nil, err
 		}
-		for _, d := range made {
-			if err := h.add(len(d)); err != nil {
-				return nil, err
-			}
+		if v.Type == bsoncore.TypeArray {
+			return nil, mongoerr.New(mongoerr.TypeMismatch, "An expression used to partition cannot evaluate to value of type array")
 		}
-		res = append(res, made...)
-		start = end
+		keys[i] = v
 	}
-	return res, nil
+	return keys, nil
 }
 
-// partition computes the outputs of one sorted partition.
-func (s *windowStage) partition(r *run, docs []bson.Raw) ([]bson.Raw, error) {
-	vals := make([][]bsoncore.Value, len(s.outputs))
-	for k, o := range s.outputs {
-		vals[k] = make([]bsoncore.Value, len(docs))
-		win := s.windowOf(docs, o.win)
-		if err := o.fn.values(r, s, docs, win, vals[k]); err != nil {
-			return nil, err
+// partition computes the output fields of the documents of one partition,
+// in sorted order, and sets them in docs; h counts the bytes of the output.
+func (w *windowStage) partition(r *run, docs []bson.Raw, h *held) error {
+	p := &partition{r: r, docs: docs, w: w, held: held{limit: r.blocking(windowExceeded)}}
+	if err := p.held.add(sizeOf(docs)); err != nil {
+		return err
+	}
+	results := make([][]bsoncore.Value, len(w.outputs))
+	for i, o := range w.outputs {
+		results[i] = make([]bsoncore.Value, len(docs))
+		if err := o.fn.compute(p, results[i]); err != nil {
+			return err
 		}
 	}
-	out := make([]bson.Raw, len(docs))
-	for i, d := range docs {
-		doc := []byte(d)
-		for k, o := range s.outputs {
-			v := vals[k][i]
-			if v.Type == 0 {
-				v = nullValue
-			}
-			doc = setPath(doc, o.field, v)
+	for j, d := range docs {
+		nd := []byte(d)
+		for i, o := range w.outputs {
+			nd = setPathThroughArrays(nd, o.path, results[i][j])
 		}
-		if len(doc) > MaxDocBytes {
-			return nil, docTooLarge(len(doc), "_id")
+		if err := h.add(len(nd) - len(d)); err != nil {
+			return err
 		}
-		out[i] = doc
-	}
-	return out, nil
-}
-
-// windowOf returns the window of each position: the first and last
-// positions in it, first > last when it is empty.
-func (s *windowStage) windowOf(docs []bson.Raw, b windowBounds) func(int) (int, int, error) {
-	n := len(docs)
-	if !b.isRange {
-		return func(i int) (int, int, error) {
-			lo, hi := 0, n-1
-			if b.lo != nil {
-				lo = i + offset(*b.lo)
-			}
-			if b.hi != nil {
-				hi = i + offset(*b.hi)
-			}
-			return max(lo, 0), min(hi, n-1), nil
-		}
-	}
-	return func(i int) (int, int, error) {
-		x := lookupPath(docs[i], s.sortField)
-		if err := s.checkRangeValue(x, b); err != nil {
-			return 0, 0, err
-		}
-		var lo, hi bsoncore.Value
-		if b.lo != nil {
-			lo = s.shiftValue(x, *b.lo, b.unit)
-		}
-		if b.hi != nil {
-			hi = s.shiftValue(x, *b.hi, b.unit)
-		}
-		in := func(j int) bool {
-			y := lookupPath(docs[j], s.sortField)
-			if b.lo != nil && keycodec.Compare(y, lo) < 0 {
-				return false
-			}
-			return b.hi == nil || keycodec.Compare(y, hi) <= 0
-		}
-		if s.sortDesc {
-			in = func(j int) bool {
-				y := lookupPath(docs[j], s.sortField)
-				if b.lo != nil && keycodec.Compare(y, lo) > 0 {
-					return false
-				}
-				return b.hi == nil || keycodec.Compare(y, hi) >= 0
-			}
-		}
-		first, last := -1, -2
-		for j := range docs {
-			if in(j) {
-				if first < 0 {
-					first = j
-				}
-				last = j
-			}
-		}
-		if first < 0 {
-			return 1, 0, nil
-		}
-		return first, last, nil
-	}
-}
-
-func offset(v bsoncore.Value) int {
-	if v.Type == 0 {
-		return 0
-	}
-	n, _ := v.AsInt64OK()
-	return int(n)
-}
-
-// checkRangeValue refuses a sortBy value a range window cannot use.
-func (s *windowStage) checkRangeValue(x bsoncore.Value, b windowBounds) error {
-	switch {
-	case b.unit != "" && x.Type != bsoncore.TypeDateTime:
-		return mongoerr.New(5429513, "Invalid range: Expected the sortBy field to be a Date, but it was %s", typeName(x))
-	case b.unit == "" && !isNumeric(x):
-		return mongoerr.New(5429414, "Invalid range: Expected the sortBy field to be a number, but it was %s", typeName(x))
+		docs[j] = nd
 	}
 	return nil
 }
 
-// shiftValue is x moved by an offset, in the direction of the sort.
-func (s *windowStage) shiftValue(x, off bsoncore.Value, unit string) bsoncore.Value {
-	if off.Type == 0 {
-		return x
-	}
-	if s.sortDesc {
-		off = negate(off)
-	}
-	if unit == "" {
-		return addNumbers(x, off)
-	}
-	n, _ := off.AsInt64OK()
-	return dateValue(dateAdd(timeOf(x), unit, n))
+// partition is one partition of a $setWindowFields, sorted.
+type partition struct {
+	r     *run
+	docs  []bson.Raw
+	w     *windowStage
+	held  held // what the window functions hold
+	sorts []bsoncore.Value
+	steps int
 }
 
-// negate is -v for a number.
-func negate(v bsoncore.Value) bsoncore.Value {
-	switch v.Type {
-	case bsoncore.TypeInt32:
-		return int64Value(-int64(v.Int32()))
-	case bsoncore.TypeInt64:
-		return int64Value(-v.Int64())
+// step counts a unit of work, and stops with the request's context.
+func (p *partition) step() error {
+	if p.steps++; p.steps%1024 == 0 {
+		return p.r.ctx.Err()
 	}
-	return doubleValue(-toFloat(v))
+	return nil
+}
+
+// sortValues are the values of the sortBy field in the documents, missing
+// as Type 0, evaluated once.
+func (p *partition) sortValues() ([]bsoncore.Value, error) {
+	if p.sorts != nil || p.w.sortField == nil {
+		return p.sorts, nil
+	}
+	vals := make([]bsoncore.Value, len(p.docs))
+	for i, d := range p.docs {
+		v, err := p.w.sortField.EvalContext(p.r.ctx, d)
+		if err != nil {
+			return nil, err
+		}
+		vals[i] = v
+	}
+	p.sorts = vals
+	return vals, nil
 }
