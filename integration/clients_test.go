@@ -108,3 +108,27 @@ func TestPymongo(t *testing.T) {
 	stdout, _ := runClient(t, python, filepath.Join("clients", "ping.py"), ts.URI)
 	checkClientResult(t, stdout)
 }
+
+// TestPymongoAggregate runs a Python application's aggregations: a join,
+// dates in a time zone, a histogram, a view and $out.
+func TestPymongoAggregate(t *testing.T) {
+	installed := exec.Command(python, "-c", "import pymongo").Run() == nil
+	requireClient(t, installed, "pymongo for "+python, "apt-get install -y python3-pymongo")
+	ts := startServer(t)
+	stdout, stderr := runClient(t, python, filepath.Join("clients", "aggregate.py"), ts.URI)
+	if strings.TrimSpace(stdout) != "OK" || stderr != "" {
+		t.Errorf("aggregate.py printed %q, stderr %q", stdout, stderr)
+	}
+}
+
+// TestNodeDriverAggregate runs a Node.js application's aggregations: a
+// correlated $lookup, $sortByCount, $unionWith and a spilling sort read in
+// batches.
+func TestNodeDriverAggregate(t *testing.T) {
+	requireClient(t, exists(nodeDriver), "the MongoDB Node.js driver", "npm ci --prefix integration/clients (make test does it)")
+	ts := startServer(t)
+	stdout, stderr := runClient(t, "node", filepath.Join("clients", "aggregate.mjs"), ts.URI)
+	if strings.TrimSpace(stdout) != "OK" || stderr != "" {
+		t.Errorf("aggregate.mjs printed %q, stderr %q", stdout, stderr)
+	}
+}

@@ -38,6 +38,12 @@ func TestMongoshShowCommands(t *testing.T) {
 	}
 }
 
+// TestMongoshAggregate runs what a reporting user does in the shell: joins,
+// facets, dates in a time zone, window functions, views, $merge, explain.
+func TestMongoshAggregate(t *testing.T) {
+	runMongoshScript(t, startServer(t), "aggregate.js")
+}
+
 func TestMongoshTTLSeedExample(t *testing.T) {
 	runMongoshScript(t, startServer(t), "ttl_seed.js")
 }
