@@ -2,8 +2,10 @@ package pipeline
 
 import (
 	"math"
+	"math/big"
 	"math/bits"
 	"slices"
+	"strconv"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -396,35 +398,60 @@ func (r *rounder) down(v bsoncore.Value) bsoncore.Value {
 	return doubleValue(s[i-1] * m)
 }
 
-// powerOfTwo is the power of two strictly above (up) or below v: of v's
-// integer type for integers, a double otherwise.
+// powerOfTwo is the power of two strictly above (up) or below v. As in
+// MongoDB, it is 2 raised by $pow to an integer exponent: an int, or a
+// long past an int's range, for exponents from 0 to 62, a double below 1
+// or past a long, and a decimal for a decimal.
 func powerOfTwo(v bsoncore.Value, up bool) bsoncore.Value {
+	var exp int
 	if v.Type == bsoncore.TypeInt32 || v.Type == bsoncore.TypeInt64 {
 		n, _ := bsonvalue.IntegerValue(v)
-		var exp int
+		high := 63 - bits.LeadingZeros64(uint64(n)) // the highest bit set
+		switch {
+		case up:
+			exp = high + 1
+		case n&(n-1) == 0:
+			exp = high - 1
+		default:
+			exp = high
+		}
+	} else {
+		f := toFloat(v)
+		if math.IsInf(f, 0) {
+			return v
+		}
 		if up {
-			exp = 64 - bits.LeadingZeros64(uint64(n))
+			exp = int(math.Floor(math.Log2(f))) + 1
 		} else {
-			exp = 63 - bits.LeadingZeros64(uint64(n-1))
+			exp = int(math.Ceil(math.Log2(f))) - 1
 		}
-		if exp < 0 {
-			// Below 1, as 2 to a negative power is: a double.
-			return doubleValue(math.Exp2(float64(exp)))
-		}
-		p := int64(1) << exp
-		if p == int64(int32(p)) {
-			return bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, int32(p))}
-		}
-		return int64Value(p)
 	}
-	f := toFloat(v)
-	e := math.Floor(math.Log2(f))
-	if up {
-		e++
-	} else if math.Exp2(e) == f {
-		e--
+	switch {
+	case v.Type == bsoncore.TypeDecimal128:
+		return decimalPowerOfTwo(exp)
+	case exp < 0 || exp > 62:
+		return doubleValue(math.Exp2(float64(exp)))
+	case exp < 31:
+		return bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, int32(1)<<exp)}
 	}
-	return doubleValue(math.Exp2(e))
+	return int64Value(int64(1) << exp)
+}
+
+// decimalPowerOfTwo is 2^exp as a decimal, exact to 34 digits: 2^-k is
+// 5^k / 10^k.
+func decimalPowerOfTwo(exp int) bsoncore.Value {
+	var s string
+	if exp >= 0 {
+		s = new(big.Int).Lsh(big.NewInt(1), uint(exp)).String()
+	} else {
+		s = new(big.Int).Exp(big.NewInt(5), big.NewInt(int64(-exp)), nil).String() + "E" + strconv.Itoa(exp)
+	}
+	d, err := bson.ParseDecimal128(s)
+	if err != nil {
+		return doubleValue(math.Exp2(float64(exp)))
+	}
+	hi, lo := d.GetBytes()
+	return bsoncore.Value{Type: bsoncore.TypeDecimal128, Data: bsoncore.AppendDecimal128(nil, hi, lo)}
 }
 
 func doubleValue(f float64) bsoncore.Value {
