@@ -158,6 +158,22 @@ func (s *countStage) apply(_ *run, docs []bson.Raw, _ Limit) ([]bson.Raw, error)
 	return []bson.Raw{out}, nil
 }
 
+// stream counts the documents of src as they come, holding none of them.
+func (s *countStage) stream(r *run, src Source) ([]bson.Raw, error) {
+	n := 0
+	err := src(func(bson.Raw) error {
+		if n++; n%256 == 0 && r.ctx.Err() != nil {
+			return r.ctx.Err()
+		}
+		return nil
+	})
+	if err != nil || n == 0 {
+		return nil, err
+	}
+	out, _ := bson.Marshal(bson.D{{Key: s.field, Value: int32(n)}})
+	return []bson.Raw{out}, nil
+}
+
 // CheckSortSpec refuses what a $sort stage may not be but a find's sort
 // may: empty.
 func CheckSortSpec(doc bson.Raw) error {

@@ -2,8 +2,10 @@ package pipeline
 
 import (
 	"math"
+	"math/big"
 	"math/bits"
 	"slices"
+	"strconv"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -90,131 +92,188 @@ type keyed struct {
 	doc bson.Raw
 }
 
+func (s *bucketAutoStage) apply(r *run, docs []bson.Raw, _ Limit) ([]bson.Raw, error) {
+	return s.stream(r, Slice(docs))
+}
+
+// stream sorts the documents of src in memory, holding them within the
+// limit of a blocking stage as MongoDB's sorter of $bucketAuto does, and
+// cuts them into buckets.
+func (s *bucketAutoStage) stream(r *run, src Source) ([]bson.Raw, error) {
+	h := held{limit: r.blocking(SortExceeded)}
+	var entries []keyed
+	j := 0
+	err := src(func(d bson.Raw) error {
+		if j++; j%256 == 0 && r.ctx.Err() != nil {
+			return r.ctx.Err()
+		}
+		v, err := s.key(r, d)
+		if err != nil {
+			return err
+		}
+		v = own(v, d)
+		if err := h.add(len(d) + len(v.Data)); err != nil {
+			return err
+		}
+		entries = append(entries, keyed{key: v, doc: d})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortStableFunc(entries, func(a, b keyed) int { return keycodec.Compare(a.key, b.key) })
+	var out []bson.Raw
+	b := s.bucketer(r, len(entries), &h, func(d bson.Raw) error {
+		out = append(out, d)
+		return nil
+	})
+	for _, e := range entries {
+		if err := b.add(e.key, e.doc); err != nil {
+			return nil, err
+		}
+	}
+	return out, b.end()
+}
+
+// key is the groupBy value of doc.
+func (s *bucketAutoStage) key(r *run, doc bson.Raw) (bsoncore.Value, error) {
+	v, err := evalOrNull(r.ctx, s.groupBy, doc)
+	if err == nil && s.round != nil {
+		err = checkGranularityKey(v)
+	}
+	return v, err
+}
+
+// bucketer cuts the n documents of a $bucketAuto, which come sorted by
+// their groupBy value, into buckets as they come, holding only the bucket
+// it fills: each bucket but the last takes about n/buckets documents, and
+// then those equal to its last (or, with a granularity, below its rounded
+// upper bound), which a bucket ends at the first document past them.
+type bucketer struct {
+	s     *bucketAutoStage
+	r     *run
+	size  int   // documents a bucket takes before ties
+	h     *held // what the buckets hold
+	fresh bool  // each bucket counts from zero: those made are gone
+	emit  func(bson.Raw) error
+
+	made  int         // buckets begun
+	cur   *autoBucket // the bucket being filled
+	taken int         // documents in cur
+	bound bsoncore.Value
+}
+
 // autoBucket is one bucket being filled.
 type autoBucket struct {
 	min, max bsoncore.Value
 	accs     []accumulator
 }
 
-func (s *bucketAutoStage) apply(r *run, docs []bson.Raw, _ Limit) ([]bson.Raw, error) {
-	h := held{limit: r.blocking(groupExceeded)}
-	entries := make([]keyed, 0, len(docs))
-	for j, d := range docs {
-		if j%256 == 255 && r.ctx.Err() != nil {
-			return nil, r.ctx.Err()
-		}
-		v, err := evalOrNull(r.ctx, s.groupBy, d)
-		if err != nil {
-			return nil, err
-		}
-		if s.round != nil {
-			if err := checkGranularityKey(v); err != nil {
-				return nil, err
-			}
-		}
-		v = own(v, d)
-		if err := h.add(len(d) + len(v.Data)); err != nil {
-			return nil, err
-		}
-		entries = append(entries, keyed{key: v, doc: d})
+// bucketer returns a bucketer of n documents that passes the buckets to
+// emit, counting what they hold in h.
+func (s *bucketAutoStage) bucketer(r *run, n int, h *held, emit func(bson.Raw) error) *bucketer {
+	return &bucketer{
+		s:    s,
+		r:    r,
+		size: max(int(math.Round(float64(n)/float64(s.buckets))), 1),
+		h:    h,
+		emit: emit,
 	}
-	slices.SortStableFunc(entries, func(a, b keyed) int { return keycodec.Compare(a.key, b.key) })
+}
 
-	// Each bucket but the last takes about as many documents, and then
-	// those equal to its last one.
-	size := max(int(math.Round(float64(len(entries))/float64(s.buckets))), 1)
-	var buckets []*autoBucket
-	add := func(b *autoBucket, e keyed) error {
-		b.max = e.key
-		for _, a := range b.accs {
-			grew, err := a.add(r.ctx, e.doc)
-			if err == nil {
-				err = h.add(grew)
+// add adds the next document, whose groupBy value is key. key must stay
+// unchanged until the bucketer is done with it.
+func (b *bucketer) add(key bsoncore.Value, doc bson.Raw) error {
+	if b.cur != nil && !b.belongs(key) {
+		// The bucket ends below key: boundaries are inclusive below and
+		// exclusive above, but for the last bucket's.
+		next := key
+		if b.s.round != nil {
+			b.cur.max = b.bound
+			if toFloat(b.cur.max) == 0 {
+				b.cur.max = b.s.round.down(key)
 			}
-			if err != nil {
-				return err
-			}
+			next = b.cur.max
+		} else {
+			b.cur.max = key
 		}
+		if err := b.close(); err != nil {
+			return err
+		}
+		if err := b.begin(next); err != nil {
+			return err
+		}
+	} else if b.cur == nil {
+		if err := b.begin(key); err != nil {
+			return err
+		}
+	}
+	b.cur.max = key
+	b.taken++
+	for _, a := range b.cur.accs {
+		grew, err := a.add(b.r.ctx, doc)
+		if err == nil {
+			err = b.h.add(grew)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if b.taken == b.size && b.s.round != nil {
+		b.bound = b.s.round.up(key)
+	}
+	return nil
+}
+
+// belongs reports whether the document of key goes to the current
+// bucket.
+func (b *bucketer) belongs(key bsoncore.Value) bool {
+	switch {
+	case b.made == b.s.buckets || b.taken < b.size:
+		return true
+	case b.s.round != nil:
+		return keycodec.Compare(b.bound, key) > 0
+	}
+	return keycodec.Compare(b.cur.max, key) == 0
+}
+
+// begin begins a bucket from min.
+func (b *bucketer) begin(min bsoncore.Value) error {
+	b.made++
+	b.cur, b.taken = &autoBucket{min: min, accs: make([]accumulator, len(b.s.accs))}, 0
+	if b.made == 1 && b.s.round != nil {
+		b.cur.min = b.s.round.down(min)
+	}
+	if b.fresh {
+		b.h.n = 0
+	}
+	return startAccs(b.r.ctx, b.cur.accs, b.s.accs, nullValue)
+}
+
+// close passes on the current bucket.
+func (b *bucketer) close() error {
+	id := bsoncore.NewDocumentBuilder().AppendValue("min", b.cur.min).AppendValue("max", b.cur.max).Build()
+	d := bsoncore.NewDocumentBuilder().AppendDocument("_id", id)
+	for k, a := range b.s.accs {
+		v := b.cur.accs[k].result()
+		if v.Type == 0 {
+			v = nullValue
+		}
+		d.AppendValue(a.field, v)
+	}
+	b.cur = nil
+	return b.emit(bson.Raw(d.Build()))
+}
+
+// end passes on the last bucket, whose upper bound is its largest value.
+func (b *bucketer) end() error {
+	if b.cur == nil {
 		return nil
 	}
-	next := 0
-	for i := 0; i < s.buckets && next < len(entries); i++ {
-		first := entries[next]
-		next++
-		b := &autoBucket{min: first.key, accs: make([]accumulator, len(s.accs))}
-		if err := startAccs(r.ctx, b.accs, s.accs, nullValue); err != nil {
-			return nil, err
-		}
-		if err := add(b, first); err != nil {
-			return nil, err
-		}
-		if i == s.buckets-1 {
-			for ; next < len(entries); next++ {
-				if err := add(b, entries[next]); err != nil {
-					return nil, err
-				}
-			}
-		} else {
-			for k := 0; k < size-1 && next < len(entries); k++ {
-				if err := add(b, entries[next]); err != nil {
-					return nil, err
-				}
-				next++
-			}
-			if s.round != nil {
-				bound := s.round.up(b.max)
-				for next < len(entries) && keycodec.Compare(bound, entries[next].key) > 0 {
-					if err := add(b, entries[next]); err != nil {
-						return nil, err
-					}
-					next++
-				}
-				if next < len(entries) {
-					b.max = bound
-				}
-			} else {
-				for next < len(entries) && keycodec.Compare(b.max, entries[next].key) == 0 {
-					if err := add(b, entries[next]); err != nil {
-						return nil, err
-					}
-					next++
-				}
-			}
-		}
-		// Boundaries are inclusive below and exclusive above, but for the
-		// last bucket's.
-		if len(buckets) > 0 {
-			prev := buckets[len(buckets)-1]
-			if s.round != nil {
-				if toFloat(prev.max) == 0 {
-					prev.max = s.round.down(b.min)
-				}
-				b.min = prev.max
-			} else {
-				prev.max = b.min
-			}
-		}
-		buckets = append(buckets, b)
+	if b.s.round != nil {
+		b.cur.max = b.s.round.up(b.cur.max)
 	}
-	if len(buckets) > 0 && s.round != nil {
-		buckets[0].min = s.round.down(buckets[0].min)
-		last := buckets[len(buckets)-1]
-		last.max = s.round.up(last.max)
-	}
-	out := make([]bson.Raw, 0, len(buckets))
-	for _, b := range buckets {
-		id := bsoncore.NewDocumentBuilder().AppendValue("min", b.min).AppendValue("max", b.max).Build()
-		d := bsoncore.NewDocumentBuilder().AppendDocument("_id", id)
-		for k, a := range s.accs {
-			v := b.accs[k].result()
-			if v.Type == 0 {
-				v = nullValue
-			}
-			d.AppendValue(a.field, v)
-		}
-		out = append(out, bson.Raw(d.Build()))
-	}
-	return out, nil
+	return b.close()
 }
 
 // checkGranularityKey refuses a value a granularity cannot round.
@@ -339,31 +398,60 @@ func (r *rounder) down(v bsoncore.Value) bsoncore.Value {
 	return doubleValue(s[i-1] * m)
 }
 
-// powerOfTwo is the power of two strictly above (up) or below v: of v's
-// integer type for integers, a double otherwise.
+// powerOfTwo is the power of two strictly above (up) or below v. As in
+// MongoDB, it is 2 raised by $pow to an integer exponent: an int, or a
+// long past an int's range, for exponents from 0 to 62, a double below 1
+// or past a long, and a decimal for a decimal.
 func powerOfTwo(v bsoncore.Value, up bool) bsoncore.Value {
+	var exp int
 	if v.Type == bsoncore.TypeInt32 || v.Type == bsoncore.TypeInt64 {
 		n, _ := bsonvalue.IntegerValue(v)
-		var exp int
+		high := 63 - bits.LeadingZeros64(uint64(n)) // the highest bit set
+		switch {
+		case up:
+			exp = high + 1
+		case n&(n-1) == 0:
+			exp = high - 1
+		default:
+			exp = high
+		}
+	} else {
+		f := toFloat(v)
+		if math.IsInf(f, 0) {
+			return v
+		}
 		if up {
-			exp = 64 - bits.LeadingZeros64(uint64(n))
+			exp = int(math.Floor(math.Log2(f))) + 1
 		} else {
-			exp = 63 - bits.LeadingZeros64(uint64(n-1))
+			exp = int(math.Ceil(math.Log2(f))) - 1
 		}
-		p := int64(1) << exp
-		if p == int64(int32(p)) {
-			return bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, int32(p))}
-		}
-		return int64Value(p)
 	}
-	f := toFloat(v)
-	e := math.Floor(math.Log2(f))
-	if up {
-		e++
-	} else if math.Exp2(e) == f {
-		e--
+	switch {
+	case v.Type == bsoncore.TypeDecimal128:
+		return decimalPowerOfTwo(exp)
+	case exp < 0 || exp > 62:
+		return doubleValue(math.Exp2(float64(exp)))
+	case exp < 31:
+		return bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, int32(1)<<exp)}
 	}
-	return doubleValue(math.Exp2(e))
+	return int64Value(int64(1) << exp)
+}
+
+// decimalPowerOfTwo is 2^exp as a decimal, exact to 34 digits: 2^-k is
+// 5^k / 10^k.
+func decimalPowerOfTwo(exp int) bsoncore.Value {
+	var s string
+	if exp >= 0 {
+		s = new(big.Int).Lsh(big.NewInt(1), uint(exp)).String()
+	} else {
+		s = new(big.Int).Exp(big.NewInt(5), big.NewInt(int64(-exp)), nil).String() + "E" + strconv.Itoa(exp)
+	}
+	d, err := bson.ParseDecimal128(s)
+	if err != nil {
+		return doubleValue(math.Exp2(float64(exp)))
+	}
+	hi, lo := d.GetBytes()
+	return bsoncore.Value{Type: bsoncore.TypeDecimal128, Data: bsoncore.AppendDecimal128(nil, hi, lo)}
 }
 
 func doubleValue(f float64) bsoncore.Value {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lethedb/lethe/engine/bsonvalue"
 	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/engine/spill"
 )
 
 // facetStage is $facet: several pipelines over the same documents, whose
@@ -75,14 +76,49 @@ func compileFacet(c *compiler, _ string, arg bson.RawValue) (stage, error) {
 
 func (*facetStage) blocks() {}
 
-func (s *facetStage) apply(r *run, docs []bson.Raw, out Limit) ([]bson.Raw, error) {
+func (s *facetStage) apply(r *run, docs []bson.Raw, _ Limit) ([]bson.Raw, error) {
+	// Each pipeline reads the documents into a slice of its own: stages
+	// reorder and replace the elements of their slice, never the bytes of
+	// its documents.
+	doc, err := s.run(r, Slice(docs))
+	if err != nil {
+		return nil, err
+	}
+	return []bson.Raw{doc}, nil
+}
+
+// spill keeps the input in a spill.Spool, in memory within the spill
+// budget and on disk past it, from which each pipeline reads it in turn,
+// its own blocking stages spilling as they would at the head of a
+// pipeline. MongoDB feeds its pipelines batch by batch instead, from a
+// buffer of 100 MiB; reading the input once per pipeline holds no more and
+// keeps each pipeline's run whole.
+func (s *facetStage) spill(r *run, src Source) (_ Source, err error) {
+	sp := spill.NewSpool(r.opts.Scratch, r.spillBudget())
+	defer func() {
+		if cerr := sp.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	if err := src(func(d bson.Raw) error { return sp.Add(r.ctx, d) }); err != nil {
+		return nil, err
+	}
+	doc, err := s.run(r, func(fn func(bson.Raw) error) error {
+		return sp.Each(r.ctx, func(rec []byte) error { return fn(rec) })
+	})
+	if err != nil {
+		return nil, err
+	}
+	return Slice([]bson.Raw{doc}), nil
+}
+
+// run runs each pipeline over src and makes the document of their
+// outputs.
+func (s *facetStage) run(r *run, src Source) (bson.Raw, error) {
 	b := bsoncore.NewDocumentBuilder()
 	size := 5
 	for i, p := range s.pipelines {
-		// Each pipeline reads the documents into a slice of its own: stages
-		// reorder and replace the elements of their slice, never the bytes
-		// of its documents.
-		res, err := r.stages(p, Slice(docs))
+		res, err := r.stages(p, src)
 		if err != nil {
 			return nil, err
 		}
@@ -95,5 +131,5 @@ func (s *facetStage) apply(r *run, docs []bson.Raw, out Limit) ([]bson.Raw, erro
 		}
 		b.AppendArray(s.names[i], arr.Build())
 	}
-	return []bson.Raw{bson.Raw(b.Build())}, nil
+	return bson.Raw(b.Build()), nil
 }

@@ -8,7 +8,8 @@ import (
 
 // Stages that flow take their input as it comes and pass on what they make
 // one document at a time, so that what a collection holds reaches a
-// spilling stage ($group, $sort) without ever being held in memory whole.
+// spilling stage ($group, $sort, $bucketAuto, $facet) without ever being
+// held in memory whole.
 // Only the leading stages of a pipeline flow: after the first that neither
 // flows nor spills, the documents are collected as before. A $sort that a
 // $limit follows flows with or without disk use, holding only what the

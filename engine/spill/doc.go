@@ -1,8 +1,8 @@
 // Package spill sorts more records than fit in memory: what a request
 // holds past its budget is sorted and written to a temporary file, a run,
 // and the runs are merged as they are read back. It is the machinery of
-// the blocking stages of aggregation ($group, $sort) and of the blocking
-// sort of find when the request allows disk use.
+// the blocking stages of aggregation ($group, $sort, $bucketAuto, $facet)
+// and of the blocking sort of find when the request allows disk use.
 //
 // Records are opaque bytes, raw BSON documents or what a caller builds
 // around them, ordered by a comparison the caller gives. The sort is
@@ -11,7 +11,10 @@
 // the documents of one group in their order for $first, $last and $push.
 //
 // Top is the sort under a limit: it keeps the first k records offered, in
-// memory, with the same order and stability.
+// memory, with the same order and stability. Spool keeps records unsorted,
+// in the order they came, to be read back more than once ($facet's input,
+// which each of its pipelines reads): in memory within its budget, past it
+// in one file written once.
 //
 // Files live in a Scratch, the temporary space of one request: a directory
 // made on the first spill and removed, with everything in it, when the

@@ -49,10 +49,16 @@ func (s *fileSource) next() ([]byte, error) {
 	if s.done {
 		return nil, io.EOF
 	}
-	if s.sc.closed.Load() {
+	return readRecord(s.sc, s.r, s.run.name)
+}
+
+// readRecord reads the next record of the file name, or io.EOF at its
+// end.
+func readRecord(sc *Scratch, r *bufio.Reader, name string) ([]byte, error) {
+	if sc.closed.Load() {
 		return nil, errClosed
 	}
-	n, err := binary.ReadUvarint(s.r)
+	n, err := binary.ReadUvarint(r)
 	if err == io.EOF {
 		return nil, io.EOF
 	}
@@ -62,13 +68,13 @@ func (s *fileSource) next() ([]byte, error) {
 	var rec []byte
 	if err == nil {
 		rec = make([]byte, n)
-		_, err = io.ReadFull(s.r, rec)
+		_, err = io.ReadFull(r, rec)
 	}
 	if err != nil {
 		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
 		}
-		return nil, fmt.Errorf("spill: read %s: %w", s.run.name, err)
+		return nil, fmt.Errorf("spill: read %s: %w", name, err)
 	}
 	return rec, nil
 }

@@ -3,6 +3,7 @@ package spill
 import (
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -78,19 +79,64 @@ func (s *Scratch) Used() (used, peak int64) {
 func (s *Scratch) reserve(n int64) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.growLocked(n); err != nil {
+		return "", err
+	}
+	name, err := s.nameLocked()
+	if err != nil {
+		s.used -= n
+		return "", err
+	}
+	return name, nil
+}
+
+// grow makes room for n more bytes of a file named before, one written
+// as it comes rather than with its size known.
+func (s *Scratch) grow(n int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.growLocked(n)
+}
+
+// create names a new file and creates it, empty.
+func (s *Scratch) create() (string, io.WriteCloser, error) {
+	s.mu.Lock()
+	name, err := s.nameLocked()
+	s.mu.Unlock()
+	if err != nil {
+		return "", nil, err
+	}
+	f, err := s.cfg.FS.Create(name)
+	if err != nil {
+		return "", nil, fmt.Errorf("spill: create %s: %w", name, err)
+	}
+	return name, f, nil
+}
+
+func (s *Scratch) growLocked(n int64) error {
 	if s.closed.Load() {
-		return "", errClosed
+		return errClosed
 	}
 	if s.cfg.MaxBytes > 0 && s.used+n > s.cfg.MaxBytes {
 		if s.cfg.Exceeded != nil {
-			return "", s.cfg.Exceeded(s.cfg.MaxBytes)
+			return s.cfg.Exceeded(s.cfg.MaxBytes)
 		}
-		return "", ErrTooLarge
+		return ErrTooLarge
 	}
 	if s.cfg.Check != nil {
 		if err := s.cfg.Check(n); err != nil {
-			return "", err
+			return err
 		}
+	}
+	s.used += n
+	s.peak = max(s.peak, s.used)
+	return nil
+}
+
+// nameLocked names a new file, making the directory on the first.
+func (s *Scratch) nameLocked() (string, error) {
+	if s.closed.Load() {
+		return "", errClosed
 	}
 	if !s.made {
 		if err := s.cfg.FS.MkdirAll(s.cfg.Dir); err != nil {
@@ -99,8 +145,6 @@ func (s *Scratch) reserve(n int64) (string, error) {
 		s.made = true
 	}
 	s.seq++
-	s.used += n
-	s.peak = max(s.peak, s.used)
 	return filepath.Join(s.cfg.Dir, "run-"+strconv.Itoa(s.seq)), nil
 }
 
