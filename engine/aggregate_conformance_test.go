@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -13,6 +12,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine/internal/conformance"
 	"github.com/lethedb/lethe/engine/mongoerr"
 	"github.com/lethedb/lethe/engine/pipeline"
 )
@@ -211,7 +211,7 @@ func sameDocs(got, want []bson.Raw, ordered, approx bool) string {
 	doc := func(d bson.Raw) bsoncore.Value { return bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: d} }
 	if ordered {
 		for i := range got {
-			if !strictlyEqual(doc(got[i]), doc(want[i]), approx) {
+			if !conformance.Equal(doc(got[i]), doc(want[i]), approx) {
 				return fmt.Sprintf("document %d differs", i)
 			}
 		}
@@ -221,7 +221,7 @@ func sameDocs(got, want []bson.Raw, ordered, approx bool) string {
 	for i, w := range want {
 		j := -1
 		for k, g := range got {
-			if !used[k] && strictlyEqual(doc(g), doc(w), approx) {
+			if !used[k] && conformance.Equal(doc(g), doc(w), approx) {
 				j = k
 				break
 			}
@@ -232,39 +232,4 @@ func sameDocs(got, want []bson.Raw, ordered, approx bool) string {
 		used[j] = true
 	}
 	return ""
-}
-
-// strictlyEqual compares values strictly: same types, same values, same
-// field order; NaN equals NaN; approx compares doubles to a relative 1e-9.
-func strictlyEqual(a, b bsoncore.Value, approx bool) bool {
-	if a.Type != b.Type {
-		return false
-	}
-	switch a.Type {
-	case bsoncore.TypeDouble:
-		x, y := a.Double(), b.Double()
-		if math.IsNaN(x) || math.IsNaN(y) {
-			return math.IsNaN(x) && math.IsNaN(y)
-		}
-		if approx && x != y {
-			return math.Abs(x-y) <= 1e-9*math.Max(math.Abs(x), math.Abs(y))
-		}
-		return x == y
-	case bsoncore.TypeEmbeddedDocument, bsoncore.TypeArray:
-		ea, errA := bsoncore.Document(a.Data).Elements()
-		eb, errB := bsoncore.Document(b.Data).Elements()
-		if errA != nil || errB != nil || len(ea) != len(eb) {
-			return false
-		}
-		for i := range ea {
-			if a.Type == bsoncore.TypeEmbeddedDocument && ea[i].Key() != eb[i].Key() {
-				return false
-			}
-			if !strictlyEqual(ea[i].Value(), eb[i].Value(), approx) {
-				return false
-			}
-		}
-		return true
-	}
-	return string(a.Data) == string(b.Data)
 }

@@ -1,8 +1,6 @@
 package expr
 
 import (
-	"bytes"
-	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -13,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine/internal/conformance"
 	"github.com/lethedb/lethe/engine/mongoerr"
 )
 
@@ -147,7 +146,7 @@ func runExprConformanceCase(t *testing.T, c exprConformanceCase) {
 			t.Fatalf("case %q has neither expect, expectMissing nor error", c.Name)
 		}
 		want := bsoncore.Value{Type: bsoncore.Type(c.Expect.Type), Data: c.Expect.Value}
-		if !sameValue(got, want, c.Approx) {
+		if !conformance.Equal(got, want, c.Approx) {
 			t.Fatalf("%s: got %s, want %s", c.Expr, describe(got), describe(want))
 		}
 	}
@@ -159,38 +158,4 @@ func describe(v bsoncore.Value) string {
 		return "missing"
 	}
 	return v.String() + " (" + bson.Type(v.Type).String() + ")"
-}
-
-// sameValue compares strictly: same types, same values, same field order.
-func sameValue(a, b bsoncore.Value, approx bool) bool {
-	if a.Type != b.Type {
-		return false
-	}
-	switch a.Type {
-	case bsoncore.TypeDouble:
-		x, y := a.Double(), b.Double()
-		if math.IsNaN(x) || math.IsNaN(y) {
-			return math.IsNaN(x) && math.IsNaN(y)
-		}
-		if approx && x != y {
-			return math.Abs(x-y) <= 1e-9*math.Max(math.Abs(x), math.Abs(y))
-		}
-		return x == y
-	case bsoncore.TypeEmbeddedDocument, bsoncore.TypeArray:
-		ea, errA := bsoncore.Document(a.Data).Elements()
-		eb, errB := bsoncore.Document(b.Data).Elements()
-		if errA != nil || errB != nil || len(ea) != len(eb) {
-			return false
-		}
-		for i := range ea {
-			if a.Type == bsoncore.TypeEmbeddedDocument && ea[i].Key() != eb[i].Key() {
-				return false
-			}
-			if !sameValue(ea[i].Value(), eb[i].Value(), approx) {
-				return false
-			}
-		}
-		return true
-	}
-	return bytes.Equal(a.Data, b.Data)
 }
