@@ -223,6 +223,16 @@ func arraySize(values []bsoncore.Value) int {
 	return n
 }
 
+// arrayOfDocs builds an array of documents, as the joins set their "as"
+// field.
+func arrayOfDocs(docs []bson.Raw) bsoncore.Value {
+	arr := bsoncore.NewArrayBuilder()
+	for _, d := range docs {
+		arr.AppendDocument(d)
+	}
+	return bsoncore.Value{Type: bsoncore.TypeArray, Data: arr.Build()}
+}
+
 // arrayOf builds an array of values.
 func arrayOf(values []bsoncore.Value) bsoncore.Value {
 	arr := bsoncore.NewArrayBuilder()

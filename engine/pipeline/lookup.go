@@ -179,11 +179,7 @@ func (s *lookupStage) apply(r *run, docs []bson.Raw, out Limit) ([]bson.Raw, err
 		if err != nil {
 			return nil, err
 		}
-		arr := bsoncore.NewArrayBuilder()
-		for _, f := range found {
-			arr.AppendDocument(f)
-		}
-		docs[j] = withField(d, s.as, bsoncore.Value{Type: bsoncore.TypeArray, Data: arr.Build()})
+		docs[j] = withField(d, s.as, arrayOfDocs(found))
 		if err := h.add(len(docs[j]) - len(d)); err != nil {
 			return nil, err
 		}
