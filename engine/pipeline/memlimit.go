@@ -14,7 +14,8 @@ import (
 //     100 MiB): without allowDiskUse it fails there with MongoDB's
 //     QueryExceededMemoryLimitNoDiskUseAllowed; with allowDiskUse and a
 //     Scratch, $group and $sort write the rest to disk (see flow.go,
-//     sortspill.go and groupspill.go);
+//     sortspill.go and groupspill.go), and so does the sort of a
+//     partitioned $setWindowFields (windowspill.go);
 //   - everything a pipeline holds in memory, spilling or not, stops at
 //     Options.MemLimit, with ExceededMemoryLimit: the output of the
 //     pipeline, what stages after the first that neither flows nor spills
