@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -173,5 +174,29 @@ func TestSpillingWindowRefusesAnArrayPartition(t *testing.T) {
 	}
 	if _, err := p.Run(context.Background(), Slice(docs)); mongoerr.CodeOf(err) != mongoerr.TypeMismatch {
 		t.Errorf("a partition key that is an array: %v, want TypeMismatch", err)
+	}
+}
+
+func TestSpillingWindowStopsWithContext(t *testing.T) {
+	// The request ends while the window reads its sorted runs back: the
+	// stage stops, and the runs it was reading are gone.
+	dir := filepath.Join(t.TempDir(), "_tmp", "1")
+	sc := spill.New(spill.Config{Dir: dir})
+	defer sc.Close()
+	p, err := Compile(stagesOf(t, windowSpec), Options{AllowDiskUse: true, Scratch: sc, SortLimit: 64 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Adding 2000 documents to the sort asks 7 times; reading them back
+	// and computing the windows, as many again.
+	ctx := &endingContext{Context: context.Background(), n: 12}
+	if _, err := p.Run(ctx, generated(2000, 20, nil)); !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v, want context.Canceled", err)
+	}
+	if _, peak := sc.Used(); peak == 0 {
+		t.Error("the sort of the window did not spill before the end")
+	}
+	if ents, err := os.ReadDir(dir); err != nil || len(ents) != 0 {
+		t.Errorf("after the end, the scratch directory holds %v (%v)", ents, err)
 	}
 }
