@@ -162,6 +162,7 @@ func TestAllowDiskUseByDefault(t *testing.T) {
 	}
 	sortV := bson.D{{Key: "v", Value: 1}}
 	group := mongo.Pipeline{{{Key: "$group", Value: bson.D{{Key: "_id", Value: "$k"}, {Key: "pads", Value: bson.D{{Key: "$push", Value: "$pad"}}}}}}, {{Key: "$count", Value: "n"}}}
+	window := mongo.Pipeline{{{Key: "$setWindowFields", Value: bson.D{{Key: "partitionBy", Value: "$k"}, {Key: "sortBy", Value: sortV}, {Key: "output", Value: bson.D{{Key: "n", Value: bson.D{{Key: "$count", Value: bson.D{}}}}}}}}}, {{Key: "$count", Value: "n"}}}
 	check := func(what string, wantErr int) {
 		t.Helper()
 		cur, err := coll.Find(testCtx(t), bson.D{}, options.Find().SetSort(sortV).SetBatchSize(10))
@@ -180,6 +181,10 @@ func TestAllowDiskUseByDefault(t *testing.T) {
 		_, err = coll.Aggregate(testCtx(t), group)
 		if wantErr == 0 && err != nil || wantErr != 0 && errCode(err) != wantErr {
 			t.Errorf("%s: $group past the limit: %v, want code %d", what, err, wantErr)
+		}
+		_, err = coll.Aggregate(testCtx(t), window)
+		if wantErr == 0 && err != nil || wantErr != 0 && errCode(err) != wantErr {
+			t.Errorf("%s: $setWindowFields past the limit: %v, want code %d", what, err, wantErr)
 		}
 	}
 	check("by default", 0)

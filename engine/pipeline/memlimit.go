@@ -14,8 +14,9 @@ import (
 //     100 MiB): without allowDiskUse it fails there with MongoDB's
 //     QueryExceededMemoryLimitNoDiskUseAllowed; with allowDiskUse and a
 //     Scratch, $group, $sort and $bucketAuto write the rest to disk, and
-//     $facet its input (see flow.go, sortspill.go, groupspill.go,
-//     bucketautospill.go and facet.go);
+//     so do $facet its input and a partitioned $setWindowFields its sort
+//     (see flow.go, sortspill.go, groupspill.go, bucketautospill.go,
+//     facet.go and windowspill.go);
 //   - everything a pipeline holds in memory, spilling or not, stops at
 //     Options.MemLimit, with ExceededMemoryLimit: the output of the
 //     pipeline, what stages after the first that neither flows nor spills
@@ -50,7 +51,7 @@ func groupExceeded(int64) error {
 
 // QueryExceeded is the error of a request past the memory it may hold.
 func QueryExceeded(limit int64) error {
-	return mongoerr.New(mongoerr.ExceededMemoryLimit, "the query would hold more than %d bytes in memory, Lethe's limit for one request; allowDiskUse spills $group, $sort, $bucketAuto and the input of $facet to disk, but not what the other stages, or the results, hold", limit)
+	return mongoerr.New(mongoerr.ExceededMemoryLimit, "the query would hold more than %d bytes in memory, Lethe's limit for one request; allowDiskUse spills $group, $sort, $bucketAuto, the sort of a partitioned $setWindowFields and the input of $facet to disk, but not what the other stages, or the results, hold", limit)
 }
 
 func accumulatorExceeded(op string) error {

@@ -18,9 +18,11 @@ import (
 // results of window functions over windows of the partition.
 //
 // MongoDB runs it as a $sort on the partition key and sortBy followed by a
-// streaming stage; Lethe holds its input anyway, so it sorts the input and
-// computes the partitions one after the other, which gives the same order
-// of output: by partition key, then by sortBy.
+// streaming stage. Lethe sorts the input and computes the partitions one
+// after the other, which gives the same order of output: by partition key,
+// then by sortBy; in memory (apply) when the input is held anyway, and
+// through a sort that spills when the request may use the disk
+// (windowspill.go).
 type windowStage struct {
 	partitionBy *expr.Expr  // nil: one partition
 	sort        *query.Sort // nil: input order
@@ -208,7 +210,7 @@ func (w *windowStage) apply(r *run, docs []bson.Raw, out Limit) ([]bson.Raw, err
 				end++
 			}
 		}
-		if err := w.partition(r, sorted[start:end], &h); err != nil {
+		if err := w.partition(r, sorted[start:end], r.blocking(windowExceeded), &h); err != nil {
 			return nil, err
 		}
 		start = end
@@ -240,9 +242,11 @@ func (w *windowStage) partitionKeys(r *run, docs []bson.Raw) ([]bsoncore.Value, 
 }
 
 // partition computes the output fields of the documents of one partition,
-// in sorted order, and sets them in docs; h counts the bytes of the output.
-func (w *windowStage) partition(r *run, docs []bson.Raw, h *held) error {
-	p := &partition{r: r, docs: docs, w: w, held: held{limit: r.blocking(windowExceeded)}}
+// in sorted order, and sets them in docs; what the documents and the
+// window functions hold counts against limit, and h counts the bytes of
+// the output.
+func (w *windowStage) partition(r *run, docs []bson.Raw, limit Limit, h *held) error {
+	p := &partition{r: r, docs: docs, w: w, held: held{limit: limit}}
 	if err := p.held.add(sizeOf(docs)); err != nil {
 		return err
 	}

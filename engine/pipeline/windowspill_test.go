@@ -1,0 +1,202 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/engine/spill"
+)
+
+// windowSpec numbers the documents of each partition of k in order of v,
+// sums v over the partition so far and names the _id before.
+const windowSpec = `{"$setWindowFields": {"partitionBy": "$k", "sortBy": {"v": 1}, "output": {
+	"rank": {"$documentNumber": {}},
+	"running": {"$sum": "$v", "window": {"documents": ["unbounded", "current"]}},
+	"prev": {"$shift": {"output": "$_id", "by": -1, "default": null}}}}}`
+
+func TestSpillingWindowHoldsOnePartition(t *testing.T) {
+	// 24 MB of documents in 600 partitions of 40 KB through
+	// $setWindowFields with a blocking-stage limit of 1 MiB and a memory
+	// limit of 4 MiB: the sort on the partition key and sortBy spills,
+	// the partitions are made one at a time from what it reads back, and
+	// the pipeline ends with the exact result, holding a few MiB at most.
+	const (
+		n, groups  = 24_001, 600
+		sortLimit  = 1 << 20
+		memLimit   = 4 << 20
+		dataBytes  = n * 1000
+		heapBudget = 12 << 20 // the limits, merge buffers, the output and slack
+	)
+	stages := stagesOf(t, windowSpec, `{"$project": {"pad": 0}}`)
+	dir := filepath.Join(t.TempDir(), "_tmp", "1")
+	sc := spill.New(spill.Config{Dir: dir})
+	p, err := Compile(stages, Options{AllowDiskUse: true, Scratch: sc, SortLimit: sortLimit, MemLimit: memLimit})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	runtime.GC()
+	base := liveHeap()
+	h := watchHeap(t)
+	docs, err := p.Run(context.Background(), generated(n, groups, func(i int) {
+		if i%4000 == 0 {
+			h.forced()
+		}
+	}))
+	peak := h.end()
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.KeepAlive(docs)
+
+	// The expected output, by brute force: the _ids of each partition in
+	// order of v, the partitions in order of k.
+	parts := make([][]int, groups)
+	for i := range n {
+		parts[i%groups] = append(parts[i%groups], i)
+	}
+	var want []string
+	for k, ids := range parts {
+		slices.SortFunc(ids, func(a, b int) int { return permuted(a, n) - permuted(b, n) })
+		running := 0
+		for j, id := range ids {
+			running += permuted(id, n)
+			prev := "null"
+			if j > 0 {
+				prev = fmt.Sprintf(`{"$numberInt":"%d"}`, ids[j-1])
+			}
+			want = append(want, fmt.Sprintf(`{"_id": {"$numberInt":"%d"},"k": {"$numberInt":"%d"},"v": {"$numberInt":"%d"},"rank": {"$numberInt":"%d"},"running": {"$numberInt":"%d"},"prev": %s}`,
+				id, k, permuted(id, n), j+1, running, prev))
+		}
+	}
+	if len(docs) != n {
+		t.Fatalf("%d documents, want %d", len(docs), n)
+	}
+	for i, d := range docs {
+		if got := d.String(); got != want[i] {
+			t.Fatalf("output %d: %s, want %s", i, got, want[i])
+		}
+	}
+
+	_, spilled := sc.Used()
+	t.Logf("%d MB of documents, %d MB spilled at most at once, live heap %d KiB at the start and %d KiB at the peak",
+		dataBytes>>20, spilled>>20, base>>10, peak>>10)
+	if spilled < dataBytes/2 {
+		t.Errorf("%d bytes spilled at once at most, want most of the %d of the input", spilled, dataBytes)
+	}
+	if grew := int64(peak) - int64(base); grew > heapBudget {
+		t.Errorf("the live heap grew by %d bytes, past %d: the stage did not hold to its budget", grew, heapBudget)
+	}
+	if ents, err := os.ReadDir(dir); err != nil || len(ents) != 0 {
+		t.Errorf("after the run, the scratch directory holds %v (%v)", ents, err)
+	}
+	if err := sc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("the scratch directory survives Close: %v", err)
+	}
+}
+
+func TestWindowWithoutDiskUse(t *testing.T) {
+	// Without allowDiskUse, 4 MB past a limit of 1 MiB fails as before:
+	// with partitionBy, with the 292 of the sort MongoDB puts before the
+	// stage; without partitionBy or sortBy, with the stage's own 5414201.
+	// Nothing is written.
+	dir := filepath.Join(t.TempDir(), "_tmp", "1")
+	sc := spill.New(spill.Config{Dir: dir})
+	defer sc.Close()
+	for _, tt := range []struct {
+		stage string
+		code  mongoerr.Code
+	}{
+		{windowSpec, mongoerr.QueryExceededMemoryLimitNoDiskUseAllowed},
+		{`{"$setWindowFields": {"output": {"n": {"$count": {}}}}}`, 5414201},
+	} {
+		p, err := Compile(stagesOf(t, tt.stage), Options{Scratch: sc, SortLimit: 1 << 20, MemLimit: 8 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = p.Run(context.Background(), generated(4001, 40, nil))
+		if mongoerr.CodeOf(err) != tt.code {
+			t.Errorf("%s over 4 MB with a limit of 1 MiB: %v, want code %d", tt.stage, err, tt.code)
+		}
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("without allowDiskUse, the scratch directory was made: %v", err)
+	}
+}
+
+func TestSpillingWindowRefusesAPartitionPastTheLimit(t *testing.T) {
+	// A partition is held whole: two partitions of 4 MB each, with a
+	// request limit of 2 MiB, fail with MongoDB's error of a window past
+	// its memory, and the runs of the sort are gone once it fails.
+	dir := filepath.Join(t.TempDir(), "_tmp", "1")
+	sc := spill.New(spill.Config{Dir: dir})
+	defer sc.Close()
+	p, err := Compile(stagesOf(t, windowSpec), Options{AllowDiskUse: true, Scratch: sc, SortLimit: 256 << 10, MemLimit: 2 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.Run(context.Background(), generated(8001, 2, nil))
+	if mongoerr.CodeOf(err) != 5414201 {
+		t.Errorf("a partition of 4 MB with a limit of 2 MiB: %v, want code 5414201", err)
+	}
+	if _, peak := sc.Used(); peak == 0 {
+		t.Error("the sort of the window did not spill")
+	}
+	if ents, err := os.ReadDir(dir); err != nil || len(ents) != 0 {
+		t.Errorf("after the failure, the scratch directory holds %v (%v)", ents, err)
+	}
+}
+
+func TestSpillingWindowRefusesAnArrayPartition(t *testing.T) {
+	// The partition key is checked as the documents come in, as in memory.
+	sc := spill.New(spill.Config{Dir: filepath.Join(t.TempDir(), "_tmp", "1")})
+	defer sc.Close()
+	p, err := Compile(stagesOf(t, `{"$setWindowFields": {"partitionBy": {"$cond": [{"$eq": ["$_id", 7]}, ["$k"], "$k"]}, "output": {"n": {"$count": {}}}}}`),
+		Options{AllowDiskUse: true, Scratch: sc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := make([]bson.Raw, 10)
+	for i := range docs {
+		docs[i], _ = bson.Marshal(bson.D{{Key: "_id", Value: int32(i)}, {Key: "k", Value: int32(i % 2)}})
+	}
+	if _, err := p.Run(context.Background(), Slice(docs)); mongoerr.CodeOf(err) != mongoerr.TypeMismatch {
+		t.Errorf("a partition key that is an array: %v, want TypeMismatch", err)
+	}
+}
+
+func TestSpillingWindowStopsWithContext(t *testing.T) {
+	// The request ends while the window reads its sorted runs back: the
+	// stage stops, and the runs it was reading are gone.
+	dir := filepath.Join(t.TempDir(), "_tmp", "1")
+	sc := spill.New(spill.Config{Dir: dir})
+	defer sc.Close()
+	p, err := Compile(stagesOf(t, windowSpec), Options{AllowDiskUse: true, Scratch: sc, SortLimit: 64 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Adding 2000 documents to the sort asks 7 times; reading them back
+	// and computing the windows, as many again.
+	ctx := &endingContext{Context: context.Background(), n: 12}
+	if _, err := p.Run(ctx, generated(2000, 20, nil)); !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v, want context.Canceled", err)
+	}
+	if _, peak := sc.Used(); peak == 0 {
+		t.Error("the sort of the window did not spill before the end")
+	}
+	if ents, err := os.ReadDir(dir); err != nil || len(ents) != 0 {
+		t.Errorf("after the end, the scratch directory holds %v (%v)", ents, err)
+	}
+}
