@@ -46,6 +46,7 @@ type runningOp struct {
 	name   string
 	db     string
 	start  time.Time
+	lsid   string // the command's session, for killSessions
 	killed bool
 }
 
@@ -83,8 +84,9 @@ func (c *Conn) dispatch(req *Request) bson.Raw {
 	}
 	op := &c.ops.op
 	id := int32(opIDs.Add(1) & 0x7fffffff)
+	req.lsid, req.failed = sessionID(req.Body), nil
 	op.mu.Lock()
-	op.id, op.name, op.db, op.start, op.killed = id, name, req.DB, time.Now(), false
+	op.id, op.name, op.db, op.start, op.killed, op.lsid = id, name, req.DB, time.Now(), false, req.lsid
 	ctx := c.ops.ctx
 	op.mu.Unlock()
 
@@ -137,6 +139,20 @@ func (c *Conn) kill(id int32) bool {
 	op.mu.Lock()
 	defer op.mu.Unlock()
 	if op.id != id {
+		return false
+	}
+	op.killed = true
+	c.ops.cancel(errKilled)
+	return true
+}
+
+// killSession cancels the running command if its session is one match
+// accepts, as killSessions does.
+func (c *Conn) killSession(match func(lsid string) bool) bool {
+	op := &c.ops.op
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	if op.id == 0 || !match(op.lsid) {
 		return false
 	}
 	op.killed = true
