@@ -10,6 +10,7 @@ import (
 	"context"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -36,6 +37,8 @@ const (
 
 // failCommand is the failCommand fail point: its mode and its data.
 type failCommand struct {
+	// on is mode != fpOff, read without the lock by every command.
+	on      atomic.Bool
 	mu      sync.Mutex
 	mode    int
 	n       int64 // activations left (fpTimes) or to skip (fpSkip)
@@ -95,6 +98,7 @@ func (s *Server) configureFailPoint(_ context.Context, req *Request) (bson.Raw, 
 	fc.mu.Lock()
 	count := fc.entered
 	fc.mode, fc.n, fc.data, fc.entered = mode, n, data, 0
+	fc.on.Store(mode != fpOff)
 	fc.mu.Unlock()
 	s.log.Warn("set failpoint", zap.String("failPoint", name), zap.Stringer("command", req.Body))
 	return okReply(bson.E{Key: "count", Value: count})
@@ -213,10 +217,13 @@ func parseFailCommandData(d bson.Raw) failCommandData {
 	return fd
 }
 
-// activate decides whether failCommand fails this command, counting the
+// activateFailCommand decides whether failCommand fails this command, counting the
 // activation against its mode, and returns its data if so.
 func (s *Server) activateFailCommand(cmd *command, req *Request) (*failCommandData, bool) {
 	fc := &s.failCommand
+	if !fc.on.Load() {
+		return nil, false
+	}
 	fc.mu.Lock()
 	defer fc.mu.Unlock()
 	if fc.mode == fpOff || cmd.name == "configureFailPoint" || !s.failCommandApplies(&fc.data, cmd, req) {
@@ -226,6 +233,7 @@ func (s *Server) activateFailCommand(cmd *command, req *Request) (*failCommandDa
 	case fpTimes:
 		if fc.n--; fc.n <= 0 {
 			fc.mode = fpOff
+			fc.on.Store(false)
 		}
 	case fpSkip:
 		if fc.n > 0 {
