@@ -182,6 +182,33 @@ func TestSessionTimeoutClosesCursors(t *testing.T) {
 	wantCode(t, cur.Err(), 43)
 }
 
+// The background sweep ends a session no command names any more once the
+// timeout passes on the server's clock, and closes its cursors.
+func TestSessionSweepClosesCursors(t *testing.T) {
+	ts := startServer(t, withSessionTimeout(time.Minute))
+	openSessionCursor(t, ts.Client, 10)
+	raw := dialRaw(t, ts) // no lsid: serverStatus uses no session
+	status := func() (cursors, sessions int64) {
+		s := raw.command(bson.D{{Key: "serverStatus", Value: 1}, {Key: "$db", Value: "admin"}})
+		return lookup(t, s, "metrics", "cursor", "open", "total").AsInt64(),
+			lookup(t, s, "logicalSessionRecordCache", "activeSessionsCount").AsInt64()
+	}
+	if cursors, sessions := status(); cursors != 1 || sessions == 0 {
+		t.Fatalf("%d cursors and %d sessions open, want 1 and some", cursors, sessions)
+	}
+	ts.Clock.Advance(61 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		cursors, sessions := status()
+		if cursors == 0 && sessions == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the timeout: %d cursors and %d sessions open, want none", cursors, sessions)
+		}
+	}
+}
+
 func sessionListed(t *testing.T, ts *testServer, id []byte) bool {
 	t.Helper()
 	// A client of its own, whose implicit session is not the one sought.
