@@ -93,6 +93,9 @@ type Registry struct {
 	entries sync.Map     // ID → *entry
 	n       atomic.Int64 // entries
 	sweep   sync.Mutex   // one sweeper at a time
+	// swept is when a full registry last swept to make room, so that
+	// clients minting ids cannot make every command scan it.
+	swept atomic.Int64
 }
 
 // entry is a session's last use in Unix nanoseconds, or dead once it has
@@ -169,7 +172,9 @@ func (r *Registry) Use(id ID) error {
 		}
 	}
 	if r.n.Load() >= int64(r.opts.Max) {
-		r.Sweep()
+		if last := r.swept.Load(); now-last >= int64(minSweepInterval) && r.swept.CompareAndSwap(last, now) {
+			r.Sweep()
+		}
 		if r.n.Load() >= int64(r.opts.Max) {
 			return mongoerr.New(mongoerr.TooManyLogicalSessions,
 				"Unable to add session ID %s into the cache because the number of active sessions is too high", id)
