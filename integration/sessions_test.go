@@ -157,6 +157,14 @@ func TestSessionTimeoutClosesCursors(t *testing.T) {
 	if m := lookup(t, hello, "logicalSessionTimeoutMinutes").Int32(); m != 1 {
 		t.Fatalf("logicalSessionTimeoutMinutes %d, want 1", m)
 	}
+	param := run(t, ts.Client.Database("admin"), bson.D{{Key: "getParameter", Value: 1}, {Key: "localLogicalSessionTimeoutMinutes", Value: 1}})
+	if m := lookup(t, param, "localLogicalSessionTimeoutMinutes").AsInt64(); m != 1 {
+		t.Errorf("localLogicalSessionTimeoutMinutes %d, want 1", m)
+	}
+	err := ts.Client.Database("admin").RunCommand(ctx, bson.D{{Key: "setParameter", Value: 1}, {Key: "localLogicalSessionTimeoutMinutes", Value: 5}}).Err()
+	if err == nil {
+		t.Error("setParameter changed the session timeout at run time")
+	}
 	cur, sess, _ := openSessionCursor(t, ts.Client, 20)
 	sctx := mongo.NewSessionContext(ctx, sess)
 	// Read a batch every 50 s for 150 s: the session never idles a minute.
