@@ -255,6 +255,10 @@ func TestKillSessionsInterruptsItsCommand(t *testing.T) {
 		}
 		reply := run(t, admin, bson.D{{Key: "currentOp", Value: 1}, {Key: "command.ping", Value: 1}})
 		if arr, _ := reply.Lookup("inprog").Array().Values(); len(arr) > 0 {
+			_, id := arr[0].Document().Lookup("lsid", "id").Binary()
+			if _, want := sess.ID().Lookup("id").Binary(); string(id) != string(want) {
+				t.Errorf("currentOp shows lsid %x, want %x", id, want)
+			}
 			break
 		}
 		select {

@@ -170,7 +170,7 @@ func (c *Conn) opDoc(now time.Time) (bson.D, bool) {
 		return nil, false
 	}
 	running := now.Sub(op.start)
-	return bson.D{
+	d := bson.D{
 		{Key: "type", Value: "op"},
 		{Key: "desc", Value: "conn" + strconv.FormatInt(c.id, 10)},
 		{Key: "connectionId", Value: numberValue(c.id)},
@@ -184,7 +184,15 @@ func (c *Conn) opDoc(now time.Time) (bson.D, bool) {
 		{Key: "ns", Value: op.db + ".$cmd"},
 		{Key: "command", Value: bson.D{{Key: op.name, Value: 1}, {Key: "$db", Value: op.db}}},
 		{Key: "killPending", Value: op.killed},
-	}, true
+	}
+	if op.lsid != "" {
+		// After command, where MongoDB puts the session: its id and user.
+		d = append(d[:len(d)-1], bson.E{Key: "lsid", Value: bson.D{
+			{Key: "id", Value: bson.Binary{Subtype: bson.TypeBinaryUUID, Data: []byte(op.lsid)}},
+			{Key: "uid", Value: bson.Binary{Data: noAuthDigest[:]}},
+		}}, d[len(d)-1])
+	}
+	return d, true
 }
 
 // currentOps describes every running command.
