@@ -275,3 +275,24 @@ func TestKillSessionsInterruptsItsCommand(t *testing.T) {
 		t.Fatal("the ping was not interrupted")
 	}
 }
+
+// Kill commands that name another user's sessions kill nothing here: every
+// session is the unauthenticated user's.
+func TestKillOtherUsersSessionsKillsNothing(t *testing.T) {
+	ts := startServer(t)
+	ctx := testCtx(t)
+	cur, sess, _ := openSessionCursor(t, ts.Client, 10)
+	admin := ts.NewClient(t).Database("admin")
+	other := make([]byte, 32)
+	other[0] = 1
+	run(t, admin, bson.D{{Key: "killAllSessions", Value: bson.A{bson.D{{Key: "user", Value: "u"}, {Key: "db", Value: "admin"}}}}})
+	run(t, admin, bson.D{{Key: "killAllSessionsByPattern", Value: bson.A{bson.D{{Key: "uid", Value: bson.Binary{Data: other}}}}}})
+	run(t, admin, bson.D{{Key: "killAllSessionsByPattern", Value: bson.A{bson.D{{Key: "lsid", Value: bson.D{
+		{Key: "id", Value: sess.ID().Lookup("id")}, {Key: "uid", Value: bson.Binary{Data: other}}}}}}}})
+	sctx := mongo.NewSessionContext(ctx, sess)
+	for i := 2; i < 10; i++ {
+		if !cur.Next(sctx) {
+			t.Fatalf("document %d: %v", i, cur.Err())
+		}
+	}
+}
