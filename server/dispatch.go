@@ -45,6 +45,9 @@ func (s *Server) dispatch(ctx context.Context, req *Request) bson.Raw {
 		}
 		reply = req.errorReply(e)
 	}
+	if s.rs != nil {
+		reply = s.afterAsMember(cmd, req, reply, err == nil)
+	}
 	if debug {
 		s.log.Debug("command", zap.String("command", req.Name), zap.String("db", req.DB),
 			zap.Int64("conn", req.Conn.id), zap.Duration("duration", time.Since(start)), zap.Error(err))
@@ -71,7 +74,12 @@ func (s *Server) run(ctx context.Context, cmd *command, req *Request) (reply bso
 		ctx, cancel = context.WithTimeout(ctx, limit)
 		defer cancel()
 	}
-	reply, err = cmd.handle(ctx, req)
+	if s.rs != nil {
+		err = s.beforeAsMember(ctx, cmd, req)
+	}
+	if err == nil {
+		reply, err = cmd.handle(ctx, req)
+	}
 	if err != nil && errors.Is(err, context.Canceled) {
 		// Canceled by killOp or the client leaving: say which.
 		if e, ok := mongoerr.As(context.Cause(ctx)); ok {

@@ -99,6 +99,13 @@ type Config struct {
 	MinFreeDisk int64
 	// Disk, for tests, keeps the store on a simulated disk.
 	Disk *engine.MemDisk
+	// ReplSet, when set, is the name of the one-member replica set the
+	// server presents itself as the primary of (mongod's --replSet); empty
+	// means a standalone server. See replset.go.
+	ReplSet string
+	// AdvertiseAddr is the host:port the replica set names its member by;
+	// empty means the address listened on.
+	AdvertiseAddr string
 }
 
 // Server is a running Lethe server.
@@ -117,6 +124,10 @@ type Server struct {
 
 	cursors  cursorTable  // open cursors, see cursors.go
 	sessions sessionCache // sessions clients use, see aggregate_meta.go
+
+	topo  *topology    // topologyVersion of hello, see hello_await.go
+	rs    *replSet     // nil for a standalone server, see replset.go
+	ctime clusterClock // replica-set mode's cluster time, see clustertime.go
 
 	// allowDiskUseByDefault is allowDiskUse of a find or aggregate that
 	// does not say; a parameter, see params.go.
@@ -156,6 +167,11 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, log: log, clock: cfg.Clock, eng: eng, started: time.Now(), recent: recent}
 	s.cursors.limits = cfg.Cursors
+	s.topo = newTopology()
+	if cfg.ReplSet != "" {
+		s.rs = newReplSet(cfg.ReplSet)
+		s.ctime = newTickClock(cfg.Clock)
+	}
 	s.commands = s.buildRegistry()
 	s.guardSystemNamespaces()
 	s.guardViews()
