@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -378,4 +381,43 @@ func TestAwaitableHello(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestReplSetClients: mongosh, the Node.js driver and pymongo connect to the
+// set by name and see a one-member set's primary.
+func TestReplSetClients(t *testing.T) {
+	ts := startServer(t, withReplSet("rs0"))
+	uri := ts.URI + "test?replicaSet=rs0"
+	t.Run("mongosh", func(t *testing.T) {
+		requireClient(t, exists(mongoshPath), "mongosh", "npm ci --prefix integration/clients (make test does it)")
+		for _, tc := range []struct{ eval, want string }{
+			{"rs.status().members[0].stateStr", "PRIMARY"},
+			{"rs.status().set", "rs0"},
+			{"rs.conf().members.length", "1"},
+			{"rs.initiate().ok", "1"},
+			{"db.hello().setName", "rs0"},
+		} {
+			for _, u := range []string{uri, ts.URI + "test"} {
+				stdout, stderr := runClient(t, mongoshPath, u, "--quiet", "--eval", tc.eval)
+				if got := strings.TrimSpace(stdout); got != tc.want || stderr != "" {
+					t.Errorf("mongosh %s --eval %q printed %q, want %q; stderr %q", u, tc.eval, stdout, tc.want, stderr)
+				}
+			}
+		}
+	})
+	t.Run("node", func(t *testing.T) {
+		requireClient(t, exists(nodeDriver), "the MongoDB Node.js driver", "npm ci --prefix integration/clients (make test does it)")
+		stdout, stderr := runClient(t, "node", filepath.Join("clients", "replset.mjs"), uri)
+		if strings.TrimSpace(stdout) != "OK" {
+			t.Errorf("replset.mjs printed %q, stderr %q", stdout, stderr)
+		}
+	})
+	t.Run("pymongo", func(t *testing.T) {
+		installed := exec.Command(python, "-c", "import pymongo").Run() == nil
+		requireClient(t, installed, "pymongo for "+python, "apt-get install -y python3-pymongo")
+		stdout, stderr := runClient(t, python, filepath.Join("clients", "replset.py"), uri)
+		if strings.TrimSpace(stdout) != "OK" {
+			t.Errorf("replset.py printed %q, stderr %q", stdout, stderr)
+		}
+	})
 }
