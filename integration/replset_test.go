@@ -199,7 +199,8 @@ func TestReplSetReadConcern(t *testing.T) {
 func waitForOpFrom(t *testing.T, client *mongo.Client, name, from string) {
 	t.Helper()
 	ctx := testCtx(t)
-	filter := bson.D{{Key: "currentOp", Value: 1}, {Key: "command." + name, Value: bson.D{{Key: "$exists", Value: true}}}}
+	// $all: a waiting hello is listed with the idle connections.
+	filter := bson.D{{Key: "currentOp", Value: 1}, {Key: "$all", Value: true}, {Key: "command." + name, Value: bson.D{{Key: "$exists", Value: true}}}}
 	if from != "" {
 		filter = append(filter, bson.E{Key: "client", Value: from})
 	}
@@ -218,7 +219,7 @@ func waitForNoOpFrom(t *testing.T, client *mongo.Client, from string) {
 	t.Helper()
 	ctx := testCtx(t)
 	for ctx.Err() == nil {
-		reply := run(t, client.Database("admin"), bson.D{{Key: "currentOp", Value: 1}, {Key: "client", Value: from}})
+		reply := run(t, client.Database("admin"), bson.D{{Key: "currentOp", Value: 1}, {Key: "$all", Value: true}, {Key: "client", Value: from}})
 		if vals, _ := lookup(t, reply, "inprog").Array().Values(); len(vals) == 0 {
 			return
 		}

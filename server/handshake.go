@@ -74,7 +74,7 @@ func (s *Server) hello(ctx context.Context, req *Request) (bson.Raw, error) {
 		// A streamed reply follows the last one: wait from what it said.
 		aw.processID, aw.counter = s.topo.processID, req.streamFrom
 	}
-	counter, awaited, err := s.await(ctx, &aw)
+	counter, awaited, err := s.await(ctx, req.Conn, &aw)
 	if err != nil {
 		return nil, err
 	}

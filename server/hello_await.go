@@ -134,7 +134,7 @@ func (s *Server) parseMaxAwait(a *awaitArgs, cmd string, v bson.RawValue) error 
 // await checks a hello's awaitable arguments and waits as they ask. It
 // returns the topology counter to report, and whether the hello was
 // awaitable (and so may stream).
-func (s *Server) await(ctx context.Context, a *awaitArgs) (int64, bool, error) {
+func (s *Server) await(ctx context.Context, c *Conn, a *awaitArgs) (int64, bool, error) {
 	counter, changed, shutdown := s.topo.current()
 	if a.awaitable && (!a.haveTV || !a.haveMax) {
 		code := mongoerr.Code(5135800)
@@ -161,6 +161,8 @@ func (s *Server) await(ctx context.Context, a *awaitArgs) (int64, bool, error) {
 	}
 	timer := time.NewTimer(a.maxAwait)
 	defer timer.Stop()
+	c.setAwaiting(true)
+	defer c.setAwaiting(false)
 	select {
 	case <-timer.C:
 		return counter, true, nil
