@@ -290,6 +290,10 @@ func TestReplSetAdmin(t *testing.T) {
 	if lookup(t, conf, "config", "_id").StringValue() != "rs0" || lookup(t, conf, "config", "members", "0", "host").StringValue() != addr {
 		t.Errorf("config: %v", conf)
 	}
+	ss := run(t, admin, bson.D{{Key: "serverStatus", Value: 1}})
+	if lookup(t, ss, "repl", "setName").StringValue() != "rs0" || !lookup(t, ss, "repl", "ismaster").Boolean() {
+		t.Errorf("serverStatus repl: %v", lookup(t, ss, "repl"))
+	}
 	run(t, admin, bson.D{{Key: "replSetInitiate", Value: bson.D{}}})
 	run(t, admin, bson.D{{Key: "replSetInitiate", Value: bson.D{{Key: "_id", Value: "rs0"},
 		{Key: "members", Value: bson.A{bson.D{{Key: "_id", Value: 0}, {Key: "host", Value: addr}}}}}}})
@@ -359,6 +363,10 @@ func TestAwaitableHello(t *testing.T) {
 			gone := dialRaw(t, ts)
 			gone.send(gone.msgFrame(bson.D{{Key: "hello", Value: 1}, {Key: "topologyVersion", Value: tv}, {Key: "maxAwaitTimeMS", Value: int64(600_000)}, {Key: "$db", Value: "admin"}}))
 			waitForOpFrom(t, ts.Client, "hello", gone.LocalAddr().String())
+			ss := run(t, ts.Client.Database("admin"), bson.D{{Key: "serverStatus", Value: 1}})
+			if n := lookup(t, ss, "connections", "awaitingTopologyChanges").Int64(); n < 1 {
+				t.Errorf("awaitingTopologyChanges %d with a hello waiting", n)
+			}
 			gone.Close()
 			waitForNoOpFrom(t, ts.Client, gone.LocalAddr().String())
 

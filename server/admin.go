@@ -283,6 +283,7 @@ func (s *Server) serverStatus(_ context.Context, req *Request) (bson.Raw, error)
 			{Key: "available", Value: int32(available)},
 			{Key: "totalCreated", Value: s.stats.connsSeen.Load()},
 			{Key: "rejected", Value: s.net.rejected.Load()},
+			{Key: "awaitingTopologyChanges", Value: s.topo.awaiting.Load()},
 		}},
 		{Key: "network", Value: s.stats.networkDoc()},
 		{Key: "opcounters", Value: s.stats.ops.doc()},
@@ -296,6 +297,9 @@ func (s *Server) serverStatus(_ context.Context, req *Request) (bson.Raw, error)
 			// Bytes of results open cursors hold, against --max-cursor-memory-mib.
 			{Key: "cursorMemory", Value: cursorHeld},
 		}},
+	}
+	if s.rs != nil {
+		sections = append(sections, bson.E{Key: "repl", Value: s.replStatusSection()})
 	}
 	kept := sections[:0]
 	for _, e := range sections {

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -29,6 +30,10 @@ type topology struct {
 	counter  int64
 	changed  chan struct{} // closed, and replaced, when counter moves
 	shutdown bool
+
+	// awaiting counts the hellos waiting for a change, serverStatus's
+	// connections.awaitingTopologyChanges.
+	awaiting atomic.Int64
 }
 
 func newTopology() *topology {
@@ -162,7 +167,11 @@ func (s *Server) await(ctx context.Context, c *Conn, a *awaitArgs) (int64, bool,
 	timer := time.NewTimer(a.maxAwait)
 	defer timer.Stop()
 	c.setAwaiting(true)
-	defer c.setAwaiting(false)
+	s.topo.awaiting.Add(1)
+	defer func() {
+		s.topo.awaiting.Add(-1)
+		c.setAwaiting(false)
+	}()
 	select {
 	case <-timer.C:
 		return counter, true, nil

@@ -69,7 +69,7 @@ func (rs *replSet) advertise(configured string, ln net.Addr) {
 	rs.me.Store(&addr)
 }
 
-// appendHelloFields appends what a one-member set's primary adds to hello,
+// appendReplHello appends what a one-member set's primary adds to hello,
 // in MongoDB's order, after topologyVersion.
 func (s *Server) appendReplHello(dst []byte, legacy bool) []byte {
 	rs := s.rs
@@ -95,6 +95,18 @@ func (s *Server) appendReplHello(dst []byte, legacy bool) []byte {
 	dst = appendOpTime(dst, "majorityOpTime", last)
 	dst = bsoncore.AppendDateTimeElement(dst, "majorityWriteDate", int64(last.T)*1000)
 	dst, _ = bsoncore.AppendDocumentEnd(dst, lidx)
+	return dst
+}
+
+// replStatusSection is serverStatus's repl section: what isMaster says of
+// the set, and the rollback id, as mongod reports it.
+func (s *Server) replStatusSection() bson.Raw {
+	counter, _, _ := s.topo.current()
+	idx, dst := bsoncore.AppendDocumentStart(nil)
+	dst = s.topo.append(dst, counter)
+	dst = s.appendReplHello(dst, true)
+	dst = bsoncore.AppendInt32Element(dst, "rbid", 1)
+	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
 	return dst
 }
 
