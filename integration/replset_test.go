@@ -294,6 +294,9 @@ func TestReplSetAdmin(t *testing.T) {
 	if lookup(t, ss, "repl", "setName").StringValue() != "rs0" || !lookup(t, ss, "repl", "ismaster").Boolean() {
 		t.Errorf("serverStatus repl: %v", lookup(t, ss, "repl"))
 	}
+	if got := lookup(t, run(t, admin, bson.D{{Key: "getCmdLineOpts", Value: 1}}), "parsed", "replication", "replSet").StringValue(); got != "rs0" {
+		t.Errorf("getCmdLineOpts replication.replSet %q", got)
+	}
 	run(t, admin, bson.D{{Key: "replSetInitiate", Value: bson.D{}}})
 	run(t, admin, bson.D{{Key: "replSetInitiate", Value: bson.D{{Key: "_id", Value: "rs0"},
 		{Key: "members", Value: bson.A{bson.D{{Key: "_id", Value: 0}, {Key: "host", Value: addr}}}}}}})

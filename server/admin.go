@@ -157,12 +157,16 @@ func (s *Server) getCmdLineOpts(context.Context, *Request) (bson.Raw, error) {
 	if s.cfg.MaxConns > 0 {
 		netOpts = append(netOpts, bson.E{Key: "maxIncomingConnections", Value: int32(s.cfg.MaxConns)})
 	}
+	parsed := bson.D{
+		{Key: "net", Value: netOpts},
+		{Key: "storage", Value: bson.D{{Key: "dbPath", Value: s.cfg.DataDir}}},
+	}
+	if s.rs != nil {
+		parsed = append(parsed, bson.E{Key: "replication", Value: bson.D{{Key: "replSet", Value: s.rs.name}}})
+	}
 	return okReply(
 		bson.E{Key: "argv", Value: argv},
-		bson.E{Key: "parsed", Value: bson.D{
-			{Key: "net", Value: netOpts},
-			{Key: "storage", Value: bson.D{{Key: "dbPath", Value: s.cfg.DataDir}}},
-		}},
+		bson.E{Key: "parsed", Value: parsed},
 	)
 }
 

@@ -272,7 +272,7 @@ func (s *Server) replicationCommands() []command {
 		return []command{
 			{name: "replSetGetStatus", handle: notReplicated, adminOnly: true},
 			{name: "replSetGetConfig", handle: notReplicated, adminOnly: true},
-			{name: "replSetInitiate", handle: notReplicated, adminOnly: true},
+			{name: "replSetInitiate", handle: initiateNotReplicated, adminOnly: true},
 		}
 	}
 	return []command{
@@ -280,4 +280,8 @@ func (s *Server) replicationCommands() []command {
 		{name: "replSetGetConfig", handle: s.replSetGetConfig, adminOnly: true},
 		{name: "replSetInitiate", handle: s.replSetInitiate, adminOnly: true},
 	}
+}
+
+func initiateNotReplicated(context.Context, *Request) (bson.Raw, error) {
+	return nil, mongoerr.New(mongoerr.NoReplicationEnabled, "This node was not started with replication enabled.")
 }
