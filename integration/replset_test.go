@@ -213,6 +213,20 @@ func waitForOpFrom(t *testing.T, client *mongo.Client, name, from string) {
 	t.Fatalf("no %s in currentOp", name)
 }
 
+// waitForAwaiting returns once serverStatus counts at least n hellos
+// waiting for a topology change.
+func waitForAwaiting(t *testing.T, client *mongo.Client, n int64) {
+	t.Helper()
+	ctx := testCtx(t)
+	for ctx.Err() == nil {
+		ss := run(t, client.Database("admin"), bson.D{{Key: "serverStatus", Value: 1}})
+		if lookup(t, ss, "connections", "awaitingTopologyChanges").Int64() >= n {
+			return
+		}
+	}
+	t.Fatalf("fewer than %d hellos awaiting a topology change", n)
+}
+
 // waitForNoOpFrom returns once currentOp lists nothing running for the
 // client at address from.
 func waitForNoOpFrom(t *testing.T, client *mongo.Client, from string) {
@@ -329,6 +343,8 @@ func TestAwaitableHello(t *testing.T) {
 				opts = append(opts, withReplSet("rs0"))
 			}
 			ts := startServer(t, opts...)
+			// The driver's monitor waits on the server instead of polling.
+			waitForAwaiting(t, ts.Client, 1)
 			c := dialRaw(t, ts)
 			first := c.command(bson.D{{Key: "hello", Value: 1}, {Key: "$db", Value: "admin"}})
 			tv := lookup(t, first, "topologyVersion").Document()
@@ -366,10 +382,6 @@ func TestAwaitableHello(t *testing.T) {
 			gone := dialRaw(t, ts)
 			gone.send(gone.msgFrame(bson.D{{Key: "hello", Value: 1}, {Key: "topologyVersion", Value: tv}, {Key: "maxAwaitTimeMS", Value: int64(600_000)}, {Key: "$db", Value: "admin"}}))
 			waitForOpFrom(t, ts.Client, "hello", gone.LocalAddr().String())
-			ss := run(t, ts.Client.Database("admin"), bson.D{{Key: "serverStatus", Value: 1}})
-			if n := lookup(t, ss, "connections", "awaitingTopologyChanges").Int64(); n < 1 {
-				t.Errorf("awaitingTopologyChanges %d with a hello waiting", n)
-			}
 			gone.Close()
 			waitForNoOpFrom(t, ts.Client, gone.LocalAddr().String())
 

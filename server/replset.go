@@ -172,6 +172,7 @@ func (s *Server) replSetGetStatus(context.Context, *Request) (bson.Raw, error) {
 			{Key: "lastAppliedWallTime", Value: lastDate},
 			{Key: "lastDurableWallTime", Value: lastDate},
 		}},
+		bson.E{Key: "lastStableRecoveryTimestamp", Value: last},
 		bson.E{Key: "members", Value: bson.A{member}},
 	)
 }
