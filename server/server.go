@@ -6,7 +6,9 @@
 //   - openCursor.mu, held by a getMore for its batch;
 //   - cursorTable.mu, the table of open cursors;
 //   - netState.mu, the listener and the set of connections;
-//   - runningOp.mu, a connection's running command (currentOp, killOp).
+//   - runningOp.mu, a connection's running command (currentOp, killOp);
+//   - topology.mu and tickClock.mu, hello's topologyVersion and the cluster
+//     time, leaves that no one holds while waiting.
 package server
 
 import (
