@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"sync"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -56,6 +57,10 @@ func (c *tickClock) Tick() bson.Timestamp {
 	secs := uint32(c.wall.Now().Unix())
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.tickLocked(secs)
+}
+
+func (c *tickClock) tickLocked(secs uint32) bson.Timestamp {
 	if secs > c.last.T {
 		c.last = bson.Timestamp{T: secs, I: 1}
 	} else {
@@ -70,17 +75,38 @@ func (c *tickClock) Tick() bson.Timestamp {
 	return c.last
 }
 
+// Await waits for writes to move the cluster time to ts. A time of a past
+// second is reached at once, by a tick, as a MongoDB primary writes a no-op
+// to reach a cluster time it has not: a client can hold such a time from
+// before a restart, and must not wait for a write that may never come.
 func (c *tickClock) Await(ctx context.Context, ts bson.Timestamp) error {
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
 	for {
+		secs := uint32(c.wall.Now().Unix())
 		c.mu.Lock()
+		if c.last.Before(ts) && secs > ts.T {
+			c.tickLocked(secs)
+		}
 		reached := !c.last.Before(ts)
 		moved := c.moved
 		c.mu.Unlock()
 		if reached {
 			return nil
 		}
+		// Look again when the second may have passed.
+		if timer == nil {
+			timer = time.NewTimer(time.Second)
+		} else {
+			timer.Reset(time.Second)
+		}
 		select {
 		case <-moved:
+		case <-timer.C:
 		case <-ctx.Done():
 			return ctx.Err()
 		}

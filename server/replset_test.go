@@ -59,6 +59,14 @@ func TestTickClock(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+
+	// A time of a second the clock has passed, say from before a restart,
+	// is reached at once.
+	held := bson.Timestamp{T: c.Now().T, I: c.Now().I + 100}
+	wall.Advance(time.Hour + time.Second)
+	if err := c.Await(context.Background(), held); err != nil || c.Now().Before(held) {
+		t.Errorf("Await of a past second's time: %v, now %v", err, c.Now())
+	}
 }
 
 func TestCheckWriteConcern(t *testing.T) {
