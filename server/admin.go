@@ -157,12 +157,16 @@ func (s *Server) getCmdLineOpts(context.Context, *Request) (bson.Raw, error) {
 	if s.cfg.MaxConns > 0 {
 		netOpts = append(netOpts, bson.E{Key: "maxIncomingConnections", Value: int32(s.cfg.MaxConns)})
 	}
+	parsed := bson.D{
+		{Key: "net", Value: netOpts},
+		{Key: "storage", Value: bson.D{{Key: "dbPath", Value: s.cfg.DataDir}}},
+	}
+	if s.rs != nil {
+		parsed = append(parsed, bson.E{Key: "replication", Value: bson.D{{Key: "replSet", Value: s.rs.name}}})
+	}
 	return okReply(
 		bson.E{Key: "argv", Value: argv},
-		bson.E{Key: "parsed", Value: bson.D{
-			{Key: "net", Value: netOpts},
-			{Key: "storage", Value: bson.D{{Key: "dbPath", Value: s.cfg.DataDir}}},
-		}},
+		bson.E{Key: "parsed", Value: parsed},
 	)
 }
 
@@ -283,6 +287,7 @@ func (s *Server) serverStatus(_ context.Context, req *Request) (bson.Raw, error)
 			{Key: "available", Value: int32(available)},
 			{Key: "totalCreated", Value: s.stats.connsSeen.Load()},
 			{Key: "rejected", Value: s.net.rejected.Load()},
+			{Key: "awaitingTopologyChanges", Value: s.topo.awaiting.Load()},
 		}},
 		{Key: "network", Value: s.stats.networkDoc()},
 		{Key: "logicalSessionRecordCache", Value: bson.D{
@@ -299,6 +304,9 @@ func (s *Server) serverStatus(_ context.Context, req *Request) (bson.Raw, error)
 			// Bytes of results open cursors hold, against --max-cursor-memory-mib.
 			{Key: "cursorMemory", Value: cursorHeld},
 		}},
+	}
+	if s.rs != nil {
+		sections = append(sections, bson.E{Key: "repl", Value: s.replStatusSection()})
 	}
 	kept := sections[:0]
 	for _, e := range sections {

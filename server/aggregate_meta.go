@@ -56,7 +56,7 @@ func (s *Server) currentOpDocs(spec pipeline.CurrentOpSpec) []bson.Raw {
 	now := time.Now()
 	var out []bson.D
 	for _, c := range conns {
-		d, ok := c.opDoc(now)
+		d, ok := c.opDoc(now, spec.IdleConnections)
 		if !ok {
 			if !spec.IdleConnections {
 				continue

@@ -289,22 +289,45 @@ func (c *Conn) serveMsg(m *wire.Message) string {
 		req.Sequences = c.seqs
 	}
 
-	var reply bson.Raw
-	if err := c.setDB(msg.Body); err != nil {
-		reply = req.errorReply(err)
-	} else {
-		reply = c.dispatch(req)
+	req.exhaustAllowed = msg.Flags&wire.FlagExhaustAllowed != 0 && msg.Flags&wire.FlagMoreToCome == 0
+	req.streamFrom = -1
+	responseTo := m.Header.RequestID
+	for {
+		req.streamNext = -1
+		var reply bson.Raw
+		if err := c.setDB(msg.Body); err != nil {
+			reply = req.errorReply(err)
+		} else {
+			reply = c.dispatch(req)
+		}
+		if req.closeConn {
+			req.closeConn = false
+			return "closed by the failCommand fail point"
+		}
+		if msg.Flags&wire.FlagMoreToCome != 0 {
+			return "" // the client asked for no reply
+		}
+		// An awaitable hello with exhaustAllowed streams: each reply says
+		// moreToCome, answers the one before it, and the next is the same
+		// request waiting from the topology the last reply reported.
+		more := req.streamNext >= 0 && !c.srv.net.closing.Load()
+		if reason := c.replyMsg(m, responseTo, reply, more); reason != "" || !more {
+			return reason
+		}
+		responseTo = c.reqID
+		req.streamFrom = req.streamNext
 	}
-	if req.closeConn {
-		req.closeConn = false
-		return "closed by the failCommand fail point"
+}
+
+// replyMsg sends reply to the OP_MSG m as the answer to message
+// responseTo, with moreToCome when more replies follow without a request.
+func (c *Conn) replyMsg(m *wire.Message, responseTo int32, reply bson.Raw, more bool) string {
+	c.msg.Flags = m.Msg.Flags & wire.FlagChecksumPresent
+	if more {
+		c.msg.Flags |= wire.FlagMoreToCome
 	}
-	if msg.Flags&wire.FlagMoreToCome != 0 {
-		return "" // the client asked for no reply
-	}
-	c.msg.Flags = msg.Flags & wire.FlagChecksumPresent
 	c.msg.Body = bsoncore.Document(reply)
-	c.out = wire.AppendMsg(c.out[:0], c.nextRequestID(), m.Header.RequestID, &c.msg)
+	c.out = wire.AppendMsg(c.out[:0], c.nextRequestID(), responseTo, &c.msg)
 	return c.write(m.Compressor)
 }
 
@@ -334,6 +357,7 @@ func (c *Conn) serveQuery(m *wire.Message) string {
 	q := m.Query
 	req := &c.req
 	req.Sequences = nil
+	req.exhaustAllowed, req.streamFrom, req.streamNext = false, -1, -1
 	body := bson.Raw(q.Query)
 	// Some drivers wrap the command as {$query: {...}, $readPreference: ...}.
 	if first, err := body.IndexErr(0); err == nil && first.Key() == "$query" {
@@ -439,6 +463,9 @@ func (c *Conn) shrinkBuffers() {
 	}
 	if cap(c.req.reply) > maxKeptBuffer {
 		c.req.reply = nil
+	}
+	if cap(c.req.decorated) > maxKeptBuffer {
+		c.req.decorated = nil
 	}
 }
 

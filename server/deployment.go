@@ -10,15 +10,13 @@ import (
 
 // Commands about users, replication and running operations that tools and
 // the shell's helpers (show users, rs.status(), db.currentOp()) send. Lethe
-// is a standalone server without authentication, and answers as such a
-// MongoDB would.
+// has no authentication, and answers as such a MongoDB would; the
+// replication commands are in replset.go.
 func (s *Server) deploymentCommands() []command {
-	return []command{
+	return append([]command{
 		{name: "usersInfo", handle: emptyList("users")},
 		{name: "rolesInfo", handle: emptyList("roles")},
-		{name: "replSetGetStatus", handle: notReplicated, adminOnly: true},
-		{name: "replSetGetConfig", handle: notReplicated, adminOnly: true},
-	}
+	}, s.replicationCommands()...)
 }
 
 func emptyList(field string) handlerFunc {

@@ -48,6 +48,9 @@ func (s *Server) dispatch(ctx context.Context, req *Request) bson.Raw {
 	} else {
 		reply = s.failCommandAfter(cmd, req, reply)
 	}
+	if s.rs != nil {
+		reply = s.afterAsMember(cmd, req, reply, err == nil)
+	}
 	if debug {
 		s.log.Debug("command", zap.String("command", req.Name), zap.String("db", req.DB),
 			zap.Int64("conn", req.Conn.id), zap.Duration("duration", time.Since(start)), zap.Error(err))
@@ -74,7 +77,13 @@ func (s *Server) run(ctx context.Context, cmd *command, req *Request) (reply bso
 		ctx, cancel = context.WithTimeout(ctx, limit)
 		defer cancel()
 	}
-	if err = s.failCommandBefore(ctx, cmd, req); err == nil {
+	if s.rs != nil {
+		err = s.beforeAsMember(ctx, cmd, req)
+	}
+	if err == nil {
+		err = s.failCommandBefore(ctx, cmd, req)
+	}
+	if err == nil {
 		reply, err = cmd.handle(ctx, req)
 	}
 	if err != nil && errors.Is(err, context.Canceled) {

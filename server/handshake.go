@@ -35,11 +35,13 @@ func (s *Server) handshakeCommands() []command {
 }
 
 // hello describes the server to a driver, which calls it on every new
-// connection and then periodically to monitor the server. The first call
-// also negotiates compression for the connection.
-func (s *Server) hello(_ context.Context, req *Request) (bson.Raw, error) {
+// connection and then to monitor the server, awaitable (see
+// hello_await.go). The first call also negotiates compression for the
+// connection.
+func (s *Server) hello(ctx context.Context, req *Request) (bson.Raw, error) {
 	var helloOk bool
 	var offered bson.RawArray
+	var aw awaitArgs
 	for key, v := range cmdArgs(req.Body) {
 		var err error
 		switch string(key) {
@@ -54,20 +56,44 @@ func (s *Server) hello(_ context.Context, req *Request) (bson.Raw, error) {
 				s.log.Info("client metadata", zap.Int64("conn", req.Conn.id), zap.String("remote", req.Conn.remote),
 					zap.Stringer("doc", meta))
 			}
+		case "topologyVersion":
+			err = s.parseTopologyVersion(&aw, req.Name, v)
+		case "maxAwaitTimeMS":
+			err = s.parseMaxAwait(&aw, req.Name, v)
+		case "awaitable":
+			aw.awaitable, err = argBool(req.Name, "awaitable", v)
 		}
 		// Other fields (saslSupportedMechs, speculativeAuthenticate,
-		// topologyVersion, loadBalanced...) ask for features Lethe does not
-		// have; as with MongoDB, the reply simply lacks them.
+		// loadBalanced...) ask for features Lethe does not have; as with
+		// MongoDB, the reply simply lacks them.
 		if err != nil {
 			return nil, err
 		}
 	}
+	if req.streamFrom >= 0 {
+		// A streamed reply follows the last one: wait from what it said.
+		aw.processID, aw.counter = s.topo.processID, req.streamFrom
+	}
+	counter, awaited, err := s.await(ctx, req.Conn, &aw)
+	if err != nil {
+		return nil, err
+	}
+	if awaited && req.exhaustAllowed {
+		req.streamNext = counter
+	}
 
+	legacy := req.Name != "hello"
 	idx, dst := req.beginReply()
-	if req.Name == "hello" {
-		dst = bsoncore.AppendBooleanElement(dst, "isWritablePrimary", true)
+	if s.rs != nil {
+		dst = s.topo.append(dst, counter)
+		dst = s.appendReplHello(dst, legacy)
 	} else {
-		dst = bsoncore.AppendBooleanElement(dst, "ismaster", true)
+		if legacy {
+			dst = bsoncore.AppendBooleanElement(dst, "ismaster", true)
+		} else {
+			dst = bsoncore.AppendBooleanElement(dst, "isWritablePrimary", true)
+		}
+		dst = s.topo.append(dst, counter)
 	}
 	if helloOk {
 		dst = bsoncore.AppendBooleanElement(dst, "helloOk", true)

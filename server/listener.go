@@ -47,6 +47,9 @@ func (s *Server) Start() error {
 		return fmt.Errorf("server: listen on %s: %w", s.cfg.Listen, err)
 	}
 	s.net.ln = ln
+	if s.rs != nil {
+		s.rs.advertise(s.cfg.AdvertiseAddr, ln.Addr())
+	}
 	s.net.conns = make(map[*Conn]struct{})
 	s.net.maxConns = s.cfg.MaxConns
 	if fdMax := fdConnLimit(); fdMax > 0 && (s.net.maxConns == 0 || s.net.maxConns > fdMax) {
@@ -64,7 +67,8 @@ func (s *Server) Start() error {
 	s.net.wg.Add(1)
 	go s.acceptLoop(ln)
 	s.log.Info("lethe listening", zap.String("version", Version), zap.String("addr", ln.Addr().String()),
-		zap.String("dataDir", s.cfg.DataDir), zap.Int("maxConns", s.net.maxConns), zap.Bool("manualClock", s.cfg.ManualClock))
+		zap.String("dataDir", s.cfg.DataDir), zap.Int("maxConns", s.net.maxConns), zap.Bool("manualClock", s.cfg.ManualClock),
+		zap.String("replSet", s.cfg.ReplSet))
 	if a, ok := ln.Addr().(*net.TCPAddr); ok && !a.IP.IsLoopback() {
 		s.log.Warn("listening on a non-loopback address without authentication: anyone who can reach it can read, change and drop every database; listen on 127.0.0.1 or put a firewall in front",
 			zap.String("addr", ln.Addr().String()))
@@ -101,6 +105,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	s.net.stopped = make(chan struct{})
 	defer close(s.net.stopped)
+	s.topo.shuttingDown() // answers waiting hellos at once
 	ln := s.net.ln
 	for c := range s.net.conns {
 		// A connection waiting for its next request wakes at once; one

@@ -48,6 +48,9 @@ type runningOp struct {
 	start  time.Time
 	lsid   string // the command's session, for killSessions
 	killed bool
+	// awaiting marks a hello waiting for a topology change: a monitor's
+	// idle wait, which currentOp lists only with $all (idle connections).
+	awaiting bool
 }
 
 // opState is a connection's part in cancellation, set up by startOps.
@@ -86,7 +89,7 @@ func (c *Conn) dispatch(req *Request) bson.Raw {
 	id := int32(opIDs.Add(1) & 0x7fffffff)
 	req.lsid, req.failed = sessionID(req.Body), nil
 	op.mu.Lock()
-	op.id, op.name, op.db, op.start, op.killed, op.lsid = id, name, req.DB, time.Now(), false, req.lsid
+	op.id, op.name, op.db, op.start, op.killed, op.lsid, op.awaiting = id, name, req.DB, time.Now(), false, req.lsid, false
 	ctx := c.ops.ctx
 	op.mu.Unlock()
 
@@ -160,13 +163,24 @@ func (c *Conn) killSession(match func(lsid string) bool) bool {
 	return true
 }
 
+// setAwaiting marks the running command as a hello waiting for a topology
+// change, or no longer.
+func (c *Conn) setAwaiting(b bool) {
+	op := &c.ops.op
+	op.mu.Lock()
+	op.awaiting = b
+	op.mu.Unlock()
+}
+
 // opDoc describes the connection's running command, if any, as currentOp
 // does: only the command's name and database are kept, not its arguments.
-func (c *Conn) opDoc(now time.Time) (bson.D, bool) {
+// A hello waiting for a topology change counts only when idle is set, and
+// as inactive: a monitor's wait is no work.
+func (c *Conn) opDoc(now time.Time, idle bool) (bson.D, bool) {
 	op := &c.ops.op
 	op.mu.Lock()
 	defer op.mu.Unlock()
-	if op.id == 0 {
+	if op.id == 0 || op.awaiting && !idle {
 		return nil, false
 	}
 	running := now.Sub(op.start)
@@ -175,7 +189,7 @@ func (c *Conn) opDoc(now time.Time) (bson.D, bool) {
 		{Key: "desc", Value: "conn" + strconv.FormatInt(c.id, 10)},
 		{Key: "connectionId", Value: numberValue(c.id)},
 		{Key: "client", Value: c.remote},
-		{Key: "active", Value: true},
+		{Key: "active", Value: !op.awaiting},
 		{Key: "currentOpTime", Value: now.Format(time.RFC3339Nano)},
 		{Key: "opid", Value: op.id},
 		{Key: "secs_running", Value: int64(running / time.Second)},
@@ -195,8 +209,9 @@ func (c *Conn) opDoc(now time.Time) (bson.D, bool) {
 	return d, true
 }
 
-// currentOps describes every running command.
-func (s *Server) currentOps() []bson.Raw {
+// currentOps describes every running command; idle adds hellos waiting
+// for a topology change.
+func (s *Server) currentOps(idle bool) []bson.Raw {
 	s.net.mu.Lock()
 	conns := make([]*Conn, 0, len(s.net.conns))
 	for c := range s.net.conns {
@@ -206,7 +221,7 @@ func (s *Server) currentOps() []bson.Raw {
 	now := time.Now()
 	var docs []bson.Raw
 	for _, c := range conns {
-		if d, ok := c.opDoc(now); ok {
+		if d, ok := c.opDoc(now, idle); ok {
 			raw, err := bson.Marshal(d)
 			if err == nil {
 				docs = append(docs, raw)
@@ -227,14 +242,17 @@ func (s *Server) opCommands() []command {
 // aside) filter them as a query would.
 func (s *Server) currentOp(ctx context.Context, req *Request) (bson.Raw, error) {
 	var filter bson.D
+	var all bool
 	for key, v := range cmdArgs(req.Body) {
 		switch string(key) {
-		case "$all", "$ownOps":
+		case "$all":
+			all = v.Type == bson.TypeBoolean && v.Boolean()
+		case "$ownOps":
 		default:
 			filter = append(filter, bson.E{Key: string(key), Value: v})
 		}
 	}
-	docs := s.currentOps()
+	docs := s.currentOps(all)
 	if len(filter) > 0 {
 		match, err := bson.Marshal(bson.D{{Key: "$match", Value: filter}})
 		if err != nil {

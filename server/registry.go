@@ -26,6 +26,18 @@ type Request struct {
 	// command, and closeConn says it closes the connection (failpoint.go).
 	failed    *failCommandData
 	closeConn bool
+
+	// Replica-set mode: the reply with the member's fields (see decorate),
+	// and the writeConcernError the reply must carry.
+	decorated []byte
+	wcError   bson.Raw
+
+	// Streaming hello: exhaustAllowed is the request's flag; streamFrom,
+	// when not negative, is the topology counter of the last streamed reply,
+	// which hello waits from; hello sets streamNext (-1 otherwise) to the
+	// counter it answered with when the reply continues a stream.
+	exhaustAllowed         bool
+	streamFrom, streamNext int64
 }
 
 // handlerFunc runs one command. It returns the complete reply document

@@ -6,7 +6,9 @@
 //   - openCursor.mu, held by a getMore for its batch;
 //   - cursorTable.mu, the table of open cursors;
 //   - netState.mu, the listener and the set of connections;
-//   - runningOp.mu, a connection's running command (currentOp, killOp).
+//   - runningOp.mu, a connection's running command (currentOp, killOp);
+//   - topology.mu and tickClock.mu, hello's topologyVersion and the cluster
+//     time, leaves that no one holds while waiting.
 package server
 
 import (
@@ -107,6 +109,13 @@ type Config struct {
 	// EnableTestCommands enables configureFailPoint, as mongod's
 	// enableTestCommands parameter.
 	EnableTestCommands bool
+	// ReplSet, when set, is the name of the one-member replica set the
+	// server presents itself as the primary of (mongod's --replSet); empty
+	// means a standalone server. See replset.go.
+	ReplSet string
+	// AdvertiseAddr is the host:port the replica set names its member by;
+	// empty means the address listened on.
+	AdvertiseAddr string
 }
 
 // Server is a running Lethe server.
@@ -129,6 +138,10 @@ type Server struct {
 	sessionsDone chan struct{}
 	// failCommand is the failCommand fail point, see failpoint.go.
 	failCommand failCommand
+
+	topo  *topology    // topologyVersion of hello, see hello_await.go
+	rs    *replSet     // nil for a standalone server, see replset.go
+	ctime clusterClock // replica-set mode's cluster time, see clustertime.go
 
 	// allowDiskUseByDefault is allowDiskUse of a find or aggregate that
 	// does not say; a parameter, see params.go.
@@ -169,6 +182,11 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, log: log, clock: cfg.Clock, eng: eng, started: time.Now(), recent: recent}
 	s.cursors.limits = cfg.Cursors
 	s.sessions = session.New(session.Options{Timeout: cfg.SessionTimeout, Clock: cfg.Clock, Gone: s.sessionsGone})
+	s.topo = newTopology()
+	if cfg.ReplSet != "" {
+		s.rs = newReplSet(cfg.ReplSet)
+		s.ctime = newTickClock(cfg.Clock)
+	}
 	s.commands = s.buildRegistry()
 	s.guardSystemNamespaces()
 	s.guardViews()

@@ -60,6 +60,8 @@ func run(args []string) error {
 	metricsListen := fs.String("metrics-listen", "", "address to serve Prometheus /metrics on, host:port; off when empty")
 	minFreeDisk := fs.Int64("min-free-disk", engine.DefaultMinFreeDisk>>20, "MiB kept free on the data directory's filesystem: below it, writes that add data fail with OutOfDiskSpace while reads and deletes work; 0 turns this off")
 	testCommands := fs.Bool("enable-test-commands", false, "enable configureFailPoint (failCommand), for drivers' tests of their error handling; as mongod's enableTestCommands, never in production")
+	replSet := fs.String("repl-set", "", "name of the one-member replica set to present as the primary of (mongod's --replSet); off (a standalone server) when empty")
+	advertiseAddr := fs.String("advertise-addr", "", "host:port the replica set names this server by in hello and rs.conf(); the --listen address when empty")
 	version := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
@@ -98,6 +100,8 @@ func run(args []string) error {
 		CmdLine:            args,
 		LogLevel:           &atom,
 		EnableTestCommands: *testCommands,
+		ReplSet:            *replSet,
+		AdvertiseAddr:      *advertiseAddr,
 	}
 	if cfg.MessageTimeout == 0 {
 		cfg.MessageTimeout = -1 // Config's zero means the default

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
@@ -29,7 +30,7 @@ func TestLifecycle(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	cmd := exec.Command(bin, "--listen", "127.0.0.1:0", "--data-dir", filepath.Join(dir, "data"),
-		"--log-format", "json", "--clock", "manual", "--metrics-listen", "127.0.0.1:0")
+		"--log-format", "json", "--clock", "manual", "--metrics-listen", "127.0.0.1:0", "--repl-set", "rs0")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -78,6 +79,18 @@ func TestLifecycle(t *testing.T) {
 	}
 	if err := client.Ping(context.Background(), nil); err != nil {
 		t.Fatalf("ping: %v", err)
+	}
+	// --repl-set: the primary of a one-member set, advertised by the
+	// address it listens on.
+	var hello struct {
+		SetName string `bson:"setName"`
+		Me      string `bson:"me"`
+	}
+	if err := client.Database("admin").RunCommand(context.Background(), bson.D{{Key: "hello", Value: 1}}).Decode(&hello); err != nil {
+		t.Fatalf("hello: %v", err)
+	}
+	if hello.SetName != "rs0" || hello.Me != addr {
+		t.Errorf("hello: setName %q, me %q; want rs0 and %s", hello.SetName, hello.Me, addr)
 	}
 	client.Disconnect(context.Background())
 

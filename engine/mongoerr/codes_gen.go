@@ -18,6 +18,7 @@ const (
 	AuthenticationFailed                     Code = 18
 	IllegalOperation                         Code = 20
 	InvalidBSON                              Code = 22
+	AlreadyInitialized                       Code = 23
 	NamespaceNotFound                        Code = 26
 	IndexNotFound                            Code = 27
 	PathNotViable                            Code = 28
@@ -38,9 +39,13 @@ const (
 	InvalidOptions                           Code = 72
 	InvalidNamespace                         Code = 73
 	NoReplicationEnabled                     Code = 76
+	UnknownReplWriteConcern                  Code = 79
 	IndexOptionsConflict                     Code = 85
 	IndexKeySpecsConflict                    Code = 86
+	ShutdownInProgress                       Code = 91
+	InvalidReplicaSetConfig                  Code = 93
 	OperationFailed                          Code = 96
+	UnsatisfiableWriteConcern                Code = 100
 	NotExactValueField                       Code = 111
 	WriteConflict                            Code = 112
 	CommandNotSupported                      Code = 115
@@ -83,6 +88,7 @@ var codeNames = map[Code]string{
 	AuthenticationFailed:                     "AuthenticationFailed",
 	IllegalOperation:                         "IllegalOperation",
 	InvalidBSON:                              "InvalidBSON",
+	AlreadyInitialized:                       "AlreadyInitialized",
 	NamespaceNotFound:                        "NamespaceNotFound",
 	IndexNotFound:                            "IndexNotFound",
 	PathNotViable:                            "PathNotViable",
@@ -103,9 +109,13 @@ var codeNames = map[Code]string{
 	InvalidOptions:                           "InvalidOptions",
 	InvalidNamespace:                         "InvalidNamespace",
 	NoReplicationEnabled:                     "NoReplicationEnabled",
+	UnknownReplWriteConcern:                  "UnknownReplWriteConcern",
 	IndexOptionsConflict:                     "IndexOptionsConflict",
 	IndexKeySpecsConflict:                    "IndexKeySpecsConflict",
+	ShutdownInProgress:                       "ShutdownInProgress",
+	InvalidReplicaSetConfig:                  "InvalidReplicaSetConfig",
 	OperationFailed:                          "OperationFailed",
+	UnsatisfiableWriteConcern:                "UnsatisfiableWriteConcern",
 	NotExactValueField:                       "NotExactValueField",
 	WriteConflict:                            "WriteConflict",
 	CommandNotSupported:                      "CommandNotSupported",

@@ -1,0 +1,145 @@
+package server
+
+import (
+	"context"
+	"encoding/binary"
+	"sync"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/lethedb/lethe/ttlindex"
+)
+
+// clusterClock is the source of the cluster time a replica-set member
+// reports in $clusterTime and operationTime: a BSON Timestamp, seconds and
+// an increment, that never goes back and moves forward with every write.
+//
+// This is the seam where the oplog's timestamp source replaces tickClock:
+// Tick is then the time of the write's oplog entry.
+type clusterClock interface {
+	// Now is the latest cluster time: that of the last write.
+	Now() bson.Timestamp
+	// Tick advances the cluster time past every time Now or Tick has
+	// returned and returns the new time.
+	Tick() bson.Timestamp
+	// Await returns once Now is at or past ts, or with ctx's error.
+	Await(ctx context.Context, ts bson.Timestamp) error
+}
+
+// tickClock is the cluster clock until the oplog owns one: the server
+// clock's seconds, and a counter within a second.
+type tickClock struct {
+	wall ttlindex.Clock
+
+	mu   sync.Mutex
+	last bson.Timestamp
+	// moved is closed, and replaced, whenever last moves.
+	moved chan struct{}
+}
+
+func newTickClock(wall ttlindex.Clock) *tickClock {
+	c := &tickClock{wall: wall, moved: make(chan struct{})}
+	// A new primary writes a first entry in its term; its time is the
+	// cluster time before any client write.
+	c.Tick()
+	return c
+}
+
+func (c *tickClock) Now() bson.Timestamp {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.last
+}
+
+func (c *tickClock) Tick() bson.Timestamp {
+	secs := uint32(c.wall.Now().Unix())
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.tickLocked(secs)
+}
+
+func (c *tickClock) tickLocked(secs uint32) bson.Timestamp {
+	if secs > c.last.T {
+		c.last = bson.Timestamp{T: secs, I: 1}
+	} else {
+		c.last.I++
+		if c.last.I == 0 { // 2^32 writes in one second: borrow the next
+			c.last.T++
+			c.last.I = 1
+		}
+	}
+	close(c.moved)
+	c.moved = make(chan struct{})
+	return c.last
+}
+
+// Await waits for writes to move the cluster time to ts. A time of a past
+// second is reached at once, by a tick, as a MongoDB primary writes a no-op
+// to reach a cluster time it has not: a client can hold such a time from
+// before a restart, and must not wait for a write that may never come.
+func (c *tickClock) Await(ctx context.Context, ts bson.Timestamp) error {
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		secs := uint32(c.wall.Now().Unix())
+		c.mu.Lock()
+		if c.last.Before(ts) && secs > ts.T {
+			c.tickLocked(secs)
+		}
+		reached := !c.last.Before(ts)
+		moved := c.moved
+		c.mu.Unlock()
+		if reached {
+			return nil
+		}
+		// Look again when the second may have passed.
+		if timer == nil {
+			timer = time.NewTimer(time.Second)
+		} else {
+			timer.Reset(time.Second)
+		}
+		select {
+		case <-moved:
+		case <-timer.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// decorate appends what a replica-set member adds to every reply:
+// writeConcernError when the write concern cannot be met, $clusterTime
+// (unsigned: a deployment without keys, as mongod without auth) and
+// operationTime. It builds the result in the request's second buffer, as
+// reply may be the first.
+func (req *Request) decorate(reply bson.Raw, wcErr bson.Raw, opTime, clusterTime bson.Timestamp) bson.Raw {
+	if len(reply) < 5 {
+		return reply
+	}
+	dst := append(req.decorated[:0], reply[:len(reply)-1]...)
+	if wcErr != nil {
+		dst = bsoncore.AppendDocumentElement(dst, "writeConcernError", wcErr)
+	}
+	cidx, dst := bsoncore.AppendDocumentElementStart(dst, "$clusterTime")
+	dst = bsoncore.AppendTimestampElement(dst, "clusterTime", clusterTime.T, clusterTime.I)
+	sidx, dst := bsoncore.AppendDocumentElementStart(dst, "signature")
+	dst = bsoncore.AppendBinaryElement(dst, "hash", bson.TypeBinaryGeneric, zeroHash[:])
+	dst = bsoncore.AppendInt64Element(dst, "keyId", 0)
+	dst, _ = bsoncore.AppendDocumentEnd(dst, sidx)
+	dst, _ = bsoncore.AppendDocumentEnd(dst, cidx)
+	dst = bsoncore.AppendTimestampElement(dst, "operationTime", opTime.T, opTime.I)
+	dst = append(dst, 0)
+	binary.LittleEndian.PutUint32(dst, uint32(len(dst)))
+	req.decorated = dst
+	return dst
+}
+
+// zeroHash is the signature of a cluster time on a deployment without
+// keys: 20 zero bytes, an HMAC-SHA1's length.
+var zeroHash [20]byte

@@ -1,0 +1,181 @@
+package server
+
+import (
+	"context"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/lethedb/lethe/engine/mongoerr"
+)
+
+// Read and write concerns of a one-member replica set. Every level of read
+// concern sees the same data on one node: what is written is at once
+// majority-committed and, the WAL being synced before a write is
+// acknowledged, journaled. So the levels are checked and accepted, and
+// afterClusterTime waits for the cluster time; a write concern that needs
+// more members than one fails as MongoDB's does, with a writeConcernError
+// after the write.
+
+// writeCommands advance the cluster time when they succeed.
+var writeCommands = map[string]bool{
+	"insert": true, "update": true, "delete": true, "findAndModify": true,
+	"create": true, "drop": true, "dropDatabase": true, "createIndexes": true,
+	"dropIndexes": true, "collMod": true, "renameCollection": true,
+}
+
+// beforeAsMember checks the command's read and write concerns, waits for
+// its afterClusterTime, and notes in req what the reply must say about its
+// write concern.
+func (s *Server) beforeAsMember(ctx context.Context, cmd *command, req *Request) error {
+	req.wcError = nil
+	if v, err := req.Body.LookupErr("readConcern"); err == nil {
+		after, err := checkReadConcern(req.Body, v)
+		if err != nil {
+			return err
+		}
+		if !after.IsZero() && s.ctime.Now().Before(after) {
+			if err := s.ctime.Await(ctx, after); err != nil {
+				return err
+			}
+		}
+	}
+	if v, err := req.Body.LookupErr("writeConcern"); err == nil && writeCommands[cmd.name] {
+		wcErr, err := checkWriteConcern(v)
+		if err != nil {
+			return err
+		}
+		req.wcError = wcErr
+	}
+	return nil
+}
+
+// afterAsMember advances the cluster time after a write and adds the
+// member's fields to the reply.
+func (s *Server) afterAsMember(cmd *command, req *Request, reply bson.Raw, ok bool) bson.Raw {
+	var op bson.Timestamp
+	if ok && writeCommands[cmd.name] {
+		op = s.ctime.Tick()
+	} else {
+		op = s.ctime.Now()
+	}
+	var wcErr bson.Raw
+	if ok {
+		wcErr = req.wcError
+	}
+	return req.decorate(reply, wcErr, op, s.ctime.Now())
+}
+
+// checkReadConcern checks a readConcern document and returns its
+// afterClusterTime, zero when it has none.
+func checkReadConcern(body bson.Raw, v bson.RawValue) (bson.Timestamp, error) {
+	var after bson.Timestamp
+	doc, ok := v.DocumentOK()
+	if !ok {
+		return after, wrongType("readConcern", "readConcern", v.Type, "object")
+	}
+	level := ""
+	for key, f := range fields(doc) {
+		switch string(key) {
+		case "level":
+			s, ok := f.StringValueOK()
+			if !ok {
+				return after, wrongType("readConcern", "level", f.Type, "string")
+			}
+			switch s {
+			case "local", "majority", "linearizable", "available", "snapshot":
+				level = s
+			default:
+				return after, mongoerr.New(mongoerr.BadValue, "Enumeration value '%s' for field 'readConcern.level' is not a valid value.", s)
+			}
+		case "afterClusterTime":
+			t, i, ok := f.TimestampOK()
+			if !ok {
+				return after, wrongType("readConcern", "afterClusterTime", f.Type, "timestamp")
+			}
+			if t == 0 && i == 0 {
+				return after, mongoerr.New(mongoerr.InvalidOptions, "afterClusterTime cannot be a null timestamp")
+			}
+			after = bson.Timestamp{T: t, I: i}
+		case "afterOpTime", "atClusterTime", "provenance":
+		default:
+			return after, unknownField("readConcern", key)
+		}
+	}
+	switch {
+	case level == "snapshot" && !inTransaction(body):
+		return after, mongoerr.New(mongoerr.InvalidOptions, "readConcern level 'snapshot' is only valid in a transaction")
+	case level == "linearizable" && !after.IsZero():
+		return after, mongoerr.New(mongoerr.InvalidOptions, "afterClusterTime is not allowed with readConcern level 'linearizable'")
+	case level == "available" && !after.IsZero():
+		return after, mongoerr.New(mongoerr.InvalidOptions, "afterClusterTime is not allowed with readConcern level 'available'")
+	}
+	return after, nil
+}
+
+// inTransaction reports whether the command runs in a multi-document
+// transaction, which carries autocommit: false.
+func inTransaction(body bson.Raw) bool {
+	v, err := body.LookupErr("autocommit")
+	return err == nil && v.Type == bson.TypeBoolean && !v.Boolean()
+}
+
+// checkWriteConcern checks a writeConcern document. It returns the
+// writeConcernError a one-member set gives after the write, nil when the
+// write concern is met, or an error when the document is malformed.
+func checkWriteConcern(v bson.RawValue) (bson.Raw, error) {
+	doc, ok := v.DocumentOK()
+	if !ok {
+		return nil, wrongType("writeConcern", "writeConcern", v.Type, "object")
+	}
+	var wcErr bson.Raw
+	for key, f := range fields(doc) {
+		switch string(key) {
+		case "w":
+			switch f.Type {
+			case bson.TypeInt32, bson.TypeInt64, bson.TypeDouble, bson.TypeDecimal128:
+				n, _ := f.AsInt64OK()
+				if f.Type == bson.TypeDouble {
+					n = int64(f.Double())
+				}
+				if n < 0 || n > 50 {
+					return nil, mongoerr.New(mongoerr.FailedToParse, "w has to be a non-negative number and not greater than 50; found: %d", n)
+				}
+				if n > 1 {
+					// One data-bearing member cannot acknowledge for two.
+					wcErr = writeConcernError(mongoerr.UnsatisfiableWriteConcern, "Not enough data-bearing nodes")
+				}
+			case bson.TypeString:
+				if mode := f.StringValue(); mode != "majority" {
+					wcErr = writeConcernError(mongoerr.UnknownReplWriteConcern, "No write concern mode named '"+mode+"' found in replica set configuration")
+				}
+			case bson.TypeEmbeddedDocument:
+				// Tag counts: this set's one member has no tags.
+				if len(f.Document()) > 5 {
+					wcErr = writeConcernError(mongoerr.UnsatisfiableWriteConcern, "Not enough nodes match write concern tags")
+				}
+			default:
+				return nil, mongoerr.New(mongoerr.FailedToParse, "w has to be a number, string, or object")
+			}
+		case "j", "fsync":
+			switch f.Type {
+			case bson.TypeBoolean, bson.TypeInt32, bson.TypeInt64, bson.TypeDouble, bson.TypeDecimal128, bson.TypeNull, bson.TypeUndefined:
+			default:
+				return nil, wrongType("writeConcern", string(key), f.Type, "bool")
+			}
+		case "wtimeout", "wtimeoutMS", "provenance", "getLastError":
+		default:
+			return nil, unknownField("writeConcern", key)
+		}
+	}
+	return wcErr, nil
+}
+
+func writeConcernError(code mongoerr.Code, msg string) bson.Raw {
+	idx, dst := bsoncore.AppendDocumentStart(nil)
+	dst = bsoncore.AppendInt32Element(dst, "code", int32(code))
+	dst = bsoncore.AppendStringElement(dst, "codeName", code.String())
+	dst = bsoncore.AppendStringElement(dst, "errmsg", msg)
+	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
+	return dst
+}

@@ -1,0 +1,151 @@
+package server
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/ttlindex"
+)
+
+// TestTickClock: the cluster time never repeats or goes back, within a
+// second (an increment) or across seconds (the server clock's), and Await
+// returns once a tick reaches the time awaited.
+func TestTickClock(t *testing.T) {
+	wall := ttlindex.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	c := newTickClock(wall)
+	start := c.Now()
+	if start.T != uint32(wall.Now().Unix()) || start.I != 1 {
+		t.Fatalf("first cluster time %v, want the clock's second, increment 1", start)
+	}
+	last := start
+	for i := range 5 {
+		if i == 3 {
+			wall.Advance(1500 * time.Millisecond)
+		}
+		ts := c.Tick()
+		if !last.Before(ts) || c.Now() != ts {
+			t.Fatalf("tick %d: %v after %v; Now %v", i, ts, last, c.Now())
+		}
+		last = ts
+	}
+	if last.T != start.T+1 || last.I != 2 {
+		t.Errorf("after a second's move and two ticks: %v", last)
+	}
+	// A clock moved back keeps the cluster time where it was.
+	wall.Advance(-time.Hour)
+	if ts := c.Tick(); ts.T != last.T || ts.I != last.I+1 {
+		t.Errorf("tick after the clock went back: %v, last %v", ts, last)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+	defer cancel()
+	if err := c.Await(ctx, bson.Timestamp{T: last.T + 100}); err == nil {
+		t.Errorf("Await of a time never reached returned")
+	}
+	target := bson.Timestamp{T: last.T, I: last.I + 2}
+	done := make(chan error, 1)
+	go func() { done <- c.Await(context.Background(), target) }()
+	c.Tick()
+	select {
+	case <-done:
+		t.Fatal("Await returned one tick short of its time")
+	default:
+	}
+	c.Tick()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+
+	// A time of a second the clock has passed, say from before a restart,
+	// is reached at once.
+	held := bson.Timestamp{T: c.Now().T, I: c.Now().I + 100}
+	wall.Advance(time.Hour + time.Second)
+	if err := c.Await(context.Background(), held); err != nil || c.Now().Before(held) {
+		t.Errorf("Await of a past second's time: %v, now %v", err, c.Now())
+	}
+}
+
+func TestCheckWriteConcern(t *testing.T) {
+	for _, c := range []struct {
+		wc      bson.D
+		wcError mongoerr.Code // 0: met
+		err     mongoerr.Code // 0: well formed
+	}{
+		{wc: bson.D{{Key: "w", Value: 1}}},
+		{wc: bson.D{{Key: "w", Value: 0}}},
+		{wc: bson.D{{Key: "w", Value: "majority"}, {Key: "j", Value: true}, {Key: "wtimeout", Value: 100}}},
+		{wc: bson.D{{Key: "j", Value: false}}},
+		{wc: bson.D{{Key: "w", Value: 2}}, wcError: mongoerr.UnsatisfiableWriteConcern},
+		{wc: bson.D{{Key: "w", Value: int64(50)}}, wcError: mongoerr.UnsatisfiableWriteConcern},
+		{wc: bson.D{{Key: "w", Value: "dc1"}}, wcError: mongoerr.UnknownReplWriteConcern},
+		{wc: bson.D{{Key: "w", Value: -1}}, err: mongoerr.FailedToParse},
+		{wc: bson.D{{Key: "w", Value: 51}}, err: mongoerr.FailedToParse},
+		{wc: bson.D{{Key: "w", Value: true}}, err: mongoerr.FailedToParse},
+		{wc: bson.D{{Key: "j", Value: "yes"}}, err: mongoerr.TypeMismatch},
+		{wc: bson.D{{Key: "x", Value: 1}}, err: codeUnknownField},
+	} {
+		wcErr, err := checkWriteConcern(rawValue(t, c.wc))
+		if c.err != 0 {
+			if e, ok := mongoerr.As(err); !ok || e.Code != c.err {
+				t.Errorf("%v: got %v, want code %d", c.wc, err, c.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%v: %v", c.wc, err)
+			continue
+		}
+		var got mongoerr.Code
+		if wcErr != nil {
+			got = mongoerr.Code(wcErr.Lookup("code").Int32())
+		}
+		if got != c.wcError {
+			t.Errorf("%v: writeConcernError %v, want code %d", c.wc, wcErr, c.wcError)
+		}
+	}
+}
+
+func TestCheckReadConcern(t *testing.T) {
+	ts := bson.Timestamp{T: 7, I: 3}
+	txn, _ := bson.Marshal(bson.D{{Key: "find", Value: "c"}, {Key: "autocommit", Value: false}})
+	plain, _ := bson.Marshal(bson.D{{Key: "find", Value: "c"}})
+	for _, c := range []struct {
+		rc    bson.D
+		body  bson.Raw
+		after bson.Timestamp
+		err   mongoerr.Code
+	}{
+		{rc: bson.D{{Key: "level", Value: "local"}}},
+		{rc: bson.D{{Key: "level", Value: "majority"}, {Key: "afterClusterTime", Value: ts}}, after: ts},
+		{rc: bson.D{{Key: "afterClusterTime", Value: ts}}, after: ts},
+		{rc: bson.D{{Key: "level", Value: "linearizable"}}},
+		{rc: bson.D{{Key: "level", Value: "available"}}},
+		{rc: bson.D{{Key: "level", Value: "snapshot"}}, body: txn},
+		{rc: bson.D{{Key: "level", Value: "snapshot"}}, err: mongoerr.InvalidOptions},
+		{rc: bson.D{{Key: "level", Value: "linearizable"}, {Key: "afterClusterTime", Value: ts}}, err: mongoerr.InvalidOptions},
+		{rc: bson.D{{Key: "afterClusterTime", Value: bson.Timestamp{}}}, err: mongoerr.InvalidOptions},
+		{rc: bson.D{{Key: "afterClusterTime", Value: 5}}, err: mongoerr.TypeMismatch},
+		{rc: bson.D{{Key: "level", Value: "strong"}}, err: mongoerr.BadValue},
+		{rc: bson.D{{Key: "level", Value: 1}}, err: mongoerr.TypeMismatch},
+		{rc: bson.D{{Key: "x", Value: 1}}, err: codeUnknownField},
+	} {
+		body := c.body
+		if body == nil {
+			body = plain
+		}
+		after, err := checkReadConcern(body, rawValue(t, c.rc))
+		if c.err != 0 {
+			if e, ok := mongoerr.As(err); !ok || e.Code != c.err {
+				t.Errorf("%v: got %v, want code %d", c.rc, err, c.err)
+			}
+			continue
+		}
+		if err != nil || after != c.after {
+			t.Errorf("%v: afterClusterTime %v, %v; want %v", c.rc, after, err, c.after)
+		}
+	}
+}
