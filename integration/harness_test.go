@@ -80,7 +80,12 @@ func (ts *testServer) Restart(t *testing.T) {
 // opts apply after the URI.
 func (ts *testServer) NewClient(t *testing.T, opts ...*options.ClientOptions) *mongo.Client {
 	t.Helper()
-	all := append([]*options.ClientOptions{options.Client().ApplyURI(ts.URI).SetServerSelectionTimeout(5 * time.Second)}, opts...)
+	// A heartbeat of 500 ms (the driver's least) bounds the awaitable hello
+	// its monitor keeps waiting on the server: the Go driver's Disconnect
+	// can wait for that hello to be answered, which would otherwise take
+	// the default 10 s.
+	base := options.Client().ApplyURI(ts.URI).SetServerSelectionTimeout(5 * time.Second).SetHeartbeatInterval(500 * time.Millisecond)
+	all := append([]*options.ClientOptions{base}, opts...)
 	client, err := mongo.Connect(all...)
 	if err != nil {
 		t.Fatalf("connect to %s: %v", ts.URI, err)
@@ -106,9 +111,11 @@ func (ts *testServer) start(t *testing.T) {
 
 func (ts *testServer) stop(t *testing.T) {
 	t.Helper()
+	disconnect, cancelDisconnect := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancelDisconnect()
+	ts.Client.Disconnect(disconnect)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	ts.Client.Disconnect(ctx)
 	if err := ts.Srv.Shutdown(ctx); err != nil {
 		t.Errorf("shutdown: %v", err)
 	}
