@@ -16,6 +16,7 @@ import (
 	"github.com/lethedb/lethe/engine/bsonvalue"
 	"github.com/lethedb/lethe/engine/mongoerr"
 	"github.com/lethedb/lethe/engine/query"
+	"github.com/lethedb/lethe/oplog"
 	"github.com/lethedb/lethe/ttlindex"
 )
 
@@ -457,7 +458,12 @@ func (e *Engine) CreateIndexes(db, coll string, specs []bson.Raw) (CreateIndexes
 	if err := putMeta(b, &nst.meta); err != nil {
 		return res, err
 	}
-	if err := b.Commit(pebble.Sync); err != nil {
+	var ents []oplog.Entry
+	for _, im := range fresh {
+		o := append(bson.D{{Key: "createIndexes", Value: coll}}, im.spec()...)
+		ents = append(ents, cmdEntry(db, st.meta.UUID.Data, o, nil)...)
+	}
+	if err := e.commitLogged(b, pebble.Sync, ents); err != nil {
 		return res, fmt.Errorf("engine: create indexes: %w", err)
 	}
 	c.state.Store(nst)
