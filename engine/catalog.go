@@ -194,6 +194,9 @@ func (e *Engine) CreateCollection(db, name string, opts CreateOptions) error {
 // CommandNotSupportedOnView when it is a view. A collection dropped while the caller waited for the lock is looked up
 // again, so that no write lands in a dropped collection's key range.
 func (e *Engine) writeLock(db, name string, create bool) (*Collection, error) {
+	if e.isOplogNS(db, name) {
+		return nil, errOplogWrite()
+	}
 	for {
 		c := e.collection(db, name)
 		if c == nil {
@@ -225,6 +228,9 @@ func (e *Engine) ensureCollection(db, name string, options bson.Raw) (*Collectio
 	}
 	if err := ValidateNamespace(db, name); err != nil {
 		return nil, false, err
+	}
+	if e.isOplogNS(db, name) {
+		return nil, false, errOplogWrite()
 	}
 	if _, err := compileValidator(options); err != nil {
 		return nil, false, err

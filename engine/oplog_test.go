@@ -260,3 +260,66 @@ func TestOplogOff(t *testing.T) {
 		t.Fatalf("oplog entry stored with the oplog off: %x", it.Key())
 	}
 }
+
+func TestOplogFindAndWriteRefusal(t *testing.T) {
+	clock := ttlindex.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	e := openOplogEngine(t, t.TempDir(), clock, Options{})
+	defer e.Close()
+	ctx := context.Background()
+	for i := range 5 {
+		if _, err := e.Insert("db", "c", []bson.Raw{mustRaw(t, bson.D{{Key: "_id", Value: i}})}, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.Insert("db", "other", []bson.Raw{mustRaw(t, bson.D{{Key: "_id", Value: 9}})}, true); err != nil {
+		t.Fatal(err)
+	}
+	ids := func(spec FindSpec) []int32 {
+		t.Helper()
+		cur, err := e.Find(ctx, "local", "oplog.rs", spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []int32
+		for !cur.Exhausted() {
+			// Batches of two: the scan resumes where the last one ended.
+			docs, err := cur.NextBatch(ctx, 2, 1<<20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range docs {
+				got = append(got, d.Lookup("o", "_id").Int32())
+			}
+		}
+		return got
+	}
+	inserts := mustRaw(t, bson.D{{Key: "ns", Value: "db.c"}, {Key: "op", Value: "i"}})
+	if got := fmt.Sprint(ids(FindSpec{Filter: inserts})); got != "[0 1 2 3 4]" {
+		t.Fatalf("inserts in natural order: %s", got)
+	}
+	if got := fmt.Sprint(ids(FindSpec{Filter: inserts, Sort: mustRaw(t, bson.D{{Key: "$natural", Value: -1}}), Limit: 3})); got != "[4 3 2]" {
+		t.Fatalf("newest three: %s", got)
+	}
+	if got := fmt.Sprint(ids(FindSpec{Filter: inserts, Sort: mustRaw(t, bson.D{{Key: "ts", Value: -1}}), Skip: 1, Limit: 1})); got != "[3]" {
+		t.Fatalf("second newest: %s", got)
+	}
+	// A bound on ts starts the scan after it.
+	_, raws, _ := oplogSince(t, e, oplog.Timestamp{})
+	third := raws[3].Lookup("ts")
+	if got := fmt.Sprint(ids(FindSpec{Filter: mustRaw(t, bson.D{{Key: "ts", Value: bson.D{{Key: "$gt", Value: third}}}, {Key: "op", Value: "i"}})})); got != "[3 4 9]" {
+		t.Fatalf("after the third insert: %s", got)
+	}
+	if _, err := e.Find(ctx, "local", "oplog.rs", FindSpec{Sort: mustRaw(t, bson.D{{Key: "ns", Value: 1}})}); err == nil {
+		t.Fatal("sort by ns accepted")
+	}
+	before := len(raws)
+	if _, err := e.Insert("local", "oplog.rs", []bson.Raw{mustRaw(t, bson.D{{Key: "_id", Value: 1}})}, true); err == nil {
+		t.Fatal("insert into the oplog accepted")
+	}
+	if n, err := e.Delete(ctx, "local", "oplog.rs", mustRaw(t, bson.D{}), 0, bson.RawValue{}); err == nil || n != 0 {
+		t.Fatalf("delete from the oplog: %d, %v", n, err)
+	}
+	if _, raws, _ := oplogSince(t, e, oplog.Timestamp{}); len(raws) != before {
+		t.Fatalf("refused writes logged %d entries", len(raws)-before)
+	}
+}

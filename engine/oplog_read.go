@@ -1,0 +1,152 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/cockroachdb/pebble/v2"
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/oplog"
+)
+
+// isOplogNS reports whether db.coll is the oplog while it is on; with the
+// oplog off, local.oplog.rs is an ordinary name, as on a standalone mongod.
+func (e *Engine) isOplogNS(db, coll string) bool {
+	return e.oplog != nil && db == "local" && coll == "oplog.rs"
+}
+
+// errOplogWrite refuses a client's write to the oplog, which only the
+// server's own writes append to.
+func errOplogWrite() error {
+	return mongoerr.New(mongoerr.InvalidNamespace, "cannot write to '%s'", OplogNS)
+}
+
+// oplogScan is a find over local.oplog.rs: entries in timestamp order
+// ($natural), or the reverse.
+type oplogScan struct {
+	reverse bool
+	// from is the last timestamp read: entries after it are next (before
+	// it in reverse; zero there means from the newest).
+	from oplog.Timestamp
+	done bool
+}
+
+// findOplog opens a cursor over the oplog. Its natural order is timestamp
+// order; a sort may ask for it, or its reverse, by $natural or ts. A
+// filter on ts with $gt, $gte or equality starts the scan there.
+func (e *Engine) findOplog(cur *Cursor, q *compiledQuery, spec FindSpec) (*Cursor, error) {
+	sc := &oplogScan{}
+	if q.sort != nil {
+		fields := q.sort.Fields()
+		switch {
+		case q.sort.Natural() != 0:
+			sc.reverse = q.sort.Natural() < 0
+		case len(fields) == 1 && fields[0].Path == "ts":
+			sc.reverse = fields[0].Desc
+		default:
+			return nil, mongoerr.New(mongoerr.BadValue, "a find on %s sorts by $natural or ts only", OplogNS)
+		}
+	}
+	if !sc.reverse {
+		sc.from = oplogStartAfter(spec.Filter)
+	}
+	cur.ol = sc
+	return cur, nil
+}
+
+// oplogStartAfter is the timestamp a filter on ts lets a forward scan start
+// after; zero when the filter does not bound ts from below.
+func oplogStartAfter(filter bson.Raw) oplog.Timestamp {
+	v, err := filter.LookupErr("ts")
+	if err != nil {
+		return oplog.Timestamp{}
+	}
+	prev := func(t, i uint32) oplog.Timestamp {
+		if t == 0 && i == 0 {
+			return oplog.Timestamp{}
+		}
+		return oplog.FromUint64(oplog.Timestamp{T: t, I: i}.Uint64() - 1)
+	}
+	if t, i, ok := v.TimestampOK(); ok {
+		return prev(t, i)
+	}
+	d, ok := v.DocumentOK()
+	if !ok {
+		return oplog.Timestamp{}
+	}
+	var after oplog.Timestamp
+	elems, _ := d.Elements()
+	for _, el := range elems {
+		t, i, ok := el.Value().TimestampOK()
+		if !ok {
+			continue
+		}
+		var b oplog.Timestamp
+		switch el.Key() {
+		case "$gt":
+			b = oplog.Timestamp{T: t, I: i}
+		case "$gte", "$eq":
+			b = prev(t, i)
+		default:
+			continue
+		}
+		if after.Less(b) {
+			after = b
+		}
+	}
+	return after
+}
+
+// next passes entries to fn until it returns false or they end.
+func (s *oplogScan) next(ctx context.Context, e *Engine, fn visitFunc) error {
+	if s.done {
+		return nil
+	}
+	stopped := false
+	visit := func(ts oplog.Timestamp, raw bson.Raw) (bool, error) {
+		s.from = ts
+		more, err := fn(&storedDoc{doc: raw})
+		stopped = !more
+		return more, err
+	}
+	var err error
+	if s.reverse {
+		err = e.readOplogReverse(ctx, s.from, visit)
+	} else {
+		_, err = e.ReadOplog(ctx, s.from, visit)
+	}
+	if err == nil && !stopped {
+		s.done = true
+	}
+	return err
+}
+
+// readOplogReverse is ReadOplog from the newest visible entry backwards,
+// starting before ts unless it is zero.
+func (e *Engine) readOplogReverse(ctx context.Context, before oplog.Timestamp, fn func(oplog.Timestamp, bson.Raw) (bool, error)) error {
+	visible := e.oplog.Visible()
+	if before.IsZero() || visible.Less(before) {
+		before = visible.Next()
+	}
+	lo, _ := oplog.Range()
+	it, err := e.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: oplog.AppendKey(nil, before)})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for ok := it.Last(); ok; ok = it.Prev() {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		ts, err := oplog.KeyTS(it.Key())
+		if err != nil {
+			return err
+		}
+		more, err := fn(ts, bson.Raw(it.Value()))
+		if err != nil || !more {
+			return err
+		}
+	}
+	return it.Error()
+}
