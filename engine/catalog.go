@@ -398,7 +398,7 @@ func (e *Engine) RenameCollection(fromDB, from, toDB, to string, dropTarget bool
 	if err := putMeta(b, &meta); err != nil {
 		return err
 	}
-	if err := e.commitLogged(b, pebble.Sync, renameEntry(st, toDB, to, nil)); err != nil {
+	if err := e.commitLoggedUnguarded(b, renameEntry(st, toDB, to, nil)); err != nil {
 		return fmt.Errorf("engine: rename: %w", err)
 	}
 	nst := *st

@@ -463,7 +463,7 @@ func (e *Engine) CreateIndexes(db, coll string, specs []bson.Raw) (CreateIndexes
 		o := append(bson.D{{Key: "createIndexes", Value: coll}}, im.spec()...)
 		ents = append(ents, cmdEntry(db, st.meta.UUID.Data, o, nil)...)
 	}
-	if err := e.commitLogged(b, pebble.Sync, ents); err != nil {
+	if err := e.commitLoggedUnguarded(b, ents); err != nil {
 		return res, fmt.Errorf("engine: create indexes: %w", err)
 	}
 	c.state.Store(nst)
@@ -626,13 +626,16 @@ func (e *Engine) markMultikey(c *Collection, ix *index) error {
 			}
 		}
 		return nil
-	})
+	}, nil)
 }
 
 // updateMeta changes a collection's catalog entry durably and installs the
 // new state. Callers hold c.ddl (shared or exclusive); metaMu orders the
 // read-modify-write among them.
-func (e *Engine) updateMeta(c *Collection, change func(meta *collMeta) error) error {
+//
+// logged, when not nil, gives the oplog entries of the change from the old
+// entry to the new, committed with it.
+func (e *Engine) updateMeta(c *Collection, change func(meta *collMeta) error, logged func(before, after *collMeta) []oplog.Entry) error {
 	c.metaMu.Lock()
 	defer c.metaMu.Unlock()
 	st := c.st()
@@ -653,7 +656,11 @@ func (e *Engine) updateMeta(c *Collection, change func(meta *collMeta) error) er
 	if err := putMeta(b, &meta); err != nil {
 		return err
 	}
-	if err := b.Commit(pebble.Sync); err != nil {
+	var ents []oplog.Entry
+	if logged != nil {
+		ents = logged(&st.meta, &meta)
+	}
+	if err := e.commitLoggedUnguarded(b, ents); err != nil {
 		return fmt.Errorf("engine: update catalog of %s: %w", st.ns(), err)
 	}
 	c.state.Store(nst)

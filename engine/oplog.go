@@ -22,14 +22,24 @@ func (p pebbleBatch) Set(k, v []byte) error { return p.b.Set(k, v, nil) }
 // commitLogged commits b with the oplog entries ents appended to it, so
 // that a write and its entries are stored together or not at all.
 func (e *Engine) commitLogged(b *pebble.Batch, opts *pebble.WriteOptions, ents []oplog.Entry) error {
+	return e.logAndCommit(b, ents, func() error { return e.commit(b, opts) })
+}
+
+// commitLoggedUnguarded is commitLogged for the catalog changes that
+// commit past the disk guard (which only ever add a small entry).
+func (e *Engine) commitLoggedUnguarded(b *pebble.Batch, ents []oplog.Entry) error {
+	return e.logAndCommit(b, ents, func() error { return b.Commit(pebble.Sync) })
+}
+
+func (e *Engine) logAndCommit(b *pebble.Batch, ents []oplog.Entry, commit func() error) error {
 	if e.oplog == nil || len(ents) == 0 {
-		return e.commit(b, opts)
+		return commit()
 	}
 	r, err := e.oplog.Append(pebbleBatch{b}, ents)
 	if err != nil {
 		return err
 	}
-	err = e.commit(b, opts)
+	err = commit()
 	r.Finish(err == nil)
 	return err
 }
@@ -219,4 +229,22 @@ func renameEntry(st *collState, db, to string, droppedUUID []byte) []oplog.Entry
 	}
 	o := bson.D{{Key: "renameCollection", Value: st.ns()}, {Key: "to", Value: db + "." + to}, {Key: "stayTemp", Value: false}, {Key: "dropTarget", Value: dropTarget}}
 	return cmdEntry(st.meta.DB, st.meta.UUID.Data, o, nil)
+}
+
+// collModIndexCmd is the o of a collMod that changes an index, as the
+// command gave it: {collMod: coll, index: {name or keyPattern, changes}}.
+func collModIndexCmd(coll string, ch IndexChange) bson.D {
+	var ix bson.D
+	if ch.Name != "" {
+		ix = append(ix, bson.E{Key: "name", Value: ch.Name})
+	} else {
+		ix = append(ix, bson.E{Key: "keyPattern", Value: ch.KeyPattern})
+	}
+	if ch.ExpireAfter != nil {
+		ix = append(ix, bson.E{Key: "expireAfterSeconds", Value: bson.RawValue{Type: bson.Type(ch.ExpireAfter.Type), Value: ch.ExpireAfter.Data}})
+	}
+	if ch.Hidden != nil {
+		ix = append(ix, bson.E{Key: "hidden", Value: *ch.Hidden})
+	}
+	return bson.D{{Key: "collMod", Value: coll}, {Key: "index", Value: ix}}
 }

@@ -323,3 +323,41 @@ func TestOplogFindAndWriteRefusal(t *testing.T) {
 		t.Fatalf("refused writes logged %d entries", len(raws)-before)
 	}
 }
+
+func TestOplogCatalogCommands(t *testing.T) {
+	clock := ttlindex.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	e := openOplogEngine(t, t.TempDir(), clock, Options{})
+	defer e.Close()
+	spec := mustRaw(t, bson.D{{Key: "key", Value: bson.D{{Key: "d", Value: 1}}}, {Key: "name", Value: "d_1"}, {Key: "expireAfterSeconds", Value: 60}})
+	if _, err := e.CreateIndexes("db", "c", []bson.Raw{spec}); err != nil {
+		t.Fatal(err)
+	}
+	_, _, last := oplogSince(t, e, oplog.Timestamp{})
+	hidden := true
+	if _, err := e.CollModIndex("db", "c", IndexChange{Name: "d_1", Hidden: &hidden}); err != nil {
+		t.Fatal(err)
+	}
+	// A refused collMod logs nothing.
+	if _, err := e.CollModIndex("db", "c", IndexChange{Name: "nope", Hidden: &hidden}); err == nil {
+		t.Fatal("collMod of a missing index succeeded")
+	}
+	if _, err := e.DropIndexes("db", "c", bson.RawValue{Type: bson.TypeString, Value: bsoncoreString("d_1")}); err != nil {
+		t.Fatal(err)
+	}
+	lines, raws, _ := oplogSince(t, e, last)
+	want := "c db.$cmd collMod:\"c\"|c db.$cmd dropIndexes:\"c\""
+	if strings.Join(lines, "|") != want {
+		t.Fatalf("oplog %v, want %s", lines, want)
+	}
+	if got := raws[0].Lookup("o", "index", "hidden"); !got.Boolean() {
+		t.Errorf("collMod entry %s", raws[0])
+	}
+	if got := raws[1].Lookup("o", "index").StringValue(); got != "d_1" || raws[1].Lookup("o2", "name").StringValue() != "d_1" {
+		t.Errorf("dropIndexes entry %s", raws[1])
+	}
+}
+
+func bsoncoreString(s string) []byte {
+	_, raw, _ := bson.MarshalValue(s)
+	return raw
+}

@@ -45,7 +45,7 @@ func allWorkloads() []workload {
 		{"ping", true, runPing},
 		{"pebble-sync", true, runPebbleSync},
 		{"insert", true, runInsert},
-		{"insert-nooplog", false, runInsertNoOplog},
+		{"oplog-cost", false, runOplogCost},
 		{"findone", true, runFindOne},
 		{"update", true, runUpdate},
 		{"find100", true, runFind100},
@@ -96,50 +96,30 @@ func runInsert(ctx context.Context, e *env) ([]result, error) {
 	return []result{{name: "insert", sample: s, ceiling: "pebble-sync", target: 0.5}}, nil
 }
 
-// runInsertNoOplog is insert against a second in-process server with the
-// oplog off, to show what the oplog costs the insert workload of the same
-// run (the issue allows 15%).
-func runInsertNoOplog(ctx context.Context, e *env) ([]result, error) {
-	if e.cfg.uri != "" {
-		return nil, fmt.Errorf("insert-nooplog starts its own server: run it without --uri")
-	}
-	addr, stop, err := startServer(false, true)
-	if err != nil {
-		return nil, err
-	}
-	defer stop()
-	opts := options.Client().ApplyURI("mongodb://" + addr + "/?directConnection=true").
-		SetMaxPoolSize(uint64(e.cfg.clients)).SetTimeout(opTimeout)
-	client, err := mongo.Connect(opts)
-	if err != nil {
-		return nil, fmt.Errorf("connect: %w", err)
-	}
-	defer client.Disconnect(context.Background())
-	if err := warmUp(ctx, client, e.cfg.clients); err != nil {
-		return nil, err
-	}
-	s, err := measureInsert(ctx, e, client.Database(e.db.Name()).Collection("insert"))
-	if err != nil {
-		return nil, err
-	}
-	return []result{{name: "insert-nooplog", sample: s, ceiling: "insert"}}, nil
-}
-
 func measureInsert(ctx context.Context, e *env, coll *mongo.Collection) (sample, error) {
 	if err := drop(ctx, coll); err != nil {
 		return sample{}, err
 	}
-	pad, err := padding(bson.D{{Key: "_id", Value: bson.NewObjectID()}, {Key: "n", Value: int32(0)}})
+	newOp, err := insertOp(coll)
 	if err != nil {
 		return sample{}, err
 	}
-	return measureFor(ctx, e.cfg.clients, e.cfg.duration, func(int) op {
+	return measureFor(ctx, e.cfg.clients, e.cfg.duration, newOp)
+}
+
+// insertOp inserts a fresh padded document per call.
+func insertOp(coll *mongo.Collection) (func(int) op, error) {
+	pad, err := padding(bson.D{{Key: "_id", Value: bson.NewObjectID()}, {Key: "n", Value: int32(0)}})
+	if err != nil {
+		return nil, err
+	}
+	return func(int) op {
 		return func(ctx context.Context) error {
 			doc := bson.D{{Key: "_id", Value: bson.NewObjectID()}, {Key: "n", Value: int32(0)}, {Key: "pad", Value: pad}}
 			_, err := coll.InsertOne(ctx, doc)
 			return err
 		}
-	})
+	}, nil
 }
 
 func runFindOne(ctx context.Context, e *env) ([]result, error) {
