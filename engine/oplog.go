@@ -248,3 +248,42 @@ func collModIndexCmd(coll string, ch IndexChange) bson.D {
 	}
 	return bson.D{{Key: "collMod", Value: coll}, {Key: "index", Value: ix}}
 }
+
+// ClusterTime is the newest timestamp handed out, the cluster time of this
+// single node ($clusterTime, operationTime); zero with the oplog off.
+func (e *Engine) ClusterTime() oplog.Timestamp {
+	if e.oplog == nil {
+		return oplog.Timestamp{}
+	}
+	return e.oplog.Last()
+}
+
+// AppendNoop logs a no-op ('n') entry with o as its message and returns
+// its timestamp once it is durable and visible: what mongod writes to move
+// the cluster time forward without a write, for example to make a
+// linearizable read's point in time durable.
+func (e *Engine) AppendNoop(o bson.D) (oplog.Timestamp, error) {
+	if e.oplog == nil {
+		return oplog.Timestamp{}, ErrOplogOff
+	}
+	raw, err := bson.Marshal(o)
+	if err != nil {
+		return oplog.Timestamp{}, fmt.Errorf("engine: no-op entry: %w", err)
+	}
+	b := e.db.NewBatch()
+	defer b.Close()
+	r, err := e.oplog.Append(pebbleBatch{b}, []oplog.Entry{{Op: oplog.Noop, O: raw}})
+	if err != nil {
+		return oplog.Timestamp{}, err
+	}
+	err = e.commit(b, pebble.Sync)
+	r.Finish(err == nil)
+	if err != nil {
+		return oplog.Timestamp{}, err
+	}
+	// Visible once every earlier reservation has finished too.
+	if _, err := e.oplog.Wait(context.Background(), r.Last.Prev()); err != nil {
+		return oplog.Timestamp{}, err
+	}
+	return r.Last, nil
+}

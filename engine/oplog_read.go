@@ -62,12 +62,7 @@ func oplogStartAfter(filter bson.Raw) oplog.Timestamp {
 	if err != nil {
 		return oplog.Timestamp{}
 	}
-	prev := func(t, i uint32) oplog.Timestamp {
-		if t == 0 && i == 0 {
-			return oplog.Timestamp{}
-		}
-		return oplog.FromUint64(oplog.Timestamp{T: t, I: i}.Uint64() - 1)
-	}
+	prev := func(t, i uint32) oplog.Timestamp { return oplog.Timestamp{T: t, I: i}.Prev() }
 	if t, i, ok := v.TimestampOK(); ok {
 		return prev(t, i)
 	}

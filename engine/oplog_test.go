@@ -361,3 +361,93 @@ func bsoncoreString(s string) []byte {
 	_, raw, _ := bson.MarshalValue(s)
 	return raw
 }
+
+// TestOplogTailerMissesNothing follows the oplog while writers on several
+// collections commit concurrently: batches commit out of timestamp order,
+// and a reader that only reads up to the visible point must still see
+// every entry exactly once, in order.
+func TestOplogTailerMissesNothing(t *testing.T) {
+	clock := ttlindex.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	e := openOplogEngine(t, t.TempDir(), clock, Options{})
+	defer e.Close()
+	const writers, perWriter = 4, 200
+	const want = writers * (perWriter + 1) // a create and the inserts each
+	// The tailer stops once it has seen as many entries as there will be;
+	// the timeout only keeps a broken wake-up from hanging the test.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	tailed := make(chan []oplog.Timestamp, 1)
+	go func() {
+		var seen []oplog.Timestamp
+		var last oplog.Timestamp
+		for len(seen) < want {
+			var err error
+			last, err = e.ReadOplog(ctx, last, func(ts oplog.Timestamp, _ bson.Raw) (bool, error) {
+				seen = append(seen, ts)
+				return true, nil
+			})
+			if err == nil && len(seen) < want {
+				_, err = e.Oplog().Wait(ctx, last)
+			}
+			if err != nil {
+				break
+			}
+		}
+		tailed <- seen
+	}()
+	done := make(chan error, writers)
+	for w := range writers {
+		go func() {
+			coll := fmt.Sprint("c", w)
+			for i := range perWriter {
+				if _, err := e.Insert("db", coll, []bson.Raw{mustRaw(t, bson.D{{Key: "_id", Value: i}})}, true); err != nil {
+					done <- err
+					return
+				}
+			}
+			done <- nil
+		}()
+	}
+	for range writers {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	var all []oplog.Timestamp
+	if _, err := e.ReadOplog(context.Background(), oplog.Timestamp{}, func(ts oplog.Timestamp, _ bson.Raw) (bool, error) {
+		all = append(all, ts)
+		return true, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != want {
+		t.Fatalf("%d entries, want %d", len(all), want)
+	}
+	seen := <-tailed
+	if len(seen) != len(all) {
+		t.Fatalf("tailer saw %d entries, the oplog holds %d", len(seen), len(all))
+	}
+	for i := range all {
+		if seen[i] != all[i] {
+			t.Fatalf("entry %d: tailer %v, oplog %v", i, seen[i], all[i])
+		}
+	}
+}
+
+func TestOplogNoopMovesClusterTime(t *testing.T) {
+	clock := ttlindex.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	e := openOplogEngine(t, t.TempDir(), clock, Options{})
+	defer e.Close()
+	before := e.ClusterTime()
+	ts, err := e.AppendNoop(bson.D{{Key: "msg", Value: "periodic noop"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !before.Less(ts) || e.ClusterTime() != ts || e.Oplog().Visible() != ts {
+		t.Fatalf("noop at %v: cluster time %v (was %v), visible %v", ts, e.ClusterTime(), before, e.Oplog().Visible())
+	}
+	_, raws, _ := oplogSince(t, e, before)
+	if len(raws) != 1 || raws[0].Lookup("op").StringValue() != "n" || raws[0].Lookup("o", "msg").StringValue() != "periodic noop" {
+		t.Fatalf("entries %v", raws)
+	}
+}

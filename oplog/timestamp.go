@@ -26,6 +26,14 @@ func (ts Timestamp) Less(o Timestamp) bool { return ts.Uint64() < o.Uint64() }
 // IsZero reports whether ts is the zero timestamp, before every entry.
 func (ts Timestamp) IsZero() bool { return ts == Timestamp{} }
 
+// Prev is the timestamp right before ts; ts itself if it is zero.
+func (ts Timestamp) Prev() Timestamp {
+	if ts.IsZero() {
+		return ts
+	}
+	return FromUint64(ts.Uint64() - 1)
+}
+
 // Next is the timestamp right after ts.
 func (ts Timestamp) Next() Timestamp { return FromUint64(ts.Uint64() + 1) }
 
