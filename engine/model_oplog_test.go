@@ -22,7 +22,7 @@ import (
 // leaves the document as it was) fails at once, so that refused writes and
 // no-op rewrites are seen to log nothing.
 type oplogReplica struct {
-	last oplog.Timestamp
+	last  oplog.Timestamp
 	colls map[string]map[string]bson.Raw // by ns, then keycodec of _id
 }
 
