@@ -96,14 +96,14 @@ func (rep *oplogReplica) apply(raw bson.Raw) error {
 		if !present {
 			return fmt.Errorf("update of absent _id %v in %s", id, f.NS)
 		}
-		nw, err := applyTopDiff(old, o)
+		nw, err := oplog.ApplyUpdate(old, o)
 		if err != nil {
 			return err
 		}
 		if bytes.Equal(nw, old) {
 			return fmt.Errorf("update of %v in %s changes nothing: %s", id, f.NS, o)
 		}
-		docs[key] = nw
+		docs[key] = bytes.Clone(nw) // a replacement is o itself, valid only during the read
 	default:
 		return fmt.Errorf("unexpected op %c on %s", f.Op, f.NS)
 	}
@@ -155,46 +155,4 @@ func (r *modelRun) checkOplog(ctx context.Context) error {
 		return err
 	}
 	return r.replica.check(r.e, modelDB, modelColl)
-}
-
-// applyTopDiff applies an update entry's o: a replacement document, or a
-// $v:2 diff of top-level d/u/i sections, which is what the engine writes.
-func applyTopDiff(doc bson.Raw, o bson.Raw) (bson.Raw, error) {
-	v, err := o.LookupErr("$v")
-	if err != nil {
-		return bytes.Clone(o), nil
-	}
-	if v.AsInt64() != 2 {
-		return nil, fmt.Errorf("update entry $v %v", v)
-	}
-	diff := o.Lookup("diff").Document()
-	sections, _ := diff.Elements()
-	for _, el := range sections {
-		switch el.Key() {
-		case "d", "u", "i":
-		default:
-			return nil, fmt.Errorf("diff section %q", el.Key())
-		}
-	}
-	elems, _ := doc.Elements()
-	idx, out := bsoncore.AppendDocumentStart(nil)
-	for _, el := range elems {
-		k := el.Key()
-		if _, err := diff.LookupErr("d", k); err == nil {
-			continue
-		}
-		if nv, err := diff.LookupErr("u", k); err == nil {
-			out = bsoncore.AppendValueElement(out, k, bsoncore.Value{Type: bsoncore.Type(nv.Type), Data: nv.Value})
-			continue
-		}
-		out = append(out, el...)
-	}
-	if ins, ok := diff.Lookup("i").DocumentOK(); ok {
-		iels, _ := ins.Elements()
-		for _, el := range iels {
-			out = append(out, el...)
-		}
-	}
-	out, _ = bsoncore.AppendDocumentEnd(out, idx)
-	return out, nil
 }

@@ -44,9 +44,9 @@ func oplogSince(t *testing.T, e *Engine, after oplog.Timestamp) ([]string, []bso
 		var key string
 		switch f.Op {
 		case oplog.Insert, oplog.Delete:
-			key = fmt.Sprint(raw.Lookup("o", "_id").Int32())
+			key = idString(raw.Lookup("o", "_id"))
 		case oplog.Update:
-			key = fmt.Sprint(raw.Lookup("o2", "_id").Int32())
+			key = idString(raw.Lookup("o2", "_id"))
 		case oplog.Command:
 			el, _ := raw.Lookup("o").Document().IndexErr(0)
 			key = el.Key() + ":" + el.Value().String()
@@ -65,6 +65,13 @@ func oplogSince(t *testing.T, e *Engine, after oplog.Timestamp) ([]string, []bso
 		t.Fatal(err)
 	}
 	return lines, raws, last
+}
+
+func idString(v bson.RawValue) string {
+	if n, ok := v.Int32OK(); ok {
+		return fmt.Sprint(n)
+	}
+	return v.String()
 }
 
 func TestOplogWriteKinds(t *testing.T) {

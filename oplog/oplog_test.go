@@ -178,15 +178,45 @@ func TestTrimByAge(t *testing.T) {
 }
 
 func TestUpdateDiff(t *testing.T) {
-	old := doc(t, bson.D{{Key: "_id", Value: 1}, {Key: "a", Value: 1}, {Key: "b", Value: bson.D{{Key: "c", Value: 1}}}, {Key: "gone", Value: true}})
-	nw := doc(t, bson.D{{Key: "_id", Value: 1}, {Key: "a", Value: int64(1)}, {Key: "b", Value: bson.D{{Key: "c", Value: 1}}}, {Key: "new", Value: "x"}})
-	got := bson.Raw(UpdateDiff(old, nw))
-	want := doc(t, bson.D{{Key: "$v", Value: int32(2)}, {Key: "diff", Value: bson.D{
-		{Key: "d", Value: bson.D{{Key: "gone", Value: false}}},
-		{Key: "u", Value: bson.D{{Key: "a", Value: int64(1)}}},
-		{Key: "i", Value: bson.D{{Key: "new", Value: "x"}}},
-	}}})
-	if string(got) != string(want) {
-		t.Fatalf("diff %s, want %s", got, bson.Raw(want))
+	D := func(e ...bson.E) bson.D { return bson.D(e) }
+	E := func(k string, v any) bson.E { return bson.E{Key: k, Value: v} }
+	A := func(v ...any) bson.A { return bson.A(v) }
+	for _, c := range []struct {
+		name     string
+		old, new bson.D
+		want     any // the diff, or the whole new document
+	}{
+		{"top level", D(E("_id", 1), E("a", 1), E("gone", true)), D(E("_id", 1), E("a", int64(1)), E("new", "x")),
+			D(E("d", D(E("gone", false))), E("u", D(E("a", int64(1)))), E("i", D(E("new", "x"))))},
+		{"nested field", D(E("_id", 1), E("a", D(E("b", 1), E("c", 2)))), D(E("_id", 1), E("a", D(E("b", 5), E("c", 2)))),
+			D(E("sa", D(E("u", D(E("b", 5))))))},
+		{"nested unset and add", D(E("_id", 1), E("a", D(E("b", 1), E("c", 2)))), D(E("_id", 1), E("a", D(E("c", 2), E("z", 0)))),
+			D(E("sa", D(E("d", D(E("b", false))), E("i", D(E("z", 0))))))},
+		{"push", D(E("_id", 1), E("arr", A(1, 2))), D(E("_id", 1), E("arr", A(1, 2, 3))),
+			D(E("sarr", D(E("a", true), E("u2", 3))))},
+		{"pop truncates", D(E("_id", 1), E("arr", A(1, 2, 3))), D(E("_id", 1), E("arr", A(1))),
+			D(E("sarr", D(E("a", true), E("l", int32(1)))))},
+		{"array element field", D(E("_id", 1), E("arr", A(D(E("x", 1)), D(E("x", 2))))), D(E("_id", 1), E("arr", A(D(E("x", 1)), D(E("x", 3))))),
+			D(E("sarr", D(E("a", true), E("s1", D(E("u", D(E("x", 3))))))))},
+		{"type change", D(E("_id", 1), E("a", D(E("b", 1)))), D(E("_id", 1), E("a", A(1))),
+			D(E("u", D(E("a", A(1)))))},
+		{"reordered fields replace", D(E("_id", 1), E("a", 1), E("b", 2)), D(E("_id", 1), E("b", 2), E("a", 1)), nil},
+		{"new field before a kept one replaces", D(E("_id", 1), E("b", 2)), D(E("_id", 1), E("a", 1), E("b", 2)), nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			old, nw := doc(t, c.old), doc(t, c.new)
+			got := UpdateDiff(old, nw)
+			want := nw
+			if c.want != nil {
+				want = doc(t, D(E("$v", int32(2)), E("diff", c.want)))
+			}
+			if string(got) != string(want) {
+				t.Fatalf("o = %s, want %s", bson.Raw(got), bson.Raw(want))
+			}
+			applied, err := ApplyUpdate(old, got)
+			if err != nil || string(applied) != string(nw) {
+				t.Fatalf("applied: %s, %v; want %s", bson.Raw(applied), err, bson.Raw(nw))
+			}
+		})
 	}
 }
