@@ -106,7 +106,7 @@ func (e *Engine) Find(ctx context.Context, db, coll string, spec FindSpec) (*Cur
 		cur.limit = spec.Limit
 	}
 	if e.isOplogNS(db, coll) {
-		return e.findOplog(cur, q, spec)
+		return e.findOplog(ctx, cur, q, spec)
 	}
 	c := e.collection(db, coll)
 	if c == nil {

@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"bytes"
 	"context"
+	"sort"
 
 	"github.com/cockroachdb/pebble/v2"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -30,13 +32,18 @@ type oplogScan struct {
 	// it in reverse; zero there means from the newest).
 	from oplog.Timestamp
 	done bool
+	// sorted holds the matches of any other sort, read and sorted at open.
+	sorted []bson.Raw
+	inMem  bool
 }
 
 // findOplog opens a cursor over the oplog. Its natural order is timestamp
 // order; a sort may ask for it, or its reverse, by $natural or ts. A
-// filter on ts with $gt, $gte or equality starts the scan there.
-func (e *Engine) findOplog(cur *Cursor, q *compiledQuery, spec FindSpec) (*Cursor, error) {
+// filter on ts with $gt, $gte or equality starts the scan there. Any other
+// sort reads the matches and sorts them in memory, within the sort limit.
+func (e *Engine) findOplog(ctx context.Context, cur *Cursor, q *compiledQuery, spec FindSpec) (*Cursor, error) {
 	sc := &oplogScan{}
+	byTS := true
 	if q.sort != nil {
 		fields := q.sort.Fields()
 		switch {
@@ -45,14 +52,40 @@ func (e *Engine) findOplog(cur *Cursor, q *compiledQuery, spec FindSpec) (*Curso
 		case len(fields) == 1 && fields[0].Path == "ts":
 			sc.reverse = fields[0].Desc
 		default:
-			return nil, mongoerr.New(mongoerr.BadValue, "a find on %s sorts by $natural or ts only", OplogNS)
+			byTS = false
 		}
 	}
 	if !sc.reverse {
 		sc.from = oplogStartAfter(spec.Filter)
 	}
 	cur.ol = sc
+	if !byTS {
+		if err := sc.sortInMemory(ctx, e, q); err != nil {
+			return nil, err
+		}
+	}
 	return cur, nil
+}
+
+func (s *oplogScan) sortInMemory(ctx context.Context, e *Engine, q *compiledQuery) error {
+	limit := e.sortLimitOf()
+	var held int64
+	_, err := e.ReadOplog(ctx, s.from, func(_ oplog.Timestamp, raw bson.Raw) (bool, error) {
+		if ok, err := q.filter.MatchErr(raw); err != nil || !ok {
+			return err == nil, err
+		}
+		if held += int64(len(raw)); held > limit.Bytes {
+			return false, limit.Exceeded(limit.Bytes)
+		}
+		s.sorted = append(s.sorted, bytes.Clone(raw))
+		return true, nil
+	})
+	if err != nil {
+		return err
+	}
+	sort.SliceStable(s.sorted, func(i, j int) bool { return q.sort.Compare(s.sorted[i], s.sorted[j]) < 0 })
+	s.inMem = true
+	return nil
 }
 
 // oplogStartAfter is the timestamp a filter on ts lets a forward scan start
@@ -96,6 +129,19 @@ func oplogStartAfter(filter bson.Raw) oplog.Timestamp {
 // next passes entries to fn until it returns false or they end.
 func (s *oplogScan) next(ctx context.Context, e *Engine, fn visitFunc) error {
 	if s.done {
+		return nil
+	}
+	if s.inMem {
+		for len(s.sorted) > 0 {
+			doc := s.sorted[0]
+			s.sorted[0] = nil
+			s.sorted = s.sorted[1:]
+			more, err := fn(&storedDoc{doc: doc})
+			if err != nil || !more {
+				return err
+			}
+		}
+		s.done = true
 		return nil
 	}
 	stopped := false

@@ -53,6 +53,19 @@ func TestOplogThroughDriver(t *testing.T) {
 	if ops != "uii" || entries[0].O2.Lookup("_id").Int32() != 1 {
 		t.Fatalf("newest first: ops %q, update of %s", ops, entries[0].O2)
 	}
+	// An aggregation reads it too, with any sort.
+	agg, err := oplogColl.Aggregate(ctx, mongo.Pipeline{
+		{{Key: "$match", Value: bson.D{{Key: "op", Value: "i"}}}},
+		{{Key: "$sort", Value: bson.D{{Key: "o._id", Value: -1}}}},
+		{{Key: "$project", Value: bson.D{{Key: "_id", Value: 0}, {Key: "id", Value: "$o._id"}}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []bson.M
+	if err := agg.All(ctx, &ids); err != nil || len(ids) != 2 || ids[0]["id"] != int32(2) {
+		t.Fatalf("aggregate: %v, %v", ids, err)
+	}
 	_, err = oplogColl.InsertOne(ctx, bson.D{{Key: "op", Value: "n"}})
 	var ce mongo.CommandError
 	var we mongo.WriteException
