@@ -50,8 +50,13 @@ func New(opts Options, last Timestamp, size int64) *Log {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Log{now: opts.Now, max: opts.MaxBytes, maxAge: opts.MaxAge, last: last, visible: last,
+	l := &Log{now: opts.Now, max: opts.MaxBytes, maxAge: opts.MaxAge, last: last, visible: last,
 		changed: make(chan struct{}), size: size, trim: make(chan struct{}, 1)}
+	if l.max > 0 && size > l.max {
+		// Over the bound already (it was lowered): trim at once.
+		l.trim <- struct{}{}
+	}
+	return l
 }
 
 // Reservation is the timestamps of entries appended to one batch.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.uber.org/zap"
 )
 
 // memBatch and memStore keep entries in a map, as the engine's store does.
@@ -218,5 +219,49 @@ func TestUpdateDiff(t *testing.T) {
 				t.Fatalf("applied: %s, %v; want %s", bson.Raw(applied), err, bson.Raw(nw))
 			}
 		})
+	}
+}
+
+// signalStore tells the test when the trimmer has deleted.
+type signalStore struct {
+	*memStore
+	deleted chan Timestamp
+}
+
+func (s signalStore) DeleteBefore(ts Timestamp) error {
+	err := s.memStore.DeleteBefore(ts)
+	s.deleted <- ts
+	return err
+}
+
+func TestTrimmerRunsWhenOverBound(t *testing.T) {
+	now := time.Unix(100, 0)
+	s := signalStore{&memStore{entries: map[uint64][]byte{}}, make(chan Timestamp, 16)}
+	// Two entries stored by an unbounded log; reopened with a bound they
+	// are over, the trimmer starts at once.
+	first := New(Options{Now: func() time.Time { return now }}, Timestamp{}, 0)
+	r0, _ := first.Append(s, []Entry{insertEntry(t, 0), insertEntry(t, 1)})
+	r0.Finish(true)
+	r1 := r0.Last
+	l := New(Options{Now: func() time.Time { return now }, MaxBytes: 1}, r1, first.Size())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		l.RunTrimmer(ctx, s, zap.NewNop())
+	}()
+	if ts := <-s.deleted; ts != r1 {
+		t.Fatalf("trimmed before %v, want %v", ts, r1)
+	}
+	// A commit that passes the bound wakes it again.
+	r, _ := l.Append(s, []Entry{insertEntry(t, 5)})
+	r.Finish(true)
+	if ts := <-s.deleted; ts != r.Last {
+		t.Fatalf("trimmed before %v, want %v", ts, r.Last)
+	}
+	cancel()
+	<-done
+	if ks := s.keys(); len(ks) != 1 || ks[0] != r.Last.Uint64() {
+		t.Fatalf("kept %v", ks)
 	}
 }
