@@ -317,9 +317,11 @@ func TestSessions(t *testing.T) {
 		t.Errorf("timeoutMinutes = %d", m)
 	}
 	session := bson.D{{Key: "id", Value: bson.Binary{Subtype: sub, Data: data}}}
-	for _, cmd := range []string{"refreshSessions", "endSessions", "killSessions", "killAllSessions"} {
+	for _, cmd := range []string{"refreshSessions", "endSessions", "killSessions"} {
 		run(t, ts.Client.Database("admin"), bson.D{{Key: cmd, Value: bson.A{session}}})
 	}
+	// killAllSessions names users, not sessions.
+	run(t, ts.Client.Database("admin"), bson.D{{Key: "killAllSessions", Value: bson.A{bson.D{{Key: "user", Value: ""}, {Key: "db", Value: ""}}}}})
 
 	// A driver session attaches lsid to every command.
 	s, err := ts.Client.StartSession()

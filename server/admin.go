@@ -285,6 +285,9 @@ func (s *Server) serverStatus(_ context.Context, req *Request) (bson.Raw, error)
 			{Key: "rejected", Value: s.net.rejected.Load()},
 		}},
 		{Key: "network", Value: s.stats.networkDoc()},
+		{Key: "logicalSessionRecordCache", Value: bson.D{
+			{Key: "activeSessionsCount", Value: int32(s.sessions.Len())},
+		}},
 		{Key: "opcounters", Value: s.stats.ops.doc()},
 		{Key: "mem", Value: memDoc()},
 		{Key: "metrics", Value: bson.D{

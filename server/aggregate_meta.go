@@ -9,13 +9,10 @@ package server
 import (
 	"context"
 	"crypto/sha256"
-	"math"
 	"net"
 	"os"
 	"sort"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -46,7 +43,7 @@ func (s *Server) aggregateDB(ctx context.Context, req *Request, stages []bson.Ra
 
 // currentOpDocs are the documents of $currentOp: the running commands
 // and, when asked, idle connections and idle cursors. Without users
-// allUsers changes nothing; Lethe keeps no sessions to list as idle.
+// allUsers changes nothing; idle sessions are not listed.
 func (s *Server) currentOpDocs(spec pipeline.CurrentOpSpec) []bson.Raw {
 	host := s.hostPort()
 	s.net.mu.Lock()
@@ -122,91 +119,14 @@ func (t *cursorTable) idleDocs(host string) []bson.D {
 	return out
 }
 
-// maxLocalSessions bounds the sessions sessionCache keeps: past it the
-// least recently used one is forgotten. MongoDB's own bound
-// (maxSessions) is a million; Lethe keeps no state per session beyond
-// this entry, so listing is all it serves.
-const maxLocalSessions = 10000
-
-// sessionCache is the server's record of the sessions its clients use,
-// what $listLocalSessions lists: every command with an lsid marks its
-// session used, and a session unused for the session timeout is gone.
-// Marking a known session is an atomic store, not a lock: every command
-// of a driver carries an lsid.
-type sessionCache struct {
-	lastUse sync.Map     // session id bytes → *atomic.Int64, Unix nanoseconds
-	n       atomic.Int64 // entries in lastUse
-	sweep   sync.Mutex   // one sweeper at a time
-}
-
-// touch marks session id used at now.
-func (sc *sessionCache) touch(id string, now time.Time) {
-	if v, ok := sc.lastUse.Load(id); ok {
-		v.(*atomic.Int64).Store(now.UnixNano())
-		return
-	}
-	if sc.n.Load() >= maxLocalSessions {
-		sc.makeRoom(now)
-	}
-	t := new(atomic.Int64)
-	t.Store(now.UnixNano())
-	if _, loaded := sc.lastUse.LoadOrStore(id, t); !loaded {
-		sc.n.Add(1)
-	}
-}
-
-// makeRoom forgets the expired sessions, or else the least recently used.
-func (sc *sessionCache) makeRoom(now time.Time) {
-	sc.sweep.Lock()
-	defer sc.sweep.Unlock()
-	sc.expire(now)
-	if sc.n.Load() < maxLocalSessions {
-		return
-	}
-	var oldest any
-	at := int64(math.MaxInt64)
-	sc.lastUse.Range(func(k, v any) bool {
-		if t := v.(*atomic.Int64).Load(); t < at {
-			oldest, at = k, t
-		}
-		return true
-	})
-	if oldest != nil {
-		sc.forget(oldest)
-	}
-}
-
-func (sc *sessionCache) forget(id any) {
-	if _, ok := sc.lastUse.LoadAndDelete(id); ok {
-		sc.n.Add(-1)
-	}
-}
-
-// end forgets sessions, as endSessions does.
-func (sc *sessionCache) end(ids []string) {
-	for _, id := range ids {
-		sc.forget(id)
-	}
-}
-
-func (sc *sessionCache) expire(now time.Time) {
-	cutoff := now.Add(-sessionTimeoutMinutes * time.Minute).UnixNano()
-	sc.lastUse.Range(func(k, v any) bool {
-		if v.(*atomic.Int64).Load() < cutoff {
-			sc.forget(k)
-		}
-		return true
-	})
-}
-
 // noAuthDigest is the uid of every session: the SHA-256 of no user name,
 // as MongoDB computes it when no one is authenticated.
 var noAuthDigest = sha256.Sum256(nil)
 
-// list returns the sessions $listLocalSessions shows: without users every
-// session belongs to the unauthenticated user, so a spec naming only
-// other users lists none.
-func (sc *sessionCache) list(spec pipeline.SessionsSpec, now time.Time) []bson.Raw {
+// listLocalSessions returns the sessions $listLocalSessions shows: without
+// users every session belongs to the unauthenticated user, so a spec naming
+// only other users lists none.
+func (s *Server) listLocalSessions(spec pipeline.SessionsSpec) []bson.Raw {
 	mine := spec.AllUsers || len(spec.Users) == 0
 	for _, u := range spec.Users {
 		if u.User == "" && u.DB == "" {
@@ -216,52 +136,21 @@ func (sc *sessionCache) list(spec pipeline.SessionsSpec, now time.Time) []bson.R
 	if !mine {
 		return nil
 	}
-	sc.expire(now)
-	type entry struct {
-		id  string
-		use int64
-	}
-	var all []entry
-	sc.lastUse.Range(func(k, v any) bool {
-		all = append(all, entry{k.(string), v.(*atomic.Int64).Load()})
-		return true
-	})
-	sort.Slice(all, func(i, j int) bool { return all[i].id < all[j].id })
-	docs := make([]bson.Raw, 0, len(all))
-	for _, en := range all {
+	live := s.sessions.List()
+	docs := make([]bson.Raw, 0, len(live))
+	for _, ls := range live {
 		raw, err := bson.Marshal(bson.D{
 			{Key: "_id", Value: bson.D{
-				{Key: "id", Value: bson.Binary{Subtype: bson.TypeBinaryUUID, Data: []byte(en.id)}},
+				{Key: "id", Value: bson.Binary{Subtype: bson.TypeBinaryUUID, Data: ls.ID[:]}},
 				{Key: "uid", Value: bson.Binary{Data: noAuthDigest[:]}},
 			}},
-			{Key: "lastUse", Value: bson.NewDateTimeFromTime(time.Unix(0, en.use))},
+			{Key: "lastUse", Value: bson.NewDateTimeFromTime(ls.LastUse)},
 		})
 		if err == nil {
 			docs = append(docs, raw)
 		}
 	}
 	return docs
-}
-
-// endSessions ends the sessions it lists, which $listLocalSessions then
-// no longer shows.
-func (s *Server) endSessions(ctx context.Context, req *Request) (bson.Raw, error) {
-	reply, err := sessionList(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	arr, _ := req.Body.Index(0).Value().ArrayOK()
-	vals, _ := arr.Values()
-	ids := make([]string, 0, len(vals))
-	for _, v := range vals {
-		if d, ok := v.DocumentOK(); ok {
-			if _, data, ok := d.Lookup("id").BinaryOK(); ok {
-				ids = append(ids, string(data))
-			}
-		}
-	}
-	s.sessions.end(ids)
-	return reply, nil
 }
 
 // latencyKind is how latencyStats files a command, as MongoDB's commands

@@ -57,6 +57,9 @@ type Conn struct {
 	nc     net.Conn
 	remote string
 	rd     *bufio.Reader
+	// appName is the application name the client gave in hello, which
+	// failCommand may filter on.
+	appName string
 
 	in    []byte // the frame being served; reused
 	out   []byte // the reply frame; reused
@@ -292,6 +295,10 @@ func (c *Conn) serveMsg(m *wire.Message) string {
 	} else {
 		reply = c.dispatch(req)
 	}
+	if req.closeConn {
+		req.closeConn = false
+		return "closed by the failCommand fail point"
+	}
 	if msg.Flags&wire.FlagMoreToCome != 0 {
 		return "" // the client asked for no reply
 	}
@@ -347,6 +354,10 @@ func (c *Conn) serveQuery(m *wire.Message) string {
 	default:
 		req.DB = db
 		reply = c.dispatch(req)
+		if req.closeConn {
+			req.closeConn = false
+			return "closed by the failCommand fail point"
+		}
 	}
 	c.out = wire.AppendReply(c.out[:0], c.nextRequestID(), m.Header.RequestID,
 		&wire.Reply{Documents: []bsoncore.Document{bsoncore.Document(reply)}})

@@ -116,8 +116,8 @@ type openCursor struct {
 	held     int64  // bytes of results it holds, as last counted
 	lastUsed time.Time
 	// noTimeout exempts the cursor from the idle sweep (find's
-	// noCursorTimeout). MongoDB closes such a cursor with its session;
-	// Lethe keeps no sessions and closes it with its connection instead.
+	// noCursorTimeout). Such a cursor closes with its session, as in
+	// MongoDB, or, opened outside any session, with its connection.
 	noTimeout bool
 }
 
@@ -266,9 +266,10 @@ func (t *cursorTable) sweepLocked(now time.Time) {
 	}
 }
 
-// connClosed closes the noTimeout cursors connection conn opened, which no
-// idle sweep would. Its other cursors stay: another connection may go on
-// reading them until they time out, as in MongoDB.
+// connClosed closes the noTimeout cursors connection conn opened outside
+// any session, which no idle sweep or session end would. Its other cursors
+// stay: another connection may go on reading them until they time out or
+// their session ends, as in MongoDB.
 func (t *cursorTable) connClosed(conn int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -276,10 +277,26 @@ func (t *cursorTable) connClosed(conn int64) {
 		return
 	}
 	for id, c := range t.open {
-		if c.noTimeout && c.conn == conn {
+		if c.noTimeout && c.conn == conn && c.lsid == "" {
 			t.deleteLocked(id, c)
 		}
 	}
+}
+
+// killSessions closes the cursors opened in the sessions match accepts (by
+// their id bytes) and returns how many it closed. A getMore then finds no
+// cursor (CursorNotFound), as in MongoDB.
+func (t *cursorTable) killSessions(match func(lsid string) bool) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for id, c := range t.open {
+		if c.lsid != "" && match(c.lsid) {
+			t.deleteLocked(id, c)
+			n++
+		}
+	}
+	return n
 }
 
 // cursorOption reads a command's cursor: {batchSize: n} option.

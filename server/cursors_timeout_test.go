@@ -9,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
 // sweepAt runs the idle sweep as if it were at.
@@ -48,12 +49,16 @@ func TestNoCursorTimeout(t *testing.T) {
 }
 
 // TestNoCursorTimeoutClosesWithItsConnection checks that a cursor exempt
-// from the idle timeout closes when the connection that opened it does:
-// Lethe keeps no sessions, whose end would close it in MongoDB.
+// from the idle timeout closes when the connection that opened it does, if
+// it was opened outside any session; one opened in a session closes with
+// the session instead, as in MongoDB.
 func TestNoCursorTimeoutClosesWithItsConnection(t *testing.T) {
 	var tab cursorTable
 	req := &Request{Conn: &Conn{id: 1}}
 	other := &Request{Conn: &Conn{id: 2}}
+	lsid := bson.Raw(bsoncore.NewDocumentBuilder().AppendString("find", "c").AppendDocument("lsid",
+		bsoncore.NewDocumentBuilder().AppendBinary("id", 4, []byte("0123456789abcdef")).Build()).Build())
+	inSession, _ := tab.add(&Request{Conn: &Conn{id: 1}, Body: lsid}, &sliceSource{docs: []bson.Raw{{}}}, "db.c", true)
 	kept, _ := tab.add(req, &sliceSource{docs: []bson.Raw{{}}}, "db.c", true)
 	plain, _ := tab.add(req, &sliceSource{docs: []bson.Raw{{}}}, "db.c", false)
 	elsewhere, _ := tab.add(other, &sliceSource{docs: []bson.Raw{{}}}, "db.c", true)
@@ -71,6 +76,12 @@ func TestNoCursorTimeoutClosesWithItsConnection(t *testing.T) {
 	}
 	if tab.open[elsewhere] == nil {
 		t.Error("another connection's noCursorTimeout cursor was closed")
+	}
+	if tab.open[inSession] == nil {
+		t.Fatal("a noCursorTimeout cursor of a session closed with its connection")
+	}
+	if n := tab.killSessions(func(id string) bool { return id == "0123456789abcdef" }); n != 1 || tab.open[inSession] != nil {
+		t.Errorf("killSessions closed %d cursors; the session's open: %v", n, tab.open[inSession] != nil)
 	}
 	if n := tab.openBy(1); n != 0 {
 		t.Errorf("connection 1 still counts %d cursors", n)

@@ -33,17 +33,20 @@ func (s *Server) dispatch(ctx context.Context, req *Request) bson.Raw {
 
 	debug := s.log.Core().Enabled(zapcore.DebugLevel)
 	start := time.Now()
-	if id := sessionID(req.Body); id != "" {
-		s.sessions.touch(id, s.clock.Now())
+	var reply bson.Raw
+	err := s.useSession(cmd, req)
+	if err == nil {
+		reply, err = s.run(ctx, cmd, req)
 	}
-	reply, err := s.run(ctx, cmd, req)
 	s.recordLatency(cmd.name, req, time.Since(start))
 	if err != nil {
 		e, internal := asMongoError(err)
 		if internal {
 			s.log.Error("command failed", zap.String("command", req.Name), zap.Int64("conn", req.Conn.id), zap.Error(err))
 		}
-		reply = req.errorReply(e)
+		reply = req.errorReply(s.labelError(cmd, req, e))
+	} else {
+		reply = s.failCommandAfter(cmd, req, reply)
 	}
 	if debug {
 		s.log.Debug("command", zap.String("command", req.Name), zap.String("db", req.DB),
@@ -71,7 +74,9 @@ func (s *Server) run(ctx context.Context, cmd *command, req *Request) (reply bso
 		ctx, cancel = context.WithTimeout(ctx, limit)
 		defer cancel()
 	}
-	reply, err = cmd.handle(ctx, req)
+	if err = s.failCommandBefore(ctx, cmd, req); err == nil {
+		reply, err = cmd.handle(ctx, req)
+	}
 	if err != nil && errors.Is(err, context.Canceled) {
 		// Canceled by killOp or the client leaving: say which.
 		if e, ok := mongoerr.As(context.Cause(ctx)); ok {

@@ -164,7 +164,7 @@ func (s *Server) databaseDocs(stages []bson.Raw) ([]bson.Raw, error) {
 		if err != nil {
 			return nil, err
 		}
-		return s.sessions.list(spec, s.clock.Now()), nil
+		return s.listLocalSessions(spec), nil
 	case "$documents":
 		return nil, nil
 	}

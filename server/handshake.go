@@ -16,13 +16,12 @@ import (
 // Limits and versions a client learns from hello. Wire version 21 is MongoDB
 // 7.0, the version Lethe presents itself as.
 const (
-	maxBSONObjectSize     = 16 * 1024 * 1024
-	maxWriteBatchSize     = 100_000
-	minWireVersion        = 0
-	maxWireVersion        = 21
-	sessionTimeoutMinutes = 30
-	mongoVersion          = "7.0.0"
-	fcvVersion            = "7.0" // featureCompatibilityVersion
+	maxBSONObjectSize = 16 * 1024 * 1024
+	maxWriteBatchSize = 100_000
+	minWireVersion    = 0
+	maxWireVersion    = 21
+	mongoVersion      = "7.0.0"
+	fcvVersion        = "7.0" // featureCompatibilityVersion
 )
 
 func (s *Server) handshakeCommands() []command {
@@ -51,6 +50,7 @@ func (s *Server) hello(_ context.Context, req *Request) (bson.Raw, error) {
 		case "client":
 			var meta bson.Raw
 			if meta, err = argDoc(req.Name, "client", v); err == nil {
+				req.Conn.appName, _ = meta.Lookup("application", "name").StringValueOK()
 				s.log.Info("client metadata", zap.Int64("conn", req.Conn.id), zap.String("remote", req.Conn.remote),
 					zap.Stringer("doc", meta))
 			}
@@ -76,7 +76,7 @@ func (s *Server) hello(_ context.Context, req *Request) (bson.Raw, error) {
 	dst = bsoncore.AppendInt32Element(dst, "maxMessageSizeBytes", wire.MaxMessageSize)
 	dst = bsoncore.AppendInt32Element(dst, "maxWriteBatchSize", maxWriteBatchSize)
 	dst = bsoncore.AppendTimeElement(dst, "localTime", s.clock.Now())
-	dst = bsoncore.AppendInt32Element(dst, "logicalSessionTimeoutMinutes", sessionTimeoutMinutes)
+	dst = bsoncore.AppendInt32Element(dst, "logicalSessionTimeoutMinutes", s.sessions.TimeoutMinutes())
 	dst = appendNumberElement(dst, "connectionId", req.Conn.id)
 	dst = bsoncore.AppendInt32Element(dst, "minWireVersion", minWireVersion)
 	dst = bsoncore.AppendInt32Element(dst, "maxWireVersion", maxWireVersion)

@@ -56,6 +56,11 @@ func (s *Server) Start() error {
 		s.net.maxConns = fdMax
 	}
 	s.net.ctx, s.net.cancel = context.WithCancel(context.Background())
+	s.sessionsDone = make(chan struct{})
+	go func() {
+		defer close(s.sessionsDone)
+		s.sessions.Run(s.net.ctx)
+	}()
 	s.net.wg.Add(1)
 	go s.acceptLoop(ln)
 	s.log.Info("lethe listening", zap.String("version", Version), zap.String("addr", ln.Addr().String()),
@@ -127,6 +132,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	if s.net.cancel != nil {
 		s.net.cancel()
+		<-s.sessionsDone
 	}
 	if cerr := s.eng.Close(); cerr != nil {
 		err = errors.Join(err, fmt.Errorf("server: close store: %w", cerr))

@@ -46,6 +46,7 @@ type runningOp struct {
 	name   string
 	db     string
 	start  time.Time
+	lsid   string // the command's session, for killSessions
 	killed bool
 }
 
@@ -83,8 +84,9 @@ func (c *Conn) dispatch(req *Request) bson.Raw {
 	}
 	op := &c.ops.op
 	id := int32(opIDs.Add(1) & 0x7fffffff)
+	req.lsid, req.failed = sessionID(req.Body), nil
 	op.mu.Lock()
-	op.id, op.name, op.db, op.start, op.killed = id, name, req.DB, time.Now(), false
+	op.id, op.name, op.db, op.start, op.killed, op.lsid = id, name, req.DB, time.Now(), false, req.lsid
 	ctx := c.ops.ctx
 	op.mu.Unlock()
 
@@ -144,6 +146,20 @@ func (c *Conn) kill(id int32) bool {
 	return true
 }
 
+// killSession cancels the running command if its session is one match
+// accepts, as killSessions does.
+func (c *Conn) killSession(match func(lsid string) bool) bool {
+	op := &c.ops.op
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	if op.id == 0 || !match(op.lsid) {
+		return false
+	}
+	op.killed = true
+	c.ops.cancel(errKilled)
+	return true
+}
+
 // opDoc describes the connection's running command, if any, as currentOp
 // does: only the command's name and database are kept, not its arguments.
 func (c *Conn) opDoc(now time.Time) (bson.D, bool) {
@@ -154,7 +170,7 @@ func (c *Conn) opDoc(now time.Time) (bson.D, bool) {
 		return nil, false
 	}
 	running := now.Sub(op.start)
-	return bson.D{
+	d := bson.D{
 		{Key: "type", Value: "op"},
 		{Key: "desc", Value: "conn" + strconv.FormatInt(c.id, 10)},
 		{Key: "connectionId", Value: numberValue(c.id)},
@@ -168,7 +184,15 @@ func (c *Conn) opDoc(now time.Time) (bson.D, bool) {
 		{Key: "ns", Value: op.db + ".$cmd"},
 		{Key: "command", Value: bson.D{{Key: op.name, Value: 1}, {Key: "$db", Value: op.db}}},
 		{Key: "killPending", Value: op.killed},
-	}, true
+	}
+	if op.lsid != "" {
+		// After command, where MongoDB puts the session: its id and user.
+		d = append(d[:len(d)-1], bson.E{Key: "lsid", Value: bson.D{
+			{Key: "id", Value: bson.Binary{Subtype: bson.TypeBinaryUUID, Data: []byte(op.lsid)}},
+			{Key: "uid", Value: bson.Binary{Data: noAuthDigest[:]}},
+		}}, d[len(d)-1])
+	}
+	return d, true
 }
 
 // currentOps describes every running command.

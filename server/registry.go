@@ -20,7 +20,12 @@ type Request struct {
 	Sequences map[string][]bson.Raw
 	Conn      *Conn
 
+	lsid  string // the id bytes of the command's lsid, "" for none; see sessionID
 	reply []byte // the connection's reply buffer, see beginReply
+	// failed is the failCommand fail point's data when it applies to this
+	// command, and closeConn says it closes the connection (failpoint.go).
+	failed    *failCommandData
+	closeConn bool
 }
 
 // handlerFunc runs one command. It returns the complete reply document
@@ -49,6 +54,7 @@ func (s *Server) buildRegistry() map[string]*command {
 		s.opCommands(),
 		s.indexCommands(),
 		s.ttlCommands(),
+		s.testCommands(),
 	}
 	for _, g := range groups {
 		for i := range g {

@@ -74,6 +74,13 @@ func appendErrorReply(dst []byte, e *mongoerr.Error) []byte {
 	dst = bsoncore.AppendStringElement(dst, "errmsg", e.Msg)
 	dst = bsoncore.AppendInt32Element(dst, "code", int32(e.Code))
 	dst = bsoncore.AppendStringElement(dst, "codeName", e.Code.String())
+	if len(e.Labels) > 0 {
+		aidx, adst := bsoncore.AppendArrayElementStart(dst, "errorLabels")
+		for i, l := range e.Labels {
+			adst = bsoncore.AppendStringElement(adst, appendIndexKeyString(i), l)
+		}
+		dst, _ = bsoncore.AppendArrayEnd(adst, aidx)
+	}
 	if len(e.Extra) > 0 {
 		// Extra holds ordinary Go values; marshal them as a document and
 		// splice its elements in.
@@ -84,6 +91,8 @@ func appendErrorReply(dst []byte, e *mongoerr.Error) []byte {
 	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
 	return dst
 }
+
+func appendIndexKeyString(i int) string { return string(appendIndexKey(nil, i)) }
 
 // asMongoError turns any error a handler returns into the error a client
 // sees. Errors without a MongoDB code are internal errors; the caller logs

@@ -19,6 +19,7 @@ import (
 
 	"github.com/lethedb/lethe/engine"
 	"github.com/lethedb/lethe/engine/expr"
+	"github.com/lethedb/lethe/session"
 	"github.com/lethedb/lethe/ttlindex"
 	"github.com/lethedb/lethe/wire"
 )
@@ -48,7 +49,7 @@ func FixedLimits() []Limit {
 		{"index and sort keys", "32 fields (13103)"},
 		{"idle cursor timeout", cursorIdleTimeout.String()},
 		{"command time", "maxTimeMS of the command; none by default"},
-		{"logical session timeout", fmt.Sprintf("%d minutes, after which $listLocalSessions forgets an unused session; Lethe keeps no other session state", sessionTimeoutMinutes)},
+		{"logical sessions", fmt.Sprintf("%d live at once (TooManyLogicalSessions); a session unused for %d minutes ends, and its cursors close", session.DefaultMax, int(session.DefaultTimeout/time.Minute))},
 	}
 }
 
@@ -106,6 +107,13 @@ type Config struct {
 	OplogMaxAge   time.Duration
 	// Disk, for tests, keeps the store on a simulated disk.
 	Disk *engine.MemDisk
+	// SessionTimeout is how long a logical session lives after its last
+	// use (MongoDB's localLogicalSessionTimeoutMinutes); zero means
+	// session.DefaultTimeout. hello reports it in whole minutes.
+	SessionTimeout time.Duration
+	// EnableTestCommands enables configureFailPoint, as mongod's
+	// enableTestCommands parameter.
+	EnableTestCommands bool
 }
 
 // Server is a running Lethe server.
@@ -122,8 +130,12 @@ type Server struct {
 	net   netState // listener and connections, see listener.go
 	stats stats    // counters for serverStatus, see stats.go
 
-	cursors  cursorTable  // open cursors, see cursors.go
-	sessions sessionCache // sessions clients use, see aggregate_meta.go
+	cursors  cursorTable       // open cursors, see cursors.go
+	sessions *session.Registry // live sessions, see sessions.go
+	// sessionsDone closes when the session sweep has stopped.
+	sessionsDone chan struct{}
+	// failCommand is the failCommand fail point, see failpoint.go.
+	failCommand failCommand
 
 	// allowDiskUseByDefault is allowDiskUse of a find or aggregate that
 	// does not say; a parameter, see params.go.
@@ -164,11 +176,15 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, log: log, clock: cfg.Clock, eng: eng, started: time.Now(), recent: recent}
 	s.cursors.limits = cfg.Cursors
+	s.sessions = session.New(session.Options{Timeout: cfg.SessionTimeout, Clock: cfg.Clock, Gone: s.sessionsGone})
 	s.commands = s.buildRegistry()
 	s.guardSystemNamespaces()
 	s.guardViews()
 	s.allowDiskUseByDefault.Store(true)
 	s.params = s.buildParameters()
+	if cfg.EnableTestCommands {
+		log.Warn("test commands are enabled (configureFailPoint): use this for tests only")
+	}
 	if cfg.ManualClock {
 		log.Warn("the clock is manual: time moves only through advanceClock; use this for tests only")
 	}

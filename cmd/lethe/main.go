@@ -62,6 +62,7 @@ func run(args []string) error {
 	oplogOn := fs.Bool("oplog", true, "keep the oplog (local.oplog.rs), which replica-set mode and change streams read")
 	oplogSize := fs.Int64("oplog-size-mb", server.DefaultOplogMaxBytes>>20, "MiB the oplog may hold; the oldest entries are trimmed in the background (as mongod's --oplogSize); 0 means no bound")
 	oplogHours := fs.Float64("oplog-max-hours", 0, "hours an oplog entry is kept at most; 0 means no time bound")
+	testCommands := fs.Bool("enable-test-commands", false, "enable configureFailPoint (failCommand), for drivers' tests of their error handling; as mongod's enableTestCommands, never in production")
 	version := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
@@ -97,8 +98,9 @@ func run(args []string) error {
 			PerConn: noLimitIfZero(*maxCursorsPerConn),
 			Memory:  int64(noLimitIfZero(int(*maxCursorMemory))) << 20,
 		},
-		CmdLine:  args,
-		LogLevel: &atom,
+		CmdLine:            args,
+		LogLevel:           &atom,
+		EnableTestCommands: *testCommands,
 	}
 	if cfg.MessageTimeout == 0 {
 		cfg.MessageTimeout = -1 // Config's zero means the default

@@ -56,6 +56,7 @@ const (
 	QueryFeatureNotAllowed                   Code = 224
 	NotImplemented                           Code = 238
 	ConversionFailure                        Code = 241
+	TooManyLogicalSessions                   Code = 261
 	QueryExceededMemoryLimitNoDiskUseAllowed Code = 292
 	UnsupportedOpQueryCommand                Code = 352
 	BSONObjectTooLarge                       Code = 10334
@@ -120,6 +121,7 @@ var codeNames = map[Code]string{
 	QueryFeatureNotAllowed:                   "QueryFeatureNotAllowed",
 	NotImplemented:                           "NotImplemented",
 	ConversionFailure:                        "ConversionFailure",
+	TooManyLogicalSessions:                   "TooManyLogicalSessions",
 	QueryExceededMemoryLimitNoDiskUseAllowed: "QueryExceededMemoryLimitNoDiskUseAllowed",
 	UnsupportedOpQueryCommand:                "UnsupportedOpQueryCommand",
 	BSONObjectTooLarge:                       "BSONObjectTooLarge",

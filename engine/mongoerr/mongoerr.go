@@ -33,6 +33,8 @@ type Error struct {
 	// Extra fields appended to the error document or write error entry,
 	// such as keyPattern and keyValue of a duplicate key.
 	Extra bson.D
+	// Labels are the reply's errorLabels, such as RetryableWriteError.
+	Labels []string
 }
 
 func (e *Error) Error() string { return e.Msg }

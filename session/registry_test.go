@@ -1,0 +1,191 @@
+package session
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/ttlindex"
+)
+
+type goneLog struct {
+	mu  sync.Mutex
+	ids []ID
+	ch  chan ID
+}
+
+func (g *goneLog) record(ids []ID) {
+	g.mu.Lock()
+	g.ids = append(g.ids, ids...)
+	g.mu.Unlock()
+	if g.ch != nil {
+		for _, id := range ids {
+			g.ch <- id
+		}
+	}
+}
+
+func (g *goneLog) take() []ID {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := g.ids
+	g.ids = nil
+	return out
+}
+
+func newTestRegistry(timeout time.Duration, maxN int) (*Registry, *ttlindex.ManualClock, *goneLog) {
+	clock := ttlindex.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	g := &goneLog{}
+	return New(Options{Timeout: timeout, Max: maxN, Clock: clock, Gone: g.record}), clock, g
+}
+
+// A session lives for the timeout after its last use; a use within it
+// extends it, and the first use after it finds the session expired, ends
+// it (reporting it gone) and starts it afresh.
+func TestUseExtendsAndExpires(t *testing.T) {
+	r, clock, g := newTestRegistry(time.Minute, 0)
+	a, err := r.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(50 * time.Second)
+	if err := r.Use(a); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(50 * time.Second) // 100 s after start, 50 s after use
+	if err := r.Use(a); err != nil {
+		t.Fatal(err)
+	}
+	if gone := g.take(); len(gone) != 0 {
+		t.Fatalf("gone while in use: %v", gone)
+	}
+	clock.Advance(61 * time.Second)
+	if err := r.Use(a); err != nil {
+		t.Fatal(err)
+	}
+	if gone := g.take(); len(gone) != 1 || gone[0] != a {
+		t.Fatalf("gone %v, want %v", gone, a)
+	}
+	if l := r.List(); len(l) != 1 || l[0].ID != a || !l[0].LastUse.Equal(clock.Now()) {
+		t.Fatalf("listed %v", l)
+	}
+}
+
+// Sweep ends the expired sessions and says when the next falls due.
+func TestSweep(t *testing.T) {
+	r, clock, g := newTestRegistry(time.Minute, 0)
+	a, _ := r.Start()
+	clock.Advance(30 * time.Second)
+	b, _ := r.Start()
+	if next := r.Sweep(); next != time.Minute-30*time.Second+1 {
+		t.Errorf("next due in %v", next)
+	}
+	clock.Advance(31 * time.Second)
+	r.Sweep()
+	if gone := g.take(); len(gone) != 1 || gone[0] != a {
+		t.Fatalf("gone %v, want [%v]", gone, a)
+	}
+	if l := r.List(); len(l) != 1 || l[0].ID != b {
+		t.Fatalf("listed %v, want only %v", l, b)
+	}
+	if r.Len() != 1 {
+		t.Errorf("Len %d", r.Len())
+	}
+}
+
+// End forgets the sessions and reports every id it was given.
+func TestEnd(t *testing.T) {
+	r, _, g := newTestRegistry(0, 0)
+	a, _ := r.Start()
+	b, _ := r.Start()
+	unknown, _ := NewID()
+	r.End([]ID{a, unknown})
+	if gone := g.take(); len(gone) != 2 || gone[0] != a || gone[1] != unknown {
+		t.Fatalf("gone %v", gone)
+	}
+	if l := r.List(); len(l) != 1 || l[0].ID != b {
+		t.Fatalf("listed %v", l)
+	}
+	if r.Timeout() != DefaultTimeout || r.TimeoutMinutes() != 30 {
+		t.Errorf("timeout %v, %d minutes", r.Timeout(), r.TimeoutMinutes())
+	}
+}
+
+// Past the bound new sessions are refused with TooManyLogicalSessions,
+// unless expired ones make room; known ones go on being used.
+func TestMax(t *testing.T) {
+	r, clock, _ := newTestRegistry(time.Minute, 2)
+	a, _ := r.Start()
+	if _, err := r.Start(); err != nil {
+		t.Fatal(err)
+	}
+	_, err := r.Start()
+	if mongoerr.CodeOf(err) != mongoerr.TooManyLogicalSessions {
+		t.Fatalf("third session: %v", err)
+	}
+	if err := r.Use(a); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(2 * time.Minute)
+	if _, err := r.Start(); err != nil {
+		t.Fatalf("after the others expired: %v", err)
+	}
+}
+
+// Run sweeps when a manual clock moves past a session's timeout.
+func TestRunSweepsWhenTheClockMoves(t *testing.T) {
+	r, clock, g := newTestRegistry(time.Minute, 0)
+	g.ch = make(chan ID, 1)
+	a, _ := r.Start()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { r.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	clock.Advance(2 * time.Minute)
+	select {
+	case id := <-g.ch:
+		if id != a {
+			t.Fatalf("gone %v, want %v", id, a)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the sweep did not end the expired session")
+	}
+}
+
+// Concurrent uses of one session never lose it or report it gone.
+func TestConcurrentUse(t *testing.T) {
+	r, clock, g := newTestRegistry(time.Minute, 0)
+	a, _ := r.Start()
+	var wg sync.WaitGroup
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 1000; i++ {
+				if err := r.Use(a); err != nil {
+					t.Error(err)
+					return
+				}
+				if i%100 == 0 {
+					r.Sweep()
+				}
+			}
+		}()
+	}
+	for i := 0; i < 10; i++ {
+		clock.Advance(time.Second)
+	}
+	wg.Wait()
+	if gone := g.take(); len(gone) != 0 || r.Len() != 1 {
+		t.Fatalf("gone %v, %d kept", gone, r.Len())
+	}
+}
+
+func TestIDString(t *testing.T) {
+	id := ID{0x0a, 1, 2, 3, 4, 5, 0x46, 7, 0x88, 9, 10, 11, 12, 13, 14, 15}
+	if s := id.String(); s != "0a010203-0405-4607-8809-0a0b0c0d0e0f" {
+		t.Errorf("%s", s)
+	}
+}
