@@ -2,6 +2,7 @@ package oplog
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"testing"
 	"time"
@@ -263,5 +264,27 @@ func TestTrimmerRunsWhenOverBound(t *testing.T) {
 	<-done
 	if ks := s.keys(); len(ks) != 1 || ks[0] != r.Last.Uint64() {
 		t.Fatalf("kept %v", ks)
+	}
+}
+
+func TestUpdateDescription(t *testing.T) {
+	old := doc(t, bson.D{{Key: "_id", Value: 1}, {Key: "a", Value: bson.D{{Key: "b", Value: 1}, {Key: "c", Value: 1}}}, {Key: "arr", Value: bson.A{1, bson.D{{Key: "x", Value: 1}}, 3}}, {Key: "gone", Value: 1}})
+	nw := doc(t, bson.D{{Key: "_id", Value: 1}, {Key: "a", Value: bson.D{{Key: "b", Value: 2}}}, {Key: "arr", Value: bson.A{1, bson.D{{Key: "x", Value: 2}}}}, {Key: "n", Value: "new"}})
+	updated, removed, truncated, ok, err := UpdateDescription(UpdateDiff(old, nw))
+	if err != nil || !ok {
+		t.Fatalf("%v, %v", ok, err)
+	}
+	want := doc(t, bson.D{{Key: "n", Value: "new"}, {Key: "a.b", Value: 2}, {Key: "arr.1.x", Value: 2}})
+	if string(updated) != string(want) {
+		t.Errorf("updatedFields %s, want %s", bson.Raw(updated), bson.Raw(want))
+	}
+	if fmt.Sprint(removed) != "[gone a.c]" {
+		t.Errorf("removedFields %v", removed)
+	}
+	if fmt.Sprint(truncated) != "[{arr 2}]" {
+		t.Errorf("truncatedArrays %v", truncated)
+	}
+	if _, _, _, ok, err := UpdateDescription(nw); ok || err != nil {
+		t.Errorf("a replacement described as an update: %v, %v", ok, err)
 	}
 }
