@@ -316,6 +316,9 @@ func TestOplogFindAndWriteRefusal(t *testing.T) {
 	if got := fmt.Sprint(ids(FindSpec{Filter: mustRaw(t, bson.D{{Key: "ts", Value: bson.D{{Key: "$gt", Value: third}}}, {Key: "op", Value: "i"}})})); got != "[3 4 9]" {
 		t.Fatalf("after the third insert: %s", got)
 	}
+	if n, err := e.Count(ctx, "local", "oplog.rs", inserts, 1, 0, bson.RawValue{}); err != nil || n != 4 {
+		t.Fatalf("count of inserts after skipping one: %d, %v", n, err)
+	}
 	// Other sorts are done in memory: by ns descending, then ts.
 	if got := fmt.Sprint(ids(FindSpec{Filter: mustRaw(t, bson.D{{Key: "op", Value: "i"}}), Sort: mustRaw(t, bson.D{{Key: "ns", Value: -1}, {Key: "ts", Value: 1}})})); got != "[9 0 1 2 3 4]" {
 		t.Fatalf("by ns descending: %s", got)
