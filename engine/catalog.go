@@ -194,6 +194,9 @@ func (e *Engine) CreateCollection(db, name string, opts CreateOptions) error {
 // CommandNotSupportedOnView when it is a view. A collection dropped while the caller waited for the lock is looked up
 // again, so that no write lands in a dropped collection's key range.
 func (e *Engine) writeLock(db, name string, create bool) (*Collection, error) {
+	if e.isOplogNS(db, name) {
+		return nil, errOplogWrite()
+	}
 	for {
 		c := e.collection(db, name)
 		if c == nil {
@@ -226,6 +229,9 @@ func (e *Engine) ensureCollection(db, name string, options bson.Raw) (*Collectio
 	if err := ValidateNamespace(db, name); err != nil {
 		return nil, false, err
 	}
+	if e.isOplogNS(db, name) {
+		return nil, false, errOplogWrite()
+	}
 	if _, err := compileValidator(options); err != nil {
 		return nil, false, err
 	}
@@ -247,7 +253,7 @@ func (e *Engine) ensureCollection(db, name string, options bson.Raw) (*Collectio
 	if err := putMeta(b, &meta); err != nil {
 		return nil, false, err
 	}
-	if err := e.commit(b, pebble.Sync); err != nil {
+	if err := e.commitLogged(b, pebble.Sync, createEntry(&meta)); err != nil {
 		return nil, false, fmt.Errorf("engine: create %s.%s: %w", db, name, err)
 	}
 	c := &Collection{}
@@ -297,7 +303,8 @@ func (e *Engine) dropCollection(db, name string) (bool, error) {
 		return false, err
 	}
 	deleteCollectionData(b, st)
-	if err := e.commit(b, pebble.Sync); err != nil {
+	ent := cmdEntry(db, st.meta.UUID.Data, bson.D{{Key: "drop", Value: name}}, nil)
+	if err := e.commitLogged(b, pebble.Sync, ent); err != nil {
 		return false, fmt.Errorf("engine: drop %s.%s: %w", db, name, err)
 	}
 	dropped := *st
@@ -319,12 +326,19 @@ func deleteCollectionData(b *pebble.Batch, st *collState) {
 
 // DropDatabase drops every collection of db.
 func (e *Engine) DropDatabase(db string) error {
-	for _, name := range e.CollectionNames(db) {
+	names := e.CollectionNames(db)
+	for _, name := range names {
 		if _, err := e.DropCollection(db, name); err != nil {
 			return err
 		}
 	}
-	return nil
+	if len(names) == 0 || e.oplog == nil {
+		return nil
+	}
+	// As in MongoDB, the drops of the collections come first.
+	b := e.db.NewBatch()
+	defer b.Close()
+	return e.commitLogged(b, pebble.Sync, cmdEntry(db, nil, bson.D{{Key: "dropDatabase", Value: int32(1)}}, nil))
 }
 
 // RenameCollection moves from to to, keeping documents and indexes. With
@@ -384,7 +398,7 @@ func (e *Engine) RenameCollection(fromDB, from, toDB, to string, dropTarget bool
 	if err := putMeta(b, &meta); err != nil {
 		return err
 	}
-	if err := b.Commit(pebble.Sync); err != nil {
+	if err := e.commitLoggedUnguarded(b, renameEntry(st, toDB, to, nil)); err != nil {
 		return fmt.Errorf("engine: rename: %w", err)
 	}
 	nst := *st

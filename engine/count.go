@@ -22,6 +22,16 @@ func (e *Engine) scanMatches(ctx context.Context, db, coll string, filter bson.R
 	if err != nil {
 		return err
 	}
+	if e.isOplogNS(db, coll) {
+		sc := &oplogScan{from: oplogStartAfter(filter)}
+		return sc.next(ctx, e, func(d *storedDoc) (bool, error) {
+			matched, err := f.MatchErr(d.doc)
+			if matched {
+				return fn(d.doc), err
+			}
+			return err == nil, err
+		})
+	}
 	c := e.collection(db, coll)
 	if c == nil {
 		return nil

@@ -61,6 +61,8 @@ type Cursor struct {
 	// pending is a result that did not fit in the last batch: the next
 	// one starts with it.
 	pending bson.Raw
+	// ol, when set, reads local.oplog.rs instead of a collection.
+	ol *oplogScan
 }
 
 // compiledQuery is a FindSpec's parts, compiled.
@@ -102,6 +104,9 @@ func (e *Engine) Find(ctx context.Context, db, coll string, spec FindSpec) (*Cur
 	cur := &Cursor{e: e, filter: q.filter, proj: q.proj, skip: spec.Skip, limit: -1}
 	if spec.Limit > 0 {
 		cur.limit = spec.Limit
+	}
+	if e.isOplogNS(db, coll) {
+		return e.findOplog(ctx, cur, q, spec)
 	}
 	c := e.collection(db, coll)
 	if c == nil {
@@ -244,6 +249,21 @@ func (c *Cursor) NextBatch(ctx context.Context, n int, maxBytes int) ([]bson.Raw
 			_ = c.closeSpill()
 		}
 	}()
+	if c.ol != nil {
+		if doc := c.pending; doc != nil {
+			c.pending = nil
+			if !emit(doc) {
+				return out, nil
+			}
+		}
+		if err := c.ol.next(ctx, c.e, take); err != nil {
+			return nil, err
+		}
+		if c.ol.done && c.pending == nil {
+			c.exhausted = true
+		}
+		return out, nil
+	}
 	st := c.coll.st()
 	if err := st.killedSince(c.opened, c.sc.p.ix); err != nil {
 		c.exhausted = true

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/oplog"
 )
 
 // DefaultMinFreeDisk is the free space the engine keeps on the store's
@@ -263,20 +264,23 @@ func (e *Engine) commit(b *pebble.Batch, opts *pebble.WriteOptions) error {
 	return b.Commit(opts)
 }
 
-// deletesOnly reports whether b holds nothing but deletions.
+// deletesOnly reports whether b holds nothing but deletions and the oplog
+// entries that record them: a delete or drop must go through on a low
+// disk, and its entries are small and trimmed like any other.
 func deletesOnly(b *pebble.Batch) bool {
 	r := b.Reader()
 	for {
-		kind, _, _, ok, err := r.Next()
+		kind, key, _, ok, err := r.Next()
 		if err != nil {
 			return false
 		}
 		if !ok {
 			return true
 		}
-		switch kind {
-		case pebble.InternalKeyKindDelete, pebble.InternalKeyKindSingleDelete,
-			pebble.InternalKeyKindDeleteSized, pebble.InternalKeyKindRangeDelete, pebble.InternalKeyKindLogData:
+		switch {
+		case kind == pebble.InternalKeyKindDelete, kind == pebble.InternalKeyKindSingleDelete,
+			kind == pebble.InternalKeyKindDeleteSized, kind == pebble.InternalKeyKindRangeDelete, kind == pebble.InternalKeyKindLogData:
+		case kind == pebble.InternalKeyKindSet && len(key) == oplog.KeyLen && key[0] == oplog.Prefix:
 		default:
 			return false
 		}

@@ -142,6 +142,7 @@ func TestCrashWithDiskFaults(t *testing.T) {
 			NoReaper:    true,
 			MinFreeDisk: 1 << 20, // a 256 KiB memtable: flushes and compactions run often
 			Disk:        disk,
+			Oplog:       true,
 		})
 		if err != nil {
 			t.Fatalf("open after a crash: %v", err)
@@ -228,6 +229,15 @@ func TestCrashWithDiskFaults(t *testing.T) {
 			cw.mu.Unlock()
 		}
 		truth = got
+		// A write and its oplog entries survive a crash together or not
+		// at all: the oplog replays to what is stored.
+		rep := newOplogReplica()
+		if err := rep.catchUp(context.Background(), e); err != nil {
+			t.Fatalf("round %d: %v; seed %d", rounds, err, seed)
+		}
+		if err := rep.check(e, "test", "c"); err != nil {
+			t.Fatalf("round %d: %v; seed %d", rounds, err, seed)
+		}
 		res, err := e.Validate(context.Background(), "test", "c", true)
 		if err != nil {
 			t.Fatal(err)

@@ -21,12 +21,18 @@ const (
 
 func openOnDisk(t *testing.T, d *MemDisk) *Engine {
 	t.Helper()
+	return openOnDiskOplog(t, d, false)
+}
+
+func openOnDiskOplog(t *testing.T, d *MemDisk, oplog bool) *Engine {
+	t.Helper()
 	e, err := Open("/db", Options{
 		Clock:       ttlindex.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),
 		Logger:      zaptest.NewLogger(t),
 		NoReaper:    true,
 		MinFreeDisk: testMinFree,
 		Disk:        d,
+		Oplog:       oplog,
 	})
 	if err != nil {
 		t.Fatalf("open on a disk with %d of %d bytes used: %v", d.Used(), testDiskSize, err)
@@ -103,10 +109,16 @@ func countDocs(t *testing.T, e *Engine, lo, hi int) int64 {
 // TestDiskFull fills a simulated disk and checks that writes are refused
 // with OutOfDiskSpace while reads and deletes work, that deleting lets
 // writes resume without a restart, and that a restart on the full disk
-// serves reads.
+// serves reads; with the oplog too, whose entries of deletes and drops
+// are let through with them.
 func TestDiskFull(t *testing.T) {
+	t.Run("oplog off", func(t *testing.T) { testDiskFull(t, false) })
+	t.Run("oplog on", func(t *testing.T) { testDiskFull(t, true) })
+}
+
+func testDiskFull(t *testing.T, oplog bool) {
 	d := NewMemDisk(testDiskSize)
-	e := openOnDisk(t, d)
+	e := openOnDiskOplog(t, d, oplog)
 	full := fill(t, e, 0)
 	t.Logf("disk full after %d documents: %d of %d bytes used", full, d.Used(), testDiskSize)
 	if full < 1000 {
@@ -138,7 +150,7 @@ func TestDiskFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.SetCapacity(d.Used() + 3*testMinFree/4)
-	e = openOnDisk(t, d)
+	e = openOnDiskOplog(t, d, oplog)
 	defer e.Close()
 	t.Logf("restarted on a full disk: %d of %d bytes used", d.Used(), d.usage().TotalBytes)
 	countDocs(t, e, half, next)

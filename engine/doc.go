@@ -9,6 +9,11 @@
 //	d collID keycodec(_id)      header + the user's BSON
 //	i indexID keycodec(values)  [+ keycodec(_id) unless unique] -> keycodec(_id)
 //	x ...                       expiry families, laid out by package ttlindex
+//	o ts                        oplog entries, laid out by package oplog
+//
+// With Options.Oplog, a write's oplog entries are appended to the batch of
+// the write itself at its commit (commitLogged), so that the log never
+// misses a committed write nor holds one that failed.
 //
 // The value of an index entry is the primary key of its document, so index
 // scans reach the document without decoding the entry key. This differs from
@@ -48,6 +53,9 @@
 //     sequence: held only for map access, id allocation and the catalog
 //     commit of create and rename, never while waiting for another lock.
 //  5. Leaf locks, held for a few statements and never while taking another:
+//     oplog.Log's mu, taken to hand out timestamps and append entries to
+//     a batch (under engine.mu for create and rename) and to publish a
+//     commit; oplog.Log's trimMu, held by a trim, which takes mu briefly;
 //     diskGuard.ballastMu (disk.go), which serializes making and removing
 //     the ballast file, and MemDisk.mu (disk_mem.go), the simulated disk
 //     of tests.

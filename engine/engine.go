@@ -9,12 +9,14 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"go.uber.org/zap"
 
+	"github.com/lethedb/lethe/oplog"
 	"github.com/lethedb/lethe/ttlindex"
 )
 
@@ -44,6 +46,15 @@ type Options struct {
 	// while reads and deletes go on (see diskGuard). Zero means
 	// DefaultMinFreeDisk; negative turns the guard off.
 	MinFreeDisk int64
+	// Oplog keeps the oplog (package oplog): every write appends its
+	// entries in the same batch, readable as local.oplog.rs and by
+	// ReadOplog. Off if false.
+	Oplog bool
+	// OplogMaxBytes bounds the oplog's stored entries; OplogMaxAge how
+	// long an entry is kept. The oldest entries beyond either are trimmed
+	// in the background. No bound if zero.
+	OplogMaxBytes int64
+	OplogMaxAge   time.Duration
 	// Disk, for tests, keeps the store on a simulated disk instead of in the
 	// directory given to Open, which then only names the store on it.
 	Disk *MemDisk
@@ -73,6 +84,11 @@ type Engine struct {
 	reaper     *ttlindex.Reaper
 	stopReaper context.CancelFunc
 	reaperDone chan struct{}
+
+	// oplog is nil when Options.Oplog is off.
+	oplog       *oplog.Log
+	stopTrimmer context.CancelFunc
+	trimmerDone chan struct{}
 }
 
 // Open opens or creates the store in dir.
@@ -128,6 +144,21 @@ func Open(dir string, opts Options) (*Engine, error) {
 		db.Close()
 		return nil, err
 	}
+	if opts.Oplog {
+		if err := e.openOplog(opts); err != nil {
+			db.Close()
+			return nil, err
+		}
+		if !guard.readOnly {
+			ctx, cancel := context.WithCancel(context.Background())
+			e.stopTrimmer = cancel
+			e.trimmerDone = make(chan struct{})
+			go func() {
+				defer close(e.trimmerDone)
+				e.oplog.RunTrimmer(ctx, oplogStore{e}, opts.Logger)
+			}()
+		}
+	}
 	e.reaper = ttlindex.NewReaper(e, ttlindex.ReaperOptions{Clock: opts.Clock, Logger: opts.Logger, BatchSize: 512})
 	if !opts.NoReaper && !guard.readOnly {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -152,6 +183,10 @@ func (e *Engine) Close() error {
 	if e.stopReaper != nil {
 		e.stopReaper()
 		<-e.reaperDone
+	}
+	if e.stopTrimmer != nil {
+		e.stopTrimmer()
+		<-e.trimmerDone
 	}
 	e.disk.close()
 	if err := e.db.Close(); err != nil {

@@ -67,6 +67,7 @@ func (e *Engine) findAndModifyOnce(ctx context.Context, c *Collection, q *compil
 	defer w.close()
 	w.bypassValidation = spec.BypassDocumentValidation
 	w.now = e.commandTime(spec.Update)
+	w.replacement = spec.Update != nil && spec.Update.IsReplacement()
 	for _, pk := range pks {
 		var before bson.Raw
 		var after bson.Raw

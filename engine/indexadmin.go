@@ -6,6 +6,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/oplog"
 	"github.com/lethedb/lethe/ttlindex"
 )
 
@@ -152,6 +153,12 @@ func (e *Engine) DropIndexes(db, coll string, which bson.RawValue) (int, error) 
 		}
 		meta.Indexes = kept
 		return nil
+	}, func(old, _ *collMeta) []oplog.Entry {
+		var ents []oplog.Entry
+		for _, im := range dropped {
+			ents = append(ents, cmdEntry(db, old.UUID.Data, bson.D{{Key: "dropIndexes", Value: coll}, {Key: "index", Value: im.Name}}, im.spec())...)
+		}
+		return ents
 	})
 	if err != nil {
 		return 0, err
@@ -263,6 +270,8 @@ func (e *Engine) CollModIndex(db, coll string, ch IndexChange) (CollModResult, e
 			}
 		}
 		return mongoerr.New(mongoerr.IndexNotFound, "cannot find index %s for ns %s.%s", indexDesc(ch), db, coll)
+	}, func(old, _ *collMeta) []oplog.Entry {
+		return cmdEntry(db, old.UUID.Data, collModIndexCmd(coll, ch), nil)
 	})
 	return res, err
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/lethedb/lethe/engine/bsonvalue"
 	"github.com/lethedb/lethe/engine/mongoerr"
 	"github.com/lethedb/lethe/engine/query"
+	"github.com/lethedb/lethe/oplog"
 	"github.com/lethedb/lethe/ttlindex"
 )
 
@@ -457,7 +458,12 @@ func (e *Engine) CreateIndexes(db, coll string, specs []bson.Raw) (CreateIndexes
 	if err := putMeta(b, &nst.meta); err != nil {
 		return res, err
 	}
-	if err := b.Commit(pebble.Sync); err != nil {
+	var ents []oplog.Entry
+	for _, im := range fresh {
+		o := append(bson.D{{Key: "createIndexes", Value: coll}}, im.spec()...)
+		ents = append(ents, cmdEntry(db, st.meta.UUID.Data, o, nil)...)
+	}
+	if err := e.commitLoggedUnguarded(b, ents); err != nil {
 		return res, fmt.Errorf("engine: create indexes: %w", err)
 	}
 	c.state.Store(nst)
@@ -620,13 +626,16 @@ func (e *Engine) markMultikey(c *Collection, ix *index) error {
 			}
 		}
 		return nil
-	})
+	}, nil)
 }
 
 // updateMeta changes a collection's catalog entry durably and installs the
 // new state. Callers hold c.ddl (shared or exclusive); metaMu orders the
 // read-modify-write among them.
-func (e *Engine) updateMeta(c *Collection, change func(meta *collMeta) error) error {
+//
+// logged, when not nil, gives the oplog entries of the change from the old
+// entry to the new, committed with it.
+func (e *Engine) updateMeta(c *Collection, change func(meta *collMeta) error, logged func(before, after *collMeta) []oplog.Entry) error {
 	c.metaMu.Lock()
 	defer c.metaMu.Unlock()
 	st := c.st()
@@ -647,7 +656,11 @@ func (e *Engine) updateMeta(c *Collection, change func(meta *collMeta) error) er
 	if err := putMeta(b, &meta); err != nil {
 		return err
 	}
-	if err := b.Commit(pebble.Sync); err != nil {
+	var ents []oplog.Entry
+	if logged != nil {
+		ents = logged(&st.meta, &meta)
+	}
+	if err := e.commitLoggedUnguarded(b, ents); err != nil {
 		return fmt.Errorf("engine: update catalog of %s: %w", st.ns(), err)
 	}
 	c.state.Store(nst)

@@ -204,7 +204,9 @@ func (w *writer) uniqueConflicts(d *storedDoc, ent docEntries, nowMs int64) (vic
 			if err != nil {
 				return nil, nil, err
 			}
-			if pk == nil || bytesEqual(pk, d.pk) {
+			// An expired document holding several of d's keys is one
+			// victim: it is purged, and logged, once.
+			if pk == nil || bytesEqual(pk, d.pk) || slices.ContainsFunc(victims, func(v *storedDoc) bool { return bytesEqual(v.pk, pk) }) {
 				continue
 			}
 			other, err := w.load(pk)

@@ -43,7 +43,7 @@ func TestModelConcurrent(t *testing.T) {
 	clock := ttlindex.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	// The reaper runs as a goroutine of the test, so that the checker can
 	// pause it with the workers.
-	e, err := Open(t.TempDir(), Options{Clock: clock, NoReaper: true})
+	e, err := Open(t.TempDir(), Options{Clock: clock, NoReaper: true, Oplog: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,6 +268,16 @@ func TestModelConcurrent(t *testing.T) {
 	}
 	if err := checkUniqueHolds(ctx, e, modelDB, modelColl); err != nil {
 		t.Error(err)
+	}
+	// The oplog of the concurrent writes replays to the stored state.
+	rep := newOplogReplica()
+	if err := rep.catchUp(ctx, e); err != nil {
+		t.Error(err)
+	}
+	for _, coll := range []string{modelColl, "ack"} {
+		if err := rep.check(e, modelDB, coll); err != nil {
+			t.Error(err)
+		}
 	}
 	missing := 0
 	acked.Range(func(k, _ any) bool {

@@ -38,6 +38,8 @@ type modelRun struct {
 	counts        map[string]int
 	// views are the model's view definitions, by name.
 	views map[string]*View
+	// replica is the collection rebuilt from the oplog (model_oplog_test.go).
+	replica *oplogReplica
 }
 
 var errModelHang = errors.New("engine call hung")
@@ -330,7 +332,7 @@ func (r *modelRun) step(ctx context.Context, op *modelOp) error {
 		if err := r.e.Close(); err != nil {
 			return fmt.Errorf("close: %v", err)
 		}
-		e, err := Open(r.dir, Options{Clock: r.clock, NoReaper: true})
+		e, err := Open(r.dir, Options{Clock: r.clock, NoReaper: true, Oplog: true})
 		if err != nil {
 			return fmt.Errorf("reopen: %v", err)
 		}
@@ -662,6 +664,9 @@ func (r *modelRun) checkState(ctx context.Context) error {
 		if !slices.Equal(got, wantNames) {
 			return fmt.Errorf("indexes: engine %v, model %v", got, wantNames)
 		}
+	}
+	if err := r.checkOplog(ctx); err != nil {
+		return err
 	}
 	if r.validateEvery > 0 && r.steps%r.validateEvery == 0 {
 		return r.validate(ctx)

@@ -69,7 +69,7 @@ const stepsPerSeed = 400
 
 func newModelRun(t testing.TB, dir string, timeout time.Duration) *modelRun {
 	clock := ttlindex.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	e, err := Open(dir, Options{Clock: clock, NoReaper: true})
+	e, err := Open(dir, Options{Clock: clock, NoReaper: true, Oplog: true})
 	if err != nil {
 		t.Fatal(err)
 	}

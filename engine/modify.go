@@ -139,6 +139,7 @@ func (e *Engine) updateOnce(ctx context.Context, c *Collection, q *compiledQuery
 	defer w.close()
 	w.bypassValidation = spec.BypassDocumentValidation
 	w.now = e.commandTime(spec.Update)
+	w.replacement = spec.Update.IsReplacement()
 	for _, pk := range pks {
 		matched, modified, err := w.modify(pk, q.filter, func(d *storedDoc, pos int) (bson.Raw, bool, error) {
 			return spec.Update.ApplyContext(ctx, d.doc, pos)
@@ -207,7 +208,7 @@ func (w *writer) modify(pk []byte, f *query.Filter, change func(d *storedDoc, po
 		}
 		if change == nil {
 			w.deleteEntries(old, &oldEnt, nil)
-			return true, true, w.delete(pk)
+			return true, true, w.delete(old)
 		}
 		newDoc, changed, err := change(old, pos)
 		if err != nil {

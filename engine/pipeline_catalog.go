@@ -180,7 +180,11 @@ func (e *Engine) renameOver(db, from, to string) error {
 	if err := putMeta(b, &meta); err != nil {
 		return err
 	}
-	if err := e.commit(b, pebble.Sync); err != nil {
+	var dropped []byte
+	if dstState != nil {
+		dropped = dstState.meta.UUID.Data
+	}
+	if err := e.commitLogged(b, pebble.Sync, renameEntry(st, db, to, dropped)); err != nil {
 		return fmt.Errorf("engine: $out into %s.%s: %w", db, to, err)
 	}
 	if dst != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lethedb/lethe/engine/mongoerr"
 	"github.com/lethedb/lethe/engine/query"
+	"github.com/lethedb/lethe/oplog"
 )
 
 // Schema validation: a collection's validator is a query filter that every
@@ -196,6 +197,18 @@ func (e *Engine) SetValidation(db, coll string, ch CollectionValidation) error {
 		}
 		meta.Options = raw
 		return nil
+	}, func(old, _ *collMeta) []oplog.Entry {
+		o := bson.D{{Key: "collMod", Value: coll}}
+		if ch.Validator != nil {
+			o = append(o, bson.E{Key: "validator", Value: ch.Validator})
+		}
+		if ch.Level != nil {
+			o = append(o, bson.E{Key: "validationLevel", Value: *ch.Level})
+		}
+		if ch.Action != nil {
+			o = append(o, bson.E{Key: "validationAction", Value: *ch.Action})
+		}
+		return cmdEntry(db, old.UUID.Data, o, nil)
 	})
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lethedb/lethe/engine/mongoerr"
 	"github.com/lethedb/lethe/engine/query"
+	"github.com/lethedb/lethe/oplog"
 	"github.com/lethedb/lethe/ttlindex"
 )
 
@@ -52,6 +53,11 @@ type writer struct {
 	// the same command read them before the store.
 	pendingDocs   map[string]*storedDoc
 	pendingUnique map[string][]byte
+	// logged are the oplog entries of the pending batch, appended to it at
+	// commit (oplog.go); replacement logs updates as whole documents
+	// rather than diffs.
+	logged      []oplog.Entry
+	replacement bool
 }
 
 func (e *Engine) newWriter(c *Collection) *writer {
@@ -123,7 +129,9 @@ func (w *writer) flush() error {
 	if w.noSync {
 		opts = pebble.NoSync
 	}
-	if err := w.e.commit(b, opts); err != nil {
+	logged := w.logged
+	w.logged = w.logged[:0]
+	if err := w.e.commitLogged(b, opts, logged); err != nil {
 		return &commitError{err: err}
 	}
 	w.committed += ops
@@ -140,6 +148,7 @@ func (w *writer) close() {
 		w.b.Close()
 		w.b = nil
 	}
+	w.logged = w.logged[:0]
 	clear(w.pendingDocs)
 	clear(w.pendingUnique)
 	w.ls.unlockAll()
@@ -221,6 +230,7 @@ func (w *writer) put(d *storedDoc, ent docEntries, old *storedDoc, oldEnt *docEn
 		return err
 	}
 	w.notePendingDoc(d.pk, d)
+	w.logPut(d, old)
 	for i, ix := range w.st.indexes {
 		for _, k := range ent.index[i] {
 			if oldEnt != nil && containsKey(oldEnt.index[i], k) {
@@ -289,13 +299,14 @@ func (w *writer) remove(d *storedDoc) error {
 		return fmt.Errorf("engine: entries of stored document: %w", err)
 	}
 	w.deleteEntries(d, &ent, nil)
-	return w.delete(d.pk)
+	return w.delete(d)
 }
 
-// delete deletes the document at pk, whose entries are already deleted.
-func (w *writer) delete(pk []byte) error {
-	w.notePendingDoc(pk, nil)
-	return w.batch().Delete(docKey(nil, w.st.meta.ID, pk), nil)
+// delete deletes the document d, whose entries are already deleted.
+func (w *writer) delete(d *storedDoc) error {
+	w.notePendingDoc(d.pk, nil)
+	w.logDelete(d)
+	return w.batch().Delete(docKey(nil, w.st.meta.ID, d.pk), nil)
 }
 
 // load reads the document at pk as the pending batch leaves it; nil if

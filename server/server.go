@@ -100,6 +100,13 @@ type Config struct {
 	// MinFreeDisk is the free space, in bytes, kept on the data directory's
 	// filesystem; see engine.Options.MinFreeDisk.
 	MinFreeDisk int64
+	// NoOplog turns the oplog off (engine.Options.Oplog); it is on by
+	// default. OplogMaxBytes bounds it, DefaultOplogMaxBytes if zero, no
+	// bound if negative; OplogMaxAge bounds how long entries are kept,
+	// none if zero.
+	NoOplog       bool
+	OplogMaxBytes int64
+	OplogMaxAge   time.Duration
 	// Disk, for tests, keeps the store on a simulated disk.
 	Disk *engine.MemDisk
 	// SessionTimeout is how long a logical session lives after its last
@@ -175,7 +182,8 @@ func New(cfg Config) (*Server, error) {
 	}))
 	eng, err := engine.Open(cfg.DataDir, engine.Options{Clock: cfg.Clock, Logger: log, NoReaper: cfg.NoReaper,
 		SortMemoryLimit: cfg.SortMemoryLimit, QueryMemoryLimit: cfg.QueryMemoryLimit, QuerySpillLimit: cfg.QuerySpillLimit,
-		MinFreeDisk: cfg.MinFreeDisk, Disk: cfg.Disk})
+		MinFreeDisk: cfg.MinFreeDisk, Disk: cfg.Disk,
+		Oplog: !cfg.NoOplog, OplogMaxBytes: oplogMaxBytes(cfg.OplogMaxBytes), OplogMaxAge: cfg.OplogMaxAge})
 	if err != nil {
 		return nil, fmt.Errorf("server: open store: %w", err)
 	}
@@ -199,4 +207,18 @@ func New(cfg Config) (*Server, error) {
 		log.Warn("the clock is manual: time moves only through advanceClock; use this for tests only")
 	}
 	return s, nil
+}
+
+// DefaultOplogMaxBytes bounds the oplog when Config does not: mongod's
+// smallest default oplog, 990 MB, rounded up.
+const DefaultOplogMaxBytes = 1 << 30
+
+func oplogMaxBytes(n int64) int64 {
+	switch {
+	case n == 0:
+		return DefaultOplogMaxBytes
+	case n < 0:
+		return 0
+	}
+	return n
 }

@@ -74,7 +74,7 @@ func (r *report) writeText(w io.Writer) error {
 				ratio = fmt.Sprintf("%.2fx %s", j.ratio, res.ceiling)
 			}
 			if res.target > 0 {
-				target = strings.TrimSpace(fmt.Sprintf(">= %.1fx %s", res.target, j.verdict))
+				target = strings.TrimSpace(fmt.Sprintf(">= %gx %s", res.target, j.verdict))
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", res.name, opsText(res.sample.opsPerSec()),
 				formatLatency(res.sample.latency.quantile(0.5)), formatLatency(res.sample.latency.quantile(0.99)),

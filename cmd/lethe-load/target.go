@@ -34,7 +34,7 @@ func openTarget(ctx context.Context, cfg config, manualClock bool) (*target, err
 	t := &target{}
 	uri := cfg.uri
 	if uri == "" {
-		addr, stop, err := startServer(manualClock)
+		addr, stop, err := startServer(manualClock, false)
 		if err != nil {
 			return nil, fmt.Errorf("start in-process server: %w", err)
 		}
@@ -95,12 +95,12 @@ func (t *target) close() error {
 // startServer runs a server on a free loopback port over a fresh data
 // directory and returns its address and a function that stops it and
 // removes the directory.
-func startServer(manualClock bool) (addr string, stop func() error, err error) {
+func startServer(manualClock, noOplog bool) (addr string, stop func() error, err error) {
 	dir, err := os.MkdirTemp("", "lethe-load-server-")
 	if err != nil {
 		return "", nil, fmt.Errorf("create data directory: %w", err)
 	}
-	cfg := server.Config{Listen: "127.0.0.1:0", DataDir: dir, Logger: zap.NewNop()}
+	cfg := server.Config{Listen: "127.0.0.1:0", DataDir: dir, Logger: zap.NewNop(), NoOplog: noOplog}
 	if manualClock {
 		cfg.Clock = ttlindex.NewManualClock(time.Now())
 		cfg.ManualClock = true

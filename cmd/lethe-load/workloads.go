@@ -45,6 +45,7 @@ func allWorkloads() []workload {
 		{"ping", true, runPing},
 		{"pebble-sync", true, runPebbleSync},
 		{"insert", true, runInsert},
+		{"oplog-cost", false, runOplogCost},
 		{"findone", true, runFindOne},
 		{"update", true, runUpdate},
 		{"find100", true, runFind100},
@@ -88,25 +89,37 @@ func runPing(ctx context.Context, e *env) ([]result, error) {
 }
 
 func runInsert(ctx context.Context, e *env) ([]result, error) {
-	coll := e.db.Collection("insert")
-	if err := drop(ctx, coll); err != nil {
+	s, err := measureInsert(ctx, e, e.db.Collection("insert"))
+	if err != nil {
 		return nil, err
 	}
+	return []result{{name: "insert", sample: s, ceiling: "pebble-sync", target: 0.5}}, nil
+}
+
+func measureInsert(ctx context.Context, e *env, coll *mongo.Collection) (sample, error) {
+	if err := drop(ctx, coll); err != nil {
+		return sample{}, err
+	}
+	newOp, err := insertOp(coll)
+	if err != nil {
+		return sample{}, err
+	}
+	return measureFor(ctx, e.cfg.clients, e.cfg.duration, newOp)
+}
+
+// insertOp inserts a fresh padded document per call.
+func insertOp(coll *mongo.Collection) (func(int) op, error) {
 	pad, err := padding(bson.D{{Key: "_id", Value: bson.NewObjectID()}, {Key: "n", Value: int32(0)}})
 	if err != nil {
 		return nil, err
 	}
-	s, err := measureFor(ctx, e.cfg.clients, e.cfg.duration, func(int) op {
+	return func(int) op {
 		return func(ctx context.Context) error {
 			doc := bson.D{{Key: "_id", Value: bson.NewObjectID()}, {Key: "n", Value: int32(0)}, {Key: "pad", Value: pad}}
 			_, err := coll.InsertOne(ctx, doc)
 			return err
 		}
-	})
-	if err != nil {
-		return nil, err
-	}
-	return []result{{name: "insert", sample: s, ceiling: "pebble-sync", target: 0.5}}, nil
+	}, nil
 }
 
 func runFindOne(ctx context.Context, e *env) ([]result, error) {

@@ -59,6 +59,9 @@ func run(args []string) error {
 	clock := fs.String("clock", "system", "time source for expiry: system, or manual for tests (time moves only by advanceClock)")
 	metricsListen := fs.String("metrics-listen", "", "address to serve Prometheus /metrics on, host:port; off when empty")
 	minFreeDisk := fs.Int64("min-free-disk", engine.DefaultMinFreeDisk>>20, "MiB kept free on the data directory's filesystem: below it, writes that add data fail with OutOfDiskSpace while reads and deletes work; 0 turns this off")
+	oplogOn := fs.Bool("oplog", true, "keep the oplog (local.oplog.rs), which replica-set mode and change streams read")
+	oplogSize := fs.Int64("oplog-size-mb", server.DefaultOplogMaxBytes>>20, "MiB the oplog may hold; the oldest entries are trimmed in the background (as mongod's --oplogSize); 0 means no bound")
+	oplogHours := fs.Float64("oplog-max-hours", 0, "hours an oplog entry is kept at most; 0 means no time bound")
 	testCommands := fs.Bool("enable-test-commands", false, "enable configureFailPoint (failCommand), for drivers' tests of their error handling; as mongod's enableTestCommands, never in production")
 	replSet := fs.String("repl-set", "", "name of the one-member replica set to present as the primary of (mongod's --replSet); off (a standalone server) when empty")
 	advertiseAddr := fs.String("advertise-addr", "", "host:port the replica set names this server by in hello and rs.conf(); the --listen address when empty")
@@ -114,6 +117,15 @@ func run(args []string) error {
 	default:
 		cfg.MinFreeDisk = *minFreeDisk << 20
 	}
+	if *oplogSize < 0 || *oplogHours < 0 {
+		return fmt.Errorf("--oplog-size-mb and --oplog-max-hours: want 0 or more")
+	}
+	cfg.NoOplog = !*oplogOn
+	cfg.OplogMaxBytes = *oplogSize << 20
+	if *oplogSize == 0 {
+		cfg.OplogMaxBytes = -1 // no bound
+	}
+	cfg.OplogMaxAge = time.Duration(*oplogHours * float64(time.Hour))
 	switch *clock {
 	case "system":
 	case "manual":

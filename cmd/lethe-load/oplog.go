@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+// oplogRounds is how many times the oplog-cost workload measures each
+// server; the order alternates so that neither side always goes first.
+const oplogRounds = 4
+
+// runOplogCost measures what the oplog costs inserts (the issue allows
+// 15%): the insert workload against two fresh in-process servers, one with
+// the oplog and one without, in alternating rounds of the same run, so that
+// both see the same machine load and the same data size.
+func runOplogCost(ctx context.Context, e *env) ([]result, error) {
+	if e.cfg.uri != "" {
+		return nil, fmt.Errorf("oplog-cost starts its own servers: run it without --uri")
+	}
+	var colls [2]*mongo.Collection // with the oplog, without
+	for i, noOplog := range []bool{false, true} {
+		addr, stop, err := startServer(false, noOplog)
+		if err != nil {
+			return nil, err
+		}
+		defer stop()
+		opts := options.Client().ApplyURI("mongodb://" + addr + "/?directConnection=true").
+			SetMaxPoolSize(uint64(e.cfg.clients)).SetTimeout(opTimeout)
+		client, err := mongo.Connect(opts)
+		if err != nil {
+			return nil, fmt.Errorf("connect: %w", err)
+		}
+		defer client.Disconnect(context.Background())
+		if err := warmUp(ctx, client, e.cfg.clients); err != nil {
+			return nil, err
+		}
+		colls[i] = client.Database(e.db.Name()).Collection("insert")
+		if err := drop(ctx, colls[i]); err != nil {
+			return nil, err
+		}
+	}
+	var samples [2]sample
+	round := e.cfg.duration / oplogRounds
+	for r := range oplogRounds {
+		for k := range 2 {
+			i := (r + k) % 2
+			newOp, err := insertOp(colls[i])
+			if err != nil {
+				return nil, err
+			}
+			s, err := measureFor(ctx, e.cfg.clients, round, newOp)
+			if err != nil {
+				return nil, err
+			}
+			samples[i] = mergeSamples(samples[i], s)
+		}
+	}
+	return []result{
+		{name: "insert-oplog", sample: samples[0], ceiling: "insert-nooplog", target: 0.85},
+		{name: "insert-nooplog", sample: samples[1]},
+	}, nil
+}
+
+func mergeSamples(a, b sample) sample {
+	if a.latency == nil {
+		return b
+	}
+	a.latency.merge(b.latency)
+	return sample{ops: a.ops + b.ops, elapsed: a.elapsed + b.elapsed, latency: a.latency}
+}

@@ -1,0 +1,158 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/cockroachdb/pebble/v2"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/lethedb/lethe/engine/keycodec"
+	"github.com/lethedb/lethe/oplog"
+)
+
+// oplogReplica is the store rebuilt from the oplog alone, as a secondary
+// or a change stream consumer would see it. After every step it must hold
+// exactly the stored documents: an entry missing, extra, out of order or
+// wrong in content makes it differ. An entry that changes nothing (an
+// insert of a present _id, a delete of an absent one, an update that
+// leaves the document as it was) fails at once, so that refused writes and
+// no-op rewrites are seen to log nothing.
+type oplogReplica struct {
+	last  oplog.Timestamp
+	colls map[string]map[string]bson.Raw // by ns, then keycodec of _id
+}
+
+func newOplogReplica() *oplogReplica {
+	return &oplogReplica{colls: map[string]map[string]bson.Raw{}}
+}
+
+// catchUp applies the entries after the last one applied.
+func (rep *oplogReplica) catchUp(ctx context.Context, e *Engine) error {
+	last, err := e.ReadOplog(ctx, rep.last, func(ts oplog.Timestamp, raw bson.Raw) (bool, error) {
+		if !rep.last.Less(ts) {
+			return false, fmt.Errorf("oplog: entry %v after %v", ts, rep.last)
+		}
+		rep.last = ts
+		if err := rep.apply(raw); err != nil {
+			return false, fmt.Errorf("oplog %v: %v", ts, err)
+		}
+		return true, nil
+	})
+	rep.last = last
+	return err
+}
+
+func (rep *oplogReplica) apply(raw bson.Raw) error {
+	f, err := oplog.Parse(raw)
+	if err != nil {
+		return err
+	}
+	o := raw.Lookup("o").Document()
+	if f.Op == oplog.Command {
+		db := f.NS[:len(f.NS)-len(".$cmd")]
+		el, err := o.IndexErr(0)
+		if err != nil {
+			return err
+		}
+		switch el.Key() {
+		case "drop":
+			delete(rep.colls, db+"."+el.Value().StringValue())
+		case "renameCollection":
+			to := o.Lookup("to").StringValue()
+			rep.colls[to] = rep.colls[el.Value().StringValue()]
+			delete(rep.colls, el.Value().StringValue())
+		}
+		return nil
+	}
+	docs := rep.colls[f.NS]
+	if docs == nil {
+		docs = map[string]bson.Raw{}
+		rep.colls[f.NS] = docs
+	}
+	var id bsoncore.Value
+	if f.Op == oplog.Update {
+		id = idOf(raw.Lookup("o2").Document())
+	} else {
+		id = idOf(o)
+	}
+	key := string(keycodec.Append(nil, id))
+	old, present := docs[key]
+	switch f.Op {
+	case oplog.Insert:
+		if present {
+			return fmt.Errorf("insert of present _id %v in %s", id, f.NS)
+		}
+		docs[key] = bytes.Clone(o)
+	case oplog.Delete:
+		if !present {
+			return fmt.Errorf("delete of absent _id %v in %s", id, f.NS)
+		}
+		delete(docs, key)
+	case oplog.Update:
+		if !present {
+			return fmt.Errorf("update of absent _id %v in %s", id, f.NS)
+		}
+		nw, err := oplog.ApplyUpdate(old, o)
+		if err != nil {
+			return err
+		}
+		if bytes.Equal(nw, old) {
+			return fmt.Errorf("update of %v in %s changes nothing: %s", id, f.NS, o)
+		}
+		docs[key] = bytes.Clone(nw) // a replacement is o itself, valid only during the read
+	default:
+		return fmt.Errorf("unexpected op %c on %s", f.Op, f.NS)
+	}
+	return nil
+}
+
+// check compares the replica of db.coll with the documents stored, expired
+// or not.
+func (rep *oplogReplica) check(e *Engine, db, coll string) error {
+	var stored []bson.Raw
+	if c := e.collection(db, coll); c != nil {
+		lo, hi := docRange(c.st().meta.ID)
+		it, err := e.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+		if err != nil {
+			return err
+		}
+		for it.First(); it.Valid(); it.Next() {
+			_, doc, err := splitValue(it.Value())
+			if err != nil {
+				it.Close()
+				return err
+			}
+			stored = append(stored, bytes.Clone(doc))
+		}
+		if err := it.Close(); err != nil {
+			return err
+		}
+	}
+	var got []bson.Raw
+	for _, d := range rep.colls[db+"."+coll] {
+		got = append(got, d)
+	}
+	sort.Slice(got, func(i, j int) bool { return keycodec.Compare(idOf(got[i]), idOf(got[j])) < 0 })
+	same := len(got) == len(stored)
+	for i := 0; same && i < len(got); i++ {
+		same = bytes.Equal(got[i], stored[i])
+	}
+	if !same {
+		return fmt.Errorf("%s.%s: oplog replay differs from the store:\nreplay %s\nstore  %s", db, coll, rawList(got), rawList(stored))
+	}
+	return nil
+}
+
+func (r *modelRun) checkOplog(ctx context.Context) error {
+	if r.replica == nil {
+		r.replica = newOplogReplica()
+	}
+	if err := r.replica.catchUp(ctx, r.e); err != nil {
+		return err
+	}
+	return r.replica.check(r.e, modelDB, modelColl)
+}

@@ -1,0 +1,289 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/lethedb/lethe/oplog"
+)
+
+// OplogNS is the namespace under which the oplog is readable.
+const OplogNS = "local.oplog.rs"
+
+// pebbleBatch adapts a pebble batch to the oplog's Batch.
+type pebbleBatch struct{ b *pebble.Batch }
+
+func (p pebbleBatch) Set(k, v []byte) error { return p.b.Set(k, v, nil) }
+
+// commitLogged commits b with the oplog entries ents appended to it, so
+// that a write and its entries are stored together or not at all.
+func (e *Engine) commitLogged(b *pebble.Batch, opts *pebble.WriteOptions, ents []oplog.Entry) error {
+	return e.logAndCommit(b, ents, func() error { return e.commit(b, opts) })
+}
+
+// commitLoggedUnguarded is commitLogged for the catalog changes that
+// commit past the disk guard (which only ever add a small entry).
+func (e *Engine) commitLoggedUnguarded(b *pebble.Batch, ents []oplog.Entry) error {
+	return e.logAndCommit(b, ents, func() error { return b.Commit(pebble.Sync) })
+}
+
+func (e *Engine) logAndCommit(b *pebble.Batch, ents []oplog.Entry, commit func() error) error {
+	if e.oplog == nil || len(ents) == 0 {
+		return commit()
+	}
+	r, err := e.oplog.Append(pebbleBatch{b}, ents)
+	if err != nil {
+		return err
+	}
+	err = commit()
+	r.Finish(err == nil)
+	return err
+}
+
+// logPut records the write of d over old (nil for an insert). A rewrite
+// that changes nothing but the _ts header is no operation to MongoDB and
+// is not logged.
+func (w *writer) logPut(d, old *storedDoc) {
+	if w.e.oplog == nil {
+		return
+	}
+	ent := oplog.Entry{NS: w.st.ns(), UI: w.st.meta.UUID.Data}
+	switch {
+	case old == nil:
+		ent.Op, ent.O = oplog.Insert, d.doc
+		ent.O2 = oplog.IDDoc(idOf(d.doc))
+	case bytes.Equal(old.doc, d.doc):
+		return
+	case w.replacement:
+		ent.Op, ent.O, ent.O2 = oplog.Update, d.doc, oplog.IDDoc(idOf(d.doc))
+	default:
+		ent.Op, ent.O, ent.O2 = oplog.Update, oplog.UpdateDiff(old.doc, d.doc), oplog.IDDoc(idOf(d.doc))
+	}
+	w.logged = append(w.logged, ent)
+}
+
+// logDelete records the deletion of d.
+func (w *writer) logDelete(d *storedDoc) {
+	if w.e.oplog == nil {
+		return
+	}
+	w.logged = append(w.logged, oplog.Entry{Op: oplog.Delete, NS: w.st.ns(), UI: w.st.meta.UUID.Data, O: oplog.IDDoc(idOf(d.doc))})
+}
+
+// cmdEntry is the 'c' entry of a catalog change in db; ui is the
+// collection's UUID, nil if none.
+func cmdEntry(db string, ui []byte, o bson.D, o2 bson.D) []oplog.Entry {
+	ent := oplog.Entry{Op: oplog.Command, NS: db + ".$cmd", UI: ui}
+	ent.O, _ = bson.Marshal(o)
+	if o2 != nil {
+		ent.O2, _ = bson.Marshal(o2)
+	}
+	return []oplog.Entry{ent}
+}
+
+// openOplog reads the newest entry and the size of the stored oplog, so
+// that timestamps keep increasing across restarts.
+func (e *Engine) openOplog(opts Options) error {
+	lo, hi := oplog.Range()
+	it, err := e.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return fmt.Errorf("engine: open oplog: %w", err)
+	}
+	defer it.Close()
+	var last oplog.Timestamp
+	var size int64
+	for ok := it.First(); ok; ok = it.Next() {
+		size += int64(len(it.Key()) + len(it.Value()))
+		if last, err = oplog.KeyTS(it.Key()); err != nil {
+			return err
+		}
+	}
+	if err := it.Error(); err != nil {
+		return fmt.Errorf("engine: open oplog: %w", err)
+	}
+	e.oplog = oplog.New(oplog.Options{Now: e.clock.Now, MaxBytes: opts.OplogMaxBytes, MaxAge: opts.OplogMaxAge}, last, size)
+	return nil
+}
+
+// oplogStore is the stored oplog as the trimmer sees it.
+type oplogStore struct{ e *Engine }
+
+func (s oplogStore) Scan(fn func(ts oplog.Timestamp, size int64) bool) error {
+	lo, hi := oplog.Range()
+	it, err := s.e.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		ts, err := oplog.KeyTS(it.Key())
+		if err != nil {
+			return err
+		}
+		if !fn(ts, int64(len(it.Key())+len(it.Value()))) {
+			break
+		}
+	}
+	return it.Error()
+}
+
+func (s oplogStore) DeleteBefore(ts oplog.Timestamp) error {
+	lo, _ := oplog.Range()
+	return s.e.db.DeleteRange(lo, oplog.AppendKey(nil, ts), pebble.NoSync)
+}
+
+// Oplog is the engine's oplog, nil when it is off.
+func (e *Engine) Oplog() *oplog.Log { return e.oplog }
+
+// TrimOplog trims the oplog to its bounds now, for tests.
+func (e *Engine) TrimOplog() (int, error) {
+	if e.oplog == nil {
+		return 0, nil
+	}
+	return e.oplog.Trim(oplogStore{e})
+}
+
+// ErrOplogOff is returned by oplog reads when the oplog is off.
+var ErrOplogOff = fmt.Errorf("engine: the oplog is off")
+
+// ReadOplog calls fn with each visible entry after ts, in timestamp order,
+// until fn returns false or the entries end. The entry is valid only during
+// the call. It returns the timestamp of the last entry passed to fn.
+func (e *Engine) ReadOplog(ctx context.Context, after oplog.Timestamp, fn func(ts oplog.Timestamp, entry bson.Raw) (bool, error)) (oplog.Timestamp, error) {
+	if e.oplog == nil {
+		return after, ErrOplogOff
+	}
+	visible := e.oplog.Visible()
+	if !after.Less(visible) {
+		return after, nil
+	}
+	_, hi := oplog.Range()
+	it, err := e.db.NewIter(&pebble.IterOptions{LowerBound: oplog.AppendKey(nil, after.Next()), UpperBound: hi})
+	if err != nil {
+		return after, err
+	}
+	defer it.Close()
+	last := after
+	for ok := it.First(); ok; ok = it.Next() {
+		if err := ctx.Err(); err != nil {
+			return last, err
+		}
+		ts, err := oplog.KeyTS(it.Key())
+		if err != nil {
+			return last, err
+		}
+		if visible.Less(ts) {
+			break
+		}
+		more, err := fn(ts, bson.Raw(it.Value()))
+		if err != nil {
+			return last, err
+		}
+		last = ts
+		if !more {
+			break
+		}
+	}
+	return last, it.Error()
+}
+
+// OldestOplog is the timestamp of the oldest stored entry, zero if none:
+// a reader resuming before it has lost history.
+func (e *Engine) OldestOplog() (oplog.Timestamp, error) {
+	lo, hi := oplog.Range()
+	it, err := e.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return oplog.Timestamp{}, err
+	}
+	defer it.Close()
+	if !it.First() {
+		return oplog.Timestamp{}, it.Error()
+	}
+	return oplog.KeyTS(it.Key())
+}
+
+// createEntry is the 'c' entry of the creation of a collection: MongoDB's
+// {create: name, idIndex, ...options}.
+func createEntry(meta *collMeta) []oplog.Entry {
+	o := bson.D{{Key: "create", Value: meta.Name}}
+	if meta.Options != nil {
+		elems, _ := meta.Options.Elements()
+		for _, el := range elems {
+			o = append(o, bson.E{Key: el.Key(), Value: el.Value()})
+		}
+	}
+	o = append(o, bson.E{Key: "idIndex", Value: bson.D{{Key: "v", Value: int32(2)}, {Key: "key", Value: bson.D{{Key: "_id", Value: int32(1)}}}, {Key: "name", Value: "_id_"}}})
+	return cmdEntry(meta.DB, meta.UUID.Data, o, nil)
+}
+
+// renameEntry is the 'c' entry of renaming st's collection to db.to;
+// droppedUUID is the UUID of the target it replaced, nil if none.
+func renameEntry(st *collState, db, to string, droppedUUID []byte) []oplog.Entry {
+	var dropTarget any = false
+	if droppedUUID != nil {
+		dropTarget = bson.Binary{Subtype: bson.TypeBinaryUUID, Data: droppedUUID}
+	}
+	o := bson.D{{Key: "renameCollection", Value: st.ns()}, {Key: "to", Value: db + "." + to}, {Key: "stayTemp", Value: false}, {Key: "dropTarget", Value: dropTarget}}
+	return cmdEntry(st.meta.DB, st.meta.UUID.Data, o, nil)
+}
+
+// collModIndexCmd is the o of a collMod that changes an index, as the
+// command gave it: {collMod: coll, index: {name or keyPattern, changes}}.
+func collModIndexCmd(coll string, ch IndexChange) bson.D {
+	var ix bson.D
+	if ch.Name != "" {
+		ix = append(ix, bson.E{Key: "name", Value: ch.Name})
+	} else {
+		ix = append(ix, bson.E{Key: "keyPattern", Value: ch.KeyPattern})
+	}
+	if ch.ExpireAfter != nil {
+		ix = append(ix, bson.E{Key: "expireAfterSeconds", Value: bson.RawValue{Type: bson.Type(ch.ExpireAfter.Type), Value: ch.ExpireAfter.Data}})
+	}
+	if ch.Hidden != nil {
+		ix = append(ix, bson.E{Key: "hidden", Value: *ch.Hidden})
+	}
+	return bson.D{{Key: "collMod", Value: coll}, {Key: "index", Value: ix}}
+}
+
+// ClusterTime is the newest timestamp handed out, the cluster time of this
+// single node ($clusterTime, operationTime); zero with the oplog off.
+func (e *Engine) ClusterTime() oplog.Timestamp {
+	if e.oplog == nil {
+		return oplog.Timestamp{}
+	}
+	return e.oplog.Last()
+}
+
+// AppendNoop logs a no-op ('n') entry with o as its message and returns
+// its timestamp once it is durable and visible: what mongod writes to move
+// the cluster time forward without a write, for example to make a
+// linearizable read's point in time durable.
+func (e *Engine) AppendNoop(o bson.D) (oplog.Timestamp, error) {
+	if e.oplog == nil {
+		return oplog.Timestamp{}, ErrOplogOff
+	}
+	raw, err := bson.Marshal(o)
+	if err != nil {
+		return oplog.Timestamp{}, fmt.Errorf("engine: no-op entry: %w", err)
+	}
+	b := e.db.NewBatch()
+	defer b.Close()
+	r, err := e.oplog.Append(pebbleBatch{b}, []oplog.Entry{{Op: oplog.Noop, O: raw}})
+	if err != nil {
+		return oplog.Timestamp{}, err
+	}
+	err = e.commit(b, pebble.Sync)
+	r.Finish(err == nil)
+	if err != nil {
+		return oplog.Timestamp{}, err
+	}
+	// Visible once every earlier reservation has finished too.
+	if _, err := e.oplog.Wait(context.Background(), r.Last.Prev()); err != nil {
+		return oplog.Timestamp{}, err
+	}
+	return r.Last, nil
+}

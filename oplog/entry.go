@@ -1,0 +1,109 @@
+package oplog
+
+import (
+	"fmt"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// Op is the kind of an entry, MongoDB's "op" field.
+type Op byte
+
+const (
+	Insert  Op = 'i'
+	Update  Op = 'u'
+	Delete  Op = 'd'
+	Command Op = 'c'
+	Noop    Op = 'n'
+)
+
+// Term is the replica-set term of every entry: a single node is never
+// re-elected, so it stays 1.
+const Term = 1
+
+// Entry is one operation before it has a timestamp.
+type Entry struct {
+	Op Op
+	// NS is "db.coll", or "db.$cmd" for commands.
+	NS string
+	// UI is the collection's UUID (16 bytes); nil when there is none, as
+	// for dropDatabase.
+	UI []byte
+	// O is the operation: the inserted document, the update ($v:2 diff
+	// or replacement), {_id} of a deleted document, the command.
+	O []byte
+	// O2 identifies the document of an update ({_id}), or carries the
+	// extra argument of a command; nil if none.
+	O2 []byte
+	// LSID, TxnNumber and StmtID tie the entry to a retryable write;
+	// LSID is nil for other writes.
+	LSID      []byte
+	TxnNumber int64
+	StmtID    int32
+}
+
+// Size approximates the encoded size of e, for batch accounting.
+func (e *Entry) Size() int { return 96 + len(e.NS) + len(e.O) + len(e.O2) + len(e.LSID) }
+
+// Append encodes e at ts and wall time into dst, in the field order of
+// MongoDB's entries.
+func (e *Entry) Append(dst []byte, ts Timestamp, wall time.Time) []byte {
+	idx, dst := bsoncore.AppendDocumentStart(dst)
+	if e.LSID != nil {
+		dst = bsoncore.AppendDocumentElement(dst, "lsid", e.LSID)
+		dst = bsoncore.AppendInt64Element(dst, "txnNumber", e.TxnNumber)
+	}
+	dst = bsoncore.AppendStringElement(dst, "op", string(rune(e.Op)))
+	dst = bsoncore.AppendStringElement(dst, "ns", e.NS)
+	if e.UI != nil {
+		dst = bsoncore.AppendBinaryElement(dst, "ui", bson.TypeBinaryUUID, e.UI)
+	}
+	dst = bsoncore.AppendDocumentElement(dst, "o", e.O)
+	if e.O2 != nil {
+		dst = bsoncore.AppendDocumentElement(dst, "o2", e.O2)
+	}
+	if e.LSID != nil {
+		dst = bsoncore.AppendInt32Element(dst, "stmtId", e.StmtID)
+	}
+	dst = bsoncore.AppendTimestampElement(dst, "ts", ts.T, ts.I)
+	dst = bsoncore.AppendInt64Element(dst, "t", Term)
+	dst = bsoncore.AppendInt64Element(dst, "v", 2)
+	dst = bsoncore.AppendDateTimeElement(dst, "wall", wall.UnixMilli())
+	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
+	return dst
+}
+
+// Fields are the parts of an encoded entry that readers filter on.
+type Fields struct {
+	TS Timestamp
+	Op Op
+	NS string
+}
+
+// Parse reads the fields of an encoded entry that readers filter on.
+func Parse(raw []byte) (Fields, error) {
+	var f Fields
+	doc := bsoncore.Document(raw)
+	t, i, ok := doc.Lookup("ts").TimestampOK()
+	if !ok {
+		return f, fmt.Errorf("oplog: entry without ts")
+	}
+	f.TS = Timestamp{T: t, I: i}
+	op, ok := doc.Lookup("op").StringValueOK()
+	if !ok || len(op) != 1 {
+		return f, fmt.Errorf("oplog: entry at %v without op", f.TS)
+	}
+	f.Op = Op(op[0])
+	f.NS, _ = doc.Lookup("ns").StringValueOK()
+	return f, nil
+}
+
+// IDDoc is {_id: id}, the o of a delete and the o2 of an update.
+func IDDoc(id bsoncore.Value) []byte {
+	idx, dst := bsoncore.AppendDocumentStart(make([]byte, 0, 16+len(id.Data)))
+	dst = bsoncore.AppendValueElement(dst, "_id", id)
+	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
+	return dst
+}
