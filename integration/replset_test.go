@@ -128,8 +128,25 @@ func TestReplSetClusterTime(t *testing.T) {
 			t.Errorf("keyId %v", v)
 		}
 	}
+	// The write's time is that of its oplog entry: the last of them for a
+	// command that wrote several documents.
+	reply := run(t, db, bson.D{{Key: "insert", Value: "ct"}, {Key: "documents", Value: bson.A{
+		bson.D{{Key: "_id", Value: 100}}, bson.D{{Key: "_id", Value: 101}}, bson.D{{Key: "_id", Value: 102}}}}})
+	tt, ti := lookup(t, reply, "operationTime").Timestamp()
+	last = bson.Timestamp{T: tt, I: ti}
+	var entry struct {
+		TS bson.Timestamp `bson:"ts"`
+		NS string         `bson:"ns"`
+	}
+	if err := client.Database("local").Collection("oplog.rs").FindOne(testCtx(t), bson.D{},
+		options.FindOne().SetSort(bson.D{{Key: "$natural", Value: -1}})).Decode(&entry); err != nil {
+		t.Fatalf("newest oplog entry: %v", err)
+	}
+	if entry.TS != last || entry.NS != "test.ct" {
+		t.Errorf("newest oplog entry %+v, want ts %v of the last insert into test.ct", entry, last)
+	}
 	// A read reports the last write's time, and does not move it.
-	reply := run(t, db, bson.D{{Key: "find", Value: "ct"}})
+	reply = run(t, db, bson.D{{Key: "find", Value: "ct"}})
 	if tt, ti := lookup(t, reply, "operationTime").Timestamp(); (bson.Timestamp{T: tt, I: ti}) != last {
 		t.Errorf("find operationTime %v, want %v", bson.Timestamp{T: tt, I: ti}, last)
 	}

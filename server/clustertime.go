@@ -9,6 +9,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine"
+	"github.com/lethedb/lethe/oplog"
 	"github.com/lethedb/lethe/ttlindex"
 )
 
@@ -16,8 +18,8 @@ import (
 // reports in $clusterTime and operationTime: a BSON Timestamp, seconds and
 // an increment, that never goes back and moves forward with every write.
 //
-// This is the seam where the oplog's timestamp source replaces tickClock:
-// Tick is then the time of the write's oplog entry.
+// With the oplog on it is oplogClock, the time of the newest entry;
+// without, tickClock.
 type clusterClock interface {
 	// Now is the latest cluster time: that of the last write.
 	Now() bson.Timestamp
@@ -28,8 +30,8 @@ type clusterClock interface {
 	Await(ctx context.Context, ts bson.Timestamp) error
 }
 
-// tickClock is the cluster clock until the oplog owns one: the server
-// clock's seconds, and a counter within a second.
+// tickClock is the cluster clock of a member without an oplog (--oplog
+// off): the server clock's seconds, and a counter within a second.
 type tickClock struct {
 	wall ttlindex.Clock
 
@@ -143,3 +145,39 @@ func (req *Request) decorate(reply bson.Raw, wcErr bson.Raw, opTime, clusterTime
 // zeroHash is the signature of a cluster time on a deployment without
 // keys: 20 zero bytes, an HMAC-SHA1's length.
 var zeroHash [20]byte
+
+// oplogClock is the cluster clock of a member whose store keeps an oplog:
+// the cluster time is that of the newest entry, so that operationTime is
+// the time of the write's own entry and afterClusterTime waits for entries
+// to become readable.
+type oplogClock struct {
+	eng  *engine.Engine
+	wall ttlindex.Clock
+}
+
+func (c oplogClock) Now() bson.Timestamp {
+	t := c.eng.ClusterTime()
+	return bson.Timestamp{T: t.T, I: t.I}
+}
+
+// Tick is Now: a write that logged anything moved the time itself, and one
+// that logged nothing leaves it where it was, as in MongoDB.
+func (c oplogClock) Tick() bson.Timestamp { return c.Now() }
+
+// Await waits until the entry at ts, and every one before it, is readable.
+// A time of a past second that no entry reached is reached by a no-op
+// entry, as a MongoDB primary writes one.
+func (c oplogClock) Await(ctx context.Context, ts bson.Timestamp) error {
+	want := oplog.Timestamp{T: ts.T, I: ts.I}
+	log := c.eng.Oplog()
+	if !log.Visible().Less(want) {
+		return nil
+	}
+	if c.eng.ClusterTime().Less(want) && uint32(c.wall.Now().Unix()) > ts.T {
+		if _, err := c.eng.AppendNoop(bson.D{{Key: "msg", Value: "reach the cluster time a client asked for"}}); err != nil {
+			return err
+		}
+	}
+	_, err := log.Wait(ctx, want.Prev())
+	return err
+}

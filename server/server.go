@@ -193,7 +193,11 @@ func New(cfg Config) (*Server, error) {
 	s.topo = newTopology()
 	if cfg.ReplSet != "" {
 		s.rs = newReplSet(cfg.ReplSet)
-		s.ctime = newTickClock(cfg.Clock)
+		if cfg.NoOplog {
+			s.ctime = newTickClock(cfg.Clock)
+		} else {
+			s.ctime = oplogClock{eng: eng, wall: cfg.Clock}
+		}
 	}
 	s.commands = s.buildRegistry()
 	s.guardSystemNamespaces()
