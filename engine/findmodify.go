@@ -18,6 +18,8 @@ type FindAndModifySpec struct {
 	Hint                 bson.RawValue
 	// BypassDocumentValidation skips the collection's validator.
 	BypassDocumentValidation bool
+	// Txn, when set, makes the command a retryable write.
+	Txn *Txn
 }
 
 // FindAndModifyResult reports a findAndModify.
@@ -68,6 +70,7 @@ func (e *Engine) findAndModifyOnce(ctx context.Context, c *Collection, q *compil
 	w.bypassValidation = spec.BypassDocumentValidation
 	w.now = e.commandTime(spec.Update)
 	w.replacement = spec.Update != nil && spec.Update.IsReplacement()
+	w.txn = spec.Txn
 	for _, pk := range pks {
 		var before bson.Raw
 		var after bson.Raw
@@ -86,20 +89,19 @@ func (e *Engine) findAndModifyOnce(ctx context.Context, c *Collection, q *compil
 		if !matched {
 			continue
 		}
-		if err := w.flush(); err != nil {
-			return res, err
-		}
 		res.N = 1
 		res.UpdatedExisting = !spec.Remove
 		doc := before
 		if spec.New && !spec.Remove {
 			doc = after
 		}
-		res.Value, err = shape(doc)
-		return res, err
+		if res.Value, err = shape(doc); err != nil {
+			return res, err
+		}
+		return res, w.commitResult(res)
 	}
 	if !spec.Upsert || spec.Remove {
-		return res, nil
+		return res, w.commitResult(res)
 	}
 	d, err := w.upsert(spec.Update, spec.Filter)
 	if err != nil {
@@ -108,9 +110,22 @@ func (e *Engine) findAndModifyOnce(ctx context.Context, c *Collection, q *compil
 	res.N = 1
 	res.Upserted = bsonValue(idOf(d.doc))
 	if spec.New {
-		res.Value, err = shape(d.doc)
+		if res.Value, err = shape(d.doc); err != nil {
+			return res, err
+		}
 	}
-	return res, err
+	return res, w.commitResult(res)
+}
+
+// commitResult commits the findAndModify's write, with its result when it
+// is a retryable write.
+func (w *writer) commitResult(res FindAndModifyResult) error {
+	if w.txn != nil {
+		if err := w.record(w.txn.StmtID, findAndModifyRecord(res)); err != nil {
+			return err
+		}
+	}
+	return w.flush()
 }
 
 func bsonDoc(key string, v bson.RawValue) bson.Raw {

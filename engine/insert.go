@@ -49,7 +49,13 @@ func (e *Engine) Insert(db, coll string, docs []bson.Raw, ordered bool, opts ...
 	defer c.ddl.RUnlock()
 	w := e.newWriter(c)
 	defer w.close()
-	w.bypassValidation = len(opts) > 0 && opts[0].BypassDocumentValidation
+	var stmtIDs []int32
+	if len(opts) > 0 {
+		w.bypassValidation = opts[0].BypassDocumentValidation
+		if t := opts[0].Txn; t != nil {
+			w.txn, stmtIDs = t, opts[0].StmtIDs
+		}
+	}
 	// added lists the documents written, in order; the first w.committed
 	// of them are committed.
 	var added []int
@@ -72,7 +78,13 @@ func (e *Engine) Insert(db, coll string, docs []bson.Raw, ordered bool, opts ...
 		return true
 	}
 	for i, raw := range docs {
+		if w.txn != nil {
+			w.txn.StmtID = stmtIDs[i]
+		}
 		_, err := w.insertOne(raw)
+		if err == nil && w.txn != nil {
+			err = w.record(stmtIDs[i], insertRecord())
+		}
 		if err == nil {
 			added = append(added, i)
 			err = w.done()

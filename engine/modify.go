@@ -26,6 +26,8 @@ type UpdateSpec struct {
 	Sort   bson.Raw // which document a single update picks
 	// BypassDocumentValidation skips the collection's validator.
 	BypassDocumentValidation bool
+	// Txn, when set, makes the statement a retryable write.
+	Txn *Txn
 }
 
 // UpdateResult reports one update statement.
@@ -140,6 +142,7 @@ func (e *Engine) updateOnce(ctx context.Context, c *Collection, q *compiledQuery
 	w.bypassValidation = spec.BypassDocumentValidation
 	w.now = e.commandTime(spec.Update)
 	w.replacement = spec.Update.IsReplacement()
+	w.txn = spec.Txn
 	for _, pk := range pks {
 		matched, modified, err := w.modify(pk, q.filter, func(d *storedDoc, pos int) (bson.Raw, bool, error) {
 			return spec.Update.ApplyContext(ctx, d.doc, pos)
@@ -170,6 +173,11 @@ func (e *Engine) updateOnce(ctx context.Context, c *Collection, q *compiledQuery
 			return res, err
 		}
 		res.Upserted = bsonValue(idOf(d.doc))
+	}
+	if w.txn != nil {
+		if err := w.record(w.txn.StmtID, updateRecord(res)); err != nil {
+			return res, err
+		}
 	}
 	return res, w.flush()
 }
@@ -255,7 +263,8 @@ func (w *writer) modify(pk []byte, f *query.Filter, change func(d *storedDoc, po
 
 // Delete removes documents matching filter: all of them, or the first with
 // limit 1. It returns how many it removed.
-func (e *Engine) Delete(ctx context.Context, db, coll string, filter bson.Raw, limit int, hint bson.RawValue) (int64, error) {
+// A Txn makes it a retryable write (at most one).
+func (e *Engine) Delete(ctx context.Context, db, coll string, filter bson.Raw, limit int, hint bson.RawValue, txn ...*Txn) (int64, error) {
 	f, err := query.CompileWith(filter, query.Options{Now: e.clock.Now()})
 	if err != nil {
 		return 0, err
@@ -271,6 +280,9 @@ func (e *Engine) Delete(ctx context.Context, db, coll string, filter bson.Raw, l
 	}
 	w := e.newWriter(c)
 	defer w.close()
+	if len(txn) > 0 {
+		w.txn = txn[0]
+	}
 	// n counts only what committed: documents removed in a batch whose
 	// commit failed are still there.
 	for _, pk := range pks {
@@ -290,6 +302,13 @@ func (e *Engine) Delete(ctx context.Context, db, coll string, filter bson.Raw, l
 			if limit == 1 {
 				break
 			}
+		}
+	}
+	if w.txn != nil {
+		// The statement's result: what this batch and the ones before
+		// it remove.
+		if err := w.record(w.txn.StmtID, deleteRecord(int64(w.committed+w.ops))); err != nil {
+			return int64(w.committed), err
 		}
 	}
 	err = w.flush()

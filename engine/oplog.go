@@ -63,7 +63,15 @@ func (w *writer) logPut(d, old *storedDoc) {
 	default:
 		ent.Op, ent.O, ent.O2 = oplog.Update, oplog.UpdateDiff(old.doc, d.doc), oplog.IDDoc(idOf(d.doc))
 	}
-	w.logged = append(w.logged, ent)
+	w.logged = append(w.logged, w.tag(ent))
+}
+
+// tag ties ent to the statement of a retryable write, if any.
+func (w *writer) tag(ent oplog.Entry) oplog.Entry {
+	if w.txn != nil {
+		ent.LSID, ent.TxnNumber, ent.StmtID = w.txn.lsidDoc(), w.txn.Number, w.txn.StmtID
+	}
+	return ent
 }
 
 // logDelete records the deletion of d.
@@ -71,7 +79,7 @@ func (w *writer) logDelete(d *storedDoc) {
 	if w.e.oplog == nil {
 		return
 	}
-	w.logged = append(w.logged, oplog.Entry{Op: oplog.Delete, NS: w.st.ns(), UI: w.st.meta.UUID.Data, O: oplog.IDDoc(idOf(d.doc))})
+	w.logged = append(w.logged, w.tag(oplog.Entry{Op: oplog.Delete, NS: w.st.ns(), UI: w.st.meta.UUID.Data, O: oplog.IDDoc(idOf(d.doc))}))
 }
 
 // cmdEntry is the 'c' entry of a catalog change in db; ui is the

@@ -16,17 +16,13 @@ import (
 // nothing. It runs in the writer that looked for the match, which still
 // holds the lock stripes of the keys it found missing, so that no other
 // writer can insert them in between, and no request waits for a stripe it
-// holds itself.
+// holds itself. The caller commits.
 func (w *writer) upsert(u *update.Update, filter bson.Raw) (*storedDoc, error) {
 	doc, err := u.ApplyUpsert(filter)
 	if err != nil {
 		return nil, err
 	}
-	d, err := w.insertOne(doc)
-	if err != nil {
-		return nil, err
-	}
-	return d, w.flush()
+	return w.insertOne(doc)
 }
 
 // maxUpsertAttempts bounds the retries of an upsert that keeps losing the

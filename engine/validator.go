@@ -59,6 +59,10 @@ func (v *docValidator) filterAt(now time.Time) *query.Filter {
 type WriteOptions struct {
 	// BypassDocumentValidation skips the collection's validator.
 	BypassDocumentValidation bool
+	// Txn, when set, makes the insert a retryable write whose documents
+	// are the statements StmtIDs (their ids, in order).
+	Txn     *Txn
+	StmtIDs []int32
 }
 
 // compileValidator reads the validation settings from a collection's

@@ -58,6 +58,9 @@ type writer struct {
 	// rather than diffs.
 	logged      []oplog.Entry
 	replacement bool
+	// txn, for a retryable write, ties the entries logged to its
+	// statement txn.StmtID and records statements' results (retry.go).
+	txn *Txn
 }
 
 func (e *Engine) newWriter(c *Collection) *writer {

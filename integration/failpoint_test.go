@@ -188,7 +188,8 @@ func TestFailPointBlockConnection(t *testing.T) {
 // gives it; without a txnNumber, or with labels the fail point sets, it
 // does not. writeConcernError is added to the reply of a command that ran.
 func TestFailPointErrorLabels(t *testing.T) {
-	ts := startServer(t, withTestCommands())
+	// Only a replica-set member takes transaction numbers.
+	ts := startServer(t, withReplSet("rs0"), withTestCommands())
 	raw := dialRaw(t, ts)
 	lsid := bson.D{{Key: "id", Value: bson.Binary{Subtype: bson.TypeBinaryUUID, Data: make([]byte, 16)}}}
 	insert := func(id int32, txn bool) bson.Raw {

@@ -107,9 +107,41 @@ func (s *Server) insert(ctx context.Context, req *Request) (bson.Raw, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.eng.Insert(req.DB, coll, docs, ordered, engine.WriteOptions{BypassDocumentValidation: bypass})
+	txn, unlock, err := s.retryTxn(req)
 	if err != nil {
 		return nil, err
+	}
+	opts := engine.WriteOptions{BypassDocumentValidation: bypass}
+	done := 0
+	if txn != nil {
+		defer unlock()
+		// Statements already executed count as written and run no more.
+		todo := docs[:0:0]
+		for i, d := range docs {
+			_, ok, err := s.executed(txn, i)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				done++
+				continue
+			}
+			todo = append(todo, d)
+			opts.StmtIDs = append(opts.StmtIDs, int32(i))
+		}
+		docs, opts.Txn = todo, txn
+	}
+	var res engine.InsertResult
+	if len(docs) > 0 {
+		if res, err = s.eng.Insert(req.DB, coll, docs, ordered, opts); err != nil {
+			return nil, err
+		}
+	}
+	res.N += done
+	if txn != nil {
+		for k := range res.Errors {
+			res.Errors[k].Index = int(opts.StmtIDs[res.Errors[k].Index])
+		}
 	}
 	if len(res.Errors) == 0 {
 		idx, dst := req.beginReply()
@@ -275,10 +307,31 @@ func (s *Server) update(ctx context.Context, req *Request) (bson.Raw, error) {
 	if err != nil {
 		return nil, err
 	}
+	txn, unlock, err := s.retryTxn(req)
+	if err != nil {
+		return nil, err
+	}
+	if txn != nil {
+		defer unlock()
+	}
 	var n, modified int64
 	var upserted bson.A
+	add := func(i int, res engine.UpdateResult) {
+		n += res.Matched
+		modified += res.Modified
+		if res.Upserted.Type != 0 {
+			n++
+			upserted = append(upserted, bson.D{{Key: "index", Value: int32(i)}, {Key: "_id", Value: res.Upserted}})
+		}
+	}
 	now := s.clock.Now() // $$NOW and $currentDate: one time for the command
 	errs, err := runStatements(stmts, ordered, func(i int, raw bson.Raw) error {
+		if rec, ok, err := s.executed(txn, i); err != nil || ok {
+			if ok {
+				add(i, engine.RecordedUpdate(rec))
+			}
+			return err
+		}
 		st, err := parseUpdateStatement(raw)
 		if err != nil {
 			return err
@@ -302,16 +355,12 @@ func (s *Server) update(ctx context.Context, req *Request) (bson.Raw, error) {
 			return err
 		}
 		st.spec.BypassDocumentValidation = bypass
+		st.spec.Txn = txn
 		res, err := s.eng.Update(ctx, req.DB, coll, st.spec)
 		if err != nil {
 			return err
 		}
-		n += res.Matched
-		modified += res.Modified
-		if res.Upserted.Type != 0 {
-			n++
-			upserted = append(upserted, bson.D{{Key: "index", Value: int32(i)}, {Key: "_id", Value: res.Upserted}})
-		}
+		add(i, res)
 		return nil
 	})
 	if err != nil {
@@ -328,7 +377,7 @@ func (s *Server) update(ctx context.Context, req *Request) (bson.Raw, error) {
 }
 
 // deleteOne runs one statement of a delete command.
-func (s *Server) deleteOne(ctx context.Context, db, coll string, raw bson.Raw, lv *engine.Let) (int64, error) {
+func (s *Server) deleteOne(ctx context.Context, db, coll string, raw bson.Raw, lv *engine.Let, txn *engine.Txn) (int64, error) {
 	var filter bson.Raw
 	var hint bson.RawValue
 	limit := int64(-1)
@@ -362,6 +411,9 @@ func (s *Server) deleteOne(ctx context.Context, db, coll string, raw bson.Raw, l
 	if filter, err = lv.Filter(filter); err != nil {
 		return 0, err
 	}
+	if txn != nil {
+		return s.eng.Delete(ctx, db, coll, filter, int(limit), hint, txn)
+	}
 	return s.eng.Delete(ctx, db, coll, filter, int(limit), hint)
 }
 
@@ -374,9 +426,22 @@ func (s *Server) delete(ctx context.Context, req *Request) (bson.Raw, error) {
 	if err != nil {
 		return nil, err
 	}
+	txn, unlock, err := s.retryTxn(req)
+	if err != nil {
+		return nil, err
+	}
+	if txn != nil {
+		defer unlock()
+	}
 	var n int64
 	errs, err := runStatements(stmts, ordered, func(i int, raw bson.Raw) error {
-		deleted, err := s.deleteOne(ctx, req.DB, coll, raw, lv)
+		if rec, ok, err := s.executed(txn, i); err != nil || ok {
+			if ok {
+				n += engine.RecordedDelete(rec)
+			}
+			return err
+		}
+		deleted, err := s.deleteOne(ctx, req.DB, coll, raw, lv, txn)
 		n += deleted
 		return err
 	})
@@ -462,7 +527,23 @@ func (s *Server) findAndModify(ctx context.Context, req *Request) (bson.Raw, err
 			return nil, err
 		}
 	}
-	res, err := s.eng.FindAndModify(ctx, req.DB, coll, spec)
+	txn, unlock, err := s.retryTxn(req)
+	if err != nil {
+		return nil, err
+	}
+	var res engine.FindAndModifyResult
+	rec, ok, err := s.executed(txn, 0)
+	switch {
+	case err != nil:
+	case ok:
+		res = engine.RecordedFindAndModify(rec)
+	default:
+		spec.Txn = txn
+		res, err = s.eng.FindAndModify(ctx, req.DB, coll, spec)
+	}
+	if txn != nil {
+		unlock()
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -62,6 +62,7 @@ func (s *Server) Start() error {
 	s.sessionsDone = make(chan struct{})
 	go func() {
 		defer close(s.sessionsDone)
+		s.reapRetries(true)
 		s.sessions.Run(s.net.ctx)
 	}()
 	s.net.wg.Add(1)

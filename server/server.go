@@ -141,6 +141,7 @@ type Server struct {
 
 	cursors  cursorTable       // open cursors, see cursors.go
 	sessions *session.Registry // live sessions, see sessions.go
+	retry    retryLocks        // retryable writes, see retry.go
 	// sessionsDone closes when the session sweep has stopped.
 	sessionsDone chan struct{}
 	// failCommand is the failCommand fail point, see failpoint.go.

@@ -38,6 +38,9 @@ func (s *Server) useSession(cmd *command, req *Request) error {
 	case "killSessions", "killAllSessions", "killAllSessionsByPattern":
 		return nil
 	}
+	if err := s.checkTxnNumber(req); err != nil {
+		return err
+	}
 	id, ok := lsidOf(req.lsid)
 	if !ok {
 		return nil
@@ -52,6 +55,7 @@ func (s *Server) sessionsGone(ids []session.ID) {
 	for _, id := range ids {
 		set[string(id[:])] = true
 	}
+	s.forgetRetries(ids)
 	if n := s.cursors.killSessions(func(lsid string) bool { return set[lsid] }); n > 0 {
 		s.log.Debug("closed the cursors of ended sessions", zap.Int("sessions", len(ids)), zap.Int("cursors", n))
 	}

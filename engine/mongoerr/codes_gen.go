@@ -58,7 +58,9 @@ const (
 	CannotIndexParallelArrays                Code = 171
 	QueryPlanKilled                          Code = 175
 	InvalidIndexSpecificationOption          Code = 197
+	IncompleteTransactionHistory             Code = 217
 	QueryFeatureNotAllowed                   Code = 224
+	TransactionTooOld                        Code = 225
 	NotImplemented                           Code = 238
 	ConversionFailure                        Code = 241
 	TooManyLogicalSessions                   Code = 261
@@ -128,7 +130,9 @@ var codeNames = map[Code]string{
 	CannotIndexParallelArrays:                "CannotIndexParallelArrays",
 	QueryPlanKilled:                          "QueryPlanKilled",
 	InvalidIndexSpecificationOption:          "InvalidIndexSpecificationOption",
+	IncompleteTransactionHistory:             "IncompleteTransactionHistory",
 	QueryFeatureNotAllowed:                   "QueryFeatureNotAllowed",
+	TransactionTooOld:                        "TransactionTooOld",
 	NotImplemented:                           "NotImplemented",
 	ConversionFailure:                        "ConversionFailure",
 	TooManyLogicalSessions:                   "TooManyLogicalSessions",

@@ -1,0 +1,219 @@
+package engine
+
+// Retryable writes: the outcome of each statement of a write that carries
+// a session and a transaction number is stored in the batch of the write
+// itself, so that a retry of the statement finds it exactly when the write
+// committed, also after a restart.
+//
+//	t lsid(16) 0x00                  txnNumber(8) lastWrite ms(8)
+//	t lsid(16) 0x01 txn(8) stmt(4)   the statement's result (BSON)
+//
+// Only the newest transaction number of a session keeps its statements:
+// the first write of a newer one deletes the older ones' records in its
+// batch. Records go with their session (ForgetRetries, ReapRetries).
+
+import (
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/lethedb/lethe/engine/mongoerr"
+)
+
+const prefixTxn = 't'
+
+// Txn ties a write to a statement of a retryable write: the session, its
+// transaction number, and the statement's id (for single-statement
+// writes; inserts take WriteOptions.StmtIDs).
+type Txn struct {
+	Session   [16]byte
+	Number    int64
+	StmtID    int32
+	newNumber bool // set by CheckTxn: older numbers' records are to go
+}
+
+func txnHeaderKey(s [16]byte) []byte {
+	k := append([]byte{prefixTxn}, s[:]...)
+	return append(k, 0)
+}
+
+func txnStmtKey(s [16]byte, txn int64, stmt int32) []byte {
+	k := append([]byte{prefixTxn}, s[:]...)
+	k = append(k, 1)
+	k = binary.BigEndian.AppendUint64(k, uint64(txn))
+	return binary.BigEndian.AppendUint32(k, uint32(stmt))
+}
+
+func txnStmtRange(s [16]byte) (lo, hi []byte) {
+	lo = append(append([]byte{prefixTxn}, s[:]...), 1)
+	return lo, append(append([]byte{prefixTxn}, s[:]...), 2)
+}
+
+// CheckTxn compares t.Number with the session's newest one: an older
+// number is TransactionTooOld, as in MongoDB.
+func (e *Engine) CheckTxn(t *Txn) error {
+	v, closer, err := e.db.Get(txnHeaderKey(t.Session))
+	if err == pebble.ErrNotFound {
+		t.newNumber = true
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("engine: read session record: %w", err)
+	}
+	defer closer.Close()
+	if len(v) < 8 {
+		return fmt.Errorf("engine: session record of %d bytes", len(v))
+	}
+	stored := int64(binary.BigEndian.Uint64(v))
+	if t.Number < stored {
+		return mongoerr.New(mongoerr.TransactionTooOld, "Retryable write with txnNumber %d is prohibited on session %x because a newer retryable write with txnNumber %d has already started on this session.", t.Number, t.Session, stored)
+	}
+	t.newNumber = t.Number > stored
+	return nil
+}
+
+// Executed returns the recorded result of statement stmt of t's
+// transaction, if it committed.
+func (e *Engine) Executed(t *Txn, stmt int32) (bson.Raw, bool, error) {
+	v, closer, err := e.db.Get(txnStmtKey(t.Session, t.Number, stmt))
+	if err == pebble.ErrNotFound {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("engine: read statement record: %w", err)
+	}
+	defer closer.Close()
+	return append(bson.Raw(nil), v...), true, nil
+}
+
+// lsidDoc is {id: UUID}, the lsid of the oplog entries of t.
+func (t *Txn) lsidDoc() []byte {
+	idx, dst := bsoncore.AppendDocumentStart(nil)
+	dst = bsoncore.AppendBinaryElement(dst, "id", bson.TypeBinaryUUID, t.Session[:])
+	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
+	return dst
+}
+
+// record adds the result of statement stmt of the writer's transaction to
+// its pending batch.
+func (w *writer) record(stmt int32, result []byte) error {
+	t := w.txn
+	b := w.batch()
+	if t.newNumber {
+		lo, _ := txnStmtRange(t.Session)
+		if err := b.DeleteRange(lo, txnStmtKey(t.Session, t.Number, 0), nil); err != nil {
+			return err
+		}
+		t.newNumber = false
+	}
+	hdr := binary.BigEndian.AppendUint64(nil, uint64(t.Number))
+	hdr = binary.BigEndian.AppendUint64(hdr, uint64(w.e.nowMillis()))
+	if err := b.Set(txnHeaderKey(t.Session), hdr, nil); err != nil {
+		return err
+	}
+	return b.Set(txnStmtKey(t.Session, t.Number, stmt), result, nil)
+}
+
+// ForgetRetries deletes the records of the sessions ids.
+func (e *Engine) ForgetRetries(ids [][16]byte) error {
+	b := e.db.NewBatch()
+	defer b.Close()
+	for _, id := range ids {
+		lo := append([]byte{prefixTxn}, id[:]...)
+		if err := b.DeleteRange(lo, prefixEnd(lo), nil); err != nil {
+			return err
+		}
+	}
+	return b.Commit(pebble.NoSync)
+}
+
+// ReapRetries deletes the records of sessions whose last retryable write
+// is older than before, and returns how many sessions it forgot.
+func (e *Engine) ReapRetries(before time.Time) (int, error) {
+	it, err := e.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixTxn}, UpperBound: []byte{prefixTxn + 1}})
+	if err != nil {
+		return 0, err
+	}
+	defer it.Close()
+	var old [][16]byte
+	limit := before.UnixMilli()
+	for ok := it.First(); ok; {
+		k := it.Key()
+		if len(k) != 18 || k[17] != 0 {
+			ok = it.SeekGE(prefixEnd(k[:min(len(k), 17)]))
+			continue
+		}
+		var id [16]byte
+		copy(id[:], k[1:17])
+		if v := it.Value(); len(v) == 16 && int64(binary.BigEndian.Uint64(v[8:])) < limit {
+			old = append(old, id)
+		}
+		ok = it.SeekGE(prefixEnd(k[:17]))
+	}
+	if err := it.Error(); err != nil {
+		return 0, err
+	}
+	if len(old) == 0 {
+		return 0, nil
+	}
+	return len(old), e.ForgetRetries(old)
+}
+
+// Recorded results: what a retry of a statement returns.
+
+func insertRecord() []byte {
+	return bsoncore.NewDocumentBuilder().AppendInt32("n", 1).Build()
+}
+
+func updateRecord(r UpdateResult) []byte {
+	b := bsoncore.NewDocumentBuilder().AppendInt64("n", r.Matched).AppendInt64("nModified", r.Modified)
+	if r.Upserted.Type != 0 {
+		b.AppendValue("upserted", bsoncore.Value{Type: bsoncore.Type(r.Upserted.Type), Data: r.Upserted.Value})
+	}
+	return b.Build()
+}
+
+// RecordedUpdate decodes the recorded result of an update statement.
+func RecordedUpdate(raw bson.Raw) UpdateResult {
+	d := bsoncore.Document(raw)
+	r := UpdateResult{Matched: d.Lookup("n").Int64(), Modified: d.Lookup("nModified").Int64()}
+	if v, err := d.LookupErr("upserted"); err == nil {
+		r.Upserted = bsonValue(v)
+	}
+	return r
+}
+
+func deleteRecord(n int64) []byte {
+	return bsoncore.NewDocumentBuilder().AppendInt64("n", n).Build()
+}
+
+// RecordedDelete decodes the recorded result of a delete statement.
+func RecordedDelete(raw bson.Raw) int64 { return bsoncore.Document(raw).Lookup("n").Int64() }
+
+func findAndModifyRecord(r FindAndModifyResult) []byte {
+	b := bsoncore.NewDocumentBuilder().AppendInt64("n", r.N).AppendBoolean("updatedExisting", r.UpdatedExisting)
+	if r.Upserted.Type != 0 {
+		b.AppendValue("upserted", bsoncore.Value{Type: bsoncore.Type(r.Upserted.Type), Data: r.Upserted.Value})
+	}
+	if r.Value != nil {
+		b.AppendDocument("value", r.Value)
+	}
+	return b.Build()
+}
+
+// RecordedFindAndModify decodes the recorded result of a findAndModify.
+func RecordedFindAndModify(raw bson.Raw) FindAndModifyResult {
+	d := bsoncore.Document(raw)
+	r := FindAndModifyResult{N: d.Lookup("n").Int64(), UpdatedExisting: d.Lookup("updatedExisting").Boolean()}
+	if v, err := d.LookupErr("upserted"); err == nil {
+		r.Upserted = bsonValue(v)
+	}
+	if v, err := d.LookupErr("value"); err == nil {
+		r.Value = bson.Raw(v.Document())
+	}
+	return r
+}

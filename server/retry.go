@@ -1,0 +1,113 @@
+package server
+
+// Retryable writes: insert, update, delete and findAndModify that carry an
+// lsid and a txnNumber outside a transaction. The engine records each
+// statement's result in the batch of its write (engine/retry.go); here a
+// retried command answers the statements already done from their records
+// and runs the others.
+
+import (
+	"sync"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"go.uber.org/zap"
+
+	"github.com/lethedb/lethe/engine"
+	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/session"
+)
+
+// retryLocks serialize the retryable writes of one session, as MongoDB's
+// session checkout does, so that a retry never runs beside the attempt it
+// repeats.
+type retryLocks struct {
+	mu   [64]sync.Mutex
+	reap sync.Mutex
+	last time.Time // last full reap of expired records, under reap
+}
+
+// checkTxnNumber refuses a txnNumber on a standalone server, as mongod
+// does: drivers send one only to replica-set members.
+func (s *Server) checkTxnNumber(req *Request) error {
+	if s.rs != nil {
+		return nil
+	}
+	if _, err := req.Body.LookupErr("txnNumber"); err != nil {
+		return nil
+	}
+	return mongoerr.New(mongoerr.IllegalOperation, "Transaction numbers are only allowed on a replica set member or mongos")
+}
+
+// retryTxn reads the retryable write a write command is, nil if none, and
+// takes its session's lock; the caller calls the returned unlock.
+func (s *Server) retryTxn(req *Request) (*engine.Txn, func(), error) {
+	v, err := req.Body.LookupErr("txnNumber")
+	if err != nil {
+		return nil, nil, nil
+	}
+	if _, err := req.Body.LookupErr("autocommit"); err == nil {
+		return nil, nil, nil // a transaction's statement: not yet supported here
+	}
+	n, ok := v.Int64OK()
+	if !ok {
+		return nil, nil, wrongType(req.Name, "txnNumber", v.Type, "long")
+	}
+	if n < 0 {
+		return nil, nil, mongoerr.New(mongoerr.BadValue, "TxnNumber cannot be negative")
+	}
+	id, ok := lsidOf(req.lsid)
+	if !ok {
+		return nil, nil, mongoerr.New(mongoerr.InvalidOptions, "Transaction number requires a session ID to also be specified")
+	}
+	t := &engine.Txn{Session: id, Number: n}
+	// Session ids are random UUIDs: their last byte spreads them.
+	mu := &s.retry.mu[int(id[15])%len(s.retry.mu)]
+	mu.Lock()
+	if err := s.eng.CheckTxn(t); err != nil {
+		mu.Unlock()
+		return nil, nil, err
+	}
+	return t, mu.Unlock, nil
+}
+
+// forgetRetries drops the records of sessions that are gone, and now and
+// then of every session whose records outlived the timeout: those of
+// sessions from before a restart that no client names again.
+func (s *Server) forgetRetries(ids []session.ID) {
+	keys := make([][16]byte, len(ids))
+	for i, id := range ids {
+		keys[i] = id
+	}
+	if err := s.eng.ForgetRetries(keys); err != nil {
+		s.log.Warn("forgetting retryable write records failed", zap.Error(err))
+	}
+	s.reapRetries(false)
+}
+
+// reapRetries drops the records older than the session timeout, at most
+// once per half timeout unless now.
+func (s *Server) reapRetries(now bool) {
+	r := &s.retry
+	r.reap.Lock()
+	defer r.reap.Unlock()
+	t := s.clock.Now()
+	timeout := s.sessions.Timeout()
+	if !now && t.Sub(r.last) < timeout/2 {
+		return
+	}
+	r.last = t
+	if _, err := s.eng.ReapRetries(t.Add(-timeout)); err != nil {
+		s.log.Warn("reaping retryable write records failed", zap.Error(err))
+	}
+}
+
+// executed returns the recorded result of statement stmt of t, if done.
+func (s *Server) executed(t *engine.Txn, stmt int) (bson.Raw, bool, error) {
+	if t == nil {
+		return nil, false, nil
+	}
+	t.StmtID = int32(stmt)
+	return s.eng.Executed(t, int32(stmt))
+}
