@@ -32,7 +32,12 @@ type FindAndModifyResult struct {
 
 // FindAndModify updates or removes the first matching document (by sort)
 // and returns it as it was before, or after with New.
+// A retryable write that already ran returns its recorded result and
+// changes nothing.
 func (e *Engine) FindAndModify(ctx context.Context, db, coll string, spec FindAndModifySpec) (FindAndModifyResult, error) {
+	if rec, ok, err := e.executedStmt(spec.Txn); err != nil || ok {
+		return RecordedFindAndModify(rec), err
+	}
 	now := e.commandTime(spec.Update)
 	q, err := compileQueryAt(FindSpec{Filter: spec.Filter, Sort: spec.Sort, Projection: spec.Fields}, now)
 	if err != nil {

@@ -30,6 +30,47 @@ type InsertResult struct {
 // inserts stop at the first failing document; the ones before it stand.
 // At most one WriteOptions applies.
 func (e *Engine) Insert(db, coll string, docs []bson.Raw, ordered bool, opts ...WriteOptions) (InsertResult, error) {
+	if len(opts) > 0 && opts[0].Txn != nil {
+		return e.insertRetryable(db, coll, docs, ordered, opts[0])
+	}
+	return e.insert(db, coll, docs, ordered, opts...)
+}
+
+// insertRetryable inserts the documents of a retryable write whose
+// statements have not run yet; those that have count as inserted.
+func (e *Engine) insertRetryable(db, coll string, docs []bson.Raw, ordered bool, o WriteOptions) (InsertResult, error) {
+	if len(o.StmtIDs) != len(docs) {
+		return InsertResult{}, fmt.Errorf("engine: %d statement ids for %d documents", len(o.StmtIDs), len(docs))
+	}
+	var todo []bson.Raw
+	var ids []int32
+	var pos []int // of todo's documents in docs
+	done := 0
+	for i, d := range docs {
+		_, ok, err := e.Executed(o.Txn, o.StmtIDs[i])
+		if err != nil {
+			return InsertResult{}, err
+		}
+		if ok {
+			done++
+			continue
+		}
+		todo, ids, pos = append(todo, d), append(ids, o.StmtIDs[i]), append(pos, i)
+	}
+	var res InsertResult
+	var err error
+	if len(todo) > 0 {
+		o.StmtIDs = ids
+		res, err = e.insert(db, coll, todo, ordered, o)
+	}
+	for k := range res.Errors {
+		res.Errors[k].Index = pos[res.Errors[k].Index]
+	}
+	res.N += done
+	return res, err
+}
+
+func (e *Engine) insert(db, coll string, docs []bson.Raw, ordered bool, opts ...WriteOptions) (InsertResult, error) {
 	var res InsertResult
 	c, err := e.writeLock(db, coll, true)
 	if me, ok := mongoerr.As(err); ok && me.Code == mongoerr.CommandNotSupportedOnView {

@@ -43,6 +43,9 @@ type modelOp struct {
 	Level     string
 	Action    string
 	Bypass    bool
+	// Retry makes a write a retryable write that the step repeats with
+	// the same transaction number (model_retry_test.go).
+	Retry bool
 	// Let is a command's let: constants the filter's $expr and an update
 	// pipeline read as $$name.
 	Let bson.Raw
@@ -126,6 +129,9 @@ func (op *modelOp) String() string {
 	}
 	if op.Bypass {
 		b.WriteString(" bypassDocumentValidation")
+	}
+	if op.Retry {
+		b.WriteString(" retry")
 	}
 	raw("let", op.Let)
 	raw("min", op.Min)
@@ -549,6 +555,7 @@ func (g *modelGen) next() *modelOp {
 		op.Docs = []bson.Raw{g.doc()}
 		op.Ordered = true
 		op.Bypass = g.r.Intn(8) == 0
+		op.Retry = g.r.Intn(5) == 0
 	case k < 22:
 		op.Kind = "insert"
 		for i := 2 + g.r.Intn(4); i > 0; i-- {
@@ -556,6 +563,7 @@ func (g *modelGen) next() *modelOp {
 		}
 		op.Ordered = g.r.Intn(2) == 0
 		op.Bypass = g.r.Intn(8) == 0
+		op.Retry = g.r.Intn(5) == 0
 	case k < 40:
 		op.Kind = "update"
 		op.Filter = g.filter()
@@ -566,6 +574,7 @@ func (g *modelGen) next() *modelOp {
 			op.Sort = g.sort()
 		}
 		op.Bypass = g.r.Intn(8) == 0
+		op.Retry = !op.Multi && g.r.Intn(5) == 0
 		g.maybeLet(op)
 	case k < 52:
 		op.Kind = "findAndModify"
@@ -581,6 +590,7 @@ func (g *modelGen) next() *modelOp {
 		}
 		op.Proj = g.projection()
 		op.Bypass = !op.Remove && g.r.Intn(8) == 0
+		op.Retry = g.r.Intn(5) == 0
 		g.maybeLet(op)
 	case k < 60:
 		op.Kind = "delete"
@@ -588,6 +598,7 @@ func (g *modelGen) next() *modelOp {
 		if g.r.Intn(2) == 0 {
 			op.Limit = 1
 		}
+		op.Retry = g.r.Intn(5) == 0
 		g.maybeLet(op)
 	case k < 66:
 		op.Kind = "count"

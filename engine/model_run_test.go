@@ -40,6 +40,9 @@ type modelRun struct {
 	views map[string]*View
 	// replica is the collection rebuilt from the oplog (model_oplog_test.go).
 	replica *oplogReplica
+	// txnNumber is the last transaction number of the retryable writes
+	// (model_retry_test.go).
+	txnNumber int64
 }
 
 var errModelHang = errors.New("engine call hung")
@@ -212,9 +215,19 @@ func (r *modelRun) step(ctx context.Context, op *modelOp) error {
 	switch op.Kind {
 	case "insert":
 		var res InsertResult
-		var err error
+		opts := WriteOptions{BypassDocumentValidation: op.Bypass}
+		err := r.retryable(op, &opts.Txn)
+		if opts.Txn != nil {
+			opts.StmtIDs = make([]int32, len(op.Docs))
+			for i := range opts.StmtIDs {
+				opts.StmtIDs[i] = int32(i)
+			}
+		}
+		if err != nil {
+			return err
+		}
 		if herr := r.guard("insert", func() {
-			res, err = r.e.Insert(modelDB, modelColl, op.Docs, op.Ordered, WriteOptions{BypassDocumentValidation: op.Bypass})
+			res, err = r.e.Insert(modelDB, modelColl, op.Docs, op.Ordered, opts)
 		}); herr != nil {
 			return herr
 		}
@@ -256,6 +269,12 @@ func (r *modelRun) step(ctx context.Context, op *modelOp) error {
 		}
 		if res.N != n || !slices.Equal(got, want) {
 			return fmt.Errorf("insert: engine n=%d errors(index:code)=%v, model n=%d errors=%v", res.N, got, n, want)
+		}
+		if opts.Txn != nil && len(res.Errors) == 0 {
+			again, err := r.e.Insert(modelDB, modelColl, op.Docs, op.Ordered, opts)
+			if err != nil || again.N != res.N || len(again.Errors) != 0 {
+				return fmt.Errorf("retried insert: n=%d errors=%v, %v; first n=%d", again.N, again.Errors, err, res.N)
+			}
 		}
 	case "update":
 		return r.stepUpdate(ctx, op)
@@ -379,6 +398,9 @@ func (r *modelRun) stepUpdate(ctx context.Context, op *modelOp) error {
 		r.uniqueFirst(op, f)
 	}
 	spec := UpdateSpec{Filter: lf.engFilter, Update: u, Multi: op.Multi, Upsert: op.Upsert, Sort: op.Sort, BypassDocumentValidation: op.Bypass}
+	if err := r.retryable(op, &spec.Txn); err != nil {
+		return err
+	}
 	var res UpdateResult
 	if herr := r.guard("update", func() { res, err = r.e.Update(ctx, modelDB, modelColl, spec) }); herr != nil {
 		return herr
@@ -410,6 +432,12 @@ func (r *modelRun) stepUpdate(ctx context.Context, op *modelOp) error {
 	}
 	if (res.Upserted.Type == 0) != (want.res.Upserted.Type == 0) || (res.Upserted.Type != 0 && !valuesEqual(rawIDValue(res.Upserted), rawIDValue(want.res.Upserted))) {
 		return fmt.Errorf("update: engine upserted %v, model %v", res.Upserted, want.res.Upserted)
+	}
+	if spec.Txn != nil && err == nil {
+		again, err := r.e.Update(ctx, modelDB, modelColl, spec)
+		if err != nil || again.Matched != res.Matched || again.Modified != res.Modified || !again.Upserted.Equal(res.Upserted) {
+			return fmt.Errorf("retried update: %+v, %v; first %+v", again, err, res)
+		}
 	}
 	return nil
 }
@@ -506,6 +534,9 @@ func (r *modelRun) stepFindAndModify(ctx context.Context, op *modelOp) error {
 		q, qerr = compileQuery(FindSpec{Filter: lf.refFilter, Sort: op.Sort, Projection: op.Proj})
 	}
 	spec := FindAndModifySpec{Filter: lf.engFilter, Sort: op.Sort, Fields: op.Proj, Remove: op.Remove, Update: u, New: op.New, Upsert: op.Upsert, BypassDocumentValidation: op.Bypass}
+	if err := r.retryable(op, &spec.Txn); err != nil {
+		return err
+	}
 	var res FindAndModifyResult
 	if herr := r.guard("findAndModify", func() { res, err = r.e.FindAndModify(ctx, modelDB, modelColl, spec) }); herr != nil {
 		return herr
@@ -533,6 +564,12 @@ func (r *modelRun) stepFindAndModify(ctx context.Context, op *modelOp) error {
 		return fmt.Errorf("findAndModify: engine n=%d updatedExisting=%v upserted=%v value=%v; model n=%d updatedExisting=%v upserted=%v value=%v",
 			res.N, res.UpdatedExisting, res.Upserted, res.Value, want.N, want.UpdatedExisting, want.Upserted, want.Value)
 	}
+	if spec.Txn != nil {
+		again, err := r.e.FindAndModify(ctx, modelDB, modelColl, spec)
+		if err != nil || again.N != res.N || again.UpdatedExisting != res.UpdatedExisting || !bytes.Equal(again.Value, res.Value) || !again.Upserted.Equal(res.Upserted) {
+			return fmt.Errorf("retried findAndModify: %+v, %v; first %+v", again, err, res)
+		}
+	}
 	return nil
 }
 
@@ -543,8 +580,24 @@ func (r *modelRun) stepDelete(ctx context.Context, op *modelOp) error {
 		return err
 	}
 	var n int64
-	if herr := r.guard("delete", func() { n, err = r.e.Delete(ctx, modelDB, modelColl, lf.engFilter, int(op.Limit), bson.RawValue{}) }); herr != nil {
+	var txn *Txn
+	if err := r.retryable(op, &txn); err != nil {
+		return err
+	}
+	del := func() (int64, error) {
+		if txn != nil {
+			return r.e.Delete(ctx, modelDB, modelColl, lf.engFilter, int(op.Limit), bson.RawValue{}, txn)
+		}
+		return r.e.Delete(ctx, modelDB, modelColl, lf.engFilter, int(op.Limit), bson.RawValue{})
+	}
+	if herr := r.guard("delete", func() { n, err = del() }); herr != nil {
 		return herr
+	}
+	if txn != nil && err == nil {
+		// The repeat removes nothing more, whatever matches now.
+		if again, err := del(); err != nil || again != n {
+			return fmt.Errorf("retried delete: n=%d, %v; first n=%d", again, err, n)
+		}
 	}
 	f, ferr := query.Compile(lf.refFilter)
 	if ferr != nil || err != nil {

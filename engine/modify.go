@@ -107,7 +107,12 @@ func (e *Engine) commandTime(u *update.Update) time.Time {
 }
 
 // Update runs one update statement.
+// A retryable write's statement that already ran returns its recorded
+// result and changes nothing.
 func (e *Engine) Update(ctx context.Context, db, coll string, spec UpdateSpec) (UpdateResult, error) {
+	if rec, ok, err := e.executedStmt(spec.Txn); err != nil || ok {
+		return RecordedUpdate(rec), err
+	}
 	now := e.commandTime(spec.Update)
 	q, err := compileQueryAt(FindSpec{Filter: spec.Filter, Sort: spec.Sort}, now)
 	if err != nil {
@@ -265,6 +270,11 @@ func (w *writer) modify(pk []byte, f *query.Filter, change func(d *storedDoc, po
 // limit 1. It returns how many it removed.
 // A Txn makes it a retryable write (at most one).
 func (e *Engine) Delete(ctx context.Context, db, coll string, filter bson.Raw, limit int, hint bson.RawValue, txn ...*Txn) (int64, error) {
+	if len(txn) > 0 {
+		if rec, ok, err := e.executedStmt(txn[0]); err != nil || ok {
+			return RecordedDelete(rec), err
+		}
+	}
 	f, err := query.CompileWith(filter, query.Options{Now: e.clock.Now()})
 	if err != nil {
 		return 0, err

@@ -90,6 +90,14 @@ func (e *Engine) Executed(t *Txn, stmt int32) (bson.Raw, bool, error) {
 	return append(bson.Raw(nil), v...), true, nil
 }
 
+// executedStmt is Executed of t's own statement; nothing when t is nil.
+func (e *Engine) executedStmt(t *Txn) (bson.Raw, bool, error) {
+	if t == nil {
+		return nil, false, nil
+	}
+	return e.Executed(t, t.StmtID)
+}
+
 // lsidDoc is {id: UUID}, the lsid of the oplog entries of t.
 func (t *Txn) lsidDoc() []byte {
 	idx, dst := bsoncore.AppendDocumentStart(nil)
@@ -179,6 +187,9 @@ func updateRecord(r UpdateResult) []byte {
 
 // RecordedUpdate decodes the recorded result of an update statement.
 func RecordedUpdate(raw bson.Raw) UpdateResult {
+	if raw == nil {
+		return UpdateResult{}
+	}
 	d := bsoncore.Document(raw)
 	r := UpdateResult{Matched: d.Lookup("n").Int64(), Modified: d.Lookup("nModified").Int64()}
 	if v, err := d.LookupErr("upserted"); err == nil {
@@ -192,7 +203,10 @@ func deleteRecord(n int64) []byte {
 }
 
 // RecordedDelete decodes the recorded result of a delete statement.
-func RecordedDelete(raw bson.Raw) int64 { return bsoncore.Document(raw).Lookup("n").Int64() }
+func RecordedDelete(raw bson.Raw) int64 {
+	n, _ := bsoncore.Document(raw).Lookup("n").Int64OK()
+	return n
+}
 
 func findAndModifyRecord(r FindAndModifyResult) []byte {
 	b := bsoncore.NewDocumentBuilder().AppendInt64("n", r.N).AppendBoolean("updatedExisting", r.UpdatedExisting)
@@ -207,6 +221,9 @@ func findAndModifyRecord(r FindAndModifyResult) []byte {
 
 // RecordedFindAndModify decodes the recorded result of a findAndModify.
 func RecordedFindAndModify(raw bson.Raw) FindAndModifyResult {
+	if raw == nil {
+		return FindAndModifyResult{}
+	}
 	d := bsoncore.Document(raw)
 	r := FindAndModifyResult{N: d.Lookup("n").Int64(), UpdatedExisting: d.Lookup("updatedExisting").Boolean()}
 	if v, err := d.LookupErr("upserted"); err == nil {

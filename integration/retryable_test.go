@@ -1,6 +1,9 @@
 package integration
 
 import (
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -171,4 +174,26 @@ func TestRetryableWritesStandalone(t *testing.T) {
 	if code := lookup(t, reply, "code").AsInt64(); code != 20 {
 		t.Errorf("txnNumber on a standalone server: %v, want code 20", reply)
 	}
+}
+
+// The Node.js driver and pymongo retry writes against Lethe as against a
+// replica set: a closed connection and a retryable writeConcernError.
+func TestRetryableWritesClients(t *testing.T) {
+	ts, _ := startRetryable(t)
+	uri := ts.URI + "test?replicaSet=rs0"
+	t.Run("node", func(t *testing.T) {
+		requireClient(t, exists(nodeDriver), "the MongoDB Node.js driver", "npm ci --prefix integration/clients (make test does it)")
+		stdout, stderr := runClient(t, "node", filepath.Join("clients", "retryable.mjs"), uri)
+		if strings.TrimSpace(stdout) != "OK" {
+			t.Errorf("retryable.mjs printed %q, stderr %q", stdout, stderr)
+		}
+	})
+	t.Run("pymongo", func(t *testing.T) {
+		installed := exec.Command(python, "-c", "import pymongo").Run() == nil
+		requireClient(t, installed, "pymongo for "+python, "apt-get install -y python3-pymongo")
+		stdout, stderr := runClient(t, python, filepath.Join("clients", "retryable.py"), uri)
+		if strings.TrimSpace(stdout) != "OK" {
+			t.Errorf("retryable.py printed %q, stderr %q", stdout, stderr)
+		}
+	})
 }

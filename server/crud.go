@@ -112,36 +112,18 @@ func (s *Server) insert(ctx context.Context, req *Request) (bson.Raw, error) {
 		return nil, err
 	}
 	opts := engine.WriteOptions{BypassDocumentValidation: bypass}
-	done := 0
 	if txn != nil {
 		defer unlock()
-		// Statements already executed count as written and run no more.
-		todo := docs[:0:0]
-		for i, d := range docs {
-			_, ok, err := s.executed(txn, i)
-			if err != nil {
-				return nil, err
-			}
-			if ok {
-				done++
-				continue
-			}
-			todo = append(todo, d)
-			opts.StmtIDs = append(opts.StmtIDs, int32(i))
-		}
-		docs, opts.Txn = todo, txn
-	}
-	var res engine.InsertResult
-	if len(docs) > 0 {
-		if res, err = s.eng.Insert(req.DB, coll, docs, ordered, opts); err != nil {
-			return nil, err
+		// A statement's id is its place in the command, as in MongoDB
+		// when the command gives none.
+		opts.Txn, opts.StmtIDs = txn, make([]int32, len(docs))
+		for i := range opts.StmtIDs {
+			opts.StmtIDs[i] = int32(i)
 		}
 	}
-	res.N += done
-	if txn != nil {
-		for k := range res.Errors {
-			res.Errors[k].Index = int(opts.StmtIDs[res.Errors[k].Index])
-		}
+	res, err := s.eng.Insert(req.DB, coll, docs, ordered, opts)
+	if err != nil {
+		return nil, err
 	}
 	if len(res.Errors) == 0 {
 		idx, dst := req.beginReply()
@@ -326,12 +308,6 @@ func (s *Server) update(ctx context.Context, req *Request) (bson.Raw, error) {
 	}
 	now := s.clock.Now() // $$NOW and $currentDate: one time for the command
 	errs, err := runStatements(stmts, ordered, func(i int, raw bson.Raw) error {
-		if rec, ok, err := s.executed(txn, i); err != nil || ok {
-			if ok {
-				add(i, engine.RecordedUpdate(rec))
-			}
-			return err
-		}
 		st, err := parseUpdateStatement(raw)
 		if err != nil {
 			return err
@@ -355,7 +331,7 @@ func (s *Server) update(ctx context.Context, req *Request) (bson.Raw, error) {
 			return err
 		}
 		st.spec.BypassDocumentValidation = bypass
-		st.spec.Txn = txn
+		st.spec.Txn = stmt(txn, i)
 		res, err := s.eng.Update(ctx, req.DB, coll, st.spec)
 		if err != nil {
 			return err
@@ -435,13 +411,7 @@ func (s *Server) delete(ctx context.Context, req *Request) (bson.Raw, error) {
 	}
 	var n int64
 	errs, err := runStatements(stmts, ordered, func(i int, raw bson.Raw) error {
-		if rec, ok, err := s.executed(txn, i); err != nil || ok {
-			if ok {
-				n += engine.RecordedDelete(rec)
-			}
-			return err
-		}
-		deleted, err := s.deleteOne(ctx, req.DB, coll, raw, lv, txn)
+		deleted, err := s.deleteOne(ctx, req.DB, coll, raw, lv, stmt(txn, i))
 		n += deleted
 		return err
 	})
@@ -531,16 +501,8 @@ func (s *Server) findAndModify(ctx context.Context, req *Request) (bson.Raw, err
 	if err != nil {
 		return nil, err
 	}
-	var res engine.FindAndModifyResult
-	rec, ok, err := s.executed(txn, 0)
-	switch {
-	case err != nil:
-	case ok:
-		res = engine.RecordedFindAndModify(rec)
-	default:
-		spec.Txn = txn
-		res, err = s.eng.FindAndModify(ctx, req.DB, coll, spec)
-	}
+	spec.Txn = stmt(txn, 0)
+	res, err := s.eng.FindAndModify(ctx, req.DB, coll, spec)
 	if txn != nil {
 		unlock()
 	}

@@ -10,8 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"go.mongodb.org/mongo-driver/v2/bson"
-
 	"go.uber.org/zap"
 
 	"github.com/lethedb/lethe/engine"
@@ -103,11 +101,11 @@ func (s *Server) reapRetries(now bool) {
 	}
 }
 
-// executed returns the recorded result of statement stmt of t, if done.
-func (s *Server) executed(t *engine.Txn, stmt int) (bson.Raw, bool, error) {
-	if t == nil {
-		return nil, false, nil
+// stmt makes t, if any, statement i of its command; t is shared by the
+// statements, which run one after another.
+func stmt(t *engine.Txn, i int) *engine.Txn {
+	if t != nil {
+		t.StmtID = int32(i)
 	}
-	t.StmtID = int32(stmt)
-	return s.eng.Executed(t, int32(stmt))
+	return t
 }
