@@ -126,15 +126,28 @@ func (w *writer) record(stmt int32, result []byte) error {
 	return b.Set(txnStmtKey(t.Session, t.Number, stmt), result, nil)
 }
 
-// ForgetRetries deletes the records of the sessions ids.
+// ForgetRetries deletes the records of the sessions ids. Most sessions
+// that end made no retryable write: only those with a record cost a range
+// deletion.
 func (e *Engine) ForgetRetries(ids [][16]byte) error {
 	b := e.db.NewBatch()
 	defer b.Close()
 	for _, id := range ids {
+		_, closer, err := e.db.Get(txnHeaderKey(id))
+		if err == pebble.ErrNotFound {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("engine: read session record: %w", err)
+		}
+		closer.Close()
 		lo := append([]byte{prefixTxn}, id[:]...)
 		if err := b.DeleteRange(lo, prefixEnd(lo), nil); err != nil {
 			return err
 		}
+	}
+	if b.Empty() {
+		return nil
 	}
 	return b.Commit(pebble.NoSync)
 }

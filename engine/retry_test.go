@@ -1,0 +1,87 @@
+package engine
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/ttlindex"
+)
+
+// A retryable write's records survive a restart, a newer transaction
+// number replaces the older one's (which then is TransactionTooOld), and
+// records older than the session timeout are reaped while newer ones stay.
+func TestRetryRecords(t *testing.T) {
+	dir := t.TempDir()
+	clock := ttlindex.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	e := openOplogEngine(t, dir, clock, Options{})
+	ctx := context.Background()
+	a := &Txn{Session: [16]byte{1}, Number: 3}
+	if err := e.CheckTxn(a); err != nil {
+		t.Fatal(err)
+	}
+	doc, _ := bson.Marshal(bson.D{{Key: "_id", Value: 1}})
+	res, err := e.Insert("db", "c", []bson.Raw{doc}, true, WriteOptions{Txn: a, StmtIDs: []int32{0}})
+	if err != nil || res.N != 1 {
+		t.Fatalf("insert: %+v, %v", res, err)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e = openOplogEngine(t, dir, clock, Options{})
+	defer e.Close()
+	a = &Txn{Session: [16]byte{1}, Number: 3}
+	if err := e.CheckTxn(a); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := e.Insert("db", "c", []bson.Raw{doc}, true, WriteOptions{Txn: a, StmtIDs: []int32{0}}); err != nil || res.N != 1 || len(res.Errors) != 0 {
+		t.Fatalf("retried insert after a restart: %+v, %v", res, err)
+	}
+
+	// A newer number: its first write drops the records of number 3.
+	a4 := &Txn{Session: [16]byte{1}, Number: 4}
+	if err := e.CheckTxn(a4); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := e.Delete(ctx, "db", "c", doc, 1, bson.RawValue{}, a4); err != nil || n != 1 {
+		t.Fatalf("delete: %d, %v", n, err)
+	}
+	if _, ok, _ := e.Executed(a, 0); ok {
+		t.Errorf("txnNumber 3's record outlived txnNumber 4's first write")
+	}
+	if me, ok := mongoerr.As(e.CheckTxn(&Txn{Session: [16]byte{1}, Number: 3})); !ok || me.Code != mongoerr.TransactionTooOld {
+		t.Errorf("txnNumber 3 after 4: %v, want TransactionTooOld", me)
+	}
+
+	// Session 2 writes an hour later; a reap of what is older than 30
+	// minutes then forgets session 1 only.
+	clock.Advance(time.Hour)
+	b := &Txn{Session: [16]byte{2}, Number: 1}
+	if err := e.CheckTxn(b); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Insert("db", "c", []bson.Raw{doc}, true, WriteOptions{Txn: b, StmtIDs: []int32{0}}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := e.ReapRetries(clock.Now().Add(-30 * time.Minute)); err != nil || n != 1 {
+		t.Fatalf("reap: %d sessions, %v; want 1", n, err)
+	}
+	if _, ok, _ := e.Executed(a4, 0); ok {
+		t.Errorf("session 1's record survived the reap")
+	}
+	if _, ok, _ := e.Executed(b, 0); !ok {
+		t.Errorf("session 2's record was reaped")
+	}
+	if err := e.CheckTxn(&Txn{Session: [16]byte{1}, Number: 1}); err != nil {
+		t.Errorf("a reaped session takes any number again: %v", err)
+	}
+	if err := e.ForgetRetries([][16]byte{{2}, {9}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := e.Executed(b, 0); ok {
+		t.Errorf("session 2's record survived ForgetRetries")
+	}
+}
