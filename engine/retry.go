@@ -70,10 +70,14 @@ func (e *Engine) CheckTxn(t *Txn) error {
 	}
 	stored := int64(binary.BigEndian.Uint64(v))
 	if t.Number < stored {
-		return mongoerr.New(mongoerr.TransactionTooOld, "Retryable write with txnNumber %d is prohibited on session %x because a newer retryable write with txnNumber %d has already started on this session.", t.Number, t.Session, stored)
+		return mongoerr.New(mongoerr.TransactionTooOld, "Retryable write with txnNumber %d is prohibited on session %s because a newer retryable write with txnNumber %d has already started on this session.", t.Number, uuidString(t.Session), stored)
 	}
 	t.newNumber = t.Number > stored
 	return nil
+}
+
+func uuidString(id [16]byte) string {
+	return fmt.Sprintf("%x-%x-%x-%x-%x", id[0:4], id[4:6], id[6:8], id[8:10], id[10:16])
 }
 
 // Executed returns the recorded result of statement stmt of t's

@@ -159,6 +159,19 @@ func TestRetryableWritesRaw(t *testing.T) {
 	if code := lookup(t, old, "code").AsInt64(); code != 225 {
 		t.Errorf("older txnNumber: %v, want code 225", old)
 	}
+	// mongod's checks of a txnNumber, in its order.
+	for _, c := range []struct {
+		cmd  bson.D
+		code int64
+	}{
+		{bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{}}}, {Key: "txnNumber", Value: int64(1)}, {Key: "$db", Value: "app"}}, 72},
+		{retryCmd(lsid, -1, bson.E{Key: "insert", Value: "c"}, bson.E{Key: "documents", Value: bson.A{bson.D{}}}), 72},
+		{bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{}}}, {Key: "lsid", Value: lsid}, {Key: "txnNumber", Value: int32(9)}, {Key: "$db", Value: "app"}}, 14},
+	} {
+		if reply := raw.command(c.cmd); lookup(t, reply, "ok").AsFloat64() != 0 || lookup(t, reply, "code").AsInt64() != c.code {
+			t.Errorf("%v: %v, want code %d", c.cmd, reply, c.code)
+		}
+	}
 	// The oplog entries of a retryable write name its session and statement.
 	oplog := ts.Client.Database("local").Collection("oplog.rs")
 	if n := count(t, oplog, bson.D{{Key: "txnNumber", Value: int64(6)}, {Key: "o._id", Value: "y"}, {Key: "stmtId", Value: int32(1)}, {Key: "lsid.id", Value: lsid[0].Value}}); n != 1 {

@@ -26,16 +26,28 @@ type retryLocks struct {
 	last time.Time // last full reap of expired records, under reap
 }
 
-// checkTxnNumber refuses a txnNumber on a standalone server, as mongod
-// does: drivers send one only to replica-set members.
+// checkTxnNumber checks a command's txnNumber as mongod does for every
+// command, in its order: it needs an lsid, a replica-set member (drivers
+// send one only to those) and a long that is not negative.
 func (s *Server) checkTxnNumber(req *Request) error {
-	if s.rs != nil {
+	v, err := req.Body.LookupErr("txnNumber")
+	if err != nil {
 		return nil
 	}
-	if _, err := req.Body.LookupErr("txnNumber"); err != nil {
-		return nil
+	if req.lsid == "" {
+		return mongoerr.New(mongoerr.InvalidOptions, "Transaction number requires a session ID to also be specified")
 	}
-	return mongoerr.New(mongoerr.IllegalOperation, "Transaction numbers are only allowed on a replica set member or mongos")
+	if s.rs == nil {
+		return mongoerr.New(mongoerr.IllegalOperation, "Transaction numbers are only allowed on a replica set member or mongos")
+	}
+	n, ok := v.Int64OK()
+	if !ok {
+		return wrongType("OperationSessionInfo", "txnNumber", v.Type, "long")
+	}
+	if n < 0 {
+		return mongoerr.New(mongoerr.InvalidOptions, "Transaction number cannot be negative")
+	}
+	return nil
 }
 
 // retryTxn reads the retryable write a write command is, nil if none, and
@@ -48,18 +60,9 @@ func (s *Server) retryTxn(req *Request) (*engine.Txn, func(), error) {
 	if _, err := req.Body.LookupErr("autocommit"); err == nil {
 		return nil, nil, nil // a transaction's statement: not yet supported here
 	}
-	n, ok := v.Int64OK()
-	if !ok {
-		return nil, nil, wrongType(req.Name, "txnNumber", v.Type, "long")
-	}
-	if n < 0 {
-		return nil, nil, mongoerr.New(mongoerr.BadValue, "TxnNumber cannot be negative")
-	}
-	id, ok := lsidOf(req.lsid)
-	if !ok {
-		return nil, nil, mongoerr.New(mongoerr.InvalidOptions, "Transaction number requires a session ID to also be specified")
-	}
-	t := &engine.Txn{Session: id, Number: n}
+	// checkTxnNumber has vetted the number and the lsid.
+	id, _ := lsidOf(req.lsid)
+	t := &engine.Txn{Session: id, Number: v.Int64()}
 	// Session ids are random UUIDs: their last byte spreads them.
 	mu := &s.retry.mu[int(id[15])%len(s.retry.mu)]
 	mu.Lock()
