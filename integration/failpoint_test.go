@@ -105,7 +105,13 @@ func TestFailPointErrorCode(t *testing.T) {
 // document once, since the first attempt never ran; on a standalone server
 // the insert fails with a network error and writes nothing.
 func TestFailPointCloseConnection(t *testing.T) {
-	ts := startServer(t, withTestCommands())
+	t.Run("standalone", func(t *testing.T) { testFailPointCloseConnection(t, startServer(t, withTestCommands())) })
+	t.Run("replicaSet", func(t *testing.T) {
+		testFailPointCloseConnection(t, startServer(t, withTestCommands(), withReplSet("rs0")))
+	})
+}
+
+func testFailPointCloseConnection(t *testing.T, ts *testServer) {
 	ctx := testCtx(t)
 	coll := ts.Client.Database("app").Collection("c")
 	mustInsert(t, coll, bson.D{{Key: "_id", Value: 1}})
