@@ -30,10 +30,16 @@ const prefixTxn = 't'
 // transaction number, and the statement's id (for single-statement
 // writes; inserts take WriteOptions.StmtIDs).
 type Txn struct {
-	Session   [16]byte
-	Number    int64
-	StmtID    int32
-	newNumber bool // set by CheckTxn: older numbers' records are to go
+	Session [16]byte
+	Number  int64
+	StmtID  int32
+	// ExpireBefore, if set, is when the session's records expire: those
+	// last written before it are gone to CheckTxn and Executed, and the
+	// first record of the write deletes them.
+	ExpireBefore time.Time
+	newNumber    bool // set by CheckTxn: older numbers' records are to go
+	stale        bool // set by CheckTxn: the records have expired
+	clearAll     bool // the next record deletes all of the session's
 }
 
 func txnHeaderKey(s [16]byte) []byte {
@@ -69,6 +75,10 @@ func (e *Engine) CheckTxn(t *Txn) error {
 		return fmt.Errorf("engine: session record of %d bytes", len(v))
 	}
 	stored := int64(binary.BigEndian.Uint64(v))
+	if len(v) == 16 && !t.ExpireBefore.IsZero() && int64(binary.BigEndian.Uint64(v[8:])) < t.ExpireBefore.UnixMilli() {
+		t.stale, t.clearAll = true, true
+		return nil
+	}
 	if t.Number < stored {
 		return mongoerr.New(mongoerr.TransactionTooOld, "Retryable write with txnNumber %d is prohibited on session %s because a newer retryable write with txnNumber %d has already started on this session.", t.Number, uuidString(t.Session), stored)
 	}
@@ -83,6 +93,9 @@ func uuidString(id [16]byte) string {
 // Executed returns the recorded result of statement stmt of t's
 // transaction, if it committed.
 func (e *Engine) Executed(t *Txn, stmt int32) (bson.Raw, bool, error) {
+	if t.stale {
+		return nil, false, nil
+	}
 	v, closer, err := e.db.Get(txnStmtKey(t.Session, t.Number, stmt))
 	if err == pebble.ErrNotFound {
 		return nil, false, nil
@@ -115,6 +128,13 @@ func (t *Txn) lsidDoc() []byte {
 func (w *writer) record(stmt int32, result []byte) error {
 	t := w.txn
 	b := w.batch()
+	if t.clearAll {
+		lo, hi := txnStmtRange(t.Session)
+		if err := b.DeleteRange(lo, hi, nil); err != nil {
+			return err
+		}
+		t.clearAll, t.newNumber = false, false
+	}
 	if t.newNumber {
 		lo, _ := txnStmtRange(t.Session)
 		if err := b.DeleteRange(lo, txnStmtKey(t.Session, t.Number, 0), nil); err != nil {

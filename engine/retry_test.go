@@ -66,6 +66,19 @@ func TestRetryRecords(t *testing.T) {
 	if _, err := e.Insert("db", "c", []bson.Raw{doc}, true, WriteOptions{Txn: b, StmtIDs: []int32{0}}); err != nil {
 		t.Fatal(err)
 	}
+	// Before the reap, session 1's records are already gone to a write
+	// that sets ExpireBefore past them; an older number is no longer
+	// TransactionTooOld.
+	exp := &Txn{Session: [16]byte{1}, Number: 4, ExpireBefore: clock.Now().Add(-30 * time.Minute)}
+	if err := e.CheckTxn(exp); err != nil {
+		t.Fatalf("expired records: %v", err)
+	}
+	if _, ok, _ := e.Executed(exp, 0); ok {
+		t.Errorf("an expired record answered")
+	}
+	if err := e.CheckTxn(&Txn{Session: [16]byte{1}, Number: 2, ExpireBefore: clock.Now().Add(-30 * time.Minute)}); err != nil {
+		t.Errorf("an older number after the records expired: %v", err)
+	}
 	if n, err := e.ReapRetries(clock.Now().Add(-30 * time.Minute)); err != nil || n != 1 {
 		t.Fatalf("reap: %d sessions, %v; want 1", n, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -209,4 +210,24 @@ func TestRetryableWritesClients(t *testing.T) {
 			t.Errorf("retryable.py printed %q, stderr %q", stdout, stderr)
 		}
 	})
+}
+
+// A session's records expire with it: once logicalSessionTimeoutMinutes
+// pass without a use, a retry runs the statement again (here: a duplicate
+// key), as after MongoDB reaps the session's transaction record.
+func TestRetryableWritesExpire(t *testing.T) {
+	ts, _ := startRetryable(t)
+	lsid := bson.D{{Key: "id", Value: bson.Binary{Subtype: bson.TypeBinaryUUID, Data: []byte("expiring-session")}}}
+	ins := retryCmd(lsid, 1, bson.E{Key: "insert", Value: "c"}, bson.E{Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: 1}}}})
+	raw := dialRaw(t, ts)
+	for i := 0; i < 2; i++ {
+		if reply := raw.command(ins); lookup(t, reply, "n").AsInt64() != 1 || reply.Lookup("writeErrors").Type != 0 {
+			t.Fatalf("run %d within the timeout: %v", i, reply)
+		}
+	}
+	ts.Clock.Advance(31 * time.Minute)
+	reply := raw.command(ins)
+	if n := lookup(t, reply, "n").AsInt64(); n != 0 || lookup(t, reply, "writeErrors", "0", "code").AsInt64() != 11000 {
+		t.Fatalf("retry after the session timed out: %v, want the insert run again (duplicate key)", reply)
+	}
 }

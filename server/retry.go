@@ -62,10 +62,8 @@ func (s *Server) retryTxn(req *Request) (*engine.Txn, func(), error) {
 	}
 	// checkTxnNumber has vetted the number and the lsid.
 	id, _ := lsidOf(req.lsid)
-	t := &engine.Txn{Session: id, Number: v.Int64()}
-	// Session ids are random UUIDs: their last byte spreads them.
-	mu := &s.retry.mu[int(id[15])%len(s.retry.mu)]
-	mu.Lock()
+	t := &engine.Txn{Session: id, Number: v.Int64(), ExpireBefore: s.clock.Now().Add(-s.sessions.Timeout())}
+	mu := s.retry.lock(id)
 	if err := s.eng.CheckTxn(t); err != nil {
 		mu.Unlock()
 		return nil, nil, err
@@ -75,16 +73,29 @@ func (s *Server) retryTxn(req *Request) (*engine.Txn, func(), error) {
 
 // forgetRetries drops the records of sessions that are gone, and now and
 // then of every session whose records outlived the timeout: those of
-// sessions from before a restart that no client names again.
+// sessions from before a restart that no client names again. A session
+// started again since it went keeps its records: a write in it may have
+// recorded statements already. Under the session's lock, a write that is
+// yet to record sees its session live only after this has run.
 func (s *Server) forgetRetries(ids []session.ID) {
-	keys := make([][16]byte, len(ids))
-	for i, id := range ids {
-		keys[i] = id
-	}
-	if err := s.eng.ForgetRetries(keys); err != nil {
-		s.log.Warn("forgetting retryable write records failed", zap.Error(err))
+	for _, id := range ids {
+		mu := s.retry.lock(id)
+		if !s.sessions.Live(id) {
+			if err := s.eng.ForgetRetries([][16]byte{id}); err != nil {
+				s.log.Warn("forgetting retryable write records failed", zap.Error(err))
+			}
+		}
+		mu.Unlock()
 	}
 	s.reapRetries(false)
+}
+
+// lock takes the lock of session id's retryable writes and returns it.
+func (r *retryLocks) lock(id session.ID) *sync.Mutex {
+	// Session ids are random UUIDs: their last byte spreads them.
+	mu := &r.mu[int(id[15])%len(r.mu)]
+	mu.Lock()
+	return mu
 }
 
 // reapRetries drops the records older than the session timeout, at most

@@ -137,6 +137,13 @@ func (r *Registry) TimeoutMinutes() int32 {
 // Len is the number of sessions kept, expired ones not yet swept included.
 func (r *Registry) Len() int { return int(r.n.Load()) }
 
+// Live reports whether id is a live session: started again, for example,
+// after Gone was told it ended.
+func (r *Registry) Live(id ID) bool {
+	v, ok := r.entries.Load(id)
+	return ok && v.(*entry).last.Load() != dead
+}
+
 // Start begins a new session, as startSession does.
 func (r *Registry) Start() (ID, error) {
 	id, err := NewID()
