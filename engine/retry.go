@@ -10,7 +10,7 @@ package engine
 //
 // Only the newest transaction number of a session keeps its statements:
 // the first write of a newer one deletes the older ones' records in its
-// batch. Records go with their session (ForgetRetries, ReapRetries).
+// batch. Records go with their session (ForgetRetries, ExpiredRetries).
 
 import (
 	"encoding/binary"
@@ -150,21 +150,25 @@ func (w *writer) record(stmt int32, result []byte) error {
 	return b.Set(txnStmtKey(t.Session, t.Number, stmt), result, nil)
 }
 
-// ForgetRetries deletes the records of the sessions ids. Most sessions
-// that end made no retryable write: only those with a record cost a range
-// deletion.
-func (e *Engine) ForgetRetries(ids [][16]byte) error {
+// ForgetRetries deletes the records of the sessions ids that were last
+// written before before (any, if before is zero). Most sessions that end
+// made no retryable write: only those with a record cost a range deletion.
+func (e *Engine) ForgetRetries(ids [][16]byte, before time.Time) error {
 	b := e.db.NewBatch()
 	defer b.Close()
 	for _, id := range ids {
-		_, closer, err := e.db.Get(txnHeaderKey(id))
+		v, closer, err := e.db.Get(txnHeaderKey(id))
 		if err == pebble.ErrNotFound {
 			continue
 		}
 		if err != nil {
 			return fmt.Errorf("engine: read session record: %w", err)
 		}
+		keep := !before.IsZero() && len(v) == 16 && int64(binary.BigEndian.Uint64(v[8:])) >= before.UnixMilli()
 		closer.Close()
+		if keep {
+			continue
+		}
 		lo := append([]byte{prefixTxn}, id[:]...)
 		if err := b.DeleteRange(lo, prefixEnd(lo), nil); err != nil {
 			return err
@@ -176,36 +180,33 @@ func (e *Engine) ForgetRetries(ids [][16]byte) error {
 	return b.Commit(pebble.NoSync)
 }
 
-// ReapRetries deletes the records of sessions whose last retryable write
-// is older than before, and returns how many sessions it forgot.
-func (e *Engine) ReapRetries(before time.Time) (int, error) {
+// ExpiredRetries lists the sessions whose records were last written
+// before before.
+func (e *Engine) ExpiredRetries(before time.Time) ([][16]byte, error) {
 	it, err := e.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixTxn}, UpperBound: []byte{prefixTxn + 1}})
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer it.Close()
 	var old [][16]byte
 	limit := before.UnixMilli()
 	for ok := it.First(); ok; {
 		k := it.Key()
-		if len(k) != 18 || k[17] != 0 {
-			ok = it.SeekGE(prefixEnd(k[:min(len(k), 17)]))
+		if len(k) < 17 {
+			ok = it.Next()
 			continue
 		}
-		var id [16]byte
-		copy(id[:], k[1:17])
-		if v := it.Value(); len(v) == 16 && int64(binary.BigEndian.Uint64(v[8:])) < limit {
-			old = append(old, id)
+		if len(k) == 18 && k[17] == 0 {
+			if v := it.Value(); len(v) == 16 && int64(binary.BigEndian.Uint64(v[8:])) < limit {
+				var id [16]byte
+				copy(id[:], k[1:17])
+				old = append(old, id)
+			}
 		}
+		// On to the next session.
 		ok = it.SeekGE(prefixEnd(k[:17]))
 	}
-	if err := it.Error(); err != nil {
-		return 0, err
-	}
-	if len(old) == 0 {
-		return 0, nil
-	}
-	return len(old), e.ForgetRetries(old)
+	return old, it.Error()
 }
 
 // Recorded results: what a retry of a statement returns.

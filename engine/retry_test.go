@@ -79,19 +79,24 @@ func TestRetryRecords(t *testing.T) {
 	if err := e.CheckTxn(&Txn{Session: [16]byte{1}, Number: 2, ExpireBefore: clock.Now().Add(-30 * time.Minute)}); err != nil {
 		t.Errorf("an older number after the records expired: %v", err)
 	}
-	if n, err := e.ReapRetries(clock.Now().Add(-30 * time.Minute)); err != nil || n != 1 {
-		t.Fatalf("reap: %d sessions, %v; want 1", n, err)
+	cutoff := clock.Now().Add(-30 * time.Minute)
+	old, err := e.ExpiredRetries(cutoff)
+	if err != nil || len(old) != 1 || old[0] != [16]byte{1} {
+		t.Fatalf("expired: %v, %v; want session 1", old, err)
+	}
+	if err := e.ForgetRetries([][16]byte{{1}, {2}}, cutoff); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := e.Executed(b, 0); !ok {
+		t.Errorf("session 2's record, written after the cutoff, was forgotten")
 	}
 	if _, ok, _ := e.Executed(a4, 0); ok {
 		t.Errorf("session 1's record survived the reap")
 	}
-	if _, ok, _ := e.Executed(b, 0); !ok {
-		t.Errorf("session 2's record was reaped")
-	}
 	if err := e.CheckTxn(&Txn{Session: [16]byte{1}, Number: 1}); err != nil {
 		t.Errorf("a reaped session takes any number again: %v", err)
 	}
-	if err := e.ForgetRetries([][16]byte{{2}, {9}}); err != nil {
+	if err := e.ForgetRetries([][16]byte{{2}, {9}}, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok, _ := e.Executed(b, 0); ok {

@@ -2,9 +2,10 @@ package server
 
 // Retryable writes: insert, update, delete and findAndModify that carry an
 // lsid and a txnNumber outside a transaction. The engine records each
-// statement's result in the batch of its write (engine/retry.go); here a
-// retried command answers the statements already done from their records
-// and runs the others.
+// statement's result in the batch of its write and answers a statement
+// already done from its record (engine/retry.go); here the txnNumber is
+// checked, a session's retryable writes run one at a time, and the records
+// of sessions that are gone are deleted.
 
 import (
 	"sync"
@@ -81,7 +82,7 @@ func (s *Server) forgetRetries(ids []session.ID) {
 	for _, id := range ids {
 		mu := s.retry.lock(id)
 		if !s.sessions.Live(id) {
-			if err := s.eng.ForgetRetries([][16]byte{id}); err != nil {
+			if err := s.eng.ForgetRetries([][16]byte{id}, time.Time{}); err != nil {
 				s.log.Warn("forgetting retryable write records failed", zap.Error(err))
 			}
 		}
@@ -110,8 +111,22 @@ func (s *Server) reapRetries(now bool) {
 		return
 	}
 	r.last = t
-	if _, err := s.eng.ReapRetries(t.Add(-timeout)); err != nil {
+	cutoff := t.Add(-timeout)
+	ids, err := s.eng.ExpiredRetries(cutoff)
+	if err != nil {
 		s.log.Warn("reaping retryable write records failed", zap.Error(err))
+		return
+	}
+	// Under each session's lock, and only if still expired: a write may
+	// have recorded since the scan.
+	for _, id := range ids {
+		mu := s.retry.lock(id)
+		err := s.eng.ForgetRetries([][16]byte{id}, cutoff)
+		mu.Unlock()
+		if err != nil {
+			s.log.Warn("reaping retryable write records failed", zap.Error(err))
+			return
+		}
 	}
 }
 
