@@ -162,6 +162,7 @@ func TestChangeStreamResumeAfterRestart(t *testing.T) {
 	wantField(t, ev, bson.D{{Key: "_id", Value: 1}}, "documentKey")
 	token := ev.Lookup("_id").Document()
 	cs.Close(context.Background())
+	client.Disconnect(context.Background())
 
 	ts.Restart(t)
 	client = ts.NewClient(t, options.Client().ApplyURI(ts.URI+"?replicaSet=rs0"))
