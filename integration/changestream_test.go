@@ -243,6 +243,16 @@ func TestChangeStreamStagesAndLookup(t *testing.T) {
 	if _, err := ev.LookupErr("ns"); err == nil {
 		t.Fatalf("$project kept ns: %s", ev)
 	}
+
+	// A stage that drops the resume token ends the stream.
+	noID := watchColl(t, coll, mongo.Pipeline{{{Key: "$project", Value: bson.D{{Key: "_id", Value: 0}}}}})
+	mustInsert(t, coll, bson.D{{Key: "_id", Value: 2}})
+	nctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if noID.Next(nctx) {
+		t.Fatalf("event without its _id delivered: %s", noID.Current)
+	}
+	wantCode(t, noID.Err(), 280)
 }
 
 // TestChangeStreamTTLDelete: a TTL purge is a delete event.
@@ -251,10 +261,12 @@ func TestChangeStreamTTLDelete(t *testing.T) {
 	coll := client.Database("ttl").Collection("c")
 	enableTTL(t, coll, 10)
 	cs := watchColl(t, coll, nil)
-	mustInsert(t, coll, bson.D{{Key: "_id", Value: 1}})
-	wantEvent(t, cs, "insert")
-	ts.Clock.Advance(10 * time.Second)
-	ev := wantEvent(t, cs, "delete")
+	mustInsert(t, coll, bson.D{{Key: "_id", Value: 1}, {Key: "ttl", Value: 5}})
+	ev := wantEvent(t, cs, "insert")
+	// The expiry header is never shown; the ttl field is the client's own.
+	wantField(t, ev, bson.D{{Key: "_id", Value: 1}, {Key: "ttl", Value: 5}}, "fullDocument")
+	ts.Clock.Advance(5 * time.Second)
+	ev = wantEvent(t, cs, "delete")
 	wantField(t, ev, bson.D{{Key: "_id", Value: 1}}, "documentKey")
 }
 

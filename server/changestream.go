@@ -63,7 +63,11 @@ func (s *Server) changeStream(ctx context.Context, req *Request, coll string, pi
 	if len(rest) > 0 {
 		db := req.DB
 		st.Post = func(ctx context.Context, docs []bson.Raw) ([]bson.Raw, error) {
-			return s.eng.AggregateDocs(ctx, db, docs, rest, opts)
+			out, err := s.eng.AggregateDocs(ctx, db, docs, rest, opts)
+			if err != nil {
+				return nil, err
+			}
+			return out, checkTokensKept(docs, out)
 		}
 	}
 	ns := req.DB + "." + coll
@@ -142,4 +146,23 @@ func appendCursorReplyFrom(req *Request, batchName string, docs []bson.Raw, id i
 	dst = bsoncore.AppendStringElement(dst, "ns", ns)
 	dst, _ = bsoncore.AppendDocumentEnd(dst, cidx)
 	return req.endReply(idx, dst)
+}
+
+// checkTokensKept refuses events whose _id, the resume token, the stages
+// after $changeStream changed: the stream could not be resumed from them.
+// Stages that only filter and reshape keep the events' order, so each
+// output event's _id is that of a later input event.
+func checkTokensKept(in, out []bson.Raw) error {
+	i := 0
+	for _, ev := range out {
+		id := ev.Lookup("_id")
+		for i < len(in) && !id.Equal(in[i].Lookup("_id")) {
+			i++
+		}
+		if i == len(in) {
+			return mongoerr.New(mongoerr.ChangeStreamFatalError, "Encountered an event whose _id field, which contains the resume token, was modified by the pipeline. Modifying the _id field of an event makes it impossible to resume the stream from that point. Only transformations that retain the unmodified _id field are allowed.")
+		}
+		i++
+	}
+	return nil
 }
