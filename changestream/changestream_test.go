@@ -14,6 +14,10 @@ import (
 
 // memSource is an oplog in memory.
 type memSource struct {
+	// hole moves the visible point this far past the last entry, as a
+	// failed write's reservation does.
+	hole    uint32
+	reads   int
 	ents    []bson.Raw
 	ts      []oplog.Timestamp
 	changed chan struct{}
@@ -26,6 +30,7 @@ func (m *memSource) add(e oplog.Entry) {
 }
 
 func (m *memSource) ReadOplog(ctx context.Context, after oplog.Timestamp, fn func(oplog.Timestamp, bson.Raw) (bool, error)) (oplog.Timestamp, error) {
+	m.reads++
 	for i, ts := range m.ts {
 		if !after.Less(ts) {
 			continue
@@ -53,7 +58,9 @@ func (m *memSource) Watch() (oplog.Timestamp, <-chan struct{}) {
 	if len(m.ts) == 0 {
 		return oplog.Timestamp{}, m.changed
 	}
-	return m.ts[len(m.ts)-1], m.changed
+	last := m.ts[len(m.ts)-1]
+	last.I += m.hole
+	return last, m.changed
 }
 
 func (m *memSource) FindByID(string, string, bsoncore.Value) (bson.Raw, error) { return nil, nil }
@@ -146,5 +153,32 @@ func TestSpecErrors(t *testing.T) {
 		if _, err := ParseSpec(bson.Raw(raw).Lookup("s"), c.db, c.coll); mongoerr.CodeOf(err) != c.code {
 			t.Errorf("%v on %s.%s: %v, want code %d", c.opts, c.db, c.coll, err, c.code)
 		}
+	}
+}
+
+// TestHoleDoesNotSpin: a visible point past the last entry (a failed
+// write's hole) is reached, so an awaiting stream sleeps instead of
+// reading again and again.
+func TestHoleDoesNotSpin(t *testing.T) {
+	src := &memSource{hole: 2}
+	src.add(oplog.Entry{Op: oplog.Insert, NS: "d.c", UI: make([]byte, 16), O: doc(t, bson.D{{Key: "_id", Value: 1}})})
+	s, err := Open(spec(t, bson.D{{Key: "startAtOperationTime", Value: bson.Timestamp{T: 100, I: 1}}}, "d", "c"), src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if evs, err := s.Next(ctx, 0, 1<<20, false); err != nil || len(evs) != 1 {
+		t.Fatalf("first batch %v %v", evs, err)
+	}
+	if evs, err := s.Next(ctx, 0, 1<<20, true); err != nil || len(evs) != 0 {
+		t.Fatalf("awaited batch %v %v", evs, err)
+	}
+	if src.reads > 2 {
+		t.Fatalf("%d oplog reads while waiting on a hole", src.reads)
+	}
+	tok, _ := ParseToken(bson.Raw(doc(t, bson.D{{Key: "t", Value: s.PostBatchResumeToken()}})).Lookup("t"))
+	if !tok.HighWater() || tok.TS != (oplog.Timestamp{T: 100, I: 3}) {
+		t.Fatalf("postBatchResumeToken %+v, want the visible point", tok)
 	}
 }

@@ -115,6 +115,12 @@ func (s *Stream) Next(ctx context.Context, n, maxBytes int, await bool) ([]bson.
 		if err != nil || len(out) > 0 || !await || s.done {
 			return out, err
 		}
+		if err := ctx.Err(); err != nil {
+			if errors.Is(err, context.DeadlineExceeded) {
+				return nil, nil
+			}
+			return nil, err
+		}
 		if len(s.pending) > 0 {
 			continue // events the later stages dropped; more to look at
 		}
@@ -141,6 +147,12 @@ func (s *Stream) fill(ctx context.Context, n, maxBytes int) ([]bson.Raw, error) 
 		want = readAhead
 	}
 	if len(s.pending) < want {
+		// Every entry up to the visible point is read unless the read
+		// stops early; the point may be past the last entry (a failed
+		// write leaves a hole), and the stream moves there too, or it
+		// would wake for it forever.
+		visible, _ := s.src.Watch()
+		stopped := false
 		var err error
 		_, err = s.src.ReadOplog(ctx, s.after, func(ts oplog.Timestamp, raw bson.Raw) (bool, error) {
 			before := len(s.pending)
@@ -153,10 +165,18 @@ func (s *Stream) fill(ctx context.Context, n, maxBytes int) ([]bson.Raw, error) 
 				}
 			}
 			s.after = ts
-			return len(s.pending) < want, nil
+			stopped = len(s.pending) >= want
+			return !stopped, nil
 		})
 		if err != nil {
 			return nil, err
+		}
+		if !stopped && s.after.Less(visible) {
+			s.after = visible
+			if s.check != nil && !visible.Less(s.check.TS) {
+				// The token's entry is gone without a trace.
+				return nil, s.resolve(oplog.Timestamp{}, len(s.pending))
+			}
 		}
 	}
 	var out []bson.Raw
