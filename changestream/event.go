@@ -224,6 +224,9 @@ func (s *Spec) encode(ev *event, lookup Lookup) (bson.Raw, error) {
 			b = bsoncore.AppendDocumentElement(b, "fullDocument", ev.full)
 		}
 	}
+	if s.BeforeChangeNull && (ev.op == "update" || ev.op == "replace" || ev.op == "delete") {
+		b = bsoncore.AppendNullElement(b, "fullDocumentBeforeChange")
+	}
 	b, _ = bsoncore.AppendDocumentEnd(b, idx)
 	return b, nil
 }

@@ -40,6 +40,9 @@ type Spec struct {
 	StartAt oplog.Timestamp
 
 	FullDocument FullDocument
+	// BeforeChangeNull is fullDocumentBeforeChange: whenAvailable: with no
+	// stored pre-images, update, replace and delete events carry null.
+	BeforeChangeNull bool
 	// ShowExpireEvents asks for Lethe's expire events (see README).
 	ShowExpireEvents bool
 }
@@ -96,8 +99,10 @@ func ParseSpec(stage bson.RawValue, db, coll string) (*Spec, error) {
 				return nil, wrongType("fullDocumentBeforeChange", v, "string")
 			}
 			switch s {
-			case "off", "whenAvailable":
+			case "off":
+			case "whenAvailable":
 				// No pre-images are stored, so whenAvailable finds none.
+				sp.BeforeChangeNull = true
 			case "required":
 				return nil, mongoerr.New(mongoerr.NotImplemented, "fullDocumentBeforeChange: 'required' needs stored pre-images, which Lethe does not keep")
 			default:

@@ -244,6 +244,16 @@ func TestChangeStreamStagesAndLookup(t *testing.T) {
 		t.Fatalf("$project kept ns: %s", ev)
 	}
 
+	// Without stored pre-images, whenAvailable finds none: null.
+	before := watchColl(t, coll, nil, options.ChangeStream().SetFullDocumentBeforeChange(options.WhenAvailable))
+	if _, err := coll.DeleteOne(ctx, bson.D{{Key: "_id", Value: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	ev = wantEvent(t, before, "delete")
+	if v, err := ev.LookupErr("fullDocumentBeforeChange"); err != nil || v.Type != bson.TypeNull {
+		t.Fatalf("delete event with whenAvailable: %s", ev)
+	}
+
 	// A stage that drops the resume token ends the stream.
 	noID := watchColl(t, coll, mongo.Pipeline{{{Key: "$project", Value: bson.D{{Key: "_id", Value: 0}}}}})
 	mustInsert(t, coll, bson.D{{Key: "_id", Value: 2}})
