@@ -423,7 +423,7 @@ func (s *Server) getMore(ctx context.Context, req *Request) (bson.Raw, error) {
 	} else {
 		s.cursors.recount(id, c)
 	}
-	return appendCursorReply(req, "nextBatch", docs, id, c.ns)
+	return appendCursorReplyFrom(req, "nextBatch", docs, id, c.ns, c.src)
 }
 
 func (s *Server) killCursors(ctx context.Context, req *Request) (bson.Raw, error) {

@@ -206,7 +206,7 @@ func (s *Server) collMod(ctx context.Context, req *Request) (bson.Raw, error) {
 			// expire as a whole.
 			return nil, mongoerr.New(mongoerr.InvalidOptions, "'expireAfterSeconds' option is only supported on collections clustered by _id")
 		case "changeStreamPreAndPostImages", "dryRun":
-			// Accepted; Lethe has no change streams.
+			// Accepted; change streams store no pre- or post-images.
 		default:
 			return nil, unknownField("collMod", key)
 		}

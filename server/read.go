@@ -336,6 +336,9 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 	if pipeline, err = lv.Pipeline(pipeline); err != nil {
 		return nil, err
 	}
+	if isChangeStream(pipeline) {
+		return s.changeStream(ctx, req, coll, pipeline, batchSize, engine.AggregateOptions{AllowDiskUse: allowDiskUse, Host: s.hostPort()})
+	}
 	if err = pipelineNamespace(req.DB, pipeline, !onCollection); err != nil {
 		return nil, err
 	}

@@ -52,6 +52,7 @@ func allWorkloads() []workload {
 		{"index", false, runIndex},
 		{"agg-group", false, runAggGroup},
 		{"agg-lookup", false, runAggLookup},
+		{"changestream", false, runChangeStream},
 	}
 }
 

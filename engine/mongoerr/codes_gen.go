@@ -25,6 +25,7 @@ const (
 	CannotBackfillArray                      Code = 34
 	ConflictingUpdateOperators               Code = 40
 	CursorNotFound                           Code = 43
+	NoMatchingDocument                       Code = 47
 	NamespaceExists                          Code = 48
 	MaxTimeMSExpired                         Code = 50
 	DollarPrefixedFieldName                  Code = 52
@@ -63,7 +64,10 @@ const (
 	TransactionTooOld                        Code = 225
 	NotImplemented                           Code = 238
 	ConversionFailure                        Code = 241
+	InvalidResumeToken                       Code = 260
 	TooManyLogicalSessions                   Code = 261
+	ChangeStreamFatalError                   Code = 280
+	ChangeStreamHistoryLost                  Code = 286
 	QueryExceededMemoryLimitNoDiskUseAllowed Code = 292
 	UnsupportedOpQueryCommand                Code = 352
 	BSONObjectTooLarge                       Code = 10334
@@ -72,6 +76,10 @@ const (
 	Interrupted                              Code = 11601
 	Location13103                            Code = 13103
 	OutOfDiskSpace                           Code = 14031
+	Location40415                            Code = 40415
+	Location40573                            Code = 40573
+	Location40674                            Code = 40674
+	Location50808                            Code = 50808
 )
 
 var codeNames = map[Code]string{
@@ -97,6 +105,7 @@ var codeNames = map[Code]string{
 	CannotBackfillArray:                      "CannotBackfillArray",
 	ConflictingUpdateOperators:               "ConflictingUpdateOperators",
 	CursorNotFound:                           "CursorNotFound",
+	NoMatchingDocument:                       "NoMatchingDocument",
 	NamespaceExists:                          "NamespaceExists",
 	MaxTimeMSExpired:                         "MaxTimeMSExpired",
 	DollarPrefixedFieldName:                  "DollarPrefixedFieldName",
@@ -135,7 +144,10 @@ var codeNames = map[Code]string{
 	TransactionTooOld:                        "TransactionTooOld",
 	NotImplemented:                           "NotImplemented",
 	ConversionFailure:                        "ConversionFailure",
+	InvalidResumeToken:                       "InvalidResumeToken",
 	TooManyLogicalSessions:                   "TooManyLogicalSessions",
+	ChangeStreamFatalError:                   "ChangeStreamFatalError",
+	ChangeStreamHistoryLost:                  "ChangeStreamHistoryLost",
 	QueryExceededMemoryLimitNoDiskUseAllowed: "QueryExceededMemoryLimitNoDiskUseAllowed",
 	UnsupportedOpQueryCommand:                "UnsupportedOpQueryCommand",
 	BSONObjectTooLarge:                       "BSONObjectTooLarge",
@@ -144,4 +156,8 @@ var codeNames = map[Code]string{
 	Interrupted:                              "Interrupted",
 	Location13103:                            "Location13103",
 	OutOfDiskSpace:                           "OutOfDiskSpace",
+	Location40415:                            "Location40415",
+	Location40573:                            "Location40573",
+	Location40674:                            "Location40674",
+	Location50808:                            "Location50808",
 }

@@ -1,0 +1,232 @@
+package changestream
+
+import (
+	"fmt"
+	"strings"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/oplog"
+)
+
+// event is one change event before it is encoded.
+type event struct {
+	tok  Token
+	op   string
+	db   string
+	coll string // "" for dropDatabase
+	to   string // rename target, "db.coll"
+	key  bsoncore.Document
+	full bsoncore.Document // fullDocument, nil if none
+	// fullNull sets fullDocument to null (a lookup that found nothing).
+	fullNull bool
+	upd      []byte // updateDescription.updatedFields
+	removed  []string
+	trunc    []oplog.Truncation
+	wall     int64
+}
+
+func splitNS(ns string) (db, coll string) {
+	db, coll, _ = strings.Cut(ns, ".")
+	return db, coll
+}
+
+// internalDB reports whether db's changes are never reported.
+func internalDB(db string) bool { return db == "admin" || db == "config" || db == "local" }
+
+// watches reports whether the stream covers db.coll.
+func (s *Spec) watches(db, coll string) bool {
+	if strings.HasPrefix(coll, "system.") {
+		return false
+	}
+	switch s.Scope {
+	case Collection:
+		return db == s.DB && coll == s.Coll
+	case Database:
+		return db == s.DB
+	default:
+		return !internalDB(db)
+	}
+}
+
+// events appends the events of the entry raw at ts to dst.
+func (s *Spec) events(dst []event, ts oplog.Timestamp, raw bson.Raw) ([]event, error) {
+	f, err := oplog.Parse(raw)
+	if err != nil {
+		return dst, err
+	}
+	doc := bsoncore.Document(raw)
+	wall, _ := doc.Lookup("wall").DateTimeOK()
+	var uuid [16]byte
+	if _, data, ok := doc.Lookup("ui").BinaryOK(); ok {
+		copy(uuid[:], data)
+	}
+	o, _ := doc.Lookup("o").DocumentOK()
+	ev := event{tok: Token{TS: ts, UUID: uuid}, wall: wall}
+	switch f.Op {
+	case oplog.Insert, oplog.Update, oplog.Delete:
+		ev.db, ev.coll = splitNS(f.NS)
+		if !s.watches(ev.db, ev.coll) {
+			return dst, nil
+		}
+		return append(dst, s.crud(ev, f.Op, doc, o)), nil
+	case oplog.Command:
+		return s.command(dst, ev, f.NS, o)
+	}
+	return dst, nil
+}
+
+func (s *Spec) crud(ev event, op oplog.Op, doc, o bsoncore.Document) event {
+	o2, _ := doc.Lookup("o2").DocumentOK()
+	switch op {
+	case oplog.Insert:
+		ev.op, ev.full, ev.key = "insert", o, o2
+		if ev.key == nil {
+			ev.key = oplog.IDDoc(o.Lookup("_id"))
+		}
+	case oplog.Delete:
+		ev.op, ev.key = "delete", o
+	default:
+		ev.key = o2
+		upd, removed, trunc, isDiff, err := oplog.UpdateDescription(o)
+		switch {
+		case err != nil || !isDiff:
+			ev.op, ev.full = "replace", o
+		default:
+			ev.op, ev.upd, ev.removed, ev.trunc = "update", upd, removed, trunc
+		}
+	}
+	return ev
+}
+
+// command appends the events of a command entry in ns ("db.$cmd").
+func (s *Spec) command(dst []event, ev event, ns string, o bsoncore.Document) ([]event, error) {
+	db, _ := splitNS(ns)
+	first, err := o.IndexErr(0)
+	if err != nil {
+		return dst, nil
+	}
+	ev.db = db
+	switch first.Key() {
+	case "drop":
+		ev.op = "drop"
+		ev.coll, _ = first.Value().StringValueOK()
+		if !s.watches(db, ev.coll) {
+			return dst, nil
+		}
+		dst = append(dst, ev)
+		if s.Scope == Collection {
+			dst = append(dst, invalidate(ev))
+		}
+	case "renameCollection":
+		from, _ := first.Value().StringValueOK()
+		to, _ := o.Lookup("to").StringValueOK()
+		ev.op, ev.to = "rename", to
+		ev.db, ev.coll = splitNS(from)
+		toDB, toColl := splitNS(to)
+		if !s.watches(ev.db, ev.coll) && !s.watches(toDB, toColl) {
+			return dst, nil
+		}
+		dst = append(dst, ev)
+		if s.Scope == Collection {
+			dst = append(dst, invalidate(ev))
+		}
+	case "dropDatabase":
+		if internalDB(db) || (s.Scope != Cluster && db != s.DB) {
+			return dst, nil
+		}
+		ev.op = "dropDatabase"
+		dst = append(dst, ev)
+		if s.Scope == Database {
+			dst = append(dst, invalidate(ev))
+		}
+	}
+	return dst, nil
+}
+
+func invalidate(after event) event {
+	ev := event{op: "invalidate", tok: after.tok, wall: after.wall}
+	ev.tok.Index++
+	ev.tok.Flags |= flagInvalidate
+	return ev
+}
+
+// Lookup finds the current version of a document, for updateLookup; it
+// returns nil when there is none.
+type Lookup func(db, coll string, id bsoncore.Value) (bson.Raw, error)
+
+// encode builds the event document, in the field order of MongoDB's.
+func (s *Spec) encode(ev *event, lookup Lookup) (bson.Raw, error) {
+	if ev.op == "update" && s.FullDocument != FullDocDefault {
+		switch s.FullDocument {
+		case FullDocUpdateLookup:
+			d, err := lookup(ev.db, ev.coll, ev.key.Lookup("_id"))
+			if err != nil {
+				return nil, fmt.Errorf("changestream: updateLookup: %w", err)
+			}
+			ev.full, ev.fullNull = bsoncore.Document(d), d == nil
+		case FullDocRequired:
+			// Post-images are not stored, so none is ever found.
+			return nil, mongoerr.New(mongoerr.NoMatchingDocument, "Change stream was configured to require a post-image for all update, delete and replace events, but the post-image was not found for event: %s", ev.tok.Doc())
+		default:
+			ev.fullNull = true
+		}
+	}
+	idx, b := bsoncore.AppendDocumentStart(nil)
+	b = bsoncore.AppendDocumentElement(b, "_id", ev.tok.Doc())
+	b = bsoncore.AppendStringElement(b, "operationType", ev.op)
+	b = bsoncore.AppendTimestampElement(b, "clusterTime", ev.tok.TS.T, ev.tok.TS.I)
+	b = bsoncore.AppendDateTimeElement(b, "wallTime", ev.wall)
+	if ev.op == "insert" || ev.op == "replace" {
+		b = bsoncore.AppendDocumentElement(b, "fullDocument", ev.full)
+	}
+	if ev.op != "invalidate" {
+		nidx, nb := bsoncore.AppendDocumentElementStart(b, "ns")
+		nb = bsoncore.AppendStringElement(nb, "db", ev.db)
+		if ev.op != "dropDatabase" {
+			nb = bsoncore.AppendStringElement(nb, "coll", ev.coll)
+		}
+		b, _ = bsoncore.AppendDocumentEnd(nb, nidx)
+	}
+	if ev.op == "rename" {
+		toDB, toColl := splitNS(ev.to)
+		tidx, tb := bsoncore.AppendDocumentElementStart(b, "to")
+		tb = bsoncore.AppendStringElement(tb, "db", toDB)
+		tb = bsoncore.AppendStringElement(tb, "coll", toColl)
+		b, _ = bsoncore.AppendDocumentEnd(tb, tidx)
+	}
+	if ev.key != nil {
+		b = bsoncore.AppendDocumentElement(b, "documentKey", ev.key)
+	}
+	if ev.op == "update" {
+		uidx, ub := bsoncore.AppendDocumentElementStart(b, "updateDescription")
+		ub = bsoncore.AppendDocumentElement(ub, "updatedFields", ev.upd)
+		aidx, ub := bsoncore.AppendArrayElementStart(ub, "removedFields")
+		for i, r := range ev.removed {
+			ub = bsoncore.AppendStringElement(ub, fmt.Sprint(i), r)
+		}
+		ub, _ = bsoncore.AppendArrayEnd(ub, aidx)
+		aidx, ub = bsoncore.AppendArrayElementStart(ub, "truncatedArrays")
+		for i, t := range ev.trunc {
+			tidx, tb := bsoncore.AppendDocumentElementStart(ub, fmt.Sprint(i))
+			tb = bsoncore.AppendStringElement(tb, "field", t.Field)
+			tb = bsoncore.AppendInt32Element(tb, "newSize", t.NewSize)
+			ub, _ = bsoncore.AppendDocumentEnd(tb, tidx)
+		}
+		ub, _ = bsoncore.AppendArrayEnd(ub, aidx)
+		b, _ = bsoncore.AppendDocumentEnd(ub, uidx)
+		switch {
+		case ev.fullNull:
+			b = bsoncore.AppendNullElement(b, "fullDocument")
+		case ev.full != nil:
+			b = bsoncore.AppendDocumentElement(b, "fullDocument", ev.full)
+		}
+	}
+	if s.BeforeChangeNull && (ev.op == "update" || ev.op == "replace" || ev.op == "delete") {
+		b = bsoncore.AppendNullElement(b, "fullDocumentBeforeChange")
+	}
+	b, _ = bsoncore.AppendDocumentEnd(b, idx)
+	return b, nil
+}
