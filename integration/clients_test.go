@@ -109,26 +109,38 @@ func TestPymongo(t *testing.T) {
 	checkClientResult(t, stdout)
 }
 
+// runNodeScript runs clients/<script> with the Node.js driver against uri;
+// the script prints OK when every check passed.
+func runNodeScript(t *testing.T, script, uri string) {
+	t.Helper()
+	requireClient(t, exists(nodeDriver), "the MongoDB Node.js driver", "npm ci --prefix integration/clients (make test does it)")
+	stdout, stderr := runClient(t, "node", filepath.Join("clients", script), uri)
+	if strings.TrimSpace(stdout) != "OK" || stderr != "" {
+		t.Errorf("%s printed %q, stderr %q", script, stdout, stderr)
+	}
+}
+
+// runPythonScript runs clients/<script> with pymongo against uri; the
+// script prints OK when every check passed.
+func runPythonScript(t *testing.T, script, uri string) {
+	t.Helper()
+	installed := exec.Command(python, "-c", "import pymongo").Run() == nil
+	requireClient(t, installed, "pymongo for "+python, "apt-get install -y python3-pymongo")
+	stdout, stderr := runClient(t, python, filepath.Join("clients", script), uri)
+	if strings.TrimSpace(stdout) != "OK" || stderr != "" {
+		t.Errorf("%s printed %q, stderr %q", script, stdout, stderr)
+	}
+}
+
 // TestPymongoAggregate runs a Python application's aggregations: a join,
 // dates in a time zone, a histogram, a view and $out.
 func TestPymongoAggregate(t *testing.T) {
-	installed := exec.Command(python, "-c", "import pymongo").Run() == nil
-	requireClient(t, installed, "pymongo for "+python, "apt-get install -y python3-pymongo")
-	ts := startServer(t)
-	stdout, stderr := runClient(t, python, filepath.Join("clients", "aggregate.py"), ts.URI)
-	if strings.TrimSpace(stdout) != "OK" || stderr != "" {
-		t.Errorf("aggregate.py printed %q, stderr %q", stdout, stderr)
-	}
+	runPythonScript(t, "aggregate.py", startServer(t).URI)
 }
 
 // TestNodeDriverAggregate runs a Node.js application's aggregations: a
 // correlated $lookup, $sortByCount, $unionWith and a spilling sort read in
 // batches.
 func TestNodeDriverAggregate(t *testing.T) {
-	requireClient(t, exists(nodeDriver), "the MongoDB Node.js driver", "npm ci --prefix integration/clients (make test does it)")
-	ts := startServer(t)
-	stdout, stderr := runClient(t, "node", filepath.Join("clients", "aggregate.mjs"), ts.URI)
-	if strings.TrimSpace(stdout) != "OK" || stderr != "" {
-		t.Errorf("aggregate.mjs printed %q, stderr %q", stdout, stderr)
-	}
+	runNodeScript(t, "aggregate.mjs", startServer(t).URI)
 }

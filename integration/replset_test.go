@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -446,19 +444,6 @@ func TestReplSetClients(t *testing.T) {
 			}
 		}
 	})
-	t.Run("node", func(t *testing.T) {
-		requireClient(t, exists(nodeDriver), "the MongoDB Node.js driver", "npm ci --prefix integration/clients (make test does it)")
-		stdout, stderr := runClient(t, "node", filepath.Join("clients", "replset.mjs"), uri)
-		if strings.TrimSpace(stdout) != "OK" {
-			t.Errorf("replset.mjs printed %q, stderr %q", stdout, stderr)
-		}
-	})
-	t.Run("pymongo", func(t *testing.T) {
-		installed := exec.Command(python, "-c", "import pymongo").Run() == nil
-		requireClient(t, installed, "pymongo for "+python, "apt-get install -y python3-pymongo")
-		stdout, stderr := runClient(t, python, filepath.Join("clients", "replset.py"), uri)
-		if strings.TrimSpace(stdout) != "OK" {
-			t.Errorf("replset.py printed %q, stderr %q", stdout, stderr)
-		}
-	})
+	t.Run("node", func(t *testing.T) { runNodeScript(t, "replset.mjs", uri) })
+	t.Run("pymongo", func(t *testing.T) { runPythonScript(t, "replset.py", uri) })
 }

@@ -1,9 +1,6 @@
 package integration
 
 import (
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -195,21 +192,8 @@ func TestRetryableWritesStandalone(t *testing.T) {
 func TestRetryableWritesClients(t *testing.T) {
 	ts, _ := startRetryable(t)
 	uri := ts.URI + "test?replicaSet=rs0"
-	t.Run("node", func(t *testing.T) {
-		requireClient(t, exists(nodeDriver), "the MongoDB Node.js driver", "npm ci --prefix integration/clients (make test does it)")
-		stdout, stderr := runClient(t, "node", filepath.Join("clients", "retryable.mjs"), uri)
-		if strings.TrimSpace(stdout) != "OK" {
-			t.Errorf("retryable.mjs printed %q, stderr %q", stdout, stderr)
-		}
-	})
-	t.Run("pymongo", func(t *testing.T) {
-		installed := exec.Command(python, "-c", "import pymongo").Run() == nil
-		requireClient(t, installed, "pymongo for "+python, "apt-get install -y python3-pymongo")
-		stdout, stderr := runClient(t, python, filepath.Join("clients", "retryable.py"), uri)
-		if strings.TrimSpace(stdout) != "OK" {
-			t.Errorf("retryable.py printed %q, stderr %q", stdout, stderr)
-		}
-	})
+	t.Run("node", func(t *testing.T) { runNodeScript(t, "retryable.mjs", uri) })
+	t.Run("pymongo", func(t *testing.T) { runPythonScript(t, "retryable.py", uri) })
 }
 
 // A session's records expire with it: once logicalSessionTimeoutMinutes
