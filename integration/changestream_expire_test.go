@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -89,4 +90,43 @@ func TestChangeStreamExpireDateTTL(t *testing.T) {
 	ts.Clock.Advance(time.Second)
 	wantExpire(t, cs, "d", at.Add(60*time.Second))
 	wantField(t, wantEvent(t, cs, "delete"), bson.D{{Key: "_id", Value: "d"}}, "documentKey")
+}
+
+// TestChangeStreamExpireResumeAfterRestart: an expire event's token
+// resumes after a restart, without the event again, and a database
+// stream reports the expiries of all its collections in instant order.
+func TestChangeStreamExpireResumeAfterRestart(t *testing.T) {
+	ts, client := startReplSet(t)
+	db := client.Database("ttl")
+	for _, name := range []string{"a", "b"} {
+		enableTTL(t, db.Collection(name), -1)
+	}
+	mustInsert(t, db.Collection("b"), bson.D{{Key: "_id", Value: 1}, {Key: "ttl", Value: 3}})
+	mustInsert(t, db.Collection("a"), bson.D{{Key: "_id", Value: 1}, {Key: "ttl", Value: 4}})
+	cs, err := db.Watch(testCtx(t), mongo.Pipeline{}, expireEvents())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close(context.Background())
+	ts.Clock.Advance(3 * time.Second)
+	ev := wantExpire(t, cs, 1, testEpoch.Add(3*time.Second))
+	wantField(t, ev, "b", "ns", "coll")
+	token := ev.Lookup("_id").Document()
+	cs.Close(context.Background())
+	client.Disconnect(context.Background())
+
+	ts.Restart(t)
+	client = ts.NewClient(t, options.Client().ApplyURI(ts.URI+"?replicaSet=rs0"))
+	ts.Clock.Advance(time.Second)
+	resumed, err := client.Database("ttl").Watch(testCtx(t), mongo.Pipeline{}, expireEvents().SetResumeAfter(token))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resumed.Close(context.Background())
+	ev = wantEvent(t, resumed, "delete")
+	wantField(t, ev, "b", "ns", "coll")
+	ev = wantExpire(t, resumed, 1, testEpoch.Add(4*time.Second))
+	wantField(t, ev, "a", "ns", "coll")
+	ev = wantEvent(t, resumed, "delete")
+	wantField(t, ev, "a", "ns", "coll")
 }
