@@ -21,6 +21,9 @@ type memSource struct {
 	ents    []bson.Raw
 	ts      []oplog.Timestamp
 	changed chan struct{}
+	// now and exp are the clock, in ms, and the documents' expiry.
+	now int64
+	exp []Expired
 }
 
 func (m *memSource) add(e oplog.Entry) {
@@ -64,6 +67,18 @@ func (m *memSource) Watch() (oplog.Timestamp, <-chan struct{}) {
 }
 
 func (m *memSource) FindByID(string, string, bsoncore.Value) (bson.Raw, error) { return nil, nil }
+
+func (m *memSource) Clock() (time.Time, <-chan struct{}) { return time.UnixMilli(m.now), nil }
+
+func (m *memSource) Expiring(from, to int64, watch func(db, coll string) bool) ([]Expired, error) {
+	var out []Expired
+	for _, x := range m.exp { // kept in order
+		if x.At > from && x.At <= to && watch(x.DB, x.Coll) {
+			out = append(out, x)
+		}
+	}
+	return out, nil
+}
 
 func doc(t *testing.T, d bson.D) []byte {
 	t.Helper()

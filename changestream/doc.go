@@ -23,4 +23,26 @@
 // are stored. Resuming from an event's token checks that the stream still
 // produces that very event at that position, as MongoDB does, which refuses
 // a token taken from another collection's stream.
+//
+// # Expire events
+//
+// A stream with showExpireEvents also reports each watched document's
+// expiry at its instant (see the README). Its position is then a pair: the
+// oplog timestamp read up to, and the expiry position (instant, then
+// "ns\x00" and the _id's key), up to which expire events were handed out.
+// Both only grow along the stream: oplog events come in oplog order, expire
+// events in expiry order, each expire event of a purged document just
+// before that purge's delete, and the others after the oplog entries read
+// before the stream looked at the clock. So one event follows another
+// exactly when it is past it in one of the two and not behind in the
+// other, and a token carrying both resumes without repeating or losing
+// either kind.
+//
+// Such a stream's tokens are version 2: version 1's fields, then the
+// expiry instant (8 bytes) and, on an expire event, its place in that
+// instant. An expire event's token carries the oplog timestamp the stream
+// had read to when it was emitted (the one just before the purge it
+// precedes), with flag expire; resuming from it reads the oplog after
+// that timestamp and the expiries after its position. Version 1 tokens
+// still resume such a stream, from the clock's now.
 package changestream

@@ -26,6 +26,11 @@ type event struct {
 	removed  []string
 	trunc    []oplog.Truncation
 	wall     int64
+	// purged marks the delete of a TTL purge, of a document that expired
+	// at expiredAt; purgeTail orders it among those of that instant.
+	purged    bool
+	expiredAt int64
+	purgeTail []byte
 }
 
 func splitNS(ns string) (db, coll string) {

@@ -3,6 +3,7 @@ package changestream
 import (
 	"context"
 	"errors"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -23,6 +24,22 @@ type Source interface {
 	// FindByID returns the current document of db.coll with _id id, nil
 	// if none.
 	FindByID(db, coll string, id bsoncore.Value) (bson.Raw, error)
+	// Clock returns the server clock's time and a channel closed when it
+	// moves by hand (a manual clock); nil, which never fires, otherwise.
+	Clock() (time.Time, <-chan struct{})
+	// Expiring returns the documents of the namespaces watch accepts
+	// whose expiry instant falls in (fromMs, toMs], ordered by instant,
+	// namespace and _id.
+	Expiring(fromMs, toMs int64, watch func(db, coll string) bool) ([]Expired, error)
+}
+
+// Expired is a document that expires in a window: what an expire event
+// reports.
+type Expired struct {
+	DB, Coll string
+	ID       bsoncore.Value
+	Key      []byte // the _id in index-key form, ordering ties
+	At       int64  // the expiry instant, Unix milliseconds
 }
 
 // readAhead bounds the events one read turns out when the batch size sets
@@ -43,12 +60,18 @@ type Stream struct {
 	pending []event
 	last    Token // the last event handed out, or the start point
 	done    bool  // an invalidate was handed out
+	// expW and expTail are the expiry position with showExpireEvents:
+	// expire events up to (expW, expTail) have been read.
+	expW    int64
+	expTail []byte
 }
 
 // Open starts a stream at the point spec asks for: after a resume token,
 // at an operation time, or at the newest visible entry.
 func Open(spec *Spec, src Source) (*Stream, error) {
 	s := &Stream{spec: spec, src: src}
+	now, _ := src.Clock()
+	s.expW = now.UnixMilli()
 	oldest, err := src.OldestOplog()
 	if err != nil {
 		return nil, err
@@ -77,6 +100,12 @@ func Open(spec *Spec, src Source) (*Stream, error) {
 			t := *tok
 			s.check = &t
 		}
+		if tok.V2 {
+			s.expW, s.expTail = tok.Expire, tok.Tail
+		}
+		if tok.IsExpire() {
+			s.after, s.check = tok.TS, nil
+		}
 		s.last = *tok
 	case !spec.StartAt.IsZero():
 		if err := lost(spec.StartAt); err != nil {
@@ -98,7 +127,7 @@ func (s *Stream) Done() bool { return s.done }
 // batch: that of its last event, or the point in the oplog read up to.
 func (s *Stream) PostBatchResumeToken() bson.Raw {
 	if len(s.pending) == 0 && s.check == nil && (s.last.HighWater() || s.last.TS.Less(s.after)) {
-		return Token{TS: s.after, Flags: flagHighWater}.Doc()
+		return s.position(Token{TS: s.after, Flags: flagHighWater}).Doc()
 	}
 	return s.last.Doc()
 }
@@ -128,10 +157,23 @@ func (s *Stream) Next(ctx context.Context, n, maxBytes int, await bool) ([]bson.
 		if s.after.Less(visible) {
 			continue
 		}
+		var clockMoved <-chan struct{}
+		if s.spec.ShowExpireEvents {
+			var now time.Time
+			if now, clockMoved = s.src.Clock(); clockMoved != nil && now.UnixMilli() > s.expW {
+				continue // a manual clock moved since the read
+			}
+		}
 		select {
 		case <-moved:
+		case <-clockMoved:
 		case <-ctx.Done():
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				if s.spec.ShowExpireEvents {
+					// The system clock moves without notice: look
+					// once more for what expired during the wait.
+					return s.fill(context.WithoutCancel(ctx), n, maxBytes)
+				}
 				return nil, nil
 			}
 			return nil, ctx.Err()
@@ -146,7 +188,11 @@ func (s *Stream) fill(ctx context.Context, n, maxBytes int) ([]bson.Raw, error) 
 	if want <= 0 {
 		want = readAhead
 	}
-	if len(s.pending) < want {
+	if len(s.pending) < want && s.spec.ShowExpireEvents {
+		if err := s.readWithExpiry(ctx); err != nil {
+			return nil, err
+		}
+	} else if len(s.pending) < want {
 		// Every entry up to the visible point is read unless the read
 		// stops early; the point may be past the last entry (a failed
 		// write leaves a hole), and the stream moves there too, or it

@@ -178,6 +178,9 @@ func (e *Engine) Reaper() *ttlindex.Reaper { return e.reaper }
 // Now is the engine clock's current time in milliseconds since the epoch.
 func (e *Engine) nowMillis() int64 { return e.clock.Now().UnixMilli() }
 
+// Clock is the clock that decides expiry.
+func (e *Engine) Clock() ttlindex.Clock { return e.clock }
+
 // Close stops the reaper and closes the store.
 func (e *Engine) Close() error {
 	if e.stopReaper != nil {

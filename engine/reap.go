@@ -97,8 +97,14 @@ func (e *Engine) reapCollection(c *Collection, nowMs int64, limit int) (n int, n
 		if d == nil || !dd.isDue(d) {
 			continue
 		}
+		logged := len(w.logged)
 		if err := w.remove(d); err != nil {
 			return n, nextMs, full, err
+		}
+		if len(w.logged) > logged {
+			if at, ok := w.st.expiryOf(d); ok {
+				w.logged[len(w.logged)-1].Expired, w.logged[len(w.logged)-1].ExpiredAt = true, at
+			}
 		}
 		n++
 	}

@@ -42,6 +42,12 @@ type Entry struct {
 	LSID      []byte
 	TxnNumber int64
 	StmtID    int32
+	// Expired marks the delete of a TTL purge, and ExpiredAt is the
+	// instant (Unix ms) the document expired: Lethe's own field
+	// "expiredAt", which lets change streams place the document's expire
+	// event before its delete even when the reaper got there first.
+	Expired   bool
+	ExpiredAt int64
 }
 
 // Size approximates the encoded size of e, for batch accounting.
@@ -71,6 +77,9 @@ func (e *Entry) Append(dst []byte, ts Timestamp, wall time.Time) []byte {
 	dst = bsoncore.AppendInt64Element(dst, "t", Term)
 	dst = bsoncore.AppendInt64Element(dst, "v", 2)
 	dst = bsoncore.AppendDateTimeElement(dst, "wall", wall.UnixMilli())
+	if e.Expired {
+		dst = bsoncore.AppendDateTimeElement(dst, "expiredAt", e.ExpiredAt)
+	}
 	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
 	return dst
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/lethedb/lethe/engine"
 	"github.com/lethedb/lethe/engine/mongoerr"
 	"github.com/lethedb/lethe/oplog"
+	"github.com/lethedb/lethe/ttlindex"
 )
 
 // defaultAwait is how long a getMore on a change stream waits for events
@@ -103,6 +104,27 @@ func (s streamSource) Watch() (oplog.Timestamp, <-chan struct{}) { return s.e.Op
 
 func (s streamSource) FindByID(db, coll string, id bsoncore.Value) (bson.Raw, error) {
 	return s.e.FindByID(db, coll, id)
+}
+
+func (s streamSource) Clock() (time.Time, <-chan struct{}) {
+	c := s.e.Clock()
+	if m, ok := c.(*ttlindex.ManualClock); ok {
+		moved := m.Changed()
+		return m.Now(), moved
+	}
+	return c.Now(), nil
+}
+
+func (s streamSource) Expiring(fromMs, toMs int64, watch func(db, coll string) bool) ([]changestream.Expired, error) {
+	got, err := s.e.ExpiringIn(fromMs, toMs, watch)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]changestream.Expired, len(got))
+	for i, x := range got {
+		out[i] = changestream.Expired{DB: x.DB, Coll: x.Coll, ID: x.ID, Key: x.Key, At: x.At}
+	}
+	return out, nil
 }
 
 // streamCursor is a change stream as a tailable, awaitData cursor: the

@@ -1,0 +1,166 @@
+package changestream
+
+// Expire events (showExpireEvents): see the package doc for their order.
+
+import (
+	"bytes"
+	"context"
+	"sort"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/lethedb/lethe/engine/keycodec"
+	"github.com/lethedb/lethe/oplog"
+)
+
+// expiry is a document's expiry: its instant and its place among those of
+// the same instant ("ns\x00" and the _id's key).
+type expiry struct {
+	at   int64
+	tail []byte
+	db   string
+	coll string
+	id   bsoncore.Value
+}
+
+func tailOf(db, coll string, key []byte) []byte {
+	return append(append([]byte(db+"."+coll), 0), key...)
+}
+
+// seen reports whether the expire event of x is at or before the stream's
+// expiry position.
+func (s *Stream) seen(at int64, tail []byte) bool {
+	if at != s.expW {
+		return at < s.expW
+	}
+	return s.expTail == nil || bytes.Compare(tail, s.expTail) <= 0
+}
+
+// position gives t, the token of an oplog event or a high-water mark, the
+// stream's expiry position.
+func (s *Stream) position(t Token) Token {
+	if s.spec.ShowExpireEvents {
+		t.V2, t.Expire, t.Tail = true, s.expW, s.expTail
+	}
+	return t
+}
+
+// scan returns the expiries in (from, to] past the stream's position.
+func (s *Stream) scan(from, to int64) ([]expiry, error) {
+	if s.expTail != nil && from == s.expW {
+		from-- // the rest of instant expW is still to come
+	}
+	got, err := s.src.Expiring(from, to, s.spec.watches)
+	if err != nil {
+		return nil, err
+	}
+	var out []expiry
+	for _, x := range got {
+		e := expiry{at: x.At, tail: tailOf(x.DB, x.Coll, x.Key), db: x.DB, coll: x.Coll, id: x.ID}
+		if !s.seen(e.at, e.tail) {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// readWithExpiry reads the oplog up to the visible point, as fill does,
+// and merges in the expire events of the documents that expired since the
+// stream's expiry position, up to the clock's now.
+//
+// Expiry is found twice over: by scanning what is stored (the documents
+// the reaper has not purged yet) and from the purge entries in the oplog
+// (those it has). The scan comes first, so a document is either still
+// stored then or its purge is already in the oplog the read that follows
+// sees. Each expire event goes before the delete of its purge, and all
+// of them in order of instant, _id breaking ties.
+func (s *Stream) readWithExpiry(ctx context.Context) error {
+	nowT, _ := s.src.Clock()
+	now := nowT.UnixMilli()
+	exps, err := s.scan(s.expW, now)
+	if err != nil {
+		return err
+	}
+	visible, _ := s.src.Watch()
+	base := len(s.pending)
+	end := now
+	_, err = s.src.ReadOplog(ctx, s.after, func(ts oplog.Timestamp, raw bson.Raw) (bool, error) {
+		before := len(s.pending)
+		if s.pending, err = s.spec.events(s.pending, ts, raw); err != nil {
+			return false, err
+		}
+		if at, ok := bsoncore.Document(raw).Lookup("expiredAt").DateTimeOK(); ok && len(s.pending) > before {
+			ev := &s.pending[len(s.pending)-1]
+			if ev.op == "delete" {
+				ev.purged, ev.expiredAt = true, at
+				ev.purgeTail = tailOf(ev.db, ev.coll, keycodec.Append(nil, ev.key.Lookup("_id")))
+				if !s.seen(at, ev.purgeTail) {
+					exps = append(exps, expiry{at: at, tail: ev.purgeTail, db: ev.db, coll: ev.coll, id: ev.key.Lookup("_id")})
+					end = max(end, at)
+				}
+			}
+		}
+		if s.check != nil {
+			if err := s.resolve(ts, before); err != nil {
+				return false, err
+			}
+		}
+		s.after = ts
+		return true, nil
+	})
+	if err != nil {
+		return err
+	}
+	if s.after.Less(visible) {
+		s.after = visible
+		if s.check != nil && !visible.Less(s.check.TS) {
+			return s.resolve(oplog.Timestamp{}, len(s.pending))
+		}
+	}
+	if end > now {
+		// A purge the clock had not reached when the scan ran: the
+		// documents still stored that expire up to it come first.
+		more, err := s.scan(now, end)
+		if err != nil {
+			return err
+		}
+		exps = append(exps, more...)
+	}
+	sort.Slice(exps, func(i, j int) bool {
+		if exps[i].at != exps[j].at {
+			return exps[i].at < exps[j].at
+		}
+		return bytes.Compare(exps[i].tail, exps[j].tail) < 0
+	})
+	read := append([]event(nil), s.pending[base:]...)
+	s.pending = s.pending[:base]
+	emit := func(upTo func(expiry) bool, ts oplog.Timestamp) {
+		for len(exps) > 0 && upTo(exps[0]) {
+			x := exps[0]
+			exps = exps[1:]
+			if s.seen(x.at, x.tail) {
+				continue // found both stored and purged
+			}
+			s.expW, s.expTail = x.at, x.tail
+			tok := Token{TS: ts, Flags: flagExpire, V2: true, Expire: x.at, Tail: x.tail}
+			s.pending = append(s.pending, event{tok: tok, op: "expire", db: x.db, coll: x.coll, key: oplog.IDDoc(x.id), wall: x.at})
+		}
+	}
+	for _, ev := range read {
+		if ev.purged {
+			// Resuming from these tokens reads the purge again: its
+			// expire event is then behind the position, its delete not.
+			emit(func(x expiry) bool {
+				return x.at < ev.expiredAt || x.at == ev.expiredAt && bytes.Compare(x.tail, ev.purgeTail) <= 0
+			}, ev.tok.TS.Prev())
+		}
+		ev.tok = s.position(ev.tok)
+		s.pending = append(s.pending, ev)
+	}
+	emit(func(expiry) bool { return true }, s.after)
+	if end >= s.expW {
+		s.expW, s.expTail = end, nil
+	}
+	return nil
+}
