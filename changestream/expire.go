@@ -11,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/engine/keycodec"
+	"github.com/lethedb/lethe/engine/mongoerr"
 	"github.com/lethedb/lethe/oplog"
 )
 
@@ -65,6 +66,17 @@ func (s *Stream) scan(from, to int64) ([]expiry, error) {
 	return out, nil
 }
 
+// MaxExpireBacklog is the most events a stream with showExpireEvents
+// gathers in one read: the oplog entries and expiries since its position.
+// A stream further behind fails with ExceededMemoryLimit rather than hold
+// them all; it can be resumed from a later point.
+const MaxExpireBacklog = 100_000
+
+func (s *Stream) backlogError() error {
+	return mongoerr.New(mongoerr.ExceededMemoryLimit,
+		"a change stream with showExpireEvents is more than %d events behind, more than it gathers at once; resume it from a later point or read it more often", s.maxBacklog)
+}
+
 // readWithExpiry reads the oplog up to the visible point, as fill does,
 // and merges in the expire events of the documents that expired since the
 // stream's expiry position, up to the clock's now.
@@ -81,6 +93,9 @@ func (s *Stream) readWithExpiry(ctx context.Context) error {
 	exps, err := s.scan(s.expW, now)
 	if err != nil {
 		return err
+	}
+	if len(exps) > s.maxBacklog {
+		return s.backlogError()
 	}
 	visible, _ := s.src.Watch()
 	base := len(s.pending)
@@ -107,6 +122,12 @@ func (s *Stream) readWithExpiry(ctx context.Context) error {
 			}
 		}
 		s.after = ts
+		// Such a read cannot stop part way without losing expire events,
+		// so it gathers everything up to the visible point: bound it,
+		// rather than let one stream hold an unbounded backlog.
+		if len(exps)+len(s.pending)-base > s.maxBacklog {
+			return false, s.backlogError()
+		}
 		return true, nil
 	})
 	if err != nil {
@@ -126,6 +147,9 @@ func (s *Stream) readWithExpiry(ctx context.Context) error {
 			return err
 		}
 		exps = append(exps, more...)
+		if len(exps)+len(s.pending)-base > s.maxBacklog {
+			return s.backlogError()
+		}
 	}
 	sort.Slice(exps, func(i, j int) bool {
 		if exps[i].at != exps[j].at {

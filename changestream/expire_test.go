@@ -9,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/engine/keycodec"
+	"github.com/lethedb/lethe/engine/mongoerr"
 	"github.com/lethedb/lethe/oplog"
 )
 
@@ -107,4 +108,47 @@ func sameSet(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// TestExpireBacklogIsBounded: a stream with showExpireEvents gathers every
+// event up to the visible point in one read, so one too far behind fails
+// with ExceededMemoryLimit instead of holding them all; one within the
+// bound reads them.
+func TestExpireBacklogIsBounded(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		inserts, expires int
+		fails            bool
+	}{
+		{"within the bound", 3, 2, false},
+		{"oplog backlog", 7, 0, true},
+		{"expiries", 0, 7, true},
+		{"both", 3, 3, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := &memSource{now: 1000}
+			s, err := Open(spec(t, bson.D{{Key: "showExpireEvents", Value: true}}, "d", "c"), src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.maxBacklog = 5
+			for i := range tc.inserts {
+				src.add(oplog.Entry{Op: oplog.Insert, NS: "d.c", UI: make([]byte, 16), O: doc(t, bson.D{{Key: "_id", Value: 100 + i}})})
+			}
+			for i := range tc.expires {
+				src.exp = append(src.exp, expiring(1500+int64(i), int32(i)))
+			}
+			src.now = 3000
+			evs, err := s.Next(context.Background(), 0, 1<<20, false)
+			if tc.fails {
+				if me, ok := mongoerr.As(err); !ok || me.Code != mongoerr.ExceededMemoryLimit {
+					t.Fatalf("got %d events, %v; want ExceededMemoryLimit", len(evs), err)
+				}
+				return
+			}
+			if err != nil || len(evs) != tc.inserts+tc.expires {
+				t.Fatalf("got %d events, %v; want %d", len(evs), err, tc.inserts+tc.expires)
+			}
+		})
+	}
 }

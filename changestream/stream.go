@@ -64,12 +64,15 @@ type Stream struct {
 	// expire events up to (expW, expTail) have been read.
 	expW    int64
 	expTail []byte
+	// maxBacklog bounds the events one read with showExpireEvents may
+	// gather (see readWithExpiry); MaxExpireBacklog unless a test says.
+	maxBacklog int
 }
 
 // Open starts a stream at the point spec asks for: after a resume token,
 // at an operation time, or at the newest visible entry.
 func Open(spec *Spec, src Source) (*Stream, error) {
-	s := &Stream{spec: spec, src: src}
+	s := &Stream{spec: spec, src: src, maxBacklog: MaxExpireBacklog}
 	now, _ := src.Clock()
 	s.expW = now.UnixMilli()
 	oldest, err := src.OldestOplog()
