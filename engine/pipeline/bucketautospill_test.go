@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -35,18 +34,7 @@ func TestBucketAutoSpillsWithBoundedHeap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runtime.GC()
-	base := liveHeap()
-	h := watchHeap(t)
-	docs, err := p.Run(context.Background(), generated(n, 1, func(i int) {
-		if i%4000 == 0 {
-			h.forced()
-		}
-	}))
-	peak := h.end()
-	if err != nil {
-		t.Fatal(err)
-	}
+	docs, base, peak := runWatched(t, p, n, 1)
 
 	// The model: the document of v is the i with permuted(i) == v.
 	byV := make([]int, n)
@@ -77,20 +65,7 @@ func TestBucketAutoSpillsWithBoundedHeap(t *testing.T) {
 		}
 	}
 
-	_, spilled := sc.Used()
-	t.Logf("%d MB spilled at most at once, live heap %d KiB at the start and %d KiB at the peak", spilled>>20, base>>10, peak>>10)
-	if spilled < n*1000/2 {
-		t.Errorf("%d bytes spilled at once at most, want most of the input", spilled)
-	}
-	if grew := int64(peak) - int64(base); grew > heapBudget {
-		t.Errorf("the live heap grew by %d bytes, past %d", grew, heapBudget)
-	}
-	if ents, err := os.ReadDir(dir); err != nil || len(ents) != 0 {
-		t.Errorf("after the run, the scratch directory holds %v (%v)", ents, err)
-	}
-	if err := sc.Close(); err != nil {
-		t.Fatal(err)
-	}
+	checkSpilledRun(t, sc, dir, base, peak, n*1000/2, heapBudget)
 
 	// Without allowDiskUse, the sort of $bucketAuto fails past its limit.
 	sc = spill.New(spill.Config{Dir: dir})

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -38,18 +37,7 @@ func TestFacetSpillsWithBoundedHeap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runtime.GC()
-	base := liveHeap()
-	h := watchHeap(t)
-	docs, err := p.Run(context.Background(), generated(n, groups, func(i int) {
-		if i%4000 == 0 {
-			h.forced()
-		}
-	}))
-	peak := h.end()
-	if err != nil {
-		t.Fatal(err)
-	}
+	docs, base, peak := runWatched(t, p, n, groups)
 
 	// The model, from the documents' definition: {_id: i, k: i % groups,
 	// v: permuted(i)}.
@@ -91,20 +79,7 @@ func TestFacetSpillsWithBoundedHeap(t *testing.T) {
 		t.Fatalf("$facet made %.3000s, want %.3000s", fmt.Sprint(docs), wantDoc)
 	}
 
-	_, spilled := sc.Used()
-	t.Logf("%d MB spilled at most at once, live heap %d KiB at the start and %d KiB at the peak", spilled>>20, base>>10, peak>>10)
-	if spilled < n*1000 {
-		t.Errorf("%d bytes spilled at once at most, want the input and more", spilled)
-	}
-	if grew := int64(peak) - int64(base); grew > heapBudget {
-		t.Errorf("the live heap grew by %d bytes, past %d", grew, heapBudget)
-	}
-	if ents, err := os.ReadDir(dir); err != nil || len(ents) != 0 {
-		t.Errorf("after the run, the scratch directory holds %v (%v)", ents, err)
-	}
-	if err := sc.Close(); err != nil {
-		t.Fatal(err)
-	}
+	checkSpilledRun(t, sc, dir, base, peak, n*1000, heapBudget)
 }
 
 func TestFacetWithoutDiskUse(t *testing.T) {

@@ -122,19 +122,7 @@ func TestSpillingPipelineHoldsItsBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	runtime.GC()
-	base := liveHeap()
-	h := watchHeap(t)
-	docs, err := p.Run(context.Background(), generated(n, groups, func(i int) {
-		if i%4000 == 0 {
-			h.forced()
-		}
-	}))
-	peak := h.end()
-	if err != nil {
-		t.Fatal(err)
-	}
-	runtime.KeepAlive(docs)
+	docs, base, peak := runWatched(t, p, n, groups)
 
 	// The expected groups, by a model: documents in order of v.
 	type group struct {
@@ -176,24 +164,7 @@ func TestSpillingPipelineHoldsItsBudget(t *testing.T) {
 		}
 	}
 
-	_, spilled := sc.Used()
-	t.Logf("%d MB of documents, %d MB spilled at most at once, live heap %d KiB at the start and %d KiB at the peak",
-		dataBytes>>20, spilled>>20, base>>10, peak>>10)
-	if spilled < dataBytes/2 {
-		t.Errorf("%d bytes spilled at once at most, want most of the %d of the input", spilled, dataBytes)
-	}
-	if grew := int64(peak) - int64(base); grew > heapBudget {
-		t.Errorf("the live heap grew by %d bytes, past %d: the stages did not hold to their budget", grew, heapBudget)
-	}
-	if ents, err := os.ReadDir(dir); err != nil || len(ents) != 0 {
-		t.Errorf("after the run, the scratch directory holds %v (%v)", ents, err)
-	}
-	if err := sc.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(dir); !os.IsNotExist(err) {
-		t.Errorf("the scratch directory survives Close: %v", err)
-	}
+	checkSpilledRun(t, sc, dir, base, peak, dataBytes/2, heapBudget)
 }
 
 func TestBlockingStagesWithoutDiskUse(t *testing.T) {
@@ -330,5 +301,49 @@ func TestUnwindFlowsIntoASpillingGroup(t *testing.T) {
 	}
 	if _, peak := sc.Used(); peak == 0 {
 		t.Error("the $group did not spill")
+	}
+}
+
+// runWatched runs p over n generated documents in groups and returns its
+// output, with the live heap before the run and at its peak.
+func runWatched(t *testing.T, p *Pipeline, n, groups int) (docs []bson.Raw, base, peak uint64) {
+	t.Helper()
+	runtime.GC()
+	base = liveHeap()
+	h := watchHeap(t)
+	docs, err := p.Run(context.Background(), generated(n, groups, func(i int) {
+		if i%4000 == 0 {
+			h.forced()
+		}
+	}))
+	peak = h.end()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return docs, base, peak
+}
+
+// checkSpilledRun checks what a spilling run left behind: that sc held at
+// least minSpilled bytes of runs at once, that the live heap grew from
+// base to peak by at most budget, and that the scratch directory dir is
+// empty and goes when sc closes.
+func checkSpilledRun(t *testing.T, sc *spill.Scratch, dir string, base, peak uint64, minSpilled, budget int64) {
+	t.Helper()
+	_, spilled := sc.Used()
+	t.Logf("%d MB spilled at most at once, live heap %d KiB at the start and %d KiB at the peak", spilled>>20, base>>10, peak>>10)
+	if spilled < minSpilled {
+		t.Errorf("%d bytes spilled at once at most, want at least %d", spilled, minSpilled)
+	}
+	if grew := int64(peak) - int64(base); grew > budget {
+		t.Errorf("the live heap grew by %d bytes, past %d: the stages did not hold to their budget", grew, budget)
+	}
+	if ents, err := os.ReadDir(dir); err != nil || len(ents) != 0 {
+		t.Errorf("after the run, the scratch directory holds %v (%v)", ents, err)
+	}
+	if err := sc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("the scratch directory survives Close: %v", err)
 	}
 }

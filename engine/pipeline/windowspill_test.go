@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"testing"
 
@@ -44,19 +43,7 @@ func TestSpillingWindowHoldsOnePartition(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	runtime.GC()
-	base := liveHeap()
-	h := watchHeap(t)
-	docs, err := p.Run(context.Background(), generated(n, groups, func(i int) {
-		if i%4000 == 0 {
-			h.forced()
-		}
-	}))
-	peak := h.end()
-	if err != nil {
-		t.Fatal(err)
-	}
-	runtime.KeepAlive(docs)
+	docs, base, peak := runWatched(t, p, n, groups)
 
 	// The expected output, by brute force: the _ids of each partition in
 	// order of v, the partitions in order of k.
@@ -87,24 +74,7 @@ func TestSpillingWindowHoldsOnePartition(t *testing.T) {
 		}
 	}
 
-	_, spilled := sc.Used()
-	t.Logf("%d MB of documents, %d MB spilled at most at once, live heap %d KiB at the start and %d KiB at the peak",
-		dataBytes>>20, spilled>>20, base>>10, peak>>10)
-	if spilled < dataBytes/2 {
-		t.Errorf("%d bytes spilled at once at most, want most of the %d of the input", spilled, dataBytes)
-	}
-	if grew := int64(peak) - int64(base); grew > heapBudget {
-		t.Errorf("the live heap grew by %d bytes, past %d: the stage did not hold to its budget", grew, heapBudget)
-	}
-	if ents, err := os.ReadDir(dir); err != nil || len(ents) != 0 {
-		t.Errorf("after the run, the scratch directory holds %v (%v)", ents, err)
-	}
-	if err := sc.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(dir); !os.IsNotExist(err) {
-		t.Errorf("the scratch directory survives Close: %v", err)
-	}
+	checkSpilledRun(t, sc, dir, base, peak, dataBytes/2, heapBudget)
 }
 
 func TestWindowWithoutDiskUse(t *testing.T) {
