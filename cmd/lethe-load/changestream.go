@@ -2,18 +2,13 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
-	"go.uber.org/zap"
-
-	"github.com/lethedb/lethe/server"
 )
 
 // runChangeStream measures change-stream event latency: the time from an
@@ -25,7 +20,7 @@ func runChangeStream(ctx context.Context, e *env) ([]result, error) {
 	if e.cfg.uri != "" {
 		return nil, fmt.Errorf("changestream starts its own replica-set server: run it without --uri")
 	}
-	addr, stop, err := startReplSetServer()
+	addr, stop, err := startServer(serverKind{replSet: "rs0"})
 	if err != nil {
 		return nil, err
 	}
@@ -115,27 +110,4 @@ func runChangeStream(ctx context.Context, e *env) ([]result, error) {
 	}
 	mu.Unlock()
 	return []result{{name: "changestream-latency", sample: sample{ops: s.ops, elapsed: s.elapsed, latency: lat}}}, nil
-}
-
-// startReplSetServer is startServer in replica-set mode.
-func startReplSetServer() (addr string, stop func() error, err error) {
-	dir, err := os.MkdirTemp("", "lethe-load-server-")
-	if err != nil {
-		return "", nil, fmt.Errorf("create data directory: %w", err)
-	}
-	srv, err := server.New(server.Config{Listen: "127.0.0.1:0", DataDir: dir, Logger: zap.NewNop(), ReplSet: "rs0"})
-	if err != nil {
-		return "", nil, errors.Join(err, os.RemoveAll(dir))
-	}
-	if err := srv.Start(); err != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		return "", nil, errors.Join(err, srv.Shutdown(ctx), os.RemoveAll(dir))
-	}
-	stop = func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		return errors.Join(srv.Shutdown(ctx), os.RemoveAll(dir))
-	}
-	return srv.Addr().String(), stop, nil
 }

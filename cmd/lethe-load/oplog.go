@@ -22,7 +22,7 @@ func runOplogCost(ctx context.Context, e *env) ([]result, error) {
 	}
 	var colls [2]*mongo.Collection // with the oplog, without
 	for i, noOplog := range []bool{false, true} {
-		addr, stop, err := startServer(false, noOplog)
+		addr, stop, err := startServer(serverKind{noOplog: noOplog})
 		if err != nil {
 			return nil, err
 		}

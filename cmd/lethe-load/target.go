@@ -34,7 +34,7 @@ func openTarget(ctx context.Context, cfg config, manualClock bool) (*target, err
 	t := &target{}
 	uri := cfg.uri
 	if uri == "" {
-		addr, stop, err := startServer(manualClock, false)
+		addr, stop, err := startServer(serverKind{manualClock: manualClock})
 		if err != nil {
 			return nil, fmt.Errorf("start in-process server: %w", err)
 		}
@@ -92,16 +92,23 @@ func (t *target) close() error {
 	return errors.Join(errs...)
 }
 
-// startServer runs a server on a free loopback port over a fresh data
-// directory and returns its address and a function that stops it and
+// serverKind is what kind of in-process server a workload measures.
+type serverKind struct {
+	manualClock bool
+	noOplog     bool
+	replSet     string // the set's name in replica-set mode; "" standalone
+}
+
+// startServer runs a server of kind k on a free loopback port over a fresh
+// data directory and returns its address and a function that stops it and
 // removes the directory.
-func startServer(manualClock, noOplog bool) (addr string, stop func() error, err error) {
+func startServer(k serverKind) (addr string, stop func() error, err error) {
 	dir, err := os.MkdirTemp("", "lethe-load-server-")
 	if err != nil {
 		return "", nil, fmt.Errorf("create data directory: %w", err)
 	}
-	cfg := server.Config{Listen: "127.0.0.1:0", DataDir: dir, Logger: zap.NewNop(), NoOplog: noOplog}
-	if manualClock {
+	cfg := server.Config{Listen: "127.0.0.1:0", DataDir: dir, Logger: zap.NewNop(), NoOplog: k.noOplog, ReplSet: k.replSet}
+	if k.manualClock {
 		cfg.Clock = ttlindex.NewManualClock(time.Now())
 		cfg.ManualClock = true
 	}
