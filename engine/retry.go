@@ -130,14 +130,14 @@ func (w *writer) record(stmt int32, result []byte) error {
 	b := w.batch()
 	if t.clearAll {
 		lo, hi := txnStmtRange(t.Session)
-		if err := b.DeleteRange(lo, hi, nil); err != nil {
+		if err := w.e.deleteKeys(b, lo, hi); err != nil {
 			return err
 		}
 		t.clearAll, t.newNumber = false, false
 	}
 	if t.newNumber {
 		lo, _ := txnStmtRange(t.Session)
-		if err := b.DeleteRange(lo, txnStmtKey(t.Session, t.Number, 0), nil); err != nil {
+		if err := w.e.deleteKeys(b, lo, txnStmtKey(t.Session, t.Number, 0)); err != nil {
 			return err
 		}
 		t.newNumber = false
@@ -152,7 +152,7 @@ func (w *writer) record(stmt int32, result []byte) error {
 
 // ForgetRetries deletes the records of the sessions ids that were last
 // written before before (any, if before is zero). Most sessions that end
-// made no retryable write: only those with a record cost a range deletion.
+// made no retryable write: only those with a record cost a deletion.
 func (e *Engine) ForgetRetries(ids [][16]byte, before time.Time) error {
 	b := e.db.NewBatch()
 	defer b.Close()
@@ -170,7 +170,7 @@ func (e *Engine) ForgetRetries(ids [][16]byte, before time.Time) error {
 			continue
 		}
 		lo := append([]byte{prefixTxn}, id[:]...)
-		if err := b.DeleteRange(lo, prefixEnd(lo), nil); err != nil {
+		if err := e.deleteKeys(b, lo, prefixEnd(lo)); err != nil {
 			return err
 		}
 	}
@@ -178,6 +178,29 @@ func (e *Engine) ForgetRetries(ids [][16]byte, before time.Time) error {
 		return nil
 	}
 	return b.Commit(pebble.NoSync)
+}
+
+// deleteKeys adds to b a point deletion of every stored key in [lo, hi).
+// A session's records are a handful of keys, and drivers start a new
+// transaction number with every write: a range deletion per write would
+// pile range tombstones into the memtable, which every read of the store
+// must then fragment (a 12x slower insert in replica-set mode, measured
+// with lethe-load's changestream workload).
+func (e *Engine) deleteKeys(b *pebble.Batch, lo, hi []byte) error {
+	it, err := e.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return fmt.Errorf("engine: list session records: %w", err)
+	}
+	for it.First(); it.Valid(); it.Next() {
+		if err := b.Delete(it.Key(), nil); err != nil {
+			it.Close()
+			return err
+		}
+	}
+	if err := it.Close(); err != nil {
+		return fmt.Errorf("engine: list session records: %w", err)
+	}
+	return nil
 }
 
 // ExpiredRetries lists the sessions whose records were last written
