@@ -41,7 +41,7 @@ func (r Resource) String() string {
 //     it (and dropCollection on the target for dropTarget), when the
 //     client may read the source or may not read the target, so a rename
 //     cannot reveal a collection it could not read;
-//   - rolesInfo about roles the client holds.
+//   - rolesInfo: roles the client holds need no viewRole.
 //
 // The result is nil, an *UnauthorizedError, or Required's error. The
 // commands about the client's own user are OwnUserException's.
@@ -64,13 +64,15 @@ func Authorize(g *Grants, cmd, db string, body bson.Raw) error {
 			return nil
 		}
 	case "rolesInfo":
-		if names, err := namesArg(db, body.Lookup(cmd), "role"); err == nil && len(names) > 0 {
-			held := g.Roles()
-			all := true
+		// Roles the client holds need no viewRole; the others still do.
+		if names, err := namesArg(db, body.Lookup(cmd), "role"); err == nil {
+			var rest []Privilege
 			for _, n := range names {
-				all = all && slices.Contains(held, n)
+				if !slices.Contains(g.Roles(), n) {
+					rest = append(rest, onDB(n.DB, acts("viewRole")))
+				}
 			}
-			if all {
+			if res, action, missing = g.Missing(rest); !missing {
 				return nil
 			}
 		}

@@ -241,7 +241,10 @@ func TestRequired(t *testing.T) {
 			[]Privilege{p(Resource{DB: "test"}, "createRole", "grantRole"), p(Resource{DB: "admin"}, "grantRole")}},
 		{"usersInfo", "test", D{{"usersInfo", 1}}, []Privilege{p(Resource{DB: "test"}, "viewUser")}},
 		{"usersInfo", "test", D{{"usersInfo", D{{"user", "u"}, {"db", "other"}}}}, []Privilege{p(Resource{DB: "other"}, "viewUser")}},
-		{"rolesInfo", "admin", D{{"rolesInfo", D{{"forAllDBs", true}}}}, []Privilege{p(cluster, "viewRole")}},
+		{"usersInfo", "admin", D{{"usersInfo", D{{"forAllDBs", true}}}}, []Privilege{p(cluster, "viewUser")}},
+		{"rolesInfo", "test", D{{"rolesInfo", bson.A{"r", D{{"role", "s"}, {"db", "other"}}}}},
+			[]Privilege{p(Resource{DB: "test"}, "viewRole"), p(Resource{DB: "other"}, "viewRole")}},
+		{"updateRole", "test", D{{"updateRole", "r"}}, []Privilege{p(Resource{}, "revokeRole")}},
 	}
 	for _, tc := range cases {
 		got, err := Required(tc.cmd, tc.db, doc(t, tc.body))

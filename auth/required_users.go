@@ -85,9 +85,8 @@ func userAdminRule(cmd, db string, body bson.Raw) ([]Privilege, error) {
 		}
 		restrictions()
 	case "updateRole":
-		if body.Lookup("roles").Type != 0 || body.Lookup("privileges").Type != 0 {
-			need(Resource{}, "revokeRole")
-		}
+		// It may revoke any role or privilege at all.
+		need(Resource{}, "revokeRole")
 		if err = roles("roles", "grantRole"); err == nil {
 			err = privileges("grantRole")
 		}
@@ -97,7 +96,12 @@ func userAdminRule(cmd, db string, body bson.Raw) ([]Privilege, error) {
 	case "revokePrivilegesFromRole":
 		err = privileges("revokeRole")
 	case "usersInfo":
-		err = infoRule(db, body.Lookup(cmd), "user", "viewUser", need)
+		v := body.Lookup(cmd)
+		if doc, ok := v.DocumentOK(); ok && trueValue(doc.Lookup("forAllDBs")) {
+			need(Resource{Cluster: true}, "viewUser")
+			break
+		}
+		err = infoRule(db, v, "user", "viewUser", need)
 	case "rolesInfo":
 		err = infoRule(db, body.Lookup(cmd), "role", "viewRole", need)
 	}
@@ -108,13 +112,9 @@ func userAdminRule(cmd, db string, body bson.Raw) ([]Privilege, error) {
 }
 
 // infoRule: usersInfo and rolesInfo need their view action on the
-// database of each user or role asked about, or on the cluster for
-// forAllDBs.
+// database of each user or role asked about (usersInfo's forAllDBs, on the
+// cluster, is the caller's).
 func infoRule(db string, v bson.RawValue, nameField, action string, need func(Resource, ...string)) error {
-	if doc, ok := v.DocumentOK(); ok && trueValue(doc.Lookup("forAllDBs")) {
-		need(Resource{Cluster: true}, action)
-		return nil
-	}
 	switch v.Type {
 	case bson.TypeInt32, bson.TypeInt64, bson.TypeDouble:
 		need(Resource{DB: db}, action)

@@ -161,6 +161,9 @@ func TestAuthorizeAlternatives(t *testing.T) {
 		// rolesInfo about one's own roles.
 		{"own role", read, "rolesInfo", "test", dd{{"rolesInfo", "read"}}, true},
 		{"other role", read, "rolesInfo", "test", dd{{"rolesInfo", "readWrite"}}, false},
+		{"own and other role", read, "rolesInfo", "test", dd{{"rolesInfo", bson.A{"read", "readWrite"}}}, false},
+		{"own role, other viewable", resolve(t, nil, RoleName{"read", "test"}, RoleName{"userAdmin", "other"}),
+			"rolesInfo", "test", dd{{"rolesInfo", bson.A{"read", dd{{"role", "x"}, {"db", "other"}}}}}, true},
 	}
 	for _, tc := range cases {
 		err := Authorize(tc.g, tc.cmd, tc.db, doc(t, tc.body))
