@@ -37,7 +37,9 @@ var (
 		"listDatabases", "listSampledQueries", "listSessions", "listShards", "netstat",
 		"operationMetrics", "replSetGetConfig", "replSetGetStatus", "serverStatus",
 		"top", "useUUID", "inprog", "shardingState", "allCollectionStats",
-		"shardedDataDistribution")
+		"shardedDataDistribution",
+		// Free monitoring's, still granted by MongoDB 7 (later removed).
+		"checkFreeMonitoringStatus", "setFreeMonitoring")
 
 	clusterMonitorDBActions = acts("collStats", "dbStats", "getDatabaseVersion",
 		"getShardVersion", "indexStats")
