@@ -137,11 +137,13 @@ func (c *Conversation) Step(payload []byte) ([]byte, error) {
 	}
 	if c.conv.Done() {
 		// The optional empty message after the server-final one.
-		if c.conv.Valid() && len(payload) == 0 && !c.emptyTaken {
+		if len(payload) == 0 && !c.emptyTaken {
 			c.emptyTaken = true
 			return []byte{}, nil
 		}
-		return nil, c.fail("message after the conversation ended")
+		// The exchange is over: refuse more, but a client that has
+		// authenticated stays so.
+		return nil, ErrAuthenticationFailed
 	}
 	reply, err := c.conv.Step(string(payload))
 	if c.lookupErr != nil {

@@ -88,6 +88,9 @@ func exchange(t *testing.T, conv *Conversation, client *scram.ClientConversation
 	if _, err := conv.Step(nil); err == nil {
 		t.Fatal("a second empty final message was accepted")
 	}
+	if !conv.Valid() {
+		t.Fatal("a message after the end undid the authentication")
+	}
 	return nil
 }
 
