@@ -156,3 +156,38 @@ func TestMerge(t *testing.T) {
 		t.Fatal("merge into zero Grants")
 	}
 }
+
+// AnyInDB is MongoDB's isAuthorizedForAnyActionOnAnyResourceInDB, which
+// decides the databases listDatabases shows a client without listDatabases.
+func TestAnyInDB(t *testing.T) {
+	store := memStore{roles: map[RoleName]*Role{
+		{"coll", "app"}:  {Privileges: []Privilege{onColl("shop", "orders", acts("find"))}},
+		{"named", "app"}: {Privileges: []Privilege{onCollAnyDB("logs", acts("find"))}},
+		{"clus", "app"}:  {Privileges: []Privilege{onCluster(acts("serverStatus"))}},
+		{"any", "app"}:   {Privileges: []Privilege{onAnyNormal(acts("find"))}},
+	}}
+	cases := []struct {
+		roles []RoleName
+		db    string
+		want  bool
+	}{
+		{[]RoleName{{"read", "test"}}, "test", true},
+		{[]RoleName{{"read", "test"}}, "other", false},
+		{[]RoleName{{"coll", "app"}}, "shop", true},
+		{[]RoleName{{"coll", "app"}}, "app", false},
+		{[]RoleName{{"named", "app"}}, "anything", true},
+		{[]RoleName{{"clus", "app"}}, "admin", false},
+		{[]RoleName{{"readAnyDatabase", "admin"}}, "sales", true},
+		{[]RoleName{{"any", "app"}}, "sales", true},
+		{[]RoleName{{"any", "app"}}, "local", false}, // never local or config
+		// readAnyDatabase's grant on system.js in every database reaches
+		// local too, as in MongoDB.
+		{[]RoleName{{"readAnyDatabase", "admin"}}, "local", true},
+		{[]RoleName{{"__system", "admin"}}, "local", true},
+	}
+	for _, tc := range cases {
+		if got := resolve(t, store, tc.roles...).AnyInDB(tc.db); got != tc.want {
+			t.Errorf("%v in %s: %v", tc.roles, tc.db, got)
+		}
+	}
+}

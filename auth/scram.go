@@ -38,6 +38,8 @@ type Conversation struct {
 	lookup   func(user string) (ScramCredential, error)
 	nonceGen func() string // nil: xdg's default, crypto/rand
 
+	decoyIters int // iteration count of the decoy credential, 0 for the default
+
 	username   string
 	unknown    bool   // the user did not exist: a decoy credential stood in
 	lookupErr  error  // the lookup failed for another reason than ErrUnknownUser
@@ -77,6 +79,15 @@ func newConversation(mech Mechanism, lookup func(user string) (ScramCredential, 
 	return c, nil
 }
 
+// WithDecoyIterations sets the iteration count shown for unknown users,
+// which should be the one the server gives new credentials (when not
+// MongoDB's default) so that it does not single them out. Call it before
+// the first Step.
+func (c *Conversation) WithDecoyIterations(n int) *Conversation {
+	c.decoyIters = n
+	return c
+}
+
 // credential is the lookup xdg's server calls with the client's user name.
 // An unknown user gets a decoy credential instead of an error, so that the
 // exchange goes on to fail at the proof exactly as a wrong password does,
@@ -90,7 +101,7 @@ func (c *Conversation) credential(encoded string) (scram.StoredCredentials, erro
 	cred, err := c.lookup(user)
 	if errors.Is(err, ErrUnknownUser) {
 		c.unknown = true
-		cred = decoyCredential(c.mech, user)
+		cred = decoyCredential(c.mech, user, c.decoyIters)
 	} else if err != nil {
 		c.lookupErr = err
 		return scram.StoredCredentials{}, err
@@ -210,9 +221,9 @@ var decoyKey = func() []byte {
 }()
 
 // decoyCredential stands in for a user who does not exist: its salt is
-// derived from the name under decoyKey, its iteration count is the
-// mechanism's default, and its keys are random, so no proof matches.
-func decoyCredential(mech Mechanism, user string) ScramCredential {
+// derived from the name under decoyKey, its iteration count is iters (0:
+// the mechanism's default), and its keys are random, so no proof matches.
+func decoyCredential(mech Mechanism, user string, iters int) ScramCredential {
 	saltLen := sha256SaltLen
 	keyLen := sha256.Size
 	if mech == ScramSHA1 {
@@ -226,8 +237,11 @@ func decoyCredential(mech Mechanism, user string) ScramCredential {
 	salt := mac.Sum(nil)[:saltLen]
 	keys := make([]byte, 2*keyLen)
 	rand.Read(keys) // never fails (crypto/rand panics instead)
+	if iters == 0 {
+		iters = DefaultIterations(mech)
+	}
 	return ScramCredential{
-		IterationCount: DefaultIterations(mech),
+		IterationCount: iters,
 		Salt:           salt,
 		StoredKey:      keys[:keyLen],
 		ServerKey:      keys[keyLen:],

@@ -325,3 +325,17 @@ func TestConversationLookupError(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+func TestDecoyIterations(t *testing.T) {
+	lookup := users(t, ScramSHA256, nil)
+	for _, tc := range []struct {
+		set  int
+		want string
+	}{{0, ",i=15000"}, {20000, ",i=20000"}} {
+		conv, _ := NewConversation(ScramSHA256, lookup)
+		reply, err := conv.WithDecoyIterations(tc.set).Step([]byte("n,,n=ghost,r=abc"))
+		if err != nil || !bytes.HasSuffix(reply, []byte(tc.want)) {
+			t.Errorf("decoy iterations %d: %q %v", tc.set, reply, err)
+		}
+	}
+}
