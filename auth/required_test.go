@@ -255,6 +255,13 @@ func TestRequired(t *testing.T) {
 		if !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%s %v:\n got %v\nwant %v", tc.cmd, tc.body, got, tc.want)
 		}
+		for _, p := range got {
+			for _, a := range p.Actions {
+				if !IsAction(string(a)) {
+					t.Errorf("%s requires unknown action %q", tc.cmd, a)
+				}
+			}
+		}
 	}
 }
 
