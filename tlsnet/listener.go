@@ -125,6 +125,16 @@ func (c *Conn) Close() error {
 // IsTLS reports whether the connection completed a TLS handshake.
 func (c *Conn) IsTLS() bool { return c.secured.Load() != nil }
 
+// Version names the TLS version negotiated, "" before the handshake has
+// succeeded.
+func (c *Conn) Version() string {
+	tc := c.secured.Load()
+	if tc == nil {
+		return ""
+	}
+	return tls.VersionName(tc.ConnectionState().Version)
+}
+
 func (c *Conn) LocalAddr() net.Addr                { return c.raw.LocalAddr() }
 func (c *Conn) RemoteAddr() net.Addr               { return c.raw.RemoteAddr() }
 func (c *Conn) SetDeadline(t time.Time) error      { return c.raw.SetDeadline(t) }

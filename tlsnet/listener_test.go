@@ -2,12 +2,12 @@ package tlsnet
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"crypto/x509/pkix"
 	"errors"
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +15,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/lethedb/lethe/tlsnet/tlstest"
 )
 
 // testListener serves an Endpoint on 127.0.0.1 and hands over the
@@ -24,10 +26,10 @@ type testListener struct {
 	addr  string
 	conns chan net.Conn
 	logs  *observer.ObservedLogs
-	ca    *testCA
+	ca    *tlstest.CA
 }
 
-func listen(t *testing.T, cfg Config, ca *testCA) *testListener {
+func listen(t *testing.T, cfg Config, ca *tlstest.CA) *testListener {
 	t.Helper()
 	ep, err := New(cfg)
 	if err != nil {
@@ -70,9 +72,7 @@ func (tl *testListener) accept(t *testing.T) net.Conn {
 
 // clientConfig trusts the listener's CA.
 func (tl *testListener) clientConfig() *tls.Config {
-	pool := x509.NewCertPool()
-	pool.AddCert(tl.ca.cert)
-	return &tls.Config{RootCAs: pool, ServerName: "localhost"}
+	return &tls.Config{RootCAs: tl.ca.Pool(), ServerName: "localhost"}
 }
 
 func dial(t *testing.T, addr string) net.Conn {
@@ -130,10 +130,9 @@ func (tl *testListener) tlsDial(t *testing.T, cfg *tls.Config) (*tls.Conn, net.C
 
 func newTestListener(t *testing.T, mode Mode, mutate ...func(*Config)) *testListener {
 	t.Helper()
-	ca := newCA(t, "test CA")
-	cfg := serverFiles(t, t.TempDir(), ca, "server one")
-	cfg.Mode = mode
-	cfg.CAFile = ""
+	ca := tlstest.NewCA(t, "test CA")
+	f := ca.ServerFiles(t, t.TempDir(), "server one")
+	cfg := Config{CertFile: f.Cert, KeyFile: f.Key, Mode: mode}
 	for _, m := range mutate {
 		m(&cfg)
 	}
@@ -148,11 +147,11 @@ func TestReloadSwapsCertificate(t *testing.T) {
 	}
 
 	// A new pair from another CA, to show the CA pool is reread too.
-	ca2 := newCA(t, "second CA")
+	ca2 := tlstest.NewCA(t, "second CA")
 	cfg := tl.ep.Config()
-	c, k := ca2.issue(t, pkix.Name{CommonName: "server two"}, true)
-	writeFile(t, cfg.CertFile, c)
-	writeFile(t, cfg.KeyFile, k)
+	c, k := ca2.Issue(t, pkix.Name{CommonName: "server two"}, true)
+	tlstest.WriteFile(t, cfg.CertFile, c)
+	tlstest.WriteFile(t, cfg.KeyFile, k)
 	if err := tl.ep.Reload(); err != nil {
 		t.Fatalf("reload: %v", err)
 	}
@@ -168,7 +167,7 @@ func TestReloadSwapsCertificate(t *testing.T) {
 func TestFailedReloadKeepsCertificate(t *testing.T) {
 	tl := newTestListener(t, Require)
 	cfg := tl.ep.Config()
-	writeFile(t, cfg.KeyFile, []byte("not a key"))
+	tlstest.WriteFile(t, cfg.KeyFile, []byte("not a key"))
 	if err := tl.ep.Reload(); err == nil || !strings.Contains(err.Error(), "keeping") {
 		t.Fatalf("reload of a broken key: %v", err)
 	}
@@ -183,12 +182,12 @@ func TestFailedReloadKeepsCertificate(t *testing.T) {
 }
 
 func TestFailedReloadOfCAKeepsAll(t *testing.T) {
-	tl := newTestListener(t, Require, func(c *Config) { c.CAFile = c.CertFile[:len(c.CertFile)-len("server.pem")] + "ca.pem" })
+	tl := newTestListener(t, Require, withCA)
 	cfg := tl.ep.Config()
-	c, k := tl.ca.issue(t, pkix.Name{CommonName: "server two"}, true)
-	writeFile(t, cfg.CertFile, c)
-	writeFile(t, cfg.KeyFile, k)
-	writeFile(t, cfg.CAFile, []byte("no PEM here"))
+	c, k := tl.ca.Issue(t, pkix.Name{CommonName: "server two"}, true)
+	tlstest.WriteFile(t, cfg.CertFile, c)
+	tlstest.WriteFile(t, cfg.KeyFile, k)
+	tlstest.WriteFile(t, cfg.CAFile, []byte("no PEM here"))
 	if err := tl.ep.Reload(); err == nil {
 		t.Fatal("reload with an empty CA file succeeded")
 	}
@@ -273,29 +272,29 @@ var clientSubject = pkix.Name{Country: []string{"US"}, Province: []string{"New Y
 
 const clientSubjectString = "CN=client,OU=KernelUser,O=MongoDB,L=New York City,ST=New York,C=US"
 
-func withCA(c *Config) { c.CAFile = c.CertFile[:len(c.CertFile)-len("server.pem")] + "ca.pem" }
+func withCA(c *Config) { c.CAFile = filepath.Join(filepath.Dir(c.CertFile), "ca.pem") }
 
 func TestClientCertificates(t *testing.T) {
 	tl := newTestListener(t, Require, withCA)
 	cfg := tl.clientConfig()
-	cfg.Certificates = []tls.Certificate{tl.ca.clientCert(t, clientSubject)}
+	cfg.Certificates = []tls.Certificate{tl.ca.ClientCert(t, clientSubject)}
 	_, srv := tl.tlsDial(t, cfg)
 	if got, ok := PeerSubject(srv); !ok || got != clientSubjectString {
 		t.Errorf("PeerSubject = %q, %v; want %q", got, ok, clientSubjectString)
 	}
-	if !srv.(*Conn).IsTLS() {
-		t.Error("TLS connection does not report TLS")
+	if !srv.(*Conn).IsTLS() || srv.(*Conn).Version() != "TLS 1.3" {
+		t.Errorf("TLS connection reports TLS %v, version %q", srv.(*Conn).IsTLS(), srv.(*Conn).Version())
 	}
 
 	// Without a certificate, or with one another CA signed, the server
 	// refuses the handshake.
-	other := newCA(t, "other CA")
+	other := tlstest.NewCA(t, "other CA")
 	for name, tc := range map[string]struct {
 		cert *tls.Certificate
 		want string
 	}{
 		"none":     {nil, "didn't provide a certificate"},
-		"other CA": {ptr(other.clientCert(t, clientSubject)), "unknown authority"},
+		"other CA": {ptr(other.ClientCert(t, clientSubject)), "unknown authority"},
 	} {
 		cert := tc.cert
 		cfg := tl.clientConfig()
@@ -321,13 +320,13 @@ func TestAllowConnectionsWithoutCertificates(t *testing.T) {
 		t.Error("a client without a certificate has a peer subject")
 	}
 	cfg := tl.clientConfig()
-	cfg.Certificates = []tls.Certificate{tl.ca.clientCert(t, clientSubject)}
+	cfg.Certificates = []tls.Certificate{tl.ca.ClientCert(t, clientSubject)}
 	if _, srv := tl.tlsDial(t, cfg); !func() bool { s, ok := PeerSubject(srv); return ok && s == clientSubjectString }() {
 		t.Error("a client with a certificate lacks its subject")
 	}
 	// A certificate presented is still verified.
 	cfg = tl.clientConfig()
-	cfg.GetClientCertificate = sendAnyway(ptr(newCA(t, "other CA").clientCert(t, clientSubject)))
+	cfg.GetClientCertificate = sendAnyway(ptr(tlstest.NewCA(t, "other CA").ClientCert(t, clientSubject)))
 	tc := tls.Client(dial(t, tl.addr), cfg)
 	go tc.Write([]byte("x"))
 	if _, err := tl.accept(t).Read(make([]byte, 1)); err == nil || !strings.Contains(err.Error(), "unknown authority") {
