@@ -83,6 +83,11 @@ func (e *Endpoint) load() (*tls.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tls: load certificate %s and key %s: %w", e.cfg.CertFile, e.cfg.KeyFile, err)
 	}
+	if cert.Leaf == nil { // LoadX509KeyPair leaves it nil under GODEBUG=x509keypairleaf=0
+		if cert.Leaf, err = x509.ParseCertificate(cert.Certificate[0]); err != nil {
+			return nil, fmt.Errorf("tls: parse certificate %s: %w", e.cfg.CertFile, err)
+		}
+	}
 	tc := &tls.Config{MinVersion: MinVersion, Certificates: []tls.Certificate{cert}, ClientAuth: tls.NoClientCert}
 	if e.cfg.CAFile != "" {
 		pem, err := os.ReadFile(e.cfg.CAFile)
