@@ -3,8 +3,11 @@ package integration
 import (
 	"crypto/tls"
 	"crypto/x509/pkix"
+	"errors"
+	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lethedb/lethe/tlsnet"
 	"github.com/lethedb/lethe/tlsnet/tlstest"
@@ -123,5 +126,30 @@ func TestTLSMongosh(t *testing.T) {
 		"--eval", "db.runCommand({ping: 1}).ok")
 	if strings.TrimSpace(stdout) != "1" || stderr != "" {
 		t.Errorf("mongosh --tls printed %q, stderr %q", stdout, stderr)
+	}
+}
+
+// TestTLSStalledHandshake: a client that connects and says nothing, or
+// starts a handshake and stops, delays no one else, and is closed after the
+// message timeout like any client that sends no first message.
+func TestTLSStalledHandshake(t *testing.T) {
+	s := newTLS(t, tlsnet.Allow, false, false)
+	ts := startServer(t, withTLS(s.EP), withMessageTimeout(500*time.Millisecond))
+	silent := dialRaw(t, ts)
+	stalled := dialRaw(t, ts)
+	if _, err := stalled.Write([]byte{0x16, 0x03, 0x01}); err != nil { // a handshake record header, cut short
+		t.Fatal(err)
+	}
+	if err := pingWith(t, ts, s.clientTLS()); err != nil {
+		t.Fatalf("TLS client beside stalled ones: %v", err)
+	}
+	for _, c := range []*rawConn{silent, stalled} {
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if _, err := c.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Errorf("stalled connection not closed by the server: %v", err)
+		}
+	}
+	if n := ts.Logs.FilterMessage("closing connection: no message within the message timeout of connecting").Len(); n != 2 {
+		t.Errorf("%d stalled connections logged as timed out, want 2", n)
 	}
 }
