@@ -22,6 +22,9 @@ type Endpoint struct {
 	// certificate with an old CA pool. Handshakes under way and
 	// connections already open keep the one they started with.
 	cur atomic.Pointer[tls.Config]
+	// server is what tls.Server is given, one for all connections: it
+	// hands each handshake cur.
+	server *tls.Config
 }
 
 // New validates cfg and loads its files. A disabled mode has no Endpoint:
@@ -39,6 +42,12 @@ func New(cfg Config) (*Endpoint, error) {
 		return nil, err
 	}
 	e.cur.Store(tc)
+	e.server = &tls.Config{
+		MinVersion: MinVersion,
+		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+			return e.cur.Load(), nil
+		},
+	}
 	return e, nil
 }
 
@@ -66,16 +75,9 @@ func (e *Endpoint) Certificate() *x509.Certificate {
 	return e.cur.Load().Certificates[0].Leaf
 }
 
-// ServerConfig is a configuration for tls.Server that always uses the
-// endpoint's current certificates.
-func (e *Endpoint) ServerConfig() *tls.Config {
-	return &tls.Config{
-		MinVersion: MinVersion,
-		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
-			return e.cur.Load(), nil
-		},
-	}
-}
+// ServerConfig is the configuration for tls.Server that always uses the
+// endpoint's current certificates; it must not be changed.
+func (e *Endpoint) ServerConfig() *tls.Config { return e.server }
 
 // load builds a handshake configuration from the files.
 func (e *Endpoint) load() (*tls.Config, error) {
@@ -88,7 +90,12 @@ func (e *Endpoint) load() (*tls.Config, error) {
 			return nil, fmt.Errorf("tls: parse certificate %s: %w", e.cfg.CertFile, err)
 		}
 	}
-	tc := &tls.Config{MinVersion: MinVersion, Certificates: []tls.Certificate{cert}, ClientAuth: tls.NoClientCert}
+	// No session tickets: a resumed session keeps the client certificate
+	// it was first verified with, and would outlive a reload that drops
+	// the CA which signed it. Drivers keep their connections pooled, so a
+	// full handshake each time costs little.
+	tc := &tls.Config{MinVersion: MinVersion, Certificates: []tls.Certificate{cert}, ClientAuth: tls.NoClientCert,
+		SessionTicketsDisabled: true}
 	if e.cfg.CAFile != "" {
 		pem, err := os.ReadFile(e.cfg.CAFile)
 		if err != nil {

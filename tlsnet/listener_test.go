@@ -359,3 +359,20 @@ func ptr[T any](v T) *T { return &v }
 func sendAnyway(cert *tls.Certificate) func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
 	return func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return cert, nil }
 }
+
+// TestNoSessionResumption: every connection verifies its client afresh, so
+// that a reload dropping a CA cannot be bypassed by resuming a session.
+func TestNoSessionResumption(t *testing.T) {
+	tl := newTestListener(t, Require, withCA)
+	cfg := tl.clientConfig()
+	cfg.Certificates = []tls.Certificate{tl.ca.ClientCert(t, clientSubject)}
+	cfg.ClientSessionCache = tls.NewLRUClientSessionCache(4)
+	for i := range 2 {
+		tc, _ := tl.tlsDial(t, cfg)
+		// A TLS 1.3 ticket arrives after the handshake; the round trip
+		// has read past it.
+		if tc.ConnectionState().DidResume {
+			t.Errorf("connection %d resumed a session", i)
+		}
+	}
+}
