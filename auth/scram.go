@@ -38,7 +38,7 @@ type Conversation struct {
 	lookup   func(user string) (ScramCredential, error)
 	nonceGen func() string // nil: xdg's default, crypto/rand
 
-	decoyIters int // iteration count of the decoy credential, 0 for the default
+	decoy Decoy // what stands in for unknown users
 
 	username   string
 	unknown    bool   // the user did not exist: a decoy credential stood in
@@ -79,12 +79,29 @@ func newConversation(mech Mechanism, lookup func(user string) (ScramCredential, 
 	return c, nil
 }
 
-// WithDecoyIterations sets the iteration count shown for unknown users,
-// which should be the one the server gives new credentials (when not
-// MongoDB's default) so that it does not single them out. Call it before
-// the first Step.
-func (c *Conversation) WithDecoyIterations(n int) *Conversation {
-	c.decoyIters = n
+// Decoy is what a server shows for users that do not exist, kept by the
+// server for its lifetime: Key (NewDecoyKey) derives each unknown name's
+// salt, so that a client asking twice about one name gets the same salt,
+// as it would for a real user, and cannot compute it to tell decoys from
+// real salts; Iterations, when not 0, is the count the server gives new
+// credentials, so that decoys do not stand out by MongoDB's default.
+type Decoy struct {
+	Key        []byte
+	Iterations int
+}
+
+// NewDecoyKey draws a key for Decoy.
+func NewDecoyKey() []byte {
+	k := make([]byte, 32)
+	rand.Read(k) // never fails (crypto/rand panics instead)
+	return k
+}
+
+// WithDecoy sets what stands in for unknown users. Without it, each
+// conversation draws its own key, which lets a client that asks twice
+// tell an unknown user by its changing salt. Call it before the first Step.
+func (c *Conversation) WithDecoy(d Decoy) *Conversation {
+	c.decoy = d
 	return c
 }
 
@@ -101,7 +118,10 @@ func (c *Conversation) credential(encoded string) (scram.StoredCredentials, erro
 	cred, err := c.lookup(user)
 	if errors.Is(err, ErrUnknownUser) {
 		c.unknown = true
-		cred = decoyCredential(c.mech, user, c.decoyIters)
+		if c.decoy.Key == nil {
+			c.decoy.Key = NewDecoyKey()
+		}
+		cred = decoyCredential(c.mech, user, c.decoy)
 	} else if err != nil {
 		c.lookupErr = err
 		return scram.StoredCredentials{}, err
@@ -210,27 +230,19 @@ func (c *Conversation) Mechanism() Mechanism { return c.mech }
 // nothing has failed. It never goes to the client.
 func (c *Conversation) Reason() string { return c.reason }
 
-// decoyKey keys the decoy salts. It is drawn once per process and never
-// changes, like a constant: a client asking twice about the same unknown
-// name gets the same salt, as it would for a real user, and cannot compute
-// it to tell decoys from real salts.
-var decoyKey = func() []byte {
-	k := make([]byte, 32)
-	rand.Read(k) // never fails (crypto/rand panics instead)
-	return k
-}()
-
 // decoyCredential stands in for a user who does not exist: its salt is
-// derived from the name under decoyKey, its iteration count is iters (0:
-// the mechanism's default), and its keys are random, so no proof matches.
-func decoyCredential(mech Mechanism, user string, iters int) ScramCredential {
+// derived from the name under d.Key, its iteration count is d.Iterations
+// (0: the mechanism's default), and its keys are random, so no proof
+// matches.
+func decoyCredential(mech Mechanism, user string, d Decoy) ScramCredential {
+	iters := d.Iterations
 	saltLen := sha256SaltLen
 	keyLen := sha256.Size
 	if mech == ScramSHA1 {
 		saltLen = sha1SaltLen
 		keyLen = 20
 	}
-	mac := hmac.New(sha256.New, decoyKey)
+	mac := hmac.New(sha256.New, d.Key)
 	mac.Write([]byte(mech))
 	mac.Write([]byte{0})
 	mac.Write([]byte(user))

@@ -133,8 +133,10 @@ func TestConversation(t *testing.T) {
 func TestUnknownUserLooksLikeWrongPassword(t *testing.T) {
 	for _, mech := range []Mechanism{ScramSHA1, ScramSHA256} {
 		lookup := users(t, mech, map[string]string{"alice": "secret"})
+		decoy := Decoy{Key: NewDecoyKey()} // the server's, for its lifetime
 		first := func(user string) (string, *Conversation) {
 			conv, _ := NewConversation(mech, lookup)
+			conv.WithDecoy(decoy)
 			client := clientFor(t, mech, user, "wrong")
 			msg, _ := client.Step("")
 			reply, err := conv.Step([]byte(msg))
@@ -333,7 +335,7 @@ func TestDecoyIterations(t *testing.T) {
 		want string
 	}{{0, ",i=15000"}, {20000, ",i=20000"}} {
 		conv, _ := NewConversation(ScramSHA256, lookup)
-		reply, err := conv.WithDecoyIterations(tc.set).Step([]byte("n,,n=ghost,r=abc"))
+		reply, err := conv.WithDecoy(Decoy{Iterations: tc.set}).Step([]byte("n,,n=ghost,r=abc"))
 		if err != nil || !bytes.HasSuffix(reply, []byte(tc.want)) {
 			t.Errorf("decoy iterations %d: %q %v", tc.set, reply, err)
 		}
