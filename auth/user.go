@@ -1,10 +1,12 @@
 package auth
 
 import (
+	"crypto/rand"
 	"encoding/base64"
 	"fmt"
 	"slices"
 
+	"github.com/xdg-go/scram"
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/lethedb/lethe/engine/mongoerr"
@@ -22,6 +24,20 @@ import (
 //	 roles: [{role, db}], authenticationRestrictions?}
 //
 // Salts and keys are base64 strings, as MongoDB keeps them.
+
+// NewScramSHA1CredentialFromDigest is NewScramCredential for SCRAM-SHA-1
+// when the client has already digested the password (createUser's
+// digestPassword: false): digest is the hex MD5 of "user:mongo:password".
+func NewScramSHA1CredentialFromDigest(user, digest string, iterations int) (ScramCredential, error) {
+	if iterations == 0 {
+		iterations = DefaultSHA1Iterations
+	}
+	salt := make([]byte, sha1SaltLen)
+	if _, err := rand.Read(salt); err != nil {
+		return ScramCredential{}, fmt.Errorf("auth: salt for %s: %w", ScramSHA1, err)
+	}
+	return deriveCredential(scram.SHA1, user, digest, salt, iterations)
+}
 
 // String is the role's name as MongoDB writes it in messages, "role@db".
 func (r RoleName) String() string { return r.Role + "@" + r.DB }
@@ -53,11 +69,11 @@ func MarshalUser(u *User) bson.Raw {
 		// MongoDB stores {"external": true} for users of $external.
 		doc = append(doc, bson.E{Key: "credentials", Value: bson.D{{Key: "external", Value: true}}})
 	}
+	if u.AuthenticationRestrictions != nil {
+		doc = append(doc, bson.E{Key: "authenticationRestrictions", Value: ArrayValue(u.AuthenticationRestrictions)})
+	}
 	if u.CustomData != nil {
 		doc = append(doc, bson.E{Key: "customData", Value: u.CustomData})
-	}
-	if u.AuthenticationRestrictions != nil {
-		doc = append(doc, bson.E{Key: "authenticationRestrictions", Value: bson.RawArray(u.AuthenticationRestrictions)})
 	}
 	doc = append(doc, bson.E{Key: "roles", Value: RoleNamesArray(u.Roles)})
 	return mustMarshal(doc)
@@ -167,7 +183,7 @@ func MarshalRole(r *Role) bson.Raw {
 		{Key: "roles", Value: RoleNamesArray(r.Roles)},
 	}
 	if r.AuthenticationRestrictions != nil {
-		doc = append(doc, bson.E{Key: "authenticationRestrictions", Value: bson.RawArray(r.AuthenticationRestrictions)})
+		doc = append(doc, bson.E{Key: "authenticationRestrictions", Value: ArrayValue(r.AuthenticationRestrictions)})
 	}
 	return mustMarshal(doc)
 }
@@ -407,6 +423,12 @@ func RoleNamesArray(names []RoleName) bson.A {
 		arr = append(arr, bson.D{{Key: "role", Value: n.Role}, {Key: "db", Value: n.DB}})
 	}
 	return arr
+}
+
+// ArrayValue wraps the bytes of a BSON array as a value to marshal: the
+// bson package would take bare bytes for binary data.
+func ArrayValue(arr bson.Raw) bson.RawValue {
+	return bson.RawValue{Type: bson.TypeArray, Value: arr}
 }
 
 func stringField(doc bson.Raw, name string) (string, error) {

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/xdg-go/scram"
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/lethedb/lethe/engine/mongoerr"
@@ -21,12 +22,13 @@ func TestUserDocumentShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	u := &User{
-		UserID:      bson.Binary{Subtype: 4, Data: bytes.Repeat([]byte{7}, 16)},
-		Name:        "alice",
-		DB:          "test",
-		Credentials: map[Mechanism]ScramCredential{ScramSHA1: c1, ScramSHA256: c256},
-		Roles:       []RoleName{{"readWrite", "test"}, {"read", "reporting"}},
-		CustomData:  mustMarshal(bson.D{{Key: "employee", Value: int32(12)}}),
+		UserID:                     bson.Binary{Subtype: 4, Data: bytes.Repeat([]byte{7}, 16)},
+		Name:                       "alice",
+		DB:                         "test",
+		Credentials:                map[Mechanism]ScramCredential{ScramSHA1: c1, ScramSHA256: c256},
+		Roles:                      []RoleName{{"readWrite", "test"}, {"read", "reporting"}},
+		CustomData:                 mustMarshal(bson.D{{Key: "employee", Value: int32(12)}}),
+		AuthenticationRestrictions: bson.Raw(mustMarshal(bson.D{{Key: "0", Value: bson.D{{Key: "clientSource", Value: bson.A{"127.0.0.1"}}}}})),
 	}
 	raw := MarshalUser(u)
 	// The keys MongoDB's user documents have, in its order.
@@ -35,8 +37,11 @@ func TestUserDocumentShape(t *testing.T) {
 	for _, e := range elems {
 		keys = append(keys, e.Key())
 	}
-	if want := []string{"_id", "userId", "user", "db", "credentials", "customData", "roles"}; !reflect.DeepEqual(keys, want) {
+	if want := []string{"_id", "userId", "user", "db", "credentials", "authenticationRestrictions", "customData", "roles"}; !reflect.DeepEqual(keys, want) {
 		t.Fatalf("keys %v, want %v", keys, want)
+	}
+	if got, _ := raw.Lookup("authenticationRestrictions", "0", "clientSource", "0").StringValueOK(); got != "127.0.0.1" {
+		t.Errorf("authenticationRestrictions %s", raw.Lookup("authenticationRestrictions"))
 	}
 	if id := raw.Lookup("_id").StringValue(); id != "test.alice" {
 		t.Errorf("_id %q", id)
@@ -148,5 +153,25 @@ func TestParsePrivilegesRefusesMalformed(t *testing.T) {
 		if _, err := ParsePrivileges(rawValue(t, arg)); mongoerr.CodeOf(err) != mongoerr.FailedToParse {
 			t.Errorf("%s: err %v, want FailedToParse", name, err)
 		}
+	}
+}
+
+// A client-digested SCRAM-SHA-1 password gives the keys of the password
+// digested here, under a fresh salt.
+func TestScramSHA1FromDigest(t *testing.T) {
+	digest := mongoPasswordDigest("user", "pencil")
+	got, err := NewScramSHA1CredentialFromDigest("user", digest, 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Salt) != sha1SaltLen || got.IterationCount != 4096 {
+		t.Fatalf("salt %d bytes, %d iterations", len(got.Salt), got.IterationCount)
+	}
+	want, err := deriveCredential(scram.SHA1, "user", digest, got.Salt, 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(want.StoredKey, got.StoredKey) || !bytes.Equal(want.ServerKey, got.ServerKey) {
+		t.Error("keys differ from those of the password")
 	}
 }

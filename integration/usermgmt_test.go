@@ -133,6 +133,7 @@ func TestUserMgmtCreateUserErrors(t *testing.T) {
 		"no roles":             {"test", user(pwd), 40414},
 		"pwd on $external":     {"$external", user(pwd, noRoles), 2},
 		"local":                {"local", user(pwd, noRoles), 2},
+		"NUL in name":          {"test", bson.D{{Key: "createUser", Value: "a\x00b"}, pwd, noRoles}, 2},
 		"unknown role":         {"test", user(pwd, bson.E{Key: "roles", Value: bson.A{"nosuch"}}), 31},
 		"admin role elsewhere": {"test", user(pwd, bson.E{Key: "roles", Value: bson.A{"root"}}), 31},
 		"bad role entry":       {"test", user(pwd, bson.E{Key: "roles", Value: bson.A{int32(1)}}), 2},
@@ -158,6 +159,47 @@ func TestUserMgmtCreateUserErrors(t *testing.T) {
 	}
 	if got := u.Lookup("mechanisms").String(); got != `["SCRAM-SHA-256"]` {
 		t.Errorf("mechanisms %s", got)
+	}
+
+	// A password the client digested (hex MD5 of "user:mongo:pwd") is
+	// accepted for SCRAM-SHA-1 alone.
+	run(t, test, bson.D{{Key: "createUser", Value: "legacy"}, {Key: "pwd", Value: "0b4b0fb4c6b1a5bd93d1b9b4d3a6c1c3"}, noRoles,
+		{Key: "mechanisms", Value: bson.A{"SCRAM-SHA-1"}}, {Key: "digestPassword", Value: false}})
+	u = usersOf(t, run(t, test, bson.D{{Key: "usersInfo", Value: "legacy"}}))[0]
+	if got := u.Lookup("mechanisms").String(); got != `["SCRAM-SHA-1"]` {
+		t.Errorf("mechanisms of a client-digested password %s", got)
+	}
+
+	// Empty authenticationRestrictions are not stored; given ones are, and
+	// usersInfo shows them only when asked.
+	run(t, test, bson.D{{Key: "createUser", Value: "r1"}, pwd, noRoles, {Key: "authenticationRestrictions", Value: bson.A{}}})
+	restricted := bson.A{bson.D{{Key: "clientSource", Value: bson.A{"127.0.0.1"}}}}
+	run(t, test, bson.D{{Key: "createUser", Value: "r2"}, pwd, noRoles, {Key: "authenticationRestrictions", Value: restricted}})
+	users := ts.Client.Database("admin").Collection("system.users")
+	for name, want := range map[string]bool{"test.r1": false, "test.r2": true} {
+		doc, err := users.FindOne(context.Background(), bson.D{{Key: "_id", Value: name}}).Raw()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := doc.LookupErr("authenticationRestrictions"); (err == nil) != want {
+			t.Errorf("%s: authenticationRestrictions stored %v, want %v", name, err == nil, want)
+		}
+	}
+	u = usersOf(t, run(t, test, bson.D{{Key: "usersInfo", Value: "r2"}}))[0]
+	if _, err := u.LookupErr("authenticationRestrictions"); err == nil {
+		t.Errorf("authenticationRestrictions shown unasked: %s", u)
+	}
+	u = usersOf(t, run(t, test, bson.D{{Key: "usersInfo", Value: "r2"}, {Key: "showAuthenticationRestrictions", Value: true}}))[0]
+	if got, _ := u.Lookup("authenticationRestrictions", "0", "clientSource", "0").StringValueOK(); got != "127.0.0.1" {
+		t.Errorf("showAuthenticationRestrictions: %s", u)
+	}
+	run(t, test, bson.D{{Key: "updateUser", Value: "r2"}, {Key: "authenticationRestrictions", Value: bson.A{}}})
+	doc, err := users.FindOne(context.Background(), bson.D{{Key: "_id", Value: "test.r2"}}).Raw()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := doc.LookupErr("authenticationRestrictions"); err == nil {
+		t.Errorf("updateUser with [] kept the restrictions: %s", doc)
 	}
 }
 
@@ -331,8 +373,10 @@ func TestUserMgmtRoles(t *testing.T) {
 		"bad privilege":  {bson.D{{Key: "createRole", Value: "x"}, {Key: "privileges", Value: bson.A{bson.D{{Key: "actions", Value: bson.A{"find"}}}}}, {Key: "roles", Value: bson.A{}}}, 9},
 		"update missing": {bson.D{{Key: "updateRole", Value: "nosuch"}, {Key: "roles", Value: bson.A{}}}, 31},
 		"update nothing": {bson.D{{Key: "updateRole", Value: "clerk"}}, 2},
-		"update builtin": {bson.D{{Key: "updateRole", Value: "read"}, {Key: "roles", Value: bson.A{}}}, 49},
-		"cycle":          {bson.D{{Key: "grantRolesToRole", Value: "orderReader"}, {Key: "roles", Value: bson.A{"clerk"}}}, 5},
+		"update builtin": {bson.D{{Key: "updateRole", Value: "read"}, {Key: "roles", Value: bson.A{}}}, 31},
+		"grant builtin":  {bson.D{{Key: "grantRolesToRole", Value: "read"}, {Key: "roles", Value: bson.A{"clerk"}}}, 2},
+		"drop builtin":   {bson.D{{Key: "dropRole", Value: "read"}}, 2},
+		"cycle":          {bson.D{{Key: "grantRolesToRole", Value: "orderReader"}, {Key: "roles", Value: bson.A{"clerk"}}}, 49},
 		"itself":         {bson.D{{Key: "grantRolesToRole", Value: "clerk"}, {Key: "roles", Value: bson.A{"clerk"}}}, 49},
 		"drop missing":   {bson.D{{Key: "dropRole", Value: "nosuch"}}, 31},
 		"grant none":     {bson.D{{Key: "grantPrivilegesToRole", Value: "clerk"}, {Key: "privileges", Value: bson.A{}}}, 2},

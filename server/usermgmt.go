@@ -190,11 +190,15 @@ func roleArg(cmd, field string, v bson.RawValue, db string) ([]auth.RoleName, er
 	return auth.ParseRoleNames(v, db)
 }
 
-// restrictionsArg parses authenticationRestrictions, kept as given.
+// restrictionsArg parses authenticationRestrictions, kept as given; an
+// empty array is nil, which MongoDB does not store.
 func restrictionsArg(cmd string, v bson.RawValue) (bson.Raw, error) {
 	arr, err := argArray(cmd, "authenticationRestrictions", v)
 	if err != nil {
 		return nil, err
+	}
+	if vals, _ := arr.Values(); len(vals) == 0 {
+		return nil, nil
 	}
 	return bson.Raw(slices.Clone(arr)), nil
 }

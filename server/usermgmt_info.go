@@ -196,7 +196,7 @@ func (s *Server) userInfo(ctx context.Context, doc bson.Raw, showCredentials, sh
 func restrictionsArray(rs []bson.Raw) bson.A {
 	arr := make(bson.A, 0, len(rs))
 	for _, r := range rs {
-		arr = append(arr, bson.RawArray(r))
+		arr = append(arr, auth.ArrayValue(r))
 	}
 	return arr
 }
@@ -297,7 +297,7 @@ func (s *Server) roleInfo(ctx context.Context, r *auth.Role, showPrivileges, sho
 	if showRestrictions {
 		own := bson.A{}
 		if r.AuthenticationRestrictions != nil {
-			own = bson.A{bson.RawArray(r.AuthenticationRestrictions)}
+			own = bson.A{auth.ArrayValue(r.AuthenticationRestrictions)}
 		}
 		out = append(out,
 			bson.E{Key: "authenticationRestrictions", Value: own},

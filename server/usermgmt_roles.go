@@ -19,6 +19,7 @@ type roleArgs struct {
 	hasPrivileges, hasRoles bool
 	roles                   []auth.RoleName
 	restrictions            bson.Raw
+	hasRestrictions         bool
 }
 
 func parseRoleArgs(cmd string, req *Request) (roleArgs, error) {
@@ -40,6 +41,7 @@ func parseRoleArgs(cmd string, req *Request) (roleArgs, error) {
 			a.hasRoles = true
 		case "authenticationRestrictions":
 			a.restrictions, err = restrictionsArg(cmd, v)
+			a.hasRestrictions = true
 		default:
 			err = unknownField(cmd, key)
 		}
@@ -72,18 +74,28 @@ func checkRoleContents(db string, privs []auth.Privilege, roles []auth.RoleName)
 	return nil
 }
 
-// checkNoCycle refuses giving role the roles sub when one of them is role
-// or inherits it.
-func (s *Server) checkNoCycle(ctx context.Context, role auth.RoleName, sub []auth.RoleName) error {
-	if slices.Contains(sub, role) {
-		return mongoerr.New(mongoerr.InvalidRoleModification, "Cannot grant role %s to itself.", role)
+// checkGrantRoles is MongoDB's checkOkayToGrantRolesToRole: role may not
+// inherit itself, a role outside admin only roles of its own database, and
+// the roles must exist and not lead back to role.
+func (s *Server) checkGrantRoles(ctx context.Context, role auth.RoleName, sub []auth.RoleName) error {
+	for _, r := range sub {
+		if r == role {
+			return mongoerr.New(mongoerr.InvalidRoleModification, "Cannot grant role %s to itself.", role)
+		}
+	}
+	if err := checkRoleContents(role.DB, nil, sub); err != nil {
+		return err
+	}
+	if err := s.checkRolesExist(ctx, sub); err != nil {
+		me, _ := mongoerr.As(err)
+		return mongoerr.New(me.Code, "Cannot grant roles to '%s': %s", role, me.Msg)
 	}
 	res, err := s.resolveRoles(ctx, sub)
 	if err != nil {
 		return err
 	}
 	if slices.Contains(res.roles, role) {
-		return mongoerr.New(mongoerr.GraphContainsCycle, "Granting roles to %s would introduce a cycle in the role graph", role)
+		return mongoerr.New(mongoerr.InvalidRoleModification, "Granting roles to %s would introduce a cycle in the role graph", role)
 	}
 	return nil
 }
@@ -102,24 +114,23 @@ func (s *Server) createRole(ctx context.Context, req *Request) (bson.Raw, error)
 		return nil, missingField(cmd, "roles")
 	case a.name == "":
 		return nil, mongoerr.New(mongoerr.BadValue, "Role name must be non-empty")
+	case req.DB == "local":
+		return nil, mongoerr.New(mongoerr.BadValue, "Cannot create roles in the local database")
 	case req.DB == auth.ExternalDB:
 		return nil, mongoerr.New(mongoerr.BadValue, "Cannot create roles in the $external database")
 	case isBuiltinRole(name):
 		return nil, mongoerr.New(mongoerr.BadValue, "Cannot create roles with the same name as a built-in role")
 	}
-	if err := checkRoleContents(req.DB, a.privileges, a.roles); err != nil {
+	if err := s.checkGrantRoles(ctx, name, a.roles); err != nil {
+		return nil, err
+	}
+	if err := checkRoleContents(req.DB, a.privileges, nil); err != nil {
 		return nil, err
 	}
 	if existing, err := s.authStore().Role(ctx, name.DB, name.Role); err != nil {
 		return nil, err
 	} else if existing != nil {
 		return nil, mongoerr.New(codeRoleExists, "Role \"%s\" already exists", name)
-	}
-	if slices.Contains(a.roles, name) {
-		return nil, mongoerr.New(mongoerr.InvalidRoleModification, "Cannot grant role %s to itself.", name)
-	}
-	if err := s.checkRolesExist(ctx, a.roles); err != nil {
-		return nil, err
 	}
 	r := &auth.Role{Name: a.name, DB: req.DB, Privileges: mergePrivileges(nil, a.privileges), Roles: addRoleNames(nil, a.roles),
 		AuthenticationRestrictions: a.restrictions}
@@ -139,22 +150,26 @@ func (s *Server) createRole(ctx context.Context, req *Request) (bson.Raw, error)
 	return okReply()
 }
 
-// storedRole returns the user-defined role name of db: RoleNotFound if
-// there is none, InvalidRoleModification for a built-in role, which no
-// command changes.
+// storedRole returns the user-defined role name of db, RoleNotFound if
+// there is none.
 func (s *Server) storedRole(ctx context.Context, db, name string) (*auth.Role, error) {
-	n := auth.RoleName{Role: name, DB: db}
-	if isBuiltinRole(n) {
-		return nil, mongoerr.New(mongoerr.InvalidRoleModification, "Cannot modify built-in role: %s", n)
-	}
 	r, err := s.authStore().Role(ctx, db, name)
 	if err != nil {
 		return nil, err
 	}
 	if r == nil {
-		return nil, mongoerr.New(mongoerr.RoleNotFound, "Role %s not found", n)
+		return nil, mongoerr.New(mongoerr.RoleNotFound, "Could not find role: %s@%s", name, db)
 	}
 	return r, nil
+}
+
+// modifiableRole is storedRole for the commands that change a role, which
+// refuse built-in roles first.
+func (s *Server) modifiableRole(ctx context.Context, db, name string) (*auth.Role, error) {
+	if n := (auth.RoleName{Role: name, DB: db}); isBuiltinRole(n) {
+		return nil, mongoerr.New(mongoerr.BadValue, "%s is a built-in role and cannot be modified", n)
+	}
+	return s.storedRole(ctx, db, name)
 }
 
 // saveRole replaces r's document.
@@ -172,29 +187,27 @@ func (s *Server) updateRole(ctx context.Context, req *Request) (bson.Raw, error)
 	if err != nil {
 		return nil, err
 	}
-	if !a.hasPrivileges && !a.hasRoles && a.restrictions == nil {
+	if !a.hasPrivileges && !a.hasRoles && !a.hasRestrictions {
 		return nil, mongoerr.New(mongoerr.BadValue, "Must specify at least one field to update in updateRole")
 	}
+	// A built-in role has no document: RoleNotFound, as in MongoDB.
 	r, err := s.storedRole(ctx, req.DB, a.name)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkRoleContents(req.DB, a.privileges, a.roles); err != nil {
-		return nil, err
-	}
 	if a.hasRoles {
-		if err := s.checkRolesExist(ctx, a.roles); err != nil {
-			return nil, err
-		}
-		if err := s.checkNoCycle(ctx, auth.RoleName{Role: r.Name, DB: r.DB}, a.roles); err != nil {
+		if err := s.checkGrantRoles(ctx, auth.RoleName{Role: r.Name, DB: r.DB}, a.roles); err != nil {
 			return nil, err
 		}
 		r.Roles = addRoleNames(nil, a.roles)
 	}
+	if err := checkRoleContents(req.DB, a.privileges, nil); err != nil {
+		return nil, err
+	}
 	if a.hasPrivileges {
 		r.Privileges = mergePrivileges(nil, a.privileges)
 	}
-	if a.restrictions != nil {
+	if a.hasRestrictions {
 		r.AuthenticationRestrictions = a.restrictions
 	}
 	if err := s.saveRole(ctx, r); err != nil {
@@ -212,7 +225,7 @@ func (s *Server) dropRole(ctx context.Context, req *Request) (bson.Raw, error) {
 	for key := range cmdArgs(req.Body) {
 		return nil, unknownField(cmd, key)
 	}
-	if _, err := s.storedRole(ctx, req.DB, name); err != nil {
+	if _, err := s.modifiableRole(ctx, req.DB, name); err != nil {
 		return nil, err
 	}
 	// As MongoDB, first take the role from every user and role holding it.
@@ -284,7 +297,7 @@ func (s *Server) changeRolePrivileges(ctx context.Context, req *Request, cmd str
 	if len(privs) == 0 {
 		return nil, mongoerr.New(mongoerr.BadValue, "%s command requires a non-empty \"privileges\" array", cmd)
 	}
-	r, err := s.storedRole(ctx, req.DB, name)
+	r, err := s.modifiableRole(ctx, req.DB, name)
 	if err != nil {
 		return nil, err
 	}
@@ -317,17 +330,14 @@ func (s *Server) grantRolesToRole(ctx context.Context, req *Request) (bson.Raw, 
 	if err != nil {
 		return nil, err
 	}
+	if n := (auth.RoleName{Role: name, DB: req.DB}); isBuiltinRole(n) {
+		return nil, mongoerr.New(mongoerr.BadValue, "%s is a built-in role and cannot be modified", n)
+	}
+	if err := s.checkGrantRoles(ctx, auth.RoleName{Role: name, DB: req.DB}, roles); err != nil {
+		return nil, err
+	}
 	r, err := s.storedRole(ctx, req.DB, name)
 	if err != nil {
-		return nil, err
-	}
-	if err := checkRoleContents(req.DB, nil, roles); err != nil {
-		return nil, err
-	}
-	if err := s.checkRolesExist(ctx, roles); err != nil {
-		return nil, err
-	}
-	if err := s.checkNoCycle(ctx, auth.RoleName{Role: r.Name, DB: r.DB}, roles); err != nil {
 		return nil, err
 	}
 	r.Roles = addRoleNames(r.Roles, roles)
@@ -343,13 +353,12 @@ func (s *Server) revokeRolesFromRole(ctx context.Context, req *Request) (bson.Ra
 	if err != nil {
 		return nil, err
 	}
-	r, err := s.storedRole(ctx, req.DB, name)
+	r, err := s.modifiableRole(ctx, req.DB, name)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.checkRolesExist(ctx, roles); err != nil {
-		return nil, err
-	}
+	// Unlike revokeRolesFromUser, MongoDB does not check that the revoked
+	// roles exist.
 	r.Roles = removeRoleNames(r.Roles, roles)
 	if err := s.saveRole(ctx, r); err != nil {
 		return nil, err

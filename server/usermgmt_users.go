@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"slices"
+	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -13,15 +14,18 @@ import (
 
 // userArgs are the fields createUser and updateUser share.
 type userArgs struct {
-	name           string
-	pwd            *string
-	customData     bson.Raw
-	roles          []auth.RoleName
-	hasRoles       bool
-	restrictions   bson.Raw
-	mechanisms     []auth.Mechanism
-	hasMechanisms  bool
-	digestPassword bool
+	name       string
+	pwd        *string
+	customData bson.Raw
+	roles      []auth.RoleName
+	hasRoles   bool
+	// restrictions is nil for an empty array, which createUser stores as
+	// none and updateUser takes as removing them.
+	restrictions    bson.Raw
+	hasRestrictions bool
+	mechanisms      []auth.Mechanism
+	hasMechanisms   bool
+	digestPassword  bool
 }
 
 func parseUserArgs(cmd string, req *Request) (userArgs, error) {
@@ -44,6 +48,7 @@ func parseUserArgs(cmd string, req *Request) (userArgs, error) {
 			a.hasRoles = true
 		case "authenticationRestrictions":
 			a.restrictions, err = restrictionsArg(cmd, v)
+			a.hasRestrictions = true
 		case "mechanisms":
 			a.mechanisms, err = mechanismsArg(cmd, v)
 			a.hasMechanisms = true
@@ -87,7 +92,8 @@ func mechanismsArg(cmd string, v bson.RawValue) ([]auth.Mechanism, error) {
 }
 
 // credentials derives the SCRAM credentials of a password for mechs (both
-// SCRAM mechanisms when none is named).
+// SCRAM mechanisms when none is named). Without digest the client has
+// digested the password itself, which only SCRAM-SHA-1 runs over.
 func (s *Server) credentials(name, pwd string, mechs []auth.Mechanism, digest bool) (map[auth.Mechanism]auth.ScramCredential, error) {
 	if pwd == "" {
 		return nil, mongoerr.New(mongoerr.BadValue, "Password cannot be empty")
@@ -95,23 +101,23 @@ func (s *Server) credentials(name, pwd string, mechs []auth.Mechanism, digest bo
 	if len(mechs) == 0 {
 		mechs = []auth.Mechanism{auth.ScramSHA1, auth.ScramSHA256}
 	}
-	if !digest {
-		// The client would have digested the password itself: SCRAM-SHA-256
-		// cannot run over such a digest, and Lethe derives SCRAM-SHA-1
-		// credentials only from the password.
-		if slices.Contains(mechs, auth.ScramSHA256) {
-			return nil, mongoerr.New(mongoerr.BadValue, "Use of SCRAM-SHA-256 requires undigested passwords")
-		}
-		return nil, mongoerr.New(mongoerr.BadValue, "Lethe does not accept passwords digested by the client (digestPassword: false)")
+	if !digest && slices.Contains(mechs, auth.ScramSHA256) {
+		return nil, mongoerr.New(mongoerr.BadValue, "Use of SCRAM-SHA-256 requires undigested passwords")
 	}
 	creds := map[auth.Mechanism]auth.ScramCredential{}
 	for _, m := range mechs {
-		iters := s.cfg.ScramSHA1Iterations
-		if m == auth.ScramSHA256 {
-			iters = s.cfg.ScramSHA256Iterations
+		var c auth.ScramCredential
+		var err error
+		switch {
+		case m == auth.ScramSHA1 && !digest:
+			c, err = auth.NewScramSHA1CredentialFromDigest(name, pwd, s.cfg.ScramSHA1Iterations)
+		case m == auth.ScramSHA1:
+			c, err = auth.NewScramCredential(m, name, pwd, s.cfg.ScramSHA1Iterations)
+		default:
+			c, err = auth.NewScramCredential(m, name, pwd, s.cfg.ScramSHA256Iterations)
 		}
-		c, err := auth.NewScramCredential(m, name, pwd, iters)
 		if err != nil {
+			// SASLprep refused the password; the error never holds it.
 			return nil, mongoerr.New(mongoerr.BadValue, "Error preparing password for %s: %v", m, err)
 		}
 		creds[m] = c
@@ -127,16 +133,18 @@ func (s *Server) createUser(ctx context.Context, req *Request) (bson.Raw, error)
 	switch {
 	case !a.hasRoles:
 		return nil, missingField("createUser", "roles")
-	case a.name == "":
-		return nil, mongoerr.New(mongoerr.BadValue, "User name must not be empty")
 	case req.DB == "local":
 		return nil, mongoerr.New(mongoerr.BadValue, "Cannot create users in the local database")
+	case strings.ContainsRune(a.name, 0):
+		return nil, mongoerr.New(mongoerr.BadValue, "Username cannot contain NULL characters")
 	case a.pwd == nil && req.DB != auth.ExternalDB:
 		return nil, mongoerr.New(mongoerr.BadValue, "Must provide a 'pwd' field for all user documents, except those with '$external' as the user's source db")
 	case a.pwd != nil && req.DB == auth.ExternalDB:
 		return nil, mongoerr.New(mongoerr.BadValue, "Cannot set the password for users defined on the '$external' database")
+	case a.name == "":
+		return nil, mongoerr.New(mongoerr.BadValue, "User document needs 'user' field to be non-empty")
 	}
-	u := &auth.User{Name: a.name, DB: req.DB, Roles: a.roles, CustomData: a.customData, AuthenticationRestrictions: a.restrictions}
+	u := &auth.User{Name: a.name, DB: req.DB, Roles: addRoleNames(nil, a.roles), CustomData: a.customData, AuthenticationRestrictions: a.restrictions}
 	if a.pwd != nil {
 		if u.Credentials, err = s.credentials(a.name, *a.pwd, a.mechanisms, a.digestPassword); err != nil {
 			return nil, err
@@ -194,7 +202,7 @@ func (s *Server) updateUser(ctx context.Context, req *Request) (bson.Raw, error)
 	if err != nil {
 		return nil, err
 	}
-	if a.pwd == nil && a.customData == nil && !a.hasRoles && a.restrictions == nil && !a.hasMechanisms {
+	if a.pwd == nil && a.customData == nil && !a.hasRoles && !a.hasRestrictions && !a.hasMechanisms {
 		return nil, mongoerr.New(mongoerr.BadValue, "Must specify at least one field to update in updateUser")
 	}
 	if a.pwd != nil && req.DB == auth.ExternalDB {
@@ -226,14 +234,14 @@ func (s *Server) updateUser(ctx context.Context, req *Request) (bson.Raw, error)
 	if a.customData != nil {
 		u.CustomData = a.customData
 	}
-	if a.restrictions != nil {
+	if a.hasRestrictions {
 		u.AuthenticationRestrictions = a.restrictions
 	}
 	if a.hasRoles {
 		if err := s.checkRolesExist(ctx, a.roles); err != nil {
 			return nil, err
 		}
-		u.Roles = a.roles
+		u.Roles = addRoleNames(nil, a.roles)
 	}
 	if err := s.saveUser(ctx, u); err != nil {
 		return nil, err
@@ -285,9 +293,12 @@ func (s *Server) changeUserRoles(ctx context.Context, req *Request, cmd string, 
 	if err != nil {
 		return nil, err
 	}
-	u, err := s.storedUser(ctx, req.DB, name)
+	u, err := s.authStore().User(ctx, req.DB, name)
 	if err != nil {
 		return nil, err
+	}
+	if u == nil {
+		return nil, mongoerr.New(mongoerr.UserNotFound, "Could not find user \"%s\" for db \"%s\"", name, req.DB)
 	}
 	if err := s.checkRolesExist(ctx, roles); err != nil {
 		return nil, err
