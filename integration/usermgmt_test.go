@@ -269,9 +269,19 @@ func TestUserMgmtUsersInfoForms(t *testing.T) {
 		t.Errorf("filter: %v", got)
 	}
 	wantCode(t, runErr(test, bson.D{{Key: "usersInfo", Value: 1}, {Key: "showPrivileges", Value: true}}), 20)
+	wantCode(t, runErr(test, bson.D{{Key: "usersInfo", Value: "bob"}, {Key: "showPrivileges", Value: true}, {Key: "filter", Value: bson.D{}}}), 20)
 	u = usersOf(t, run(t, test, bson.D{{Key: "usersInfo", Value: "bob"}, {Key: "showPrivileges", Value: true}}))[0]
 	if got := roleNames(t, u.Lookup("inheritedRoles")); !slices.Equal(got, []string{"read@test"}) {
 		t.Errorf("inheritedRoles %v", got)
+	}
+	// With details, mechanisms take the credentials' place.
+	var keys []string
+	elems, _ := u.Elements()
+	for _, e := range elems {
+		keys = append(keys, e.Key())
+	}
+	if want := []string{"_id", "userId", "user", "db", "mechanisms", "customData", "roles", "inheritedRoles", "inheritedPrivileges", "inheritedAuthenticationRestrictions"}; !slices.Equal(keys, want) {
+		t.Errorf("usersInfo showPrivileges keys %v, want %v", keys, want)
 	}
 	wantCode(t, runErr(test, bson.D{{Key: "usersInfo", Value: true}}), 2)
 }
@@ -400,6 +410,17 @@ func TestUserMgmtRoles(t *testing.T) {
 	}
 	if got := clerk.Lookup("inheritedPrivileges", "0", "actions").String(); got != `["find"]` {
 		t.Errorf("inheritedPrivileges %s", clerk.Lookup("inheritedPrivileges"))
+	}
+	// MongoDB's shape of a named role: the stored fields, without
+	// privileges unless asked, what it inherits, then isBuiltin.
+	var keys []string
+	plain := docsOf(t, run(t, test, bson.D{{Key: "rolesInfo", Value: "clerk"}, {Key: "showAuthenticationRestrictions", Value: true}}), "roles")[0]
+	elems, _ := plain.Elements()
+	for _, e := range elems {
+		keys = append(keys, e.Key())
+	}
+	if want := []string{"_id", "role", "db", "roles", "authenticationRestrictions", "inheritedRoles", "inheritedAuthenticationRestrictions", "isBuiltin"}; !slices.Equal(keys, want) {
+		t.Errorf("rolesInfo keys %v, want %v", keys, want)
 	}
 	all := docsOf(t, run(t, test, bson.D{{Key: "rolesInfo", Value: 1}}), "roles")
 	if len(all) != 2 {

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"slices"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -109,7 +108,7 @@ func (s *Server) usersInfo(ctx context.Context, req *Request) (bson.Raw, error) 
 			return nil, err
 		}
 	}
-	if (showPrivileges || showRestrictions) && (target.all || target.allDBs) {
+	if (showPrivileges || showRestrictions) && (target.all || target.allDBs || filter != nil) {
 		return nil, mongoerr.New(mongoerr.IllegalOperation, "Privilege or restriction details require exact-match usersInfo queries.")
 	}
 	query := target.filter(req.DB)
@@ -131,16 +130,22 @@ func (s *Server) usersInfo(ctx context.Context, req *Request) (bson.Raw, error) 
 	return okReply(bson.E{Key: "users", Value: users})
 }
 
-// userInfo is one entry of usersInfo's reply: the stored document without
-// what was not asked for, then the mechanisms the user has credentials
-// for and, with showPrivileges, what its roles grant.
+// userInfo is one entry of usersInfo's reply, as MongoDB builds it. Without
+// showPrivileges or showAuthenticationRestrictions: the stored document
+// without credentials (unless showCredentials), customData (unless
+// showCustomData) and authenticationRestrictions, then the names of the
+// mechanisms it has credentials for. With either: the mechanisms in the
+// credentials' place, the restrictions only when asked (an empty array
+// when there are none), then what the user's roles grant.
 func (s *Server) userInfo(ctx context.Context, doc bson.Raw, showCredentials, showCustomData, showPrivileges, showRestrictions bool) (bson.D, error) {
+	detailed := showPrivileges || showRestrictions
 	var out bson.D
-	var mechs bson.A
+	mechs := bson.A{}
 	elems, err := doc.Elements()
 	if err != nil {
 		return nil, err
 	}
+	sawRestrictions := false
 	for _, e := range elems {
 		switch e.Key() {
 		case "credentials":
@@ -148,6 +153,9 @@ func (s *Server) userInfo(ctx context.Context, doc bson.Raw, showCredentials, sh
 			ces, _ := creds.Elements()
 			for _, c := range ces {
 				mechs = append(mechs, c.Key())
+			}
+			if detailed {
+				out = append(out, bson.E{Key: "mechanisms", Value: mechs})
 			}
 			if !showCredentials {
 				continue
@@ -157,18 +165,18 @@ func (s *Server) userInfo(ctx context.Context, doc bson.Raw, showCredentials, sh
 				continue
 			}
 		case "authenticationRestrictions":
+			sawRestrictions = true
 			if !showRestrictions {
 				continue
 			}
 		}
 		out = append(out, bson.E{Key: e.Key(), Value: e.Value()})
 	}
-	if mechs == nil {
-		mechs = bson.A{}
+	if !detailed {
+		return append(out, bson.E{Key: "mechanisms", Value: mechs}), nil
 	}
-	out = append(out, bson.E{Key: "mechanisms", Value: mechs})
-	if !showPrivileges && !showRestrictions {
-		return out, nil
+	if showRestrictions && !sawRestrictions {
+		out = append(out, bson.E{Key: "authenticationRestrictions", Value: bson.A{}})
 	}
 	u, err := auth.ParseUser(doc)
 	if err != nil {
@@ -178,18 +186,10 @@ func (s *Server) userInfo(ctx context.Context, doc bson.Raw, showCredentials, sh
 	if err != nil {
 		return nil, err
 	}
-	if showPrivileges {
-		out = append(out,
-			bson.E{Key: "inheritedRoles", Value: auth.RoleNamesArray(res.roles)},
-			bson.E{Key: "inheritedPrivileges", Value: auth.PrivilegesArray(res.privileges)})
-	}
-	if showRestrictions {
-		if !slices.ContainsFunc(out, func(e bson.E) bool { return e.Key == "authenticationRestrictions" }) {
-			out = append(out, bson.E{Key: "authenticationRestrictions", Value: bson.A{}})
-		}
-		out = append(out, bson.E{Key: "inheritedAuthenticationRestrictions", Value: restrictionsArray(res.restrictions)})
-	}
-	return out, nil
+	return append(out,
+		bson.E{Key: "inheritedRoles", Value: auth.RoleNamesArray(res.roles)},
+		bson.E{Key: "inheritedPrivileges", Value: auth.PrivilegesArray(res.privileges)},
+		bson.E{Key: "inheritedAuthenticationRestrictions", Value: restrictionsArray(res.restrictions)}), nil
 }
 
 // restrictionsArray lists the authenticationRestrictions arrays of roles.
@@ -231,40 +231,42 @@ func (s *Server) rolesInfo(ctx context.Context, req *Request) (bson.Raw, error) 
 	var roles bson.A
 	if target.all && showBuiltin {
 		for _, n := range builtinRolesOf(req.DB) {
-			roles = append(roles, builtinRoleInfo(n, showPrivileges, showRestrictions))
+			roles = append(roles, builtinRoleInfo(n, showPrivileges, showRestrictions, true))
 		}
 	}
-	// Named roles are reported in the order asked; built-in ones among them
-	// have no document.
-	byName := map[auth.RoleName]bson.D{}
-	docs, err := s.authDocs(ctx, rolesColl, target.filter(req.DB), bson.D{{Key: "role", Value: 1}, {Key: "db", Value: 1}})
+	docs, err := s.authDocs(ctx, rolesColl, target.filter(req.DB), nil)
 	if err != nil {
 		return nil, err
 	}
-	var ordered []bson.D
-	for _, doc := range docs {
-		r, err := auth.ParseRole(doc)
-		if err != nil {
-			return nil, err
-		}
-		info, err := s.roleInfo(ctx, r, showPrivileges, showRestrictions)
-		if err != nil {
-			return nil, err
-		}
-		byName[auth.RoleName{Role: r.Name, DB: r.DB}] = info
-		ordered = append(ordered, info)
-	}
-	if target.all || target.allDBs {
-		for _, info := range ordered {
+	if target.all {
+		for _, doc := range docs {
+			info, err := s.roleInfo(ctx, doc, showPrivileges, showRestrictions, true)
+			if err != nil {
+				return nil, err
+			}
 			roles = append(roles, info)
 		}
 	} else {
+		// Named roles come in the order asked; built-in ones have no
+		// document, and missing ones are left out.
+		byName := map[auth.RoleName]bson.Raw{}
+		for _, doc := range docs {
+			byName[auth.RoleName{Role: doc.Lookup("role").StringValue(), DB: doc.Lookup("db").StringValue()}] = doc
+		}
 		for _, n := range target.names {
 			if isBuiltinRole(n) {
-				roles = append(roles, builtinRoleInfo(n, showPrivileges, showRestrictions))
-			} else if info, ok := byName[n]; ok {
-				roles = append(roles, info)
+				roles = append(roles, builtinRoleInfo(n, showPrivileges, showRestrictions, false))
+				continue
 			}
+			doc, ok := byName[n]
+			if !ok {
+				continue
+			}
+			info, err := s.roleInfo(ctx, doc, showPrivileges, showRestrictions, false)
+			if err != nil {
+				return nil, err
+			}
+			roles = append(roles, info)
 		}
 	}
 	if roles == nil {
@@ -273,55 +275,98 @@ func (s *Server) rolesInfo(ctx context.Context, req *Request) (bson.Raw, error) 
 	return okReply(bson.E{Key: "roles", Value: roles})
 }
 
-// roleInfo is one user-defined role in rolesInfo's reply.
-func (s *Server) roleInfo(ctx context.Context, r *auth.Role, showPrivileges, showRestrictions bool) (bson.D, error) {
+// roleInfo is one user-defined role in rolesInfo's reply, as MongoDB builds
+// it: the stored document without privileges (unless showPrivileges) and
+// with its authenticationRestrictions wrapped in an array (only with
+// showAuthenticationRestrictions), then isBuiltin (first when listing a
+// database's roles, last when naming them) and what the role inherits.
+func (s *Server) roleInfo(ctx context.Context, doc bson.Raw, showPrivileges, showRestrictions, listing bool) (bson.D, error) {
+	r, err := auth.ParseRole(doc)
+	if err != nil {
+		return nil, err
+	}
+	var out bson.D
+	elems, err := doc.Elements()
+	if err != nil {
+		return nil, err
+	}
+	sawRestrictions := false
+	for _, e := range elems {
+		switch e.Key() {
+		case "privileges":
+			if !showPrivileges {
+				continue
+			}
+		case "authenticationRestrictions":
+			sawRestrictions = true
+			if showRestrictions {
+				out = append(out, bson.E{Key: e.Key(), Value: bson.A{e.Value()}})
+			}
+			continue
+		}
+		out = append(out, bson.E{Key: e.Key(), Value: e.Value()})
+	}
+	if showRestrictions && !sawRestrictions {
+		out = append(out, bson.E{Key: "authenticationRestrictions", Value: bson.A{}})
+	}
+	if listing {
+		out = append(out, bson.E{Key: "isBuiltin", Value: false})
+	}
 	res, err := s.resolveRoles(ctx, r.Roles)
 	if err != nil {
 		return nil, err
 	}
-	out := bson.D{
-		{Key: "_id", Value: r.DB + "." + r.Name},
-		{Key: "role", Value: r.Name},
-		{Key: "db", Value: r.DB},
-	}
+	out = append(out, bson.E{Key: "inheritedRoles", Value: auth.RoleNamesArray(res.roles)})
 	if showPrivileges {
-		out = append(out, bson.E{Key: "privileges", Value: auth.PrivilegesArray(r.Privileges)})
-	}
-	out = append(out,
-		bson.E{Key: "roles", Value: auth.RoleNamesArray(r.Roles)},
-		bson.E{Key: "isBuiltin", Value: false},
-		bson.E{Key: "inheritedRoles", Value: auth.RoleNamesArray(res.roles)})
-	if showPrivileges {
-		out = append(out, bson.E{Key: "inheritedPrivileges", Value: auth.PrivilegesArray(mergePrivileges(slices.Clone(r.Privileges), res.privileges))})
+		// The role's own privileges, then those it inherits, unmerged.
+		out = append(out, bson.E{Key: "inheritedPrivileges", Value: append(auth.PrivilegesArray(r.Privileges), auth.PrivilegesArray(res.privileges)...)})
 	}
 	if showRestrictions {
-		own := bson.A{}
+		inherited := bson.A{}
 		if r.AuthenticationRestrictions != nil {
-			own = bson.A{auth.ArrayValue(r.AuthenticationRestrictions)}
+			inherited = append(inherited, auth.ArrayValue(r.AuthenticationRestrictions))
 		}
-		out = append(out,
-			bson.E{Key: "authenticationRestrictions", Value: own},
-			bson.E{Key: "inheritedAuthenticationRestrictions", Value: append(own, restrictionsArray(res.restrictions)...)})
+		out = append(out, bson.E{Key: "inheritedAuthenticationRestrictions", Value: append(inherited, restrictionsArray(res.restrictions)...)})
+	}
+	if !listing {
+		out = append(out, bson.E{Key: "isBuiltin", Value: false})
 	}
 	return out, nil
 }
 
-// builtinRoleInfo is a built-in role in rolesInfo's reply.
+// builtinRoleInfo is a built-in role in rolesInfo's reply, in MongoDB's
+// two shapes: when listing a database's roles, and when named.
 //
-// TODO(issue 13): the privileges and subroles of built-in roles come from
-// package auth's role table; until it lands they are reported empty.
-func builtinRoleInfo(n auth.RoleName, showPrivileges, showRestrictions bool) bson.D {
-	out := bson.D{{Key: "role", Value: n.Role}, {Key: "db", Value: n.DB}, {Key: "isBuiltin", Value: true}}
-	if showPrivileges {
-		out = append(out, bson.E{Key: "privileges", Value: bson.A{}})
+// TODO(issue 13): the privileges of built-in roles come from package
+// auth's role table; until it lands they are reported empty.
+func builtinRoleInfo(n auth.RoleName, showPrivileges, showRestrictions, listing bool) bson.D {
+	var privs bson.A = bson.A{}
+	var out bson.D
+	if listing {
+		out = bson.D{{Key: "role", Value: n.Role}, {Key: "db", Value: n.DB}, {Key: "isBuiltin", Value: true},
+			{Key: "roles", Value: bson.A{}}, {Key: "inheritedRoles", Value: bson.A{}}}
+		if showPrivileges {
+			out = append(out, bson.E{Key: "privileges", Value: privs}, bson.E{Key: "inheritedPrivileges", Value: privs})
+		}
+		if showRestrictions {
+			out = append(out, bson.E{Key: "authenticationRestrictions", Value: bson.A{}},
+				bson.E{Key: "inheritedAuthenticationRestrictions", Value: bson.A{}})
+		}
+		return out
 	}
-	out = append(out, bson.E{Key: "roles", Value: bson.A{}}, bson.E{Key: "inheritedRoles", Value: bson.A{}})
+	out = bson.D{{Key: "db", Value: n.DB}, {Key: "role", Value: n.Role}, {Key: "roles", Value: bson.A{}}}
 	if showPrivileges {
-		out = append(out, bson.E{Key: "inheritedPrivileges", Value: bson.A{}})
+		out = append(out, bson.E{Key: "privileges", Value: privs})
 	}
 	if showRestrictions {
-		out = append(out, bson.E{Key: "authenticationRestrictions", Value: bson.A{}},
-			bson.E{Key: "inheritedAuthenticationRestrictions", Value: bson.A{}})
+		out = append(out, bson.E{Key: "authenticationRestrictions", Value: bson.A{}})
 	}
-	return out
+	out = append(out, bson.E{Key: "inheritedRoles", Value: bson.A{}})
+	if showPrivileges {
+		out = append(out, bson.E{Key: "inheritedPrivileges", Value: privs})
+	}
+	if showRestrictions {
+		out = append(out, bson.E{Key: "inheritedAuthenticationRestrictions", Value: bson.A{}})
+	}
+	return append(out, bson.E{Key: "isBuiltin", Value: true})
 }
