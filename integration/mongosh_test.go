@@ -47,3 +47,10 @@ func TestMongoshAggregate(t *testing.T) {
 func TestMongoshTTLSeedExample(t *testing.T) {
 	runMongoshScript(t, startServer(t), "ttl_seed.js")
 }
+
+// TestMongoshUserMgmt runs the shell's user and role helpers (createUser,
+// getUsers, getUser, updateUser, grantRolesToUser, createRole, getRoles,
+// dropRole, dropUser) against the user management commands.
+func TestMongoshUserMgmt(t *testing.T) {
+	runMongoshScript(t, startServer(t), "usermgmt.js")
+}

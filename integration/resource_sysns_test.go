@@ -12,7 +12,9 @@ import (
 
 // TestSystemNamespaces: clients may not create or write system.*
 // collections other than those MongoDB lets them (system.js, system.users,
-// admin.system.version...): InvalidNamespace with MongoDB's messages.
+// admin.system.version...): InvalidNamespace with MongoDB's messages. The
+// users and roles of admin are written only by the user management
+// commands (usermgmt_test.go).
 func TestSystemNamespaces(t *testing.T) {
 	ts := startServer(t)
 	ctx := testCtx(t)
@@ -44,7 +46,7 @@ func TestSystemNamespaces(t *testing.T) {
 	wantErr(err, 2, "Invalid namespace: test.foo.system.bar")
 
 	// The ones clients may write.
-	for _, ns := range []string{"test.system.js", "test.system.users", "admin.system.version", "admin.system.roles", "local.system.replset", "config.system.sessions"} {
+	for _, ns := range []string{"test.system.js", "test.system.users", "admin.system.version", "local.system.replset", "config.system.sessions"} {
 		db, coll, _ := strings.Cut(ns, ".")
 		if _, err := ts.Client.Database(db).Collection(coll).InsertOne(ctx, doc); err != nil {
 			t.Errorf("insert into %s: %v", ns, err)

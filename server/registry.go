@@ -67,6 +67,7 @@ func (s *Server) buildRegistry() map[string]*command {
 		s.indexCommands(),
 		s.ttlCommands(),
 		s.testCommands(),
+		s.userCommands(),
 	}
 	for _, g := range groups {
 		for i := range g {

@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/lethedb/lethe/auth"
 	"github.com/lethedb/lethe/engine"
 	"github.com/lethedb/lethe/engine/expr"
 	"github.com/lethedb/lethe/session"
@@ -130,6 +131,11 @@ type Config struct {
 	// Auth turns on access control (mongod's --auth). Without it, a
 	// server listening on a non-loopback address logs a warning.
 	Auth bool
+	// ScramSHA1Iterations and ScramSHA256Iterations are the iteration
+	// counts of the SCRAM credentials createUser and updateUser derive
+	// (mongod's scramIterationCount and scramSHA256IterationCount); zero
+	// means MongoDB's defaults. Credentials already stored keep theirs.
+	ScramSHA1Iterations, ScramSHA256Iterations int
 }
 
 // Server is a running Lethe server.
@@ -178,6 +184,12 @@ func New(cfg Config) (*Server, error) {
 		cfg.MessageTimeout = 0
 	}
 	cfg.IdleTimeout = max(cfg.IdleTimeout, 0)
+	if n := cfg.ScramSHA1Iterations; n != 0 && n < auth.MinSHA1Iterations {
+		return nil, fmt.Errorf("server: %d SCRAM-SHA-1 iterations, fewer than the least MongoDB accepts (%d)", n, auth.MinSHA1Iterations)
+	}
+	if n := cfg.ScramSHA256Iterations; n != 0 && n < auth.MinSHA256Iterations {
+		return nil, fmt.Errorf("server: %d SCRAM-SHA-256 iterations, fewer than the least MongoDB accepts (%d)", n, auth.MinSHA256Iterations)
+	}
 	cfg.Cursors.setDefaults()
 	if cfg.ManualClock {
 		if _, ok := cfg.Clock.(*ttlindex.ManualClock); !ok {

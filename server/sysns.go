@@ -45,10 +45,16 @@ func (s *Server) guardSystemNamespaces() {
 }
 
 // checkWriteNS is MongoDB's userAllowedWriteNS: the profiler's and the
-// views' collections are the server's to write.
+// views' collections are the server's to write. Users and roles change
+// only through the user management commands, which derive credentials
+// and check role references: a client writing them directly is refused
+// as mongod refuses one without privileges on them.
 func checkWriteNS(db, coll string) error {
 	if coll == "system.profile" || coll == "system.views" {
 		return mongoerr.New(mongoerr.InvalidNamespace, "cannot write to %s.%s", db, coll)
+	}
+	if db == authDB && (coll == usersColl || coll == rolesColl) {
+		return mongoerr.New(mongoerr.Unauthorized, "not authorized on %s to write %s directly: use the user management commands", db, coll)
 	}
 	return checkCreateNS(db, coll)
 }

@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/lethedb/lethe/auth"
 	"github.com/lethedb/lethe/engine"
 	"github.com/lethedb/lethe/server"
 	"github.com/lethedb/lethe/ttlindex"
@@ -43,7 +44,7 @@ func run(args []string) error {
 	fs := flag.NewFlagSet("lethe", flag.ContinueOnError)
 	fs.Usage = func() { usage(fs) }
 	listen := fs.String("listen", "127.0.0.1:27017", "address to serve the MongoDB protocol on, host:port; beyond loopback it needs --auth or --insecure-no-auth-remote")
-	auth := fs.Bool("auth", false, "turn on access control (mongod's --auth): clients must authenticate")
+	authOn := fs.Bool("auth", false, "turn on access control (mongod's --auth): clients must authenticate")
 	insecureRemote := fs.Bool("insecure-no-auth-remote", false, "allow --listen on a non-loopback address without --auth, so that anyone who reaches it may read, change and drop every database")
 	tlsf := tlsFlags{
 		certFile: fs.String("tls-cert-file", "", "PEM file of the server's TLS certificate chain"),
@@ -76,6 +77,10 @@ func run(args []string) error {
 	testCommands := fs.Bool("enable-test-commands", false, "enable configureFailPoint (failCommand), for drivers' tests of their error handling; as mongod's enableTestCommands, never in production")
 	replSet := fs.String("repl-set", "", "name of the one-member replica set to present as the primary of (mongod's --replSet); off (a standalone server) when empty")
 	advertiseAddr := fs.String("advertise-addr", "", "host:port the replica set names this server by in hello and rs.conf(); the --listen address when empty")
+	sha1Iters := fs.Int("scram-sha1-iterations", auth.DefaultSHA1Iterations,
+		fmt.Sprintf("PBKDF2 iterations of the SCRAM-SHA-1 credentials created or changed from now on (mongod's scramIterationCount); at least %d", auth.MinSHA1Iterations))
+	sha256Iters := fs.Int("scram-sha256-iterations", auth.DefaultSHA256Iterations,
+		fmt.Sprintf("PBKDF2 iterations of the SCRAM-SHA-256 credentials created or changed from now on (mongod's scramSHA256IterationCount); at least %d", auth.MinSHA256Iterations))
 	version := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
@@ -88,7 +93,7 @@ func run(args []string) error {
 		return nil
 	}
 
-	if err := checkBinding(*listen, *auth, *insecureRemote); err != nil {
+	if err := checkBinding(*listen, *authOn, *insecureRemote); err != nil {
 		return err
 	}
 	ep, err := tlsf.endpoint()
@@ -119,13 +124,21 @@ func run(args []string) error {
 			PerConn: noLimitIfZero(*maxCursorsPerConn),
 			Memory:  int64(noLimitIfZero(int(*maxCursorMemory))) << 20,
 		},
-		CmdLine:            args,
-		LogLevel:           &atom,
-		EnableTestCommands: *testCommands,
-		ReplSet:            *replSet,
-		AdvertiseAddr:      *advertiseAddr,
-		TLS:                ep,
-		Auth:               *auth,
+		CmdLine:               args,
+		LogLevel:              &atom,
+		EnableTestCommands:    *testCommands,
+		ReplSet:               *replSet,
+		AdvertiseAddr:         *advertiseAddr,
+		TLS:                   ep,
+		Auth:                  *authOn,
+		ScramSHA1Iterations:   *sha1Iters,
+		ScramSHA256Iterations: *sha256Iters,
+	}
+	if *sha1Iters < auth.MinSHA1Iterations {
+		return fmt.Errorf("--scram-sha1-iterations: want at least %d, not %d", auth.MinSHA1Iterations, *sha1Iters)
+	}
+	if *sha256Iters < auth.MinSHA256Iterations {
+		return fmt.Errorf("--scram-sha256-iterations: want at least %d, not %d", auth.MinSHA256Iterations, *sha256Iters)
 	}
 	if cfg.MessageTimeout == 0 {
 		cfg.MessageTimeout = -1 // Config's zero means the default

@@ -22,11 +22,13 @@ const (
 	NamespaceNotFound                        Code = 26
 	IndexNotFound                            Code = 27
 	PathNotViable                            Code = 28
+	RoleNotFound                             Code = 31
 	CannotBackfillArray                      Code = 34
 	ConflictingUpdateOperators               Code = 40
 	CursorNotFound                           Code = 43
 	NoMatchingDocument                       Code = 47
 	NamespaceExists                          Code = 48
+	InvalidRoleModification                  Code = 49
 	MaxTimeMSExpired                         Code = 50
 	DollarPrefixedFieldName                  Code = 52
 	InvalidIdField                           Code = 53
@@ -102,11 +104,13 @@ var codeNames = map[Code]string{
 	NamespaceNotFound:                        "NamespaceNotFound",
 	IndexNotFound:                            "IndexNotFound",
 	PathNotViable:                            "PathNotViable",
+	RoleNotFound:                             "RoleNotFound",
 	CannotBackfillArray:                      "CannotBackfillArray",
 	ConflictingUpdateOperators:               "ConflictingUpdateOperators",
 	CursorNotFound:                           "CursorNotFound",
 	NoMatchingDocument:                       "NoMatchingDocument",
 	NamespaceExists:                          "NamespaceExists",
+	InvalidRoleModification:                  "InvalidRoleModification",
 	MaxTimeMSExpired:                         "MaxTimeMSExpired",
 	DollarPrefixedFieldName:                  "DollarPrefixedFieldName",
 	InvalidIdField:                           "InvalidIdField",

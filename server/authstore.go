@@ -1,0 +1,143 @@
+package server
+
+import (
+	"context"
+	"fmt"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/lethedb/lethe/auth"
+	"github.com/lethedb/lethe/engine"
+	"github.com/lethedb/lethe/engine/update"
+)
+
+// Users and user-defined roles are documents of two collections of the
+// admin database, as in MongoDB: written through the engine like any
+// collection, so that they survive restarts, appear in the oplog and are
+// read by mongodump; clients change them only through the user management
+// commands (see sysns.go).
+const (
+	authDB    = "admin"
+	usersColl = "system.users"
+	rolesColl = "system.roles"
+)
+
+// authStore is auth.Store over the server's collections.
+func (s *Server) authStore() auth.Store { return engineAuthStore{s.eng} }
+
+type engineAuthStore struct{ eng *engine.Engine }
+
+// User returns db's user name, nil if there is none.
+func (st engineAuthStore) User(_ context.Context, db, name string) (*auth.User, error) {
+	doc, err := st.eng.FindByID(authDB, usersColl, bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, db+"."+name)})
+	if err != nil || doc == nil {
+		return nil, err
+	}
+	return auth.ParseUser(doc)
+}
+
+// Role returns db's user-defined role name, nil if there is none.
+func (st engineAuthStore) Role(_ context.Context, db, name string) (*auth.Role, error) {
+	doc, err := st.eng.FindByID(authDB, rolesColl, bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, db+"."+name)})
+	if err != nil || doc == nil {
+		return nil, err
+	}
+	return auth.ParseRole(doc)
+}
+
+// ensureAuthCollection makes sure admin.<coll> exists with MongoDB's
+// unique index on the name and database of its entries ({user: 1, db: 1}
+// or {role: 1, db: 1}), also when a client created the collection first.
+func (s *Server) ensureAuthCollection(coll string) error {
+	field := "user"
+	if coll == rolesColl {
+		field = "role"
+	}
+	spec, err := bson.Marshal(bson.D{
+		{Key: "key", Value: bson.D{{Key: field, Value: 1}, {Key: "db", Value: 1}}},
+		{Key: "name", Value: field + "_1_db_1"},
+		{Key: "unique", Value: true},
+	})
+	if err != nil {
+		return fmt.Errorf("server: index of %s: %w", coll, err)
+	}
+	// CreateIndexes creates the collection too; an index that already
+	// exists is no error.
+	if _, err := s.eng.CreateIndexes(authDB, coll, []bson.Raw{spec}); err != nil {
+		return fmt.Errorf("server: create %s.%s: %w", authDB, coll, err)
+	}
+	return nil
+}
+
+// authDocs returns the documents of admin.<coll> matching filter in sort
+// order.
+func (s *Server) authDocs(ctx context.Context, coll string, filter, sort bson.D) ([]bson.Raw, error) {
+	if !s.eng.CollectionExists(authDB, coll) {
+		return nil, nil
+	}
+	f, err := bson.Marshal(filter)
+	if err != nil {
+		return nil, err
+	}
+	spec := engine.FindSpec{Filter: f}
+	if sort != nil {
+		if spec.Sort, err = bson.Marshal(sort); err != nil {
+			return nil, err
+		}
+	}
+	cur, err := s.eng.Find(ctx, authDB, coll, spec)
+	if err != nil {
+		return nil, err
+	}
+	return cur.All(ctx)
+}
+
+// replaceAuthDoc replaces the document of admin.<coll> whose _id is doc's,
+// reporting whether there was one.
+func (s *Server) replaceAuthDoc(ctx context.Context, coll string, doc bson.Raw) (bool, error) {
+	up, err := update.Compile(doc, update.Options{})
+	if err != nil {
+		return false, err
+	}
+	filter, err := bson.Marshal(bson.D{{Key: "_id", Value: doc.Lookup("_id")}})
+	if err != nil {
+		return false, err
+	}
+	res, err := s.eng.Update(ctx, authDB, coll, engine.UpdateSpec{Filter: filter, Update: up})
+	return res.Matched > 0, err
+}
+
+// deleteAuthDocs deletes the documents of admin.<coll> matching filter.
+func (s *Server) deleteAuthDocs(ctx context.Context, coll string, filter bson.D) (int64, error) {
+	if !s.eng.CollectionExists(authDB, coll) {
+		return 0, nil
+	}
+	f, err := bson.Marshal(filter)
+	if err != nil {
+		return 0, err
+	}
+	return s.eng.Delete(ctx, authDB, coll, f, 0, bson.RawValue{})
+}
+
+// updateAuthDocs applies an operator update to every document of
+// admin.<coll> matching filter.
+func (s *Server) updateAuthDocs(ctx context.Context, coll string, filter, upd bson.D) error {
+	if !s.eng.CollectionExists(authDB, coll) {
+		return nil
+	}
+	f, err := bson.Marshal(filter)
+	if err != nil {
+		return err
+	}
+	u, err := bson.Marshal(upd)
+	if err != nil {
+		return err
+	}
+	up, err := update.Compile(u, update.Options{})
+	if err != nil {
+		return err
+	}
+	_, err = s.eng.Update(ctx, authDB, coll, engine.UpdateSpec{Filter: f, Update: up, Multi: true})
+	return err
+}

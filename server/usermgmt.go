@@ -1,0 +1,204 @@
+package server
+
+import (
+	"context"
+	"slices"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/lethedb/lethe/auth"
+	"github.com/lethedb/lethe/engine/mongoerr"
+)
+
+// The user management commands: users and user-defined roles, kept in
+// admin.system.users and admin.system.roles (authstore.go). They work with
+// or without access control, as on mongod; which client may run them is
+// the business of the privilege checks that wrap every command.
+//
+// Passwords are never stored, logged or echoed: createUser and updateUser
+// turn them into SCRAM credentials at once.
+
+// Codes of the user management commands that MongoDB names only by number.
+const (
+	codeRoleExists mongoerr.Code = 51002
+	codeUserExists mongoerr.Code = 51003
+)
+
+func (s *Server) userCommands() []command {
+	return []command{
+		{name: "createUser", handle: s.createUser},
+		{name: "updateUser", handle: s.updateUser},
+		{name: "dropUser", handle: s.dropUser},
+		{name: "dropAllUsersFromDatabase", handle: s.dropAllUsersFromDatabase},
+		{name: "usersInfo", handle: s.usersInfo},
+		{name: "grantRolesToUser", handle: s.grantRolesToUser},
+		{name: "revokeRolesFromUser", handle: s.revokeRolesFromUser},
+		{name: "createRole", handle: s.createRole},
+		{name: "updateRole", handle: s.updateRole},
+		{name: "dropRole", handle: s.dropRole},
+		{name: "dropAllRolesFromDatabase", handle: s.dropAllRolesFromDatabase},
+		{name: "rolesInfo", handle: s.rolesInfo},
+		{name: "grantPrivilegesToRole", handle: s.grantPrivilegesToRole},
+		{name: "revokePrivilegesFromRole", handle: s.revokePrivilegesFromRole},
+		{name: "grantRolesToRole", handle: s.grantRolesToRole},
+		{name: "revokeRolesFromRole", handle: s.revokeRolesFromRole},
+	}
+}
+
+// Built-in roles by name: those of every database, and those only the
+// admin database has.
+//
+// TODO(issue 13): replace with the built-in role table of package auth
+// once it lands, which also knows each role's privileges.
+var (
+	builtinDBRoles    = []string{"read", "readWrite", "dbAdmin", "dbOwner", "userAdmin"}
+	builtinAdminRoles = []string{"clusterAdmin", "clusterManager", "clusterMonitor", "hostManager",
+		"backup", "restore", "readAnyDatabase", "readWriteAnyDatabase", "userAdminAnyDatabase",
+		"dbAdminAnyDatabase", "root", "enableSharding", "directShardOperations", "__queryableBackup", "__system"}
+)
+
+// isBuiltinRole reports whether r is one of MongoDB's built-in roles.
+func isBuiltinRole(r auth.RoleName) bool {
+	if r.DB == auth.ExternalDB {
+		return false
+	}
+	if slices.Contains(builtinDBRoles, r.Role) {
+		return true
+	}
+	return r.DB == authDB && slices.Contains(builtinAdminRoles, r.Role)
+}
+
+// builtinRolesOf lists the built-in roles of db.
+func builtinRolesOf(db string) []auth.RoleName {
+	if db == auth.ExternalDB {
+		return nil
+	}
+	var names []auth.RoleName
+	for _, r := range builtinDBRoles {
+		names = append(names, auth.RoleName{Role: r, DB: db})
+	}
+	if db == authDB {
+		for _, r := range builtinAdminRoles {
+			names = append(names, auth.RoleName{Role: r, DB: db})
+		}
+	}
+	return names
+}
+
+// checkRolesExist fails with RoleNotFound for the first of names that is
+// neither built in nor defined.
+func (s *Server) checkRolesExist(ctx context.Context, names []auth.RoleName) error {
+	st := s.authStore()
+	for _, n := range names {
+		if isBuiltinRole(n) {
+			continue
+		}
+		r, err := st.Role(ctx, n.DB, n.Role)
+		if err != nil {
+			return err
+		}
+		if r == nil {
+			return mongoerr.New(mongoerr.RoleNotFound, "Could not find role: %s", n)
+		}
+	}
+	return nil
+}
+
+// resolvedRoles is what a set of roles grants through inheritance.
+type resolvedRoles struct {
+	roles      []auth.RoleName // every role reached, the starting ones included
+	privileges []auth.Privilege
+	// restrictions are the authenticationRestrictions of the roles reached.
+	restrictions []bson.Raw
+}
+
+// resolveRoles walks the role graph from start: what a user holding
+// start, or a role inheriting them, has. Built-in roles are leaves
+// here: their privileges and subroles are the role table's.
+//
+// TODO(issue 13): expand built-in roles through package auth's table.
+func (s *Server) resolveRoles(ctx context.Context, start []auth.RoleName) (resolvedRoles, error) {
+	var res resolvedRoles
+	seen := map[auth.RoleName]bool{}
+	queue := slices.Clone(start)
+	for len(queue) > 0 {
+		n := queue[0]
+		queue = queue[1:]
+		if seen[n] {
+			continue
+		}
+		seen[n] = true
+		res.roles = append(res.roles, n)
+		if isBuiltinRole(n) {
+			continue
+		}
+		r, err := s.authStore().Role(ctx, n.DB, n.Role)
+		if err != nil {
+			return res, err
+		}
+		if r == nil {
+			continue
+		}
+		res.privileges = mergePrivileges(res.privileges, r.Privileges)
+		if r.AuthenticationRestrictions != nil {
+			res.restrictions = append(res.restrictions, r.AuthenticationRestrictions)
+		}
+		queue = append(queue, r.Roles...)
+	}
+	return res, nil
+}
+
+// mergePrivileges adds privileges to privs, joining the actions of those on
+// the same resource, as MongoDB's privilege sets do.
+func mergePrivileges(privs, add []auth.Privilege) []auth.Privilege {
+	for _, p := range add {
+		i := slices.IndexFunc(privs, func(q auth.Privilege) bool { return q.Resource == p.Resource })
+		if i < 0 {
+			privs = append(privs, auth.Privilege{Resource: p.Resource, Actions: slices.Clone(p.Actions)})
+			continue
+		}
+		for _, a := range p.Actions {
+			if !slices.Contains(privs[i].Actions, a) {
+				privs[i].Actions = append(privs[i].Actions, a)
+			}
+		}
+	}
+	return privs
+}
+
+// addRoleNames returns names with those of add it lacks.
+func addRoleNames(names, add []auth.RoleName) []auth.RoleName {
+	for _, n := range add {
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
+// removeRoleNames returns names without those of drop.
+func removeRoleNames(names, drop []auth.RoleName) []auth.RoleName {
+	return slices.DeleteFunc(names, func(n auth.RoleName) bool { return slices.Contains(drop, n) })
+}
+
+// roleArg parses a roles argument of cmd, string entries naming roles of
+// db.
+func roleArg(cmd, field string, v bson.RawValue, db string) ([]auth.RoleName, error) {
+	if v.Type != bson.TypeArray {
+		return nil, wrongType(cmd, field, v.Type, "array")
+	}
+	return auth.ParseRoleNames(v, db)
+}
+
+// restrictionsArg parses authenticationRestrictions, kept as given; an
+// empty array is nil, which MongoDB does not store.
+func restrictionsArg(cmd string, v bson.RawValue) (bson.Raw, error) {
+	arr, err := argArray(cmd, "authenticationRestrictions", v)
+	if err != nil {
+		return nil, err
+	}
+	if vals, _ := arr.Values(); len(vals) == 0 {
+		return nil, nil
+	}
+	return bson.Raw(slices.Clone(arr)), nil
+}
