@@ -1,6 +1,7 @@
 package changestream
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 
@@ -22,10 +23,18 @@ type event struct {
 	full bsoncore.Document // fullDocument, nil if none
 	// fullNull sets fullDocument to null (a lookup that found nothing).
 	fullNull bool
-	upd      []byte // updateDescription.updatedFields
-	removed  []string
-	trunc    []oplog.Truncation
-	wall     int64
+	// before is fullDocumentBeforeChange when hasBefore; beforeNull sets
+	// it to null (no pre-image stored).
+	before     bsoncore.Document
+	hasBefore  bool
+	beforeNull bool
+	upd        []byte // updateDescription.updatedFields
+	// o is the update entry's o, which turns the pre-image into the
+	// post-image.
+	o       []byte
+	removed []string
+	trunc   []oplog.Truncation
+	wall    int64
 	// purged marks the delete of a TTL purge, of a document that expired
 	// at expiredAt; purgeTail orders it among those of that instant.
 	purged    bool
@@ -68,7 +77,6 @@ func (s *Spec) events(dst []event, ts oplog.Timestamp, raw bson.Raw) ([]event, e
 	if _, data, ok := doc.Lookup("ui").BinaryOK(); ok {
 		copy(uuid[:], data)
 	}
-	o, _ := doc.Lookup("o").DocumentOK()
 	ev := event{tok: Token{TS: ts, UUID: uuid}, wall: wall}
 	switch f.Op {
 	case oplog.Insert, oplog.Update, oplog.Delete:
@@ -76,8 +84,12 @@ func (s *Spec) events(dst []event, ts oplog.Timestamp, raw bson.Raw) ([]event, e
 		if !s.watches(ev.db, ev.coll) {
 			return dst, nil
 		}
+		// Events outlive the read that found them; raw does not.
+		doc = bytes.Clone(doc)
+		o, _ := doc.Lookup("o").DocumentOK()
 		return append(dst, s.crud(ev, f.Op, doc, o)), nil
 	case oplog.Command:
+		o, _ := doc.Lookup("o").DocumentOK()
 		return s.command(dst, ev, f.NS, o)
 	}
 	return dst, nil
@@ -101,6 +113,7 @@ func (s *Spec) crud(ev event, op oplog.Op, doc, o bsoncore.Document) event {
 			ev.op, ev.full = "replace", o
 		default:
 			ev.op, ev.upd, ev.removed, ev.trunc = "update", upd, removed, trunc
+			ev.o = o
 		}
 	}
 	return ev
@@ -158,26 +171,69 @@ func invalidate(after event) event {
 	return ev
 }
 
-// Lookup finds the current version of a document, for updateLookup; it
-// returns nil when there is none.
-type Lookup func(db, coll string, id bsoncore.Value) (bson.Raw, error)
+// images are the documents an event may carry beyond its entry: the
+// current one (updateLookup) and the stored pre-image.
+type images interface {
+	FindByID(db, coll string, id bsoncore.Value) (bson.Raw, error)
+	PreImage(ts oplog.Timestamp) (bson.Raw, error)
+}
+
+// addImages sets the fullDocumentBeforeChange and, on an update, the
+// fullDocument the spec asks for. As MongoDB, the post-image of
+// whenAvailable and required is the pre-image with the entry's update
+// applied: the document right after that update, not as it is now.
+func (s *Spec) addImages(ev *event, src images) error {
+	imaged := ev.op == "update" || ev.op == "replace" || ev.op == "delete"
+	var pre bson.Raw
+	if imaged && (s.BeforeChange != BeforeChangeOff || (ev.op == "update" && (s.FullDocument == FullDocWhenAvailable || s.FullDocument == FullDocRequired))) {
+		var err error
+		if pre, err = src.PreImage(ev.tok.TS); err != nil {
+			return fmt.Errorf("changestream: pre-image: %w", err)
+		}
+	}
+	if imaged && s.BeforeChange != BeforeChangeOff {
+		if pre == nil && s.BeforeChange == BeforeChangeRequired {
+			return mongoerr.New(mongoerr.NoMatchingDocument, "Change stream was configured to require a pre-image for all update, delete and replace events, but the pre-image was not found for event: %s", s.notFoundDesc(ev))
+		}
+		ev.before, ev.beforeNull = bsoncore.Document(pre), pre == nil
+		ev.hasBefore = true
+	}
+	if ev.op != "update" {
+		return nil
+	}
+	switch s.FullDocument {
+	case FullDocUpdateLookup:
+		d, err := src.FindByID(ev.db, ev.coll, ev.key.Lookup("_id"))
+		if err != nil {
+			return fmt.Errorf("changestream: updateLookup: %w", err)
+		}
+		ev.full, ev.fullNull = bsoncore.Document(d), d == nil
+	case FullDocWhenAvailable, FullDocRequired:
+		var post []byte
+		if pre != nil {
+			var err error
+			if post, err = oplog.ApplyUpdate(pre, ev.o); err != nil {
+				return fmt.Errorf("changestream: post-image: %w", err)
+			}
+		}
+		if post == nil && s.FullDocument == FullDocRequired {
+			return mongoerr.New(mongoerr.NoMatchingDocument, "Change stream was configured to require a post-image for all update events, but the post-image was not found for event: %s", s.notFoundDesc(ev))
+		}
+		ev.full, ev.fullNull = post, post == nil
+	}
+	return nil
+}
+
+// notFoundDesc names the event a required image was not found for, in the
+// terms of MongoDB's message.
+func (s *Spec) notFoundDesc(ev *event) string {
+	return fmt.Sprintf("{operationType: %q, ns: {db: %q, coll: %q}, documentKey: %s, clusterTime: %v}", ev.op, ev.db, ev.coll, bson.Raw(ev.key), ev.tok.TS)
+}
 
 // encode builds the event document, in the field order of MongoDB's.
-func (s *Spec) encode(ev *event, lookup Lookup) (bson.Raw, error) {
-	if ev.op == "update" && s.FullDocument != FullDocDefault {
-		switch s.FullDocument {
-		case FullDocUpdateLookup:
-			d, err := lookup(ev.db, ev.coll, ev.key.Lookup("_id"))
-			if err != nil {
-				return nil, fmt.Errorf("changestream: updateLookup: %w", err)
-			}
-			ev.full, ev.fullNull = bsoncore.Document(d), d == nil
-		case FullDocRequired:
-			// Post-images are not stored, so none is ever found.
-			return nil, mongoerr.New(mongoerr.NoMatchingDocument, "Change stream was configured to require a post-image for all update, delete and replace events, but the post-image was not found for event: %s", ev.tok.Doc())
-		default:
-			ev.fullNull = true
-		}
+func (s *Spec) encode(ev *event, src images) (bson.Raw, error) {
+	if err := s.addImages(ev, src); err != nil {
+		return nil, err
 	}
 	idx, b := bsoncore.AppendDocumentStart(nil)
 	b = bsoncore.AppendDocumentElement(b, "_id", ev.tok.Doc())
@@ -222,15 +278,22 @@ func (s *Spec) encode(ev *event, lookup Lookup) (bson.Raw, error) {
 		}
 		ub, _ = bsoncore.AppendArrayEnd(ub, aidx)
 		b, _ = bsoncore.AppendDocumentEnd(ub, uidx)
+	}
+	// The pre-image comes before an update's post-image: MongoDB's stage
+	// adding it runs first.
+	switch {
+	case ev.beforeNull:
+		b = bsoncore.AppendNullElement(b, "fullDocumentBeforeChange")
+	case ev.hasBefore:
+		b = bsoncore.AppendDocumentElement(b, "fullDocumentBeforeChange", ev.before)
+	}
+	if ev.op == "update" {
 		switch {
 		case ev.fullNull:
 			b = bsoncore.AppendNullElement(b, "fullDocument")
 		case ev.full != nil:
 			b = bsoncore.AppendDocumentElement(b, "fullDocument", ev.full)
 		}
-	}
-	if s.BeforeChangeNull && (ev.op == "update" || ev.op == "replace" || ev.op == "delete") {
-		b = bsoncore.AppendNullElement(b, "fullDocumentBeforeChange")
 	}
 	b, _ = bsoncore.AppendDocumentEnd(b, idx)
 	return b, nil

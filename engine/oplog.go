@@ -63,6 +63,9 @@ func (w *writer) logPut(d, old *storedDoc) {
 	default:
 		ent.Op, ent.O, ent.O2 = oplog.Update, oplog.UpdateDiff(old.doc, d.doc), oplog.IDDoc(idOf(d.doc))
 	}
+	if old != nil && w.st.preImages {
+		ent.PreImage = old.doc
+	}
 	w.logged = append(w.logged, w.tag(ent))
 }
 
@@ -74,12 +77,17 @@ func (w *writer) tag(ent oplog.Entry) oplog.Entry {
 	return ent
 }
 
-// logDelete records the deletion of d.
+// logDelete records the deletion of d, TTL purges included (MongoDB
+// records their pre-images too).
 func (w *writer) logDelete(d *storedDoc) {
 	if w.e.oplog == nil {
 		return
 	}
-	w.logged = append(w.logged, w.tag(oplog.Entry{Op: oplog.Delete, NS: w.st.ns(), UI: w.st.meta.UUID.Data, O: oplog.IDDoc(idOf(d.doc))}))
+	ent := oplog.Entry{Op: oplog.Delete, NS: w.st.ns(), UI: w.st.meta.UUID.Data, O: oplog.IDDoc(idOf(d.doc))}
+	if w.st.preImages {
+		ent.PreImage = d.doc
+	}
+	w.logged = append(w.logged, w.tag(ent))
 }
 
 // cmdEntry is the 'c' entry of a catalog change in db; ui is the
@@ -140,8 +148,19 @@ func (s oplogStore) Scan(fn func(ts oplog.Timestamp, size int64) bool) error {
 }
 
 func (s oplogStore) DeleteBefore(ts oplog.Timestamp) error {
+	b := s.e.db.NewBatch()
+	defer b.Close()
 	lo, _ := oplog.Range()
-	return s.e.db.DeleteRange(lo, oplog.AppendKey(nil, ts), pebble.NoSync)
+	if err := b.DeleteRange(lo, oplog.AppendKey(nil, ts), nil); err != nil {
+		return err
+	}
+	// Pre-images go with their entries, as MongoDB expires those older
+	// than the oldest oplog entry.
+	plo, _ := oplog.PreImageRange()
+	if err := b.DeleteRange(plo, oplog.AppendPreImageKey(nil, ts), nil); err != nil {
+		return err
+	}
+	return b.Commit(pebble.NoSync)
 }
 
 // Oplog is the engine's oplog, nil when it is off.

@@ -48,6 +48,10 @@ type Entry struct {
 	// event before its delete even when the reaper got there first.
 	Expired   bool
 	ExpiredAt int64
+	// PreImage is the document before an update or delete of a
+	// collection with changeStreamPreAndPostImages, stored under its own
+	// key (see PreImagePrefix), not in the entry; nil if none.
+	PreImage []byte
 }
 
 // Size approximates the encoded size of e, for batch accounting.
