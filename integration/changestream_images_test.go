@@ -1,0 +1,211 @@
+package integration
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+var preImagesOn = bson.D{{Key: "enabled", Value: true}}
+
+// collOptions returns the options listCollections reports for db.name.
+func collOptions(t *testing.T, db *mongo.Database, name string) bson.Raw {
+	t.Helper()
+	cur, err := db.ListCollections(testCtx(t), bson.D{{Key: "name", Value: name}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []bson.Raw
+	if err := cur.All(testCtx(t), &got); err != nil || len(got) != 1 {
+		t.Fatalf("listCollections %s: %v, %v", name, got, err)
+	}
+	return got[0].Lookup("options").Document()
+}
+
+// TestPreImagesOption: create and collMod take changeStreamPreAndPostImages,
+// listCollections shows it while enabled, and malformed values, views and
+// internal databases are refused with MongoDB's codes.
+func TestPreImagesOption(t *testing.T) {
+	_, client := startReplSet(t)
+	ctx := testCtx(t)
+	db := client.Database("img")
+	run := func(cmd bson.D) error { return db.RunCommand(ctx, cmd).Err() }
+	if err := run(bson.D{{Key: "create", Value: "on"}, {Key: "changeStreamPreAndPostImages", Value: preImagesOn}}); err != nil {
+		t.Fatal(err)
+	}
+	wantField(t, collOptions(t, db, "on"), preImagesOn, "changeStreamPreAndPostImages")
+	if err := run(bson.D{{Key: "create", Value: "off"}, {Key: "changeStreamPreAndPostImages", Value: bson.D{{Key: "enabled", Value: false}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := collOptions(t, db, "off").LookupErr("changeStreamPreAndPostImages"); err == nil {
+		t.Fatal("disabled option listed")
+	}
+	if err := run(bson.D{{Key: "collMod", Value: "off"}, {Key: "changeStreamPreAndPostImages", Value: preImagesOn}}); err != nil {
+		t.Fatal(err)
+	}
+	wantField(t, collOptions(t, db, "off"), preImagesOn, "changeStreamPreAndPostImages")
+	if err := run(bson.D{{Key: "collMod", Value: "on"}, {Key: "changeStreamPreAndPostImages", Value: bson.D{{Key: "enabled", Value: false}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := collOptions(t, db, "on").LookupErr("changeStreamPreAndPostImages"); err == nil {
+		t.Fatal("option listed after collMod disabled it")
+	}
+
+	for _, c := range []struct {
+		v    any
+		code int
+	}{
+		{true, 14},                               // TypeMismatch: not an object
+		{bson.D{}, 40414},                        // enabled missing
+		{bson.D{{Key: "enabled", Value: 1}}, 14}, // enabled not a bool
+		{bson.D{{Key: "enabled", Value: true}, {Key: "x", Value: 1}}, 40415},
+	} {
+		for _, cmd := range []string{"create", "collMod"} {
+			wantCode(t, run(bson.D{{Key: cmd, Value: "on"}, {Key: "changeStreamPreAndPostImages", Value: c.v}}), c.code)
+		}
+	}
+	// Views have no pre-images; the internal databases refuse the option.
+	wantCode(t, run(bson.D{{Key: "create", Value: "v"}, {Key: "viewOn", Value: "on"}, {Key: "changeStreamPreAndPostImages", Value: preImagesOn}}), 72)
+	if err := run(bson.D{{Key: "create", Value: "v"}, {Key: "viewOn", Value: "on"}}); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, run(bson.D{{Key: "collMod", Value: "v"}, {Key: "changeStreamPreAndPostImages", Value: preImagesOn}}), 72)
+	wantCode(t, client.Database("admin").RunCommand(ctx, bson.D{{Key: "create", Value: "x"}, {Key: "changeStreamPreAndPostImages", Value: preImagesOn}}).Err(), 72)
+}
+
+// wantImage checks an event's field: the document want, or null if nil.
+func wantImage(t *testing.T, ev bson.Raw, field string, want bson.D) {
+	t.Helper()
+	if want == nil {
+		if v, err := ev.LookupErr(field); err != nil || v.Type != bson.TypeNull {
+			t.Fatalf("event %s: %s is not null", ev, field)
+		}
+		return
+	}
+	wantField(t, ev, want, field)
+}
+
+func doc1(a any) bson.D { return bson.D{{Key: "_id", Value: int32(1)}, {Key: "a", Value: a}} }
+
+// TestChangeStreamImages: with the option on, update, replace and delete
+// events carry the document before the change, and an update's
+// fullDocument under whenAvailable or required is the document right after
+// that update, not as it is when the event is read.
+func TestChangeStreamImages(t *testing.T) {
+	_, client := startReplSet(t)
+	ctx := testCtx(t)
+	db := client.Database("img")
+	if err := db.CreateCollection(ctx, "c", options.CreateCollection().SetChangeStreamPreAndPostImages(preImagesOn)); err != nil {
+		t.Fatal(err)
+	}
+	coll := db.Collection("c")
+	required := options.ChangeStream().SetFullDocument(options.Required).SetFullDocumentBeforeChange(options.Required)
+	cs := watchColl(t, coll, nil, required)
+	mustInsert(t, coll, doc1(int32(1)))
+	one := bson.D{{Key: "_id", Value: 1}}
+	if _, err := coll.UpdateOne(ctx, one, bson.D{{Key: "$set", Value: bson.D{{Key: "a", Value: 2}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := coll.FindOneAndUpdate(ctx, one, bson.D{{Key: "$inc", Value: bson.D{{Key: "a", Value: 1}}}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := coll.ReplaceOne(ctx, one, bson.D{{Key: "b", Value: "r"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := coll.FindOneAndDelete(ctx, one).Err(); err != nil {
+		t.Fatal(err)
+	}
+	wantEvent(t, cs, "insert")
+	ev := wantEvent(t, cs, "update")
+	wantImage(t, ev, "fullDocumentBeforeChange", doc1(int32(1)))
+	wantImage(t, ev, "fullDocument", doc1(int32(2))) // not a: 3, the document now
+	ev = wantEvent(t, cs, "update")
+	wantImage(t, ev, "fullDocumentBeforeChange", doc1(int32(2)))
+	wantImage(t, ev, "fullDocument", doc1(int32(3)))
+	ev = wantEvent(t, cs, "replace")
+	wantImage(t, ev, "fullDocumentBeforeChange", doc1(int32(3)))
+	wantImage(t, ev, "fullDocument", bson.D{{Key: "_id", Value: int32(1)}, {Key: "b", Value: "r"}})
+	ev = wantEvent(t, cs, "delete")
+	wantImage(t, ev, "fullDocumentBeforeChange", bson.D{{Key: "_id", Value: int32(1)}, {Key: "b", Value: "r"}})
+}
+
+// TestChangeStreamImagesMissing: on a collection without the option,
+// whenAvailable gives null and required fails the stream with
+// NoMatchingDocument (47); a collMod turning the option on takes effect
+// from the next write, within the same stream.
+func TestChangeStreamImagesMissing(t *testing.T) {
+	_, client := startReplSet(t)
+	ctx := testCtx(t)
+	db := client.Database("img")
+	coll := db.Collection("plain")
+	mustInsert(t, coll, doc1(int32(1)))
+	one := bson.D{{Key: "_id", Value: 1}}
+	inc := bson.D{{Key: "$inc", Value: bson.D{{Key: "a", Value: 1}}}}
+
+	avail := watchColl(t, coll, nil, options.ChangeStream().SetFullDocument(options.WhenAvailable).SetFullDocumentBeforeChange(options.WhenAvailable))
+	reqBefore := watchColl(t, coll, nil, options.ChangeStream().SetFullDocumentBeforeChange(options.Required))
+	reqAfter := watchColl(t, coll, nil, options.ChangeStream().SetFullDocument(options.Required))
+	if _, err := coll.UpdateOne(ctx, one, inc); err != nil {
+		t.Fatal(err)
+	}
+	ev := wantEvent(t, avail, "update")
+	wantImage(t, ev, "fullDocumentBeforeChange", nil)
+	wantImage(t, ev, "fullDocument", nil)
+	for _, cs := range []*mongo.ChangeStream{reqBefore, reqAfter} {
+		nctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		if cs.Next(nctx) {
+			t.Fatalf("event without its required image: %s", cs.Current)
+		}
+		cancel()
+		wantCode(t, cs.Err(), 47)
+	}
+
+	if err := db.RunCommand(ctx, bson.D{{Key: "collMod", Value: "plain"}, {Key: "changeStreamPreAndPostImages", Value: preImagesOn}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := coll.UpdateOne(ctx, one, inc); err != nil {
+		t.Fatal(err)
+	}
+	ev = wantEvent(t, avail, "update")
+	wantImage(t, ev, "fullDocumentBeforeChange", doc1(int32(2)))
+	wantImage(t, ev, "fullDocument", doc1(int32(3)))
+}
+
+// TestChangeStreamImagesAfterRestart: images are stored, so a stream
+// resumed after a restart still gets them.
+func TestChangeStreamImagesAfterRestart(t *testing.T) {
+	ts, client := startReplSet(t)
+	ctx := testCtx(t)
+	db := client.Database("img")
+	if err := db.CreateCollection(ctx, "r", options.CreateCollection().SetChangeStreamPreAndPostImages(preImagesOn)); err != nil {
+		t.Fatal(err)
+	}
+	coll := db.Collection("r")
+	cs := watchColl(t, coll, nil)
+	mustInsert(t, coll, doc1(int32(1)))
+	token := wantEvent(t, cs, "insert").Lookup("_id").Document()
+	cs.Close(context.Background())
+	one := bson.D{{Key: "_id", Value: 1}}
+	if _, err := coll.UpdateOne(ctx, one, bson.D{{Key: "$set", Value: bson.D{{Key: "a", Value: "x"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := coll.DeleteOne(ctx, one); err != nil {
+		t.Fatal(err)
+	}
+	client.Disconnect(context.Background())
+
+	ts.Restart(t)
+	client = ts.NewClient(t, options.Client().ApplyURI(ts.URI+"?replicaSet=rs0"))
+	coll = client.Database("img").Collection("r")
+	resumed := watchColl(t, coll, nil, options.ChangeStream().SetResumeAfter(token).
+		SetFullDocument(options.Required).SetFullDocumentBeforeChange(options.Required))
+	ev := wantEvent(t, resumed, "update")
+	wantImage(t, ev, "fullDocumentBeforeChange", doc1(int32(1)))
+	wantImage(t, ev, "fullDocument", doc1("x"))
+	ev = wantEvent(t, resumed, "delete")
+	wantImage(t, ev, "fullDocumentBeforeChange", doc1("x"))
+}
