@@ -28,13 +28,17 @@ type event struct {
 	before     bsoncore.Document
 	hasBefore  bool
 	beforeNull bool
-	upd        []byte // updateDescription.updatedFields
+	desc       oplog.Description // of an update
 	// o is the update entry's o, which turns the pre-image into the
 	// post-image.
-	o       []byte
-	removed []string
-	trunc   []oplog.Truncation
-	wall    int64
+	o []byte
+	// hasUUID is whether the entry names a collection (tok.UUID), for
+	// collectionUUID.
+	hasUUID bool
+	// opDesc is operationDescription, for showExpandedEvents; nil if
+	// none.
+	opDesc bsoncore.Document
+	wall   int64
 	// purged marks the delete of a TTL purge, of a document that expired
 	// at expiredAt; purgeTail orders it among those of that instant.
 	purged    bool
@@ -74,10 +78,9 @@ func (s *Spec) events(dst []event, ts oplog.Timestamp, raw bson.Raw) ([]event, e
 	doc := bsoncore.Document(raw)
 	wall, _ := doc.Lookup("wall").DateTimeOK()
 	var uuid [16]byte
-	if _, data, ok := doc.Lookup("ui").BinaryOK(); ok {
-		copy(uuid[:], data)
-	}
-	ev := event{tok: Token{TS: ts, UUID: uuid}, wall: wall}
+	_, data, hasUUID := doc.Lookup("ui").BinaryOK()
+	copy(uuid[:], data)
+	ev := event{tok: Token{TS: ts, UUID: uuid}, wall: wall, hasUUID: hasUUID}
 	switch f.Op {
 	case oplog.Insert, oplog.Update, oplog.Delete:
 		ev.db, ev.coll = splitNS(f.NS)
@@ -90,7 +93,8 @@ func (s *Spec) events(dst []event, ts oplog.Timestamp, raw bson.Raw) ([]event, e
 		return append(dst, s.crud(ev, f.Op, doc, o)), nil
 	case oplog.Command:
 		o, _ := doc.Lookup("o").DocumentOK()
-		return s.command(dst, ev, f.NS, o)
+		o2, _ := doc.Lookup("o2").DocumentOK()
+		return s.command(dst, ev, f.NS, o, o2)
 	}
 	return dst, nil
 }
@@ -107,20 +111,19 @@ func (s *Spec) crud(ev event, op oplog.Op, doc, o bsoncore.Document) event {
 		ev.op, ev.key = "delete", o
 	default:
 		ev.key = o2
-		upd, removed, trunc, isDiff, err := oplog.UpdateDescription(o)
+		desc, isDiff, err := oplog.UpdateDescription(o)
 		switch {
 		case err != nil || !isDiff:
 			ev.op, ev.full = "replace", o
 		default:
-			ev.op, ev.upd, ev.removed, ev.trunc = "update", upd, removed, trunc
-			ev.o = o
+			ev.op, ev.desc, ev.o = "update", desc, o
 		}
 	}
 	return ev
 }
 
 // command appends the events of a command entry in ns ("db.$cmd").
-func (s *Spec) command(dst []event, ev event, ns string, o bsoncore.Document) ([]event, error) {
+func (s *Spec) command(dst []event, ev event, ns string, o, o2 bsoncore.Document) ([]event, error) {
 	db, _ := splitNS(ns)
 	first, err := o.IndexErr(0)
 	if err != nil {
@@ -147,10 +150,53 @@ func (s *Spec) command(dst []event, ev event, ns string, o bsoncore.Document) ([
 		if !s.watches(ev.db, ev.coll) && !s.watches(toDB, toColl) {
 			return dst, nil
 		}
+		if s.ShowExpanded {
+			// The entry's fields but the source and stayTemp, with the
+			// target as a namespace document.
+			ev.opDesc = describeOp(o, func(dst []byte, el bsoncore.Element) []byte {
+				switch el.Key() {
+				case "renameCollection", "stayTemp":
+					return dst
+				case "to":
+					return appendNS(dst, "to", toDB, toColl)
+				case "dropTarget":
+					if el.Value().Type == bsoncore.TypeBoolean {
+						return dst // present only as the UUID of a replaced target
+					}
+				}
+				return bsoncore.AppendValueElement(dst, el.Key(), el.Value())
+			})
+		}
 		dst = append(dst, ev)
 		if s.Scope == Collection {
 			dst = append(dst, invalidate(ev))
 		}
+	case "create", "createIndexes", "dropIndexes", "collMod":
+		// The events of showExpandedEvents; a view's (system.views) are
+		// not reported.
+		ev.coll, _ = first.Value().StringValueOK()
+		if !s.ShowExpanded || !s.watches(db, ev.coll) {
+			return dst, nil
+		}
+		except := func(name string) func([]byte, bsoncore.Element) []byte {
+			return func(dst []byte, el bsoncore.Element) []byte {
+				if el.Key() == name {
+					return dst
+				}
+				return bsoncore.AppendValueElement(dst, el.Key(), el.Value())
+			}
+		}
+		switch first.Key() {
+		case "create":
+			ev.op, ev.opDesc = "create", describeOp(o, except("create"))
+		case "collMod":
+			ev.op, ev.opDesc = "modify", describeOp(o, except("collMod"))
+		case "createIndexes":
+			ev.op, ev.opDesc = "createIndexes", indexesDesc(describeOp(o, except("createIndexes")))
+		default:
+			ev.op, ev.opDesc = "dropIndexes", indexesDesc(describeOp(o2, except("dropIndexes")))
+		}
+		dst = append(dst, ev)
 	case "dropDatabase":
 		if internalDB(db) || (s.Scope != Cluster && db != s.DB) {
 			return dst, nil
@@ -162,6 +208,40 @@ func (s *Spec) command(dst []event, ev event, ns string, o bsoncore.Document) ([
 		}
 	}
 	return dst, nil
+}
+
+// describeOp builds an operationDescription from the fields of o, each
+// appended by add.
+func describeOp(o bsoncore.Document, add func(dst []byte, el bsoncore.Element) []byte) bsoncore.Document {
+	idx, dst := bsoncore.AppendDocumentStart(nil)
+	els, _ := o.Elements()
+	for _, el := range els {
+		dst = add(dst, el)
+	}
+	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
+	return dst
+}
+
+// indexesDesc is the operationDescription of an index event, {indexes:
+// [spec]}, one index per entry as MongoDB logs them.
+func indexesDesc(spec bsoncore.Document) bsoncore.Document {
+	idx, dst := bsoncore.AppendDocumentStart(nil)
+	aidx, dst := bsoncore.AppendArrayElementStart(dst, "indexes")
+	dst = bsoncore.AppendDocumentElement(dst, "0", spec)
+	dst, _ = bsoncore.AppendArrayEnd(dst, aidx)
+	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
+	return dst
+}
+
+// appendNS appends a namespace document {db, coll}.
+func appendNS(dst []byte, key, db, coll string) []byte {
+	idx, dst := bsoncore.AppendDocumentElementStart(dst, key)
+	dst = bsoncore.AppendStringElement(dst, "db", db)
+	if coll != "" {
+		dst = bsoncore.AppendStringElement(dst, "coll", coll)
+	}
+	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
+	return dst
 }
 
 func invalidate(after event) event {
@@ -239,6 +319,9 @@ func (s *Spec) encode(ev *event, src images) (bson.Raw, error) {
 	b = bsoncore.AppendDocumentElement(b, "_id", ev.tok.Doc())
 	b = bsoncore.AppendStringElement(b, "operationType", ev.op)
 	b = bsoncore.AppendTimestampElement(b, "clusterTime", ev.tok.TS.T, ev.tok.TS.I)
+	if s.ShowExpanded && ev.hasUUID && ev.op != "invalidate" && ev.op != "dropDatabase" {
+		b = bsoncore.AppendBinaryElement(b, "collectionUUID", bson.TypeBinaryUUID, ev.tok.UUID[:])
+	}
 	b = bsoncore.AppendDateTimeElement(b, "wallTime", ev.wall)
 	if ev.op == "insert" || ev.op == "replace" {
 		b = bsoncore.AppendDocumentElement(b, "fullDocument", ev.full)
@@ -261,22 +344,28 @@ func (s *Spec) encode(ev *event, src images) (bson.Raw, error) {
 	if ev.key != nil {
 		b = bsoncore.AppendDocumentElement(b, "documentKey", ev.key)
 	}
+	if s.ShowExpanded && ev.opDesc != nil {
+		b = bsoncore.AppendDocumentElement(b, "operationDescription", ev.opDesc)
+	}
 	if ev.op == "update" {
 		uidx, ub := bsoncore.AppendDocumentElementStart(b, "updateDescription")
-		ub = bsoncore.AppendDocumentElement(ub, "updatedFields", ev.upd)
+		ub = bsoncore.AppendDocumentElement(ub, "updatedFields", ev.desc.Updated)
 		aidx, ub := bsoncore.AppendArrayElementStart(ub, "removedFields")
-		for i, r := range ev.removed {
+		for i, r := range ev.desc.Removed {
 			ub = bsoncore.AppendStringElement(ub, fmt.Sprint(i), r)
 		}
 		ub, _ = bsoncore.AppendArrayEnd(ub, aidx)
 		aidx, ub = bsoncore.AppendArrayElementStart(ub, "truncatedArrays")
-		for i, t := range ev.trunc {
+		for i, t := range ev.desc.Truncated {
 			tidx, tb := bsoncore.AppendDocumentElementStart(ub, fmt.Sprint(i))
 			tb = bsoncore.AppendStringElement(tb, "field", t.Field)
 			tb = bsoncore.AppendInt32Element(tb, "newSize", t.NewSize)
 			ub, _ = bsoncore.AppendDocumentEnd(tb, tidx)
 		}
 		ub, _ = bsoncore.AppendArrayEnd(ub, aidx)
+		if s.ShowExpanded {
+			ub = bsoncore.AppendDocumentElement(ub, "disambiguatedPaths", ev.desc.Disambiguated)
+		}
 		b, _ = bsoncore.AppendDocumentEnd(ub, uidx)
 	}
 	// The pre-image comes before an update's post-image: MongoDB's stage

@@ -53,6 +53,10 @@ type Spec struct {
 	// BeforeChange is fullDocumentBeforeChange: off, whenAvailable or
 	// required.
 	BeforeChange BeforeChange
+	// ShowExpanded is showExpandedEvents: create, createIndexes,
+	// dropIndexes and modify events, and collectionUUID,
+	// operationDescription and disambiguatedPaths on events.
+	ShowExpanded bool
 	// ShowExpireEvents asks for Lethe's expire events (see README).
 	ShowExpireEvents bool
 }
@@ -118,7 +122,11 @@ func ParseSpec(stage bson.RawValue, db, coll string) (*Spec, error) {
 			if allForCluster, ok = v.BooleanOK(); !ok {
 				return nil, wrongType("allChangesForCluster", v, "bool")
 			}
-		case "showExpandedEvents", "showSystemEvents", "showMigrationEvents":
+		case "showExpandedEvents":
+			if sp.ShowExpanded, ok = v.BooleanOK(); !ok {
+				return nil, wrongType("showExpandedEvents", v, "bool")
+			}
+		case "showSystemEvents", "showMigrationEvents":
 			if _, ok := v.BooleanOK(); !ok {
 				return nil, wrongType(el.Key(), v, "bool")
 			}

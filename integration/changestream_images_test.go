@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -208,4 +209,78 @@ func TestChangeStreamImagesAfterRestart(t *testing.T) {
 	wantImage(t, ev, "fullDocument", doc1("x"))
 	ev = wantEvent(t, resumed, "delete")
 	wantImage(t, ev, "fullDocumentBeforeChange", doc1("x"))
+}
+
+// TestChangeStreamExpandedEvents: showExpandedEvents adds create,
+// createIndexes, dropIndexes and modify events, collectionUUID on events
+// of a collection, operationDescription, and disambiguatedPaths in an
+// update's description; a stream without it sees none of these.
+func TestChangeStreamExpandedEvents(t *testing.T) {
+	_, client := startReplSet(t)
+	ctx := testCtx(t)
+	db := client.Database("exp")
+	mustInsert(t, db.Collection("other"), bson.D{{Key: "_id", Value: 0}})
+	plain := watchColl(t, db.Collection("e"), nil)
+	cs, err := db.Watch(ctx, mongo.Pipeline{}, options.ChangeStream().SetShowExpandedEvents(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close(context.Background()) })
+
+	if err := db.CreateCollection(ctx, "e", options.CreateCollection().SetChangeStreamPreAndPostImages(preImagesOn)); err != nil {
+		t.Fatal(err)
+	}
+	coll := db.Collection("e")
+	if _, err := coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "a", Value: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	mustInsert(t, coll, bson.D{{Key: "_id", Value: 1}, {Key: "m", Value: bson.D{{Key: "7", Value: 0}}}})
+	if _, err := coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "$set", Value: bson.D{{Key: "m.7", Value: 1}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.RunCommand(ctx, bson.D{{Key: "collMod", Value: "e"}, {Key: "changeStreamPreAndPostImages", Value: bson.D{{Key: "enabled", Value: false}}}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := coll.Indexes().DropOne(ctx, "a_1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := coll.Drop(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	ev := wantEvent(t, cs, "create")
+	uuid := ev.Lookup("collectionUUID")
+	if _, data, ok := uuid.BinaryOK(); !ok || uuid.Type != bson.TypeBinary || len(data) != 16 {
+		t.Fatalf("create event without collectionUUID: %s", ev)
+	}
+	wantField(t, ev, bson.D{{Key: "db", Value: "exp"}, {Key: "coll", Value: "e"}}, "ns")
+	wantField(t, ev, preImagesOn, "operationDescription", "changeStreamPreAndPostImages")
+	ev = wantEvent(t, cs, "createIndexes")
+	wantField(t, ev, bson.D{{Key: "a", Value: int32(1)}}, "operationDescription", "indexes", "0", "key")
+	wantField(t, ev, "a_1", "operationDescription", "indexes", "0", "name")
+	ev = wantEvent(t, cs, "insert")
+	if !ev.Lookup("collectionUUID").Equal(uuid) {
+		t.Fatalf("insert event's collectionUUID: %s", ev)
+	}
+	ev = wantEvent(t, cs, "update")
+	wantField(t, ev, bson.D{{Key: "m.7", Value: int32(1)}}, "updateDescription", "updatedFields")
+	wantField(t, ev, bson.D{{Key: "m.7", Value: bson.A{"m", "7"}}}, "updateDescription", "disambiguatedPaths")
+	ev = wantEvent(t, cs, "modify")
+	wantField(t, ev, bson.D{{Key: "changeStreamPreAndPostImages", Value: bson.D{{Key: "enabled", Value: false}}}}, "operationDescription")
+	ev = wantEvent(t, cs, "dropIndexes")
+	wantField(t, ev, "a_1", "operationDescription", "indexes", "0", "name")
+	ev = wantEvent(t, cs, "drop")
+	if !ev.Lookup("collectionUUID").Equal(uuid) {
+		t.Fatalf("drop event's collectionUUID: %s", ev)
+	}
+
+	// The stream without the option: the writes and the drop only.
+	for _, op := range []string{"insert", "update", "drop", "invalidate"} {
+		ev := wantEvent(t, plain, op)
+		for _, f := range []string{"collectionUUID", "operationDescription", "updateDescription.disambiguatedPaths"} {
+			if _, err := ev.LookupErr(strings.Split(f, ".")...); err == nil {
+				t.Fatalf("%s without showExpandedEvents: %s", f, ev)
+			}
+		}
+	}
 }
