@@ -38,7 +38,9 @@ type event struct {
 	// opDesc is operationDescription, for showExpandedEvents; nil if
 	// none.
 	opDesc bsoncore.Document
-	wall   int64
+	// stateBefore is a modify event's stateBeforeChange.
+	stateBefore bsoncore.Document
+	wall        int64
 	// purged marks the delete of a TTL purge, of a document that expired
 	// at expiredAt; purgeTail orders it among those of that instant.
 	purged    bool
@@ -191,6 +193,7 @@ func (s *Spec) command(dst []event, ev event, ns string, o, o2 bsoncore.Document
 			ev.op, ev.opDesc = "create", describeOp(o, except("create"))
 		case "collMod":
 			ev.op, ev.opDesc = "modify", describeOp(o, except("collMod"))
+			ev.stateBefore = stateBefore(o2)
 		case "createIndexes":
 			ev.op, ev.opDesc = "createIndexes", indexesDesc(describeOp(o, except("createIndexes")))
 		default:
@@ -217,6 +220,20 @@ func describeOp(o bsoncore.Document, add func(dst []byte, el bsoncore.Element) [
 	els, _ := o.Elements()
 	for _, el := range els {
 		dst = add(dst, el)
+	}
+	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
+	return dst
+}
+
+// stateBefore is a modify event's stateBeforeChange, from the o2 of its
+// collMod entry: {collectionOptions, indexOptions}, each only if logged.
+func stateBefore(o2 bsoncore.Document) bsoncore.Document {
+	idx, dst := bsoncore.AppendDocumentStart(nil)
+	if v, err := o2.LookupErr("collectionOptions_old"); err == nil {
+		dst = bsoncore.AppendValueElement(dst, "collectionOptions", v)
+	}
+	if v, err := o2.LookupErr("indexOptions_old"); err == nil {
+		dst = bsoncore.AppendValueElement(dst, "indexOptions", v)
 	}
 	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
 	return dst
@@ -367,6 +384,9 @@ func (s *Spec) encode(ev *event, src images) (bson.Raw, error) {
 			ub = bsoncore.AppendDocumentElement(ub, "disambiguatedPaths", ev.desc.Disambiguated)
 		}
 		b, _ = bsoncore.AppendDocumentEnd(ub, uidx)
+	}
+	if s.ShowExpanded && ev.stateBefore != nil {
+		b = bsoncore.AppendDocumentElement(b, "stateBeforeChange", ev.stateBefore)
 	}
 	// The pre-image comes before an update's post-image: MongoDB's stage
 	// adding it runs first.

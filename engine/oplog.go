@@ -258,6 +258,24 @@ func renameEntry(st *collState, db, to string, droppedUUID []byte) []oplog.Entry
 	return cmdEntry(st.meta.DB, st.meta.UUID.Data, o, nil)
 }
 
+// collModO2 is the o2 of a collMod entry, as MongoDB logs it: the
+// collection's options before the change (with its UUID), and the index's
+// expireAfterSeconds before a TTL change (nil: none).
+func collModO2(old *collMeta, oldExpire *int32) bson.D {
+	opts := bson.D{{Key: "uuid", Value: old.UUID}}
+	if len(old.Options) > 0 {
+		elems, _ := old.Options.Elements()
+		for _, el := range elems {
+			opts = append(opts, bson.E{Key: el.Key(), Value: el.Value()})
+		}
+	}
+	o2 := bson.D{{Key: "collectionOptions_old", Value: opts}}
+	if oldExpire != nil {
+		o2 = append(o2, bson.E{Key: "expireAfterSeconds_old", Value: int64(*oldExpire)})
+	}
+	return o2
+}
+
 // collModIndexCmd is the o of a collMod that changes an index, as the
 // command gave it: {collMod: coll, index: {name or keyPattern, changes}}.
 func collModIndexCmd(coll string, ch IndexChange) bson.D {

@@ -61,7 +61,7 @@ func (e *Engine) SetPreAndPostImages(db, coll string, enabled bool) error {
 		return nil
 	}, func(old, _ *collMeta) []oplog.Entry {
 		o := bson.D{{Key: "collMod", Value: coll}, {Key: PreImagesOption, Value: bson.D{{Key: "enabled", Value: enabled}}}}
-		return cmdEntry(db, old.UUID.Data, o, nil)
+		return cmdEntry(db, old.UUID.Data, o, collModO2(old, nil))
 	})
 }
 

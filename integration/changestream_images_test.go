@@ -267,6 +267,8 @@ func TestChangeStreamExpandedEvents(t *testing.T) {
 	wantField(t, ev, bson.D{{Key: "m.7", Value: bson.A{"m", "7"}}}, "updateDescription", "disambiguatedPaths")
 	ev = wantEvent(t, cs, "modify")
 	wantField(t, ev, bson.D{{Key: "changeStreamPreAndPostImages", Value: bson.D{{Key: "enabled", Value: false}}}}, "operationDescription")
+	// The options before the collMod, with the collection's UUID.
+	wantField(t, ev, bson.D{{Key: "uuid", Value: uuid}, {Key: "changeStreamPreAndPostImages", Value: preImagesOn}}, "stateBeforeChange", "collectionOptions")
 	ev = wantEvent(t, cs, "dropIndexes")
 	wantField(t, ev, "a_1", "operationDescription", "indexes", "0", "name")
 	ev = wantEvent(t, cs, "drop")
