@@ -286,3 +286,22 @@ func TestChangeStreamExpandedEvents(t *testing.T) {
 		}
 	}
 }
+
+// TestChangeStreamImagesTTLPurge: the delete event of a TTL purge carries
+// the purged document as its pre-image, as MongoDB records pre-images of
+// TTL deletes.
+func TestChangeStreamImagesTTLPurge(t *testing.T) {
+	ts, client := startReplSet(t)
+	db := client.Database("ttl")
+	if err := db.CreateCollection(testCtx(t), "img", options.CreateCollection().SetChangeStreamPreAndPostImages(preImagesOn)); err != nil {
+		t.Fatal(err)
+	}
+	coll := db.Collection("img")
+	enableTTL(t, coll, 10)
+	cs := watchColl(t, coll, nil, options.ChangeStream().SetFullDocumentBeforeChange(options.Required))
+	mustInsert(t, coll, bson.D{{Key: "_id", Value: 1}, {Key: "ttl", Value: 5}, {Key: "v", Value: "x"}})
+	wantEvent(t, cs, "insert")
+	ts.Clock.Advance(5 * time.Second)
+	ev := wantEvent(t, cs, "delete")
+	wantImage(t, ev, "fullDocumentBeforeChange", bson.D{{Key: "_id", Value: int32(1)}, {Key: "ttl", Value: int32(5)}, {Key: "v", Value: "x"}})
+}
