@@ -55,7 +55,9 @@ type Entry struct {
 }
 
 // Size approximates the encoded size of e, for batch accounting.
-func (e *Entry) Size() int { return 96 + len(e.NS) + len(e.O) + len(e.O2) + len(e.LSID) }
+func (e *Entry) Size() int {
+	return 96 + len(e.NS) + len(e.O) + len(e.O2) + len(e.LSID) + len(e.PreImage)
+}
 
 // Append encodes e at ts and wall time into dst, in the field order of
 // MongoDB's entries.
