@@ -67,8 +67,12 @@ func (e *Engine) SetPreAndPostImages(db, coll string, enabled bool) error {
 
 // PreImage returns the pre-image stored with the oplog entry at ts, nil if
 // there is none: the collection did not keep them then, the entry is no
-// update or delete, or it has been trimmed.
+// update or delete, it has been trimmed, or it has expired under the
+// changeStreamOptions cluster parameter.
 func (e *Engine) PreImage(ts oplog.Timestamp) (bson.Raw, error) {
+	if ts.Less(e.imagesExpireBefore()) {
+		return nil, nil // expired under changeStreamOptions
+	}
 	v, closer, err := e.db.Get(oplog.AppendPreImageKey(nil, ts))
 	if err == pebble.ErrNotFound {
 		return nil, nil

@@ -119,3 +119,74 @@ func TestPreImagesTrimmedWithOplog(t *testing.T) {
 		t.Fatalf("%d pre-images kept for %d delete entries", kept, len(pres))
 	}
 }
+
+// TestPreImagesExpireAfterSeconds: with changeStreamOptions'
+// expireAfterSeconds, a pre-image is gone once it is older than that, for
+// reads at once and from the store when the expiry runs, and the setting
+// survives a restart.
+func TestPreImagesExpireAfterSeconds(t *testing.T) {
+	clock := ttlindex.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	dir := t.TempDir()
+	e := openOplogEngine(t, dir, clock, Options{})
+	opts := mustRaw(t, bson.D{{Key: PreImagesOption, Value: bson.D{{Key: "enabled", Value: true}}}})
+	if err := e.CreateCollection("db", "c", CreateOptions{Raw: opts}); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.ChangeStreamOptions(); got.ExpireAfterSeconds != 0 || !got.Time.IsZero() {
+		t.Fatalf("default options %+v", got)
+	}
+	if err := e.SetChangeStreamOptions(10); err != nil {
+		t.Fatal(err)
+	}
+	set := e.ChangeStreamOptions()
+	if set.ExpireAfterSeconds != 10 || set.Time.IsZero() {
+		t.Fatalf("options %+v", set)
+	}
+	_, _, last := oplogSince(t, e, oplog.Timestamp{})
+	for i := range 2 {
+		if _, err := e.Insert("db", "c", []bson.Raw{mustRaw(t, bson.D{{Key: "_id", Value: i}})}, true); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Delete(context.Background(), "db", "c", mustRaw(t, bson.D{{Key: "_id", Value: i}}), 1, bson.RawValue{}); err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(6 * time.Second)
+	}
+	// 12 s after the first delete and 6 s after the second.
+	pres := preImagesAt(t, e, last)
+	if len(pres) != 2 || pres[0] != nil || pres[1] == nil {
+		t.Fatalf("pre-images 12 s and 6 s old under a 10 s expiry: %v", pres)
+	}
+	if err := e.ExpirePreImages(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e = openOplogEngine(t, dir, clock, Options{})
+	defer e.Close()
+	if got := e.ChangeStreamOptions(); got != set {
+		t.Fatalf("options after restart %+v, want %+v", got, set)
+	}
+	lo, hi := oplog.PreImageRange()
+	it, err := e.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		n++
+	}
+	it.Close()
+	if n != 1 {
+		t.Fatalf("%d pre-images stored after the expiry, want 1", n)
+	}
+	// Turned off, the oplog's bound alone applies again.
+	if err := e.SetChangeStreamOptions(0); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Hour)
+	if pres := preImagesAt(t, e, last); len(pres) != 2 || pres[1] == nil {
+		t.Fatalf("pre-images with the expiry off: %v", pres)
+	}
+}
