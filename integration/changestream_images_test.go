@@ -305,3 +305,73 @@ func TestChangeStreamImagesTTLPurge(t *testing.T) {
 	ev := wantEvent(t, cs, "delete")
 	wantImage(t, ev, "fullDocumentBeforeChange", bson.D{{Key: "_id", Value: int32(1)}, {Key: "ttl", Value: int32(5)}, {Key: "v", Value: "x"}})
 }
+
+// TestPreImagesExpireAfterSeconds: the changeStreamOptions cluster
+// parameter bounds how long pre-images are kept; getClusterParameter
+// reports it, malformed values fail with BadValue, and a standalone server
+// refuses both commands, as mongod does.
+func TestPreImagesExpireAfterSeconds(t *testing.T) {
+	standalone := startServer(t)
+	admin := func(c *mongo.Client, cmd bson.D) (bson.Raw, error) {
+		return c.Database("admin").RunCommand(testCtx(t), cmd).Raw()
+	}
+	get := bson.D{{Key: "getClusterParameter", Value: "changeStreamOptions"}}
+	setTo := func(v any) bson.D {
+		return bson.D{{Key: "setClusterParameter", Value: bson.D{{Key: "changeStreamOptions", Value: bson.D{
+			{Key: "preAndPostImages", Value: bson.D{{Key: "expireAfterSeconds", Value: v}}}}}}}}
+	}
+	_, err := admin(standalone.Client, get)
+	wantCode(t, err, 20) // IllegalOperation
+	_, err = admin(standalone.Client, setTo(int64(10)))
+	wantCode(t, err, 20)
+
+	ts, client := startReplSet(t)
+	got, err := admin(client, get)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantField(t, got, bson.D{{Key: "expireAfterSeconds", Value: "off"}}, "clusterParameters", "0", "preAndPostImages")
+	wantField(t, got, bson.Timestamp{}, "clusterParameters", "0", "clusterParameterTime")
+	for _, bad := range []any{"on", int64(0), int32(-1), 1.5, true} {
+		_, err := admin(client, setTo(bad))
+		wantCode(t, err, 2) // BadValue
+	}
+	_, err = admin(client, bson.D{{Key: "setClusterParameter", Value: bson.D{{Key: "changeStreamOptions", Value: bson.D{}}}}})
+	wantCode(t, err, 2)
+	_, err = admin(client, bson.D{{Key: "getClusterParameter", Value: "noSuchParameter"}})
+	wantCode(t, err, 4) // NoSuchKey
+
+	if _, err := admin(client, setTo(int32(10))); err != nil {
+		t.Fatal(err)
+	}
+	got, err = admin(client, get)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantField(t, got, bson.D{{Key: "expireAfterSeconds", Value: int64(10)}}, "clusterParameters", "0", "preAndPostImages")
+	if tt, _, _ := got.Lookup("clusterParameters", "0", "clusterParameterTime").TimestampOK(); tt == 0 {
+		t.Fatalf("clusterParameterTime not set: %s", got)
+	}
+
+	ctx := testCtx(t)
+	db := client.Database("img")
+	if err := db.CreateCollection(ctx, "x", options.CreateCollection().SetChangeStreamPreAndPostImages(preImagesOn)); err != nil {
+		t.Fatal(err)
+	}
+	coll := db.Collection("x")
+	cs := watchColl(t, coll, nil, options.ChangeStream().SetFullDocumentBeforeChange(options.WhenAvailable))
+	mustInsert(t, coll, doc1(int32(1)))
+	one := bson.D{{Key: "_id", Value: 1}}
+	if _, err := coll.UpdateOne(ctx, one, bson.D{{Key: "$set", Value: bson.D{{Key: "a", Value: 2}}}}); err != nil {
+		t.Fatal(err)
+	}
+	ts.Clock.Advance(11 * time.Second)
+	if _, err := coll.DeleteOne(ctx, one); err != nil {
+		t.Fatal(err)
+	}
+	wantEvent(t, cs, "insert")
+	// The update's pre-image is older than 10 s when the event is read;
+	// the delete's is not.
+	wantImage(t, wantEvent(t, cs, "update"), "fullDocumentBeforeChange", nil)
+	wantImage(t, wantEvent(t, cs, "delete"), "fullDocumentBeforeChange", doc1(int32(2)))
+}
