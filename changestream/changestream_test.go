@@ -1,6 +1,7 @@
 package changestream
 
 import (
+	"bytes"
 	"context"
 	"testing"
 	"time"
@@ -24,6 +25,8 @@ type memSource struct {
 	// now and exp are the clock, in ms, and the documents' expiry.
 	now int64
 	exp []Expired
+	// pre holds the pre-images by entry.
+	pre map[oplog.Timestamp]bson.Raw
 }
 
 func (m *memSource) add(e oplog.Entry) {
@@ -67,6 +70,8 @@ func (m *memSource) Watch() (oplog.Timestamp, <-chan struct{}) {
 }
 
 func (m *memSource) FindByID(string, string, bsoncore.Value) (bson.Raw, error) { return nil, nil }
+
+func (m *memSource) PreImage(ts oplog.Timestamp) (bson.Raw, error) { return m.pre[ts], nil }
 
 func (m *memSource) Clock() (time.Time, <-chan struct{}) { return time.UnixMilli(m.now), nil }
 
@@ -158,6 +163,8 @@ func TestSpecErrors(t *testing.T) {
 		{bson.D{{Key: "nope", Value: 1}}, "d", "c", mongoerr.Location40415},
 		{bson.D{{Key: "fullDocument", Value: "sometimes"}}, "d", "c", mongoerr.BadValue},
 		{bson.D{{Key: "fullDocument", Value: 1}}, "d", "c", mongoerr.TypeMismatch},
+		{bson.D{{Key: "fullDocumentBeforeChange", Value: "sometimes"}}, "d", "c", mongoerr.BadValue},
+		{bson.D{{Key: "fullDocumentBeforeChange", Value: true}}, "d", "c", mongoerr.TypeMismatch},
 		{bson.D{{Key: "resumeAfter", Value: tok}, {Key: "startAfter", Value: tok}}, "d", "c", mongoerr.Location40674},
 		{bson.D{{Key: "allChangesForCluster", Value: true}}, "d", "", mongoerr.InvalidNamespace},
 		{bson.D{}, "admin", "", mongoerr.InvalidNamespace},
@@ -195,5 +202,79 @@ func TestHoleDoesNotSpin(t *testing.T) {
 	tok, _ := ParseToken(bson.Raw(doc(t, bson.D{{Key: "t", Value: s.PostBatchResumeToken()}})).Lookup("t"))
 	if !tok.HighWater() || tok.TS != (oplog.Timestamp{T: 100, I: 3}) {
 		t.Fatalf("postBatchResumeToken %+v, want the visible point", tok)
+	}
+}
+
+// TestImages: update, replace and delete events carry the stored
+// pre-image, and an update's post-image is that pre-image with the update
+// applied; without a stored pre-image whenAvailable gives null and
+// required fails with NoMatchingDocument.
+func TestImages(t *testing.T) {
+	src := &memSource{pre: map[oplog.Timestamp]bson.Raw{}}
+	v1 := doc(t, bson.D{{Key: "_id", Value: 1}, {Key: "a", Value: 1}, {Key: "b", Value: "x"}})
+	v2 := doc(t, bson.D{{Key: "_id", Value: 1}, {Key: "a", Value: 2}, {Key: "b", Value: "x"}})
+	v3 := doc(t, bson.D{{Key: "_id", Value: 1}, {Key: "c", Value: true}})
+	key := doc(t, bson.D{{Key: "_id", Value: 1}})
+	ui := make([]byte, 16)
+	src.add(oplog.Entry{Op: oplog.Update, NS: "d.c", UI: ui, O: oplog.UpdateDiff(v1, v2), O2: key})
+	src.add(oplog.Entry{Op: oplog.Update, NS: "d.c", UI: ui, O: v3, O2: key})
+	src.add(oplog.Entry{Op: oplog.Delete, NS: "d.c", UI: ui, O: key})
+	src.add(oplog.Entry{Op: oplog.Update, NS: "d.c", UI: ui, O: oplog.UpdateDiff(v1, v2), O2: key})
+	src.pre[src.ts[0]], src.pre[src.ts[1]], src.pre[src.ts[2]] = v1, v2, v3
+	start := bson.E{Key: "startAtOperationTime", Value: bson.Timestamp{T: 100, I: 1}}
+
+	s, err := Open(spec(t, bson.D{start, {Key: "fullDocument", Value: "whenAvailable"}, {Key: "fullDocumentBeforeChange", Value: "whenAvailable"}}, "d", "c"), src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := s.Next(context.Background(), 0, 1<<20, false)
+	if err != nil || len(evs) != 4 {
+		t.Fatalf("events %v, %v", evs, err)
+	}
+	want := []struct {
+		op           string
+		before, full bson.Raw // nil: null; full of a delete: absent
+	}{
+		{"update", v1, v2},
+		{"replace", v2, v3},
+		{"delete", v3, nil},
+		{"update", nil, nil},
+	}
+	for i, w := range want {
+		ev := evs[i]
+		if op := ev.Lookup("operationType").StringValue(); op != w.op {
+			t.Fatalf("event %d: %s, want %s", i, ev, w.op)
+		}
+		check := func(field string, want bson.Raw) {
+			v, err := ev.LookupErr(field)
+			switch {
+			case err != nil:
+				t.Errorf("event %d without %s: %s", i, field, ev)
+			case want == nil && v.Type != bson.TypeNull:
+				t.Errorf("event %d: %s is %s, want null", i, field, v)
+			case want != nil && !bytes.Equal(v.Value, want):
+				t.Errorf("event %d: %s is %s, want %s", i, field, v, want)
+			}
+		}
+		check("fullDocumentBeforeChange", w.before)
+		if w.op != "delete" {
+			check("fullDocument", w.full)
+		} else if _, err := ev.LookupErr("fullDocument"); err == nil {
+			t.Errorf("delete event with fullDocument: %s", ev)
+		}
+	}
+
+	for _, opt := range []string{"fullDocument", "fullDocumentBeforeChange"} {
+		s, err := Open(spec(t, bson.D{start, {Key: opt, Value: "required"}}, "d", "c"), src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs, err := s.Next(context.Background(), 3, 1<<20, false)
+		if err != nil || len(evs) != 3 {
+			t.Fatalf("%s: required: events with images %v, %v", opt, evs, err)
+		}
+		if _, err := s.Next(context.Background(), 0, 1<<20, false); mongoerr.CodeOf(err) != mongoerr.NoMatchingDocument {
+			t.Fatalf("%s: required without an image: %v", opt, err)
+		}
 	}
 }

@@ -9,6 +9,14 @@
 // more events (an entry that drops a watched collection gives a drop and an
 // invalidate), in oplog order, and hands them out in batches.
 //
+// # Images
+//
+// fullDocumentBeforeChange is the pre-image the engine stored with the
+// entry (Source.PreImage), and the post-image of fullDocument
+// whenAvailable and required is that pre-image with the entry's update
+// applied: the document right after the update, as MongoDB computes it,
+// not as it is when the event is read (updateLookup).
+//
 // # Resume tokens
 //
 // An event's _id is {_data: hex} where the bytes are

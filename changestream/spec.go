@@ -28,6 +28,16 @@ const (
 	FullDocRequired      FullDocument = "required"
 )
 
+// BeforeChange is whether update, replace and delete events carry the
+// document's pre-image.
+type BeforeChange string
+
+const (
+	BeforeChangeOff           BeforeChange = "off"
+	BeforeChangeWhenAvailable BeforeChange = "whenAvailable"
+	BeforeChangeRequired      BeforeChange = "required"
+)
+
 // Spec is a parsed $changeStream stage with the namespace it runs on.
 type Spec struct {
 	Scope Scope
@@ -40,9 +50,13 @@ type Spec struct {
 	StartAt oplog.Timestamp
 
 	FullDocument FullDocument
-	// BeforeChangeNull is fullDocumentBeforeChange: whenAvailable: with no
-	// stored pre-images, update, replace and delete events carry null.
-	BeforeChangeNull bool
+	// BeforeChange is fullDocumentBeforeChange: off, whenAvailable or
+	// required.
+	BeforeChange BeforeChange
+	// ShowExpanded is showExpandedEvents: create, createIndexes,
+	// dropIndexes and modify events, and collectionUUID,
+	// operationDescription and disambiguatedPaths on events.
+	ShowExpanded bool
 	// ShowExpireEvents asks for Lethe's expire events (see README).
 	ShowExpireEvents bool
 }
@@ -54,7 +68,7 @@ func ParseSpec(stage bson.RawValue, db, coll string) (*Spec, error) {
 	if !ok {
 		return nil, mongoerr.New(mongoerr.Location50808, "$changeStream stage expects a document as argument")
 	}
-	sp := &Spec{DB: db, Coll: coll, FullDocument: FullDocDefault}
+	sp := &Spec{DB: db, Coll: coll, FullDocument: FullDocDefault, BeforeChange: BeforeChangeOff}
 	allForCluster := false
 	resumeOpts := 0
 	elems, err := d.Elements()
@@ -98,13 +112,9 @@ func ParseSpec(stage bson.RawValue, db, coll string) (*Spec, error) {
 			if !ok {
 				return nil, wrongType("fullDocumentBeforeChange", v, "string")
 			}
-			switch s {
-			case "off":
-			case "whenAvailable":
-				// No pre-images are stored, so whenAvailable finds none.
-				sp.BeforeChangeNull = true
-			case "required":
-				return nil, mongoerr.New(mongoerr.NotImplemented, "fullDocumentBeforeChange: 'required' needs stored pre-images, which Lethe does not keep")
+			switch b := BeforeChange(s); b {
+			case BeforeChangeOff, BeforeChangeWhenAvailable, BeforeChangeRequired:
+				sp.BeforeChange = b
 			default:
 				return nil, mongoerr.New(mongoerr.BadValue, "Enumeration value '%s' for field '$changeStream.fullDocumentBeforeChange' is not a valid value.", s)
 			}
@@ -112,7 +122,11 @@ func ParseSpec(stage bson.RawValue, db, coll string) (*Spec, error) {
 			if allForCluster, ok = v.BooleanOK(); !ok {
 				return nil, wrongType("allChangesForCluster", v, "bool")
 			}
-		case "showExpandedEvents", "showSystemEvents", "showMigrationEvents":
+		case "showExpandedEvents":
+			if sp.ShowExpanded, ok = v.BooleanOK(); !ok {
+				return nil, wrongType("showExpandedEvents", v, "bool")
+			}
+		case "showSystemEvents", "showMigrationEvents":
 			if _, ok := v.BooleanOK(); !ok {
 				return nil, wrongType(el.Key(), v, "bool")
 			}

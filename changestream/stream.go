@@ -24,6 +24,9 @@ type Source interface {
 	// FindByID returns the current document of db.coll with _id id, nil
 	// if none.
 	FindByID(db, coll string, id bsoncore.Value) (bson.Raw, error)
+	// PreImage returns the pre-image stored with the entry at ts, nil if
+	// none.
+	PreImage(ts oplog.Timestamp) (bson.Raw, error)
 	// Clock returns the server clock's time and a channel closed when it
 	// moves by hand (a manual clock); nil, which never fires, otherwise.
 	Clock() (time.Time, <-chan struct{})
@@ -232,7 +235,7 @@ func (s *Stream) fill(ctx context.Context, n, maxBytes int) ([]bson.Raw, error) 
 	size := 0
 	for len(s.pending) > 0 && len(out) < want {
 		ev := &s.pending[0]
-		doc, err := s.spec.encode(ev, s.src.FindByID)
+		doc, err := s.spec.encode(ev, s.src)
 		if err != nil {
 			return nil, err
 		}

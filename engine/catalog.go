@@ -47,6 +47,9 @@ type collState struct {
 	dateTTL []*index // indexes with expireAfterSeconds on a date field
 	// validator checks written documents; nil if the collection has none.
 	validator *docValidator
+	// preImages is changeStreamPreAndPostImages: updates and deletes
+	// store the document's pre-image with their oplog entry.
+	preImages bool
 	dropped   bool
 	// renames counts the renames of the collection since it was opened:
 	// a plan made before one is killed even if the collection has its old
@@ -65,6 +68,7 @@ func newCollState(meta collMeta) (*collState, error) {
 	// by a version that did not check stays unenforced, which loadCatalog
 	// logs, rather than keeping the store from opening.
 	st.validator, _ = compileValidator(meta.Options)
+	st.preImages = preImagesEnabled(meta.Options)
 	for _, im := range meta.Indexes {
 		ix, err := compileIndex(im)
 		if err != nil {

@@ -10,12 +10,15 @@
 //	i indexID keycodec(values)  [+ keycodec(_id) unless unique] -> keycodec(_id)
 //	x ...                       expiry families, laid out by package ttlindex
 //	o ts                        oplog entries, laid out by package oplog
+//	p ts                        pre-images of update and delete entries, likewise
 //	t lsid ...                  retryable writes' records (retry.go)
 //
 // With Options.Oplog, a write's oplog entries are appended to the batch of
 // the write itself at its commit (commitLogged), so that the log never
 // misses a committed write nor holds one that failed. A retryable write's
-// statements record their results in that batch too (retry.go).
+// statements record their results in that batch too (retry.go), and so do
+// the pre-images of a collection with changeStreamPreAndPostImages
+// (preimages.go).
 //
 // The value of an index entry is the primary key of its document, so index
 // scans reach the document without decoding the entry key. This differs from

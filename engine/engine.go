@@ -89,6 +89,9 @@ type Engine struct {
 	oplog       *oplog.Log
 	stopTrimmer context.CancelFunc
 	trimmerDone chan struct{}
+	// streamOpts is the changeStreamOptions cluster parameter
+	// (imageexpiry.go).
+	streamOpts atomic.Pointer[ChangeStreamOptions]
 }
 
 // Open opens or creates the store in dir.
@@ -144,6 +147,10 @@ func Open(dir string, opts Options) (*Engine, error) {
 		db.Close()
 		return nil, err
 	}
+	if err := e.loadChangeStreamOptions(); err != nil {
+		db.Close()
+		return nil, err
+	}
 	if opts.Oplog {
 		if err := e.openOplog(opts); err != nil {
 			db.Close()
@@ -153,9 +160,15 @@ func Open(dir string, opts Options) (*Engine, error) {
 			ctx, cancel := context.WithCancel(context.Background())
 			e.stopTrimmer = cancel
 			e.trimmerDone = make(chan struct{})
+			expiryDone := make(chan struct{})
+			go func() {
+				defer close(expiryDone)
+				e.runImageExpiry(ctx)
+			}()
 			go func() {
 				defer close(e.trimmerDone)
 				e.oplog.RunTrimmer(ctx, oplogStore{e}, opts.Logger)
+				<-expiryDone
 			}()
 		}
 	}

@@ -271,7 +271,11 @@ func (e *Engine) CollModIndex(db, coll string, ch IndexChange) (CollModResult, e
 		}
 		return mongoerr.New(mongoerr.IndexNotFound, "cannot find index %s for ns %s.%s", indexDesc(ch), db, coll)
 	}, func(old, _ *collMeta) []oplog.Entry {
-		return cmdEntry(db, old.UUID.Data, collModIndexCmd(coll, ch), nil)
+		var oldExpire *int32
+		if res.NewExpireAfter != nil {
+			oldExpire = res.OldExpireAfter
+		}
+		return cmdEntry(db, old.UUID.Data, collModIndexCmd(coll, ch), collModO2(old, oldExpire))
 	})
 	return res, err
 }

@@ -356,6 +356,8 @@ func execConcurrentOp(ctx context.Context, e *Engine, clock *ttlindex.ManualCloc
 			ch.Action = &op.Action
 		}
 		return e.SetValidation(modelDB, modelColl, ch)
+	case "preImages":
+		return e.SetPreAndPostImages(modelDB, modelColl, op.PreImages)
 	case "aggregate":
 		_, err := e.Aggregate(ctx, modelDB, modelColl, aggregateStages(op, filter), AggregateOptions{})
 		return err

@@ -43,6 +43,8 @@ type modelOp struct {
 	Level     string
 	Action    string
 	Bypass    bool
+	// preImages: the changeStreamPreAndPostImages setting collMod sets.
+	PreImages bool
 	// Retry makes a write a retryable write that the step repeats with
 	// the same transaction number (model_retry_test.go).
 	Retry bool
@@ -63,6 +65,9 @@ type modelOp struct {
 func (op *modelOp) String() string {
 	var b strings.Builder
 	b.WriteString(op.Kind)
+	if op.Kind == "preImages" {
+		fmt.Fprintf(&b, " enabled=%v", op.PreImages)
+	}
 	raw := func(name string, r bson.Raw) {
 		if r != nil {
 			fmt.Fprintf(&b, " %s=%s", name, r.String())
@@ -690,7 +695,11 @@ func (g *modelGen) next() *modelOp {
 			op.Kind = "restart"
 		}
 	case k < 119:
-		g.setValidation(op)
+		if g.r.Intn(3) == 0 {
+			op.Kind, op.PreImages = "preImages", g.r.Intn(2) == 0
+		} else {
+			g.setValidation(op)
+		}
 	default:
 		g.aggregate(op)
 	}

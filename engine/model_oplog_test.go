@@ -21,13 +21,43 @@ import (
 // insert of a present _id, a delete of an absent one, an update that
 // leaves the document as it was) fails at once, so that refused writes and
 // no-op rewrites are seen to log nothing.
+//
+// It also checks the pre-images stored with update and delete entries:
+// while the collection's changeStreamPreAndPostImages is on (as its create
+// and collMod entries tell), each must be the replica's document before
+// the entry, and there must be none while it is off.
 type oplogReplica struct {
 	last  oplog.Timestamp
 	colls map[string]map[string]bson.Raw // by ns, then keycodec of _id
+	// preImages holds the namespaces that keep pre-images.
+	preImages map[string]bool
+	// before is the document an update or delete entry changed, as the
+	// replica had it; nil after other entries.
+	before bson.Raw
 }
 
 func newOplogReplica() *oplogReplica {
-	return &oplogReplica{colls: map[string]map[string]bson.Raw{}}
+	return &oplogReplica{colls: map[string]map[string]bson.Raw{}, preImages: map[string]bool{}}
+}
+
+// checkPreImage compares the pre-image stored at ts with the document the
+// entry raw changed.
+func (rep *oplogReplica) checkPreImage(e *Engine, ts oplog.Timestamp, raw bson.Raw) error {
+	f, err := oplog.Parse(raw)
+	if err != nil || (f.Op != oplog.Update && f.Op != oplog.Delete) {
+		return err
+	}
+	got, err := e.PreImage(ts)
+	if err != nil {
+		return err
+	}
+	switch {
+	case !rep.preImages[f.NS] && got != nil:
+		return fmt.Errorf("pre-image %s stored for %s without changeStreamPreAndPostImages", got, f.NS)
+	case rep.preImages[f.NS] && !bytes.Equal(got, rep.before):
+		return fmt.Errorf("pre-image of %s is %s, want %s", f.NS, got, rep.before)
+	}
+	return nil
 }
 
 // catchUp applies the entries after the last one applied.
@@ -38,6 +68,9 @@ func (rep *oplogReplica) catchUp(ctx context.Context, e *Engine) error {
 		}
 		rep.last = ts
 		if err := rep.apply(raw); err != nil {
+			return false, fmt.Errorf("oplog %v: %v", ts, err)
+		}
+		if err := rep.checkPreImage(e, ts, raw); err != nil {
 			return false, fmt.Errorf("oplog %v: %v", ts, err)
 		}
 		return true, nil
@@ -58,13 +91,24 @@ func (rep *oplogReplica) apply(raw bson.Raw) error {
 		if err != nil {
 			return err
 		}
+		ns := db + "." + el.Value().StringValue()
 		switch el.Key() {
+		case "create", "collMod":
+			if on, ok := o.Lookup(PreImagesOption, "enabled").BooleanOK(); ok {
+				rep.preImages[ns] = on
+			} else if el.Key() == "create" {
+				rep.preImages[ns] = false
+			}
 		case "drop":
-			delete(rep.colls, db+"."+el.Value().StringValue())
+			delete(rep.colls, ns)
+			delete(rep.preImages, ns)
 		case "renameCollection":
 			to := o.Lookup("to").StringValue()
-			rep.colls[to] = rep.colls[el.Value().StringValue()]
-			delete(rep.colls, el.Value().StringValue())
+			from := el.Value().StringValue()
+			rep.colls[to] = rep.colls[from]
+			rep.preImages[to] = rep.preImages[from]
+			delete(rep.colls, from)
+			delete(rep.preImages, from)
 		}
 		return nil
 	}
@@ -81,6 +125,7 @@ func (rep *oplogReplica) apply(raw bson.Raw) error {
 	}
 	key := string(keycodec.Append(nil, id))
 	old, present := docs[key]
+	rep.before = old
 	switch f.Op {
 	case oplog.Insert:
 		if present {

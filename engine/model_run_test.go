@@ -362,6 +362,18 @@ func (r *modelRun) step(ctx context.Context, op *modelOp) error {
 		return r.stepView(ctx, op)
 	case "setValidation":
 		return r.stepSetValidation(op)
+	case "preImages":
+		var err error
+		if herr := r.guard("preImages", func() { err = r.e.SetPreAndPostImages(modelDB, modelColl, op.PreImages) }); herr != nil {
+			return herr
+		}
+		want := 0
+		if !r.m.exists {
+			want = int(mongoerr.NamespaceNotFound)
+		}
+		if codeOf(err) != want {
+			return fmt.Errorf("preImages: engine error %v, model code %d", err, want)
+		}
 	case "drop":
 		var existed bool
 		var err error

@@ -63,6 +63,9 @@ func (w *writer) logPut(d, old *storedDoc) {
 	default:
 		ent.Op, ent.O, ent.O2 = oplog.Update, oplog.UpdateDiff(old.doc, d.doc), oplog.IDDoc(idOf(d.doc))
 	}
+	if old != nil && w.st.preImages {
+		ent.PreImage = old.doc
+	}
 	w.logged = append(w.logged, w.tag(ent))
 }
 
@@ -74,12 +77,17 @@ func (w *writer) tag(ent oplog.Entry) oplog.Entry {
 	return ent
 }
 
-// logDelete records the deletion of d.
+// logDelete records the deletion of d, TTL purges included (MongoDB
+// records their pre-images too).
 func (w *writer) logDelete(d *storedDoc) {
 	if w.e.oplog == nil {
 		return
 	}
-	w.logged = append(w.logged, w.tag(oplog.Entry{Op: oplog.Delete, NS: w.st.ns(), UI: w.st.meta.UUID.Data, O: oplog.IDDoc(idOf(d.doc))}))
+	ent := oplog.Entry{Op: oplog.Delete, NS: w.st.ns(), UI: w.st.meta.UUID.Data, O: oplog.IDDoc(idOf(d.doc))}
+	if w.st.preImages {
+		ent.PreImage = d.doc
+	}
+	w.logged = append(w.logged, w.tag(ent))
 }
 
 // cmdEntry is the 'c' entry of a catalog change in db; ui is the
@@ -140,8 +148,19 @@ func (s oplogStore) Scan(fn func(ts oplog.Timestamp, size int64) bool) error {
 }
 
 func (s oplogStore) DeleteBefore(ts oplog.Timestamp) error {
+	b := s.e.db.NewBatch()
+	defer b.Close()
 	lo, _ := oplog.Range()
-	return s.e.db.DeleteRange(lo, oplog.AppendKey(nil, ts), pebble.NoSync)
+	if err := b.DeleteRange(lo, oplog.AppendKey(nil, ts), nil); err != nil {
+		return err
+	}
+	// Pre-images go with their entries, as MongoDB expires those older
+	// than the oldest oplog entry.
+	plo, _ := oplog.PreImageRange()
+	if err := b.DeleteRange(plo, oplog.AppendPreImageKey(nil, ts), nil); err != nil {
+		return err
+	}
+	return b.Commit(pebble.NoSync)
 }
 
 // Oplog is the engine's oplog, nil when it is off.
@@ -237,6 +256,24 @@ func renameEntry(st *collState, db, to string, droppedUUID []byte) []oplog.Entry
 	}
 	o := bson.D{{Key: "renameCollection", Value: st.ns()}, {Key: "to", Value: db + "." + to}, {Key: "stayTemp", Value: false}, {Key: "dropTarget", Value: dropTarget}}
 	return cmdEntry(st.meta.DB, st.meta.UUID.Data, o, nil)
+}
+
+// collModO2 is the o2 of a collMod entry, as MongoDB logs it: the
+// collection's options before the change (with its UUID), and the index's
+// expireAfterSeconds before a TTL change (nil: none).
+func collModO2(old *collMeta, oldExpire *int32) bson.D {
+	opts := bson.D{{Key: "uuid", Value: old.UUID}}
+	if len(old.Options) > 0 {
+		elems, _ := old.Options.Elements()
+		for _, el := range elems {
+			opts = append(opts, bson.E{Key: el.Key(), Value: el.Value()})
+		}
+	}
+	o2 := bson.D{{Key: "collectionOptions_old", Value: opts}}
+	if oldExpire != nil {
+		o2 = append(o2, bson.E{Key: "expireAfterSeconds_old", Value: int64(*oldExpire)})
+	}
+	return o2
 }
 
 // collModIndexCmd is the o of a collMod that changes an index, as the

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/oplog"
 	"github.com/lethedb/lethe/ttlindex"
@@ -348,6 +349,10 @@ func TestOplogCatalogCommands(t *testing.T) {
 	if _, err := e.CollModIndex("db", "c", IndexChange{Name: "d_1", Hidden: &hidden}); err != nil {
 		t.Fatal(err)
 	}
+	expire := bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, 120)}
+	if _, err := e.CollModIndex("db", "c", IndexChange{Name: "d_1", ExpireAfter: &expire}); err != nil {
+		t.Fatal(err)
+	}
 	// A refused collMod logs nothing.
 	if _, err := e.CollModIndex("db", "c", IndexChange{Name: "nope", Hidden: &hidden}); err == nil {
 		t.Fatal("collMod of a missing index succeeded")
@@ -356,15 +361,26 @@ func TestOplogCatalogCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines, raws, _ := oplogSince(t, e, last)
-	want := "c db.$cmd collMod:\"c\"|c db.$cmd dropIndexes:\"c\""
+	want := "c db.$cmd collMod:\"c\"|c db.$cmd collMod:\"c\"|c db.$cmd dropIndexes:\"c\""
 	if strings.Join(lines, "|") != want {
 		t.Fatalf("oplog %v, want %s", lines, want)
 	}
+	// o2 keeps what the collMod changed, as MongoDB's: the collection's
+	// options with its UUID, and a TTL index's expireAfterSeconds.
 	if got := raws[0].Lookup("o", "index", "hidden"); !got.Boolean() {
 		t.Errorf("collMod entry %s", raws[0])
 	}
-	if got := raws[1].Lookup("o", "index").StringValue(); got != "d_1" || raws[1].Lookup("o2", "name").StringValue() != "d_1" {
-		t.Errorf("dropIndexes entry %s", raws[1])
+	if _, data, ok := raws[0].Lookup("o2", "collectionOptions_old", "uuid").BinaryOK(); !ok || len(data) != 16 {
+		t.Errorf("collMod entry without the old options: %s", raws[0])
+	}
+	if _, err := raws[0].LookupErr("o2", "expireAfterSeconds_old"); err == nil {
+		t.Errorf("collMod of hidden with expireAfterSeconds_old: %s", raws[0])
+	}
+	if got, ok := raws[1].Lookup("o2", "expireAfterSeconds_old").Int64OK(); !ok || got != 60 {
+		t.Errorf("TTL collMod entry %s", raws[1])
+	}
+	if got := raws[2].Lookup("o", "index").StringValue(); got != "d_1" || raws[2].Lookup("o2", "name").StringValue() != "d_1" {
+		t.Errorf("dropIndexes entry %s", raws[2])
 	}
 }
 

@@ -212,7 +212,7 @@ func (e *Engine) SetValidation(db, coll string, ch CollectionValidation) error {
 		if ch.Action != nil {
 			o = append(o, bson.E{Key: "validationAction", Value: *ch.Action})
 		}
-		return cmdEntry(db, old.UUID.Data, o, nil)
+		return cmdEntry(db, old.UUID.Data, o, collModO2(old, nil))
 	})
 }
 

@@ -22,4 +22,7 @@
 // # Keys
 //
 //	o ts(8)    one entry (BSON), ts as seconds<<32 | increment, big-endian
+//	p ts(8)    the pre-image (BSON) of the update or delete entry at ts, for
+//	           collections with changeStreamPreAndPostImages; removed with
+//	           the entries when the log is trimmed
 package oplog

@@ -48,10 +48,16 @@ type Entry struct {
 	// event before its delete even when the reaper got there first.
 	Expired   bool
 	ExpiredAt int64
+	// PreImage is the document before an update or delete of a
+	// collection with changeStreamPreAndPostImages, stored under its own
+	// key (see PreImagePrefix), not in the entry; nil if none.
+	PreImage []byte
 }
 
 // Size approximates the encoded size of e, for batch accounting.
-func (e *Entry) Size() int { return 96 + len(e.NS) + len(e.O) + len(e.O2) + len(e.LSID) }
+func (e *Entry) Size() int {
+	return 96 + len(e.NS) + len(e.O) + len(e.O2) + len(e.LSID) + len(e.PreImage)
+}
 
 // Append encodes e at ts and wall time into dst, in the field order of
 // MongoDB's entries.

@@ -88,6 +88,14 @@ func (l *Log) Append(b Batch, ents []Entry) (*Reservation, error) {
 			return nil, fmt.Errorf("oplog: append at %v: %w", ts, err)
 		}
 		r.bytes += int64(KeyLen + len(buf))
+		if ents[i].PreImage != nil {
+			// Not counted in the log's size: the size bound is the
+			// entries', as mongod's oplogSize does not count
+			// config.system.preimages.
+			if err := b.Set(AppendPreImageKey(key[:0], ts), ents[i].PreImage); err != nil {
+				return nil, fmt.Errorf("oplog: append pre-image at %v: %w", ts, err)
+			}
+		}
 		r.Last = ts
 		ts = ts.Next()
 	}

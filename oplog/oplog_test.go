@@ -270,21 +270,64 @@ func TestTrimmerRunsWhenOverBound(t *testing.T) {
 func TestUpdateDescription(t *testing.T) {
 	old := doc(t, bson.D{{Key: "_id", Value: 1}, {Key: "a", Value: bson.D{{Key: "b", Value: 1}, {Key: "c", Value: 1}}}, {Key: "arr", Value: bson.A{1, bson.D{{Key: "x", Value: 1}}, 3}}, {Key: "gone", Value: 1}})
 	nw := doc(t, bson.D{{Key: "_id", Value: 1}, {Key: "a", Value: bson.D{{Key: "b", Value: 2}}}, {Key: "arr", Value: bson.A{1, bson.D{{Key: "x", Value: 2}}}}, {Key: "n", Value: "new"}})
-	updated, removed, truncated, ok, err := UpdateDescription(UpdateDiff(old, nw))
+	desc, ok, err := UpdateDescription(UpdateDiff(old, nw))
 	if err != nil || !ok {
 		t.Fatalf("%v, %v", ok, err)
 	}
 	want := doc(t, bson.D{{Key: "n", Value: "new"}, {Key: "a.b", Value: 2}, {Key: "arr.1.x", Value: 2}})
-	if string(updated) != string(want) {
-		t.Errorf("updatedFields %s, want %s", bson.Raw(updated), bson.Raw(want))
+	if string(desc.Updated) != string(want) {
+		t.Errorf("updatedFields %s, want %s", bson.Raw(desc.Updated), bson.Raw(want))
 	}
-	if fmt.Sprint(removed) != "[gone a.c]" {
-		t.Errorf("removedFields %v", removed)
+	if fmt.Sprint(desc.Removed) != "[gone a.c]" {
+		t.Errorf("removedFields %v", desc.Removed)
 	}
-	if fmt.Sprint(truncated) != "[{arr 2}]" {
-		t.Errorf("truncatedArrays %v", truncated)
+	if fmt.Sprint(desc.Truncated) != "[{arr 2}]" {
+		t.Errorf("truncatedArrays %v", desc.Truncated)
 	}
-	if _, _, _, ok, err := UpdateDescription(nw); ok || err != nil {
+	// Array indexes alone leave no path ambiguous.
+	if string(desc.Disambiguated) != string(doc(t, bson.D{})) {
+		t.Errorf("disambiguatedPaths %s, want {}", bson.Raw(desc.Disambiguated))
+	}
+	if _, ok, err := UpdateDescription(nw); ok || err != nil {
 		t.Errorf("a replacement described as an update: %v, %v", ok, err)
+	}
+}
+
+// TestDisambiguatedPaths: a numeric field name past the first part, or a
+// field name with a dot, makes a path ambiguous from there on; its parts
+// are listed with array indexes as ints.
+func TestDisambiguatedPaths(t *testing.T) {
+	old := doc(t, bson.D{{Key: "_id", Value: 1}, {Key: "m", Value: bson.D{{Key: "1", Value: bson.A{0, bson.D{{Key: "y", Value: 1}}}}}}, {Key: "0", Value: 1}, {Key: "d.t", Value: 1}, {Key: "arr", Value: bson.A{1, 2}}})
+	nw := doc(t, bson.D{{Key: "_id", Value: 1}, {Key: "m", Value: bson.D{{Key: "1", Value: bson.A{0, bson.D{{Key: "y", Value: 2}}}}}}, {Key: "0", Value: 2}, {Key: "d.t", Value: 2}, {Key: "arr", Value: bson.A{1, 3}}})
+	desc, ok, err := UpdateDescription(UpdateDiff(old, nw))
+	if err != nil || !ok {
+		t.Fatalf("%v, %v", ok, err)
+	}
+	want := doc(t, bson.D{
+		{Key: "0", Value: 2}, // numeric, but first: unambiguous
+		{Key: "d.t", Value: 2},
+		{Key: "m.1.1.y", Value: 2},
+		{Key: "arr.1", Value: 3},
+	})
+	wantDis := doc(t, bson.D{
+		{Key: "d.t", Value: bson.A{"d.t"}},
+		{Key: "m.1.1.y", Value: bson.A{"m", "1", int32(1), "y"}},
+	})
+	got := map[string]string{}
+	for _, pair := range [][2][]byte{{desc.Updated, want}, {desc.Disambiguated, wantDis}} {
+		gotEls, _ := bson.Raw(pair[0]).Elements()
+		wantEls, _ := bson.Raw(pair[1]).Elements()
+		if len(gotEls) != len(wantEls) {
+			t.Fatalf("got %s, want %s", bson.Raw(pair[0]), bson.Raw(pair[1]))
+		}
+		for _, el := range gotEls {
+			got[el.Key()] = el.Value().String()
+		}
+		for _, el := range wantEls {
+			if got[el.Key()] != el.Value().String() {
+				t.Errorf("%s: got %s, want %s (all: %s)", el.Key(), got[el.Key()], el.Value(), bson.Raw(pair[0]))
+			}
+		}
+		clear(got)
 	}
 }

@@ -12,7 +12,7 @@ type Store interface {
 	// Scan calls fn with the timestamp and stored size of each entry from
 	// the oldest, until fn returns false.
 	Scan(fn func(ts Timestamp, size int64) bool) error
-	// DeleteBefore removes every entry before ts.
+	// DeleteBefore removes every entry before ts, and their pre-images.
 	DeleteBefore(ts Timestamp) error
 }
 

@@ -106,6 +106,8 @@ func (s streamSource) FindByID(db, coll string, id bsoncore.Value) (bson.Raw, er
 	return s.e.FindByID(db, coll, id)
 }
 
+func (s streamSource) PreImage(ts oplog.Timestamp) (bson.Raw, error) { return s.e.PreImage(ts) }
+
 func (s streamSource) Clock() (time.Time, <-chan struct{}) {
 	c := s.e.Clock()
 	if m, ok := c.(*ttlindex.ManualClock); ok {

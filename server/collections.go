@@ -47,7 +47,16 @@ func (s *Server) create(ctx context.Context, req *Request) (bson.Raw, error) {
 				return nil, err
 			}
 			havePipeline = true
-		case "timeseries", "clusteredIndex", "changeStreamPreAndPostImages", "encryptedFields":
+		case engine.PreImagesOption:
+			on, err := preImagesArg(req.DB, "create", v)
+			if err != nil {
+				return nil, err
+			}
+			if on {
+				// Stored and listed only when enabled, as by MongoDB.
+				opts = append(opts, bson.E{Key: k, Value: bson.D{{Key: "enabled", Value: true}}})
+			}
+		case "timeseries", "clusteredIndex", "encryptedFields":
 			return nil, mongoerr.New(mongoerr.CommandNotSupported, "create option '%s' is not supported", k)
 		case "capped":
 			capped, err := argBool("create", k, v)
@@ -447,4 +456,32 @@ func (s *Server) validate(ctx context.Context, req *Request) (bson.Raw, error) {
 		bson.E{Key: "missingIndexEntries", Value: entries(res.MissingEntryDetails)},
 		bson.E{Key: "corruptRecords", Value: corrupt},
 	)
+}
+
+// preImagesArg parses changeStreamPreAndPostImages, {enabled: <bool>}, of
+// command cmd on db.
+func preImagesArg(db, cmd string, v bson.RawValue) (bool, error) {
+	field := cmd + "." + engine.PreImagesOption
+	d, ok := v.DocumentOK()
+	if !ok {
+		return false, wrongType(cmd, engine.PreImagesOption, v.Type, "object")
+	}
+	var enabled bson.RawValue
+	for key, ev := range fields(d) {
+		if string(key) != "enabled" {
+			return false, unknownField(field, key)
+		}
+		enabled = ev
+	}
+	if enabled.Type == 0 {
+		return false, missingField(field, "enabled")
+	}
+	on, ok := enabled.BooleanOK()
+	if !ok {
+		return false, wrongType(field, "enabled", enabled.Type, "bool")
+	}
+	if on && (db == "admin" || db == "local" || db == "config") {
+		return false, mongoerr.New(mongoerr.InvalidOptions, "changeStreamPreAndPostImages collection option is not supported on the %s database", db)
+	}
+	return on, nil
 }

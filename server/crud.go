@@ -25,6 +25,7 @@ func (s *Server) crudCommands() []command {
 		{name: "aggregate", handle: s.aggregate},
 	}
 	cmds = append(cmds, s.collectionCommands()...)
+	cmds = append(cmds, s.clusterParameterCommands()...)
 	cmds = append(cmds, s.deploymentCommands()...)
 	return append(cmds, s.explainCommands()...)
 }

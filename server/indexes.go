@@ -150,6 +150,7 @@ func (s *Server) collMod(ctx context.Context, req *Request) (bson.Raw, error) {
 	var change *engine.IndexChange
 	var validation engine.CollectionValidation
 	changeValidation := false
+	var preImages *bool
 	for key, v := range cmdArgs(req.Body) {
 		switch k := string(key); k {
 		case "index":
@@ -205,8 +206,14 @@ func (s *Server) collMod(ctx context.Context, req *Request) (bson.Raw, error) {
 			// As on create: only clustered and time series collections
 			// expire as a whole.
 			return nil, mongoerr.New(mongoerr.InvalidOptions, "'expireAfterSeconds' option is only supported on collections clustered by _id")
-		case "changeStreamPreAndPostImages", "dryRun":
-			// Accepted; change streams store no pre- or post-images.
+		case engine.PreImagesOption:
+			on, err := preImagesArg(req.DB, "collMod", v)
+			if err != nil {
+				return nil, err
+			}
+			preImages = &on
+		case "dryRun":
+			// Accepted.
 		default:
 			return nil, unknownField("collMod", key)
 		}
@@ -216,6 +223,11 @@ func (s *Server) collMod(ctx context.Context, req *Request) (bson.Raw, error) {
 	}
 	if changeValidation {
 		if err := s.eng.SetValidation(req.DB, coll, validation); err != nil {
+			return nil, err
+		}
+	}
+	if preImages != nil {
+		if err := s.eng.SetPreAndPostImages(req.DB, coll, *preImages); err != nil {
 			return nil, err
 		}
 	}
