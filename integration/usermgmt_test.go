@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -145,6 +147,13 @@ func TestUserMgmtCreateUserErrors(t *testing.T) {
 		if err := runErr(ts.Client.Database(tc.db), tc.cmd); errCode(err) != tc.code {
 			t.Errorf("%s: got %v, want code %d", name, err, tc.code)
 		}
+	}
+	// A password SASLprep refuses (a control character) is BadValue, and
+	// the error does not quote it.
+	err := runErr(test, user(bson.E{Key: "pwd", Value: "se\u0007cret"}, noRoles))
+	wantCode(t, err, 2)
+	if strings.Contains(err.Error(), "se\u0007cret") {
+		t.Errorf("the error quotes the password: %v", err)
 	}
 	if n := len(usersOf(t, run(t, test, bson.D{{Key: "usersInfo", Value: 1}}))); n != 0 {
 		t.Errorf("%d users after failed createUser", n)
@@ -517,5 +526,30 @@ func TestUserMgmtDirectWritesRefused(t *testing.T) {
 	// Reading stays possible (mongodump reads them).
 	if n, err := admin.Collection("system.users").CountDocuments(ctx, bson.D{}); err != nil || n != 1 {
 		t.Errorf("count system.users: %d, %v", n, err)
+	}
+}
+
+// Concurrent grants to one user all stand: each command reads the user and
+// writes it back, which MongoDB serializes.
+func TestUserMgmtConcurrentGrants(t *testing.T) {
+	ts := startServer(t)
+	test := ts.Client.Database("test")
+	run(t, test, bson.D{{Key: "createUser", Value: "many"}, {Key: "pwd", Value: "pw"}, {Key: "roles", Value: bson.A{}}})
+	const n = 16
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			role := bson.D{{Key: "role", Value: "read"}, {Key: "db", Value: fmt.Sprintf("db%d", i)}}
+			errs <- runErr(test, bson.D{{Key: "grantRolesToUser", Value: "many"}, {Key: "roles", Value: bson.A{role}}})
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	u := usersOf(t, run(t, test, bson.D{{Key: "usersInfo", Value: "many"}}))[0]
+	if got := roleNames(t, u.Lookup("roles")); len(got) != n {
+		t.Errorf("%d roles after %d concurrent grants: %v", len(got), n, got)
 	}
 }

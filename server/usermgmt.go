@@ -26,22 +26,35 @@ const (
 
 func (s *Server) userCommands() []command {
 	return []command{
-		{name: "createUser", handle: s.createUser},
-		{name: "updateUser", handle: s.updateUser},
-		{name: "dropUser", handle: s.dropUser},
-		{name: "dropAllUsersFromDatabase", handle: s.dropAllUsersFromDatabase},
+		{name: "createUser", handle: s.serialized(s.createUser)},
+		{name: "updateUser", handle: s.serialized(s.updateUser)},
+		{name: "dropUser", handle: s.serialized(s.dropUser)},
+		{name: "dropAllUsersFromDatabase", handle: s.serialized(s.dropAllUsersFromDatabase)},
 		{name: "usersInfo", handle: s.usersInfo},
-		{name: "grantRolesToUser", handle: s.grantRolesToUser},
-		{name: "revokeRolesFromUser", handle: s.revokeRolesFromUser},
-		{name: "createRole", handle: s.createRole},
-		{name: "updateRole", handle: s.updateRole},
-		{name: "dropRole", handle: s.dropRole},
-		{name: "dropAllRolesFromDatabase", handle: s.dropAllRolesFromDatabase},
+		{name: "grantRolesToUser", handle: s.serialized(s.grantRolesToUser)},
+		{name: "revokeRolesFromUser", handle: s.serialized(s.revokeRolesFromUser)},
+		{name: "createRole", handle: s.serialized(s.createRole)},
+		{name: "updateRole", handle: s.serialized(s.updateRole)},
+		{name: "dropRole", handle: s.serialized(s.dropRole)},
+		{name: "dropAllRolesFromDatabase", handle: s.serialized(s.dropAllRolesFromDatabase)},
 		{name: "rolesInfo", handle: s.rolesInfo},
-		{name: "grantPrivilegesToRole", handle: s.grantPrivilegesToRole},
-		{name: "revokePrivilegesFromRole", handle: s.revokePrivilegesFromRole},
-		{name: "grantRolesToRole", handle: s.grantRolesToRole},
-		{name: "revokeRolesFromRole", handle: s.revokeRolesFromRole},
+		{name: "grantPrivilegesToRole", handle: s.serialized(s.grantPrivilegesToRole)},
+		{name: "revokePrivilegesFromRole", handle: s.serialized(s.revokePrivilegesFromRole)},
+		{name: "grantRolesToRole", handle: s.serialized(s.grantRolesToRole)},
+		{name: "revokeRolesFromRole", handle: s.serialized(s.revokeRolesFromRole)},
+	}
+}
+
+// serialized runs h under the user management lock. The commands read a
+// user or role, change it and write it back, and check other roles on the
+// way (existence, cycles): as in MongoDB, which holds an exclusive lock
+// for them, one at a time keeps two of them from losing each other's
+// change or together building a cycle neither alone would.
+func (s *Server) serialized(h handlerFunc) handlerFunc {
+	return func(ctx context.Context, req *Request) (bson.Raw, error) {
+		s.umc.Lock()
+		defer s.umc.Unlock()
+		return h(ctx, req)
 	}
 }
 

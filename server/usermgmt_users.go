@@ -117,8 +117,9 @@ func (s *Server) credentials(name, pwd string, mechs []auth.Mechanism, digest bo
 			c, err = auth.NewScramCredential(m, name, pwd, s.cfg.ScramSHA256Iterations)
 		}
 		if err != nil {
-			// SASLprep refused the password; the error never holds it.
-			return nil, mongoerr.New(mongoerr.BadValue, "Error preparing password for %s: %v", m, err)
+			// SASLprep refused the name or password. Its error quotes the
+			// password, which must not reach the client or a log.
+			return nil, mongoerr.New(mongoerr.BadValue, "Cannot prepare the user name or password for %s: SASLprep refused it", m)
 		}
 		creds[m] = c
 	}
