@@ -523,6 +523,13 @@ func TestUserMgmtDirectWritesRefused(t *testing.T) {
 		wantCode(t, err, 13)
 		wantCode(t, c.FindOneAndDelete(ctx, bson.D{}).Err(), 13)
 	}
+	mustInsert(t, ts.Client.Database("test").Collection("planted"), bson.D{{Key: "_id", Value: "test.mallory"}})
+	for _, cmd := range []bson.D{
+		{{Key: "renameCollection", Value: "test.planted"}, {Key: "to", Value: "admin.system.users"}, {Key: "dropTarget", Value: true}},
+		{{Key: "renameCollection", Value: "admin.system.users"}, {Key: "to", Value: "test.stolen"}},
+	} {
+		wantCode(t, runErr(admin, cmd), 13)
+	}
 	// Reading stays possible (mongodump reads them).
 	if n, err := admin.Collection("system.users").CountDocuments(ctx, bson.D{}); err != nil || n != 1 {
 		t.Errorf("count system.users: %d, %v", n, err)
