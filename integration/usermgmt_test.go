@@ -495,6 +495,16 @@ func TestUserMgmtSurvivesRestart(t *testing.T) {
 	run(t, test, bson.D{{Key: "createRole", Value: "r"}, {Key: "privileges", Value: bson.A{}}, {Key: "roles", Value: bson.A{}}})
 	run(t, test, bson.D{{Key: "createUser", Value: "jo"}, {Key: "pwd", Value: "pw"}, {Key: "roles", Value: bson.A{"r"}}})
 	before := usersOf(t, run(t, test, bson.D{{Key: "usersInfo", Value: "jo"}, {Key: "showCredentials", Value: true}}))[0]
+	// Written like any collection, the users and roles are in the oplog.
+	oplog := ts.Client.Database("local").Collection("oplog.rs")
+	for _, ns := range []string{"admin.system.users", "admin.system.roles"} {
+		if n, err := oplog.CountDocuments(testCtx(t), bson.D{{Key: "ns", Value: ns}, {Key: "op", Value: "i"}}); err != nil || n != 1 {
+			t.Errorf("%d inserts of %s in the oplog (%v), want 1", n, ns, err)
+		}
+	}
+	// Built-in roles of admin are granted on admin.
+	admin := ts.Client.Database("admin")
+	run(t, admin, bson.D{{Key: "createUser", Value: "boss"}, {Key: "pwd", Value: "pw"}, {Key: "roles", Value: bson.A{"root", "userAdminAnyDatabase"}}})
 	ts.Restart(t)
 	test = ts.Client.Database("test")
 	after := usersOf(t, run(t, test, bson.D{{Key: "usersInfo", Value: "jo"}, {Key: "showCredentials", Value: true}}))
@@ -503,6 +513,10 @@ func TestUserMgmtSurvivesRestart(t *testing.T) {
 	}
 	if n := len(docsOf(t, run(t, test, bson.D{{Key: "rolesInfo", Value: "r"}}), "roles")); n != 1 {
 		t.Errorf("role lost in restart")
+	}
+	boss := usersOf(t, run(t, ts.Client.Database("admin"), bson.D{{Key: "usersInfo", Value: "boss"}}))
+	if len(boss) != 1 || !slices.Equal(roleNames(t, boss[0].Lookup("roles")), []string{"root@admin", "userAdminAnyDatabase@admin"}) {
+		t.Errorf("admin user after restart: %v", boss)
 	}
 	// The unique index came through too.
 	wantCode(t, runErr(test, bson.D{{Key: "createUser", Value: "jo"}, {Key: "pwd", Value: "pw"}, {Key: "roles", Value: bson.A{}}}), 51003)
