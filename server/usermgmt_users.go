@@ -145,7 +145,7 @@ func (s *Server) createUser(ctx context.Context, req *Request) (bson.Raw, error)
 	case a.name == "":
 		return nil, mongoerr.New(mongoerr.BadValue, "User document needs 'user' field to be non-empty")
 	}
-	u := &auth.User{Name: a.name, DB: req.DB, Roles: addRoleNames(nil, a.roles), CustomData: a.customData, AuthenticationRestrictions: a.restrictions}
+	u := &auth.User{Name: a.name, DB: req.DB, Roles: a.roles, CustomData: a.customData, AuthenticationRestrictions: a.restrictions}
 	if a.pwd != nil {
 		if u.Credentials, err = s.credentials(a.name, *a.pwd, a.mechanisms, a.digestPassword); err != nil {
 			return nil, err
@@ -242,7 +242,7 @@ func (s *Server) updateUser(ctx context.Context, req *Request) (bson.Raw, error)
 		if err := s.checkRolesExist(ctx, a.roles); err != nil {
 			return nil, err
 		}
-		u.Roles = addRoleNames(nil, a.roles)
+		u.Roles = a.roles
 	}
 	if err := s.saveUser(ctx, u); err != nil {
 		return nil, err
