@@ -50,6 +50,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzDecode -fuzztime=15s ./wire
 	$(GO) test -run='^$$' -fuzz=FuzzEncodeOrder -fuzztime=15s ./engine/keycodec
 	$(GO) test -run='^$$' -fuzz=FuzzCommands -fuzztime=15s ./server
+	$(GO) test -run='^$$' -fuzz=FuzzConversation -fuzztime=15s ./auth
 
 lint:
 	@unformatted=$$(gofmt -l $$(find . -name '*.go' -not -path './$(CLIENTS)/node_modules/*')); \

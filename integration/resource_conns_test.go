@@ -148,8 +148,8 @@ func tryPingWithin(c *rawConn, d time.Duration) bool {
 	return err == nil && len(frame) > 0
 }
 
-// TestNonLoopbackWarning: Lethe has no authentication, so listening beyond
-// loopback is worth a warning at start; loopback is not.
+// TestNonLoopbackWarning: without authentication, listening beyond
+// loopback is worth a warning at start; loopback, or --auth, is not.
 func TestNonLoopbackWarning(t *testing.T) {
 	const warning = "listening on a non-loopback address without authentication: anyone who can reach it can read, change and drop every database; listen on 127.0.0.1 or put a firewall in front"
 	local := startServer(t)
@@ -159,6 +159,10 @@ func TestNonLoopbackWarning(t *testing.T) {
 	all := startServer(t, func(c *server.Config) { c.Listen = "0.0.0.0:0" })
 	if n := all.Logs.FilterMessage(warning).Len(); n != 1 {
 		t.Errorf("%d warnings when listening on 0.0.0.0, want 1", n)
+	}
+	authed := startServer(t, func(c *server.Config) { c.Listen, c.Auth = "0.0.0.0:0", true })
+	if n := authed.Logs.FilterMessage(warning).Len(); n != 0 {
+		t.Errorf("%d warnings when listening on 0.0.0.0 with auth, want none", n)
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/tlsnet"
 	"github.com/lethedb/lethe/wire"
 )
 
@@ -152,6 +153,9 @@ func (c *Conn) readFrame() ([]byte, error) {
 			}
 			return nil, fmt.Errorf("server: waiting for a message: %w", err)
 		}
+		if c.waiting == waitFirst {
+			c.logTLS()
+		}
 	}
 	c.waiting = waitMessage
 	var deadline time.Time
@@ -212,6 +216,8 @@ func (c *Conn) readFailed(err error) string {
 	switch {
 	case errors.Is(err, io.EOF):
 		return "client closed the connection"
+	case errors.Is(err, tlsnet.ErrPlainRefused):
+		return "plain connection while TLS is required" // tlsnet logged it
 	case errors.Is(err, errShuttingDown),
 		c.srv.net.closing.Load() && (timeout || errors.Is(err, net.ErrClosed)):
 		return "server shutting down"

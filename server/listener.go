@@ -46,6 +46,9 @@ func (s *Server) Start() error {
 	if err != nil {
 		return fmt.Errorf("server: listen on %s: %w", s.cfg.Listen, err)
 	}
+	if s.cfg.TLS != nil {
+		ln = s.cfg.TLS.Listener(ln, s.log)
+	}
 	s.net.ln = ln
 	if s.rs != nil {
 		s.rs.advertise(s.cfg.AdvertiseAddr, ln.Addr())
@@ -69,8 +72,8 @@ func (s *Server) Start() error {
 	go s.acceptLoop(ln)
 	s.log.Info("lethe listening", zap.String("version", Version), zap.String("addr", ln.Addr().String()),
 		zap.String("dataDir", s.cfg.DataDir), zap.Int("maxConns", s.net.maxConns), zap.Bool("manualClock", s.cfg.ManualClock),
-		zap.String("replSet", s.cfg.ReplSet))
-	if a, ok := ln.Addr().(*net.TCPAddr); ok && !a.IP.IsLoopback() {
+		zap.String("replSet", s.cfg.ReplSet), zap.Stringer("tlsMode", s.tlsMode()), zap.Bool("auth", s.cfg.Auth))
+	if a, ok := ln.Addr().(*net.TCPAddr); ok && !a.IP.IsLoopback() && !s.cfg.Auth {
 		s.log.Warn("listening on a non-loopback address without authentication: anyone who can reach it can read, change and drop every database; listen on 127.0.0.1 or put a firewall in front",
 			zap.String("addr", ln.Addr().String()))
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/lethedb/lethe/engine"
 	"github.com/lethedb/lethe/engine/expr"
 	"github.com/lethedb/lethe/session"
+	"github.com/lethedb/lethe/tlsnet"
 	"github.com/lethedb/lethe/ttlindex"
 	"github.com/lethedb/lethe/wire"
 )
@@ -125,6 +126,12 @@ type Config struct {
 	// AdvertiseAddr is the host:port the replica set names its member by;
 	// empty means the address listened on.
 	AdvertiseAddr string
+	// TLS, when set, serves TLS on the listening port as its mode says
+	// (see package tlsnet); nil serves plain TCP only.
+	TLS *tlsnet.Endpoint
+	// Auth turns on access control (mongod's --auth). Without it, a
+	// server listening on a non-loopback address logs a warning.
+	Auth bool
 	// ScramSHA1Iterations and ScramSHA256Iterations are the iteration
 	// counts of the SCRAM credentials createUser and updateUser derive
 	// (mongod's scramIterationCount and scramSHA256IterationCount); zero

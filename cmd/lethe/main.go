@@ -43,7 +43,18 @@ func main() {
 func run(args []string) error {
 	fs := flag.NewFlagSet("lethe", flag.ContinueOnError)
 	fs.Usage = func() { usage(fs) }
-	listen := fs.String("listen", "127.0.0.1:27017", "address to serve the MongoDB protocol on, host:port")
+	listen := fs.String("listen", "127.0.0.1:27017", "address to serve the MongoDB protocol on, host:port; beyond loopback it needs --auth or --insecure-no-auth-remote")
+	authOn := fs.Bool("auth", false, "turn on access control (mongod's --auth): clients must authenticate")
+	insecureRemote := fs.Bool("insecure-no-auth-remote", false, "allow --listen on a non-loopback address without --auth, so that anyone who reaches it may read, change and drop every database")
+	tlsf := tlsFlags{
+		certFile: fs.String("tls-cert-file", "", "PEM file of the server's TLS certificate chain"),
+		keyFile:  fs.String("tls-key-file", "", "PEM file of the TLS certificate's private key"),
+		caFile:   fs.String("tls-ca-file", "", "PEM file of the authorities client certificates must be signed by; clients must then present one"),
+		mode: fs.String("tls-mode", "disabled", "TLS on the --listen port, as mongod's --tlsMode: disabled; allow or prefer (TLS and plain connections); require (TLS only). "+
+			"SIGHUP reloads the certificate, key and CA files"),
+		allowWithoutCert: fs.Bool("tls-allow-connections-without-certificates", false,
+			"with --tls-ca-file, let clients connect without a certificate (one presented is still verified)"),
+	}
 	dataDir := fs.String("data-dir", "./data", "directory of the store; created if missing")
 	logLevel := fs.String("log-level", "info", "least severe log level: debug, info, warn or error")
 	logFormat := fs.String("log-format", "console", "log format: console or json")
@@ -82,6 +93,14 @@ func run(args []string) error {
 		return nil
 	}
 
+	if err := checkBinding(*listen, *authOn, *insecureRemote); err != nil {
+		return err
+	}
+	ep, err := tlsf.endpoint()
+	if err != nil {
+		return err
+	}
+
 	level, err := zapcore.ParseLevel(*logLevel)
 	if err != nil {
 		return fmt.Errorf("--log-level: %w", err)
@@ -110,6 +129,8 @@ func run(args []string) error {
 		EnableTestCommands:    *testCommands,
 		ReplSet:               *replSet,
 		AdvertiseAddr:         *advertiseAddr,
+		TLS:                   ep,
+		Auth:                  *authOn,
 		ScramSHA1Iterations:   *sha1Iters,
 		ScramSHA256Iterations: *sha256Iters,
 	}
@@ -167,6 +188,9 @@ func run(args []string) error {
 			return errors.Join(err, shutdown())
 		}
 	}
+
+	stopReload := reloadOnHangup(ep, log)
+	defer stopReload()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	<-ctx.Done()
