@@ -399,6 +399,7 @@ func TestUserMgmtRoles(t *testing.T) {
 		"itself":         {bson.D{{Key: "grantRolesToRole", Value: "clerk"}, {Key: "roles", Value: bson.A{"clerk"}}}, 49},
 		"drop missing":   {bson.D{{Key: "dropRole", Value: "nosuch"}}, 31},
 		"grant none":     {bson.D{{Key: "grantPrivilegesToRole", Value: "clerk"}, {Key: "privileges", Value: bson.A{}}}, 2},
+		"unknown action": {bson.D{{Key: "grantPrivilegesToRole", Value: "clerk"}, {Key: "privileges", Value: bson.A{bson.D{{Key: "resource", Value: bson.D{{Key: "db", Value: "test"}, {Key: "collection", Value: ""}}}, {Key: "actions", Value: bson.A{"fly"}}}}}}, 9},
 	} {
 		if err := runErr(test, tc.cmd); errCode(err) != tc.code {
 			t.Errorf("%s: got %v, want code %d", name, err, tc.code)
@@ -440,6 +441,17 @@ func TestUserMgmtRoles(t *testing.T) {
 		return r.Lookup("role").StringValue() == "readWrite" && r.Lookup("isBuiltin").Boolean()
 	}) {
 		t.Errorf("showBuiltinRoles lacks readWrite: %v", withBuiltin)
+	}
+	// Built-in roles bring their privileges: clerk inherits read's find on
+	// the database, and read itself shows it.
+	if !slices.ContainsFunc(docsOf(t, clerk, "inheritedPrivileges"), func(p bson.Raw) bool {
+		return p.Lookup("resource").String() == `{"db": "test","collection": ""}` && strings.Contains(p.Lookup("actions").String(), `"find"`)
+	}) {
+		t.Errorf("clerk's inheritedPrivileges lack read's: %s", clerk.Lookup("inheritedPrivileges"))
+	}
+	read := docsOf(t, run(t, test, bson.D{{Key: "rolesInfo", Value: "read"}, {Key: "showPrivileges", Value: true}}), "roles")
+	if len(read) != 1 || !read[0].Lookup("isBuiltin").Boolean() || !strings.Contains(read[0].Lookup("privileges").String(), `"find"`) {
+		t.Errorf("rolesInfo read: %v", read)
 	}
 	if n := len(docsOf(t, run(t, test, bson.D{{Key: "rolesInfo", Value: "nosuch"}}), "roles")); n != 0 {
 		t.Errorf("rolesInfo of a missing role: %d", n)

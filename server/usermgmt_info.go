@@ -230,8 +230,8 @@ func (s *Server) rolesInfo(ctx context.Context, req *Request) (bson.Raw, error) 
 	}
 	var roles bson.A
 	if target.all && showBuiltin {
-		for _, n := range builtinRolesOf(req.DB) {
-			roles = append(roles, builtinRoleInfo(n, showPrivileges, showRestrictions, true))
+		for _, name := range auth.BuiltinRoleNames(req.DB) {
+			roles = append(roles, builtinRoleInfo(auth.RoleName{Role: name, DB: req.DB}, showPrivileges, showRestrictions, true))
 		}
 	}
 	docs, err := s.authDocs(ctx, rolesColl, target.filter(req.DB), nil)
@@ -335,12 +335,12 @@ func (s *Server) roleInfo(ctx context.Context, doc bson.Raw, showPrivileges, sho
 }
 
 // builtinRoleInfo is a built-in role in rolesInfo's reply, in MongoDB's
-// two shapes: when listing a database's roles, and when named.
-//
-// TODO(issue 13): the privileges of built-in roles come from package
-// auth's role table; until it lands they are reported empty.
+// two shapes: when listing a database's roles, and when named. As in
+// MongoDB, a built-in role shows no roles: its privileges and its
+// inherited privileges are both all it grants.
 func builtinRoleInfo(n auth.RoleName, showPrivileges, showRestrictions, listing bool) bson.D {
-	var privs bson.A = bson.A{}
+	all, _ := auth.BuiltinRolePrivileges(n)
+	privs := auth.PrivilegesArray(all)
 	var out bson.D
 	if listing {
 		out = bson.D{{Key: "role", Value: n.Role}, {Key: "db", Value: n.DB}, {Key: "isBuiltin", Value: true},
