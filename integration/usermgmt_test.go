@@ -453,6 +453,18 @@ func TestUserMgmtRoles(t *testing.T) {
 	if len(read) != 1 || !read[0].Lookup("isBuiltin").Boolean() || !strings.Contains(read[0].Lookup("privileges").String(), `"find"`) {
 		t.Errorf("rolesInfo read: %v", read)
 	}
+	// asUserFragment: the roles as a user holding them would have them.
+	frag := run(t, test, bson.D{{Key: "rolesInfo", Value: bson.A{"clerk"}}, {Key: "showPrivileges", Value: "asUserFragment"}}).Lookup("userFragment").Document()
+	if got := roleNames(t, frag.Lookup("roles")); !slices.Equal(got, []string{"clerk@test"}) {
+		t.Errorf("userFragment roles %v", got)
+	}
+	if got := roleNames(t, frag.Lookup("inheritedRoles")); !slices.Equal(got, []string{"clerk@test", "orderReader@test", "read@test"}) {
+		t.Errorf("userFragment inheritedRoles %v", got)
+	}
+	if !strings.Contains(frag.Lookup("inheritedPrivileges").String(), `"orders"`) {
+		t.Errorf("userFragment inheritedPrivileges %s", frag.Lookup("inheritedPrivileges"))
+	}
+	wantCode(t, runErr(test, bson.D{{Key: "rolesInfo", Value: 1}, {Key: "showPrivileges", Value: "asUserFragment"}}), 20)
 	if n := len(docsOf(t, run(t, test, bson.D{{Key: "rolesInfo", Value: "nosuch"}}), "roles")); n != 0 {
 		t.Errorf("rolesInfo of a missing role: %d", n)
 	}

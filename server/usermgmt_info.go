@@ -207,14 +207,16 @@ func (s *Server) rolesInfo(ctx context.Context, req *Request) (bson.Raw, error) 
 	if err != nil {
 		return nil, err
 	}
-	var showPrivileges, showBuiltin, showRestrictions bool
+	var showPrivileges, showBuiltin, showRestrictions, asFragment bool
 	for key, v := range cmdArgs(req.Body) {
 		switch string(key) {
 		case "showPrivileges":
-			if v.Type == bson.TypeString {
-				// "asUserFragment" merges the roles into one user-like
-				// document; not supported.
-				return nil, mongoerr.New(mongoerr.BadValue, "showPrivileges: \"asUserFragment\" is not supported")
+			if str, ok := v.StringValueOK(); ok {
+				if str != "asUserFragment" {
+					return nil, mongoerr.New(mongoerr.BadValue, "showPrivileges must be a boolean or \"asUserFragment\", not \"%s\"", str)
+				}
+				asFragment = true
+				continue
 			}
 			showPrivileges, err = argBool(cmd, "showPrivileges", v)
 		case "showBuiltinRoles":
@@ -227,6 +229,12 @@ func (s *Server) rolesInfo(ctx context.Context, req *Request) (bson.Raw, error) 
 		if err != nil {
 			return nil, err
 		}
+	}
+	if asFragment {
+		if target.all {
+			return nil, mongoerr.New(mongoerr.IllegalOperation, "Cannot get user fragment for all roles in a database")
+		}
+		return s.rolesAsUserFragment(ctx, target.names, showRestrictions)
 	}
 	var roles bson.A
 	if target.all && showBuiltin {
@@ -369,4 +377,23 @@ func builtinRoleInfo(n auth.RoleName, showPrivileges, showRestrictions, listing 
 		out = append(out, bson.E{Key: "inheritedAuthenticationRestrictions", Value: bson.A{}})
 	}
 	return append(out, bson.E{Key: "isBuiltin", Value: true})
+}
+
+// rolesAsUserFragment answers rolesInfo with showPrivileges:
+// "asUserFragment": the roles as the part of a user document a user
+// holding them would have, {roles, inheritedRoles, inheritedPrivileges}.
+func (s *Server) rolesAsUserFragment(ctx context.Context, names []auth.RoleName, showRestrictions bool) (bson.Raw, error) {
+	res, err := s.resolveRoles(ctx, names)
+	if err != nil {
+		return nil, err
+	}
+	fragment := bson.D{
+		{Key: "roles", Value: auth.RoleNamesArray(names)},
+		{Key: "inheritedRoles", Value: auth.RoleNamesArray(res.roles)},
+		{Key: "inheritedPrivileges", Value: auth.PrivilegesArray(res.privileges)},
+	}
+	if showRestrictions {
+		fragment = append(fragment, bson.E{Key: "inheritedAuthenticationRestrictions", Value: restrictionsArray(res.restrictions)})
+	}
+	return okReply(bson.E{Key: "userFragment", Value: fragment})
 }
