@@ -28,7 +28,6 @@ func (s *Server) adminCommands() []command {
 		{name: "getLog", handle: s.getLog, adminOnly: true},
 		{name: "hostInfo", handle: s.hostInfo},
 		{name: "whatsmyuri", handle: whatsMyURI},
-		{name: "connectionStatus", handle: connectionStatus},
 		{name: "serverStatus", handle: s.serverStatus},
 		{name: "listCommands", handle: s.listCommands},
 		{name: "getFreeMonitoringStatus", handle: freeMonitoringStatus, adminOnly: true},
@@ -222,28 +221,6 @@ func whatsMyURI(_ context.Context, req *Request) (bson.Raw, error) {
 	return okReply(bson.E{Key: "you", Value: req.Conn.remote})
 }
 
-// connectionStatus reports an unauthenticated session, the only kind Lethe
-// has.
-func connectionStatus(_ context.Context, req *Request) (bson.Raw, error) {
-	auth := bson.D{
-		{Key: "authenticatedUsers", Value: bson.A{}},
-		{Key: "authenticatedUserRoles", Value: bson.A{}},
-	}
-	for key, v := range cmdArgs(req.Body) {
-		if string(key) != "showPrivileges" {
-			continue
-		}
-		show, err := argBool("connectionStatus", "showPrivileges", v)
-		if err != nil {
-			return nil, err
-		}
-		if show {
-			auth = append(auth, bson.E{Key: "authenticatedUserPrivileges", Value: bson.A{}})
-		}
-	}
-	return okReply(bson.E{Key: "authInfo", Value: auth})
-}
-
 func freeMonitoringStatus(context.Context, *Request) (bson.Raw, error) {
 	return okReply(bson.E{Key: "state", Value: "disabled"})
 }
@@ -308,6 +285,7 @@ func (s *Server) serverStatus(_ context.Context, req *Request) (bson.Raw, error)
 	if s.rs != nil {
 		sections = append(sections, bson.E{Key: "repl", Value: s.replStatusSection()})
 	}
+	sections = append(sections, bson.E{Key: "security", Value: s.authz.statusSection()})
 	kept := sections[:0]
 	for _, e := range sections {
 		if !slices.Contains(skip, e.Key) {
@@ -331,7 +309,7 @@ func (s *Server) listCommands(context.Context, *Request) (bson.Raw, error) {
 	for _, name := range names {
 		cmds = append(cmds, bson.E{Key: name, Value: bson.D{
 			{Key: "help", Value: ""},
-			{Key: "requiresAuth", Value: false},
+			{Key: "requiresAuth", Value: s.requiresAuth(name)},
 			{Key: "secondaryOk", Value: true},
 			{Key: "adminOnly", Value: s.commands[name].adminOnly},
 		}})

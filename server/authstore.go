@@ -23,6 +23,20 @@ const (
 	rolesColl = "system.roles"
 )
 
+// authStoreHasUsers reports whether any user exists, for the localhost
+// exception.
+func (s *Server) authStoreHasUsers(ctx context.Context) (bool, error) {
+	if !s.eng.CollectionExists(authDB, usersColl) {
+		return false, nil
+	}
+	cur, err := s.eng.Find(ctx, authDB, usersColl, engine.FindSpec{Limit: 1})
+	if err != nil {
+		return false, err
+	}
+	docs, err := cur.All(ctx)
+	return len(docs) > 0, err
+}
+
 // authStore is auth.Store over the server's collections.
 func (s *Server) authStore() auth.Store { return engineAuthStore{s.eng} }
 
@@ -96,6 +110,7 @@ func (s *Server) authDocs(ctx context.Context, coll string, filter, sort bson.D)
 // replaceAuthDoc replaces the document of admin.<coll> whose _id is doc's,
 // reporting whether there was one.
 func (s *Server) replaceAuthDoc(ctx context.Context, coll string, doc bson.Raw) (bool, error) {
+	defer s.usersChanged()
 	up, err := update.Compile(doc, update.Options{})
 	if err != nil {
 		return false, err
@@ -110,6 +125,7 @@ func (s *Server) replaceAuthDoc(ctx context.Context, coll string, doc bson.Raw) 
 
 // deleteAuthDocs deletes the documents of admin.<coll> matching filter.
 func (s *Server) deleteAuthDocs(ctx context.Context, coll string, filter bson.D) (int64, error) {
+	defer s.usersChanged()
 	if !s.eng.CollectionExists(authDB, coll) {
 		return 0, nil
 	}
@@ -123,6 +139,7 @@ func (s *Server) deleteAuthDocs(ctx context.Context, coll string, filter bson.D)
 // updateAuthDocs applies an operator update to every document of
 // admin.<coll> matching filter.
 func (s *Server) updateAuthDocs(ctx context.Context, coll string, filter, upd bson.D) error {
+	defer s.usersChanged()
 	if !s.eng.CollectionExists(authDB, coll) {
 		return nil
 	}

@@ -151,9 +151,13 @@ func (s *Server) listDatabases(ctx context.Context, req *Request) (bson.Raw, err
 	if err != nil {
 		return nil, err
 	}
+	names, err := s.listableDatabases(ctx, req)
+	if err != nil {
+		return nil, err
+	}
 	var dbs bson.A
 	var total int64
-	for _, name := range s.eng.Databases() {
+	for _, name := range names {
 		var d bson.D
 		if nameOnly {
 			d = bson.D{{Key: "name", Value: name}}

@@ -78,6 +78,8 @@ type Conn struct {
 	readDeadline time.Time // the one last set, to spare setting it again
 
 	ops opState // the running command's cancellation, see ops.go
+
+	auth connAuth // who the client is, see auth.go
 }
 
 func newConn(s *Server, nc net.Conn, id int64) *Conn {

@@ -108,12 +108,15 @@ func (l *CursorLimits) setDefaults() {
 }
 
 type openCursor struct {
-	mu       sync.Mutex // one getMore at a time
-	src      batchSource
-	ns       string
-	conn     int64  // the connection that opened it
-	lsid     string // the session's id bytes; "" outside a session
-	held     int64  // bytes of results it holds, as last counted
+	mu   sync.Mutex // one getMore at a time
+	src  batchSource
+	ns   string
+	conn int64  // the connection that opened it
+	lsid string // the session's id bytes; "" outside a session
+	// user is the authenticated user that opened it (Conn.userKey): with
+	// access control, only that user may go on with it or kill it.
+	user     string
+	held     int64 // bytes of results it holds, as last counted
 	lastUsed time.Time
 	// noTimeout exempts the cursor from the idle sweep (find's
 	// noCursorTimeout). Such a cursor closes with its session, as in
@@ -166,7 +169,7 @@ func (t *cursorTable) add(req *Request, src batchSource, ns string, noTimeout bo
 		_, _ = rand.Read(b[:])
 		id := int64(binary.BigEndian.Uint64(b[:]) &^ (1 << 63))
 		if id != 0 && t.open[id] == nil {
-			t.open[id] = &openCursor{src: src, ns: ns, conn: conn, lsid: sessionID(req.Body), held: held, lastUsed: now, noTimeout: noTimeout}
+			t.open[id] = &openCursor{src: src, ns: ns, conn: conn, lsid: sessionID(req.Body), user: req.Conn.userKey(), held: held, lastUsed: now, noTimeout: noTimeout}
 			t.byConn[conn]++
 			t.held += held
 			return id, nil
@@ -407,6 +410,9 @@ func (s *Server) getMore(ctx context.Context, req *Request) (bson.Raw, error) {
 	if c.ns != req.DB+"."+coll && !(coll == "$cmd.listCollections" && c.ns == req.DB+".$cmd.listCollections") {
 		return nil, mongoerr.New(mongoerr.Unauthorized, "Requested getMore on namespace '%s.%s', but cursor belongs to a different namespace %s", req.DB, coll, c.ns)
 	}
+	if s.cfg.Auth && c.user != req.Conn.userKey() {
+		return nil, mongoerr.New(mongoerr.Unauthorized, "cursor id %d was not created by the authenticated user", id)
+	}
 	if err := checkCursorSession(id, c.lsid, sessionID(req.Body)); err != nil {
 		return nil, err
 	}
@@ -462,6 +468,9 @@ func (s *Server) killCursors(ctx context.Context, req *Request) (bson.Raw, error
 	for i, v := range vals {
 		if v.Type != bson.TypeInt64 {
 			return nil, wrongType("killCursors", "cursors."+strconv.Itoa(i), v.Type, "long")
+		}
+		if c := s.cursors.get(v.Int64()); c != nil && s.cfg.Auth && c.user != req.Conn.userKey() {
+			return nil, mongoerr.New(mongoerr.Unauthorized, "not authorized to kill cursor %d, which another user opened", v.Int64())
 		}
 	}
 	var killed, notFound bson.A

@@ -34,11 +34,18 @@ func (s *Server) dispatch(ctx context.Context, req *Request) bson.Raw {
 	debug := s.log.Core().Enabled(zapcore.DebugLevel)
 	start := time.Now()
 	var reply bson.Raw
-	err := s.useSession(cmd, req)
+	var err error
+	if s.cfg.Auth {
+		err = s.authorize(ctx, cmd, req)
+	}
+	if err == nil {
+		err = s.useSession(cmd, req)
+	}
 	if err == nil {
 		reply, err = s.run(ctx, cmd, req)
 	}
 	s.recordLatency(cmd.name, req, time.Since(start))
+	s.noteAuthCatalogChange(cmd, req)
 	if err != nil {
 		e, internal := asMongoError(err)
 		if internal {

@@ -9,7 +9,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 	"go.uber.org/zap"
 
-	"github.com/lethedb/lethe/engine/mongoerr"
 	"github.com/lethedb/lethe/wire"
 )
 
@@ -27,10 +26,6 @@ const (
 func (s *Server) handshakeCommands() []command {
 	return []command{
 		{name: "hello", aliases: []string{"isMaster", "ismaster"}, handle: s.hello},
-		{name: "saslStart", handle: authNotSupported},
-		{name: "saslContinue", handle: authNotSupported},
-		{name: "authenticate", handle: authNotSupported},
-		{name: "logout", handle: noop},
 	}
 }
 
@@ -42,6 +37,8 @@ func (s *Server) hello(ctx context.Context, req *Request) (bson.Raw, error) {
 	var helloOk bool
 	var offered bson.RawArray
 	var aw awaitArgs
+	var mechsOf string
+	var speculative bson.Raw
 	for key, v := range cmdArgs(req.Body) {
 		var err error
 		switch string(key) {
@@ -62,10 +59,13 @@ func (s *Server) hello(ctx context.Context, req *Request) (bson.Raw, error) {
 			err = s.parseMaxAwait(&aw, req.Name, v)
 		case "awaitable":
 			aw.awaitable, err = argBool(req.Name, "awaitable", v)
+		case "saslSupportedMechs":
+			mechsOf, err = argString(req.Name, "saslSupportedMechs", v)
+		case "speculativeAuthenticate":
+			speculative, err = argDoc(req.Name, "speculativeAuthenticate", v)
 		}
-		// Other fields (saslSupportedMechs, speculativeAuthenticate,
-		// loadBalanced...) ask for features Lethe does not have; as with
-		// MongoDB, the reply simply lacks them.
+		// Other fields (loadBalanced...) ask for features Lethe does not
+		// have; as with MongoDB, the reply simply lacks them.
 		if err != nil {
 			return nil, err
 		}
@@ -110,6 +110,12 @@ func (s *Server) hello(ctx context.Context, req *Request) (bson.Raw, error) {
 	if offered != nil {
 		dst = req.Conn.negotiateCompression(dst, offered)
 	}
+	if mechsOf != "" {
+		dst = s.appendSupportedMechs(ctx, dst, mechsOf)
+	}
+	if speculative != nil {
+		dst = s.appendSpeculativeAuth(ctx, req, dst, speculative)
+	}
 	return req.endReply(idx, dst)
 }
 
@@ -137,10 +143,6 @@ func (c *Conn) negotiateCompression(dst []byte, offered bson.RawArray) []byte {
 		c.srv.log.Debug("compression negotiated", zap.Int64("conn", c.id), zap.Stringers("compressors", c.compressors))
 	}
 	return dst
-}
-
-func authNotSupported(context.Context, *Request) (bson.Raw, error) {
-	return nil, mongoerr.New(mongoerr.AuthenticationFailed, "Authentication failed: Lethe does not support authentication; connect without credentials")
 }
 
 // noop is the handler of commands that have nothing to do on this server.

@@ -59,6 +59,8 @@ func (s *Server) buildRegistry() map[string]*command {
 	table := make(map[string]*command)
 	groups := [][]command{
 		s.handshakeCommands(),
+		s.authCommands(),
+		s.shutdownCommands(),
 		s.adminCommands(),
 		s.sessionCommands(),
 		s.crudCommands(),

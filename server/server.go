@@ -165,6 +165,11 @@ type Server struct {
 	rs    *replSet     // nil for a standalone server, see replset.go
 	ctime clusterClock // replica-set mode's cluster time, see clustertime.go
 
+	// authz is authentication's shared state, see auth.go.
+	authz *authState
+	// shutdownReq is the shutdown command's request, see shutdown_cmd.go.
+	shutdownReq shutdownRequest
+
 	// allowDiskUseByDefault is allowDiskUse of a find or aggregate that
 	// does not say; a parameter, see params.go.
 	allowDiskUseByDefault atomic.Bool
@@ -212,7 +217,8 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server: open store: %w", err)
 	}
-	s := &Server{cfg: cfg, log: log, clock: cfg.Clock, eng: eng, started: time.Now(), recent: recent}
+	s := &Server{cfg: cfg, log: log, clock: cfg.Clock, eng: eng, started: time.Now(), recent: recent, authz: newAuthState(),
+		shutdownReq: shutdownRequest{ch: make(chan struct{})}}
 	s.cursors.limits = cfg.Cursors
 	s.sessions = session.New(session.Options{Timeout: cfg.SessionTimeout, Clock: cfg.Clock, Gone: s.sessionsGone})
 	s.topo = newTopology()

@@ -137,6 +137,7 @@ func (s *Server) createRole(ctx context.Context, req *Request) (bson.Raw, error)
 	if err := s.ensureAuthCollection(rolesColl); err != nil {
 		return nil, err
 	}
+	defer s.usersChanged()
 	res, err := s.eng.Insert(authDB, rolesColl, []bson.Raw{auth.MarshalRole(r)}, true)
 	if err != nil {
 		return nil, err

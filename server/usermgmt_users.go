@@ -163,6 +163,7 @@ func (s *Server) createUser(ctx context.Context, req *Request) (bson.Raw, error)
 	if err := s.ensureAuthCollection(usersColl); err != nil {
 		return nil, err
 	}
+	defer s.usersChanged()
 	res, err := s.eng.Insert(authDB, usersColl, []bson.Raw{auth.MarshalUser(u)}, true)
 	if err != nil {
 		return nil, err

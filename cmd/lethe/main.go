@@ -193,9 +193,13 @@ func run(args []string) error {
 	defer stopReload()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	<-ctx.Done()
+	select {
+	case <-ctx.Done():
+		log.Info("signal received, shutting down", zap.Duration("grace", shutdownGrace))
+	case <-srv.ShutdownRequested():
+		log.Info("shutdown command received, shutting down", zap.Duration("grace", shutdownGrace))
+	}
 	stop() // a second signal kills the process the usual way
-	log.Info("signal received, shutting down", zap.Duration("grace", shutdownGrace))
 	if metrics != nil {
 		metrics.Close()
 	}

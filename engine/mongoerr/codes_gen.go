@@ -71,6 +71,7 @@ const (
 	ChangeStreamFatalError                   Code = 280
 	ChangeStreamHistoryLost                  Code = 286
 	QueryExceededMemoryLimitNoDiskUseAllowed Code = 292
+	MechanismUnavailable                     Code = 334
 	UnsupportedOpQueryCommand                Code = 352
 	BSONObjectTooLarge                       Code = 10334
 	DuplicateKey                             Code = 11000
@@ -153,6 +154,7 @@ var codeNames = map[Code]string{
 	ChangeStreamFatalError:                   "ChangeStreamFatalError",
 	ChangeStreamHistoryLost:                  "ChangeStreamHistoryLost",
 	QueryExceededMemoryLimitNoDiskUseAllowed: "QueryExceededMemoryLimitNoDiskUseAllowed",
+	MechanismUnavailable:                     "MechanismUnavailable",
 	UnsupportedOpQueryCommand:                "UnsupportedOpQueryCommand",
 	BSONObjectTooLarge:                       "BSONObjectTooLarge",
 	DuplicateKey:                             "DuplicateKey",
