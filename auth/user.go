@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/xdg-go/scram"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -296,8 +297,8 @@ func storedRoleNames(v bson.RawValue) ([]RoleName, error) {
 }
 
 // ParsePrivileges reads an array of privilege documents,
-// {resource: {...}, actions: [...]}. Actions are kept as given: which
-// names exist is the role table's business.
+// {resource: {...}, actions: [...]}, refusing actions MongoDB does not
+// know.
 func ParsePrivileges(v bson.RawValue) ([]Privilege, error) {
 	arr, ok := v.ArrayOK()
 	if !ok {
@@ -348,12 +349,19 @@ func ParsePrivilege(d bson.Raw) (Privilege, error) {
 	if len(vals) == 0 {
 		return p, mongoerr.New(mongoerr.FailedToParse, "Privilege document must have at least one action")
 	}
+	var unknown []string
 	for _, a := range vals {
 		s, ok := a.StringValueOK()
-		if !ok || s == "" {
-			return p, mongoerr.New(mongoerr.FailedToParse, "Privilege actions must be non-empty strings")
+		if !ok {
+			return p, mongoerr.New(mongoerr.FailedToParse, "Privilege actions must be strings")
+		}
+		if !IsAction(s) {
+			unknown = append(unknown, s)
 		}
 		p.Actions = append(p.Actions, Action(s))
+	}
+	if len(unknown) > 0 {
+		return p, mongoerr.New(mongoerr.FailedToParse, "Unrecognized action privilege strings: %s", strings.Join(unknown, ","))
 	}
 	elems, _ := d.Elements()
 	for _, e := range elems {

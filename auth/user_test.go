@@ -149,6 +149,7 @@ func TestParsePrivilegesRefusesMalformed(t *testing.T) {
 		"unknown field":   {bson.D{{Key: "resource", Value: res}, {Key: "actions", Value: bson.A{"find"}}, {Key: "x", Value: 1}}},
 		"not an object":   {"find"},
 		"non-string verb": {bson.D{{Key: "resource", Value: res}, {Key: "actions", Value: bson.A{int32(1)}}}},
+		"unknown action":  {bson.D{{Key: "resource", Value: res}, {Key: "actions", Value: bson.A{"find", "fly"}}}},
 	} {
 		if _, err := ParsePrivileges(rawValue(t, arg)); mongoerr.CodeOf(err) != mongoerr.FailedToParse {
 			t.Errorf("%s: err %v, want FailedToParse", name, err)

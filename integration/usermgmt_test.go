@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -145,6 +147,13 @@ func TestUserMgmtCreateUserErrors(t *testing.T) {
 		if err := runErr(ts.Client.Database(tc.db), tc.cmd); errCode(err) != tc.code {
 			t.Errorf("%s: got %v, want code %d", name, err, tc.code)
 		}
+	}
+	// A password SASLprep refuses (a control character) is BadValue, and
+	// the error does not quote it.
+	err := runErr(test, user(bson.E{Key: "pwd", Value: "se\u0007cret"}, noRoles))
+	wantCode(t, err, 2)
+	if strings.Contains(err.Error(), "se\u0007cret") {
+		t.Errorf("the error quotes the password: %v", err)
 	}
 	if n := len(usersOf(t, run(t, test, bson.D{{Key: "usersInfo", Value: 1}}))); n != 0 {
 		t.Errorf("%d users after failed createUser", n)
@@ -390,6 +399,7 @@ func TestUserMgmtRoles(t *testing.T) {
 		"itself":         {bson.D{{Key: "grantRolesToRole", Value: "clerk"}, {Key: "roles", Value: bson.A{"clerk"}}}, 49},
 		"drop missing":   {bson.D{{Key: "dropRole", Value: "nosuch"}}, 31},
 		"grant none":     {bson.D{{Key: "grantPrivilegesToRole", Value: "clerk"}, {Key: "privileges", Value: bson.A{}}}, 2},
+		"unknown action": {bson.D{{Key: "grantPrivilegesToRole", Value: "clerk"}, {Key: "privileges", Value: bson.A{bson.D{{Key: "resource", Value: bson.D{{Key: "db", Value: "test"}, {Key: "collection", Value: ""}}}, {Key: "actions", Value: bson.A{"fly"}}}}}}, 9},
 	} {
 		if err := runErr(test, tc.cmd); errCode(err) != tc.code {
 			t.Errorf("%s: got %v, want code %d", name, err, tc.code)
@@ -432,6 +442,29 @@ func TestUserMgmtRoles(t *testing.T) {
 	}) {
 		t.Errorf("showBuiltinRoles lacks readWrite: %v", withBuiltin)
 	}
+	// Built-in roles bring their privileges: clerk inherits read's find on
+	// the database, and read itself shows it.
+	if !slices.ContainsFunc(docsOf(t, clerk, "inheritedPrivileges"), func(p bson.Raw) bool {
+		return p.Lookup("resource").String() == `{"db": "test","collection": ""}` && strings.Contains(p.Lookup("actions").String(), `"find"`)
+	}) {
+		t.Errorf("clerk's inheritedPrivileges lack read's: %s", clerk.Lookup("inheritedPrivileges"))
+	}
+	read := docsOf(t, run(t, test, bson.D{{Key: "rolesInfo", Value: "read"}, {Key: "showPrivileges", Value: true}}), "roles")
+	if len(read) != 1 || !read[0].Lookup("isBuiltin").Boolean() || !strings.Contains(read[0].Lookup("privileges").String(), `"find"`) {
+		t.Errorf("rolesInfo read: %v", read)
+	}
+	// asUserFragment: the roles as a user holding them would have them.
+	frag := run(t, test, bson.D{{Key: "rolesInfo", Value: bson.A{"clerk"}}, {Key: "showPrivileges", Value: "asUserFragment"}}).Lookup("userFragment").Document()
+	if got := roleNames(t, frag.Lookup("roles")); !slices.Equal(got, []string{"clerk@test"}) {
+		t.Errorf("userFragment roles %v", got)
+	}
+	if got := roleNames(t, frag.Lookup("inheritedRoles")); !slices.Equal(got, []string{"clerk@test", "orderReader@test", "read@test"}) {
+		t.Errorf("userFragment inheritedRoles %v", got)
+	}
+	if !strings.Contains(frag.Lookup("inheritedPrivileges").String(), `"orders"`) {
+		t.Errorf("userFragment inheritedPrivileges %s", frag.Lookup("inheritedPrivileges"))
+	}
+	wantCode(t, runErr(test, bson.D{{Key: "rolesInfo", Value: 1}, {Key: "showPrivileges", Value: "asUserFragment"}}), 20)
 	if n := len(docsOf(t, run(t, test, bson.D{{Key: "rolesInfo", Value: "nosuch"}}), "roles")); n != 0 {
 		t.Errorf("rolesInfo of a missing role: %d", n)
 	}
@@ -486,6 +519,16 @@ func TestUserMgmtSurvivesRestart(t *testing.T) {
 	run(t, test, bson.D{{Key: "createRole", Value: "r"}, {Key: "privileges", Value: bson.A{}}, {Key: "roles", Value: bson.A{}}})
 	run(t, test, bson.D{{Key: "createUser", Value: "jo"}, {Key: "pwd", Value: "pw"}, {Key: "roles", Value: bson.A{"r"}}})
 	before := usersOf(t, run(t, test, bson.D{{Key: "usersInfo", Value: "jo"}, {Key: "showCredentials", Value: true}}))[0]
+	// Written like any collection, the users and roles are in the oplog.
+	oplog := ts.Client.Database("local").Collection("oplog.rs")
+	for _, ns := range []string{"admin.system.users", "admin.system.roles"} {
+		if n, err := oplog.CountDocuments(testCtx(t), bson.D{{Key: "ns", Value: ns}, {Key: "op", Value: "i"}}); err != nil || n != 1 {
+			t.Errorf("%d inserts of %s in the oplog (%v), want 1", n, ns, err)
+		}
+	}
+	// Built-in roles of admin are granted on admin.
+	admin := ts.Client.Database("admin")
+	run(t, admin, bson.D{{Key: "createUser", Value: "boss"}, {Key: "pwd", Value: "pw"}, {Key: "roles", Value: bson.A{"root", "userAdminAnyDatabase"}}})
 	ts.Restart(t)
 	test = ts.Client.Database("test")
 	after := usersOf(t, run(t, test, bson.D{{Key: "usersInfo", Value: "jo"}, {Key: "showCredentials", Value: true}}))
@@ -494,6 +537,10 @@ func TestUserMgmtSurvivesRestart(t *testing.T) {
 	}
 	if n := len(docsOf(t, run(t, test, bson.D{{Key: "rolesInfo", Value: "r"}}), "roles")); n != 1 {
 		t.Errorf("role lost in restart")
+	}
+	boss := usersOf(t, run(t, ts.Client.Database("admin"), bson.D{{Key: "usersInfo", Value: "boss"}}))
+	if len(boss) != 1 || !slices.Equal(roleNames(t, boss[0].Lookup("roles")), []string{"root@admin", "userAdminAnyDatabase@admin"}) {
+		t.Errorf("admin user after restart: %v", boss)
 	}
 	// The unique index came through too.
 	wantCode(t, runErr(test, bson.D{{Key: "createUser", Value: "jo"}, {Key: "pwd", Value: "pw"}, {Key: "roles", Value: bson.A{}}}), 51003)
@@ -514,8 +561,40 @@ func TestUserMgmtDirectWritesRefused(t *testing.T) {
 		wantCode(t, err, 13)
 		wantCode(t, c.FindOneAndDelete(ctx, bson.D{}).Err(), 13)
 	}
+	mustInsert(t, ts.Client.Database("test").Collection("planted"), bson.D{{Key: "_id", Value: "test.mallory"}})
+	for _, cmd := range []bson.D{
+		{{Key: "renameCollection", Value: "test.planted"}, {Key: "to", Value: "admin.system.users"}, {Key: "dropTarget", Value: true}},
+		{{Key: "renameCollection", Value: "admin.system.users"}, {Key: "to", Value: "test.stolen"}},
+	} {
+		wantCode(t, runErr(admin, cmd), 13)
+	}
 	// Reading stays possible (mongodump reads them).
 	if n, err := admin.Collection("system.users").CountDocuments(ctx, bson.D{}); err != nil || n != 1 {
 		t.Errorf("count system.users: %d, %v", n, err)
+	}
+}
+
+// Concurrent grants to one user all stand: each command reads the user and
+// writes it back, which MongoDB serializes.
+func TestUserMgmtConcurrentGrants(t *testing.T) {
+	ts := startServer(t)
+	test := ts.Client.Database("test")
+	run(t, test, bson.D{{Key: "createUser", Value: "many"}, {Key: "pwd", Value: "pw"}, {Key: "roles", Value: bson.A{}}})
+	const n = 16
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			role := bson.D{{Key: "role", Value: "read"}, {Key: "db", Value: fmt.Sprintf("db%d", i)}}
+			errs <- runErr(test, bson.D{{Key: "grantRolesToUser", Value: "many"}, {Key: "roles", Value: bson.A{role}}})
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	u := usersOf(t, run(t, test, bson.D{{Key: "usersInfo", Value: "many"}}))[0]
+	if got := roleNames(t, u.Lookup("roles")); len(got) != n {
+		t.Errorf("%d roles after %d concurrent grants: %v", len(got), n, got)
 	}
 }

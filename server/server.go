@@ -13,6 +13,7 @@ package server
 
 import (
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -172,6 +173,10 @@ type Server struct {
 	// allowDiskUseByDefault is allowDiskUse of a find or aggregate that
 	// does not say; a parameter, see params.go.
 	allowDiskUseByDefault atomic.Bool
+
+	// umc runs the user management commands that write one at a time,
+	// see usermgmt.go.
+	umc sync.Mutex
 }
 
 // New opens the store and prepares the command table. Call Start to listen.

@@ -42,6 +42,21 @@ func (s *Server) guardSystemNamespaces() {
 			return handle(ctx, req)
 		}
 	}
+	if cmd := s.commands["renameCollection"]; cmd != nil {
+		handle := cmd.handle
+		cmd.handle = func(ctx context.Context, req *Request) (bson.Raw, error) {
+			// Renaming into or out of the users and roles would write them
+			// as directly as an insert or a delete.
+			from, _ := firstValue(req.Body).StringValueOK()
+			to, _ := req.Body.Lookup("to").StringValueOK()
+			for _, ns := range []string{from, to} {
+				if ns == authDB+"."+usersColl || ns == authDB+"."+rolesColl {
+					return nil, mongoerr.New(mongoerr.Unauthorized, "not authorized to rename %s: use the user management commands", ns)
+				}
+			}
+			return handle(ctx, req)
+		}
+	}
 }
 
 // checkWriteNS is MongoDB's userAllowedWriteNS: the profiler's and the

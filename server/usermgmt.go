@@ -26,64 +26,40 @@ const (
 
 func (s *Server) userCommands() []command {
 	return []command{
-		{name: "createUser", handle: s.createUser},
-		{name: "updateUser", handle: s.updateUser},
-		{name: "dropUser", handle: s.dropUser},
-		{name: "dropAllUsersFromDatabase", handle: s.dropAllUsersFromDatabase},
+		{name: "createUser", handle: s.serialized(s.createUser)},
+		{name: "updateUser", handle: s.serialized(s.updateUser)},
+		{name: "dropUser", handle: s.serialized(s.dropUser)},
+		{name: "dropAllUsersFromDatabase", handle: s.serialized(s.dropAllUsersFromDatabase)},
 		{name: "usersInfo", handle: s.usersInfo},
-		{name: "grantRolesToUser", handle: s.grantRolesToUser},
-		{name: "revokeRolesFromUser", handle: s.revokeRolesFromUser},
-		{name: "createRole", handle: s.createRole},
-		{name: "updateRole", handle: s.updateRole},
-		{name: "dropRole", handle: s.dropRole},
-		{name: "dropAllRolesFromDatabase", handle: s.dropAllRolesFromDatabase},
+		{name: "grantRolesToUser", handle: s.serialized(s.grantRolesToUser)},
+		{name: "revokeRolesFromUser", handle: s.serialized(s.revokeRolesFromUser)},
+		{name: "createRole", handle: s.serialized(s.createRole)},
+		{name: "updateRole", handle: s.serialized(s.updateRole)},
+		{name: "dropRole", handle: s.serialized(s.dropRole)},
+		{name: "dropAllRolesFromDatabase", handle: s.serialized(s.dropAllRolesFromDatabase)},
 		{name: "rolesInfo", handle: s.rolesInfo},
-		{name: "grantPrivilegesToRole", handle: s.grantPrivilegesToRole},
-		{name: "revokePrivilegesFromRole", handle: s.revokePrivilegesFromRole},
-		{name: "grantRolesToRole", handle: s.grantRolesToRole},
-		{name: "revokeRolesFromRole", handle: s.revokeRolesFromRole},
+		{name: "grantPrivilegesToRole", handle: s.serialized(s.grantPrivilegesToRole)},
+		{name: "revokePrivilegesFromRole", handle: s.serialized(s.revokePrivilegesFromRole)},
+		{name: "grantRolesToRole", handle: s.serialized(s.grantRolesToRole)},
+		{name: "revokeRolesFromRole", handle: s.serialized(s.revokeRolesFromRole)},
 	}
 }
 
-// Built-in roles by name: those of every database, and those only the
-// admin database has.
-//
-// TODO(issue 13): replace with the built-in role table of package auth
-// once it lands, which also knows each role's privileges.
-var (
-	builtinDBRoles    = []string{"read", "readWrite", "dbAdmin", "dbOwner", "userAdmin"}
-	builtinAdminRoles = []string{"clusterAdmin", "clusterManager", "clusterMonitor", "hostManager",
-		"backup", "restore", "readAnyDatabase", "readWriteAnyDatabase", "userAdminAnyDatabase",
-		"dbAdminAnyDatabase", "root", "enableSharding", "directShardOperations", "__queryableBackup", "__system"}
-)
+// serialized runs h under the user management lock. The commands read a
+// user or role, change it and write it back, and check other roles on the
+// way (existence, cycles): as in MongoDB, which holds an exclusive lock
+// for them, one at a time keeps two of them from losing each other's
+// change or together building a cycle neither alone would.
+func (s *Server) serialized(h handlerFunc) handlerFunc {
+	return func(ctx context.Context, req *Request) (bson.Raw, error) {
+		s.umc.Lock()
+		defer s.umc.Unlock()
+		return h(ctx, req)
+	}
+}
 
 // isBuiltinRole reports whether r is one of MongoDB's built-in roles.
-func isBuiltinRole(r auth.RoleName) bool {
-	if r.DB == auth.ExternalDB {
-		return false
-	}
-	if slices.Contains(builtinDBRoles, r.Role) {
-		return true
-	}
-	return r.DB == authDB && slices.Contains(builtinAdminRoles, r.Role)
-}
-
-// builtinRolesOf lists the built-in roles of db.
-func builtinRolesOf(db string) []auth.RoleName {
-	if db == auth.ExternalDB {
-		return nil
-	}
-	var names []auth.RoleName
-	for _, r := range builtinDBRoles {
-		names = append(names, auth.RoleName{Role: r, DB: db})
-	}
-	if db == authDB {
-		for _, r := range builtinAdminRoles {
-			names = append(names, auth.RoleName{Role: r, DB: db})
-		}
-	}
-	return names
-}
+func isBuiltinRole(r auth.RoleName) bool { return auth.IsBuiltinRole(r.Role, r.DB) }
 
 // checkRolesExist fails with RoleNotFound for the first of names that is
 // neither built in nor defined.
@@ -113,10 +89,9 @@ type resolvedRoles struct {
 }
 
 // resolveRoles walks the role graph from start: what a user holding
-// start, or a role inheriting them, has. Built-in roles are leaves
-// here: their privileges and subroles are the role table's.
-//
-// TODO(issue 13): expand built-in roles through package auth's table.
+// start, or a role inheriting them, has. As in MongoDB, a built-in role
+// is a leaf that brings all its privileges, those of the built-in roles it
+// includes among them.
 func (s *Server) resolveRoles(ctx context.Context, start []auth.RoleName) (resolvedRoles, error) {
 	var res resolvedRoles
 	seen := map[auth.RoleName]bool{}
@@ -129,7 +104,8 @@ func (s *Server) resolveRoles(ctx context.Context, start []auth.RoleName) (resol
 		}
 		seen[n] = true
 		res.roles = append(res.roles, n)
-		if isBuiltinRole(n) {
+		if privs, ok := auth.BuiltinRolePrivileges(n); ok {
+			res.privileges = mergePrivileges(res.privileges, privs)
 			continue
 		}
 		r, err := s.authStore().Role(ctx, n.DB, n.Role)

@@ -207,14 +207,16 @@ func (s *Server) rolesInfo(ctx context.Context, req *Request) (bson.Raw, error) 
 	if err != nil {
 		return nil, err
 	}
-	var showPrivileges, showBuiltin, showRestrictions bool
+	var showPrivileges, showBuiltin, showRestrictions, asFragment bool
 	for key, v := range cmdArgs(req.Body) {
 		switch string(key) {
 		case "showPrivileges":
-			if v.Type == bson.TypeString {
-				// "asUserFragment" merges the roles into one user-like
-				// document; not supported.
-				return nil, mongoerr.New(mongoerr.BadValue, "showPrivileges: \"asUserFragment\" is not supported")
+			if str, ok := v.StringValueOK(); ok {
+				if str != "asUserFragment" {
+					return nil, mongoerr.New(mongoerr.BadValue, "showPrivileges must be a boolean or \"asUserFragment\", not \"%s\"", str)
+				}
+				asFragment = true
+				continue
 			}
 			showPrivileges, err = argBool(cmd, "showPrivileges", v)
 		case "showBuiltinRoles":
@@ -228,10 +230,16 @@ func (s *Server) rolesInfo(ctx context.Context, req *Request) (bson.Raw, error) 
 			return nil, err
 		}
 	}
+	if asFragment {
+		if target.all {
+			return nil, mongoerr.New(mongoerr.IllegalOperation, "Cannot get user fragment for all roles in a database")
+		}
+		return s.rolesAsUserFragment(ctx, target.names, showRestrictions)
+	}
 	var roles bson.A
 	if target.all && showBuiltin {
-		for _, n := range builtinRolesOf(req.DB) {
-			roles = append(roles, builtinRoleInfo(n, showPrivileges, showRestrictions, true))
+		for _, name := range auth.BuiltinRoleNames(req.DB) {
+			roles = append(roles, builtinRoleInfo(auth.RoleName{Role: name, DB: req.DB}, showPrivileges, showRestrictions, true))
 		}
 	}
 	docs, err := s.authDocs(ctx, rolesColl, target.filter(req.DB), nil)
@@ -335,12 +343,12 @@ func (s *Server) roleInfo(ctx context.Context, doc bson.Raw, showPrivileges, sho
 }
 
 // builtinRoleInfo is a built-in role in rolesInfo's reply, in MongoDB's
-// two shapes: when listing a database's roles, and when named.
-//
-// TODO(issue 13): the privileges of built-in roles come from package
-// auth's role table; until it lands they are reported empty.
+// two shapes: when listing a database's roles, and when named. As in
+// MongoDB, a built-in role shows no roles: its privileges and its
+// inherited privileges are both all it grants.
 func builtinRoleInfo(n auth.RoleName, showPrivileges, showRestrictions, listing bool) bson.D {
-	var privs bson.A = bson.A{}
+	all, _ := auth.BuiltinRolePrivileges(n)
+	privs := auth.PrivilegesArray(all)
 	var out bson.D
 	if listing {
 		out = bson.D{{Key: "role", Value: n.Role}, {Key: "db", Value: n.DB}, {Key: "isBuiltin", Value: true},
@@ -369,4 +377,23 @@ func builtinRoleInfo(n auth.RoleName, showPrivileges, showRestrictions, listing 
 		out = append(out, bson.E{Key: "inheritedAuthenticationRestrictions", Value: bson.A{}})
 	}
 	return append(out, bson.E{Key: "isBuiltin", Value: true})
+}
+
+// rolesAsUserFragment answers rolesInfo with showPrivileges:
+// "asUserFragment": the roles as the part of a user document a user
+// holding them would have, {roles, inheritedRoles, inheritedPrivileges}.
+func (s *Server) rolesAsUserFragment(ctx context.Context, names []auth.RoleName, showRestrictions bool) (bson.Raw, error) {
+	res, err := s.resolveRoles(ctx, names)
+	if err != nil {
+		return nil, err
+	}
+	fragment := bson.D{
+		{Key: "roles", Value: auth.RoleNamesArray(names)},
+		{Key: "inheritedRoles", Value: auth.RoleNamesArray(res.roles)},
+		{Key: "inheritedPrivileges", Value: auth.PrivilegesArray(res.privileges)},
+	}
+	if showRestrictions {
+		fragment = append(fragment, bson.E{Key: "inheritedAuthenticationRestrictions", Value: restrictionsArray(res.restrictions)})
+	}
+	return okReply(bson.E{Key: "userFragment", Value: fragment})
 }

@@ -132,7 +132,7 @@ func (s *Server) createRole(ctx context.Context, req *Request) (bson.Raw, error)
 	} else if existing != nil {
 		return nil, mongoerr.New(codeRoleExists, "Role \"%s\" already exists", name)
 	}
-	r := &auth.Role{Name: a.name, DB: req.DB, Privileges: mergePrivileges(nil, a.privileges), Roles: addRoleNames(nil, a.roles),
+	r := &auth.Role{Name: a.name, DB: req.DB, Privileges: a.privileges, Roles: a.roles,
 		AuthenticationRestrictions: a.restrictions}
 	if err := s.ensureAuthCollection(rolesColl); err != nil {
 		return nil, err
@@ -200,13 +200,13 @@ func (s *Server) updateRole(ctx context.Context, req *Request) (bson.Raw, error)
 		if err := s.checkGrantRoles(ctx, auth.RoleName{Role: r.Name, DB: r.DB}, a.roles); err != nil {
 			return nil, err
 		}
-		r.Roles = addRoleNames(nil, a.roles)
+		r.Roles = a.roles
 	}
 	if err := checkRoleContents(req.DB, a.privileges, nil); err != nil {
 		return nil, err
 	}
 	if a.hasPrivileges {
-		r.Privileges = mergePrivileges(nil, a.privileges)
+		r.Privileges = a.privileges
 	}
 	if a.hasRestrictions {
 		r.AuthenticationRestrictions = a.restrictions

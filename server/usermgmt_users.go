@@ -117,8 +117,9 @@ func (s *Server) credentials(name, pwd string, mechs []auth.Mechanism, digest bo
 			c, err = auth.NewScramCredential(m, name, pwd, s.cfg.ScramSHA256Iterations)
 		}
 		if err != nil {
-			// SASLprep refused the password; the error never holds it.
-			return nil, mongoerr.New(mongoerr.BadValue, "Error preparing password for %s: %v", m, err)
+			// SASLprep refused the name or password. Its error quotes the
+			// password, which must not reach the client or a log.
+			return nil, mongoerr.New(mongoerr.BadValue, "Cannot prepare the user name or password for %s: SASLprep refused it", m)
 		}
 		creds[m] = c
 	}
@@ -144,7 +145,7 @@ func (s *Server) createUser(ctx context.Context, req *Request) (bson.Raw, error)
 	case a.name == "":
 		return nil, mongoerr.New(mongoerr.BadValue, "User document needs 'user' field to be non-empty")
 	}
-	u := &auth.User{Name: a.name, DB: req.DB, Roles: addRoleNames(nil, a.roles), CustomData: a.customData, AuthenticationRestrictions: a.restrictions}
+	u := &auth.User{Name: a.name, DB: req.DB, Roles: a.roles, CustomData: a.customData, AuthenticationRestrictions: a.restrictions}
 	if a.pwd != nil {
 		if u.Credentials, err = s.credentials(a.name, *a.pwd, a.mechanisms, a.digestPassword); err != nil {
 			return nil, err
@@ -242,7 +243,7 @@ func (s *Server) updateUser(ctx context.Context, req *Request) (bson.Raw, error)
 		if err := s.checkRolesExist(ctx, a.roles); err != nil {
 			return nil, err
 		}
-		u.Roles = addRoleNames(nil, a.roles)
+		u.Roles = a.roles
 	}
 	if err := s.saveUser(ctx, u); err != nil {
 		return nil, err

@@ -42,6 +42,11 @@ const roles = shop.getRoles({ showPrivileges: true }).roles;
 check(roles.length === 1 && roles[0].role === 'orderReader' && !roles[0].isBuiltin, 'getRoles');
 check(roles[0].privileges[0].actions.join() === 'find', 'getRoles privileges');
 check(shop.getRole('orderReader').role === 'orderReader', 'getRole');
+shop.grantPrivilegesToRole('orderReader', [{ resource: { db: 'shop', collection: 'orders' }, actions: ['insert'] }]);
+check(shop.getRole('orderReader', { showPrivileges: true }).privileges[0].actions.sort().join() === 'find,insert',
+  'grantPrivilegesToRole merges actions');
+const read = shop.getRole('read', { showPrivileges: true });
+check(read.isBuiltin && read.privileges.some(p => p.actions.includes('find')), 'built-in read shows its privileges');
 shop.grantRolesToUser('ann', ['orderReader']);
 check(roleNames(shop.getUser('ann').roles) === 'orderReader@shop,read@reporting', 'grant a user-defined role');
 
