@@ -27,6 +27,11 @@ type memSource struct {
 	exp []Expired
 	// pre holds the pre-images by entry.
 	pre map[oplog.Timestamp]bson.Raw
+	// systemClock makes Clock the system's, for waits on real time.
+	systemClock bool
+	// afterEntry, when set, runs after each entry a read hands over, as
+	// writes that land while a read goes on.
+	afterEntry func()
 }
 
 func (m *memSource) add(e oplog.Entry) {
@@ -46,6 +51,9 @@ func (m *memSource) ReadOplog(ctx context.Context, after oplog.Timestamp, fn fun
 			return ts, err
 		}
 		after = ts
+		if m.afterEntry != nil {
+			m.afterEntry()
+		}
 	}
 	return after, nil
 }
@@ -73,7 +81,12 @@ func (m *memSource) FindByID(string, string, bsoncore.Value) (bson.Raw, error) {
 
 func (m *memSource) PreImage(ts oplog.Timestamp) (bson.Raw, error) { return m.pre[ts], nil }
 
-func (m *memSource) Clock() (time.Time, <-chan struct{}) { return time.UnixMilli(m.now), nil }
+func (m *memSource) Clock() (time.Time, <-chan struct{}) {
+	if m.systemClock {
+		return time.Now(), nil
+	}
+	return time.UnixMilli(m.now), nil
+}
 
 func (m *memSource) Expiring(from, to int64, watch func(db, coll string) bool) ([]Expired, error) {
 	var out []Expired

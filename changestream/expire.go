@@ -87,6 +87,12 @@ func (s *Stream) backlogError() error {
 // stored then or its purge is already in the oplog the read that follows
 // sees. Each expire event goes before the delete of its purge, and all
 // of them in order of instant, _id breaking ties.
+//
+// The read stops before a purge of a document that expired after now: the
+// clock moved on while this read ran, and documents that expired between
+// now and that purge's instant may still be stored, unscanned, and purged
+// at any moment. The next read, whose now has passed the purge's instant,
+// scans them and takes the purge.
 func (s *Stream) readWithExpiry(ctx context.Context) error {
 	nowT, _ := s.src.Clock()
 	now := nowT.UnixMilli()
@@ -99,8 +105,12 @@ func (s *Stream) readWithExpiry(ctx context.Context) error {
 	}
 	visible, _ := s.src.Watch()
 	base := len(s.pending)
-	end := now
+	stopped := false
 	_, err = s.src.ReadOplog(ctx, s.after, func(ts oplog.Timestamp, raw bson.Raw) (bool, error) {
+		if at, ok := bsoncore.Document(raw).Lookup("expiredAt").DateTimeOK(); ok && at > now {
+			stopped = true
+			return false, nil
+		}
 		before := len(s.pending)
 		if s.pending, err = s.spec.events(s.pending, ts, raw); err != nil {
 			return false, err
@@ -112,7 +122,6 @@ func (s *Stream) readWithExpiry(ctx context.Context) error {
 				ev.purgeTail = tailOf(ev.db, ev.coll, keycodec.Append(nil, ev.key.Lookup("_id")))
 				if !s.seen(at, ev.purgeTail) {
 					exps = append(exps, expiry{at: at, tail: ev.purgeTail, db: ev.db, coll: ev.coll, id: ev.key.Lookup("_id")})
-					end = max(end, at)
 				}
 			}
 		}
@@ -133,22 +142,10 @@ func (s *Stream) readWithExpiry(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if s.after.Less(visible) {
+	if !stopped && s.after.Less(visible) {
 		s.after = visible
 		if s.check != nil && !visible.Less(s.check.TS) {
 			return s.resolve(oplog.Timestamp{}, len(s.pending))
-		}
-	}
-	if end > now {
-		// A purge the clock had not reached when the scan ran: the
-		// documents still stored that expire up to it come first.
-		more, err := s.scan(now, end)
-		if err != nil {
-			return err
-		}
-		exps = append(exps, more...)
-		if len(exps)+len(s.pending)-base > s.maxBacklog {
-			return s.backlogError()
 		}
 	}
 	sort.Slice(exps, func(i, j int) bool {
@@ -183,8 +180,8 @@ func (s *Stream) readWithExpiry(ctx context.Context) error {
 		s.pending = append(s.pending, ev)
 	}
 	emit(func(expiry) bool { return true }, s.after)
-	if end >= s.expW {
-		s.expW, s.expTail = end, nil
+	if now >= s.expW {
+		s.expW, s.expTail = now, nil
 	}
 	return nil
 }

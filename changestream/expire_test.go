@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -91,6 +92,74 @@ func TestExpireEventsOrderAndResume(t *testing.T) {
 		if len(rest) != len(want)-i-1 || !sameSet(rest, want[i+1:]) {
 			t.Errorf("resume after %s: %v, want %v", got[i], rest, want[i+1:])
 		}
+	}
+}
+
+// TestExpireEventsClockMovesDuringRead: the clock passes a document's
+// expiry while a read goes on, and the reaper purges it between the
+// read's scan and its end, after purging another that expired later. Its
+// expire event must still come, and before the later one's.
+func TestExpireEventsClockMovesDuringRead(t *testing.T) {
+	src := &memSource{now: 1000}
+	src.exp = []Expired{expiring(1500, 2)} // stored, not yet expired at 1000
+	s, err := Open(spec(t, bson.D{{Key: "showExpireEvents", Value: true}}, "d", "c"), src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	purge := func(id int32, at int64) {
+		src.add(oplog.Entry{Op: oplog.Delete, NS: "d.c", UI: make([]byte, 16), O: doc(t, bson.D{{Key: "_id", Value: id}}), Expired: true, ExpiredAt: at})
+	}
+	// The reaper, its clock at 2000, has purged 1 (expired at 2000); while
+	// the stream reads that, it purges 2 as well.
+	purge(1, 2000)
+	src.afterEntry = func() {
+		if len(src.exp) > 0 {
+			src.exp = nil
+			purge(2, 1500)
+		}
+	}
+	var got []string
+	for _, now := range []int64{1000, 2500, 2500} {
+		src.now = now
+		evs, err := s.Next(context.Background(), 0, 1<<20, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range evs {
+			got = append(got, describe(ev))
+		}
+	}
+	want := []string{"expire 2 @1500", "expire 1 @2000", "delete 1 @100000", "delete 2 @100000"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("events\n%v\nwant\n%v", got, want)
+	}
+}
+
+// TestExpireEventWakesWaitingStream: with the system clock, which moves
+// without notice, a waiting stream wakes at the next expiry rather than at
+// the end of its wait.
+func TestExpireEventWakesWaitingStream(t *testing.T) {
+	src := &memSource{systemClock: true}
+	s, err := Open(spec(t, bson.D{{Key: "showExpireEvents", Value: true}}, "d", "c"), src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now().Add(20 * time.Millisecond).UnixMilli()
+	src.exp = []Expired{expiring(at, 1)}
+	const wait = 30 * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	start := time.Now()
+	evs, err := s.Next(ctx, 0, 1<<20, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 1 || describe(evs[0]) != fmt.Sprintf("expire 1 @%d", at) {
+		t.Fatalf("events %v", evs)
+	}
+	// Without the wake the event comes with the end of the wait.
+	if took := time.Since(start); took > wait/2 {
+		t.Fatalf("the event came after %v, at the end of the wait", took)
 	}
 }
 

@@ -164,15 +164,27 @@ func (s *Stream) Next(ctx context.Context, n, maxBytes int, await bool) ([]bson.
 			continue
 		}
 		var clockMoved <-chan struct{}
+		var expiryDue <-chan time.Time
 		if s.spec.ShowExpireEvents {
 			var now time.Time
 			if now, clockMoved = s.src.Clock(); clockMoved != nil && now.UnixMilli() > s.expW {
 				continue // a manual clock moved since the read
 			}
+			if clockMoved == nil {
+				// The system clock moves without notice: wake at the next
+				// expiry within the wait, so that its event comes at its
+				// instant rather than at the end of the wait.
+				due, err := s.nextExpiry(ctx, now)
+				if err != nil {
+					return nil, err
+				}
+				expiryDue = due
+			}
 		}
 		select {
 		case <-moved:
 		case <-clockMoved:
+		case <-expiryDue:
 		case <-ctx.Done():
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				if s.spec.ShowExpireEvents {
@@ -186,6 +198,27 @@ func (s *Stream) Next(ctx context.Context, n, maxBytes int, await bool) ([]bson.
 		}
 	}
 }
+
+// nextExpiry returns a channel that fires at the first expiry after now
+// and before ctx's deadline among the namespaces the stream watches, nil
+// if there is none. (An unfired time.After is collected since Go 1.23.)
+func (s *Stream) nextExpiry(ctx context.Context, now time.Time) (<-chan time.Time, error) {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = now.Add(maxExpiryLookahead)
+	}
+	from := max(now.UnixMilli(), s.expW)
+	got, err := s.src.Expiring(from, min(deadline.UnixMilli(), from+maxExpiryLookahead.Milliseconds()), s.spec.watches)
+	if err != nil || len(got) == 0 {
+		return nil, err
+	}
+	// A millisecond late, so that the read finds the clock past it.
+	return time.After(time.UnixMilli(got[0].At + 1).Sub(now)), nil
+}
+
+// maxExpiryLookahead bounds how far ahead a waiting stream looks for the
+// next expiry; it looks again after each wake.
+const maxExpiryLookahead = time.Minute
 
 // fill reads entries until n events are pending or the visible entries
 // end, then hands out up to n of them.
