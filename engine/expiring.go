@@ -100,15 +100,24 @@ func (e *Engine) expiringInColl(c *Collection, fromMs, toMs int64) ([]Expiring, 
 		}
 	}
 	for _, ix := range st.dateTTL {
-		if ix.fields[0].desc {
-			continue // only ascending date TTL indexes are range-scanned
-		}
 		shift := int64(*ix.meta.ExpireAfter) * 1000
-		date := func(ms int64) []byte {
-			v := bsoncore.Value{Type: bsoncore.TypeDateTime, Data: bsoncore.AppendDateTime(nil, ms)}
-			return append(indexPrefix(nil, ix.meta.ID), prefixEnd(keycodec.Append(nil, v))...)
+		dateValue := func(ms int64) bsoncore.Value {
+			return bsoncore.Value{Type: bsoncore.TypeDateTime, Data: bsoncore.AppendDateTime(nil, ms)}
 		}
-		if err := e.scanPKs(date(fromMs-shift), date(toMs-shift), false, consider); err != nil {
+		// Dates in (from, to]: in an ascending index, the entries past
+		// every key that starts with from's and up to those that start
+		// with to's; in a descending one, whose keys sort in reverse, from
+		// the first that starts with to's up to the first that starts with
+		// from's.
+		var lo, hi []byte
+		if ix.fields[0].desc {
+			lo = keycodec.AppendDesc(indexPrefix(nil, ix.meta.ID), dateValue(toMs-shift))
+			hi = keycodec.AppendDesc(indexPrefix(nil, ix.meta.ID), dateValue(fromMs-shift))
+		} else {
+			lo = append(indexPrefix(nil, ix.meta.ID), prefixEnd(keycodec.Append(nil, dateValue(fromMs-shift)))...)
+			hi = append(indexPrefix(nil, ix.meta.ID), prefixEnd(keycodec.Append(nil, dateValue(toMs-shift)))...)
+		}
+		if err := e.scanPKs(lo, hi, false, consider); err != nil {
 			return nil, err
 		}
 	}

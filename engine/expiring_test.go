@@ -23,8 +23,12 @@ func TestExpiringIn(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	index := func(coll, field string, secs int) {
-		spec, _ := bson.Marshal(bson.D{{Key: "key", Value: bson.D{{Key: field, Value: 1}}}, {Key: "name", Value: field + "_1"}, {Key: "expireAfterSeconds", Value: secs}})
+	index := func(coll, field string, secs int, dir ...int) {
+		d := 1
+		if len(dir) > 0 {
+			d = dir[0]
+		}
+		spec, _ := bson.Marshal(bson.D{{Key: "key", Value: bson.D{{Key: field, Value: d}}}, {Key: "name", Value: fmt.Sprintf("%s_%d", field, d)}, {Key: "expireAfterSeconds", Value: secs}})
 		if _, err := e.CreateIndexes("db", coll, []bson.Raw{spec}); err != nil {
 			t.Fatal(err)
 		}
@@ -51,6 +55,12 @@ func TestExpiringIn(t *testing.T) {
 		bson.D{{Key: "_id", Value: "a"}, {Key: "at", Value: epoch.Add(4 * time.Second)}},                                      // 5 s
 		bson.D{{Key: "_id", Value: "b"}, {Key: "at", Value: bson.A{epoch.Add(20 * time.Second), epoch.Add(8 * time.Second)}}}, // 9 s
 		bson.D{{Key: "_id", Value: "c"}, {Key: "at", Value: "no date"}})
+	// A descending date TTL index: its keys sort in reverse.
+	index("e", "at", 2, -1)
+	insert("e",
+		bson.D{{Key: "_id", Value: "x"}, {Key: "at", Value: epoch.Add(3 * time.Second)}},  // 5 s
+		bson.D{{Key: "_id", Value: "y"}, {Key: "at", Value: epoch.Add(8 * time.Second)}},  // 10 s
+		bson.D{{Key: "_id", Value: "z"}, {Key: "at", Value: epoch.Add(40 * time.Second)}}) // 42 s
 	ms := func(s int) int64 { return epoch.Add(time.Duration(s) * time.Second).UnixMilli() }
 	all := func(string, string) bool { return true }
 	cases := []struct {
@@ -59,10 +69,12 @@ func TestExpiringIn(t *testing.T) {
 		want     string
 	}{
 		{0, 4, all, "[]"},
-		{0, 5, all, "[c 1 @5 d a @5]"},
-		{5, 10, all, "[d b @9 c 2 @10 c 3 @10]"},
+		{0, 5, all, "[c 1 @5 d a @5 e x @5]"},
+		{5, 10, all, "[d b @9 c 2 @10 c 3 @10 e y @10]"},
 		{4, 1000, func(_, coll string) bool { return coll == "c" }, "[c 1 @5 c 2 @10 c 3 @10 c 5 @100]"},
-		{10, 99, all, "[]"},
+		{10, 99, all, "[e z @42]"},
+		{42, 99, all, "[]"},
+		{41, 42, func(_, coll string) bool { return coll == "e" }, "[e z @42]"},
 	}
 	for _, c := range cases {
 		got, err := e.ExpiringIn(ms(c.from), ms(c.to), c.watch)
