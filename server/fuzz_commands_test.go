@@ -25,6 +25,11 @@ func FuzzCommands(f *testing.F) {
 		{{Key: "findAndModify", Value: "c"}, {Key: "query", Value: bson.D{}}, {Key: "update", Value: bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}}}, {Key: "upsert", Value: true}, {Key: "new", Value: true}},
 		{{Key: "count", Value: "c"}, {Key: "query", Value: bson.D{{Key: "$expr", Value: bson.D{{Key: "$gt", Value: bson.A{"$a", 0}}}}}}},
 		{{Key: "explain", Value: bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: bson.D{{Key: "a", Value: 1}}}}}},
+		{{Key: "createUser", Value: "u"}, {Key: "pwd", Value: "p"}, {Key: "roles", Value: bson.A{"read", bson.D{{Key: "role", Value: "readWrite"}, {Key: "db", Value: "x"}}}}},
+		{{Key: "saslStart", Value: 1}, {Key: "mechanism", Value: "SCRAM-SHA-256"}, {Key: "payload", Value: bson.Binary{Data: []byte("n,,n=u,r=abcdefgh")}}, {Key: "options", Value: bson.D{{Key: "skipEmptyExchange", Value: true}}}},
+		{{Key: "saslContinue", Value: 1}, {Key: "conversationId", Value: 1}, {Key: "payload", Value: bson.Binary{Data: []byte("c=biws,r=abcdefgh,p=AAAA")}}},
+		{{Key: "usersInfo", Value: bson.D{{Key: "forAllDBs", Value: true}}}, {Key: "showCredentials", Value: true}},
+		{{Key: "createRole", Value: "r"}, {Key: "privileges", Value: bson.A{bson.D{{Key: "resource", Value: bson.D{{Key: "db", Value: "fuzz"}, {Key: "collection", Value: ""}}}, {Key: "actions", Value: bson.A{"find"}}}}}, {Key: "roles", Value: bson.A{}}},
 	}
 	for _, d := range seeds {
 		raw, _ := bson.Marshal(append(d, bson.E{Key: "$db", Value: "fuzz"}))
