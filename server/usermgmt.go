@@ -42,6 +42,7 @@ func (s *Server) userCommands() []command {
 		{name: "revokePrivilegesFromRole", handle: s.revokePrivilegesFromRole},
 		{name: "grantRolesToRole", handle: s.grantRolesToRole},
 		{name: "revokeRolesFromRole", handle: s.revokeRolesFromRole},
+		{name: "_mergeAuthzCollections", handle: s.mergeAuthzCollections, adminOnly: true},
 	}
 }
 
