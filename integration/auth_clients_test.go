@@ -196,3 +196,18 @@ func wantAuthFailed(t *testing.T, err error) {
 		t.Fatalf("got %v, want AuthenticationFailed (18)", err)
 	}
 }
+
+// TestAuthSpeculativeScram: the Go driver begins SCRAM-SHA-256 in hello and
+// finishes it with saslContinue; serverStatus counts the login as
+// speculative, as MongoDB does.
+func TestAuthSpeculativeScram(t *testing.T) {
+	ts, root := startAuthServer(t)
+	createUser(t, root, "app", "u", bson.A{"read"})
+	c := authClient(t, ts, "u", "pw", "app", "SCRAM-SHA-256")
+	run(t, c.Database("app"), bson.D{{Key: "ping", Value: 1}})
+	status := run(t, root.Database("admin"), bson.D{{Key: "serverStatus", Value: 1}})
+	spec := status.Lookup("security", "authentication", "mechanisms", "SCRAM-SHA-256", "speculativeAuthenticate", "successful")
+	if n, ok := spec.AsInt64OK(); !ok || n < 1 {
+		t.Fatalf("speculative SCRAM-SHA-256 logins: %v, want at least 1", spec)
+	}
+}
