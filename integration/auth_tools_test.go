@@ -38,7 +38,7 @@ func TestAuthSchemaVersion(t *testing.T) {
 	}
 }
 
-// authDocs returns the documents of admin.<coll> of db, as mongodump
+// authDocsOf returns the documents of admin.<coll> of db, as mongodump
 // reads them.
 func authDocsOf(t *testing.T, root *mongo.Client, coll, db string) []any {
 	t.Helper()
@@ -170,8 +170,8 @@ func TestToolsAuthDumpRestore(t *testing.T) {
 	}
 	ts, root := startAuthServer(t)
 	ctx := testCtx(t)
-	creds := func(ts *testServer) []string {
-		return []string{"--uri", ts.URI, "--username", "admin", "--password", "adminpw", "--authenticationDatabase", "admin"}
+	creds := func(ts *testServer, user, pwd string) []string {
+		return []string{"--uri", ts.URI, "--username", user, "--password", pwd, "--authenticationDatabase", "admin"}
 	}
 	app := root.Database("app")
 	mustInsert(t, app.Collection("items"), bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "_id", Value: 2}})
@@ -191,19 +191,22 @@ func TestToolsAuthDumpRestore(t *testing.T) {
 		}
 	}
 
-	// One database with its users and roles.
+	// One database with its users and roles, by users holding the backup
+	// and restore roles.
+	createUser(t, root, "admin", "backupUser", bson.A{"backup"})
+	createUser(t, root, "admin", "restoreUser", bson.A{"restore"})
 	out := t.TempDir()
-	runClient(t, mongodump, append(creds(ts), "--db", "app", "--dumpDbUsersAndRoles", "--out", out)...)
+	runClient(t, mongodump, append(creds(ts, "backupUser", "pw"), "--db", "app", "--dumpDbUsersAndRoles", "--out", out)...)
 	run(t, app, bson.D{{Key: "dropAllUsersFromDatabase", Value: 1}})
 	run(t, app, bson.D{{Key: "dropAllRolesFromDatabase", Value: 1}})
 	run(t, app, bson.D{{Key: "dropDatabase", Value: 1}})
-	runClient(t, mongorestore, append(creds(ts), "--db", "app", "--restoreDbUsersAndRoles", filepath.Join(out, "app"))...)
+	runClient(t, mongorestore, append(creds(ts, "restoreUser", "pw"), "--db", "app", "--restoreDbUsersAndRoles", filepath.Join(out, "app"))...)
 	checkApp(ts, root)
 
 	// Everything, into another server whose root has the same name.
 	all := t.TempDir()
-	runClient(t, mongodump, append(creds(ts), "--out", all)...)
+	runClient(t, mongodump, append(creds(ts, "admin", "adminpw"), "--out", all)...)
 	ts2, root2 := startAuthServer(t)
-	runClient(t, mongorestore, append(creds(ts2), "--drop", all)...)
+	runClient(t, mongorestore, append(creds(ts2, "admin", "adminpw"), "--drop", all)...)
 	checkApp(ts2, root2)
 }
