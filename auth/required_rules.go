@@ -37,6 +37,8 @@ func ruleFor(cmd string) (rule, bool) {
 		"createRole", "updateRole", "grantRolesToRole", "revokeRolesFromRole",
 		"grantPrivilegesToRole", "revokePrivilegesFromRole", "usersInfo", "rolesInfo":
 		return func(db string, body bson.Raw) ([]Privilege, error) { return userAdminRule(cmd, db, body) }, true
+	case "_mergeAuthzCollections":
+		return mergeAuthzRule, true
 	}
 	return nil, false
 }

@@ -156,6 +156,15 @@ func TestRequired(t *testing.T) {
 		want    []Privilege
 	}{
 		{"ping", "admin", D{{"ping", 1}}, nil},
+		// mongorestore's merge of users and roles: MongoDB's
+		// checkAuthForMergeAuthzCollectionsCommand.
+		{"_mergeAuthzCollections", "admin", D{{"_mergeAuthzCollections", 1}, {"tempUsersCollection", "admin.tempusers"},
+			{"tempRolesCollection", "admin.temproles"}, {"drop", false}, {"db", "app"}},
+			[]Privilege{p(Resource{}, "createRole", "createUser", "grantRole", "revokeRole"),
+				p(ns("admin", "tempusers"), "find"), p(ns("admin", "temproles"), "find")}},
+		{"_mergeAuthzCollections", "admin", D{{"_mergeAuthzCollections", 1}, {"tempUsersCollection", "admin.tu"}, {"drop", true}, {"db", ""}},
+			[]Privilege{p(Resource{}, "createRole", "createUser", "dropRole", "dropUser", "grantRole", "revokeRole"),
+				p(ns("admin", "tu"), "find")}},
 		{"getMore", "test", D{{"getMore", int64(1)}, {"collection", "c"}}, nil},
 		{"listDatabases", "admin", D{{"listDatabases", 1}}, nil},
 		{"find", "test", D{{"find", "c"}}, []Privilege{p(ns("test", "c"), "find")}},

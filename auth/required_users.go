@@ -227,3 +227,34 @@ func OwnUserException(cmd, db string, body bson.Raw) (OwnUserRequest, bool) {
 	}
 	return OwnUserRequest{}, false
 }
+
+// mergeAuthzRule is _mergeAuthzCollections', mongorestore's way of loading
+// users and roles, as MongoDB checks it: creating users and roles and
+// granting and revoking roles on every database (dropping them too with
+// drop), and find on each temporary collection it reads.
+func mergeAuthzRule(_ string, body bson.Raw) ([]Privilege, error) {
+	a := acts("createUser", "createRole", "grantRole", "revokeRole")
+	if trueValue(body.Lookup("drop")) {
+		a = append(a, acts("dropUser", "dropRole")...)
+	}
+	privs := []Privilege{onAnyNormal(a)}
+	for _, field := range []string{"tempUsersCollection", "tempRolesCollection"} {
+		v := body.Lookup(field)
+		if v.Type == 0 {
+			continue
+		}
+		ns, ok := v.StringValueOK()
+		if !ok {
+			return nil, fmt.Errorf("auth: _mergeAuthzCollections: %s must be a string", field)
+		}
+		if ns == "" {
+			continue
+		}
+		r, ok := parseNamespace(ns)
+		if !ok {
+			return nil, fmt.Errorf("auth: _mergeAuthzCollections: %s is not a namespace: %q", field, ns)
+		}
+		privs = append(privs, Privilege{Resource: r, Actions: acts("find")})
+	}
+	return privs, nil
+}

@@ -109,24 +109,25 @@ func TestPymongo(t *testing.T) {
 	checkClientResult(t, stdout)
 }
 
-// runNodeScript runs clients/<script> with the Node.js driver against uri;
-// the script prints OK when every check passed.
-func runNodeScript(t *testing.T, script, uri string) {
+// runNodeScript runs clients/<script> with the Node.js driver against uri,
+// more arguments following it; the script prints OK when every check
+// passed.
+func runNodeScript(t *testing.T, script, uri string, more ...string) {
 	t.Helper()
 	requireClient(t, exists(nodeDriver), "the MongoDB Node.js driver", "npm ci --prefix integration/clients (make test does it)")
-	stdout, stderr := runClient(t, "node", filepath.Join("clients", script), uri)
+	stdout, stderr := runClient(t, "node", append([]string{filepath.Join("clients", script), uri}, more...)...)
 	if strings.TrimSpace(stdout) != "OK" || stderr != "" {
 		t.Errorf("%s printed %q, stderr %q", script, stdout, stderr)
 	}
 }
 
-// runPythonScript runs clients/<script> with pymongo against uri; the
-// script prints OK when every check passed.
-func runPythonScript(t *testing.T, script, uri string) {
+// runPythonScript runs clients/<script> with pymongo against uri, more
+// arguments following it; the script prints OK when every check passed.
+func runPythonScript(t *testing.T, script, uri string, more ...string) {
 	t.Helper()
 	installed := exec.Command(python, "-c", "import pymongo").Run() == nil
 	requireClient(t, installed, "pymongo for "+python, "apt-get install -y python3-pymongo")
-	stdout, stderr := runClient(t, python, filepath.Join("clients", script), uri)
+	stdout, stderr := runClient(t, python, append([]string{filepath.Join("clients", script), uri}, more...)...)
 	if strings.TrimSpace(stdout) != "OK" || stderr != "" {
 		t.Errorf("%s printed %q, stderr %q", script, stdout, stderr)
 	}

@@ -10,8 +10,16 @@ import (
 // requires it to print OK and nothing on stderr.
 func runMongoshScript(t *testing.T, ts *testServer, script string) {
 	t.Helper()
+	runMongoshScriptWith(t, ts.URI+"test", nil, script)
+}
+
+// runMongoshScriptWith is runMongoshScript against uri with more mongosh
+// options, such as --tls or -u.
+func runMongoshScriptWith(t *testing.T, uri string, opts []string, script string) {
+	t.Helper()
 	requireClient(t, exists(mongoshPath), "mongosh", "npm ci --prefix integration/clients (make test does it)")
-	stdout, stderr := runClient(t, mongoshPath, ts.URI+"test", "--quiet", filepath.Join("clients", script))
+	args := append(append([]string{uri}, opts...), "--quiet", filepath.Join("clients", script))
+	stdout, stderr := runClient(t, mongoshPath, args...)
 	if strings.TrimSpace(stdout) != "OK" {
 		t.Errorf("mongosh %s printed:\n%s", script, stdout)
 	}

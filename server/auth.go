@@ -61,6 +61,9 @@ type saslConv struct {
 	// sent; the client's empty message ends the conversation.
 	awaitingEmpty bool
 	user          string
+	// speculative: the conversation began in hello, so that its outcome
+	// counts as a speculative authentication however it ends.
+	speculative bool
 }
 
 // authState is the server's side of authentication.
@@ -228,7 +231,7 @@ func (s *Server) startConversation(ctx context.Context, req *Request, args saslS
 		return nil, false, fmt.Errorf("server: start %s conversation: %w", args.mech, err)
 	}
 	conv.WithDecoy(auth.Decoy{Key: s.authz.decoyKey, Iterations: s.scramIterations(args.mech)})
-	sc := &saslConv{mech: args.mech, db: db, conv: conv, skipEmpty: args.skipEmpty}
+	sc := &saslConv{mech: args.mech, db: db, conv: conv, skipEmpty: args.skipEmpty, speculative: speculative}
 	c.auth.conv = sc
 	return s.stepConversation(ctx, req, sc, args.payload, speculative)
 }
@@ -299,6 +302,7 @@ func (s *Server) saslContinue(ctx context.Context, req *Request) (bson.Raw, erro
 // conversation and is logged, counted and throttled.
 func (s *Server) stepConversation(ctx context.Context, req *Request, sc *saslConv, payload []byte, speculative bool) ([]byte, bool, error) {
 	c := req.Conn
+	speculative = speculative || sc.speculative
 	if sc.awaitingEmpty {
 		// The client's last, empty message: the proof was checked before.
 		c.auth.conv = nil

@@ -62,8 +62,13 @@ func (st engineAuthStore) Role(_ context.Context, db, name string) (*auth.Role, 
 
 // ensureAuthCollection makes sure admin.<coll> exists with MongoDB's
 // unique index on the name and database of its entries ({user: 1, db: 1}
-// or {role: 1, db: 1}), also when a client created the collection first.
-func (s *Server) ensureAuthCollection(coll string) error {
+// or {role: 1, db: 1}), also when a client created the collection first,
+// and that the auth schema version is recorded, as before any write to
+// users or roles in MongoDB (mergeauthz.go).
+func (s *Server) ensureAuthCollection(ctx context.Context, coll string) error {
+	if err := s.writeAuthSchemaVersion(ctx); err != nil {
+		return fmt.Errorf("server: record the auth schema version: %w", err)
+	}
 	field := "user"
 	if coll == rolesColl {
 		field = "role"

@@ -46,6 +46,11 @@ func (s *Server) appendSupportedMechs(ctx context.Context, dst []byte, dbUser st
 func (s *Server) appendSpeculativeAuth(ctx context.Context, req *Request, dst []byte, doc bson.Raw) []byte {
 	first := firstKeyBytes(doc)
 	db, _ := doc.Lookup("db").StringValueOK()
+	if db == "" && string(first) == "authenticate" {
+		// The drivers' MONGODB-X509 message names no database: MongoDB
+		// takes $external (doSpeculativeAuthenticate in its source).
+		db = auth.ExternalDB
+	}
 	if db == "" {
 		return dst
 	}

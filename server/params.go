@@ -20,6 +20,8 @@ func (s *Server) buildParameters() map[string]*parameter {
 	params := map[string]*parameter{
 		"featureCompatibilityVersion": {get: func() any { return bson.D{{Key: "version", Value: fcvVersion}} }},
 		"logLevel":                    {get: s.logLevel},
+		// mongodump and mongorestore check it before carrying users.
+		"authSchemaVersion": {get: func() any { return int32(authSchemaVersion) }},
 		// Set at startup only, as in MongoDB (Config.SessionTimeout).
 		"localLogicalSessionTimeoutMinutes": {get: func() any { return s.sessions.TimeoutMinutes() }},
 		"allowDiskUseByDefault": {

@@ -42,6 +42,7 @@ func (s *Server) userCommands() []command {
 		{name: "revokePrivilegesFromRole", handle: s.serialized(s.revokePrivilegesFromRole)},
 		{name: "grantRolesToRole", handle: s.serialized(s.grantRolesToRole)},
 		{name: "revokeRolesFromRole", handle: s.serialized(s.revokeRolesFromRole)},
+		{name: "_mergeAuthzCollections", handle: s.serialized(s.mergeAuthzCollections), adminOnly: true},
 	}
 }
 

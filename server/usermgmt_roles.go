@@ -134,7 +134,7 @@ func (s *Server) createRole(ctx context.Context, req *Request) (bson.Raw, error)
 	}
 	r := &auth.Role{Name: a.name, DB: req.DB, Privileges: a.privileges, Roles: a.roles,
 		AuthenticationRestrictions: a.restrictions}
-	if err := s.ensureAuthCollection(rolesColl); err != nil {
+	if err := s.ensureAuthCollection(ctx, rolesColl); err != nil {
 		return nil, err
 	}
 	defer s.usersChanged()

@@ -160,7 +160,7 @@ func (s *Server) createUser(ctx context.Context, req *Request) (bson.Raw, error)
 		return nil, err
 	}
 	u.UserID = newUserID()
-	if err := s.ensureAuthCollection(usersColl); err != nil {
+	if err := s.ensureAuthCollection(ctx, usersColl); err != nil {
 		return nil, err
 	}
 	defer s.usersChanged()
