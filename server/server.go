@@ -3,12 +3,15 @@
 // encodes the replies, with MongoDB's error codes.
 //
 // Locks, outermost first; none is held while taking one of an earlier rank:
+//   - Server.umc, held by a user management command for its whole run
+//     (usermgmt.go), around the engine's own locks;
 //   - openCursor.mu, held by a getMore for its batch;
 //   - cursorTable.mu, the table of open cursors;
 //   - netState.mu, the listener and the set of connections;
 //   - runningOp.mu, a connection's running command (currentOp, killOp);
 //   - topology.mu and tickClock.mu, hello's topologyVersion and the cluster
-//     time, leaves that no one holds while waiting.
+//     time, and authState.mu, authentication's counters and cache: leaves
+//     that no one holds while waiting.
 package server
 
 import (
