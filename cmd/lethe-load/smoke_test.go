@@ -53,6 +53,25 @@ func TestSmokeAggregation(t *testing.T) {
 	checkWorkloads(t, got, []string{"agg-group", "agg-lookup"})
 }
 
+func TestSmokeAuthAndTLS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts servers")
+	}
+	cfg := smokeConfig(t, "auth-connect,auth-failures,tls")
+	cfg.failedLogins = 400
+	got := runSmoke(t, cfg)
+	checkWorkloads(t, got, []string{
+		"plain-connect", "auth-connect", "auth-connect-cached",
+		"findone-attacked", "findone-quiet", "failed-logins",
+		"findone-tls", "findone-plain", "insert-tls", "insert-plain",
+	})
+	for _, w := range got.Workloads {
+		if w.Name == "failed-logins" && w.Ops != uint64(cfg.failedLogins) {
+			t.Errorf("failed-logins counted %d failed logins, want %d", w.Ops, cfg.failedLogins)
+		}
+	}
+}
+
 func smokeConfig(t *testing.T, workloads string) config {
 	t.Helper()
 	selected, err := selectWorkloads(workloads)
