@@ -14,28 +14,46 @@ import (
 
 const (
 	// attackRounds is how many times auth-failures measures the client
-	// with and without the attack; the failed logins are split evenly
-	// between the attacked rounds.
+	// in each condition; the failed logins are split evenly between the
+	// rounds.
 	attackRounds = 2
-	// attackHosts is how many loopback addresses the attack comes from.
-	// Spread this way, no address of the 10,000 failed logins (the
-	// --failed-logins default) fails more than three times, so the
-	// server's per-address throttle never holds an attempt back: every
+	// attackHosts is how many loopback addresses the spread attack comes
+	// from. Spread this way, no address of the 10,000 failed
+	// logins (the --failed-logins default) fails more than three times, so
+	// the server's per-address throttle never holds an attempt back: every
 	// login is answered at once, the most work an attack can make the
 	// server do.
 	attackHosts = 4096
-	// maxAttack bounds one round of the attack.
+	// maxAttack bounds one round of a counted attack.
 	maxAttack = time.Minute
+)
+
+// The conditions auth-failures measures the authenticated clients in.
+const (
+	quiet         = iota // nothing else happens
+	spreadAttack         // cfg.failedLogins from attackHosts addresses
+	oneHostAttack        // failed logins from one address, for a fixed time
+	connChurn            // cfg.failedLogins connections that only say hello
+	conditions
 )
 
 // runAuthFailures checks that failed logins do not slow down the
 // authenticated clients of the same server. cfg.clients authenticated
-// clients find documents by _id; in alternating rounds, cfg.clients other
-// goroutines make failed SCRAM-SHA-256 logins (a wrong password, each on a
-// new connection, each checked to fail with AuthenticationFailed) as fast
-// as the server answers them, cfg.failedLogins in all. The findOne figures
-// with the attack are judged against those without; failed-logins reports
-// the attack's own rate and latency.
+// clients find documents by _id while, in alternating rounds, cfg.clients
+// other goroutines make failed SCRAM-SHA-256 logins (a wrong password,
+// each on a new connection, each checked to fail with
+// AuthenticationFailed) as fast as the server answers them:
+//
+//   - findone-attacked: cfg.failedLogins in all, from attackHosts
+//     addresses, which the throttle lets through at once;
+//   - findone-attacked-one-host: from one address, which the throttle
+//     slows down, for as long as the quiet rounds; failed-logins-one-host
+//     counts the logins the server refused in that time;
+//   - findone-conn-churn: as many connections as the spread attack, from
+//     the same addresses, that close after hello: the part of the
+//     attack's cost that is connection setup, not authentication.
+//
+// The findOne figures are judged against those of the quiet rounds.
 //
 // The attackers speak SCRAM over raw connections and share one SCRAM
 // client, which derives the wrong password's salted form once: the load
@@ -65,36 +83,73 @@ func runAuthFailures(ctx context.Context, e *env) ([]result, error) {
 		return nil, fmt.Errorf("scram client: %w", err)
 	}
 
-	var attacks sample
-	sent := 0
+	find := findOneOp(coll, e.cfg.docs)
+	conc := e.cfg.clients
 	total := e.cfg.failedLogins
 	perRound := (total + attackRounds - 1) / attackRounds
-	samples, err := alternate(attackRounds, 2, func(i int) (sample, error) {
-		if i == 0 {
-			return measureFor(ctx, e.cfg.clients, e.cfg.duration/attackRounds, findOneOp(coll, e.cfg.docs))
+	round := e.cfg.duration / attackRounds
+	var floods [conditions]sample
+	var sent [conditions]int // attempts of the counted floods so far
+	counted := func(cond int, attempt func(ctx context.Context, i int) error) func(context.Context) (sample, error) {
+		first := sent[cond]
+		n := min(perRound, total-first)
+		sent[cond] += n
+		return func(ctx context.Context) (sample, error) {
+			ctx, cancel := context.WithTimeoutCause(ctx, maxAttack, fmt.Errorf("%d attempts took longer than %v", n, maxAttack))
+			defer cancel()
+			return flood(ctx, n, conc, nil, func(ctx context.Context, i int) error {
+				return attempt(ctx, first+i)
+			})
 		}
-		n := min(perRound, total-sent)
-		s, a, err := measureAttacked(ctx, e.cfg.clients, findOneOp(coll, e.cfg.docs), func(ctx context.Context) (sample, error) {
-			return attack(ctx, addr, attacker, sent, n, e.cfg.clients)
-		})
+	}
+	samples, err := alternate(attackRounds, conditions, func(cond int) (sample, error) {
+		var attack func(context.Context) (sample, error)
+		switch cond {
+		case quiet:
+			return measureFor(ctx, conc, round, find)
+		case spreadAttack:
+			attack = counted(cond, func(ctx context.Context, i int) error {
+				return failedLogin(ctx, addr, attackHost(i), attacker)
+			})
+		case connChurn:
+			attack = counted(cond, func(ctx context.Context, i int) error {
+				return helloOnly(ctx, addr, attackHost(i))
+			})
+		case oneHostAttack:
+			attack = func(ctx context.Context) (sample, error) {
+				window, cancel := context.WithTimeout(ctx, round)
+				defer cancel()
+				return flood(ctx, -1, conc, window.Done(), func(ctx context.Context, _ int) error {
+					return failedLogin(ctx, addr, oneAttackHost, attacker)
+				})
+			}
+		}
+		s, a, err := measureAttacked(ctx, conc, find, attack)
 		if err != nil {
 			return sample{}, err
 		}
-		sent += n
-		attacks = mergeSamples(attacks, a)
+		floods[cond] = mergeSamples(floods[cond], a)
 		return s, nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	e.logf("auth-failures: %d failed logins, all AuthenticationFailed, in %v (%.0f/s)",
-		attacks.ops, attacks.elapsed.Round(time.Millisecond), attacks.opsPerSec())
+	e.logf("auth-failures: %d failed logins from %d addresses, all AuthenticationFailed, in %v; %d from one address in %v",
+		floods[spreadAttack].ops, min(total, attackHosts), floods[spreadAttack].elapsed.Round(time.Millisecond),
+		floods[oneHostAttack].ops, floods[oneHostAttack].elapsed.Round(time.Millisecond))
 	return []result{
-		{name: "findone-attacked", sample: samples[1], ceiling: "findone-quiet", target: 0.9},
-		{name: "findone-quiet", sample: samples[0]},
-		{name: "failed-logins", sample: attacks},
+		{name: "findone-quiet", sample: samples[quiet]},
+		{name: "findone-attacked", sample: samples[spreadAttack], ceiling: "findone-quiet", target: 0.9},
+		{name: "findone-attacked-one-host", sample: samples[oneHostAttack], ceiling: "findone-quiet", target: 0.9},
+		{name: "findone-conn-churn", sample: samples[connChurn], ceiling: "findone-quiet"},
+		{name: "failed-logins", sample: floods[spreadAttack]},
+		{name: "failed-logins-one-host", sample: floods[oneHostAttack]},
+		{name: "conn-churn", sample: floods[connChurn]},
 	}, nil
 }
+
+// oneAttackHost is the address of the attack from one host.
+var oneAttackHost = net.IPv4(127, 2, 0, 1)
 
 // measureAttacked runs clients loops of newOp's ops for as long as attack
 // takes, and returns both samples.
@@ -117,16 +172,24 @@ func measureAttacked(ctx context.Context, clients int, newOp func(int) op, attac
 	return s, a, nil
 }
 
-// attack makes n failed logins, numbered from first, from conc goroutines
-// at once, each as soon as the previous one was refused, and returns their
-// latencies. Login i comes from loopback address i mod attackHosts.
-func attack(ctx context.Context, addr string, client *scram.Client, first, n, conc int) (sample, error) {
-	ctx, cancel := context.WithTimeoutCause(ctx, maxAttack, fmt.Errorf("%d failed logins took longer than %v", n, maxAttack))
-	defer cancel()
+// flood runs attempt(i) for i from 0 to n-1 (without end when n < 0) from
+// conc goroutines at once, each as soon as its previous one ended, until
+// they are done or stop closes, and returns the latencies of the attempts
+// that ended. Attempts under way when stop closes are cancelled and not
+// counted.
+func flood(ctx context.Context, n, conc int, stop <-chan struct{}, attempt func(ctx context.Context, i int) error) (sample, error) {
 	ctx, fail := context.WithCancelCause(ctx)
 	defer fail(nil)
+	if stop != nil {
+		go func() {
+			select {
+			case <-stop:
+				fail(errStopped)
+			case <-ctx.Done():
+			}
+		}()
+	}
 	var next atomic.Int64
-	var done atomic.Uint64
 	hists := make([]*histogram, conc)
 	var wg sync.WaitGroup
 	start := time.Now()
@@ -136,32 +199,36 @@ func attack(ctx context.Context, addr string, client *scram.Client, first, n, co
 		wg.Go(func() {
 			for ctx.Err() == nil {
 				i := int(next.Add(1) - 1)
-				if i >= n {
+				if n >= 0 && i >= n {
 					return
 				}
 				began := time.Now()
-				if err := failedLogin(ctx, addr, attackHost(first+i), client); err != nil {
-					fail(err)
+				if err := attempt(ctx, i); err != nil {
+					if ctx.Err() == nil {
+						fail(err)
+					}
 					return
 				}
 				h.record(time.Since(began))
-				done.Add(1)
 			}
 		})
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	if err := context.Cause(ctx); err != nil {
-		return sample{}, fmt.Errorf("attack: %d of %d failed logins made: %w", done.Load(), n, err)
-	}
 	all := newHistogram()
 	for _, h := range hists {
 		all.merge(h)
 	}
+	if err := context.Cause(ctx); err != nil && !errors.Is(err, errStopped) {
+		return sample{}, fmt.Errorf("%d of %d attempts made: %w", all.count(), n, err)
+	}
 	return sample{ops: all.count(), elapsed: elapsed, latency: all}, nil
 }
 
-// attackHost is the loopback address login i comes from: 127.1.0.1 and
+// errStopped is why flood cancels the attempts under way when told to stop.
+var errStopped = errors.New("stopped")
+
+// attackHost is the loopback address attempt i comes from: 127.1.0.1 and
 // on, never the 127.0.0.1 the authenticated clients use.
 func attackHost(i int) net.IP {
 	h := i%attackHosts + 1
@@ -176,6 +243,8 @@ func failedLogin(ctx context.Context, addr string, host net.IP, client *scram.Cl
 		return err
 	}
 	defer c.close()
+	// The throttle may hold the reply for seconds: leave when told to.
+	defer context.AfterFunc(ctx, func() { c.close() })()
 	err = c.scramLogin(client, benchUser)
 	var ce *commandError
 	switch {
@@ -186,4 +255,14 @@ func failedLogin(ctx context.Context, addr string, host net.IP, client *scram.Cl
 	default:
 		return fmt.Errorf("a login with a wrong password: want AuthenticationFailed (%d), got %w", codeAuthenticationFailed, err)
 	}
+}
+
+// helloOnly opens a connection from host, says hello and closes it.
+func helloOnly(ctx context.Context, addr string, host net.IP) error {
+	c, err := dialRaw(ctx, addr, host)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	return c.hello()
 }

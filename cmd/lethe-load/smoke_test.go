@@ -62,12 +62,13 @@ func TestSmokeAuthAndTLS(t *testing.T) {
 	got := runSmoke(t, cfg)
 	checkWorkloads(t, got, []string{
 		"plain-connect", "auth-connect", "auth-connect-cached",
-		"findone-attacked", "findone-quiet", "failed-logins",
+		"findone-quiet", "findone-attacked", "findone-attacked-one-host", "findone-conn-churn",
+		"failed-logins", "failed-logins-one-host", "conn-churn",
 		"findone-tls", "findone-plain", "insert-tls", "insert-plain",
 	})
 	for _, w := range got.Workloads {
-		if w.Name == "failed-logins" && w.Ops != uint64(cfg.failedLogins) {
-			t.Errorf("failed-logins counted %d failed logins, want %d", w.Ops, cfg.failedLogins)
+		if (w.Name == "failed-logins" || w.Name == "conn-churn") && w.Ops != uint64(cfg.failedLogins) {
+			t.Errorf("%s counted %d connections, want %d", w.Name, w.Ops, cfg.failedLogins)
 		}
 	}
 }
