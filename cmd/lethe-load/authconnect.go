@@ -21,8 +21,9 @@ const (
 )
 
 // connectRounds is how many times auth-connect measures each way of
-// connecting, in an order that changes every round.
-const connectRounds = 4
+// connecting, in an order that changes every round: one round per way,
+// so that each comes once in each place.
+const connectRounds = 3
 
 // runAuthConnect measures connection setup: from dialing to the answer to
 // the first command that needs authentication, handshake included, one
@@ -109,14 +110,16 @@ func runAuthConnect(ctx context.Context, e *env) ([]result, error) {
 	}, nil
 }
 
-// alternate measures n variants of a workload in rounds, rotating their
-// order each round so that none always runs first (on a cold cache, or
-// right after another's background work), and merges each one's samples.
+// alternate measures n variants of a workload in rounds and merges each
+// one's samples. The orders form a balanced Latin square (Williams'
+// design) when rounds is n and n is even: each variant comes once in each
+// place and after each other variant once, so that neither going first
+// nor following a variant that leaves work behind (closed connections to
+// reap, garbage to collect) favours one of them.
 func alternate(rounds, n int, measure func(variant int) (sample, error)) ([]sample, error) {
 	samples := make([]sample, n)
 	for r := range rounds {
-		for k := range n {
-			i := (r + k) % n
+		for _, i := range roundOrder(r, n) {
 			s, err := measure(i)
 			if err != nil {
 				return nil, err
@@ -125,6 +128,22 @@ func alternate(rounds, n int, measure func(variant int) (sample, error)) ([]samp
 		}
 	}
 	return samples, nil
+}
+
+// roundOrder is the order of n variants in round r: the first round's is
+// 0, 1, n-1, 2, n-2, ..., and round r adds r to each, modulo n.
+func roundOrder(r, n int) []int {
+	order := []int{0}
+	for lo, hi := 1, n-1; len(order) < n; lo, hi = lo+1, hi-1 {
+		order = append(order, lo)
+		if len(order) < n {
+			order = append(order, hi)
+		}
+	}
+	for k := range order {
+		order[k] = (order[k] + r) % n
+	}
+	return order
 }
 
 // startAuthServer starts an in-process server with access control on and
