@@ -235,7 +235,9 @@ func flood(ctx context.Context, n, conc int, stop <-chan struct{}, attempt func(
 var errStopped = errors.New("stopped")
 
 // attackHost is the loopback address attempt i comes from: 127.1.0.1 and
-// on, never the 127.0.0.1 the authenticated clients use.
+// on, never the 127.0.0.1 the authenticated clients use. Linux routes the
+// whole of 127.0.0.0/8 to the loopback interface; other systems may need
+// the addresses added to it first.
 func attackHost(i int) net.IP {
 	h := i%attackHosts + 1
 	return net.IPv4(127, 1, byte(h>>8), byte(h))
