@@ -40,8 +40,9 @@ $(CLIENTS_STAMP): $(CLIENTS)/package.json $(CLIENTS)/package-lock.json
 	touch $@
 
 # Microbenchmarks, then the load tool: every workload at 16 clients with its
-# ceiling (ping, raw synced pebble commits), the index workload, and the TTL
-# workload over 1,000,000 documents.
+# ceiling (ping, raw synced pebble commits), the index workload, connection
+# setup with SCRAM, failed logins, TLS, and the TTL workload over 1,000,000
+# documents.
 bench:
 	$(GO) test -run='^$$' -bench=. -benchtime=1s ./...
 	$(GO) run ./cmd/lethe-load --workloads=all --ttl-docs=1000000

@@ -19,11 +19,13 @@ type config struct {
 	indexDocs  int
 	groupDocs  int
 	lookupDocs int
-	workloads  []workload
-	ttlDocs    int
-	ttlWait    time.Duration
-	json       bool
-	cpuProfile string
+	// failedLogins is the size of the auth-failures workload's attack.
+	failedLogins int
+	workloads    []workload
+	ttlDocs      int
+	ttlWait      time.Duration
+	json         bool
+	cpuProfile   string
 }
 
 // parseFlags reads the command line. Errors and -help go to errOut.
@@ -39,6 +41,7 @@ func parseFlags(args []string, errOut io.Writer) (config, error) {
 	fs.IntVar(&cfg.indexDocs, "index-docs", 100000, "documents of the index workload")
 	fs.IntVar(&cfg.groupDocs, "group-docs", 1000000, "documents the agg-group workload groups")
 	fs.IntVar(&cfg.lookupDocs, "lookup-docs", 100000, "documents of each of the two collections the agg-lookup workload joins")
+	fs.IntVar(&cfg.failedLogins, "failed-logins", 10000, "failed logins the auth-failures workload makes while it measures an authenticated client")
 	fs.StringVar(&names, "workloads", "basic", "comma-separated `list` of "+workloadHelp()+"; \"basic\" for the default ones, \"all\" for every one, empty for none")
 	fs.IntVar(&cfg.ttlDocs, "ttl-docs", 0, "documents of the TTL workload; 0 skips it")
 	fs.DurationVar(&cfg.ttlWait, "ttl-wait", 90*time.Second, "longest wait for the reaper to delete the TTL documents")
@@ -72,6 +75,8 @@ func parseFlags(args []string, errOut io.Writer) (config, error) {
 		return cfg, errors.New("--group-docs must be at least 1")
 	case cfg.lookupDocs < 1:
 		return cfg, errors.New("--lookup-docs must be at least 1")
+	case cfg.failedLogins < 1:
+		return cfg, errors.New("--failed-logins must be at least 1")
 	case cfg.ttlDocs < 0:
 		return cfg, errors.New("--ttl-docs must not be negative")
 	case cfg.ttlWait <= 0:

@@ -14,7 +14,7 @@ func TestSelectWorkloads(t *testing.T) {
 		wantErr bool
 	}{
 		{list: "basic", want: "ping,pebble-sync,insert,findone,update,find100"},
-		{list: "all", want: "ping,pebble-sync,insert,oplog-cost,findone,update,find100,index,agg-group,agg-lookup,changestream"},
+		{list: "all", want: "ping,pebble-sync,insert,oplog-cost,findone,update,find100,index,agg-group,agg-lookup,changestream,auth-connect,auth-failures,tls"},
 		{list: "index, ping", want: "ping,index"},
 		{list: "findone,findone", want: "findone"},
 		{list: "", want: ""},
@@ -42,10 +42,10 @@ func TestParseFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.clients != 4 || cfg.duration != 2*time.Second || cfg.ttlDocs != 1000000 || !cfg.json || cfg.docs != 10000 || len(cfg.workloads) != 6 {
+	if cfg.clients != 4 || cfg.duration != 2*time.Second || cfg.ttlDocs != 1000000 || !cfg.json || cfg.docs != 10000 || cfg.failedLogins != 10000 || len(cfg.workloads) != 6 {
 		t.Errorf("parseFlags = %+v", cfg)
 	}
-	for _, args := range [][]string{{"--clients=0"}, {"--duration=0s"}, {"--docs=0"}, {"--ttl-docs=-1"}, {"extra"}, {"--workloads=nope"}} {
+	for _, args := range [][]string{{"--clients=0"}, {"--duration=0s"}, {"--docs=0"}, {"--ttl-docs=-1"}, {"--failed-logins=0"}, {"extra"}, {"--workloads=nope"}} {
 		if _, err := parseFlags(args, io.Discard); err == nil {
 			t.Errorf("parseFlags(%q) succeeded, want an error", args)
 		}

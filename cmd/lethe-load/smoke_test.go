@@ -53,6 +53,26 @@ func TestSmokeAggregation(t *testing.T) {
 	checkWorkloads(t, got, []string{"agg-group", "agg-lookup"})
 }
 
+func TestSmokeAuthAndTLS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts servers")
+	}
+	cfg := smokeConfig(t, "auth-connect,auth-failures,tls")
+	cfg.failedLogins = 400
+	got := runSmoke(t, cfg)
+	checkWorkloads(t, got, []string{
+		"plain-connect", "auth-connect", "auth-connect-cached",
+		"findone-quiet", "findone-attacked", "findone-attacked-one-host", "findone-conn-churn",
+		"failed-logins", "failed-logins-one-host", "conn-churn",
+		"findone-tls", "findone-plain", "insert-tls", "insert-plain",
+	})
+	for _, w := range got.Workloads {
+		if (w.Name == "failed-logins" || w.Name == "conn-churn") && w.Ops != uint64(cfg.failedLogins) {
+			t.Errorf("%s counted %d connections, want %d", w.Name, w.Ops, cfg.failedLogins)
+		}
+	}
+}
+
 func smokeConfig(t *testing.T, workloads string) config {
 	t.Helper()
 	selected, err := selectWorkloads(workloads)

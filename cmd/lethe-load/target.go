@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/lethedb/lethe/server"
+	"github.com/lethedb/lethe/tlsnet"
 	"github.com/lethedb/lethe/ttlindex"
 )
 
@@ -97,6 +98,9 @@ type serverKind struct {
 	manualClock bool
 	noOplog     bool
 	replSet     string // the set's name in replica-set mode; "" standalone
+	auth        bool   // access control on (--auth)
+	// tls, when set, serves TLS beside plain TCP as its mode says.
+	tls *tlsnet.Endpoint
 }
 
 // startServer runs a server of kind k on a free loopback port over a fresh
@@ -107,7 +111,8 @@ func startServer(k serverKind) (addr string, stop func() error, err error) {
 	if err != nil {
 		return "", nil, fmt.Errorf("create data directory: %w", err)
 	}
-	cfg := server.Config{Listen: "127.0.0.1:0", DataDir: dir, Logger: zap.NewNop(), NoOplog: k.noOplog, ReplSet: k.replSet}
+	cfg := server.Config{Listen: "127.0.0.1:0", DataDir: dir, Logger: zap.NewNop(), NoOplog: k.noOplog, ReplSet: k.replSet,
+		Auth: k.auth, TLS: k.tls}
 	if k.manualClock {
 		cfg.Clock = ttlindex.NewManualClock(time.Now())
 		cfg.ManualClock = true
