@@ -16,10 +16,21 @@ import (
 // Memory is bounded: at most maxTracked addresses are remembered, the
 // least recently failing forgotten first, and an address is forgotten
 // once it has not failed for forgetAfter.
+//
+// Failures from many addresses at once (an attacker with many of them, or
+// a crowd of misconfigured clients) are slowed as a whole: past
+// globalBurst failures, the server answers at most globalRate failures a
+// second across all addresses, by holding every attempt (a new correct
+// login too) for as long as the failures above that rate take to drain.
+// Authenticated clients are never held, and so keep the machine.
 type Throttle struct {
 	mu    sync.Mutex
 	addrs map[string]*list.Element // of *throttled
 	order *list.List               // most recent failure first
+	// debt is the recent failures across all addresses, draining at
+	// globalRate a second since debtAt.
+	debt   float64
+	debtAt time.Time
 }
 
 type throttled struct {
@@ -34,7 +45,14 @@ const (
 	maxDelay     = 5 * time.Second
 	forgetAfter  = 10 * time.Minute
 	maxTracked   = 10000
+
+	globalRate     = 200 // failures a second, across all addresses
+	globalBurst    = 400
+	maxGlobalDelay = 20 * time.Second
 )
+
+// MaxDelay is the longest Delay asks for.
+const MaxDelay = maxGlobalDelay
 
 // NewThrottle returns a throttle that remembers no failures.
 func NewThrottle() *Throttle {
@@ -46,16 +64,36 @@ func NewThrottle() *Throttle {
 func (t *Throttle) Delay(addr string, now time.Time) time.Duration {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	global := t.globalDelay(now)
 	e, ok := t.addrs[hostOf(addr)]
 	if !ok {
-		return 0
+		return global
 	}
 	th := e.Value.(*throttled)
 	if now.Sub(th.last) >= forgetAfter {
 		t.remove(e)
+		return global
+	}
+	return max(delayAfter(th.failures), global)
+}
+
+// drain lets the failure debt run down to now.
+func (t *Throttle) drain(now time.Time) {
+	if elapsed := now.Sub(t.debtAt).Seconds(); elapsed > 0 {
+		t.debt = max(t.debt-elapsed*globalRate, 0)
+		t.debtAt = now
+	}
+}
+
+// globalDelay is how long the failures of all addresses past globalBurst
+// take to drain at globalRate.
+func (t *Throttle) globalDelay(now time.Time) time.Duration {
+	t.drain(now)
+	over := t.debt - globalBurst
+	if over <= 0 {
 		return 0
 	}
-	return delayAfter(th.failures)
+	return min(time.Duration(over/globalRate*float64(time.Second)), maxGlobalDelay)
 }
 
 func delayAfter(failures int) time.Duration {
@@ -74,6 +112,8 @@ func (t *Throttle) Failed(addr string, now time.Time) {
 	host := hostOf(addr)
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.drain(now)
+	t.debt++
 	if e, ok := t.addrs[host]; ok {
 		th := e.Value.(*throttled)
 		if now.Sub(th.last) >= forgetAfter {

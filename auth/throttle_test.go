@@ -69,7 +69,46 @@ func TestThrottleBounded(t *testing.T) {
 	if len(th.addrs) != maxTracked || th.order.Len() != maxTracked {
 		t.Fatalf("tracking %d/%d addresses", len(th.addrs), th.order.Len())
 	}
-	if th.Delay("first", now.Add(time.Second)) != 0 {
+	if _, kept := th.addrs["first"]; kept {
 		t.Fatal("the least recent address was kept")
+	}
+}
+
+// TestThrottleGlobal: failures from many addresses, none failing often
+// enough to be slowed alone, slow every attempt once they outrun
+// globalRate past globalBurst, and the hold drains as the failures stop.
+func TestThrottleGlobal(t *testing.T) {
+	th := NewThrottle()
+	now := time.Unix(1000, 0)
+	addr := func(i int) string { return fmt.Sprintf("10.%d.%d.1:4000", i/256, i%256) }
+	// globalBurst failures in an instant, one per address: no hold yet.
+	for i := range globalBurst {
+		th.Failed(addr(i), now)
+	}
+	if d := th.Delay("192.0.2.1", now); d != 0 {
+		t.Fatalf("after %d failures: delay %v, want none", globalBurst, d)
+	}
+	// As many again: a new address waits for them to drain at
+	// globalRate, two seconds.
+	for i := range globalRate * 2 {
+		th.Failed(addr(globalBurst+i), now)
+	}
+	if d := th.Delay("192.0.2.1", now); d != 2*time.Second {
+		t.Fatalf("delay %v, want 2s", d)
+	}
+	// One second later half has drained.
+	if d := th.Delay("192.0.2.1", now.Add(time.Second)); d != time.Second {
+		t.Fatalf("a second later: delay %v, want 1s", d)
+	}
+	// A flood is held at most maxGlobalDelay.
+	for i := range 100_000 {
+		th.Failed(addr(i%5000), now)
+	}
+	if d := th.Delay("192.0.2.1", now); d != maxGlobalDelay {
+		t.Fatalf("after a flood: delay %v, want %v", d, maxGlobalDelay)
+	}
+	// Quiet again once the debt has drained.
+	if d := th.Delay("192.0.2.1", now.Add(time.Hour)); d != 0 {
+		t.Fatalf("an hour later: delay %v", d)
 	}
 }

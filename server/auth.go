@@ -29,10 +29,6 @@ import (
 // one in progress, so MongoDB, too, always answers 1.
 const conversationID = 1
 
-// maxAuthDelay bounds the wait a failing address gets before its next
-// attempt is answered.
-const maxAuthDelay = 5 * time.Second
-
 // connAuth is a connection's authentication state; only the connection's
 // goroutine touches it.
 type connAuth struct {
@@ -398,7 +394,7 @@ func (s *Server) authFailed(c *Conn, user, db string, mech auth.Mechanism, specu
 // next attempt is looked at. Only this connection waits: other clients,
 // from the same address too, go on.
 func (s *Server) authDelay(ctx context.Context, c *Conn) error {
-	d := min(s.authz.throttle.Delay(c.remoteHost(), time.Now()), maxAuthDelay)
+	d := s.authz.throttle.Delay(c.remoteHost(), time.Now())
 	if d <= 0 {
 		return nil
 	}
