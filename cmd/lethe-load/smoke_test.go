@@ -57,13 +57,14 @@ func TestSmokeAuthAndTLS(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts servers")
 	}
-	cfg := smokeConfig(t, "auth-connect,auth-failures,tls")
+	cfg := smokeConfig(t, "auth-connect,auth-failures,auth-overhead,tls")
 	cfg.failedLogins = 400
 	got := runSmoke(t, cfg)
 	checkWorkloads(t, got, []string{
 		"plain-connect", "auth-connect", "auth-connect-cached",
 		"findone-quiet", "findone-attacked", "findone-attacked-one-host", "findone-conn-churn",
 		"failed-logins", "failed-logins-one-host", "conn-churn",
+		"findone-auth", "findone-noauth", "insert-auth", "insert-noauth",
 		"findone-tls", "findone-plain", "insert-tls", "insert-plain",
 	})
 	for _, w := range got.Workloads {

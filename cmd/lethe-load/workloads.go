@@ -55,6 +55,7 @@ func allWorkloads() []workload {
 		{"changestream", false, runChangeStream},
 		{"auth-connect", false, runAuthConnect},
 		{"auth-failures", false, runAuthFailures},
+		{"auth-overhead", false, runAuthOverhead},
 		{"tls", false, runTLS},
 	}
 }
