@@ -53,6 +53,14 @@ func TestSmokeAggregation(t *testing.T) {
 	checkWorkloads(t, got, []string{"agg-group", "agg-lookup"})
 }
 
+func TestSmokeRetryCost(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a server")
+	}
+	got := runSmoke(t, smokeConfig(t, "retry-cost"))
+	checkWorkloads(t, got, []string{"insert-retryable", "insert-not-retryable"})
+}
+
 func TestSmokeAuthAndTLS(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts servers")

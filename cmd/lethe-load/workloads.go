@@ -46,6 +46,7 @@ func allWorkloads() []workload {
 		{"pebble-sync", true, runPebbleSync},
 		{"insert", true, runInsert},
 		{"oplog-cost", false, runOplogCost},
+		{"retry-cost", false, runRetryCost},
 		{"findone", true, runFindOne},
 		{"update", true, runUpdate},
 		{"find100", true, runFind100},

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+// retryRounds is how many times retry-cost measures each variant.
+const retryRounds = 4
+
+// runRetryCost measures what retryable writes cost inserts: a server in
+// replica-set mode, where drivers make every write retryable by default
+// (each insert then records its outcome with the write), against the same
+// server's inserts from a client with retryWrites=false, in alternating
+// rounds of the same run.
+func runRetryCost(ctx context.Context, e *env) ([]result, error) {
+	if e.cfg.uri != "" {
+		return nil, errors.New("retry-cost starts its own server: run it without --uri")
+	}
+	addr, stop, err := startServer(serverKind{replSet: "rs0"})
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+	var colls [2]*mongo.Collection // retryable, not
+	for i, retry := range []bool{true, false} {
+		opts := options.Client().ApplyURI("mongodb://" + addr + "/?directConnection=true").
+			SetMaxPoolSize(uint64(e.cfg.clients)).SetTimeout(opTimeout).SetRetryWrites(retry)
+		client, err := mongo.Connect(opts)
+		if err != nil {
+			return nil, fmt.Errorf("connect: %w", err)
+		}
+		defer client.Disconnect(context.Background())
+		if err := warmUp(ctx, client, e.cfg.clients); err != nil {
+			return nil, err
+		}
+		colls[i] = client.Database(e.db.Name()).Collection(fmt.Sprintf("insert%d", i))
+		if err := drop(ctx, colls[i]); err != nil {
+			return nil, err
+		}
+	}
+	round := e.cfg.duration / retryRounds
+	samples, err := alternate(retryRounds, 2, func(i int) (sample, error) {
+		newOp, err := insertOp(colls[i])
+		if err != nil {
+			return sample{}, err
+		}
+		return measureFor(ctx, e.cfg.clients, round, newOp)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return []result{
+		{name: "insert-retryable", sample: samples[0], ceiling: "insert-not-retryable"},
+		{name: "insert-not-retryable", sample: samples[1]},
+	}, nil
+}
