@@ -5,12 +5,20 @@ package engine
 // itself, so that a retry of the statement finds it exactly when the write
 // committed, also after a restart.
 //
-//	t lsid(16) 0x00                  txnNumber(8) lastWrite ms(8)
-//	t lsid(16) 0x01 txn(8) stmt(4)   the statement's result (BSON)
+//	t lsid(16) 0x00            txnNumber(8) lastWrite ms(8)
+//	t lsid(16) 0x02 stmt(4)    txnNumber(8) + the statement's result (BSON)
 //
-// Only the newest transaction number of a session keeps its statements:
-// the first write of a newer one deletes the older ones' records in its
-// batch. Records go with their session (ForgetRetries, ExpiredRetries).
+// Only the newest transaction number of a session counts: a statement's
+// record names the number it was written under, and a write under a newer
+// number overwrites the records of the statements it runs, leaving those
+// of statements it does not as stale ones that Executed ignores. So no
+// write deletes anything: drivers start a new number with every write,
+// and deleting the last one's records each time left a tombstone per
+// write in the session's key range for the next write to step over
+// (inserts at 0.5x those without retries, measured with lethe-load's
+// retry-cost). Records go with their session (ForgetRetries,
+// ExpiredRetries); records of the earlier layout (tag 0x01, the number in
+// the key) are never read, and go with their session too.
 
 import (
 	"encoding/binary"
@@ -37,7 +45,6 @@ type Txn struct {
 	// last written before it are gone to CheckTxn and Executed, and the
 	// first record of the write deletes them.
 	ExpireBefore time.Time
-	newNumber    bool // set by CheckTxn: older numbers' records are to go
 	stale        bool // set by CheckTxn: the records have expired
 	clearAll     bool // the next record deletes all of the session's
 }
@@ -47,16 +54,19 @@ func txnHeaderKey(s [16]byte) []byte {
 	return append(k, 0)
 }
 
-func txnStmtKey(s [16]byte, txn int64, stmt int32) []byte {
+// stmtTag tags statement records; 0x01 tagged those of an earlier layout.
+const stmtTag = 2
+
+func txnStmtKey(s [16]byte, stmt int32) []byte {
 	k := append([]byte{prefixTxn}, s[:]...)
-	k = append(k, 1)
-	k = binary.BigEndian.AppendUint64(k, uint64(txn))
+	k = append(k, stmtTag)
 	return binary.BigEndian.AppendUint32(k, uint32(stmt))
 }
 
+// txnStmtRange spans a session's statement records, of either layout.
 func txnStmtRange(s [16]byte) (lo, hi []byte) {
 	lo = append(append([]byte{prefixTxn}, s[:]...), 1)
-	return lo, append(append([]byte{prefixTxn}, s[:]...), 2)
+	return lo, append(append([]byte{prefixTxn}, s[:]...), stmtTag+1)
 }
 
 // CheckTxn compares t.Number with the session's newest one: an older
@@ -64,7 +74,6 @@ func txnStmtRange(s [16]byte) (lo, hi []byte) {
 func (e *Engine) CheckTxn(t *Txn) error {
 	v, closer, err := e.db.Get(txnHeaderKey(t.Session))
 	if err == pebble.ErrNotFound {
-		t.newNumber = true
 		return nil
 	}
 	if err != nil {
@@ -82,7 +91,6 @@ func (e *Engine) CheckTxn(t *Txn) error {
 	if t.Number < stored {
 		return mongoerr.New(mongoerr.TransactionTooOld, "Retryable write with txnNumber %d is prohibited on session %s because a newer retryable write with txnNumber %d has already started on this session.", t.Number, uuidString(t.Session), stored)
 	}
-	t.newNumber = t.Number > stored
 	return nil
 }
 
@@ -96,7 +104,7 @@ func (e *Engine) Executed(t *Txn, stmt int32) (bson.Raw, bool, error) {
 	if t.stale {
 		return nil, false, nil
 	}
-	v, closer, err := e.db.Get(txnStmtKey(t.Session, t.Number, stmt))
+	v, closer, err := e.db.Get(txnStmtKey(t.Session, stmt))
 	if err == pebble.ErrNotFound {
 		return nil, false, nil
 	}
@@ -104,7 +112,13 @@ func (e *Engine) Executed(t *Txn, stmt int32) (bson.Raw, bool, error) {
 		return nil, false, fmt.Errorf("engine: read statement record: %w", err)
 	}
 	defer closer.Close()
-	return append(bson.Raw(nil), v...), true, nil
+	if len(v) < 8 {
+		return nil, false, fmt.Errorf("engine: statement record of %d bytes", len(v))
+	}
+	if int64(binary.BigEndian.Uint64(v)) != t.Number {
+		return nil, false, nil // a record of an earlier number
+	}
+	return append(bson.Raw(nil), v[8:]...), true, nil
 }
 
 // executedStmt is Executed of t's own statement; nothing when t is nil.
@@ -133,21 +147,15 @@ func (w *writer) record(stmt int32, result []byte) error {
 		if err := w.e.deleteKeys(b, lo, hi); err != nil {
 			return err
 		}
-		t.clearAll, t.newNumber = false, false
-	}
-	if t.newNumber {
-		lo, _ := txnStmtRange(t.Session)
-		if err := w.e.deleteKeys(b, lo, txnStmtKey(t.Session, t.Number, 0)); err != nil {
-			return err
-		}
-		t.newNumber = false
+		t.clearAll = false
 	}
 	hdr := binary.BigEndian.AppendUint64(nil, uint64(t.Number))
 	hdr = binary.BigEndian.AppendUint64(hdr, uint64(w.e.nowMillis()))
 	if err := b.Set(txnHeaderKey(t.Session), hdr, nil); err != nil {
 		return err
 	}
-	return b.Set(txnStmtKey(t.Session, t.Number, stmt), result, nil)
+	val := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(result)), uint64(t.Number))
+	return b.Set(txnStmtKey(t.Session, stmt), append(val, result...), nil)
 }
 
 // ForgetRetries deletes the records of the sessions ids that were last
@@ -181,11 +189,11 @@ func (e *Engine) ForgetRetries(ids [][16]byte, before time.Time) error {
 }
 
 // deleteKeys adds to b a point deletion of every stored key in [lo, hi).
-// A session's records are a handful of keys, and drivers start a new
-// transaction number with every write: a range deletion per write would
-// pile range tombstones into the memtable, which every read of the store
-// must then fragment (a 12x slower insert in replica-set mode, measured
-// with lethe-load's changestream workload).
+// A session's records are a handful of keys, deleted when the session
+// goes or its records expire: range deletions instead would pile range
+// tombstones into the memtable, which every read of the store must then
+// fragment (a 12x slower insert in replica-set mode when a range went
+// with every write, measured with lethe-load's changestream workload).
 func (e *Engine) deleteKeys(b *pebble.Batch, lo, hi []byte) error {
 	it, err := e.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {

@@ -103,3 +103,49 @@ func TestRetryRecords(t *testing.T) {
 		t.Errorf("session 2's record survived ForgetRetries")
 	}
 }
+
+// TestRetryStaleStatementRecords: a newer transaction number that runs
+// fewer statements leaves the older number's records of the others in
+// place; they must not answer for the newer number's statements.
+func TestRetryStaleStatementRecords(t *testing.T) {
+	clock := ttlindex.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	e := openOplogEngine(t, t.TempDir(), clock, Options{})
+	defer e.Close()
+	docs := func(ids ...int) []bson.Raw {
+		var out []bson.Raw
+		for _, id := range ids {
+			d, _ := bson.Marshal(bson.D{{Key: "_id", Value: id}})
+			out = append(out, d)
+		}
+		return out
+	}
+	five := &Txn{Session: [16]byte{7}, Number: 5}
+	if err := e.CheckTxn(five); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := e.Insert("db", "c", docs(1, 2, 3), true, WriteOptions{Txn: five, StmtIDs: []int32{0, 1, 2}}); err != nil || res.N != 3 {
+		t.Fatalf("insert under 5: %+v, %v", res, err)
+	}
+	six := &Txn{Session: [16]byte{7}, Number: 6}
+	if err := e.CheckTxn(six); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := e.Insert("db", "c", docs(4), true, WriteOptions{Txn: six, StmtIDs: []int32{0}}); err != nil || res.N != 1 {
+		t.Fatalf("insert under 6: %+v, %v", res, err)
+	}
+	if _, ok, _ := e.Executed(six, 0); !ok {
+		t.Error("statement 0 of 6 not recorded")
+	}
+	for stmt := int32(1); stmt <= 2; stmt++ {
+		if _, ok, _ := e.Executed(six, stmt); ok {
+			t.Errorf("statement %d of 6 answered by number 5's record", stmt)
+		}
+	}
+	// A retry of 6 with more statements runs those it had not.
+	if res, err := e.Insert("db", "c", docs(4, 5), true, WriteOptions{Txn: six, StmtIDs: []int32{0, 1}}); err != nil || res.N != 2 || len(res.Errors) != 0 {
+		t.Fatalf("retry of 6: %+v, %v", res, err)
+	}
+	if n, err := e.Count(context.Background(), "db", "c", bson.Raw{5, 0, 0, 0, 0}, 0, 0, bson.RawValue{}); err != nil || n != 5 {
+		t.Fatalf("%d documents (%v), want 5", n, err)
+	}
+}
