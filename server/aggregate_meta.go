@@ -34,7 +34,7 @@ func (s *Server) hostPort() string {
 // aggregateDB runs a pipeline of the database ({aggregate: 1}) whose
 // namespace rules pipeline.CheckNamespace has passed.
 func (s *Server) aggregateDB(ctx context.Context, req *Request, stages []bson.Raw, opts engine.AggregateOptions) ([]bson.Raw, error) {
-	docs, err := s.databaseDocs(stages)
+	docs, err := s.databaseDocs(req, stages)
 	if err != nil {
 		return nil, err
 	}
@@ -44,14 +44,9 @@ func (s *Server) aggregateDB(ctx context.Context, req *Request, stages []bson.Ra
 // currentOpDocs are the documents of $currentOp: the running commands
 // and, when asked, idle connections and idle cursors. Without users
 // allUsers changes nothing; idle sessions are not listed.
-func (s *Server) currentOpDocs(spec pipeline.CurrentOpSpec) []bson.Raw {
+func (s *Server) currentOpDocs(req *Request, spec pipeline.CurrentOpSpec) []bson.Raw {
 	host := s.hostPort()
-	s.net.mu.Lock()
-	conns := make([]*Conn, 0, len(s.net.conns))
-	for c := range s.net.conns {
-		conns = append(conns, c)
-	}
-	s.net.mu.Unlock()
+	conns := s.visibleConns(req, !spec.AllUsers)
 	sort.Slice(conns, func(i, j int) bool { return conns[i].id < conns[j].id })
 	now := time.Now()
 	var out []bson.D

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,12 +42,15 @@ var opIDs atomic.Uint32
 
 // runningOp is what a connection is running, as currentOp shows it.
 type runningOp struct {
-	mu     sync.Mutex // guards the fields and the swap of Conn.cancel
-	id     int32      // 0 when the connection is between commands
-	name   string
-	db     string
-	start  time.Time
-	lsid   string // the command's session, for killSessions
+	mu    sync.Mutex // guards the fields and the swap of Conn.cancel
+	id    int32      // 0 when the connection is between commands
+	name  string
+	db    string
+	start time.Time
+	lsid  string // the command's session, for killSessions
+	// user is the connection's user (Conn.userKey) as of its last
+	// command, for $ownOps; "" for none.
+	user   string
 	killed bool
 	// awaiting marks a hello waiting for a topology change: a monitor's
 	// idle wait, which currentOp lists only with $all (idle connections).
@@ -90,6 +94,7 @@ func (c *Conn) dispatch(req *Request) bson.Raw {
 	req.lsid, req.failed = sessionID(req.Body), nil
 	op.mu.Lock()
 	op.id, op.name, op.db, op.start, op.killed, op.lsid, op.awaiting = id, name, req.DB, time.Now(), false, req.lsid, false
+	op.user = c.userKey()
 	ctx := c.ops.ctx
 	op.mu.Unlock()
 
@@ -199,6 +204,9 @@ func (c *Conn) opDoc(now time.Time, idle bool) (bson.D, bool) {
 		{Key: "command", Value: bson.D{{Key: op.name, Value: 1}, {Key: "$db", Value: op.db}}},
 		{Key: "killPending", Value: op.killed},
 	}
+	if db, name, ok := strings.Cut(op.user, "\x00"); ok {
+		d = append(d, bson.E{Key: "effectiveUsers", Value: bson.A{bson.D{{Key: "user", Value: name}, {Key: "db", Value: db}}}})
+	}
 	if op.lsid != "" {
 		// After command, where MongoDB puts the session: its id and user.
 		d = append(d[:len(d)-1], bson.E{Key: "lsid", Value: bson.D{
@@ -211,13 +219,7 @@ func (c *Conn) opDoc(now time.Time, idle bool) (bson.D, bool) {
 
 // currentOps describes every running command; idle adds hellos waiting
 // for a topology change.
-func (s *Server) currentOps(idle bool) []bson.Raw {
-	s.net.mu.Lock()
-	conns := make([]*Conn, 0, len(s.net.conns))
-	for c := range s.net.conns {
-		conns = append(conns, c)
-	}
-	s.net.mu.Unlock()
+func (s *Server) currentOps(idle bool, conns []*Conn) []bson.Raw {
 	now := time.Now()
 	var docs []bson.Raw
 	for _, c := range conns {
@@ -231,6 +233,36 @@ func (s *Server) currentOps(idle bool) []bson.Raw {
 	return docs
 }
 
+// visibleConns are the connections whose operations req may see: every
+// one, or with access control and only its own asked for (currentOp's
+// $ownOps, $currentOp without allUsers), those of the same user.
+func (s *Server) visibleConns(req *Request, own bool) []*Conn {
+	s.net.mu.Lock()
+	conns := make([]*Conn, 0, len(s.net.conns))
+	for c := range s.net.conns {
+		conns = append(conns, c)
+	}
+	s.net.mu.Unlock()
+	if !own || !s.cfg.Auth {
+		return conns
+	}
+	me := req.Conn.userKey()
+	mine := conns[:0]
+	for _, c := range conns {
+		if c.opUser() == me {
+			mine = append(mine, c)
+		}
+	}
+	return mine
+}
+
+// opUser is the connection's user as of its last command.
+func (c *Conn) opUser() string {
+	c.ops.op.mu.Lock()
+	defer c.ops.op.mu.Unlock()
+	return c.ops.op.user
+}
+
 func (s *Server) opCommands() []command {
 	return []command{
 		{name: "currentOp", handle: s.currentOp, adminOnly: true},
@@ -242,17 +274,18 @@ func (s *Server) opCommands() []command {
 // aside) filter them as a query would.
 func (s *Server) currentOp(ctx context.Context, req *Request) (bson.Raw, error) {
 	var filter bson.D
-	var all bool
+	var all, ownOps bool
 	for key, v := range cmdArgs(req.Body) {
 		switch string(key) {
 		case "$all":
 			all = v.Type == bson.TypeBoolean && v.Boolean()
 		case "$ownOps":
+			ownOps = v.Type == bson.TypeBoolean && v.Boolean()
 		default:
 			filter = append(filter, bson.E{Key: string(key), Value: v})
 		}
 	}
-	docs := s.currentOps(all)
+	docs := s.currentOps(all, s.visibleConns(req, ownOps))
 	if len(filter) > 0 {
 		match, err := bson.Marshal(bson.D{{Key: "$match", Value: filter}})
 		if err != nil {
