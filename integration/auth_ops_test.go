@@ -74,9 +74,19 @@ func TestAuthOwnOps(t *testing.T) {
 	wantCode(t, b.Database("admin").RunCommand(ctx, bson.D{{Key: "currentOp", Value: 1}}).Err(), codeUnauthorized)
 	_, err = b.Database("admin").Aggregate(ctx, mongo.Pipeline{{{Key: "$currentOp", Value: bson.D{{Key: "allUsers", Value: true}}}}})
 	wantCode(t, err, codeUnauthorized)
+	// Killing another user's operation needs killop; one's own does not.
+	var opid int64
+	ops, _ := run(t, root.Database("admin"), bson.D{{Key: "currentOp", Value: 1}}).Lookup("inprog").Array().Values()
+	for _, op := range ops {
+		if u, _ := op.Document().Lookup("effectiveUsers", "0", "user").StringValueOK(); u == "a" {
+			opid = op.Document().Lookup("opid").AsInt64()
+		}
+	}
+	wantCode(t, b.Database("admin").RunCommand(ctx, bson.D{{Key: "killOp", Value: 1}, {Key: "op", Value: opid}}).Err(), codeUnauthorized)
+	run(t, a.Database("admin"), bson.D{{Key: "killOp", Value: 1}, {Key: "op", Value: opid}})
 	run(t, root.Database("admin"), bson.D{{Key: "configureFailPoint", Value: "failCommand"}, {Key: "mode", Value: "off"}})
-	if err := <-blocked; err != nil && err != mongo.ErrNoDocuments {
-		t.Fatalf("a's find: %v", err)
+	if err := <-blocked; errCode(err) != 11601 {
+		t.Fatalf("a's killed find: %v, want Interrupted (11601)", err)
 	}
 }
 

@@ -43,6 +43,9 @@ func (s *Server) authorize(ctx context.Context, cmd *command, req *Request) erro
 		// killCursors, sessions) or filters (listDatabases).
 		return nil
 	}
+	if cmd.name == "killOp" && s.ownsOp(req) {
+		return nil // one's own operation needs no killop, as in MongoDB
+	}
 	if own, ok := auth.OwnUserException(cmd.name, req.DB, req.Body); ok && own.User == u.name && own.DB == u.db {
 		allowed := true
 		for _, a := range own.Actions {
@@ -197,4 +200,24 @@ func (s *Server) noteAuthCatalogChange(cmd *command, req *Request) {
 	case "drop", "dropDatabase", "renameCollection":
 		s.usersChanged()
 	}
+}
+
+// ownsOp reports whether killOp's target {op: N} is a running operation of
+// the requesting connection's user.
+func (s *Server) ownsOp(req *Request) bool {
+	id, ok := req.Body.Lookup("op").AsInt64OK()
+	if !ok {
+		return false
+	}
+	me := req.Conn.userKey()
+	for _, c := range s.visibleConns(req, false) {
+		op := &c.ops.op
+		op.mu.Lock()
+		mine := op.id != 0 && int64(op.id) == id && op.user == me
+		op.mu.Unlock()
+		if mine {
+			return true
+		}
+	}
+	return false
 }
