@@ -46,7 +46,7 @@ type runningOp struct {
 	name   string
 	db     string
 	start  time.Time
-	lsid   string // the command's session, for killSessions
+	lsid   string // the command's session, packed, for killSessions
 	killed bool
 	// awaiting marks a hello waiting for a topology change: a monitor's
 	// idle wait, which currentOp lists only with $all (idle connections).
@@ -87,7 +87,8 @@ func (c *Conn) dispatch(req *Request) bson.Raw {
 	}
 	op := &c.ops.op
 	id := int32(opIDs.Add(1) & 0x7fffffff)
-	req.lsid, req.failed = sessionID(req.Body), nil
+	req.lsid, req.lsidForeign = c.requestSession(req.Body)
+	req.failed = nil
 	op.mu.Lock()
 	op.id, op.name, op.db, op.start, op.killed, op.lsid, op.awaiting = id, name, req.DB, time.Now(), false, req.lsid, false
 	ctx := c.ops.ctx
@@ -201,9 +202,10 @@ func (c *Conn) opDoc(now time.Time, idle bool) (bson.D, bool) {
 	}
 	if op.lsid != "" {
 		// After command, where MongoDB puts the session: its id and user.
+		k, _ := lsidOf(op.lsid)
 		d = append(d[:len(d)-1], bson.E{Key: "lsid", Value: bson.D{
-			{Key: "id", Value: bson.Binary{Subtype: bson.TypeBinaryUUID, Data: []byte(op.lsid)}},
-			{Key: "uid", Value: bson.Binary{Data: noAuthDigest[:]}},
+			{Key: "id", Value: bson.Binary{Subtype: bson.TypeBinaryUUID, Data: k.ID[:]}},
+			{Key: "uid", Value: bson.Binary{Data: k.UID[:]}},
 		}}, d[len(d)-1])
 	}
 	return d, true
