@@ -64,7 +64,7 @@ func (s *Server) retryTxn(req *Request) (*engine.Txn, func(), error) {
 	// checkTxnNumber has vetted the number and the lsid.
 	k, _ := lsidOf(req.lsid)
 	id := retrySession(k)
-	t := &engine.Txn{Session: id, Number: v.Int64(), ExpireBefore: s.clock.Now().Add(-s.sessions.Timeout())}
+	t := &engine.Txn{Session: id, Number: v.Int64(), Lsid: lsidDoc(k), ExpireBefore: s.clock.Now().Add(-s.sessions.Timeout())}
 	mu := s.retry.lock(id)
 	if err := s.eng.CheckTxn(t); err != nil {
 		mu.Unlock()

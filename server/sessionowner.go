@@ -18,6 +18,7 @@ import (
 	"fmt"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/auth"
 	"github.com/lethedb/lethe/engine/mongoerr"
@@ -170,6 +171,16 @@ func retrySession(k session.Key) [16]byte {
 	var out [16]byte
 	copy(out[:], h.Sum(nil))
 	return out
+}
+
+// lsidDoc is the session's LogicalSessionId document, {id, uid}, as
+// MongoDB's oplog entries carry it.
+func lsidDoc(k session.Key) []byte {
+	idx, dst := bsoncore.AppendDocumentStart(nil)
+	dst = bsoncore.AppendBinaryElement(dst, "id", bson.TypeBinaryUUID, k.ID[:])
+	dst = bsoncore.AppendBinaryElement(dst, "uid", bson.TypeBinaryGeneric, k.UID[:])
+	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
+	return dst
 }
 
 // formatLsid writes a packed session key as MongoDB does in messages: the
