@@ -49,21 +49,43 @@ func lsidOf(s string) (session.Key, bool) {
 	return k, true
 }
 
+// sessionOwner caches the digest and name of a connection's user, which
+// every command with an lsid needs.
+type sessionOwner struct {
+	user *authedUser // whose they are; nil for none
+	uid  session.UID
+	name string
+}
+
+// ownerOf returns the connection's user's digest and name ("user@db"),
+// computed again only when the user changed; session.NoUser and "" for
+// none.
+func (c *Conn) ownerOf() (session.UID, string) {
+	u := c.auth.user
+	if u == nil {
+		return session.NoUser, ""
+	}
+	o := &c.owner
+	if o.user != u {
+		if o.user == nil || o.user.name != u.name || o.user.db != u.db {
+			o.uid, o.name = session.UserUID(u.name, u.db), u.name+"@"+u.db
+		}
+		o.user = u
+	}
+	return o.uid, o.name
+}
+
 // uid is the digest of the connection's user, session.NoUser for none.
 func (c *Conn) uid() session.UID {
-	if u := c.auth.user; u != nil {
-		return session.UserUID(u.name, u.db)
-	}
-	return session.NoUser
+	uid, _ := c.ownerOf()
+	return uid
 }
 
 // userName names the connection's user as sessions show it, "user@db";
 // "" for none.
 func (c *Conn) userName() string {
-	if u := c.auth.user; u != nil {
-		return u.name + "@" + u.db
-	}
-	return ""
+	_, name := c.ownerOf()
+	return name
 }
 
 // requestSession reads the session of a command's lsid, packed, "" for
