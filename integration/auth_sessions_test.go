@@ -227,7 +227,8 @@ func TestAuthSessionsBelongToTheirUser(t *testing.T) {
 	wantReplyCode(t, getMore(a, lsid), 43, "a's getMore after its session was killed")
 }
 
-// A's own killSessions with no list kills A's sessions only.
+// A user's killSessions with no list kills its own sessions only; a
+// client that has not authenticated cannot name sessions to end.
 func TestAuthKillSessionsOwnOnly(t *testing.T) {
 	ts, root := startAuthServer(t)
 	createUser(t, root, "app", "a", bson.A{"readWrite"})
@@ -258,4 +259,8 @@ func TestAuthKillSessionsOwnOnly(t *testing.T) {
 	wantOK(t, rawCmd(b, "admin", bson.E{Key: "killSessions", Value: bson.A{}}), "b's killSessions")
 	wantReplyCode(t, getMore(b, curB, lsidB), 43, "b's getMore after killing its sessions")
 	wantOK(t, getMore(a, curA, lsidA), "a's getMore after b killed its own sessions")
+	anon := dialRaw(t, ts)
+	wantReplyCode(t, rawCmd(anon, "admin", bson.E{Key: "endSessions", Value: bson.A{lsidA}}), codeUnauthorized, "endSessions unauthenticated")
+	wantOK(t, rawCmd(anon, "admin", bson.E{Key: "endSessions", Value: bson.A{}}), "endSessions of none unauthenticated")
+	wantOK(t, getMore(a, curA, lsidA), "a's getMore after the unauthenticated endSessions")
 }

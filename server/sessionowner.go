@@ -152,8 +152,13 @@ var errSpoofedUID = mongoerr.New(mongoerr.Unauthorized, "Unauthorized to set use
 // sessionKeys resolves the sessions a command lists to the caller's:
 // each id with the uid it gives, which must be the caller's own unless the
 // caller may impersonate (or holds one of spoof's actions on the
-// cluster), or else with the caller's digest.
+// cluster), or else with the caller's digest. With access control a
+// client that has not authenticated has no sessions to name (endSessions
+// needs no authentication).
 func (s *Server) sessionKeys(ctx context.Context, req *Request, ids []lsidArg, spoof ...auth.Action) ([]session.Key, error) {
+	if len(ids) > 0 && s.cfg.Auth && req.Conn.auth.user == nil {
+		return nil, mongoerr.New(mongoerr.Unauthorized, "Logical sessions require authentication")
+	}
 	own := req.Conn.uid()
 	keys := make([]session.Key, len(ids))
 	checked := false
