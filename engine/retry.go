@@ -41,6 +41,9 @@ type Txn struct {
 	Session [16]byte
 	Number  int64
 	StmtID  int32
+	// Lsid, if set, is the lsid document the oplog entries of the write
+	// carry ({id, uid}); nil means {id: Session}.
+	Lsid []byte
 	// ExpireBefore, if set, is when the session's records expire: those
 	// last written before it are gone to CheckTxn and Executed, and the
 	// first record of the write deletes them.
@@ -129,8 +132,11 @@ func (e *Engine) executedStmt(t *Txn) (bson.Raw, bool, error) {
 	return e.Executed(t, t.StmtID)
 }
 
-// lsidDoc is {id: UUID}, the lsid of the oplog entries of t.
+// lsidDoc is the lsid of the oplog entries of t: Lsid, or {id: UUID}.
 func (t *Txn) lsidDoc() []byte {
+	if t.Lsid != nil {
+		return t.Lsid
+	}
 	idx, dst := bsoncore.AppendDocumentStart(nil)
 	dst = bsoncore.AppendBinaryElement(dst, "id", bson.TypeBinaryUUID, t.Session[:])
 	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)

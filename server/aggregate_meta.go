@@ -8,7 +8,7 @@ package server
 
 import (
 	"context"
-	"crypto/sha256"
+	"fmt"
 	"net"
 	"os"
 	"sort"
@@ -17,8 +17,11 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/lethedb/lethe/auth"
 	"github.com/lethedb/lethe/engine"
+	"github.com/lethedb/lethe/engine/mongoerr"
 	"github.com/lethedb/lethe/engine/pipeline"
+	"github.com/lethedb/lethe/session"
 )
 
 // hostPort is "host:port" as $collStats, $indexStats and $currentOp
@@ -34,7 +37,7 @@ func (s *Server) hostPort() string {
 // aggregateDB runs a pipeline of the database ({aggregate: 1}) whose
 // namespace rules pipeline.CheckNamespace has passed.
 func (s *Server) aggregateDB(ctx context.Context, req *Request, stages []bson.Raw, opts engine.AggregateOptions) ([]bson.Raw, error) {
-	docs, err := s.databaseDocs(req, stages)
+	docs, err := s.databaseDocs(ctx, req, stages)
 	if err != nil {
 		return nil, err
 	}
@@ -114,38 +117,68 @@ func (t *cursorTable) idleDocs(host string) []bson.D {
 	return out
 }
 
-// noAuthDigest is the uid of every session: the SHA-256 of no user name,
-// as MongoDB computes it when no one is authenticated.
-var noAuthDigest = sha256.Sum256(nil)
-
-// listLocalSessions returns the sessions $listLocalSessions shows: without
-// users every session belongs to the unauthenticated user, so a spec naming
-// only other users lists none.
-func (s *Server) listLocalSessions(spec pipeline.SessionsSpec) []bson.Raw {
-	mine := spec.AllUsers || len(spec.Users) == 0
-	for _, u := range spec.Users {
-		if u.User == "" && u.DB == "" {
-			mine = true
+// listLocalSessions returns the sessions $listLocalSessions shows: those
+// of every user (allUsers), of the users listed, or else the caller's own,
+// every session without access control. With access control, listing
+// another user's sessions needs listSessions on the cluster, as in
+// MongoDB; allUsers is checked with the command (auth.Required).
+func (s *Server) listLocalSessions(ctx context.Context, req *Request, spec pipeline.SessionsSpec) ([]bson.Raw, error) {
+	var uids map[session.UID]bool
+	switch {
+	case spec.AllUsers:
+	case len(spec.Users) > 0:
+		uids = make(map[session.UID]bool, len(spec.Users))
+		others := false
+		for _, u := range spec.Users {
+			uid := session.UserUID(u.User, u.DB)
+			uids[uid] = true
+			others = others || uid != req.Conn.uid()
 		}
-	}
-	if !mine {
-		return nil
+		if others && s.cfg.Auth {
+			if err := s.mayListSessions(ctx, req); err != nil {
+				return nil, err
+			}
+		}
+	case s.cfg.Auth:
+		uids = map[session.UID]bool{req.Conn.uid(): true}
 	}
 	live := s.sessions.List()
 	docs := make([]bson.Raw, 0, len(live))
 	for _, ls := range live {
-		raw, err := bson.Marshal(bson.D{
+		if uids != nil && !uids[ls.UID] {
+			continue
+		}
+		d := bson.D{
 			{Key: "_id", Value: bson.D{
 				{Key: "id", Value: bson.Binary{Subtype: bson.TypeBinaryUUID, Data: ls.ID[:]}},
-				{Key: "uid", Value: bson.Binary{Data: noAuthDigest[:]}},
+				{Key: "uid", Value: bson.Binary{Data: ls.UID[:]}},
 			}},
 			{Key: "lastUse", Value: bson.NewDateTimeFromTime(ls.LastUse)},
-		})
-		if err == nil {
-			docs = append(docs, raw)
 		}
+		if ls.User != "" {
+			d = append(d, bson.E{Key: "user", Value: bson.D{{Key: "name", Value: ls.User}}})
+		}
+		raw, err := bson.Marshal(d)
+		if err != nil {
+			return nil, fmt.Errorf("listing sessions: %w", err)
+		}
+		docs = append(docs, raw)
 	}
-	return docs
+	return docs, nil
+}
+
+// mayListSessions refuses, with Unauthorized, a client without
+// listSessions on the cluster.
+func (s *Server) mayListSessions(ctx context.Context, req *Request) error {
+	u, err := s.currentUser(ctx, req.Conn)
+	if err != nil {
+		return err
+	}
+	if u == nil || !u.grants.Allows(auth.Resource{Cluster: true}, "listSessions") {
+		return mongoerr.New(mongoerr.Unauthorized, "not authorized on %s to execute command %s: requires action listSessions on the cluster",
+			req.DB, commandSummary(req))
+	}
+	return nil
 }
 
 // latencyKind is how latencyStats files a command, as MongoDB's commands

@@ -79,7 +79,8 @@ type Conn struct {
 
 	ops opState // the running command's cancellation, see ops.go
 
-	auth connAuth // who the client is, see auth.go
+	auth  connAuth     // who the client is, see auth.go
+	owner sessionOwner // its sessions' owner, see sessionowner.go
 }
 
 func newConn(s *Server, nc net.Conn, id int64) *Conn {

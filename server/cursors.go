@@ -112,7 +112,7 @@ type openCursor struct {
 	src  batchSource
 	ns   string
 	conn int64  // the connection that opened it
-	lsid string // the session's id bytes; "" outside a session
+	lsid string // the session, packed (packKey); "" outside a session
 	// user is the authenticated user that opened it (Conn.userKey): with
 	// access control, only that user may go on with it or kill it.
 	user     string
@@ -169,7 +169,7 @@ func (t *cursorTable) add(req *Request, src batchSource, ns string, noTimeout bo
 		_, _ = rand.Read(b[:])
 		id := int64(binary.BigEndian.Uint64(b[:]) &^ (1 << 63))
 		if id != 0 && t.open[id] == nil {
-			t.open[id] = &openCursor{src: src, ns: ns, conn: conn, lsid: sessionID(req.Body), user: req.Conn.userKey(), held: held, lastUsed: now, noTimeout: noTimeout}
+			t.open[id] = &openCursor{src: src, ns: ns, conn: conn, lsid: req.lsid, user: req.Conn.userKey(), held: held, lastUsed: now, noTimeout: noTimeout}
 			t.byConn[conn]++
 			t.held += held
 			return id, nil
@@ -413,7 +413,7 @@ func (s *Server) getMore(ctx context.Context, req *Request) (bson.Raw, error) {
 	if s.cfg.Auth && c.user != req.Conn.userKey() {
 		return nil, mongoerr.New(mongoerr.Unauthorized, "cursor id %d was not created by the authenticated user", id)
 	}
-	if err := checkCursorSession(id, c.lsid, sessionID(req.Body)); err != nil {
+	if err := checkCursorSession(id, c.lsid, req.lsid); err != nil {
 		return nil, err
 	}
 	c.mu.Lock()
@@ -504,8 +504,8 @@ const (
 	codeGetMoreInOtherSession mongoerr.Code = 50738 // both have one, not the same
 )
 
-// checkCursorSession refuses a getMore whose session (lsid's id bytes, ""
-// for none) is not the one the cursor was opened in, as MongoDB does even
+// checkCursorSession refuses a getMore whose session (packed, "" for
+// none) is not the one the cursor was opened in, as MongoDB does even
 // without authentication: a session's cursors are its own.
 func checkCursorSession(id int64, cursorLsid, lsid string) error {
 	switch {

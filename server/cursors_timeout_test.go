@@ -9,7 +9,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
-	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/lethedb/lethe/session"
 )
 
 // sweepAt runs the idle sweep as if it were at.
@@ -56,9 +57,8 @@ func TestNoCursorTimeoutClosesWithItsConnection(t *testing.T) {
 	var tab cursorTable
 	req := &Request{Conn: &Conn{id: 1}}
 	other := &Request{Conn: &Conn{id: 2}}
-	lsid := bson.Raw(bsoncore.NewDocumentBuilder().AppendString("find", "c").AppendDocument("lsid",
-		bsoncore.NewDocumentBuilder().AppendBinary("id", 4, []byte("0123456789abcdef")).Build()).Build())
-	inSession, _ := tab.add(&Request{Conn: &Conn{id: 1}, Body: lsid}, &sliceSource{docs: []bson.Raw{{}}}, "db.c", true)
+	lsid := packKey(session.Key{ID: session.ID([]byte("0123456789abcdef")), UID: session.NoUser})
+	inSession, _ := tab.add(&Request{Conn: &Conn{id: 1}, lsid: lsid}, &sliceSource{docs: []bson.Raw{{}}}, "db.c", true)
 	kept, _ := tab.add(req, &sliceSource{docs: []bson.Raw{{}}}, "db.c", true)
 	plain, _ := tab.add(req, &sliceSource{docs: []bson.Raw{{}}}, "db.c", false)
 	elsewhere, _ := tab.add(other, &sliceSource{docs: []bson.Raw{{}}}, "db.c", true)
@@ -80,7 +80,7 @@ func TestNoCursorTimeoutClosesWithItsConnection(t *testing.T) {
 	if tab.open[inSession] == nil {
 		t.Fatal("a noCursorTimeout cursor of a session closed with its connection")
 	}
-	if n := tab.killSessions(func(id string) bool { return id == "0123456789abcdef" }); n != 1 || tab.open[inSession] != nil {
+	if n := tab.killSessions(func(id string) bool { return id == lsid }); n != 1 || tab.open[inSession] != nil {
 		t.Errorf("killSessions closed %d cursors; the session's open: %v", n, tab.open[inSession] != nil)
 	}
 	if n := tab.openBy(1); n != 0 {

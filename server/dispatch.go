@@ -39,7 +39,7 @@ func (s *Server) dispatch(ctx context.Context, req *Request) bson.Raw {
 		err = s.authorize(ctx, cmd, req)
 	}
 	if err == nil {
-		err = s.useSession(cmd, req)
+		err = s.useSession(ctx, cmd, req)
 	}
 	if err == nil {
 		reply, err = s.run(ctx, cmd, req)

@@ -60,7 +60,7 @@ func (s *Server) explainAggregate(ctx context.Context, req *Request, body bson.R
 	ns := req.DB + "." + coll
 	if !onCollection {
 		coll, ns = "", req.DB+".$cmd.aggregate"
-		if docs, err = s.databaseDocs(req, stages); err != nil {
+		if docs, err = s.databaseDocs(ctx, req, stages); err != nil {
 			return nil, err
 		}
 	}
@@ -144,7 +144,7 @@ func cursorExplain(ns string, ex *engine.Explanation, q engine.FindSpec, verbosi
 // databaseDocs makes the documents of a database pipeline's first stage
 // when the server makes them ($currentOp, $listLocalSessions); nil for
 // the others, which make their own.
-func (s *Server) databaseDocs(req *Request, stages []bson.Raw) ([]bson.Raw, error) {
+func (s *Server) databaseDocs(ctx context.Context, req *Request, stages []bson.Raw) ([]bson.Raw, error) {
 	if len(stages) == 0 {
 		return nil, mongoerr.New(mongoerr.InvalidNamespace, "{aggregate: 1} is not valid for an empty pipeline")
 	}
@@ -164,7 +164,7 @@ func (s *Server) databaseDocs(req *Request, stages []bson.Raw) ([]bson.Raw, erro
 		if err != nil {
 			return nil, err
 		}
-		return s.listLocalSessions(spec), nil
+		return s.listLocalSessions(ctx, req, spec)
 	case "$documents":
 		return nil, nil
 	}

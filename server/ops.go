@@ -47,7 +47,7 @@ type runningOp struct {
 	name  string
 	db    string
 	start time.Time
-	lsid  string // the command's session, for killSessions
+	lsid  string // the command's session, packed, for killSessions
 	// user is the connection's user (Conn.userKey) as of its last
 	// command, for $ownOps; "" for none.
 	user   string
@@ -91,7 +91,8 @@ func (c *Conn) dispatch(req *Request) bson.Raw {
 	}
 	op := &c.ops.op
 	id := int32(opIDs.Add(1) & 0x7fffffff)
-	req.lsid, req.failed = sessionID(req.Body), nil
+	req.lsid, req.lsidForeign = c.requestSession(req.Body)
+	req.failed = nil
 	op.mu.Lock()
 	op.id, op.name, op.db, op.start, op.killed, op.lsid, op.awaiting = id, name, req.DB, time.Now(), false, req.lsid, false
 	op.user = c.userKey()
@@ -204,15 +205,16 @@ func (c *Conn) opDoc(now time.Time, idle bool) (bson.D, bool) {
 		{Key: "command", Value: bson.D{{Key: op.name, Value: 1}, {Key: "$db", Value: op.db}}},
 		{Key: "killPending", Value: op.killed},
 	}
-	if db, name, ok := strings.Cut(op.user, "\x00"); ok {
-		d = append(d, bson.E{Key: "effectiveUsers", Value: bson.A{bson.D{{Key: "user", Value: name}, {Key: "db", Value: db}}}})
-	}
 	if op.lsid != "" {
 		// After command, where MongoDB puts the session: its id and user.
+		k, _ := lsidOf(op.lsid)
 		d = append(d[:len(d)-1], bson.E{Key: "lsid", Value: bson.D{
-			{Key: "id", Value: bson.Binary{Subtype: bson.TypeBinaryUUID, Data: []byte(op.lsid)}},
-			{Key: "uid", Value: bson.Binary{Data: noAuthDigest[:]}},
+			{Key: "id", Value: bson.Binary{Subtype: bson.TypeBinaryUUID, Data: k.ID[:]}},
+			{Key: "uid", Value: bson.Binary{Data: k.UID[:]}},
 		}}, d[len(d)-1])
+	}
+	if db, name, ok := strings.Cut(op.user, "\x00"); ok {
+		d = append(d, bson.E{Key: "effectiveUsers", Value: bson.A{bson.D{{Key: "user", Value: name}, {Key: "db", Value: db}}}})
 	}
 	return d, true
 }

@@ -20,8 +20,12 @@ type Request struct {
 	Sequences map[string][]bson.Raw
 	Conn      *Conn
 
-	lsid  string // the id bytes of the command's lsid, "" for none; see sessionID
-	reply []byte // the connection's reply buffer, see beginReply
+	// lsid is the command's session, packed (packKey), "" for none; see
+	// Conn.requestSession. lsidForeign says its lsid named another user's
+	// digest.
+	lsid        string
+	lsidForeign bool
+	reply       []byte // the connection's reply buffer, see beginReply
 	// failed is the failCommand fail point's data when it applies to this
 	// command, and closeConn says it closes the connection (failpoint.go).
 	failed    *failCommandData

@@ -62,8 +62,9 @@ func (s *Server) retryTxn(req *Request) (*engine.Txn, func(), error) {
 		return nil, nil, nil // a transaction's statement: not yet supported here
 	}
 	// checkTxnNumber has vetted the number and the lsid.
-	id, _ := lsidOf(req.lsid)
-	t := &engine.Txn{Session: id, Number: v.Int64(), ExpireBefore: s.clock.Now().Add(-s.sessions.Timeout())}
+	k, _ := lsidOf(req.lsid)
+	id := retrySession(k)
+	t := &engine.Txn{Session: id, Number: v.Int64(), Lsid: lsidDoc(k), ExpireBefore: s.clock.Now().Add(-s.sessions.Timeout())}
 	mu := s.retry.lock(id)
 	if err := s.eng.CheckTxn(t); err != nil {
 		mu.Unlock()
@@ -78,10 +79,11 @@ func (s *Server) retryTxn(req *Request) (*engine.Txn, func(), error) {
 // started again since it went keeps its records: a write in it may have
 // recorded statements already. Under the session's lock, a write that is
 // yet to record sees its session live only after this has run.
-func (s *Server) forgetRetries(ids []session.ID) {
-	for _, id := range ids {
+func (s *Server) forgetRetries(keys []session.Key) {
+	for _, k := range keys {
+		id := retrySession(k)
 		mu := s.retry.lock(id)
-		if !s.sessions.Live(id) {
+		if !s.sessions.Live(k) {
 			if err := s.eng.ForgetRetries([][16]byte{id}, time.Time{}); err != nil {
 				s.log.Warn("forgetting retryable write records failed", zap.Error(err))
 			}
@@ -91,9 +93,10 @@ func (s *Server) forgetRetries(ids []session.ID) {
 	s.reapRetries(false)
 }
 
-// lock takes the lock of session id's retryable writes and returns it.
-func (r *retryLocks) lock(id session.ID) *sync.Mutex {
-	// Session ids are random UUIDs: their last byte spreads them.
+// lock takes the lock of the retryable writes recorded under id (see
+// retrySession) and returns it.
+func (r *retryLocks) lock(id [16]byte) *sync.Mutex {
+	// Session ids are random UUIDs or digests: their last byte spreads them.
 	mu := &r.mu[int(id[15])%len(r.mu)]
 	mu.Lock()
 	return mu

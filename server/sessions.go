@@ -3,10 +3,9 @@ package server
 // Sessions: the commands that start, end, refresh and kill them, and what a
 // session owns in the server, the cursors opened in it and its running
 // command. Which sessions are live, and their timeout, is package
-// session's business (see session.Registry).
+// session's business (see session.Registry); whose they are, sessionowner.go.
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 
@@ -30,10 +29,12 @@ func (s *Server) sessionCommands() []command {
 }
 
 // useSession marks the session of a command's lsid used, starting it if
-// need be; it fails with TooManyLogicalSessions when no more fit. The kill
-// commands do not use their own session, as in MongoDB, lest they count
-// as its activity or kill themselves.
-func (s *Server) useSession(cmd *command, req *Request) error {
+// need be; it fails with TooManyLogicalSessions when no more fit, and
+// with Unauthorized when the lsid names another user's digest and the
+// client may not impersonate. The kill commands do not use their own
+// session, as in MongoDB, lest they count as its activity or kill
+// themselves.
+func (s *Server) useSession(ctx context.Context, cmd *command, req *Request) error {
 	switch cmd.name {
 	case "killSessions", "killAllSessions", "killAllSessionsByPattern":
 		return nil
@@ -41,52 +42,56 @@ func (s *Server) useSession(cmd *command, req *Request) error {
 	if err := s.checkTxnNumber(req); err != nil {
 		return err
 	}
-	id, ok := lsidOf(req.lsid)
+	k, ok := lsidOf(req.lsid)
 	if !ok {
 		return nil
 	}
-	return s.sessions.Use(id)
+	user := ""
+	if req.lsidForeign {
+		ok, err := s.mayImpersonate(ctx, req)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return errSpoofedUID
+		}
+	} else {
+		user = req.Conn.userName()
+	}
+	return s.sessions.Use(k, user)
 }
 
 // sessionsGone closes what sessions that ended or timed out own: their
 // cursors. Their running commands go on, as in MongoDB.
-func (s *Server) sessionsGone(ids []session.ID) {
-	set := make(map[string]bool, len(ids))
-	for _, id := range ids {
-		set[string(id[:])] = true
+func (s *Server) sessionsGone(keys []session.Key) {
+	set := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		set[packKey(k)] = true
 	}
-	s.forgetRetries(ids)
+	s.forgetRetries(keys)
 	if n := s.cursors.killSessions(func(lsid string) bool { return set[lsid] }); n > 0 {
-		s.log.Debug("closed the cursors of ended sessions", zap.Int("sessions", len(ids)), zap.Int("cursors", n))
+		s.log.Debug("closed the cursors of ended sessions", zap.Int("sessions", len(keys)), zap.Int("cursors", n))
 	}
 }
 
-// lsidOf converts a session id's bytes (see sessionID).
-func lsidOf(b string) (session.ID, bool) {
-	var id session.ID
-	if len(b) != len(id) {
-		return id, false
-	}
-	copy(id[:], b)
-	return id, true
-}
-
-// startSession starts a new session: {id: {id: UUID}, timeoutMinutes}.
+// startSession starts a new session of the client's user: {id: {id:
+// UUID}, timeoutMinutes}.
 func (s *Server) startSession(_ context.Context, req *Request) (bson.Raw, error) {
-	id, err := s.sessions.Start()
+	k, err := s.sessions.Start(req.Conn.uid(), req.Conn.userName())
 	if err != nil {
 		return nil, err
 	}
 	idx, dst := req.beginReply()
 	didx, dst := bsoncore.AppendDocumentElementStart(dst, "id")
-	dst = bsoncore.AppendBinaryElement(dst, "id", bson.TypeBinaryUUID, id[:])
+	dst = bsoncore.AppendBinaryElement(dst, "id", bson.TypeBinaryUUID, k.ID[:])
 	dst, _ = bsoncore.AppendDocumentEnd(dst, didx)
 	dst = bsoncore.AppendInt32Element(dst, "timeoutMinutes", s.sessions.TimeoutMinutes())
 	return req.endReply(idx, dst)
 }
 
-// endSessions ends the sessions it lists: their cursors close, and
-// $listLocalSessions no longer shows them.
+// endSessions ends the caller's sessions it lists: their cursors close,
+// and $listLocalSessions no longer shows them. Another user's session of
+// the same UUID is not the caller's and lives on.
 func (s *Server) endSessions(ctx context.Context, req *Request) (bson.Raw, error) {
 	ids, err := strictSessionList(req)
 	if err != nil {
@@ -97,74 +102,100 @@ func (s *Server) endSessions(ctx context.Context, req *Request) (bson.Raw, error
 			return nil, mongoerr.New(mongoerr.InvalidOptions, "Cannot specify a child session id %s", id.id)
 		}
 	}
-	s.sessions.End(plainIDs(ids))
+	keys, err := s.sessionKeys(ctx, req, ids)
+	if err != nil {
+		return nil, err
+	}
+	s.sessions.End(keys)
 	return noop(ctx, req)
 }
 
-// refreshSessions marks the sessions it lists used, starting those that
-// are not live.
+// refreshSessions marks the caller's sessions it lists used, starting
+// those that are not live.
 func (s *Server) refreshSessions(ctx context.Context, req *Request) (bson.Raw, error) {
 	ids, err := strictSessionList(req)
 	if err != nil {
 		return nil, err
 	}
-	for _, id := range plainIDs(ids) {
-		if err := s.sessions.Use(id); err != nil {
+	keys, err := s.sessionKeys(ctx, req, ids)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range keys {
+		user := ""
+		if k.UID == req.Conn.uid() {
+			user = req.Conn.userName()
+		}
+		if err := s.sessions.Use(k, user); err != nil {
 			return nil, err
 		}
 	}
 	return noop(ctx, req)
 }
 
-// killSessions kills the cursors and running commands of the sessions it
-// lists, or of every session when the list is empty (every session is the
-// unauthenticated user's). The sessions themselves live on.
+// killSessions kills the cursors and running commands of the caller's
+// sessions it lists (another user's with killAnySession), or when the list
+// is empty of all the caller's sessions: of every session without access
+// control, as in MongoDB. The sessions themselves live on.
 func (s *Server) killSessions(ctx context.Context, req *Request) (bson.Raw, error) {
 	ids, err := sessionList(req.Name, req.Name, firstValue(req.Body))
 	if err != nil {
 		return nil, err
 	}
-	m := sessionMatch{all: len(ids) == 0, ids: map[string]bool{}}
-	for _, id := range ids {
-		m.ids[string(id.id[:])] = true
+	keys, err := s.sessionKeys(ctx, req, ids, "killAnySession")
+	if err != nil {
+		return nil, err
+	}
+	m := sessionMatch{keys: map[session.Key]bool{}, uids: map[session.UID]bool{}}
+	switch {
+	case len(keys) > 0:
+		for _, k := range keys {
+			m.keys[k] = true
+		}
+	case s.cfg.Auth:
+		m.uids[req.Conn.uid()] = true
+	default:
+		m.all = true
 	}
 	s.killMatching(req, m)
 	return noop(ctx, req)
 }
 
 // killAllSessions kills the cursors and running commands of every session,
-// or of the sessions of the users it lists: without authentication every
-// session is the user {user: "", db: ""}'s.
+// or of the sessions of the users it lists ({user: "", db: ""} is the
+// unauthenticated user, the owner of every session without access
+// control).
 func (s *Server) killAllSessions(ctx context.Context, req *Request) (bson.Raw, error) {
 	users, err := docList(req.Name, req.Name, firstValue(req.Body))
 	if err != nil {
 		return nil, err
 	}
-	m := sessionMatch{all: len(users) == 0}
+	m := sessionMatch{all: len(users) == 0, uids: map[session.UID]bool{}}
 	for _, u := range users {
-		unauthenticated, err := parseUser(req.Name+"."+req.Name, u, "user")
+		name, db, err := parseUser(req.Name+"."+req.Name, u, "user")
 		if err != nil {
 			return nil, err
 		}
-		m.all = m.all || unauthenticated
+		m.uids[session.UserUID(name, db)] = true
 	}
 	s.killMatching(req, m)
 	return noop(ctx, req)
 }
 
 // killAllSessionsByPattern kills the cursors and running commands of the
-// sessions any pattern matches: {} every one, {lsid} one, {uid} a user's.
-// users and roles name whom to impersonate, which needs no check here.
+// sessions any pattern matches: {} every one, {lsid} one, {uid} a user's
+// (lsid wins over uid, as in MongoDB). users and roles name whom to
+// impersonate, which needs no check here.
 func (s *Server) killAllSessionsByPattern(ctx context.Context, req *Request) (bson.Raw, error) {
 	patterns, err := docList(req.Name, req.Name, firstValue(req.Body))
 	if err != nil {
 		return nil, err
 	}
-	m := sessionMatch{all: len(patterns) == 0, ids: map[string]bool{}}
+	m := sessionMatch{all: len(patterns) == 0, keys: map[session.Key]bool{}, uids: map[session.UID]bool{}}
 	field := req.Name + "." + req.Name
 	for _, p := range patterns {
 		var lsid *lsidArg
-		uid := noAuthDigest[:]
+		var uid []byte
 		for key, v := range fields(p) {
 			switch string(key) {
 			case "lsid":
@@ -188,7 +219,7 @@ func (s *Server) killAllSessionsByPattern(ctx context.Context, req *Request) (bs
 					return nil, err
 				}
 				for _, d := range list {
-					if _, err := parseUser(field+"."+string(key), d, kind); err != nil {
+					if _, _, err := parseUser(field+"."+string(key), d, kind); err != nil {
 						return nil, err
 					}
 				}
@@ -197,26 +228,32 @@ func (s *Server) killAllSessionsByPattern(ctx context.Context, req *Request) (bs
 			}
 		}
 		switch {
-		case !bytes.Equal(uid, noAuthDigest[:]):
-			// Another user's sessions: there are none.
-		case lsid == nil:
+		case lsid != nil:
+			k := session.Key{ID: lsid.id}
+			copy(k.UID[:], lsid.uid)
+			m.keys[k] = true
+		case uid != nil:
+			m.uids[session.UID(uid)] = true
+		default:
 			m.all = true
-		case bytes.Equal(lsid.uid, noAuthDigest[:]):
-			m.ids[string(lsid.id[:])] = true
 		}
 	}
 	s.killMatching(req, m)
 	return noop(ctx, req)
 }
 
-// sessionMatch says which sessions a kill command names.
+// sessionMatch says which sessions a kill command names: all, those of
+// the users whose digests uids holds, and those keys holds.
 type sessionMatch struct {
-	all bool
-	ids map[string]bool // session id bytes
+	all  bool
+	uids map[session.UID]bool
+	keys map[session.Key]bool
 }
 
+// match reports whether the packed session lsid is one m names.
 func (m sessionMatch) match(lsid string) bool {
-	return lsid != "" && (m.all || m.ids[lsid])
+	k, ok := lsidOf(lsid)
+	return ok && (m.all || m.uids[k.UID] || m.keys[k])
 }
 
 // killMatching kills the cursors and running commands of the matching
@@ -246,14 +283,6 @@ type lsidArg struct {
 	id    session.ID
 	uid   []byte // nil when not given
 	child bool   // a transaction's child session (txnUUID)
-}
-
-func plainIDs(ids []lsidArg) []session.ID {
-	out := make([]session.ID, len(ids))
-	for i, id := range ids {
-		out[i] = id.id
-	}
-	return out
 }
 
 // strictSessionList reads the session list of endSessions and
@@ -344,9 +373,8 @@ func parseLsid(ctx string, doc bson.Raw, needUID bool) (lsidArg, error) {
 	return out, nil
 }
 
-// parseUser reads {user, db} (or {role, db}) and reports whether it names
-// the unauthenticated user, the owner of every session here.
-func parseUser(ctx string, doc bson.Raw, kind string) (bool, error) {
+// parseUser reads {user, db} (or {role, db}) and returns the name and db.
+func parseUser(ctx string, doc bson.Raw, kind string) (string, string, error) {
 	var name, db string
 	var haveName, haveDB bool
 	for key, v := range fields(doc) {
@@ -362,16 +390,16 @@ func parseUser(ctx string, doc bson.Raw, kind string) (bool, error) {
 			err = unknownField(ctx, key)
 		}
 		if err != nil {
-			return false, err
+			return "", "", err
 		}
 	}
 	switch {
 	case !haveName:
-		return false, missingField(ctx, kind)
+		return "", "", missingField(ctx, kind)
 	case !haveDB:
-		return false, missingField(ctx, "db")
+		return "", "", missingField(ctx, "db")
 	}
-	return kind == "user" && name == "" && db == "", nil
+	return name, db, nil
 }
 
 // argUUID reads a UUID (binary subtype 4 of 16 bytes) into dst.
@@ -421,31 +449,4 @@ func binSubtypeName(t byte) string {
 		return "encrypt"
 	}
 	return fmt.Sprintf("%d", t)
-}
-
-// sessionID returns the id bytes of a command's lsid, "" when it has none.
-func sessionID(body bson.Raw) string {
-	v, err := body.LookupErr("lsid", "id")
-	if err != nil {
-		return ""
-	}
-	_, data, ok := v.BinaryOK()
-	if !ok {
-		return ""
-	}
-	return string(data)
-}
-
-// emptyUserDigest is the SHA-256 of the empty user name, base64: the user
-// part of a session id when no user is authenticated.
-const emptyUserDigest = "47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU="
-
-// formatLsid writes a session id as MongoDB does in messages: the UUID, the
-// user's digest and two empty parts for transactions.
-func formatLsid(id string) string {
-	b := []byte(id)
-	if len(b) != 16 {
-		return fmt.Sprintf("%x - %s -  - ", b, emptyUserDigest)
-	}
-	return fmt.Sprintf("%x-%x-%x-%x-%x - %s -  - ", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16], emptyUserDigest)
 }

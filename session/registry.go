@@ -1,6 +1,11 @@
 // Package session keeps the logical sessions of a server's clients: which
 // sessions exist, when each was last used, and when one ends or times out.
 //
+// A session is its owner's: as in MongoDB, its identity is the pair of the
+// UUID a client names and the digest of the user the server knows the
+// client as (Key), so that two users naming the same UUID have two
+// sessions, and neither can use, end or kill the other's.
+//
 // It is a package of its own, below the server, because sessions are where
 // retryable writes and transactions will keep their state: the server
 // consults the Registry on every command that carries an lsid, and learns
@@ -15,8 +20,11 @@
 package session
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
 	"fmt"
 	"math"
 	"sort"
@@ -44,6 +52,32 @@ func NewID() (ID, error) {
 	id[6] = id[6]&0x0f | 0x40
 	id[8] = id[8]&0x3f | 0x80
 	return id, nil
+}
+
+// UID is a session's user digest: the SHA-256 of its owner's name,
+// "user@db".
+type UID [32]byte
+
+// NoUser is the UID of the sessions of clients that are not authenticated:
+// the SHA-256 of the empty string, which no user's digest can be, since
+// every user's name holds an "@".
+var NoUser = UID(sha256.Sum256(nil))
+
+// UserUID returns the digest of user of db, NoUser for the empty user.
+func UserUID(user, db string) UID {
+	if user == "" && db == "" {
+		return NoUser
+	}
+	return sha256.Sum256([]byte(user + "@" + db))
+}
+
+// String formats the digest as base64, as MongoDB's messages do.
+func (u UID) String() string { return base64.StdEncoding.EncodeToString(u[:]) }
+
+// Key identifies a session: its id and its owner's digest.
+type Key struct {
+	ID  ID
+	UID UID
 }
 
 // Defaults of Options.
@@ -81,7 +115,7 @@ type Options struct {
 	Clock Clock
 	// Gone, if set, is told of sessions that ended or timed out, outside
 	// the registry's locks, so that what they own can be closed.
-	Gone func([]ID)
+	Gone func([]Key)
 }
 
 // Registry is the set of live sessions. Use is lock-free for a known
@@ -90,7 +124,7 @@ type Registry struct {
 	opts    Options
 	timeout int64 // nanoseconds
 
-	entries sync.Map     // ID → *entry
+	entries sync.Map     // Key → *entry
 	n       atomic.Int64 // entries
 	sweep   sync.Mutex   // one sweeper at a time
 	// swept is when a full registry last swept to make room, so that
@@ -102,6 +136,7 @@ type Registry struct {
 // been ended: a Use that finds it dead starts the session afresh.
 type entry struct {
 	last atomic.Int64
+	user string // the owner's name as it started the session, if known
 }
 
 const dead = math.MinInt64
@@ -137,29 +172,33 @@ func (r *Registry) TimeoutMinutes() int32 {
 // Len is the number of sessions kept, expired ones not yet swept included.
 func (r *Registry) Len() int { return int(r.n.Load()) }
 
-// Live reports whether id is a live session: started again, for example,
+// Live reports whether k is a live session: started again, for example,
 // after Gone was told it ended.
-func (r *Registry) Live(id ID) bool {
-	v, ok := r.entries.Load(id)
+func (r *Registry) Live(k Key) bool {
+	v, ok := r.entries.Load(k)
 	return ok && v.(*entry).last.Load() != dead
 }
 
-// Start begins a new session, as startSession does.
-func (r *Registry) Start() (ID, error) {
+// Start begins a new session of the user whose digest is uid, as
+// startSession does; user is the name $listLocalSessions shows.
+func (r *Registry) Start(uid UID, user string) (Key, error) {
 	id, err := NewID()
 	if err != nil {
-		return ID{}, err
+		return Key{}, err
 	}
-	return id, r.Use(id)
+	k := Key{ID: id, UID: uid}
+	return k, r.Use(k, user)
 }
 
-// Use marks session id used now, starting it if it is not live: every
+// Use marks session k used now, starting it if it is not live: every
 // command with an lsid does this, and so does refreshSessions. A session
 // found expired is ended first, so that its cursors do not outlive it.
-func (r *Registry) Use(id ID) error {
+// user, if not empty, is the owner's name ("user@db"), kept for
+// $listLocalSessions when this use starts the session.
+func (r *Registry) Use(k Key, user string) error {
 	now := r.opts.Clock.Now().UnixNano()
 	for {
-		v, ok := r.entries.Load(id)
+		v, ok := r.entries.Load(k)
 		if !ok {
 			break
 		}
@@ -172,7 +211,7 @@ func (r *Registry) Use(id ID) error {
 			r.sweep.Unlock()
 			continue
 		case now-last > r.timeout:
-			r.kill(id, e, last)
+			r.kill(k, e, last)
 			continue
 		case now <= last || e.last.CompareAndSwap(last, now):
 			return nil
@@ -184,64 +223,64 @@ func (r *Registry) Use(id ID) error {
 		}
 		if r.n.Load() >= int64(r.opts.Max) {
 			return mongoerr.New(mongoerr.TooManyLogicalSessions,
-				"Unable to add session ID %s into the cache because the number of active sessions is too high", id)
+				"Unable to add session ID %s into the cache because the number of active sessions is too high", k.ID)
 		}
 	}
-	e := new(entry)
+	e := &entry{user: user}
 	e.last.Store(now)
-	if _, loaded := r.entries.LoadOrStore(id, e); loaded {
-		return r.Use(id) // another command started it meanwhile
+	if _, loaded := r.entries.LoadOrStore(k, e); loaded {
+		return r.Use(k, user) // another command started it meanwhile
 	}
 	r.n.Add(1)
 	return nil
 }
 
-// kill removes id if its entry still reads last, and reports it gone.
-func (r *Registry) kill(id ID, e *entry, last int64) {
+// kill removes k if its entry still reads last, and reports it gone.
+func (r *Registry) kill(k Key, e *entry, last int64) {
 	r.sweep.Lock()
 	won := e.last.CompareAndSwap(last, dead)
 	if won {
-		r.entries.Delete(id)
+		r.entries.Delete(k)
 		r.n.Add(-1)
 	}
 	r.sweep.Unlock()
 	if won {
-		r.gone([]ID{id})
+		r.gone([]Key{k})
 	}
 }
 
-func (r *Registry) gone(ids []ID) {
-	if len(ids) > 0 && r.opts.Gone != nil {
-		r.opts.Gone(ids)
+func (r *Registry) gone(keys []Key) {
+	if len(keys) > 0 && r.opts.Gone != nil {
+		r.opts.Gone(keys)
 	}
 }
 
-// End ends the sessions, as endSessions does; ids of no live session are
+// End ends the sessions, as endSessions does; keys of no live session are
 // ignored. Their cursors are closed through Gone.
-func (r *Registry) End(ids []ID) {
+func (r *Registry) End(keys []Key) {
 	r.sweep.Lock()
-	for _, id := range ids {
-		v, ok := r.entries.Load(id)
+	for _, k := range keys {
+		v, ok := r.entries.Load(k)
 		if !ok {
 			continue
 		}
 		e := v.(*entry)
 		if last := e.last.Load(); last != dead && e.last.CompareAndSwap(last, dead) {
-			r.entries.Delete(id)
+			r.entries.Delete(k)
 			r.n.Add(-1)
 		}
 	}
 	r.sweep.Unlock()
-	// Every id is reported, live or not: cursors opened in a session that
+	// Every key is reported, live or not: cursors opened in a session that
 	// has since timed out and been started again belong to it all the same.
-	r.gone(ids)
+	r.gone(keys)
 }
 
 // Sweep ends the sessions unused for the timeout and returns when the next
 // one falls due, zero if none is kept.
 func (r *Registry) Sweep() time.Duration {
 	now := r.opts.Clock.Now().UnixNano()
-	var expired []ID
+	var expired []Key
 	next := int64(math.MaxInt64)
 	r.sweep.Lock()
 	r.entries.Range(func(k, v any) bool {
@@ -253,7 +292,7 @@ func (r *Registry) Sweep() time.Duration {
 			if e.last.CompareAndSwap(last, dead) {
 				r.entries.Delete(k)
 				r.n.Add(-1)
-				expired = append(expired, k.(ID))
+				expired = append(expired, k.(Key))
 			}
 		default:
 			next = min(next, last+r.timeout-now+1)
@@ -296,20 +335,29 @@ func (r *Registry) Run(ctx context.Context) {
 
 // Session is a live session as $listLocalSessions shows it.
 type Session struct {
-	ID      ID
+	Key
 	LastUse time.Time
+	// User is the owner's name, "user@db", when the session was started by
+	// its owner under that name; empty otherwise.
+	User string
 }
 
-// List returns the live sessions in id order, sweeping expired ones first.
+// List returns the live sessions in key order, sweeping expired ones first.
 func (r *Registry) List() []Session {
 	r.Sweep()
 	var out []Session
 	r.entries.Range(func(k, v any) bool {
-		if last := v.(*entry).last.Load(); last != dead {
-			out = append(out, Session{ID: k.(ID), LastUse: time.Unix(0, last)})
+		e := v.(*entry)
+		if last := e.last.Load(); last != dead {
+			out = append(out, Session{Key: k.(Key), LastUse: time.Unix(0, last), User: e.user})
 		}
 		return true
 	})
-	sort.Slice(out, func(i, j int) bool { return string(out[i].ID[:]) < string(out[j].ID[:]) })
+	sort.Slice(out, func(i, j int) bool {
+		if c := bytes.Compare(out[i].ID[:], out[j].ID[:]); c != 0 {
+			return c < 0
+		}
+		return bytes.Compare(out[i].UID[:], out[j].UID[:]) < 0
+	})
 	return out
 }
