@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"bytes"
+	"crypto/sha256"
 	"testing"
 	"time"
 
@@ -77,9 +79,14 @@ func TestAuthOwnOps(t *testing.T) {
 	// Killing another user's operation needs killop; one's own does not.
 	var opid int64
 	ops, _ := run(t, root.Database("admin"), bson.D{{Key: "currentOp", Value: 1}}).Lookup("inprog").Array().Values()
+	wantUID := sha256.Sum256([]byte("a@app"))
 	for _, op := range ops {
 		if u, _ := op.Document().Lookup("effectiveUsers", "0", "user").StringValueOK(); u == "a" {
 			opid = op.Document().Lookup("opid").AsInt64()
+			// Its session is a's: the uid is the digest of "a@app".
+			if _, uid, ok := op.Document().Lookup("lsid", "uid").BinaryOK(); !ok || !bytes.Equal(uid, wantUID[:]) {
+				t.Errorf("a's find shows lsid %v, want uid SHA-256(\"a@app\")", op.Document().Lookup("lsid"))
+			}
 		}
 	}
 	wantCode(t, b.Database("admin").RunCommand(ctx, bson.D{{Key: "killOp", Value: 1}, {Key: "op", Value: opid}}).Err(), codeUnauthorized)
