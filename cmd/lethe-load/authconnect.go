@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/xdg-go/scram"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -175,18 +174,10 @@ func startAuthServer(ctx context.Context) (addr string, stop func() error, err e
 // authClient connects to addr as benchUser with SCRAM-SHA-256, with a pool
 // of poolSize connections opened before it returns.
 func authClient(ctx context.Context, addr string, poolSize int) (*mongo.Client, error) {
-	client, err := mongo.Connect(options.Client().
-		ApplyURI("mongodb://" + addr + "/?directConnection=true").
-		SetAuth(options.Credential{AuthMechanism: "SCRAM-SHA-256", AuthSource: "admin", Username: benchUser, Password: benchPassword}).
-		SetMaxPoolSize(uint64(poolSize)).
-		SetTimeout(opTimeout))
+	client, err := pooledClient(ctx, addr, poolSize, options.Client().
+		SetAuth(options.Credential{AuthMechanism: "SCRAM-SHA-256", AuthSource: "admin", Username: benchUser, Password: benchPassword}))
 	if err != nil {
-		return nil, fmt.Errorf("connect as %s: %w", benchUser, err)
-	}
-	if err := warmUp(ctx, client, poolSize); err != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		return nil, errors.Join(err, client.Disconnect(ctx))
+		return nil, fmt.Errorf("as %s: %w", benchUser, err)
 	}
 	return client, nil
 }

@@ -3,10 +3,8 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"go.mongodb.org/mongo-driver/v2/mongo"
-	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
 
 // authOverheadRounds is how many times auth-overhead measures each
@@ -40,12 +38,7 @@ func runAuthOverhead(ctx context.Context, e *env) ([]result, error) {
 				return nil, err
 			}
 			defer stop()
-			client, err = mongo.Connect(options.Client().ApplyURI("mongodb://" + addr + "/?directConnection=true").
-				SetMaxPoolSize(uint64(e.cfg.clients)).SetTimeout(opTimeout))
-			if err != nil {
-				return nil, fmt.Errorf("connect: %w", err)
-			}
-			if err := warmUp(ctx, client, e.cfg.clients); err != nil {
+			if client, err = pooledClient(ctx, addr, e.cfg.clients); err != nil {
 				return nil, err
 			}
 		}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"go.mongodb.org/mongo-driver/v2/mongo"
-	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
 
 // oplogRounds is how many times the oplog-cost workload measures each
@@ -27,16 +26,11 @@ func runOplogCost(ctx context.Context, e *env) ([]result, error) {
 			return nil, err
 		}
 		defer stop()
-		opts := options.Client().ApplyURI("mongodb://" + addr + "/?directConnection=true").
-			SetMaxPoolSize(uint64(e.cfg.clients)).SetTimeout(opTimeout)
-		client, err := mongo.Connect(opts)
+		client, err := pooledClient(ctx, addr, e.cfg.clients)
 		if err != nil {
-			return nil, fmt.Errorf("connect: %w", err)
-		}
-		defer client.Disconnect(context.Background())
-		if err := warmUp(ctx, client, e.cfg.clients); err != nil {
 			return nil, err
 		}
+		defer client.Disconnect(context.Background())
 		colls[i] = client.Database(e.db.Name()).Collection("insert")
 		if err := drop(ctx, colls[i]); err != nil {
 			return nil, err

@@ -28,16 +28,11 @@ func runRetryCost(ctx context.Context, e *env) ([]result, error) {
 	defer stop()
 	var colls [2]*mongo.Collection // retryable, not
 	for i, retry := range []bool{true, false} {
-		opts := options.Client().ApplyURI("mongodb://" + addr + "/?directConnection=true").
-			SetMaxPoolSize(uint64(e.cfg.clients)).SetTimeout(opTimeout).SetRetryWrites(retry)
-		client, err := mongo.Connect(opts)
+		client, err := pooledClient(ctx, addr, e.cfg.clients, options.Client().SetRetryWrites(retry))
 		if err != nil {
-			return nil, fmt.Errorf("connect: %w", err)
-		}
-		defer client.Disconnect(context.Background())
-		if err := warmUp(ctx, client, e.cfg.clients); err != nil {
 			return nil, err
 		}
+		defer client.Disconnect(context.Background())
 		colls[i] = client.Database(e.db.Name()).Collection(fmt.Sprintf("insert%d", i))
 		if err := drop(ctx, colls[i]); err != nil {
 			return nil, err

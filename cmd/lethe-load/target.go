@@ -61,6 +61,25 @@ func openTarget(ctx context.Context, cfg config, manualClock bool) (*target, err
 	return t, nil
 }
 
+// pooledClient connects to the in-process server at addr with a pool of
+// poolSize connections, opened before it returns (warmUp); extra options
+// (credentials, TLS, retryWrites) apply after the defaults. The caller
+// disconnects it.
+func pooledClient(ctx context.Context, addr string, poolSize int, extra ...*options.ClientOptions) (*mongo.Client, error) {
+	base := options.Client().ApplyURI("mongodb://" + addr + "/?directConnection=true").
+		SetMaxPoolSize(uint64(poolSize)).SetTimeout(opTimeout)
+	client, err := mongo.Connect(append([]*options.ClientOptions{base}, extra...)...)
+	if err != nil {
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	if err := warmUp(ctx, client, poolSize); err != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return nil, errors.Join(err, client.Disconnect(ctx))
+	}
+	return client, nil
+}
+
 // warmUp opens the pool's connections before anything is timed, so that
 // the first workload does not pay for connection setup.
 func warmUp(ctx context.Context, client *mongo.Client, clients int) error {

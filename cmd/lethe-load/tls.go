@@ -59,19 +59,11 @@ func runTLS(ctx context.Context, e *env) ([]result, error) {
 
 	var colls [2]*mongo.Collection // docs over TLS, over plain TCP
 	for i, tc := range []*tls.Config{{RootCAs: roots, MinVersion: tls.VersionTLS12}, nil} {
-		opts := options.Client().ApplyURI("mongodb://" + addr + "/?directConnection=true").
-			SetMaxPoolSize(uint64(e.cfg.clients)).SetTimeout(opTimeout)
-		if tc != nil {
-			opts.SetTLSConfig(tc)
-		}
-		client, err := mongo.Connect(opts)
+		client, err := pooledClient(ctx, addr, e.cfg.clients, options.Client().SetTLSConfig(tc))
 		if err != nil {
-			return nil, fmt.Errorf("connect: %w", err)
-		}
-		defer client.Disconnect(context.Background())
-		if err := warmUp(ctx, client, e.cfg.clients); err != nil {
 			return nil, err
 		}
+		defer client.Disconnect(context.Background())
 		colls[i] = client.Database(e.db.Name()).Collection("docs")
 	}
 	// Both clients see the same documents: load them once, through either.
