@@ -3,7 +3,9 @@
 // (MongoDB's role model: built-in and user-defined roles, privileges as
 // actions on resources, and the privileges each command needs).
 //
-// The package knows nothing of the engine or the wire: the server keeps
+// The package knows nothing of the engine or the wire (it shares only the
+// error codes of engine/mongoerr and the type names of engine/bsonvalue,
+// leaves that stand alone): the server keeps
 // users and roles in its store (admin.system.users and admin.system.roles,
 // in MongoDB's document shapes) and hands them to this package through
 // Store; it carries each SASL conversation's payloads to a Conversation and

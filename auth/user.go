@@ -9,7 +9,9 @@ import (
 
 	"github.com/xdg-go/scram"
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine/bsonvalue"
 	"github.com/lethedb/lethe/engine/mongoerr"
 )
 
@@ -263,7 +265,7 @@ func roleNameDoc(d bson.Raw) (RoleName, error) {
 		}
 		s, ok := v.StringValueOK()
 		if !ok {
-			return n, mongoerr.New(mongoerr.TypeMismatch, "\"%s\" had the wrong type. Expected string, found %s", f.name, typeLabel(v.Type))
+			return n, mongoerr.New(mongoerr.TypeMismatch, "\"%s\" had the wrong type. Expected string, found %s", f.name, bsonvalue.TypeName(bsoncore.Type(v.Type)))
 		}
 		*f.dst = s
 	}
@@ -302,7 +304,7 @@ func storedRoleNames(v bson.RawValue) ([]RoleName, error) {
 func ParsePrivileges(v bson.RawValue) ([]Privilege, error) {
 	arr, ok := v.ArrayOK()
 	if !ok {
-		return nil, mongoerr.New(mongoerr.TypeMismatch, "privileges must be an array, not %s", typeLabel(v.Type))
+		return nil, mongoerr.New(mongoerr.TypeMismatch, "privileges must be an array, not %s", bsonvalue.TypeName(bsoncore.Type(v.Type)))
 	}
 	vals, err := arr.Values()
 	if err != nil {
@@ -445,29 +447,6 @@ func stringField(doc bson.Raw, name string) (string, error) {
 		return "", fmt.Errorf("auth: stored document has no string %q", name)
 	}
 	return s, nil
-}
-
-// typeLabel names a BSON type as MongoDB's messages do.
-func typeLabel(t bson.Type) string {
-	switch t {
-	case bson.TypeString:
-		return "string"
-	case bson.TypeEmbeddedDocument:
-		return "object"
-	case bson.TypeArray:
-		return "array"
-	case bson.TypeBoolean:
-		return "bool"
-	case bson.TypeInt32:
-		return "int"
-	case bson.TypeInt64:
-		return "long"
-	case bson.TypeDouble:
-		return "double"
-	case bson.TypeNull:
-		return "null"
-	}
-	return t.String()
 }
 
 // mustMarshal marshals a document built of plain values, which cannot

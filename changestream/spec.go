@@ -4,7 +4,9 @@ import (
 	"fmt"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine/bsonvalue"
 	"github.com/lethedb/lethe/engine/mongoerr"
 	"github.com/lethedb/lethe/oplog"
 )
@@ -165,29 +167,5 @@ func ParseSpec(stage bson.RawValue, db, coll string) (*Spec, error) {
 }
 
 func wrongType(field string, v bson.RawValue, want string) error {
-	return mongoerr.New(mongoerr.TypeMismatch, "BSON field '$changeStream.%s' is the wrong type '%s', expected type '%s'", field, typeName(v.Type), want)
-}
-
-func typeName(t bson.Type) string {
-	switch t {
-	case bson.TypeString:
-		return "string"
-	case bson.TypeEmbeddedDocument:
-		return "object"
-	case bson.TypeArray:
-		return "array"
-	case bson.TypeBoolean:
-		return "bool"
-	case bson.TypeInt32:
-		return "int"
-	case bson.TypeInt64:
-		return "long"
-	case bson.TypeDouble:
-		return "double"
-	case bson.TypeNull:
-		return "null"
-	case bson.TypeTimestamp:
-		return "timestamp"
-	}
-	return t.String()
+	return mongoerr.New(mongoerr.TypeMismatch, "BSON field '$changeStream.%s' is the wrong type '%s', expected type '%s'", field, bsonvalue.TypeName(bsoncore.Type(v.Type)), want)
 }
