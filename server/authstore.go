@@ -9,6 +9,7 @@ import (
 
 	"github.com/lethedb/lethe/auth"
 	"github.com/lethedb/lethe/engine"
+	"github.com/lethedb/lethe/engine/mongoerr"
 	"github.com/lethedb/lethe/engine/update"
 )
 
@@ -110,6 +111,27 @@ func (s *Server) authDocs(ctx context.Context, coll string, filter, sort bson.D)
 		return nil, err
 	}
 	return cur.All(ctx)
+}
+
+// insertAuthDoc adds doc to admin.<coll>, creating the collection and
+// its unique index if need be; exists is the error when an entry of the
+// same name and database is there already.
+func (s *Server) insertAuthDoc(ctx context.Context, coll string, doc bson.Raw, exists error) error {
+	if err := s.ensureAuthCollection(ctx, coll); err != nil {
+		return err
+	}
+	defer s.usersChanged()
+	res, err := s.eng.Insert(authDB, coll, []bson.Raw{doc}, true)
+	if err != nil {
+		return err
+	}
+	if len(res.Errors) > 0 {
+		if mongoerr.CodeOf(res.Errors[0].Err) == mongoerr.DuplicateKey {
+			return exists
+		}
+		return res.Errors[0].Err
+	}
+	return nil
 }
 
 // replaceAuthDoc replaces the document of admin.<coll> whose _id is doc's,

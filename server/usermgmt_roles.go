@@ -134,19 +134,9 @@ func (s *Server) createRole(ctx context.Context, req *Request) (bson.Raw, error)
 	}
 	r := &auth.Role{Name: a.name, DB: req.DB, Privileges: a.privileges, Roles: a.roles,
 		AuthenticationRestrictions: a.restrictions}
-	if err := s.ensureAuthCollection(ctx, rolesColl); err != nil {
-		return nil, err
-	}
-	defer s.usersChanged()
-	res, err := s.eng.Insert(authDB, rolesColl, []bson.Raw{auth.MarshalRole(r)}, true)
+	err = s.insertAuthDoc(ctx, rolesColl, auth.MarshalRole(r), mongoerr.New(codeRoleExists, "Role \"%s\" already exists", name))
 	if err != nil {
 		return nil, err
-	}
-	if len(res.Errors) > 0 {
-		if mongoerr.CodeOf(res.Errors[0].Err) == mongoerr.DuplicateKey {
-			return nil, mongoerr.New(codeRoleExists, "Role \"%s\" already exists", name)
-		}
-		return nil, res.Errors[0].Err
 	}
 	return okReply()
 }

@@ -160,20 +160,11 @@ func (s *Server) createUser(ctx context.Context, req *Request) (bson.Raw, error)
 		return nil, err
 	}
 	u.UserID = newUserID()
-	if err := s.ensureAuthCollection(ctx, usersColl); err != nil {
-		return nil, err
-	}
-	defer s.usersChanged()
-	res, err := s.eng.Insert(authDB, usersColl, []bson.Raw{auth.MarshalUser(u)}, true)
+	// The unique index catches another createUser of the same name that
+	// won the race.
+	err = s.insertAuthDoc(ctx, usersColl, auth.MarshalUser(u), mongoerr.New(codeUserExists, "User \"%s@%s\" already exists", u.Name, u.DB))
 	if err != nil {
 		return nil, err
-	}
-	if len(res.Errors) > 0 {
-		if mongoerr.CodeOf(res.Errors[0].Err) == mongoerr.DuplicateKey {
-			// Another createUser of the same name won the race.
-			return nil, mongoerr.New(codeUserExists, "User \"%s@%s\" already exists", u.Name, u.DB)
-		}
-		return nil, res.Errors[0].Err
 	}
 	return okReply()
 }
