@@ -124,34 +124,12 @@ func stagePrivileges(db, coll string, stage bson.RawElement, bypass bool) ([]Pri
 	case "$merge":
 		return mergeStagePrivileges(db, v, bypass)
 	case "$lookup", "$graphLookup":
-		var privs []Privilege
-		if from, ok := foreignNamespace(db, spec.Lookup("from")); ok {
-			privs = append(privs, Privilege{Resource: from, Actions: acts("find")})
-		}
-		if p, ok := spec.Lookup("pipeline").ArrayOK(); ok {
-			more, err := pipelinePrivileges(db, p)
-			if err != nil {
-				return nil, err
-			}
-			privs = append(privs, more...)
-		}
-		return privs, nil
+		return joinPrivileges(db, spec, "from")
 	case "$unionWith":
 		if name, ok := v.StringValueOK(); ok {
 			return []Privilege{onColl(db, name, acts("find"))}, nil
 		}
-		var privs []Privilege
-		if from, ok := foreignNamespace(db, spec.Lookup("coll")); ok {
-			privs = append(privs, Privilege{Resource: from, Actions: acts("find")})
-		}
-		if p, ok := spec.Lookup("pipeline").ArrayOK(); ok {
-			more, err := pipelinePrivileges(db, p)
-			if err != nil {
-				return nil, err
-			}
-			privs = append(privs, more...)
-		}
-		return privs, nil
+		return joinPrivileges(db, spec, "coll")
 	case "$facet":
 		var privs []Privilege
 		elems, _ := spec.Elements()
@@ -169,6 +147,23 @@ func stagePrivileges(db, coll string, stage bson.RawElement, bypass bool) ([]Pri
 		return privs, nil
 	}
 	return nil, nil
+}
+
+// joinPrivileges is what a stage that reads another collection needs:
+// find on the collection its field names, and what its own pipeline does.
+func joinPrivileges(db string, spec bson.Raw, field string) ([]Privilege, error) {
+	var privs []Privilege
+	if from, ok := foreignNamespace(db, spec.Lookup(field)); ok {
+		privs = append(privs, Privilege{Resource: from, Actions: acts("find")})
+	}
+	if p, ok := spec.Lookup("pipeline").ArrayOK(); ok {
+		more, err := pipelinePrivileges(db, p)
+		if err != nil {
+			return nil, err
+		}
+		privs = append(privs, more...)
+	}
+	return privs, nil
 }
 
 // foreignNamespace reads a stage's "from": a collection of the database,
