@@ -27,6 +27,25 @@ func preImagesEnabled(options bson.Raw) bool {
 // SetPreAndPostImages is collMod's changeStreamPreAndPostImages. As in
 // MongoDB the option is stored, and listed, only while enabled.
 func (e *Engine) SetPreAndPostImages(db, coll string, enabled bool) error {
+	entry := bson.D{{Key: "collMod", Value: coll}, {Key: PreImagesOption, Value: bson.D{{Key: "enabled", Value: enabled}}}}
+	return e.modifyOptions(db, coll, func(opts bson.D) (bson.D, error) {
+		kept := opts[:0]
+		for _, o := range opts {
+			if o.Key != PreImagesOption {
+				kept = append(kept, o)
+			}
+		}
+		if enabled {
+			kept = append(kept, bson.E{Key: PreImagesOption, Value: bson.D{{Key: "enabled", Value: true}}})
+		}
+		return kept, nil
+	}, entry)
+}
+
+// modifyOptions is collMod of db.coll's stored options: change gets them
+// decoded and returns them as they are to be, and entry is the collMod
+// the oplog records.
+func (e *Engine) modifyOptions(db, coll string, change func(opts bson.D) (bson.D, error), entry bson.D) error {
 	c := e.collection(db, coll)
 	if c == nil {
 		return mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist: %s.%s", db, coll)
@@ -40,28 +59,22 @@ func (e *Engine) SetPreAndPostImages(db, coll string, enabled bool) error {
 				return fmt.Errorf("engine: collection options of %s.%s: %w", db, coll, err)
 			}
 		}
-		kept := opts[:0]
-		for _, o := range opts {
-			if o.Key != PreImagesOption {
-				kept = append(kept, o)
-			}
+		opts, err := change(opts)
+		if err != nil {
+			return err
 		}
-		if enabled {
-			kept = append(kept, bson.E{Key: PreImagesOption, Value: bson.D{{Key: "enabled", Value: true}}})
-		}
-		if len(kept) == 0 {
+		if len(opts) == 0 {
 			meta.Options = nil
 			return nil
 		}
-		raw, err := bson.Marshal(kept)
+		raw, err := bson.Marshal(opts)
 		if err != nil {
 			return fmt.Errorf("engine: collection options: %w", err)
 		}
 		meta.Options = raw
 		return nil
 	}, func(old, _ *collMeta) []oplog.Entry {
-		o := bson.D{{Key: "collMod", Value: coll}, {Key: PreImagesOption, Value: bson.D{{Key: "enabled", Value: enabled}}}}
-		return cmdEntry(db, old.UUID.Data, o, collModO2(old, nil))
+		return cmdEntry(db, old.UUID.Data, entry, collModO2(old, nil))
 	})
 }
 

@@ -12,7 +12,6 @@ import (
 
 	"github.com/lethedb/lethe/engine/mongoerr"
 	"github.com/lethedb/lethe/engine/query"
-	"github.com/lethedb/lethe/oplog"
 )
 
 // Schema validation: a collection's validator is a query filter that every
@@ -160,19 +159,17 @@ type CollectionValidation struct {
 // validationAction (collMod). Later writes are checked under the new
 // settings; documents already stored are not.
 func (e *Engine) SetValidation(db, coll string, ch CollectionValidation) error {
-	c := e.collection(db, coll)
-	if c == nil {
-		return mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist: %s.%s", db, coll)
+	entry := bson.D{{Key: "collMod", Value: coll}}
+	if ch.Validator != nil {
+		entry = append(entry, bson.E{Key: "validator", Value: ch.Validator})
 	}
-	c.ddl.Lock()
-	defer c.ddl.Unlock()
-	return e.updateMeta(c, func(meta *collMeta) error {
-		var opts bson.D
-		if len(meta.Options) > 0 {
-			if err := bson.Unmarshal(meta.Options, &opts); err != nil {
-				return fmt.Errorf("engine: collection options of %s.%s: %w", db, coll, err)
-			}
-		}
+	if ch.Level != nil {
+		entry = append(entry, bson.E{Key: "validationLevel", Value: *ch.Level})
+	}
+	if ch.Action != nil {
+		entry = append(entry, bson.E{Key: "validationAction", Value: *ch.Action})
+	}
+	return e.modifyOptions(db, coll, func(opts bson.D) (bson.D, error) {
 		set := func(key string, v any) {
 			for i := range opts {
 				if opts[i].Key == key {
@@ -191,29 +188,16 @@ func (e *Engine) SetValidation(db, coll string, ch CollectionValidation) error {
 		if ch.Action != nil {
 			set("validationAction", *ch.Action)
 		}
+		// Compiling here reports a bad validator before anything changes.
 		raw, err := bson.Marshal(opts)
 		if err != nil {
-			return fmt.Errorf("engine: collection options: %w", err)
+			return nil, fmt.Errorf("engine: collection options: %w", err)
 		}
-		// Compiling here reports a bad validator before anything changes.
 		if _, err := compileValidator(raw); err != nil {
-			return err
+			return nil, err
 		}
-		meta.Options = raw
-		return nil
-	}, func(old, _ *collMeta) []oplog.Entry {
-		o := bson.D{{Key: "collMod", Value: coll}}
-		if ch.Validator != nil {
-			o = append(o, bson.E{Key: "validator", Value: ch.Validator})
-		}
-		if ch.Level != nil {
-			o = append(o, bson.E{Key: "validationLevel", Value: *ch.Level})
-		}
-		if ch.Action != nil {
-			o = append(o, bson.E{Key: "validationAction", Value: *ch.Action})
-		}
-		return cmdEntry(db, old.UUID.Data, o, collModO2(old, nil))
-	})
+		return opts, nil
+	}, entry)
 }
 
 // checkValidation applies the collection's validator to a document about
