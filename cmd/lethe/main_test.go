@@ -1,12 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -25,50 +22,11 @@ func TestLifecycle(t *testing.T) {
 		t.Skip("builds the binary")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "lethe")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	cmd := exec.Command(bin, "--listen", "127.0.0.1:0", "--data-dir", filepath.Join(dir, "data"),
-		"--log-format", "json", "--clock", "manual", "--metrics-listen", "127.0.0.1:0", "--repl-set", "rs0")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-
-	// Read the log until both addresses are known, then keep draining it.
-	logs := make(chan map[string]any, 100)
-	go func() {
-		defer close(logs)
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			var entry map[string]any
-			if json.Unmarshal(sc.Bytes(), &entry) == nil {
-				logs <- entry
-			}
-		}
-		io.Copy(io.Discard, stderr)
-	}()
+	proc := startBinary(t, dir, "--listen", "127.0.0.1:0", "--data-dir", filepath.Join(dir, "data"),
+		"--clock", "manual", "--metrics-listen", "127.0.0.1:0", "--repl-set", "rs0")
 	addrOf := func(msg string) string {
 		t.Helper()
-		timeout := time.After(30 * time.Second)
-		for {
-			select {
-			case e, ok := <-logs:
-				if !ok {
-					t.Fatalf("lethe exited before logging %q", msg)
-				}
-				if e["msg"] == msg {
-					return e["addr"].(string)
-				}
-			case <-timeout:
-				t.Fatalf("no %q log line", msg)
-			}
-		}
+		return proc.waitLog(msg)["addr"].(string)
 	}
 	addr := addrOf("lethe listening")
 	metricsAddr := addrOf("serving metrics")
@@ -106,12 +64,10 @@ func TestLifecycle(t *testing.T) {
 		}
 	}
 
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := proc.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	for range logs { // drain until exit
-	}
-	if err := cmd.Wait(); err != nil {
+	if err := proc.wait(); err != nil {
 		t.Fatalf("exit after SIGTERM: %v", err)
 	}
 }

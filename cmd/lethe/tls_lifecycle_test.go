@@ -3,14 +3,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509/pkix"
-	"encoding/json"
-	"io"
 	"net"
-	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -29,51 +25,11 @@ func TestTLSLifecycle(t *testing.T) {
 		t.Skip("builds the binary")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "lethe")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
 	ca := tlstest.NewCA(t, "test CA")
 	f := ca.ServerFiles(t, dir, "first")
-	cmd := exec.Command(bin, "--listen", "127.0.0.1:0", "--data-dir", filepath.Join(dir, "data"), "--log-format", "json",
+	proc := startBinary(t, dir, "--listen", "127.0.0.1:0", "--data-dir", filepath.Join(dir, "data"),
 		"--tls-mode", "require", "--tls-cert-file", f.Cert, "--tls-key-file", f.Key)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	logs := make(chan map[string]any, 100)
-	go func() {
-		defer close(logs)
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			var entry map[string]any
-			if json.Unmarshal(sc.Bytes(), &entry) == nil {
-				logs <- entry
-			}
-		}
-		io.Copy(io.Discard, stderr)
-	}()
-	waitLog := func(msg string) map[string]any {
-		t.Helper()
-		timeout := time.After(30 * time.Second)
-		for {
-			select {
-			case e, ok := <-logs:
-				if !ok {
-					t.Fatalf("lethe exited before logging %q", msg)
-				}
-				if e["msg"] == msg {
-					return e
-				}
-			case <-timeout:
-				t.Fatalf("no %q log line", msg)
-			}
-		}
-	}
+	waitLog := proc.waitLog
 	listening := waitLog("lethe listening")
 	addr := listening["addr"].(string)
 	if listening["tlsMode"] != "require" {
@@ -104,7 +60,7 @@ func TestTLSLifecycle(t *testing.T) {
 	c, k := ca.Issue(t, pkix.Name{CommonName: "second"}, true)
 	tlstest.WriteFile(t, f.Cert, c)
 	tlstest.WriteFile(t, f.Key, k)
-	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+	if err := proc.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
 	waitLog("TLS certificates reloaded")
@@ -112,12 +68,10 @@ func TestTLSLifecycle(t *testing.T) {
 		t.Errorf("served certificate after SIGHUP %q, want second", cn)
 	}
 
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := proc.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	for range logs {
-	}
-	if err := cmd.Wait(); err != nil {
+	if err := proc.wait(); err != nil {
 		t.Fatalf("exit after SIGTERM: %v", err)
 	}
 }
