@@ -8,6 +8,7 @@ import (
 
 	"github.com/xdg-go/scram"
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 )
 
 // With access control a session is its user's, as in MongoDB: its
@@ -101,20 +102,27 @@ func listedSessions(t *testing.T, c *rawConn, spec bson.D, id []byte) map[string
 	return out
 }
 
-func TestAuthSessionsBelongToTheirUser(t *testing.T) {
-	ts := startServer(t, withAuth(), withReplSet("rs0"))
-	run(t, ts.Client.Database("admin"), bson.D{{Key: "createUser", Value: "admin"}, {Key: "pwd", Value: "adminpw"},
-		{Key: "roles", Value: bson.A{"root"}}})
-	root := authClient(t, ts, "admin", "adminpw", "admin", "")
+// twoUsersAndDocs creates the readWrite users a and b of app (password
+// "pw") and n documents in app.c, _id 0 to n-1.
+func twoUsersAndDocs(t *testing.T, root *mongo.Client, n int) {
+	t.Helper()
 	createUser(t, root, "app", "a", bson.A{"readWrite"})
 	createUser(t, root, "app", "b", bson.A{"readWrite"})
-	docs := make([]any, 10)
+	docs := make([]any, n)
 	for i := range docs {
 		docs[i] = bson.D{{Key: "_id", Value: int32(i)}}
 	}
 	if _, err := root.Database("app").Collection("c").InsertMany(testCtx(t), docs); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func TestAuthSessionsBelongToTheirUser(t *testing.T) {
+	ts := startServer(t, withAuth(), withReplSet("rs0"))
+	run(t, ts.Client.Database("admin"), bson.D{{Key: "createUser", Value: "admin"}, {Key: "pwd", Value: "adminpw"},
+		{Key: "roles", Value: bson.A{"root"}}})
+	root := authClient(t, ts, "admin", "adminpw", "admin", "")
+	twoUsersAndDocs(t, root, 10)
 	a := authRaw(t, ts, "a", "pw", "app")
 	b := authRaw(t, ts, "b", "pw", "app")
 	rootRaw := authRaw(t, ts, "admin", "adminpw", "admin")
@@ -231,15 +239,7 @@ func TestAuthSessionsBelongToTheirUser(t *testing.T) {
 // client that has not authenticated cannot name sessions to end.
 func TestAuthKillSessionsOwnOnly(t *testing.T) {
 	ts, root := startAuthServer(t)
-	createUser(t, root, "app", "a", bson.A{"readWrite"})
-	createUser(t, root, "app", "b", bson.A{"readWrite"})
-	docs := make([]any, 6)
-	for i := range docs {
-		docs[i] = bson.D{{Key: "_id", Value: int32(i)}}
-	}
-	if _, err := root.Database("app").Collection("c").InsertMany(testCtx(t), docs); err != nil {
-		t.Fatal(err)
-	}
+	twoUsersAndDocs(t, root, 6)
 	a := authRaw(t, ts, "a", "pw", "app")
 	b := authRaw(t, ts, "b", "pw", "app")
 	open := func(c *rawConn, uuid string) (int64, bson.D) {
