@@ -2,9 +2,11 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 	"go.uber.org/zap"
 
 	"github.com/lethedb/lethe/auth"
@@ -46,6 +48,24 @@ func (s *Server) writeAuthSchemaVersion(ctx context.Context) error {
 	}
 	_, err = s.eng.Update(ctx, authDB, versionColl, engine.UpdateSpec{Filter: filter, Update: up, Upsert: true})
 	return err
+}
+
+// upgradeAuthSchema records the schema version in a store whose users
+// were created before Lethe wrote it, so that mongodump can carry them
+// without waiting for the next change to a user or role.
+func (s *Server) upgradeAuthSchema() error {
+	ctx := context.Background()
+	has, err := s.authStoreHasUsers(ctx)
+	if err != nil || !has {
+		return err
+	}
+	if doc, err := s.eng.FindByID(authDB, versionColl, bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, "authSchema")}); err != nil || doc != nil {
+		return err
+	}
+	if err := s.writeAuthSchemaVersion(ctx); err != nil {
+		return fmt.Errorf("server: record the auth schema version: %w", err)
+	}
+	return nil
 }
 
 // mergeAuthzArgs are _mergeAuthzCollections' arguments: the namespaces of

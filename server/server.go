@@ -15,6 +15,7 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -238,6 +239,9 @@ func New(cfg Config) (*Server, error) {
 	s.guardViews()
 	s.allowDiskUseByDefault.Store(true)
 	s.params = s.buildParameters()
+	if err := s.upgradeAuthSchema(); err != nil {
+		return nil, errors.Join(err, eng.Close())
+	}
 	if cfg.EnableTestCommands {
 		log.Warn("test commands are enabled (configureFailPoint): use this for tests only")
 	}
