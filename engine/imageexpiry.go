@@ -98,11 +98,10 @@ func (e *Engine) imagesExpireBefore() oplog.Timestamp {
 // ExpirePreImages removes the pre-images expireAfterSeconds has expired.
 func (e *Engine) ExpirePreImages() error {
 	cut := e.imagesExpireBefore()
-	if cut.IsZero() {
+	if cut.IsZero() || e.oplog == nil {
 		return nil
 	}
-	lo, _ := oplog.PreImageRange()
-	if err := e.db.DeleteRange(lo, oplog.AppendPreImageKey(nil, cut), pebble.NoSync); err != nil {
+	if err := e.oplog.ExpirePreImages(oplogStore{e}, cut); err != nil {
 		return fmt.Errorf("engine: expire pre-images: %w", err)
 	}
 	return nil

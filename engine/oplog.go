@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -121,6 +122,11 @@ func (e *Engine) openOplog(opts Options) error {
 	if err := it.Error(); err != nil {
 		return fmt.Errorf("engine: open oplog: %w", err)
 	}
+	images, err := e.rangeSize(oplog.PreImageRange())
+	if err != nil {
+		return fmt.Errorf("engine: open oplog: %w", err)
+	}
+	size += images
 	e.oplog = oplog.New(oplog.Options{Now: e.clock.Now, MaxBytes: opts.OplogMaxBytes, MaxAge: opts.OplogMaxAge}, last, size)
 	return nil
 }
@@ -135,16 +141,60 @@ func (s oplogStore) Scan(fn func(ts oplog.Timestamp, size int64) bool) error {
 		return err
 	}
 	defer it.Close()
+	// The pre-images, keyed by the timestamps of their entries, walk
+	// alongside.
+	plo, phi := oplog.PreImageRange()
+	images, err := s.e.db.NewIter(&pebble.IterOptions{LowerBound: plo, UpperBound: phi})
+	if err != nil {
+		return err
+	}
+	defer images.Close()
+	image := images.First()
 	for ok := it.First(); ok; ok = it.Next() {
 		ts, err := oplog.KeyTS(it.Key())
 		if err != nil {
 			return err
 		}
-		if !fn(ts, int64(len(it.Key())+len(it.Value()))) {
+		size := int64(len(it.Key()) + len(it.Value()))
+		key := oplog.AppendPreImageKey(nil, ts)
+		for image && bytes.Compare(images.Key(), key) < 0 {
+			image = images.Next()
+		}
+		if image && bytes.Equal(images.Key(), key) {
+			size += int64(len(images.Key()) + len(images.Value()))
+		}
+		if !fn(ts, size) {
 			break
 		}
 	}
-	return it.Error()
+	return errors.Join(it.Error(), images.Error())
+}
+
+func (s oplogStore) DeletePreImagesBefore(ts oplog.Timestamp) (int64, error) {
+	lo, _ := oplog.PreImageRange()
+	hi := oplog.AppendPreImageKey(nil, ts)
+	n, err := s.e.rangeSize(lo, hi)
+	if err != nil {
+		return 0, err
+	}
+	if err := s.e.db.DeleteRange(lo, hi, pebble.NoSync); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// rangeSize is the bytes of the keys and values stored in [lo, hi).
+func (e *Engine) rangeSize(lo, hi []byte) (int64, error) {
+	it, err := e.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return 0, err
+	}
+	defer it.Close()
+	var n int64
+	for ok := it.First(); ok; ok = it.Next() {
+		n += int64(len(it.Key()) + len(it.Value()))
+	}
+	return n, it.Error()
 }
 
 func (s oplogStore) DeleteBefore(ts oplog.Timestamp) error {

@@ -10,6 +10,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/lethedb/lethe/engine/update"
 	"github.com/lethedb/lethe/oplog"
 	"github.com/lethedb/lethe/ttlindex"
 )
@@ -117,6 +118,60 @@ func TestPreImagesTrimmedWithOplog(t *testing.T) {
 	// Every delete entry still stored keeps its pre-image.
 	if pres := preImagesAt(t, e, oldest.Prev()); len(pres) != kept || kept == 0 || kept == 200 {
 		t.Fatalf("%d pre-images kept for %d delete entries", kept, len(pres))
+	}
+}
+
+// TestPreImagesBoundedWithOplog: small updates of a large document write
+// small entries and large pre-images; the oplog's size bound counts both,
+// so together they stay within it, and a restart counts them again.
+func TestPreImagesBoundedWithOplog(t *testing.T) {
+	clock := ttlindex.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	const bound = 256 << 10
+	dir := t.TempDir()
+	e := openOplogEngine(t, dir, clock, Options{OplogMaxBytes: bound})
+	opts := mustRaw(t, bson.D{{Key: PreImagesOption, Value: bson.D{{Key: "enabled", Value: true}}}})
+	if err := e.CreateCollection("db", "c", CreateOptions{Raw: opts}); err != nil {
+		t.Fatal(err)
+	}
+	big := mustRaw(t, bson.D{{Key: "_id", Value: 1}, {Key: "n", Value: 0}, {Key: "p", Value: strings.Repeat("x", 64<<10)}})
+	if _, err := e.Insert("db", "c", []bson.Raw{big}, true); err != nil {
+		t.Fatal(err)
+	}
+	inc, err := update.Compile(mustRaw(t, bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}}), update.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := func() int64 {
+		t.Helper()
+		entries, err := e.rangeSize(oplog.Range())
+		if err != nil {
+			t.Fatal(err)
+		}
+		images, err := e.rangeSize(oplog.PreImageRange())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return entries + images
+	}
+	for range 100 {
+		if _, err := e.Update(context.Background(), "db", "c", UpdateSpec{Filter: mustRaw(t, bson.D{{Key: "_id", Value: 1}}), Update: inc}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.TrimOplog(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// 100 pre-images of 64 KiB would be 25 times the bound.
+	if n := stored(); n > bound || n != e.Oplog().Size() {
+		t.Fatalf("oplog and pre-images hold %d bytes (the log counts %d), bound %d", n, e.Oplog().Size(), bound)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e = openOplogEngine(t, dir, clock, Options{OplogMaxBytes: bound})
+	defer e.Close()
+	if n := stored(); n != e.Oplog().Size() {
+		t.Fatalf("after a restart the log counts %d bytes, %d stored", e.Oplog().Size(), n)
 	}
 }
 

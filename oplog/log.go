@@ -89,12 +89,15 @@ func (l *Log) Append(b Batch, ents []Entry) (*Reservation, error) {
 		}
 		r.bytes += int64(KeyLen + len(buf))
 		if ents[i].PreImage != nil {
-			// Not counted in the log's size: the size bound is the
-			// entries', as mongod's oplogSize does not count
-			// config.system.preimages.
-			if err := b.Set(AppendPreImageKey(key[:0], ts), ents[i].PreImage); err != nil {
+			// Counted in the log's size, unlike mongod's oplogSize and
+			// config.system.preimages: a small update of a large
+			// document writes a small entry and a large pre-image, and
+			// the size bound is what keeps the disk bounded.
+			pk := AppendPreImageKey(key[:0], ts)
+			if err := b.Set(pk, ents[i].PreImage); err != nil {
 				return nil, fmt.Errorf("oplog: append pre-image at %v: %w", ts, err)
 			}
+			r.bytes += int64(len(pk) + len(ents[i].PreImage))
 		}
 		r.Last = ts
 		ts = ts.Next()

@@ -2,8 +2,10 @@ package oplog
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,9 +14,19 @@ import (
 )
 
 // memBatch and memStore keep entries in a map, as the engine's store does.
-type memStore struct{ entries map[uint64][]byte }
+type memStore struct {
+	entries map[uint64][]byte
+	images  map[uint64][]byte // pre-images, by their entries' timestamps
+}
 
 func (m *memStore) Set(k, v []byte) error {
+	if len(k) > 0 && k[0] == PreImagePrefix {
+		if m.images == nil {
+			m.images = map[uint64][]byte{}
+		}
+		m.images[binary.BigEndian.Uint64(k[1:])] = append([]byte(nil), v...)
+		return nil
+	}
 	ts, err := KeyTS(k)
 	if err != nil {
 		return err
@@ -32,9 +44,16 @@ func (m *memStore) keys() []uint64 {
 	return ks
 }
 
+func (m *memStore) imageSize(k uint64) int64 {
+	if v, ok := m.images[k]; ok {
+		return int64(len(AppendPreImageKey(nil, FromUint64(k))) + len(v))
+	}
+	return 0
+}
+
 func (m *memStore) Scan(fn func(Timestamp, int64) bool) error {
 	for _, k := range m.keys() {
-		if !fn(FromUint64(k), int64(KeyLen+len(m.entries[k]))) {
+		if !fn(FromUint64(k), int64(KeyLen+len(m.entries[k]))+m.imageSize(k)) {
 			break
 		}
 	}
@@ -47,7 +66,60 @@ func (m *memStore) DeleteBefore(ts Timestamp) error {
 			delete(m.entries, k)
 		}
 	}
-	return nil
+	_, err := m.DeletePreImagesBefore(ts)
+	return err
+}
+
+func (m *memStore) DeletePreImagesBefore(ts Timestamp) (int64, error) {
+	var n int64
+	for k := range m.images {
+		if k < ts.Uint64() {
+			n += m.imageSize(k)
+			delete(m.images, k)
+		}
+	}
+	return n, nil
+}
+
+// TestPreImagesCountTowardSize: a small update of a large document writes
+// a small entry and a large pre-image; the size bound counts both, so the
+// pre-images cannot outgrow it, and expiring pre-images gives their size
+// back.
+func TestPreImagesCountTowardSize(t *testing.T) {
+	now := time.Unix(100, 0)
+	s := &memStore{entries: map[uint64][]byte{}}
+	const bound = 64 << 10
+	l := New(Options{Now: func() time.Time { return now }, MaxBytes: bound}, Timestamp{}, 0)
+	image := doc(t, bson.D{{Key: "_id", Value: 1}, {Key: "big", Value: strings.Repeat("x", 16<<10)}})
+	for i := range 100 {
+		e := insertEntry(t, i)
+		e.PreImage = image
+		r, _ := l.Append(s, []Entry{e})
+		r.Finish(true)
+		if _, err := l.Trim(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var stored int64
+	if err := s.Scan(func(_ Timestamp, n int64) bool { stored += n; return true }); err != nil {
+		t.Fatal(err)
+	}
+	if stored > bound || stored != l.Size() {
+		t.Fatalf("stored %d bytes (log counts %d), bound %d", stored, l.Size(), bound)
+	}
+	if len(s.images) == 0 || len(s.images) > bound/(16<<10) {
+		t.Fatalf("%d pre-images kept under a %d-byte bound", len(s.images), bound)
+	}
+	if err := l.ExpirePreImages(s, l.Last().Next()); err != nil {
+		t.Fatal(err)
+	}
+	var entries int64
+	for k := range s.entries {
+		entries += int64(KeyLen + len(s.entries[k]))
+	}
+	if len(s.images) != 0 || l.Size() != entries {
+		t.Fatalf("after expiry: %d pre-images, size %d, want %d", len(s.images), l.Size(), entries)
+	}
 }
 
 func doc(t *testing.T, v any) []byte {

@@ -6,8 +6,8 @@ import "encoding/binary"
 // the document as it was before the update, replacement or deletion that
 // the entry at the same timestamp records, kept for change streams'
 // fullDocumentBeforeChange and post-images (MongoDB keeps them in
-// config.system.preimages). It is written in the entry's batch and trimmed
-// with it.
+// config.system.preimages). It is written in the entry's batch, counts
+// toward the log's size, and is trimmed with it.
 const PreImagePrefix = 'p'
 
 // AppendPreImageKey appends the key of the pre-image of the entry at ts.

@@ -9,11 +9,31 @@ import (
 
 // Store is the stored log as the trimmer sees it.
 type Store interface {
-	// Scan calls fn with the timestamp and stored size of each entry from
-	// the oldest, until fn returns false.
+	// Scan calls fn with the timestamp and stored size of each entry
+	// from the oldest, its pre-image's included, until fn returns false.
 	Scan(fn func(ts Timestamp, size int64) bool) error
 	// DeleteBefore removes every entry before ts, and their pre-images.
 	DeleteBefore(ts Timestamp) error
+	// DeletePreImagesBefore removes the pre-images of the entries before
+	// ts and returns their size.
+	DeletePreImagesBefore(ts Timestamp) (int64, error)
+}
+
+// ExpirePreImages removes the pre-images of the entries before ts (those
+// past their expireAfterSeconds) and takes their size off the log's. It
+// runs under the trimmer's lock, so that a trim that counted them does
+// not take them off too.
+func (l *Log) ExpirePreImages(s Store, ts Timestamp) error {
+	l.trimMu.Lock()
+	defer l.trimMu.Unlock()
+	n, err := s.DeletePreImagesBefore(ts)
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	l.size -= n
+	l.mu.Unlock()
+	return nil
 }
 
 // trimChunk is the most entries one trim step removes, so that a large
