@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/lethedb/lethe/auth"
 	"github.com/lethedb/lethe/server"
 )
 
@@ -299,4 +300,32 @@ func containsAll(have []string, want ...string) bool {
 		}
 	}
 	return true
+}
+
+// TestAuthMechanismsRestricted: with authenticationMechanisms set to
+// SCRAM-SHA-256 alone, SCRAM-SHA-1 is turned away with
+// MechanismUnavailable, saslSupportedMechs offers only what is enabled,
+// and the driver's own choice still logs in.
+func TestAuthMechanismsRestricted(t *testing.T) {
+	ts := startServer(t, withAuth(), func(c *server.Config) { c.AuthMechanisms = []auth.Mechanism{auth.ScramSHA256} })
+	ctx := testCtx(t)
+	run(t, ts.Client.Database("admin"), bson.D{{Key: "createUser", Value: "admin"}, {Key: "pwd", Value: "adminpw"},
+		{Key: "roles", Value: bson.A{"root"}}})
+	root := authClient(t, ts, "admin", "adminpw", "admin", "")
+	createUser(t, root, "app", "u", bson.A{"readWrite"})
+	err := authClient(t, ts, "u", "pw", "app", "SCRAM-SHA-1").Ping(ctx, nil)
+	if err == nil || !strings.Contains(err.Error(), "MechanismUnavailable") {
+		t.Fatalf("SCRAM-SHA-1 when only SCRAM-SHA-256 is enabled: %v", err)
+	}
+	if err := authClient(t, ts, "u", "pw", "app", "").Ping(ctx, nil); err != nil {
+		t.Fatalf("the driver's choice: %v", err)
+	}
+	hello := run(t, ts.Client.Database("admin"), bson.D{{Key: "hello", Value: 1}, {Key: "saslSupportedMechs", Value: "app.u"}})
+	if mechs, _ := hello.Lookup("saslSupportedMechs").Array().Values(); len(mechs) != 1 || mechs[0].StringValue() != "SCRAM-SHA-256" {
+		t.Fatalf("saslSupportedMechs %v, want [SCRAM-SHA-256]", hello.Lookup("saslSupportedMechs"))
+	}
+	param := run(t, root.Database("admin"), bson.D{{Key: "getParameter", Value: 1}, {Key: "authenticationMechanisms", Value: 1}})
+	if got := param.Lookup("authenticationMechanisms").String(); got != `["SCRAM-SHA-256"]` {
+		t.Fatalf("authenticationMechanisms %s", got)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -210,9 +211,7 @@ func (s *Server) saslReply(req *Request, payload []byte, done bool) (bson.Raw, e
 func (s *Server) startConversation(ctx context.Context, req *Request, args saslStartArgs, speculative bool) ([]byte, bool, error) {
 	c := req.Conn
 	c.auth.conv = nil
-	switch args.mech {
-	case auth.ScramSHA1, auth.ScramSHA256:
-	default:
+	if (args.mech != auth.ScramSHA1 && args.mech != auth.ScramSHA256) || !s.mechanismEnabled(args.mech) {
 		return nil, false, mongoerr.New(mongoerr.MechanismUnavailable,
 			"Received authentication for mechanism %s which is unknown or not enabled", args.mech)
 	}
@@ -433,7 +432,7 @@ func (s *Server) authenticate(ctx context.Context, req *Request) (bson.Raw, erro
 
 func (s *Server) authenticateX509(ctx context.Context, req *Request, mech auth.Mechanism, user string, speculative bool) (string, error) {
 	c := req.Conn
-	if mech != auth.X509 {
+	if mech != auth.X509 || !s.mechanismEnabled(mech) {
 		return "", mongoerr.New(mongoerr.MechanismUnavailable,
 			"Received authentication for mechanism %s which is unknown or not enabled", mech)
 	}
@@ -566,4 +565,20 @@ func (s *Server) scramIterations(mech auth.Mechanism) int {
 		return s.cfg.ScramSHA1Iterations
 	}
 	return s.cfg.ScramSHA256Iterations
+}
+
+// allMechanisms are the mechanisms Lethe has, in MongoDB's default order
+// of authenticationMechanisms.
+var allMechanisms = []auth.Mechanism{auth.X509, auth.ScramSHA1, auth.ScramSHA256}
+
+// authMechanisms are the mechanisms clients may use.
+func (s *Server) authMechanisms() []auth.Mechanism {
+	if s.cfg.AuthMechanisms == nil {
+		return allMechanisms
+	}
+	return s.cfg.AuthMechanisms
+}
+
+func (s *Server) mechanismEnabled(m auth.Mechanism) bool {
+	return slices.Contains(s.authMechanisms(), m)
 }

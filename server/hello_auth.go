@@ -31,7 +31,7 @@ func (s *Server) appendSupportedMechs(ctx context.Context, dst []byte, dbUser st
 	aidx, dst := bsoncore.AppendArrayElementStart(dst, "saslSupportedMechs")
 	i := 0
 	for _, m := range []auth.Mechanism{auth.ScramSHA1, auth.ScramSHA256} {
-		if _, ok := u.Credentials[m]; ok {
+		if _, ok := u.Credentials[m]; ok && s.mechanismEnabled(m) {
 			dst = bsoncore.AppendStringElement(dst, strconv.Itoa(i), string(m))
 			i++
 		}

@@ -22,6 +22,14 @@ func (s *Server) buildParameters() map[string]*parameter {
 		"logLevel":                    {get: s.logLevel},
 		// mongodump and mongorestore check it before carrying users.
 		"authSchemaVersion": {get: func() any { return int32(authSchemaVersion) }},
+		// Set at startup only, as in MongoDB (Config.AuthMechanisms).
+		"authenticationMechanisms": {get: func() any {
+			var names bson.A
+			for _, m := range s.authMechanisms() {
+				names = append(names, string(m))
+			}
+			return names
+		}},
 		// Set at startup only, as in MongoDB (Config.SessionTimeout).
 		"localLogicalSessionTimeoutMinutes": {get: func() any { return s.sessions.TimeoutMinutes() }},
 		"allowDiskUseByDefault": {

@@ -17,6 +17,7 @@ package server
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -141,6 +142,9 @@ type Config struct {
 	// (mongod's scramIterationCount and scramSHA256IterationCount); zero
 	// means MongoDB's defaults. Credentials already stored keep theirs.
 	ScramSHA1Iterations, ScramSHA256Iterations int
+	// AuthMechanisms are the mechanisms clients may authenticate with
+	// (mongod's authenticationMechanisms); nil means all of them.
+	AuthMechanisms []auth.Mechanism
 }
 
 // Server is a running Lethe server.
@@ -203,6 +207,16 @@ func New(cfg Config) (*Server, error) {
 	}
 	if n := cfg.ScramSHA256Iterations; n != 0 && n < auth.MinSHA256Iterations {
 		return nil, fmt.Errorf("server: %d SCRAM-SHA-256 iterations, fewer than the least MongoDB accepts (%d)", n, auth.MinSHA256Iterations)
+	}
+	if cfg.AuthMechanisms != nil {
+		if len(cfg.AuthMechanisms) == 0 {
+			return nil, fmt.Errorf("server: no authentication mechanism enabled")
+		}
+		for _, m := range cfg.AuthMechanisms {
+			if !slices.Contains(allMechanisms, m) {
+				return nil, fmt.Errorf("server: unknown authentication mechanism %q; Lethe has %v", m, allMechanisms)
+			}
+		}
 	}
 	cfg.Cursors.setDefaults()
 	if cfg.ManualClock {

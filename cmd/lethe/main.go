@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -81,6 +82,8 @@ func run(args []string) error {
 		fmt.Sprintf("PBKDF2 iterations of the SCRAM-SHA-1 credentials created or changed from now on (mongod's scramIterationCount); at least %d", auth.MinSHA1Iterations))
 	sha256Iters := fs.Int("scram-sha256-iterations", auth.DefaultSHA256Iterations,
 		fmt.Sprintf("PBKDF2 iterations of the SCRAM-SHA-256 credentials created or changed from now on (mongod's scramSHA256IterationCount); at least %d", auth.MinSHA256Iterations))
+	mechanisms := fs.String("auth-mechanisms", "MONGODB-X509,SCRAM-SHA-1,SCRAM-SHA-256",
+		"authentication mechanisms clients may use, comma-separated (mongod's authenticationMechanisms); SCRAM-SHA-256 alone turns SHA-1 away")
 	version := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
@@ -133,6 +136,7 @@ func run(args []string) error {
 		Auth:                  *authOn,
 		ScramSHA1Iterations:   *sha1Iters,
 		ScramSHA256Iterations: *sha256Iters,
+		AuthMechanisms:        parseMechanisms(*mechanisms),
 	}
 	if *sha1Iters < auth.MinSHA1Iterations {
 		return fmt.Errorf("--scram-sha1-iterations: want at least %d, not %d", auth.MinSHA1Iterations, *sha1Iters)
@@ -263,4 +267,16 @@ func serveMetrics(addr string, srv *server.Server, log *zap.Logger) (*http.Serve
 	}()
 	log.Info("serving metrics", zap.String("addr", ln.Addr().String()))
 	return hs, nil
+}
+
+// parseMechanisms splits --auth-mechanisms; server.New refuses names it
+// does not know.
+func parseMechanisms(list string) []auth.Mechanism {
+	mechs := []auth.Mechanism{}
+	for _, m := range strings.Split(list, ",") {
+		if m = strings.TrimSpace(m); m != "" {
+			mechs = append(mechs, auth.Mechanism(m))
+		}
+	}
+	return mechs
 }
