@@ -59,3 +59,27 @@ func TestAuthFailuresSlowOnlyTheAttacker(t *testing.T) {
 		t.Fatalf("serverStatus counts %d failures, want 7", n)
 	}
 }
+
+// TestAuthMechanismFallbackIsNoFailure: a driver's speculative
+// SCRAM-SHA-256 for a user with SCRAM-SHA-1 credentials only is
+// negotiation: many such logins are neither logged as failures nor slow
+// the host down.
+func TestAuthMechanismFallbackIsNoFailure(t *testing.T) {
+	ts, root := startAuthServer(t)
+	ctx := testCtx(t)
+	createUser(t, root, "app", "old", bson.A{"read"}, bson.E{Key: "mechanisms", Value: bson.A{"SCRAM-SHA-1"}})
+	for i := range 8 {
+		c := authClient(t, ts, "old", "pw", "app", "")
+		if err := c.Ping(ctx, nil); err != nil {
+			t.Fatalf("login %d: %v", i, err)
+		}
+		c.Disconnect(ctx)
+	}
+	if n := len(ts.Logs.FilterMessage("authentication failed").All()); n != 0 {
+		t.Fatalf("%d failures logged for logins that succeeded", n)
+	}
+	status := run(t, root.Database("admin"), bson.D{{Key: "serverStatus", Value: 1}})
+	if n, _ := status.Lookup("security", "authentication", "mechanisms", "SCRAM-SHA-256", "authenticate", "failed").AsInt64OK(); n != 0 {
+		t.Fatalf("serverStatus counts %d SCRAM-SHA-256 failures", n)
+	}
+}

@@ -117,6 +117,19 @@ func (a *authState) count(mech auth.Mechanism, speculative, ok bool) {
 	}
 }
 
+// countFallback counts a speculative attempt the driver will make again
+// with another mechanism.
+func (a *authState) countFallback(mech auth.Mechanism) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	c := a.counters[mech]
+	if c == nil {
+		c = &mechCounters{}
+		a.counters[mech] = c
+	}
+	c.specReceived++
+}
+
 func (s *Server) authCommands() []command {
 	return []command{
 		{name: "saslStart", handle: s.saslStart},
@@ -311,7 +324,15 @@ func (s *Server) stepConversation(ctx context.Context, req *Request, sc *saslCon
 		c.auth.conv = nil
 		var noCred errNoCredential
 		if errors.As(err, &noCred) {
-			s.authFailed(c, sc.user, sc.db, sc.mech, speculative, err)
+			if speculative {
+				// Drivers try SCRAM-SHA-256 in hello whatever the user
+				// has, and fall back to what saslSupportedMechs says:
+				// negotiation, not a guess, so it is counted but neither
+				// logged as a failure nor held against the host.
+				s.authz.countFallback(sc.mech)
+			} else {
+				s.authFailed(c, sc.user, sc.db, sc.mech, speculative, err)
+			}
 			return nil, false, mongoerr.New(mongoerr.MechanismUnavailable, "%s", noCred.Error())
 		}
 		if !errors.Is(err, auth.ErrAuthenticationFailed) {
