@@ -94,14 +94,20 @@ func newAuthState() *authState {
 // usersChanged is called after every write to users or roles.
 func (s *Server) usersChanged() { s.authz.generation.Add(1) }
 
-func (a *authState) count(mech auth.Mechanism, speculative, ok bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+// counter returns mech's counters; a.mu must be held.
+func (a *authState) counter(mech auth.Mechanism) *mechCounters {
 	c := a.counters[mech]
 	if c == nil {
 		c = &mechCounters{}
 		a.counters[mech] = c
 	}
+	return c
+}
+
+func (a *authState) count(mech auth.Mechanism, speculative, ok bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	c := a.counter(mech)
 	c.received++
 	if speculative {
 		c.specReceived++
@@ -122,12 +128,7 @@ func (a *authState) count(mech auth.Mechanism, speculative, ok bool) {
 func (a *authState) countFallback(mech auth.Mechanism) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	c := a.counters[mech]
-	if c == nil {
-		c = &mechCounters{}
-		a.counters[mech] = c
-	}
-	c.specReceived++
+	a.counter(mech).specReceived++
 }
 
 func (s *Server) authCommands() []command {
