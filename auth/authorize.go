@@ -50,6 +50,12 @@ func Authorize(g *Grants, cmd, db string, body bson.Raw) error {
 	if err != nil {
 		return err
 	}
+	return AuthorizeRequired(g, cmd, db, body, required)
+}
+
+// AuthorizeRequired is Authorize for a caller that has Required's answer
+// already, as the server does to tell the commands needing none.
+func AuthorizeRequired(g *Grants, cmd, db string, body bson.Raw, required []Privilege) error {
 	res, action, missing := g.Missing(required)
 	if !missing {
 		return nil

@@ -55,11 +55,11 @@ func (s *Server) authorize(ctx context.Context, cmd *command, req *Request) erro
 			return nil
 		}
 	}
-	err = auth.Authorize(u.grants, cmd.name, req.DB, req.Body)
+	err = auth.AuthorizeRequired(u.grants, cmd.name, req.DB, req.Body, need)
 	var denied *auth.UnauthorizedError
 	if errors.As(err, &denied) {
-		return mongoerr.New(mongoerr.Unauthorized, "not authorized on %s to execute command %s: requires action %s on %s",
-			req.DB, commandSummary(req), denied.Action, denied.Resource)
+		denied.Command = commandSummary(req) // the target too, not the name alone
+		return mongoerr.New(mongoerr.Unauthorized, "%s", denied.Error())
 	}
 	if err != nil {
 		return mongoerr.New(mongoerr.Unauthorized, "not authorized on %s to execute command %s: %v", req.DB, commandSummary(req), err)
