@@ -150,13 +150,14 @@ func (s oplogStore) Scan(fn func(ts oplog.Timestamp, size int64) bool) error {
 	}
 	defer images.Close()
 	image := images.First()
+	var key []byte
 	for ok := it.First(); ok; ok = it.Next() {
 		ts, err := oplog.KeyTS(it.Key())
 		if err != nil {
 			return err
 		}
 		size := int64(len(it.Key()) + len(it.Value()))
-		key := oplog.AppendPreImageKey(nil, ts)
+		key = oplog.AppendPreImageKey(key[:0], ts)
 		for image && bytes.Compare(images.Key(), key) < 0 {
 			image = images.Next()
 		}

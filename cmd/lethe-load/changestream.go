@@ -17,9 +17,6 @@ import (
 // its own server, since change streams need replica-set mode. An event
 // that arrives before its write's acknowledgement counts as zero.
 func runChangeStream(ctx context.Context, e *env) ([]result, error) {
-	if e.cfg.uri != "" {
-		return nil, fmt.Errorf("changestream starts its own replica-set server: run it without --uri")
-	}
 	addr, stop, err := startServer(serverKind{replSet: "rs0"})
 	if err != nil {
 		return nil, err

@@ -110,6 +110,10 @@ func runWorkloads(ctx context.Context, cfg config, progress io.Writer) ([]result
 			failures = append(failures, failure{w.name, fmt.Errorf("not run: %w", ctx.Err())})
 			continue
 		}
+		if w.ownServers && cfg.uri != "" {
+			failures = append(failures, failure{w.name, errors.New("it starts its own servers: run it without --uri")})
+			continue
+		}
 		fmt.Fprintf(progress, "running %s\n", w.name)
 		res, err := w.run(ctx, e)
 		if err != nil {

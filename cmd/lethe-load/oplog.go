@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 
 	"go.mongodb.org/mongo-driver/v2/mongo"
 )
@@ -16,9 +15,6 @@ const oplogRounds = 4
 // the oplog and one without, in alternating rounds of the same run, so that
 // both see the same machine load and the same data size.
 func runOplogCost(ctx context.Context, e *env) ([]result, error) {
-	if e.cfg.uri != "" {
-		return nil, fmt.Errorf("oplog-cost starts its own servers: run it without --uri")
-	}
 	var colls [2]*mongo.Collection // with the oplog, without
 	for i, noOplog := range []bool{false, true} {
 		addr, stop, err := startServer(serverKind{noOplog: noOplog})

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -18,9 +17,6 @@ const retryRounds = 4
 // server's inserts from a client with retryWrites=false, in alternating
 // rounds of the same run.
 func runRetryCost(ctx context.Context, e *env) ([]result, error) {
-	if e.cfg.uri != "" {
-		return nil, errors.New("retry-cost starts its own server: run it without --uri")
-	}
 	addr, stop, err := startServer(serverKind{replSet: "rs0"})
 	if err != nil {
 		return nil, err

@@ -9,7 +9,6 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"errors"
 	"fmt"
 	"math/big"
 	"net"
@@ -35,9 +34,6 @@ const tlsRounds = 4
 // the ceiling; the issue sets no target. Connections are pooled and opened
 // beforehand: handshakes are not measured here.
 func runTLS(ctx context.Context, e *env) ([]result, error) {
-	if e.cfg.uri != "" {
-		return nil, errors.New("tls starts its own server: run it without --uri")
-	}
 	dir, err := os.MkdirTemp("", "lethe-load-tls-")
 	if err != nil {
 		return nil, fmt.Errorf("create certificate directory: %w", err)

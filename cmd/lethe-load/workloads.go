@@ -37,27 +37,30 @@ type result struct {
 type workload struct {
 	name  string
 	basic bool // run by default
-	run   func(ctx context.Context, e *env) ([]result, error)
+	// ownServers: the workload starts the servers it compares, and so
+	// cannot measure a --uri server.
+	ownServers bool
+	run        func(ctx context.Context, e *env) ([]result, error)
 }
 
 func allWorkloads() []workload {
 	return []workload{
-		{"ping", true, runPing},
-		{"pebble-sync", true, runPebbleSync},
-		{"insert", true, runInsert},
-		{"oplog-cost", false, runOplogCost},
-		{"retry-cost", false, runRetryCost},
-		{"findone", true, runFindOne},
-		{"update", true, runUpdate},
-		{"find100", true, runFind100},
-		{"index", false, runIndex},
-		{"agg-group", false, runAggGroup},
-		{"agg-lookup", false, runAggLookup},
-		{"changestream", false, runChangeStream},
-		{"auth-connect", false, runAuthConnect},
-		{"auth-failures", false, runAuthFailures},
-		{"auth-overhead", false, runAuthOverhead},
-		{"tls", false, runTLS},
+		{name: "ping", basic: true, run: runPing},
+		{name: "pebble-sync", basic: true, run: runPebbleSync},
+		{name: "insert", basic: true, run: runInsert},
+		{name: "oplog-cost", ownServers: true, run: runOplogCost},
+		{name: "retry-cost", ownServers: true, run: runRetryCost},
+		{name: "findone", basic: true, run: runFindOne},
+		{name: "update", basic: true, run: runUpdate},
+		{name: "find100", basic: true, run: runFind100},
+		{name: "index", run: runIndex},
+		{name: "agg-group", run: runAggGroup},
+		{name: "agg-lookup", run: runAggLookup},
+		{name: "changestream", ownServers: true, run: runChangeStream},
+		{name: "auth-connect", ownServers: true, run: runAuthConnect},
+		{name: "auth-failures", ownServers: true, run: runAuthFailures},
+		{name: "auth-overhead", ownServers: true, run: runAuthOverhead},
+		{name: "tls", ownServers: true, run: runTLS},
 	}
 }
 
