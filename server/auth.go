@@ -41,7 +41,10 @@ type connAuth struct {
 // authedUser is the user a connection authenticated as and what it may do,
 // as resolved at generation.
 type authedUser struct {
-	name, db   string
+	name, db string
+	// key names the user for ownership checks (Conn.userKey), made once
+	// rather than on every command.
+	key        string
 	mechanism  auth.Mechanism
 	roles      []auth.RoleName
 	grants     *auth.Grants
@@ -397,7 +400,7 @@ func (s *Server) resolveUser(ctx context.Context, user, db string) (*authedUser,
 	if err != nil {
 		return nil, fmt.Errorf("server: resolve roles of %s@%s: %w", user, db, err)
 	}
-	return &authedUser{name: user, db: db, roles: u.Roles, grants: grants, generation: gen}, nil
+	return &authedUser{name: user, db: db, key: db + "\x00" + user, roles: u.Roles, grants: grants, generation: gen}, nil
 }
 
 // authFailed logs and counts a failed attempt (never the password, which

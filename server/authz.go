@@ -143,7 +143,7 @@ func commandSummary(req *Request) string {
 // userKey names the connection's user for cursor ownership: "" for none.
 func (c *Conn) userKey() string {
 	if u := c.auth.user; u != nil {
-		return u.db + "\x00" + u.name
+		return u.key
 	}
 	return ""
 }
