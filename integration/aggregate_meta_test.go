@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,6 +16,13 @@ func aggregateAll(t *testing.T, coll *mongo.Collection, p mongo.Pipeline) []bson
 	t.Helper()
 	ctx := testCtx(t)
 	cur, err := coll.Aggregate(ctx, p)
+	return pipelineDocs(t, ctx, cur, err, p)
+}
+
+// pipelineDocs returns the documents of the cursor an aggregation of p
+// opened, failing the test on err or a cursor error.
+func pipelineDocs(t *testing.T, ctx context.Context, cur *mongo.Cursor, err error, p mongo.Pipeline) []bson.Raw {
+	t.Helper()
 	if err != nil {
 		t.Fatalf("%v: %v", p, err)
 	}
@@ -304,21 +312,13 @@ func TestAggregateListLocalSessionsMeta(t *testing.T) {
 	wantCode(t, err, 14)
 }
 
+// aggregateDB runs a database pipeline ({aggregate: 1}) on db and returns
+// its documents.
 func aggregateDB(t *testing.T, db *mongo.Database, p mongo.Pipeline) []bson.Raw {
 	t.Helper()
 	ctx := testCtx(t)
 	cur, err := db.Aggregate(ctx, p)
-	if err != nil {
-		t.Fatalf("%v: %v", p, err)
-	}
-	var docs []bson.Raw
-	for cur.Next(ctx) {
-		docs = append(docs, append(bson.Raw(nil), cur.Current...))
-	}
-	if err := cur.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return docs
+	return pipelineDocs(t, ctx, cur, err, p)
 }
 
 // $documents runs with {aggregate: 1} only, and any stages follow it.

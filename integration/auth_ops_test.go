@@ -56,14 +56,7 @@ func TestAuthOwnOps(t *testing.T) {
 	if len(own) == 0 || contains(own, "a") || contains(own, "admin") {
 		t.Fatalf("b's currentOp $ownOps shows %v, want b's only", own)
 	}
-	cur, err := b.Database("admin").Aggregate(ctx, mongo.Pipeline{{{Key: "$currentOp", Value: bson.D{}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var docs []bson.Raw
-	if err := cur.All(ctx, &docs); err != nil {
-		t.Fatal(err)
-	}
+	docs := aggregateDB(t, b.Database("admin"), mongo.Pipeline{{{Key: "$currentOp", Value: bson.D{}}}})
 	for _, d := range docs {
 		if u, _ := d.Lookup("effectiveUsers", "0", "user").StringValueOK(); u != "b" {
 			t.Fatalf("b's $currentOp shows an operation of %q: %v", u, d)
@@ -74,7 +67,7 @@ func TestAuthOwnOps(t *testing.T) {
 	}
 	// Everyone's needs inprog.
 	wantCode(t, b.Database("admin").RunCommand(ctx, bson.D{{Key: "currentOp", Value: 1}}).Err(), codeUnauthorized)
-	_, err = b.Database("admin").Aggregate(ctx, mongo.Pipeline{{{Key: "$currentOp", Value: bson.D{{Key: "allUsers", Value: true}}}}})
+	_, err := b.Database("admin").Aggregate(ctx, mongo.Pipeline{{{Key: "$currentOp", Value: bson.D{{Key: "allUsers", Value: true}}}}})
 	wantCode(t, err, codeUnauthorized)
 	// Killing another user's operation needs killop; one's own does not.
 	var opid int64
