@@ -4,7 +4,7 @@
 // actions on resources, and the privileges each command needs).
 //
 // The package knows nothing of the engine or the wire (it shares only the
-// error codes of engine/mongoerr and the type names of engine/bsonvalue,
+// error codes of mongoerr and the type names of bsonvalue,
 // leaves that stand alone): the server keeps
 // users and roles in its store (admin.system.users and admin.system.roles,
 // in MongoDB's document shapes) and hands them to this package through

@@ -11,8 +11,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"github.com/lethedb/lethe/engine/bsonvalue"
-	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/bsonvalue"
+	"github.com/lethedb/lethe/mongoerr"
 )
 
 // The documents of admin.system.users and admin.system.roles, in the shapes

@@ -8,9 +8,9 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 	"go.uber.org/zap"
 
-	"github.com/lethedb/lethe/engine/bsonvalue"
-	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/bsonvalue"
 	"github.com/lethedb/lethe/engine/pipeline"
+	"github.com/lethedb/lethe/mongoerr"
 )
 
 // Aggregate runs a pipeline over db.coll and returns all its output. The

@@ -13,8 +13,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/engine/internal/conformance"
-	"github.com/lethedb/lethe/engine/mongoerr"
 	"github.com/lethedb/lethe/engine/pipeline"
+	"github.com/lethedb/lethe/mongoerr"
 )
 
 // stageFile is one stage conformance file of testdata/aggregation (every

@@ -6,8 +6,8 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
-	"github.com/lethedb/lethe/engine/mongoerr"
 	"github.com/lethedb/lethe/engine/pipeline"
+	"github.com/lethedb/lethe/mongoerr"
 )
 
 // The pipelines over a collection whose first stage reports on it,

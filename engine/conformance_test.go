@@ -13,9 +13,9 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/clock"
 	"github.com/lethedb/lethe/engine/keycodec"
-	"github.com/lethedb/lethe/engine/mongoerr"
-	"github.com/lethedb/lethe/ttlindex"
+	"github.com/lethedb/lethe/mongoerr"
 )
 
 // queryFile is one file of testdata/query: documents and cases against them.
@@ -43,9 +43,9 @@ func openTestEngine(t testing.TB) *Engine {
 
 // openTestEngineClock opens a store without a reaper in a temporary
 // directory, on a manual clock that starts at 2026-01-01 UTC.
-func openTestEngineClock(t testing.TB) (*Engine, *ttlindex.ManualClock) {
+func openTestEngineClock(t testing.TB) (*Engine, *clock.Manual) {
 	t.Helper()
-	clock := ttlindex.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	e, err := Open(t.TempDir(), Options{Clock: clock, NoReaper: true})
 	if err != nil {
 		t.Fatal(err)

@@ -8,11 +8,11 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
-	"github.com/lethedb/lethe/engine/mongoerr"
 	"github.com/lethedb/lethe/engine/pipeline"
 	"github.com/lethedb/lethe/engine/project"
 	"github.com/lethedb/lethe/engine/query"
 	"github.com/lethedb/lethe/engine/spill"
+	"github.com/lethedb/lethe/mongoerr"
 )
 
 // FindSpec is a query: filter, order, shape and window.

@@ -8,14 +8,14 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
-	"github.com/lethedb/lethe/engine/mongoerr"
-	"github.com/lethedb/lethe/ttlindex"
+	"github.com/lethedb/lethe/clock"
+	"github.com/lethedb/lethe/mongoerr"
 )
 
 // TestBlockingSortMemoryLimit: a sort no index provides holds at most the
 // limit of documents unless the client allows disk use, as in MongoDB.
 func TestBlockingSortMemoryLimit(t *testing.T) {
-	e, err := Open(t.TempDir(), Options{Clock: ttlindex.NewManualClock(time.Unix(0, 0)), NoReaper: true, SortMemoryLimit: 4096})
+	e, err := Open(t.TempDir(), Options{Clock: clock.NewManual(time.Unix(0, 0)), NoReaper: true, SortMemoryLimit: 4096})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,14 +6,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lethedb/lethe/ttlindex"
+	"github.com/lethedb/lethe/clock"
 )
 
 // TestBallastOnRealDisk checks that a store in a directory reserves its
 // ballast and that the guard reads free space there.
 func TestBallastOnRealDisk(t *testing.T) {
 	dir := t.TempDir()
-	e, err := Open(dir, Options{Clock: ttlindex.NewManualClock(time.Unix(0, 0)), NoReaper: true, MinFreeDisk: 8 << 20})
+	e, err := Open(dir, Options{Clock: clock.NewManual(time.Unix(0, 0)), NoReaper: true, MinFreeDisk: 8 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}

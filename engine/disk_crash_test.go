@@ -11,8 +11,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.uber.org/zap"
 
+	"github.com/lethedb/lethe/clock"
 	"github.com/lethedb/lethe/engine/update"
-	"github.com/lethedb/lethe/ttlindex"
 )
 
 // crashWriters is how many goroutines write in each round; writer w owns
@@ -137,7 +137,7 @@ func TestCrashWithDiskFaults(t *testing.T) {
 	disk := NewMemDisk(1 << 40)
 	open := func() *Engine {
 		e, err := Open("/db", Options{
-			Clock:       ttlindex.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),
+			Clock:       clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),
 			Logger:      zap.NewNop(),
 			NoReaper:    true,
 			MinFreeDisk: 1 << 20, // a 256 KiB memtable: flushes and compactions run often

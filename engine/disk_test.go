@@ -10,8 +10,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 	"go.uber.org/zap/zaptest"
 
-	"github.com/lethedb/lethe/engine/mongoerr"
-	"github.com/lethedb/lethe/ttlindex"
+	"github.com/lethedb/lethe/clock"
+	"github.com/lethedb/lethe/mongoerr"
 )
 
 const (
@@ -27,7 +27,7 @@ func openOnDisk(t *testing.T, d *MemDisk) *Engine {
 func openOnDiskOplog(t *testing.T, d *MemDisk, oplog bool) *Engine {
 	t.Helper()
 	e, err := Open("/db", Options{
-		Clock:       ttlindex.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),
+		Clock:       clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),
 		Logger:      zaptest.NewLogger(t),
 		NoReaper:    true,
 		MinFreeDisk: testMinFree,

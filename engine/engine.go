@@ -16,13 +16,14 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"go.uber.org/zap"
 
+	"github.com/lethedb/lethe/clock"
 	"github.com/lethedb/lethe/oplog"
 	"github.com/lethedb/lethe/ttlindex"
 )
 
 // Options configure an Engine.
 type Options struct {
-	Clock  ttlindex.Clock
+	Clock  clock.Clock
 	Logger *zap.Logger
 	// NoReaper does not start the background reaper: expired documents stay
 	// in storage, hidden, until a write replaces them, a reaper pass
@@ -63,7 +64,7 @@ type Options struct {
 // Engine is an open store.
 type Engine struct {
 	db    *pebble.DB
-	clock ttlindex.Clock
+	clock clock.Clock
 	log   *zap.Logger
 	locks lockTable
 	disk  *diskGuard
@@ -97,7 +98,7 @@ type Engine struct {
 // Open opens or creates the store in dir.
 func Open(dir string, opts Options) (*Engine, error) {
 	if opts.Clock == nil {
-		opts.Clock = ttlindex.SystemClock{}
+		opts.Clock = clock.System{}
 	}
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
@@ -192,7 +193,7 @@ func (e *Engine) Reaper() *ttlindex.Reaper { return e.reaper }
 func (e *Engine) nowMillis() int64 { return e.clock.Now().UnixMilli() }
 
 // Clock is the clock that decides expiry.
-func (e *Engine) Clock() ttlindex.Clock { return e.clock }
+func (e *Engine) Clock() clock.Clock { return e.clock }
 
 // Close stops the reaper and closes the store.
 func (e *Engine) Close() error {

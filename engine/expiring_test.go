@@ -8,8 +8,8 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/lethedb/lethe/clock"
 	"github.com/lethedb/lethe/oplog"
-	"github.com/lethedb/lethe/ttlindex"
 )
 
 // TestExpiringIn: the window (from, to] holds exactly the documents whose
@@ -17,7 +17,7 @@ import (
 // a date TTL index, in order of instant then _id.
 func TestExpiringIn(t *testing.T) {
 	epoch := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	clock := ttlindex.NewManualClock(epoch)
+	clock := clock.NewManual(epoch)
 	e, err := Open(t.TempDir(), Options{Clock: clock, NoReaper: true})
 	if err != nil {
 		t.Fatal(err)
@@ -99,7 +99,7 @@ func TestExpiringIn(t *testing.T) {
 // document expired, not the later instant it was purged.
 func TestPurgeLogsExpiry(t *testing.T) {
 	epoch := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	clock := ttlindex.NewManualClock(epoch)
+	clock := clock.NewManual(epoch)
 	e, err := Open(t.TempDir(), Options{Clock: clock, NoReaper: true, Oplog: true})
 	if err != nil {
 		t.Fatal(err)

@@ -8,15 +8,15 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
-	"github.com/lethedb/lethe/engine/mongoerr"
-	"github.com/lethedb/lethe/ttlindex"
+	"github.com/lethedb/lethe/clock"
+	"github.com/lethedb/lethe/mongoerr"
 )
 
 // limitedEngine has n documents {_id: i, big: <size bytes>} in db.c and
 // the given memory limits.
 func limitedEngine(t *testing.T, n, size int, sortLimit, memLimit int64) *Engine {
 	t.Helper()
-	e, err := Open(t.TempDir(), Options{Clock: ttlindex.NewManualClock(time.Unix(0, 0)), NoReaper: true, SortMemoryLimit: sortLimit, QueryMemoryLimit: memLimit})
+	e, err := Open(t.TempDir(), Options{Clock: clock.NewManual(time.Unix(0, 0)), NoReaper: true, SortMemoryLimit: sortLimit, QueryMemoryLimit: memLimit})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,8 +13,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"github.com/lethedb/lethe/engine/mongoerr"
-	"github.com/lethedb/lethe/ttlindex"
+	"github.com/lethedb/lethe/clock"
+	"github.com/lethedb/lethe/mongoerr"
 )
 
 // requestDeadline is how long any one request may take before the
@@ -40,7 +40,7 @@ func TestModelConcurrent(t *testing.T) {
 	if cfg.steps > 0 {
 		opsPerWorker = cfg.steps / 6
 	}
-	clock := ttlindex.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	// The reaper runs as a goroutine of the test, so that the checker can
 	// pause it with the workers.
 	e, err := Open(t.TempDir(), Options{Clock: clock, NoReaper: true, Oplog: true})
@@ -314,7 +314,7 @@ func bsonString(s string) bsoncore.Value {
 
 // execConcurrentOp runs op on the engine; only errors without a MongoDB
 // code count as failures, since races make any write error legitimate.
-func execConcurrentOp(ctx context.Context, e *Engine, clock *ttlindex.ManualClock, op *modelOp) error {
+func execConcurrentOp(ctx context.Context, e *Engine, clock *clock.Manual, op *modelOp) error {
 	filter, pipe, err := letBound(op, clock.Now())
 	if err != nil {
 		return err

@@ -14,11 +14,11 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/clock"
 	"github.com/lethedb/lethe/engine/keycodec"
-	"github.com/lethedb/lethe/engine/mongoerr"
 	"github.com/lethedb/lethe/engine/query"
 	"github.com/lethedb/lethe/engine/update"
-	"github.com/lethedb/lethe/ttlindex"
+	"github.com/lethedb/lethe/mongoerr"
 )
 
 const modelDB, modelColl = "db", "c"
@@ -28,7 +28,7 @@ const modelDB, modelColl = "db", "c"
 type modelRun struct {
 	e       *Engine
 	dir     string
-	clock   *ttlindex.ManualClock
+	clock   *clock.Manual
 	m       *refModel
 	timeout time.Duration
 	hung    bool // an engine call never returned: the engine is unusable

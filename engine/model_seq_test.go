@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lethedb/lethe/ttlindex"
+	"github.com/lethedb/lethe/clock"
 )
 
 // Model test knobs; the flags win over the environment.
@@ -68,7 +68,7 @@ func modelSettings(t *testing.T, defaultSteps int) modelConfig {
 const stepsPerSeed = 400
 
 func newModelRun(t testing.TB, dir string, timeout time.Duration) *modelRun {
-	clock := ttlindex.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	e, err := Open(dir, Options{Clock: clock, NoReaper: true, Oplog: true})
 	if err != nil {
 		t.Fatal(err)

@@ -10,11 +10,11 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/clock"
 	"github.com/lethedb/lethe/oplog"
-	"github.com/lethedb/lethe/ttlindex"
 )
 
-func openOplogEngine(t *testing.T, dir string, clock ttlindex.Clock, opts Options) *Engine {
+func openOplogEngine(t *testing.T, dir string, clock clock.Clock, opts Options) *Engine {
 	t.Helper()
 	opts.Clock, opts.NoReaper, opts.Oplog = clock, true, true
 	e, err := Open(dir, opts)
@@ -76,7 +76,7 @@ func idString(v bson.RawValue) string {
 }
 
 func TestOplogWriteKinds(t *testing.T) {
-	clock := ttlindex.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	e := openOplogEngine(t, t.TempDir(), clock, Options{})
 	defer e.Close()
 	ctx := context.Background()
@@ -156,7 +156,7 @@ func TestOplogWriteKinds(t *testing.T) {
 
 func TestOplogSurvivesRestart(t *testing.T) {
 	dir := t.TempDir()
-	clock := ttlindex.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	e := openOplogEngine(t, dir, clock, Options{})
 	for i := range 3 {
 		if _, err := e.Insert("db", "c", []bson.Raw{mustRaw(t, bson.D{{Key: "_id", Value: i}})}, true); err != nil {
@@ -183,7 +183,7 @@ func TestOplogSurvivesRestart(t *testing.T) {
 }
 
 func TestOplogTTLPurgeIsDelete(t *testing.T) {
-	clock := ttlindex.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	e := openOplogEngine(t, t.TempDir(), clock, Options{})
 	defer e.Close()
 	spec := mustRaw(t, bson.D{{Key: "key", Value: bson.D{{Key: "_ts", Value: 1}}}, {Key: "name", Value: "_ts_1"}, {Key: "expireAfterSeconds", Value: 5}})
@@ -205,7 +205,7 @@ func TestOplogTTLPurgeIsDelete(t *testing.T) {
 }
 
 func TestOplogTrimBoundsSize(t *testing.T) {
-	clock := ttlindex.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	const bound = 64 << 10
 	e := openOplogEngine(t, t.TempDir(), clock, Options{OplogMaxBytes: bound})
 	defer e.Close()
@@ -236,7 +236,7 @@ func TestOplogTrimBoundsSize(t *testing.T) {
 }
 
 func TestOplogWaitWakesOnWrite(t *testing.T) {
-	clock := ttlindex.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	e := openOplogEngine(t, t.TempDir(), clock, Options{})
 	defer e.Close()
 	start := e.Oplog().Visible()
@@ -270,7 +270,7 @@ func TestOplogOff(t *testing.T) {
 }
 
 func TestOplogFindAndWriteRefusal(t *testing.T) {
-	clock := ttlindex.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	e := openOplogEngine(t, t.TempDir(), clock, Options{})
 	defer e.Close()
 	ctx := context.Background()
@@ -337,7 +337,7 @@ func TestOplogFindAndWriteRefusal(t *testing.T) {
 }
 
 func TestOplogCatalogCommands(t *testing.T) {
-	clock := ttlindex.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	e := openOplogEngine(t, t.TempDir(), clock, Options{})
 	defer e.Close()
 	spec := mustRaw(t, bson.D{{Key: "key", Value: bson.D{{Key: "d", Value: 1}}}, {Key: "name", Value: "d_1"}, {Key: "expireAfterSeconds", Value: 60}})
@@ -394,7 +394,7 @@ func bsoncoreString(s string) []byte {
 // and a reader that only reads up to the visible point must still see
 // every entry exactly once, in order.
 func TestOplogTailerMissesNothing(t *testing.T) {
-	clock := ttlindex.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	e := openOplogEngine(t, t.TempDir(), clock, Options{})
 	defer e.Close()
 	const writers, perWriter = 4, 200
@@ -462,7 +462,7 @@ func TestOplogTailerMissesNothing(t *testing.T) {
 }
 
 func TestOplogNoopMovesClusterTime(t *testing.T) {
-	clock := ttlindex.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	e := openOplogEngine(t, t.TempDir(), clock, Options{})
 	defer e.Close()
 	before := e.ClusterTime()

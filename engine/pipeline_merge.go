@@ -7,10 +7,10 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"github.com/lethedb/lethe/engine/bsonvalue"
-	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/bsonvalue"
 	"github.com/lethedb/lethe/engine/pipeline"
 	"github.com/lethedb/lethe/engine/update"
+	"github.com/lethedb/lethe/mongoerr"
 )
 
 // Merge carries out $merge: each document finds the document of the

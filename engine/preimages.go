@@ -6,7 +6,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"go.mongodb.org/mongo-driver/v2/bson"
 
-	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/mongoerr"
 	"github.com/lethedb/lethe/oplog"
 )
 

@@ -10,9 +10,9 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/lethedb/lethe/clock"
 	"github.com/lethedb/lethe/engine/update"
 	"github.com/lethedb/lethe/oplog"
-	"github.com/lethedb/lethe/ttlindex"
 )
 
 // preImagesAt returns the pre-image of each update and delete entry after
@@ -37,7 +37,7 @@ func preImagesAt(t *testing.T, e *Engine, after oplog.Timestamp) []bson.Raw {
 // TestPreImagesTTLPurgeAndOff: a TTL purge keeps its pre-image, as MongoDB
 // does, and once collMod turns the option off writes keep none.
 func TestPreImagesTTLPurgeAndOff(t *testing.T) {
-	clock := ttlindex.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	e := openOplogEngine(t, t.TempDir(), clock, Options{})
 	defer e.Close()
 	opts := mustRaw(t, bson.D{{Key: PreImagesOption, Value: bson.D{{Key: "enabled", Value: true}}}})
@@ -76,7 +76,7 @@ func TestPreImagesTTLPurgeAndOff(t *testing.T) {
 // TestPreImagesTrimmedWithOplog: pre-images go when the entries they
 // belong to are trimmed, and no sooner.
 func TestPreImagesTrimmedWithOplog(t *testing.T) {
-	clock := ttlindex.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	const bound = 64 << 10
 	e := openOplogEngine(t, t.TempDir(), clock, Options{OplogMaxBytes: bound})
 	defer e.Close()
@@ -125,7 +125,7 @@ func TestPreImagesTrimmedWithOplog(t *testing.T) {
 // small entries and large pre-images; the oplog's size bound counts both,
 // so together they stay within it, and a restart counts them again.
 func TestPreImagesBoundedWithOplog(t *testing.T) {
-	clock := ttlindex.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	const bound = 256 << 10
 	dir := t.TempDir()
 	e := openOplogEngine(t, dir, clock, Options{OplogMaxBytes: bound})
@@ -180,7 +180,7 @@ func TestPreImagesBoundedWithOplog(t *testing.T) {
 // reads at once and from the store when the expiry runs, and the setting
 // survives a restart.
 func TestPreImagesExpireAfterSeconds(t *testing.T) {
-	clock := ttlindex.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	dir := t.TempDir()
 	e := openOplogEngine(t, dir, clock, Options{})
 	opts := mustRaw(t, bson.D{{Key: PreImagesOption, Value: bson.D{{Key: "enabled", Value: true}}}})

@@ -7,19 +7,18 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/lethedb/lethe/clock"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
-
-	"github.com/lethedb/lethe/ttlindex"
 )
 
 // TestReaperLogsEachBatch covers TTL spec rule 23: a debug line per batch
 // with the collection, the count and the duration.
 func TestReaperLogsEachBatch(t *testing.T) {
 	core, logs := observer.New(zapcore.DebugLevel)
-	clock := ttlindex.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	e, err := Open(t.TempDir(), Options{Clock: clock, Logger: zap.New(core), NoReaper: true})
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +75,7 @@ func TestOpenRefusesADirectoryInUse(t *testing.T) {
 // TTL index, whose keys are inverted, and only those.
 func TestDescendingDateTTLIndex(t *testing.T) {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	clock := ttlindex.NewManualClock(start)
+	clock := clock.NewManual(start)
 	e, err := Open(t.TempDir(), Options{Clock: clock, NoReaper: true})
 	if err != nil {
 		t.Fatal(err)

@@ -7,8 +7,8 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
-	"github.com/lethedb/lethe/engine/mongoerr"
-	"github.com/lethedb/lethe/ttlindex"
+	"github.com/lethedb/lethe/clock"
+	"github.com/lethedb/lethe/mongoerr"
 )
 
 // A retryable write's records survive a restart, a newer transaction
@@ -16,7 +16,7 @@ import (
 // records older than the session timeout are reaped while newer ones stay.
 func TestRetryRecords(t *testing.T) {
 	dir := t.TempDir()
-	clock := ttlindex.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	e := openOplogEngine(t, dir, clock, Options{})
 	ctx := context.Background()
 	a := &Txn{Session: [16]byte{1}, Number: 3}
@@ -108,7 +108,7 @@ func TestRetryRecords(t *testing.T) {
 // fewer statements leaves the older number's records of the others in
 // place; they must not answer for the newer number's statements.
 func TestRetryStaleStatementRecords(t *testing.T) {
-	clock := ttlindex.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	e := openOplogEngine(t, t.TempDir(), clock, Options{})
 	defer e.Close()
 	docs := func(ids ...int) []bson.Raw {

@@ -9,8 +9,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
-	"github.com/lethedb/lethe/engine/mongoerr"
 	"github.com/lethedb/lethe/engine/spill"
+	"github.com/lethedb/lethe/mongoerr"
 )
 
 // Requests that allow disk use spill what their blocking sorts and stages

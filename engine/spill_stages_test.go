@@ -9,8 +9,8 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
-	"github.com/lethedb/lethe/engine/mongoerr"
-	"github.com/lethedb/lethe/ttlindex"
+	"github.com/lethedb/lethe/clock"
+	"github.com/lethedb/lethe/mongoerr"
 )
 
 func TestSpilledStagesKeepTheirConformance(t *testing.T) {
@@ -18,7 +18,7 @@ func TestSpilledStagesKeepTheirConformance(t *testing.T) {
 	// allowDiskUse and a blocking-stage limit of 64 bytes: every sort of
 	// $bucketAuto and every input of a $facet goes to disk, and the
 	// results are those of memory.
-	e, err := Open(t.TempDir(), Options{Clock: ttlindex.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), NoReaper: true, SortMemoryLimit: 64})
+	e, err := Open(t.TempDir(), Options{Clock: clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), NoReaper: true, SortMemoryLimit: 64})
 	if err != nil {
 		t.Fatal(err)
 	}

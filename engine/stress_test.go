@@ -11,8 +11,9 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"go.mongodb.org/mongo-driver/v2/bson"
 
-	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/clock"
 	"github.com/lethedb/lethe/engine/update"
+	"github.com/lethedb/lethe/mongoerr"
 	"github.com/lethedb/lethe/ttlindex"
 )
 
@@ -21,7 +22,7 @@ import (
 // a unique index and TTL on, then checks that every index and expiry entry
 // matches a stored document and the other way round.
 func TestConcurrentWritesKeepIndexesConsistent(t *testing.T) {
-	clock := ttlindex.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	e, err := Open(t.TempDir(), Options{Clock: clock, NoReaper: true})
 	if err != nil {
 		t.Fatal(err)

@@ -7,8 +7,8 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
-	"github.com/lethedb/lethe/engine/mongoerr"
 	"github.com/lethedb/lethe/engine/update"
+	"github.com/lethedb/lethe/mongoerr"
 )
 
 func mustRaw(t *testing.T, v any) bson.Raw {

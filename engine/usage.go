@@ -6,9 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lethedb/lethe/clock"
 	"go.mongodb.org/mongo-driver/v2/bson"
-
-	"github.com/lethedb/lethe/ttlindex"
 )
 
 // usage counts how a collection is used, for $collStats (latencyStats,
@@ -130,7 +129,7 @@ type indexAccess struct {
 // access returns the counter of index id. An index built since the
 // collection was opened has had one since it was built; one it had when
 // it was opened counts from then.
-func (u *usage) access(id uint64, clock ttlindex.Clock) *indexAccess {
+func (u *usage) access(id uint64, clock clock.Clock) *indexAccess {
 	if a, ok := u.indexes.Load(id); ok {
 		return a.(*indexAccess)
 	}
@@ -143,7 +142,7 @@ func (u *usage) access(id uint64, clock ttlindex.Clock) *indexAccess {
 }
 
 // built starts the counts of new indexes.
-func (u *usage) built(indexes []indexMeta, clock ttlindex.Clock) {
+func (u *usage) built(indexes []indexMeta, clock clock.Clock) {
 	now := clock.Now()
 	for _, im := range indexes {
 		u.indexes.Store(im.ID, &indexAccess{since: now})
@@ -152,7 +151,7 @@ func (u *usage) built(indexes []indexMeta, clock ttlindex.Clock) {
 
 // used counts an operation that reads the collection by p: an access of
 // its index, or a collection scan.
-func (u *usage) used(p *plan, clock ttlindex.Clock) {
+func (u *usage) used(p *plan, clock clock.Clock) {
 	switch p.kind {
 	case planCollScan:
 		u.collScans.Add(1)

@@ -12,6 +12,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/clock"
 	"github.com/lethedb/lethe/engine/keycodec"
 	"github.com/lethedb/lethe/ttlindex"
 )
@@ -29,7 +30,7 @@ func mustMarshal(t testing.TB, v any) bson.Raw {
 // index: multikey, partial, sparse, unique, a date TTL index and the _ts
 // TTL index, and documents with and without their own ttl, some expired
 // but not purged.
-func validateFixture(t *testing.T) (*Engine, *ttlindex.ManualClock) {
+func validateFixture(t *testing.T) (*Engine, *clock.Manual) {
 	t.Helper()
 	e, clock := openTestEngineClock(t)
 	specs := []bson.Raw{

@@ -6,8 +6,8 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
-	"github.com/lethedb/lethe/engine/mongoerr"
 	"github.com/lethedb/lethe/engine/pipeline"
+	"github.com/lethedb/lethe/mongoerr"
 )
 
 // checkViewLocked checks the definition v of a view of db before it is

@@ -7,9 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lethedb/lethe/clock"
 	"go.mongodb.org/mongo-driver/v2/bson"
-
-	"github.com/lethedb/lethe/ttlindex"
 )
 
 func stages(t testing.TB, ds ...bson.D) []bson.Raw {
@@ -83,7 +82,7 @@ func TestViewReadsThroughPipelines(t *testing.T) {
 
 func TestViewsSurviveRestart(t *testing.T) {
 	dir := t.TempDir()
-	clock := ttlindex.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	e, err := Open(dir, Options{Clock: clock, NoReaper: true})
 	if err != nil {
 		t.Fatal(err)

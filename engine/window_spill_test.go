@@ -9,8 +9,8 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
-	"github.com/lethedb/lethe/engine/mongoerr"
-	"github.com/lethedb/lethe/ttlindex"
+	"github.com/lethedb/lethe/clock"
+	"github.com/lethedb/lethe/mongoerr"
 )
 
 // TestWindowConformanceSpilled runs the $setWindowFields conformance cases
@@ -25,7 +25,7 @@ func TestWindowConformanceSpilled(t *testing.T) {
 	if len(files) < 2 {
 		t.Fatalf("$setWindowFields conformance files: %v", files)
 	}
-	clock := ttlindex.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	e, err := Open(t.TempDir(), Options{Clock: clock, NoReaper: true, SortMemoryLimit: 256})
 	if err != nil {
 		t.Fatal(err)

@@ -13,8 +13,8 @@ import (
 	"go.uber.org/zap/zaptest"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/lethedb/lethe/clock"
 	"github.com/lethedb/lethe/server"
-	"github.com/lethedb/lethe/ttlindex"
 )
 
 // testEpoch is where the manual clock of every test server starts.
@@ -25,7 +25,7 @@ var testEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 type testServer struct {
 	URI    string
 	Client *mongo.Client // connected to URI; replaced by Restart
-	Clock  *ttlindex.ManualClock
+	Clock  *clock.Manual
 	Dir    string
 	Srv    *server.Server
 	// Logs holds the server's log entries at Info and above.
@@ -50,7 +50,7 @@ func startServer(t *testing.T, opts ...serverOption) *testServer {
 	if os.Getenv("LETHE_TEST_LOG") != "" {
 		core = zapcore.NewTee(core, zaptest.NewLogger(t, zaptest.Level(zapcore.DebugLevel)).Core())
 	}
-	ts := &testServer{Clock: ttlindex.NewManualClock(testEpoch), Dir: t.TempDir(), Logs: logs}
+	ts := &testServer{Clock: clock.NewManual(testEpoch), Dir: t.TempDir(), Logs: logs}
 	ts.cfg = server.Config{
 		Listen:      "127.0.0.1:0",
 		DataDir:     ts.Dir,

@@ -19,8 +19,8 @@ import (
 
 	"github.com/lethedb/lethe/auth"
 	"github.com/lethedb/lethe/engine"
-	"github.com/lethedb/lethe/engine/mongoerr"
 	"github.com/lethedb/lethe/engine/pipeline"
+	"github.com/lethedb/lethe/mongoerr"
 	"github.com/lethedb/lethe/session"
 )
 

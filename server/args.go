@@ -9,8 +9,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"github.com/lethedb/lethe/engine/bsonvalue"
-	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/bsonvalue"
+	"github.com/lethedb/lethe/mongoerr"
 )
 
 // Command arguments. A handler ranges over cmdArgs, switches on the key and

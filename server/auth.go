@@ -14,7 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/lethedb/lethe/auth"
-	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/mongoerr"
 )
 
 // Authentication: the SASL conversations (saslStart, saslContinue and

@@ -9,8 +9,8 @@ import (
 
 	"github.com/lethedb/lethe/auth"
 	"github.com/lethedb/lethe/engine"
-	"github.com/lethedb/lethe/engine/mongoerr"
 	"github.com/lethedb/lethe/engine/update"
+	"github.com/lethedb/lethe/mongoerr"
 )
 
 // Users and user-defined roles are documents of two collections of the

@@ -10,10 +10,10 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/changestream"
+	"github.com/lethedb/lethe/clock"
 	"github.com/lethedb/lethe/engine"
-	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/mongoerr"
 	"github.com/lethedb/lethe/oplog"
-	"github.com/lethedb/lethe/ttlindex"
 )
 
 // defaultAwait is how long a getMore on a change stream waits for events
@@ -110,7 +110,7 @@ func (s streamSource) PreImage(ts oplog.Timestamp) (bson.Raw, error) { return s.
 
 func (s streamSource) Clock() (time.Time, <-chan struct{}) {
 	c := s.e.Clock()
-	if m, ok := c.(*ttlindex.ManualClock); ok {
+	if m, ok := c.(*clock.Manual); ok {
 		moved := m.Changed()
 		return m.Now(), moved
 	}

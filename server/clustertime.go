@@ -9,9 +9,9 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/clock"
 	"github.com/lethedb/lethe/engine"
 	"github.com/lethedb/lethe/oplog"
-	"github.com/lethedb/lethe/ttlindex"
 )
 
 // clusterClock is the source of the cluster time a replica-set member
@@ -33,7 +33,7 @@ type clusterClock interface {
 // tickClock is the cluster clock of a member without an oplog (--oplog
 // off): the server clock's seconds, and a counter within a second.
 type tickClock struct {
-	wall ttlindex.Clock
+	wall clock.Clock
 
 	mu   sync.Mutex
 	last bson.Timestamp
@@ -41,7 +41,7 @@ type tickClock struct {
 	moved chan struct{}
 }
 
-func newTickClock(wall ttlindex.Clock) *tickClock {
+func newTickClock(wall clock.Clock) *tickClock {
 	c := &tickClock{wall: wall, moved: make(chan struct{})}
 	// A new primary writes a first entry in its term; its time is the
 	// cluster time before any client write.
@@ -152,7 +152,7 @@ var zeroHash [20]byte
 // to become readable.
 type oplogClock struct {
 	eng  *engine.Engine
-	wall ttlindex.Clock
+	wall clock.Clock
 }
 
 func (c oplogClock) Now() bson.Timestamp {

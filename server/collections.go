@@ -7,8 +7,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/lethedb/lethe/engine"
-	"github.com/lethedb/lethe/engine/mongoerr"
 	"github.com/lethedb/lethe/engine/query"
+	"github.com/lethedb/lethe/mongoerr"
 )
 
 func (s *Server) collectionCommands() []command {

@@ -11,8 +11,8 @@ import (
 
 	"github.com/lethedb/lethe/auth"
 	"github.com/lethedb/lethe/engine"
-	"github.com/lethedb/lethe/engine/mongoerr"
 	"github.com/lethedb/lethe/engine/update"
+	"github.com/lethedb/lethe/mongoerr"
 )
 
 // What mongodump and mongorestore need of the server to carry users and

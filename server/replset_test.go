@@ -7,15 +7,15 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
-	"github.com/lethedb/lethe/engine/mongoerr"
-	"github.com/lethedb/lethe/ttlindex"
+	"github.com/lethedb/lethe/clock"
+	"github.com/lethedb/lethe/mongoerr"
 )
 
 // TestTickClock: the cluster time never repeats or goes back, within a
 // second (an increment) or across seconds (the server clock's), and Await
 // returns once a tick reaches the time awaited.
 func TestTickClock(t *testing.T) {
-	wall := ttlindex.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	wall := clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	c := newTickClock(wall)
 	start := c.Now()
 	if start.T != uint32(wall.Now().Unix()) || start.I != 1 {

@@ -14,7 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/lethedb/lethe/engine"
-	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/mongoerr"
 	"github.com/lethedb/lethe/session"
 )
 

@@ -26,11 +26,11 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/lethedb/lethe/auth"
+	"github.com/lethedb/lethe/clock"
 	"github.com/lethedb/lethe/engine"
 	"github.com/lethedb/lethe/engine/expr"
 	"github.com/lethedb/lethe/session"
 	"github.com/lethedb/lethe/tlsnet"
-	"github.com/lethedb/lethe/ttlindex"
 	"github.com/lethedb/lethe/wire"
 )
 
@@ -73,8 +73,8 @@ type Config struct {
 	Listen   string // host:port; port 0 picks a free one
 	DataDir  string
 	Logger   *zap.Logger
-	Clock    ttlindex.Clock // nil means the system clock
-	MaxConns int            // 0 means no limit
+	Clock    clock.Clock // nil means the system clock
+	MaxConns int         // 0 means no limit
 	// MessageTimeout bounds how long a client may take to send its first
 	// message after connecting, to send the rest of a message once its
 	// first byte has arrived, and to take in a reply. Zero means
@@ -89,7 +89,7 @@ type Config struct {
 	// ones mean no limit.
 	Cursors CursorLimits
 	// ManualClock enables the advanceClock command; Clock must then be a
-	// *ttlindex.ManualClock.
+	// *clock.Manual.
 	ManualClock bool
 	// NoReaper leaves expired documents hidden in storage until dropped or
 	// overwritten; tests use it to observe behaviour without purges.
@@ -151,7 +151,7 @@ type Config struct {
 type Server struct {
 	cfg      Config
 	log      *zap.Logger
-	clock    ttlindex.Clock
+	clock    clock.Clock
 	eng      *engine.Engine
 	started  time.Time
 	commands map[string]*command
@@ -193,7 +193,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Logger = zap.NewNop()
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = ttlindex.SystemClock{}
+		cfg.Clock = clock.System{}
 	}
 	switch {
 	case cfg.MessageTimeout == 0:
@@ -220,8 +220,8 @@ func New(cfg Config) (*Server, error) {
 	}
 	cfg.Cursors.setDefaults()
 	if cfg.ManualClock {
-		if _, ok := cfg.Clock.(*ttlindex.ManualClock); !ok {
-			return nil, fmt.Errorf("server: ManualClock needs a *ttlindex.ManualClock")
+		if _, ok := cfg.Clock.(*clock.Manual); !ok {
+			return nil, fmt.Errorf("server: ManualClock needs a *clock.Manual")
 		}
 	}
 	recent := newLogRing(recentLogEntries)

@@ -7,8 +7,8 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
-	"github.com/lethedb/lethe/engine/mongoerr"
-	"github.com/lethedb/lethe/ttlindex"
+	"github.com/lethedb/lethe/clock"
+	"github.com/lethedb/lethe/mongoerr"
 )
 
 func (s *Server) ttlCommands() []command {
@@ -19,7 +19,7 @@ func (s *Server) ttlCommands() []command {
 // allowed) so that applications can test expiry without waiting. It exists
 // only under --clock=manual.
 func (s *Server) advanceClock(ctx context.Context, req *Request) (bson.Raw, error) {
-	clock, ok := s.clock.(*ttlindex.ManualClock)
+	clock, ok := s.clock.(*clock.Manual)
 	if !ok || !s.cfg.ManualClock {
 		return nil, mongoerr.New(mongoerr.IllegalOperation, "advanceClock needs the server to run with --clock=manual; the clock is the system clock")
 	}

@@ -32,7 +32,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/clock"
+	"github.com/lethedb/lethe/mongoerr"
 )
 
 // ID is a session's id, the UUID of an lsid's id field.
@@ -94,12 +95,6 @@ const (
 // sessions fall due one after another.
 const minSweepInterval = time.Second
 
-// Clock is the time source; ttlindex's clocks satisfy it. A clock that also
-// has Changed (a manual clock) wakes the sweep when it moves.
-type Clock interface {
-	Now() time.Time
-}
-
 type changer interface {
 	Changed() <-chan struct{}
 }
@@ -111,8 +106,10 @@ type Options struct {
 	Timeout time.Duration
 	// Max bounds the sessions kept; past it new ones are refused with
 	// TooManyLogicalSessions (261). Zero means DefaultMax.
-	Max   int
-	Clock Clock
+	Max int
+	// Clock is the time source; a clock that also has Changed (a manual
+	// clock) wakes the sweep when it moves.
+	Clock clock.Clock
 	// Gone, if set, is told of sessions that ended or timed out, outside
 	// the registry's locks, so that what they own can be closed.
 	Gone func([]Key)
@@ -150,14 +147,10 @@ func New(opts Options) *Registry {
 		opts.Max = DefaultMax
 	}
 	if opts.Clock == nil {
-		opts.Clock = systemClock{}
+		opts.Clock = clock.System{}
 	}
 	return &Registry{opts: opts, timeout: int64(opts.Timeout)}
 }
-
-type systemClock struct{}
-
-func (systemClock) Now() time.Time { return time.Now() }
 
 // Timeout is how long a session lives after its last use.
 func (r *Registry) Timeout() time.Duration { return r.opts.Timeout }

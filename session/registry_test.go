@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lethedb/lethe/engine/mongoerr"
-	"github.com/lethedb/lethe/ttlindex"
+	"github.com/lethedb/lethe/clock"
+	"github.com/lethedb/lethe/mongoerr"
 )
 
 type goneLog struct {
@@ -36,8 +36,8 @@ func (g *goneLog) take() []Key {
 	return out
 }
 
-func newTestRegistry(timeout time.Duration, maxN int) (*Registry, *ttlindex.ManualClock, *goneLog) {
-	clock := ttlindex.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+func newTestRegistry(timeout time.Duration, maxN int) (*Registry, *clock.Manual, *goneLog) {
+	clock := clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	g := &goneLog{}
 	return New(Options{Timeout: timeout, Max: maxN, Clock: clock, Gone: g.record}), clock, g
 }

@@ -3,12 +3,13 @@ package ttlindex
 import (
 	"testing"
 
+	"github.com/lethedb/lethe/clock"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
 func TestCollectors(t *testing.T) {
 	store := newFakeStore(times(5, t0)...)
-	r := NewReaper(store, ReaperOptions{Clock: NewManualClock(t0), BatchSize: 2})
+	r := NewReaper(store, ReaperOptions{Clock: clock.NewManual(t0), BatchSize: 2})
 	if _, err := r.Pass(); err != nil {
 		t.Fatal(err)
 	}

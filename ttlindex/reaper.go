@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lethedb/lethe/clock"
 	"go.uber.org/zap"
 )
 
@@ -24,9 +25,9 @@ type Store interface {
 // ReaperOptions configure a Reaper. The zero value of each field selects its
 // default.
 type ReaperOptions struct {
-	// Clock decides what is due. SystemClock if nil. With a *ManualClock the
+	// Clock decides what is due. SystemClock if nil. With a *clock.Manual the
 	// reaper also passes whenever the clock is moved.
-	Clock Clock
+	Clock clock.Clock
 	// Logger receives a debug entry per batch that deleted documents, and
 	// store errors. No logging if nil.
 	Logger *zap.Logger
@@ -53,8 +54,8 @@ const (
 // time, at most MaxSleep.
 type Reaper struct {
 	store     Store
-	clock     Clock
-	manual    *ManualClock // clock, when it is one: its moves wake the reaper
+	clock     clock.Clock
+	manual    *clock.Manual // clock, when it is one: its moves wake the reaper
 	log       *zap.Logger
 	batchSize int
 	maxSleep  time.Duration
@@ -90,9 +91,9 @@ func NewReaper(store Store, opts ReaperOptions) *Reaper {
 		wake:      make(chan struct{}, 1),
 	}
 	if r.clock == nil {
-		r.clock = SystemClock{}
+		r.clock = clock.System{}
 	}
-	r.manual, _ = r.clock.(*ManualClock)
+	r.manual, _ = r.clock.(*clock.Manual)
 	if r.log == nil {
 		r.log = zap.NewNop()
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lethedb/lethe/clock"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
@@ -157,10 +158,10 @@ func TestPassBatchesUntilNothingIsDue(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			clock := NewManualClock(t0)
+			clk := clock.NewManual(t0)
 			store := newFakeStore(times(tt.due, t0.Add(-time.Second))...)
 			store.add(times(tt.later, t0.Add(time.Hour))...)
-			r := NewReaper(store, ReaperOptions{Clock: clock, BatchSize: tt.batchSize})
+			r := NewReaper(store, ReaperOptions{Clock: clk, BatchSize: tt.batchSize})
 
 			deleted, err := r.Pass()
 			if err != nil || deleted != tt.due {
@@ -183,7 +184,7 @@ func TestPassBatchesUntilNothingIsDue(t *testing.T) {
 func TestPassLogsEachBatch(t *testing.T) {
 	core, logs := observer.New(zapcore.DebugLevel)
 	store := newFakeStore(times(5, t0)...)
-	r := NewReaper(store, ReaperOptions{Clock: NewManualClock(t0), Logger: zap.New(core), BatchSize: 3})
+	r := NewReaper(store, ReaperOptions{Clock: clock.NewManual(t0), Logger: zap.New(core), BatchSize: 3})
 	if _, err := r.Pass(); err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +204,7 @@ func TestPassLogsEachBatch(t *testing.T) {
 func TestPassStopsWhenABatchMakesNoProgress(t *testing.T) {
 	store := newFakeStore()
 	store.stuck = true
-	r := NewReaper(store, ReaperOptions{Clock: NewManualClock(t0)})
+	r := NewReaper(store, ReaperOptions{Clock: clock.NewManual(t0)})
 	if n, err := r.Pass(); n != 0 || err != nil {
 		t.Fatalf("Pass() = %d, %v; want 0, nil", n, err)
 	}
@@ -215,7 +216,7 @@ func TestPassStopsWhenABatchMakesNoProgress(t *testing.T) {
 func TestPassReturnsStoreError(t *testing.T) {
 	store := newFakeStore(t0)
 	store.failing = 1
-	r := NewReaper(store, ReaperOptions{Clock: NewManualClock(t0)})
+	r := NewReaper(store, ReaperOptions{Clock: clock.NewManual(t0)})
 	if _, err := r.Pass(); !errors.Is(err, errDisk) {
 		t.Fatalf("Pass() error = %v, want one wrapping %v", err, errDisk)
 	}
@@ -228,32 +229,32 @@ func TestPassReturnsStoreError(t *testing.T) {
 }
 
 func TestRunPassesWhenManualClockMoves(t *testing.T) {
-	clock := NewManualClock(t0)
+	clk := clock.NewManual(t0)
 	store := newFakeStore(t0.Add(10 * time.Second))
 	// A sleep this long would fail the test: only the clock can wake it.
-	r := NewReaper(store, ReaperOptions{Clock: clock, MaxSleep: time.Hour})
+	r := NewReaper(store, ReaperOptions{Clock: clk, MaxSleep: time.Hour})
 	startReaper(t, r)
 	store.waitFor(t, "the first pass", calledAtLeast(1))
 
-	clock.Advance(5 * time.Second)
+	clk.Advance(5 * time.Second)
 	store.waitFor(t, "a pass after the first move", calledAtLeast(2))
 	if _, deleted, _ := store.stats(); deleted != 0 {
 		t.Fatalf("deleted %d documents 5s before they are due", deleted)
 	}
 
-	clock.Advance(5 * time.Second)
+	clk.Advance(5 * time.Second)
 	store.waitFor(t, "the document is purged", deletedAtLeast(1))
 }
 
 func TestRunWakesForEarlierDue(t *testing.T) {
-	clock := NewManualClock(t0)
+	clk := clock.NewManual(t0)
 	store := newFakeStore()
-	r := NewReaper(store, ReaperOptions{Clock: clock, MaxSleep: time.Hour})
+	r := NewReaper(store, ReaperOptions{Clock: clk, MaxSleep: time.Hour})
 	startReaper(t, r)
 	store.waitFor(t, "the first pass", calledAtLeast(1))
 
-	store.add(clock.Now())
-	r.Wake(clock.Now())
+	store.add(clk.Now())
+	r.Wake(clk.Now())
 	store.waitFor(t, "the woken pass purges the document", deletedAtLeast(1))
 }
 
@@ -278,13 +279,13 @@ func TestRunSleepsUntilNextDue(t *testing.T) {
 
 func TestRunPassesAtLeastEveryMaxSleep(t *testing.T) {
 	store := newFakeStore()
-	r := NewReaper(store, ReaperOptions{Clock: NewManualClock(t0), MaxSleep: 5 * time.Millisecond})
+	r := NewReaper(store, ReaperOptions{Clock: clock.NewManual(t0), MaxSleep: 5 * time.Millisecond})
 	startReaper(t, r)
 	store.waitFor(t, "three passes with nothing due", calledAtLeast(3))
 }
 
 func TestWakeOnlySignalsEarlierDue(t *testing.T) {
-	r := NewReaper(newFakeStore(), ReaperOptions{Clock: NewManualClock(t0)})
+	r := NewReaper(newFakeStore(), ReaperOptions{Clock: clock.NewManual(t0)})
 	r.wakeBefore.Store(t0.Add(time.Second).UnixMilli())
 	steps := []struct {
 		due          time.Duration
@@ -316,7 +317,7 @@ func TestRunRetriesAfterError(t *testing.T) {
 	core, logs := observer.New(zapcore.ErrorLevel)
 	store := newFakeStore(t0)
 	store.failing = 2
-	r := NewReaper(store, ReaperOptions{Clock: NewManualClock(t0), Logger: zap.New(core), MaxSleep: 5 * time.Millisecond})
+	r := NewReaper(store, ReaperOptions{Clock: clock.NewManual(t0), Logger: zap.New(core), MaxSleep: 5 * time.Millisecond})
 	startReaper(t, r)
 	store.waitFor(t, "the document is purged after the store recovers", deletedAtLeast(1))
 
@@ -330,7 +331,7 @@ func TestRunRetriesAfterError(t *testing.T) {
 
 func TestRunStopsWhenContextIsDone(t *testing.T) {
 	store := newFakeStore()
-	r := NewReaper(store, ReaperOptions{Clock: NewManualClock(t0), MaxSleep: time.Hour})
+	r := NewReaper(store, ReaperOptions{Clock: clock.NewManual(t0), MaxSleep: time.Hour})
 	stop := startReaper(t, r)
 	store.waitFor(t, "the first pass", calledAtLeast(1))
 	stop()

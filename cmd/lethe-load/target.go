@@ -12,9 +12,9 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.uber.org/zap"
 
+	"github.com/lethedb/lethe/clock"
 	"github.com/lethedb/lethe/server"
 	"github.com/lethedb/lethe/tlsnet"
-	"github.com/lethedb/lethe/ttlindex"
 )
 
 // opTimeout bounds every request, so that a server that stops answering
@@ -133,7 +133,7 @@ func startServer(k serverKind) (addr string, stop func() error, err error) {
 	cfg := server.Config{Listen: "127.0.0.1:0", DataDir: dir, Logger: zap.NewNop(), NoOplog: k.noOplog, ReplSet: k.replSet,
 		Auth: k.auth, TLS: k.tls}
 	if k.manualClock {
-		cfg.Clock = ttlindex.NewManualClock(time.Now())
+		cfg.Clock = clock.NewManual(time.Now())
 		cfg.ManualClock = true
 	}
 	srv, err := server.New(cfg)

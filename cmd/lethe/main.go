@@ -22,9 +22,9 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/lethedb/lethe/auth"
+	"github.com/lethedb/lethe/clock"
 	"github.com/lethedb/lethe/engine"
 	"github.com/lethedb/lethe/server"
-	"github.com/lethedb/lethe/ttlindex"
 )
 
 // shutdownGrace is how long in-flight requests get to finish after SIGINT or
@@ -69,7 +69,7 @@ func run(args []string) error {
 		"most open cursors one connection may have opened; 0 means no limit")
 	maxCursorMemory := fs.Int64("max-cursor-memory-mib", server.DefaultMaxCursorMemory>>20,
 		"most MiB of results (aggregations, sorted finds) open cursors may hold in memory; 0 means no limit")
-	clock := fs.String("clock", "system", "time source for expiry: system, or manual for tests (time moves only by advanceClock)")
+	clockFlag := fs.String("clock", "system", "time source for expiry: system, or manual for tests (time moves only by advanceClock)")
 	metricsListen := fs.String("metrics-listen", "", "address to serve Prometheus /metrics on, host:port; off when empty")
 	minFreeDisk := fs.Int64("min-free-disk", engine.DefaultMinFreeDisk>>20, "MiB kept free on the data directory's filesystem: below it, writes that add data fail with OutOfDiskSpace while reads and deletes work; 0 turns this off")
 	oplogOn := fs.Bool("oplog", true, "keep the oplog (local.oplog.rs), which replica-set mode and change streams read")
@@ -164,13 +164,13 @@ func run(args []string) error {
 		cfg.OplogMaxBytes = -1 // no bound
 	}
 	cfg.OplogMaxAge = time.Duration(*oplogHours * float64(time.Hour))
-	switch *clock {
+	switch *clockFlag {
 	case "system":
 	case "manual":
-		cfg.Clock = ttlindex.NewManualClock(time.Now())
+		cfg.Clock = clock.NewManual(time.Now())
 		cfg.ManualClock = true
 	default:
-		return fmt.Errorf("--clock: want system or manual, not %q", *clock)
+		return fmt.Errorf("--clock: want system or manual, not %q", *clockFlag)
 	}
 
 	log.Info("starting lethe", zap.String("version", server.Version), zap.String("listen", *listen), zap.String("dataDir", *dataDir))

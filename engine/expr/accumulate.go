@@ -3,7 +3,7 @@ package expr
 import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"github.com/lethedb/lethe/engine/bsonvalue"
+	"github.com/lethedb/lethe/bsonvalue"
 )
 
 // accumulated returns the values $sum, $avg, $max and $min work on: the

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/mongoerr"
 )
 
 // A $zip that repeats a default on every row builds far more than its

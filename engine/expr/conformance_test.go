@@ -12,7 +12,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/engine/internal/conformance"
-	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/mongoerr"
 )
 
 // The expression conformance files, testdata/aggregation/expr_*.json,

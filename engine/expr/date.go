@@ -3,6 +3,7 @@ package expr
 import (
 	"sync"
 	"time"
+
 	// The time zone database ships inside the binary, so that every Olson
 	// name is known on a host without one (time prefers the host's own).
 	_ "time/tzdata"
@@ -10,8 +11,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"github.com/lethedb/lethe/engine/bsonvalue"
-	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/bsonvalue"
+	"github.com/lethedb/lethe/mongoerr"
 )
 
 // The date operators read dates in a time zone: an Olson name such as

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/mongoerr"
 )
 
 // unset marks a date field a string did not give.

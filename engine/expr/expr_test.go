@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/mongoerr"
 )
 
 func TestExprEval(t *testing.T) {

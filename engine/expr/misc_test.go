@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/mongoerr"
 )
 
 // The operators of this slice that build values from their inputs stop at

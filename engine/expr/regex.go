@@ -8,8 +8,8 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"github.com/lethedb/lethe/engine/bsonvalue"
-	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/bsonvalue"
+	"github.com/lethedb/lethe/mongoerr"
 )
 
 // The regular expression operators, $regexMatch, $regexFind and

@@ -6,8 +6,8 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"github.com/lethedb/lethe/engine/bsonvalue"
-	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/bsonvalue"
+	"github.com/lethedb/lethe/mongoerr"
 )
 
 // MongoDB's codes for trigonometry: an argument outside a function's

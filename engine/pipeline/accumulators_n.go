@@ -10,8 +10,8 @@ import (
 
 	"github.com/lethedb/lethe/engine/expr"
 	"github.com/lethedb/lethe/engine/keycodec"
-	"github.com/lethedb/lethe/engine/mongoerr"
 	"github.com/lethedb/lethe/engine/query"
+	"github.com/lethedb/lethe/mongoerr"
 )
 
 // starter is an accumulator set up with its group's _id before its first

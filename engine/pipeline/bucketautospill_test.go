@@ -10,8 +10,8 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
-	"github.com/lethedb/lethe/engine/mongoerr"
 	"github.com/lethedb/lethe/engine/spill"
+	"github.com/lethedb/lethe/mongoerr"
 )
 
 func TestBucketAutoSpillsWithBoundedHeap(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/lethedb/lethe/engine/expr"
 	"github.com/lethedb/lethe/engine/keycodec"
-	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/mongoerr"
 )
 
 var nullValue = bsoncore.Value{Type: bsoncore.TypeNull}

@@ -3,7 +3,7 @@ package pipeline
 import (
 	"testing"
 
-	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/mongoerr"
 )
 
 func TestPushAccumulatorLimit(t *testing.T) {

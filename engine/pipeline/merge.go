@@ -5,8 +5,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/engine/expr"
-	"github.com/lethedb/lethe/engine/mongoerr"
 	"github.com/lethedb/lethe/engine/update"
+	"github.com/lethedb/lethe/mongoerr"
 )
 
 // Merge is a compiled $merge: where its documents go and what happens to

@@ -6,7 +6,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"github.com/lethedb/lethe/engine/bsonvalue"
+	"github.com/lethedb/lethe/bsonvalue"
 )
 
 // sampleStage is $sample: size documents chosen at random, in random

@@ -4,10 +4,10 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"github.com/lethedb/lethe/engine/bsonvalue"
+	"github.com/lethedb/lethe/bsonvalue"
 	"github.com/lethedb/lethe/engine/expr"
-	"github.com/lethedb/lethe/engine/mongoerr"
 	"github.com/lethedb/lethe/engine/project"
+	"github.com/lethedb/lethe/mongoerr"
 )
 
 // shapeStage is one of the stages that reshape each document: $project,

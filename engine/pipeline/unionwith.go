@@ -3,7 +3,7 @@ package pipeline
 import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
-	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/mongoerr"
 )
 
 // unionWithStage is $unionWith: the documents of the stages before it,

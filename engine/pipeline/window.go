@@ -9,8 +9,8 @@ import (
 
 	"github.com/lethedb/lethe/engine/expr"
 	"github.com/lethedb/lethe/engine/keycodec"
-	"github.com/lethedb/lethe/engine/mongoerr"
 	"github.com/lethedb/lethe/engine/query"
+	"github.com/lethedb/lethe/mongoerr"
 )
 
 // windowStage is $setWindowFields: documents are split into partitions by

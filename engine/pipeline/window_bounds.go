@@ -7,10 +7,10 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"github.com/lethedb/lethe/engine/bsonvalue"
+	"github.com/lethedb/lethe/bsonvalue"
 	"github.com/lethedb/lethe/engine/keycodec"
-	"github.com/lethedb/lethe/engine/mongoerr"
 	"github.com/lethedb/lethe/engine/query"
+	"github.com/lethedb/lethe/mongoerr"
 )
 
 // boundKind is what one end of a window is.

@@ -11,8 +11,8 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
-	"github.com/lethedb/lethe/engine/mongoerr"
 	"github.com/lethedb/lethe/engine/spill"
+	"github.com/lethedb/lethe/mongoerr"
 )
 
 // windowSpec numbers the documents of each partition of k in order of v,

@@ -3,7 +3,7 @@ package project
 import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/mongoerr"
 )
 
 // CompileUnset parses the specification of a pipeline's $unset stage: a

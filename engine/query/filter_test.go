@@ -3,7 +3,7 @@ package query
 import (
 	"testing"
 
-	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/mongoerr"
 )
 
 func TestMatchPositional(t *testing.T) {

@@ -9,9 +9,9 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"github.com/lethedb/lethe/engine/bsonvalue"
+	"github.com/lethedb/lethe/bsonvalue"
 	"github.com/lethedb/lethe/engine/keycodec"
-	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/mongoerr"
 )
 
 // $jsonSchema validates the whole document against a draft-4 JSON Schema,

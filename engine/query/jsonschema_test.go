@@ -3,7 +3,7 @@ package query
 import (
 	"testing"
 
-	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/mongoerr"
 )
 
 // The conformance file testdata/query/jsonschema.json covers MongoDB's

@@ -8,8 +8,8 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"github.com/lethedb/lethe/engine/mongoerr"
 	"github.com/lethedb/lethe/engine/query"
+	"github.com/lethedb/lethe/mongoerr"
 )
 
 // maxPadding is the most nulls MongoDB appends to an array to reach an index.

@@ -8,8 +8,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/engine/expr"
-	"github.com/lethedb/lethe/engine/mongoerr"
 	"github.com/lethedb/lethe/engine/project"
+	"github.com/lethedb/lethe/mongoerr"
 )
 
 // stage is one stage of an update pipeline.

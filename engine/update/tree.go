@@ -3,7 +3,7 @@ package update
 import (
 	"slices"
 
-	"github.com/lethedb/lethe/engine/mongoerr"
+	"github.com/lethedb/lethe/mongoerr"
 )
 
 // node is one step of a compiled operator update. Internal nodes name the next

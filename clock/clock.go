@@ -1,4 +1,4 @@
-package ttlindex
+package clock
 
 import (
 	"sync"
@@ -12,34 +12,34 @@ type Clock interface {
 	Now() time.Time
 }
 
-// SystemClock is the wall clock.
-type SystemClock struct{}
+// System is the wall clock.
+type System struct{}
 
 // Now returns the current wall-clock time.
-func (SystemClock) Now() time.Time { return time.Now() }
+func (System) Now() time.Time { return time.Now() }
 
-// ManualClock moves only when told to. Waiters learn of each move through
+// Manual moves only when told to. Waiters learn of each move through
 // Changed, so a reaper sleeping on real time wakes as soon as time jumps.
-type ManualClock struct {
+type Manual struct {
 	mu      sync.Mutex
 	now     time.Time
 	changed chan struct{}
 }
 
-// NewManualClock returns a clock that reads start until moved.
-func NewManualClock(start time.Time) *ManualClock {
-	return &ManualClock{now: start, changed: make(chan struct{})}
+// NewManual returns a clock that reads start until moved.
+func NewManual(start time.Time) *Manual {
+	return &Manual{now: start, changed: make(chan struct{})}
 }
 
 // Now returns the clock's current time.
-func (c *ManualClock) Now() time.Time {
+func (c *Manual) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.now
 }
 
 // Advance moves the clock by d (which may be negative) and returns the new time.
-func (c *ManualClock) Advance(d time.Duration) time.Time {
+func (c *Manual) Advance(d time.Duration) time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.now = c.now.Add(d)
@@ -48,7 +48,7 @@ func (c *ManualClock) Advance(d time.Duration) time.Time {
 }
 
 // Set moves the clock to t.
-func (c *ManualClock) Set(t time.Time) {
+func (c *Manual) Set(t time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.now = t
@@ -56,13 +56,13 @@ func (c *ManualClock) Set(t time.Time) {
 }
 
 // Changed returns a channel that is closed the next time the clock moves.
-func (c *ManualClock) Changed() <-chan struct{} {
+func (c *Manual) Changed() <-chan struct{} {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.changed
 }
 
-func (c *ManualClock) notifyLocked() {
+func (c *Manual) notifyLocked() {
 	close(c.changed)
 	c.changed = make(chan struct{})
 }
