@@ -1,0 +1,508 @@
+// Package kvtest is the conformance suite of package kv: one set of tests
+// that every kv.Store implementation runs (Run), and a contract wrapper
+// (Contract) that checks the arguments and error kinds of every call, for
+// the engine's own tests to run through.
+package kvtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lethedb/lethe/engine/kv"
+)
+
+// Opener opens a fresh, empty store for one test. The store is closed by
+// the test.
+type Opener func(t *testing.T) kv.Store
+
+// Run runs the conformance suite against the stores open makes, each
+// wrapped in Contract.
+func Run(t *testing.T, open Opener) {
+	wrapped := func(t *testing.T) kv.Store {
+		s := Contract(open(t))
+		t.Cleanup(func() {
+			if err := s.Close(); err != nil {
+				t.Errorf("close: %v", err)
+			}
+		})
+		return s
+	}
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, s kv.Store)
+	}{
+		{"CommitAndGet", testCommitAndGet},
+		{"Rollback", testRollback},
+		{"ReadYourWrites", testReadYourWrites},
+		{"IteratorBoundsAndOrder", testIteratorBoundsAndOrder},
+		{"SnapshotIsolation", testSnapshotIsolation},
+		{"WriteWriteConflict", testWriteWriteConflict},
+		{"ConflictWithLock", testConflictWithLock},
+		{"LockWaitAndBound", testLockWaitAndBound},
+		{"CurrentReadAfterLock", testCurrentReadAfterLock},
+		{"ConcurrentOptimisticCounters", testConcurrentOptimisticCounters},
+		{"ConcurrentPessimisticCounters", testConcurrentPessimisticCounters},
+		{"AtomicVisibility", testAtomicVisibility},
+		{"DropRange", testDropRange},
+		{"Timestamps", testTimestamps},
+		{"DoneTxn", testDoneTxn},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { tt.fn(t, wrapped(t)) })
+	}
+}
+
+var ctx = context.Background()
+
+func k(s string) []byte { return []byte(s) }
+
+func commit(t *testing.T, s kv.Store, pairs ...string) kv.Timestamp {
+	t.Helper()
+	tx := begin(t, s, false)
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if pairs[i+1] == "<del>" {
+			must(t, tx.Delete(k(pairs[i])))
+		} else {
+			must(t, tx.Set(k(pairs[i]), k(pairs[i+1])))
+		}
+	}
+	ts, err := tx.Commit(ctx, kv.Sync)
+	must(t, err)
+	return ts
+}
+
+func begin(t *testing.T, s kv.Store, pessimistic bool) kv.Txn {
+	t.Helper()
+	tx, err := s.Begin(ctx, kv.TxnOptions{Pessimistic: pessimistic, LockWait: 200 * time.Millisecond})
+	must(t, err)
+	return tx
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func wantValue(t *testing.T, r kv.Reader, key, want string) {
+	t.Helper()
+	v, err := r.Get(ctx, k(key))
+	if want == "" {
+		if !errors.Is(err, kv.ErrNotFound) {
+			t.Fatalf("Get(%q) = %q, %v; want ErrNotFound", key, v, err)
+		}
+		return
+	}
+	if err != nil || string(v) != want {
+		t.Fatalf("Get(%q) = %q, %v; want %q", key, v, err, want)
+	}
+}
+
+// scan lists "key=value" of [lo, hi) in the iterator's order.
+func scan(t *testing.T, r kv.Reader, lo, hi string, reverse bool) []string {
+	t.Helper()
+	var hiB []byte
+	if hi != "" {
+		hiB = k(hi)
+	}
+	it, err := r.Iter(ctx, k(lo), hiB, reverse)
+	must(t, err)
+	defer it.Close()
+	var out []string
+	for ok := it.First(); ok; ok = it.Next() {
+		out = append(out, string(it.Key())+"="+string(it.Value()))
+	}
+	must(t, it.Error())
+	return out
+}
+
+func wantScan(t *testing.T, got []string, want ...string) {
+	t.Helper()
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("scan = %v, want %v", got, want)
+	}
+}
+
+func testCommitAndGet(t *testing.T, s kv.Store) {
+	wantValue(t, s, "a", "")
+	commit(t, s, "a", "1", "b", "2")
+	wantValue(t, s, "a", "1")
+	wantValue(t, s, "b", "2")
+	commit(t, s, "a", "<del>", "b", "3")
+	wantValue(t, s, "a", "")
+	wantValue(t, s, "b", "3")
+	// An empty value is a value, not a deletion.
+	commit(t, s, "e", "")
+	if v, err := s.Get(ctx, k("e")); err != nil || len(v) != 0 {
+		t.Fatalf("Get of an empty value = %q, %v", v, err)
+	}
+	// Get's value is the caller's: changing it changes nothing stored.
+	v, err := s.Get(ctx, k("b"))
+	must(t, err)
+	v[0] = 'x'
+	wantValue(t, s, "b", "3")
+}
+
+func testRollback(t *testing.T, s kv.Store) {
+	tx := begin(t, s, true)
+	must(t, tx.LockKeys(ctx, kv.LockOptions{}, k("a")))
+	must(t, tx.Set(k("a"), k("1")))
+	tx.Rollback()
+	wantValue(t, s, "a", "")
+	// The lock went with it.
+	tx2 := begin(t, s, true)
+	defer tx2.Rollback()
+	must(t, tx2.LockKeys(ctx, kv.LockOptions{NoWait: true}, k("a")))
+}
+
+func testReadYourWrites(t *testing.T, s kv.Store) {
+	commit(t, s, "a", "1", "c", "3", "e", "5")
+	for _, pessimistic := range []bool{false, true} {
+		tx := begin(t, s, pessimistic)
+		must(t, tx.Set(k("b"), k("2")))
+		must(t, tx.Set(k("c"), k("33")))
+		must(t, tx.Delete(k("e")))
+		must(t, tx.Set(k("f"), k("6")))
+		wantValue(t, tx, "b", "2")
+		wantValue(t, tx, "c", "33")
+		wantValue(t, tx, "e", "")
+		wantValue(t, s, "b", "") // private until commit
+		if v, ok := tx.Buffered(k("e")); !ok || v != nil {
+			t.Fatalf("Buffered(e) = %q, %v; want a pending delete", v, ok)
+		}
+		if _, ok := tx.Buffered(k("a")); ok {
+			t.Fatal("Buffered(a) reports a write the transaction did not make")
+		}
+		wantScan(t, scan(t, tx, "a", "", false), "a=1", "b=2", "c=33", "f=6")
+		wantScan(t, scan(t, tx, "a", "", true), "f=6", "c=33", "b=2", "a=1")
+		wantScan(t, scan(t, tx, "b", "f", false), "b=2", "c=33")
+		// A key the caller changes after Set is not changed in the
+		// transaction.
+		key, val := k("g"), k("7")
+		must(t, tx.Set(key, val))
+		key[0], val[0] = 'z', '9'
+		wantValue(t, tx, "g", "7")
+		tx.Rollback()
+	}
+}
+
+func testIteratorBoundsAndOrder(t *testing.T, s kv.Store) {
+	commit(t, s, "a", "1", "b", "2", "b\x00", "3", "c", "4", "d", "5")
+	wantScan(t, scan(t, s, "b", "d", false), "b=2", "b\x00=3", "c=4")
+	wantScan(t, scan(t, s, "b", "d", true), "c=4", "b\x00=3", "b=2")
+	wantScan(t, scan(t, s, "", "", false), "a=1", "b=2", "b\x00=3", "c=4", "d=5")
+	wantScan(t, scan(t, s, "x", "", false))
+	it, err := s.Iter(ctx, k("a"), nil, false)
+	must(t, err)
+	defer it.Close()
+	if !it.SeekGE(k("bb")) || string(it.Key()) != "c" {
+		t.Fatalf("SeekGE(bb) at %q, want c", it.Key())
+	}
+	if !it.Next() || string(it.Key()) != "d" || it.Next() {
+		t.Fatal("Next after SeekGE does not walk on to the end")
+	}
+}
+
+func testSnapshotIsolation(t *testing.T, s kv.Store) {
+	commit(t, s, "a", "1", "b", "1")
+	tx := begin(t, s, false)
+	defer tx.Rollback()
+	snap, err := s.Snapshot(ctx)
+	must(t, err)
+	defer snap.Close()
+	wantValue(t, tx, "a", "1")
+	commit(t, s, "a", "2", "c", "2")
+	wantValue(t, tx, "a", "1")
+	wantValue(t, tx, "c", "")
+	wantScan(t, scan(t, tx, "a", "", false), "a=1", "b=1")
+	wantValue(t, snap, "a", "1")
+	wantScan(t, scan(t, snap, "a", "", false), "a=1", "b=1")
+	wantValue(t, s, "a", "2")
+}
+
+func testWriteWriteConflict(t *testing.T, s kv.Store) {
+	commit(t, s, "a", "0")
+	t1, t2 := begin(t, s, false), begin(t, s, false)
+	must(t, t1.Set(k("a"), k("1")))
+	must(t, t2.Set(k("a"), k("2")))
+	must(t, t2.Set(k("other"), k("2")))
+	if _, err := t1.Commit(ctx, kv.Sync); err != nil {
+		t.Fatalf("first committer: %v", err)
+	}
+	if _, err := t2.Commit(ctx, kv.Sync); !kv.IsConflict(err) {
+		t.Fatalf("second committer: %v, want a conflict", err)
+	}
+	wantValue(t, s, "a", "1")
+	wantValue(t, s, "other", "") // nothing of the loser is stored
+	// Disjoint writers both commit.
+	t3, t4 := begin(t, s, false), begin(t, s, false)
+	must(t, t3.Set(k("x"), k("3")))
+	must(t, t4.Set(k("y"), k("4")))
+	_, err3 := t3.Commit(ctx, kv.Sync)
+	_, err4 := t4.Commit(ctx, kv.Sync)
+	if err3 != nil || err4 != nil {
+		t.Fatalf("disjoint commits: %v, %v", err3, err4)
+	}
+}
+
+func testConflictWithLock(t *testing.T, s kv.Store) {
+	p := begin(t, s, true)
+	must(t, p.LockKeys(ctx, kv.LockOptions{}, k("a")))
+	o := begin(t, s, false)
+	must(t, o.Set(k("a"), k("o")))
+	if _, err := o.Commit(ctx, kv.Sync); !kv.IsConflict(err) {
+		t.Fatalf("optimistic commit of a key locked by another: %v, want a conflict", err)
+	}
+	must(t, p.Set(k("a"), k("p")))
+	if _, err := p.Commit(ctx, kv.Sync); err != nil {
+		t.Fatal(err)
+	}
+	wantValue(t, s, "a", "p")
+}
+
+func testLockWaitAndBound(t *testing.T, s kv.Store) {
+	p1 := begin(t, s, true)
+	must(t, p1.LockKeys(ctx, kv.LockOptions{}, k("a")))
+	p2 := begin(t, s, true)
+	defer p2.Rollback()
+	if err := p2.LockKeys(ctx, kv.LockOptions{NoWait: true}, k("a")); !errors.Is(err, kv.ErrLocked) || !kv.IsConflict(err) {
+		t.Fatalf("NoWait on a held key: %v, want ErrLocked", err)
+	}
+	start := time.Now()
+	if err := p2.LockKeys(ctx, kv.LockOptions{}, k("a")); !kv.IsConflict(err) {
+		t.Fatalf("a wait past the bound: %v, want a conflict", err)
+	}
+	if waited := time.Since(start); waited < 150*time.Millisecond || waited > 5*time.Second {
+		t.Fatalf("waited %v for a lock bounded at 200ms", waited)
+	}
+	// A context that ends ends the wait.
+	cctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	p3 := begin(t, s, true)
+	defer p3.Rollback()
+	if err := p3.LockKeys(cctx, kv.LockOptions{}, k("a")); err == nil {
+		t.Fatal("a lock wait outlived its context")
+	}
+	// A waiter gets the lock once the holder commits.
+	got := make(chan error, 1)
+	p4 := begin(t, s, true)
+	defer p4.Rollback()
+	go func() { got <- p4.LockKeys(ctx, kv.LockOptions{}, k("a")) }()
+	time.Sleep(20 * time.Millisecond)
+	must(t, p1.Set(k("a"), k("1")))
+	if _, err := p1.Commit(ctx, kv.Sync); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("waiter after the holder committed: %v", err)
+	}
+	if !p4.Locked(k("a")) {
+		t.Fatal("Locked(a) is false after LockKeys")
+	}
+}
+
+func testCurrentReadAfterLock(t *testing.T, s kv.Store) {
+	commit(t, s, "a", "1")
+	p := begin(t, s, true)
+	defer p.Rollback()
+	commit(t, s, "a", "2")
+	must(t, p.LockKeys(ctx, kv.LockOptions{}, k("a")))
+	wantValue(t, p, "a", "2")
+	must(t, p.Set(k("a"), k("3")))
+	if _, err := p.Commit(ctx, kv.Sync); err != nil {
+		t.Fatalf("a pessimistic commit of a key it locked: %v", err)
+	}
+	wantValue(t, s, "a", "3")
+}
+
+// counter runs n increments of key in goroutines, each in its own
+// transaction retried on conflict, and checks none is lost.
+func counter(t *testing.T, s kv.Store, pessimistic bool) {
+	const workers, each = 8, 25
+	key := k("n")
+	commit(t, s, "n", "0")
+	var wg sync.WaitGroup
+	var conflicts atomic.Int64
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range each {
+				for {
+					err := increment(s, key, pessimistic)
+					if err == nil {
+						break
+					}
+					if !kv.IsConflict(err) {
+						t.Error(err)
+						return
+					}
+					conflicts.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	v, err := s.Get(ctx, key)
+	must(t, err)
+	if n := atoi(v); n != workers*each {
+		t.Fatalf("counter = %d after %d increments (%d conflicts retried)", n, workers*each, conflicts.Load())
+	}
+}
+
+func increment(s kv.Store, key []byte, pessimistic bool) error {
+	tx, err := s.Begin(ctx, kv.TxnOptions{Pessimistic: pessimistic})
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if pessimistic {
+		if err := tx.LockKeys(ctx, kv.LockOptions{}, key); err != nil {
+			return err
+		}
+	}
+	v, err := tx.Get(ctx, key)
+	if err != nil {
+		return err
+	}
+	if err := tx.Set(key, []byte(fmt.Sprint(atoi(v)+1))); err != nil {
+		return err
+	}
+	_, err = tx.Commit(ctx, kv.Sync)
+	return err
+}
+
+func atoi(b []byte) int {
+	n := 0
+	for _, c := range b {
+		n = n*10 + int(c-'0')
+	}
+	return n
+}
+
+func testConcurrentOptimisticCounters(t *testing.T, s kv.Store)  { counter(t, s, false) }
+func testConcurrentPessimisticCounters(t *testing.T, s kv.Store) { counter(t, s, true) }
+
+// testAtomicVisibility moves a unit between two keys in transactions while
+// readers check, in snapshots, that the sum never changes.
+func testAtomicVisibility(t *testing.T, s kv.Store) {
+	commit(t, s, "x", "50", "y", "50")
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				snap, err := s.Snapshot(ctx)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				x, err1 := snap.Get(ctx, k("x"))
+				y, err2 := snap.Get(ctx, k("y"))
+				snap.Close()
+				if err1 != nil || err2 != nil || atoi(x)+atoi(y) != 100 {
+					t.Errorf("a snapshot saw x=%s y=%s (%v, %v): half a commit", x, y, err1, err2)
+					return
+				}
+			}
+		}()
+	}
+	for i := range 100 {
+		from, to := k("x"), k("y")
+		if i%2 == 1 {
+			from, to = to, from
+		}
+		for {
+			err := move(s, from, to)
+			if err == nil {
+				break
+			}
+			if !kv.IsConflict(err) {
+				t.Fatal(err)
+			}
+		}
+	}
+	close(stop)
+	wg.Wait()
+}
+
+func move(s kv.Store, from, to []byte) error {
+	tx, err := s.Begin(ctx, kv.TxnOptions{})
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	a, err := tx.Get(ctx, from)
+	if err != nil {
+		return err
+	}
+	b, err := tx.Get(ctx, to)
+	if err != nil {
+		return err
+	}
+	if err := tx.Set(from, []byte(fmt.Sprint(atoi(a)-1))); err != nil {
+		return err
+	}
+	if err := tx.Set(to, []byte(fmt.Sprint(atoi(b)+1))); err != nil {
+		return err
+	}
+	_, err = tx.Commit(ctx, kv.NoSync)
+	return err
+}
+
+func testDropRange(t *testing.T, s kv.Store) {
+	commit(t, s, "a", "1", "b1", "2", "b2", "3", "c", "4")
+	must(t, s.DropRange(ctx, k("b"), k("c")))
+	wantScan(t, scan(t, s, "", "", false), "a=1", "c=4")
+	n, err := s.ApproximateSize(ctx, k("a"), k("d"))
+	if err != nil || n < 0 {
+		t.Fatalf("ApproximateSize = %d, %v", n, err)
+	}
+}
+
+func testTimestamps(t *testing.T, s kv.Store) {
+	t1 := commit(t, s, "a", "1")
+	t2 := commit(t, s, "a", "2")
+	if t2 <= t1 {
+		t.Fatalf("commit timestamps %d then %d do not grow", t1, t2)
+	}
+	now, err := s.Now(ctx)
+	must(t, err)
+	if now < t2 {
+		t.Fatalf("Now() = %d, older than the commit at %d", now, t2)
+	}
+	tx := begin(t, s, false)
+	defer tx.Rollback()
+	if tx.StartTS() < t2 {
+		t.Fatalf("a transaction begun after the commit at %d starts at %d", t2, tx.StartTS())
+	}
+}
+
+func testDoneTxn(t *testing.T, s kv.Store) {
+	tx := begin(t, s, false)
+	must(t, tx.Set(k("a"), k("1")))
+	if _, err := tx.Commit(ctx, kv.Sync); err != nil {
+		t.Fatal(err)
+	}
+	tx.Rollback() // a no-op after Commit
+	if err := tx.Set(k("a"), k("2")); !errors.Is(err, kv.ErrTxnDone) {
+		t.Fatalf("Set after Commit: %v, want ErrTxnDone", err)
+	}
+	if _, err := tx.Commit(ctx, kv.Sync); !errors.Is(err, kv.ErrTxnDone) {
+		t.Fatalf("Commit after Commit: %v, want ErrTxnDone", err)
+	}
+	wantValue(t, s, "a", "1")
+}
