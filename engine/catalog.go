@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
@@ -9,7 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/cockroachdb/pebble/v2"
+	"github.com/lethedb/lethe/engine/kv"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.uber.org/zap"
 
@@ -109,20 +110,19 @@ var seqKey = []byte{prefixCatalog, 's', 'e', 'q'}
 
 func nsKey(db, name string) string { return db + "." + name }
 
-func (e *Engine) loadCatalog() error {
-	if v, closer, err := e.db.Get(seqKey); err == nil {
+func (e *Engine) loadCatalog(ctx context.Context) error {
+	if v, err := e.store.Get(ctx, seqKey); err == nil {
 		e.seq = binary.BigEndian.Uint64(v)
-		closer.Close()
-	} else if err != pebble.ErrNotFound {
+	} else if err != kv.ErrNotFound {
 		return fmt.Errorf("engine: read id sequence: %w", err)
 	}
 	lo := append([]byte{prefixCatalog}, "coll\x00"...)
-	it, err := e.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: prefixEnd(lo)})
+	it, err := e.store.Iter(ctx, lo, prefixEnd(lo), false)
 	if err != nil {
 		return fmt.Errorf("engine: read catalog: %w", err)
 	}
 	defer it.Close()
-	for it.First(); it.Valid(); it.Next() {
+	for ok := it.First(); ok; ok = it.Next() {
 		var meta collMeta
 		if err := bson.Unmarshal(it.Value(), &meta); err != nil {
 			return fmt.Errorf("engine: catalog entry %q: %w", it.Key(), err)
@@ -144,19 +144,21 @@ func (e *Engine) loadCatalog() error {
 }
 
 // nextIDLocked hands out a fresh collection or index id and records the
-// sequence in b. e.mu must be held.
-func (e *Engine) nextIDLocked(b *pebble.Batch) uint64 {
+// sequence in tx. e.mu must be held.
+func (e *Engine) nextIDLocked(tx kv.Txn) (uint64, error) {
 	e.seq++
-	_ = b.Set(seqKey, binary.BigEndian.AppendUint64(nil, e.seq), nil)
-	return e.seq
+	if err := tx.Set(seqKey, binary.BigEndian.AppendUint64(nil, e.seq)); err != nil {
+		return 0, err
+	}
+	return e.seq, nil
 }
 
-func putMeta(b *pebble.Batch, meta *collMeta) error {
+func putMeta(tx kv.Txn, meta *collMeta) error {
 	raw, err := bson.Marshal(meta)
 	if err != nil {
 		return fmt.Errorf("engine: encode catalog entry: %w", err)
 	}
-	return b.Set(catalogKey(meta.DB, meta.Name), raw, nil)
+	return tx.Set(catalogKey(meta.DB, meta.Name), raw)
 }
 
 // collection returns the open collection, or nil.
@@ -247,17 +249,25 @@ func (e *Engine) ensureCollection(db, name string, options bson.Raw) (*Collectio
 	if e.isViewLocked(db, name) {
 		return nil, false, errIsView(db, name)
 	}
-	b := e.db.NewBatch()
-	defer b.Close()
-	meta := collMeta{ID: e.nextIDLocked(b), DB: db, Name: name, UUID: newUUID(), Options: options}
+	ctx := context.Background()
+	tx, err := e.beginCatalog(ctx, false)
+	if err != nil {
+		return nil, false, err
+	}
+	defer tx.Rollback()
+	id, err := e.nextIDLocked(tx)
+	if err != nil {
+		return nil, false, err
+	}
+	meta := collMeta{ID: id, DB: db, Name: name, UUID: newUUID(), Options: options}
 	st, err := newCollState(meta)
 	if err != nil {
 		return nil, false, err
 	}
-	if err := putMeta(b, &meta); err != nil {
+	if err := putMeta(tx, &meta); err != nil {
 		return nil, false, err
 	}
-	if err := e.commitLogged(b, pebble.Sync, createEntry(&meta)); err != nil {
+	if err := e.commitLogged(ctx, tx, kv.Sync, createEntry(&meta)); err != nil {
 		return nil, false, fmt.Errorf("engine: create %s.%s: %w", db, name, err)
 	}
 	c := &Collection{}
@@ -286,7 +296,7 @@ func (e *Engine) DropCollection(db, name string) (bool, error) {
 }
 
 func (e *Engine) dropCollection(db, name string) (bool, error) {
-	if err := e.disk.writable(); err != nil {
+	if err := e.writable(); err != nil {
 		return false, err
 	}
 	e.mu.Lock()
@@ -301,31 +311,42 @@ func (e *Engine) dropCollection(db, name string) (bool, error) {
 	c.ddl.Lock()
 	defer c.ddl.Unlock()
 	st := c.st()
-	b := e.db.NewBatch()
-	defer b.Close()
-	if err := b.Delete(catalogKey(db, name), nil); err != nil {
+	ctx := context.Background()
+	tx, err := e.beginCatalog(ctx, false)
+	if err != nil {
 		return false, err
 	}
-	deleteCollectionData(b, st)
+	defer tx.Rollback()
+	if err := tx.Delete(catalogKey(db, name)); err != nil {
+		return false, err
+	}
+	ranges := collectionRanges(st)
+	if err := recordReclaim(tx, ranges); err != nil {
+		return false, err
+	}
 	ent := cmdEntry(db, st.meta.UUID.Data, bson.D{{Key: "drop", Value: name}}, nil)
-	if err := e.commitLogged(b, pebble.Sync, ent); err != nil {
+	if err := e.commitLogged(ctx, tx, kv.Sync, ent); err != nil {
 		return false, fmt.Errorf("engine: drop %s.%s: %w", db, name, err)
 	}
 	dropped := *st
 	dropped.dropped = true
 	c.state.Store(&dropped)
+	e.reclaim(ctx, ranges)
 	return true, nil
 }
 
-func deleteCollectionData(b *pebble.Batch, st *collState) {
+// collectionRanges are the key ranges of a collection's documents, expiry
+// entries and indexes.
+func collectionRanges(st *collState) []keyRange {
 	lo, hi := docRange(st.meta.ID)
-	_ = b.DeleteRange(lo, hi, nil)
+	out := []keyRange{{lo, hi}}
 	lo, hi = ttlindex.CollRange(st.meta.ID)
-	_ = b.DeleteRange(lo, hi, nil)
+	out = append(out, keyRange{lo, hi})
 	for _, ix := range st.indexes {
 		lo, hi := indexRange(ix.meta.ID)
-		_ = b.DeleteRange(lo, hi, nil)
+		out = append(out, keyRange{lo, hi})
 	}
+	return out
 }
 
 // DropDatabase drops every collection of db.
@@ -340,9 +361,12 @@ func (e *Engine) DropDatabase(db string) error {
 		return nil
 	}
 	// As in MongoDB, the drops of the collections come first.
-	b := e.db.NewBatch()
-	defer b.Close()
-	return e.commitLogged(b, pebble.Sync, cmdEntry(db, nil, bson.D{{Key: "dropDatabase", Value: int32(1)}}, nil))
+	ctx := context.Background()
+	tx, err := e.beginCatalog(ctx, false)
+	if err != nil {
+		return err
+	}
+	return e.commitLogged(ctx, tx, kv.Sync, cmdEntry(db, nil, bson.D{{Key: "dropDatabase", Value: int32(1)}}, nil))
 }
 
 // RenameCollection moves from to to, keeping documents and indexes. With
@@ -396,13 +420,19 @@ func (e *Engine) RenameCollection(fromDB, from, toDB, to string, dropTarget bool
 	st := c.st()
 	meta := st.meta
 	meta.DB, meta.Name = toDB, to
-	b := e.db.NewBatch()
-	defer b.Close()
-	_ = b.Delete(catalogKey(fromDB, from), nil)
-	if err := putMeta(b, &meta); err != nil {
+	ctx := context.Background()
+	tx, err := e.beginCatalog(ctx, true)
+	if err != nil {
 		return err
 	}
-	if err := e.commitLoggedUnguarded(b, renameEntry(st, toDB, to, nil)); err != nil {
+	defer tx.Rollback()
+	if err := tx.Delete(catalogKey(fromDB, from)); err != nil {
+		return err
+	}
+	if err := putMeta(tx, &meta); err != nil {
+		return err
+	}
+	if err := e.commitLogged(ctx, tx, kv.Sync, renameEntry(st, toDB, to, nil)); err != nil {
 		return fmt.Errorf("engine: rename: %w", err)
 	}
 	nst := *st

@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine/kv/pebblekv"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -16,7 +17,7 @@ import (
 // error that hides the batches that did commit.
 func TestInsertCountsOnlyWhatCommitted(t *testing.T) {
 	for _, ordered := range []bool{true, false} {
-		d := NewMemDisk(testDiskSize)
+		d := pebblekv.NewMemDisk(testDiskSize)
 		e := openOnDisk(t, d)
 		const total = 20_000 // about 20 MB of incompressible documents
 		docs := make([]bson.Raw, total)
@@ -77,7 +78,7 @@ func TestInsertCountsOnlyWhatCommitted(t *testing.T) {
 // nothing: n must say that nothing was deleted, not the size of the batch
 // whose commit failed.
 func TestDeleteCountsOnlyWhatCommitted(t *testing.T) {
-	d := NewMemDisk(testDiskSize)
+	d := pebblekv.NewMemDisk(testDiskSize)
 	e := openOnDisk(t, d)
 	const n = 1500 // more than one batch of deletions
 	docs := make([]bson.Raw, n)

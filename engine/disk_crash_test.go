@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/lethedb/lethe/clock"
+	"github.com/lethedb/lethe/engine/kv/pebblekv"
 	"github.com/lethedb/lethe/engine/update"
 )
 
@@ -134,7 +135,7 @@ func TestCrashWithDiskFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	disk := NewMemDisk(1 << 40)
+	disk := pebblekv.NewMemDisk(1 << 40)
 	open := func() *Engine {
 		e, err := Open("/db", Options{
 			Clock:       clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),

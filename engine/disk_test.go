@@ -11,6 +11,8 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/lethedb/lethe/clock"
+	"github.com/lethedb/lethe/engine/kv"
+	"github.com/lethedb/lethe/engine/kv/pebblekv"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -19,12 +21,12 @@ const (
 	testMinFree  = 2 << 20
 )
 
-func openOnDisk(t *testing.T, d *MemDisk) *Engine {
+func openOnDisk(t *testing.T, d *pebblekv.MemDisk) *Engine {
 	t.Helper()
 	return openOnDiskOplog(t, d, false)
 }
 
-func openOnDiskOplog(t *testing.T, d *MemDisk, oplog bool) *Engine {
+func openOnDiskOplog(t *testing.T, d *pebblekv.MemDisk, oplog bool) *Engine {
 	t.Helper()
 	e, err := Open("/db", Options{
 		Clock:       clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),
@@ -117,7 +119,7 @@ func TestDiskFull(t *testing.T) {
 }
 
 func testDiskFull(t *testing.T, oplog bool) {
-	d := NewMemDisk(testDiskSize)
+	d := pebblekv.NewMemDisk(testDiskSize)
 	e := openOnDiskOplog(t, d, oplog)
 	full := fill(t, e, 0)
 	t.Logf("disk full after %d documents: %d of %d bytes used", full, d.Used(), testDiskSize)
@@ -152,7 +154,7 @@ func testDiskFull(t *testing.T, oplog bool) {
 	d.SetCapacity(d.Used() + 3*testMinFree/4)
 	e = openOnDiskOplog(t, d, oplog)
 	defer e.Close()
-	t.Logf("restarted on a full disk: %d of %d bytes used", d.Used(), d.usage().TotalBytes)
+	t.Logf("restarted on a full disk: %d of %d bytes used", d.Used(), d.Capacity())
 	countDocs(t, e, half, next)
 	// Opening removed obsolete files, and compactions may free more; the
 	// other program takes that space as it comes.
@@ -171,7 +173,7 @@ func testDiskFull(t *testing.T, oplog bool) {
 	}
 	countDocs(t, e, half, next+1)
 	// The ballast, released at the start on a low disk, comes back.
-	for deadline := time.Now().Add(10 * time.Second); !e.disk.hasBallast.Load(); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); !kv.Unwrap(e.store).(*pebblekv.Store).HasBallast(); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the ballast was not restored once space came back")
 		}
@@ -199,12 +201,12 @@ func waitWritable(t *testing.T, e *Engine, id int) int {
 // reopenTooFullToReplay closes e, takes the ballast away and leaves not a
 // byte free, with documents still in the WAL, then opens the store again: it
 // must open, read-only, rather than wait for ever for the space to replay.
-func reopenTooFullToReplay(t *testing.T, e *Engine, d *MemDisk) *Engine {
+func reopenTooFullToReplay(t *testing.T, e *Engine, d *pebblekv.MemDisk) *Engine {
 	t.Helper()
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.mem.Remove(d.mem.PathJoin("/db", ballastName)); err != nil {
+	if err := d.RemoveBallast("/db"); err != nil {
 		t.Fatal(err)
 	}
 	d.SetCapacity(d.Used())
@@ -223,7 +225,7 @@ func reopenTooFullToReplay(t *testing.T, e *Engine, d *MemDisk) *Engine {
 // them, so the store opens read-only instead of waiting forever for space.
 // Reads are served; every write is refused with OutOfDiskSpace.
 func TestOpenOnDiskTooFullToReplay(t *testing.T) {
-	d := NewMemDisk(testDiskSize)
+	d := pebblekv.NewMemDisk(testDiskSize)
 	e := openOnDisk(t, d)
 	const n = 500
 	for i := 0; i < n; i++ {

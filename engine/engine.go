@@ -2,21 +2,16 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"hash/maphash"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2"
-	"github.com/cockroachdb/pebble/v2/bloom"
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"go.uber.org/zap"
 
 	"github.com/lethedb/lethe/clock"
+	"github.com/lethedb/lethe/engine/kv"
+	"github.com/lethedb/lethe/engine/kv/pebblekv"
 	"github.com/lethedb/lethe/oplog"
 	"github.com/lethedb/lethe/ttlindex"
 )
@@ -44,7 +39,7 @@ type Options struct {
 	QuerySpillLimit int64
 	// MinFreeDisk is the free space, in bytes, kept on the store's
 	// filesystem: below it, writes that add data fail with OutOfDiskSpace
-	// while reads and deletes go on (see diskGuard). Zero means
+	// while reads and deletes go on (see package pebblekv). Zero means
 	// DefaultMinFreeDisk; negative turns the guard off.
 	MinFreeDisk int64
 	// Oplog keeps the oplog (package oplog): every write appends its
@@ -58,16 +53,31 @@ type Options struct {
 	OplogMaxAge   time.Duration
 	// Disk, for tests, keeps the store on a simulated disk instead of in the
 	// directory given to Open, which then only names the store on it.
-	Disk *MemDisk
+	Disk *pebblekv.MemDisk
+	// Store, if set, is the store to run on instead of pebble in the
+	// directory given to Open; the engine closes it.
+	Store kv.Store
+}
+
+// localStore is what a store on this machine's disk offers beyond kv.Store.
+type localStore interface {
+	// ReadOnly reports a store that opened read-only for want of space.
+	ReadOnly() bool
+	// Writable is the error every write gets on a read-only store, or nil.
+	Writable() error
+	ScratchDir() string
+	ScratchFS() pebblekv.ScratchFS
+	SpillRoom(n int64) error
 }
 
 // Engine is an open store.
 type Engine struct {
-	db    *pebble.DB
+	store kv.Store
+	// local is the store when it keeps its files on this machine (pebble):
+	// its free-space guard and the directory for temporary files.
+	local localStore
 	clock clock.Clock
 	log   *zap.Logger
-	locks lockTable
-	disk  *diskGuard
 
 	mu    sync.RWMutex
 	colls map[string]*Collection // by "db.name"
@@ -95,7 +105,8 @@ type Engine struct {
 	streamOpts atomic.Pointer[ChangeStreamOptions]
 }
 
-// Open opens or creates the store in dir.
+// Open opens or creates the store in dir, on pebble unless Options.Store
+// gives another.
 func Open(dir string, opts Options) (*Engine, error) {
 	if opts.Clock == nil {
 		opts.Clock = clock.System{}
@@ -103,33 +114,27 @@ func Open(dir string, opts Options) (*Engine, error) {
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
-	guard := newDiskGuard(dir, opts)
-	// Before the space check: what a crash left there may be why the disk
-	// is low.
-	if err := guard.cleanScratch(); err != nil {
-		return nil, err
+	store := opts.Store
+	if store == nil {
+		ps, err := pebblekv.Open(dir, pebblekv.Options{Logger: opts.Logger, MinFreeDisk: opts.MinFreeDisk, Disk: opts.Disk,
+			LogsDeletes: oplog.IsEntryKey})
+		if err != nil {
+			return nil, fmt.Errorf("engine: %w", err)
+		}
+		store = ps
 	}
-	if err := guard.beforeOpen(); err != nil {
-		return nil, err
-	}
-	po := storeOptions(guard)
-	po.ReadOnly = guard.mustOpenReadOnly()
-	guard.opening.Store(true)
-	db, err := pebble.Open(dir, po)
-	guard.opening.Store(false)
-	// Another process holding the lock fails flock with EAGAIN; pebble
-	// reports a second open in this process by name.
-	if errors.Is(err, syscall.EAGAIN) || (err != nil && strings.Contains(err.Error(), "lock held")) {
-		return nil, fmt.Errorf("engine: %s is in use by another process (another lethe on the same --data-dir?): %w", dir, err)
-	}
-	if vfs.IsNoSpaceError(err) {
-		return nil, fmt.Errorf("engine: open %s: the disk is full; free space and start again: %w", dir, err)
-	}
+	e, err := open(store, opts)
 	if err != nil {
-		return nil, fmt.Errorf("engine: open %s: %w", dir, err)
+		store.Close()
+		return nil, err
 	}
-	guard.db.Store(db)
-	e := &Engine{db: db, clock: opts.Clock, log: opts.Logger, disk: guard, colls: make(map[string]*Collection), views: make(map[string]*View), sortLimit: opts.SortMemoryLimit}
+	return e, nil
+}
+
+func open(store kv.Store, opts Options) (*Engine, error) {
+	e := &Engine{store: store, clock: opts.Clock, log: opts.Logger, colls: make(map[string]*Collection), views: make(map[string]*View), sortLimit: opts.SortMemoryLimit}
+	e.local, _ = kv.Unwrap(store).(localStore)
+	readOnly := e.local != nil && e.local.ReadOnly()
 	if e.sortLimit == 0 {
 		e.sortLimit = 100 << 20
 	}
@@ -139,25 +144,26 @@ func Open(dir string, opts Options) (*Engine, error) {
 	if e.spillLimit = opts.QuerySpillLimit; e.spillLimit == 0 {
 		e.spillLimit = DefaultQuerySpillLimit
 	}
-	e.locks.seed = maphash.MakeSeed()
-	if err := e.loadCatalog(); err != nil {
-		db.Close()
+	ctx := context.Background()
+	if err := e.loadCatalog(ctx); err != nil {
 		return nil, err
 	}
+	if !readOnly {
+		if err := e.reclaimLeftovers(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if err := e.loadViews(); err != nil {
-		db.Close()
 		return nil, err
 	}
 	if err := e.loadChangeStreamOptions(); err != nil {
-		db.Close()
 		return nil, err
 	}
 	if opts.Oplog {
 		if err := e.openOplog(opts); err != nil {
-			db.Close()
 			return nil, err
 		}
-		if !guard.readOnly {
+		if !readOnly {
 			ctx, cancel := context.WithCancel(context.Background())
 			e.stopTrimmer = cancel
 			e.trimmerDone = make(chan struct{})
@@ -174,7 +180,7 @@ func Open(dir string, opts Options) (*Engine, error) {
 		}
 	}
 	e.reaper = ttlindex.NewReaper(e, ttlindex.ReaperOptions{Clock: opts.Clock, Logger: opts.Logger, BatchSize: 512})
-	if !opts.NoReaper && !guard.readOnly {
+	if !opts.NoReaper && !readOnly {
 		ctx, cancel := context.WithCancel(context.Background())
 		e.stopReaper = cancel
 		e.reaperDone = make(chan struct{})
@@ -205,41 +211,8 @@ func (e *Engine) Close() error {
 		e.stopTrimmer()
 		<-e.trimmerDone
 	}
-	e.disk.close()
-	if err := e.db.Close(); err != nil {
+	if err := e.store.Close(); err != nil {
 		return fmt.Errorf("engine: close: %w", err)
 	}
 	return nil
 }
-
-// storeOptions tunes pebble for a document store: bloom filters on every
-// level, because each insert first asks whether its _id exists and most of
-// those lookups miss; a block cache and memtable sized for a server rather
-// than pebble's small defaults. The memtable is at most a quarter of the
-// free-space reserve, so that the reserve holds its WAL and its flush.
-func storeOptions(g *diskGuard) *pebble.Options {
-	o := &pebble.Options{
-		FS:        g.storeFS(),
-		Logger:    pebbleLogger{s: g.log.Sugar(), fatal: g.fatal},
-		CacheSize: 256 << 20,
-		EventListener: &pebble.EventListener{
-			BackgroundError: g.backgroundError,
-			FlushEnd:        g.flushEnd,
-		},
-	}
-	o.MemTableSize = uint64(g.memTableSize())
-	for i := range o.Levels {
-		o.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
-	}
-	return o
-}
-
-// pebbleLogger routes pebble's own messages into zap.
-type pebbleLogger struct {
-	s     *zap.SugaredLogger
-	fatal func(msg string) // does not return
-}
-
-func (l pebbleLogger) Infof(format string, args ...any)  { l.s.Debugf(format, args...) }
-func (l pebbleLogger) Errorf(format string, args ...any) { l.s.Errorf(format, args...) }
-func (l pebbleLogger) Fatalf(format string, args ...any) { l.fatal(fmt.Sprintf(format, args...)) }

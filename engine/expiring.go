@@ -2,10 +2,10 @@ package engine
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"sort"
 
-	"github.com/cockroachdb/pebble/v2"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/engine/keycodec"
@@ -71,7 +71,7 @@ func (e *Engine) expiringInColl(c *Collection, fromMs, toMs int64) ([]Expiring, 
 			return nil
 		}
 		seen[string(pk)] = true
-		d, err := e.loadDoc(e.db, st.meta.ID, pk)
+		d, err := e.loadDoc(context.TODO(), e.store, st.meta.ID, pk)
 		if err != nil || d == nil {
 			return err
 		}
@@ -146,12 +146,12 @@ func (st *collState) expiryOf(d *storedDoc) (int64, bool) {
 // scanPKs calls fn with the primary key of each entry in [lo, hi): taken
 // from the key of an expiry entry, or from the value of an index entry.
 func (e *Engine) scanPKs(lo, hi []byte, expiryKeys bool, fn func(pk []byte) error) error {
-	it, err := e.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	it, err := e.store.Iter(context.TODO(), lo, hi, false)
 	if err != nil {
 		return fmt.Errorf("engine: scan expiring: %w", err)
 	}
 	defer it.Close()
-	for it.First(); it.Valid(); it.Next() {
+	for ok := it.First(); ok; ok = it.Next() {
 		pk := it.Value()
 		if expiryKeys {
 			if _, _, _, pk, err = ttlindex.ParseKey(it.Key()); err != nil {

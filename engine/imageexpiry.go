@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.uber.org/zap"
 
+	"github.com/lethedb/lethe/engine/kv"
 	"github.com/lethedb/lethe/oplog"
 )
 
@@ -38,15 +38,14 @@ type storedStreamOptions struct {
 
 // loadChangeStreamOptions reads the stored parameter, if any.
 func (e *Engine) loadChangeStreamOptions() error {
-	v, closer, err := e.db.Get(changeStreamOptionsKey)
-	if err == pebble.ErrNotFound {
+	v, err := e.store.Get(context.TODO(), changeStreamOptionsKey)
+	if err == kv.ErrNotFound {
 		e.streamOpts.Store(&ChangeStreamOptions{})
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("engine: read changeStreamOptions: %w", err)
 	}
-	defer closer.Close()
 	var s storedStreamOptions
 	if err := bson.Unmarshal(v, &s); err != nil {
 		return fmt.Errorf("engine: changeStreamOptions: %w", err)
@@ -73,7 +72,16 @@ func (e *Engine) SetChangeStreamOptions(expireAfterSeconds int64) error {
 	if err != nil {
 		return fmt.Errorf("engine: changeStreamOptions: %w", err)
 	}
-	if err := e.db.Set(changeStreamOptionsKey, raw, pebble.Sync); err != nil {
+	ctx := context.TODO()
+	tx, err := e.beginCatalog(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := tx.Set(changeStreamOptionsKey, raw); err != nil {
+		return err
+	}
+	if _, err := tx.Commit(ctx, kv.Sync); err != nil {
 		return fmt.Errorf("engine: store changeStreamOptions: %w", err)
 	}
 	e.streamOpts.Store(&ChangeStreamOptions{ExpireAfterSeconds: expireAfterSeconds, Time: at})

@@ -1,10 +1,12 @@
 package engine
 
 import (
-	"github.com/cockroachdb/pebble/v2"
+	"context"
+
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine/kv"
 	"github.com/lethedb/lethe/mongoerr"
 	"github.com/lethedb/lethe/oplog"
 	"github.com/lethedb/lethe/ttlindex"
@@ -142,7 +144,8 @@ func (e *Engine) DropIndexes(db, coll string, which bson.RawValue) (int, error) 
 		}
 	}
 	var dropped []indexMeta
-	err := e.updateMeta(c, func(meta *collMeta) error {
+	var ranges []keyRange
+	err := e.updateMeta(c, func(meta *collMeta, tx kv.Txn) error {
 		kept := meta.Indexes[:0]
 		for _, im := range meta.Indexes {
 			if drop[im.ID] {
@@ -152,7 +155,11 @@ func (e *Engine) DropIndexes(db, coll string, which bson.RawValue) (int, error) 
 			}
 		}
 		meta.Indexes = kept
-		return nil
+		for _, im := range dropped {
+			lo, hi := indexRange(im.ID)
+			ranges = append(ranges, keyRange{lo, hi})
+		}
+		return recordReclaim(tx, ranges)
 	}, func(old, _ *collMeta) []oplog.Entry {
 		var ents []oplog.Entry
 		for _, im := range dropped {
@@ -163,12 +170,7 @@ func (e *Engine) DropIndexes(db, coll string, which bson.RawValue) (int, error) 
 	if err != nil {
 		return 0, err
 	}
-	for _, im := range dropped {
-		lo, hi := indexRange(im.ID)
-		if err := e.db.DeleteRange(lo, hi, pebble.Sync); err != nil {
-			return 0, err
-		}
-	}
+	e.reclaim(context.TODO(), ranges)
 	return before, nil
 }
 
@@ -187,7 +189,10 @@ func (e *Engine) purgeExpired(c *Collection, st *collState) error {
 		w := e.newWriter(c)
 		n := 0
 		for _, dd := range due {
-			w.lock([]uint32{e.locks.stripe(st.meta.ID, dd.pk)})
+			if _, err := w.lock(docKey(nil, st.meta.ID, dd.pk)); err != nil {
+				w.close()
+				return err
+			}
 			d, err := w.load(dd.pk)
 			if err != nil {
 				w.close()
@@ -240,7 +245,7 @@ func (e *Engine) CollModIndex(db, coll string, ch IndexChange) (CollModResult, e
 	}
 	c.ddl.Lock()
 	defer c.ddl.Unlock()
-	err := e.updateMeta(c, func(meta *collMeta) error {
+	err := e.updateMeta(c, func(meta *collMeta, _ kv.Txn) error {
 		for i := range meta.Indexes {
 			im := &meta.Indexes[i]
 			if (ch.Name != "" && im.Name == ch.Name) || (ch.KeyPattern != nil && string(im.Key) == string(ch.KeyPattern)) {

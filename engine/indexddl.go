@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"maps"
 	"math"
@@ -9,11 +10,11 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/cockroachdb/pebble/v2"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/bsonvalue"
+	"github.com/lethedb/lethe/engine/kv"
 	"github.com/lethedb/lethe/engine/query"
 	"github.com/lethedb/lethe/mongoerr"
 	"github.com/lethedb/lethe/oplog"
@@ -429,13 +430,20 @@ func (e *Engine) CreateIndexes(db, coll string, specs []bson.Raw) (CreateIndexes
 	if len(fresh) < len(metas) {
 		res.Note = "index already exists"
 	}
+	ctx := context.TODO()
+	tx, err := e.beginCatalog(ctx, true)
+	if err != nil {
+		return res, err
+	}
+	defer tx.Rollback()
 	e.mu.Lock()
-	b := e.db.NewBatch()
 	for i := range fresh {
-		fresh[i].ID = e.nextIDLocked(b)
+		if fresh[i].ID, err = e.nextIDLocked(tx); err != nil {
+			e.mu.Unlock()
+			return res, err
+		}
 	}
 	e.mu.Unlock()
-	defer b.Close()
 	meta.Indexes = append(meta.Indexes, fresh...)
 	nst, err := st.changed(meta)
 	if err != nil {
@@ -448,14 +456,18 @@ func (e *Engine) CreateIndexes(db, coll string, specs []bson.Raw) (CreateIndexes
 			return res, err
 		}
 	}
-	if err := e.backfill(st, nst, fresh); err != nil {
-		for _, im := range fresh {
-			lo, hi := indexRange(im.ID)
-			_ = e.db.DeleteRange(lo, hi, pebble.Sync)
-		}
+	var ranges []keyRange
+	for _, im := range fresh {
+		lo, hi := indexRange(im.ID)
+		ranges = append(ranges, keyRange{lo, hi})
+	}
+	if err := e.backfill(ctx, st, nst, fresh); err != nil {
+		// The entries written so far are unreachable: no catalog entry
+		// names the index.
+		e.reclaim(ctx, ranges)
 		return res, err
 	}
-	if err := putMeta(b, &nst.meta); err != nil {
+	if err := putMeta(tx, &nst.meta); err != nil {
 		return res, err
 	}
 	var ents []oplog.Entry
@@ -463,7 +475,8 @@ func (e *Engine) CreateIndexes(db, coll string, specs []bson.Raw) (CreateIndexes
 		o := append(bson.D{{Key: "createIndexes", Value: coll}}, im.spec()...)
 		ents = append(ents, cmdEntry(db, st.meta.UUID.Data, o, nil)...)
 	}
-	if err := e.commitLoggedUnguarded(b, ents); err != nil {
+	if err := e.commitLogged(ctx, tx, kv.Sync, ents); err != nil {
+		e.reclaim(ctx, ranges)
 		return res, fmt.Errorf("engine: create indexes: %w", err)
 	}
 	c.state.Store(nst)
@@ -522,7 +535,7 @@ func (e *Engine) duplicateSpec(st *collState, im indexMeta) error {
 		return mongoerr.New(mongoerr.IndexAlreadyExists, "Identical index already exists: %s", im.Name)
 	}
 	lo, hi := docRange(st.meta.ID)
-	it, err := e.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	it, err := e.store.Iter(context.TODO(), lo, hi, false)
 	if err != nil {
 		return fmt.Errorf("engine: create indexes: %w", err)
 	}
@@ -538,7 +551,7 @@ func (e *Engine) duplicateSpec(st *collState, im indexMeta) error {
 
 // backfill writes the entries of the new indexes for every stored document.
 // A duplicate in a new unique index fails the build.
-func (e *Engine) backfill(old, nst *collState, fresh []indexMeta) error {
+func (e *Engine) backfill(ctx context.Context, old, nst *collState, fresh []indexMeta) error {
 	var build []*index
 	for _, ix := range nst.indexes {
 		for _, im := range fresh {
@@ -551,15 +564,22 @@ func (e *Engine) backfill(old, nst *collState, fresh []indexMeta) error {
 		return nil
 	}
 	lo, hi := docRange(old.meta.ID)
-	it, err := e.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	it, err := e.store.Iter(ctx, lo, hi, false)
 	if err != nil {
 		return fmt.Errorf("engine: index build: %w", err)
 	}
 	defer it.Close()
-	b := e.db.NewIndexedBatch()
-	defer func() { b.Close() }()
+	// The build writes in transactions of at most maxBatchBytes, unsynced
+	// but the last: the catalog entry that makes the index visible commits
+	// after them.
+	begin := func() (kv.Txn, error) { return e.store.Begin(ctx, kv.TxnOptions{Pessimistic: true}) }
+	b, err := begin()
+	if err != nil {
+		return err
+	}
+	defer func() { b.Rollback() }()
 	multi := map[*index]bool{}
-	for it.First(); it.Valid(); it.Next() {
+	for ok := it.First(); ok; ok = it.Next() {
 		_, doc, err := splitValue(it.Value())
 		if err != nil {
 			return err
@@ -575,20 +595,25 @@ func (e *Engine) backfill(old, nst *collState, fresh []indexMeta) error {
 			}
 			for _, k := range keys {
 				ek := ix.entryKey(nil, k, pk)
-				if ix.meta.Unique && e.hasKey(b, ek) {
-					return duplicateKey(nst, ix.meta.Name, ix.meta.Key, ix.keyValue(doc))
+				if ix.meta.Unique {
+					if _, err := b.Get(ctx, ek); err == nil {
+						return duplicateKey(nst, ix.meta.Name, ix.meta.Key, ix.keyValue(doc))
+					} else if err != kv.ErrNotFound {
+						return err
+					}
 				}
-				if err := b.Set(ek, pk, nil); err != nil {
+				if err := b.Set(ek, pk); err != nil {
 					return err
 				}
 			}
 		}
-		if b.Len() > maxBatchBytes {
-			if err := e.commit(b, pebble.NoSync); err != nil {
+		if b.Size() > maxBatchBytes {
+			if _, err := b.Commit(ctx, kv.NoSync); err != nil {
 				return err
 			}
-			b.Close()
-			b = e.db.NewIndexedBatch()
+			if b, err = begin(); err != nil {
+				return err
+			}
 		}
 	}
 	if err := it.Error(); err != nil {
@@ -602,24 +627,14 @@ func (e *Engine) backfill(old, nst *collState, fresh []indexMeta) error {
 			}
 		}
 	}
-	return e.commit(b, pebble.Sync)
-}
-
-// hasKey reports whether k is in the batch or the store.
-func (e *Engine) hasKey(b *pebble.Batch, k []byte) bool {
-	for _, r := range []pebble.Reader{b, e.db} {
-		if _, closer, err := r.Get(k); err == nil {
-			closer.Close()
-			return true
-		}
-	}
-	return false
+	_, err = b.Commit(ctx, kv.Sync)
+	return err
 }
 
 // markMultikey records, before the write that makes it so, that an index
 // holds a multikey document, so the planner stops intersecting bounds on it.
 func (e *Engine) markMultikey(c *Collection, ix *index) error {
-	return e.updateMeta(c, func(meta *collMeta) error {
+	return e.updateMeta(c, func(meta *collMeta, _ kv.Txn) error {
 		for i := range meta.Indexes {
 			if meta.Indexes[i].ID == ix.meta.ID {
 				meta.Indexes[i].Multikey = true
@@ -635,32 +650,38 @@ func (e *Engine) markMultikey(c *Collection, ix *index) error {
 //
 // logged, when not nil, gives the oplog entries of the change from the old
 // entry to the new, committed with it.
-func (e *Engine) updateMeta(c *Collection, change func(meta *collMeta) error, logged func(before, after *collMeta) []oplog.Entry) error {
+//
+// change may write more in the transaction of the change (tx).
+func (e *Engine) updateMeta(c *Collection, change func(meta *collMeta, tx kv.Txn) error, logged func(before, after *collMeta) []oplog.Entry) error {
 	c.metaMu.Lock()
 	defer c.metaMu.Unlock()
 	st := c.st()
 	if st.dropped {
 		return mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist: %s", st.ns())
 	}
+	ctx := context.TODO()
+	tx, err := e.beginCatalog(ctx, true)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
 	meta := st.meta
 	meta.Indexes = append([]indexMeta(nil), meta.Indexes...)
-	if err := change(&meta); err != nil {
+	if err := change(&meta, tx); err != nil {
 		return err
 	}
 	nst, err := st.changed(meta)
 	if err != nil {
 		return err
 	}
-	b := e.db.NewBatch()
-	defer b.Close()
-	if err := putMeta(b, &meta); err != nil {
+	if err := putMeta(tx, &meta); err != nil {
 		return err
 	}
 	var ents []oplog.Entry
 	if logged != nil {
 		ents = logged(&st.meta, &meta)
 	}
-	if err := e.commitLoggedUnguarded(b, ents); err != nil {
+	if err := e.commitLogged(ctx, tx, kv.Sync, ents); err != nil {
 		return fmt.Errorf("engine: update catalog of %s: %w", st.ns(), err)
 	}
 	c.state.Store(nst)

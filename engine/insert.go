@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/cockroachdb/pebble/v2"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/engine/keycodec"
+	"github.com/lethedb/lethe/engine/kv"
 	"github.com/lethedb/lethe/mongoerr"
 	"github.com/lethedb/lethe/ttlindex"
 )
@@ -188,11 +188,10 @@ func (w *writer) insertOne(raw bson.Raw) (*storedDoc, error) {
 	if err != nil {
 		return nil, err
 	}
-	stripes := w.uniqueStripes(ent, []uint32{w.e.locks.stripe(w.st.meta.ID, d.pk)})
-	if _, err := w.lock(stripes); err != nil {
+	if _, err := w.lock(w.uniqueKeys(ent, [][]byte{docKey(nil, w.st.meta.ID, d.pk)})...); err != nil {
 		return nil, err
 	}
-	if w.pendingDocs[string(d.pk)] != nil {
+	if w.pendingDoc(d.pk) {
 		// Written by this command a moment ago: live whatever its TTL.
 		return nil, w.dupID(id)
 	}
@@ -211,7 +210,7 @@ func (w *writer) insertOne(raw bson.Raw) (*storedDoc, error) {
 			return nil, err
 		}
 		if len(extra) > 0 {
-			relocked, err := w.lock(extra)
+			relocked, err := w.lock(extra...)
 			if err != nil {
 				return nil, err
 			}
@@ -245,9 +244,9 @@ var idKeyPattern = bson.Raw(bsoncore.NewDocumentBuilder().AppendInt32("_id", 1).
 
 // uniqueConflicts checks d's unique keys. A key held by a live other
 // document is a duplicate key error; one held by an expired document makes
-// that document a victim to purge. extra lists lock stripes of victims not
-// yet held: the caller must take them and check again.
-func (w *writer) uniqueConflicts(d *storedDoc, ent docEntries, nowMs int64) (victims []*storedDoc, extra []uint32, err error) {
+// that document a victim to purge. extra lists the keys of victims not yet
+// locked: the caller must lock them and check again.
+func (w *writer) uniqueConflicts(d *storedDoc, ent docEntries, nowMs int64) (victims []*storedDoc, extra [][]byte, err error) {
 	for i, ix := range w.st.indexes {
 		if !ix.meta.Unique {
 			continue
@@ -272,9 +271,8 @@ func (w *writer) uniqueConflicts(d *storedDoc, ent docEntries, nowMs int64) (vic
 			if !w.st.expired(other.h, nowMs) {
 				return nil, nil, duplicateKey(w.st, ix.meta.Name, ix.meta.Key, ix.keyValue(d.doc))
 			}
-			s := w.e.locks.stripe(w.st.meta.ID, pk)
-			if !w.ls.has(s) {
-				extra = append(extra, s)
+			if dk := docKey(nil, w.st.meta.ID, pk); !w.holds(dk) {
+				extra = append(extra, dk)
 			}
 			victims = append(victims, other)
 		}
@@ -283,21 +281,16 @@ func (w *writer) uniqueConflicts(d *storedDoc, ent docEntries, nowMs int64) (vic
 }
 
 // uniqueHolder returns the primary key that holds key k in unique index ix,
-// looking at the pending batch first.
+// as the pending transaction leaves it.
 func (w *writer) uniqueHolder(ix *index, k []byte) ([]byte, error) {
-	ek := ix.entryKey(nil, k, nil)
-	if pk, ok := w.pendingUnique[string(ek)]; ok {
-		return pk, nil
-	}
-	v, closer, err := w.e.db.Get(ek)
-	if err == pebble.ErrNotFound {
+	v, err := w.reader().Get(w.ctx, ix.entryKey(nil, k, nil))
+	if err == kv.ErrNotFound {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("engine: read unique index entry: %w", err)
 	}
-	defer closer.Close()
-	return append([]byte(nil), v...), nil
+	return v, nil
 }
 
 // keyValue is the document's values for the index key, as reported in a

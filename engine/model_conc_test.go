@@ -31,6 +31,12 @@ const requestDeadline = 10 * time.Second
 // with the documents, every acknowledged insert of the second collection
 // is there, and no insert the validator refused is.
 func TestModelConcurrent(t *testing.T) {
+	for _, backend := range modelBackends() {
+		t.Run(backend, func(t *testing.T) { testModelConcurrent(t, backend) })
+	}
+}
+
+func testModelConcurrent(t *testing.T, backend string) {
 	cfg := modelSettings(t, 0)
 	seed := cfg.seed
 	if seed == 0 {
@@ -43,7 +49,7 @@ func TestModelConcurrent(t *testing.T) {
 	clock := clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	// The reaper runs as a goroutine of the test, so that the checker can
 	// pause it with the workers.
-	e, err := Open(t.TempDir(), Options{Clock: clock, NoReaper: true, Oplog: true})
+	e, err := openModelEngine(backend, t.TempDir(), Options{Clock: clock, NoReaper: true, Oplog: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,8 +310,8 @@ func TestModelConcurrent(t *testing.T) {
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("model summary: concurrent seed=%d workers=4+2+1 requests=%d checks=%d duration=%v ack: inserts under a steady validator=%d refused=%d ops: %s",
-		seed, total.Load(), checks, time.Since(start).Round(time.Millisecond), nUnderValidator.Load(), nRefused.Load(), formatCounts(counts))
+	t.Logf("model summary: concurrent backend=%s seed=%d workers=4+2+1 requests=%d checks=%d duration=%v ack: inserts under a steady validator=%d refused=%d ops: %s",
+		backend, seed, total.Load(), checks, time.Since(start).Round(time.Millisecond), nUnderValidator.Load(), nRefused.Load(), formatCounts(counts))
 }
 
 func bsonString(s string) bsoncore.Value {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/cockroachdb/pebble/v2"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -161,11 +160,11 @@ func (rep *oplogReplica) check(e *Engine, db, coll string) error {
 	var stored []bson.Raw
 	if c := e.collection(db, coll); c != nil {
 		lo, hi := docRange(c.st().meta.ID)
-		it, err := e.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+		it, err := rawIter(e, lo, hi)
 		if err != nil {
 			return err
 		}
-		for it.First(); it.Valid(); it.Next() {
+		for ok := it.First(); ok; ok = it.Next() {
 			_, doc, err := splitValue(it.Value())
 			if err != nil {
 				it.Close()

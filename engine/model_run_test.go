@@ -10,7 +10,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -27,6 +26,7 @@ const modelDB, modelColl = "db", "c"
 // operations and compares every answer and the state after each step.
 type modelRun struct {
 	e       *Engine
+	backend string // the kv backend, for restarts (model_backend_test.go)
 	dir     string
 	clock   *clock.Manual
 	m       *refModel
@@ -351,7 +351,7 @@ func (r *modelRun) step(ctx context.Context, op *modelOp) error {
 		if err := r.e.Close(); err != nil {
 			return fmt.Errorf("close: %v", err)
 		}
-		e, err := Open(r.dir, Options{Clock: r.clock, NoReaper: true, Oplog: true})
+		e, err := openModelEngine(r.backend, r.dir, Options{Clock: r.clock, NoReaper: true, Oplog: true})
 		if err != nil {
 			return fmt.Errorf("reopen: %v", err)
 		}
@@ -508,13 +508,13 @@ func (r *modelRun) engineDocs(all bool) ([]*refDoc, error) {
 		return nil, nil
 	}
 	lo, hi := docRange(c.st().meta.ID)
-	it, err := r.e.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	it, err := rawIter(r.e, lo, hi)
 	if err != nil {
 		return nil, err
 	}
 	defer it.Close()
 	var out []*refDoc
-	for it.First(); it.Valid(); it.Next() {
+	for ok := it.First(); ok; ok = it.Next() {
 		h, doc, err := splitValue(it.Value())
 		if err != nil {
 			return nil, err

@@ -67,13 +67,13 @@ func modelSettings(t *testing.T, defaultSteps int) modelConfig {
 // in one screen and the collection stays small.
 const stepsPerSeed = 400
 
-func newModelRun(t testing.TB, dir string, timeout time.Duration) *modelRun {
+func newModelRun(t testing.TB, backend, dir string, timeout time.Duration) *modelRun {
 	clock := clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	e, err := Open(dir, Options{Clock: clock, NoReaper: true, Oplog: true})
+	e, err := openModelEngine(backend, dir, Options{Clock: clock, NoReaper: true, Oplog: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &modelRun{e: e, dir: dir, clock: clock, m: &refModel{}, timeout: timeout, validateEvery: 5, counts: map[string]int{}}
+	r := &modelRun{e: e, backend: backend, dir: dir, clock: clock, m: &refModel{}, timeout: timeout, validateEvery: 5, counts: map[string]int{}}
 	r.m.tally = func(what string) { r.counts[what]++ }
 	return r
 }
@@ -82,6 +82,12 @@ func newModelRun(t testing.TB, dir string, timeout time.Duration) *modelRun {
 // and the reference model, comparing every reply and the whole state
 // after every step.
 func TestModelSequential(t *testing.T) {
+	for _, backend := range modelBackends() {
+		t.Run(backend, func(t *testing.T) { testModelSequential(t, backend) })
+	}
+}
+
+func testModelSequential(t *testing.T, backend string) {
 	cfg := modelSettings(t, 8000)
 	start := time.Now()
 	counts := map[string]int{}
@@ -92,7 +98,7 @@ func TestModelSequential(t *testing.T) {
 	}
 	if cfg.seed != 0 && cfg.duration == 0 {
 		// A replay: one sequence of the given length.
-		if !runModelSeed(t, seed, cfg.steps, counts) {
+		if !runModelSeed(t, backend, seed, cfg.steps, counts) {
 			return
 		}
 		steps, seeds = cfg.steps, 1
@@ -105,14 +111,14 @@ func TestModelSequential(t *testing.T) {
 		if cfg.duration == 0 {
 			n = min(n, cfg.steps-steps)
 		}
-		if !runModelSeed(t, seed, n, counts) {
+		if !runModelSeed(t, backend, seed, n, counts) {
 			return
 		}
 		steps += n
 		seeds++
 		seed++
 	}
-	t.Logf("model summary: sequential seeds=%d steps=%d duration=%v ops: %s", seeds, steps, time.Since(start).Round(time.Millisecond), formatCounts(counts))
+	t.Logf("model summary: sequential backend=%s seeds=%d steps=%d duration=%v ops: %s", backend, seeds, steps, time.Since(start).Round(time.Millisecond), formatCounts(counts))
 }
 
 func formatCounts(counts map[string]int) string {
@@ -130,7 +136,7 @@ func formatCounts(counts map[string]int) string {
 
 // runModelSeed runs one sequence; on failure it reports the seed, the step,
 // the operation log and a shrunk log, and returns false.
-func runModelSeed(t *testing.T, seed int64, steps int, counts map[string]int) bool {
+func runModelSeed(t *testing.T, backend string, seed int64, steps int, counts map[string]int) bool {
 	t.Helper()
 	// Each seed's store goes as soon as the seed passes: a long run makes
 	// thousands of them.
@@ -138,7 +144,7 @@ func runModelSeed(t *testing.T, seed int64, steps int, counts map[string]int) bo
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := newModelRun(t, dir, 10*time.Second)
+	r := newModelRun(t, backend, dir, 10*time.Second)
 	g := &modelGen{r: rand.New(rand.NewSource(seed)), now: r.clock.Now, views: true}
 	ctx := context.Background()
 	var ops []*modelOp
@@ -150,7 +156,7 @@ func runModelSeed(t *testing.T, seed int64, steps int, counts map[string]int) bo
 			err = r.checkState(ctx)
 		}
 		if err != nil {
-			reportModelFailure(t, seed, i, ops, err, r.hung)
+			reportModelFailure(t, backend, seed, i, ops, err, r.hung)
 			return false
 		}
 	}
@@ -166,17 +172,17 @@ func runModelSeed(t *testing.T, seed int64, steps int, counts map[string]int) bo
 	return true
 }
 
-func reportModelFailure(t *testing.T, seed int64, step int, ops []*modelOp, err error, hung bool) {
+func reportModelFailure(t *testing.T, backend string, seed int64, step int, ops []*modelOp, err error, hung bool) {
 	t.Helper()
 	var b strings.Builder
-	fmt.Fprintf(&b, "model: seed %d failed at step %d (replay: go test ./engine -run TestModelSequential -v -model.seed=%d -model.steps=%d)\n%v\n", seed, step, seed, step+1, err)
+	fmt.Fprintf(&b, "model: seed %d failed at step %d on %s (replay: go test ./engine -run TestModelSequential -v -model.backend=%s -model.seed=%d -model.steps=%d)\n%v\n", seed, step, backend, backend, seed, step+1, err)
 	from := max(0, len(ops)-150)
 	fmt.Fprintf(&b, "operation log (steps %d..%d):\n", from, len(ops)-1)
 	for i := from; i < len(ops); i++ {
 		fmt.Fprintf(&b, "  %4d %s\n", i, ops[i])
 	}
 	if !hung || !errors.Is(err, errModelHang) {
-		if short, serr := shrinkModelOps(t, ops, 45*time.Second); len(short) < len(ops) {
+		if short, serr := shrinkModelOps(t, backend, ops, 45*time.Second); len(short) < len(ops) {
 			fmt.Fprintf(&b, "shrunk to %d steps, failing with: %v\n", len(short), serr)
 			for i, op := range short {
 				fmt.Fprintf(&b, "  %4d %s\n", i, op)
@@ -188,12 +194,12 @@ func reportModelFailure(t *testing.T, seed int64, step int, ops []*modelOp, err 
 
 // replayModelOps runs ops on a fresh engine and model and returns the first
 // failure, if any.
-func replayModelOps(t *testing.T, ops []*modelOp, timeout time.Duration) error {
+func replayModelOps(t *testing.T, backend string, ops []*modelOp, timeout time.Duration) error {
 	dir, err := os.MkdirTemp(t.TempDir(), "shrink")
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := newModelRun(t, dir, timeout)
+	r := newModelRun(t, backend, dir, timeout)
 	r.validateEvery = 1
 	ctx := context.Background()
 	for _, op := range ops {
@@ -217,17 +223,17 @@ func replayModelOps(t *testing.T, ops []*modelOp, timeout time.Duration) error {
 
 // shrinkModelOps removes chunks of operations, then single ones, as long
 // as the sequence still fails, within the time budget.
-func shrinkModelOps(t *testing.T, ops []*modelOp, budget time.Duration) ([]*modelOp, error) {
+func shrinkModelOps(t *testing.T, backend string, ops []*modelOp, budget time.Duration) ([]*modelOp, error) {
 	deadline := time.Now().Add(budget)
 	cur := slices.Clone(ops)
-	lastErr := replayModelOps(t, cur, 2*time.Second)
+	lastErr := replayModelOps(t, backend, cur, 2*time.Second)
 	if lastErr == nil {
 		return ops, nil // not reproducible by replay
 	}
 	for chunk := len(cur) / 2; chunk >= 1 && time.Now().Before(deadline); chunk /= 2 {
 		for i := 0; i+chunk <= len(cur) && time.Now().Before(deadline); {
 			try := append(slices.Clone(cur[:i]), cur[i+chunk:]...)
-			if err := replayModelOps(t, try, 2*time.Second); err != nil {
+			if err := replayModelOps(t, backend, try, 2*time.Second); err != nil {
 				cur, lastErr = try, err
 				continue
 			}

@@ -193,7 +193,7 @@ func (e *Engine) updateOnce(ctx context.Context, c *Collection, q *compiledQuery
 // _ts moves to now, even when nothing changed (TTL spec rule 4). before,
 // when set, receives a copy of the document as it was.
 func (w *writer) modify(pk []byte, f *query.Filter, change func(d *storedDoc, pos int) (bson.Raw, bool, error), before *bson.Raw) (matched, modified bool, err error) {
-	if _, err := w.lock([]uint32{w.e.locks.stripe(w.st.meta.ID, pk)}); err != nil {
+	if _, err := w.lock(docKey(nil, w.st.meta.ID, pk)); err != nil {
 		return false, false, err
 	}
 	for {
@@ -220,7 +220,9 @@ func (w *writer) modify(pk []byte, f *query.Filter, change func(d *storedDoc, po
 			return false, false, err
 		}
 		if change == nil {
-			w.deleteEntries(old, &oldEnt, nil)
+			if err := w.deleteEntries(old, &oldEnt, nil); err != nil {
+				return false, false, err
+			}
 			return true, true, w.delete(old)
 		}
 		newDoc, changed, err := change(old, pos)
@@ -249,8 +251,8 @@ func (w *writer) modify(pk []byte, f *query.Filter, change func(d *storedDoc, po
 		if err != nil {
 			return false, false, err
 		}
-		extra = append(extra, w.uniqueStripes(ent, nil)...)
-		relocked, err := w.lock(extra)
+		extra = w.uniqueKeys(ent, extra)
+		relocked, err := w.lock(extra...)
 		if err != nil {
 			return false, false, err
 		}

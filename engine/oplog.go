@@ -6,43 +6,43 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/cockroachdb/pebble/v2"
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/lethedb/lethe/engine/kv"
 	"github.com/lethedb/lethe/oplog"
 )
 
 // OplogNS is the namespace under which the oplog is readable.
 const OplogNS = "local.oplog.rs"
 
-// pebbleBatch adapts a pebble batch to the oplog's Batch.
-type pebbleBatch struct{ b *pebble.Batch }
-
-func (p pebbleBatch) Set(k, v []byte) error { return p.b.Set(k, v, nil) }
-
-// commitLogged commits b with the oplog entries ents appended to it, so
-// that a write and its entries are stored together or not at all.
-func (e *Engine) commitLogged(b *pebble.Batch, opts *pebble.WriteOptions, ents []oplog.Entry) error {
-	return e.logAndCommit(b, ents, func() error { return e.commit(b, opts) })
-}
-
-// commitLoggedUnguarded is commitLogged for the catalog changes that
-// commit past the disk guard (which only ever add a small entry).
-func (e *Engine) commitLoggedUnguarded(b *pebble.Batch, ents []oplog.Entry) error {
-	return e.logAndCommit(b, ents, func() error { return b.Commit(pebble.Sync) })
-}
-
-func (e *Engine) logAndCommit(b *pebble.Batch, ents []oplog.Entry, commit func() error) error {
+// commitLogged commits tx with the oplog entries ents appended to it, so
+// that a write and its entries are stored together or not at all. The
+// transaction is done afterwards, whatever the outcome.
+func (e *Engine) commitLogged(ctx context.Context, tx kv.Txn, d kv.Durability, ents []oplog.Entry) error {
 	if e.oplog == nil || len(ents) == 0 {
-		return commit()
-	}
-	r, err := e.oplog.Append(pebbleBatch{b}, ents)
-	if err != nil {
+		_, err := tx.Commit(ctx, d)
 		return err
 	}
-	err = commit()
+	r, err := e.oplog.Append(tx, ents)
+	if err != nil {
+		tx.Rollback()
+		return err
+	}
+	_, err = tx.Commit(ctx, d)
 	r.Finish(err == nil)
 	return err
+}
+
+// beginCatalog begins the transaction of a catalog change. Catalog changes
+// are serialized by the engine's own locks (see the package doc), so it
+// takes no key locks; reserve lets it commit on a low disk (see
+// kv.TxnOptions.UseReserve).
+func (e *Engine) beginCatalog(ctx context.Context, reserve bool) (kv.Txn, error) {
+	tx, err := e.store.Begin(ctx, kv.TxnOptions{Pessimistic: true, UseReserve: reserve})
+	if err != nil {
+		return nil, fmt.Errorf("engine: begin: %w", err)
+	}
+	return tx, nil
 }
 
 // logPut records the write of d over old (nil for an insert). A rewrite
@@ -106,7 +106,7 @@ func cmdEntry(db string, ui []byte, o bson.D, o2 bson.D) []oplog.Entry {
 // that timestamps keep increasing across restarts.
 func (e *Engine) openOplog(opts Options) error {
 	lo, hi := oplog.Range()
-	it, err := e.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	it, err := e.store.Iter(context.TODO(), lo, hi, false)
 	if err != nil {
 		return fmt.Errorf("engine: open oplog: %w", err)
 	}
@@ -136,7 +136,7 @@ type oplogStore struct{ e *Engine }
 
 func (s oplogStore) Scan(fn func(ts oplog.Timestamp, size int64) bool) error {
 	lo, hi := oplog.Range()
-	it, err := s.e.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	it, err := s.e.store.Iter(context.TODO(), lo, hi, false)
 	if err != nil {
 		return err
 	}
@@ -144,7 +144,7 @@ func (s oplogStore) Scan(fn func(ts oplog.Timestamp, size int64) bool) error {
 	// The pre-images, keyed by the timestamps of their entries, walk
 	// alongside.
 	plo, phi := oplog.PreImageRange()
-	images, err := s.e.db.NewIter(&pebble.IterOptions{LowerBound: plo, UpperBound: phi})
+	images, err := s.e.store.Iter(context.TODO(), plo, phi, false)
 	if err != nil {
 		return err
 	}
@@ -178,7 +178,7 @@ func (s oplogStore) DeletePreImagesBefore(ts oplog.Timestamp) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if err := s.e.db.DeleteRange(lo, hi, pebble.NoSync); err != nil {
+	if err := s.e.store.DropRange(context.TODO(), lo, hi); err != nil {
 		return 0, err
 	}
 	return n, nil
@@ -186,7 +186,7 @@ func (s oplogStore) DeletePreImagesBefore(ts oplog.Timestamp) (int64, error) {
 
 // rangeSize is the bytes of the keys and values stored in [lo, hi).
 func (e *Engine) rangeSize(lo, hi []byte) (int64, error) {
-	it, err := e.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	it, err := e.store.Iter(context.TODO(), lo, hi, false)
 	if err != nil {
 		return 0, err
 	}
@@ -199,19 +199,15 @@ func (e *Engine) rangeSize(lo, hi []byte) (int64, error) {
 }
 
 func (s oplogStore) DeleteBefore(ts oplog.Timestamp) error {
-	b := s.e.db.NewBatch()
-	defer b.Close()
+	ctx := context.TODO()
 	lo, _ := oplog.Range()
-	if err := b.DeleteRange(lo, oplog.AppendKey(nil, ts), nil); err != nil {
+	if err := s.e.store.DropRange(ctx, lo, oplog.AppendKey(nil, ts)); err != nil {
 		return err
 	}
 	// Pre-images go with their entries, as MongoDB expires those older
 	// than the oldest oplog entry.
 	plo, _ := oplog.PreImageRange()
-	if err := b.DeleteRange(plo, oplog.AppendPreImageKey(nil, ts), nil); err != nil {
-		return err
-	}
-	return b.Commit(pebble.NoSync)
+	return s.e.store.DropRange(ctx, plo, oplog.AppendPreImageKey(nil, ts))
 }
 
 // Oplog is the engine's oplog, nil when it is off.
@@ -240,7 +236,7 @@ func (e *Engine) ReadOplog(ctx context.Context, after oplog.Timestamp, fn func(t
 		return after, nil
 	}
 	_, hi := oplog.Range()
-	it, err := e.db.NewIter(&pebble.IterOptions{LowerBound: oplog.AppendKey(nil, after.Next()), UpperBound: hi})
+	it, err := e.store.Iter(ctx, oplog.AppendKey(nil, after.Next()), hi, false)
 	if err != nil {
 		return after, err
 	}
@@ -273,7 +269,7 @@ func (e *Engine) ReadOplog(ctx context.Context, after oplog.Timestamp, fn func(t
 // a reader resuming before it has lost history.
 func (e *Engine) OldestOplog() (oplog.Timestamp, error) {
 	lo, hi := oplog.Range()
-	it, err := e.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	it, err := e.store.Iter(context.TODO(), lo, hi, false)
 	if err != nil {
 		return oplog.Timestamp{}, err
 	}
@@ -366,13 +362,17 @@ func (e *Engine) AppendNoop(o bson.D) (oplog.Timestamp, error) {
 	if err != nil {
 		return oplog.Timestamp{}, fmt.Errorf("engine: no-op entry: %w", err)
 	}
-	b := e.db.NewBatch()
-	defer b.Close()
-	r, err := e.oplog.Append(pebbleBatch{b}, []oplog.Entry{{Op: oplog.Noop, O: raw}})
+	ctx := context.TODO()
+	tx, err := e.beginCatalog(ctx, false)
 	if err != nil {
 		return oplog.Timestamp{}, err
 	}
-	err = e.commit(b, pebble.Sync)
+	defer tx.Rollback()
+	r, err := e.oplog.Append(tx, []oplog.Entry{{Op: oplog.Noop, O: raw}})
+	if err != nil {
+		return oplog.Timestamp{}, err
+	}
+	_, err = tx.Commit(ctx, kv.Sync)
 	r.Finish(err == nil)
 	if err != nil {
 		return oplog.Timestamp{}, err

@@ -5,7 +5,6 @@ import (
 	"context"
 	"sort"
 
-	"github.com/cockroachdb/pebble/v2"
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/lethedb/lethe/mongoerr"
@@ -171,12 +170,12 @@ func (e *Engine) readOplogReverse(ctx context.Context, before oplog.Timestamp, f
 		before = visible.Next()
 	}
 	lo, _ := oplog.Range()
-	it, err := e.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: oplog.AppendKey(nil, before)})
+	it, err := e.store.Iter(ctx, lo, oplog.AppendKey(nil, before), true)
 	if err != nil {
 		return err
 	}
 	defer it.Close()
-	for ok := it.Last(); ok; ok = it.Prev() {
+	for ok := it.First(); ok; ok = it.Next() {
 		if err := ctx.Err(); err != nil {
 			return err
 		}

@@ -6,7 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 
-	"github.com/cockroachdb/pebble/v2"
+	"github.com/lethedb/lethe/engine/kv"
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/lethedb/lethe/engine/pipeline"
@@ -141,7 +141,7 @@ func (e *Engine) renameOver(db, from, to string) error {
 	if err := ValidateNamespace(db, to); err != nil {
 		return err
 	}
-	if err := e.disk.writable(); err != nil {
+	if err := e.writable(); err != nil {
 		return err
 	}
 	src := e.collection(db, from)
@@ -163,29 +163,42 @@ func (e *Engine) renameOver(db, from, to string) error {
 	if e.colls[nsKey(db, from)] != src || e.colls[nsKey(db, to)] != dst {
 		return mongoerr.New(mongoerr.Interrupted, "$out: the collection %s.%s was created, dropped or renamed while $out wrote it", db, to)
 	}
-	b := e.db.NewBatch()
-	defer b.Close()
+	ctx := context.TODO()
+	tx, err := e.beginCatalog(ctx, true)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
 	var dstState *collState
+	var ranges []keyRange
 	if dst != nil {
 		dstState = dst.st()
-		if err := b.Delete(catalogKey(db, to), nil); err != nil {
+		if err := tx.Delete(catalogKey(db, to)); err != nil {
 			return err
 		}
-		deleteCollectionData(b, dstState)
+		ranges = collectionRanges(dstState)
+		if err := recordReclaim(tx, ranges); err != nil {
+			return err
+		}
 	}
 	st := src.st()
 	meta := st.meta
 	meta.Name = to
-	_ = b.Delete(catalogKey(db, from), nil)
-	if err := putMeta(b, &meta); err != nil {
+	if err := tx.Delete(catalogKey(db, from)); err != nil {
+		return err
+	}
+	if err := putMeta(tx, &meta); err != nil {
 		return err
 	}
 	var dropped []byte
 	if dstState != nil {
 		dropped = dstState.meta.UUID.Data
 	}
-	if err := e.commitLogged(b, pebble.Sync, renameEntry(st, db, to, dropped)); err != nil {
+	if err := e.commitLogged(ctx, tx, kv.Sync, renameEntry(st, db, to, dropped)); err != nil {
 		return fmt.Errorf("engine: $out into %s.%s: %w", db, to, err)
+	}
+	if ranges != nil {
+		defer e.reclaim(ctx, ranges)
 	}
 	if dst != nil {
 		dropped := *dstState

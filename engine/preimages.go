@@ -1,11 +1,12 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 
-	"github.com/cockroachdb/pebble/v2"
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/lethedb/lethe/engine/kv"
 	"github.com/lethedb/lethe/mongoerr"
 	"github.com/lethedb/lethe/oplog"
 )
@@ -52,7 +53,7 @@ func (e *Engine) modifyOptions(db, coll string, change func(opts bson.D) (bson.D
 	}
 	c.ddl.Lock()
 	defer c.ddl.Unlock()
-	return e.updateMeta(c, func(meta *collMeta) error {
+	return e.updateMeta(c, func(meta *collMeta, _ kv.Txn) error {
 		var opts bson.D
 		if len(meta.Options) > 0 {
 			if err := bson.Unmarshal(meta.Options, &opts); err != nil {
@@ -86,13 +87,12 @@ func (e *Engine) PreImage(ts oplog.Timestamp) (bson.Raw, error) {
 	if ts.Less(e.imagesExpireBefore()) {
 		return nil, nil // expired under changeStreamOptions
 	}
-	v, closer, err := e.db.Get(oplog.AppendPreImageKey(nil, ts))
-	if err == pebble.ErrNotFound {
+	v, err := e.store.Get(context.TODO(), oplog.AppendPreImageKey(nil, ts))
+	if err == kv.ErrNotFound {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("engine: read pre-image at %v: %w", ts, err)
 	}
-	defer closer.Close()
 	return append(bson.Raw(nil), v...), nil
 }

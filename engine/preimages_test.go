@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2"
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/lethedb/lethe/clock"
@@ -102,7 +101,7 @@ func TestPreImagesTrimmedWithOplog(t *testing.T) {
 		t.Fatalf("oldest %v, %v", oldest, err)
 	}
 	lo, hi := oplog.PreImageRange()
-	it, err := e.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	it, err := rawIter(e, lo, hi)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +223,7 @@ func TestPreImagesExpireAfterSeconds(t *testing.T) {
 		t.Fatalf("options after restart %+v, want %+v", got, set)
 	}
 	lo, hi := oplog.PreImageRange()
-	it, err := e.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	it, err := rawIter(e, lo, hi)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,10 +2,11 @@ package engine
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2"
+	"github.com/lethedb/lethe/engine/kv"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -19,21 +20,20 @@ var bytesEqual = bytes.Equal
 func timeOfMillis(ms int64) time.Time { return time.UnixMilli(ms) }
 
 // loadDoc reads the document at pk from r (the store, a snapshot or a
-// batch); nil if there is none. The result owns its memory.
-func (e *Engine) loadDoc(r pebble.Reader, collID uint64, pk []byte) (*storedDoc, error) {
-	v, closer, err := r.Get(docKey(nil, collID, pk))
-	if err == pebble.ErrNotFound {
+// transaction); nil if there is none. The result owns its memory.
+func (e *Engine) loadDoc(ctx context.Context, r kv.Reader, collID uint64, pk []byte) (*storedDoc, error) {
+	v, err := r.Get(ctx, docKey(nil, collID, pk))
+	if err == kv.ErrNotFound {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("engine: read document: %w", err)
 	}
-	defer closer.Close()
 	h, doc, err := splitValue(v)
 	if err != nil {
 		return nil, err
 	}
-	return &storedDoc{pk: append([]byte(nil), pk...), h: h, doc: append(bson.Raw(nil), doc...)}, nil
+	return &storedDoc{pk: append([]byte(nil), pk...), h: h, doc: bson.Raw(doc)}, nil
 }
 
 // expired reports whether a document with header h is expired under the
@@ -51,7 +51,7 @@ func (e *Engine) FindByID(db, coll string, id bsoncore.Value) (bson.Raw, error) 
 	}
 	st := c.st()
 	c.usage.access(0, e.clock).ops.Add(1)
-	d, err := e.loadDoc(e.db, st.meta.ID, keycodec.Append(nil, id))
+	d, err := e.loadDoc(context.Background(), e.store, st.meta.ID, keycodec.Append(nil, id))
 	if err != nil || d == nil || st.expired(d.h, e.nowMillis()) {
 		return nil, err
 	}

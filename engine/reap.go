@@ -2,11 +2,11 @@ package engine
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"math"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 	"go.uber.org/zap"
 
@@ -86,7 +86,7 @@ func (e *Engine) reapCollection(c *Collection, nowMs int64, limit int) (n int, n
 		}
 	}()
 	for _, dd := range due {
-		if _, err := w.lock([]uint32{e.locks.stripe(st.meta.ID, dd.pk)}); err != nil {
+		if _, err := w.lock(docKey(nil, st.meta.ID, dd.pk)); err != nil {
 			return n, nextMs, full, err
 		}
 		d, err := w.load(dd.pk)
@@ -189,7 +189,7 @@ func (e *Engine) dueDocs(st *collState, nowMs int64, limit int, cur *reapCursor)
 // scanExpiry visits up to limit expiry keys in [lo, hi) and returns the
 // time of the first key at or after hi within the family (MaxInt64 if none).
 func (e *Engine) scanExpiry(lo, hi []byte, limit int, cur *reapCursor, fn func(pk []byte)) (int64, error) {
-	it, err := e.db.NewIter(&pebble.IterOptions{LowerBound: cur.from(lo), UpperBound: prefixEnd(lo[:10])})
+	it, err := e.store.Iter(context.TODO(), cur.from(lo), prefixEnd(lo[:10]), false)
 	if err != nil {
 		return 0, fmt.Errorf("engine: scan expiry: %w", err)
 	}
@@ -197,7 +197,7 @@ func (e *Engine) scanExpiry(lo, hi []byte, limit int, cur *reapCursor, fn func(p
 	n := 0
 	var last []byte
 	defer func() { cur.record(lo, last) }()
-	for it.First(); it.Valid(); it.Next() {
+	for ok := it.First(); ok; ok = it.Next() {
 		_, _, ms, pk, err := ttlindex.ParseKey(it.Key())
 		if err != nil {
 			return 0, err
@@ -241,13 +241,13 @@ func (e *Engine) scanDateTTL(ix *index, nowMs int64, limit int, cur *reapCursor,
 		}
 		return false
 	}
-	it, err := e.db.NewIter(&pebble.IterOptions{LowerBound: cur.from(lo), UpperBound: hi})
+	it, err := e.store.Iter(context.TODO(), cur.from(lo), hi, false)
 	if err != nil {
 		return 0, fmt.Errorf("engine: scan TTL index: %w", err)
 	}
 	defer it.Close()
 	n := 0
-	for it.First(); it.Valid() && n < limit; it.Next() {
+	for ok := it.First(); ok && n < limit; ok = it.Next() {
 		add(it.Value(), isDue)
 		cur.record(lo, it.Key())
 		n++

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2"
 	"github.com/lethedb/lethe/clock"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.uber.org/zap"
@@ -52,7 +51,7 @@ func TestReaperLogsEachBatch(t *testing.T) {
 	// The purge is physical: nothing is left in the document range.
 	st := e.collection("db", "c").st()
 	lo, hi := docRange(st.meta.ID)
-	it, _ := e.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	it, _ := rawIter(e, lo, hi)
 	defer it.Close()
 	if it.First() {
 		t.Fatal("documents remain in storage after the reaper's pass")

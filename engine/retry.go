@@ -21,11 +21,12 @@ package engine
 // the key) are never read, and go with their session too.
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2"
+	"github.com/lethedb/lethe/engine/kv"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -75,14 +76,13 @@ func txnStmtRange(s [16]byte) (lo, hi []byte) {
 // CheckTxn compares t.Number with the session's newest one: an older
 // number is TransactionTooOld, as in MongoDB.
 func (e *Engine) CheckTxn(t *Txn) error {
-	v, closer, err := e.db.Get(txnHeaderKey(t.Session))
-	if err == pebble.ErrNotFound {
+	v, err := e.store.Get(context.TODO(), txnHeaderKey(t.Session))
+	if err == kv.ErrNotFound {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("engine: read session record: %w", err)
 	}
-	defer closer.Close()
 	if len(v) < 8 {
 		return fmt.Errorf("engine: session record of %d bytes", len(v))
 	}
@@ -107,14 +107,13 @@ func (e *Engine) Executed(t *Txn, stmt int32) (bson.Raw, bool, error) {
 	if t.stale {
 		return nil, false, nil
 	}
-	v, closer, err := e.db.Get(txnStmtKey(t.Session, stmt))
-	if err == pebble.ErrNotFound {
+	v, err := e.store.Get(context.TODO(), txnStmtKey(t.Session, stmt))
+	if err == kv.ErrNotFound {
 		return nil, false, nil
 	}
 	if err != nil {
 		return nil, false, fmt.Errorf("engine: read statement record: %w", err)
 	}
-	defer closer.Close()
 	if len(v) < 8 {
 		return nil, false, fmt.Errorf("engine: statement record of %d bytes", len(v))
 	}
@@ -147,7 +146,10 @@ func (t *Txn) lsidDoc() []byte {
 // its pending batch.
 func (w *writer) record(stmt int32, result []byte) error {
 	t := w.txn
-	b := w.batch()
+	b, err := w.begin()
+	if err != nil {
+		return err
+	}
 	if t.clearAll {
 		lo, hi := txnStmtRange(t.Session)
 		if err := w.e.deleteKeys(b, lo, hi); err != nil {
@@ -157,29 +159,32 @@ func (w *writer) record(stmt int32, result []byte) error {
 	}
 	hdr := binary.BigEndian.AppendUint64(nil, uint64(t.Number))
 	hdr = binary.BigEndian.AppendUint64(hdr, uint64(w.e.nowMillis()))
-	if err := b.Set(txnHeaderKey(t.Session), hdr, nil); err != nil {
+	if err := b.Set(txnHeaderKey(t.Session), hdr); err != nil {
 		return err
 	}
 	val := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(result)), uint64(t.Number))
-	return b.Set(txnStmtKey(t.Session, stmt), append(val, result...), nil)
+	return b.Set(txnStmtKey(t.Session, stmt), append(val, result...))
 }
 
 // ForgetRetries deletes the records of the sessions ids that were last
 // written before before (any, if before is zero). Most sessions that end
 // made no retryable write: only those with a record cost a deletion.
 func (e *Engine) ForgetRetries(ids [][16]byte, before time.Time) error {
-	b := e.db.NewBatch()
-	defer b.Close()
+	ctx := context.TODO()
+	b, err := e.store.Begin(ctx, kv.TxnOptions{Pessimistic: true})
+	if err != nil {
+		return fmt.Errorf("engine: begin: %w", err)
+	}
+	defer b.Rollback()
 	for _, id := range ids {
-		v, closer, err := e.db.Get(txnHeaderKey(id))
-		if err == pebble.ErrNotFound {
+		v, err := e.store.Get(context.TODO(), txnHeaderKey(id))
+		if err == kv.ErrNotFound {
 			continue
 		}
 		if err != nil {
 			return fmt.Errorf("engine: read session record: %w", err)
 		}
 		keep := !before.IsZero() && len(v) == 16 && int64(binary.BigEndian.Uint64(v[8:])) >= before.UnixMilli()
-		closer.Close()
 		if keep {
 			continue
 		}
@@ -191,7 +196,8 @@ func (e *Engine) ForgetRetries(ids [][16]byte, before time.Time) error {
 	if b.Empty() {
 		return nil
 	}
-	return b.Commit(pebble.NoSync)
+	_, err = b.Commit(ctx, kv.NoSync)
+	return err
 }
 
 // deleteKeys adds to b a point deletion of every stored key in [lo, hi).
@@ -200,13 +206,13 @@ func (e *Engine) ForgetRetries(ids [][16]byte, before time.Time) error {
 // tombstones into the memtable, which every read of the store must then
 // fragment (a 12x slower insert in replica-set mode when a range went
 // with every write, measured with lethe-load's changestream workload).
-func (e *Engine) deleteKeys(b *pebble.Batch, lo, hi []byte) error {
-	it, err := e.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+func (e *Engine) deleteKeys(b kv.Txn, lo, hi []byte) error {
+	it, err := b.Iter(context.TODO(), lo, hi, false)
 	if err != nil {
 		return fmt.Errorf("engine: list session records: %w", err)
 	}
-	for it.First(); it.Valid(); it.Next() {
-		if err := b.Delete(it.Key(), nil); err != nil {
+	for ok := it.First(); ok; ok = it.Next() {
+		if err := b.Delete(it.Key()); err != nil {
 			it.Close()
 			return err
 		}
@@ -220,7 +226,7 @@ func (e *Engine) deleteKeys(b *pebble.Batch, lo, hi []byte) error {
 // ExpiredRetries lists the sessions whose records were last written
 // before before.
 func (e *Engine) ExpiredRetries(before time.Time) ([][16]byte, error) {
-	it, err := e.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixTxn}, UpperBound: []byte{prefixTxn + 1}})
+	it, err := e.store.Iter(context.TODO(), []byte{prefixTxn}, []byte{prefixTxn + 1}, false)
 	if err != nil {
 		return nil, err
 	}

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/cockroachdb/pebble/v2"
+	"github.com/lethedb/lethe/engine/kv"
 
 	"github.com/lethedb/lethe/mongoerr"
 )
@@ -52,9 +52,12 @@ func (s *scanner) next(ctx context.Context, fn visitFunc) error {
 	// which a snapshot keeps consistent. Other plans read one iterator per
 	// span, each consistent on its own, or single keys; they skip the
 	// snapshot, whose release costs pebble a compaction check.
-	var r pebble.Reader = s.e.db
+	var r kv.Reader = s.e.store
 	if s.p.kind == planIndex {
-		snap := s.e.db.NewSnapshot()
+		snap, err := s.e.store.Snapshot(ctx)
+		if err != nil {
+			return fmt.Errorf("engine: scan: %w", err)
+		}
 		defer snap.Close()
 		r = snap
 	}
@@ -81,7 +84,7 @@ func (s *scanner) next(ctx context.Context, fn visitFunc) error {
 		var more bool
 		var err error
 		if s.p.kind == planIDPoints {
-			more, err = s.readPoint(r, sp.lo, nowMs, fn)
+			more, err = s.readPoint(ctx, r, sp.lo, nowMs, fn)
 		} else {
 			more, err = s.scanSpan(ctx, r, sp, nowMs, fn)
 		}
@@ -94,17 +97,16 @@ func (s *scanner) next(ctx context.Context, fn visitFunc) error {
 }
 
 // readPoint visits the document at one key.
-func (s *scanner) readPoint(r pebble.Reader, key []byte, nowMs int64, fn visitFunc) (bool, error) {
+func (s *scanner) readPoint(ctx context.Context, r kv.Reader, key []byte, nowMs int64, fn visitFunc) (bool, error) {
 	s.resume = append(s.resume[:0], key...)
 	s.stats.keysExamined++
-	v, closer, err := r.Get(key)
-	if err == pebble.ErrNotFound {
+	v, err := r.Get(ctx, key)
+	if err == kv.ErrNotFound {
 		return true, nil
 	}
 	if err != nil {
 		return false, fmt.Errorf("engine: read document: %w", err)
 	}
-	defer closer.Close()
 	s.stats.docsExamined++
 	h, doc, err := splitValue(v)
 	if err != nil || s.st.expired(h, nowMs) {
@@ -113,33 +115,29 @@ func (s *scanner) readPoint(r pebble.Reader, key []byte, nowMs int64, fn visitFu
 	return fn(&storedDoc{pk: pkOfDocKey(key), h: h, doc: doc})
 }
 
-func (s *scanner) scanSpan(ctx context.Context, r pebble.Reader, sp span, nowMs int64, fn visitFunc) (bool, error) {
-	opts := &pebble.IterOptions{LowerBound: sp.lo, UpperBound: sp.hi}
+func (s *scanner) scanSpan(ctx context.Context, r kv.Reader, sp span, nowMs int64, fn visitFunc) (bool, error) {
+	lo, hi := sp.lo, sp.hi
 	if s.resume != nil {
 		if !s.p.reverse && bytes.Compare(s.resume, sp.lo) >= 0 {
-			opts.LowerBound = keySuccessor(s.resume)
+			lo = keySuccessor(s.resume)
 		}
 		if s.p.reverse && bytes.Compare(s.resume, sp.hi) < 0 {
-			opts.UpperBound = s.resume
+			hi = s.resume
 		}
 	}
-	it, err := r.NewIter(opts)
+	it, err := r.Iter(ctx, lo, hi, s.p.reverse)
 	if err != nil {
 		return false, fmt.Errorf("engine: scan: %w", err)
 	}
 	defer it.Close()
-	valid := it.First()
-	if s.p.reverse {
-		valid = it.Last()
-	}
-	for n := 0; valid; valid = s.step(it) {
+	for n, valid := 0, it.First(); valid; valid = it.Next() {
 		// A scan over many keys stops when the command's maxTimeMS passes
 		// or the server shuts down.
 		if n++; n%256 == 0 && ctx.Err() != nil {
 			return false, ctx.Err()
 		}
 		s.resume = append(s.resume[:0], it.Key()...)
-		d, err := s.docAt(r, it)
+		d, err := s.docAt(ctx, r, it)
 		if err != nil {
 			return false, err
 		}
@@ -154,16 +152,9 @@ func (s *scanner) scanSpan(ctx context.Context, r pebble.Reader, sp span, nowMs 
 	return true, it.Error()
 }
 
-func (s *scanner) step(it *pebble.Iterator) bool {
-	if s.p.reverse {
-		return it.Prev()
-	}
-	return it.Next()
-}
-
 // docAt returns the document the iterator points at: the value itself for
 // document keys, or the document an index entry names.
-func (s *scanner) docAt(r pebble.Reader, it *pebble.Iterator) (*storedDoc, error) {
+func (s *scanner) docAt(ctx context.Context, r kv.Reader, it kv.Iterator) (*storedDoc, error) {
 	if s.p.kind != planIndex {
 		if s.p.kind == planIDRange {
 			s.stats.keysExamined++
@@ -187,7 +178,7 @@ func (s *scanner) docAt(r pebble.Reader, it *pebble.Iterator) (*storedDoc, error
 		s.seen[string(pk)] = struct{}{}
 	}
 	s.stats.docsExamined++
-	return s.e.loadDoc(r, s.st.meta.ID, pk)
+	return s.e.loadDoc(ctx, r, s.st.meta.ID, pk)
 }
 
 // killedSince is the error a cursor opened on the collection state opened

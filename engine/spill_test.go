@@ -10,6 +10,8 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/lethedb/lethe/engine/kv"
+	"github.com/lethedb/lethe/engine/kv/pebblekv"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -17,7 +19,7 @@ import (
 func scratchFiles(t *testing.T, e *Engine) []string {
 	t.Helper()
 	var files []string
-	err := filepath.WalkDir(filepath.Join(e.disk.dir, scratchDir), func(path string, d os.DirEntry, err error) error {
+	err := filepath.WalkDir(e.scratchDir(), func(path string, d os.DirEntry, err error) error {
 		if os.IsNotExist(err) {
 			return filepath.SkipDir
 		}
@@ -102,7 +104,7 @@ func TestFindSortSpillsWithAllowDiskUse(t *testing.T) {
 func TestSpillKeepsTheFreeSpaceReserve(t *testing.T) {
 	// A spill that would eat into the free-space reserve fails with
 	// OutOfDiskSpace rather than fill the disk.
-	d := NewMemDisk(testDiskSize)
+	d := pebblekv.NewMemDisk(testDiskSize)
 	e := openOnDisk(t, d)
 	defer e.Close()
 	var docs []bson.Raw
@@ -125,7 +127,7 @@ func TestSpillKeepsTheFreeSpaceReserve(t *testing.T) {
 	// The insert's large batch is flushed to an sstable in the background,
 	// which takes disk space of its own: let that happen first, so that
 	// what the disk loses below is the spill's alone.
-	if err := e.db.Flush(); err != nil {
+	if err := kv.Unwrap(e.store).(*pebblekv.Store).Flush(); err != nil {
 		t.Fatal(err)
 	}
 	// Leave 100 KB above the reserve, less than the sort writes.
@@ -134,7 +136,7 @@ func TestSpillKeepsTheFreeSpaceReserve(t *testing.T) {
 	if mongoerr.CodeOf(err) != mongoerr.OutOfDiskSpace {
 		t.Fatalf("a spill past the free-space reserve: %v, want OutOfDiskSpace", err)
 	}
-	if free := d.usage().AvailBytes; int64(free) < testMinFree {
+	if free := d.Free(); free < testMinFree {
 		t.Errorf("the spill left %d bytes free, below the reserve of %d", free, testMinFree)
 	}
 }
@@ -146,7 +148,7 @@ func TestOpenRemovesStaleTemporaryFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.Close()
-	stale := filepath.Join(dir, scratchDir, "7", "run-1")
+	stale := filepath.Join(dir, "_tmp", "7", "run-1")
 	if err := os.MkdirAll(filepath.Dir(stale), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +160,7 @@ func TestOpenRemovesStaleTemporaryFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	if _, err := os.Stat(filepath.Join(dir, scratchDir)); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(dir, "_tmp")); !os.IsNotExist(err) {
 		t.Errorf("temporary files survive a restart: %v", err)
 	}
 }
@@ -193,7 +195,7 @@ func TestAggregateSpillsAndRemovesItsFiles(t *testing.T) {
 	if files := scratchFiles(t, e); len(files) != 0 {
 		t.Errorf("temporary files left: %v", files)
 	}
-	if _, err := os.Stat(filepath.Join(e.disk.dir, scratchDir, "1")); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(e.scratchDir(), "1")); !os.IsNotExist(err) {
 		t.Errorf("the request's scratch directory survives it: %v", err)
 	}
 	// A stage after the spilled ones fails.

@@ -1,9 +1,9 @@
 package engine
 
 import (
+	"context"
 	"slices"
 
-	"github.com/cockroachdb/pebble/v2"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/engine/keycodec"
@@ -29,12 +29,12 @@ func (e *Engine) Stats(db, coll string) (CollStats, bool, error) {
 	}
 	st := c.st()
 	lo, hi := docRange(st.meta.ID)
-	it, err := e.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	it, err := e.store.Iter(context.TODO(), lo, hi, false)
 	if err != nil {
 		return s, true, err
 	}
 	nowMs := e.nowMillis()
-	for it.First(); it.Valid(); it.Next() {
+	for ok := it.First(); ok; ok = it.Next() {
 		h, doc, err := splitValue(it.Value())
 		if err != nil {
 			it.Close()
@@ -49,15 +49,14 @@ func (e *Engine) Stats(db, coll string) (CollStats, bool, error) {
 	if err := it.Close(); err != nil {
 		return s, true, err
 	}
-	du, _ := e.db.EstimateDiskUsage(lo, hi)
-	s.StorageSize = int64(du)
+	s.StorageSize, _ = e.store.ApproximateSize(context.TODO(), lo, hi)
 	s.NIndexes = 1 + len(st.meta.Indexes)
 	s.IndexSizes = map[string]int64{"_id_": 0}
 	for _, ix := range st.indexes {
 		lo, hi := indexRange(ix.meta.ID)
-		n, _ := e.db.EstimateDiskUsage(lo, hi)
-		s.IndexSizes[ix.meta.Name] = int64(n)
-		s.IndexSize += int64(n)
+		n, _ := e.store.ApproximateSize(context.TODO(), lo, hi)
+		s.IndexSizes[ix.meta.Name] = n
+		s.IndexSize += n
 	}
 	return s, true, nil
 }

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2"
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/lethedb/lethe/clock"
@@ -89,9 +88,9 @@ func checkConsistency(t *testing.T, e *Engine, db, coll string) {
 	defer w.close()
 	want := map[string]bool{}
 	lo, hi := docRange(w.st.meta.ID)
-	it, _ := e.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	it, _ := rawIter(e, lo, hi)
 	docs := 0
-	for it.First(); it.Valid(); it.Next() {
+	for ok := it.First(); ok; ok = it.Next() {
 		h, doc, err := splitValue(it.Value())
 		if err != nil {
 			t.Fatal(err)
@@ -115,15 +114,15 @@ func checkConsistency(t *testing.T, e *Engine, db, coll string) {
 	got := map[string]bool{}
 	for _, ix := range w.st.indexes {
 		lo, hi := indexRange(ix.meta.ID)
-		it, _ := e.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
-		for it.First(); it.Valid(); it.Next() {
+		it, _ := rawIter(e, lo, hi)
+		for ok := it.First(); ok; ok = it.Next() {
 			got[string(it.Key())] = true
 		}
 		it.Close()
 	}
 	lo, hi = ttlindex.CollRange(w.st.meta.ID)
-	it, _ = e.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
-	for it.First(); it.Valid(); it.Next() {
+	it, _ = rawIter(e, lo, hi)
+	for ok := it.First(); ok; ok = it.Next() {
 		got[string(it.Key())] = true
 	}
 	it.Close()

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2"
+	"github.com/lethedb/lethe/engine/kv"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -83,9 +83,12 @@ func (e *Engine) Validate(ctx context.Context, db, coll string, full bool) (Vali
 	// its batch commits, so the flags cover every document the snapshot
 	// holds.
 	c.ddl.RLock()
-	snap := e.db.NewSnapshot()
+	snap, err := e.store.Snapshot(ctx)
 	st := c.st()
 	c.ddl.RUnlock()
+	if err != nil {
+		return ValidateResult{}, fmt.Errorf("engine: validate: %w", err)
+	}
 	defer snap.Close()
 	if st.dropped {
 		return ValidateResult{}, mongoerr.New(mongoerr.NamespaceNotFound, "Collection '%s.%s' does not exist to validate.", db, coll)
@@ -117,7 +120,7 @@ func (e *Engine) Validate(ctx context.Context, db, coll string, full bool) (Vali
 // storageCheck is the state of one Validate call.
 type storageCheck struct {
 	ctx  context.Context
-	snap *pebble.Snapshot
+	snap kv.Snapshot
 	st   *collState
 	full bool
 	now  time.Time // of the command, $$NOW in the validator
@@ -151,7 +154,7 @@ func (v *storageCheck) tick() error {
 // exists and points back at it.
 func (v *storageCheck) documents() error {
 	lo, hi := docRange(v.st.meta.ID)
-	it, err := v.snap.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	it, err := v.snap.Iter(v.ctx, lo, hi, false)
 	if err != nil {
 		return fmt.Errorf("engine: validate: %w", err)
 	}
@@ -163,7 +166,7 @@ func (v *storageCheck) documents() error {
 	if val := v.st.validator; val != nil && val.level != ValidationOff {
 		validator = val.filterAt(v.now)
 	}
-	for it.First(); it.Valid(); it.Next() {
+	for ok := it.First(); ok; ok = it.Next() {
 		if err := v.tick(); err != nil {
 			return err
 		}
@@ -196,8 +199,8 @@ func (v *storageCheck) documents() error {
 			for _, k := range keys {
 				v.expected[i]++
 				ek := ix.entryKey(nil, k, d.pk)
-				val, closer, err := v.snap.Get(ek)
-				if err == pebble.ErrNotFound {
+				val, err := v.snap.Get(v.ctx, ek)
+				if err == kv.ErrNotFound {
 					v.missingEntry(ix, d)
 					v.errorf("index %s: entry of document %s is missing", ix.meta.Name, docName(d))
 					continue
@@ -206,7 +209,6 @@ func (v *storageCheck) documents() error {
 					return fmt.Errorf("engine: validate: %w", err)
 				}
 				owner := append([]byte(nil), val...)
-				closer.Close()
 				if !bytesEqual(owner, d.pk) {
 					v.missingEntry(ix, d)
 					if ix.meta.Unique {
@@ -219,8 +221,8 @@ func (v *storageCheck) documents() error {
 		}
 		if ek := expiryKey(v.st.meta.ID, d); ek != nil {
 			v.expectedExpiry++
-			_, closer, err := v.snap.Get(ek)
-			if err == pebble.ErrNotFound {
+			_, err := v.snap.Get(v.ctx, ek)
+			if err == kv.ErrNotFound {
 				v.res.MissingExpiryEntries++
 				v.errorf("expiry entry of document %s is missing", docName(d))
 				continue
@@ -228,7 +230,6 @@ func (v *storageCheck) documents() error {
 			if err != nil {
 				return fmt.Errorf("engine: validate: %w", err)
 			}
-			closer.Close()
 		}
 	}
 	if err := it.Error(); err != nil {
@@ -277,9 +278,9 @@ func docName(d *storedDoc) string {
 
 // count counts the keys of it from its first; the caller may position it
 // again afterwards.
-func (v *storageCheck) count(it *pebble.Iterator) (int64, error) {
+func (v *storageCheck) count(it kv.Iterator) (int64, error) {
 	var n int64
-	for it.First(); it.Valid(); it.Next() {
+	for ok := it.First(); ok; ok = it.Next() {
 		if err := v.tick(); err != nil {
 			return 0, err
 		}
@@ -295,7 +296,7 @@ func (v *storageCheck) count(it *pebble.Iterator) (int64, error) {
 // checks each against the document it points at.
 func (v *storageCheck) indexEntries(i int, ix *index) error {
 	lo, hi := indexRange(ix.meta.ID)
-	it, err := v.snap.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	it, err := v.snap.Iter(v.ctx, lo, hi, false)
 	if err != nil {
 		return fmt.Errorf("engine: validate: %w", err)
 	}
@@ -309,7 +310,7 @@ func (v *storageCheck) indexEntries(i int, ix *index) error {
 		return nil
 	}
 	prefixLen := len(lo)
-	for it.First(); it.Valid(); it.Next() {
+	for ok := it.First(); ok; ok = it.Next() {
 		if err := v.tick(); err != nil {
 			return err
 		}
@@ -360,14 +361,13 @@ func (v *storageCheck) checkIndexEntry(ix *index, rest, pk []byte) (string, erro
 // load reads the document an entry points at from the snapshot; problem
 // says why there is none to compare with.
 func (v *storageCheck) load(pk []byte) (d *storedDoc, problem string, err error) {
-	val, closer, err := v.snap.Get(docKey(nil, v.st.meta.ID, pk))
-	if err == pebble.ErrNotFound {
+	val, err := v.snap.Get(v.ctx, docKey(nil, v.st.meta.ID, pk))
+	if err == kv.ErrNotFound {
 		return nil, "points at no stored document", nil
 	}
 	if err != nil {
 		return nil, "", fmt.Errorf("engine: validate: %w", err)
 	}
-	defer closer.Close()
 	d, problem = parseStored(append([]byte(nil), pk...), val)
 	if problem != "" {
 		return nil, "points at an invalid record", nil
@@ -380,7 +380,7 @@ func (v *storageCheck) load(pk []byte) (d *storedDoc, problem string, err error)
 // checks each against its document.
 func (v *storageCheck) expiryEntries() error {
 	lo, hi := ttlindex.CollRange(v.st.meta.ID)
-	it, err := v.snap.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	it, err := v.snap.Iter(v.ctx, lo, hi, false)
 	if err != nil {
 		return fmt.Errorf("engine: validate: %w", err)
 	}
@@ -407,7 +407,7 @@ func (v *storageCheck) expiryEntries() error {
 	if n == v.expectedExpiry && !v.full {
 		return nil
 	}
-	for it.First(); it.Valid(); it.Next() {
+	for ok := it.First(); ok; ok = it.Next() {
 		if err := v.tick(); err != nil {
 			return err
 		}

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -125,9 +124,7 @@ func TestValidateFindsCorruption(t *testing.T) {
 		corrupt: func(t *testing.T, e *Engine) {
 			_, ix := indexOf(t, e, "tags")
 			key := keycodec.Append(nil, bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, "y")})
-			if err := e.db.Delete(ix.entryKey(nil, key, pkOf(int32(1))), pebble.Sync); err != nil {
-				t.Fatal(err)
-			}
+			rawDelete(t, e, ix.entryKey(nil, key, pkOf(int32(1))))
 		},
 		want:   counts{missing: 1, records: 4},
 		badIdx: "tags",
@@ -136,9 +133,7 @@ func TestValidateFindsCorruption(t *testing.T) {
 		corrupt: func(t *testing.T, e *Engine) {
 			_, ix := indexOf(t, e, "u_unique")
 			key := keycodec.Append(nil, bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, 2)})
-			if err := e.db.Delete(ix.entryKey(nil, key, nil), pebble.Sync); err != nil {
-				t.Fatal(err)
-			}
+			rawDelete(t, e, ix.entryKey(nil, key, nil))
 		},
 		want:   counts{missing: 1, records: 4},
 		badIdx: "u_unique",
@@ -148,9 +143,7 @@ func TestValidateFindsCorruption(t *testing.T) {
 			_, ix := indexOf(t, e, "a_partial")
 			pk := pkOf(int32(99))
 			key := keycodec.Append(nil, bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, 50)})
-			if err := e.db.Set(ix.entryKey(nil, key, pk), pk, pebble.Sync); err != nil {
-				t.Fatal(err)
-			}
+			rawSet(t, e, ix.entryKey(nil, key, pk), pk)
 		},
 		want:   counts{extra: 1, records: 4},
 		badIdx: "a_partial",
@@ -160,9 +153,7 @@ func TestValidateFindsCorruption(t *testing.T) {
 			_, ix := indexOf(t, e, "a_partial")
 			pk := pkOf(int32(2))
 			key := keycodec.Append(nil, bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, 3)})
-			if err := e.db.Set(ix.entryKey(nil, key, pk), pk, pebble.Sync); err != nil {
-				t.Fatal(err)
-			}
+			rawSet(t, e, ix.entryKey(nil, key, pk), pk)
 		},
 		want:   counts{extra: 1, records: 4},
 		badIdx: "a_partial",
@@ -170,13 +161,11 @@ func TestValidateFindsCorruption(t *testing.T) {
 		name: "deleted expiry entry",
 		corrupt: func(t *testing.T, e *Engine) {
 			st := e.collection("db", "c").st()
-			d, err := e.loadDoc(e.db, st.meta.ID, pkOf(int32(3)))
+			d, err := e.loadDoc(context.Background(), e.store, st.meta.ID, pkOf(int32(3)))
 			if err != nil || d == nil {
 				t.Fatal(d, err)
 			}
-			if err := e.db.Delete(expiryKey(st.meta.ID, d), pebble.Sync); err != nil {
-				t.Fatal(err)
-			}
+			rawDelete(t, e, expiryKey(st.meta.ID, d))
 		},
 		want:   counts{missingExpiry: 1, records: 4},
 		badIdx: "_ts_1",
@@ -185,9 +174,7 @@ func TestValidateFindsCorruption(t *testing.T) {
 		corrupt: func(t *testing.T, e *Engine) {
 			st := e.collection("db", "c").st()
 			// Document 2 has ttl -1 and so no expiry entry.
-			if err := e.db.Set(ttlindex.AppendTSKey(nil, st.meta.ID, 5, pkOf(int32(2))), nil, pebble.Sync); err != nil {
-				t.Fatal(err)
-			}
+			rawSet(t, e, ttlindex.AppendTSKey(nil, st.meta.ID, 5, pkOf(int32(2))), nil)
 		},
 		want:   counts{extraExpiry: 1, records: 4},
 		badIdx: "_ts_1",
@@ -198,9 +185,7 @@ func TestValidateFindsCorruption(t *testing.T) {
 			doc := mustMarshal(t, bson.D{{Key: "_id", Value: int32(5)}, {Key: "tags", Value: bson.A{"p", "q"}}, {Key: "u", Value: 5}})
 			val := appendHeader(nil, header{ts: 1})
 			val = append(val, doc...)
-			if err := e.db.Set(docKey(nil, st.meta.ID, pkOf(int32(5))), val, pebble.Sync); err != nil {
-				t.Fatal(err)
-			}
+			rawSet(t, e, docKey(nil, st.meta.ID, pkOf(int32(5))), val)
 		},
 		// tags p and q, u 5, at null; its _ts expiry entry.
 		want: counts{missing: 4, missingExpiry: 1, records: 5},
@@ -208,9 +193,7 @@ func TestValidateFindsCorruption(t *testing.T) {
 		name: "document with a broken header",
 		corrupt: func(t *testing.T, e *Engine) {
 			st := e.collection("db", "c").st()
-			if err := e.db.Set(docKey(nil, st.meta.ID, pkOf(int32(2))), []byte{9, 9}, pebble.Sync); err != nil {
-				t.Fatal(err)
-			}
+			rawSet(t, e, docKey(nil, st.meta.ID, pkOf(int32(2))), []byte{9, 9})
 		},
 		// Its entries (tags undefined, s, u 2, at null) now belong to no
 		// valid document.
@@ -221,9 +204,7 @@ func TestValidateFindsCorruption(t *testing.T) {
 			st := e.collection("db", "c").st()
 			doc := mustMarshal(t, bson.D{{Key: "_id", Value: int32(6)}})
 			val := append(appendHeader(nil, header{ts: 1, ttl: ttlindex.Never}), doc...)
-			if err := e.db.Set(docKey(nil, st.meta.ID, pkOf(int32(7))), val, pebble.Sync); err != nil {
-				t.Fatal(err)
-			}
+			rawSet(t, e, docKey(nil, st.meta.ID, pkOf(int32(7))), val)
 		},
 		want: counts{invalidDocs: 1, records: 5},
 	}} {

@@ -3,7 +3,7 @@ package engine
 import (
 	"testing"
 
-	"github.com/cockroachdb/pebble/v2"
+	"github.com/lethedb/lethe/engine/kv"
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
@@ -20,13 +20,7 @@ func TestStoredBadValidatorDoesNotBlockOpen(t *testing.T) {
 	}
 	meta := e.collection("db", "c").st().meta
 	meta.Options = mustMarshal(t, bson.D{{Key: "validator", Value: bson.D{{Key: "$foo", Value: 1}}}})
-	b := e.db.NewBatch()
-	if err := putMeta(b, &meta); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Commit(pebble.Sync); err != nil {
-		t.Fatal(err)
-	}
+	rawWrite(t, e, func(tx kv.Txn) error { return putMeta(tx, &meta) })
 	e.Close()
 	e, err = Open(dir, Options{NoReaper: true})
 	if err != nil {

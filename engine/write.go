@@ -1,11 +1,12 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2"
+	"github.com/lethedb/lethe/engine/kv"
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/lethedb/lethe/engine/query"
@@ -22,15 +23,18 @@ const (
 	maxBatchBytes = 8 << 20
 )
 
-// writer accumulates the writes of one command into synced batches, holding
-// the lock stripes of every key it has checked until the batch commits.
+// writer accumulates the writes of one command into synced transactions,
+// holding the locks of every key it has checked (documents' primary keys
+// and unique index entries) until the transaction commits.
 type writer struct {
 	e   *Engine
 	c   *Collection
 	st  *collState
-	b   *pebble.Batch
-	ls  lockSet
-	ops int // documents done in the pending batch
+	ctx context.Context
+	tx  kv.Txn // pessimistic; nil until the first lock or write
+	// held are the keys locked in tx, to lock again after a flush.
+	held [][]byte
+	ops  int // documents done in the pending transaction
 	// committed counts the documents done in batches that committed: what
 	// a command may report as written when a later commit fails.
 	committed int
@@ -46,13 +50,6 @@ type writer struct {
 	// validator is the collection's validator for this command, compiled
 	// at its first checked write.
 	validator *query.Filter
-	// A plain batch cannot be read, so the writer remembers what its
-	// pending batch holds: pendingDocs maps primary keys to the documents
-	// written (nil once deleted), pendingUnique unique index entry keys to
-	// their primary keys (nil once deleted). Checks of later documents of
-	// the same command read them before the store.
-	pendingDocs   map[string]*storedDoc
-	pendingUnique map[string][]byte
 	// logged are the oplog entries of the pending batch, appended to it at
 	// commit (oplog.go); replacement logs updates as whole documents
 	// rather than diffs.
@@ -64,37 +61,74 @@ type writer struct {
 }
 
 func (e *Engine) newWriter(c *Collection) *writer {
-	return &writer{e: e, c: c, st: c.st(), ls: lockSet{t: &e.locks}}
+	return &writer{e: e, c: c, st: c.st(), ctx: context.Background()}
 }
 
-func (w *writer) batch() *pebble.Batch {
-	if w.b == nil {
-		w.b = w.e.db.NewBatch()
+// begin returns the pending transaction, begun on first use.
+func (w *writer) begin() (kv.Txn, error) {
+	if w.tx == nil {
+		tx, err := w.e.store.Begin(w.ctx, kv.TxnOptions{Pessimistic: true})
+		if err != nil {
+			return nil, fmt.Errorf("engine: begin: %w", err)
+		}
+		w.tx = tx
 	}
-	return w.b
+	return w.tx, nil
 }
 
-// lock makes sure the stripes are held. If some are busy it commits what is
-// pending, releases everything and takes the full set in order; it reports
-// whether that happened, in which case the caller must re-read what it read
-// under the old locks.
-func (w *writer) lock(stripes []uint32) (relocked bool, err error) {
-	if len(w.ls.held) == 0 {
-		w.ls.lockAll(stripes)
+// reader reads what the pending transaction leaves: its own writes over
+// the latest committed state.
+func (w *writer) reader() kv.Reader {
+	if w.tx != nil {
+		return w.tx
+	}
+	return w.e.store
+}
+
+// lock makes sure keys are locked. A writer that holds no lock waits for
+// them; one that holds some only takes free ones, and if one is busy it
+// commits what is pending, releases everything and waits for the union, so
+// that two writers never wait for each other. It reports whether that
+// happened, in which case the caller must re-read what it read under the
+// old locks.
+func (w *writer) lock(keys ...[]byte) (relocked bool, err error) {
+	tx, err := w.begin()
+	if err != nil {
+		return false, err
+	}
+	if len(w.held) == 0 {
+		if err := tx.LockKeys(w.ctx, kv.LockOptions{}, keys...); err != nil {
+			return false, err
+		}
+		w.held = append(w.held, keys...)
 		return false, nil
 	}
-	if w.ls.tryAdd(stripes) {
+	err = tx.LockKeys(w.ctx, kv.LockOptions{NoWait: true}, keys...)
+	if err == nil {
+		w.held = append(w.held, keys...)
 		return false, nil
 	}
-	keep := append([]uint32(nil), w.ls.held...)
+	if !errors.Is(err, kv.ErrLocked) {
+		return false, err
+	}
+	keep := append(w.held[:len(w.held):len(w.held)], keys...)
 	if err := w.flush(); err != nil {
 		return true, err
 	}
-	w.ls.lockAll(append(keep, stripes...))
+	if tx, err = w.begin(); err != nil {
+		return true, err
+	}
+	if err := tx.LockKeys(w.ctx, kv.LockOptions{}, keep...); err != nil {
+		return true, err
+	}
+	w.held = keep
 	return true, nil
 }
 
-// commitError is a failed commit of a writer's batch: every document
+// holds reports whether the writer holds the lock of key.
+func (w *writer) holds(key []byte) bool { return w.tx != nil && w.tx.Locked(key) }
+
+// commitError is a failed commit of a writer's transaction: every document
 // written since the previous commit is lost, whichever statement the caller
 // was working on when it happened.
 type commitError struct{ err error }
@@ -107,10 +141,11 @@ func isCommitError(err error) bool {
 	return errors.As(err, &ce)
 }
 
-// done marks one document's writes complete and commits when the batch is full.
+// done marks one document's writes complete and commits when the
+// transaction is full.
 func (w *writer) done() error {
 	w.ops++
-	if w.ops >= maxBatchOps || (w.b != nil && w.b.Len() >= maxBatchBytes) {
+	if w.ops >= maxBatchOps || (w.tx != nil && w.tx.Size() >= maxBatchBytes) {
 		return w.flush()
 	}
 	return nil
@@ -118,23 +153,23 @@ func (w *writer) done() error {
 
 // flush commits pending writes with a WAL sync and releases the locks.
 func (w *writer) flush() error {
-	defer w.ls.unlockAll()
-	if w.b == nil || w.b.Empty() {
+	tx := w.tx
+	if tx == nil {
 		return nil
 	}
-	b := w.b
 	ops := w.ops
-	w.b, w.ops = nil, 0
-	clear(w.pendingDocs)
-	clear(w.pendingUnique)
-	defer b.Close()
-	opts := pebble.Sync
-	if w.noSync {
-		opts = pebble.NoSync
-	}
+	w.tx, w.ops, w.held = nil, 0, w.held[:0]
 	logged := w.logged
 	w.logged = w.logged[:0]
-	if err := w.e.commitLogged(b, opts, logged); err != nil {
+	if tx.Empty() {
+		tx.Rollback()
+		return nil
+	}
+	d := kv.Sync
+	if w.noSync {
+		d = kv.NoSync
+	}
+	if err := w.e.commitLogged(w.ctx, tx, d, logged); err != nil {
 		return &commitError{err: err}
 	}
 	w.committed += ops
@@ -147,14 +182,12 @@ func (w *writer) flush() error {
 
 // close drops uncommitted writes and releases the locks.
 func (w *writer) close() {
-	if w.b != nil {
-		w.b.Close()
-		w.b = nil
+	if w.tx != nil {
+		w.tx.Rollback()
+		w.tx = nil
 	}
 	w.logged = w.logged[:0]
-	clear(w.pendingDocs)
-	clear(w.pendingUnique)
-	w.ls.unlockAll()
+	w.held = w.held[:0]
 }
 
 // storedDoc is a document as stored: primary key, header and BSON.
@@ -209,12 +242,13 @@ func expiryKey(collID uint64, d *storedDoc) []byte {
 	return nil
 }
 
-// uniqueStripes are the lock stripes of a document's unique index keys.
-func (w *writer) uniqueStripes(ent docEntries, dst []uint32) []uint32 {
+// uniqueKeys appends the entry keys of a document's unique index keys:
+// what a writer locks to check them.
+func (w *writer) uniqueKeys(ent docEntries, dst [][]byte) [][]byte {
 	for i, ix := range w.st.indexes {
 		if ix.meta.Unique {
 			for _, k := range ent.index[i] {
-				dst = append(dst, w.e.locks.stripe(ix.meta.ID, k))
+				dst = append(dst, ix.entryKey(nil, k, nil))
 			}
 		}
 	}
@@ -223,33 +257,33 @@ func (w *writer) uniqueStripes(ent docEntries, dst []uint32) []uint32 {
 
 // put writes d with its entries, replacing old (nil for a new document).
 func (w *writer) put(d *storedDoc, ent docEntries, old *storedDoc, oldEnt *docEntries) error {
-	b := w.batch()
+	b, err := w.begin()
+	if err != nil {
+		return err
+	}
 	if old != nil {
-		w.deleteEntries(old, oldEnt, &ent)
+		if err := w.deleteEntries(old, oldEnt, &ent); err != nil {
+			return err
+		}
 	}
 	val := appendHeader(make([]byte, 0, headerLen+len(d.doc)), d.h)
 	val = append(val, d.doc...)
-	if err := b.Set(docKey(nil, w.st.meta.ID, d.pk), val, nil); err != nil {
+	if err := b.Set(docKey(nil, w.st.meta.ID, d.pk), val); err != nil {
 		return err
 	}
-	w.notePendingDoc(d.pk, d)
 	w.logPut(d, old)
 	for i, ix := range w.st.indexes {
 		for _, k := range ent.index[i] {
 			if oldEnt != nil && containsKey(oldEnt.index[i], k) {
 				continue
 			}
-			ek := ix.entryKey(nil, k, d.pk)
-			if err := b.Set(ek, d.pk, nil); err != nil {
+			if err := b.Set(ix.entryKey(nil, k, d.pk), d.pk); err != nil {
 				return err
-			}
-			if ix.meta.Unique {
-				w.notePending(ek, d.pk)
 			}
 		}
 	}
 	if ent.expiry != nil && (oldEnt == nil || !bytesEqual(oldEnt.expiry, ent.expiry)) {
-		if err := b.Set(ent.expiry, nil, nil); err != nil {
+		if err := b.Set(ent.expiry, nil); err != nil {
 			return err
 		}
 	}
@@ -261,38 +295,25 @@ func (w *writer) put(d *storedDoc, ent docEntries, old *storedDoc, oldEnt *docEn
 
 // deleteEntries removes old's index and expiry entries, except those keep
 // also has.
-func (w *writer) deleteEntries(old *storedDoc, oldEnt *docEntries, keep *docEntries) {
-	b := w.batch()
+func (w *writer) deleteEntries(old *storedDoc, oldEnt *docEntries, keep *docEntries) error {
+	b, err := w.begin()
+	if err != nil {
+		return err
+	}
 	for i, ix := range w.st.indexes {
 		for _, k := range oldEnt.index[i] {
 			if keep != nil && containsKey(keep.index[i], k) {
 				continue
 			}
-			ek := ix.entryKey(nil, k, old.pk)
-			_ = b.Delete(ek, nil)
-			if ix.meta.Unique {
-				w.notePending(ek, nil)
+			if err := b.Delete(ix.entryKey(nil, k, old.pk)); err != nil {
+				return err
 			}
 		}
 	}
 	if oldEnt.expiry != nil && (keep == nil || !bytesEqual(oldEnt.expiry, keep.expiry)) {
-		_ = b.Delete(oldEnt.expiry, nil)
+		return b.Delete(oldEnt.expiry)
 	}
-}
-
-// notePendingDoc records that the pending batch writes d at pk (nil: deletes it).
-func (w *writer) notePendingDoc(pk []byte, d *storedDoc) {
-	if w.pendingDocs == nil {
-		w.pendingDocs = make(map[string]*storedDoc)
-	}
-	w.pendingDocs[string(pk)] = d
-}
-
-func (w *writer) notePending(entryKey, pk []byte) {
-	if w.pendingUnique == nil {
-		w.pendingUnique = make(map[string][]byte)
-	}
-	w.pendingUnique[string(entryKey)] = pk
+	return nil
 }
 
 // remove deletes d and all its entries.
@@ -301,24 +322,36 @@ func (w *writer) remove(d *storedDoc) error {
 	if err != nil {
 		return fmt.Errorf("engine: entries of stored document: %w", err)
 	}
-	w.deleteEntries(d, &ent, nil)
+	if err := w.deleteEntries(d, &ent, nil); err != nil {
+		return err
+	}
 	return w.delete(d)
 }
 
 // delete deletes the document d, whose entries are already deleted.
 func (w *writer) delete(d *storedDoc) error {
-	w.notePendingDoc(d.pk, nil)
+	b, err := w.begin()
+	if err != nil {
+		return err
+	}
 	w.logDelete(d)
-	return w.batch().Delete(docKey(nil, w.st.meta.ID, d.pk), nil)
+	return b.Delete(docKey(nil, w.st.meta.ID, d.pk))
 }
 
-// load reads the document at pk as the pending batch leaves it; nil if
-// there is none.
+// load reads the document at pk as the pending transaction leaves it; nil
+// if there is none.
 func (w *writer) load(pk []byte) (*storedDoc, error) {
-	if d, ok := w.pendingDocs[string(pk)]; ok {
-		return d, nil
+	return w.e.loadDoc(w.ctx, w.reader(), w.st.meta.ID, pk)
+}
+
+// pendingDoc reports whether the pending transaction writes the document
+// at pk (and does not delete it).
+func (w *writer) pendingDoc(pk []byte) bool {
+	if w.tx == nil {
+		return false
 	}
-	return w.e.loadDoc(w.e.db, w.st.meta.ID, pk)
+	v, ok := w.tx.Buffered(docKey(nil, w.st.meta.ID, pk))
+	return ok && v != nil
 }
 
 // duplicateKey is MongoDB's E11000 error for an index.

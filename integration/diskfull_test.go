@@ -9,7 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
-	"github.com/lethedb/lethe/engine"
+	"github.com/lethedb/lethe/engine/kv/pebblekv"
 	"github.com/lethedb/lethe/server"
 )
 
@@ -18,7 +18,7 @@ const (
 	diskMinFree = 2 << 20
 )
 
-func withDisk(d *engine.MemDisk, minFree int64) serverOption {
+func withDisk(d *pebblekv.MemDisk, minFree int64) serverOption {
 	return func(c *server.Config) { c.Disk, c.MinFreeDisk = d, minFree }
 }
 
@@ -67,7 +67,7 @@ func wantRange(t *testing.T, coll *mongo.Collection, lo, hi int) {
 // and deletes work, writes resume once deletions have freed space, and a
 // restart on a disk filled to the brim serves reads.
 func TestDiskFullThroughDriver(t *testing.T) {
-	disk := engine.NewMemDisk(diskSize)
+	disk := pebblekv.NewMemDisk(diskSize)
 	ts := startServer(t, withDisk(disk, diskMinFree))
 	coll := ts.Client.Database("test").Collection("c")
 
@@ -137,7 +137,7 @@ func TestDiskFullThroughDriver(t *testing.T) {
 // write-ahead log, so it opens read-only. The server listens, serves reads,
 // and refuses every write, deletions included, with OutOfDiskSpace.
 func TestDiskTooFullToReplayServesReads(t *testing.T) {
-	disk := engine.NewMemDisk(diskSize)
+	disk := pebblekv.NewMemDisk(diskSize)
 	ts := startServer(t, withDisk(disk, diskMinFree))
 	coll := ts.Client.Database("test").Collection("c")
 	if _, err := coll.InsertMany(testCtx(t), diskDocs(0, 300)); err != nil {

@@ -58,6 +58,9 @@ func KeyTS(k []byte) (Timestamp, error) {
 	return FromUint64(binary.BigEndian.Uint64(k[1:])), nil
 }
 
+// IsEntryKey reports whether k is the key of an oplog entry.
+func IsEntryKey(k []byte) bool { return len(k) == KeyLen && k[0] == Prefix }
+
 // Range bounds every entry key.
 func Range() (lo, hi []byte) { return []byte{Prefix}, []byte{Prefix + 1} }
 

@@ -29,6 +29,7 @@ import (
 	"github.com/lethedb/lethe/clock"
 	"github.com/lethedb/lethe/engine"
 	"github.com/lethedb/lethe/engine/expr"
+	"github.com/lethedb/lethe/engine/kv/pebblekv"
 	"github.com/lethedb/lethe/session"
 	"github.com/lethedb/lethe/tlsnet"
 	"github.com/lethedb/lethe/wire"
@@ -116,7 +117,7 @@ type Config struct {
 	OplogMaxBytes int64
 	OplogMaxAge   time.Duration
 	// Disk, for tests, keeps the store on a simulated disk.
-	Disk *engine.MemDisk
+	Disk *pebblekv.MemDisk
 	// SessionTimeout is how long a logical session lives after its last
 	// use (MongoDB's localLogicalSessionTimeoutMinutes); zero means
 	// session.DefaultTimeout. hello reports it in whole minutes.

@@ -23,7 +23,7 @@ import (
 
 	"github.com/lethedb/lethe/auth"
 	"github.com/lethedb/lethe/clock"
-	"github.com/lethedb/lethe/engine"
+	"github.com/lethedb/lethe/engine/kv/pebblekv"
 	"github.com/lethedb/lethe/server"
 )
 
@@ -71,7 +71,7 @@ func run(args []string) error {
 		"most MiB of results (aggregations, sorted finds) open cursors may hold in memory; 0 means no limit")
 	clockFlag := fs.String("clock", "system", "time source for expiry: system, or manual for tests (time moves only by advanceClock)")
 	metricsListen := fs.String("metrics-listen", "", "address to serve Prometheus /metrics on, host:port; off when empty")
-	minFreeDisk := fs.Int64("min-free-disk", engine.DefaultMinFreeDisk>>20, "MiB kept free on the data directory's filesystem: below it, writes that add data fail with OutOfDiskSpace while reads and deletes work; 0 turns this off")
+	minFreeDisk := fs.Int64("min-free-disk", pebblekv.DefaultMinFreeDisk>>20, "MiB kept free on the data directory's filesystem: below it, writes that add data fail with OutOfDiskSpace while reads and deletes work; 0 turns this off")
 	oplogOn := fs.Bool("oplog", true, "keep the oplog (local.oplog.rs), which replica-set mode and change streams read")
 	oplogSize := fs.Int64("oplog-size-mb", server.DefaultOplogMaxBytes>>20, "MiB the oplog may hold, change streams' pre-images included; the oldest entries are trimmed in the background (as mongod's --oplogSize); 0 means no bound")
 	oplogHours := fs.Float64("oplog-max-hours", 0, "hours an oplog entry is kept at most; 0 means no time bound")

@@ -1,4 +1,4 @@
-package engine
+package pebblekv
 
 import (
 	"fmt"
@@ -13,11 +13,10 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/lethedb/lethe/mongoerr"
-	"github.com/lethedb/lethe/oplog"
 )
 
-// DefaultMinFreeDisk is the free space the engine keeps on the store's
-// filesystem when Options.MinFreeDisk is zero.
+// DefaultMinFreeDisk is the free space the store keeps on its filesystem
+// when Options.MinFreeDisk is zero.
 const DefaultMinFreeDisk = 256 << 20
 
 // ballastName is the file in the store directory that holds part of the
@@ -26,8 +25,8 @@ const ballastName = "LETHE-BALLAST"
 
 // Running out of disk space is the one failure pebble cannot take back: a
 // failed WAL write leaves the commit pipeline broken and pebble ends the
-// process (pebbleLogger.Fatalf) or panics (Engine.commit turns that into the
-// same exit). So the engine never lets the disk fill up through its own
+// process (pebbleLogger.Fatalf) or panics (diskGuard.commit turns that into the
+// same exit). So the store never lets the disk fill up through its own
 // writes, in layers:
 //
 //  1. Before each commit, diskGuard.admit checks free space (statfs). Below
@@ -53,7 +52,7 @@ const ballastName = "LETHE-BALLAST"
 // write again.
 //
 // Background work (reclaim's flush, restoring the ballast) must neither
-// touch a closed store, whose AsyncFlush panics, nor log once Engine.Close
+// touch a closed store, whose AsyncFlush panics, nor log once Store.Close
 // has returned. closeMu orders both against close: the ballast goroutines
 // are waited for, and a reclaim goroutine checks closed under closeMu
 // before it flushes or logs. A flush is never waited for under closeMu,
@@ -81,7 +80,7 @@ type diskGuard struct {
 	reclaiming atomic.Bool
 
 	closeMu sync.Mutex
-	closed  bool          // under closeMu: Engine.Close has begun
+	closed  bool          // under closeMu: Store.Close has begun
 	closing chan struct{} // closed with closed
 	bg      sync.WaitGroup
 
@@ -118,7 +117,7 @@ func (g *diskGuard) storeFS() vfs.FS {
 func (g *diskGuard) free() (int64, error) {
 	u, err := g.fs.GetDiskUsage(g.dir)
 	if err != nil {
-		return 0, fmt.Errorf("engine: free space on %s: %w", g.dir, err)
+		return 0, fmt.Errorf("pebblekv: free space on %s: %w", g.dir, err)
 	}
 	return int64(u.AvailBytes), nil
 }
@@ -130,7 +129,7 @@ func (g *diskGuard) beforeOpen() error {
 		return nil
 	}
 	if err := g.fs.MkdirAll(g.dir, 0o755); err != nil {
-		return fmt.Errorf("engine: create %s: %w", g.dir, err)
+		return fmt.Errorf("pebblekv: create %s: %w", g.dir, err)
 	}
 	avail, err := g.free()
 	if err != nil {
@@ -213,8 +212,11 @@ func (g *diskGuard) writable() error {
 	return nil
 }
 
-// admit decides whether b may commit, given the free space.
-func (g *diskGuard) admit(b *pebble.Batch) error {
+// admit decides whether a commit may go ahead, given the free space;
+// addsData is false for a commit of deletions only (and of the small
+// records that log them, Options.LogsDeletes), which must go through on a
+// low disk since deleting is how the user frees space.
+func (g *diskGuard) admit(addsData bool) error {
 	if err := g.writable(); err != nil {
 		return err
 	}
@@ -238,7 +240,7 @@ func (g *diskGuard) admit(b *pebble.Batch) error {
 		g.log.Warn("low on disk space: writes that add data are refused until space is freed; reads and deletes work",
 			zap.String("dir", g.dir), zap.Int64("freeBytes", avail), zap.Int64("minFreeBytes", g.minFree))
 	}
-	if deletesOnly(b) {
+	if !addsData {
 		g.reclaim()
 		return nil
 	}
@@ -252,39 +254,16 @@ func (g *diskGuard) admit(b *pebble.Batch) error {
 // can leave its commit pipeline locked: the server's panic recovery must not
 // carry on with that store, so the panic ends the process like any fatal
 // store error.
-func (e *Engine) commit(b *pebble.Batch, opts *pebble.WriteOptions) error {
-	if err := e.disk.admit(b); err != nil {
+func (g *diskGuard) commit(b *pebble.Batch, addsData bool, opts *pebble.WriteOptions) error {
+	if err := g.admit(addsData); err != nil {
 		return err
 	}
 	defer func() {
 		if p := recover(); p != nil {
-			e.disk.fatal(fmt.Sprintf("pebble panicked in a commit: %v", p))
+			g.fatal(fmt.Sprintf("pebble panicked in a commit: %v", p))
 		}
 	}()
 	return b.Commit(opts)
-}
-
-// deletesOnly reports whether b holds nothing but deletions and the oplog
-// entries that record them: a delete or drop must go through on a low
-// disk, and its entries are small and trimmed like any other.
-func deletesOnly(b *pebble.Batch) bool {
-	r := b.Reader()
-	for {
-		kind, key, _, ok, err := r.Next()
-		if err != nil {
-			return false
-		}
-		if !ok {
-			return true
-		}
-		switch {
-		case kind == pebble.InternalKeyKindDelete, kind == pebble.InternalKeyKindSingleDelete,
-			kind == pebble.InternalKeyKindDeleteSized, kind == pebble.InternalKeyKindRangeDelete, kind == pebble.InternalKeyKindLogData:
-		case kind == pebble.InternalKeyKindSet && len(key) == oplog.KeyLen && key[0] == oplog.Prefix:
-		default:
-			return false
-		}
-	}
 }
 
 // reclaim flushes the memtable in the background, once at a time, so that
@@ -317,7 +296,7 @@ func (g *diskGuard) reclaim() {
 }
 
 // goBackground runs f in a goroutine that close waits for, unless the
-// engine is already closing.
+// store is already closing.
 func (g *diskGuard) goBackground(f func()) bool {
 	g.closeMu.Lock()
 	defer g.closeMu.Unlock()

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package engine
+package pebblekv
 
 import "github.com/cockroachdb/pebble/v2/vfs"
 

@@ -1,4 +1,4 @@
-package engine
+package pebblekv
 
 import (
 	"errors"
@@ -16,7 +16,7 @@ import (
 func TestFatalStoreErrorExits(t *testing.T) {
 	if os.Getenv("LETHE_TEST_FATAL_CHILD") != "" {
 		g := newDiskGuard(t.TempDir(), Options{Logger: zap.NewExample()})
-		storeOptions(g).Logger.Fatalf("pebble: fatal commit error: %v", "write: no space left on device")
+		storeOptions(g, 0).Logger.Fatalf("pebble: fatal commit error: %v", "write: no space left on device")
 		t.Fatal("Fatalf returned")
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestFatalStoreErrorExits$")

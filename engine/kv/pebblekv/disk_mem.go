@@ -1,4 +1,4 @@
-package engine
+package pebblekv
 
 import (
 	"errors"
@@ -12,7 +12,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
-// MemDisk is a disk in memory for tests: an engine opened with
+// MemDisk is a disk in memory for tests: a store opened with
 // Options.Disk keeps its files there instead of in a directory. The disk has
 // a capacity past which writes fail with ENOSPC, can fail writes and syncs
 // at random, and can crash, keeping only what was synced. A store error that
@@ -104,7 +104,7 @@ func (d *MemDisk) Fatal() string {
 // Crash stops the disk as a power cut would and returns the disk a restart
 // finds: everything synced, and of what was not synced a random part chosen
 // by seed, with faults off. Nothing written to d afterwards counts; the
-// engine that used d must be abandoned, not closed.
+// store that used d must be abandoned, not closed.
 func (d *MemDisk) Crash(seed int64) *MemDisk {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -177,7 +177,7 @@ func (d *MemDisk) mutate(grow int64, faultable bool, op func() error) error {
 	return op()
 }
 
-// fs is the vfs.FS the engine opens the store on.
+// fs is the vfs.FS the store is opened on.
 func (d *MemDisk) fs() vfs.FS { return memDiskFS{FS: d.mem, d: d} }
 
 // usage reports the disk's capacity and free space, as statfs would.
@@ -272,4 +272,16 @@ func (f memDiskFile) SyncData() error {
 func (f memDiskFile) SyncTo(length int64) (fullSync bool, err error) {
 	err = f.d.mutate(0, true, func() (err error) { fullSync, err = f.File.SyncTo(length); return err })
 	return fullSync, err
+}
+
+// Capacity is the disk's size in bytes, for tests.
+func (d *MemDisk) Capacity() int64 { return int64(d.usage().TotalBytes) }
+
+// Free is the bytes a store on the disk may still write, for tests.
+func (d *MemDisk) Free() int64 { return int64(d.usage().AvailBytes) }
+
+// RemoveBallast deletes the ballast file of the store at dir on the disk,
+// for tests that fill a disk to its last byte.
+func (d *MemDisk) RemoveBallast(dir string) error {
+	return d.mem.Remove(d.mem.PathJoin(dir, ballastName))
 }

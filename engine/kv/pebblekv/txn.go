@@ -1,0 +1,294 @@
+package pebblekv
+
+import (
+	"context"
+	"fmt"
+	"unsafe"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/lethedb/lethe/engine/kv"
+)
+
+// txn is a kv.Txn on pebble. Its writes go to an unindexed pebble batch,
+// which is what commits, and to a map that serves its own reads; reads of
+// other keys go to a snapshot taken at Begin (optimistic) or to the latest
+// state (pessimistic, current reads).
+//
+// Commit: an optimistic transaction takes the lock stripes of every key it
+// writes without waiting (a key locked by another transaction is a
+// conflict), then asks the oracle whether any of them was committed after
+// its start. Every commit records its keys in the oracle under its new
+// timestamp before its batch is applied, and releases its stripes after,
+// so a transaction that locks a key afterwards reads the write.
+type txn struct {
+	s     *Store
+	opts  kv.TxnOptions
+	start kv.Timestamp
+	snap  *pebble.Snapshot // optimistic transactions only
+	b     *pebble.Batch    // nil until the first write
+	// writes are the pending writes by key: the value, or nil with
+	// deleted set. Keys and values are copies in arena, which is only
+	// ever appended to, so the map's keys may alias it.
+	writes   map[string]pending
+	arena    []byte
+	addsData bool // some write is not a deletion (see Options.LogsDeletes)
+	ls       lockSet
+	done     bool
+}
+
+type pending struct {
+	key, value []byte
+	deleted    bool
+}
+
+// Begin starts a transaction.
+func (s *Store) Begin(_ context.Context, o kv.TxnOptions) (kv.Txn, error) {
+	if o.LockWait <= 0 {
+		o.LockWait = kv.DefaultLockWait
+	}
+	t := &txn{s: s, opts: o, start: s.oracle.visibleTS(), ls: lockSet{t: s.locks}}
+	if !o.Pessimistic {
+		t.snap = s.db.NewSnapshot()
+	}
+	return t, nil
+}
+
+func (t *txn) reader() pebble.Reader {
+	if t.snap != nil {
+		return t.snap
+	}
+	return t.s.db
+}
+
+func (t *txn) StartTS() kv.Timestamp { return t.start }
+
+func (t *txn) Get(_ context.Context, key []byte) ([]byte, error) {
+	if t.done {
+		return nil, kv.ErrTxnDone
+	}
+	if p, ok := t.writes[string(key)]; ok {
+		if p.deleted {
+			return nil, kv.ErrNotFound
+		}
+		return append([]byte(nil), p.value...), nil
+	}
+	return get(t.reader(), key)
+}
+
+func (t *txn) Buffered(key []byte) ([]byte, bool) {
+	p, ok := t.writes[string(key)]
+	if !ok {
+		return nil, false
+	}
+	if p.deleted {
+		return nil, true
+	}
+	return p.value, true
+}
+
+func (t *txn) Iter(ctx context.Context, lo, hi []byte, reverse bool) (kv.Iterator, error) {
+	if t.done {
+		return nil, kv.ErrTxnDone
+	}
+	base, err := newIter(ctx, t.reader(), lo, hi, reverse)
+	if err != nil {
+		return nil, err
+	}
+	own := t.pendingIn(lo, hi)
+	if len(own) == 0 {
+		return base, nil
+	}
+	return newMergeIter(base, own, reverse), nil
+}
+
+func (t *txn) batch() *pebble.Batch {
+	if t.b == nil {
+		t.b = t.s.db.NewBatch()
+	}
+	return t.b
+}
+
+// note records a pending write, with copies of its key and value.
+func (t *txn) note(key, value []byte, deleted bool) {
+	if t.writes == nil {
+		t.writes = make(map[string]pending)
+	}
+	p := pending{key: t.copy(key), deleted: deleted}
+	if !deleted {
+		if p.value = t.copy(value); p.value == nil {
+			p.value = []byte{} // an empty value, not a delete
+		}
+	}
+	t.writes[unsafe.String(unsafe.SliceData(p.key), len(p.key))] = p
+}
+
+// copy copies b into the arena: one allocation per 64 KiB of small writes
+// rather than one per write.
+func (t *txn) copy(b []byte) []byte {
+	const chunk = 64 << 10
+	if len(b) > chunk/4 {
+		return append(make([]byte, 0, len(b)), b...)
+	}
+	if cap(t.arena)-len(t.arena) < len(b) {
+		t.arena = make([]byte, 0, chunk)
+	}
+	n := len(t.arena)
+	t.arena = append(t.arena, b...)
+	return t.arena[n:len(t.arena):len(t.arena)]
+}
+
+func (t *txn) Set(key, value []byte) error {
+	if t.done {
+		return kv.ErrTxnDone
+	}
+	if err := t.batch().Set(key, value, nil); err != nil {
+		return fmt.Errorf("pebblekv: set: %w", err)
+	}
+	t.note(key, value, false)
+	if !t.addsData && !t.s.opts.LogsDeletes(key) {
+		t.addsData = true
+	}
+	return nil
+}
+
+func (t *txn) Delete(key []byte) error {
+	if t.done {
+		return kv.ErrTxnDone
+	}
+	if err := t.batch().Delete(key, nil); err != nil {
+		return fmt.Errorf("pebblekv: delete: %w", err)
+	}
+	t.note(key, nil, true)
+	return nil
+}
+
+func (t *txn) Size() int {
+	if t.b == nil {
+		return 0
+	}
+	return t.b.Len()
+}
+
+func (t *txn) Empty() bool { return t.b == nil || t.b.Empty() }
+
+func (t *txn) LockKeys(ctx context.Context, o kv.LockOptions, keys ...[]byte) error {
+	if t.done {
+		return kv.ErrTxnDone
+	}
+	if !t.opts.Pessimistic {
+		return fmt.Errorf("pebblekv: LockKeys in an optimistic transaction")
+	}
+	stripes := make([]uint32, len(keys))
+	for i, k := range keys {
+		stripes[i] = t.s.locks.stripe(k)
+	}
+	if len(t.ls.held) == 0 && !o.NoWait {
+		if !t.ls.lockAll(ctx, stripes, t.opts.LockWait) {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			return &kv.ConflictError{Reason: fmt.Sprintf("lock wait passed %v", t.opts.LockWait)}
+		}
+		return nil
+	}
+	if t.ls.tryAdd(stripes) {
+		return nil
+	}
+	if o.NoWait {
+		return kv.ErrLocked
+	}
+	// Holding some and waiting for more could wait in a cycle; wait only
+	// as long as the bound, one stripe at a time, and fail then.
+	if !t.waitAdd(ctx, stripes) {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return &kv.ConflictError{Reason: fmt.Sprintf("lock wait passed %v", t.opts.LockWait)}
+	}
+	return nil
+}
+
+// waitAdd takes stripes while holding others, waiting at most the lock
+// wait bound in all.
+func (t *txn) waitAdd(ctx context.Context, stripes []uint32) bool {
+	var todo []uint32
+	for _, s := range stripes {
+		if !t.ls.has(s) {
+			todo = append(todo, s)
+		}
+	}
+	var fresh lockSet
+	fresh.t = t.s.locks
+	if !fresh.lockAll(ctx, todo, t.opts.LockWait) {
+		return false
+	}
+	t.ls.held = append(t.ls.held, fresh.held...)
+	sortUnique(&t.ls.held)
+	return true
+}
+
+func (t *txn) Locked(key []byte) bool { return t.ls.has(t.s.locks.stripe(key)) }
+
+func (t *txn) Commit(ctx context.Context, d kv.Durability) (kv.Timestamp, error) {
+	if t.done {
+		return 0, kv.ErrTxnDone
+	}
+	defer t.Rollback()
+	if t.Empty() {
+		return t.s.oracle.visibleTS(), nil
+	}
+	buckets := make([]uint32, 0, len(t.writes))
+	var keys [][]byte
+	if !t.opts.Pessimistic {
+		keys = make([][]byte, 0, len(t.writes))
+	}
+	for _, p := range t.writes {
+		buckets = append(buckets, t.s.oracle.bucket(p.key))
+		if keys != nil {
+			keys = append(keys, p.key)
+		}
+	}
+	if !t.opts.Pessimistic {
+		// Take the stripes of every written key without waiting: one held
+		// by another transaction is a conflict, as a lock met at prewrite.
+		stripes := make([]uint32, len(keys))
+		for i, k := range keys {
+			stripes[i] = t.s.locks.stripe(k)
+		}
+		if !t.ls.tryAdd(stripes) {
+			return 0, &kv.ConflictError{Reason: "a key it writes is locked by another transaction"}
+		}
+	}
+	ts, bad := t.s.oracle.reserve(buckets, !t.opts.Pessimistic, t.start)
+	if bad >= 0 {
+		return 0, &kv.ConflictError{Key: append([]byte(nil), keys[bad]...), Reason: "committed by another transaction after this one started"}
+	}
+	opts := pebble.Sync
+	if d == kv.NoSync {
+		opts = pebble.NoSync
+	}
+	err := t.s.disk.commit(t.b, t.addsData && !t.opts.UseReserve, opts)
+	t.s.oracle.applied(ts)
+	if err != nil {
+		return 0, err
+	}
+	return ts, nil
+}
+
+func (t *txn) Rollback() {
+	if t.done {
+		return
+	}
+	t.done = true
+	if t.b != nil {
+		t.b.Close()
+		t.b = nil
+	}
+	if t.snap != nil {
+		t.snap.Close()
+		t.snap = nil
+	}
+	t.writes, t.arena = nil, nil
+	t.ls.unlockAll()
+}
