@@ -1,8 +1,9 @@
-// Package engine is Lethe's document store on pebble: the catalog, document
-// and index storage, query execution, writes and cursors.
+// Package engine is Lethe's document store: the catalog, document and index
+// storage, query execution, writes and cursors, on a transactional
+// key-value store (package kv; pebble by default, package pebblekv).
 //
-// Key space (one pebble store; prefix bytes keep the families apart, ids are
-// fixed-width big-endian):
+// Key space (one ordered store; prefix bytes keep the families apart, ids
+// are fixed-width big-endian):
 //
 //	c "coll" 0 db 0 name        catalog entry of a collection (BSON)
 //	c "seq"                     the last id handed out to a collection or index
@@ -12,12 +13,19 @@
 //	o ts                        oplog entries, laid out by package oplog
 //	p ts                        pre-images of update and delete entries, likewise
 //	t lsid ...                  retryable writes' records (retry.go)
+//	r lo -> hi                  ranges of dropped collections and indexes
+//	                            still to reclaim (reclaim.go)
 //
-// With Options.Oplog, a write's oplog entries are appended to the batch of
-// the write itself at its commit (commitLogged), so that the log never
-// misses a committed write nor holds one that failed. A retryable write's
-// statements record their results in that batch too (retry.go), and so do
-// the pre-images of a collection with changeStreamPreAndPostImages
+// Every write is a kv transaction. A write command runs through a writer
+// (write.go): one pessimistic transaction per chunk of at most maxBatchOps
+// documents or maxBatchBytes, which locks the keys whose uniqueness it
+// checks (a document's key, its unique index entries) before reading them,
+// reads its own pending writes, and commits with a WAL sync. With
+// Options.Oplog, a write's oplog entries are set in the transaction of the
+// write itself at its commit (commitLogged), so that the log never misses a
+// committed write nor holds one that failed. A retryable write's
+// statements record their results in that transaction too (retry.go), and
+// so do the pre-images of a collection with changeStreamPreAndPostImages
 // (preimages.go).
 //
 // The value of an index entry is the primary key of its document, so index
@@ -44,13 +52,14 @@
 //     exclusively (drop, rename, createIndexes, dropIndexes, collMod). A
 //     request takes the ddl lock of one collection only, once: a read lock
 //     taken again would wait behind a queued catalog change.
-//  2. The lock stripes of the lockTable (locks.go), one mutex per hash of
-//     an _id or unique index key. A writer (one per request, never two at
-//     once) takes its stripes in ascending order, adds more with TryLock
-//     only, and when one is busy commits, releases all and takes the
-//     union in order. An upsert inserts through the writer that saw the
-//     miss, so the stripe of the missing key stays held and is never
-//     waited for a second time.
+//  2. The key locks of the writer's kv transaction (kv.Txn.LockKeys; on
+//     pebble, lock stripes hashed from the keys). A writer (one per
+//     request, never two at once) waits only while it holds no lock; once
+//     it holds some it takes more without waiting (LockOptions.NoWait),
+//     and when one is busy it commits, releases all and waits for the
+//     union. An upsert inserts through the writer that saw the miss, so
+//     the lock of the missing key stays held and is never waited for a
+//     second time.
 //  3. Collection.metaMu, which orders read-modify-writes of a collection's
 //     catalog entry (updateMeta), for example a writer marking an index
 //     multikey while it holds its stripes.
@@ -61,16 +70,15 @@
 //     oplog.Log's mu, taken to hand out timestamps and append entries to
 //     a batch (under engine.mu for create and rename) and to publish a
 //     commit; oplog.Log's trimMu, held by a trim, which takes mu briefly;
-//     diskGuard.ballastMu (disk.go), which serializes making and removing
-//     the ballast file, and MemDisk.mu (disk_mem.go), the simulated disk
-//     of tests.
+//     and the store's own (package pebblekv lists them), taken inside kv
+//     calls and never held across them.
 //
 // Usage counters ($collStats latency and collection scans, $indexStats
 // accesses; usage.go) are atomics and a sync.Map on the Collection, taken
 // by no lock.
 //
 // Readers take engine.mu only to look a collection up: a collection's state
-// is an immutable snapshot swapped atomically, and pebble gives each read a
-// consistent view. Cursors notice between batches that their collection was
+// is an immutable snapshot swapped atomically, and the store gives each
+// read a consistent view (an index scan reads one kv.Snapshot). Cursors notice between batches that their collection was
 // dropped or renamed, or their index dropped.
 package engine
