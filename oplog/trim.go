@@ -37,13 +37,23 @@ func (l *Log) ExpirePreImages(s Store, ts Timestamp) error {
 }
 
 // trimChunk is the most entries one trim step removes, so that a large
-// backlog is removed in steps of bounded batches.
-const trimChunk = 4096
+// backlog is removed in steps of bounded scans.
+const trimChunk = 1 << 16
 
-// Trim removes the oldest entries while the log is over its size bound or
-// they are older than its age bound, but never the newest entry, which
-// carries the cluster time across restarts, nor any entry not yet visible.
-// It reports how many it removed.
+// trimSlack is the share of the size bound a trim frees beyond the excess
+// (1/trimSlack of it). Each trim step costs the store a range deletion,
+// which every later read of the oplog range steps over until a compaction
+// drops it; trimming the few entries over the bound on every write of a
+// full log piled one up per write, and writes fell to a twentieth of their
+// rate. Trimming an eighth of the bound at a time makes a trim one in
+// thousands of writes, as MongoDB truncates its oplog by whole markers
+// rather than by entry.
+const trimSlack = 8
+
+// Trim removes the oldest entries while the log is over its size bound, then
+// on down to 1/trimSlack below it, and those older than its age bound, but
+// never the newest entry, which carries the cluster time across restarts,
+// nor any entry not yet visible. It reports how many it removed.
 func (l *Log) Trim(s Store) (int, error) {
 	l.trimMu.Lock()
 	defer l.trimMu.Unlock()
@@ -51,8 +61,8 @@ func (l *Log) Trim(s Store) (int, error) {
 	for {
 		l.mu.Lock()
 		excess := int64(0)
-		if l.max > 0 {
-			excess = l.size - l.max
+		if l.max > 0 && (l.size > l.max || total > 0) {
+			excess = l.size - (l.max - l.max/trimSlack)
 		}
 		visible := l.visible
 		l.mu.Unlock()

@@ -116,6 +116,9 @@ func (t *target) close() error {
 type serverKind struct {
 	manualClock bool
 	noOplog     bool
+	// oplogMaxBytes bounds the oplog (--oplog-size-mb); the server's
+	// default if zero.
+	oplogMaxBytes int64
 	replSet     string // the set's name in replica-set mode; "" standalone
 	auth        bool   // access control on (--auth)
 	// tls, when set, serves TLS beside plain TCP as its mode says.
@@ -131,7 +134,7 @@ func startServer(k serverKind) (addr string, stop func() error, err error) {
 		return "", nil, fmt.Errorf("create data directory: %w", err)
 	}
 	cfg := server.Config{Listen: "127.0.0.1:0", DataDir: dir, Logger: zap.NewNop(), NoOplog: k.noOplog, ReplSet: k.replSet,
-		Auth: k.auth, TLS: k.tls}
+		Auth: k.auth, TLS: k.tls, OplogMaxBytes: k.oplogMaxBytes}
 	if k.manualClock {
 		cfg.Clock = clock.NewManual(time.Now())
 		cfg.ManualClock = true

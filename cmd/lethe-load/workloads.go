@@ -49,6 +49,7 @@ func allWorkloads() []workload {
 		{name: "pebble-sync", basic: true, run: runPebbleSync},
 		{name: "insert", basic: true, run: runInsert},
 		{name: "oplog-cost", ownServers: true, run: runOplogCost},
+		{name: "oplog-full", ownServers: true, run: runOplogFull},
 		{name: "retry-cost", ownServers: true, run: runRetryCost},
 		{name: "findone", basic: true, run: runFindOne},
 		{name: "update", basic: true, run: runUpdate},
