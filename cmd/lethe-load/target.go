@@ -119,8 +119,8 @@ type serverKind struct {
 	// oplogMaxBytes bounds the oplog (--oplog-size-mb); the server's
 	// default if zero.
 	oplogMaxBytes int64
-	replSet     string // the set's name in replica-set mode; "" standalone
-	auth        bool   // access control on (--auth)
+	replSet       string // the set's name in replica-set mode; "" standalone
+	auth          bool   // access control on (--auth)
 	// tls, when set, serves TLS beside plain TCP as its mode says.
 	tls *tlsnet.Endpoint
 }
