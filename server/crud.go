@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"math"
 	"strconv"
 	"time"
 
@@ -134,15 +135,29 @@ func (s *Server) insert(ctx context.Context, req *Request) (bson.Raw, error) {
 	return okReply(bson.E{Key: "n", Value: int32(res.N)}, writeErrorsElement(res.Errors))
 }
 
+// The statements of update and delete are parsed in two steps, as mongod
+// does. What its IDL parser checks (write_ops.idl: UpdateOpEntry and
+// DeleteOpEntry are strict structs; update_modification and
+// multi_delete_bool have their own deserializers in write_ops_parsers.cpp
+// and write_ops.cpp) is checked for every statement before any runs: a
+// statement that fails it fails the command, and nothing is written.
+// Everything else (the query, update operators, pipeline stages, let and
+// c, the collation's content) is parsed when the statement runs, in
+// performUpdates/performDeletes of write_ops_exec.cpp, and its error is
+// that statement's write error: the statements before it stay applied.
+
 // updateStatement is one entry of update's updates array.
 type updateStatement struct {
-	spec  engine.UpdateSpec
-	u     bson.RawValue
-	multi bool
-	af    []bson.Raw
-	c     bson.Raw // constants of this statement, like the command's let
+	spec      engine.UpdateSpec
+	u         bson.RawValue
+	af        []bson.Raw
+	c         bson.Raw // constants of this statement, like the command's let
+	collation bson.RawValue
 }
 
+// parseUpdateStatement checks what mongod's IDL parser checks of an
+// update statement. MongoDB 7.0 has no sort in update statements (8.0
+// added it): it is an unknown field.
 func parseUpdateStatement(doc bson.Raw) (updateStatement, error) {
 	var st updateStatement
 	var err error
@@ -154,28 +169,17 @@ func parseUpdateStatement(doc bson.Raw) (updateStatement, error) {
 			haveQ = true
 		case "u":
 			st.u, haveU = v, true
+			err = checkUpdateModification(v)
 		case "upsert":
 			st.spec.Upsert, err = argBool("update.updates", "upsert", v)
 		case "multi":
 			st.spec.Multi, err = argBool("update.updates", "multi", v)
 		case "arrayFilters":
-			var arr bson.RawArray
-			if arr, err = argArray("update.updates", "arrayFilters", v); err == nil {
-				vals, _ := arr.Values()
-				for _, f := range vals {
-					d, ok := f.DocumentOK()
-					if !ok {
-						return st, wrongType("update.updates", "arrayFilters", f.Type, "object")
-					}
-					st.af = append(st.af, d)
-				}
-			}
+			st.af, err = docArray("update.updates", "arrayFilters", v)
 		case "hint":
 			st.spec.Hint, err = argHint(v)
-		case "sort":
-			st.spec.Sort, err = argDoc("update.updates", "sort", v)
 		case "collation":
-			err = checkCollation(v)
+			st.collation, err = v, collationType(v)
 		case "c":
 			st.c, err = argDoc("update.updates", "c", v)
 		case "upsertSupplied":
@@ -193,6 +197,58 @@ func parseUpdateStatement(doc bson.Raw) (updateStatement, error) {
 		return st, missingField("update.updates", "u")
 	}
 	return st, nil
+}
+
+// checkUpdateModification checks u as mongod's UpdateModification parser
+// does: a document, or a pipeline of documents. The operators and stages
+// are compiled when the statement runs.
+func checkUpdateModification(u bson.RawValue) error {
+	switch u.Type {
+	case bson.TypeEmbeddedDocument:
+		return nil
+	case bson.TypeArray:
+		vals, err := u.Array().Values()
+		if err != nil {
+			return mongoerr.New(mongoerr.InvalidBSON, "invalid update pipeline: %v", err)
+		}
+		for _, v := range vals {
+			if v.Type != bson.TypeEmbeddedDocument {
+				return mongoerr.New(mongoerr.TypeMismatch, "Each element of the 'pipeline' array must be an object")
+			}
+		}
+		return nil
+	}
+	return mongoerr.New(mongoerr.FailedToParse, "Update argument must be either an object or an array")
+}
+
+// docArray reads an array of documents.
+func docArray(cmd, field string, v bson.RawValue) ([]bson.Raw, error) {
+	arr, err := argArray(cmd, field, v)
+	if err != nil {
+		return nil, err
+	}
+	vals, err := arr.Values()
+	if err != nil {
+		return nil, mongoerr.New(mongoerr.InvalidBSON, "invalid %s array: %v", field, err)
+	}
+	docs := make([]bson.Raw, 0, len(vals))
+	for _, el := range vals {
+		d, ok := el.DocumentOK()
+		if !ok {
+			return nil, wrongType(cmd, field, el.Type, "object")
+		}
+		docs = append(docs, d)
+	}
+	return docs, nil
+}
+
+// collationType checks what the parser checks of a statement's collation,
+// its type; its content is checked when the statement runs.
+func collationType(v bson.RawValue) error {
+	if v.Type != bson.TypeEmbeddedDocument {
+		return wrongType("collation", "collation", v.Type, "object")
+	}
+	return nil
 }
 
 // compileUpdate compiles u (a document or a pipeline) for a command that
@@ -226,7 +282,7 @@ func compileUpdate(u bson.RawValue, arrayFilters []bson.Raw, multi bool, lv *eng
 		}
 		return update.CompilePipeline(stages, update.Options{Now: now, ArrayFilters: arrayFilters})
 	}
-	return nil, wrongType("update.updates", "u", u.Type, "object", "array")
+	return nil, mongoerr.New(mongoerr.FailedToParse, "Update argument must be either an object or an array")
 }
 
 // writeStatements parses what update and delete share: the statements,
@@ -286,6 +342,12 @@ func (s *Server) update(ctx context.Context, req *Request) (bson.Raw, error) {
 	if err != nil {
 		return nil, err
 	}
+	parsed := make([]updateStatement, len(stmts))
+	for i, raw := range stmts {
+		if parsed[i], err = parseUpdateStatement(raw); err != nil {
+			return nil, err
+		}
+	}
 	bypass, err := bypassValidation("update", req.Body)
 	if err != nil {
 		return nil, err
@@ -308,10 +370,13 @@ func (s *Server) update(ctx context.Context, req *Request) (bson.Raw, error) {
 		}
 	}
 	now := s.clock.Now() // $$NOW and $currentDate: one time for the command
-	errs, err := runStatements(stmts, ordered, func(i int, raw bson.Raw) error {
-		st, err := parseUpdateStatement(raw)
-		if err != nil {
-			return err
+	errs, err := runStatements(stmts, ordered, func(i int, _ bson.Raw) error {
+		st := parsed[i]
+		var err error
+		if st.collation.Type != 0 {
+			if err := checkCollation(st.collation); err != nil {
+				return err
+			}
 		}
 		if st.spec.Filter, err = lv.Filter(st.spec.Filter); err != nil {
 			return err
@@ -353,45 +418,101 @@ func (s *Server) update(ctx context.Context, req *Request) (bson.Raw, error) {
 	return okReply(elems...)
 }
 
-// deleteOne runs one statement of a delete command.
-func (s *Server) deleteOne(ctx context.Context, db, coll string, raw bson.Raw, lv *engine.Let, txn *engine.Txn) (int64, error) {
-	var filter bson.Raw
-	var hint bson.RawValue
-	limit := int64(-1)
+// deleteStatement is one entry of delete's deletes array.
+type deleteStatement struct {
+	filter    bson.Raw
+	limit     int // 0 deletes every match, 1 the first
+	hint      bson.RawValue
+	collation bson.RawValue
+}
+
+// parseDeleteStatement checks what mongod's IDL parser checks of a delete
+// statement: a limit other than 0 or 1 fails the command, as a missing q
+// or limit does.
+func parseDeleteStatement(raw bson.Raw) (deleteStatement, error) {
+	var st deleteStatement
 	var err error
+	haveLimit := false
 	for key, v := range fields(raw) {
 		switch string(key) {
 		case "q":
-			filter, err = argDoc("delete.deletes", "q", v)
+			st.filter, err = argDoc("delete.deletes", "q", v)
 		case "limit":
-			limit, err = argInt64("delete.deletes", "limit", v)
+			st.limit, err = deleteLimit(v)
+			haveLimit = true
 		case "hint":
-			hint, err = argHint(v)
+			st.hint, err = argHint(v)
 		case "collation":
-			err = checkCollation(v)
+			st.collation, err = v, collationType(v)
 		default:
 			err = unknownField("delete.deletes", key)
 		}
 		if err != nil {
+			return st, err
+		}
+	}
+	if st.filter == nil {
+		return st, missingField("delete.deletes", "q")
+	}
+	if !haveLimit {
+		return st, missingField("delete.deletes", "limit")
+	}
+	return st, nil
+}
+
+// deleteLimit reads a delete statement's limit as mongod's
+// readMultiDeleteProperty does: any type, read as a double, where what is
+// not a number reads as 0, and the value must be 0 or 1.
+func deleteLimit(v bson.RawValue) (int, error) {
+	var f float64
+	switch v.Type {
+	case bson.TypeDouble:
+		f = v.Double()
+	case bson.TypeInt32:
+		f = float64(v.Int32())
+	case bson.TypeInt64:
+		f = float64(v.Int64())
+	case bson.TypeDecimal128:
+		f = decimalToFloat(v.Decimal128())
+	}
+	switch f {
+	case 0:
+		return 0, nil
+	case 1:
+		return 1, nil
+	}
+	return 0, mongoerr.New(mongoerr.FailedToParse, "The limit field in delete objects must be 0 or 1. Got %s", cppDouble(f))
+}
+
+// cppDouble formats f as a C++ stream does by default, as in mongod's
+// messages: six significant digits, "nan" and "inf".
+func cppDouble(f float64) string {
+	switch {
+	case math.IsNaN(f):
+		return "nan"
+	case math.IsInf(f, 1):
+		return "inf"
+	case math.IsInf(f, -1):
+		return "-inf"
+	}
+	return strconv.FormatFloat(f, 'g', 6, 64)
+}
+
+// runDelete runs one parsed statement of a delete command.
+func (s *Server) runDelete(ctx context.Context, db, coll string, st deleteStatement, lv *engine.Let, txn *engine.Txn) (int64, error) {
+	if st.collation.Type != 0 {
+		if err := checkCollation(st.collation); err != nil {
 			return 0, err
 		}
 	}
-	if filter == nil {
-		return 0, missingField("delete.deletes", "q")
-	}
-	if limit == -1 {
-		return 0, missingField("delete.deletes", "limit")
-	}
-	if limit != 0 && limit != 1 {
-		return 0, mongoerr.New(mongoerr.FailedToParse, "The limit field in delete objects must be 0 or 1. Got %d", limit)
-	}
-	if filter, err = lv.Filter(filter); err != nil {
+	filter, err := lv.Filter(st.filter)
+	if err != nil {
 		return 0, err
 	}
 	if txn != nil {
-		return s.eng.Delete(ctx, db, coll, filter, int(limit), hint, txn)
+		return s.eng.Delete(ctx, db, coll, filter, st.limit, st.hint, txn)
 	}
-	return s.eng.Delete(ctx, db, coll, filter, int(limit), hint)
+	return s.eng.Delete(ctx, db, coll, filter, st.limit, st.hint)
 }
 
 func (s *Server) delete(ctx context.Context, req *Request) (bson.Raw, error) {
@@ -403,6 +524,12 @@ func (s *Server) delete(ctx context.Context, req *Request) (bson.Raw, error) {
 	if err != nil {
 		return nil, err
 	}
+	parsed := make([]deleteStatement, len(stmts))
+	for i, raw := range stmts {
+		if parsed[i], err = parseDeleteStatement(raw); err != nil {
+			return nil, err
+		}
+	}
 	txn, unlock, err := s.retryTxn(req)
 	if err != nil {
 		return nil, err
@@ -411,8 +538,8 @@ func (s *Server) delete(ctx context.Context, req *Request) (bson.Raw, error) {
 		defer unlock()
 	}
 	var n int64
-	errs, err := runStatements(stmts, ordered, func(i int, raw bson.Raw) error {
-		deleted, err := s.deleteOne(ctx, req.DB, coll, raw, lv, stmt(txn, i))
+	errs, err := runStatements(stmts, ordered, func(i int, _ bson.Raw) error {
+		deleted, err := s.runDelete(ctx, req.DB, coll, parsed[i], lv, stmt(txn, i))
 		n += deleted
 		return err
 	})
