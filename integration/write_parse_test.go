@@ -6,6 +6,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
 
 // MongoDB parses a write command's statements with its IDL parser before
@@ -99,6 +100,17 @@ func TestUpdateStatementParse(t *testing.T) {
 				t.Fatalf("the statement before the refused one was applied")
 			}
 		})
+	}
+
+	// The Go driver's updateOne and replaceOne with sort (a MongoDB 8.0
+	// option) meet the same refusal, and change nothing.
+	ctx := testCtx(t)
+	_, err := coll.UpdateOne(ctx, bson.D{}, setX, options.UpdateOne().SetSort(bson.D{{Key: "_id", Value: -1}}))
+	wantCode(t, err, 40415)
+	_, err = coll.ReplaceOne(ctx, bson.D{}, bson.D{{Key: "x", Value: 1}}, options.Replace().SetSort(bson.D{{Key: "_id", Value: -1}}))
+	wantCode(t, err, 40415)
+	if n := count(t, coll, bson.D{{Key: "x", Value: 1}}); n != 0 {
+		t.Fatalf("an update with sort was applied")
 	}
 
 	// Parsed when the statement runs: an unknown update operator, an
