@@ -76,6 +76,15 @@ func TestTransactionRefusedGo(t *testing.T) {
 	}
 	wantIDs(t, coll, bson.D{}, 0)
 
+	// A commit after a refused statement fails: nothing was committed.
+	if err := sess.StartTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = coll.InsertOne(sctx, bson.D{{Key: "_id", Value: 3}})
+	wantCode(t, err, codeNotInTransaction)
+	wantCode(t, sess.CommitTransaction(ctx), codeNotInTransaction)
+	wantIDs(t, coll, bson.D{}, 0)
+
 	// A read in a transaction is refused too: it would read outside one.
 	if err := sess.StartTransaction(); err != nil {
 		t.Fatal(err)
