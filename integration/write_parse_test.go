@@ -89,7 +89,8 @@ func TestUpdateStatementParse(t *testing.T) {
 		{"u a number", bson.D{{Key: "q", Value: bson.D{}}, {Key: "u", Value: 5}}, 9, "Update argument must be either an object or an array"},
 		{"pipeline of a number", bson.D{{Key: "q", Value: bson.D{}}, {Key: "u", Value: bson.A{1}}}, 14, "Each element of the 'pipeline' array must be an object"},
 		{"multi not a bool", bson.D{{Key: "q", Value: bson.D{}}, {Key: "u", Value: setX}, {Key: "multi", Value: "yes"}}, 14, ""},
-		{"arrayFilters of a number", bson.D{{Key: "q", Value: bson.D{}}, {Key: "u", Value: setX}, {Key: "arrayFilters", Value: bson.A{1}}}, 14, ""},
+		{"arrayFilters of a number", bson.D{{Key: "q", Value: bson.D{}}, {Key: "u", Value: setX}, {Key: "arrayFilters", Value: bson.A{1}}}, 14,
+			"BSON field 'update.updates.arrayFilters.0' is the wrong type 'int', expected type 'object'"},
 		{"collation not an object", bson.D{{Key: "q", Value: bson.D{}}, {Key: "u", Value: setX}, {Key: "collation", Value: 1}}, 14, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -232,10 +232,10 @@ func docArray(cmd, field string, v bson.RawValue) ([]bson.Raw, error) {
 		return nil, mongoerr.New(mongoerr.InvalidBSON, "invalid %s array: %v", field, err)
 	}
 	docs := make([]bson.Raw, 0, len(vals))
-	for _, el := range vals {
+	for i, el := range vals {
 		d, ok := el.DocumentOK()
 		if !ok {
-			return nil, wrongType(cmd, field, el.Type, "object")
+			return nil, wrongType(cmd, field+"."+strconv.Itoa(i), el.Type, "object")
 		}
 		docs = append(docs, d)
 	}
@@ -580,15 +580,7 @@ func (s *Server) findAndModify(ctx context.Context, req *Request) (bson.Raw, err
 		case "upsert":
 			spec.Upsert, err = argBool("findAndModify", "upsert", v)
 		case "arrayFilters":
-			var arr bson.RawArray
-			if arr, err = argArray("findAndModify", "arrayFilters", v); err == nil {
-				vals, _ := arr.Values()
-				for _, f := range vals {
-					if d, ok := f.DocumentOK(); ok {
-						af = append(af, d)
-					}
-				}
-			}
+			af, err = docArray("findAndModify", "arrayFilters", v)
 		case "hint":
 			spec.Hint, err = argHint(v)
 		case "collation":
