@@ -284,6 +284,10 @@ func (r *modelRun) returnKeys(op *modelOp, kr *refKeyRange, doc bson.Raw) []bson
 
 // aggregate: a $match, maybe a $sort, maybe a $count or a join.
 func (g *modelGen) aggregate(op *modelOp) {
+	if !g.noDrop && g.r.Intn(4) == 0 {
+		g.out(op) // replaces the collection, as a drop does
+		return
+	}
 	op.Kind = "aggregate"
 	op.Filter = g.filter()
 	if g.r.Intn(2) == 0 {

@@ -284,6 +284,8 @@ func (r *modelRun) step(ctx context.Context, op *modelOp) error {
 		return r.stepDelete(ctx, op)
 	case "count", "find", "distinct", "aggregate":
 		return r.stepRead(ctx, op)
+	case "out":
+		return r.stepOut(ctx, op)
 	case "createIndexes":
 		var res CreateIndexesResult
 		var err error

@@ -53,6 +53,7 @@ const (
 	WriteConflict                            Code = 112
 	CommandNotSupported                      Code = 115
 	DocumentValidationFailure                Code = 121
+	CommandFailed                            Code = 125
 	ExceededMemoryLimit                      Code = 146
 	ViewDepthLimitExceeded                   Code = 165
 	CommandNotSupportedOnView                Code = 166
@@ -68,6 +69,7 @@ const (
 	ConversionFailure                        Code = 241
 	InvalidResumeToken                       Code = 260
 	TooManyLogicalSessions                   Code = 261
+	OperationNotSupportedInTransaction       Code = 263
 	ChangeStreamFatalError                   Code = 280
 	ChangeStreamHistoryLost                  Code = 286
 	QueryExceededMemoryLimitNoDiskUseAllowed Code = 292
@@ -136,6 +138,7 @@ var codeNames = map[Code]string{
 	WriteConflict:                            "WriteConflict",
 	CommandNotSupported:                      "CommandNotSupported",
 	DocumentValidationFailure:                "DocumentValidationFailure",
+	CommandFailed:                            "CommandFailed",
 	ExceededMemoryLimit:                      "ExceededMemoryLimit",
 	ViewDepthLimitExceeded:                   "ViewDepthLimitExceeded",
 	CommandNotSupportedOnView:                "CommandNotSupportedOnView",
@@ -151,6 +154,7 @@ var codeNames = map[Code]string{
 	ConversionFailure:                        "ConversionFailure",
 	InvalidResumeToken:                       "InvalidResumeToken",
 	TooManyLogicalSessions:                   "TooManyLogicalSessions",
+	OperationNotSupportedInTransaction:       "OperationNotSupportedInTransaction",
 	ChangeStreamFatalError:                   "ChangeStreamFatalError",
 	ChangeStreamHistoryLost:                  "ChangeStreamHistoryLost",
 	QueryExceededMemoryLimitNoDiskUseAllowed: "QueryExceededMemoryLimitNoDiskUseAllowed",

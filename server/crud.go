@@ -134,67 +134,6 @@ func (s *Server) insert(ctx context.Context, req *Request) (bson.Raw, error) {
 	return okReply(bson.E{Key: "n", Value: int32(res.N)}, writeErrorsElement(res.Errors))
 }
 
-// updateStatement is one entry of update's updates array.
-type updateStatement struct {
-	spec  engine.UpdateSpec
-	u     bson.RawValue
-	multi bool
-	af    []bson.Raw
-	c     bson.Raw // constants of this statement, like the command's let
-}
-
-func parseUpdateStatement(doc bson.Raw) (updateStatement, error) {
-	var st updateStatement
-	var err error
-	haveQ, haveU := false, false
-	for key, v := range fields(doc) {
-		switch string(key) {
-		case "q":
-			st.spec.Filter, err = argDoc("update.updates", "q", v)
-			haveQ = true
-		case "u":
-			st.u, haveU = v, true
-		case "upsert":
-			st.spec.Upsert, err = argBool("update.updates", "upsert", v)
-		case "multi":
-			st.spec.Multi, err = argBool("update.updates", "multi", v)
-		case "arrayFilters":
-			var arr bson.RawArray
-			if arr, err = argArray("update.updates", "arrayFilters", v); err == nil {
-				vals, _ := arr.Values()
-				for _, f := range vals {
-					d, ok := f.DocumentOK()
-					if !ok {
-						return st, wrongType("update.updates", "arrayFilters", f.Type, "object")
-					}
-					st.af = append(st.af, d)
-				}
-			}
-		case "hint":
-			st.spec.Hint, err = argHint(v)
-		case "sort":
-			st.spec.Sort, err = argDoc("update.updates", "sort", v)
-		case "collation":
-			err = checkCollation(v)
-		case "c":
-			st.c, err = argDoc("update.updates", "c", v)
-		case "upsertSupplied":
-		default:
-			err = unknownField("update.updates", key)
-		}
-		if err != nil {
-			return st, err
-		}
-	}
-	if !haveQ {
-		return st, missingField("update.updates", "q")
-	}
-	if !haveU {
-		return st, missingField("update.updates", "u")
-	}
-	return st, nil
-}
-
 // compileUpdate compiles u (a document or a pipeline) for a command that
 // started at now. The variables of lv are bound in a pipeline's expressions.
 func compileUpdate(u bson.RawValue, arrayFilters []bson.Raw, multi bool, lv *engine.Let, now time.Time) (*update.Update, error) {
@@ -226,7 +165,7 @@ func compileUpdate(u bson.RawValue, arrayFilters []bson.Raw, multi bool, lv *eng
 		}
 		return update.CompilePipeline(stages, update.Options{Now: now, ArrayFilters: arrayFilters})
 	}
-	return nil, wrongType("update.updates", "u", u.Type, "object", "array")
+	return nil, mongoerr.New(mongoerr.FailedToParse, "Update argument must be either an object or an array")
 }
 
 // writeStatements parses what update and delete share: the statements,
@@ -286,6 +225,12 @@ func (s *Server) update(ctx context.Context, req *Request) (bson.Raw, error) {
 	if err != nil {
 		return nil, err
 	}
+	parsed := make([]updateStatement, len(stmts))
+	for i, raw := range stmts {
+		if parsed[i], err = parseUpdateStatement(raw); err != nil {
+			return nil, err
+		}
+	}
 	bypass, err := bypassValidation("update", req.Body)
 	if err != nil {
 		return nil, err
@@ -308,10 +253,13 @@ func (s *Server) update(ctx context.Context, req *Request) (bson.Raw, error) {
 		}
 	}
 	now := s.clock.Now() // $$NOW and $currentDate: one time for the command
-	errs, err := runStatements(stmts, ordered, func(i int, raw bson.Raw) error {
-		st, err := parseUpdateStatement(raw)
-		if err != nil {
-			return err
+	errs, err := runStatements(stmts, ordered, func(i int, _ bson.Raw) error {
+		st := parsed[i]
+		var err error
+		if st.collation.Type != 0 {
+			if err := checkCollation(st.collation); err != nil {
+				return err
+			}
 		}
 		if st.spec.Filter, err = lv.Filter(st.spec.Filter); err != nil {
 			return err
@@ -353,45 +301,21 @@ func (s *Server) update(ctx context.Context, req *Request) (bson.Raw, error) {
 	return okReply(elems...)
 }
 
-// deleteOne runs one statement of a delete command.
-func (s *Server) deleteOne(ctx context.Context, db, coll string, raw bson.Raw, lv *engine.Let, txn *engine.Txn) (int64, error) {
-	var filter bson.Raw
-	var hint bson.RawValue
-	limit := int64(-1)
-	var err error
-	for key, v := range fields(raw) {
-		switch string(key) {
-		case "q":
-			filter, err = argDoc("delete.deletes", "q", v)
-		case "limit":
-			limit, err = argInt64("delete.deletes", "limit", v)
-		case "hint":
-			hint, err = argHint(v)
-		case "collation":
-			err = checkCollation(v)
-		default:
-			err = unknownField("delete.deletes", key)
-		}
-		if err != nil {
+// runDelete runs one parsed statement of a delete command.
+func (s *Server) runDelete(ctx context.Context, db, coll string, st deleteStatement, lv *engine.Let, txn *engine.Txn) (int64, error) {
+	if st.collation.Type != 0 {
+		if err := checkCollation(st.collation); err != nil {
 			return 0, err
 		}
 	}
-	if filter == nil {
-		return 0, missingField("delete.deletes", "q")
-	}
-	if limit == -1 {
-		return 0, missingField("delete.deletes", "limit")
-	}
-	if limit != 0 && limit != 1 {
-		return 0, mongoerr.New(mongoerr.FailedToParse, "The limit field in delete objects must be 0 or 1. Got %d", limit)
-	}
-	if filter, err = lv.Filter(filter); err != nil {
+	filter, err := lv.Filter(st.filter)
+	if err != nil {
 		return 0, err
 	}
 	if txn != nil {
-		return s.eng.Delete(ctx, db, coll, filter, int(limit), hint, txn)
+		return s.eng.Delete(ctx, db, coll, filter, st.limit, st.hint, txn)
 	}
-	return s.eng.Delete(ctx, db, coll, filter, int(limit), hint)
+	return s.eng.Delete(ctx, db, coll, filter, st.limit, st.hint)
 }
 
 func (s *Server) delete(ctx context.Context, req *Request) (bson.Raw, error) {
@@ -403,6 +327,12 @@ func (s *Server) delete(ctx context.Context, req *Request) (bson.Raw, error) {
 	if err != nil {
 		return nil, err
 	}
+	parsed := make([]deleteStatement, len(stmts))
+	for i, raw := range stmts {
+		if parsed[i], err = parseDeleteStatement(raw); err != nil {
+			return nil, err
+		}
+	}
 	txn, unlock, err := s.retryTxn(req)
 	if err != nil {
 		return nil, err
@@ -411,8 +341,8 @@ func (s *Server) delete(ctx context.Context, req *Request) (bson.Raw, error) {
 		defer unlock()
 	}
 	var n int64
-	errs, err := runStatements(stmts, ordered, func(i int, raw bson.Raw) error {
-		deleted, err := s.deleteOne(ctx, req.DB, coll, raw, lv, stmt(txn, i))
+	errs, err := runStatements(stmts, ordered, func(i int, _ bson.Raw) error {
+		deleted, err := s.runDelete(ctx, req.DB, coll, parsed[i], lv, stmt(txn, i))
 		n += deleted
 		return err
 	})
@@ -453,15 +383,7 @@ func (s *Server) findAndModify(ctx context.Context, req *Request) (bson.Raw, err
 		case "upsert":
 			spec.Upsert, err = argBool("findAndModify", "upsert", v)
 		case "arrayFilters":
-			var arr bson.RawArray
-			if arr, err = argArray("findAndModify", "arrayFilters", v); err == nil {
-				vals, _ := arr.Values()
-				for _, f := range vals {
-					if d, ok := f.DocumentOK(); ok {
-						af = append(af, d)
-					}
-				}
-			}
+			af, err = docArray("findAndModify", "arrayFilters", v)
 		case "hint":
 			spec.Hint, err = argHint(v)
 		case "collation":

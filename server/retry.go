@@ -29,11 +29,12 @@ type retryLocks struct {
 
 // checkTxnNumber checks a command's txnNumber as mongod does for every
 // command, in its order: it needs an lsid, a replica-set member (drivers
-// send one only to those) and a long that is not negative.
+// send one only to those) and a long that is not negative. Then come the
+// fields of a transaction (checkTransaction), whose statements are refused.
 func (s *Server) checkTxnNumber(req *Request) error {
 	v, err := req.Body.LookupErr("txnNumber")
 	if err != nil {
-		return nil
+		return checkTransaction(req.Body, false)
 	}
 	if req.lsid == "" {
 		return mongoerr.New(mongoerr.InvalidOptions, "Transaction number requires a session ID to also be specified")
@@ -48,7 +49,7 @@ func (s *Server) checkTxnNumber(req *Request) error {
 	if n < 0 {
 		return mongoerr.New(mongoerr.InvalidOptions, "Transaction number cannot be negative")
 	}
-	return nil
+	return checkTransaction(req.Body, true)
 }
 
 // retryTxn reads the retryable write a write command is, nil if none, and
@@ -58,10 +59,8 @@ func (s *Server) retryTxn(req *Request) (*engine.Txn, func(), error) {
 	if err != nil {
 		return nil, nil, nil
 	}
-	if _, err := req.Body.LookupErr("autocommit"); err == nil {
-		return nil, nil, nil // a transaction's statement: not yet supported here
-	}
-	// checkTxnNumber has vetted the number and the lsid.
+	// checkTxnNumber has vetted the number and the lsid, and refused the
+	// statements of transactions.
 	k, _ := lsidOf(req.lsid)
 	id := retrySession(k)
 	t := &engine.Txn{Session: id, Number: v.Int64(), Lsid: lsidDoc(k), ExpireBefore: s.clock.Now().Add(-s.sessions.Timeout())}

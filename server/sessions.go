@@ -18,7 +18,7 @@ import (
 )
 
 func (s *Server) sessionCommands() []command {
-	return []command{
+	cmds := []command{
 		{name: "startSession", handle: s.startSession},
 		{name: "endSessions", handle: s.endSessions},
 		{name: "refreshSessions", handle: s.refreshSessions},
@@ -26,6 +26,7 @@ func (s *Server) sessionCommands() []command {
 		{name: "killAllSessions", handle: s.killAllSessions},
 		{name: "killAllSessionsByPattern", handle: s.killAllSessionsByPattern},
 	}
+	return append(cmds, s.transactionCommands()...)
 }
 
 // useSession marks the session of a command's lsid used, starting it if

@@ -40,6 +40,9 @@ type mergeStage struct {
 
 func (*mergeStage) writes() string { return "$merge" }
 
+// blocks: $merge, like $out, reads all its input before it writes.
+func (*mergeStage) blocks() {}
+
 // mergeModes are the combinations of whenMatched and whenNotMatched that
 // MongoDB supports.
 var mergeModes = map[[2]string]bool{

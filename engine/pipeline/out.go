@@ -22,6 +22,11 @@ type writer interface {
 
 func (*outStage) writes() string { return "$out" }
 
+// blocks: $out reads all its input before it writes. A pipeline that ends
+// in it has read its source through by then, and replacing that source
+// (an $out onto the collection read) kills no plan still reading it.
+func (*outStage) blocks() {}
+
 func compileOut(c *compiler, name string, arg bson.RawValue) (stage, error) {
 	s := &outStage{db: c.opts.DB}
 	switch arg.Type {
