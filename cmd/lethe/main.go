@@ -25,6 +25,7 @@ import (
 	"github.com/lethedb/lethe/clock"
 	"github.com/lethedb/lethe/engine"
 	"github.com/lethedb/lethe/server"
+	"github.com/lethedb/lethe/session"
 )
 
 // shutdownGrace is how long in-flight requests get to finish after SIGINT or
@@ -69,6 +70,10 @@ func run(args []string) error {
 		"most open cursors one connection may have opened; 0 means no limit")
 	maxCursorMemory := fs.Int64("max-cursor-memory-mib", server.DefaultMaxCursorMemory>>20,
 		"most MiB of results (aggregations, sorted finds) open cursors may hold in memory; 0 means no limit")
+	maxSessions := fs.Int("max-sessions", session.DefaultMax,
+		"most logical sessions kept at once (mongod's maxSessions); beyond, TooManyLogicalSessions")
+	maxSessionsPerClient := fs.Int("max-sessions-per-client", session.DefaultMaxPerClient,
+		"most logical sessions one client (its user with --auth, else its address) may keep; beyond, its new ones get TooManyLogicalSessions")
 	clockFlag := fs.String("clock", "system", "time source for expiry: system, or manual for tests (time moves only by advanceClock)")
 	metricsListen := fs.String("metrics-listen", "", "address to serve Prometheus /metrics on, host:port; off when empty")
 	minFreeDisk := fs.Int64("min-free-disk", engine.DefaultMinFreeDisk>>20, "MiB kept free on the data directory's filesystem: below it, writes that add data fail with OutOfDiskSpace while reads and deletes work; 0 turns this off")
@@ -96,6 +101,9 @@ func run(args []string) error {
 		return nil
 	}
 
+	if *maxSessions < 1 || *maxSessionsPerClient < 1 {
+		return fmt.Errorf("--max-sessions and --max-sessions-per-client must be at least 1")
+	}
 	if err := checkBinding(*listen, *authOn, *insecureRemote); err != nil {
 		return err
 	}
@@ -127,6 +135,8 @@ func run(args []string) error {
 			PerConn: noLimitIfZero(*maxCursorsPerConn),
 			Memory:  int64(noLimitIfZero(int(*maxCursorMemory))) << 20,
 		},
+		MaxSessions:           *maxSessions,
+		MaxSessionsPerClient:  *maxSessionsPerClient,
 		CmdLine:               args,
 		LogLevel:              &atom,
 		EnableTestCommands:    *testCommands,
