@@ -70,6 +70,10 @@ func run(args []string) error {
 		"most open cursors one connection may have opened; 0 means no limit")
 	maxCursorMemory := fs.Int64("max-cursor-memory-mib", server.DefaultMaxCursorMemory>>20,
 		"most MiB of results (aggregations, sorted finds) open cursors may hold in memory; 0 means no limit")
+	maxCursorsPerClient := fs.Int("max-cursors-per-client", server.DefaultMaxCursorsPerClient,
+		"most open cursors one client (its user with --auth, else its address) may have opened; 0 means no limit")
+	maxCursorMemoryPerClient := fs.Int64("max-cursor-memory-per-client-mib", server.DefaultMaxCursorMemoryPerClient>>20,
+		"most MiB of results one client's open cursors may hold in memory; 0 means no limit")
 	maxSessions := fs.Int("max-sessions", session.DefaultMax,
 		"most logical sessions kept at once (mongod's maxSessions); beyond, TooManyLogicalSessions")
 	maxSessionsPerClient := fs.Int("max-sessions-per-client", session.DefaultMaxPerClient,
@@ -131,9 +135,11 @@ func run(args []string) error {
 		MessageTimeout: *messageTimeout,
 		IdleTimeout:    *idleTimeout,
 		Cursors: server.CursorLimits{
-			Total:   noLimitIfZero(*maxCursors),
-			PerConn: noLimitIfZero(*maxCursorsPerConn),
-			Memory:  int64(noLimitIfZero(int(*maxCursorMemory))) << 20,
+			Total:           noLimitIfZero(*maxCursors),
+			PerConn:         noLimitIfZero(*maxCursorsPerConn),
+			Memory:          int64(noLimitIfZero(int(*maxCursorMemory))) << 20,
+			PerClient:       noLimitIfZero(*maxCursorsPerClient),
+			MemoryPerClient: int64(noLimitIfZero(int(*maxCursorMemoryPerClient))) << 20,
 		},
 		MaxSessions:           *maxSessions,
 		MaxSessionsPerClient:  *maxSessionsPerClient,
