@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -17,7 +18,9 @@ import (
 // on the same host still opens cursors and sessions. (The bounds are small
 // here; TestCursorFlood and TestSessionFlood attack the defaults.)
 func TestAuthBoundsPerUser(t *testing.T) {
-	const cursorsPerUser, sessionsPerUser = 50, 100
+	// Large enough that the attack lasts and the bystander's p99 means
+	// something.
+	const cursorsPerUser, sessionsPerUser = 500, 5_000
 	ts := startServer(t, withAuth(), func(c *server.Config) {
 		c.Cursors = server.CursorLimits{Total: 4 * cursorsPerUser, PerClient: cursorsPerUser}
 		c.MaxSessions, c.MaxSessionsPerClient = 4*sessionsPerUser, sessionsPerUser
@@ -44,7 +47,7 @@ func TestAuthBoundsPerUser(t *testing.T) {
 		if opened != cursorsPerUser {
 			t.Errorf("the read-only user opened %d cursors, limit %d", opened, cursorsPerUser)
 		}
-		wantRefusal(t, refusal, "user reader@app has 50 open")
+		wantRefusal(t, refusal, fmt.Sprintf("user reader@app has %d open", cursorsPerUser))
 
 		c := authRaw(t, ts, "reader", "pw", "app")
 		started := 0

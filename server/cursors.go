@@ -89,8 +89,9 @@ type CursorLimits struct {
 	PerConn int   // open cursors one connection opened; default DefaultMaxCursorsPerConn
 	Memory  int64 // bytes of results open cursors hold in memory; default DefaultMaxCursorMemory
 	// PerClient and MemoryPerClient bound what one client's open cursors
-	// count and hold; default DefaultMaxCursorsPerClient and
-	// DefaultMaxCursorMemoryPerClient.
+	// count and hold; by default a quarter of Total and half of Memory
+	// (DefaultMaxCursorsPerClient and DefaultMaxCursorMemoryPerClient),
+	// or those when the server's are unbounded.
 	PerClient       int
 	MemoryPerClient int64
 }
@@ -121,11 +122,19 @@ func (l *CursorLimits) setDefaults() {
 	if l.Memory == 0 {
 		l.Memory = DefaultMaxCursorMemory
 	}
+	// A client's shares follow the server's bounds, so that lowering
+	// those alone still leaves room for the other clients.
 	if l.PerClient == 0 {
 		l.PerClient = DefaultMaxCursorsPerClient
+		if l.Total > 0 {
+			l.PerClient = max(l.Total/4, 1)
+		}
 	}
 	if l.MemoryPerClient == 0 {
 		l.MemoryPerClient = DefaultMaxCursorMemoryPerClient
+		if l.Memory > 0 {
+			l.MemoryPerClient = max(l.Memory/2, 1)
+		}
 	}
 }
 

@@ -124,7 +124,7 @@ type Config struct {
 	// MaxSessions bounds the logical sessions kept at once (MongoDB's
 	// maxSessions), and MaxSessionsPerClient those of one client (a user,
 	// or an address without access control; see principal.go); zero means
-	// session.DefaultMax and session.DefaultMaxPerClient. Past either, new
+	// session.DefaultMax and a tenth of MaxSessions. Past either, new
 	// sessions are refused with TooManyLogicalSessions.
 	MaxSessions, MaxSessionsPerClient int
 	// EnableTestCommands enables configureFailPoint, as mongod's

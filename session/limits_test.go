@@ -59,13 +59,15 @@ func TestMaxPerClient(t *testing.T) {
 	}
 }
 
-// The per-client bound defaults to a tenth of Max, and never above it.
+// The per-client bound defaults to a tenth of Max, at least one.
 func TestMaxPerClientDefault(t *testing.T) {
 	if r := New(Options{}); r.opts.Max != 1_000_000 || r.opts.MaxPerClient != 100_000 {
 		t.Errorf("defaults %d in all, %d per client", r.opts.Max, r.opts.MaxPerClient)
 	}
-	if r := New(Options{Max: 5}); r.opts.MaxPerClient != 5 {
-		t.Errorf("Max 5: %d per client", r.opts.MaxPerClient)
+	for _, tc := range []struct{ max, want int }{{50_000, 5_000}, {5, 1}} {
+		if r := New(Options{Max: tc.max}); r.opts.MaxPerClient != tc.want {
+			t.Errorf("Max %d: %d per client, want %d", tc.max, r.opts.MaxPerClient, tc.want)
+		}
 	}
 }
 

@@ -96,7 +96,8 @@ const (
 	DefaultMax = 1_000_000
 	// DefaultMaxPerClient bounds the sessions one client keeps, a tenth
 	// of DefaultMax: a client minting session ids fills its own share
-	// and leaves the rest to everyone else.
+	// and leaves the rest to everyone else. Options.MaxPerClient defaults
+	// to a tenth of Options.Max likewise.
 	DefaultMaxPerClient = DefaultMax / 10
 )
 
@@ -118,8 +119,8 @@ type Options struct {
 	Max int
 	// MaxPerClient bounds the sessions one client (see Use) keeps; past it
 	// its new ones are refused with TooManyLogicalSessions, while other
-	// clients' are not. Zero means DefaultMaxPerClient, or Max if that is
-	// smaller.
+	// clients' are not. Zero means a tenth of Max (DefaultMaxPerClient for
+	// DefaultMax), at least one.
 	MaxPerClient int
 	// Clock is the time source; a clock that also has Changed (a manual
 	// clock) wakes the sweep when it moves.
@@ -188,7 +189,7 @@ func New(opts Options) *Registry {
 		opts.Max = DefaultMax
 	}
 	if opts.MaxPerClient <= 0 {
-		opts.MaxPerClient = min(DefaultMaxPerClient, opts.Max)
+		opts.MaxPerClient = max(opts.Max/10, 1)
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.System{}

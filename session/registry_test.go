@@ -39,7 +39,8 @@ func (g *goneLog) take() []Key {
 func newTestRegistry(timeout time.Duration, maxN int) (*Registry, *clock.Manual, *goneLog) {
 	clock := clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	g := &goneLog{}
-	return New(Options{Timeout: timeout, Max: maxN, Clock: clock, Gone: g.record}), clock, g
+	// One client may take all: these tests are about the bound in all.
+	return New(Options{Timeout: timeout, Max: maxN, MaxPerClient: maxN, Clock: clock, Gone: g.record}), clock, g
 }
 
 // A session lives for the timeout after its last use; a use within it
