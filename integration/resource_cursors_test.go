@@ -36,10 +36,64 @@ func openCursors(t *testing.T, c *rawConn, n int, cmd bson.D) (int, bson.Raw) {
 	return n, nil
 }
 
-// TestCursorFlood has one connection open find cursors without end (20,000
-// of them took 872 MiB before the limits): it is refused at the
-// per-connection limit, further connections at the total one, and the
-// heap stays within bounds.
+// fillCursors opens cursors with cmd from ip, a connection at a time, each
+// closed once it has opened all a connection may (--max-cursors-per-conn):
+// open cursors outlive their connections, in MongoDB as in Lethe, so a
+// client that reconnects keeps going. It stops at the first refusal
+// of another limit and returns how many cursors opened and that refusal.
+func fillCursors(t *testing.T, ts *testServer, ip string, cmd bson.D) (int, bson.Raw) {
+	t.Helper()
+	total := 0
+	for {
+		c := dialRawFrom(t, ts, ip)
+		n, refusal := openCursors(t, c, server.DefaultMaxCursorsPerConn+1, cmd)
+		c.Close()
+		total += n
+		if refusal == nil {
+			t.Fatalf("a connection from %s opened %d cursors, limit %d per connection", ip, n, server.DefaultMaxCursorsPerConn)
+		}
+		if code := lookup(t, refusal, "code").AsInt64(); code != codeExceededMemoryLimit {
+			t.Fatalf("cursor %d from %s refused with %s, want code %d", total+1, ip, refusal, codeExceededMemoryLimit)
+		}
+		if !strings.Contains(lookup(t, refusal, "errmsg").StringValue(), "--max-cursors-per-conn") {
+			return total, refusal
+		}
+	}
+}
+
+// wantRefusal checks that a refusal names the limit it hit.
+func wantRefusal(t *testing.T, refusal bson.Raw, flag string) {
+	t.Helper()
+	if msg := lookup(t, refusal, "errmsg").StringValue(); !strings.Contains(msg, flag) {
+		t.Errorf("refusal %q does not name %s", msg, flag)
+	}
+}
+
+// readAll runs a find of batch size 1 through the driver and reads all of
+// it: a query that needs a cursor to stay open between batches.
+func readAll(ctx context.Context, coll *mongo.Collection) (int, error) {
+	cur, err := coll.Find(ctx, bson.D{}, options.Find().SetBatchSize(1))
+	if err != nil {
+		return 0, err
+	}
+	defer cur.Close(ctx)
+	n := 0
+	for cur.Next(ctx) {
+		n++
+	}
+	return n, cur.Err()
+}
+
+// TestCursorFlood is issue 17's attack on cursors: a client, read-only
+// would do, opens find cursors and leaves them open, connection after
+// connection (20,000 of them once took 872 MiB). It used to fill
+// --max-cursors, after which every other client's multi-batch query failed
+// with 146 until the cursors timed out ten minutes later. MongoDB bounds
+// no count of cursors (its cursor manager, cursor_manager.cpp, only times
+// idle ones out, after cursorTimeoutMillis); Lethe bounds them to keep its
+// memory, and bounds each client's to a quarter, so the attacker is
+// refused itself and the others' queries go on until four clients have
+// filled the server.
 func TestCursorFlood(t *testing.T) {
 	ts := startServer(t)
 	coll := ts.Client.Database("test").Collection("c")
@@ -47,32 +101,26 @@ func TestCursorFlood(t *testing.T) {
 	find := bson.D{{Key: "find", Value: "c"}, {Key: "batchSize", Value: 1}, {Key: "$db", Value: "test"}}
 
 	underAttack(t, ts, attackBounds{}, func(ctx context.Context) {
-		var conns []*rawConn
-		defer func() {
-			for _, c := range conns {
-				c.Close()
-			}
-		}()
-		total := 0
-		for range server.DefaultMaxCursors/server.DefaultMaxCursorsPerConn + 1 {
-			c := dialRaw(t, ts)
-			conns = append(conns, c)
-			n, refusal := openCursors(t, c, server.DefaultMaxCursorsPerConn+1, find)
-			total += n
-			if refusal == nil {
-				t.Fatalf("connection %d opened %d cursors, limit %d", len(conns), n, server.DefaultMaxCursorsPerConn)
-			}
-			if code := lookup(t, refusal, "code").AsInt64(); code != codeExceededMemoryLimit {
-				t.Fatalf("cursor %d refused with %s, want code %d", total+1, refusal, codeExceededMemoryLimit)
-			}
-			if msg := lookup(t, refusal, "errmsg").StringValue(); total >= server.DefaultMaxCursors && !strings.Contains(msg, "--max-cursors ") && !strings.Contains(msg, "(--max-cursors)") {
-				t.Fatalf("refusal at %d open cursors: %q, want the total limit", total, msg)
+		n, refusal := fillCursors(t, ts, "127.0.0.2", find)
+		if n != server.DefaultMaxCursorsPerClient {
+			t.Fatalf("one client opened %d cursors, limit %d per client", n, server.DefaultMaxCursorsPerClient)
+		}
+		wantRefusal(t, refusal, "client 127.0.0.2 has 2500 open, the most one client may (--max-cursors-per-client)")
+		// Everyone else's queries go on.
+		if n, err := readAll(ctx, coll); err != nil || n != 2 {
+			t.Errorf("a bystander's multi-batch find: %d documents, %v", n, err)
+		}
+		// The server-wide bound still holds, once enough clients fill it.
+		for i, ip := range []string{"127.0.0.3", "127.0.0.4", "127.0.0.5"} {
+			if n, refusal := fillCursors(t, ts, ip, find); n != server.DefaultMaxCursorsPerClient {
+				t.Fatalf("client %d opened %d cursors, then %s", i+2, n, refusal)
 			}
 		}
-		if total != server.DefaultMaxCursors {
-			t.Errorf("%d cursors opened in all, limit %d", total, server.DefaultMaxCursors)
+		if n, refusal := fillCursors(t, ts, "127.0.0.6", find); n != 0 {
+			t.Fatalf("a fifth client opened %d cursors with %d open", n, server.DefaultMaxCursors)
+		} else {
+			wantRefusal(t, refusal, "(--max-cursors)")
 		}
-		// The limit is on open cursors: killing one frees a slot.
 		if _, err := ts.Client.Database("test").RunCommand(ctx, find).Raw(); errCode(err) != codeExceededMemoryLimit {
 			t.Errorf("a driver's find at the limit: %v, want code %d", err, codeExceededMemoryLimit)
 		}
@@ -84,10 +132,14 @@ func TestCursorFlood(t *testing.T) {
 }
 
 // TestCursorMemoryLimit keeps aggregation results open in cursors, 1 MiB
-// each: they count against --max-cursor-memory (100 MiB by default), a
-// cursor beyond it is refused, and the heap stays within bounds.
+// each, as issue 17's client did with idle sorted cursors: they count
+// against the client's share (--max-cursor-memory-per-client-mib, half of
+// --max-cursor-memory-mib), a cursor beyond it is refused, another
+// client's aggregation is still served, and all clients together stop at
+// --max-cursor-memory-mib (100 MiB, MongoDB's 100 MiB memory limit of a
+// blocking stage: internalQueryMaxBlockingSortMemoryUsageBytes).
 func TestCursorMemoryLimit(t *testing.T) {
-	const limit = server.DefaultMaxCursorMemory
+	const limit, perClient = server.DefaultMaxCursorMemory, server.DefaultMaxCursorMemoryPerClient
 	ts := startServer(t)
 	coll := ts.Client.Database("test").Collection("big")
 	pad := strings.Repeat("x", 100<<10)
@@ -99,7 +151,7 @@ func TestCursorMemoryLimit(t *testing.T) {
 
 	agg := bson.D{{Key: "aggregate", Value: "big"}, {Key: "pipeline", Value: bson.A{bson.D{{Key: "$match", Value: bson.D{}}}}},
 		{Key: "cursor", Value: bson.D{{Key: "batchSize", Value: 0}}}, {Key: "$db", Value: "test"}}
-	c := dialRaw(t, ts)
+	c := dialRawFrom(t, ts, "127.0.0.2")
 	underAttack(t, ts, attackBounds{}, func(ctx context.Context) {
 		n, refusal := openCursors(t, c, 300, agg)
 		if refusal == nil {
@@ -108,10 +160,40 @@ func TestCursorMemoryLimit(t *testing.T) {
 		if code := lookup(t, refusal, "code").AsInt64(); code != codeExceededMemoryLimit {
 			t.Fatalf("refused with %s, want code %d", refusal, codeExceededMemoryLimit)
 		}
-		if n < limit>>20 || n > limit/1_000_000 {
-			t.Errorf("%d cursors of about 1 MiB opened under a limit of %d MiB", n, limit>>20)
+		if n < perClient>>20 || n > perClient/1_000_000 {
+			t.Errorf("%d cursors of about 1 MiB opened under a limit of %d MiB per client", n, perClient>>20)
 		}
+		wantRefusal(t, refusal, "(--max-cursor-memory-per-client-mib)")
 		t.Logf("%d cursors held before the refusal: %s", n, lookup(t, refusal, "errmsg").StringValue())
+
+		// Another client's aggregation keeps its results open all the same.
+		cur, err := coll.Aggregate(ctx, bson.A{bson.D{{Key: "$match", Value: bson.D{}}}}, options.Aggregate().SetBatchSize(1))
+		if err != nil {
+			t.Fatalf("a bystander's aggregation: %v", err)
+		}
+		var got []bson.Raw
+		if err := cur.All(ctx, &got); err != nil || len(got) != 10 {
+			t.Errorf("a bystander's aggregation: %d documents, %v", len(got), err)
+		}
+
+		// Two clients fill their shares, about all of the server's, and a
+		// third meets the server-wide bound.
+		total := n
+		for _, ip := range []string{"127.0.0.3", "127.0.0.4"} {
+			other := dialRawFrom(t, ts, ip)
+			m, refusal := openCursors(t, other, 300, agg)
+			other.Close()
+			total += m
+			if refusal == nil {
+				t.Fatalf("client %s opened 300 cursors of 1 MiB", ip)
+			}
+			if ip == "127.0.0.4" {
+				wantRefusal(t, refusal, "(--max-cursor-memory)")
+			}
+		}
+		if total > limit/1_000_000 || total < limit>>20-1 {
+			t.Errorf("three clients opened %d cursors of about 1 MiB under a limit of %d MiB", total, limit>>20)
+		}
 	})
 	status := run(t, ts.Client.Database("admin"), bson.D{{Key: "serverStatus", Value: 1}})
 	if held := lookup(t, status, "lethe", "cursorMemory").AsInt64(); held < limit-(2<<20) || held > limit {

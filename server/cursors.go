@@ -78,12 +78,22 @@ func (s *sliceSource) HeldBytes() int64 {
 }
 
 // CursorLimits bound the cursors clients may keep open, so that no client can
-// exhaust the server's memory with them. MongoDB has no such limits; the
-// defaults are far above what applications keep open.
+// exhaust the server's memory with them, nor take all of it from the
+// others. MongoDB has no such limits; the defaults are far above what
+// applications keep open. A client is a user, or an address without
+// access control (see principal.go): open cursors outlive the connections
+// that opened them, so only a bound per client keeps one client that
+// reconnects from taking them all.
 type CursorLimits struct {
 	Total   int   // open cursors in all; default DefaultMaxCursors
 	PerConn int   // open cursors one connection opened; default DefaultMaxCursorsPerConn
 	Memory  int64 // bytes of results open cursors hold in memory; default DefaultMaxCursorMemory
+	// PerClient and MemoryPerClient bound what one client's open cursors
+	// count and hold; by default a quarter of Total and half of Memory
+	// (DefaultMaxCursorsPerClient and DefaultMaxCursorMemoryPerClient),
+	// or those when the server's are unbounded.
+	PerClient       int
+	MemoryPerClient int64
 }
 
 // Defaults of CursorLimits.
@@ -93,6 +103,13 @@ const (
 	// DefaultMaxCursorMemory is MongoDB's memory limit of a blocking
 	// aggregation stage, applied to all the results cursors keep.
 	DefaultMaxCursorMemory = 100 << 20
+	// DefaultMaxCursorsPerClient leaves three quarters of the cursors to
+	// the other clients when one leaves as many open as it may.
+	DefaultMaxCursorsPerClient = DefaultMaxCursors / 4
+	// DefaultMaxCursorMemoryPerClient is half the memory, so that one
+	// client can still keep a large aggregation's results while another
+	// keeps as much.
+	DefaultMaxCursorMemoryPerClient = DefaultMaxCursorMemory / 2
 )
 
 func (l *CursorLimits) setDefaults() {
@@ -105,6 +122,26 @@ func (l *CursorLimits) setDefaults() {
 	if l.Memory == 0 {
 		l.Memory = DefaultMaxCursorMemory
 	}
+	// A client's shares follow the server's bounds, so that lowering
+	// those alone still leaves room for the other clients.
+	if l.PerClient == 0 {
+		l.PerClient = DefaultMaxCursorsPerClient
+		if l.Total > 0 {
+			l.PerClient = max(l.Total/4, 1)
+		}
+	}
+	if l.MemoryPerClient == 0 {
+		l.MemoryPerClient = DefaultMaxCursorMemoryPerClient
+		if l.Memory > 0 {
+			l.MemoryPerClient = max(l.Memory/2, 1)
+		}
+	}
+}
+
+// clientCursors is what one client's open cursors count and hold.
+type clientCursors struct {
+	open int
+	held int64
 }
 
 type openCursor struct {
@@ -115,7 +152,9 @@ type openCursor struct {
 	lsid string // the session, packed (packKey); "" outside a session
 	// user is the authenticated user that opened it (Conn.userKey): with
 	// access control, only that user may go on with it or kill it.
-	user     string
+	user string
+	// client is whom it is charged to (Conn.principal).
+	client   string
 	held     int64 // bytes of results it holds, as last counted
 	lastUsed time.Time
 	// noTimeout exempts the cursor from the idle sweep (find's
@@ -131,7 +170,8 @@ type cursorTable struct {
 	mu        sync.Mutex
 	open      map[int64]*openCursor
 	byConn    map[int64]int // open cursors by the connection that opened them
-	held      int64         // sum of the open cursors' held bytes
+	byClient  map[string]*clientCursors
+	held      int64 // sum of the open cursors' held bytes
 	lastSweep time.Time
 }
 
@@ -143,16 +183,30 @@ func (t *cursorTable) add(req *Request, src batchSource, ns string, noTimeout bo
 	if m, ok := src.(memoryHolder); ok {
 		held = m.HeldBytes()
 	}
-	conn := req.Conn.id
+	conn, client := req.Conn.id, req.Conn.principal()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.open == nil {
 		t.open = make(map[int64]*openCursor)
 		t.byConn = make(map[int64]int)
+		t.byClient = make(map[string]*clientCursors)
 	}
 	now := time.Now()
 	t.sweepLocked(now)
+	mine := t.byClient[client]
+	if mine == nil {
+		mine = &clientCursors{}
+	}
+	// The client's own limits come first, so that a client at them learns
+	// so even when the server is full.
 	switch lim := &t.limits; {
+	case lim.PerClient > 0 && mine.open >= lim.PerClient:
+		return 0, mongoerr.New(mongoerr.ExceededMemoryLimit,
+			"cannot open another cursor: %s has %d open, the most one client may (--max-cursors-per-client); exhaust or kill cursors to free them", client, mine.open)
+	case lim.MemoryPerClient > 0 && held > 0 && mine.held+held > lim.MemoryPerClient:
+		return 0, mongoerr.New(mongoerr.ExceededMemoryLimit,
+			"cannot open a cursor over %d bytes of results: the open cursors of %s hold %d bytes, and one client may hold %d (--max-cursor-memory-per-client-mib); exhaust or kill cursors, or ask for fewer results",
+			held, client, mine.held, lim.MemoryPerClient)
 	case lim.Total > 0 && len(t.open) >= lim.Total:
 		return 0, mongoerr.New(mongoerr.ExceededMemoryLimit,
 			"cannot open another cursor: the server has %d open, its limit (--max-cursors); exhaust or kill cursors to free them", len(t.open))
@@ -169,8 +223,12 @@ func (t *cursorTable) add(req *Request, src batchSource, ns string, noTimeout bo
 		_, _ = rand.Read(b[:])
 		id := int64(binary.BigEndian.Uint64(b[:]) &^ (1 << 63))
 		if id != 0 && t.open[id] == nil {
-			t.open[id] = &openCursor{src: src, ns: ns, conn: conn, lsid: req.lsid, user: req.Conn.userKey(), held: held, lastUsed: now, noTimeout: noTimeout}
+			t.open[id] = &openCursor{src: src, ns: ns, conn: conn, lsid: req.lsid, user: req.Conn.userKey(), client: client,
+				held: held, lastUsed: now, noTimeout: noTimeout}
 			t.byConn[conn]++
+			t.byClient[client] = mine
+			mine.open++
+			mine.held += held
 			t.held += held
 			return id, nil
 		}
@@ -188,6 +246,7 @@ func (t *cursorTable) recount(id int64, c *openCursor) {
 	defer t.mu.Unlock()
 	if t.open[id] == c { // not killed meanwhile
 		t.held += held - c.held
+		t.byClient[c.client].held += held - c.held
 		c.held = held
 	}
 }
@@ -203,6 +262,12 @@ func (t *cursorTable) openBy(conn int64) int {
 func (t *cursorTable) deleteLocked(id int64, c *openCursor) {
 	delete(t.open, id)
 	t.held -= c.held
+	mine := t.byClient[c.client]
+	if mine.open--; mine.open <= 0 {
+		delete(t.byClient, c.client)
+	} else {
+		mine.held -= c.held
+	}
 	c.held = 0
 	if t.byConn[c.conn]--; t.byConn[c.conn] <= 0 {
 		delete(t.byConn, c.conn)

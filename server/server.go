@@ -60,7 +60,7 @@ func FixedLimits() []Limit {
 		{"index and sort keys", "32 fields (13103)"},
 		{"idle cursor timeout", cursorIdleTimeout.String()},
 		{"command time", "maxTimeMS of the command; none by default"},
-		{"logical sessions", fmt.Sprintf("%d live at once (TooManyLogicalSessions); a session unused for %d minutes ends, and its cursors close", session.DefaultMax, int(session.DefaultTimeout/time.Minute))},
+		{"logical session timeout", fmt.Sprintf("a session unused for %d minutes ends, and its cursors close", int(session.DefaultTimeout/time.Minute))},
 	}
 }
 
@@ -122,6 +122,12 @@ type Config struct {
 	// use (MongoDB's localLogicalSessionTimeoutMinutes); zero means
 	// session.DefaultTimeout. hello reports it in whole minutes.
 	SessionTimeout time.Duration
+	// MaxSessions bounds the logical sessions kept at once (MongoDB's
+	// maxSessions), and MaxSessionsPerClient those of one client (a user,
+	// or an address without access control; see principal.go); zero means
+	// session.DefaultMax and a tenth of MaxSessions. Past either, new
+	// sessions are refused with TooManyLogicalSessions.
+	MaxSessions, MaxSessionsPerClient int
 	// EnableTestCommands enables configureFailPoint, as mongod's
 	// enableTestCommands parameter.
 	EnableTestCommands bool
@@ -239,7 +245,8 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, log: log, clock: cfg.Clock, eng: eng, started: time.Now(), recent: recent, authz: newAuthState(),
 		shutdownReq: shutdownRequest{ch: make(chan struct{})}}
 	s.cursors.limits = cfg.Cursors
-	s.sessions = session.New(session.Options{Timeout: cfg.SessionTimeout, Clock: cfg.Clock, Gone: s.sessionsGone})
+	s.sessions = session.New(session.Options{Timeout: cfg.SessionTimeout,
+		Max: cfg.MaxSessions, MaxPerClient: cfg.MaxSessionsPerClient, Clock: cfg.Clock, Gone: s.sessionsGone})
 	s.topo = newTopology()
 	if cfg.ReplSet != "" {
 		s.rs = newReplSet(cfg.ReplSet)

@@ -55,6 +55,9 @@ type sessionOwner struct {
 	user *authedUser // whose they are; nil for none
 	uid  session.UID
 	name string
+	// client is how principal names the user, and addr the connection's
+	// address for when it has none.
+	client, addr string
 }
 
 // ownerOf returns the connection's user's digest and name ("user@db"),
@@ -69,6 +72,7 @@ func (c *Conn) ownerOf() (session.UID, string) {
 	if o.user != u {
 		if o.user == nil || o.user.name != u.name || o.user.db != u.db {
 			o.uid, o.name = session.UserUID(u.name, u.db), u.name+"@"+u.db
+			o.client = "user " + o.name
 		}
 		o.user = u
 	}

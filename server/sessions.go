@@ -59,7 +59,7 @@ func (s *Server) useSession(ctx context.Context, cmd *command, req *Request) err
 	} else {
 		user = req.Conn.userName()
 	}
-	return s.sessions.Use(k, user)
+	return s.sessions.Use(k, user, req.Conn.principal())
 }
 
 // sessionsGone closes what sessions that ended or timed out own: their
@@ -78,7 +78,7 @@ func (s *Server) sessionsGone(keys []session.Key) {
 // startSession starts a new session of the client's user: {id: {id:
 // UUID}, timeoutMinutes}.
 func (s *Server) startSession(_ context.Context, req *Request) (bson.Raw, error) {
-	k, err := s.sessions.Start(req.Conn.uid(), req.Conn.userName())
+	k, err := s.sessions.Start(req.Conn.uid(), req.Conn.userName(), req.Conn.principal())
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +127,7 @@ func (s *Server) refreshSessions(ctx context.Context, req *Request) (bson.Raw, e
 		if k.UID == req.Conn.uid() {
 			user = req.Conn.userName()
 		}
-		if err := s.sessions.Use(k, user); err != nil {
+		if err := s.sessions.Use(k, user, req.Conn.principal()); err != nil {
 			return nil, err
 		}
 	}

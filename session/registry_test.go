@@ -39,7 +39,8 @@ func (g *goneLog) take() []Key {
 func newTestRegistry(timeout time.Duration, maxN int) (*Registry, *clock.Manual, *goneLog) {
 	clock := clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	g := &goneLog{}
-	return New(Options{Timeout: timeout, Max: maxN, Clock: clock, Gone: g.record}), clock, g
+	// One client may take all: these tests are about the bound in all.
+	return New(Options{Timeout: timeout, Max: maxN, MaxPerClient: maxN, Clock: clock, Gone: g.record}), clock, g
 }
 
 // A session lives for the timeout after its last use; a use within it
@@ -47,23 +48,23 @@ func newTestRegistry(timeout time.Duration, maxN int) (*Registry, *clock.Manual,
 // it (reporting it gone) and starts it afresh.
 func TestUseExtendsAndExpires(t *testing.T) {
 	r, clock, g := newTestRegistry(time.Minute, 0)
-	a, err := r.Start(NoUser, "")
+	a, err := r.Start(NoUser, "", "client")
 	if err != nil {
 		t.Fatal(err)
 	}
 	clock.Advance(50 * time.Second)
-	if err := r.Use(a, ""); err != nil {
+	if err := r.Use(a, "", "client"); err != nil {
 		t.Fatal(err)
 	}
 	clock.Advance(50 * time.Second) // 100 s after start, 50 s after use
-	if err := r.Use(a, ""); err != nil {
+	if err := r.Use(a, "", "client"); err != nil {
 		t.Fatal(err)
 	}
 	if gone := g.take(); len(gone) != 0 {
 		t.Fatalf("gone while in use: %v", gone)
 	}
 	clock.Advance(61 * time.Second)
-	if err := r.Use(a, ""); err != nil {
+	if err := r.Use(a, "", "client"); err != nil {
 		t.Fatal(err)
 	}
 	if gone := g.take(); len(gone) != 1 || gone[0] != a {
@@ -77,9 +78,9 @@ func TestUseExtendsAndExpires(t *testing.T) {
 // Sweep ends the expired sessions and says when the next falls due.
 func TestSweep(t *testing.T) {
 	r, clock, g := newTestRegistry(time.Minute, 0)
-	a, _ := r.Start(NoUser, "")
+	a, _ := r.Start(NoUser, "", "client")
 	clock.Advance(30 * time.Second)
-	b, _ := r.Start(NoUser, "")
+	b, _ := r.Start(NoUser, "", "client")
 	if next := r.Sweep(); next != time.Minute-30*time.Second+1 {
 		t.Errorf("next due in %v", next)
 	}
@@ -99,8 +100,8 @@ func TestSweep(t *testing.T) {
 // End forgets the sessions and reports every id it was given.
 func TestEnd(t *testing.T) {
 	r, _, g := newTestRegistry(0, 0)
-	a, _ := r.Start(NoUser, "")
-	b, _ := r.Start(NoUser, "")
+	a, _ := r.Start(NoUser, "", "client")
+	b, _ := r.Start(NoUser, "", "client")
 	id, _ := NewID()
 	unknown := Key{ID: id, UID: NoUser}
 	r.End([]Key{a, unknown})
@@ -119,19 +120,19 @@ func TestEnd(t *testing.T) {
 // unless expired ones make room; known ones go on being used.
 func TestMax(t *testing.T) {
 	r, clock, _ := newTestRegistry(time.Minute, 2)
-	a, _ := r.Start(NoUser, "")
-	if _, err := r.Start(NoUser, ""); err != nil {
+	a, _ := r.Start(NoUser, "", "client")
+	if _, err := r.Start(NoUser, "", "client"); err != nil {
 		t.Fatal(err)
 	}
-	_, err := r.Start(NoUser, "")
+	_, err := r.Start(NoUser, "", "client")
 	if mongoerr.CodeOf(err) != mongoerr.TooManyLogicalSessions {
 		t.Fatalf("third session: %v", err)
 	}
-	if err := r.Use(a, ""); err != nil {
+	if err := r.Use(a, "", "client"); err != nil {
 		t.Fatal(err)
 	}
 	clock.Advance(2 * time.Minute)
-	if _, err := r.Start(NoUser, ""); err != nil {
+	if _, err := r.Start(NoUser, "", "client"); err != nil {
 		t.Fatalf("after the others expired: %v", err)
 	}
 }
@@ -140,7 +141,7 @@ func TestMax(t *testing.T) {
 func TestRunSweepsWhenTheClockMoves(t *testing.T) {
 	r, clock, g := newTestRegistry(time.Minute, 0)
 	g.ch = make(chan Key, 1)
-	a, _ := r.Start(NoUser, "")
+	a, _ := r.Start(NoUser, "", "client")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { r.Run(ctx); close(done) }()
@@ -159,14 +160,14 @@ func TestRunSweepsWhenTheClockMoves(t *testing.T) {
 // Concurrent uses of one session never lose it or report it gone.
 func TestConcurrentUse(t *testing.T) {
 	r, clock, g := newTestRegistry(time.Minute, 0)
-	a, _ := r.Start(NoUser, "")
+	a, _ := r.Start(NoUser, "", "client")
 	var wg sync.WaitGroup
 	for w := 0; w < 8; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := 0; i < 1000; i++ {
-				if err := r.Use(a, ""); err != nil {
+				if err := r.Use(a, "", "client"); err != nil {
 					t.Error(err)
 					return
 				}
@@ -199,10 +200,10 @@ func TestSessionsArePerUser(t *testing.T) {
 	id, _ := NewID()
 	alice := Key{ID: id, UID: UserUID("alice", "app")}
 	bob := Key{ID: id, UID: UserUID("bob", "app")}
-	if err := r.Use(alice, "alice@app"); err != nil {
+	if err := r.Use(alice, "alice@app", "client"); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Use(bob, "bob@app"); err != nil {
+	if err := r.Use(bob, "bob@app", "client"); err != nil {
 		t.Fatal(err)
 	}
 	if r.Len() != 2 {
@@ -220,7 +221,7 @@ func TestSessionsArePerUser(t *testing.T) {
 		t.Fatalf("listed %+v", l)
 	}
 	// A later use does not rename the session.
-	if err := r.Use(alice, "other@app"); err != nil {
+	if err := r.Use(alice, "other@app", "client"); err != nil {
 		t.Fatal(err)
 	}
 	if l := r.List(); l[0].User != "alice@app" {
@@ -235,7 +236,7 @@ func TestListOrder(t *testing.T) {
 	uids := []UID{{9}, {3}}
 	for _, id := range ids {
 		for _, uid := range uids {
-			if err := r.Use(Key{ID: id, UID: uid}, ""); err != nil {
+			if err := r.Use(Key{ID: id, UID: uid}, "", "client"); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -25,6 +25,7 @@ import (
 	"github.com/lethedb/lethe/clock"
 	"github.com/lethedb/lethe/engine/kv/pebblekv"
 	"github.com/lethedb/lethe/server"
+	"github.com/lethedb/lethe/session"
 )
 
 // shutdownGrace is how long in-flight requests get to finish after SIGINT or
@@ -69,6 +70,14 @@ func run(args []string) error {
 		"most open cursors one connection may have opened; 0 means no limit")
 	maxCursorMemory := fs.Int64("max-cursor-memory-mib", server.DefaultMaxCursorMemory>>20,
 		"most MiB of results (aggregations, sorted finds) open cursors may hold in memory; 0 means no limit")
+	maxCursorsPerClient := fs.Int("max-cursors-per-client", server.DefaultMaxCursorsPerClient,
+		"most open cursors one client (its user with --auth, else its address) may have opened; a quarter of --max-cursors unless given; 0 means no limit")
+	maxCursorMemoryPerClient := fs.Int64("max-cursor-memory-per-client-mib", server.DefaultMaxCursorMemoryPerClient>>20,
+		"most MiB of results one client's open cursors may hold in memory; half of --max-cursor-memory-mib unless given; 0 means no limit")
+	maxSessions := fs.Int("max-sessions", session.DefaultMax,
+		"most logical sessions kept at once (mongod's maxSessions); beyond, TooManyLogicalSessions")
+	maxSessionsPerClient := fs.Int("max-sessions-per-client", session.DefaultMaxPerClient,
+		"most logical sessions one client (its user with --auth, else its address) may keep, a tenth of --max-sessions unless given; beyond, its new ones get TooManyLogicalSessions")
 	clockFlag := fs.String("clock", "system", "time source for expiry: system, or manual for tests (time moves only by advanceClock)")
 	metricsListen := fs.String("metrics-listen", "", "address to serve Prometheus /metrics on, host:port; off when empty")
 	minFreeDisk := fs.Int64("min-free-disk", pebblekv.DefaultMinFreeDisk>>20, "MiB kept free on the data directory's filesystem: below it, writes that add data fail with OutOfDiskSpace while reads and deletes work; 0 turns this off")
@@ -96,6 +105,20 @@ func run(args []string) error {
 		return nil
 	}
 
+	if *maxSessions < 1 || *maxSessionsPerClient < 1 {
+		return fmt.Errorf("--max-sessions and --max-sessions-per-client must be at least 1")
+	}
+	// A client's share not given follows the server's bound: the server
+	// derives it (a tenth of the sessions, a quarter of the cursors, half
+	// of their memory), so that lowering the bound alone keeps shares.
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	perClientFlag := func(name string, v int) int {
+		if !given[name] {
+			return 0
+		}
+		return noLimitIfZero(v)
+	}
 	if err := checkBinding(*listen, *authOn, *insecureRemote); err != nil {
 		return err
 	}
@@ -123,10 +146,14 @@ func run(args []string) error {
 		MessageTimeout: *messageTimeout,
 		IdleTimeout:    *idleTimeout,
 		Cursors: server.CursorLimits{
-			Total:   noLimitIfZero(*maxCursors),
-			PerConn: noLimitIfZero(*maxCursorsPerConn),
-			Memory:  int64(noLimitIfZero(int(*maxCursorMemory))) << 20,
+			Total:           noLimitIfZero(*maxCursors),
+			PerConn:         noLimitIfZero(*maxCursorsPerConn),
+			Memory:          int64(noLimitIfZero(int(*maxCursorMemory))) << 20,
+			PerClient:       perClientFlag("max-cursors-per-client", *maxCursorsPerClient),
+			MemoryPerClient: int64(perClientFlag("max-cursor-memory-per-client-mib", int(*maxCursorMemoryPerClient))) << 20,
 		},
+		MaxSessions:           *maxSessions,
+		MaxSessionsPerClient:  perClientFlag("max-sessions-per-client", *maxSessionsPerClient),
 		CmdLine:               args,
 		LogLevel:              &atom,
 		EnableTestCommands:    *testCommands,
