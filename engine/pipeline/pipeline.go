@@ -183,6 +183,14 @@ func init() {
 	}
 }
 
+// Known reports whether name is a stage the compiler knows, so that a
+// caller that checks stages before compiling them (a change stream's) can
+// tell an unknown stage (40324) from one it does not allow.
+func Known(name string) bool {
+	_, ok := stageCompilers[name]
+	return ok
+}
+
 // StageOf splits a stage document into its name and argument.
 func StageOf(raw bson.Raw) (string, bson.RawValue, error) {
 	elems, err := raw.Elements()

@@ -1,0 +1,63 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+// TestChangeStreamPipelineStageErrors: after $changeStream, a stage name
+// mongod does not know fails to parse with 40324, as in any pipeline
+// (DocumentSource::parse), before the change stream refuses a known
+// stage it does not allow with IllegalOperation (Pipeline::validateCommon
+// in pipeline.cpp); a stage document must have exactly one field (40323).
+func TestChangeStreamPipelineStageErrors(t *testing.T) {
+	_, client := startReplSet(t)
+	coll := client.Database("cs").Collection("stages")
+	mustInsert(t, coll, bson.D{{Key: "_id", Value: 1}})
+	for _, c := range []struct {
+		stage bson.D
+		code  int
+	}{
+		{bson.D{{Key: "$noSuchStage", Value: bson.D{}}}, 40324},
+		{bson.D{{Key: "$group", Value: bson.D{{Key: "_id", Value: nil}}}}, 20},
+		{bson.D{{Key: "$match", Value: bson.D{}}, {Key: "$project", Value: bson.D{{Key: "a", Value: 1}}}}, 40323},
+		{bson.D{}, 40323},
+	} {
+		_, err := coll.Watch(testCtx(t), mongo.Pipeline{c.stage})
+		wantCode(t, err, c.code)
+	}
+}
+
+// TestChangeStreamNonResumableLabel: a change stream's fatal error (280)
+// and its lost history (286) carry the NonResumableChangeStreamError
+// label, which tells drivers not to resume: MongoDB's error_codes.yml puts
+// both in that category and error_labels.cpp labels every reply with it.
+func TestChangeStreamNonResumableLabel(t *testing.T) {
+	_, client := startReplSet(t)
+	coll := client.Database("cs").Collection("label")
+	mustInsert(t, coll, bson.D{{Key: "_id", Value: 1}})
+	wantLabel := func(err error, code int) {
+		t.Helper()
+		wantCode(t, err, code)
+		var se mongo.ServerError
+		if !errors.As(err, &se) || !se.HasErrorLabel("NonResumableChangeStreamError") {
+			t.Fatalf("error %v without the NonResumableChangeStreamError label", err)
+		}
+	}
+	noID := watchColl(t, coll, mongo.Pipeline{{{Key: "$project", Value: bson.D{{Key: "_id", Value: 0}}}}})
+	mustInsert(t, coll, bson.D{{Key: "_id", Value: 2}})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if noID.Next(ctx) {
+		t.Fatalf("event without its _id delivered: %s", noID.Current)
+	}
+	wantLabel(noID.Err(), 280)
+	_, err := coll.Watch(testCtx(t), mongo.Pipeline{}, options.ChangeStream().SetStartAtOperationTime(&bson.Timestamp{T: 1, I: 0}))
+	wantLabel(err, 286)
+}
