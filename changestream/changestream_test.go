@@ -32,6 +32,9 @@ type memSource struct {
 	// afterEntry, when set, runs after each entry a read hands over, as
 	// writes that land while a read goes on.
 	afterEntry func()
+	// afterClock, when set, runs after each reading of the clock, as
+	// time that passes while a read goes on.
+	afterClock func()
 }
 
 func (m *memSource) add(e oplog.Entry) {
@@ -85,7 +88,11 @@ func (m *memSource) Clock() (time.Time, <-chan struct{}) {
 	if m.systemClock {
 		return time.Now(), nil
 	}
-	return time.UnixMilli(m.now), nil
+	now := m.now
+	if m.afterClock != nil {
+		m.afterClock()
+	}
+	return time.UnixMilli(now), nil
 }
 
 func (m *memSource) Expiring(from, to int64, watch func(db, coll string) bool) ([]Expired, error) {

@@ -88,14 +88,29 @@ func (s *Stream) backlogError() error {
 // sees. Each expire event goes before the delete of its purge, and all
 // of them in order of instant, _id breaking ties.
 //
-// The read stops before a purge of a document that expired after now: the
-// clock moved on while this read ran, and documents that expired between
-// now and that purge's instant may still be stored, unscanned, and purged
-// at any moment. The next read, whose now has passed the purge's instant,
-// scans them and takes the purge.
-func (s *Stream) readWithExpiry(ctx context.Context) error {
+// The read stops before a purge of a document that expired after now if
+// the clock has moved on while this read ran: documents that expired
+// between now and that purge's instant may still be stored, unscanned,
+// and purged at any moment. The next read, whose now has passed the
+// purge's instant, scans them and takes the purge. If the clock is still
+// behind the purge's instant, it went back (a manual clock starts afresh
+// at each restart; a system clock may be stepped back): waiting for it
+// could take days, so the purge is taken now, and its expire event with
+// it. The stream's expiry position never goes back, so documents that the
+// clock, gone back, lets expire behind it have their delete but no expire
+// event.
+//
+// A failed read (a getMore's wait that ends during it) leaves the stream
+// where it was: a part of it would lose the expire events it had merged.
+func (s *Stream) readWithExpiry(ctx context.Context) (err error) {
 	nowT, _ := s.src.Clock()
 	now := nowT.UnixMilli()
+	base, after, check := len(s.pending), s.after, s.check
+	defer func() {
+		if err != nil {
+			s.pending, s.after, s.check = s.pending[:base], after, check
+		}
+	}()
 	exps, err := s.scan(s.expW, now)
 	if err != nil {
 		return err
@@ -104,12 +119,13 @@ func (s *Stream) readWithExpiry(ctx context.Context) error {
 		return s.backlogError()
 	}
 	visible, _ := s.src.Watch()
-	base := len(s.pending)
 	stopped := false
 	_, err = s.src.ReadOplog(ctx, s.after, func(ts oplog.Timestamp, raw bson.Raw) (bool, error) {
 		if at, ok := bsoncore.Document(raw).Lookup("expiredAt").DateTimeOK(); ok && at > now {
-			stopped = true
-			return false, nil
+			if again, _ := s.src.Clock(); again.UnixMilli() >= at {
+				stopped = true
+				return false, nil
+			}
 		}
 		before := len(s.pending)
 		if s.pending, err = s.spec.events(s.pending, ts, raw); err != nil {

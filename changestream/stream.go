@@ -147,6 +147,12 @@ func (s *Stream) Next(ctx context.Context, n, maxBytes int, await bool) ([]bson.
 			return nil, nil
 		}
 		out, err := s.fill(ctx, n, maxBytes)
+		if err != nil && await && errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
+			// The wait ended while a read ran: as at the end of any
+			// wait, an empty batch, not MaxTimeMSExpired; the read
+			// kept what it had read, or nothing.
+			return nil, nil
+		}
 		if err != nil || len(out) > 0 || !await || s.done {
 			return out, err
 		}
@@ -287,7 +293,9 @@ func (s *Stream) fill(ctx context.Context, n, maxBytes int) ([]bson.Raw, error) 
 		}
 	}
 	if s.Post != nil && len(out) > 0 {
-		return s.Post(ctx, out)
+		// These events are handed out already: the stages run on
+		// them even if the getMore's wait has ended meanwhile.
+		return s.Post(context.WithoutCancel(ctx), out)
 	}
 	return out, nil
 }

@@ -17,6 +17,7 @@ import (
 // leading $match, $sort, $skip and $limit stages become one query, so they
 // use the planner and indexes; package pipeline runs the rest in memory.
 func (e *Engine) Aggregate(ctx context.Context, db, coll string, stages []bson.Raw, opts AggregateOptions) ([]bson.Raw, error) {
+	opts.Stream = false
 	res, err := e.AggregateStream(ctx, db, coll, stages, opts)
 	return res.Docs, err
 }
@@ -24,6 +25,10 @@ func (e *Engine) Aggregate(ctx context.Context, db, coll string, stages []bson.R
 // AggregateResult is the output of a pipeline over a collection.
 type AggregateResult struct {
 	Docs []bson.Raw
+	// Rest, with AggregateOptions.Stream, is the output instead of Docs
+	// when it is on disk, left there by a final sort that spilled: the
+	// caller reads it as a cursor and closes it.
+	Rest Results
 	// Source is the collection the output streams from: in MongoDB a
 	// pipeline reads its collection as its cursor is read, and dropping or
 	// renaming the collection kills the cursor (Source.Check), unless a
@@ -47,12 +52,15 @@ type AggregateOptions struct {
 	// Host is the server's "host:port", as $collStats and $indexStats
 	// report it; the machine's name if empty.
 	Host string
+	// Stream lets the output of a final sort that spilled stay on disk
+	// for a cursor to read (AggregateResult.Rest), as find's does,
+	// rather than be held in memory whole.
+	Stream bool
 }
 
 // AggregateStream is Aggregate that also tells what kills its cursor.
 func (e *Engine) AggregateStream(ctx context.Context, db, coll string, stages []bson.Raw, opts AggregateOptions) (AggregateResult, error) {
-	docs, src, err := e.aggregate(ctx, db, coll, stages, opts)
-	return AggregateResult{Docs: docs, Source: src}, err
+	return e.aggregate(ctx, db, coll, stages, opts)
 }
 
 // ApplyStages runs pipeline stages over documents the caller produced, such
@@ -78,13 +86,13 @@ func (e *Engine) pipelineOptions(db string, opts AggregateOptions) pipeline.Opti
 	}
 }
 
-func (e *Engine) aggregate(ctx context.Context, db, coll string, stages []bson.Raw, opts AggregateOptions) ([]bson.Raw, Incarnation, error) {
+func (e *Engine) aggregate(ctx context.Context, db, coll string, stages []bson.Raw, opts AggregateOptions) (res AggregateResult, err error) {
 	if err := e.checkCollectionPipeline(db, stages); err != nil {
-		return nil, Incarnation{}, err
+		return res, err
 	}
 	if isStatsStage(stages) {
-		docs, err := e.aggregateStats(ctx, db, coll, stages, opts)
-		return docs, Incarnation{}, err
+		res.Docs, err = e.aggregateStats(ctx, db, coll, stages, opts)
+		return res, err
 	}
 	// Every stage is checked first, as MongoDB parses a pipeline before
 	// it runs any of it.
@@ -92,9 +100,12 @@ func (e *Engine) aggregate(ctx context.Context, db, coll string, stages []bson.R
 	if opts.AllowDiskUse {
 		// The request's temporary files, for the blocking sort of its
 		// query and its stages alike; the output is in memory by the
-		// time they go.
+		// time they go, or they go with the cursor that reads it.
 		po.Scratch = e.newScratch()
 		defer func() {
+			if res.Rest != nil {
+				return
+			}
 			if err := po.Scratch.Close(); err != nil {
 				e.log.Warn("removing the temporary files of an aggregation", zap.Error(err))
 			}
@@ -102,7 +113,7 @@ func (e *Engine) aggregate(ctx context.Context, db, coll string, stages []bson.R
 	}
 	all, err := pipeline.Compile(stages, po)
 	if err != nil {
-		return nil, Incarnation{}, err
+		return res, err
 	}
 	spec, n := planned(stages)
 	spec.AllowDiskUse, spec.Hint = opts.AllowDiskUse, opts.Hint
@@ -110,18 +121,34 @@ func (e *Engine) aggregate(ctx context.Context, db, coll string, stages []bson.R
 	p := all.From(n)
 	cur, err := e.Find(ctx, db, coll, spec)
 	if err != nil {
-		return nil, Incarnation{}, err
+		return res, err
+	}
+	if opts.Stream && n == len(stages) && cur.sorted != nil {
+		// The query is the whole pipeline and its sort spilled: the
+		// cursor reads its runs as a find's does. It takes the
+		// request's temporary files with it.
+		cur.scratch = po.Scratch
+		res.Rest = cur
+		return res, nil
 	}
 	defer cur.Close()
-	var src Incarnation
 	if !cur.materialized && !p.Blocks() {
-		src = cur.incarnation()
+		res.Source = cur.incarnation()
 	}
-	docs, err := p.Run(ctx, cursorDocs(ctx, cur))
+	if !opts.Stream {
+		res.Docs, err = p.Run(ctx, cursorDocs(ctx, cur))
+		return res, err
+	}
+	docs, sorted, err := p.RunSorted(ctx, cursorDocs(ctx, cur))
 	if err != nil {
-		return nil, Incarnation{}, err
+		return AggregateResult{}, err
 	}
-	return docs, src, nil
+	if sorted != nil {
+		res.Rest = &sortedResults{sorter: sorted, scratch: po.Scratch}
+		return res, nil
+	}
+	res.Docs = docs
+	return res, nil
 }
 
 // planned makes the query of the leading stages the planner runs, the

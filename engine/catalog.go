@@ -394,9 +394,7 @@ func (e *Engine) RenameCollection(fromDB, from, toDB, to string, dropTarget bool
 		if !dropTarget {
 			return mongoerr.New(mongoerr.NamespaceExists, "target namespace exists")
 		}
-		if _, err := e.DropCollection(toDB, to); err != nil {
-			return err
-		}
+		return e.renameReplacing(fromDB, from, toDB, to)
 	}
 	// The collection's ddl lock comes before engine.mu (see the package
 	// doc); the map is checked again under both.

@@ -130,3 +130,43 @@ func TestChangeStreamExpireResumeAfterRestart(t *testing.T) {
 	ev = wantEvent(t, resumed, "delete")
 	wantField(t, ev, "a", "ns", "coll")
 }
+
+// TestChangeStreamExpireResumeClockBehind: lethe --clock=manual starts its
+// clock at the real time again on each restart, so after a run that moved
+// it forward the clock is behind the expire events a stream had read. A
+// token taken after an expire event still resumes: the purge that followed
+// it comes as its delete, without the expire event again, and without a
+// MaxTimeMSExpired (50) the client never asked for (issue 17, item 24).
+// getMore without maxTimeMS on an awaitData cursor waits and returns an
+// empty batch (MongoDB's docs, "Tailable Cursors"; getmore_cmd.cpp).
+func TestChangeStreamExpireResumeClockBehind(t *testing.T) {
+	ts, client := startReplSet(t)
+	coll := client.Database("ttl").Collection("behind")
+	enableTTL(t, coll, -1)
+	mustInsert(t, coll, bson.D{{Key: "_id", Value: 1}, {Key: "ttl", Value: 3}})
+	cs := watchColl(t, coll, nil, expireEvents())
+	ts.Clock.Advance(3 * time.Second)
+	token := wantExpire(t, cs, 1, testEpoch.Add(3*time.Second)).Lookup("_id").Document()
+	wantField(t, wantEvent(t, cs, "delete"), bson.D{{Key: "_id", Value: 1}}, "documentKey")
+	cs.Close(context.Background())
+	client.Disconnect(context.Background())
+
+	ts.stop(t)
+	ts.Clock.Set(testEpoch) // a new process: its manual clock starts afresh
+	ts.start(t)
+	client = ts.NewClient(t, options.Client().ApplyURI(ts.URI+"?replicaSet=rs0"))
+	coll = client.Database("ttl").Collection("behind")
+	resumed := watchColl(t, coll, nil, expireEvents().SetResumeAfter(token))
+	wantField(t, wantEvent(t, resumed, "delete"), bson.D{{Key: "_id", Value: 1}}, "documentKey")
+	mustInsert(t, coll, bson.D{{Key: "_id", Value: 2}})
+	wantEvent(t, resumed, "insert")
+	// An empty getMore, not an error.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if resumed.TryNext(ctx) {
+		t.Fatalf("unexpected event %s", resumed.Current)
+	}
+	if err := resumed.Err(); err != nil {
+		t.Fatalf("getMore without maxTimeMS failed: %v", err)
+	}
+}

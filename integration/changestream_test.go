@@ -330,5 +330,11 @@ func TestChangeStreamClients(t *testing.T) {
 	uri := ts.URI + "test?replicaSet=rs0"
 	t.Run("mongosh", func(t *testing.T) { runMongoshScript(t, ts, "changestream.js") })
 	t.Run("node", func(t *testing.T) { runNodeScript(t, "changestream.mjs", uri) })
+	t.Run("node6-expire", func(t *testing.T) {
+		// mongoose 8's driver (mongodb@6 under an npm alias): how its
+		// applications get expire events (issue 17, item 23).
+		requireClient(t, exists("clients/node_modules/mongodb6"), "the MongoDB Node.js driver 6.x", "npm ci --prefix integration/clients (make test does it)")
+		runNodeScript(t, "expire_node6.mjs", uri)
+	})
 	t.Run("pymongo", func(t *testing.T) { runPythonScript(t, "changestream.py", uri) })
 }

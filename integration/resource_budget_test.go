@@ -151,8 +151,9 @@ func TestSortOfComputedFieldsDefaultLimits(t *testing.T) {
 
 // sortComputedFields sorts n documents that $addFields grows by 8 MiB each,
 // with and without allowDiskUse, under attack: the sort limit refuses the
-// first (292); the second spills its sort to disk, but the sorted output,
-// held for the cursor, passes the request's own memory bound (146).
+// first (292); the second spills its sort to disk, and the cursor reads
+// the sorted output from there, as mongod's does, without holding it
+// (issue 17, item 22).
 func sortComputedFields(t *testing.T, ts *testServer, n int, b attackBounds) {
 	t.Helper()
 	db := attacker(t, ts)
@@ -167,15 +168,29 @@ func sortComputedFields(t *testing.T, ts *testServer, n int, b attackBounds) {
 		{{Key: "$sort", Value: bson.D{{Key: "_id", Value: -1}}}},
 	}
 	var noDiskErr, diskErr error
+	read := 0
 	settleHeap()
 	underAttack(t, ts, b, func(ctx context.Context) {
 		_, noDiskErr = coll.Aggregate(ctx, pipeline, options.Aggregate().SetAllowDiskUse(false))
-		_, diskErr = coll.Aggregate(ctx, pipeline, options.Aggregate().SetAllowDiskUse(true))
+		cur, err := coll.Aggregate(ctx, pipeline, options.Aggregate().SetAllowDiskUse(true))
+		if err != nil {
+			diskErr = err
+			return
+		}
+		defer cur.Close(ctx)
+		for cur.Next(ctx) {
+			if id := cur.Current.Lookup("_id").Int32(); id != int32(n-1-read) {
+				diskErr = fmt.Errorf("document %d has _id %d", read, id)
+				return
+			}
+			read++
+		}
+		diskErr = cur.Err()
 	})
 	wantCode(t, noDiskErr, 292)
-	// allowDiskUse lifts the sort limit, not the server's own bound on
-	// what a request holds in memory.
-	wantCode(t, diskErr, 146)
+	if diskErr != nil || read != n {
+		t.Fatalf("with allowDiskUse: %d of %d documents: %v", read, n, diskErr)
+	}
 }
 
 func TestSortKeyLimit(t *testing.T) {

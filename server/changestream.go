@@ -12,6 +12,7 @@ import (
 	"github.com/lethedb/lethe/changestream"
 	"github.com/lethedb/lethe/clock"
 	"github.com/lethedb/lethe/engine"
+	agg "github.com/lethedb/lethe/engine/pipeline"
 	"github.com/lethedb/lethe/mongoerr"
 	"github.com/lethedb/lethe/oplog"
 )
@@ -48,12 +49,19 @@ func (s *Server) changeStream(ctx context.Context, req *Request, coll string, pi
 	}
 	rest := make([]bson.Raw, 0, len(pipeline)-1)
 	for _, st := range pipeline[1:] {
-		el, err := bsoncore.Document(st).IndexErr(0)
+		name, _, err := agg.StageOf(st)
 		if err != nil {
-			return nil, mongoerr.New(mongoerr.FailedToParse, "A pipeline stage specification object must contain exactly one field.")
+			return nil, err
 		}
-		if !changeStreamStages[el.Key()] {
-			return nil, mongoerr.New(mongoerr.IllegalOperation, "%s is not permitted in a $changeStream pipeline", el.Key())
+		// As mongod: parsing the pipeline refuses a stage it does not
+		// know (40324, DocumentSource::parse) before the change stream
+		// refuses one it does not allow (IllegalOperation,
+		// Pipeline::validateCommon).
+		if !changeStreamStages[name] {
+			if !agg.Known(name) {
+				return nil, mongoerr.New(mongoerr.Code(40324), "Unrecognized pipeline stage name: '%s'", name)
+			}
+			return nil, mongoerr.New(mongoerr.IllegalOperation, "%s is not permitted in a $changeStream pipeline", name)
 		}
 		rest = append(rest, cloneRaw(st))
 	}

@@ -340,12 +340,25 @@ var retryableCodes = map[mongoerr.Code]bool{
 	10107: true, 11600: true, 11602: true, 13435: true, 13436: true,
 }
 
+// nonResumableCodes are the codes of MongoDB's NonResumableChangeStreamError
+// category (src/mongo/base/error_codes.yml): mongod labels any reply with
+// them so (ErrorLabelBuilder::build in error_labels.cpp), and drivers do
+// not resume a change stream after them.
+var nonResumableCodes = map[mongoerr.Code]bool{
+	mongoerr.ChangeStreamFatalError: true, mongoerr.ChangeStreamHistoryLost: true,
+}
+
+const labelNonResumableChangeStream = "NonResumableChangeStreamError"
+
 // errorLabels are the labels of an error with code: failCommand's, when it
 // set some, else RetryableWriteError for a retryable code of a write
 // command that carries a txnNumber outside a transaction.
 func (s *Server) errorLabels(cmd *command, req *Request, code mongoerr.Code) []string {
 	if d := req.failed; d != nil && d.hasLabels {
 		return d.labels
+	}
+	if nonResumableCodes[code] {
+		return []string{labelNonResumableChangeStream}
 	}
 	if !retryableCodes[code] {
 		return nil

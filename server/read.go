@@ -355,10 +355,13 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 	opts := engine.AggregateOptions{AllowDiskUse: allowDiskUse, Hint: hint, BypassDocumentValidation: bypass, Host: s.hostPort()}
 	var docs []bson.Raw
 	var source engine.Incarnation
+	var rest engine.Results
 	if onCollection {
 		var res engine.AggregateResult
+		// A final sort that spilled stays on disk for the cursor.
+		opts.Stream = true
 		res, err = s.eng.AggregateStream(ctx, req.DB, from, pipeline, opts)
-		docs, source = res.Docs, res.Source
+		docs, source, rest = res.Docs, res.Source, res.Rest
 	} else {
 		coll = "$cmd.aggregate"
 		docs, err = s.aggregateDB(ctx, req, pipeline, opts)
@@ -366,8 +369,12 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 	if err != nil {
 		return nil, err
 	}
-	if batchSize == 0 {
-		return s.cursorReplyEmpty(req, &sliceSource{docs: docs, source: source}, req.DB+"."+coll, false)
+	var src batchSource = &sliceSource{docs: docs, source: source}
+	if rest != nil {
+		src = rest
 	}
-	return s.cursorReply(ctx, req, &sliceSource{docs: docs, source: source}, req.DB+"."+coll, batchSize, cursorOptions{})
+	if batchSize == 0 {
+		return s.cursorReplyEmpty(req, src, req.DB+"."+coll, false)
+	}
+	return s.cursorReply(ctx, req, src, req.DB+"."+coll, batchSize, cursorOptions{})
 }

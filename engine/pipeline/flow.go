@@ -4,6 +4,8 @@ import (
 	"errors"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/lethedb/lethe/engine/spill"
 )
 
 // Stages that flow take their input as it comes and pass on what they make
@@ -38,12 +40,18 @@ func (r *run) spillBudget() int64 {
 }
 
 // flow runs the leading stages that flow or spill over src and returns the
-// Source of what they make and the stages left.
-func (r *run) flow(stages []stage, src Source) (Source, []stage, error) {
+// Source of what they make and the stages left. With keepSorted, a last
+// $sort that spills leaves its output in r.sorted, and flow returns no
+// Source.
+func (r *run) flow(stages []stage, src Source, keepSorted bool) (Source, []stage, error) {
 	for len(stages) > 0 {
 		switch st := stages[0].(type) {
 		case *matchStage, *shapeStage, *replaceRootStage, *unwindStage, *redactStage:
 			src = perDoc(r, st, src)
+		case *lookupStage:
+			// One document at a time, as mongod's $lookup: the pipeline
+			// holds what one document joins, not every document joined.
+			src = st.flowing(r, src)
 		case *skipStage:
 			src = skipped(st.n, src)
 		case *limitStage:
@@ -53,6 +61,13 @@ func (r *run) flow(stages []stage, src Source) (Source, []stage, error) {
 			switch lim, ok := first(stages[1:]).(*limitStage); {
 			case ok:
 				src, err = st.top(r, src, lim.n)
+			case r.spills() && keepSorted && len(stages) == 1:
+				var sorter *spill.Sorter
+				if sorter, err = st.sortAll(r, src); err == nil && sorter.Spilled() {
+					r.sorted = sorter
+					return nil, nil, nil
+				}
+				src = sortedSource(r, sorter)
 			case r.spills():
 				src, err = st.spill(r, src)
 			default:

@@ -187,6 +187,28 @@ func (s *lookupStage) apply(r *run, docs []bson.Raw, out Limit) ([]bson.Raw, err
 	return docs, nil
 }
 
+// flowing is $lookup over src one document at a time, each passed on
+// with what joins it before the next is read; one cache of joins serves
+// the whole stream.
+func (s *lookupStage) flowing(r *run, src Source) Source {
+	return func(fn func(bson.Raw) error) error {
+		if r.opts.Catalog == nil {
+			return noCatalog("$lookup")
+		}
+		cache := newJoinCache()
+		return src(func(d bson.Raw) error {
+			if err := r.ctx.Err(); err != nil {
+				return err
+			}
+			found, err := s.join(r, d, cache)
+			if err != nil {
+				return err
+			}
+			return fn(withField(d, s.as, arrayOfDocs(found)))
+		})
+	}
+}
+
 // join finds the documents that join d.
 func (s *lookupStage) join(r *run, d bson.Raw, cache *joinCache) ([]bson.Raw, error) {
 	var match bson.Raw

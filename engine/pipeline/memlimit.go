@@ -19,7 +19,8 @@ import (
 //     facet.go and windowspill.go);
 //   - everything a pipeline holds in memory, spilling or not, stops at
 //     Options.MemLimit, with ExceededMemoryLimit: the output of the
-//     pipeline, what stages after the first that neither flows nor spills
+//     pipeline (but that of a final $sort that spilled, which RunSorted
+//     leaves on disk), what stages after the first that neither flows nor spills
 //     pass on (they work on whole arrays of documents), what the groups
 //     in memory of a spilling $group grow by. What went to disk does not
 //     count; the Scratch has its own bound.

@@ -183,6 +183,14 @@ func init() {
 	}
 }
 
+// Known reports whether name is a stage the compiler knows, so that a
+// caller that checks stages before compiling them (a change stream's) can
+// tell an unknown stage (40324) from one it does not allow.
+func Known(name string) bool {
+	_, ok := stageCompilers[name]
+	return ok
+}
+
 // StageOf splits a stage document into its name and argument.
 func StageOf(raw bson.Raw) (string, bson.RawValue, error) {
 	elems, err := raw.Elements()
@@ -220,6 +228,10 @@ func (p *Pipeline) Blocks() bool {
 type run struct {
 	ctx  context.Context
 	opts *Options
+	// keepSorted asks the run to leave the output of a final $sort that
+	// spilled on disk (RunSorted), sorted holds it then.
+	keepSorted bool
+	sorted     *spill.Sorter
 }
 
 // Run passes the documents of src through the stages and returns what the
@@ -236,10 +248,40 @@ func (p *Pipeline) Run(ctx context.Context, src Source) ([]bson.Raw, error) {
 	return docs, nil
 }
 
+// RunSorted is Run for a caller that reads the output as a cursor reads
+// it: when the pipeline ends with a $sort that spilled to disk, the output
+// stays in the returned sorter's runs, for the caller to read (Sorter.Iter,
+// checking sizes with CheckSize) and to remove with Options.Scratch, and
+// docs is nil. So the output of a large sort is held neither whole in
+// memory nor against Options.MemLimit, as mongod's $sort hands its output
+// to the cursor as it is read.
+func (p *Pipeline) RunSorted(ctx context.Context, src Source) (docs []bson.Raw, sorted *spill.Sorter, err error) {
+	r := &run{ctx: ctx, opts: &p.opts, keepSorted: true}
+	if docs, err = r.stages(p.stages, src); err != nil {
+		return nil, nil, err
+	}
+	if r.sorted != nil {
+		return nil, r.sorted, nil
+	}
+	if err := checkSizes(docs); err != nil {
+		return nil, nil, err
+	}
+	return docs, nil, nil
+}
+
+// CheckSize refuses a document of the output too large to return.
+func CheckSize(d bson.Raw) error {
+	return checkSizes([]bson.Raw{d})
+}
+
 // stages runs stages over src.
 func (r *run) stages(stages []stage, src Source) ([]bson.Raw, error) {
-	src, stages, err := r.flow(stages, src)
-	if err != nil {
+	// Only the pipeline's own last $sort may stay on disk, not one of a
+	// sub-pipeline ($facet) this run also runs.
+	keep := r.keepSorted
+	r.keepSorted = false
+	src, stages, err := r.flow(stages, src, keep)
+	if err != nil || r.sorted != nil {
 		return nil, err
 	}
 	var docs []bson.Raw

@@ -12,11 +12,20 @@ import (
 // spill sorts src holding at most the spill budget in memory; the rest
 // goes to sorted runs on disk, merged as the output is read.
 func (s *sortStage) spill(r *run, src Source) (Source, error) {
+	sorter, err := s.sortAll(r, src)
+	if err != nil {
+		return nil, err
+	}
+	return sortedSource(r, sorter), nil
+}
+
+// sortAll reads src into a sorter that spills past the spill budget.
+func (s *sortStage) sortAll(r *run, src Source) (*spill.Sorter, error) {
 	sorter := spill.NewSorter(r.opts.Scratch, s.compare, r.spillBudget())
 	if err := src(func(d bson.Raw) error { return sorter.Add(r.ctx, d) }); err != nil {
 		return nil, err
 	}
-	return sortedSource(r, sorter), nil
+	return sorter, nil
 }
 
 func (s *sortStage) compare(a, b []byte) int { return s.s.Compare(a, b) }

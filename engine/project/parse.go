@@ -37,7 +37,14 @@ type parser struct {
 // path from the root is prefix.
 func (p *parser) element(parent *node, prefix []string, e bsoncore.Element) error {
 	key, v := e.Key(), e.Value()
-	begin, end, positional := findPositional(key)
+	// mongod refuses "$" inside a path before it looks at the value, in
+	// find and in $project alike: "a.$.b" meant "a.$" before 4.4, and
+	// now fails rather than project something else (parseElement in
+	// projection_parser.cpp).
+	if strings.Contains(key, ".$.") {
+		return mongoerr.New(mongoerr.Code(31394), "As of 4.4, it's illegal to specify positional operator in the middle of a path.Positional projection may only be used at the end, for example: a.b.$. If the query previously used a form like a.b.$.d, remove the parts following the '$' and the results will be equivalent.")
+	}
+	begin, positional := findPositional(key)
 	positional = positional && !p.stage
 	switch {
 	case v.Type == bsoncore.TypeEmbeddedDocument:
@@ -48,7 +55,7 @@ func (p *parser) element(parent *node, prefix []string, e bsoncore.Element) erro
 	case isFlag(v.Type):
 		if truthy(v) {
 			if positional {
-				return p.positionalInclusion(parent, prefix, key, begin, end)
+				return p.positionalInclusion(parent, prefix, key, begin)
 			}
 			return p.inclusion(parent, prefix, key)
 		}
@@ -119,19 +126,12 @@ func (p *parser) exclusion(parent *node, prefix []string, key string) error {
 
 // positionalInclusion parses "a.b.$": an inclusion of a.b whose first array
 // is cut down to the element the query matched.
-func (p *parser) positionalInclusion(parent *node, prefix []string, key string, begin, end int) error {
+func (p *parser) positionalInclusion(parent *node, prefix []string, key string, begin int) error {
 	switch {
 	case p.hasPositional:
 		return mongoerr.New(mongoerr.Code(31276), "Cannot specify more than one positional projection per query.")
 	case p.hasElemMatch:
 		return mongoerr.New(mongoerr.Code(31256), "Cannot specify positional operator and $elemMatch.")
-	case strings.HasSuffix(key, ".$."):
-		return mongoerr.New(mongoerr.Code(31270), "Path cannot end with '.$.'")
-	}
-	if rest := key[end:]; rest == "$" {
-		return mongoerr.New(mongoerr.Code(31287), "Cannot use positional operator twice: %s", key)
-	} else if _, _, again := findPositional(rest); again {
-		return mongoerr.New(mongoerr.Code(31287), "Cannot use positional operator twice: %s", key)
 	}
 	path, err := checkPath(key[:begin])
 	if err != nil {
@@ -305,19 +305,17 @@ func subtreeAt(n *node, path []string) (*node, error) {
 	return n, nil
 }
 
-// findPositional locates the first positional operator of a projected
-// path: ".$." inside it, ".$" at its end, or the whole path "$".
-func findPositional(path string) (begin, end int, ok bool) {
-	if i := strings.Index(path, ".$."); i >= 0 {
-		return i, i + 3, true
-	}
+// findPositional locates the positional operator of a projected path:
+// ".$" at its end, or the whole path "$". ("$" inside a path is refused
+// before.)
+func findPositional(path string) (begin int, ok bool) {
 	if strings.HasSuffix(path, ".$") {
-		return len(path) - 2, len(path), true
+		return len(path) - 2, true
 	}
 	if path == "$" {
-		return 0, 1, true
+		return 0, true
 	}
-	return 0, 0, false
+	return 0, false
 }
 
 // checkPath splits a projected path and checks it as MongoDB's FieldPath
