@@ -415,30 +415,9 @@ func (e *Engine) RenameCollection(fromDB, from, toDB, to string, dropTarget bool
 	if e.isViewLocked(toDB, to) {
 		return mongoerr.New(mongoerr.NamespaceExists, "a view already exists with that name: %s.%s", toDB, to)
 	}
-	st := c.st()
-	meta := st.meta
-	meta.DB, meta.Name = toDB, to
-	ctx := context.Background()
-	tx, err := e.beginCatalog(ctx, true)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	if err := tx.Delete(catalogKey(fromDB, from)); err != nil {
-		return err
-	}
-	if err := putMeta(tx, &meta); err != nil {
-		return err
-	}
-	if err := e.commitLogged(ctx, tx, kv.Sync, renameEntry(st, toDB, to, nil)); err != nil {
+	if _, err := e.commitRename(c, nil, fromDB, from, toDB, to); err != nil {
 		return fmt.Errorf("engine: rename: %w", err)
 	}
-	nst := *st
-	nst.meta = meta
-	nst.renames++
-	c.state.Store(&nst)
-	delete(e.colls, nsKey(fromDB, from))
-	e.colls[nsKey(toDB, to)] = c
 	return nil
 }
 

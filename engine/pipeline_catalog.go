@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 
-	"github.com/lethedb/lethe/engine/kv"
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/lethedb/lethe/engine/pipeline"
@@ -138,15 +137,23 @@ func tempName() string {
 // renameOver renames db.from to db.to, dropping db.to if it exists, in one
 // commit.
 func (e *Engine) renameOver(db, from, to string) error {
+	ranges, err := e.renameOverLocked(db, from, to)
+	e.reclaim(context.TODO(), ranges)
+	return err
+}
+
+// renameOverLocked is renameOver under the collections' locks; it returns
+// the ranges of the target it dropped, to reclaim once they are released.
+func (e *Engine) renameOverLocked(db, from, to string) ([]keyRange, error) {
 	if err := ValidateNamespace(db, to); err != nil {
-		return err
+		return nil, err
 	}
 	if err := e.writable(); err != nil {
-		return err
+		return nil, err
 	}
 	src := e.collection(db, from)
 	if src == nil {
-		return mongoerr.New(mongoerr.NamespaceNotFound, "Source collection %s.%s does not exist", db, from)
+		return nil, mongoerr.New(mongoerr.NamespaceNotFound, "Source collection %s.%s does not exist", db, from)
 	}
 	// The target is locked before the source: the source is a temporary
 	// collection no other request knows, so no request takes the two in
@@ -161,55 +168,11 @@ func (e *Engine) renameOver(db, from, to string) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.colls[nsKey(db, from)] != src || e.colls[nsKey(db, to)] != dst {
-		return mongoerr.New(mongoerr.Interrupted, "$out: the collection %s.%s was created, dropped or renamed while $out wrote it", db, to)
+		return nil, mongoerr.New(mongoerr.Interrupted, "$out: the collection %s.%s was created, dropped or renamed while $out wrote it", db, to)
 	}
-	ctx := context.TODO()
-	tx, err := e.beginCatalog(ctx, true)
+	ranges, err := e.commitRename(src, dst, db, from, db, to)
 	if err != nil {
-		return err
+		return nil, fmt.Errorf("engine: $out into %s.%s: %w", db, to, err)
 	}
-	defer tx.Rollback()
-	var dstState *collState
-	var ranges []keyRange
-	if dst != nil {
-		dstState = dst.st()
-		if err := tx.Delete(catalogKey(db, to)); err != nil {
-			return err
-		}
-		ranges = collectionRanges(dstState)
-		if err := recordReclaim(tx, ranges); err != nil {
-			return err
-		}
-	}
-	st := src.st()
-	meta := st.meta
-	meta.Name = to
-	if err := tx.Delete(catalogKey(db, from)); err != nil {
-		return err
-	}
-	if err := putMeta(tx, &meta); err != nil {
-		return err
-	}
-	var dropped []byte
-	if dstState != nil {
-		dropped = dstState.meta.UUID.Data
-	}
-	if err := e.commitLogged(ctx, tx, kv.Sync, renameEntry(st, db, to, dropped)); err != nil {
-		return fmt.Errorf("engine: $out into %s.%s: %w", db, to, err)
-	}
-	if ranges != nil {
-		defer e.reclaim(ctx, ranges)
-	}
-	if dst != nil {
-		dropped := *dstState
-		dropped.dropped = true
-		dst.state.Store(&dropped)
-	}
-	nst := *st
-	nst.meta = meta
-	nst.renames++
-	src.state.Store(&nst)
-	delete(e.colls, nsKey(db, from))
-	e.colls[nsKey(db, to)] = src
-	return nil
+	return ranges, nil
 }

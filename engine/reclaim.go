@@ -37,6 +37,9 @@ func recordReclaim(tx kv.Txn, ranges []keyRange) error {
 // reclaim drops ranges whose drop has committed, then their records. A
 // failure is logged and left for the next Open.
 func (e *Engine) reclaim(ctx context.Context, ranges []keyRange) {
+	if len(ranges) == 0 {
+		return
+	}
 	tx, err := e.store.Begin(ctx, kv.TxnOptions{Pessimistic: true})
 	if err == nil {
 		defer tx.Rollback()

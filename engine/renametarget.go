@@ -1,10 +1,10 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 
-	"github.com/cockroachdb/pebble/v2"
-
+	"github.com/lethedb/lethe/engine/kv"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -16,15 +16,23 @@ import (
 // (jstests/change_streams/show_expanded_events.js, metadata_notifications.js),
 // and no reader sees the target gone but the source not yet renamed.
 func (e *Engine) renameReplacing(fromDB, from, toDB, to string) error {
-	if err := e.disk.writable(); err != nil {
-		return err
+	ranges, err := e.renameReplacingLocked(fromDB, from, toDB, to)
+	e.reclaim(context.TODO(), ranges)
+	return err
+}
+
+// renameReplacingLocked is renameReplacing under the collections' locks;
+// it returns the target's ranges, to reclaim once the locks are released.
+func (e *Engine) renameReplacingLocked(fromDB, from, toDB, to string) ([]keyRange, error) {
+	if err := e.writable(); err != nil {
+		return nil, err
 	}
 	src, dst := e.collection(fromDB, from), e.collection(toDB, to)
 	if src == nil {
-		return mongoerr.New(mongoerr.NamespaceNotFound, "Source collection %s.%s does not exist", fromDB, from)
+		return nil, mongoerr.New(mongoerr.NamespaceNotFound, "Source collection %s.%s does not exist", fromDB, from)
 	}
 	if dst == nil {
-		return e.RenameCollection(fromDB, from, toDB, to, false)
+		return nil, e.RenameCollection(fromDB, from, toDB, to, false)
 	}
 	// Two renames in opposite directions take the two ddl locks in the
 	// same order: that of the collections' ids.
@@ -39,39 +47,71 @@ func (e *Engine) renameReplacing(fromDB, from, toDB, to string) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.colls[nsKey(fromDB, from)] != src {
-		return mongoerr.New(mongoerr.NamespaceNotFound, "Source collection %s.%s does not exist", fromDB, from)
+		return nil, mongoerr.New(mongoerr.NamespaceNotFound, "Source collection %s.%s does not exist", fromDB, from)
 	}
 	if e.colls[nsKey(toDB, to)] != dst {
-		return mongoerr.New(mongoerr.Interrupted, "renameCollection: the target %s.%s was created, dropped or renamed meanwhile", toDB, to)
+		return nil, mongoerr.New(mongoerr.Interrupted, "renameCollection: the target %s.%s was created, dropped or renamed meanwhile", toDB, to)
 	}
 	if e.isViewLocked(toDB, to) {
-		return mongoerr.New(mongoerr.NamespaceExists, "a view already exists with that name: %s.%s", toDB, to)
+		return nil, mongoerr.New(mongoerr.NamespaceExists, "a view already exists with that name: %s.%s", toDB, to)
 	}
-	b := e.db.NewBatch()
-	defer b.Close()
-	dstState := dst.st()
-	if err := b.Delete(catalogKey(toDB, to), nil); err != nil {
-		return err
+	ranges, err := e.commitRename(src, dst, fromDB, from, toDB, to)
+	if err != nil {
+		return nil, fmt.Errorf("engine: rename %s.%s over %s.%s: %w", fromDB, from, toDB, to, err)
 	}
-	deleteCollectionData(b, dstState)
+	return ranges, nil
+}
+
+// commitRename commits the rename of src from fromDB.from to toDB.to,
+// dropping dst (nil: none) in the same commit, and installs the new
+// catalog state. The caller holds the ddl locks of both and e.mu, and has
+// checked that the map still names them; it reclaims the ranges returned,
+// dst's, once it has released them.
+func (e *Engine) commitRename(src, dst *Collection, fromDB, from, toDB, to string) ([]keyRange, error) {
+	ctx := context.TODO()
+	// A rename adds only a small catalog entry: it may use the disk's
+	// reserve.
+	tx, err := e.beginCatalog(ctx, true)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	var dstState *collState
+	var ranges []keyRange
+	var droppedUUID []byte
+	if dst != nil {
+		dstState = dst.st()
+		droppedUUID = dstState.meta.UUID.Data
+		if err := tx.Delete(catalogKey(toDB, to)); err != nil {
+			return nil, err
+		}
+		ranges = collectionRanges(dstState)
+		if err := recordReclaim(tx, ranges); err != nil {
+			return nil, err
+		}
+	}
 	st := src.st()
 	meta := st.meta
 	meta.DB, meta.Name = toDB, to
-	_ = b.Delete(catalogKey(fromDB, from), nil)
-	if err := putMeta(b, &meta); err != nil {
-		return err
+	if err := tx.Delete(catalogKey(fromDB, from)); err != nil {
+		return nil, err
 	}
-	if err := e.commitLogged(b, pebble.Sync, renameEntry(st, toDB, to, dstState.meta.UUID.Data)); err != nil {
-		return fmt.Errorf("engine: rename %s.%s over %s.%s: %w", fromDB, from, toDB, to, err)
+	if err := putMeta(tx, &meta); err != nil {
+		return nil, err
 	}
-	dropped := *dstState
-	dropped.dropped = true
-	dst.state.Store(&dropped)
+	if err := e.commitLogged(ctx, tx, kv.Sync, renameEntry(st, toDB, to, droppedUUID)); err != nil {
+		return nil, err
+	}
+	if dst != nil {
+		dropped := *dstState
+		dropped.dropped = true
+		dst.state.Store(&dropped)
+	}
 	nst := *st
 	nst.meta = meta
 	nst.renames++
 	src.state.Store(&nst)
 	delete(e.colls, nsKey(fromDB, from))
 	e.colls[nsKey(toDB, to)] = src
-	return nil
+	return ranges, nil
 }
