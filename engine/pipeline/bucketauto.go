@@ -13,6 +13,8 @@ import (
 	"github.com/lethedb/lethe/bsonvalue"
 	"github.com/lethedb/lethe/engine/expr"
 	"github.com/lethedb/lethe/engine/keycodec"
+	"github.com/lethedb/lethe/engine/pipeline/accum"
+	"github.com/lethedb/lethe/engine/pipeline/internal/values"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -43,7 +45,7 @@ func compileBucketAuto(c *compiler, _ string, arg bson.RawValue) (stage, error) 
 			s.groupBy, err = c.groupByExpr(v, 40239, "$bucketAuto")
 		case "buckets":
 			bv := bsoncore.Value{Type: bsoncore.Type(v.Type), Data: v.Value}
-			if !isNumeric(bv) {
+			if !values.IsNumeric(bv) {
 				return nil, specError(40241, "The $bucketAuto 'buckets' field must be a numeric value, but found type: %s", bsonvalue.TypeName(bv.Type))
 			}
 			n, ok := bsonvalue.IntegerValue(bv)
@@ -111,7 +113,7 @@ func (s *bucketAutoStage) stream(r *run, src Source) ([]bson.Raw, error) {
 		if err != nil {
 			return err
 		}
-		v = own(v, d)
+		v = values.Own(v, d)
 		if err := h.add(len(d) + len(v.Data)); err != nil {
 			return err
 		}
@@ -137,7 +139,7 @@ func (s *bucketAutoStage) stream(r *run, src Source) ([]bson.Raw, error) {
 
 // key is the groupBy value of doc.
 func (s *bucketAutoStage) key(r *run, doc bson.Raw) (bsoncore.Value, error) {
-	v, err := evalOrNull(r.ctx, s.groupBy, doc)
+	v, err := values.EvalOrNull(r.ctx, s.groupBy, doc)
 	if err == nil && s.round != nil {
 		err = checkGranularityKey(v)
 	}
@@ -166,7 +168,7 @@ type bucketer struct {
 // autoBucket is one bucket being filled.
 type autoBucket struct {
 	min, max bsoncore.Value
-	accs     []accumulator
+	accs     []accum.Accumulator
 }
 
 // bucketer returns a bucketer of n documents that passes the buckets to
@@ -190,7 +192,7 @@ func (b *bucketer) add(key bsoncore.Value, doc bson.Raw) error {
 		next := key
 		if b.s.round != nil {
 			b.cur.max = b.bound
-			if toFloat(b.cur.max) == 0 {
+			if values.ToFloat(b.cur.max) == 0 {
 				b.cur.max = b.s.round.down(key)
 			}
 			next = b.cur.max
@@ -211,7 +213,7 @@ func (b *bucketer) add(key bsoncore.Value, doc bson.Raw) error {
 	b.cur.max = key
 	b.taken++
 	for _, a := range b.cur.accs {
-		grew, err := a.add(b.r.ctx, doc)
+		grew, err := a.Add(b.r.ctx, doc)
 		if err == nil {
 			err = b.h.add(grew)
 		}
@@ -240,14 +242,14 @@ func (b *bucketer) belongs(key bsoncore.Value) bool {
 // begin begins a bucket from min.
 func (b *bucketer) begin(min bsoncore.Value) error {
 	b.made++
-	b.cur, b.taken = &autoBucket{min: min, accs: make([]accumulator, len(b.s.accs))}, 0
+	b.cur, b.taken = &autoBucket{min: min, accs: make([]accum.Accumulator, len(b.s.accs))}, 0
 	if b.made == 1 && b.s.round != nil {
 		b.cur.min = b.s.round.down(min)
 	}
 	if b.fresh {
 		b.h.n = 0
 	}
-	return startAccs(b.r.ctx, b.cur.accs, b.s.accs, nullValue)
+	return startAccs(b.r.ctx, b.cur.accs, b.s.accs, values.Null)
 }
 
 // close passes on the current bucket.
@@ -255,9 +257,9 @@ func (b *bucketer) close() error {
 	id := bsoncore.NewDocumentBuilder().AppendValue("min", b.cur.min).AppendValue("max", b.cur.max).Build()
 	d := bsoncore.NewDocumentBuilder().AppendDocument("_id", id)
 	for k, a := range b.s.accs {
-		v := b.cur.accs[k].result()
+		v := b.cur.accs[k].Result()
 		if v.Type == 0 {
-			v = nullValue
+			v = values.Null
 		}
 		d.AppendValue(a.field, v)
 	}
@@ -278,10 +280,10 @@ func (b *bucketer) end() error {
 
 // checkGranularityKey refuses a value a granularity cannot round.
 func checkGranularityKey(v bsoncore.Value) error {
-	if !isNumeric(v) {
-		return mongoerr.New(40258, "$bucketAuto can specify a 'granularity' with numeric boundaries only, but found a value with type: %s", typeName(v))
+	if !values.IsNumeric(v) {
+		return mongoerr.New(40258, "$bucketAuto can specify a 'granularity' with numeric boundaries only, but found a value with type: %s", values.TypeName(v))
 	}
-	f := toFloat(v)
+	f := values.ToFloat(v)
 	if math.IsNaN(f) {
 		return mongoerr.New(40259, "$bucketAuto can specify a 'granularity' with numeric boundaries only, but found a NaN")
 	}
@@ -339,7 +341,7 @@ func rounderOf(name string) (*rounder, error) {
 // up rounds v up to the next number of the series strictly above it;
 // zero stays zero.
 func (r *rounder) up(v bsoncore.Value) bsoncore.Value {
-	f := toFloat(v)
+	f := values.ToFloat(v)
 	if f == 0 {
 		return v
 	}
@@ -355,7 +357,7 @@ func (r *rounder) up(v bsoncore.Value) bsoncore.Value {
 		prevMin := s[0] * m
 		m /= 10
 		if f >= s[len(s)-1]*m {
-			return doubleValue(prevMin)
+			return values.Double(prevMin)
 		}
 	}
 	i, _ := slices.BinarySearchFunc(s, f, func(x, f float64) int {
@@ -364,13 +366,13 @@ func (r *rounder) up(v bsoncore.Value) bsoncore.Value {
 		}
 		return -1
 	})
-	return doubleValue(s[i] * m)
+	return values.Double(s[i] * m)
 }
 
 // down rounds v down to the number of the series strictly below it;
 // zero stays zero.
 func (r *rounder) down(v bsoncore.Value) bsoncore.Value {
-	f := toFloat(v)
+	f := values.ToFloat(v)
 	if f == 0 {
 		return v
 	}
@@ -386,7 +388,7 @@ func (r *rounder) down(v bsoncore.Value) bsoncore.Value {
 		prevMax := s[len(s)-1] * m
 		m *= 10
 		if f <= s[0]*m {
-			return doubleValue(prevMax)
+			return values.Double(prevMax)
 		}
 	}
 	i, _ := slices.BinarySearchFunc(s, f, func(x, f float64) int {
@@ -395,7 +397,7 @@ func (r *rounder) down(v bsoncore.Value) bsoncore.Value {
 		}
 		return 1
 	})
-	return doubleValue(s[i-1] * m)
+	return values.Double(s[i-1] * m)
 }
 
 // powerOfTwo is the power of two strictly above (up) or below v. As in
@@ -416,7 +418,7 @@ func powerOfTwo(v bsoncore.Value, up bool) bsoncore.Value {
 			exp = high
 		}
 	} else {
-		f := toFloat(v)
+		f := values.ToFloat(v)
 		if math.IsInf(f, 0) {
 			return v
 		}
@@ -430,11 +432,11 @@ func powerOfTwo(v bsoncore.Value, up bool) bsoncore.Value {
 	case v.Type == bsoncore.TypeDecimal128:
 		return decimalPowerOfTwo(exp)
 	case exp < 0 || exp > 62:
-		return doubleValue(math.Exp2(float64(exp)))
+		return values.Double(math.Exp2(float64(exp)))
 	case exp < 31:
 		return bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, int32(1)<<exp)}
 	}
-	return int64Value(int64(1) << exp)
+	return values.Int64(int64(1) << exp)
 }
 
 // decimalPowerOfTwo is 2^exp as a decimal, exact to 34 digits: 2^-k is
@@ -448,40 +450,8 @@ func decimalPowerOfTwo(exp int) bsoncore.Value {
 	}
 	d, err := bson.ParseDecimal128(s)
 	if err != nil {
-		return doubleValue(math.Exp2(float64(exp)))
+		return values.Double(math.Exp2(float64(exp)))
 	}
 	hi, lo := d.GetBytes()
 	return bsoncore.Value{Type: bsoncore.TypeDecimal128, Data: bsoncore.AppendDecimal128(nil, hi, lo)}
-}
-
-func doubleValue(f float64) bsoncore.Value {
-	return bsoncore.Value{Type: bsoncore.TypeDouble, Data: bsoncore.AppendDouble(nil, f)}
-}
-
-// isNumeric reports whether v is a number of any BSON type.
-func isNumeric(v bsoncore.Value) bool {
-	switch v.Type {
-	case bsoncore.TypeInt32, bsoncore.TypeInt64, bsoncore.TypeDouble, bsoncore.TypeDecimal128:
-		return true
-	}
-	return false
-}
-
-// toFloat is the value of a number as a double.
-func toFloat(v bsoncore.Value) float64 {
-	switch v.Type {
-	case bsoncore.TypeInt32:
-		return float64(v.Int32())
-	case bsoncore.TypeInt64:
-		return float64(v.Int64())
-	case bsoncore.TypeDouble:
-		return v.Double()
-	case bsoncore.TypeDecimal128:
-		if r, ok := bsonvalue.DecimalRat(v); ok {
-			f, _ := r.Float64()
-			return f
-		}
-		return math.NaN()
-	}
-	return 0
 }

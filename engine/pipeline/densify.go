@@ -10,6 +10,7 @@ import (
 
 	"github.com/lethedb/lethe/bsonvalue"
 	"github.com/lethedb/lethe/engine/keycodec"
+	"github.com/lethedb/lethe/engine/pipeline/internal/values"
 	"github.com/lethedb/lethe/engine/query"
 	"github.com/lethedb/lethe/mongoerr"
 )
@@ -43,7 +44,7 @@ var timeUnits = map[string]bool{
 func compileDensify(_ *compiler, name string, arg bson.RawValue) (stage, error) {
 	spec, ok := arg.DocumentOK()
 	if !ok {
-		return nil, specError(mongoerr.FailedToParse, "The %s stage specification must be an object, found %s", name, typeName(bsoncore.Value{Type: bsoncore.Type(arg.Type)}))
+		return nil, specError(mongoerr.FailedToParse, "The %s stage specification must be an object, found %s", name, values.TypeName(bsoncore.Value{Type: bsoncore.Type(arg.Type)}))
 	}
 	s := &densifyStage{}
 	var field string
@@ -54,7 +55,7 @@ func compileDensify(_ *compiler, name string, arg bson.RawValue) (stage, error) 
 		case "field":
 			f, ok := el.Value().StringValueOK()
 			if !ok {
-				return nil, specError(mongoerr.TypeMismatch, "BSON field '$densify.field' is the wrong type '%s', expected type 'string'", typeName(bsoncore.Value{Type: bsoncore.Type(el.Value().Type)}))
+				return nil, specError(mongoerr.TypeMismatch, "BSON field '$densify.field' is the wrong type '%s', expected type 'string'", values.TypeName(bsoncore.Value{Type: bsoncore.Type(el.Value().Type)}))
 			}
 			field = f
 		case "range":
@@ -120,7 +121,7 @@ func compileDensify(_ *compiler, name string, arg bson.RawValue) (stage, error) 
 func (s *densifyStage) parseRange(rng bson.RawValue) error {
 	spec, ok := rng.DocumentOK()
 	if !ok {
-		return specError(mongoerr.TypeMismatch, "BSON field '$densify.range' is the wrong type '%s', expected type 'object'", typeName(bsoncore.Value{Type: bsoncore.Type(rng.Type)}))
+		return specError(mongoerr.TypeMismatch, "BSON field '$densify.range' is the wrong type '%s', expected type 'object'", values.TypeName(bsoncore.Value{Type: bsoncore.Type(rng.Type)}))
 	}
 	var step, unit, bounds bson.RawValue
 	elems, _ := spec.Elements()
@@ -143,7 +144,7 @@ func (s *densifyStage) parseRange(rng bson.RawValue) error {
 		return specError(40414, "BSON field '$densify.range.bounds' is missing but a required field")
 	}
 	s.step = bsoncore.Value{Type: bsoncore.Type(step.Type), Data: step.Value}
-	if !isNumeric(s.step) || !(toFloat(s.step) > 0) {
+	if !values.IsNumeric(s.step) || !(values.ToFloat(s.step) > 0) {
 		return specError(5733401, "The step parameter in a range statement must be a strictly positive numeric value")
 	}
 	if unit.Type != 0 {
@@ -178,11 +179,11 @@ func (s *densifyStage) parseRange(rng bson.RawValue) error {
 			return specError(5733402, "A bounding array must be an ascending array of either two dates or two numbers")
 		}
 		switch {
-		case isNumeric(lo):
+		case values.IsNumeric(lo):
 			if s.unit != "" {
 				return specError(5733409, "Numeric bounds may not have unit parameter")
 			}
-			if !isNumeric(hi) {
+			if !values.IsNumeric(hi) {
 				return specError(5733406, "A bounding array must contain either both dates or both numeric types")
 			}
 		case lo.Type == bsoncore.TypeDateTime:
@@ -241,7 +242,7 @@ func (s *densifyStage) apply(r *run, docs []bson.Raw, out Limit) ([]bson.Raw, er
 		if made%256 == 0 && r.ctx.Err() != nil {
 			return r.ctx.Err()
 		}
-		d := bson.Raw(setPath(p.fields, s.field, v))
+		d := bson.Raw(values.SetPath(p.fields, s.field, v))
 		res = append(res, d)
 		return emitted.add(len(d))
 	}
@@ -310,7 +311,7 @@ func (s *densifyStage) apply(r *run, docs []bson.Raw, out Limit) ([]bson.Raw, er
 		}
 		if len(order) == 0 && s.bounds == "" && len(s.partitions) == 0 {
 			// Explicit bounds densify an empty input too.
-			p := &densifyPartition{fields: emptyDoc, next: lo}
+			p := &densifyPartition{fields: values.EmptyDoc, next: lo}
 			if err := fill(p, bsoncore.Value{}, false); err != nil {
 				return nil, err
 			}
@@ -322,7 +323,7 @@ func (s *densifyStage) apply(r *run, docs []bson.Raw, out Limit) ([]bson.Raw, er
 // check refuses a value that is not of the kind the step is for.
 func (s *densifyStage) check(v bsoncore.Value) error {
 	switch {
-	case !isNumeric(v) && v.Type != bsoncore.TypeDateTime:
+	case !values.IsNumeric(v) && v.Type != bsoncore.TypeDateTime:
 		return mongoerr.New(5733201, "Densify field type must be numeric or a date")
 	case s.unit != "" && v.Type != bsoncore.TypeDateTime:
 		return mongoerr.New(6053600, "Encountered non-date value in collection when step has a date unit.")
@@ -336,7 +337,7 @@ func (s *densifyStage) check(v bsoncore.Value) error {
 // partition fields.
 func (s *densifyStage) partitionOf(d bson.Raw) (string, []byte) {
 	var key []byte
-	fields := emptyDoc
+	fields := values.EmptyDoc
 	for _, p := range s.partitions {
 		v := lookupPath(d, p)
 		if v.Type == 0 {
@@ -344,7 +345,7 @@ func (s *densifyStage) partitionOf(d bson.Raw) (string, []byte) {
 			continue
 		}
 		key = keycodec.Append(append(key, 1), v)
-		fields = setPath(fields, p, v)
+		fields = values.SetPath(fields, p, v)
 	}
 	return string(key), fields
 }
@@ -357,43 +358,13 @@ func (s *densifyStage) increment(v bsoncore.Value) bsoncore.Value {
 	}
 	n, _ := bsonvalue.IntegerValue(s.step)
 	t := time.UnixMilli(v.DateTime()).UTC()
-	return bsoncore.Value{Type: bsoncore.TypeDateTime, Data: bsoncore.AppendDateTime(nil, dateAdd(t, s.unit, n).UnixMilli())}
+	return bsoncore.Value{Type: bsoncore.TypeDateTime, Data: bsoncore.AppendDateTime(nil, values.DateAdd(t, s.unit, n).UnixMilli())}
 }
 
 // addNumbers adds two numbers with $add's result type.
 func addNumbers(a, b bsoncore.Value) bsoncore.Value {
-	var sum numberSum
-	sum.add(a)
-	sum.add(b)
-	return sum.value()
-}
-
-// dateAdd adds n units to t as $dateAdd does in UTC: months, quarters and
-// years keep the day of the month, or the last one of a shorter month.
-func dateAdd(t time.Time, unit string, n int64) time.Time {
-	switch unit {
-	case "millisecond":
-		return t.Add(time.Duration(n) * time.Millisecond)
-	case "second":
-		return t.Add(time.Duration(n) * time.Second)
-	case "minute":
-		return t.Add(time.Duration(n) * time.Minute)
-	case "hour":
-		return t.Add(time.Duration(n) * time.Hour)
-	case "day":
-		return t.AddDate(0, 0, int(n))
-	case "week":
-		return t.AddDate(0, 0, 7*int(n))
-	}
-	months := int(n)
-	switch unit {
-	case "quarter":
-		months *= 3
-	case "year":
-		months *= 12
-	}
-	y, m, d := t.Date()
-	first := time.Date(y, m+time.Month(months), 1, t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), time.UTC)
-	last := first.AddDate(0, 1, -1).Day()
-	return first.AddDate(0, 0, min(d, last)-1)
+	var sum values.Sum
+	sum.Add(a)
+	sum.Add(b)
+	return sum.Value()
 }

@@ -12,6 +12,13 @@
 // that implement spiller write what passes their limit to the request's
 // scratch space (package spill) instead of failing; see flow.go.
 //
+// Two parts live in packages of their own, to keep this one to a size
+// that can be read: package accum, the accumulators that $group, $bucket,
+// $bucketAuto and the window functions share, and package window,
+// $setWindowFields, which registers itself here (RegisterStage, and
+// register.go for what such a stage may use of a run). Package engine
+// imports window, so every pipeline it compiles knows the stage.
+//
 // It is separate from package query, the filter language of find and
 // $match, because a filter only answers whether a document matches, while a
 // stage makes new documents; and from package expr, the expression language

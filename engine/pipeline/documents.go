@@ -6,6 +6,7 @@ import (
 
 	"github.com/lethedb/lethe/bsonvalue"
 	"github.com/lethedb/lethe/engine/expr"
+	"github.com/lethedb/lethe/engine/pipeline/internal/values"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -41,7 +42,7 @@ func notFirst(name string) error {
 }
 
 func (s *documentsStage) apply(r *run, _ []bson.Raw, out Limit) ([]bson.Raw, error) {
-	v, err := s.ex.EvalContext(r.ctx, bson.Raw(emptyDoc))
+	v, err := s.ex.EvalContext(r.ctx, bson.Raw(values.EmptyDoc))
 	if err != nil {
 		return nil, err
 	}
@@ -70,5 +71,3 @@ func (s *documentsStage) apply(r *run, _ []bson.Raw, out Limit) ([]bson.Raw, err
 	}
 	return docs, nil
 }
-
-var emptyDoc = bsoncore.NewDocumentBuilder().Build()

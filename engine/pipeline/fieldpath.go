@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/bsonvalue"
+	"github.com/lethedb/lethe/engine/pipeline/internal/values"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -124,7 +125,7 @@ func nested(old bsoncore.Value, rest []string, v bsoncore.Value) bsoncore.Value 
 	if len(rest) == 0 {
 		return v
 	}
-	inner := emptyDoc
+	inner := values.EmptyDoc
 	if old.Type == bsoncore.TypeEmbeddedDocument {
 		inner = old.Data
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lethedb/lethe/engine/expr"
 	"github.com/lethedb/lethe/engine/keycodec"
+	"github.com/lethedb/lethe/engine/pipeline/internal/values"
 	"github.com/lethedb/lethe/engine/query"
 	"github.com/lethedb/lethe/mongoerr"
 )
@@ -202,7 +203,7 @@ func (s *fillStage) apply(r *run, docs []bson.Raw, out Limit) ([]bson.Raw, error
 func (s *fillStage) partitionKey(r *run, d bson.Raw) (string, error) {
 	switch {
 	case s.partitionBy != nil:
-		v, err := evalOrNull(r.ctx, s.partitionBy, d)
+		v, err := values.EvalOrNull(r.ctx, s.partitionBy, d)
 		if err != nil {
 			return "", err
 		}
@@ -212,7 +213,7 @@ func (s *fillStage) partitionKey(r *run, d bson.Raw) (string, error) {
 		for _, p := range s.partFields {
 			v := lookupPath(d, p)
 			if v.Type == 0 {
-				v = nullValue
+				v = values.Null
 			}
 			key = keycodec.Append(key, v)
 		}
@@ -221,16 +222,12 @@ func (s *fillStage) partitionKey(r *run, d bson.Raw) (string, error) {
 	return "", nil
 }
 
-func nullish(v bsoncore.Value) bool {
-	return v.Type == 0 || v.Type == bsoncore.TypeNull || v.Type == bsoncore.TypeUndefined
-}
-
 // fillField fills one output field over a sorted partition.
 func (s *fillStage) fillField(r *run, group []bson.Raw, o fillOutput) error {
 	switch o.method {
 	case "":
 		for i, d := range group {
-			if !nullish(lookupPath(d, o.field)) {
+			if !values.Nullish(lookupPath(d, o.field)) {
 				continue
 			}
 			v, err := o.value.EvalContext(r.ctx, d)
@@ -240,21 +237,21 @@ func (s *fillStage) fillField(r *run, group []bson.Raw, o fillOutput) error {
 			if v.Type == 0 {
 				continue
 			}
-			group[i] = setPath(d, o.field, v)
+			group[i] = values.SetPath(d, o.field, v)
 		}
 	case "locf":
 		var last bsoncore.Value
 		for i, d := range group {
 			v := lookupPath(d, o.field)
-			if !nullish(v) {
+			if !values.Nullish(v) {
 				last = bsoncore.Value{Type: v.Type, Data: append([]byte(nil), v.Data...)}
 				continue
 			}
 			fill := last
 			if fill.Type == 0 {
-				fill = nullValue
+				fill = values.Null
 			}
-			group[i] = setPath(d, o.field, fill)
+			group[i] = values.SetPath(d, o.field, fill)
 		}
 	case "linear":
 		return s.linear(group, o)
@@ -269,11 +266,11 @@ func (s *fillStage) linear(group []bson.Raw, o fillOutput) error {
 	prev := -1
 	for i := 0; i < len(group); i++ {
 		v := lookupPath(group[i], o.field)
-		if nullish(v) {
+		if values.Nullish(v) {
 			continue
 		}
-		if !isNumeric(v) {
-			return mongoerr.New(mongoerr.TypeMismatch, "Value to be filled with $linearFill must be numeric, found %s", typeName(v))
+		if !values.IsNumeric(v) {
+			return mongoerr.New(mongoerr.TypeMismatch, "Value to be filled with $linearFill must be numeric, found %s", values.TypeName(v))
 		}
 		if prev >= 0 && i > prev+1 {
 			if err := s.interpolate(group, o, prev, i); err != nil {
@@ -281,7 +278,7 @@ func (s *fillStage) linear(group []bson.Raw, o fillOutput) error {
 			}
 		} else if prev < 0 {
 			for j := 0; j < i; j++ {
-				group[j] = setPath(group[j], o.field, nullValue)
+				group[j] = values.SetPath(group[j], o.field, values.Null)
 			}
 		}
 		prev = i
@@ -291,7 +288,7 @@ func (s *fillStage) linear(group []bson.Raw, o fillOutput) error {
 		start = 0
 	}
 	for j := start; j < len(group); j++ {
-		group[j] = setPath(group[j], o.field, nullValue)
+		group[j] = values.SetPath(group[j], o.field, values.Null)
 	}
 	return nil
 }
@@ -305,15 +302,15 @@ func (s *fillStage) interpolate(group []bson.Raw, o fillOutput, a, b int) error 
 	if err != nil {
 		return err
 	}
-	y0 := toFloat(lookupPath(group[a], o.field))
-	y1 := toFloat(lookupPath(group[b], o.field))
+	y0 := values.ToFloat(lookupPath(group[a], o.field))
+	y1 := values.ToFloat(lookupPath(group[b], o.field))
 	for j := a + 1; j < b; j++ {
 		x, err := s.position(group[j])
 		if err != nil {
 			return err
 		}
 		y := y0 + (y1-y0)*(x-x0)/(x1-x0)
-		group[j] = setPath(group[j], o.field, doubleValue(y))
+		group[j] = values.SetPath(group[j], o.field, values.Double(y))
 	}
 	return nil
 }
@@ -325,8 +322,8 @@ func (s *fillStage) position(d bson.Raw) (float64, error) {
 	switch {
 	case v.Type == bsoncore.TypeDateTime:
 		return float64(v.DateTime()), nil
-	case isNumeric(v):
-		return toFloat(v), nil
+	case values.IsNumeric(v):
+		return values.ToFloat(v), nil
 	}
-	return 0, mongoerr.New(mongoerr.TypeMismatch, "$linearFill requires a numeric or date sortBy value, found %s", typeName(v))
+	return 0, mongoerr.New(mongoerr.TypeMismatch, "$linearFill requires a numeric or date sortBy value, found %s", values.TypeName(v))
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/lethedb/lethe/bsonvalue"
 	"github.com/lethedb/lethe/engine/expr"
 	"github.com/lethedb/lethe/engine/keycodec"
+	"github.com/lethedb/lethe/engine/pipeline/internal/values"
 	"github.com/lethedb/lethe/engine/query"
 	"github.com/lethedb/lethe/mongoerr"
 )
@@ -35,7 +36,7 @@ const maxGraphBytes = 100 << 20
 func compileGraphLookup(c *compiler, _ string, arg bson.RawValue) (stage, error) {
 	spec, ok := arg.DocumentOK()
 	if !ok {
-		return nil, mongoerr.New(mongoerr.FailedToParse, "the $graphLookup stage specification must be an object, but found %s", typeNameOf(arg))
+		return nil, mongoerr.New(mongoerr.FailedToParse, "the $graphLookup stage specification must be an object, but found %s", values.TypeNameOf(arg))
 	}
 	s := &graphLookupStage{maxDepth: -1}
 	var as, fromField, depthField string
@@ -53,7 +54,7 @@ func compileGraphLookup(c *compiler, _ string, arg bson.RawValue) (stage, error)
 			continue
 		case "maxDepth":
 			if !isNumberArg(v) {
-				return nil, mongoerr.New(mongoerr.Code(40100), "maxDepth must be numeric, found type: %s", typeNameOf(v))
+				return nil, mongoerr.New(mongoerr.Code(40100), "maxDepth must be numeric, found type: %s", values.TypeNameOf(v))
 			}
 			f, _ := v.AsFloat64OK()
 			if v.Type == bson.TypeDecimal128 {
@@ -75,7 +76,7 @@ func compileGraphLookup(c *compiler, _ string, arg bson.RawValue) (stage, error)
 		case "restrictSearchWithMatch":
 			doc, ok := v.DocumentOK()
 			if !ok {
-				return nil, mongoerr.New(mongoerr.Code(40185), "restrictSearchWithMatch must be an object, found %s", typeNameOf(v))
+				return nil, mongoerr.New(mongoerr.Code(40185), "restrictSearchWithMatch must be an object, found %s", values.TypeNameOf(v))
 			}
 			if _, err := query.CompileWith(doc, query.Options{Now: c.opts.Now}); err != nil {
 				return nil, err
@@ -84,7 +85,7 @@ func compileGraphLookup(c *compiler, _ string, arg bson.RawValue) (stage, error)
 			continue
 		case "from", "as", "connectFromField", "connectToField", "depthField":
 			if v.Type != bson.TypeString {
-				return nil, mongoerr.New(mongoerr.Code(40103), "expected string as argument for %s, found: %s", key, typeNameOf(v))
+				return nil, mongoerr.New(mongoerr.Code(40103), "expected string as argument for %s, found: %s", key, values.TypeNameOf(v))
 			}
 		default:
 			return nil, mongoerr.New(mongoerr.Code(40104), "Unknown argument to $graphLookup: %s", key)

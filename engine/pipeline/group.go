@@ -2,17 +2,16 @@ package pipeline
 
 import (
 	"context"
-	"strconv"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/engine/expr"
 	"github.com/lethedb/lethe/engine/keycodec"
+	"github.com/lethedb/lethe/engine/pipeline/accum"
+	"github.com/lethedb/lethe/engine/pipeline/internal/values"
 	"github.com/lethedb/lethe/mongoerr"
 )
-
-var nullValue = bsoncore.Value{Type: bsoncore.TypeNull}
 
 // groupStage is $group.
 type groupStage struct {
@@ -24,18 +23,7 @@ type groupStage struct {
 type accField struct {
 	field string
 	op    string
-	new   func() accumulator
-}
-
-// accumulator is the state of one accumulator in one group.
-type accumulator interface {
-	// add adds doc to the accumulator and returns how many more bytes the
-	// accumulator holds.
-	add(ctx context.Context, doc bson.Raw) (int, error)
-	// result is the accumulator's value.
-	result() bsoncore.Value
-	// size is the bytes of the result, at least.
-	size() int
+	new   func() accum.Accumulator
 }
 
 func compileGroup(c *compiler, _ string, arg bson.RawValue) (stage, error) {
@@ -66,6 +54,27 @@ func compileGroup(c *compiler, _ string, arg bson.RawValue) (stage, error) {
 	return g, nil
 }
 
+// accumulator compiles the accumulator {op: arg} of a $group's field.
+func (c *compiler) accumulator(field string, v bson.RawValue) (accField, error) {
+	d, ok := v.DocumentOK()
+	ops, _ := d.Elements()
+	if !ok || len(ops) != 1 {
+		return accField{}, mongoerr.New(mongoerr.Code(40234), "The field '%s' must be an accumulator object", field)
+	}
+	op, arg := ops[0].Key(), ops[0].Value()
+	if !accum.Has(op) {
+		return accField{}, mongoerr.New(mongoerr.Code(15952), "unknown group operator '%s'", op)
+	}
+	if arg.Type == bson.TypeArray {
+		return accField{}, mongoerr.New(mongoerr.Code(40237), "The %s accumulator is a unary operator", op)
+	}
+	newAcc, err := accum.Compile(op, arg, c.expr)
+	if err != nil {
+		return accField{}, err
+	}
+	return accField{field: field, op: op, new: newAcc}, nil
+}
+
 // expr compiles an expression of a stage.
 func (c *compiler) expr(v bson.RawValue) (*expr.Expr, error) {
 	return expr.CompileExprWith(bsoncore.Value{Type: bsoncore.Type(v.Type), Data: v.Value}, expr.ExprOptions{Now: c.opts.Now})
@@ -80,7 +89,7 @@ func (g *groupStage) apply(r *run, docs []bson.Raw, _ Limit) ([]bson.Raw, error)
 // group is the state of one group.
 type group struct {
 	id   bsoncore.Value
-	accs []accumulator
+	accs []accum.Accumulator
 }
 
 // grouper gathers documents into groups by a key and runs the
@@ -103,7 +112,7 @@ func (g *grouper) add(ctx context.Context, id bsoncore.Value, doc bson.Raw) erro
 	gr := g.groups[string(g.key)]
 	if gr == nil {
 		k := string(g.key)
-		gr = &group{id: own(id, doc), accs: make([]accumulator, len(g.accs))}
+		gr = &group{id: values.Own(id, doc), accs: make([]accum.Accumulator, len(g.accs))}
 		if err := startAccs(ctx, gr.accs, g.accs, id); err != nil {
 			return err
 		}
@@ -114,7 +123,7 @@ func (g *grouper) add(ctx context.Context, id bsoncore.Value, doc bson.Raw) erro
 		}
 	}
 	for _, a := range gr.accs {
-		grew, err := a.add(ctx, doc)
+		grew, err := a.Add(ctx, doc)
 		if err == nil {
 			err = g.h.add(grew)
 		}
@@ -126,13 +135,11 @@ func (g *grouper) add(ctx context.Context, id bsoncore.Value, doc bson.Raw) erro
 }
 
 // startAccs makes the accumulators of a group.
-func startAccs(ctx context.Context, accs []accumulator, fields []accField, id bsoncore.Value) error {
+func startAccs(ctx context.Context, accs []accum.Accumulator, fields []accField, id bsoncore.Value) error {
 	for i, a := range fields {
 		accs[i] = a.new()
-		if s, ok := accs[i].(starter); ok {
-			if err := s.start(ctx, id); err != nil {
-				return err
-			}
+		if err := accum.Start(ctx, accs[i], id); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -157,16 +164,16 @@ func (g *grouper) result(gr *group) (bson.Raw, error) {
 	// Refuse a document too large to return before building it.
 	size := 5 + 6 + len(gr.id.Data)
 	for i, a := range g.accs {
-		size += 2 + len(a.field) + gr.accs[i].size()
+		size += 2 + len(a.field) + gr.accs[i].Size()
 	}
 	if size > MaxDocBytes {
 		return nil, docTooLarge(size, "_id")
 	}
 	b := bsoncore.NewDocumentBuilder().AppendValue("_id", gr.id)
 	for i, a := range g.accs {
-		v := gr.accs[i].result()
+		v := gr.accs[i].Result()
 		if v.Type == 0 {
-			v = nullValue
+			v = values.Null
 		}
 		b.AppendValue(a.field, v)
 	}
@@ -183,7 +190,7 @@ func (g *groupStage) stream(r *run, src Source) ([]bson.Raw, error) {
 		if j++; j%256 == 0 && ctx.Err() != nil {
 			return ctx.Err()
 		}
-		id, err := evalOrNull(ctx, g.id, doc)
+		id, err := values.EvalOrNull(ctx, g.id, doc)
 		if err != nil {
 			return err
 		}
@@ -195,49 +202,12 @@ func (g *groupStage) stream(r *run, src Source) ([]bson.Raw, error) {
 	return gr.results()
 }
 
-// evalOrNull evaluates ex, giving null for a missing result.
-func evalOrNull(ctx context.Context, ex *expr.Expr, doc bson.Raw) (bsoncore.Value, error) {
-	v, err := ex.EvalContext(ctx, doc)
-	if err == nil && v.Type == 0 {
-		v = nullValue
-	}
-	return v, err
-}
-
-// own returns v, which may point into doc, as a value a group can keep: a
-// copy, unless v is most of doc, which the group then keeps whole rather
-// than holding its bytes twice.
-func own(v bsoncore.Value, doc bson.Raw) bsoncore.Value {
-	if 2*len(v.Data) > len(doc) {
-		return v
-	}
-	return bsoncore.Value{Type: v.Type, Data: append([]byte(nil), v.Data...)}
-}
-
-// arraySize is the encoded size of an array of values.
-func arraySize(values []bsoncore.Value) int {
-	n := 5
-	for i, v := range values {
-		n += 2 + len(strconv.Itoa(i)) + len(v.Data)
-	}
-	return n
-}
-
 // arrayOfDocs builds an array of documents, as the joins set their "as"
 // field.
 func arrayOfDocs(docs []bson.Raw) bsoncore.Value {
 	arr := bsoncore.NewArrayBuilder()
 	for _, d := range docs {
 		arr.AppendDocument(d)
-	}
-	return bsoncore.Value{Type: bsoncore.TypeArray, Data: arr.Build()}
-}
-
-// arrayOf builds an array of values.
-func arrayOf(values []bsoncore.Value) bsoncore.Value {
-	arr := bsoncore.NewArrayBuilder()
-	for _, v := range values {
-		arr.AppendValue(v)
 	}
 	return bsoncore.Value{Type: bsoncore.TypeArray, Data: arr.Build()}
 }

@@ -9,6 +9,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/engine/keycodec"
+	"github.com/lethedb/lethe/engine/pipeline/accum"
+	"github.com/lethedb/lethe/engine/pipeline/internal/values"
 	"github.com/lethedb/lethe/engine/spill"
 )
 
@@ -43,7 +45,7 @@ func (g *groupStage) spill(r *run, src Source) (Source, error) {
 		if j++; j%256 == 0 && ctx.Err() != nil {
 			return ctx.Err()
 		}
-		id, err := evalOrNull(ctx, g.id, doc)
+		id, err := values.EvalOrNull(ctx, g.id, doc)
 		if err != nil {
 			return err
 		}
@@ -119,14 +121,14 @@ func (g *groupStage) fromRuns(r *run, out *grouper, sorter *spill.Sorter, fn fun
 					return err
 				}
 			}
-			cur, curKey = &group{id: id, accs: make([]accumulator, len(g.accs))}, k
+			cur, curKey = &group{id: id, accs: make([]accum.Accumulator, len(g.accs))}, k
 			if err := startAccs(r.ctx, cur.accs, g.accs, id); err != nil {
 				return err
 			}
 			mem = held{limit: Limit{Bytes: r.opts.MemLimit, Exceeded: QueryExceeded}}
 		}
 		for _, a := range cur.accs {
-			grew, err := a.add(r.ctx, doc)
+			grew, err := a.Add(r.ctx, doc)
 			if err == nil {
 				err = mem.add(grew)
 			}

@@ -9,6 +9,7 @@ import (
 	"github.com/lethedb/lethe/bsonvalue"
 	"github.com/lethedb/lethe/engine/expr"
 	"github.com/lethedb/lethe/engine/keycodec"
+	"github.com/lethedb/lethe/engine/pipeline/internal/values"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -64,13 +65,13 @@ func compileLookup(c *compiler, _ string, arg bson.RawValue) (stage, error) {
 		case "let":
 			doc, ok := v.DocumentOK()
 			if !ok {
-				return nil, mongoerr.New(mongoerr.FailedToParse, "$lookup argument 'let: %s' must be an object, is type %s", v, typeNameOf(v))
+				return nil, mongoerr.New(mongoerr.FailedToParse, "$lookup argument 'let: %s' must be an object, is type %s", v, values.TypeNameOf(v))
 			}
 			letDoc, hasLet = doc, true
 		case "from":
 			name, ok := v.StringValueOK()
 			if !ok {
-				return nil, mongoerr.New(mongoerr.FailedToParse, "$lookup 'from' field must be a string, but found %s", typeNameOf(v))
+				return nil, mongoerr.New(mongoerr.FailedToParse, "$lookup 'from' field must be a string, but found %s", values.TypeNameOf(v))
 			}
 			if err := checkCollName(c.opts.DB, name, "$lookup"); err != nil {
 				return nil, err
@@ -79,7 +80,7 @@ func compileLookup(c *compiler, _ string, arg bson.RawValue) (stage, error) {
 		case "as", "localField", "foreignField":
 			str, ok := v.StringValueOK()
 			if !ok {
-				return nil, mongoerr.New(mongoerr.FailedToParse, "$lookup argument '%s: %s' must be a string, found %s", key, v, typeNameOf(v))
+				return nil, mongoerr.New(mongoerr.FailedToParse, "$lookup argument '%s: %s' must be a string, found %s", key, v, values.TypeNameOf(v))
 			}
 			switch key {
 			case "as":
@@ -336,7 +337,7 @@ func equalityMatch(d bson.Raw, local []string, foreign string) (bson.Raw, []byte
 		regex = regex || v.Type == bsoncore.TypeRegex
 	})
 	if len(vals) == 0 {
-		vals = append(vals, nullValue)
+		vals = append(vals, values.Null)
 	}
 	var key []byte
 	for _, v := range vals {

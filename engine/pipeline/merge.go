@@ -5,6 +5,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/engine/expr"
+	"github.com/lethedb/lethe/engine/pipeline/internal/values"
 	"github.com/lethedb/lethe/engine/update"
 	"github.com/lethedb/lethe/mongoerr"
 )
@@ -76,7 +77,7 @@ func compileMerge(c *compiler, name string, arg bson.RawValue) (stage, error) {
 						return nil, err
 					}
 				default:
-					return nil, mongoerr.New(mongoerr.Code(51178), "$merge 'into' field  must be either a string or an object, but found %s", typeNameOf(v))
+					return nil, mongoerr.New(mongoerr.Code(51178), "$merge 'into' field  must be either a string or an object, but found %s", values.TypeNameOf(v))
 				}
 				hasInto = true
 			case "on":
@@ -88,7 +89,7 @@ func compileMerge(c *compiler, name string, arg bson.RawValue) (stage, error) {
 			case "let":
 				doc, ok := v.DocumentOK()
 				if !ok {
-					return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$merge.let' is the wrong type '%s', expected type 'object'", typeNameOf(v))
+					return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$merge.let' is the wrong type '%s', expected type 'object'", values.TypeNameOf(v))
 				}
 				letDoc, hasLet = doc, true
 			case "whenMatched":
@@ -112,12 +113,12 @@ func compileMerge(c *compiler, name string, arg bson.RawValue) (stage, error) {
 					}
 					m.WhenMatched, m.Pipeline = "pipeline", p
 				default:
-					return nil, mongoerr.New(mongoerr.Code(51191), "$merge 'whenMatched' field  must be either a string or an array, but found %s", typeNameOf(v))
+					return nil, mongoerr.New(mongoerr.Code(51191), "$merge 'whenMatched' field  must be either a string or an array, but found %s", values.TypeNameOf(v))
 				}
 			case "whenNotMatched":
 				s, ok := v.StringValueOK()
 				if !ok {
-					return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$merge.whenNotMatched' is the wrong type '%s', expected type 'string'", typeNameOf(v))
+					return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$merge.whenNotMatched' is the wrong type '%s', expected type 'string'", values.TypeNameOf(v))
 				}
 				switch s {
 				case "insert", "discard", "fail":
@@ -133,7 +134,7 @@ func compileMerge(c *compiler, name string, arg bson.RawValue) (stage, error) {
 			return nil, mongoerr.New(mongoerr.Code(40414), "BSON field '$merge.into' is missing but a required field")
 		}
 	default:
-		return nil, mongoerr.New(mongoerr.Code(51182), "%s only supports a string or object argument, not %s", name, typeNameOf(arg))
+		return nil, mongoerr.New(mongoerr.Code(51182), "%s only supports a string or object argument, not %s", name, values.TypeNameOf(arg))
 	}
 	if err := checkTarget(m.DB, m.Coll, name, 31319, 31320, "Cannot"); err != nil {
 		return nil, err
@@ -182,7 +183,7 @@ func mergeOn(v bson.RawValue) ([]string, error) {
 		for _, e := range vals {
 			s, ok := e.StringValueOK()
 			if !ok {
-				return nil, mongoerr.New(mongoerr.Code(51134), "$merge 'on' array elements must be strings, but found %s", typeNameOf(e))
+				return nil, mongoerr.New(mongoerr.Code(51134), "$merge 'on' array elements must be strings, but found %s", values.TypeNameOf(e))
 			}
 			on = append(on, s)
 		}
@@ -190,7 +191,7 @@ func mergeOn(v bson.RawValue) ([]string, error) {
 			return nil, mongoerr.New(mongoerr.Code(51187), "If explicitly specifying $merge 'on', must include at least one field")
 		}
 	default:
-		return nil, mongoerr.New(mongoerr.Code(51186), "$merge 'on' field  must be either a string or an array of strings, but found %s", typeNameOf(v))
+		return nil, mongoerr.New(mongoerr.Code(51186), "$merge 'on' field  must be either a string or an array of strings, but found %s", values.TypeNameOf(v))
 	}
 	seen := map[string]bool{}
 	for _, f := range on {

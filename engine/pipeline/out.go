@@ -5,6 +5,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/lethedb/lethe/engine/pipeline/internal/values"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -38,7 +39,7 @@ func compileOut(c *compiler, name string, arg bson.RawValue) (stage, error) {
 			return nil, err
 		}
 	default:
-		return nil, mongoerr.New(mongoerr.Code(16990), "%s only supports a string or object argument, but found %s", name, typeNameOf(arg))
+		return nil, mongoerr.New(mongoerr.Code(16990), "%s only supports a string or object argument, but found %s", name, values.TypeNameOf(arg))
 	}
 	if err := checkTarget(s.db, s.coll, name, 17385, 31321, "Can't"); err != nil {
 		return nil, err
@@ -57,7 +58,7 @@ func namespaceSpec(doc bson.Raw, stage, dbKey, collKey string) (string, string, 
 		case dbKey, collKey:
 			s, ok := v.StringValueOK()
 			if !ok {
-				return "", "", mongoerr.New(mongoerr.TypeMismatch, "BSON field '%s.%s' is the wrong type '%s', expected type 'string'", stage, el.Key(), typeNameOf(v))
+				return "", "", mongoerr.New(mongoerr.TypeMismatch, "BSON field '%s.%s' is the wrong type '%s', expected type 'string'", stage, el.Key(), values.TypeNameOf(v))
 			}
 			if el.Key() == dbKey {
 				db, hasDB = s, true

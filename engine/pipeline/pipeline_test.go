@@ -8,6 +8,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/lethedb/lethe/engine/pipeline/internal/values"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -94,5 +95,14 @@ func TestFacetOutputBounded(t *testing.T) {
 	}
 	if _, err := p.Run(context.Background(), Slice(docs(60, 1<<20))); mongoerr.CodeOf(err) != 4031700 {
 		t.Errorf("$facet of 120 MiB: %v, want 4031700", err)
+	}
+}
+
+// The accumulators bound the documents they make ($mergeObjects) by
+// values.MaxDocBytes, as they cannot import this package: it must be this
+// package's bound.
+func TestAccumulatorsShareMaxDocBytes(t *testing.T) {
+	if values.MaxDocBytes != MaxDocBytes {
+		t.Errorf("values.MaxDocBytes is %d, MaxDocBytes %d", values.MaxDocBytes, MaxDocBytes)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/bsonvalue"
+	"github.com/lethedb/lethe/engine/pipeline/internal/values"
 )
 
 // sampleStage is $sample: size documents chosen at random, in random
@@ -29,12 +30,12 @@ func compileSample(_ *compiler, _ string, arg bson.RawValue) (stage, error) {
 		}
 		v := el.Value()
 		bv := bsoncore.Value{Type: bsoncore.Type(v.Type), Data: v.Value}
-		if !isNumeric(bv) {
+		if !values.IsNumeric(bv) {
 			return nil, specError(28746, "size argument to $sample must be a number")
 		}
 		n, ok := bsonvalue.IntegerValue(bv)
 		if !ok {
-			n = int64(toFloat(bv))
+			n = int64(values.ToFloat(bv))
 		}
 		if n < 0 {
 			return nil, specError(28747, "size argument to $sample must not be negative")

@@ -6,6 +6,7 @@ import (
 
 	"github.com/lethedb/lethe/bsonvalue"
 	"github.com/lethedb/lethe/engine/expr"
+	"github.com/lethedb/lethe/engine/pipeline/internal/values"
 	"github.com/lethedb/lethe/engine/project"
 	"github.com/lethedb/lethe/mongoerr"
 )
@@ -28,7 +29,7 @@ func compileShape(c *compiler, name string, arg bson.RawValue) (stage, error) {
 		case !ok && name == "$project":
 			return nil, mongoerr.New(mongoerr.Code(15969), "%s specification must be an object", name)
 		case !ok:
-			return nil, mongoerr.New(mongoerr.Code(40272), "%s specification stage must be an object, got %s", name, typeName(bsoncore.Value{Type: bsoncore.Type(arg.Type)}))
+			return nil, mongoerr.New(mongoerr.Code(40272), "%s specification stage must be an object, got %s", name, values.TypeName(bsoncore.Value{Type: bsoncore.Type(arg.Type)}))
 		case name == "$project":
 			p, err = project.CompileProject(spec, opts)
 		default:

@@ -6,7 +6,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"github.com/lethedb/lethe/bsonvalue"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -89,10 +88,6 @@ func checkCollName(db, coll, stage string) error {
 		return mongoerr.New(mongoerr.InvalidNamespace, "invalid %s namespace: %s.%s", stage, db, coll)
 	}
 	return nil
-}
-
-func typeNameOf(v bson.RawValue) string {
-	return bsonvalue.TypeName(bsoncore.Type(v.Type))
 }
 
 // noCatalog is the error of a stage that reaches other collections in a

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/lethedb/lethe/engine/pipeline/internal/values"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -27,12 +28,12 @@ func compileUnionWith(c *compiler, name string, arg bson.RawValue) (stage, error
 			case "coll":
 				coll, ok := v.StringValueOK()
 				if !ok {
-					return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$unionWith.coll' is the wrong type '%s', expected type 'string'", typeNameOf(v))
+					return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$unionWith.coll' is the wrong type '%s', expected type 'string'", values.TypeNameOf(v))
 				}
 				s.coll, hasColl = coll, true
 			case "pipeline":
 				if v.Type != bson.TypeArray {
-					return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$unionWith.pipeline' is the wrong type '%s', expected type 'array'", typeNameOf(v))
+					return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$unionWith.pipeline' is the wrong type '%s', expected type 'array'", values.TypeNameOf(v))
 				}
 				p, err := subPipeline(v)
 				if err != nil {
@@ -56,7 +57,7 @@ func compileUnionWith(c *compiler, name string, arg bson.RawValue) (stage, error
 			return s, nil
 		}
 	default:
-		return nil, mongoerr.New(mongoerr.FailedToParse, "the $unionWith stage specification must be an object or string, but found %s", typeNameOf(arg))
+		return nil, mongoerr.New(mongoerr.FailedToParse, "the $unionWith stage specification must be an object or string, but found %s", values.TypeNameOf(arg))
 	}
 	if err := checkCollName(c.opts.DB, s.coll, name); err != nil {
 		return nil, err

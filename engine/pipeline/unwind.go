@@ -5,6 +5,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/bsonvalue"
+	"github.com/lethedb/lethe/engine/pipeline/internal/values"
 )
 
 // unwindStage is $unwind: a document for each element of an array.
@@ -89,26 +90,26 @@ func (s *unwindStage) apply(r *run, docs []bson.Raw, out Limit) ([]bson.Raw, err
 			it := bsonvalue.ElementsOf(v.Data)
 			n := int64(0)
 			for _, e, ok := it.Next(); ok; _, e, ok = it.Next() {
-				if err := emit(s.withIndex(setPath(d, s.path, e), int64Value(n))); err != nil {
+				if err := emit(s.withIndex(values.SetPath(d, s.path, e), values.Int64(n))); err != nil {
 					return nil, err
 				}
 				n++
 			}
 			if n == 0 && s.preserve {
 				// An empty array leaves no field behind.
-				if err := emit(s.withIndex(setPath(d, s.path, bsoncore.Value{}), nullValue)); err != nil {
+				if err := emit(s.withIndex(values.SetPath(d, s.path, bsoncore.Value{}), values.Null)); err != nil {
 					return nil, err
 				}
 			}
 		case 0, bsoncore.TypeNull, bsoncore.TypeUndefined:
 			if s.preserve {
-				if err := emit(s.withIndex(d, nullValue)); err != nil {
+				if err := emit(s.withIndex(d, values.Null)); err != nil {
 					return nil, err
 				}
 			}
 		default:
 			// A value that is not an array is an array of itself.
-			if err := emit(s.withIndex(d, nullValue)); err != nil {
+			if err := emit(s.withIndex(d, values.Null)); err != nil {
 				return nil, err
 			}
 		}
@@ -121,9 +122,5 @@ func (s *unwindStage) withIndex(d []byte, idx bsoncore.Value) bson.Raw {
 	if s.index == nil {
 		return d
 	}
-	return setPath(d, s.index, idx)
-}
-
-func int64Value(n int64) bsoncore.Value {
-	return bsoncore.Value{Type: bsoncore.TypeInt64, Data: bsoncore.AppendInt64(nil, n)}
+	return values.SetPath(d, s.index, idx)
 }

@@ -1,4 +1,9 @@
-package pipeline
+package pipeline_test
+
+// These tests of the spilling $setWindowFields of package window stay with
+// the other spilling tests, whose watched run and checks they share
+// (export_test.go): a test of package pipeline cannot import window,
+// which imports pipeline, but one of package pipeline_test can.
 
 import (
 	"context"
@@ -11,6 +16,8 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/lethedb/lethe/engine/pipeline"
+	_ "github.com/lethedb/lethe/engine/pipeline/window"
 	"github.com/lethedb/lethe/engine/spill"
 	"github.com/lethedb/lethe/mongoerr"
 )
@@ -35,15 +42,15 @@ func TestSpillingWindowHoldsOnePartition(t *testing.T) {
 		dataBytes  = n * 1000
 		heapBudget = 12 << 20 // the limits, merge buffers, the output and slack
 	)
-	stages := stagesOf(t, windowSpec, `{"$project": {"pad": 0}}`)
+	stages := pipeline.StagesOf(t, windowSpec, `{"$project": {"pad": 0}}`)
 	dir := filepath.Join(t.TempDir(), "_tmp", "1")
 	sc := spill.New(spill.Config{Dir: dir})
-	p, err := Compile(stages, Options{AllowDiskUse: true, Scratch: sc, SortLimit: sortLimit, MemLimit: memLimit})
+	p, err := pipeline.Compile(stages, pipeline.Options{AllowDiskUse: true, Scratch: sc, SortLimit: sortLimit, MemLimit: memLimit})
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	docs, base, peak := runWatched(t, p, n, groups)
+	docs, base, peak := pipeline.RunWatched(t, p, n, groups)
 
 	// The expected output, by brute force: the _ids of each partition in
 	// order of v, the partitions in order of k.
@@ -53,16 +60,16 @@ func TestSpillingWindowHoldsOnePartition(t *testing.T) {
 	}
 	var want []string
 	for k, ids := range parts {
-		slices.SortFunc(ids, func(a, b int) int { return permuted(a, n) - permuted(b, n) })
+		slices.SortFunc(ids, func(a, b int) int { return pipeline.Permuted(a, n) - pipeline.Permuted(b, n) })
 		running := 0
 		for j, id := range ids {
-			running += permuted(id, n)
+			running += pipeline.Permuted(id, n)
 			prev := "null"
 			if j > 0 {
 				prev = fmt.Sprintf(`{"$numberInt":"%d"}`, ids[j-1])
 			}
 			want = append(want, fmt.Sprintf(`{"_id": {"$numberInt":"%d"},"k": {"$numberInt":"%d"},"v": {"$numberInt":"%d"},"rank": {"$numberInt":"%d"},"running": {"$numberInt":"%d"},"prev": %s}`,
-				id, k, permuted(id, n), j+1, running, prev))
+				id, k, pipeline.Permuted(id, n), j+1, running, prev))
 		}
 	}
 	if len(docs) != n {
@@ -74,7 +81,7 @@ func TestSpillingWindowHoldsOnePartition(t *testing.T) {
 		}
 	}
 
-	checkSpilledRun(t, sc, dir, base, peak, dataBytes/2, heapBudget)
+	pipeline.CheckSpilledRun(t, sc, dir, base, peak, dataBytes/2, heapBudget)
 }
 
 func TestWindowWithoutDiskUse(t *testing.T) {
@@ -92,11 +99,11 @@ func TestWindowWithoutDiskUse(t *testing.T) {
 		{windowSpec, mongoerr.QueryExceededMemoryLimitNoDiskUseAllowed},
 		{`{"$setWindowFields": {"output": {"n": {"$count": {}}}}}`, 5414201},
 	} {
-		p, err := Compile(stagesOf(t, tt.stage), Options{Scratch: sc, SortLimit: 1 << 20, MemLimit: 8 << 20})
+		p, err := pipeline.Compile(pipeline.StagesOf(t, tt.stage), pipeline.Options{Scratch: sc, SortLimit: 1 << 20, MemLimit: 8 << 20})
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = p.Run(context.Background(), generated(4001, 40, nil))
+		_, err = p.Run(context.Background(), pipeline.Generated(4001, 40, nil))
 		if mongoerr.CodeOf(err) != tt.code {
 			t.Errorf("%s over 4 MB with a limit of 1 MiB: %v, want code %d", tt.stage, err, tt.code)
 		}
@@ -113,11 +120,11 @@ func TestSpillingWindowRefusesAPartitionPastTheLimit(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "_tmp", "1")
 	sc := spill.New(spill.Config{Dir: dir})
 	defer sc.Close()
-	p, err := Compile(stagesOf(t, windowSpec), Options{AllowDiskUse: true, Scratch: sc, SortLimit: 256 << 10, MemLimit: 2 << 20})
+	p, err := pipeline.Compile(pipeline.StagesOf(t, windowSpec), pipeline.Options{AllowDiskUse: true, Scratch: sc, SortLimit: 256 << 10, MemLimit: 2 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = p.Run(context.Background(), generated(8001, 2, nil))
+	_, err = p.Run(context.Background(), pipeline.Generated(8001, 2, nil))
 	if mongoerr.CodeOf(err) != 5414201 {
 		t.Errorf("a partition of 4 MB with a limit of 2 MiB: %v, want code 5414201", err)
 	}
@@ -133,8 +140,8 @@ func TestSpillingWindowRefusesAnArrayPartition(t *testing.T) {
 	// The partition key is checked as the documents come in, as in memory.
 	sc := spill.New(spill.Config{Dir: filepath.Join(t.TempDir(), "_tmp", "1")})
 	defer sc.Close()
-	p, err := Compile(stagesOf(t, `{"$setWindowFields": {"partitionBy": {"$cond": [{"$eq": ["$_id", 7]}, ["$k"], "$k"]}, "output": {"n": {"$count": {}}}}}`),
-		Options{AllowDiskUse: true, Scratch: sc})
+	p, err := pipeline.Compile(pipeline.StagesOf(t, `{"$setWindowFields": {"partitionBy": {"$cond": [{"$eq": ["$_id", 7]}, ["$k"], "$k"]}, "output": {"n": {"$count": {}}}}}`),
+		pipeline.Options{AllowDiskUse: true, Scratch: sc})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +149,7 @@ func TestSpillingWindowRefusesAnArrayPartition(t *testing.T) {
 	for i := range docs {
 		docs[i], _ = bson.Marshal(bson.D{{Key: "_id", Value: int32(i)}, {Key: "k", Value: int32(i % 2)}})
 	}
-	if _, err := p.Run(context.Background(), Slice(docs)); mongoerr.CodeOf(err) != mongoerr.TypeMismatch {
+	if _, err := p.Run(context.Background(), pipeline.Slice(docs)); mongoerr.CodeOf(err) != mongoerr.TypeMismatch {
 		t.Errorf("a partition key that is an array: %v, want TypeMismatch", err)
 	}
 }
@@ -153,14 +160,14 @@ func TestSpillingWindowStopsWithContext(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "_tmp", "1")
 	sc := spill.New(spill.Config{Dir: dir})
 	defer sc.Close()
-	p, err := Compile(stagesOf(t, windowSpec), Options{AllowDiskUse: true, Scratch: sc, SortLimit: 64 << 10})
+	p, err := pipeline.Compile(pipeline.StagesOf(t, windowSpec), pipeline.Options{AllowDiskUse: true, Scratch: sc, SortLimit: 64 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Adding 2000 documents to the sort asks 7 times; reading them back
 	// and computing the windows, as many again.
 	ctx := &endingContext{Context: context.Background(), n: 12}
-	if _, err := p.Run(ctx, generated(2000, 20, nil)); !errors.Is(err, context.Canceled) {
+	if _, err := p.Run(ctx, pipeline.Generated(2000, 20, nil)); !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v, want context.Canceled", err)
 	}
 	if _, peak := sc.Used(); peak == 0 {
@@ -169,4 +176,19 @@ func TestSpillingWindowStopsWithContext(t *testing.T) {
 	if ents, err := os.ReadDir(dir); err != nil || len(ents) != 0 {
 		t.Errorf("after the end, the scratch directory holds %v (%v)", ents, err)
 	}
+}
+
+// endingContext ends after its Err has been asked n times, so that it
+// ends while a stage is at work rather than before it starts; package
+// window's tests have the same.
+type endingContext struct {
+	context.Context
+	n int
+}
+
+func (c *endingContext) Err() error {
+	if c.n--; c.n < 0 {
+		return context.Canceled
+	}
+	return nil
 }

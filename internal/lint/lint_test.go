@@ -27,8 +27,10 @@ type pkg struct {
 var kernel = []string{"mongoerr", "bsonvalue", "clock", "engine/keycodec", "engine/spill", "engine/internal/conformance", "oplog", "wire", "tlsnet"}
 
 // languages are the engine's query, update, expression and aggregation
-// languages.
-var languages = []string{"engine/expr", "engine/query", "engine/project", "engine/update", "engine/pipeline"}
+// languages; the aggregation language is pipeline with its accumulators
+// (accum), its window functions (window) and the value helpers they share.
+var languages = []string{"engine/expr", "engine/query", "engine/project", "engine/update", "engine/pipeline",
+	"engine/pipeline/accum", "engine/pipeline/window", "engine/pipeline/internal/values"}
 
 func loadPackages(t *testing.T) []pkg {
 	t.Helper()

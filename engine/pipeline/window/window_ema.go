@@ -1,4 +1,4 @@
-package pipeline
+package window
 
 import (
 	"math"
@@ -8,6 +8,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/engine/expr"
+	"github.com/lethedb/lethe/engine/pipeline/internal/values"
 	"github.com/lethedb/lethe/engine/query"
 )
 
@@ -46,10 +47,10 @@ func compileExpMovingAvg(c *compiler, op string, spec bson.Raw, sortBy []query.S
 	var alpha bsoncore.Value // an expression of alpha as a decimal
 	if nv, err := sub.LookupErr("N"); err == nil {
 		n := bsoncore.Value{Type: bsoncore.Type(nv.Type), Data: nv.Value}
-		f := toFloat(n)
+		f := values.ToFloat(n)
 		switch {
-		case !isNumeric(n):
-			return nil, failedToParse("'N' field must be an integer, but found type %s", typeNameOf(nv))
+		case !values.IsNumeric(n):
+			return nil, failedToParse("'N' field must be an integer, but found type %s", values.TypeNameOf(nv))
 		case f != math.Floor(f):
 			return nil, failedToParse("'N' field must be an integer, but found  %s. To use a non-integer, use the 'alpha' argument instead", nv)
 		case f <= 0:
@@ -63,10 +64,10 @@ func compileExpMovingAvg(c *compiler, op string, spec bson.Raw, sortBy []query.S
 			return nil, failedToParse("Got unrecognized field in $expMovingAvg: $expMovingAvg sub object must have exactly two fields: An 'input' field, and either an 'N' field or an 'alpha' field")
 		}
 		a := bsoncore.Value{Type: bsoncore.Type(av.Type), Data: av.Value}
-		if !isNumeric(a) {
+		if !values.IsNumeric(a) {
 			return nil, failedToParse("'alpha' must be a number")
 		}
-		if f := toFloat(a); !(f > 0 && f < 1) {
+		if f := values.ToFloat(a); !(f > 0 && f < 1) {
 			return nil, failedToParse("'alpha' must be between 0 and 1 (exclusive), found %s", av)
 		}
 		// Adding a decimal 0 makes the decimal MongoDB reads alpha as:
@@ -99,17 +100,17 @@ func (w *expMovingAvgWindow) compute(p *partition, out []bsoncore.Value) error {
 		if err := p.step(); err != nil {
 			return err
 		}
-		v, err := w.input.EvalContext(p.r.ctx, d)
+		v, err := w.input.EvalContext(p.r.Context(), d)
 		if err != nil {
 			return err
 		}
-		if isNumeric(v) {
+		if values.IsNumeric(v) {
 			isDecimal = isDecimal || v.Type == bsoncore.TypeDecimal128
 			if avg.Type == 0 {
 				avg, err = constantDecimal(operator("$add", decimalLiteral("0"), literal(v)))
 			} else {
 				doc := bsoncore.NewDocumentBuilder().AppendValue("x", v).AppendValue("p", avg).Build()
-				avg, err = w.step.EvalContext(p.r.ctx, bson.Raw(doc))
+				avg, err = w.step.EvalContext(p.r.Context(), bson.Raw(doc))
 			}
 			if err != nil {
 				return err
@@ -117,7 +118,7 @@ func (w *expMovingAvgWindow) compute(p *partition, out []bsoncore.Value) error {
 		}
 		switch {
 		case avg.Type == 0:
-			out[i] = nullValue
+			out[i] = values.Null
 		case isDecimal:
 			out[i] = avg
 		default:
@@ -131,7 +132,7 @@ func (w *expMovingAvgWindow) compute(p *partition, out []bsoncore.Value) error {
 func decimalToDouble(v bsoncore.Value) bsoncore.Value {
 	hi, lo := v.Decimal128()
 	f, _ := strconv.ParseFloat(bson.NewDecimal128(hi, lo).String(), 64)
-	return doubleValue(f)
+	return values.Double(f)
 }
 
 // constantDecimal evaluates an expression of constants that makes a
@@ -141,7 +142,7 @@ func constantDecimal(v bsoncore.Value) (bsoncore.Value, error) {
 	if err != nil {
 		return bsoncore.Value{}, err
 	}
-	return ex.Eval(bson.Raw(emptyDoc))
+	return ex.Eval(bson.Raw(values.EmptyDoc))
 }
 
 // operator is the expression {op: [args...]}.

@@ -1,4 +1,4 @@
-package pipeline
+package accum
 
 import (
 	"math"
@@ -8,6 +8,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/bsonvalue"
+	"github.com/lethedb/lethe/engine/pipeline/internal/values"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -32,7 +33,7 @@ func init() {
 	}
 }
 
-func refuseAccumulator(*compiler, string, bson.RawValue) (func() accumulator, error) {
+func refuseAccumulator(*compiler, string, bson.RawValue) (func() Accumulator, error) {
 	return nil, mongoerr.New(mongoerr.NotImplemented, "$accumulator runs server-side JavaScript, which Lethe does not support")
 }
 
@@ -48,7 +49,7 @@ func (a *mergeAcc) take(v bsoncore.Value) (int, error) {
 		return 0, nil
 	case bsoncore.TypeEmbeddedDocument:
 	default:
-		return 0, mongoerr.New(40400, "$mergeObjects requires object inputs, but input %s is of type %s", v, typeName(v))
+		return 0, mongoerr.New(40400, "$mergeObjects requires object inputs, but input %s is of type %s", v, values.TypeName(v))
 	}
 	old := len(a.doc)
 	if a.doc == nil {
@@ -57,22 +58,22 @@ func (a *mergeAcc) take(v bsoncore.Value) (int, error) {
 	}
 	it := bsonvalue.ElementsOf(v.Data)
 	for k, e, ok := it.Next(); ok; k, e, ok = it.Next() {
-		a.doc = setPath(a.doc, []string{string(k)}, e)
+		a.doc = values.SetPath(a.doc, []string{string(k)}, e)
 	}
-	if len(a.doc) > MaxDocBytes {
-		return 0, docTooLarge(len(a.doc), "$mergeObjects")
+	if len(a.doc) > values.MaxDocBytes {
+		return 0, values.DocTooLarge(len(a.doc), "$mergeObjects")
 	}
 	return len(a.doc) - old, nil
 }
 
-func (a *mergeAcc) result() bsoncore.Value {
+func (a *mergeAcc) Result() bsoncore.Value {
 	if a.doc == nil {
-		return bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: emptyDoc}
+		return bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: values.EmptyDoc}
 	}
 	return bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: a.doc}
 }
 
-func (a *mergeAcc) size() int { return max(len(a.doc), 5) }
+func (a *mergeAcc) Size() int { return max(len(a.doc), 5) }
 
 // stdDevAcc is $stdDevPop, or $stdDevSamp: the standard deviation of the
 // numbers, by Welford's method; other values are skipped.
@@ -84,10 +85,10 @@ type stdDevAcc struct {
 }
 
 func (a *stdDevAcc) take(v bsoncore.Value) (int, error) {
-	if !isNumeric(v) {
+	if !values.IsNumeric(v) {
 		return 0, nil
 	}
-	x := toFloat(v)
+	x := values.ToFloat(v)
 	a.n++
 	d := x - a.mean
 	a.mean += d / float64(a.n)
@@ -95,18 +96,18 @@ func (a *stdDevAcc) take(v bsoncore.Value) (int, error) {
 	return 0, nil
 }
 
-func (a *stdDevAcc) result() bsoncore.Value {
+func (a *stdDevAcc) Result() bsoncore.Value {
 	n := a.n
 	if a.sample {
 		n--
 	}
 	if n <= 0 {
-		return nullValue
+		return values.Null
 	}
-	return doubleValue(math.Sqrt(a.m2 / float64(n)))
+	return values.Double(math.Sqrt(a.m2 / float64(n)))
 }
 
-func (a *stdDevAcc) size() int { return 16 }
+func (a *stdDevAcc) Size() int { return 16 }
 func (*stdDevAcc) borrows()    {}
 
 // quantileAcc is $median or $percentile: the nearest-rank percentiles of
@@ -118,14 +119,14 @@ type quantileAcc struct {
 	values []float64
 }
 
-func compileQuantile(c *compiler, op string, arg bson.RawValue) (func() accumulator, error) {
+func compileQuantile(c *compiler, op string, arg bson.RawValue) (func() Accumulator, error) {
 	spec, ok := arg.DocumentOK()
 	if !ok {
 		code := mongoerr.Code(7436100)
 		if op == "$percentile" {
 			code = 7429703
 		}
-		return nil, specError(code, "specification must be an object; found %s", arg)
+		return nil, mongoerr.New(code, "specification must be an object; found %s", arg)
 	}
 	var input, p, method bson.RawValue
 	elems, _ := spec.Elements()
@@ -138,20 +139,20 @@ func compileQuantile(c *compiler, op string, arg bson.RawValue) (func() accumula
 		case k == "p" && op == "$percentile":
 			p = el.Value()
 		default:
-			return nil, specError(40415, "BSON field '%s.%s' is an unknown field.", op[1:], k)
+			return nil, mongoerr.New(40415, "BSON field '%s.%s' is an unknown field.", op[1:], k)
 		}
 	}
 	switch {
 	case input.Type == 0:
-		return nil, specError(40414, "BSON field '%s.input' is missing but a required field", op[1:])
+		return nil, mongoerr.New(40414, "BSON field '%s.input' is missing but a required field", op[1:])
 	case op == "$percentile" && p.Type == 0:
-		return nil, specError(40414, "BSON field '%s.p' is missing but a required field", op[1:])
+		return nil, mongoerr.New(40414, "BSON field '%s.p' is missing but a required field", op[1:])
 	case method.Type == 0:
-		return nil, specError(40414, "BSON field '%s.method' is missing but a required field", op[1:])
+		return nil, mongoerr.New(40414, "BSON field '%s.method' is missing but a required field", op[1:])
 	case method.Type != bson.TypeString:
-		return nil, specError(mongoerr.TypeMismatch, "BSON field '%s.method' is the wrong type '%s', expected type 'string'", op[1:], typeName(bsoncore.Value{Type: bsoncore.Type(method.Type)}))
+		return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '%s.method' is the wrong type '%s', expected type 'string'", op[1:], values.TypeName(bsoncore.Value{Type: bsoncore.Type(method.Type)}))
 	case method.StringValue() != "approximate":
-		return nil, specError(mongoerr.BadValue, "Currently only 'approximate' can be used as percentile 'method'.")
+		return nil, mongoerr.New(mongoerr.BadValue, "Currently only 'approximate' can be used as percentile 'method'.")
 	}
 	var ps []float64
 	if op == "$percentile" {
@@ -164,7 +165,7 @@ func compileQuantile(c *compiler, op string, arg bson.RawValue) (func() accumula
 	if err != nil {
 		return nil, err
 	}
-	return func() accumulator { return &exprAcc{arg: ex, valueAccumulator: &quantileAcc{ps: ps}} }, nil
+	return func() Accumulator { return &exprAcc{arg: ex, valueAccumulator: &quantileAcc{ps: ps}} }, nil
 }
 
 // percentiles reads the p of $percentile: constant numbers from 0 to 1.
@@ -174,30 +175,30 @@ func (c *compiler) percentiles(p bson.RawValue) ([]float64, error) {
 		return nil, err
 	}
 	if readsDocument(p) {
-		return nil, specError(7750300, "The $percentile 'p' field must be an array of constant values, but found value: %s.", p)
+		return nil, mongoerr.New(7750300, "The $percentile 'p' field must be an array of constant values, but found value: %s.", p)
 	}
-	v, err := ex.Eval(bson.Raw(emptyDoc))
+	v, err := ex.Eval(bson.Raw(values.EmptyDoc))
 	if err != nil {
 		return nil, err
 	}
 	const msg = "The $percentile 'p' field must be an array of numbers from [0.0, 1.0], but found: %s"
 	if v.Type != bsoncore.TypeArray {
-		return nil, specError(7750301, msg, v)
+		return nil, mongoerr.New(7750301, msg, v)
 	}
 	var ps []float64
 	it := bsonvalue.ElementsOf(v.Data)
 	for _, e, ok := it.Next(); ok; _, e, ok = it.Next() {
-		if !isNumeric(e) {
-			return nil, specError(7750302, msg, e)
+		if !values.IsNumeric(e) {
+			return nil, mongoerr.New(7750302, msg, e)
 		}
-		f := toFloat(e)
+		f := values.ToFloat(e)
 		if !(f >= 0 && f <= 1) {
-			return nil, specError(7750303, msg, e)
+			return nil, mongoerr.New(7750303, msg, e)
 		}
 		ps = append(ps, f)
 	}
 	if len(ps) == 0 {
-		return nil, specError(7750301, msg, v)
+		return nil, mongoerr.New(7750301, msg, v)
 	}
 	return ps, nil
 }
@@ -222,10 +223,10 @@ func readsDocument(v bson.RawValue) bool {
 func (*quantileAcc) borrows() {}
 
 func (a *quantileAcc) take(v bsoncore.Value) (int, error) {
-	if !isNumeric(v) {
+	if !values.IsNumeric(v) {
 		return 0, nil
 	}
-	f := toFloat(v)
+	f := values.ToFloat(v)
 	if math.IsNaN(f) {
 		return 0, nil
 	}
@@ -233,15 +234,15 @@ func (a *quantileAcc) take(v bsoncore.Value) (int, error) {
 	return 8, nil
 }
 
-func (a *quantileAcc) result() bsoncore.Value {
+func (a *quantileAcc) Result() bsoncore.Value {
 	slices.Sort(a.values)
 	at := func(p float64) bsoncore.Value {
 		n := len(a.values)
 		if n == 0 {
-			return nullValue
+			return values.Null
 		}
 		i := int(math.Max(0, math.Ceil(p*float64(n))-1))
-		return doubleValue(a.values[min(i, n-1)])
+		return values.Double(a.values[min(i, n-1)])
 	}
 	if a.ps == nil {
 		return at(0.5)
@@ -250,10 +251,10 @@ func (a *quantileAcc) result() bsoncore.Value {
 	for i, p := range a.ps {
 		out[i] = at(p)
 	}
-	return arrayOf(out)
+	return values.ArrayOf(out)
 }
 
-func (a *quantileAcc) size() int {
+func (a *quantileAcc) Size() int {
 	if a.ps == nil {
 		return 16
 	}

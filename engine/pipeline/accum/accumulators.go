@@ -1,4 +1,4 @@
-package pipeline
+package accum
 
 import (
 	"context"
@@ -8,34 +8,13 @@ import (
 
 	"github.com/lethedb/lethe/engine/expr"
 	"github.com/lethedb/lethe/engine/keycodec"
+	"github.com/lethedb/lethe/engine/pipeline/internal/values"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
-// accumulator compiles the accumulator {op: arg} of a $group's field.
-func (c *compiler) accumulator(field string, v bson.RawValue) (accField, error) {
-	d, ok := v.DocumentOK()
-	ops, _ := d.Elements()
-	if !ok || len(ops) != 1 {
-		return accField{}, mongoerr.New(mongoerr.Code(40234), "The field '%s' must be an accumulator object", field)
-	}
-	op, arg := ops[0].Key(), ops[0].Value()
-	compile, ok := accumulators[op]
-	if !ok {
-		return accField{}, mongoerr.New(mongoerr.Code(15952), "unknown group operator '%s'", op)
-	}
-	if arg.Type == bson.TypeArray {
-		return accField{}, mongoerr.New(mongoerr.Code(40237), "The %s accumulator is a unary operator", op)
-	}
-	newAcc, err := compile(c, op, arg)
-	if err != nil {
-		return accField{}, err
-	}
-	return accField{field: field, op: op, new: newAcc}, nil
-}
-
 // accCompiler compiles the argument of an accumulator into the maker of
 // its state.
-type accCompiler func(c *compiler, op string, arg bson.RawValue) (func() accumulator, error)
+type accCompiler func(c *compiler, op string, arg bson.RawValue) (func() Accumulator, error)
 
 var accumulators = map[string]accCompiler{
 	"$sum":      valueAcc(func(string) valueAccumulator { return &sumAcc{} }),
@@ -54,8 +33,8 @@ type valueAccumulator interface {
 	// take adds v, which is Type 0 when missing, and returns how many
 	// more bytes the accumulator holds.
 	take(v bsoncore.Value) (int, error)
-	result() bsoncore.Value
-	size() int
+	Result() bsoncore.Value
+	Size() int
 }
 
 // exprAcc feeds a valueAccumulator the values of an expression.
@@ -70,13 +49,13 @@ type borrower interface {
 	borrows()
 }
 
-func (a *exprAcc) add(ctx context.Context, doc bson.Raw) (int, error) {
+func (a *exprAcc) Add(ctx context.Context, doc bson.Raw) (int, error) {
 	v, err := a.arg.EvalContext(ctx, doc)
 	if err != nil {
 		return 0, err
 	}
 	if _, ok := a.valueAccumulator.(borrower); !ok {
-		v = own(v, doc)
+		v = values.Own(v, doc)
 	}
 	return a.take(v)
 }
@@ -90,61 +69,61 @@ func (a *exprAcc) start(ctx context.Context, id bsoncore.Value) error {
 
 // valueAcc compiles an accumulator whose argument is an expression.
 func valueAcc(mk func(op string) valueAccumulator) accCompiler {
-	return func(c *compiler, op string, arg bson.RawValue) (func() accumulator, error) {
+	return func(c *compiler, op string, arg bson.RawValue) (func() Accumulator, error) {
 		ex, err := c.expr(arg)
 		if err != nil {
 			return nil, err
 		}
-		return func() accumulator { return &exprAcc{arg: ex, valueAccumulator: mk(op)} }, nil
+		return func() Accumulator { return &exprAcc{arg: ex, valueAccumulator: mk(op)} }, nil
 	}
 }
 
 // compileCountAcc compiles {$count: {}}.
-func compileCountAcc(c *compiler, op string, arg bson.RawValue) (func() accumulator, error) {
+func compileCountAcc(c *compiler, op string, arg bson.RawValue) (func() Accumulator, error) {
 	if d, ok := arg.DocumentOK(); !ok || len(d) != 5 {
 		return nil, mongoerr.New(mongoerr.TypeMismatch, "$count takes no arguments, i.e. $count:{}")
 	}
-	return func() accumulator { return &countAcc{} }, nil
+	return func() Accumulator { return &countAcc{} }, nil
 }
 
 // countAcc is $count.
 type countAcc struct {
-	sum numberSum
+	sum values.Sum
 }
 
-func (a *countAcc) add(context.Context, bson.Raw) (int, error) {
-	a.sum.add(bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, 1)})
+func (a *countAcc) Add(context.Context, bson.Raw) (int, error) {
+	a.sum.Add(bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, 1)})
 	return 0, nil
 }
-func (a *countAcc) result() bsoncore.Value { return a.sum.value() }
-func (a *countAcc) size() int              { return 16 }
+func (a *countAcc) Result() bsoncore.Value { return a.sum.Value() }
+func (a *countAcc) Size() int              { return 16 }
 
 // sumAcc is $sum, or $avg: non-numbers are ignored.
 type sumAcc struct {
 	avg   bool
-	sum   numberSum
+	sum   values.Sum
 	count int64
 }
 
 func (a *sumAcc) take(v bsoncore.Value) (int, error) {
-	if isNumeric(v) {
-		a.sum.add(v)
+	if values.IsNumeric(v) {
+		a.sum.Add(v)
 		a.count++
 	}
 	return 0, nil
 }
 
-func (a *sumAcc) result() bsoncore.Value {
+func (a *sumAcc) Result() bsoncore.Value {
 	if !a.avg {
-		return a.sum.value()
+		return a.sum.Value()
 	}
 	if a.count == 0 {
-		return nullValue
+		return values.Null
 	}
-	return a.sum.mean(a.count)
+	return a.sum.Mean(a.count)
 }
 
-func (a *sumAcc) size() int { return 16 }
+func (a *sumAcc) Size() int { return 16 }
 func (*sumAcc) borrows()    {}
 
 // valueHolder holds one value, null until set.
@@ -153,14 +132,14 @@ type valueHolder struct {
 	set bool
 }
 
-func (h *valueHolder) result() bsoncore.Value {
+func (h *valueHolder) Result() bsoncore.Value {
 	if !h.set {
-		return nullValue
+		return values.Null
 	}
 	return h.val
 }
 
-func (h *valueHolder) size() int { return max(len(h.val.Data), 16) }
+func (h *valueHolder) Size() int { return max(len(h.val.Data), 16) }
 
 // keep sets the value and returns how many more bytes it holds.
 func (h *valueHolder) keep(v bsoncore.Value) int {
@@ -196,7 +175,7 @@ func (a *firstAcc) take(v bsoncore.Value) (int, error) {
 		return 0, nil
 	}
 	if v.Type == 0 {
-		v = nullValue
+		v = values.Null
 	}
 	return a.keep(v), nil
 }
@@ -206,7 +185,7 @@ type lastAcc struct{ valueHolder }
 
 func (a *lastAcc) take(v bsoncore.Value) (int, error) {
 	if v.Type == 0 {
-		v = nullValue
+		v = values.Null
 	}
 	return a.keep(v), nil
 }
@@ -245,5 +224,5 @@ func (a *pushAcc) gathered(n int) (int, error) {
 	return n, nil
 }
 
-func (a *pushAcc) result() bsoncore.Value { return arrayOf(a.values) }
-func (a *pushAcc) size() int              { return arraySize(a.values) }
+func (a *pushAcc) Result() bsoncore.Value { return values.ArrayOf(a.values) }
+func (a *pushAcc) Size() int              { return values.ArraySize(a.values) }

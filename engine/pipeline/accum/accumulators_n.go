@@ -1,4 +1,4 @@
-package pipeline
+package accum
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/lethedb/lethe/engine/expr"
 	"github.com/lethedb/lethe/engine/keycodec"
+	"github.com/lethedb/lethe/engine/pipeline/internal/values"
 	"github.com/lethedb/lethe/engine/query"
 	"github.com/lethedb/lethe/mongoerr"
 )
@@ -29,7 +30,7 @@ type nArg struct {
 }
 
 func (a *nArg) start(ctx context.Context, id bsoncore.Value) error {
-	doc := emptyDoc
+	doc := values.EmptyDoc
 	if id.Type != 0 {
 		doc = bsoncore.NewDocumentBuilder().AppendValue("_id", id).Build()
 	}
@@ -37,10 +38,10 @@ func (a *nArg) start(ctx context.Context, id bsoncore.Value) error {
 	if err != nil {
 		return err
 	}
-	if !isNumeric(v) {
+	if !values.IsNumeric(v) {
 		return mongoerr.New(5787902, "Value for 'n' must be of integral type, but found %s", describeValue(v))
 	}
-	f := toFloat(v)
+	f := values.ToFloat(v)
 	n := int64(f)
 	if float64(n) != f {
 		return mongoerr.New(5787903, "Value for 'n' must be of integral type, but found %s", describeValue(v))
@@ -60,14 +61,14 @@ func describeValue(v bsoncore.Value) string {
 }
 
 // compileN compiles $firstN, $lastN, $maxN and $minN: {input, n}.
-func compileN(c *compiler, op string, arg bson.RawValue) (func() accumulator, error) {
+func compileN(c *compiler, op string, arg bson.RawValue) (func() Accumulator, error) {
 	spec, ok := arg.DocumentOK()
 	if !ok {
 		code := mongoerr.Code(5787801)
 		if op == "$maxN" || op == "$minN" {
 			code = 5787900
 		}
-		return nil, specError(code, "specification must be an object; found %s", arg)
+		return nil, mongoerr.New(code, "specification must be an object; found %s", arg)
 	}
 	var input, n bson.RawValue
 	elems, _ := spec.Elements()
@@ -78,14 +79,14 @@ func compileN(c *compiler, op string, arg bson.RawValue) (func() accumulator, er
 		case "n":
 			n = el.Value()
 		default:
-			return nil, specError(5787901, "Unknown argument for 'n' operator: %s", el.Key())
+			return nil, mongoerr.New(5787901, "Unknown argument for 'n' operator: %s", el.Key())
 		}
 	}
 	if n.Type == 0 {
-		return nil, specError(5787906, "Missing value for 'n'")
+		return nil, mongoerr.New(5787906, "Missing value for 'n'")
 	}
 	if input.Type == 0 {
-		return nil, specError(5787907, "Missing value for 'input'")
+		return nil, mongoerr.New(5787907, "Missing value for 'input'")
 	}
 	nex, err := c.expr(n)
 	if err != nil {
@@ -95,7 +96,7 @@ func compileN(c *compiler, op string, arg bson.RawValue) (func() accumulator, er
 	if err != nil {
 		return nil, err
 	}
-	return func() accumulator {
+	return func() Accumulator {
 		return &exprAcc{arg: in, valueAccumulator: &nAcc{op: op, nArg: nArg{ex: nex}}}
 	}, nil
 }
@@ -112,7 +113,7 @@ func (a *nAcc) take(v bsoncore.Value) (int, error) {
 	switch a.op {
 	case "$firstN", "$lastN":
 		if v.Type == 0 {
-			v = nullValue
+			v = values.Null
 		}
 		if int64(len(a.values)) == a.n {
 			if a.op == "$firstN" {
@@ -154,15 +155,15 @@ func (a *nAcc) take(v bsoncore.Value) (int, error) {
 	return len(v.Data), nil
 }
 
-func (a *nAcc) result() bsoncore.Value { return arrayOf(a.values) }
-func (a *nAcc) size() int              { return arraySize(a.values) }
+func (a *nAcc) Result() bsoncore.Value { return values.ArrayOf(a.values) }
+func (a *nAcc) Size() int              { return values.ArraySize(a.values) }
 
 // compileTopBottom compiles $top, $bottom ({sortBy, output}), $topN and
 // $bottomN ({n, sortBy, output}).
-func compileTopBottom(c *compiler, op string, arg bson.RawValue) (func() accumulator, error) {
+func compileTopBottom(c *compiler, op string, arg bson.RawValue) (func() Accumulator, error) {
 	spec, ok := arg.DocumentOK()
 	if !ok {
-		return nil, specError(5788001, "specification must be an object; found %s", arg)
+		return nil, mongoerr.New(5788001, "specification must be an object; found %s", arg)
 	}
 	single := op == "$top" || op == "$bottom"
 	var n, output, sortBy bson.RawValue
@@ -176,18 +177,18 @@ func compileTopBottom(c *compiler, op string, arg bson.RawValue) (func() accumul
 		case k == "sortBy":
 			sortBy = el.Value()
 		default:
-			return nil, specError(5788002, "Unknown argument to %s '%s'", op, k)
+			return nil, mongoerr.New(5788002, "Unknown argument to %s '%s'", op, k)
 		}
 	}
 	switch {
 	case !single && n.Type == 0:
-		return nil, specError(5788003, "Missing value for 'n'")
+		return nil, mongoerr.New(5788003, "Missing value for 'n'")
 	case output.Type == 0:
-		return nil, specError(5788004, "Missing value for 'output'")
+		return nil, mongoerr.New(5788004, "Missing value for 'output'")
 	case sortBy.Type == 0:
-		return nil, specError(5788005, "Missing value for 'sortBy'")
+		return nil, mongoerr.New(5788005, "Missing value for 'sortBy'")
 	case sortBy.Type != bson.TypeEmbeddedDocument:
-		return nil, specError(mongoerr.TypeMismatch, "%s sortBy must be an object, found %s", op, sortBy)
+		return nil, mongoerr.New(mongoerr.TypeMismatch, "%s sortBy must be an object, found %s", op, sortBy)
 	}
 	// The sort keys are the values of the sortBy paths, in a document of
 	// their own whose fields k0, k1... sort as the paths do.
@@ -222,7 +223,7 @@ func compileTopBottom(c *compiler, op string, arg bson.RawValue) (func() accumul
 		}
 	}
 	bottom := op == "$bottom" || op == "$bottomN"
-	return func() accumulator {
+	return func() Accumulator {
 		a := &topAcc{op: op, single: single, bottom: bottom, sort: srt, keys: keyEx, out: outEx}
 		a.nArg = nArg{ex: nex, n: 1}
 		return a
@@ -255,7 +256,7 @@ func (a *topAcc) start(ctx context.Context, id bsoncore.Value) error {
 	return a.nArg.start(ctx, id)
 }
 
-func (a *topAcc) add(ctx context.Context, doc bson.Raw) (int, error) {
+func (a *topAcc) Add(ctx context.Context, doc bson.Raw) (int, error) {
 	kv, err := a.keys.EvalContext(ctx, doc)
 	if err != nil {
 		return 0, err
@@ -274,7 +275,7 @@ func (a *topAcc) add(ctx context.Context, doc bson.Raw) (int, error) {
 		return 0, err
 	}
 	if out.Type == 0 {
-		out = nullValue
+		out = values.Null
 	}
 	out = bsoncore.Value{Type: out.Type, Data: append([]byte(nil), out.Data...)}
 	i, _ := slices.BinarySearchFunc(a.entries, key, func(e topEntry, _ bson.Raw) int {
@@ -307,14 +308,14 @@ func (a *topAcc) values() []bsoncore.Value {
 	return vals
 }
 
-func (a *topAcc) result() bsoncore.Value {
+func (a *topAcc) Result() bsoncore.Value {
 	if a.single {
 		if len(a.entries) == 0 {
-			return nullValue
+			return values.Null
 		}
 		return a.entries[0].out
 	}
-	return arrayOf(a.values())
+	return values.ArrayOf(a.values())
 }
 
-func (a *topAcc) size() int { return arraySize(a.values()) }
+func (a *topAcc) Size() int { return values.ArraySize(a.values()) }

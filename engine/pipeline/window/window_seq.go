@@ -1,4 +1,4 @@
-package pipeline
+package window
 
 import (
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -7,6 +7,7 @@ import (
 	"github.com/lethedb/lethe/bsonvalue"
 	"github.com/lethedb/lethe/engine/expr"
 	"github.com/lethedb/lethe/engine/keycodec"
+	"github.com/lethedb/lethe/engine/pipeline/internal/values"
 	"github.com/lethedb/lethe/engine/query"
 	"github.com/lethedb/lethe/mongoerr"
 )
@@ -52,7 +53,7 @@ func compileShift(c *compiler, op string, spec bson.Raw, sortBy []query.SortFiel
 }
 
 func (c *compiler) shiftArgs(args bson.Raw) (*shiftWindow, error) {
-	w := &shiftWindow{def: nullValue}
+	w := &shiftWindow{def: values.Null}
 	foundBy := false
 	elems, _ := args.Elements()
 	for _, el := range elems {
@@ -102,7 +103,7 @@ func (c *compiler) constant(v bson.RawValue) (bsoncore.Value, error) {
 	if err != nil {
 		return bsoncore.Value{}, err
 	}
-	return ex.Eval(bson.Raw(emptyDoc))
+	return ex.Eval(bson.Raw(values.EmptyDoc))
 }
 
 func (w *shiftWindow) compute(p *partition, out []bsoncore.Value) error {
@@ -112,7 +113,7 @@ func (w *shiftWindow) compute(p *partition, out []bsoncore.Value) error {
 			out[i] = w.def
 			continue
 		}
-		v, err := w.output.EvalContext(p.r.ctx, p.docs[j])
+		v, err := w.output.EvalContext(p.r.Context(), p.docs[j])
 		if err != nil {
 			return err
 		}
@@ -165,16 +166,16 @@ func (w *fillWindow) compute(p *partition, out []bsoncore.Value) error {
 		if err := p.step(); err != nil {
 			return err
 		}
-		v, err := w.input.EvalContext(p.r.ctx, d)
+		v, err := w.input.EvalContext(p.r.Context(), d)
 		if err != nil {
 			return err
 		}
-		vals[i] = own(v, d)
+		vals[i] = values.Own(v, d)
 	}
 	if !w.linear {
-		last := nullValue
+		last := values.Null
 		for i, v := range vals {
-			if !nullish(v) {
+			if !values.Nullish(v) {
 				last = v
 			}
 			out[i] = last
@@ -190,8 +191,8 @@ func (w *fillWindow) compute(p *partition, out []bsoncore.Value) error {
 	}
 	prev := -1
 	for i, v := range vals {
-		if nullish(v) {
-			out[i] = nullValue
+		if values.Nullish(v) {
+			out[i] = values.Null
 			continue
 		}
 		out[i] = v
@@ -208,11 +209,11 @@ func (w *fillWindow) compute(p *partition, out []bsoncore.Value) error {
 // dates, or both, or repeated, which would leave the line ambiguous.
 func checkLinearFill(ys, xs []bsoncore.Value) error {
 	for i, y := range ys {
-		if !isNumeric(y) && !nullish(y) {
+		if !values.IsNumeric(y) && !values.Nullish(y) {
 			return mongoerr.New(mongoerr.TypeMismatch, "Value to be filled must be numeric or nullish, but found %s", bsonvalue.TypeName(y.Type))
 		}
 		x := xs[i]
-		if !isNumeric(x) && !isDateLike(x) {
+		if !values.IsNumeric(x) && !isDateLike(x) {
 			return mongoerr.New(mongoerr.TypeMismatch, "Value of the sortBy field must be numeric or a date, but found %s", bsonvalue.TypeName(orNull(x).Type))
 		}
 		if i == 0 {
@@ -222,7 +223,7 @@ func checkLinearFill(ys, xs []bsoncore.Value) error {
 		if keycodec.Compare(prev, x) == 0 {
 			return mongoerr.New(mongoerr.Code(6050106), "There can be no repeated values in the sort field")
 		}
-		if isNumeric(prev) != isNumeric(x) {
+		if values.IsNumeric(prev) != values.IsNumeric(x) {
 			return mongoerr.New(mongoerr.TypeMismatch, "Conflicting sort value types, previously received type %s, but found %s", bsonvalue.TypeName(prev.Type), bsonvalue.TypeName(x.Type))
 		}
 	}
@@ -244,10 +245,10 @@ func isDateLike(v bsoncore.Value) bool {
 // in the order of MongoDB's arithmetic: y1 + (x - x1) * ((y2 - y1) / (x2 - x1)).
 func interpolate(xs, ys, out []bsoncore.Value, a, b int) {
 	x1, x2 := timeOf(xs[a]), timeOf(xs[b])
-	y1 := toFloat(ys[a])
-	y2 := toFloat(ys[b])
+	y1 := values.ToFloat(ys[a])
+	y2 := values.ToFloat(ys[b])
 	slope := (y2 - y1) / (x2 - x1)
 	for i := a + 1; i < b; i++ {
-		out[i] = doubleValue(y1 + (timeOf(xs[i])-x1)*slope)
+		out[i] = values.Double(y1 + (timeOf(xs[i])-x1)*slope)
 	}
 }

@@ -1,13 +1,14 @@
-package pipeline
+package window
 
 import (
 	"context"
 	"errors"
 	"testing"
-	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/lethedb/lethe/engine/pipeline"
+	"github.com/lethedb/lethe/engine/pipeline/accum"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -20,17 +21,17 @@ func windowDocs(n int) []bson.Raw {
 	return docs
 }
 
-func runWindow(t *testing.T, ctx context.Context, opts Options, spec bson.D, docs []bson.Raw) ([]bson.Raw, error) {
+func runWindow(t *testing.T, ctx context.Context, opts pipeline.Options, spec bson.D, docs []bson.Raw) ([]bson.Raw, error) {
 	t.Helper()
 	stage, err := bson.Marshal(bson.D{{Key: "$setWindowFields", Value: spec}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := Compile([]bson.Raw{stage}, opts)
+	p, err := pipeline.Compile([]bson.Raw{stage}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p.Run(ctx, Slice(docs))
+	return p.Run(ctx, pipeline.Slice(docs))
 }
 
 func TestWindowMemoryLimits(t *testing.T) {
@@ -39,21 +40,21 @@ func TestWindowMemoryLimits(t *testing.T) {
 	tests := []struct {
 		name string
 		spec bson.D
-		opts Options
+		opts pipeline.Options
 		code mongoerr.Code
 	}{
 		// The input alone is over the limit: the $sort MongoDB puts
 		// before the stage refuses it.
 		{"sorted input", bson.D{{Key: "sortBy", Value: bson.D{{Key: "x", Value: 1}}}, {Key: "output", Value: running}},
-			Options{SortLimit: 1000}, mongoerr.QueryExceededMemoryLimitNoDiskUseAllowed},
+			pipeline.Options{SortLimit: 1000}, mongoerr.QueryExceededMemoryLimitNoDiskUseAllowed},
 		// Without partitionBy or sortBy there is no sort: the stage's own
 		// limit holds.
 		{"unsorted input", bson.D{{Key: "output", Value: bson.D{{Key: "s", Value: bson.D{{Key: "$push", Value: "$x"}}}}}},
-			Options{SortLimit: 1000}, 5414201},
+			pipeline.Options{SortLimit: 1000}, 5414201},
 		// With allowDiskUse the request's own bound holds, which Lethe
 		// never lifts.
 		{"allowDiskUse", bson.D{{Key: "sortBy", Value: bson.D{{Key: "x", Value: 1}}}, {Key: "output", Value: running}},
-			Options{AllowDiskUse: true, MemLimit: 1000}, mongoerr.ExceededMemoryLimit},
+			pipeline.Options{AllowDiskUse: true, MemLimit: 1000}, mongoerr.ExceededMemoryLimit},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -70,13 +71,13 @@ func TestWindowMemoryLimits(t *testing.T) {
 func TestWindowAccumulatorMemory(t *testing.T) {
 	docs := windowDocs(300)
 	spec := bson.D{{Key: "output", Value: bson.D{{Key: "s", Value: bson.D{{Key: "$push", Value: "$$ROOT"}}}}}}
-	limit := int64(sizeOf(docs)) + 1000
-	if _, err := runWindow(t, context.Background(), Options{SortLimit: limit}, spec, docs); mongoerr.CodeOf(err) != 5414201 {
+	limit := int64(pipeline.SizeOf(docs)) + 1000
+	if _, err := runWindow(t, context.Background(), pipeline.Options{SortLimit: limit}, spec, docs); mongoerr.CodeOf(err) != 5414201 {
 		t.Fatalf("got %v, want code 5414201", err)
 	}
 	// The same, partitioned, holds a third at a time and fits.
 	spec = bson.D{{Key: "partitionBy", Value: "$g"}, {Key: "output", Value: bson.D{{Key: "n", Value: bson.D{{Key: "$count", Value: bson.D{}}}}}}}
-	out, err := runWindow(t, context.Background(), Options{SortLimit: limit}, spec, docs)
+	out, err := runWindow(t, context.Background(), pipeline.Options{SortLimit: limit}, spec, docs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,38 +104,9 @@ func TestWindowStopsWithContext(t *testing.T) {
 	ctx := &endingContext{Context: context.Background(), n: 20}
 	spec := bson.D{{Key: "sortBy", Value: bson.D{{Key: "x", Value: 1}}}, {Key: "output", Value: bson.D{
 		{Key: "s", Value: bson.D{{Key: "$sum", Value: "$x"}, {Key: "window", Value: bson.D{{Key: "documents", Value: bson.A{-500, 500}}}}}}}}}
-	_, err := runWindow(t, ctx, Options{}, spec, windowDocs(2000))
+	_, err := runWindow(t, ctx, pipeline.Options{}, spec, windowDocs(2000))
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v, want context.Canceled", err)
-	}
-}
-
-func TestDateAdd(t *testing.T) {
-	ms := func(s string) int64 {
-		var d struct{ D bson.DateTime }
-		if err := bson.UnmarshalExtJSON([]byte(`{"D": {"$date": "`+s+`"}}`), false, &d); err != nil {
-			t.Fatal(err)
-		}
-		return int64(d.D)
-	}
-	tests := []struct {
-		from, unit string
-		n          int64
-		want       string
-	}{
-		{"2021-01-31T10:00:00Z", "month", 1, "2021-02-28T10:00:00Z"},
-		{"2020-01-31T10:00:00Z", "month", 1, "2020-02-29T10:00:00Z"},
-		{"2021-03-31T00:00:00Z", "month", -1, "2021-02-28T00:00:00Z"},
-		{"2021-01-15T00:00:00Z", "month", -13, "2019-12-15T00:00:00Z"},
-		{"2020-02-29T00:00:00Z", "year", 1, "2021-02-28T00:00:00Z"},
-		{"2021-11-30T00:00:00Z", "quarter", 1, "2022-02-28T00:00:00Z"},
-		{"2021-01-01T00:00:00Z", "day", -1, "2020-12-31T00:00:00Z"},
-		{"2021-01-01T00:00:00Z", "week", 2, "2021-01-15T00:00:00Z"},
-	}
-	for _, tt := range tests {
-		if got := dateAdd(time.UnixMilli(ms(tt.from)).UTC(), tt.unit, tt.n).UnixMilli(); got != ms(tt.want) {
-			t.Errorf("%s + %d %s = %d, want %s", tt.from, tt.n, tt.unit, got, tt.want)
-		}
 	}
 }
 
@@ -144,8 +116,8 @@ func TestWindowResultsCount(t *testing.T) {
 	docs := windowDocs(2000)
 	spec := bson.D{{Key: "sortBy", Value: bson.D{{Key: "x", Value: 1}}}, {Key: "output", Value: bson.D{
 		{Key: "s", Value: bson.D{{Key: "$push", Value: "$x"}, {Key: "window", Value: bson.D{{Key: "documents", Value: bson.A{"unbounded", "current"}}}}}}}}}
-	limit := int64(sizeOf(docs)) * 4
-	_, err := runWindow(t, context.Background(), Options{SortLimit: limit}, spec, docs)
+	limit := int64(pipeline.SizeOf(docs)) * 4
+	_, err := runWindow(t, context.Background(), pipeline.Options{SortLimit: limit}, spec, docs)
 	if mongoerr.CodeOf(err) != 5414201 {
 		t.Fatalf("got %v, want code 5414201", err)
 	}
@@ -155,7 +127,7 @@ func TestWindowResultsCount(t *testing.T) {
 // table or among those only windows have.
 func TestAccumulatorWindowsHaveAccumulators(t *testing.T) {
 	for _, op := range accumulatorWindows {
-		if windowAccumulator(op) == nil {
+		if !accum.HasWindow(op) {
 			t.Errorf("no accumulator for the window function %s", op)
 		}
 	}

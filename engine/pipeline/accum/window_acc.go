@@ -1,8 +1,9 @@
-package pipeline
+package accum
 
 import (
 	"math"
 
+	"github.com/lethedb/lethe/engine/pipeline/internal/values"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -34,10 +35,10 @@ func (a *covarianceAcc) take(v bsoncore.Value) (int, error) {
 	if len(vals) != 2 {
 		return 0, nil
 	}
-	if !isNumeric(vals[0]) || !isNumeric(vals[1]) {
+	if !values.IsNumeric(vals[0]) || !values.IsNumeric(vals[1]) {
 		return 0, nil
 	}
-	x, y := toFloat(vals[0]), toFloat(vals[1])
+	x, y := values.ToFloat(vals[0]), values.ToFloat(vals[1])
 	if !isFinite(x) || !isFinite(y) {
 		a.nonFinite += nonFinitePair(x, y)
 		return 0, nil
@@ -65,20 +66,20 @@ func nonFinitePair(x, y float64) float64 {
 	return math.Inf(1)
 }
 
-func (a *covarianceAcc) result() bsoncore.Value {
+func (a *covarianceAcc) Result() bsoncore.Value {
 	if a.n == 1 && !a.sample {
 		// MongoDB's answer for one pair, whatever else came.
-		return doubleValue(0)
+		return values.Double(0)
 	}
 	n := a.n
 	if a.sample {
 		n--
 	}
 	if n <= 0 {
-		return nullValue
+		return values.Null
 	}
-	return doubleValue((a.c + a.nonFinite) / float64(n))
+	return values.Double((a.c + a.nonFinite) / float64(n))
 }
 
-func (a *covarianceAcc) size() int { return 16 }
+func (a *covarianceAcc) Size() int { return 16 }
 func (*covarianceAcc) borrows()    {}

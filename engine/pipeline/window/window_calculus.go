@@ -1,4 +1,4 @@
-package pipeline
+package window
 
 import (
 	"math"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/lethedb/lethe/bsonvalue"
 	"github.com/lethedb/lethe/engine/expr"
+	"github.com/lethedb/lethe/engine/pipeline/internal/values"
 	"github.com/lethedb/lethe/engine/query"
 	"github.com/lethedb/lethe/mongoerr"
 )
@@ -61,7 +62,7 @@ func (c *compiler) calculus(op string, spec bson.Raw, sortBy []query.SortField) 
 	}
 	sub, ok := args.DocumentOK()
 	if !ok {
-		return nil, failedToParse("%s expects an object, but got a %s: %s", op, typeNameOf(args), args)
+		return nil, failedToParse("%s expects an object, but got a %s: %s", op, values.TypeNameOf(args), args)
 	}
 	subElems, _ := sub.Elements()
 	for _, el := range subElems {
@@ -105,7 +106,7 @@ func (w *calculusWindow) compute(p *partition, out []bsoncore.Value) error {
 	}
 	ys := make([]bsoncore.Value, len(p.docs))
 	for i, d := range p.docs {
-		if ys[i], err = w.input.EvalContext(p.r.ctx, d); err != nil {
+		if ys[i], err = w.input.EvalContext(p.r.Context(), d); err != nil {
 			return err
 		}
 	}
@@ -115,7 +116,7 @@ func (w *calculusWindow) compute(p *partition, out []bsoncore.Value) error {
 		case err != nil:
 			return err
 		case !ok:
-			out[i] = nullValue
+			out[i] = values.Null
 		case w.integral:
 			out[i], err = w.integrate(p, xs, ys, lo, hi)
 		default:
@@ -138,26 +139,26 @@ func (w *calculusWindow) derive(a, b point) (bsoncore.Value, error) {
 		if a.x.Type == bsoncore.TypeDateTime || b.x.Type == bsoncore.TypeDateTime {
 			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(5624901), "$derivative where the sortBy is a Date requires an 'unit'")
 		}
-		if !isNumeric(a.x) || !isNumeric(b.x) {
+		if !values.IsNumeric(a.x) || !values.IsNumeric(b.x) {
 			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(5624902), "$derivative (with no 'unit') expects the sortBy field to be numeric")
 		}
 	}
-	if nullish(a.y) || nullish(b.y) {
+	if values.Nullish(a.y) || values.Nullish(b.y) {
 		return bsoncore.Value{}, mongoerr.New(mongoerr.Code(5624903), "$derivative input must not be null or missing")
 	}
-	if !isNumeric(a.y) || !isNumeric(b.y) {
+	if !values.IsNumeric(a.y) || !values.IsNumeric(b.y) {
 		return bsoncore.Value{}, mongoerr.New(mongoerr.TypeMismatch, "can't $subtract %s from %s", bsonvalue.TypeName(a.y.Type), bsonvalue.TypeName(b.y.Type))
 	}
-	y0, y1 := toFloat(a.y), toFloat(b.y)
+	y0, y1 := values.ToFloat(a.y), values.ToFloat(b.y)
 	run := timeOf(b.x) - timeOf(a.x)
 	if run == 0 {
-		return nullValue, nil
+		return values.Null, nil
 	}
 	slope := (y1 - y0) / run
 	if w.unitMs != 0 {
 		slope *= float64(w.unitMs)
 	}
-	return doubleValue(slope), nil
+	return values.Double(slope), nil
 }
 
 // timeOf is a sortBy value as a number: milliseconds for a date, and for
@@ -173,7 +174,7 @@ func timeOf(v bsoncore.Value) float64 {
 		id := v.ObjectID()
 		return float64(uint32(id[0])<<24|uint32(id[1])<<16|uint32(id[2])<<8|uint32(id[3])) * 1000
 	}
-	f := toFloat(v)
+	f := values.ToFloat(v)
 	return f
 }
 
@@ -184,30 +185,30 @@ func (w *calculusWindow) integrate(p *partition, xs, ys []bsoncore.Value, lo, hi
 		if err := p.step(); err != nil {
 			return bsoncore.Value{}, err
 		}
-		if !isNumeric(ys[j]) || !(isNumeric(xs[j]) || xs[j].Type == bsoncore.TypeDateTime) {
+		if !values.IsNumeric(ys[j]) || !(values.IsNumeric(xs[j]) || xs[j].Type == bsoncore.TypeDateTime) {
 			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(5423900), "The input value of $integral window function must be a vector of 2 value, the first value must be numeric or date type and the second must be numeric.")
 		}
 		if w.unitMs != 0 && xs[j].Type != bsoncore.TypeDateTime {
 			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(5423901), "$integral with 'outputUnit' expects the sortBy field to be a Date")
 		}
-		if w.unitMs == 0 && !isNumeric(xs[j]) {
+		if w.unitMs == 0 && !values.IsNumeric(xs[j]) {
 			return bsoncore.Value{}, mongoerr.New(mongoerr.Code(5423902), "$integral (with no 'outputUnit') expects the sortBy field to be numeric")
 		}
 		if j == lo {
 			continue
 		}
-		y0 := toFloat(ys[j-1])
-		y1 := toFloat(ys[j])
+		y0 := values.ToFloat(ys[j-1])
+		y1 := values.ToFloat(ys[j])
 		sum += (timeOf(xs[j]) - timeOf(xs[j-1])) * (y0 + y1) / 2
 	}
 	if math.IsNaN(sum) {
-		return doubleValue(math.NaN()), nil
+		return values.Double(math.NaN()), nil
 	}
 	if w.unitMs != 0 {
-		return doubleValue(sum / float64(w.unitMs)), nil
+		return values.Double(sum / float64(w.unitMs)), nil
 	}
 	if lo == hi {
 		return intOrLong(0), nil
 	}
-	return doubleValue(sum), nil
+	return values.Double(sum), nil
 }

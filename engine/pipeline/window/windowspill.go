@@ -1,4 +1,4 @@
-package pipeline
+package window
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/engine/keycodec"
+	"github.com/lethedb/lethe/engine/pipeline"
+	"github.com/lethedb/lethe/engine/pipeline/internal/values"
 	"github.com/lethedb/lethe/engine/spill"
 	"github.com/lethedb/lethe/mongoerr"
 )
@@ -34,21 +36,21 @@ import (
 // memory, within the request's limit, as it does without a Scratch.
 
 // spill computes the windows of src's documents.
-func (w *windowStage) spill(r *run, src Source) (Source, error) {
+func (w *windowStage) Spill(r *pipeline.Run, src pipeline.Source) (pipeline.Source, error) {
 	if w.partitionBy == nil {
-		docs, err := r.collect(src, Limit{Bytes: r.opts.MemLimit, Exceeded: QueryExceeded})
+		docs, err := r.Collect(src, pipeline.Limit{Bytes: r.MemLimit(), Exceeded: pipeline.QueryExceeded})
 		if err != nil {
 			return nil, err
 		}
-		if docs, err = w.apply(r, docs, Limit{Bytes: r.opts.MemLimit, Exceeded: QueryExceeded}); err != nil {
+		if docs, err = w.Apply(r, docs, pipeline.Limit{Bytes: r.MemLimit(), Exceeded: pipeline.QueryExceeded}); err != nil {
 			return nil, err
 		}
-		return Slice(docs), nil
+		return pipeline.Slice(docs), nil
 	}
-	sorter := spill.NewSorter(r.opts.Scratch, w.compareRecords, r.spillBudget())
+	sorter := spill.NewSorter(r.Scratch(), w.compareRecords, r.SpillBudget())
 	var key []byte
 	err := src(func(doc bson.Raw) error {
-		v, err := evalOrNull(r.ctx, w.partitionBy, doc)
+		v, err := values.EvalOrNull(r.Context(), w.partitionBy, doc)
 		if err != nil {
 			return err
 		}
@@ -56,7 +58,7 @@ func (w *windowStage) spill(r *run, src Source) (Source, error) {
 			return mongoerr.New(mongoerr.TypeMismatch, "An expression used to partition cannot evaluate to value of type array")
 		}
 		key = keycodec.Append(key[:0], v)
-		return sorter.Add(r.ctx, windowRecord(key, doc))
+		return sorter.Add(r.Context(), windowRecord(key, doc))
 	})
 	if err != nil {
 		return nil, err
@@ -66,20 +68,20 @@ func (w *windowStage) spill(r *run, src Source) (Source, error) {
 
 // fromRuns computes the windows of the partitions that sorter brings
 // together, one at a time, and passes their documents to fn.
-func (w *windowStage) fromRuns(r *run, sorter *spill.Sorter, fn func(bson.Raw) error) error {
-	it, err := sorter.Iter(r.ctx)
+func (w *windowStage) fromRuns(r *pipeline.Run, sorter *spill.Sorter, fn func(bson.Raw) error) error {
+	it, err := sorter.Iter(r.Context())
 	if err != nil {
 		return err
 	}
 	defer it.Close()
-	limit := Limit{Bytes: r.opts.MemLimit, Exceeded: windowExceeded}
+	limit := pipeline.Limit{Bytes: r.MemLimit(), Exceeded: windowExceeded}
 	var (
 		docs   []bson.Raw
 		curKey []byte
 		size   int
 	)
 	emit := func() error {
-		h := held{limit: Limit{Bytes: r.opts.MemLimit, Exceeded: QueryExceeded}, n: int64(size)}
+		h := pipeline.NewHeld(pipeline.Limit{Bytes: r.MemLimit(), Exceeded: pipeline.QueryExceeded}, int64(size))
 		if err := w.partition(r, docs, limit, &h); err != nil {
 			return err
 		}
@@ -94,7 +96,7 @@ func (w *windowStage) fromRuns(r *run, sorter *spill.Sorter, fn func(bson.Raw) e
 		return nil
 	}
 	for {
-		rec, err := it.Next(r.ctx)
+		rec, err := it.Next(r.Context())
 		if err == io.EOF {
 			break
 		}

@@ -1,4 +1,4 @@
-package pipeline
+package window
 
 import (
 	"slices"
@@ -9,6 +9,8 @@ import (
 
 	"github.com/lethedb/lethe/engine/expr"
 	"github.com/lethedb/lethe/engine/keycodec"
+	"github.com/lethedb/lethe/engine/pipeline"
+	"github.com/lethedb/lethe/engine/pipeline/internal/values"
 	"github.com/lethedb/lethe/engine/query"
 	"github.com/lethedb/lethe/mongoerr"
 )
@@ -20,7 +22,7 @@ import (
 // MongoDB runs it as a $sort on the partition key and sortBy followed by a
 // streaming stage. Lethe sorts the input and computes the partitions one
 // after the other, which gives the same order of output: by partition key,
-// then by sortBy; in memory (apply) when the input is held anyway, and
+// then by sortBy; in memory (Apply) when the input is held anyway, and
 // through a sort that spills when the request may use the disk
 // (windowspill.go).
 type windowStage struct {
@@ -36,10 +38,10 @@ type windowOutput struct {
 	fn   windowFunc
 }
 
-func compileSetWindowFields(c *compiler, name string, arg bson.RawValue) (stage, error) {
+func compileSetWindowFields(c *compiler, name string, arg bson.RawValue) (pipeline.Stage, error) {
 	spec, ok := arg.DocumentOK()
 	if !ok {
-		return nil, mongoerr.New(mongoerr.FailedToParse, "the %s stage specification must be an object, found %s", name, typeNameOf(arg))
+		return nil, mongoerr.New(mongoerr.FailedToParse, "the %s stage specification must be an object, found %s", name, values.TypeNameOf(arg))
 	}
 	w := &windowStage{}
 	var output bson.Raw
@@ -60,13 +62,13 @@ func compileSetWindowFields(c *compiler, name string, arg bson.RawValue) (stage,
 		case "sortBy":
 			d, ok := v.DocumentOK()
 			if !ok {
-				return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$setWindowFields.sortBy' is the wrong type '%s', expected type 'object'", typeNameOf(v))
+				return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$setWindowFields.sortBy' is the wrong type '%s', expected type 'object'", values.TypeNameOf(v))
 			}
 			sortSpec = d
 		case "output":
 			d, ok := v.DocumentOK()
 			if !ok {
-				return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$setWindowFields.output' is the wrong type '%s', expected type 'object'", typeNameOf(v))
+				return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '$setWindowFields.output' is the wrong type '%s', expected type 'object'", values.TypeNameOf(v))
 			}
 			output = d
 		default:
@@ -157,7 +159,7 @@ func isConstantArray(v bson.RawValue) bool {
 	return len(elems) == 1 && elems[0].Key() == "$literal" && elems[0].Value().Type == bson.TypeArray
 }
 
-func (*windowStage) blocks() {}
+func (*windowStage) Blocks() {}
 
 // windowExceeded is MongoDB's error of a $setWindowFields past its limit
 // without allowDiskUse.
@@ -165,15 +167,15 @@ func windowExceeded(limit int64) error {
 	return mongoerr.New(mongoerr.Code(5414201), "Exceeded memory limit in DocumentSourceSetWindowFields, max allowed is %d bytes", limit)
 }
 
-func (w *windowStage) apply(r *run, docs []bson.Raw, out Limit) ([]bson.Raw, error) {
+func (w *windowStage) Apply(r *pipeline.Run, docs []bson.Raw, out pipeline.Limit) ([]bson.Raw, error) {
 	// The input is held whole, as the $sort MongoDB puts before the stage
 	// would hold it.
 	exceeded := windowExceeded
 	if w.partitionBy != nil || w.sort != nil {
-		exceeded = SortExceeded
+		exceeded = pipeline.SortExceeded
 	}
-	in := held{limit: r.blocking(exceeded)}
-	if err := in.add(sizeOf(docs)); err != nil {
+	in := pipeline.NewHeld(r.Blocking(exceeded), 0)
+	if err := in.Add(pipeline.SizeOf(docs)); err != nil {
 		return nil, err
 	}
 	keys, err := w.partitionKeys(r, docs)
@@ -201,7 +203,7 @@ func (w *windowStage) apply(r *run, docs []bson.Raw, out Limit) ([]bson.Raw, err
 	for i, j := range order {
 		sorted[i] = docs[j]
 	}
-	h := held{limit: out, n: int64(sizeOf(sorted))}
+	h := pipeline.NewHeld(out, int64(pipeline.SizeOf(sorted)))
 	for start := 0; start < len(sorted); {
 		end := len(sorted)
 		if keys != nil {
@@ -210,7 +212,7 @@ func (w *windowStage) apply(r *run, docs []bson.Raw, out Limit) ([]bson.Raw, err
 				end++
 			}
 		}
-		if err := w.partition(r, sorted[start:end], r.blocking(windowExceeded), &h); err != nil {
+		if err := w.partition(r, sorted[start:end], r.Blocking(windowExceeded), &h); err != nil {
 			return nil, err
 		}
 		start = end
@@ -220,16 +222,16 @@ func (w *windowStage) apply(r *run, docs []bson.Raw, out Limit) ([]bson.Raw, err
 
 // partitionKeys evaluates partitionBy for every document: missing counts
 // as null, and an array is refused. Without partitionBy it returns nil.
-func (w *windowStage) partitionKeys(r *run, docs []bson.Raw) ([]bsoncore.Value, error) {
+func (w *windowStage) partitionKeys(r *pipeline.Run, docs []bson.Raw) ([]bsoncore.Value, error) {
 	if w.partitionBy == nil {
 		return nil, nil
 	}
 	keys := make([]bsoncore.Value, len(docs))
 	for i, d := range docs {
-		if i%256 == 0 && r.ctx.Err() != nil {
-			return nil, r.ctx.Err()
+		if i%256 == 0 && r.Context().Err() != nil {
+			return nil, r.Context().Err()
 		}
-		v, err := evalOrNull(r.ctx, w.partitionBy, d)
+		v, err := values.EvalOrNull(r.Context(), w.partitionBy, d)
 		if err != nil {
 			return nil, err
 		}
@@ -245,9 +247,9 @@ func (w *windowStage) partitionKeys(r *run, docs []bson.Raw) ([]bsoncore.Value, 
 // in sorted order, and sets them in docs; what the documents and the
 // window functions hold counts against limit, and h counts the bytes of
 // the output.
-func (w *windowStage) partition(r *run, docs []bson.Raw, limit Limit, h *held) error {
-	p := &partition{r: r, docs: docs, w: w, held: held{limit: limit}}
-	if err := p.held.add(sizeOf(docs)); err != nil {
+func (w *windowStage) partition(r *pipeline.Run, docs []bson.Raw, limit pipeline.Limit, h *pipeline.Held) error {
+	p := &partition{r: r, docs: docs, w: w, held: pipeline.NewHeld(limit, 0)}
+	if err := p.held.Add(pipeline.SizeOf(docs)); err != nil {
 		return err
 	}
 	results := make([][]bsoncore.Value, len(w.outputs))
@@ -262,7 +264,7 @@ func (w *windowStage) partition(r *run, docs []bson.Raw, limit Limit, h *held) e
 		for i, o := range w.outputs {
 			nd = setPathThroughArrays(nd, o.path, results[i][j])
 		}
-		if err := h.add(len(nd) - len(d)); err != nil {
+		if err := h.Add(len(nd) - len(d)); err != nil {
 			return err
 		}
 		docs[j] = nd
@@ -272,10 +274,10 @@ func (w *windowStage) partition(r *run, docs []bson.Raw, limit Limit, h *held) e
 
 // partition is one partition of a $setWindowFields, sorted.
 type partition struct {
-	r     *run
+	r     *pipeline.Run
 	docs  []bson.Raw
 	w     *windowStage
-	held  held // what the window functions hold
+	held  pipeline.Held // what the window functions hold
 	sorts []bsoncore.Value
 	steps int
 }
@@ -283,7 +285,7 @@ type partition struct {
 // step counts a unit of work, and stops with the request's context.
 func (p *partition) step() error {
 	if p.steps++; p.steps%1024 == 0 {
-		return p.r.ctx.Err()
+		return p.r.Context().Err()
 	}
 	return nil
 }
@@ -296,7 +298,7 @@ func (p *partition) sortValues() ([]bsoncore.Value, error) {
 	}
 	vals := make([]bsoncore.Value, len(p.docs))
 	for i, d := range p.docs {
-		v, err := p.w.sortField.EvalContext(p.r.ctx, d)
+		v, err := p.w.sortField.EvalContext(p.r.Context(), d)
 		if err != nil {
 			return nil, err
 		}

@@ -1,4 +1,4 @@
-package pipeline
+package window
 
 import (
 	"strings"
@@ -7,6 +7,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/engine/expr"
+	"github.com/lethedb/lethe/engine/pipeline/accum"
+	"github.com/lethedb/lethe/engine/pipeline/internal/values"
 	"github.com/lethedb/lethe/engine/query"
 	"github.com/lethedb/lethe/mongoerr"
 )
@@ -45,7 +47,7 @@ func init() {
 }
 
 // accumulatorWindows are the window functions that run an accumulator
-// over each window; windowAccumulator has a compiler for each.
+// over each window; package accum has a compiler for each.
 var accumulatorWindows = []string{
 	"$sum", "$avg", "$min", "$max", "$push", "$addToSet", "$count",
 	"$stdDevPop", "$stdDevSamp", "$covariancePop", "$covarianceSamp",
@@ -77,7 +79,7 @@ func (c *compiler) windowFunction(spec bson.Raw, sortBy []query.SortField) (wind
 // accWindow is a $group accumulator run over the window of each document.
 type accWindow struct {
 	op     string
-	newAcc func() accumulator
+	newAcc func() accum.Accumulator
 	bounds windowBounds
 }
 
@@ -106,7 +108,7 @@ func compileAccumulatorWindow(c *compiler, op string, spec bson.Raw, sortBy []qu
 	if d, ok := arg.DocumentOK(); op == "$count" && (!ok || len(d) != 5) {
 		return nil, failedToParse("$count only accepts an empty object as input")
 	}
-	newAcc, err := windowAccumulator(op)(c, op, arg)
+	newAcc, err := accum.CompileWindow(op, arg, c.expr)
 	if err != nil {
 		return nil, err
 	}
@@ -114,27 +116,18 @@ func compileAccumulatorWindow(c *compiler, op string, spec bson.Raw, sortBy []qu
 	return w, nil
 }
 
-// windowAccumulator is the compiler of the accumulator op: $group's, or
-// one that only windows have ($covariancePop, $covarianceSamp).
-func windowAccumulator(op string) accCompiler {
-	if compile, ok := accumulators[op]; ok {
-		return compile
-	}
-	return windowOnlyAccumulators[op]
-}
-
 // compute runs the accumulator over each window. Windows whose lower end
 // stays while the upper end moves on, as running totals' do, grow one
 // accumulator; the others start a new one.
 func (w *accWindow) compute(p *partition, out []bsoncore.Value) error {
-	var acc accumulator
+	var acc accum.Accumulator
 	var accBytes int
 	curLo, curHi := -1, -1
 	first, err := w.start(p)
 	if err != nil {
 		return err
 	}
-	empty := first.result()
+	empty := first.Result()
 	add, err := w.adder(p)
 	if err != nil {
 		return err
@@ -149,7 +142,7 @@ func (w *accWindow) compute(p *partition, out []bsoncore.Value) error {
 			continue
 		}
 		if acc == nil || lo != curLo || hi < curHi {
-			if err := p.held.add(-accBytes); err != nil {
+			if err := p.held.Add(-accBytes); err != nil {
 				return err
 			}
 			if acc, err = w.start(p); err != nil {
@@ -164,7 +157,7 @@ func (w *accWindow) compute(p *partition, out []bsoncore.Value) error {
 			grew, err := add(acc, curHi+1)
 			if err == nil {
 				accBytes += grew
-				err = p.held.add(grew)
+				err = p.held.Add(grew)
 			}
 			if err != nil {
 				return err
@@ -173,23 +166,21 @@ func (w *accWindow) compute(p *partition, out []bsoncore.Value) error {
 		// Each window has its own result, which for $push and the like
 		// is an array of the window: counted, as they add up to more
 		// than the partition.
-		out[i] = acc.result()
-		if err := p.held.add(len(out[i].Data)); err != nil {
+		out[i] = acc.Result()
+		if err := p.held.Add(len(out[i].Data)); err != nil {
 			return err
 		}
 	}
-	return p.held.add(-accBytes)
+	return p.held.Add(-accBytes)
 }
 
 // start makes a new accumulator for a window. Those that keep n values
 // evaluate n there: in a window there is no group key for it to read, so
 // it is evaluated against no document, as MongoDB does.
-func (w *accWindow) start(p *partition) (accumulator, error) {
+func (w *accWindow) start(p *partition) (accum.Accumulator, error) {
 	acc := w.newAcc()
-	if s, ok := acc.(starter); ok {
-		if err := s.start(p.r.ctx, bsoncore.Value{}); err != nil {
-			return nil, err
-		}
+	if err := accum.Start(p.r.Context(), acc, bsoncore.Value{}); err != nil {
+		return nil, err
 	}
 	return acc, nil
 }
@@ -197,23 +188,23 @@ func (w *accWindow) start(p *partition) (accumulator, error) {
 // adder returns the function that adds document j of p to an
 // accumulator. The accumulators of one expression's values get the values
 // evaluated once for the partition, since a document is in many windows.
-func (w *accWindow) adder(p *partition) (func(acc accumulator, j int) (int, error), error) {
-	probe, ok := w.newAcc().(*exprAcc)
+func (w *accWindow) adder(p *partition) (func(acc accum.Accumulator, j int) (int, error), error) {
+	probe, ok := w.newAcc().(accum.ExprAccumulator)
 	if !ok || w.bounds.unbounded() {
-		return func(acc accumulator, j int) (int, error) { return acc.add(p.r.ctx, p.docs[j]) }, nil
+		return func(acc accum.Accumulator, j int) (int, error) { return acc.Add(p.r.Context(), p.docs[j]) }, nil
 	}
 	vals := make([]bsoncore.Value, len(p.docs))
 	for j, d := range p.docs {
-		v, err := probe.arg.EvalContext(p.r.ctx, d)
+		v, err := probe.Input().EvalContext(p.r.Context(), d)
 		if err != nil {
 			return nil, err
 		}
-		vals[j] = own(v, d)
-		if err := p.held.add(len(vals[j].Data)); err != nil {
+		vals[j] = values.Own(v, d)
+		if err := p.held.Add(len(vals[j].Data)); err != nil {
 			return nil, err
 		}
 	}
-	return func(acc accumulator, j int) (int, error) { return acc.(*exprAcc).take(vals[j]) }, nil
+	return func(acc accum.Accumulator, j int) (int, error) { return acc.(accum.ExprAccumulator).Take(vals[j]) }, nil
 }
 
 // endpointWindow is $first or $last: the input of the first or last
@@ -260,14 +251,14 @@ func (w *endpointWindow) compute(p *partition, out []bsoncore.Value) error {
 			return err
 		}
 		if !ok {
-			out[i] = nullValue
+			out[i] = values.Null
 			continue
 		}
 		d := p.docs[lo]
 		if w.last {
 			d = p.docs[hi]
 		}
-		v, err := w.input.EvalContext(p.r.ctx, d)
+		v, err := w.input.EvalContext(p.r.Context(), d)
 		if err != nil {
 			return err
 		}

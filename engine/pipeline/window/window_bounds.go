@@ -1,4 +1,4 @@
-package pipeline
+package window
 
 import (
 	"sort"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/lethedb/lethe/bsonvalue"
 	"github.com/lethedb/lethe/engine/keycodec"
+	"github.com/lethedb/lethe/engine/pipeline/internal/values"
 	"github.com/lethedb/lethe/engine/query"
 	"github.com/lethedb/lethe/mongoerr"
 )
@@ -61,7 +62,7 @@ func failedToParse(format string, args ...any) error {
 func parseTimeUnit(v bson.RawValue) (string, error) {
 	s, ok := v.StringValueOK()
 	if !ok {
-		return "", failedToParse("'unit' must be a string, but got %s", typeNameOf(v))
+		return "", failedToParse("'unit' must be a string, but got %s", values.TypeNameOf(v))
 	}
 	if _, ok := timeUnitMillis[s]; !ok {
 		return "", failedToParse("unknown time unit value: %s", s)
@@ -136,10 +137,10 @@ func (c *compiler) parseWindow(v bson.RawValue, sortBy []query.SortField) (windo
 			return wholePartition, failedToParse("'window' field that specifies range cannot have other fields besides 'unit'")
 		}
 		b.lower, b.upper, err = c.boundPair(rng, func(v bsoncore.Value) (float64, error) {
-			if !isNumeric(v) {
+			if !values.IsNumeric(v) {
 				return 0, failedToParse("Range-based bounds expression must be a number")
 			}
-			return toFloat(v), nil
+			return values.ToFloat(v), nil
 		})
 	}
 	if err != nil {
@@ -182,7 +183,7 @@ func (c *compiler) boundPair(v bson.RawValue, number func(bsoncore.Value) (float
 			if err != nil {
 				return bound{}, bound{}, err
 			}
-			if cv, err = ex.Eval(bson.Raw(emptyDoc)); err != nil {
+			if cv, err = ex.Eval(bson.Raw(values.EmptyDoc)); err != nil {
 				return bound{}, bound{}, err
 			}
 		}
@@ -232,7 +233,7 @@ func (b windowBounds) endpoints(p *partition, i int) (lo, hi int, ok bool, err e
 		if base.Type == bsoncore.TypeDateTime {
 			return 0, 0, false, mongoerr.New(mongoerr.Code(5429413), "Invalid range: For windows that involve date or time ranges, a unit must be provided.")
 		}
-		if !isNumeric(base) {
+		if !values.IsNumeric(base) {
 			return 0, 0, false, mongoerr.New(mongoerr.Code(5429414), "Invalid range: Expected the sortBy field to be a number, but it was %s", bsonvalue.TypeName(orNull(base).Type))
 		}
 	}
@@ -240,7 +241,7 @@ func (b windowBounds) endpoints(p *partition, i int) (lo, hi int, ok bool, err e
 		if b.unit != "" {
 			return v.Type == bsoncore.TypeDateTime
 		}
-		return isNumeric(v)
+		return values.IsNumeric(v)
 	}
 	// The documents are sorted by the field, so those of the expected type
 	// are one run, and the window a part of it.
@@ -282,17 +283,17 @@ func (b windowBounds) endpoints(p *partition, i int) (lo, hi int, ok bool, err e
 // add is base moved by delta: a number, or a date moved by delta units.
 func (b windowBounds) add(base bsoncore.Value, delta float64) bsoncore.Value {
 	if b.unit == "" {
-		f := toFloat(base)
+		f := values.ToFloat(base)
 		return bsoncore.Value{Type: bsoncore.TypeDouble, Data: bsoncore.AppendDouble(nil, f+delta)}
 	}
-	t := dateAdd(time.UnixMilli(base.DateTime()).UTC(), b.unit, int64(delta))
+	t := values.DateAdd(time.UnixMilli(base.DateTime()).UTC(), b.unit, int64(delta))
 	return bsoncore.Value{Type: bsoncore.TypeDateTime, Data: bsoncore.AppendDateTime(nil, t.UnixMilli())}
 }
 
 // orNull is v, or null when v is missing.
 func orNull(v bsoncore.Value) bsoncore.Value {
 	if v.Type == 0 {
-		return nullValue
+		return values.Null
 	}
 	return v
 }

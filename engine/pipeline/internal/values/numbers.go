@@ -1,4 +1,4 @@
-package pipeline
+package values
 
 import (
 	"math"
@@ -9,10 +9,10 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
-// numberSum adds numbers with MongoDB's result type: int32 while it fits,
+// Sum adds numbers with MongoDB's result type: int32 while it fits,
 // then int64, double once a double is added or an int64 overflows, and
 // decimal once a decimal is added.
-type numberSum struct {
+type Sum struct {
 	i       int64
 	f       float64
 	isFloat bool
@@ -20,7 +20,7 @@ type numberSum struct {
 	dec     *decimalSum // once a decimal was added
 }
 
-func (n *numberSum) add(v bsoncore.Value) {
+func (n *Sum) Add(v bsoncore.Value) {
 	if v.Type == bsoncore.TypeDecimal128 && n.dec == nil {
 		n.dec = &decimalSum{}
 	}
@@ -37,13 +37,13 @@ func (n *numberSum) add(v bsoncore.Value) {
 		n.f += v.Double()
 		n.isFloat = true
 	case bsoncore.TypeDecimal128:
-		n.f += toFloat(v)
+		n.f += ToFloat(v)
 	}
 }
 
 // addInt adds to the integer sum, or to the double one once the integers
 // no longer fit in 64 bits.
-func (n *numberSum) addInt(i int64) {
+func (n *Sum) addInt(i int64) {
 	if s := n.i + i; (s > n.i) == (i > 0) || i == 0 {
 		n.i = s
 		return
@@ -53,27 +53,27 @@ func (n *numberSum) addInt(i int64) {
 	n.isFloat = true
 }
 
-func (n *numberSum) float() float64 { return n.f + float64(n.i) }
+func (n *Sum) float() float64 { return n.f + float64(n.i) }
 
-func (n *numberSum) value() bsoncore.Value {
+func (n *Sum) Value() bsoncore.Value {
 	switch {
 	case n.dec != nil:
 		return n.dec.value(1)
 	case n.isFloat:
-		return doubleValue(n.float())
+		return Double(n.float())
 	case n.isLong || n.i != int64(int32(n.i)):
-		return int64Value(n.i)
+		return Int64(n.i)
 	}
 	return bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, int32(n.i))}
 }
 
-// mean is the sum divided by count: a decimal if a decimal was added, a
+// Mean is the sum divided by count: a decimal if a decimal was added, a
 // double otherwise.
-func (n *numberSum) mean(count int64) bsoncore.Value {
+func (n *Sum) Mean(count int64) bsoncore.Value {
 	if n.dec != nil {
 		return n.dec.value(count)
 	}
-	return doubleValue(n.float() / float64(count))
+	return Double(n.float() / float64(count))
 }
 
 // decimalSum adds numbers exactly, as decimal arithmetic would: its scale

@@ -1,6 +1,7 @@
-package pipeline
+package window
 
 import (
+	"github.com/lethedb/lethe/engine/pipeline/internal/values"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -49,11 +50,11 @@ func setBelow(old bsoncore.Value, rest []string, v bsoncore.Value) bsoncore.Valu
 	case old.Type == bsoncore.TypeEmbeddedDocument:
 		return bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: setPathThroughArrays(old.Data, rest, v)}
 	case old.Type == bsoncore.TypeArray:
-		values, _ := bsoncore.Array(old.Data).Values()
-		for i, e := range values {
-			values[i] = setBelow(e, rest, v)
+		elems, _ := bsoncore.Array(old.Data).Values()
+		for i, e := range elems {
+			elems[i] = setBelow(e, rest, v)
 		}
-		return arrayOf(values)
+		return values.ArrayOf(elems)
 	}
-	return bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: setPathThroughArrays(emptyDoc, rest, v)}
+	return bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: setPathThroughArrays(values.EmptyDoc, rest, v)}
 }
