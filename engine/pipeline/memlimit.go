@@ -16,7 +16,7 @@ import (
 //     Scratch, $group, $sort and $bucketAuto write the rest to disk, and
 //     so do $facet its input and a partitioned $setWindowFields its sort
 //     (see flow.go, sortspill.go, groupspill.go, bucketautospill.go,
-//     facet.go and windowspill.go);
+//     facet.go and package window's windowspill.go);
 //   - everything a pipeline holds in memory, spilling or not, stops at
 //     Options.MemLimit, with ExceededMemoryLimit: the output of the
 //     pipeline (but that of a final $sort that spilled, which RunSorted
@@ -29,11 +29,6 @@ import (
 // internal limit, 16 MiB and 16 KiB, which lets a stage's result pass the
 // user limit by a little, as a $group's may.
 const MaxDocBytes = 16<<20 + 16<<10
-
-// maxAccumulatorBytes bounds the values one $push or $addToSet gathers,
-// as MongoDB's internalQueryMaxPushBytes and internalQueryMaxAddToSetBytes
-// do by default.
-const maxAccumulatorBytes = 100 << 20
 
 // Limit is a number of bytes and the error of passing it.
 type Limit struct {
@@ -55,9 +50,6 @@ func QueryExceeded(limit int64) error {
 	return mongoerr.New(mongoerr.ExceededMemoryLimit, "the query would hold more than %d bytes in memory, Lethe's limit for one request; allowDiskUse spills $group, $sort, $bucketAuto, the sort of a partitioned $setWindowFields and the input of $facet to disk, but not what the other stages, or the results, hold", limit)
 }
 
-func accumulatorExceeded(op string) error {
-	return mongoerr.New(mongoerr.ExceededMemoryLimit, "%s used too much memory and cannot spill to disk. Memory limit: %d bytes", op, maxAccumulatorBytes)
-}
 
 // docTooLarge is the error of a document of size bytes whose first field
 // is named first.
