@@ -172,7 +172,9 @@ func sortComputedFields(t *testing.T, ts *testServer, n int, b attackBounds) {
 	settleHeap()
 	underAttack(t, ts, b, func(ctx context.Context) {
 		_, noDiskErr = coll.Aggregate(ctx, pipeline, options.Aggregate().SetAllowDiskUse(false))
-		cur, err := coll.Aggregate(ctx, pipeline, options.Aggregate().SetAllowDiskUse(true))
+		// One document a batch: the client, in this process, holds one
+		// 8 MiB document at a time, so the heap measured is the server's.
+		cur, err := coll.Aggregate(ctx, pipeline, options.Aggregate().SetAllowDiskUse(true).SetBatchSize(1))
 		if err != nil {
 			diskErr = err
 			return
