@@ -97,7 +97,12 @@ func (s *Server) create(ctx context.Context, req *Request) (bson.Raw, error) {
 	}
 	raw, _ := bson.Marshal(opts)
 	if err := s.eng.CreateCollection(req.DB, coll, engine.CreateOptions{Raw: raw}); err != nil {
-		return nil, err
+		if me, ok := mongoerr.As(err); !ok || me.Code != mongoerr.NamespaceExists {
+			return nil, err
+		}
+		if err := s.createExisting(req.DB, coll, raw, err); err != nil {
+			return nil, err
+		}
 	}
 	return okReply()
 }
