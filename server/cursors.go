@@ -308,6 +308,19 @@ func cursorOption(cmd string, v bson.RawValue, batchSize *int) error {
 	if err != nil {
 		return err
 	}
+	// The cursor document is a strict IDL struct (SimpleCursorOptions in
+	// src/mongo/db/query/cursor_response.idl): batchSize is its only field.
+	// aggregate parses it on its own, so its errors name it "cursor"
+	// (parseAggregateCursorFromBSON in aggregation_request_helper.cpp).
+	context := cmd + ".cursor"
+	if cmd == "aggregate" {
+		context = "cursor"
+	}
+	for key := range fields(c) {
+		if string(key) != "batchSize" {
+			return unknownField(context, key)
+		}
+	}
 	bs, err := c.LookupErr("batchSize")
 	if err != nil {
 		return nil

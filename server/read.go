@@ -198,12 +198,25 @@ func (s *Server) count(ctx context.Context, req *Request) (bson.Raw, error) {
 				filter, err = argDoc("count", "query", v)
 			}
 		case "skip":
+			// count parses skip and limit by hand, not as IDL types: a
+			// wrong type is BadValue (src/mongo/db/query/count_request.cpp).
+			if !isNumber(v.Type) {
+				err = mongoerr.New(mongoerr.BadValue, "skip value is not a valid number")
+				break
+			}
 			skip, err = argInt64("count", "skip", v)
 			if err == nil && skip < 0 {
 				err = mongoerr.New(mongoerr.BadValue, "skip value is negative in count query")
 			}
 		case "limit":
+			if !isNumber(v.Type) {
+				err = mongoerr.New(mongoerr.BadValue, "limit value is not a valid number")
+				break
+			}
 			limit, err = argInt64("count", "limit", v)
+			if limit == math.MinInt64 {
+				err = mongoerr.New(mongoerr.BadValue, "limit value for count cannot be min long")
+			}
 			if limit < 0 {
 				limit = -limit
 			}
@@ -316,7 +329,8 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 		case "let":
 			lv, err = s.parseLet("aggregate", v)
 		case "bypassDocumentValidation":
-			bypass, err = argStrictBool("bypassDocumentValidation", v)
+			// A safeBool in aggregate_command.idl: numbers are accepted.
+			bypass, err = argBool("aggregate", "bypassDocumentValidation", v)
 		default:
 			err = unknownField("aggregate", key)
 		}
