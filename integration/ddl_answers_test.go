@@ -40,3 +40,33 @@ func TestCreateExistingCollectionIsIdempotent(t *testing.T) {
 	wantCode(t, db.CreateCollection(ctx, "checked"), 48)
 	wantCode(t, db.CreateCollection(ctx, "checked", options.CreateCollection().SetValidator(validator)), 48)
 }
+
+// TestCreateIndexesRefusesBadSpecs checks two refusals of MongoDB's
+// validateIndexSpec (src/mongo/db/catalog/index_key_validate.cpp): a spec
+// without a name is FailedToParse (9), and options other than name, v and
+// collation on the _id key pattern are InvalidIndexSpecificationOption
+// (197), whatever the index is called.
+func TestCreateIndexesRefusesBadSpecs(t *testing.T) {
+	ts := startServer(t)
+	ctx := testCtx(t)
+	db := ts.Client.Database("test")
+	mustInsert(t, db.Collection("c"), bson.D{{Key: "_id", Value: 1}})
+	create := func(spec bson.D) error {
+		return db.RunCommand(ctx, bson.D{{Key: "createIndexes", Value: "c"}, {Key: "indexes", Value: bson.A{spec}}}).Err()
+	}
+	wantCode(t, create(bson.D{{Key: "key", Value: bson.D{{Key: "a", Value: 1}}}}), 9)
+	idKey := bson.D{{Key: "_id", Value: 1}}
+	wantCode(t, create(bson.D{{Key: "key", Value: idKey}, {Key: "name", Value: "_id_"}, {Key: "unique", Value: true}}), 197)
+	wantCode(t, create(bson.D{{Key: "key", Value: idKey}, {Key: "name", Value: "other"}, {Key: "unique", Value: true}}), 197)
+	wantCode(t, create(bson.D{{Key: "key", Value: bson.D{{Key: "_id", Value: -1}}}, {Key: "name", Value: "x"}, {Key: "sparse", Value: true}}), 197)
+	// A descending _id key is the _id pattern too, and the _id index is
+	// ascending: BadValue (validateIdIndexSpec).
+	wantCode(t, create(bson.D{{Key: "key", Value: bson.D{{Key: "_id", Value: -1}}}, {Key: "name", Value: "x"}}), 2)
+	// The _id index itself, named, is still accepted, and so is a hashed _id.
+	if err := create(bson.D{{Key: "key", Value: idKey}, {Key: "name", Value: "_id_"}}); err != nil {
+		t.Errorf("createIndexes of the _id index: %v", err)
+	}
+	if err := create(bson.D{{Key: "key", Value: bson.D{{Key: "a", Value: 1}}}, {Key: "name", Value: "a_1"}, {Key: "unique", Value: true}}); err != nil {
+		t.Errorf("createIndexes with a name: %v", err)
+	}
+}
