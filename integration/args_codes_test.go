@@ -8,14 +8,14 @@ import (
 
 // TestArgumentErrorCodes checks the codes of argument errors of the read
 // commands against MongoDB 7's parsers. Sources:
-//   - maxTimeMS: a safeInt64 with "gte: 0" in find_command.idl and
-//     aggregate_command.idl, a safeInt64 in getmore_command.idl, so a wrong
-//     type is TypeMismatch (14) and a negative value 51024; commands that
-//     take it only as a generic argument (generic_argument.idl, IDLAnyType)
-//     keep parseMaxTimeMS's BadValue (2).
+//   - maxTimeMS: a safeInt64 with "gte: 0" in aggregate_command.idl and a
+//     safeInt64 in getmore_command.idl, so a wrong type is TypeMismatch (14)
+//     and a negative aggregate value 51024; find's IDL type deserializes
+//     with parseMaxTimeMS (find_command.idl), and commands that take it
+//     only as a generic argument (generic_argument.idl, IDLAnyType) go
+//     through parseMaxTimeMS too: BadValue (2).
 //   - count's skip and limit: countParseSkip and countParseLimit in
 //     src/mongo/db/query/count_request.cpp, BadValue for a non-number.
-//   - aggregate's bypassDocumentValidation: a safeBool, numbers accepted.
 //   - the cursor option: SimpleCursorOptions in cursor_response.idl, a
 //     strict struct, so an unknown field is 40415.
 func TestArgumentErrorCodes(t *testing.T) {
@@ -31,8 +31,8 @@ func TestArgumentErrorCodes(t *testing.T) {
 		cmd  bson.D
 		code int // 0: the command succeeds
 	}{
-		{"find maxTimeMS string", bson.D{{Key: "find", Value: "c"}, {Key: "maxTimeMS", Value: "1"}}, 14},
-		{"find maxTimeMS negative", bson.D{{Key: "find", Value: "c"}, {Key: "maxTimeMS", Value: -1}}, 51024},
+		{"find maxTimeMS string", bson.D{{Key: "find", Value: "c"}, {Key: "maxTimeMS", Value: "1"}}, 2},
+		{"find maxTimeMS negative", bson.D{{Key: "find", Value: "c"}, {Key: "maxTimeMS", Value: -1}}, 2},
 		{"find maxTimeMS fraction", bson.D{{Key: "find", Value: "c"}, {Key: "maxTimeMS", Value: 1.5}}, 2},
 		{"aggregate maxTimeMS string", agg(bson.E{Key: "maxTimeMS", Value: "1"}), 14},
 		{"aggregate maxTimeMS bool", agg(bson.E{Key: "maxTimeMS", Value: true}), 14},
@@ -45,8 +45,6 @@ func TestArgumentErrorCodes(t *testing.T) {
 		{"count limit string", bson.D{{Key: "count", Value: "c"}, {Key: "limit", Value: "1"}}, 2},
 		{"count limit min long", bson.D{{Key: "count", Value: "c"}, {Key: "limit", Value: int64(-1 << 63)}}, 2},
 		{"count limit negative", bson.D{{Key: "count", Value: "c"}, {Key: "limit", Value: -1}}, 0},
-		{"aggregate bypassDocumentValidation number", agg(bson.E{Key: "bypassDocumentValidation", Value: 1}), 0},
-		{"aggregate bypassDocumentValidation string", agg(bson.E{Key: "bypassDocumentValidation", Value: "x"}), 14},
 		{"aggregate cursor unknown field", bson.D{{Key: "aggregate", Value: "c"}, {Key: "pipeline", Value: bson.A{}}, {Key: "cursor", Value: bson.D{{Key: "size", Value: 1}}}}, 40415},
 		{"listCollections cursor unknown field", bson.D{{Key: "listCollections", Value: 1}, {Key: "cursor", Value: bson.D{{Key: "size", Value: 1}}}}, 40415},
 		{"find skip negative", bson.D{{Key: "find", Value: "c"}, {Key: "skip", Value: -1}}, 51024},

@@ -104,7 +104,7 @@ func (s *Server) run(ctx context.Context, cmd *command, req *Request) (reply bso
 
 // maxTime returns the command's maxTimeMS, 0 meaning no limit. The checks
 // and their order are those of MongoDB 7's parser: any numeric type, its
-// integer part within [0, MaxInt32], and no fraction for a double. find,
+// integer part within [0, MaxInt32], and no fraction for a double.
 // aggregate and getMore declare maxTimeMS in their IDL as a safeInt64, so
 // their own parser sees it first (idlMaxTime).
 func maxTime(cmd string, body bson.Raw) (time.Duration, error) {
@@ -139,14 +139,16 @@ func maxTime(cmd string, body bson.Raw) (time.Duration, error) {
 }
 
 // idlMaxTime applies the checks of the commands whose IDL declares maxTimeMS
-// as a safeInt64: a wrong type is TypeMismatch rather than the generic
-// BadValue, and find and aggregate, whose field has the validator
-// "gte: 0", refuse a negative value with the validator's code
-// (src/mongo/db/query/find_command.idl, getmore_command.idl,
-// src/mongo/db/pipeline/aggregate_command.idl).
+// as a safeInt64, which their own parser applies before the generic one: a
+// wrong type is TypeMismatch rather than BadValue, and aggregate, whose
+// field has the validator "gte: 0", refuses a negative value with the
+// validator's code (src/mongo/db/pipeline/aggregate_command.idl,
+// src/mongo/db/query/getmore_command.idl). find's IDL type for it,
+// maxTimeMS, is deserialized by parseMaxTimeMS itself (find_command.idl),
+// so find answers like any other command.
 func idlMaxTime(cmd string, v bson.RawValue) error {
 	switch cmd {
-	case "find", "aggregate":
+	case "aggregate":
 		_, err := argNonNegative(cmd, "maxTimeMS", v)
 		return err
 	case "getMore":
