@@ -388,16 +388,18 @@ func (s *Server) validate(ctx context.Context, req *Request) (bson.Raw, error) {
 	if err != nil {
 		return nil, err
 	}
-	var full, repair, background bool
+	var full, repair, background, checkBSON bool
 	for key, v := range cmdArgs(req.Body) {
 		switch k := string(key); k {
 		case "full":
 			full, err = argBool("validate", k, v)
+		case "checkBSONConformance":
+			checkBSON, err = argBool("validate", k, v)
 		case "repair":
 			repair, err = argBool("validate", k, v)
 		case "background":
 			background, err = argBool("validate", k, v)
-		case "metadata", "checkBSONConformance", "scandata":
+		case "metadata", "scandata":
 			_, err = argBool("validate", k, v)
 		default:
 			err = unknownField("validate", key)
@@ -412,7 +414,9 @@ func (s *Server) validate(ctx context.Context, req *Request) (bson.Raw, error) {
 	if background && full {
 		return nil, mongoerr.New(mongoerr.InvalidOptions, "Running the validate command with both { background: true } and { full: true } is not supported.")
 	}
-	res, err := s.eng.Validate(ctx, req.DB, coll, full)
+	// The engine checks BSON conformance (UTF-8) in its full validation,
+	// which both options ask for, as MongoDB's validate does with either.
+	res, err := s.eng.Validate(ctx, req.DB, coll, full || checkBSON)
 	if err != nil {
 		return nil, err
 	}
