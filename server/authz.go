@@ -15,10 +15,10 @@ import (
 // privileges auth.Required says it needs before it runs. Commands that need
 // none (the handshake, authentication, ping...) run for anyone.
 
-// authorize refuses req unless its connection's user may run it
+// authorizePrivileges refuses req unless its connection's user may run it
 // (auth.Authorize), it is about the user itself (auth.OwnUserException),
 // or the localhost exception applies.
-func (s *Server) authorize(ctx context.Context, cmd *command, req *Request) error {
+func (s *Server) authorizePrivileges(ctx context.Context, cmd *command, req *Request) error {
 	need, err := auth.Required(cmd.name, req.DB, req.Body)
 	if err != nil {
 		// A command the table does not know, or cannot read, is refused:
