@@ -37,3 +37,30 @@ func TestAuthInvalidNamespaceIsNotUnauthorized(t *testing.T) {
 	err := reader.Database("app").RunCommand(ctx, bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{{Key: "x", Value: 1}}}}}).Err()
 	wantCode(t, err, codeUnauthorized)
 }
+
+// TestAuthLocalhostExceptionOnlyInAdmin checks that the localhost exception
+// creates only the first user or role, and only in admin: MongoDB's
+// documentation (docs/core/localhost-exception) has the first user made in
+// admin and ends the exception with the first user or role. A first user in
+// another database, which could administer nothing, is refused and leaves
+// the exception in place.
+func TestAuthLocalhostExceptionOnlyInAdmin(t *testing.T) {
+	ts := startServer(t, withAuth())
+	ctx := testCtx(t)
+	anon := ts.Client
+	err := anon.Database("app").RunCommand(ctx, bson.D{{Key: "createUser", Value: "appuser"}, {Key: "pwd", Value: "pw"},
+		{Key: "roles", Value: bson.A{bson.D{{Key: "role", Value: "readWrite"}, {Key: "db", Value: "app"}}}}}).Err()
+	wantCode(t, err, codeUnauthorized)
+	err = anon.Database("app").RunCommand(ctx, bson.D{{Key: "createRole", Value: "approle"}, {Key: "privileges", Value: bson.A{}}, {Key: "roles", Value: bson.A{}}}).Err()
+	wantCode(t, err, codeUnauthorized)
+	// The exception is still there for the first user in admin.
+	run(t, anon.Database("admin"), bson.D{{Key: "createUser", Value: "first"}, {Key: "pwd", Value: "pw"}, {Key: "roles", Value: bson.A{"root"}}})
+	root := authClient(t, ts, "first", "pw", "admin", "")
+	run(t, root.Database("admin"), bson.D{{Key: "ping", Value: 1}})
+
+	// A first role ends the exception too.
+	ts2 := startServer(t, withAuth())
+	run(t, ts2.Client.Database("admin"), bson.D{{Key: "createRole", Value: "ops"}, {Key: "privileges", Value: bson.A{}}, {Key: "roles", Value: bson.A{}}})
+	err = ts2.Client.Database("admin").RunCommand(ctx, bson.D{{Key: "createUser", Value: "late"}, {Key: "pwd", Value: "pw"}, {Key: "roles", Value: bson.A{"root"}}}).Err()
+	wantCode(t, err, codeUnauthorized)
+}

@@ -76,10 +76,16 @@ var authFree = map[string]bool{
 }
 
 // localhostException lets a client on the loopback interface create the
-// first user (or role) while there is none, as MongoDB's localhost
-// exception does; nothing else.
+// first user or role, in admin, while there is none, as MongoDB's localhost
+// exception does; nothing else. A first user created in another database
+// would end the exception with no one able to administer the server, so it
+// is refused: MongoDB's documentation has the first user made in admin
+// (docs/core/localhost-exception).
 func (s *Server) localhostException(ctx context.Context, cmd *command, req *Request) bool {
 	if cmd.name != "createUser" && cmd.name != "createRole" {
+		return false
+	}
+	if req.DB != authDB {
 		return false
 	}
 	if !isLoopback(req.Conn.remote) {
@@ -89,8 +95,8 @@ func (s *Server) localhostException(ctx context.Context, cmd *command, req *Requ
 	return err == nil && !has
 }
 
-// anyUserExists says whether admin.system.users holds a user, cached until
-// users change.
+// anyUserExists says whether any user or role exists, cached until users
+// or roles change.
 func (s *Server) anyUserExists(ctx context.Context) (bool, error) {
 	a := s.authz
 	gen := a.generation.Load()
@@ -101,6 +107,9 @@ func (s *Server) anyUserExists(ctx context.Context) (bool, error) {
 	}
 	a.mu.Unlock()
 	has, err := s.authStoreHasUsers(ctx)
+	if err == nil && !has {
+		has, err = s.authStoreHasRoles(ctx)
+	}
 	if err != nil {
 		return false, err
 	}
