@@ -42,3 +42,28 @@ func TestStandaloneLocalIsOrdinary(t *testing.T) {
 		t.Errorf("dropDatabase local on a standalone server: %v", err)
 	}
 }
+
+// TestWriteStagesRefuseLinearizable checks that $out and $merge under
+// readConcern linearizable fail with InvalidOptions (72), as MongoDB's
+// write stages answer (DocumentSourceOut and DocumentSourceMerge,
+// LiteParsed::supportsReadConcern), and write nothing; a linearizable read
+// without them still works.
+func TestWriteStagesRefuseLinearizable(t *testing.T) {
+	_, client := startReplSet(t)
+	ctx := testCtx(t)
+	db := client.Database("test")
+	mustInsert(t, db.Collection("src"), bson.D{{Key: "_id", Value: 1}})
+	linearizable := bson.D{{Key: "level", Value: "linearizable"}}
+	for _, stage := range []bson.D{
+		{{Key: "$out", Value: "dst"}},
+		{{Key: "$merge", Value: bson.D{{Key: "into", Value: "dst"}}}},
+	} {
+		err := db.RunCommand(ctx, bson.D{{Key: "aggregate", Value: "src"}, {Key: "pipeline", Value: bson.A{stage}},
+			{Key: "cursor", Value: bson.D{}}, {Key: "readConcern", Value: linearizable}}).Err()
+		wantCode(t, err, 72)
+	}
+	if names, err := db.ListCollectionNames(ctx, bson.D{{Key: "name", Value: "dst"}}); err != nil || len(names) != 0 {
+		t.Errorf("refused write stages created %v (%v)", names, err)
+	}
+	run(t, db, bson.D{{Key: "aggregate", Value: "src"}, {Key: "pipeline", Value: bson.A{}}, {Key: "cursor", Value: bson.D{}}, {Key: "readConcern", Value: linearizable}})
+}

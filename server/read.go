@@ -236,6 +236,9 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 	if err = pipelineNamespace(req.DB, pipeline, !onCollection); err != nil {
 		return nil, err
 	}
+	if err = checkWriteStageReadConcern(req.Body, pipeline); err != nil {
+		return nil, err
+	}
 	// A view's pipeline runs first, over the collection it reads.
 	from := coll
 	if onCollection {
