@@ -34,8 +34,9 @@ func (s *Server) dispatch(ctx context.Context, req *Request) bson.Raw {
 	debug := s.log.Core().Enabled(zapcore.DebugLevel)
 	start := time.Now()
 	var reply bson.Raw
-	var err error
-	if s.cfg.Auth {
+	// The API parameters are checked before authorization, as by MongoDB.
+	err := checkAPIParameters(cmd.name, req.Body)
+	if err == nil && s.cfg.Auth {
 		err = s.authorize(ctx, cmd, req)
 	}
 	if err == nil {
