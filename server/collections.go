@@ -20,7 +20,7 @@ func (s *Server) collectionCommands() []command {
 		{name: "listCollections", handle: s.listCollections},
 		{name: "renameCollection", handle: s.renameCollection, adminOnly: true},
 		{name: "collStats", handle: s.collStats},
-		{name: "dbStats", handle: s.dbStats},
+		{name: "dbStats", aliases: []string{"dbstats"}, handle: s.dbStats},
 		{name: "validate", handle: s.validate},
 		{name: "collMod", handle: s.collMod},
 	}
@@ -173,16 +173,17 @@ func (s *Server) listDatabases(ctx context.Context, req *Request) (bson.Raw, err
 	var total int64
 	for _, name := range names {
 		var d bson.D
+		var size int64
 		if nameOnly {
 			d = bson.D{{Key: "name", Value: name}}
 		} else {
-			size := s.eng.DatabaseSize(name)
-			total += size
+			size = s.eng.DatabaseSize(name)
 			d = bson.D{{Key: "name", Value: name}, {Key: "sizeOnDisk", Value: size}, {Key: "empty", Value: size == 0}}
 		}
 		raw, _ := bson.Marshal(d)
 		if f.Match(raw) {
 			dbs = append(dbs, d)
+			total += size // of the databases listed only, as mongod sums them
 		}
 	}
 	if nameOnly {
@@ -313,28 +314,29 @@ func (s *Server) collStats(ctx context.Context, req *Request) (bson.Raw, error) 
 		return nil, err
 	}
 	if !ok {
-		return nil, mongoerr.New(mongoerr.NamespaceNotFound, "Collection [%s.%s] not found.", req.DB, coll)
+		return missingCollStats(req.DB, coll, scale)
 	}
-	elems := append(bson.D{{Key: "ns", Value: req.DB + "." + coll}}, storageStats(st, scale)...)
+	elems := append(bson.D{{Key: "ns", Value: req.DB + "." + coll}}, storageStats(st, scale, s.indexOrder(req.DB, coll))...)
 	return okReply(elems...)
 }
 
 // storageStats is what collStats and $collStats report of a collection's
 // size, in units of scale bytes.
-func storageStats(st engine.CollStats, scale int64) bson.D {
+func storageStats(st engine.CollStats, scale int64, order []string) bson.D {
 	var avg int64
 	if st.Count > 0 {
 		avg = st.Size / st.Count
 	}
-	sizes := bson.D{}
-	for name, n := range st.IndexSizes {
-		sizes = append(sizes, bson.E{Key: name, Value: n / scale})
-	}
+	sizes := indexSizes(st.IndexSizes, order, scale)
 	return bson.D{
 		{Key: "count", Value: st.Count},
 		{Key: "size", Value: st.Size / scale},
 		{Key: "avgObjSize", Value: avg},
 		{Key: "storageSize", Value: st.StorageSize / scale},
+		// Pebble gives the space of deleted records back through
+		// compaction rather than keeping it for the collection to reuse:
+		// none is free in WiredTiger's sense.
+		{Key: "freeStorageSize", Value: int64(0)},
 		{Key: "nindexes", Value: int32(st.NIndexes)},
 		{Key: "totalIndexSize", Value: st.IndexSize / scale},
 		{Key: "totalSize", Value: (st.StorageSize + st.IndexSize) / scale},
