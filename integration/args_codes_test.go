@@ -15,7 +15,10 @@ import (
 //     only as a generic argument (generic_argument.idl, IDLAnyType) go
 //     through parseMaxTimeMS too: BadValue (2).
 //   - count's skip and limit: countParseSkip and countParseLimit in
-//     src/mongo/db/query/count_request.cpp, BadValue for a non-number.
+//     src/mongo/db/query/count_request.cpp, BadValue for a non-number or
+//     a fraction (parseIntegerElementToLong);
+//   - getMore's collection, made a namespace and checked: an empty one is
+//     InvalidNamespace (getmore_cmd.cpp).
 //   - the cursor option: SimpleCursorOptions in cursor_response.idl, a
 //     strict struct, so an unknown field is 40415.
 func TestArgumentErrorCodes(t *testing.T) {
@@ -45,6 +48,11 @@ func TestArgumentErrorCodes(t *testing.T) {
 		{"count limit string", bson.D{{Key: "count", Value: "c"}, {Key: "limit", Value: "1"}}, 2},
 		{"count limit min long", bson.D{{Key: "count", Value: "c"}, {Key: "limit", Value: int64(-1 << 63)}}, 2},
 		{"count limit negative", bson.D{{Key: "count", Value: "c"}, {Key: "limit", Value: -1}}, 0},
+		{"count limit fraction", bson.D{{Key: "count", Value: "c"}, {Key: "limit", Value: 1.5}}, 2},
+		{"count skip fraction", bson.D{{Key: "count", Value: "c"}, {Key: "skip", Value: 0.5}}, 2},
+		{"count limit integral double", bson.D{{Key: "count", Value: "c"}, {Key: "limit", Value: 2.0}}, 0},
+		{"getMore empty collection", bson.D{{Key: "getMore", Value: int64(5)}, {Key: "collection", Value: ""}}, 73},
+		{"getMore no collection", bson.D{{Key: "getMore", Value: int64(5)}}, 40414},
 		{"aggregate cursor unknown field", bson.D{{Key: "aggregate", Value: "c"}, {Key: "pipeline", Value: bson.A{}}, {Key: "cursor", Value: bson.D{{Key: "size", Value: 1}}}}, 40415},
 		{"listCollections cursor unknown field", bson.D{{Key: "listCollections", Value: 1}, {Key: "cursor", Value: bson.D{{Key: "size", Value: 1}}}}, 40415},
 		{"find skip negative", bson.D{{Key: "find", Value: "c"}, {Key: "skip", Value: -1}}, 51024},

@@ -113,6 +113,9 @@ func parseCount(body bson.Raw) (countArgs, error) {
 				err = mongoerr.New(mongoerr.BadValue, "skip value is not a valid number")
 				break
 			}
+			if err = integralCountArg("skip", v); err != nil {
+				break
+			}
 			a.skip, err = argInt64("count", "skip", v)
 			if err == nil && a.skip < 0 {
 				err = mongoerr.New(mongoerr.BadValue, "skip value is negative in count query")
@@ -120,6 +123,9 @@ func parseCount(body bson.Raw) (countArgs, error) {
 		case "limit":
 			if !isNumber(v.Type) {
 				err = mongoerr.New(mongoerr.BadValue, "limit value is not a valid number")
+				break
+			}
+			if err = integralCountArg("limit", v); err != nil {
 				break
 			}
 			a.limit, err = argInt64("count", "limit", v)
@@ -171,4 +177,15 @@ func parseDistinct(body bson.Raw) (key string, filter bson.Raw, err error) {
 		return "", nil, missingField("distinct", "key")
 	}
 	return key, filter, nil
+}
+
+// integralCountArg refuses a fractional skip or limit of count, which
+// parses them with parseIntegerElementToLong (count_request.cpp), as the
+// IDL-typed fields of find do not.
+func integralCountArg(field string, v bson.RawValue) error {
+	f, err := argFloat64("count", field, v)
+	if err != nil || f == math.Trunc(f) || math.IsInf(f, 0) {
+		return err
+	}
+	return mongoerr.New(mongoerr.BadValue, "Expected an integer: %s: %v", field, f)
 }

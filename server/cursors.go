@@ -392,12 +392,14 @@ func (s *Server) getMore(ctx context.Context, req *Request) (bson.Raw, error) {
 		return nil, wrongType("getMore", "getMore", first.Type, "long")
 	}
 	var coll string
+	haveColl := false
 	var err error
 	batchSize := 0
 	for key, v := range cmdArgs(req.Body) {
 		switch string(key) {
 		case "collection":
 			coll, err = argString("getMore", "collection", v)
+			haveColl = true
 		case "batchSize":
 			var n int64
 			n, err = argInt64("getMore", "batchSize", v)
@@ -413,8 +415,13 @@ func (s *Server) getMore(ctx context.Context, req *Request) (bson.Raw, error) {
 			return nil, err
 		}
 	}
-	if coll == "" {
+	switch {
+	case !haveColl:
 		return nil, missingField("getMore", "collection")
+	case coll == "":
+		// Present but empty: MongoDB's getMore checks the namespace it
+		// makes of it (getmore_cmd.cpp).
+		return nil, mongoerr.New(mongoerr.InvalidNamespace, "Invalid namespace for getMore: %s.", req.DB)
 	}
 	c := s.cursors.get(id)
 	if c == nil {
