@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"strings"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -69,5 +70,28 @@ func TestArgumentErrorCodes(t *testing.T) {
 			}
 			wantCode(t, err, c.code)
 		})
+	}
+}
+
+// TestCollationTypeErrorNamesTheCommand checks the wording of a collation
+// of the wrong type: MongoDB's parsers name the command, as in "BSON field
+// 'count.collation' is the wrong type 'string', expected type 'object'"
+// (idl_parser.cpp, IDLParserContext::throwBadType).
+func TestCollationTypeErrorNamesTheCommand(t *testing.T) {
+	ts := startServer(t)
+	ctx := testCtx(t)
+	db := ts.Client.Database("test")
+	for cmd, body := range map[string]bson.D{
+		"count":     {{Key: "count", Value: "c"}, {Key: "collation", Value: "fr"}},
+		"distinct":  {{Key: "distinct", Value: "c"}, {Key: "key", Value: "a"}, {Key: "collation", Value: "fr"}},
+		"aggregate": {{Key: "aggregate", Value: "c"}, {Key: "pipeline", Value: bson.A{}}, {Key: "cursor", Value: bson.D{}}, {Key: "collation", Value: "fr"}},
+		"create":    {{Key: "create", Value: "d"}, {Key: "collation", Value: "fr"}},
+	} {
+		err := db.RunCommand(ctx, body).Err()
+		wantCode(t, err, 14)
+		want := "BSON field '" + cmd + ".collation' is the wrong type 'string', expected type 'object'"
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", cmd, err, want)
+		}
 	}
 }

@@ -138,7 +138,7 @@ func parseCount(body bson.Raw) (countArgs, error) {
 		case "hint":
 			a.hint, err = argHint(v)
 		case "collation":
-			err = checkCollation(v)
+			err = checkCollationOf("count", v)
 		case "fields", "query_options":
 		default:
 			err = unknownField("count", key)
@@ -163,7 +163,7 @@ func parseDistinct(body bson.Raw) (key string, filter bson.Raw, err error) {
 				filter, err = argDoc("distinct", "query", v)
 			}
 		case "collation":
-			err = checkCollation(v)
+			err = checkCollationOf("distinct", v)
 		default:
 			// hint included: MongoDB takes it from 7.1 on, and the 7.0
 			// Lethe presents as refuses it rather than ignore it.

@@ -75,7 +75,7 @@ func (s *Server) create(ctx context.Context, req *Request) (bson.Raw, error) {
 			"indexOptionDefaults", "idIndex", "autoIndexId", "flags":
 			opts = append(opts, bson.E{Key: k, Value: v})
 		case "collation":
-			if err := checkCollation(v); err != nil {
+			if err := checkCollationOf("create", v); err != nil {
 				return nil, err
 			}
 		default:

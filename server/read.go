@@ -14,10 +14,15 @@ import (
 
 // checkCollation accepts the simple collation only: other locales are
 // refused rather than silently compared byte-wise.
-func checkCollation(v bson.RawValue) error {
+func checkCollation(v bson.RawValue) error { return checkCollationOf("collation", v) }
+
+// checkCollationOf is checkCollation for a command whose parser names
+// itself in a type error, as "BSON field 'count.collation' is the wrong
+// type".
+func checkCollationOf(cmd string, v bson.RawValue) error {
 	d, ok := v.DocumentOK()
 	if !ok {
-		return wrongType("collation", "collation", v.Type, "object")
+		return wrongType(cmd, "collation", v.Type, "object")
 	}
 	if len(d) <= 5 {
 		return nil
@@ -202,7 +207,7 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 		case "explain":
 			explain, err = argStrictBool("explain", v)
 		case "collation":
-			err = checkCollation(v)
+			err = checkCollationOf("aggregate", v)
 		case "allowDiskUse":
 			allowDiskUse, err = argStrictBool("allowDiskUse", v)
 		case "hint":
