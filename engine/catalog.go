@@ -486,6 +486,9 @@ func ValidateNamespace(db, coll string) error {
 	if err := ValidateDBName(db); err != nil {
 		return err
 	}
+	if err := checkNameText("collection", coll); err != nil {
+		return err
+	}
 	switch {
 	case coll == "":
 		return mongoerr.New(mongoerr.InvalidNamespace, "Invalid namespace specified '%s.'", db)
@@ -501,6 +504,9 @@ func ValidateNamespace(db, coll string) error {
 
 // ValidateDBName checks a database name as MongoDB does.
 func ValidateDBName(db string) error {
+	if err := checkNameText("database", db); err != nil {
+		return err // before any message quotes the name
+	}
 	if db == "" || len(db) >= 64 || strings.ContainsAny(db, "/\\. \"$\x00") {
 		return mongoerr.New(mongoerr.InvalidNamespace, "Invalid database name: '%s'", db)
 	}

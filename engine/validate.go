@@ -128,6 +128,8 @@ type storageCheck struct {
 
 	expected       []int64 // entries the documents call for, per st.indexes
 	expectedExpiry int64
+	nonConformant  bool // a document breaks the BSON specification
+	schemaFailed   bool // a document fails the collection's validator
 	ticks          int
 	reported       int
 }
@@ -183,6 +185,10 @@ func (v *storageCheck) documents() error {
 		}
 		if validator != nil && !validator.Match(d.doc) {
 			v.res.NNonCompliantDocuments++
+			v.schemaFailed = true
+		} else if v.full && !conformantBSON(bsoncore.Document(d.doc)) {
+			v.res.NNonCompliantDocuments++
+			v.nonConformant = true
 		}
 		for i, ix := range v.st.indexes {
 			keys, multi, err := ix.keys(d.doc)
@@ -454,8 +460,11 @@ func (v *storageCheck) summarize() {
 			r.Errors = append(r.Errors, fmt.Sprintf("%d %s", c.n, c.what))
 		}
 	}
-	if r.NNonCompliantDocuments > 0 {
+	if v.schemaFailed {
 		r.Warnings = append(r.Warnings, "Detected one or more documents in this collection not conformant to the schema validation rules applied to it.")
+	}
+	if v.nonConformant {
+		r.Warnings = append(r.Warnings, nonConformantBSONWarning)
 	}
 	if r.Errors == nil {
 		r.Errors = []string{}

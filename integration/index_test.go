@@ -2,6 +2,8 @@ package integration
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,9 +13,30 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
 
+// createIndex runs createIndexes with one spec. A spec without a name gets
+// the name drivers derive from the key pattern (field_direction joined by
+// "_"), since the server requires one.
 func createIndex(t *testing.T, coll *mongo.Collection, spec bson.D) bson.Raw {
 	t.Helper()
-	return run(t, coll.Database(), bson.D{{Key: "createIndexes", Value: coll.Name()}, {Key: "indexes", Value: bson.A{spec}}})
+	return run(t, coll.Database(), bson.D{{Key: "createIndexes", Value: coll.Name()}, {Key: "indexes", Value: bson.A{named(spec)}}})
+}
+
+// named returns spec with the driver's default name when it has none.
+func named(spec bson.D) bson.D {
+	var key bson.D
+	for _, e := range spec {
+		switch e.Key {
+		case "name":
+			return spec
+		case "key":
+			key, _ = e.Value.(bson.D)
+		}
+	}
+	parts := make([]string, 0, len(key))
+	for _, k := range key {
+		parts = append(parts, fmt.Sprintf("%s_%v", k.Key, k.Value))
+	}
+	return append(slices.Clone(spec), bson.E{Key: "name", Value: strings.Join(parts, "_")})
 }
 
 func listIndexes(t *testing.T, coll *mongo.Collection) []bson.Raw {

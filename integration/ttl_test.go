@@ -571,11 +571,15 @@ func TestRule19DateTTLIndex(t *testing.T) {
 		{bson.D{{Key: "a", Value: 1}}, -1},
 		{bson.D{{Key: "a", Value: 1}}, int64(2147483648)},
 		{bson.D{{Key: "a", Value: 1}, {Key: "b", Value: 1}}, 60},
-		{bson.D{{Key: "_id", Value: 1}}, 60},
 	} {
 		_, err := db.RunCommand(ctx, bson.D{{Key: "createIndexes", Value: "d2"}, {Key: "indexes", Value: bson.A{bson.D{{Key: "key", Value: bad.key}, {Key: "name", Value: "x"}, {Key: "expireAfterSeconds", Value: bad.v}}}}}).Raw()
 		wantCode(t, err, 67)
 	}
+	// On the _id key, expireAfterSeconds is one more option the _id index
+	// does not take: InvalidIndexSpecificationOption, as MongoDB answers
+	// (validateIdIndexSpec in src/mongo/db/catalog/index_key_validate.cpp).
+	_, err := db.RunCommand(ctx, bson.D{{Key: "createIndexes", Value: "d2"}, {Key: "indexes", Value: bson.A{bson.D{{Key: "key", Value: bson.D{{Key: "_id", Value: 1}}}, {Key: "name", Value: "x"}, {Key: "expireAfterSeconds", Value: 60}}}}}).Raw()
+	wantCode(t, err, 197)
 	run(t, db, bson.D{{Key: "createIndexes", Value: "d3"}, {Key: "indexes", Value: bson.A{bson.D{{Key: "key", Value: bson.D{{Key: "a", Value: 1}}}, {Key: "name", Value: "a_1"}, {Key: "expireAfterSeconds", Value: 0}}}}})
 }
 

@@ -73,6 +73,8 @@ const (
 	ChangeStreamFatalError                   Code = 280
 	ChangeStreamHistoryLost                  Code = 286
 	QueryExceededMemoryLimitNoDiskUseAllowed Code = 292
+	APIVersionError                          Code = 322
+	APIStrictError                           Code = 323
 	MechanismUnavailable                     Code = 334
 	UnsupportedOpQueryCommand                Code = 352
 	BSONObjectTooLarge                       Code = 10334
@@ -158,6 +160,8 @@ var codeNames = map[Code]string{
 	ChangeStreamFatalError:                   "ChangeStreamFatalError",
 	ChangeStreamHistoryLost:                  "ChangeStreamHistoryLost",
 	QueryExceededMemoryLimitNoDiskUseAllowed: "QueryExceededMemoryLimitNoDiskUseAllowed",
+	APIVersionError:                          "APIVersionError",
+	APIStrictError:                           "APIStrictError",
 	MechanismUnavailable:                     "MechanismUnavailable",
 	UnsupportedOpQueryCommand:                "UnsupportedOpQueryCommand",
 	BSONObjectTooLarge:                       "BSONObjectTooLarge",

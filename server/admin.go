@@ -46,6 +46,7 @@ func (s *Server) buildInfo(context.Context, *Request) (bson.Raw, error) {
 		bson.E{Key: "bits", Value: int32(64)},
 		bson.E{Key: "debug", Value: false},
 		bson.E{Key: "maxBsonObjectSize", Value: int32(maxBSONObjectSize)},
+		bson.E{Key: "buildEnvironment", Value: buildEnvironment()},
 		bson.E{Key: "storageEngines", Value: bson.A{"lethe"}},
 		bson.E{Key: "lethe", Value: bson.D{{Key: "version", Value: Version}}},
 	)
@@ -111,7 +112,7 @@ func (s *Server) getParameter(_ context.Context, req *Request) (bson.Raw, error)
 			value = bson.D{
 				{Key: "value", Value: value},
 				{Key: "settableAtRuntime", Value: p.set != nil},
-				{Key: "settableAtStartup", Value: false},
+				{Key: "settableAtStartup", Value: p.startup},
 			}
 		}
 		reply = append(reply, bson.E{Key: name, Value: value})
@@ -271,6 +272,7 @@ func (s *Server) serverStatus(_ context.Context, req *Request) (bson.Raw, error)
 			{Key: "activeSessionsCount", Value: int32(s.sessions.Len())},
 		}},
 		{Key: "opcounters", Value: s.stats.ops.doc()},
+		{Key: "catalogStats", Value: s.catalogStats()},
 		{Key: "mem", Value: memDoc()},
 		{Key: "metrics", Value: bson.D{
 			{Key: "cursor", Value: bson.D{{Key: "open", Value: bson.D{{Key: "total", Value: int64(openCursors)}}}}},

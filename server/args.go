@@ -242,6 +242,15 @@ func argArray(cmd, field string, v bson.RawValue) (bson.RawArray, error) {
 	return a, nil
 }
 
+// isNumber reports whether t is one of BSON's numeric types.
+func isNumber(t bson.Type) bool {
+	switch t {
+	case bson.TypeInt32, bson.TypeInt64, bson.TypeDouble, bson.TypeDecimal128:
+		return true
+	}
+	return false
+}
+
 func saturatingInt64(f float64) int64 {
 	switch {
 	case math.IsNaN(f):

@@ -38,6 +38,20 @@ func (s *Server) authStoreHasUsers(ctx context.Context) (bool, error) {
 	return len(docs) > 0, err
 }
 
+// authStoreHasRoles reports whether any user-defined role exists, which
+// ends the localhost exception as a user does.
+func (s *Server) authStoreHasRoles(ctx context.Context) (bool, error) {
+	if !s.eng.CollectionExists(authDB, rolesColl) {
+		return false, nil
+	}
+	cur, err := s.eng.Find(ctx, authDB, rolesColl, engine.FindSpec{Limit: 1})
+	if err != nil {
+		return false, err
+	}
+	docs, err := cur.All(ctx)
+	return len(docs) > 0, err
+}
+
 // authStore is auth.Store over the server's collections.
 func (s *Server) authStore() auth.Store { return engineAuthStore{s.eng} }
 

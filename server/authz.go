@@ -15,10 +15,10 @@ import (
 // privileges auth.Required says it needs before it runs. Commands that need
 // none (the handshake, authentication, ping...) run for anyone.
 
-// authorize refuses req unless its connection's user may run it
+// authorizePrivileges refuses req unless its connection's user may run it
 // (auth.Authorize), it is about the user itself (auth.OwnUserException),
 // or the localhost exception applies.
-func (s *Server) authorize(ctx context.Context, cmd *command, req *Request) error {
+func (s *Server) authorizePrivileges(ctx context.Context, cmd *command, req *Request) error {
 	need, err := auth.Required(cmd.name, req.DB, req.Body)
 	if err != nil {
 		// A command the table does not know, or cannot read, is refused:
@@ -76,10 +76,16 @@ var authFree = map[string]bool{
 }
 
 // localhostException lets a client on the loopback interface create the
-// first user (or role) while there is none, as MongoDB's localhost
-// exception does; nothing else.
+// first user or role, in admin, while there is none, as MongoDB's localhost
+// exception does; nothing else. A first user created in another database
+// would end the exception with no one able to administer the server, so it
+// is refused: MongoDB's documentation has the first user made in admin
+// (docs/core/localhost-exception).
 func (s *Server) localhostException(ctx context.Context, cmd *command, req *Request) bool {
 	if cmd.name != "createUser" && cmd.name != "createRole" {
+		return false
+	}
+	if req.DB != authDB {
 		return false
 	}
 	if !isLoopback(req.Conn.remote) {
@@ -89,8 +95,8 @@ func (s *Server) localhostException(ctx context.Context, cmd *command, req *Requ
 	return err == nil && !has
 }
 
-// anyUserExists says whether admin.system.users holds a user, cached until
-// users change.
+// anyUserExists says whether any user or role exists, cached until users
+// or roles change.
 func (s *Server) anyUserExists(ctx context.Context) (bool, error) {
 	a := s.authz
 	gen := a.generation.Load()
@@ -101,6 +107,9 @@ func (s *Server) anyUserExists(ctx context.Context) (bool, error) {
 	}
 	a.mu.Unlock()
 	has, err := s.authStoreHasUsers(ctx)
+	if err == nil && !has {
+		has, err = s.authStoreHasRoles(ctx)
+	}
 	if err != nil {
 		return false, err
 	}

@@ -20,7 +20,7 @@ func (s *Server) collectionCommands() []command {
 		{name: "listCollections", handle: s.listCollections},
 		{name: "renameCollection", handle: s.renameCollection, adminOnly: true},
 		{name: "collStats", handle: s.collStats},
-		{name: "dbStats", handle: s.dbStats},
+		{name: "dbStats", aliases: []string{"dbstats"}, handle: s.dbStats},
 		{name: "validate", handle: s.validate},
 		{name: "collMod", handle: s.collMod},
 	}
@@ -75,7 +75,7 @@ func (s *Server) create(ctx context.Context, req *Request) (bson.Raw, error) {
 			"indexOptionDefaults", "idIndex", "autoIndexId", "flags":
 			opts = append(opts, bson.E{Key: k, Value: v})
 		case "collation":
-			if err := checkCollation(v); err != nil {
+			if err := checkCollationOf("create", v); err != nil {
 				return nil, err
 			}
 		default:
@@ -97,7 +97,12 @@ func (s *Server) create(ctx context.Context, req *Request) (bson.Raw, error) {
 	}
 	raw, _ := bson.Marshal(opts)
 	if err := s.eng.CreateCollection(req.DB, coll, engine.CreateOptions{Raw: raw}); err != nil {
-		return nil, err
+		if me, ok := mongoerr.As(err); !ok || me.Code != mongoerr.NamespaceExists {
+			return nil, err
+		}
+		if err := s.createExisting(req.DB, coll, raw, err); err != nil {
+			return nil, err
+		}
 	}
 	return okReply()
 }
@@ -168,16 +173,17 @@ func (s *Server) listDatabases(ctx context.Context, req *Request) (bson.Raw, err
 	var total int64
 	for _, name := range names {
 		var d bson.D
+		var size int64
 		if nameOnly {
 			d = bson.D{{Key: "name", Value: name}}
 		} else {
-			size := s.eng.DatabaseSize(name)
-			total += size
+			size = s.eng.DatabaseSize(name)
 			d = bson.D{{Key: "name", Value: name}, {Key: "sizeOnDisk", Value: size}, {Key: "empty", Value: size == 0}}
 		}
 		raw, _ := bson.Marshal(d)
 		if f.Match(raw) {
 			dbs = append(dbs, d)
+			total += size // of the databases listed only, as mongod sums them
 		}
 	}
 	if nameOnly {
@@ -308,28 +314,29 @@ func (s *Server) collStats(ctx context.Context, req *Request) (bson.Raw, error) 
 		return nil, err
 	}
 	if !ok {
-		return nil, mongoerr.New(mongoerr.NamespaceNotFound, "Collection [%s.%s] not found.", req.DB, coll)
+		return missingCollStats(req.DB, coll, scale)
 	}
-	elems := append(bson.D{{Key: "ns", Value: req.DB + "." + coll}}, storageStats(st, scale)...)
+	elems := append(bson.D{{Key: "ns", Value: req.DB + "." + coll}}, storageStats(st, scale, s.indexOrder(req.DB, coll))...)
 	return okReply(elems...)
 }
 
 // storageStats is what collStats and $collStats report of a collection's
 // size, in units of scale bytes.
-func storageStats(st engine.CollStats, scale int64) bson.D {
+func storageStats(st engine.CollStats, scale int64, order []string) bson.D {
 	var avg int64
 	if st.Count > 0 {
 		avg = st.Size / st.Count
 	}
-	sizes := bson.D{}
-	for name, n := range st.IndexSizes {
-		sizes = append(sizes, bson.E{Key: name, Value: n / scale})
-	}
+	sizes := indexSizes(st.IndexSizes, order, scale)
 	return bson.D{
 		{Key: "count", Value: st.Count},
 		{Key: "size", Value: st.Size / scale},
 		{Key: "avgObjSize", Value: avg},
 		{Key: "storageSize", Value: st.StorageSize / scale},
+		// Pebble gives the space of deleted records back through
+		// compaction rather than keeping it for the collection to reuse:
+		// none is free in WiredTiger's sense.
+		{Key: "freeStorageSize", Value: int64(0)},
 		{Key: "nindexes", Value: int32(st.NIndexes)},
 		{Key: "totalIndexSize", Value: st.IndexSize / scale},
 		{Key: "totalSize", Value: (st.StorageSize + st.IndexSize) / scale},
@@ -383,16 +390,18 @@ func (s *Server) validate(ctx context.Context, req *Request) (bson.Raw, error) {
 	if err != nil {
 		return nil, err
 	}
-	var full, repair, background bool
+	var full, repair, background, checkBSON bool
 	for key, v := range cmdArgs(req.Body) {
 		switch k := string(key); k {
 		case "full":
 			full, err = argBool("validate", k, v)
+		case "checkBSONConformance":
+			checkBSON, err = argBool("validate", k, v)
 		case "repair":
 			repair, err = argBool("validate", k, v)
 		case "background":
 			background, err = argBool("validate", k, v)
-		case "metadata", "checkBSONConformance", "scandata":
+		case "metadata", "scandata":
 			_, err = argBool("validate", k, v)
 		default:
 			err = unknownField("validate", key)
@@ -407,7 +416,9 @@ func (s *Server) validate(ctx context.Context, req *Request) (bson.Raw, error) {
 	if background && full {
 		return nil, mongoerr.New(mongoerr.InvalidOptions, "Running the validate command with both { background: true } and { full: true } is not supported.")
 	}
-	res, err := s.eng.Validate(ctx, req.DB, coll, full)
+	// The engine checks BSON conformance (UTF-8) in its full validation,
+	// which both options ask for, as MongoDB's validate does with either.
+	res, err := s.eng.Validate(ctx, req.DB, coll, full || checkBSON)
 	if err != nil {
 		return nil, err
 	}

@@ -373,6 +373,19 @@ func cursorOption(cmd string, v bson.RawValue, batchSize *int) error {
 	if err != nil {
 		return err
 	}
+	// The cursor document is a strict IDL struct (SimpleCursorOptions in
+	// src/mongo/db/query/cursor_response.idl): batchSize is its only field.
+	// aggregate parses it on its own, so its errors name it "cursor"
+	// (parseAggregateCursorFromBSON in aggregation_request_helper.cpp).
+	context := cmd + ".cursor"
+	if cmd == "aggregate" {
+		context = "cursor"
+	}
+	for key := range fields(c) {
+		if string(key) != "batchSize" {
+			return unknownField(context, key)
+		}
+	}
 	bs, err := c.LookupErr("batchSize")
 	if err != nil {
 		return nil
@@ -444,12 +457,14 @@ func (s *Server) getMore(ctx context.Context, req *Request) (bson.Raw, error) {
 		return nil, wrongType("getMore", "getMore", first.Type, "long")
 	}
 	var coll string
+	haveColl := false
 	var err error
 	batchSize := 0
 	for key, v := range cmdArgs(req.Body) {
 		switch string(key) {
 		case "collection":
 			coll, err = argString("getMore", "collection", v)
+			haveColl = true
 		case "batchSize":
 			var n int64
 			n, err = argInt64("getMore", "batchSize", v)
@@ -465,8 +480,13 @@ func (s *Server) getMore(ctx context.Context, req *Request) (bson.Raw, error) {
 			return nil, err
 		}
 	}
-	if coll == "" {
+	switch {
+	case !haveColl:
 		return nil, missingField("getMore", "collection")
+	case coll == "":
+		// Present but empty: MongoDB's getMore checks the namespace it
+		// makes of it (getmore_cmd.cpp).
+		return nil, mongoerr.New(mongoerr.InvalidNamespace, "Invalid namespace for getMore: %s.", req.DB)
 	}
 	c := s.cursors.get(id)
 	if c == nil {

@@ -34,8 +34,9 @@ func (s *Server) dispatch(ctx context.Context, req *Request) bson.Raw {
 	debug := s.log.Core().Enabled(zapcore.DebugLevel)
 	start := time.Now()
 	var reply bson.Raw
-	var err error
-	if s.cfg.Auth {
+	// The API parameters are checked before authorization, as by MongoDB.
+	err := checkAPIParameters(cmd.name, req.Body)
+	if err == nil && s.cfg.Auth {
 		err = s.authorize(ctx, cmd, req)
 	}
 	if err == nil {
@@ -75,7 +76,7 @@ func (s *Server) run(ctx context.Context, cmd *command, req *Request) (reply bso
 			reply, err = nil, mongoerr.New(mongoerr.InternalError, "internal error running %s: %v", req.Name, p)
 		}
 	}()
-	limit, err := maxTime(req.Body)
+	limit, err := maxTime(cmd.name, req.Body)
 	if err != nil {
 		return nil, err
 	}
@@ -105,10 +106,15 @@ func (s *Server) run(ctx context.Context, cmd *command, req *Request) (reply bso
 // maxTime returns the command's maxTimeMS, 0 meaning no limit. The checks
 // and their order are those of MongoDB 7's parser: any numeric type, its
 // integer part within [0, MaxInt32], and no fraction for a double.
-func maxTime(body bson.Raw) (time.Duration, error) {
+// aggregate and getMore declare maxTimeMS in their IDL as a safeInt64, so
+// their own parser sees it first (idlMaxTime).
+func maxTime(cmd string, body bson.Raw) (time.Duration, error) {
 	v, err := bsoncore.Document(body).LookupErr("maxTimeMS")
 	if err != nil {
 		return 0, nil
+	}
+	if err := idlMaxTime(cmd, bson.RawValue{Type: bson.Type(v.Type), Value: v.Data}); err != nil {
+		return 0, err
 	}
 	var ms float64
 	switch v.Type {
@@ -131,6 +137,26 @@ func maxTime(body bson.Raw) (time.Duration, error) {
 		return 0, mongoerr.New(mongoerr.BadValue, "maxTimeMS has non-integral value")
 	}
 	return time.Duration(n) * time.Millisecond, nil
+}
+
+// idlMaxTime applies the checks of the commands whose IDL declares maxTimeMS
+// as a safeInt64, which their own parser applies before the generic one: a
+// wrong type is TypeMismatch rather than BadValue, and aggregate, whose
+// field has the validator "gte: 0", refuses a negative value with the
+// validator's code (src/mongo/db/pipeline/aggregate_command.idl,
+// src/mongo/db/query/getmore_command.idl). find's IDL type for it,
+// maxTimeMS, is deserialized by parseMaxTimeMS itself (find_command.idl),
+// so find answers like any other command.
+func idlMaxTime(cmd string, v bson.RawValue) error {
+	switch cmd {
+	case "aggregate":
+		_, err := argNonNegative(cmd, "maxTimeMS", v)
+		return err
+	case "getMore":
+		_, err := argInt64(cmd, "maxTimeMS", v)
+		return err
+	}
+	return nil
 }
 
 // errorReply builds the error reply for e in the connection's reply buffer.

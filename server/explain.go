@@ -49,6 +49,9 @@ func (s *Server) explain(ctx context.Context, req *Request) (bson.Raw, error) {
 	if !ok {
 		return nil, mongoerr.New(mongoerr.InvalidNamespace, "collection name has invalid type %s", typeName(first.Value().Type))
 	}
+	if err := s.checkExplained(first.Key(), inner); err != nil {
+		return nil, err
+	}
 	spec, err := explainSpec(first.Key(), inner)
 	if err != nil {
 		return nil, err
@@ -97,6 +100,27 @@ func (s *Server) explain(ctx context.Context, req *Request) (bson.Raw, error) {
 		bson.E{Key: "serverInfo", Value: bson.D{{Key: "host", Value: host}, {Key: "version", Value: mongoVersion}}},
 	)
 	return okReply(elems...)
+}
+
+// checkExplained parses the explained command's arguments with the
+// command's own parser, as MongoDB's explain does before planning (the
+// parseExplain... and Invocation::explain paths of find_cmd.cpp,
+// count_cmd.cpp and distinct.cpp), so that explain refuses what the command
+// would refuse, with the same codes.
+func (s *Server) checkExplained(cmd string, inner bson.Raw) error {
+	if _, err := maxTime(cmd, inner); err != nil {
+		return err
+	}
+	var err error
+	switch cmd {
+	case "find":
+		_, err = s.parseFind(inner)
+	case "count":
+		_, err = parseCount(inner)
+	case "distinct":
+		_, _, err = parseDistinct(inner)
+	}
+	return err
 }
 
 // explainSpec extracts the query part of an explained command.

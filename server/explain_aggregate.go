@@ -41,11 +41,27 @@ func (s *Server) explainAggregate(ctx context.Context, req *Request, body bson.R
 		case "let":
 			lv, err = s.parseLet("aggregate", v)
 		case "collation":
-			err = checkCollation(v)
+			err = checkCollationOf("aggregate", v)
+		// The rest only checked, as aggregate itself checks them: explain
+		// refuses what the command would refuse.
+		case "cursor":
+			if err = checkCursorBatchSize(v); err == nil {
+				var batchSize int
+				err = cursorOption("aggregate", v, &batchSize)
+			}
+		case "bypassDocumentValidation":
+			_, err = argStrictBool("bypassDocumentValidation", v)
+		case "explain":
+			_, err = argStrictBool("explain", v)
+		default:
+			err = unknownField("aggregate", key)
 		}
 		if err != nil {
 			return nil, err
 		}
+	}
+	if _, err := maxTime("aggregate", body); err != nil {
+		return nil, err
 	}
 	if !havePipeline {
 		return nil, missingField("aggregate", "pipeline")

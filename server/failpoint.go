@@ -252,7 +252,7 @@ func (s *Server) failCommandApplies(d *failCommandData, cmd *command, req *Reque
 	if !d.close && !d.block && !d.hasCode && d.wce == nil {
 		return false
 	}
-	if d.hasAppName && req.Conn.appName != d.appName {
+	if d.hasAppName && requestAppName(req) != d.appName {
 		return false
 	}
 	if d.hasNS {
@@ -270,6 +270,20 @@ func (s *Server) failCommandApplies(d *failCommandData, cmd *command, req *Reque
 		}
 	}
 	return false
+}
+
+// requestAppName is the client's appName for failCommand's filter. The
+// handshake hello carries it in its client metadata and the hello handler
+// records it on the connection only when it runs, after the fail point is
+// checked; mongod filters that first hello by the name too, which is how
+// drivers test their handshake errors (the SDAM and CMAP specification
+// tests' failCommand on hello with appName).
+func requestAppName(req *Request) string {
+	if req.Conn.appName != "" {
+		return req.Conn.appName
+	}
+	name, _ := req.Body.Lookup("client", "application", "name").StringValueOK()
+	return name
 }
 
 // failCommandBefore applies failCommand before the command runs: it

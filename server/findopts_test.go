@@ -56,8 +56,8 @@ func TestMaxTime(t *testing.T) {
 		// The range is checked before the fraction, as MongoDB does.
 		{-1.5, 0, mongoerr.BadValue, "-1 value for maxTimeMS is out of range"},
 	} {
-		body, _ := bson.Marshal(bson.D{{Key: "find", Value: "c"}, {Key: "maxTimeMS", Value: c.v}})
-		got, err := maxTime(body)
+		body, _ := bson.Marshal(bson.D{{Key: "count", Value: "c"}, {Key: "maxTimeMS", Value: c.v}})
+		got, err := maxTime("count", body)
 		if c.code != 0 {
 			wantErr(t, err, c.code, c.msg)
 			continue

@@ -50,6 +50,11 @@ func (s *Server) createIndexes(ctx context.Context, req *Request) (bson.Raw, err
 			}
 		}
 	}
+	for _, spec := range specs {
+		if err := checkIndexSpec(spec); err != nil {
+			return nil, err
+		}
+	}
 	res, err := s.eng.CreateIndexes(req.DB, coll, specs)
 	if err != nil {
 		return nil, err

@@ -14,12 +14,15 @@ type parameter struct {
 	get func() any
 	// set changes the value at run time; nil if it cannot be changed.
 	set func(cmd, name string, v bson.RawValue) error
+	// startup says a command-line flag sets it, for getParameter's
+	// showDetails (settableAtStartup).
+	startup bool
 }
 
 func (s *Server) buildParameters() map[string]*parameter {
 	params := map[string]*parameter{
 		"featureCompatibilityVersion": {get: func() any { return bson.D{{Key: "version", Value: fcvVersion}} }},
-		"logLevel":                    {get: s.logLevel},
+		"logLevel":                    {get: s.logLevel, startup: true},
 		// mongodump and mongorestore check it before carrying users.
 		"authSchemaVersion": {get: func() any { return int32(authSchemaVersion) }},
 		// Set at startup only, as in MongoDB (Config.AuthMechanisms).
@@ -29,9 +32,19 @@ func (s *Server) buildParameters() map[string]*parameter {
 				names = append(names, string(m))
 			}
 			return names
-		}},
+		}, startup: true},
 		// Set at startup only, as in MongoDB (Config.SessionTimeout).
-		"localLogicalSessionTimeoutMinutes": {get: func() any { return s.sessions.TimeoutMinutes() }},
+		"localLogicalSessionTimeoutMinutes": {get: func() any { return s.sessions.TimeoutMinutes() }, startup: true},
+		// Read by drivers' and tools' test harnesses and by monitoring,
+		// reporting what Lethe does: idle cursors close after
+		// cursorIdleTimeout; the localhost exception is always on; no
+		// query is refused for scanning a collection; expired documents
+		// are removed without a monitor to turn off; logging is not quiet.
+		"cursorTimeoutMillis":       {get: func() any { return cursorIdleTimeout.Milliseconds() }},
+		"enableLocalhostAuthBypass": {get: func() any { return true }},
+		"notablescan":               {get: func() any { return false }},
+		"ttlMonitorEnabled":         {get: func() any { return true }},
+		"quiet":                     {get: func() any { return false }},
 		"allowDiskUseByDefault": {
 			get: func() any { return s.allowDiskUseByDefault.Load() },
 			set: s.setAllowDiskUseByDefault,

@@ -4,7 +4,6 @@ package server
 
 import (
 	"context"
-	"math"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -15,10 +14,15 @@ import (
 
 // checkCollation accepts the simple collation only: other locales are
 // refused rather than silently compared byte-wise.
-func checkCollation(v bson.RawValue) error {
+func checkCollation(v bson.RawValue) error { return checkCollationOf("collation", v) }
+
+// checkCollationOf is checkCollation for a command whose parser names
+// itself in a type error, as "BSON field 'count.collation' is the wrong
+// type".
+func checkCollationOf(cmd string, v bson.RawValue) error {
 	d, ok := v.DocumentOK()
 	if !ok {
-		return wrongType("collation", "collation", v.Type, "object")
+		return wrongType(cmd, "collation", v.Type, "object")
 	}
 	if len(d) <= 5 {
 		return nil
@@ -34,69 +38,12 @@ func (s *Server) find(ctx context.Context, req *Request) (bson.Raw, error) {
 	if err != nil {
 		return nil, err
 	}
-	spec := engine.FindSpec{AllowDiskUse: s.allowDiskUseByDefault.Load()}
-	batchSize := 101
-	var tailable, awaitData bool
-	var copts cursorOptions
-	var lv *engine.Let
-	for key, v := range cmdArgs(req.Body) {
-		switch string(key) {
-		case "filter":
-			spec.Filter, err = argObject("filter", v)
-		case "sort":
-			spec.Sort, err = argObject("sort", v)
-		case "projection":
-			spec.Projection, err = argObject("projection", v)
-		case "hint":
-			spec.Hint, err = argHint(v)
-		case "skip":
-			spec.Skip, err = argNonNegative("find", "skip", v)
-		case "limit":
-			spec.Limit, err = argNonNegative("find", "limit", v)
-		case "batchSize":
-			var n int64
-			n, err = argNonNegative("find", "batchSize", v)
-			batchSize = int(min(n, math.MaxInt32))
-		case "singleBatch":
-			copts.single, err = argStrictBool("singleBatch", v)
-		case "collation":
-			if _, err = argObject("collation", v); err == nil {
-				err = checkCollation(v)
-			}
-		case "allowDiskUse":
-			spec.AllowDiskUse, err = argStrictBool("allowDiskUse", v)
-		case "tailable":
-			tailable, err = argStrictBool("tailable", v)
-		case "awaitData":
-			awaitData, err = argStrictBool("awaitData", v)
-		case "oplogReplay":
-			// Deprecated and ignored by MongoDB too, but type-checked.
-			if v.Type != bson.TypeBoolean {
-				err = mongoerr.New(mongoerr.TypeMismatch, "Expected field oplogReplayto be of type object")
-			}
-		case "noCursorTimeout":
-			copts.noTimeout, err = argStrictBool("noCursorTimeout", v)
-		case "allowPartialResults", "readOnce":
-			// There are no shards whose results could be partial, and
-			// readOnce is only a hint.
-			_, err = argStrictBool(string(key), v)
-		case "returnKey":
-			spec.ReturnKey, err = argStrictBool("returnKey", v)
-		case "showRecordId":
-			err = refuseShowRecordID(v)
-		case "min":
-			spec.Min, err = argObject("min", v)
-		case "max":
-			spec.Max, err = argObject("max", v)
-		case "let":
-			lv, err = s.parseLet("find", v)
-		default:
-			err = unknownField("find", key)
-		}
-		if err != nil {
-			return nil, err
-		}
+	a, err := s.parseFind(req.Body)
+	if err != nil {
+		return nil, err
 	}
+	spec, batchSize, lv, copts := a.spec, a.batchSize, a.let, a.copts
+	tailable, awaitData := a.tailable, a.awaitData
 	if _, isView := s.eng.View(req.DB, coll); isView {
 		return s.findOnView(ctx, req, coll, spec, lv, batchSize)
 	}
@@ -188,37 +135,11 @@ func (s *Server) count(ctx context.Context, req *Request) (bson.Raw, error) {
 	if err != nil {
 		return nil, err
 	}
-	var filter bson.Raw
-	var skip, limit int64
-	var hint bson.RawValue
-	for key, v := range cmdArgs(req.Body) {
-		switch string(key) {
-		case "query":
-			if v.Type != bson.TypeNull {
-				filter, err = argDoc("count", "query", v)
-			}
-		case "skip":
-			skip, err = argInt64("count", "skip", v)
-			if err == nil && skip < 0 {
-				err = mongoerr.New(mongoerr.BadValue, "skip value is negative in count query")
-			}
-		case "limit":
-			limit, err = argInt64("count", "limit", v)
-			if limit < 0 {
-				limit = -limit
-			}
-		case "hint":
-			hint, err = argHint(v)
-		case "collation":
-			err = checkCollation(v)
-		case "fields", "query_options":
-		default:
-			err = unknownField("count", key)
-		}
-		if err != nil {
-			return nil, err
-		}
+	a, err := parseCount(req.Body)
+	if err != nil {
+		return nil, err
 	}
+	filter, skip, limit, hint := a.filter, a.skip, a.limit, a.hint
 	if _, isView := s.eng.View(req.DB, coll); isView {
 		return s.countOnView(ctx, req, coll, filter, skip, limit, hint)
 	}
@@ -236,31 +157,9 @@ func (s *Server) distinct(ctx context.Context, req *Request) (bson.Raw, error) {
 	if err != nil {
 		return nil, err
 	}
-	var key string
-	haveKey := false
-	var filter bson.Raw
-	for k, v := range cmdArgs(req.Body) {
-		switch string(k) {
-		case "key":
-			key, err = argString("distinct", "key", v)
-			haveKey = true
-		case "query":
-			if v.Type != bson.TypeNull {
-				filter, err = argDoc("distinct", "query", v)
-			}
-		case "collation":
-			err = checkCollation(v)
-		default:
-			// hint included: MongoDB takes it from 7.1 on, and the 7.0
-			// Lethe presents as refuses it rather than ignore it.
-			err = unknownField("distinct", k)
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	if !haveKey {
-		return nil, missingField("distinct", "key")
+	key, filter, err := parseDistinct(req.Body)
+	if err != nil {
+		return nil, err
 	}
 	if _, isView := s.eng.View(req.DB, coll); isView {
 		return s.distinctOnView(ctx, req, coll, key, filter)
@@ -308,7 +207,7 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 		case "explain":
 			explain, err = argStrictBool("explain", v)
 		case "collation":
-			err = checkCollation(v)
+			err = checkCollationOf("aggregate", v)
 		case "allowDiskUse":
 			allowDiskUse, err = argStrictBool("allowDiskUse", v)
 		case "hint":
@@ -340,6 +239,9 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 		return s.changeStream(ctx, req, coll, pipeline, batchSize, engine.AggregateOptions{AllowDiskUse: allowDiskUse, Host: s.hostPort()})
 	}
 	if err = pipelineNamespace(req.DB, pipeline, !onCollection); err != nil {
+		return nil, err
+	}
+	if err = checkWriteStageReadConcern(req.Body, pipeline); err != nil {
 		return nil, err
 	}
 	// A view's pipeline runs first, over the collection it reads.

@@ -74,6 +74,7 @@ func (s *Server) buildRegistry() map[string]*command {
 		s.ttlCommands(),
 		s.testCommands(),
 		s.userCommands(),
+		s.storageCommands(),
 	}
 	for _, g := range groups {
 		for i := range g {

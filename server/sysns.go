@@ -57,6 +57,7 @@ func (s *Server) guardSystemNamespaces() {
 			return handle(ctx, req)
 		}
 	}
+	s.guardReplicatedLocal()
 }
 
 // checkWriteNS is MongoDB's userAllowedWriteNS: the profiler's and the

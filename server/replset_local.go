@@ -1,0 +1,59 @@
+package server
+
+import (
+	"context"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/lethedb/lethe/mongoerr"
+)
+
+// codeDropLiveOplog is MongoDB's unnamed code for dropping the oplog of a
+// replica-set member (drop_collection.cpp, uassert 5255000).
+const codeDropLiveOplog mongoerr.Code = 5255000
+
+// guardReplicatedLocal makes a replica-set member keep its local database
+// as mongod does: local.oplog.rs always exists there, so creating it is
+// NamespaceExists, and neither it nor the local database may be dropped
+// while the member replicates (src/mongo/db/commands/dbcommands.cpp,
+// CmdDropDatabase; drop_collection.cpp; jstests/replsets/drop_oplog.js).
+// A standalone server has no oplog by that name and keeps its ordinary
+// answers.
+func (s *Server) guardReplicatedLocal() {
+	if s.rs == nil {
+		return
+	}
+	s.wrapHandler("create", func(req *Request) error {
+		if req.DB == "local" && firstValue(req.Body).StringValue() == "oplog.rs" {
+			return mongoerr.New(mongoerr.NamespaceExists, "Collection local.oplog.rs already exists.")
+		}
+		return nil
+	})
+	s.wrapHandler("drop", func(req *Request) error {
+		if req.DB == "local" && firstValue(req.Body).StringValue() == "oplog.rs" {
+			return mongoerr.New(codeDropLiveOplog, "can't drop live oplog while replicating")
+		}
+		return nil
+	})
+	s.wrapHandler("dropDatabase", func(req *Request) error {
+		if req.DB == "local" {
+			return mongoerr.New(mongoerr.IllegalOperation, "Cannot drop 'local' database while replication is active")
+		}
+		return nil
+	})
+}
+
+// wrapHandler makes the named command run check before its handler.
+func (s *Server) wrapHandler(name string, check func(*Request) error) {
+	cmd := s.commands[name]
+	if cmd == nil {
+		return
+	}
+	handle := cmd.handle
+	cmd.handle = func(ctx context.Context, req *Request) (bson.Raw, error) {
+		if err := check(req); err != nil {
+			return nil, err
+		}
+		return handle(ctx, req)
+	}
+}

@@ -1,0 +1,141 @@
+package server
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/lethedb/lethe/engine"
+	"github.com/lethedb/lethe/mongoerr"
+)
+
+// storageCommands are the commands about the storage of one collection
+// beyond collStats.
+func (s *Server) storageCommands() []command {
+	return []command{
+		{name: "dataSize", aliases: []string{"datasize"}, handle: s.dataSize},
+		{name: "compact", handle: s.compact},
+	}
+}
+
+// dataSize reports the bytes and number of the documents of a collection,
+// or of those between min and max of an index's key pattern, as mongod's
+// dataSize does (src/mongo/db/commands/dbcommands.cpp, CmdDatasize). Its
+// namespace is the full "db.collection".
+func (s *Server) dataSize(ctx context.Context, req *Request) (bson.Raw, error) {
+	ns, err := argString("dataSize", "dataSize", firstValue(req.Body))
+	if err != nil {
+		return nil, err
+	}
+	db, coll, ok := strings.Cut(ns, ".")
+	if !ok {
+		return nil, mongoerr.New(mongoerr.InvalidNamespace, "Invalid namespace specified '%s'", ns)
+	}
+	if err := engine.ValidateNamespace(db, coll); err != nil {
+		return nil, err
+	}
+	if s.cfg.Auth && db != req.DB {
+		// Authorization checked find on req.DB's namespace: a size of
+		// another database's collection is not the client's to read.
+		return nil, mongoerr.New(mongoerr.Unauthorized, "not authorized on %s to execute command dataSize on %s: run it on %s", req.DB, ns, db)
+	}
+	var keyPattern, minKey, maxKey bson.Raw
+	for key, v := range cmdArgs(req.Body) {
+		switch k := string(key); k {
+		case "keyPattern":
+			keyPattern, err = argDoc("dataSize", k, v)
+		case "min":
+			minKey, err = argDoc("dataSize", k, v)
+		case "max":
+			maxKey, err = argDoc("dataSize", k, v)
+		case "estimate":
+			_, err = argBool("dataSize", k, v)
+		default:
+			err = unknownField("dataSize", key)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	start := time.Now()
+	reply := func(size, n int64) (bson.Raw, error) {
+		return okReply(
+			bson.E{Key: "estimate", Value: false},
+			bson.E{Key: "size", Value: size},
+			bson.E{Key: "numObjects", Value: n},
+			bson.E{Key: "millis", Value: int32(time.Since(start).Milliseconds())},
+		)
+	}
+	if !s.eng.CollectionExists(db, coll) {
+		return reply(0, 0)
+	}
+	if len(keyPattern) <= 5 && len(minKey) <= 5 && len(maxKey) <= 5 {
+		st, _, err := s.eng.Stats(db, coll)
+		if err != nil {
+			return nil, err
+		}
+		return reply(st.Size, st.Count)
+	}
+	if len(keyPattern) <= 5 {
+		return nil, mongoerr.New(mongoerr.BadValue, "dataSize with min or max needs a keyPattern")
+	}
+	// The range is one of the key pattern's index, as in mongod: scan
+	// that index between min (inclusive) and max (exclusive).
+	cur, err := s.eng.Find(ctx, db, coll, engine.FindSpec{
+		Hint: bson.RawValue{Type: bson.TypeEmbeddedDocument, Value: keyPattern},
+		Min:  minKey, Max: maxKey,
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer cur.Close()
+	var size, n int64
+	for !cur.Exhausted() {
+		batch, err := cur.NextBatch(ctx, 1000, 16<<20)
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range batch {
+			size += int64(len(d))
+			n++
+		}
+		if len(batch) == 0 {
+			break
+		}
+	}
+	return reply(size, n)
+}
+
+// compact compacts a collection's documents and indexes in the store and
+// reports the bytes given back, as mongod's compact reports bytesFreed
+// (src/mongo/db/commands/compact.cpp). Pebble compacts without blocking
+// reads or writes.
+func (s *Server) compact(ctx context.Context, req *Request) (bson.Raw, error) {
+	coll, err := collectionName(req)
+	if err != nil {
+		return nil, err
+	}
+	for key, v := range cmdArgs(req.Body) {
+		switch k := string(key); k {
+		case "force", "dryRun":
+			_, err = argBool("compact", k, v)
+		case "freeSpaceTargetMB":
+			_, err = argInt64("compact", k, v)
+		default:
+			err = unknownField("compact", key)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if _, isView := s.eng.View(req.DB, coll); isView {
+		return nil, mongoerr.New(mongoerr.CommandNotSupportedOnView, "can't compact a view")
+	}
+	freed, err := s.eng.CompactCollection(ctx, req.DB, coll)
+	if err != nil {
+		return nil, err
+	}
+	return okReply(bson.E{Key: "bytesFreed", Value: freed})
+}
