@@ -298,3 +298,25 @@ func TestImages(t *testing.T) {
 		}
 	}
 }
+
+// TestExpireEventsFollowExpandedEvents: expire is an expanded event type,
+// so a stream with showExpandedEvents gets expire events unless it says
+// showExpireEvents: false (issue 17, item 23: the Node.js driver 6.x that
+// mongoose 8 bundles passes showExpandedEvents but drops showExpireEvents).
+func TestExpireEventsFollowExpandedEvents(t *testing.T) {
+	for _, c := range []struct {
+		opts bson.D
+		want bool
+	}{
+		{bson.D{}, false},
+		{bson.D{{Key: "showExpireEvents", Value: true}}, true},
+		{bson.D{{Key: "showExpandedEvents", Value: true}}, true},
+		{bson.D{{Key: "showExpandedEvents", Value: false}}, false},
+		{bson.D{{Key: "showExpandedEvents", Value: true}, {Key: "showExpireEvents", Value: false}}, false},
+		{bson.D{{Key: "showExpireEvents", Value: false}, {Key: "showExpandedEvents", Value: true}}, false},
+	} {
+		if got := spec(t, c.opts, "db", "c").ShowExpireEvents; got != c.want {
+			t.Errorf("%v: ShowExpireEvents = %v, want %v", c.opts, got, c.want)
+		}
+	}
+}

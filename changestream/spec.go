@@ -59,7 +59,11 @@ type Spec struct {
 	// dropIndexes and modify events, and collectionUUID,
 	// operationDescription and disambiguatedPaths on events.
 	ShowExpanded bool
-	// ShowExpireEvents asks for Lethe's expire events (see README).
+	// ShowExpireEvents asks for Lethe's expire events (see README). It
+	// follows showExpandedEvents unless given: expire is an expanded event
+	// type, and a driver that passes only the options it knows (the Node.js
+	// driver before 7.0, which mongoose 8 bundles) passes
+	// showExpandedEvents but drops showExpireEvents.
 	ShowExpireEvents bool
 }
 
@@ -73,6 +77,7 @@ func ParseSpec(stage bson.RawValue, db, coll string) (*Spec, error) {
 	sp := &Spec{DB: db, Coll: coll, FullDocument: FullDocDefault, BeforeChange: BeforeChangeOff}
 	allForCluster := false
 	resumeOpts := 0
+	expireGiven := false
 	elems, err := d.Elements()
 	if err != nil {
 		return nil, fmt.Errorf("changestream: %w", err)
@@ -136,9 +141,13 @@ func ParseSpec(stage bson.RawValue, db, coll string) (*Spec, error) {
 			if sp.ShowExpireEvents, ok = v.BooleanOK(); !ok {
 				return nil, wrongType("showExpireEvents", v, "bool")
 			}
+			expireGiven = true
 		default:
 			return nil, mongoerr.New(mongoerr.Location40415, "BSON field '$changeStream.%s' is an unknown field.", el.Key())
 		}
+	}
+	if !expireGiven {
+		sp.ShowExpireEvents = sp.ShowExpanded
 	}
 	if resumeOpts > 1 {
 		return nil, mongoerr.New(mongoerr.Location40674, "Only one type of resume option is allowed, but multiple were found.")
