@@ -68,6 +68,8 @@ type localStore interface {
 	ScratchDir() string
 	ScratchFS() pebblekv.ScratchFS
 	SpillRoom(n int64) error
+	// Compact compacts [lo, hi) now.
+	Compact(ctx context.Context, lo, hi []byte) error
 }
 
 // Engine is an open store.
