@@ -50,7 +50,6 @@ func QueryExceeded(limit int64) error {
 	return mongoerr.New(mongoerr.ExceededMemoryLimit, "the query would hold more than %d bytes in memory, Lethe's limit for one request; allowDiskUse spills $group, $sort, $bucketAuto, the sort of a partitioned $setWindowFields and the input of $facet to disk, but not what the other stages, or the results, hold", limit)
 }
 
-
 // docTooLarge is the error of a document of size bytes whose first field
 // is named first.
 func docTooLarge(size int, first string) error {
