@@ -3,6 +3,7 @@ package auth
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
@@ -43,6 +44,17 @@ func Required(cmd string, db string, body bson.Raw) ([]Privilege, error) {
 	}
 	if a, ok := clusterCommands[cmd]; ok {
 		return []Privilege{onCluster([]Action{a})}, nil
+	}
+	if cmd == "dataSize" || cmd == "datasize" {
+		// dataSize names a full namespace, "db.collection", which may be
+		// of another database than the one the command is sent to
+		// (mongod checks find on that namespace).
+		ns, err := collectionArg(cmd, body)
+		if err != nil {
+			return nil, err
+		}
+		nsDB, coll, _ := strings.Cut(ns, ".")
+		return []Privilege{onColl(nsDB, coll, []Action{"find"})}, nil
 	}
 	if a, ok := collectionCommands[cmd]; ok {
 		coll, err := collectionArg(cmd, body)
@@ -134,7 +146,6 @@ var collectionCommands = map[string]Action{
 	"find":                  "find",
 	"count":                 "find",
 	"distinct":              "find",
-	"dataSize":              "find",
 	"listIndexes":           "listIndexes",
 	"delete":                "remove",
 	"drop":                  "dropCollection",
@@ -155,6 +166,7 @@ var collectionCommands = map[string]Action{
 var databaseCommands = map[string]Action{
 	"dropDatabase":             "dropDatabase",
 	"dbStats":                  "dbStats",
+	"dbstats":                  "dbStats", // mongod's alias
 	"dbHash":                   "dbHash",
 	"profile":                  "enableProfiler",
 	"listCollections":          "listCollections",

@@ -236,6 +236,11 @@ func TestRequired(t *testing.T) {
 		{"replSetInitiate", "admin", D{{"replSetInitiate", D{}}}, []Privilege{p(cluster, "replSetConfigure")}},
 		{"advanceClock", "admin", D{{"advanceClock", 1}}, []Privilege{p(cluster, string(LetheInternal))}},
 		{"dbStats", "test", D{{"dbStats", 1}}, []Privilege{p(Resource{DB: "test"}, "dbStats")}},
+		{"dbstats", "test", D{{"dbstats", 1}}, []Privilege{p(Resource{DB: "test"}, "dbStats")}},
+		// dataSize names a full namespace, of any database (mongod's
+		// CmdDatasize checks find on it).
+		{"dataSize", "admin", D{{"dataSize", "test.c"}}, []Privilege{p(ns("test", "c"), "find")}},
+		{"datasize", "test", D{{"datasize", "test.c.d"}}, []Privilege{p(ns("test", "c.d"), "find")}},
 		{"createUser", "test", D{{"createUser", "u"}, {"roles", bson.A{"read", D{{"role", "read"}, {"db", "other"}}}}},
 			[]Privilege{p(Resource{DB: "test"}, "createUser", "grantRole"), p(Resource{DB: "other"}, "grantRole")}},
 		{"updateUser", "test", D{{"updateUser", "u"}, {"pwd", "x"}}, []Privilege{p(Resource{DB: "test"}, "changePassword")}},

@@ -261,7 +261,11 @@ func TestCollectionsAndDatabases(t *testing.T) {
 	ts := startServer(t)
 	db := ts.Client.Database("shop")
 	run(t, db, bson.D{{Key: "create", Value: "orders"}})
-	_, err := db.RunCommand(ctx, bson.D{{Key: "create", Value: "orders"}}).Raw()
+	// Creating it again with the same options is no error; with other
+	// options it is NamespaceExists (create_collection.cpp,
+	// checkCollectionOptions; issue 17, item 6).
+	run(t, db, bson.D{{Key: "create", Value: "orders"}})
+	_, err := db.RunCommand(ctx, bson.D{{Key: "create", Value: "orders"}, {Key: "validator", Value: bson.D{{Key: "a", Value: 1}}}}).Raw()
 	wantCode(t, err, 48)
 	mustInsert(t, db.Collection("items"), bson.D{{Key: "_id", Value: 1}})
 	names, err := db.ListCollectionNames(ctx, bson.D{})
