@@ -26,12 +26,14 @@ test: clients
 	if [ $$rc -eq 0 ]; then grep -E 'model summary|^ok' $$out; else cat $$out; fi; \
 	rm -f $$out; exit $$rc
 
-# The model tests for longer: MODEL_DURATION each, fresh random seeds.
-# Replay a failure with the seed it prints:
-#   go test ./engine -run TestModelSequential -v -model.seed=N -model.steps=M
+# The model tests for longer: MODEL_DURATION each, fresh random seeds, on
+# every storage backend or the one MODEL_BACKEND names. Replay a failure
+# with the backend and seed it prints:
+#   go test ./engine -run TestModelSequential -v -model.backend=B -model.seed=N -model.steps=M
 MODEL_DURATION ?= 5m
+MODEL_BACKEND ?=
 model:
-	LETHE_MODEL_DURATION=$(MODEL_DURATION) $(GO) test -count=1 -timeout 0 -run '^TestModel' -v ./engine
+	LETHE_MODEL_DURATION=$(MODEL_DURATION) LETHE_MODEL_BACKEND=$(MODEL_BACKEND) $(GO) test -count=1 -timeout 0 -run '^TestModel' -v ./engine
 
 clients: $(CLIENTS_STAMP)
 
