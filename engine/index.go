@@ -157,6 +157,9 @@ func indexValues(doc bsoncore.Document, path string) (vals []bsoncore.Value, saw
 
 // entryKey is the pebble key of one index entry.
 func (ix *index) entryKey(dst, key, pk []byte) []byte {
+	if dst == nil {
+		dst = make([]byte, 0, 1+8+len(key)+len(pk))
+	}
 	dst = indexPrefix(dst, ix.meta.ID)
 	dst = append(dst, key...)
 	if !ix.meta.Unique {

@@ -188,10 +188,11 @@ func (w *writer) insertOne(raw bson.Raw) (*storedDoc, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := w.lock(w.uniqueKeys(ent, [][]byte{docKey(nil, w.st.meta.ID, d.pk)})...); err != nil {
+	dk := docKey(nil, w.st.meta.ID, d.pk)
+	if _, err := w.lock(w.uniqueKeys(ent, [][]byte{dk})...); err != nil {
 		return nil, err
 	}
-	if w.pendingDoc(d.pk) {
+	if w.pendingDoc(dk) {
 		// Written by this command a moment ago: live whatever its TTL.
 		return nil, w.dupID(id)
 	}

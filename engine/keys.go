@@ -15,6 +15,9 @@ func appendID(dst []byte, id uint64) []byte { return binary.BigEndian.AppendUint
 
 // docKey is the key of the document with primary key pk.
 func docKey(dst []byte, collID uint64, pk []byte) []byte {
+	if dst == nil {
+		dst = make([]byte, 0, 1+8+len(pk))
+	}
 	dst = append(dst, prefixDoc)
 	dst = appendID(dst, collID)
 	return append(dst, pk...)

@@ -230,14 +230,18 @@ func (w *writer) entriesOf(d *storedDoc) (docEntries, error) {
 	return ent, nil
 }
 
+// expiryKeyLen is the length of an expiry key before its primary key: the
+// family (prefix, collection id, kind) and the instant.
+const expiryKeyLen = 1 + 8 + 1 + 8
+
 // expiryKey is the document's entry in one of the two expiry families; nil
 // for ttl -1, which never expires.
 func expiryKey(collID uint64, d *storedDoc) []byte {
 	switch {
 	case d.h.ttl == ttlindex.NoTTL:
-		return ttlindex.AppendTSKey(nil, collID, d.h.ts, d.pk)
+		return ttlindex.AppendTSKey(make([]byte, 0, expiryKeyLen+len(d.pk)), collID, d.h.ts, d.pk)
 	case d.h.ttl > 0:
-		return ttlindex.AppendOwnKey(nil, collID, d.h.ts+int64(d.h.ttl)*1000, d.pk)
+		return ttlindex.AppendOwnKey(make([]byte, 0, expiryKeyLen+len(d.pk)), collID, d.h.ts+int64(d.h.ttl)*1000, d.pk)
 	}
 	return nil
 }
@@ -345,12 +349,12 @@ func (w *writer) load(pk []byte) (*storedDoc, error) {
 }
 
 // pendingDoc reports whether the pending transaction writes the document
-// at pk (and does not delete it).
-func (w *writer) pendingDoc(pk []byte) bool {
+// at key dk (and does not delete it).
+func (w *writer) pendingDoc(dk []byte) bool {
 	if w.tx == nil {
 		return false
 	}
-	v, ok := w.tx.Buffered(docKey(nil, w.st.meta.ID, pk))
+	v, ok := w.tx.Buffered(dk)
 	return ok && v != nil
 }
 

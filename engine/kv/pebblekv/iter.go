@@ -54,11 +54,11 @@ func (i *iter) Close() error  { return i.it.Close() }
 // pendingIn are a transaction's own writes in [lo, hi), in key order.
 func (t *txn) pendingIn(lo, hi []byte) []pending {
 	var out []pending
-	for _, p := range t.writes {
+	t.writes.last(func(p pending) {
 		if bytes.Compare(p.key, lo) >= 0 && (hi == nil || bytes.Compare(p.key, hi) < 0) {
 			out = append(out, p)
 		}
-	}
+	})
 	slices.SortFunc(out, func(a, b pending) int { return bytes.Compare(a.key, b.key) })
 	return out
 }

@@ -3,7 +3,6 @@ package pebblekv
 import (
 	"context"
 	"fmt"
-	"unsafe"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -27,10 +26,9 @@ type txn struct {
 	start kv.Timestamp
 	snap  *pebble.Snapshot // optimistic transactions only
 	b     *pebble.Batch    // nil until the first write
-	// writes are the pending writes by key: the value, or nil with
-	// deleted set. Keys and values are copies in arena, which is only
-	// ever appended to, so the map's keys may alias it.
-	writes   map[string]pending
+	// writes are the pending writes: the value, or nil with deleted set.
+	// Keys and values are copies in arena, which is only ever appended to.
+	writes   writeSet
 	arena    []byte
 	addsData bool // some write is not a deletion (see Options.LogsDeletes)
 	ls       lockSet
@@ -67,7 +65,7 @@ func (t *txn) Get(_ context.Context, key []byte) ([]byte, error) {
 	if t.done {
 		return nil, kv.ErrTxnDone
 	}
-	if p, ok := t.writes[string(key)]; ok {
+	if p, ok := t.writes.get(key); ok {
 		if p.deleted {
 			return nil, kv.ErrNotFound
 		}
@@ -77,7 +75,7 @@ func (t *txn) Get(_ context.Context, key []byte) ([]byte, error) {
 }
 
 func (t *txn) Buffered(key []byte) ([]byte, bool) {
-	p, ok := t.writes[string(key)]
+	p, ok := t.writes.get(key)
 	if !ok {
 		return nil, false
 	}
@@ -111,27 +109,26 @@ func (t *txn) batch() *pebble.Batch {
 
 // note records a pending write, with copies of its key and value.
 func (t *txn) note(key, value []byte, deleted bool) {
-	if t.writes == nil {
-		t.writes = make(map[string]pending)
-	}
 	p := pending{key: t.copy(key), deleted: deleted}
 	if !deleted {
 		if p.value = t.copy(value); p.value == nil {
 			p.value = []byte{} // an empty value, not a delete
 		}
 	}
-	t.writes[unsafe.String(unsafe.SliceData(p.key), len(p.key))] = p
+	t.writes.add(p)
 }
 
-// copy copies b into the arena: one allocation per 64 KiB of small writes
-// rather than one per write.
+// copy copies b into the arena: a few allocations per transaction rather
+// than one per write. The arena's chunks start small and double, so that a
+// one-document write allocates about what it writes.
 func (t *txn) copy(b []byte) []byte {
-	const chunk = 64 << 10
-	if len(b) > chunk/4 {
+	const minChunk, maxChunk = 512, 64 << 10
+	if len(b) > maxChunk/4 {
 		return append(make([]byte, 0, len(b)), b...)
 	}
 	if cap(t.arena)-len(t.arena) < len(b) {
-		t.arena = make([]byte, 0, chunk)
+		size := min(max(2*cap(t.arena), minChunk), maxChunk)
+		t.arena = make([]byte, 0, max(size, len(b)))
 	}
 	n := len(t.arena)
 	t.arena = append(t.arena, b...)
@@ -179,9 +176,10 @@ func (t *txn) LockKeys(ctx context.Context, o kv.LockOptions, keys ...[]byte) er
 	if !t.opts.Pessimistic {
 		return fmt.Errorf("pebblekv: LockKeys in an optimistic transaction")
 	}
-	stripes := make([]uint32, len(keys))
-	for i, k := range keys {
-		stripes[i] = t.s.locks.stripe(k)
+	var small [8]uint32
+	stripes := small[:0]
+	for _, k := range keys {
+		stripes = append(stripes, t.s.locks.stripe(k))
 	}
 	if len(t.ls.held) == 0 && !o.NoWait {
 		if !t.ls.lockAll(ctx, stripes, t.opts.LockWait) {
@@ -238,17 +236,18 @@ func (t *txn) Commit(ctx context.Context, d kv.Durability) (kv.Timestamp, error)
 	if t.Empty() {
 		return t.s.oracle.visibleTS(), nil
 	}
-	buckets := make([]uint32, 0, len(t.writes))
+	var small [16]uint32
+	buckets := small[:0]
 	var keys [][]byte
 	if !t.opts.Pessimistic {
-		keys = make([][]byte, 0, len(t.writes))
+		keys = make([][]byte, 0, t.writes.len())
 	}
-	for _, p := range t.writes {
+	t.writes.last(func(p pending) {
 		buckets = append(buckets, t.s.oracle.bucket(p.key))
 		if keys != nil {
 			keys = append(keys, p.key)
 		}
-	}
+	})
 	if !t.opts.Pessimistic {
 		// Take the stripes of every written key without waiting: one held
 		// by another transaction is a conflict, as a lock met at prewrite.
@@ -289,6 +288,6 @@ func (t *txn) Rollback() {
 		t.snap.Close()
 		t.snap = nil
 	}
-	t.writes, t.arena = nil, nil
+	t.writes, t.arena = writeSet{}, nil
 	t.ls.unlockAll()
 }

@@ -1,0 +1,76 @@
+package pebblekv
+
+import "unsafe"
+
+// indexAfter is how many writes a write set holds before it indexes them
+// by key: below it a lookup scans, which costs less than a map for the few
+// writes of a one-document statement.
+const indexAfter = 16
+
+// writeSet is a transaction's pending writes, for its own reads. A key may
+// be written more than once; its last write counts.
+type writeSet struct {
+	list  []pending
+	small [8]pending     // list's first backing array, in the transaction itself
+	index map[string]int // key -> position of its last write in list
+}
+
+func (w *writeSet) add(p pending) {
+	if w.list == nil {
+		w.list = w.small[:0]
+	}
+	w.list = append(w.list, p)
+	switch {
+	case w.index != nil:
+		w.index[keyString(p.key)] = len(w.list) - 1
+	case len(w.list) > indexAfter:
+		w.index = make(map[string]int, 2*len(w.list))
+		for i, q := range w.list {
+			w.index[keyString(q.key)] = i
+		}
+	}
+}
+
+// get returns the last write of key.
+func (w *writeSet) get(key []byte) (pending, bool) {
+	if w.index != nil {
+		i, ok := w.index[string(key)]
+		if !ok {
+			return pending{}, false
+		}
+		return w.list[i], true
+	}
+	for i := len(w.list) - 1; i >= 0; i-- {
+		if string(w.list[i].key) == string(key) {
+			return w.list[i], true
+		}
+	}
+	return pending{}, false
+}
+
+// last calls fn with the last write of each key, once.
+func (w *writeSet) last(fn func(p pending)) {
+	for i, p := range w.list {
+		if w.isLast(i) {
+			fn(p)
+		}
+	}
+}
+
+func (w *writeSet) isLast(i int) bool {
+	if w.index != nil {
+		return w.index[string(w.list[i].key)] == i
+	}
+	for j := i + 1; j < len(w.list); j++ {
+		if string(w.list[j].key) == string(w.list[i].key) {
+			return false
+		}
+	}
+	return true
+}
+
+func (w *writeSet) len() int { return len(w.list) }
+
+// keyString is key as a string without a copy: the write set's keys are
+// copies in the transaction's arena, never changed.
+func keyString(key []byte) string { return unsafe.String(unsafe.SliceData(key), len(key)) }
