@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -81,7 +82,8 @@ func run(args []string) error {
 	clockFlag := fs.String("clock", "system", "time source for expiry: system, or manual for tests (time moves only by advanceClock)")
 	metricsListen := fs.String("metrics-listen", "", "address to serve Prometheus /metrics on, host:port; off when empty")
 	minFreeDisk := fs.Int64("min-free-disk", pebblekv.DefaultMinFreeDisk>>20, "MiB kept free on the data directory's filesystem: below it, writes that add data fail with OutOfDiskSpace while reads and deletes work; 0 turns this off")
-	oplogOn := fs.Bool("oplog", true, "keep the oplog (local.oplog.rs), which replica-set mode and change streams read")
+	var oplogOn optionalBool
+	fs.Var(&oplogOn, "oplog", "keep the oplog (local.oplog.rs), which replica-set mode and change streams read; on by default with --repl-set only, as mongod keeps one only as a replica-set member")
 	oplogSize := fs.Int64("oplog-size-mb", server.DefaultOplogMaxBytes>>20, "MiB the oplog may hold, change streams' pre-images included; the oldest entries are trimmed in the background (as mongod's --oplogSize); 0 means no bound")
 	oplogHours := fs.Float64("oplog-max-hours", 0, "hours an oplog entry is kept at most; 0 means no time bound")
 	testCommands := fs.Bool("enable-test-commands", false, "enable configureFailPoint (failCommand), for drivers' tests of their error handling; as mongod's enableTestCommands, never in production")
@@ -185,7 +187,7 @@ func run(args []string) error {
 	if *oplogSize < 0 || *oplogHours < 0 {
 		return fmt.Errorf("--oplog-size-mb and --oplog-max-hours: want 0 or more")
 	}
-	cfg.NoOplog = !*oplogOn
+	cfg.NoOplog = !oplogOn.or(*replSet != "")
 	cfg.OplogMaxBytes = *oplogSize << 20
 	if *oplogSize == 0 {
 		cfg.OplogMaxBytes = -1 // no bound
@@ -306,4 +308,37 @@ func parseMechanisms(list string) []auth.Mechanism {
 		}
 	}
 	return mechs
+}
+
+// optionalBool is a boolean flag that knows whether it was given, for a
+// default that depends on other flags.
+type optionalBool struct {
+	set, value bool
+}
+
+func (b *optionalBool) String() string {
+	if b == nil || !b.set {
+		return "auto"
+	}
+	return strconv.FormatBool(b.value)
+}
+
+func (b *optionalBool) Set(s string) error {
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return err
+	}
+	b.set, b.value = true, v
+	return nil
+}
+
+// IsBoolFlag lets the flag be given alone, as --oplog.
+func (b *optionalBool) IsBoolFlag() bool { return true }
+
+// or is the flag's value if given, else def.
+func (b *optionalBool) or(def bool) bool {
+	if b.set {
+		return b.value
+	}
+	return def
 }
