@@ -15,14 +15,15 @@ build:
 run: build
 	./bin/lethe --listen 127.0.0.1:27017 --data-dir ./data
 
-# The client tests fail rather than skip when a client is missing. The
+# The client tests fail rather than skip when a client is missing, and the
+# write path's assertions (package internal/invariants) are compiled in. The
 # model tests (engine/model_*_test.go) run in a second step with -v, so that
 # their summary lines (steps, operations per kind) show; on a failure their
 # whole output, with the seed and the operation log, is printed.
 test: clients
-	LETHE_REQUIRE_CLIENTS=1 $(GO) test -timeout 20m -skip '^TestModel' ./...
+	LETHE_REQUIRE_CLIENTS=1 $(GO) test -tags invariants -timeout 20m -skip '^TestModel' ./...
 	@out=$$(mktemp); \
-	$(GO) test -count=1 -timeout 10m -run '^TestModel' -v ./engine >$$out 2>&1; rc=$$?; \
+	$(GO) test -tags invariants -count=1 -timeout 10m -run '^TestModel' -v ./engine >$$out 2>&1; rc=$$?; \
 	if [ $$rc -eq 0 ]; then grep -E 'model summary|^ok' $$out; else cat $$out; fi; \
 	rm -f $$out; exit $$rc
 

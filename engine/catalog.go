@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/lethedb/lethe/engine/kv"
+	"github.com/lethedb/lethe/internal/invariants"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.uber.org/zap"
 
@@ -59,6 +60,17 @@ type collState struct {
 }
 
 func (c *Collection) st() *collState { return c.state.Load() }
+
+// setState installs the collection's state after a catalog change. A
+// dropped collection stays dropped: its id is gone for good, and readers
+// and writers that hold it rely on never seeing it come back.
+func (c *Collection) setState(st *collState) {
+	if old := c.state.Load(); invariants.Enabled && old != nil {
+		invariants.Check(!old.dropped || st.dropped, "the dropped collection %s came back", old.ns())
+		invariants.Check(old.meta.ID == st.meta.ID, "collection id changed from %d to %d", old.meta.ID, st.meta.ID)
+	}
+	c.state.Store(st)
+}
 
 // NS returns "db.name".
 func (s *collState) ns() string { return s.meta.DB + "." + s.meta.Name }
@@ -136,7 +148,7 @@ func (e *Engine) loadCatalog(ctx context.Context) error {
 				zap.String("namespace", st.ns()), zap.Error(err))
 		}
 		c := &Collection{}
-		c.state.Store(st)
+		c.setState(st)
 		c.usage.opened = e.clock.Now()
 		e.colls[nsKey(meta.DB, meta.Name)] = c
 	}
@@ -271,7 +283,7 @@ func (e *Engine) ensureCollection(db, name string, options bson.Raw) (*Collectio
 		return nil, false, fmt.Errorf("engine: create %s.%s: %w", db, name, err)
 	}
 	c := &Collection{}
-	c.state.Store(st)
+	c.setState(st)
 	c.usage.opened = e.clock.Now()
 	e.colls[nsKey(db, name)] = c
 	return c, true, nil
@@ -330,7 +342,7 @@ func (e *Engine) dropCollection(db, name string) (bool, error) {
 	}
 	dropped := *st
 	dropped.dropped = true
-	c.state.Store(&dropped)
+	c.setState(&dropped)
 	e.reclaim(ctx, ranges)
 	return true, nil
 }

@@ -479,7 +479,7 @@ func (e *Engine) CreateIndexes(db, coll string, specs []bson.Raw) (CreateIndexes
 		e.reclaim(ctx, ranges)
 		return res, fmt.Errorf("engine: create indexes: %w", err)
 	}
-	c.state.Store(nst)
+	c.setState(nst)
 	c.usage.built(fresh, e.clock)
 	res.After = 1 + len(meta.Indexes)
 	return res, nil
@@ -684,6 +684,6 @@ func (e *Engine) updateMeta(c *Collection, change func(meta *collMeta, tx kv.Txn
 	if err := e.commitLogged(ctx, tx, kv.Sync, ents); err != nil {
 		return fmt.Errorf("engine: update catalog of %s: %w", st.ns(), err)
 	}
-	c.state.Store(nst)
+	c.setState(nst)
 	return nil
 }

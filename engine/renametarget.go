@@ -105,12 +105,12 @@ func (e *Engine) commitRename(src, dst *Collection, fromDB, from, toDB, to strin
 	if dst != nil {
 		dropped := *dstState
 		dropped.dropped = true
-		dst.state.Store(&dropped)
+		dst.setState(&dropped)
 	}
 	nst := *st
 	nst.meta = meta
 	nst.renames++
-	src.state.Store(&nst)
+	src.setState(&nst)
 	delete(e.colls, nsKey(fromDB, from))
 	e.colls[nsKey(toDB, to)] = src
 	return ranges, nil

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lethedb/lethe/engine/kv"
+	"github.com/lethedb/lethe/internal/invariants"
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/lethedb/lethe/engine/query"
@@ -101,11 +102,13 @@ func (w *writer) lock(keys ...[]byte) (relocked bool, err error) {
 			return false, err
 		}
 		w.held = append(w.held, keys...)
+		w.checkHeld()
 		return false, nil
 	}
 	err = tx.LockKeys(w.ctx, kv.LockOptions{NoWait: true}, keys...)
 	if err == nil {
 		w.held = append(w.held, keys...)
+		w.checkHeld()
 		return false, nil
 	}
 	if !errors.Is(err, kv.ErrLocked) {
@@ -122,7 +125,18 @@ func (w *writer) lock(keys ...[]byte) (relocked bool, err error) {
 		return true, err
 	}
 	w.held = keep
+	w.checkHeld()
 	return true, nil
+}
+
+// checkHeld asserts that the transaction holds every lock the writer
+// counts on.
+func (w *writer) checkHeld() {
+	if invariants.Enabled {
+		for _, k := range w.held {
+			invariants.Check(w.tx.Locked(k), "the writer counts on the lock of %x, which its transaction does not hold", k)
+		}
+	}
 }
 
 // holds reports whether the writer holds the lock of key.
@@ -158,6 +172,7 @@ func (w *writer) flush() error {
 		return nil
 	}
 	ops := w.ops
+	invariants.Check(ops <= maxBatchOps, "a writer's transaction holds %d documents, over the cap of %d", ops, maxBatchOps)
 	w.tx, w.ops, w.held = nil, 0, w.held[:0]
 	logged := w.logged
 	w.logged = w.logged[:0]
@@ -272,7 +287,11 @@ func (w *writer) put(d *storedDoc, ent docEntries, old *storedDoc, oldEnt *docEn
 	}
 	val := appendHeader(make([]byte, 0, headerLen+len(d.doc)), d.h)
 	val = append(val, d.doc...)
-	if err := b.Set(docKey(nil, w.st.meta.ID, d.pk), val); err != nil {
+	dk := docKey(nil, w.st.meta.ID, d.pk)
+	// Every write of a document holds its lock: the uniqueness checks and
+	// the read-modify-write of updates depend on it.
+	invariants.Check(!invariants.Enabled || w.holds(dk), "a write of %x without its lock", dk)
+	if err := b.Set(dk, val); err != nil {
 		return err
 	}
 	w.logPut(d, old)
@@ -339,7 +358,9 @@ func (w *writer) delete(d *storedDoc) error {
 		return err
 	}
 	w.logDelete(d)
-	return b.Delete(docKey(nil, w.st.meta.ID, d.pk))
+	dk := docKey(nil, w.st.meta.ID, d.pk)
+	invariants.Check(!invariants.Enabled || w.holds(dk), "a delete of %x without its lock", dk)
+	return b.Delete(dk)
 }
 
 // load reads the document at pk as the pending transaction leaves it; nil

@@ -1,0 +1,7 @@
+// Package invariants holds cheap assertions of what must always hold on the
+// write path: a writer's locks paired with its transaction, its commits
+// within their caps, a collection's catalog state never coming back from
+// dropped. They are compiled in only with the build tag "invariants", which
+// `make test` sets, so production builds pay nothing; a broken invariant
+// panics with a message that says which.
+package invariants
