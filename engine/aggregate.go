@@ -10,6 +10,7 @@ import (
 
 	"github.com/lethedb/lethe/bsonvalue"
 	"github.com/lethedb/lethe/engine/pipeline"
+
 	// $setWindowFields registers itself with package pipeline; imported
 	// here so that every pipeline the engine compiles knows it.
 	_ "github.com/lethedb/lethe/engine/pipeline/window"

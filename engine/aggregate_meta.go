@@ -146,7 +146,7 @@ func (e *Engine) indexStatsDocs(db, coll, host string) ([]bson.Raw, error) {
 	idKey := bson.D{{Key: "_id", Value: int32(1)}}
 	all := []ix{{id: 0, name: "_id_", key: idKey, spec: bson.D{{Key: "v", Value: int32(2)}, {Key: "key", Value: idKey}, {Key: "name", Value: "_id_"}}}}
 	for _, im := range c.st().meta.Indexes {
-		all = append(all, ix{id: im.ID, name: im.Name, key: im.Key, spec: im.spec()})
+		all = append(all, ix{id: im.ID, name: im.Name, key: im.Key, spec: im.Spec()})
 	}
 	docs := make([]bson.Raw, 0, len(all))
 	for _, x := range all {

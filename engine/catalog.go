@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/lethedb/lethe/engine/kv"
+	"github.com/lethedb/lethe/engine/record"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.uber.org/zap"
 
@@ -20,12 +21,12 @@ import (
 
 // collMeta is a collection's persisted catalog entry.
 type collMeta struct {
-	ID      uint64      `bson:"id"`
-	DB      string      `bson:"db"`
-	Name    string      `bson:"name"`
-	UUID    bson.Binary `bson:"uuid"`
-	Options bson.Raw    `bson:"options,omitempty"`
-	Indexes []indexMeta `bson:"indexes"`
+	ID      uint64             `bson:"id"`
+	DB      string             `bson:"db"`
+	Name    string             `bson:"name"`
+	UUID    bson.Binary        `bson:"uuid"`
+	Options bson.Raw           `bson:"options,omitempty"`
+	Indexes []record.IndexMeta `bson:"indexes"`
 }
 
 // Collection is an open collection. Its state is replaced whole by catalog
@@ -43,9 +44,9 @@ type Collection struct {
 
 type collState struct {
 	meta    collMeta
-	indexes []*index // secondary indexes that have entries
+	indexes []*record.Index // secondary indexes that have entries
 	ttl     ttlindex.Setting
-	dateTTL []*index // indexes with expireAfterSeconds on a date field
+	dateTTL []*record.Index // indexes with expireAfterSeconds on a date field
 	// validator checks written documents; nil if the collection has none.
 	validator *docValidator
 	// preImages is changeStreamPreAndPostImages: updates and deletes
@@ -71,11 +72,11 @@ func newCollState(meta collMeta) (*collState, error) {
 	st.validator, _ = compileValidator(meta.Options)
 	st.preImages = preImagesEnabled(meta.Options)
 	for _, im := range meta.Indexes {
-		ix, err := compileIndex(im)
+		ix, err := record.CompileIndex(im)
 		if err != nil {
 			return nil, fmt.Errorf("engine: index %s of %s.%s: %w", im.Name, meta.DB, meta.Name, err)
 		}
-		if ix.isTS() {
+		if ix.IsTS() {
 			st.ttl = ttlindex.Setting{Enabled: true, Default: *im.ExpireAfter}
 			continue
 		}
@@ -100,13 +101,13 @@ func (st *collState) changed(meta collMeta) (*collState, error) {
 }
 
 func catalogKey(db, name string) []byte {
-	k := append([]byte{prefixCatalog}, "coll\x00"...)
+	k := append([]byte{record.PrefixCatalog}, "coll\x00"...)
 	k = append(k, db...)
 	k = append(k, 0)
 	return append(k, name...)
 }
 
-var seqKey = []byte{prefixCatalog, 's', 'e', 'q'}
+var seqKey = []byte{record.PrefixCatalog, 's', 'e', 'q'}
 
 func nsKey(db, name string) string { return db + "." + name }
 
@@ -116,8 +117,8 @@ func (e *Engine) loadCatalog(ctx context.Context) error {
 	} else if err != kv.ErrNotFound {
 		return fmt.Errorf("engine: read id sequence: %w", err)
 	}
-	lo := append([]byte{prefixCatalog}, "coll\x00"...)
-	it, err := e.store.Iter(ctx, lo, prefixEnd(lo), false)
+	lo := append([]byte{record.PrefixCatalog}, "coll\x00"...)
+	it, err := e.store.Iter(ctx, lo, record.PrefixEnd(lo), false)
 	if err != nil {
 		return fmt.Errorf("engine: read catalog: %w", err)
 	}
@@ -338,12 +339,12 @@ func (e *Engine) dropCollection(db, name string) (bool, error) {
 // collectionRanges are the key ranges of a collection's documents, expiry
 // entries and indexes.
 func collectionRanges(st *collState) []keyRange {
-	lo, hi := docRange(st.meta.ID)
+	lo, hi := record.DocRange(st.meta.ID)
 	out := []keyRange{{lo, hi}}
 	lo, hi = ttlindex.CollRange(st.meta.ID)
 	out = append(out, keyRange{lo, hi})
 	for _, ix := range st.indexes {
-		lo, hi := indexRange(ix.meta.ID)
+		lo, hi := record.IndexRange(ix.Meta.ID)
 		out = append(out, keyRange{lo, hi})
 	}
 	return out

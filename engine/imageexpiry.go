@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/lethedb/lethe/engine/kv"
+	"github.com/lethedb/lethe/engine/record"
 	"github.com/lethedb/lethe/oplog"
 )
 
@@ -24,7 +25,7 @@ type ChangeStreamOptions struct {
 }
 
 // changeStreamOptionsKey is the catalog key the parameter is stored under.
-var changeStreamOptionsKey = []byte{prefixCatalog, 'p', 'a', 'r', 'a', 'm', 0, 'c', 's'}
+var changeStreamOptionsKey = []byte{record.PrefixCatalog, 'p', 'a', 'r', 'a', 'm', 0, 'c', 's'}
 
 // imageExpiryInterval is how often expired pre-images are removed, as
 // mongod's job that removes them wakes every 10 seconds. Reads do not wait

@@ -16,6 +16,7 @@ import (
 	"github.com/lethedb/lethe/clock"
 	"github.com/lethedb/lethe/engine/keycodec"
 	"github.com/lethedb/lethe/engine/query"
+	"github.com/lethedb/lethe/engine/record"
 	"github.com/lethedb/lethe/engine/update"
 	"github.com/lethedb/lethe/mongoerr"
 )
@@ -509,7 +510,7 @@ func (r *modelRun) engineDocs(all bool) ([]*refDoc, error) {
 	if c == nil {
 		return nil, nil
 	}
-	lo, hi := docRange(c.st().meta.ID)
+	lo, hi := record.DocRange(c.st().meta.ID)
 	it, err := rawIter(r.e, lo, hi)
 	if err != nil {
 		return nil, err
@@ -517,11 +518,11 @@ func (r *modelRun) engineDocs(all bool) ([]*refDoc, error) {
 	defer it.Close()
 	var out []*refDoc
 	for ok := it.First(); ok; ok = it.Next() {
-		h, doc, err := splitValue(it.Value())
+		h, doc, err := record.SplitValue(it.Value())
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, &refDoc{doc: bytes.Clone(doc), ts: h.ts, ttl: h.ttl})
+		out = append(out, &refDoc{doc: bytes.Clone(doc), ts: h.TS, ttl: h.TTL})
 	}
 	return out, it.Error()
 }
@@ -676,7 +677,7 @@ func (r *modelRun) checkState(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("full scan: %v", err)
 	}
-	sort.SliceStable(docs, func(i, j int) bool { return keycodec.Compare(idOf(docs[i]), idOf(docs[j])) < 0 })
+	sort.SliceStable(docs, func(i, j int) bool { return keycodec.Compare(record.IDOf(docs[i]), record.IDOf(docs[j])) < 0 })
 	want := r.m.visible(now)
 	same := len(docs) == len(want)
 	for i := 0; same && i < len(docs); i++ {
@@ -804,7 +805,7 @@ func indexAgreement(ctx context.Context, e *Engine, db, coll string) error {
 		}
 		var out []string
 		for _, d := range docs {
-			out = append(out, string(keycodec.Append(nil, idOf(d))))
+			out = append(out, string(keycodec.Append(nil, record.IDOf(d))))
 		}
 		slices.Sort(out)
 		return out, nil

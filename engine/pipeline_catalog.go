@@ -78,7 +78,7 @@ func (c catalogReader) Out(ctx context.Context, db, coll string, docs []bson.Raw
 		st := target.st()
 		options = st.meta.Options
 		for _, im := range st.meta.Indexes {
-			spec, err := bson.Marshal(im.spec())
+			spec, err := bson.Marshal(im.Spec())
 			if err != nil {
 				return fmt.Errorf("engine: $out: index %s: %w", im.Name, err)
 			}

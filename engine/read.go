@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lethedb/lethe/engine/kv"
+	"github.com/lethedb/lethe/engine/record"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -22,14 +23,14 @@ func timeOfMillis(ms int64) time.Time { return time.UnixMilli(ms) }
 // loadDoc reads the document at pk from r (the store, a snapshot or a
 // transaction); nil if there is none. The result owns its memory.
 func (e *Engine) loadDoc(ctx context.Context, r kv.Reader, collID uint64, pk []byte) (*storedDoc, error) {
-	v, err := r.Get(ctx, docKey(nil, collID, pk))
+	v, err := r.Get(ctx, record.DocKey(nil, collID, pk))
 	if err == kv.ErrNotFound {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("engine: read document: %w", err)
 	}
-	h, doc, err := splitValue(v)
+	h, doc, err := record.SplitValue(v)
 	if err != nil {
 		return nil, err
 	}
@@ -38,8 +39,8 @@ func (e *Engine) loadDoc(ctx context.Context, r kv.Reader, collID uint64, pk []b
 
 // expired reports whether a document with header h is expired under the
 // collection's current setting at nowMs (TTL spec section 4).
-func (st *collState) expired(h header, nowMs int64) bool {
-	return ttlindex.Expired(st.ttl, h.ts, h.ttl, nowMs)
+func (st *collState) expired(h record.Header, nowMs int64) bool {
+	return ttlindex.Expired(st.ttl, h.TS, h.TTL, nowMs)
 }
 
 // FindByID returns the live document of db.coll whose _id equals id, or

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lethedb/lethe/clock"
+	"github.com/lethedb/lethe/engine/record"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -50,7 +51,7 @@ func TestReaperLogsEachBatch(t *testing.T) {
 	}
 	// The purge is physical: nothing is left in the document range.
 	st := e.collection("db", "c").st()
-	lo, hi := docRange(st.meta.ID)
+	lo, hi := record.DocRange(st.meta.ID)
 	it, _ := rawIter(e, lo, hi)
 	defer it.Close()
 	if it.First() {

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/lethedb/lethe/engine/kv"
+	"github.com/lethedb/lethe/engine/record"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -189,7 +190,7 @@ func (e *Engine) ForgetRetries(ids [][16]byte, before time.Time) error {
 			continue
 		}
 		lo := append([]byte{prefixTxn}, id[:]...)
-		if err := e.deleteKeys(b, lo, prefixEnd(lo)); err != nil {
+		if err := e.deleteKeys(b, lo, record.PrefixEnd(lo)); err != nil {
 			return err
 		}
 	}
@@ -247,7 +248,7 @@ func (e *Engine) ExpiredRetries(before time.Time) ([][16]byte, error) {
 			}
 		}
 		// On to the next session.
-		ok = it.SeekGE(prefixEnd(k[:17]))
+		ok = it.SeekGE(record.PrefixEnd(k[:17]))
 	}
 	return old, it.Error()
 }

@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/engine/keycodec"
+	"github.com/lethedb/lethe/engine/record"
 )
 
 // CollStats are the figures collStats and dbStats report. Expired
@@ -28,14 +29,14 @@ func (e *Engine) Stats(db, coll string) (CollStats, bool, error) {
 		return s, false, nil
 	}
 	st := c.st()
-	lo, hi := docRange(st.meta.ID)
+	lo, hi := record.DocRange(st.meta.ID)
 	it, err := e.store.Iter(context.TODO(), lo, hi, false)
 	if err != nil {
 		return s, true, err
 	}
 	nowMs := e.nowMillis()
 	for ok := it.First(); ok; ok = it.Next() {
-		h, doc, err := splitValue(it.Value())
+		h, doc, err := record.SplitValue(it.Value())
 		if err != nil {
 			it.Close()
 			return s, true, err
@@ -53,9 +54,9 @@ func (e *Engine) Stats(db, coll string) (CollStats, bool, error) {
 	s.NIndexes = 1 + len(st.meta.Indexes)
 	s.IndexSizes = map[string]int64{"_id_": 0}
 	for _, ix := range st.indexes {
-		lo, hi := indexRange(ix.meta.ID)
+		lo, hi := record.IndexRange(ix.Meta.ID)
 		n, _ := e.store.ApproximateSize(context.TODO(), lo, hi)
-		s.IndexSizes[ix.meta.Name] = n
+		s.IndexSizes[ix.Meta.Name] = n
 		s.IndexSize += n
 	}
 	return s, true, nil

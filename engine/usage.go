@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lethedb/lethe/clock"
+	"github.com/lethedb/lethe/engine/record"
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
@@ -142,7 +143,7 @@ func (u *usage) access(id uint64, clock clock.Clock) *indexAccess {
 }
 
 // built starts the counts of new indexes.
-func (u *usage) built(indexes []indexMeta, clock clock.Clock) {
+func (u *usage) built(indexes []record.IndexMeta, clock clock.Clock) {
 	now := clock.Now()
 	for _, im := range indexes {
 		u.indexes.Store(im.ID, &indexAccess{since: now})
@@ -156,7 +157,7 @@ func (u *usage) used(p *plan, clock clock.Clock) {
 	case planCollScan:
 		u.collScans.Add(1)
 	case planIndex:
-		u.access(p.ix.meta.ID, clock).ops.Add(1)
+		u.access(p.ix.Meta.ID, clock).ops.Add(1)
 	default:
 		u.access(0, clock).ops.Add(1)
 	}

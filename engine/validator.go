@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/lethedb/lethe/engine/query"
+	"github.com/lethedb/lethe/engine/record"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -234,7 +235,7 @@ func (w *writer) checkValidation(doc bson.Raw, old bson.Raw) error {
 }
 
 func idOfRaw(doc bson.Raw) bson.RawValue {
-	id := idOf(doc)
+	id := record.IDOf(doc)
 	return bson.RawValue{Type: bson.Type(id.Type), Value: id.Data}
 }
 

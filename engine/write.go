@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lethedb/lethe/engine/kv"
+	"github.com/lethedb/lethe/engine/record"
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/lethedb/lethe/engine/query"
@@ -193,7 +194,7 @@ func (w *writer) close() {
 // storedDoc is a document as stored: primary key, header and BSON.
 type storedDoc struct {
 	pk  []byte
-	h   header
+	h   record.Header
 	doc bson.Raw
 }
 
@@ -214,11 +215,11 @@ func (w *writer) entriesOf(d *storedDoc) (docEntries, error) {
 		}
 	}()
 	for i, ix := range w.st.indexes {
-		keys, multi, err := ix.keys(d.doc)
+		keys, multi, err := ix.Keys(d.doc)
 		if err != nil {
 			return ent, err
 		}
-		if multi && !ix.meta.Multikey {
+		if multi && !ix.Meta.Multikey {
 			if err := w.e.markMultikey(w.c, ix); err != nil {
 				return ent, err
 			}
@@ -234,10 +235,10 @@ func (w *writer) entriesOf(d *storedDoc) (docEntries, error) {
 // for ttl -1, which never expires.
 func expiryKey(collID uint64, d *storedDoc) []byte {
 	switch {
-	case d.h.ttl == ttlindex.NoTTL:
-		return ttlindex.AppendTSKey(nil, collID, d.h.ts, d.pk)
-	case d.h.ttl > 0:
-		return ttlindex.AppendOwnKey(nil, collID, d.h.ts+int64(d.h.ttl)*1000, d.pk)
+	case d.h.TTL == ttlindex.NoTTL:
+		return ttlindex.AppendTSKey(nil, collID, d.h.TS, d.pk)
+	case d.h.TTL > 0:
+		return ttlindex.AppendOwnKey(nil, collID, d.h.TS+int64(d.h.TTL)*1000, d.pk)
 	}
 	return nil
 }
@@ -246,9 +247,9 @@ func expiryKey(collID uint64, d *storedDoc) []byte {
 // what a writer locks to check them.
 func (w *writer) uniqueKeys(ent docEntries, dst [][]byte) [][]byte {
 	for i, ix := range w.st.indexes {
-		if ix.meta.Unique {
+		if ix.Meta.Unique {
 			for _, k := range ent.index[i] {
-				dst = append(dst, ix.entryKey(nil, k, nil))
+				dst = append(dst, ix.EntryKey(nil, k, nil))
 			}
 		}
 	}
@@ -266,9 +267,9 @@ func (w *writer) put(d *storedDoc, ent docEntries, old *storedDoc, oldEnt *docEn
 			return err
 		}
 	}
-	val := appendHeader(make([]byte, 0, headerLen+len(d.doc)), d.h)
+	val := record.AppendHeader(make([]byte, 0, record.HeaderLen+len(d.doc)), d.h)
 	val = append(val, d.doc...)
-	if err := b.Set(docKey(nil, w.st.meta.ID, d.pk), val); err != nil {
+	if err := b.Set(record.DocKey(nil, w.st.meta.ID, d.pk), val); err != nil {
 		return err
 	}
 	w.logPut(d, old)
@@ -277,7 +278,7 @@ func (w *writer) put(d *storedDoc, ent docEntries, old *storedDoc, oldEnt *docEn
 			if oldEnt != nil && containsKey(oldEnt.index[i], k) {
 				continue
 			}
-			if err := b.Set(ix.entryKey(nil, k, d.pk), d.pk); err != nil {
+			if err := b.Set(ix.EntryKey(nil, k, d.pk), d.pk); err != nil {
 				return err
 			}
 		}
@@ -287,7 +288,7 @@ func (w *writer) put(d *storedDoc, ent docEntries, old *storedDoc, oldEnt *docEn
 			return err
 		}
 	}
-	if at, ok := ttlindex.ExpireAt(w.st.ttl, d.h.ts, d.h.ttl); ok && (w.wake == 0 || at < w.wake) {
+	if at, ok := ttlindex.ExpireAt(w.st.ttl, d.h.TS, d.h.TTL); ok && (w.wake == 0 || at < w.wake) {
 		w.wake = at
 	}
 	return nil
@@ -305,7 +306,7 @@ func (w *writer) deleteEntries(old *storedDoc, oldEnt *docEntries, keep *docEntr
 			if keep != nil && containsKey(keep.index[i], k) {
 				continue
 			}
-			if err := b.Delete(ix.entryKey(nil, k, old.pk)); err != nil {
+			if err := b.Delete(ix.EntryKey(nil, k, old.pk)); err != nil {
 				return err
 			}
 		}
@@ -335,7 +336,7 @@ func (w *writer) delete(d *storedDoc) error {
 		return err
 	}
 	w.logDelete(d)
-	return b.Delete(docKey(nil, w.st.meta.ID, d.pk))
+	return b.Delete(record.DocKey(nil, w.st.meta.ID, d.pk))
 }
 
 // load reads the document at pk as the pending transaction leaves it; nil
@@ -350,7 +351,7 @@ func (w *writer) pendingDoc(pk []byte) bool {
 	if w.tx == nil {
 		return false
 	}
-	v, ok := w.tx.Buffered(docKey(nil, w.st.meta.ID, pk))
+	v, ok := w.tx.Buffered(record.DocKey(nil, w.st.meta.ID, pk))
 	return ok && v != nil
 }
 
