@@ -8,6 +8,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/lethedb/lethe/engine/letvars"
 	"github.com/lethedb/lethe/engine/pipeline"
 	"github.com/lethedb/lethe/mongoerr"
 )
@@ -51,7 +52,7 @@ func (c catalogReader) Find(ctx context.Context, db, coll string, filter bson.Ra
 func (c catalogReader) Aggregate(ctx context.Context, db, coll string, stages []bson.Raw, vars pipeline.Vars) ([]bson.Raw, error) {
 	if len(vars) > 0 {
 		var err error
-		if stages, err = (&Let{vars: vars}).Pipeline(stages); err != nil {
+		if stages, err = letvars.Of(vars).Pipeline(stages); err != nil {
 			return nil, err
 		}
 	}
