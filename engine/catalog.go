@@ -10,11 +10,12 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/lethedb/lethe/engine/kv"
-	"github.com/lethedb/lethe/engine/record"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.uber.org/zap"
 
+	"github.com/lethedb/lethe/engine/kv"
+	"github.com/lethedb/lethe/engine/record"
+	"github.com/lethedb/lethe/engine/validation"
 	"github.com/lethedb/lethe/mongoerr"
 	"github.com/lethedb/lethe/ttlindex"
 )
@@ -48,7 +49,7 @@ type collState struct {
 	ttl     ttlindex.Setting
 	dateTTL []*record.Index // indexes with expireAfterSeconds on a date field
 	// validator checks written documents; nil if the collection has none.
-	validator *docValidator
+	validator *validation.Validator
 	// preImages is changeStreamPreAndPostImages: updates and deletes
 	// store the document's pre-image with their oplog entry.
 	preImages bool
@@ -69,7 +70,7 @@ func newCollState(meta collMeta) (*collState, error) {
 	// create and collMod refuse validators that do not compile; one stored
 	// by a version that did not check stays unenforced, which loadCatalog
 	// logs, rather than keeping the store from opening.
-	st.validator, _ = compileValidator(meta.Options)
+	st.validator, _ = validation.Compile(meta.Options)
 	st.preImages = preImagesEnabled(meta.Options)
 	for _, im := range meta.Indexes {
 		ix, err := record.CompileIndex(im)
@@ -132,7 +133,7 @@ func (e *Engine) loadCatalog(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if _, err := compileValidator(meta.Options); err != nil {
+		if _, err := validation.Compile(meta.Options); err != nil {
 			e.log.Warn("collection validator does not compile and is not enforced",
 				zap.String("namespace", st.ns()), zap.Error(err))
 		}
@@ -239,7 +240,7 @@ func (e *Engine) ensureCollection(db, name string, options bson.Raw) (*Collectio
 	if e.isOplogNS(db, name) {
 		return nil, false, errOplogWrite()
 	}
-	if _, err := compileValidator(options); err != nil {
+	if _, err := validation.Compile(options); err != nil {
 		return nil, false, err
 	}
 	e.mu.Lock()
@@ -512,4 +513,57 @@ func ValidateDBName(db string) error {
 		return mongoerr.New(mongoerr.InvalidNamespace, "Invalid database name: '%s'", db)
 	}
 	return nil
+}
+
+// CollectionValidation is what a collMod changes of a collection's
+// validation; nil fields stay as they are.
+type CollectionValidation struct {
+	Validator bson.Raw
+	Level     *string
+	Action    *string
+}
+
+// SetValidation changes db.coll's validator, validationLevel or
+// validationAction (collMod). Later writes are checked under the new
+// settings; documents already stored are not.
+func (e *Engine) SetValidation(db, coll string, ch CollectionValidation) error {
+	entry := bson.D{{Key: "collMod", Value: coll}}
+	if ch.Validator != nil {
+		entry = append(entry, bson.E{Key: "validator", Value: ch.Validator})
+	}
+	if ch.Level != nil {
+		entry = append(entry, bson.E{Key: "validationLevel", Value: *ch.Level})
+	}
+	if ch.Action != nil {
+		entry = append(entry, bson.E{Key: "validationAction", Value: *ch.Action})
+	}
+	return e.modifyOptions(db, coll, func(opts bson.D) (bson.D, error) {
+		set := func(key string, v any) {
+			for i := range opts {
+				if opts[i].Key == key {
+					opts[i].Value = v
+					return
+				}
+			}
+			opts = append(opts, bson.E{Key: key, Value: v})
+		}
+		if ch.Validator != nil {
+			set("validator", ch.Validator)
+		}
+		if ch.Level != nil {
+			set("validationLevel", *ch.Level)
+		}
+		if ch.Action != nil {
+			set("validationAction", *ch.Action)
+		}
+		// Compiling here reports a bad validator before anything changes.
+		raw, err := bson.Marshal(opts)
+		if err != nil {
+			return nil, fmt.Errorf("engine: collection options: %w", err)
+		}
+		if _, err := validation.Compile(raw); err != nil {
+			return nil, err
+		}
+		return opts, nil
+	}, entry)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/lethedb/lethe/engine/query"
 	"github.com/lethedb/lethe/engine/record"
 	"github.com/lethedb/lethe/engine/update"
+	"github.com/lethedb/lethe/engine/validation"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -760,7 +761,7 @@ func (r *modelRun) validate(ctx context.Context) error {
 	// Documents the validator refuses: written before it, bypassing it,
 	// under warn, or left failing under moderate; none under level off.
 	var want int64
-	if v := r.m.val; v.filter != nil && v.level != ValidationOff {
+	if v := r.m.val; v.filter != nil && v.level != validation.LevelOff {
 		for _, d := range r.m.docs {
 			if !v.filter.Match(d.doc) {
 				want++

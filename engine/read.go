@@ -6,13 +6,12 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lethedb/lethe/engine/kv"
-	"github.com/lethedb/lethe/engine/record"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/engine/keycodec"
-
+	"github.com/lethedb/lethe/engine/kv"
+	"github.com/lethedb/lethe/engine/record"
 	"github.com/lethedb/lethe/ttlindex"
 )
 

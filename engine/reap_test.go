@@ -6,12 +6,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lethedb/lethe/clock"
-	"github.com/lethedb/lethe/engine/record"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/lethedb/lethe/clock"
+	"github.com/lethedb/lethe/engine/record"
 )
 
 // TestReaperLogsEachBatch covers TTL spec rule 23: a debug line per batch

@@ -26,11 +26,11 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lethedb/lethe/engine/kv"
-	"github.com/lethedb/lethe/engine/record"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine/kv"
+	"github.com/lethedb/lethe/engine/record"
 	"github.com/lethedb/lethe/mongoerr"
 )
 

@@ -8,7 +8,6 @@ import (
 
 	"github.com/lethedb/lethe/engine/kv"
 	"github.com/lethedb/lethe/engine/record"
-
 	"github.com/lethedb/lethe/mongoerr"
 )
 

@@ -6,9 +6,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
+
 	"github.com/lethedb/lethe/clock"
 	"github.com/lethedb/lethe/engine/record"
-	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
 // usage counts how a collection is used, for $collStats (latencyStats,

@@ -6,13 +6,14 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lethedb/lethe/engine/kv"
-	"github.com/lethedb/lethe/engine/record"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/engine/keycodec"
+	"github.com/lethedb/lethe/engine/kv"
 	"github.com/lethedb/lethe/engine/query"
+	"github.com/lethedb/lethe/engine/record"
+	"github.com/lethedb/lethe/engine/validation"
 	"github.com/lethedb/lethe/mongoerr"
 	"github.com/lethedb/lethe/ttlindex"
 )
@@ -166,8 +167,8 @@ func (v *storageCheck) documents() error {
 	var validator *query.Filter
 	// Under validationLevel off the validator refuses nothing, so no
 	// document is out of compliance (as MongoDB's validate counts).
-	if val := v.st.validator; val != nil && val.level != ValidationOff {
-		validator = val.filterAt(v.now)
+	if val := v.st.validator; val != nil && val.Level != validation.LevelOff {
+		validator = val.FilterAt(v.now)
 	}
 	for ok := it.First(); ok; ok = it.Next() {
 		if err := v.tick(); err != nil {

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lethedb/lethe/engine/kv"
-	"github.com/lethedb/lethe/engine/record"
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.uber.org/zap"
 
+	"github.com/lethedb/lethe/engine/kv"
 	"github.com/lethedb/lethe/engine/query"
+	"github.com/lethedb/lethe/engine/record"
+	"github.com/lethedb/lethe/engine/validation"
 	"github.com/lethedb/lethe/mongoerr"
 	"github.com/lethedb/lethe/oplog"
 	"github.com/lethedb/lethe/ttlindex"
@@ -370,4 +372,52 @@ func containsKey(keys [][]byte, k []byte) bool {
 		}
 	}
 	return false
+}
+
+// WriteOptions are per-command options of the write paths.
+type WriteOptions struct {
+	// BypassDocumentValidation skips the collection's validator.
+	BypassDocumentValidation bool
+	// Txn, when set, makes the insert a retryable write whose documents
+	// are the statements StmtIDs (their ids, in order).
+	Txn     *Txn
+	StmtIDs []int32
+}
+
+// checkValidation applies the collection's validator to a document about
+// to be written. old is the document it replaces, nil for an insert.
+func (w *writer) checkValidation(doc bson.Raw, old bson.Raw) error {
+	v := w.st.validator
+	if v == nil || w.bypassValidation || v.Level == validation.LevelOff {
+		return nil
+	}
+	if w.validator == nil {
+		if w.now.IsZero() {
+			w.now = w.e.clock.Now()
+		}
+		w.validator = v.FilterAt(w.now)
+	}
+	if w.validator.Match(doc) {
+		return nil
+	}
+	// Under moderate, documents that already failed may stay failing.
+	if old != nil && v.Level == validation.LevelModerate && !w.validator.Match(old) {
+		return nil
+	}
+	if v.Action == validation.ActionWarn {
+		w.e.log.Warn("Document would fail validation", zap.String("namespace", w.st.ns()),
+			zap.Stringer("document", idOfRaw(doc)))
+		return nil
+	}
+	err := mongoerr.New(mongoerr.DocumentValidationFailure, "Document failed validation")
+	err.Extra = bson.D{{Key: "errInfo", Value: bson.D{
+		{Key: "failingDocumentId", Value: idOfRaw(doc)},
+		{Key: "details", Value: validation.Details(v.Raw, doc)},
+	}}}
+	return err
+}
+
+func idOfRaw(doc bson.Raw) bson.RawValue {
+	id := record.IDOf(doc)
+	return bson.RawValue{Type: bson.Type(id.Type), Value: id.Data}
 }
