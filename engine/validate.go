@@ -188,7 +188,7 @@ func (v *storageCheck) documents() error {
 		if validator != nil && !validator.Match(d.doc) {
 			v.res.NNonCompliantDocuments++
 			v.schemaFailed = true
-		} else if v.full && !conformantBSON(bsoncore.Document(d.doc)) {
+		} else if v.full && !record.ConformantBSON(bsoncore.Document(d.doc)) {
 			v.res.NNonCompliantDocuments++
 			v.nonConformant = true
 		}
@@ -466,7 +466,7 @@ func (v *storageCheck) summarize() {
 		r.Warnings = append(r.Warnings, "Detected one or more documents in this collection not conformant to the schema validation rules applied to it.")
 	}
 	if v.nonConformant {
-		r.Warnings = append(r.Warnings, nonConformantBSONWarning)
+		r.Warnings = append(r.Warnings, record.NonConformantBSONWarning)
 	}
 	if r.Errors == nil {
 		r.Errors = []string{}

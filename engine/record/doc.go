@@ -29,6 +29,9 @@
 // that visibility under TTL is decided without parsing BSON, and changes to
 // the collection's TTL setting take effect without rewriting any document.
 //
+// Stored BSON is checked for conformance (ConformantBSON) only by the
+// validate command: writes store what clients send, as mongod does.
+//
 // Index keys are generated the way MongoDB's btree key generator makes them
 // (Index.Generate): arrays expand into one key per element, parallel arrays
 // and ambiguous positional paths are refused with MongoDB's codes.
