@@ -15,6 +15,7 @@ import (
 
 	"github.com/lethedb/lethe/engine/kv"
 	"github.com/lethedb/lethe/engine/record"
+	"github.com/lethedb/lethe/engine/usage"
 	"github.com/lethedb/lethe/engine/validation"
 	"github.com/lethedb/lethe/mongoerr"
 	"github.com/lethedb/lethe/ttlindex"
@@ -40,7 +41,7 @@ type Collection struct {
 	state  atomic.Pointer[collState]
 
 	reapCursor reapCursor
-	usage      usage
+	usage      usage.Counters
 }
 
 type collState struct {
@@ -139,7 +140,7 @@ func (e *Engine) loadCatalog(ctx context.Context) error {
 		}
 		c := &Collection{}
 		c.state.Store(st)
-		c.usage.opened = e.clock.Now()
+		c.usage.Opened = e.clock.Now()
 		e.colls[nsKey(meta.DB, meta.Name)] = c
 	}
 	return it.Error()
@@ -274,7 +275,7 @@ func (e *Engine) ensureCollection(db, name string, options bson.Raw) (*Collectio
 	}
 	c := &Collection{}
 	c.state.Store(st)
-	c.usage.opened = e.clock.Now()
+	c.usage.Opened = e.clock.Now()
 	e.colls[nsKey(db, name)] = c
 	return c, true, nil
 }

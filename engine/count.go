@@ -40,7 +40,7 @@ func (e *Engine) scanMatches(ctx context.Context, db, coll string, filter bson.R
 	if err != nil {
 		return err
 	}
-	c.usage.used(p, e.clock)
+	p.countUse(&c.usage, e.clock)
 	sc := &scanner{e: e, coll: c, p: p}
 	more := true
 	for more && !sc.done {

@@ -55,8 +55,8 @@
 //     calls and never held across them.
 //
 // Usage counters ($collStats latency and collection scans, $indexStats
-// accesses; usage.go) are atomics and a sync.Map on the Collection, taken
-// by no lock.
+// accesses; package engine/usage) are atomics and a sync.Map on the
+// Collection, taken by no lock.
 //
 // Readers take engine.mu only to look a collection up: a collection's state
 // is an immutable snapshot swapped atomically, and the store gives each

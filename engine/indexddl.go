@@ -454,7 +454,7 @@ func (e *Engine) CreateIndexes(db, coll string, specs []bson.Raw) (CreateIndexes
 		return res, fmt.Errorf("engine: create indexes: %w", err)
 	}
 	c.state.Store(nst)
-	c.usage.built(fresh, e.clock)
+	c.usage.Built(fresh, e.clock)
 	res.After = 1 + len(meta.Indexes)
 	return res, nil
 }

@@ -47,7 +47,7 @@ func (e *Engine) candidates(ctx context.Context, c *Collection, f *query.Filter,
 	if err != nil {
 		return nil, err
 	}
-	c.usage.used(p, e.clock)
+	p.countUse(&c.usage, e.clock)
 	if p.kind == planIDPoints && (srt == nil || p.sorted) {
 		// The writer re-reads and re-checks each document under its lock,
 		// so reading them here too would only double the cost of by-_id

@@ -8,9 +8,11 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/clock"
 	"github.com/lethedb/lethe/engine/keycodec"
 	"github.com/lethedb/lethe/engine/query"
 	"github.com/lethedb/lethe/engine/record"
+	"github.com/lethedb/lethe/engine/usage"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -359,4 +361,17 @@ func indexBounds(ix *record.Index, conj []query.Predicate) ([]span, int) {
 	sort.Slice(spans, func(a, b int) bool { return bytes.Compare(spans[a].lo, spans[b].lo) < 0 })
 	spans = slices.CompactFunc(spans, func(a, b span) bool { return bytes.Equal(a.lo, b.lo) })
 	return spans, score
+}
+
+// countUse counts an operation that reads the collection by p in u: an
+// access of its index, or a collection scan.
+func (p *plan) countUse(u *usage.Counters, clock clock.Clock) {
+	switch p.kind {
+	case planCollScan:
+		u.CountCollScan()
+	case planIndex:
+		u.Access(p.ix.Meta.ID, clock).Ops.Add(1)
+	default:
+		u.Access(0, clock).Ops.Add(1)
+	}
 }

@@ -50,7 +50,7 @@ func (e *Engine) FindByID(db, coll string, id bsoncore.Value) (bson.Raw, error) 
 		return nil, nil
 	}
 	st := c.st()
-	c.usage.access(0, e.clock).ops.Add(1)
+	c.usage.Access(0, e.clock).Ops.Add(1)
 	d, err := e.loadDoc(context.Background(), e.store, st.meta.ID, keycodec.Append(nil, id))
 	if err != nil || d == nil || st.expired(d.h, e.nowMillis()) {
 		return nil, err

@@ -3,11 +3,13 @@ package engine
 import (
 	"context"
 	"slices"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/engine/keycodec"
 	"github.com/lethedb/lethe/engine/record"
+	"github.com/lethedb/lethe/engine/usage"
 )
 
 // CollStats are the figures collStats and dbStats report. Expired
@@ -75,4 +77,24 @@ func (e *Engine) DatabaseSize(db string) int64 {
 
 func sortValues(vals []bsoncore.Value) {
 	slices.SortFunc(vals, keycodec.Compare)
+}
+
+// LatencyKind is what latencyStats files an operation's latency under
+// (usage.LatencyKind), named here for the server.
+type LatencyKind = usage.LatencyKind
+
+// The kinds of latencyStats (package usage).
+const (
+	LatencyReads        = usage.LatencyReads
+	LatencyWrites       = usage.LatencyWrites
+	LatencyCommands     = usage.LatencyCommands
+	LatencyTransactions = usage.LatencyTransactions
+)
+
+// RecordLatency files the latency of a command on db.coll under kind. A
+// collection that does not exist records nothing.
+func (e *Engine) RecordLatency(db, coll string, kind LatencyKind, d time.Duration) {
+	if c := e.collection(db, coll); c != nil {
+		c.usage.AddLatency(kind, d)
+	}
 }
