@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -14,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/lethedb/lethe/engine/kv"
+	"github.com/lethedb/lethe/engine/namespace"
 	"github.com/lethedb/lethe/engine/record"
 	"github.com/lethedb/lethe/engine/usage"
 	"github.com/lethedb/lethe/engine/validation"
@@ -182,7 +182,7 @@ type CreateOptions struct {
 // CreateCollection creates db.name. It fails with NamespaceExists if the
 // collection exists.
 func (e *Engine) CreateCollection(db, name string, opts CreateOptions) error {
-	if err := ValidateNamespace(db, name); err != nil {
+	if err := namespace.Validate(db, name); err != nil {
 		return err
 	}
 	_, created, err := e.ensureCollection(db, name, opts.Raw)
@@ -235,7 +235,7 @@ func (e *Engine) ensureCollection(db, name string, options bson.Raw) (*Collectio
 	if c := e.collection(db, name); c != nil {
 		return c, false, nil
 	}
-	if err := ValidateNamespace(db, name); err != nil {
+	if err := namespace.Validate(db, name); err != nil {
 		return nil, false, err
 	}
 	if e.isOplogNS(db, name) {
@@ -375,7 +375,7 @@ func (e *Engine) DropDatabase(db string) error {
 // RenameCollection moves from to to, keeping documents and indexes. With
 // dropTarget an existing target is dropped first.
 func (e *Engine) RenameCollection(fromDB, from, toDB, to string, dropTarget bool) error {
-	if err := ValidateNamespace(toDB, to); err != nil {
+	if err := namespace.Validate(toDB, to); err != nil {
 		return err
 	}
 	if fromDB == toDB && from == to {
@@ -484,37 +484,13 @@ func (e *Engine) openCollections() []*Collection {
 	return out
 }
 
-// ValidateNamespace checks database and collection names as MongoDB does.
-func ValidateNamespace(db, coll string) error {
-	if err := ValidateDBName(db); err != nil {
-		return err
-	}
-	if err := checkNameText("collection", coll); err != nil {
-		return err
-	}
-	switch {
-	case coll == "":
-		return mongoerr.New(mongoerr.InvalidNamespace, "Invalid namespace specified '%s.'", db)
-	case strings.ContainsRune(coll, 0), strings.HasPrefix(coll, "$"), strings.Contains(coll, "$") && !strings.HasPrefix(coll, "system."):
-		return mongoerr.New(mongoerr.InvalidNamespace, "Invalid collection name: %s", coll)
-	case strings.HasPrefix(coll, ".") || strings.HasSuffix(coll, "."):
-		return mongoerr.New(mongoerr.InvalidNamespace, "Invalid namespace specified '%s.%s'", db, coll)
-	case len(db)+1+len(coll) > 255:
-		return mongoerr.New(mongoerr.InvalidNamespace, "Fully qualified namespace is too long. Namespace: %s.%s Max: 255", db, coll)
-	}
-	return nil
-}
+// ValidateNamespace checks database and collection names as MongoDB does
+// (namespace.Validate).
+func ValidateNamespace(db, coll string) error { return namespace.Validate(db, coll) }
 
-// ValidateDBName checks a database name as MongoDB does.
-func ValidateDBName(db string) error {
-	if err := checkNameText("database", db); err != nil {
-		return err // before any message quotes the name
-	}
-	if db == "" || len(db) >= 64 || strings.ContainsAny(db, "/\\. \"$\x00") {
-		return mongoerr.New(mongoerr.InvalidNamespace, "Invalid database name: '%s'", db)
-	}
-	return nil
-}
+// ValidateDBName checks a database name as MongoDB does
+// (namespace.ValidateDB).
+func ValidateDBName(db string) error { return namespace.ValidateDB(db) }
 
 // CollectionValidation is what a collMod changes of a collection's
 // validation; nil fields stay as they are.

@@ -9,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/lethedb/lethe/engine/letvars"
+	"github.com/lethedb/lethe/engine/namespace"
 	"github.com/lethedb/lethe/engine/pipeline"
 	"github.com/lethedb/lethe/mongoerr"
 )
@@ -146,7 +147,7 @@ func (e *Engine) renameOver(db, from, to string) error {
 // renameOverLocked is renameOver under the collections' locks; it returns
 // the ranges of the target it dropped, to reclaim once they are released.
 func (e *Engine) renameOverLocked(db, from, to string) ([]keyRange, error) {
-	if err := ValidateNamespace(db, to); err != nil {
+	if err := namespace.Validate(db, to); err != nil {
 		return nil, err
 	}
 	if err := e.writable(); err != nil {

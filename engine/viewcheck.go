@@ -6,6 +6,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/lethedb/lethe/engine/namespace"
 	"github.com/lethedb/lethe/engine/pipeline"
 	"github.com/lethedb/lethe/mongoerr"
 )
@@ -19,7 +20,7 @@ func (e *Engine) checkViewLocked(db string, v *View) error {
 	if v.ViewOn == "" {
 		return mongoerr.New(mongoerr.BadValue, "'viewOn' cannot be empty")
 	}
-	if err := ValidateNamespace(db, v.ViewOn); err != nil {
+	if err := namespace.Validate(db, v.ViewOn); err != nil {
 		return err
 	}
 	if err := e.checkViewPipeline(v.Pipeline); err != nil {

@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.uber.org/zap"
 
+	"github.com/lethedb/lethe/engine/namespace"
 	"github.com/lethedb/lethe/engine/update"
 	"github.com/lethedb/lethe/mongoerr"
 )
@@ -94,7 +95,7 @@ func (e *Engine) ResolveView(db, name string) (coll string, pipeline []bson.Raw,
 // nothing, as in MongoDB 7; any other existing collection or view of that
 // name is NamespaceExists.
 func (e *Engine) CreateView(ctx context.Context, db, name, viewOn string, pipeline []bson.Raw) error {
-	if err := ValidateNamespace(db, name); err != nil {
+	if err := namespace.Validate(db, name); err != nil {
 		return err
 	}
 	if strings.HasPrefix(name, "system.") {
