@@ -26,6 +26,17 @@ func (e *Engine) Aggregate(ctx context.Context, db, coll string, stages []bson.R
 	return res.Docs, err
 }
 
+// Results is the output of an aggregation that a cursor reads from disk:
+// that of a final $sort that spilled (pipeline.SortedResults). It holds
+// temporary files until closed, and, in memory, about as much as a find's
+// spilled sort does.
+type Results interface {
+	NextBatch(ctx context.Context, n int, maxBytes int) ([]bson.Raw, error)
+	Exhausted() bool
+	HeldBytes() int64
+	Close() error
+}
+
 // AggregateResult is the output of a pipeline over a collection.
 type AggregateResult struct {
 	Docs []bson.Raw
@@ -148,7 +159,7 @@ func (e *Engine) aggregate(ctx context.Context, db, coll string, stages []bson.R
 		return AggregateResult{}, err
 	}
 	if sorted != nil {
-		res.Rest = &sortedResults{sorter: sorted, scratch: po.Scratch}
+		res.Rest = pipeline.NewSortedResults(sorted, po.Scratch)
 		return res, nil
 	}
 	res.Docs = docs
