@@ -120,7 +120,7 @@ func newDistinctSet(key string) *distinctSet {
 
 // add takes the values of doc; false when the values are too big.
 func (s *distinctSet) add(doc bson.Raw) bool {
-	vals := distinctValues(bsoncore.Document(doc), s.key)
+	vals := query.DistinctValues(bsoncore.Document(doc), s.key)
 next:
 	for _, v := range vals {
 		if v.Type == bsoncore.TypeUndefined {
