@@ -102,24 +102,15 @@ func (st *collState) changed(meta collMeta) (*collState, error) {
 	return nst, nil
 }
 
-func catalogKey(db, name string) []byte {
-	k := append([]byte{record.PrefixCatalog}, "coll\x00"...)
-	k = append(k, db...)
-	k = append(k, 0)
-	return append(k, name...)
-}
-
-var seqKey = []byte{record.PrefixCatalog, 's', 'e', 'q'}
-
 func nsKey(db, name string) string { return db + "." + name }
 
 func (e *Engine) loadCatalog(ctx context.Context) error {
-	if v, err := e.store.Get(ctx, seqKey); err == nil {
+	if v, err := e.store.Get(ctx, record.SeqKey()); err == nil {
 		e.seq = binary.BigEndian.Uint64(v)
 	} else if err != kv.ErrNotFound {
 		return fmt.Errorf("engine: read id sequence: %w", err)
 	}
-	lo := append([]byte{record.PrefixCatalog}, "coll\x00"...)
+	lo := record.CatalogCollPrefix()
 	it, err := e.store.Iter(ctx, lo, record.PrefixEnd(lo), false)
 	if err != nil {
 		return fmt.Errorf("engine: read catalog: %w", err)
@@ -150,7 +141,7 @@ func (e *Engine) loadCatalog(ctx context.Context) error {
 // sequence in tx. e.mu must be held.
 func (e *Engine) nextIDLocked(tx kv.Txn) (uint64, error) {
 	e.seq++
-	if err := tx.Set(seqKey, binary.BigEndian.AppendUint64(nil, e.seq)); err != nil {
+	if err := tx.Set(record.SeqKey(), binary.BigEndian.AppendUint64(nil, e.seq)); err != nil {
 		return 0, err
 	}
 	return e.seq, nil
@@ -161,7 +152,7 @@ func putMeta(tx kv.Txn, meta *collMeta) error {
 	if err != nil {
 		return fmt.Errorf("engine: encode catalog entry: %w", err)
 	}
-	return tx.Set(catalogKey(meta.DB, meta.Name), raw)
+	return tx.Set(record.CatalogKey(meta.DB, meta.Name), raw)
 }
 
 // collection returns the open collection, or nil.
@@ -320,7 +311,7 @@ func (e *Engine) dropCollection(db, name string) (bool, error) {
 		return false, err
 	}
 	defer tx.Rollback()
-	if err := tx.Delete(catalogKey(db, name)); err != nil {
+	if err := tx.Delete(record.CatalogKey(db, name)); err != nil {
 		return false, err
 	}
 	ranges := collectionRanges(st)

@@ -8,17 +8,20 @@
 // Key space (one ordered store; prefix bytes keep the families apart, ids
 // are fixed-width big-endian):
 //
-//	c "coll" 0 db 0 name        catalog entry of a collection (BSON)
+//	c "coll" 0 db 0 name        catalog entry of a collection (BSON; CatalogKey)
 //	c "seq"                     the last id handed out to a collection or index
+//	c "param" 0 "cs"            the change stream options (ChangeStreamOptionsKey)
 //	d collID keycodec(_id)      Header + the user's BSON (DocKey, AppendHeader)
 //	i indexID keycodec(values)  [+ keycodec(_id) unless unique] -> keycodec(_id)
 //	                            (Index.EntryKey, Index.Keys)
 //	x ...                       expiry families, laid out by package ttlindex
 //	o ts                        oplog entries, laid out by package oplog
 //	p ts                        pre-images of update and delete entries, likewise
-//	t lsid ...                  retryable writes' records (engine/retry.go)
+//	t lsid 0x00                 a session's newest txnNumber and last write
+//	t lsid 0x02 stmt            a retryable statement's txnNumber and result
+//	                            (TxnHeaderKey, TxnStmtKey; why in engine/retry.go)
 //	r lo -> hi                  ranges of dropped collections and indexes
-//	                            still to reclaim (engine/reclaim.go)
+//	                            still to reclaim (ReclaimKey; engine/reclaim.go)
 //
 // The value of an index entry is the primary key of its document, so index
 // scans reach the document without decoding the entry key. This differs from
