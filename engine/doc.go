@@ -6,6 +6,13 @@
 // header, index entries, catalog keys) are package engine/record's, whose
 // doc lists the key families; the engine writes them in kv transactions.
 //
+// Concepts that need nothing of the engine's state live in packages of
+// their own below it, which it imports and which never import it:
+// engine/record (the storage format), engine/letvars (a command's let),
+// engine/validation (collection validators), engine/usage ($collStats and
+// $indexStats counters), engine/namespace (the rules of names) and
+// engine/viewdef (view definitions and the graph of views).
+//
 // Every write is a kv transaction. A write command runs through a writer
 // (write.go): one pessimistic transaction per chunk of at most maxBatchOps
 // documents or maxBatchBytes, which locks the keys whose uniqueness it

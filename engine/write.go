@@ -45,7 +45,7 @@ type writer struct {
 	// noSync commits without waiting for the WAL sync, for writes that are
 	// not acknowledged to a client.
 	noSync bool
-	// bypassValidation skips the collection's validator (validator.go).
+	// bypassValidation skips the collection's validator (checkValidation).
 	bypassValidation bool
 	// now is the time of the command, $$NOW in the validator; zero means
 	// the clock at the first checked write.
