@@ -10,6 +10,7 @@ import (
 
 	"github.com/lethedb/lethe/bsonvalue"
 	"github.com/lethedb/lethe/engine/pipeline"
+
 	// $setWindowFields registers itself with package pipeline; imported
 	// here so that every pipeline the engine compiles knows it.
 	_ "github.com/lethedb/lethe/engine/pipeline/window"
@@ -23,6 +24,17 @@ func (e *Engine) Aggregate(ctx context.Context, db, coll string, stages []bson.R
 	opts.Stream = false
 	res, err := e.AggregateStream(ctx, db, coll, stages, opts)
 	return res.Docs, err
+}
+
+// Results is the output of an aggregation that a cursor reads from disk:
+// that of a final $sort that spilled (pipeline.SortedResults). It holds
+// temporary files until closed, and, in memory, about as much as a find's
+// spilled sort does.
+type Results interface {
+	NextBatch(ctx context.Context, n int, maxBytes int) ([]bson.Raw, error)
+	Exhausted() bool
+	HeldBytes() int64
+	Close() error
 }
 
 // AggregateResult is the output of a pipeline over a collection.
@@ -147,7 +159,7 @@ func (e *Engine) aggregate(ctx context.Context, db, coll string, stages []bson.R
 		return AggregateResult{}, err
 	}
 	if sorted != nil {
-		res.Rest = &sortedResults{sorter: sorted, scratch: po.Scratch}
+		res.Rest = pipeline.NewSortedResults(sorted, po.Scratch)
 		return res, nil
 	}
 	res.Docs = docs

@@ -13,6 +13,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/engine/internal/conformance"
+	"github.com/lethedb/lethe/engine/letvars"
 	"github.com/lethedb/lethe/engine/pipeline"
 	"github.com/lethedb/lethe/mongoerr"
 )
@@ -137,7 +138,7 @@ func runStageCase(t *testing.T, e *Engine, db string, f *stageFile, c stageCase)
 			opts.AllowDiskUse = v.Boolean()
 		}
 		if v, err := c.Options.LookupErr("let"); err == nil {
-			l, err := ParseLet(v.Document(), e.clock.Now())
+			l, err := letvars.ParseLet(v.Document(), e.clock.Now())
 			if err == nil {
 				stages, err = l.Pipeline(stages)
 			}

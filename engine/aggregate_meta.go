@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/lethedb/lethe/engine/pipeline"
+	"github.com/lethedb/lethe/engine/usage"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -57,11 +58,11 @@ func (e *Engine) collStatsDoc(db, coll string, spec pipeline.CollStatsSpec, host
 	}
 	c := e.collection(db, coll)
 	if spec.Latency {
-		u := &usage{}
+		u := &usage.Counters{}
 		if c != nil {
 			u = &c.usage
 		}
-		out = append(out, bson.E{Key: "latencyStats", Value: u.latencyDoc(spec.Histograms)})
+		out = append(out, bson.E{Key: "latencyStats", Value: u.LatencyDoc(spec.Histograms)})
 	}
 	missing := func(what string) error {
 		return mongoerr.New(mongoerr.NamespaceNotFound, "Unable to retrieve %s in $collStats stage :: caused by :: Collection [%s.%s] not found.", what, db, coll)
@@ -89,7 +90,7 @@ func (e *Engine) collStatsDoc(db, coll string, spec pipeline.CollStatsSpec, host
 		if c == nil {
 			return nil, missing("queryExecStats")
 		}
-		n := c.usage.collScans.Load()
+		n := c.usage.CollScans()
 		out = append(out, bson.E{Key: "queryExecStats", Value: bson.D{
 			{Key: "collectionScans", Value: bson.D{{Key: "total", Value: n}, {Key: "nonTailable", Value: n}}},
 		}})
@@ -146,16 +147,16 @@ func (e *Engine) indexStatsDocs(db, coll, host string) ([]bson.Raw, error) {
 	idKey := bson.D{{Key: "_id", Value: int32(1)}}
 	all := []ix{{id: 0, name: "_id_", key: idKey, spec: bson.D{{Key: "v", Value: int32(2)}, {Key: "key", Value: idKey}, {Key: "name", Value: "_id_"}}}}
 	for _, im := range c.st().meta.Indexes {
-		all = append(all, ix{id: im.ID, name: im.Name, key: im.Key, spec: im.spec()})
+		all = append(all, ix{id: im.ID, name: im.Name, key: im.Key, spec: im.Spec()})
 	}
 	docs := make([]bson.Raw, 0, len(all))
 	for _, x := range all {
-		a := c.usage.access(x.id, e.clock)
+		a := c.usage.Access(x.id, e.clock)
 		raw, err := bson.Marshal(bson.D{
 			{Key: "name", Value: x.name},
 			{Key: "key", Value: x.key},
 			{Key: "host", Value: host},
-			{Key: "accesses", Value: bson.D{{Key: "ops", Value: a.ops.Load()}, {Key: "since", Value: bson.NewDateTimeFromTime(a.since)}}},
+			{Key: "accesses", Value: bson.D{{Key: "ops", Value: a.Ops.Load()}, {Key: "since", Value: bson.NewDateTimeFromTime(a.Since)}}},
 			{Key: "spec", Value: x.spec},
 		})
 		if err != nil {

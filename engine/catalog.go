@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -15,18 +14,22 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.uber.org/zap"
 
+	"github.com/lethedb/lethe/engine/namespace"
+	"github.com/lethedb/lethe/engine/record"
+	"github.com/lethedb/lethe/engine/usage"
+	"github.com/lethedb/lethe/engine/validation"
 	"github.com/lethedb/lethe/mongoerr"
 	"github.com/lethedb/lethe/ttlindex"
 )
 
 // collMeta is a collection's persisted catalog entry.
 type collMeta struct {
-	ID      uint64      `bson:"id"`
-	DB      string      `bson:"db"`
-	Name    string      `bson:"name"`
-	UUID    bson.Binary `bson:"uuid"`
-	Options bson.Raw    `bson:"options,omitempty"`
-	Indexes []indexMeta `bson:"indexes"`
+	ID      uint64             `bson:"id"`
+	DB      string             `bson:"db"`
+	Name    string             `bson:"name"`
+	UUID    bson.Binary        `bson:"uuid"`
+	Options bson.Raw           `bson:"options,omitempty"`
+	Indexes []record.IndexMeta `bson:"indexes"`
 }
 
 // Collection is an open collection. Its state is replaced whole by catalog
@@ -39,16 +42,16 @@ type Collection struct {
 	state  atomic.Pointer[collState]
 
 	reapCursor reapCursor
-	usage      usage
+	usage      usage.Counters
 }
 
 type collState struct {
 	meta    collMeta
-	indexes []*index // secondary indexes that have entries
+	indexes []*record.Index // secondary indexes that have entries
 	ttl     ttlindex.Setting
-	dateTTL []*index // indexes with expireAfterSeconds on a date field
+	dateTTL []*record.Index // indexes with expireAfterSeconds on a date field
 	// validator checks written documents; nil if the collection has none.
-	validator *docValidator
+	validator *validation.Validator
 	// preImages is changeStreamPreAndPostImages: updates and deletes
 	// store the document's pre-image with their oplog entry.
 	preImages bool
@@ -80,14 +83,14 @@ func newCollState(meta collMeta) (*collState, error) {
 	// create and collMod refuse validators that do not compile; one stored
 	// by a version that did not check stays unenforced, which loadCatalog
 	// logs, rather than keeping the store from opening.
-	st.validator, _ = compileValidator(meta.Options)
+	st.validator, _ = validation.Compile(meta.Options)
 	st.preImages = preImagesEnabled(meta.Options)
 	for _, im := range meta.Indexes {
-		ix, err := compileIndex(im)
+		ix, err := record.CompileIndex(im)
 		if err != nil {
 			return nil, fmt.Errorf("engine: index %s of %s.%s: %w", im.Name, meta.DB, meta.Name, err)
 		}
-		if ix.isTS() {
+		if ix.IsTS() {
 			st.ttl = ttlindex.Setting{Enabled: true, Default: *im.ExpireAfter}
 			continue
 		}
@@ -111,25 +114,16 @@ func (st *collState) changed(meta collMeta) (*collState, error) {
 	return nst, nil
 }
 
-func catalogKey(db, name string) []byte {
-	k := append([]byte{prefixCatalog}, "coll\x00"...)
-	k = append(k, db...)
-	k = append(k, 0)
-	return append(k, name...)
-}
-
-var seqKey = []byte{prefixCatalog, 's', 'e', 'q'}
-
 func nsKey(db, name string) string { return db + "." + name }
 
 func (e *Engine) loadCatalog(ctx context.Context) error {
-	if v, err := e.store.Get(ctx, seqKey); err == nil {
+	if v, err := e.store.Get(ctx, record.SeqKey()); err == nil {
 		e.seq = binary.BigEndian.Uint64(v)
 	} else if err != kv.ErrNotFound {
 		return fmt.Errorf("engine: read id sequence: %w", err)
 	}
-	lo := append([]byte{prefixCatalog}, "coll\x00"...)
-	it, err := e.store.Iter(ctx, lo, prefixEnd(lo), false)
+	lo := record.CatalogCollPrefix()
+	it, err := e.store.Iter(ctx, lo, record.PrefixEnd(lo), false)
 	if err != nil {
 		return fmt.Errorf("engine: read catalog: %w", err)
 	}
@@ -143,13 +137,13 @@ func (e *Engine) loadCatalog(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if _, err := compileValidator(meta.Options); err != nil {
+		if _, err := validation.Compile(meta.Options); err != nil {
 			e.log.Warn("collection validator does not compile and is not enforced",
 				zap.String("namespace", st.ns()), zap.Error(err))
 		}
 		c := &Collection{}
 		c.setState(st)
-		c.usage.opened = e.clock.Now()
+		c.usage.Opened = e.clock.Now()
 		e.colls[nsKey(meta.DB, meta.Name)] = c
 	}
 	return it.Error()
@@ -159,7 +153,7 @@ func (e *Engine) loadCatalog(ctx context.Context) error {
 // sequence in tx. e.mu must be held.
 func (e *Engine) nextIDLocked(tx kv.Txn) (uint64, error) {
 	e.seq++
-	if err := tx.Set(seqKey, binary.BigEndian.AppendUint64(nil, e.seq)); err != nil {
+	if err := tx.Set(record.SeqKey(), binary.BigEndian.AppendUint64(nil, e.seq)); err != nil {
 		return 0, err
 	}
 	return e.seq, nil
@@ -170,7 +164,7 @@ func putMeta(tx kv.Txn, meta *collMeta) error {
 	if err != nil {
 		return fmt.Errorf("engine: encode catalog entry: %w", err)
 	}
-	return tx.Set(catalogKey(meta.DB, meta.Name), raw)
+	return tx.Set(record.CatalogKey(meta.DB, meta.Name), raw)
 }
 
 // collection returns the open collection, or nil.
@@ -191,7 +185,7 @@ type CreateOptions struct {
 // CreateCollection creates db.name. It fails with NamespaceExists if the
 // collection exists.
 func (e *Engine) CreateCollection(db, name string, opts CreateOptions) error {
-	if err := ValidateNamespace(db, name); err != nil {
+	if err := namespace.Validate(db, name); err != nil {
 		return err
 	}
 	_, created, err := e.ensureCollection(db, name, opts.Raw)
@@ -244,13 +238,13 @@ func (e *Engine) ensureCollection(db, name string, options bson.Raw) (*Collectio
 	if c := e.collection(db, name); c != nil {
 		return c, false, nil
 	}
-	if err := ValidateNamespace(db, name); err != nil {
+	if err := namespace.Validate(db, name); err != nil {
 		return nil, false, err
 	}
 	if e.isOplogNS(db, name) {
 		return nil, false, errOplogWrite()
 	}
-	if _, err := compileValidator(options); err != nil {
+	if _, err := validation.Compile(options); err != nil {
 		return nil, false, err
 	}
 	e.mu.Lock()
@@ -284,7 +278,7 @@ func (e *Engine) ensureCollection(db, name string, options bson.Raw) (*Collectio
 	}
 	c := &Collection{}
 	c.setState(st)
-	c.usage.opened = e.clock.Now()
+	c.usage.Opened = e.clock.Now()
 	e.colls[nsKey(db, name)] = c
 	return c, true, nil
 }
@@ -329,7 +323,7 @@ func (e *Engine) dropCollection(db, name string) (bool, error) {
 		return false, err
 	}
 	defer tx.Rollback()
-	if err := tx.Delete(catalogKey(db, name)); err != nil {
+	if err := tx.Delete(record.CatalogKey(db, name)); err != nil {
 		return false, err
 	}
 	ranges := collectionRanges(st)
@@ -350,12 +344,12 @@ func (e *Engine) dropCollection(db, name string) (bool, error) {
 // collectionRanges are the key ranges of a collection's documents, expiry
 // entries and indexes.
 func collectionRanges(st *collState) []keyRange {
-	lo, hi := docRange(st.meta.ID)
+	lo, hi := record.DocRange(st.meta.ID)
 	out := []keyRange{{lo, hi}}
 	lo, hi = ttlindex.CollRange(st.meta.ID)
 	out = append(out, keyRange{lo, hi})
 	for _, ix := range st.indexes {
-		lo, hi := indexRange(ix.meta.ID)
+		lo, hi := record.IndexRange(ix.Meta.ID)
 		out = append(out, keyRange{lo, hi})
 	}
 	return out
@@ -384,7 +378,7 @@ func (e *Engine) DropDatabase(db string) error {
 // RenameCollection moves from to to, keeping documents and indexes. With
 // dropTarget an existing target is dropped first.
 func (e *Engine) RenameCollection(fromDB, from, toDB, to string, dropTarget bool) error {
-	if err := ValidateNamespace(toDB, to); err != nil {
+	if err := namespace.Validate(toDB, to); err != nil {
 		return err
 	}
 	if fromDB == toDB && from == to {
@@ -493,34 +487,63 @@ func (e *Engine) openCollections() []*Collection {
 	return out
 }
 
-// ValidateNamespace checks database and collection names as MongoDB does.
-func ValidateNamespace(db, coll string) error {
-	if err := ValidateDBName(db); err != nil {
-		return err
-	}
-	if err := checkNameText("collection", coll); err != nil {
-		return err
-	}
-	switch {
-	case coll == "":
-		return mongoerr.New(mongoerr.InvalidNamespace, "Invalid namespace specified '%s.'", db)
-	case strings.ContainsRune(coll, 0), strings.HasPrefix(coll, "$"), strings.Contains(coll, "$") && !strings.HasPrefix(coll, "system."):
-		return mongoerr.New(mongoerr.InvalidNamespace, "Invalid collection name: %s", coll)
-	case strings.HasPrefix(coll, ".") || strings.HasSuffix(coll, "."):
-		return mongoerr.New(mongoerr.InvalidNamespace, "Invalid namespace specified '%s.%s'", db, coll)
-	case len(db)+1+len(coll) > 255:
-		return mongoerr.New(mongoerr.InvalidNamespace, "Fully qualified namespace is too long. Namespace: %s.%s Max: 255", db, coll)
-	}
-	return nil
+// ValidateNamespace checks database and collection names as MongoDB does
+// (namespace.Validate).
+func ValidateNamespace(db, coll string) error { return namespace.Validate(db, coll) }
+
+// ValidateDBName checks a database name as MongoDB does
+// (namespace.ValidateDB).
+func ValidateDBName(db string) error { return namespace.ValidateDB(db) }
+
+// CollectionValidation is what a collMod changes of a collection's
+// validation; nil fields stay as they are.
+type CollectionValidation struct {
+	Validator bson.Raw
+	Level     *string
+	Action    *string
 }
 
-// ValidateDBName checks a database name as MongoDB does.
-func ValidateDBName(db string) error {
-	if err := checkNameText("database", db); err != nil {
-		return err // before any message quotes the name
+// SetValidation changes db.coll's validator, validationLevel or
+// validationAction (collMod). Later writes are checked under the new
+// settings; documents already stored are not.
+func (e *Engine) SetValidation(db, coll string, ch CollectionValidation) error {
+	entry := bson.D{{Key: "collMod", Value: coll}}
+	if ch.Validator != nil {
+		entry = append(entry, bson.E{Key: "validator", Value: ch.Validator})
 	}
-	if db == "" || len(db) >= 64 || strings.ContainsAny(db, "/\\. \"$\x00") {
-		return mongoerr.New(mongoerr.InvalidNamespace, "Invalid database name: '%s'", db)
+	if ch.Level != nil {
+		entry = append(entry, bson.E{Key: "validationLevel", Value: *ch.Level})
 	}
-	return nil
+	if ch.Action != nil {
+		entry = append(entry, bson.E{Key: "validationAction", Value: *ch.Action})
+	}
+	return e.modifyOptions(db, coll, func(opts bson.D) (bson.D, error) {
+		set := func(key string, v any) {
+			for i := range opts {
+				if opts[i].Key == key {
+					opts[i].Value = v
+					return
+				}
+			}
+			opts = append(opts, bson.E{Key: key, Value: v})
+		}
+		if ch.Validator != nil {
+			set("validator", ch.Validator)
+		}
+		if ch.Level != nil {
+			set("validationLevel", *ch.Level)
+		}
+		if ch.Action != nil {
+			set("validationAction", *ch.Action)
+		}
+		// Compiling here reports a bad validator before anything changes.
+		raw, err := bson.Marshal(opts)
+		if err != nil {
+			return nil, fmt.Errorf("engine: collection options: %w", err)
+		}
+		if _, err := validation.Compile(raw); err != nil {
+			return nil, err
+		}
+		return opts, nil
+	}, entry)
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/lethedb/lethe/clock"
 	"github.com/lethedb/lethe/engine/keycodec"
+	"github.com/lethedb/lethe/engine/record"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -120,7 +121,7 @@ func TestQueryConformance(t *testing.T) {
 			for i, p := range append(fieldPaths, qf.Indexes...) {
 				spec, _ := bson.Marshal(bson.D{{Key: "key", Value: bson.D{{Key: p, Value: 1}}}})
 				_, err := e.CreateIndexes("conf", indexed, []bson.Raw{spec})
-				if mongoerr.CodeOf(err) == ambiguousFieldName && i < len(fieldPaths) {
+				if mongoerr.CodeOf(err) == record.AmbiguousFieldName && i < len(fieldPaths) {
 					// MongoDB cannot build this index on these documents either.
 					t.Logf("%s: no index on %s: %v", file, p, err)
 					continue
@@ -141,7 +142,7 @@ func TestQueryConformance(t *testing.T) {
 				plain, indexed = fmt.Sprintf("plain%d_%d", fi, ci), fmt.Sprintf("indexed%d_%d", fi, ci)
 				docs := slices.DeleteFunc(slices.Clone(qf.Docs), func(d bson.Raw) bool {
 					return slices.ContainsFunc(c.Exclude, func(v bson.RawValue) bool {
-						return keycodec.Compare(idOf(d), toCore(v)) == 0
+						return keycodec.Compare(record.IDOf(d), toCore(v)) == 0
 					})
 				})
 				load(plain, indexed, docs)
@@ -188,7 +189,7 @@ func (e *Engine) findIDs(db, coll string, filter, sort bson.Raw) ([]string, erro
 	}
 	out := make([]string, len(docs))
 	for i, d := range docs {
-		out[i] = string(keycodec.Append(nil, idOf(d)))
+		out[i] = string(keycodec.Append(nil, record.IDOf(d)))
 	}
 	return out, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/lethedb/lethe/engine/record"
 	"github.com/lethedb/lethe/engine/update"
 	"github.com/lethedb/lethe/mongoerr"
 )
@@ -97,7 +98,7 @@ func TestUpdateConformanceThroughStore(t *testing.T) {
 		for _, c := range cases {
 			// Positional cases name the matched element directly; documents
 			// without _id get a generated one the file cannot expect.
-			if c.Positional != nil || (c.UpsertFilter == nil && idOf(c.Doc).Type == 0) || (c.Update == nil && c.Pipeline == nil) {
+			if c.Positional != nil || (c.UpsertFilter == nil && record.IDOf(c.Doc).Type == 0) || (c.Update == nil && c.Pipeline == nil) {
 				continue
 			}
 			name := file + "/" + c.Name
@@ -114,7 +115,7 @@ func TestUpdateConformanceThroughStore(t *testing.T) {
 				if err == nil {
 					filter := c.UpsertFilter
 					if filter == nil {
-						filter = bsonDoc("_id", bson.RawValue{Type: bson.Type(idOf(c.Doc).Type), Value: idOf(c.Doc).Data})
+						filter = bsonDoc("_id", bson.RawValue{Type: bson.Type(record.IDOf(c.Doc).Type), Value: record.IDOf(c.Doc).Data})
 					}
 					_, err = e.Update(context.Background(), "w", coll, UpdateSpec{Filter: filter, Update: u, Upsert: c.UpsertFilter != nil})
 				}
@@ -138,7 +139,7 @@ func TestUpdateConformanceThroughStore(t *testing.T) {
 					return
 				}
 				got := docs[0]
-				if idOf(c.Expect).Type == 0 {
+				if record.IDOf(c.Expect).Type == 0 {
 					got = withoutID(got)
 				}
 				if !bytes.Equal(got, c.Expect) {
@@ -179,7 +180,7 @@ func TestProjectionConformanceThroughStore(t *testing.T) {
 			name := file + "/" + c.Name
 			n++
 			withAndWithoutIndexes(t, e, name, c.Doc, func(coll string) {
-				id := idOf(c.Doc)
+				id := record.IDOf(c.Doc)
 				cur, err := e.Find(context.Background(), "w", coll, FindSpec{Filter: bsonDoc("_id", bson.RawValue{Type: bson.Type(id.Type), Value: id.Data}), Projection: c.Projection})
 				var docs []bson.Raw
 				if err == nil {

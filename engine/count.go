@@ -40,7 +40,7 @@ func (e *Engine) scanMatches(ctx context.Context, db, coll string, filter bson.R
 	if err != nil {
 		return err
 	}
-	c.usage.used(p, e.clock)
+	p.countUse(&c.usage, e.clock)
 	sc := &scanner{e: e, coll: c, p: p}
 	more := true
 	for more && !sc.done {
@@ -120,7 +120,7 @@ func newDistinctSet(key string) *distinctSet {
 
 // add takes the values of doc; false when the values are too big.
 func (s *distinctSet) add(doc bson.Raw) bool {
-	vals := distinctValues(bsoncore.Document(doc), s.key)
+	vals := query.DistinctValues(bsoncore.Document(doc), s.key)
 next:
 	for _, v := range vals {
 		if v.Type == bsoncore.TypeUndefined {

@@ -1,10 +1,9 @@
 package engine
 
 import (
-	"time"
-
 	"context"
 	"sort"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -120,7 +119,7 @@ func (e *Engine) Find(ctx context.Context, db, coll string, spec FindSpec) (*Cur
 	if err != nil {
 		return nil, err
 	}
-	c.usage.used(p, e.clock)
+	p.countUse(&c.usage, e.clock)
 	if spec.ReturnKey {
 		cur.keys = newKeyReturner(st, p)
 	}

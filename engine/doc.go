@@ -2,19 +2,16 @@
 // storage, query execution, writes and cursors, on a transactional
 // key-value store (package kv; pebble by default, package pebblekv).
 //
-// Key space (one ordered store; prefix bytes keep the families apart, ids
-// are fixed-width big-endian):
+// The key space and the layout of stored values (documents with their
+// header, index entries, catalog keys) are package engine/record's, whose
+// doc lists the key families; the engine writes them in kv transactions.
 //
-//	c "coll" 0 db 0 name        catalog entry of a collection (BSON)
-//	c "seq"                     the last id handed out to a collection or index
-//	d collID keycodec(_id)      header + the user's BSON
-//	i indexID keycodec(values)  [+ keycodec(_id) unless unique] -> keycodec(_id)
-//	x ...                       expiry families, laid out by package ttlindex
-//	o ts                        oplog entries, laid out by package oplog
-//	p ts                        pre-images of update and delete entries, likewise
-//	t lsid ...                  retryable writes' records (retry.go)
-//	r lo -> hi                  ranges of dropped collections and indexes
-//	                            still to reclaim (reclaim.go)
+// Concepts that need nothing of the engine's state live in packages of
+// their own below it, which it imports and which never import it:
+// engine/record (the storage format), engine/letvars (a command's let),
+// engine/validation (collection validators), engine/usage ($collStats and
+// $indexStats counters), engine/namespace (the rules of names) and
+// engine/viewdef (view definitions and the graph of views).
 //
 // Every write is a kv transaction. A write command runs through a writer
 // (write.go): one pessimistic transaction per chunk of at most maxBatchOps
@@ -27,15 +24,6 @@
 // statements record their results in that transaction too (retry.go), and
 // so do the pre-images of a collection with changeStreamPreAndPostImages
 // (preimages.go).
-//
-// The value of an index entry is the primary key of its document, so index
-// scans reach the document without decoding the entry key. This differs from
-// the design sketch (empty values) because it lets unique entries leave the
-// _id out of the key, making the uniqueness check a single Get.
-//
-// Documents carry a header with the system _ts and the parsed document ttl, so
-// that visibility under TTL is decided without parsing BSON, and changes to
-// the collection's TTL setting take effect without rewriting any document.
 //
 // # Locks
 //
@@ -74,8 +62,8 @@
 //     calls and never held across them.
 //
 // Usage counters ($collStats latency and collection scans, $indexStats
-// accesses; usage.go) are atomics and a sync.Map on the Collection, taken
-// by no lock.
+// accesses; package engine/usage) are atomics and a sync.Map on the
+// Collection, taken by no lock.
 //
 // Readers take engine.mu only to look a collection up: a collection's state
 // is an immutable snapshot swapped atomically, and the store gives each

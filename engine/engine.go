@@ -7,11 +7,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.uber.org/zap"
 
 	"github.com/lethedb/lethe/clock"
 	"github.com/lethedb/lethe/engine/kv"
 	"github.com/lethedb/lethe/engine/kv/pebblekv"
+	"github.com/lethedb/lethe/engine/letvars"
 	"github.com/lethedb/lethe/oplog"
 	"github.com/lethedb/lethe/ttlindex"
 )
@@ -218,3 +220,10 @@ func (e *Engine) Close() error {
 	}
 	return nil
 }
+
+// Let is package letvars' binding of a command's let variables, named here
+// too because the server reaches it through the engine.
+type Let = letvars.Let
+
+// ParseLet evaluates a let document (letvars.ParseLet).
+func ParseLet(doc bson.Raw, now time.Time) (*Let, error) { return letvars.ParseLet(doc, now) }

@@ -9,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/engine/keycodec"
+	"github.com/lethedb/lethe/engine/record"
 	"github.com/lethedb/lethe/ttlindex"
 )
 
@@ -100,7 +101,7 @@ func (e *Engine) expiringInColl(c *Collection, fromMs, toMs int64) ([]Expiring, 
 		}
 	}
 	for _, ix := range st.dateTTL {
-		shift := int64(*ix.meta.ExpireAfter) * 1000
+		shift := int64(*ix.Meta.ExpireAfter) * 1000
 		dateValue := func(ms int64) bsoncore.Value {
 			return bsoncore.Value{Type: bsoncore.TypeDateTime, Data: bsoncore.AppendDateTime(nil, ms)}
 		}
@@ -110,12 +111,12 @@ func (e *Engine) expiringInColl(c *Collection, fromMs, toMs int64) ([]Expiring, 
 		// the first that starts with to's up to the first that starts with
 		// from's.
 		var lo, hi []byte
-		if ix.fields[0].desc {
-			lo = keycodec.AppendDesc(indexPrefix(nil, ix.meta.ID), dateValue(toMs-shift))
-			hi = keycodec.AppendDesc(indexPrefix(nil, ix.meta.ID), dateValue(fromMs-shift))
+		if ix.Fields[0].Desc {
+			lo = keycodec.AppendDesc(record.IndexPrefix(nil, ix.Meta.ID), dateValue(toMs-shift))
+			hi = keycodec.AppendDesc(record.IndexPrefix(nil, ix.Meta.ID), dateValue(fromMs-shift))
 		} else {
-			lo = append(indexPrefix(nil, ix.meta.ID), prefixEnd(keycodec.Append(nil, dateValue(fromMs-shift)))...)
-			hi = append(indexPrefix(nil, ix.meta.ID), prefixEnd(keycodec.Append(nil, dateValue(toMs-shift)))...)
+			lo = append(record.IndexPrefix(nil, ix.Meta.ID), record.PrefixEnd(keycodec.Append(nil, dateValue(fromMs-shift)))...)
+			hi = append(record.IndexPrefix(nil, ix.Meta.ID), record.PrefixEnd(keycodec.Append(nil, dateValue(toMs-shift)))...)
 		}
 		if err := e.scanPKs(lo, hi, false, consider); err != nil {
 			return nil, err
@@ -129,11 +130,11 @@ func (e *Engine) expiringInColl(c *Collection, fromMs, toMs int64) ([]Expiring, 
 func (st *collState) expiryOf(d *storedDoc) (int64, bool) {
 	at, ok := int64(0), false
 	if st.ttl.Enabled {
-		at, ok = ttlindex.ExpireAt(st.ttl, d.h.ts, d.h.ttl)
+		at, ok = ttlindex.ExpireAt(st.ttl, d.h.TS, d.h.TTL)
 	}
 	for _, ix := range st.dateTTL {
-		shift := int64(*ix.meta.ExpireAfter) * 1000
-		vals, _ := indexValues(bsoncore.Document(d.doc), ix.fields[0].path)
+		shift := int64(*ix.Meta.ExpireAfter) * 1000
+		vals, _ := record.IndexValues(bsoncore.Document(d.doc), ix.Fields[0].Path)
 		for _, v := range vals {
 			if ms, isDate := v.DateTimeOK(); isDate && (!ok || ms+shift < at) {
 				at, ok = ms+shift, true

@@ -43,7 +43,7 @@ func (e *Engine) Explain(ctx context.Context, db, coll string, spec FindSpec, ex
 		ex.Direction = "backward"
 	}
 	if p.kind == planIndex {
-		ex.KeyPattern = p.ix.meta.Key
+		ex.KeyPattern = p.ix.Meta.Key
 	}
 	ex.Sort = q.sort != nil && !p.sorted
 	if !execute {

@@ -5,6 +5,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/lethedb/lethe/engine/record"
 	"github.com/lethedb/lethe/engine/update"
 )
 
@@ -113,7 +114,7 @@ func (e *Engine) findAndModifyOnce(ctx context.Context, c *Collection, q *compil
 		return res, err
 	}
 	res.N = 1
-	res.Upserted = bsonValue(idOf(d.doc))
+	res.Upserted = bsonValue(record.IDOf(d.doc))
 	if spec.New {
 		if res.Value, err = shape(d.doc); err != nil {
 			return res, err

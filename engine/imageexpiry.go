@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/lethedb/lethe/engine/kv"
+	"github.com/lethedb/lethe/engine/record"
 	"github.com/lethedb/lethe/oplog"
 )
 
@@ -23,9 +24,6 @@ type ChangeStreamOptions struct {
 	Time oplog.Timestamp
 }
 
-// changeStreamOptionsKey is the catalog key the parameter is stored under.
-var changeStreamOptionsKey = []byte{prefixCatalog, 'p', 'a', 'r', 'a', 'm', 0, 'c', 's'}
-
 // imageExpiryInterval is how often expired pre-images are removed, as
 // mongod's job that removes them wakes every 10 seconds. Reads do not wait
 // for it: an expired pre-image is never returned.
@@ -38,7 +36,7 @@ type storedStreamOptions struct {
 
 // loadChangeStreamOptions reads the stored parameter, if any.
 func (e *Engine) loadChangeStreamOptions() error {
-	v, err := e.store.Get(context.TODO(), changeStreamOptionsKey)
+	v, err := e.store.Get(context.TODO(), record.ChangeStreamOptionsKey())
 	if err == kv.ErrNotFound {
 		e.streamOpts.Store(&ChangeStreamOptions{})
 		return nil
@@ -78,7 +76,7 @@ func (e *Engine) SetChangeStreamOptions(expireAfterSeconds int64) error {
 		return err
 	}
 	defer tx.Rollback()
-	if err := tx.Set(changeStreamOptionsKey, raw); err != nil {
+	if err := tx.Set(record.ChangeStreamOptionsKey(), raw); err != nil {
 		return err
 	}
 	if _, err := tx.Commit(ctx, kv.Sync); err != nil {

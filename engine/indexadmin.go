@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/engine/kv"
+	"github.com/lethedb/lethe/engine/record"
 	"github.com/lethedb/lethe/mongoerr"
 	"github.com/lethedb/lethe/oplog"
 	"github.com/lethedb/lethe/ttlindex"
@@ -21,57 +22,9 @@ func (e *Engine) ListIndexes(db, coll string) ([]bson.D, error) {
 	}
 	out := []bson.D{{{Key: "v", Value: int32(2)}, {Key: "key", Value: bson.D{{Key: "_id", Value: int32(1)}}}, {Key: "name", Value: "_id_"}}}
 	for _, im := range c.st().meta.Indexes {
-		out = append(out, im.spec())
+		out = append(out, im.Spec())
 	}
 	return out, nil
-}
-
-// spec is the index's specification as MongoDB lists it: v, unique and
-// hidden (when set), key and name, then the other options as given, with
-// the current expireAfterSeconds, which collMod may have changed.
-func (im indexMeta) spec() bson.D {
-	v := im.Version
-	if v == 0 {
-		v = 2
-	}
-	d := bson.D{{Key: "v", Value: v}}
-	if im.Unique {
-		d = append(d, bson.E{Key: "unique", Value: true})
-	}
-	if im.Hidden {
-		d = append(d, bson.E{Key: "hidden", Value: true})
-	}
-	d = append(d, bson.E{Key: "key", Value: im.Key}, bson.E{Key: "name", Value: im.Name})
-	if im.Extra == nil {
-		// Catalog entries from before the options were kept.
-		if im.Sparse {
-			d = append(d, bson.E{Key: "sparse", Value: true})
-		}
-		if im.Partial != nil {
-			d = append(d, bson.E{Key: "partialFilterExpression", Value: im.Partial})
-		}
-		if im.ExpireAfter != nil {
-			d = append(d, bson.E{Key: "expireAfterSeconds", Value: *im.ExpireAfter})
-		}
-		return d
-	}
-	elems, _ := im.Extra.Elements()
-	listedTTL := false
-	for _, el := range elems {
-		if el.Key() == "expireAfterSeconds" {
-			if im.ExpireAfter != nil {
-				d = append(d, bson.E{Key: el.Key(), Value: *im.ExpireAfter})
-				listedTTL = true
-			}
-			continue
-		}
-		d = append(d, bson.E{Key: el.Key(), Value: el.Value()})
-	}
-	if im.ExpireAfter != nil && !listedTTL {
-		// collMod made the index a TTL index.
-		d = append(d, bson.E{Key: "expireAfterSeconds", Value: *im.ExpireAfter})
-	}
-	return d
 }
 
 // DropIndexes drops indexes selected by "*" (all but _id), a name, a key
@@ -86,7 +39,7 @@ func (e *Engine) DropIndexes(db, coll string, which bson.RawValue) (int, error) 
 	st := c.st()
 	before := 1 + len(st.meta.Indexes)
 	drop := map[uint64]bool{}
-	find := func(match func(im indexMeta) bool, what string) error {
+	find := func(match func(im record.IndexMeta) bool, what string) error {
 		for _, im := range st.meta.Indexes {
 			if match(im) {
 				drop[im.ID] = true
@@ -99,7 +52,7 @@ func (e *Engine) DropIndexes(db, coll string, which bson.RawValue) (int, error) 
 		if name == "_id_" {
 			return mongoerr.New(mongoerr.InvalidOptions, "cannot drop _id index")
 		}
-		return find(func(im indexMeta) bool { return im.Name == name }, name)
+		return find(func(im record.IndexMeta) bool { return im.Name == name }, name)
 	}
 	switch which.Type {
 	case bson.TypeString:
@@ -115,7 +68,7 @@ func (e *Engine) DropIndexes(db, coll string, which bson.RawValue) (int, error) 
 		if k, err := key.IndexErr(0); err == nil && k.Key() == "_id" && len(mustElems(key)) == 1 {
 			return 0, mongoerr.New(mongoerr.InvalidOptions, "cannot drop _id index")
 		}
-		if err := find(func(im indexMeta) bool { return string(im.Key) == string(key) }, key.String()); err != nil {
+		if err := find(func(im record.IndexMeta) bool { return string(im.Key) == string(key) }, key.String()); err != nil {
 			return 0, mongoerr.New(mongoerr.IndexNotFound, "can't find index with key: %s", key.String())
 		}
 	case bson.TypeArray:
@@ -136,14 +89,14 @@ func (e *Engine) DropIndexes(db, coll string, which bson.RawValue) (int, error) 
 	// rule 9): purge them under the old setting before it disappears.
 	if st.ttl.Enabled {
 		for _, im := range st.meta.Indexes {
-			if drop[im.ID] && im.Key.Lookup(tsField).Type != 0 && im.ExpireAfter != nil {
+			if drop[im.ID] && im.Key.Lookup(record.TSField).Type != 0 && im.ExpireAfter != nil {
 				if err := e.purgeExpired(c, st); err != nil {
 					return 0, err
 				}
 			}
 		}
 	}
-	var dropped []indexMeta
+	var dropped []record.IndexMeta
 	var ranges []keyRange
 	err := e.updateMeta(c, func(meta *collMeta, tx kv.Txn) error {
 		kept := meta.Indexes[:0]
@@ -156,14 +109,14 @@ func (e *Engine) DropIndexes(db, coll string, which bson.RawValue) (int, error) 
 		}
 		meta.Indexes = kept
 		for _, im := range dropped {
-			lo, hi := indexRange(im.ID)
+			lo, hi := record.IndexRange(im.ID)
 			ranges = append(ranges, keyRange{lo, hi})
 		}
 		return recordReclaim(tx, ranges)
 	}, func(old, _ *collMeta) []oplog.Entry {
 		var ents []oplog.Entry
 		for _, im := range dropped {
-			ents = append(ents, cmdEntry(db, old.UUID.Data, bson.D{{Key: "dropIndexes", Value: coll}, {Key: "index", Value: im.Name}}, im.spec())...)
+			ents = append(ents, cmdEntry(db, old.UUID.Data, bson.D{{Key: "dropIndexes", Value: coll}, {Key: "index", Value: im.Name}}, im.Spec())...)
 		}
 		return ents
 	})
@@ -189,7 +142,7 @@ func (e *Engine) purgeExpired(c *Collection, st *collState) error {
 		w := e.newWriter(c)
 		n := 0
 		for _, dd := range due {
-			if _, err := w.lock(docKey(nil, st.meta.ID, dd.pk)); err != nil {
+			if _, err := w.lock(record.DocKey(nil, st.meta.ID, dd.pk)); err != nil {
 				w.close()
 				return err
 			}
@@ -258,7 +211,7 @@ func (e *Engine) CollModIndex(db, coll string, ch IndexChange) (CollModResult, e
 					return nil
 				}
 				keys := mustElems(im.Key)
-				if len(keys) == 1 && keys[0].Key() == tsField && im.ExpireAfter == nil {
+				if len(keys) == 1 && keys[0].Key() == record.TSField && im.ExpireAfter == nil {
 					return mongoerr.New(mongoerr.InvalidOptions, "no expireAfterSeconds field to update")
 				}
 				n, err := parseExpireAfter(keys, *ch.ExpireAfter)

@@ -16,6 +16,7 @@ import (
 	"github.com/lethedb/lethe/bsonvalue"
 	"github.com/lethedb/lethe/engine/kv"
 	"github.com/lethedb/lethe/engine/query"
+	"github.com/lethedb/lethe/engine/record"
 	"github.com/lethedb/lethe/mongoerr"
 	"github.com/lethedb/lethe/oplog"
 	"github.com/lethedb/lethe/ttlindex"
@@ -57,8 +58,8 @@ const maxKeyPatternSize = 2048
 // parseIndexSpec validates a spec into catalog form (without an id). The
 // options that listIndexes echoes and the catalog does not model are kept
 // in Extra, in the order given.
-func parseIndexSpec(spec bson.Raw) (indexMeta, error) {
-	var im indexMeta
+func parseIndexSpec(spec bson.Raw) (record.IndexMeta, error) {
+	var im record.IndexMeta
 	elems, err := spec.Elements()
 	if err != nil {
 		return im, mongoerr.New(mongoerr.InvalidBSON, "invalid index specification: %v", err)
@@ -248,7 +249,7 @@ func checkKeyPattern(key bson.Raw) error {
 // parseExpireAfter validates expireAfterSeconds: the _ts index follows the
 // Cosmos rules (TTL spec rule 5), any other field MongoDB's (rule 19).
 func parseExpireAfter(keys []bson.RawElement, v bsoncore.Value) (int32, error) {
-	if len(keys) == 1 && keys[0].Key() == tsField {
+	if len(keys) == 1 && keys[0].Key() == record.TSField {
 		return ttlindex.ParseTSExpireAfter(v)
 	}
 	if len(keys) > 1 {
@@ -304,37 +305,20 @@ const (
 	indexIdentical
 )
 
-func compareIndexes(a, b indexMeta) indexComparison {
+func compareIndexes(a, b record.IndexMeta) indexComparison {
 	if string(a.Key) != string(b.Key) || a.Unique != b.Unique || a.Sparse != b.Sparse || string(a.Partial) != string(b.Partial) {
 		return indexDifferent
 	}
 	ea, eb := a.ExpireAfter, b.ExpireAfter
-	if (ea == nil) != (eb == nil) || (ea != nil && *ea != *eb) || !maps.Equal(a.otherOptions(), b.otherOptions()) {
+	if (ea == nil) != (eb == nil) || (ea != nil && *ea != *eb) || !maps.Equal(a.OtherOptions(), b.OtherOptions()) {
 		return indexEquivalent
 	}
 	return indexIdentical
 }
 
-// otherOptions are the kept options that neither identify an index nor
-// have a field of their own, such as storageEngine, by name.
-func (im indexMeta) otherOptions() map[string]string {
-	elems, _ := im.Extra.Elements()
-	out := make(map[string]string, len(elems))
-	for _, el := range elems {
-		switch el.Key() {
-		// MongoDB leaves these out: v, background and hidden never tell
-		// indexes apart; the others are compared on their own.
-		case "v", "background", "hidden", "sparse", "partialFilterExpression", "expireAfterSeconds":
-		default:
-			out[el.Key()] = el.Value().String()
-		}
-	}
-	return out
-}
-
 // idIndexMeta stands for the _id index, which every collection has and the
 // catalog does not list.
-var idIndexMeta = indexMeta{Name: "_id_", Key: idKeyPattern, Unique: true}
+var idIndexMeta = record.IndexMeta{Name: "_id_", Key: idKeyPattern, Unique: true}
 
 // isIDKey reports whether a key pattern is the _id index's.
 func isIDKey(key bson.Raw) bool {
@@ -349,41 +333,31 @@ func isIDKey(key bson.Raw) bool {
 // checkIndexConflict checks a requested index against one that exists,
 // with MongoDB's rules and codes. It reports exists when the request is
 // identical to old and nothing needs building.
-func checkIndexConflict(req, old indexMeta) (exists bool, err error) {
+func checkIndexConflict(req, old record.IndexMeta) (exists bool, err error) {
 	cmp := compareIndexes(req, old)
 	if req.Name == old.Name {
 		switch cmp {
 		case indexDifferent:
-			return false, mongoerr.New(mongoerr.IndexKeySpecsConflict, "An existing index has the same name as the requested index. When index names are not specified, they are auto generated and can cause conflicts. Please refer to our documentation. Requested index: %s, existing index: %s", req.describe(), old.describe())
+			return false, mongoerr.New(mongoerr.IndexKeySpecsConflict, "An existing index has the same name as the requested index. When index names are not specified, they are auto generated and can cause conflicts. Please refer to our documentation. Requested index: %s, existing index: %s", req.Describe(), old.Describe())
 		case indexEquivalent:
-			return false, mongoerr.New(mongoerr.IndexOptionsConflict, "An equivalent index already exists with the same name but different options. Requested index: %s, existing index: %s", req.describe(), old.describe())
+			return false, mongoerr.New(mongoerr.IndexOptionsConflict, "An equivalent index already exists with the same name but different options. Requested index: %s, existing index: %s", req.Describe(), old.Describe())
 		}
 		return true, nil
 	}
 	switch cmp {
 	case indexEquivalent:
-		return false, mongoerr.New(mongoerr.IndexOptionsConflict, "An equivalent index already exists with a different name and options. Requested index: %s, existing index: %s", req.describe(), old.describe())
+		return false, mongoerr.New(mongoerr.IndexOptionsConflict, "An equivalent index already exists with a different name and options. Requested index: %s, existing index: %s", req.Describe(), old.Describe())
 	case indexIdentical:
 		return false, mongoerr.New(mongoerr.IndexOptionsConflict, "Index already exists with a different name: %s", old.Name)
 	}
 	return false, nil
 }
 
-// describe renders an index for error messages.
-func (im indexMeta) describe() string {
-	d := bson.D{{Key: "v", Value: int32(2)}, {Key: "key", Value: im.Key}, {Key: "name", Value: im.Name}}
-	raw, err := bson.Marshal(d)
-	if err != nil {
-		return im.Name
-	}
-	return bson.Raw(raw).String()
-}
-
 // CreateIndexes builds the given indexes on db.coll, creating the
 // collection if needed. Existing identical indexes are left as they are.
 func (e *Engine) CreateIndexes(db, coll string, specs []bson.Raw) (CreateIndexesResult, error) {
 	var res CreateIndexesResult
-	var metas []indexMeta
+	var metas []record.IndexMeta
 	for _, s := range specs {
 		im, err := parseIndexSpec(s)
 		if err != nil {
@@ -417,7 +391,7 @@ func (e *Engine) CreateIndexes(db, coll string, specs []bson.Raw) (CreateIndexes
 	st := c.st()
 	res.Before = 1 + len(st.meta.Indexes)
 	meta := st.meta
-	meta.Indexes = append([]indexMeta(nil), meta.Indexes...)
+	meta.Indexes = append([]record.IndexMeta(nil), meta.Indexes...)
 	fresh, err := e.newIndexes(st, metas)
 	if err != nil {
 		return res, err
@@ -451,14 +425,14 @@ func (e *Engine) CreateIndexes(db, coll string, specs []bson.Raw) (CreateIndexes
 	}
 	// Expired documents are absent for unique checks (TTL spec rule 15):
 	// purge them before a unique build reads every stored document.
-	if st.ttl.Enabled && slices.ContainsFunc(fresh, func(im indexMeta) bool { return im.Unique }) {
+	if st.ttl.Enabled && slices.ContainsFunc(fresh, func(im record.IndexMeta) bool { return im.Unique }) {
 		if err := e.purgeExpired(c, st); err != nil {
 			return res, err
 		}
 	}
 	var ranges []keyRange
 	for _, im := range fresh {
-		lo, hi := indexRange(im.ID)
+		lo, hi := record.IndexRange(im.ID)
 		ranges = append(ranges, keyRange{lo, hi})
 	}
 	if err := e.backfill(ctx, st, nst, fresh); err != nil {
@@ -472,7 +446,7 @@ func (e *Engine) CreateIndexes(db, coll string, specs []bson.Raw) (CreateIndexes
 	}
 	var ents []oplog.Entry
 	for _, im := range fresh {
-		o := append(bson.D{{Key: "createIndexes", Value: coll}}, im.spec()...)
+		o := append(bson.D{{Key: "createIndexes", Value: coll}}, im.Spec()...)
 		ents = append(ents, cmdEntry(db, st.meta.UUID.Data, o, nil)...)
 	}
 	if err := e.commitLogged(ctx, tx, kv.Sync, ents); err != nil {
@@ -480,7 +454,7 @@ func (e *Engine) CreateIndexes(db, coll string, specs []bson.Raw) (CreateIndexes
 		return res, fmt.Errorf("engine: create indexes: %w", err)
 	}
 	c.setState(nst)
-	c.usage.built(fresh, e.clock)
+	c.usage.Built(fresh, e.clock)
 	res.After = 1 + len(meta.Indexes)
 	return res, nil
 }
@@ -488,12 +462,12 @@ func (e *Engine) CreateIndexes(db, coll string, specs []bson.Raw) (CreateIndexes
 // newIndexes checks the requested indexes against those of st (nil for a
 // collection yet to be created) and against each other, and returns the
 // ones to build.
-func (e *Engine) newIndexes(st *collState, metas []indexMeta) ([]indexMeta, error) {
-	existing := []indexMeta{idIndexMeta}
+func (e *Engine) newIndexes(st *collState, metas []record.IndexMeta) ([]record.IndexMeta, error) {
+	existing := []record.IndexMeta{idIndexMeta}
 	if st != nil {
 		existing = append(existing, st.meta.Indexes...)
 	}
-	var fresh []indexMeta
+	var fresh []record.IndexMeta
 	for _, im := range metas {
 		if isIDKey(im.Key) {
 			// The _id index is unique, and a spec of it without a name
@@ -530,11 +504,11 @@ func (e *Engine) newIndexes(st *collState, metas []indexMeta) ([]indexMeta, erro
 // same index twice: MongoDB builds indexes of an empty collection one after
 // the other, so the second finds the first, and otherwise builds them
 // together and refuses the pair.
-func (e *Engine) duplicateSpec(st *collState, im indexMeta) error {
+func (e *Engine) duplicateSpec(st *collState, im record.IndexMeta) error {
 	if st == nil {
 		return mongoerr.New(mongoerr.IndexAlreadyExists, "Identical index already exists: %s", im.Name)
 	}
-	lo, hi := docRange(st.meta.ID)
+	lo, hi := record.DocRange(st.meta.ID)
 	it, err := e.store.Iter(context.TODO(), lo, hi, false)
 	if err != nil {
 		return fmt.Errorf("engine: create indexes: %w", err)
@@ -551,11 +525,11 @@ func (e *Engine) duplicateSpec(st *collState, im indexMeta) error {
 
 // backfill writes the entries of the new indexes for every stored document.
 // A duplicate in a new unique index fails the build.
-func (e *Engine) backfill(ctx context.Context, old, nst *collState, fresh []indexMeta) error {
-	var build []*index
+func (e *Engine) backfill(ctx context.Context, old, nst *collState, fresh []record.IndexMeta) error {
+	var build []*record.Index
 	for _, ix := range nst.indexes {
 		for _, im := range fresh {
-			if ix.meta.ID == im.ID {
+			if ix.Meta.ID == im.ID {
 				build = append(build, ix)
 			}
 		}
@@ -563,7 +537,7 @@ func (e *Engine) backfill(ctx context.Context, old, nst *collState, fresh []inde
 	if len(build) == 0 {
 		return nil
 	}
-	lo, hi := docRange(old.meta.ID)
+	lo, hi := record.DocRange(old.meta.ID)
 	it, err := e.store.Iter(ctx, lo, hi, false)
 	if err != nil {
 		return fmt.Errorf("engine: index build: %w", err)
@@ -578,15 +552,15 @@ func (e *Engine) backfill(ctx context.Context, old, nst *collState, fresh []inde
 		return err
 	}
 	defer func() { b.Rollback() }()
-	multi := map[*index]bool{}
+	multi := map[*record.Index]bool{}
 	for ok := it.First(); ok; ok = it.Next() {
-		_, doc, err := splitValue(it.Value())
+		_, doc, err := record.SplitValue(it.Value())
 		if err != nil {
 			return err
 		}
-		pk := pkOfDocKey(it.Key())
+		pk := record.PKOfDocKey(it.Key())
 		for _, ix := range build {
-			keys, isMulti, err := ix.keys(doc)
+			keys, isMulti, err := ix.Keys(doc)
 			if err != nil {
 				return err
 			}
@@ -594,10 +568,10 @@ func (e *Engine) backfill(ctx context.Context, old, nst *collState, fresh []inde
 				multi[ix] = true
 			}
 			for _, k := range keys {
-				ek := ix.entryKey(nil, k, pk)
-				if ix.meta.Unique {
+				ek := ix.EntryKey(nil, k, pk)
+				if ix.Meta.Unique {
 					if _, err := b.Get(ctx, ek); err == nil {
-						return duplicateKey(nst, ix.meta.Name, ix.meta.Key, ix.keyValue(doc))
+						return duplicateKey(nst, ix.Meta.Name, ix.Meta.Key, ix.KeyValue(doc))
 					} else if err != kv.ErrNotFound {
 						return err
 					}
@@ -620,9 +594,9 @@ func (e *Engine) backfill(ctx context.Context, old, nst *collState, fresh []inde
 		return err
 	}
 	for ix := range multi {
-		ix.meta.Multikey = true
+		ix.Meta.Multikey = true
 		for i := range nst.meta.Indexes {
-			if nst.meta.Indexes[i].ID == ix.meta.ID {
+			if nst.meta.Indexes[i].ID == ix.Meta.ID {
 				nst.meta.Indexes[i].Multikey = true
 			}
 		}
@@ -633,10 +607,10 @@ func (e *Engine) backfill(ctx context.Context, old, nst *collState, fresh []inde
 
 // markMultikey records, before the write that makes it so, that an index
 // holds a multikey document, so the planner stops intersecting bounds on it.
-func (e *Engine) markMultikey(c *Collection, ix *index) error {
+func (e *Engine) markMultikey(c *Collection, ix *record.Index) error {
 	return e.updateMeta(c, func(meta *collMeta, _ kv.Txn) error {
 		for i := range meta.Indexes {
-			if meta.Indexes[i].ID == ix.meta.ID {
+			if meta.Indexes[i].ID == ix.Meta.ID {
 				meta.Indexes[i].Multikey = true
 			}
 		}
@@ -666,7 +640,7 @@ func (e *Engine) updateMeta(c *Collection, change func(meta *collMeta, tx kv.Txn
 	}
 	defer tx.Rollback()
 	meta := st.meta
-	meta.Indexes = append([]indexMeta(nil), meta.Indexes...)
+	meta.Indexes = append([]record.IndexMeta(nil), meta.Indexes...)
 	if err := change(&meta, tx); err != nil {
 		return err
 	}

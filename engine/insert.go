@@ -10,6 +10,7 @@ import (
 
 	"github.com/lethedb/lethe/engine/keycodec"
 	"github.com/lethedb/lethe/engine/kv"
+	"github.com/lethedb/lethe/engine/record"
 	"github.com/lethedb/lethe/mongoerr"
 	"github.com/lethedb/lethe/ttlindex"
 )
@@ -175,7 +176,7 @@ func (e *Engine) insert(db, coll string, docs []bson.Raw, ordered bool, opts ...
 // insertOne adds one new document to the writer's batch after checking _id
 // and unique indexes, and returns it as stored.
 func (w *writer) insertOne(raw bson.Raw) (*storedDoc, error) {
-	doc, id, err := prepareInsert(raw)
+	doc, id, err := record.PrepareInsert(raw)
 	if err != nil {
 		return nil, err
 	}
@@ -183,12 +184,12 @@ func (w *writer) insertOne(raw bson.Raw) (*storedDoc, error) {
 		return nil, err
 	}
 	d := &storedDoc{pk: keycodec.Append(nil, id), doc: doc}
-	d.h = header{ts: w.e.nowMillis(), ttl: ttlindex.DocTTLOf(bsoncore.Document(doc))}
+	d.h = record.Header{TS: w.e.nowMillis(), TTL: ttlindex.DocTTLOf(bsoncore.Document(doc))}
 	ent, err := w.entriesOf(d)
 	if err != nil {
 		return nil, err
 	}
-	dk := docKey(nil, w.st.meta.ID, d.pk)
+	dk := record.DocKey(nil, w.st.meta.ID, d.pk)
 	if _, err := w.lock(w.uniqueKeys(ent, [][]byte{dk})...); err != nil {
 		return nil, err
 	}
@@ -203,10 +204,10 @@ func (w *writer) insertOne(raw bson.Raw) (*storedDoc, error) {
 		if err != nil {
 			return nil, err
 		}
-		if old != nil && !w.st.expired(old.h, d.h.ts) {
+		if old != nil && !w.st.expired(old.h, d.h.TS) {
 			return nil, w.dupID(id)
 		}
-		victims, extra, err := w.uniqueConflicts(d, ent, d.h.ts)
+		victims, extra, err := w.uniqueConflicts(d, ent, d.h.TS)
 		if err != nil {
 			return nil, err
 		}
@@ -249,7 +250,7 @@ var idKeyPattern = bson.Raw(bsoncore.NewDocumentBuilder().AppendInt32("_id", 1).
 // locked: the caller must lock them and check again.
 func (w *writer) uniqueConflicts(d *storedDoc, ent docEntries, nowMs int64) (victims []*storedDoc, extra [][]byte, err error) {
 	for i, ix := range w.st.indexes {
-		if !ix.meta.Unique {
+		if !ix.Meta.Unique {
 			continue
 		}
 		for _, k := range ent.index[i] {
@@ -270,9 +271,9 @@ func (w *writer) uniqueConflicts(d *storedDoc, ent docEntries, nowMs int64) (vic
 				continue
 			}
 			if !w.st.expired(other.h, nowMs) {
-				return nil, nil, duplicateKey(w.st, ix.meta.Name, ix.meta.Key, ix.keyValue(d.doc))
+				return nil, nil, duplicateKey(w.st, ix.Meta.Name, ix.Meta.Key, ix.KeyValue(d.doc))
 			}
-			if dk := docKey(nil, w.st.meta.ID, pk); !w.holds(dk) {
+			if dk := record.DocKey(nil, w.st.meta.ID, pk); !w.holds(dk) {
 				extra = append(extra, dk)
 			}
 			victims = append(victims, other)
@@ -283,8 +284,8 @@ func (w *writer) uniqueConflicts(d *storedDoc, ent docEntries, nowMs int64) (vic
 
 // uniqueHolder returns the primary key that holds key k in unique index ix,
 // as the pending transaction leaves it.
-func (w *writer) uniqueHolder(ix *index, k []byte) ([]byte, error) {
-	v, err := w.reader().Get(w.ctx, ix.entryKey(nil, k, nil))
+func (w *writer) uniqueHolder(ix *record.Index, k []byte) ([]byte, error) {
+	v, err := w.reader().Get(w.ctx, ix.EntryKey(nil, k, nil))
 	if err == kv.ErrNotFound {
 		return nil, nil
 	}
@@ -292,19 +293,4 @@ func (w *writer) uniqueHolder(ix *index, k []byte) ([]byte, error) {
 		return nil, fmt.Errorf("engine: read unique index entry: %w", err)
 	}
 	return v, nil
-}
-
-// keyValue is the document's values for the index key, as reported in a
-// duplicate key error.
-func (ix *index) keyValue(doc bson.Raw) bson.D {
-	out := make(bson.D, 0, len(ix.fields))
-	for _, f := range ix.fields {
-		vals, _ := indexValues(bsoncore.Document(doc), f.path)
-		var v any = nil
-		if len(vals) > 0 {
-			v = bson.RawValue{Type: bson.Type(vals[0].Type), Value: vals[0].Data}
-		}
-		out = append(out, bson.E{Key: f.path, Value: v})
-	}
-	return out
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lethedb/lethe/engine/pipeline"
 	"github.com/lethedb/lethe/engine/query"
+	"github.com/lethedb/lethe/engine/record"
 	"github.com/lethedb/lethe/engine/spill"
 )
 
@@ -95,7 +96,7 @@ func (c *Cursor) refill(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		h, doc, err := splitValue(rec)
+		h, doc, err := record.SplitValue(rec)
 		if err != nil {
 			return err
 		}
@@ -138,13 +139,13 @@ func (e *Engine) sortLimitOf() pipeline.Limit {
 // sortRecord is d as a spilling sort keeps it: its header, for the expiry
 // check as it is handed out, and its document.
 func sortRecord(d *storedDoc) []byte {
-	rec := make([]byte, 0, headerLen+len(d.doc))
-	return append(appendHeader(rec, d.h), d.doc...)
+	rec := make([]byte, 0, record.HeaderLen+len(d.doc))
+	return append(record.AppendHeader(rec, d.h), d.doc...)
 }
 
 // compareRecords orders sort records by their documents.
 func compareRecords(srt *query.Sort) func(a, b []byte) int {
-	return func(a, b []byte) int { return srt.Compare(a[headerLen:], b[headerLen:]) }
+	return func(a, b []byte) int { return srt.Compare(a[record.HeaderLen:], b[record.HeaderLen:]) }
 }
 
 // sortTop keeps the first k matches of a sort under a limit, as MongoDB
@@ -165,7 +166,7 @@ func newSortTop(srt *query.Sort, k int64) *sortTop {
 
 // offer keeps a copy of d if it is among the first k so far.
 func (t *sortTop) offer(d *storedDoc) {
-	t.buf = append(appendHeader(t.buf[:0], d.h), d.doc...)
+	t.buf = append(record.AppendHeader(t.buf[:0], d.h), d.doc...)
 	if t.Offer(t.buf) {
 		t.Keep(bytes.Clone(t.buf))
 	}
@@ -176,7 +177,7 @@ func (t *sortTop) sorted() ([]storedDoc, error) {
 	recs := t.Sorted()
 	docs := make([]storedDoc, len(recs))
 	for i, rec := range recs {
-		h, doc, err := splitValue(rec)
+		h, doc, err := record.SplitValue(rec)
 		if err != nil {
 			return nil, err
 		}

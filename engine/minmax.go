@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/engine/keycodec"
+	"github.com/lethedb/lethe/engine/record"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -24,18 +25,18 @@ func (st *collState) planFor(q *compiledQuery, spec FindSpec) (*plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	var fields []indexField
+	var fields []record.IndexField
 	var prefix []byte
 	switch p.kind {
 	case planIndex:
-		fields, prefix = p.ix.fields, indexPrefix(nil, p.ix.meta.ID)
+		fields, prefix = p.ix.Fields, record.IndexPrefix(nil, p.ix.Meta.ID)
 	case planIDRange, planIDPoints:
-		fields = []indexField{{path: "_id"}}
-		prefix, _ = docRange(st.meta.ID)
+		fields = []record.IndexField{{Path: "_id"}}
+		prefix, _ = record.DocRange(st.meta.ID)
 	default: // a $natural hint names no index
 		return nil, plannerError(51173, "When using min()/max() a hint of which index to use must be provided")
 	}
-	lo, hi := prefix, prefixEnd(prefix)
+	lo, hi := prefix, record.PrefixEnd(prefix)
 	for _, b := range []struct {
 		doc   bson.Raw
 		bound *[]byte
@@ -59,16 +60,16 @@ func (st *collState) planFor(q *compiledQuery, spec FindSpec) (*plan, error) {
 // boundKey encodes a min or max document as a key of the index with these
 // fields; ok is false unless its field names are the key pattern's, in
 // order.
-func boundKey(doc bson.Raw, fields []indexField) (key []byte, ok bool) {
+func boundKey(doc bson.Raw, fields []record.IndexField) (key []byte, ok bool) {
 	elems, err := bsoncore.Document(doc).Elements()
 	if err != nil || len(elems) != len(fields) {
 		return nil, false
 	}
 	for i, el := range elems {
-		if el.Key() != fields[i].path {
+		if el.Key() != fields[i].Path {
 			return nil, false
 		}
-		if fields[i].desc {
+		if fields[i].Desc {
 			key = keycodec.AppendDesc(key, el.Value())
 		} else {
 			key = keycodec.Append(key, el.Value())

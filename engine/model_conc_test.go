@@ -14,6 +14,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/clock"
+	"github.com/lethedb/lethe/engine/validation"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -184,7 +185,7 @@ func testModelConcurrent(t *testing.T, backend string) {
 			on := r.Intn(2) == 0
 			ch := CollectionValidation{Validator: modelRaw(bson.D{})}
 			if on {
-				level, action := ValidationStrict, ValidationError
+				level, action := validation.LevelStrict, validation.ActionError
 				ch = CollectionValidation{Validator: modelRaw(bson.D{{Key: "n", Value: bson.D{{Key: "$lt", Value: 3}}}}), Level: &level, Action: &action}
 			}
 			total.Add(1)

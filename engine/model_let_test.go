@@ -6,6 +6,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/lethedb/lethe/engine/letvars"
 	"github.com/lethedb/lethe/engine/update"
 )
 
@@ -93,7 +94,7 @@ func letBound(op *modelOp, now time.Time) (bson.Raw, []bson.Raw, error) {
 	if op.Let == nil {
 		return op.Filter, op.Pipe, nil
 	}
-	lv, err := ParseLet(op.Let, now)
+	lv, err := letvars.ParseLet(op.Let, now)
 	if err != nil {
 		return nil, nil, fmt.Errorf("let %v: %v", op.Let, err)
 	}

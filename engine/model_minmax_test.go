@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/engine/keycodec"
+	"github.com/lethedb/lethe/engine/letvars"
 	"github.com/lethedb/lethe/engine/query"
 )
 
@@ -318,7 +319,7 @@ func (r *modelRun) stepAggregate(ctx context.Context, op *modelOp) error {
 	}
 	stages := aggregateStages(op, op.Filter)
 	if op.Let != nil {
-		lv, err := ParseLet(op.Let, r.clock.Now())
+		lv, err := letvars.ParseLet(op.Let, r.clock.Now())
 		if err != nil {
 			return fmt.Errorf("let %v: %v", op.Let, err)
 		}

@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/engine/keycodec"
+	"github.com/lethedb/lethe/engine/record"
 	"github.com/lethedb/lethe/oplog"
 )
 
@@ -118,9 +119,9 @@ func (rep *oplogReplica) apply(raw bson.Raw) error {
 	}
 	var id bsoncore.Value
 	if f.Op == oplog.Update {
-		id = idOf(raw.Lookup("o2").Document())
+		id = record.IDOf(raw.Lookup("o2").Document())
 	} else {
-		id = idOf(o)
+		id = record.IDOf(o)
 	}
 	key := string(keycodec.Append(nil, id))
 	old, present := docs[key]
@@ -159,13 +160,13 @@ func (rep *oplogReplica) apply(raw bson.Raw) error {
 func (rep *oplogReplica) check(e *Engine, db, coll string) error {
 	var stored []bson.Raw
 	if c := e.collection(db, coll); c != nil {
-		lo, hi := docRange(c.st().meta.ID)
+		lo, hi := record.DocRange(c.st().meta.ID)
 		it, err := rawIter(e, lo, hi)
 		if err != nil {
 			return err
 		}
 		for ok := it.First(); ok; ok = it.Next() {
-			_, doc, err := splitValue(it.Value())
+			_, doc, err := record.SplitValue(it.Value())
 			if err != nil {
 				it.Close()
 				return err
@@ -180,7 +181,7 @@ func (rep *oplogReplica) check(e *Engine, db, coll string) error {
 	for _, d := range rep.colls[db+"."+coll] {
 		got = append(got, d)
 	}
-	sort.Slice(got, func(i, j int) bool { return keycodec.Compare(idOf(got[i]), idOf(got[j])) < 0 })
+	sort.Slice(got, func(i, j int) bool { return keycodec.Compare(record.IDOf(got[i]), record.IDOf(got[j])) < 0 })
 	same := len(got) == len(stored)
 	for i := 0; same && i < len(got); i++ {
 		same = bytes.Equal(got[i], stored[i])

@@ -9,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/lethedb/lethe/engine/update"
+	"github.com/lethedb/lethe/engine/validation"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -190,7 +191,7 @@ func TestModelRegressValidateLevelOffCountsNoneNonCompliant(t *testing.T) {
 	for _, c := range []struct {
 		level string
 		want  int64
-	}{{ValidationStrict, 1}, {ValidationOff, 0}, {ValidationModerate, 1}} {
+	}{{validation.LevelStrict, 1}, {validation.LevelOff, 0}, {validation.LevelModerate, 1}} {
 		level := c.level
 		if err := e.SetValidation("db", "c", CollectionValidation{Validator: validator, Level: &level}); err != nil {
 			t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/lethedb/lethe/engine/query"
+	"github.com/lethedb/lethe/engine/validation"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -39,10 +40,10 @@ func (g *modelGen) setValidation(op *modelOp) {
 		op.Validator = modelRaw(validatorPool[i])
 	}
 	if g.r.Intn(2) == 0 {
-		op.Level = []string{ValidationStrict, ValidationModerate, ValidationOff, ValidationStrict, ValidationModerate, "lax"}[g.r.Intn(6)]
+		op.Level = []string{validation.LevelStrict, validation.LevelModerate, validation.LevelOff, validation.LevelStrict, validation.LevelModerate, "lax"}[g.r.Intn(6)]
 	}
 	if g.r.Intn(2) == 0 || op.Validator == nil && op.Level == "" {
-		op.Action = []string{ValidationError, ValidationError, ValidationWarn}[g.r.Intn(3)]
+		op.Action = []string{validation.ActionError, validation.ActionError, validation.ActionWarn}[g.r.Intn(3)]
 	}
 }
 
@@ -63,13 +64,13 @@ func (v *refValidation) set(validator bson.Raw, level, action string) error {
 		next.raw, next.filter = validator, nil
 	}
 	if level != "" {
-		if level != ValidationStrict && level != ValidationModerate && level != ValidationOff {
+		if level != validation.LevelStrict && level != validation.LevelModerate && level != validation.LevelOff {
 			return refErr(mongoerr.BadValue)
 		}
 		next.level = level
 	}
 	if action != "" {
-		if action != ValidationError && action != ValidationWarn {
+		if action != validation.ActionError && action != validation.ActionWarn {
 			return refErr(mongoerr.BadValue)
 		}
 		next.action = action
@@ -105,16 +106,16 @@ func (v *refValidation) check(doc, old bson.Raw, bypass bool, tally func(string)
 	case bypass:
 		count("bypassed")
 		return nil
-	case v.level == ValidationOff:
+	case v.level == validation.LevelOff:
 		count("off")
 		return nil
 	case v.filter.Match(doc):
 		count("passed")
 		return nil
-	case old != nil && v.level == ValidationModerate && !v.filter.Match(old):
+	case old != nil && v.level == validation.LevelModerate && !v.filter.Match(old):
 		count("moderateLetThrough")
 		return nil
-	case v.action == ValidationWarn:
+	case v.action == validation.ActionWarn:
 		count("warned")
 		return nil
 	}

@@ -11,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/engine/query"
+	"github.com/lethedb/lethe/engine/viewdef"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -127,7 +128,7 @@ func (r *modelRun) stepView(ctx context.Context, op *modelOp) error {
 
 func (r *modelRun) modelCreateView(op *modelOp) error {
 	if old := r.views[op.View]; old != nil {
-		if old.ViewOn != op.ViewOn || !samePipeline(old.Pipeline, op.ViewPipe) {
+		if old.ViewOn != op.ViewOn || !viewdef.SamePipeline(old.Pipeline, op.ViewPipe) {
 			return refErr(mongoerr.NamespaceExists)
 		}
 		return nil

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lethedb/lethe/engine/keycodec"
 	"github.com/lethedb/lethe/engine/query"
+	"github.com/lethedb/lethe/engine/record"
 	"github.com/lethedb/lethe/engine/update"
 	"github.com/lethedb/lethe/mongoerr"
 	"github.com/lethedb/lethe/ttlindex"
@@ -46,14 +47,14 @@ func (e *Engine) candidates(ctx context.Context, c *Collection, f *query.Filter,
 	if err != nil {
 		return nil, err
 	}
-	c.usage.used(p, e.clock)
+	p.countUse(&c.usage, e.clock)
 	if p.kind == planIDPoints && (srt == nil || p.sorted) {
 		// The writer re-reads and re-checks each document under its lock,
 		// so reading them here too would only double the cost of by-_id
 		// writes. No limit: a point may name a missing document.
 		var pks [][]byte
 		for _, sp := range p.spans {
-			pks = append(pks, pkOfDocKey(sp.lo))
+			pks = append(pks, record.PKOfDocKey(sp.lo))
 		}
 		return pks, nil
 	}
@@ -177,7 +178,7 @@ func (e *Engine) updateOnce(ctx context.Context, c *Collection, q *compiledQuery
 		if err != nil {
 			return res, err
 		}
-		res.Upserted = bsonValue(idOf(d.doc))
+		res.Upserted = bsonValue(record.IDOf(d.doc))
 	}
 	if w.txn != nil {
 		if err := w.record(w.txn.StmtID, updateRecord(res)); err != nil {
@@ -193,7 +194,7 @@ func (e *Engine) updateOnce(ctx context.Context, c *Collection, q *compiledQuery
 // _ts moves to now, even when nothing changed (TTL spec rule 4). before,
 // when set, receives a copy of the document as it was.
 func (w *writer) modify(pk []byte, f *query.Filter, change func(d *storedDoc, pos int) (bson.Raw, bool, error), before *bson.Raw) (matched, modified bool, err error) {
-	if _, err := w.lock(docKey(nil, w.st.meta.ID, pk)); err != nil {
+	if _, err := w.lock(record.DocKey(nil, w.st.meta.ID, pk)); err != nil {
 		return false, false, err
 	}
 	for {
@@ -229,10 +230,10 @@ func (w *writer) modify(pk []byte, f *query.Filter, change func(d *storedDoc, po
 		if err != nil {
 			return false, false, err
 		}
-		if err := checkStoredDoc(newDoc); err != nil {
+		if err := record.CheckStoredDoc(newDoc); err != nil {
 			return false, false, err
 		}
-		if !bytes.Equal(keycodec.Append(nil, idOf(newDoc)), pk) {
+		if !bytes.Equal(keycodec.Append(nil, record.IDOf(newDoc)), pk) {
 			return false, false, mongoerr.New(mongoerr.ImmutableField, "Performing an update on the path '_id' would modify the immutable field '_id'")
 		}
 		// Like MongoDB, only a document the update modifies is validated:
@@ -242,7 +243,7 @@ func (w *writer) modify(pk []byte, f *query.Filter, change func(d *storedDoc, po
 				return false, false, err
 			}
 		}
-		d := &storedDoc{pk: pk, doc: newDoc, h: header{ts: nowMs, ttl: ttlindex.DocTTLOf(bsoncore.Document(newDoc))}}
+		d := &storedDoc{pk: pk, doc: newDoc, h: record.Header{TS: nowMs, TTL: ttlindex.DocTTLOf(bsoncore.Document(newDoc))}}
 		ent, err := w.entriesOf(d)
 		if err != nil {
 			return false, false, err

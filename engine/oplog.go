@@ -9,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/lethedb/lethe/engine/kv"
+	"github.com/lethedb/lethe/engine/record"
 	"github.com/lethedb/lethe/oplog"
 )
 
@@ -56,13 +57,13 @@ func (w *writer) logPut(d, old *storedDoc) {
 	switch {
 	case old == nil:
 		ent.Op, ent.O = oplog.Insert, d.doc
-		ent.O2 = oplog.IDDoc(idOf(d.doc))
+		ent.O2 = oplog.IDDoc(record.IDOf(d.doc))
 	case bytes.Equal(old.doc, d.doc):
 		return
 	case w.replacement:
-		ent.Op, ent.O, ent.O2 = oplog.Update, d.doc, oplog.IDDoc(idOf(d.doc))
+		ent.Op, ent.O, ent.O2 = oplog.Update, d.doc, oplog.IDDoc(record.IDOf(d.doc))
 	default:
-		ent.Op, ent.O, ent.O2 = oplog.Update, oplog.UpdateDiff(old.doc, d.doc), oplog.IDDoc(idOf(d.doc))
+		ent.Op, ent.O, ent.O2 = oplog.Update, oplog.UpdateDiff(old.doc, d.doc), oplog.IDDoc(record.IDOf(d.doc))
 	}
 	if old != nil && w.st.preImages {
 		ent.PreImage = old.doc
@@ -84,7 +85,7 @@ func (w *writer) logDelete(d *storedDoc) {
 	if w.e.oplog == nil {
 		return
 	}
-	ent := oplog.Entry{Op: oplog.Delete, NS: w.st.ns(), UI: w.st.meta.UUID.Data, O: oplog.IDDoc(idOf(d.doc))}
+	ent := oplog.Entry{Op: oplog.Delete, NS: w.st.ns(), UI: w.st.meta.UUID.Data, O: oplog.IDDoc(record.IDOf(d.doc))}
 	if w.st.preImages {
 		ent.PreImage = d.doc
 	}

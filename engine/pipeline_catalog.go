@@ -8,6 +8,8 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/lethedb/lethe/engine/letvars"
+	"github.com/lethedb/lethe/engine/namespace"
 	"github.com/lethedb/lethe/engine/pipeline"
 	"github.com/lethedb/lethe/mongoerr"
 )
@@ -51,7 +53,7 @@ func (c catalogReader) Find(ctx context.Context, db, coll string, filter bson.Ra
 func (c catalogReader) Aggregate(ctx context.Context, db, coll string, stages []bson.Raw, vars pipeline.Vars) ([]bson.Raw, error) {
 	if len(vars) > 0 {
 		var err error
-		if stages, err = (&Let{vars: vars}).Pipeline(stages); err != nil {
+		if stages, err = letvars.Of(vars).Pipeline(stages); err != nil {
 			return nil, err
 		}
 	}
@@ -78,7 +80,7 @@ func (c catalogReader) Out(ctx context.Context, db, coll string, docs []bson.Raw
 		st := target.st()
 		options = st.meta.Options
 		for _, im := range st.meta.Indexes {
-			spec, err := bson.Marshal(im.spec())
+			spec, err := bson.Marshal(im.Spec())
 			if err != nil {
 				return fmt.Errorf("engine: $out: index %s: %w", im.Name, err)
 			}
@@ -145,7 +147,7 @@ func (e *Engine) renameOver(db, from, to string) error {
 // renameOverLocked is renameOver under the collections' locks; it returns
 // the ranges of the target it dropped, to reclaim once they are released.
 func (e *Engine) renameOverLocked(db, from, to string) ([]keyRange, error) {
-	if err := ValidateNamespace(db, to); err != nil {
+	if err := namespace.Validate(db, to); err != nil {
 		return nil, err
 	}
 	if err := e.writable(); err != nil {

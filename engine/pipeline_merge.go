@@ -8,6 +8,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/bsonvalue"
+	"github.com/lethedb/lethe/engine/letvars"
 	"github.com/lethedb/lethe/engine/pipeline"
 	"github.com/lethedb/lethe/engine/update"
 	"github.com/lethedb/lethe/mongoerr"
@@ -90,7 +91,7 @@ func (w mergeWriter) write(ctx context.Context, doc, filter bson.Raw, vars pipel
 		u, err = update.Compile(set, update.Options{})
 	case "pipeline":
 		var stages []bson.Raw
-		if stages, err = (&Let{vars: vars}).Pipeline(m.Pipeline); err == nil {
+		if stages, err = letvars.Of(vars).Pipeline(m.Pipeline); err == nil {
 			u, err = update.CompilePipeline(stages, update.Options{})
 		}
 	}

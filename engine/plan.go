@@ -4,13 +4,15 @@ import (
 	"bytes"
 	"slices"
 	"sort"
-	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/clock"
 	"github.com/lethedb/lethe/engine/keycodec"
 	"github.com/lethedb/lethe/engine/query"
+	"github.com/lethedb/lethe/engine/record"
+	"github.com/lethedb/lethe/engine/usage"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -29,8 +31,8 @@ type span struct{ lo, hi []byte }
 // plan is how a query reads a collection: which keys, in which order.
 type plan struct {
 	kind    planKind
-	ix      *index // planIndex
-	spans   []span // ascending, non-overlapping; for planIDPoints each is one key
+	ix      *record.Index // planIndex
+	spans   []span        // ascending, non-overlapping; for planIDPoints each is one key
 	reverse bool
 	// sorted is set when the scan order satisfies the query's sort.
 	sorted bool
@@ -50,7 +52,7 @@ func (p *plan) stage() string {
 func (p *plan) indexName() string {
 	switch p.kind {
 	case planIndex:
-		return p.ix.meta.Name
+		return p.ix.Meta.Name
 	case planIDPoints, planIDRange:
 		return "_id_"
 	}
@@ -71,7 +73,7 @@ func (st *collState) choosePlan(f *query.Filter, srt *query.Sort, hint bson.RawV
 	}
 	if srt != nil && srt.Natural() != 0 {
 		// Storage order is _id order: a collection scan, backwards for -1.
-		lo, hi := docRange(st.meta.ID)
+		lo, hi := record.DocRange(st.meta.ID)
 		return &plan{kind: planCollScan, spans: []span{{lo, hi}}, sorted: true, reverse: srt.Natural() < 0}, nil
 	}
 	if p := idPlan(st.meta.ID, conj); p != nil {
@@ -81,10 +83,10 @@ func (st *collState) choosePlan(f *query.Filter, srt *query.Sort, hint bson.RawV
 	var best *plan
 	bestScore := 0
 	for _, ix := range st.indexes {
-		if ix.partial != nil || ix.meta.Hidden {
+		if ix.Partial != nil || ix.Meta.Hidden {
 			continue
 		}
-		spans, score := ix.bounds(conj)
+		spans, score := indexBounds(ix, conj)
 		if score > bestScore {
 			best, bestScore = &plan{kind: planIndex, ix: ix, spans: spans}, score
 		}
@@ -93,15 +95,15 @@ func (st *collState) choosePlan(f *query.Filter, srt *query.Sort, hint bson.RawV
 		st.applySort(best, srt)
 		return best, nil
 	}
-	lo, hi := docRange(st.meta.ID)
+	lo, hi := record.DocRange(st.meta.ID)
 	p := &plan{kind: planCollScan, spans: []span{{lo, hi}}}
 	st.applySort(p, srt)
 	if !p.sorted && srt != nil && len(srt.Fields()) > 0 {
 		for _, ix := range st.indexes {
-			if ix.partial != nil || ix.meta.Sparse || ix.meta.Multikey || ix.meta.Hidden {
+			if ix.Partial != nil || ix.Meta.Sparse || ix.Meta.Multikey || ix.Meta.Hidden {
 				continue
 			}
-			lo, hi := indexRange(ix.meta.ID)
+			lo, hi := record.IndexRange(ix.Meta.ID)
 			q := &plan{kind: planIndex, ix: ix, spans: []span{{lo, hi}}}
 			st.applySort(q, srt)
 			if q.sorted {
@@ -113,7 +115,7 @@ func (st *collState) choosePlan(f *query.Filter, srt *query.Sort, hint bson.RawV
 }
 
 func (st *collState) hintedPlan(conj []query.Predicate, srt *query.Sort, hint bson.RawValue) (*plan, error) {
-	var ix *index
+	var ix *record.Index
 	isID := false
 	switch hint.Type {
 	case bson.TypeString:
@@ -122,14 +124,14 @@ func (st *collState) hintedPlan(conj []query.Predicate, srt *query.Sort, hint bs
 			isID = true
 		}
 		for _, x := range st.indexes {
-			if x.meta.Name == name && !x.meta.Hidden {
+			if x.Meta.Name == name && !x.Meta.Hidden {
 				ix = x
 			}
 		}
 	case bson.TypeEmbeddedDocument:
 		doc := hint.Document()
 		if v, err := doc.LookupErr("$natural"); err == nil {
-			lo, hi := docRange(st.meta.ID)
+			lo, hi := record.DocRange(st.meta.ID)
 			p := &plan{kind: planCollScan, spans: []span{{lo, hi}}}
 			if f, ok := v.AsFloat64OK(); ok && f < 0 {
 				p.reverse = true
@@ -140,7 +142,7 @@ func (st *collState) hintedPlan(conj []query.Predicate, srt *query.Sort, hint bs
 			isID = true
 		}
 		for _, x := range st.indexes {
-			if bytes.Equal(x.meta.Key, doc) && !x.meta.Hidden {
+			if bytes.Equal(x.Meta.Key, doc) && !x.Meta.Hidden {
 				ix = x
 			}
 		}
@@ -148,7 +150,7 @@ func (st *collState) hintedPlan(conj []query.Predicate, srt *query.Sort, hint bs
 	if isID {
 		p := idPlan(st.meta.ID, conj)
 		if p == nil {
-			lo, hi := docRange(st.meta.ID)
+			lo, hi := record.DocRange(st.meta.ID)
 			p = &plan{kind: planIDRange, spans: []span{{lo, hi}}}
 		}
 		st.applySort(p, srt)
@@ -157,9 +159,9 @@ func (st *collState) hintedPlan(conj []query.Predicate, srt *query.Sort, hint bs
 	if ix == nil {
 		return nil, mongoerr.New(mongoerr.BadValue, "error processing query: planner returned error :: caused by :: hint provided does not correspond to an existing index")
 	}
-	spans, score := ix.bounds(conj)
+	spans, score := indexBounds(ix, conj)
 	if score == 0 {
-		lo, hi := indexRange(ix.meta.ID)
+		lo, hi := record.IndexRange(ix.Meta.ID)
 		spans = []span{{lo, hi}}
 	}
 	p := &plan{kind: planIndex, ix: ix, spans: spans}
@@ -180,22 +182,22 @@ func (st *collState) applySort(p *plan, srt *query.Sort) {
 		return
 	}
 	fields := srt.Fields()
-	var keyFields []indexField
+	var keyFields []record.IndexField
 	switch p.kind {
 	case planCollScan, planIDRange, planIDPoints:
-		keyFields = []indexField{{path: "_id"}}
+		keyFields = []record.IndexField{{Path: "_id"}}
 	case planIndex:
-		if p.ix.meta.Multikey {
+		if p.ix.Meta.Multikey {
 			return
 		}
-		keyFields = p.ix.fields
+		keyFields = p.ix.Fields
 	}
 	if len(fields) > len(keyFields) {
 		return
 	}
-	flip := fields[0].Desc != keyFields[0].desc
+	flip := fields[0].Desc != keyFields[0].Desc
 	for i, f := range fields {
-		if f.Path != keyFields[i].path || (f.Desc != keyFields[i].desc) != flip {
+		if f.Path != keyFields[i].Path || (f.Desc != keyFields[i].Desc) != flip {
 			return
 		}
 	}
@@ -218,8 +220,8 @@ func idPlan(collID uint64, conj []query.Predicate) *plan {
 			keys = slices.CompactFunc(keys, bytes.Equal)
 			p := &plan{kind: planIDPoints}
 			for _, k := range keys {
-				dk := docKey(nil, collID, k)
-				p.spans = append(p.spans, span{dk, keySuccessor(dk)})
+				dk := record.DocKey(nil, collID, k)
+				p.spans = append(p.spans, span{dk, record.KeySuccessor(dk)})
 			}
 			return p
 		}
@@ -228,7 +230,7 @@ func idPlan(collID uint64, conj []query.Predicate) *plan {
 	if !ok {
 		return nil
 	}
-	prefix, _ := docRange(collID)
+	prefix, _ := record.DocRange(collID)
 	return &plan{kind: planIDRange, spans: []span{{append(append([]byte(nil), prefix...), lo...), append(append([]byte(nil), prefix...), hi...)}}}
 }
 
@@ -268,13 +270,13 @@ func rangeBounds(conj []query.Predicate, path string, single bool) (lo, hi []byt
 		var clo, chi []byte
 		switch c.Op {
 		case "$gt":
-			clo, chi = prefixEnd(enc), []byte{class + 1}
+			clo, chi = record.PrefixEnd(enc), []byte{class + 1}
 		case "$gte":
 			clo, chi = enc, []byte{class + 1}
 		case "$lt":
 			clo, chi = []byte{class}, enc
 		case "$lte":
-			clo, chi = []byte{class}, prefixEnd(enc)
+			clo, chi = []byte{class}, record.PrefixEnd(enc)
 		default:
 			continue
 		}
@@ -308,15 +310,15 @@ func rangeBounds(conj []query.Predicate, path string, single bool) (lo, hi []byt
 // elements: the run of bounded fields stops at such a field. Fields with
 // different first components never share an array (a document where both
 // reach arrays has parallel arrays and no keys), so their bounds combine.
-func (ix *index) bounds(conj []query.Predicate) ([]span, int) {
-	prefixes := [][]byte{indexPrefix(nil, ix.meta.ID)}
+func indexBounds(ix *record.Index, conj []query.Predicate) ([]span, int) {
+	prefixes := [][]byte{record.IndexPrefix(nil, ix.Meta.ID)}
 	score := 0
 	i := 0
-	for ; i < len(ix.fields) && !ix.sharesArray(i); i++ {
-		f := ix.fields[i]
+	for ; i < len(ix.Fields) && !ix.SharesArray(i); i++ {
+		f := ix.Fields[i]
 		var points []bsoncore.Value
 		for _, c := range conj {
-			if c.Path == f.path && (c.Op == "$eq" || c.Op == "$in") && indexable(c) {
+			if c.Path == f.Path && (c.Op == "$eq" || c.Op == "$in") && indexable(c) {
 				points = c.Values
 				break
 			}
@@ -328,7 +330,7 @@ func (ix *index) bounds(conj []query.Predicate) ([]span, int) {
 		for _, p := range prefixes {
 			for _, v := range points {
 				k := append([]byte(nil), p...)
-				if f.desc {
+				if f.Desc {
 					k = keycodec.AppendDesc(k, v)
 				} else {
 					k = keycodec.Append(k, v)
@@ -340,8 +342,8 @@ func (ix *index) bounds(conj []query.Predicate) ([]span, int) {
 		score += 10
 	}
 	var spans []span
-	if i < len(ix.fields) && !ix.fields[i].desc && !ix.sharesArray(i) {
-		if lo, hi, ok := rangeBounds(conj, ix.fields[i].path, ix.meta.Multikey); ok {
+	if i < len(ix.Fields) && !ix.Fields[i].Desc && !ix.SharesArray(i) {
+		if lo, hi, ok := rangeBounds(conj, ix.Fields[i].Path, ix.Meta.Multikey); ok {
 			score += 5
 			for _, p := range prefixes {
 				spans = append(spans, span{append(append([]byte(nil), p...), lo...), append(append([]byte(nil), p...), hi...)})
@@ -353,7 +355,7 @@ func (ix *index) bounds(conj []query.Predicate) ([]span, int) {
 	}
 	if spans == nil {
 		for _, p := range prefixes {
-			spans = append(spans, span{p, prefixEnd(p)})
+			spans = append(spans, span{p, record.PrefixEnd(p)})
 		}
 	}
 	sort.Slice(spans, func(a, b int) bool { return bytes.Compare(spans[a].lo, spans[b].lo) < 0 })
@@ -361,18 +363,15 @@ func (ix *index) bounds(conj []query.Predicate) ([]span, int) {
 	return spans, score
 }
 
-// sharesArray reports whether field i of a multikey index may have been
-// expanded from the same array as an earlier field: their paths have the
-// same first component.
-func (ix *index) sharesArray(i int) bool {
-	if !ix.meta.Multikey {
-		return false
+// countUse counts an operation that reads the collection by p in u: an
+// access of its index, or a collection scan.
+func (p *plan) countUse(u *usage.Counters, clock clock.Clock) {
+	switch p.kind {
+	case planCollScan:
+		u.CountCollScan()
+	case planIndex:
+		u.Access(p.ix.Meta.ID, clock).Ops.Add(1)
+	default:
+		u.Access(0, clock).Ops.Add(1)
 	}
-	first, _, _ := strings.Cut(ix.fields[i].path, ".")
-	for _, f := range ix.fields[:i] {
-		if other, _, _ := strings.Cut(f.path, "."); other == first {
-			return true
-		}
-	}
-	return false
 }

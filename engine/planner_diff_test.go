@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine/record"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -56,7 +57,7 @@ func TestIndexesAnswerLikeCollectionScans(t *testing.T) {
 	}
 	for _, we := range slices.Backward(res.Errors) {
 		// MongoDB refuses these documents as well.
-		if code := mongoerr.CodeOf(we.Err); code != ambiguousFieldName && code != mongoerr.CannotIndexParallelArrays {
+		if code := mongoerr.CodeOf(we.Err); code != record.AmbiguousFieldName && code != mongoerr.CannotIndexParallelArrays {
 			t.Fatalf("insert %s: %v", docs[we.Index], we.Err)
 		}
 		docs = slices.Delete(docs, we.Index, we.Index+1)
@@ -148,7 +149,7 @@ func TestPositionalIndexProvidesSort(t *testing.T) {
 		t.Fatal(err)
 	}
 	// MongoDB refuses to index the ambiguous document, and so does Lethe.
-	if res, _ := e.Insert("sorts", "indexed", docs[7:], true); len(res.Errors) == 0 || mongoerr.CodeOf(res.Errors[0].Err) != ambiguousFieldName {
+	if res, _ := e.Insert("sorts", "indexed", docs[7:], true); len(res.Errors) == 0 || mongoerr.CodeOf(res.Errors[0].Err) != record.AmbiguousFieldName {
 		t.Fatalf("insert of an ambiguous document: %v", res.Errors)
 	}
 	ctx := context.Background()
@@ -176,4 +177,42 @@ func TestPositionalIndexProvidesSort(t *testing.T) {
 			t.Errorf("sort by a.0 (%d): blocking sort %v, index order %v", dir, orders[0], orders[1])
 		}
 	}
+}
+
+func keygenDoc(t *testing.T, s string) bson.Raw {
+	t.Helper()
+	var d bson.Raw
+	if err := bson.UnmarshalExtJSON([]byte(s), false, &d); err != nil {
+		t.Fatalf("%s: %v", s, err)
+	}
+	return d
+}
+
+// positionalValues (a copy of engine/record's test helper) returns a generator of small random values, nested up to
+// three levels, whose documents use the field names "a", "b", "0" and "1", so
+// that numeric path components meet both array positions and field names.
+func positionalValues(rng *rand.Rand) func(depth int) any {
+	names := []string{"a", "b", "0", "1"}
+	var gen func(depth int) any
+	gen = func(depth int) any {
+		switch n := rng.IntN(6); {
+		case depth >= 3 || n < 2:
+			return int32(rng.IntN(3))
+		case n < 4:
+			arr := bson.A{}
+			for range rng.IntN(3) {
+				arr = append(arr, gen(depth+1))
+			}
+			return arr
+		default:
+			var d bson.D
+			for _, name := range names {
+				if rng.IntN(2) == 0 {
+					d = append(d, bson.E{Key: name, Value: gen(depth + 1)})
+				}
+			}
+			return d
+		}
+	}
+	return gen
 }

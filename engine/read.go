@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lethedb/lethe/engine/kv"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/engine/keycodec"
-
+	"github.com/lethedb/lethe/engine/kv"
+	"github.com/lethedb/lethe/engine/record"
 	"github.com/lethedb/lethe/ttlindex"
 )
 
@@ -22,14 +22,14 @@ func timeOfMillis(ms int64) time.Time { return time.UnixMilli(ms) }
 // loadDoc reads the document at pk from r (the store, a snapshot or a
 // transaction); nil if there is none. The result owns its memory.
 func (e *Engine) loadDoc(ctx context.Context, r kv.Reader, collID uint64, pk []byte) (*storedDoc, error) {
-	v, err := r.Get(ctx, docKey(nil, collID, pk))
+	v, err := r.Get(ctx, record.DocKey(nil, collID, pk))
 	if err == kv.ErrNotFound {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("engine: read document: %w", err)
 	}
-	h, doc, err := splitValue(v)
+	h, doc, err := record.SplitValue(v)
 	if err != nil {
 		return nil, err
 	}
@@ -38,8 +38,8 @@ func (e *Engine) loadDoc(ctx context.Context, r kv.Reader, collID uint64, pk []b
 
 // expired reports whether a document with header h is expired under the
 // collection's current setting at nowMs (TTL spec section 4).
-func (st *collState) expired(h header, nowMs int64) bool {
-	return ttlindex.Expired(st.ttl, h.ts, h.ttl, nowMs)
+func (st *collState) expired(h record.Header, nowMs int64) bool {
+	return ttlindex.Expired(st.ttl, h.TS, h.TTL, nowMs)
 }
 
 // FindByID returns the live document of db.coll whose _id equals id, or
@@ -50,7 +50,7 @@ func (e *Engine) FindByID(db, coll string, id bsoncore.Value) (bson.Raw, error) 
 		return nil, nil
 	}
 	st := c.st()
-	c.usage.access(0, e.clock).ops.Add(1)
+	c.usage.Access(0, e.clock).Ops.Add(1)
 	d, err := e.loadDoc(context.Background(), e.store, st.meta.ID, keycodec.Append(nil, id))
 	if err != nil || d == nil || st.expired(d.h, e.nowMillis()) {
 		return nil, err

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/lethedb/lethe/engine/keycodec"
+	"github.com/lethedb/lethe/engine/record"
 	"github.com/lethedb/lethe/ttlindex"
 )
 
@@ -86,7 +87,7 @@ func (e *Engine) reapCollection(c *Collection, nowMs int64, limit int) (n int, n
 		}
 	}()
 	for _, dd := range due {
-		if _, err := w.lock(docKey(nil, st.meta.ID, dd.pk)); err != nil {
+		if _, err := w.lock(record.DocKey(nil, st.meta.ID, dd.pk)); err != nil {
 			return n, nextMs, full, err
 		}
 		d, err := w.load(dd.pk)
@@ -124,7 +125,7 @@ func (rc *reapCursor) from(lo []byte) []byte {
 		return lo
 	}
 	if k, ok := rc.after[string(lo)]; ok {
-		return keySuccessor(k)
+		return record.KeySuccessor(k)
 	}
 	return lo
 }
@@ -189,7 +190,7 @@ func (e *Engine) dueDocs(st *collState, nowMs int64, limit int, cur *reapCursor)
 // scanExpiry visits up to limit expiry keys in [lo, hi) and returns the
 // time of the first key at or after hi within the family (MaxInt64 if none).
 func (e *Engine) scanExpiry(lo, hi []byte, limit int, cur *reapCursor, fn func(pk []byte)) (int64, error) {
-	it, err := e.store.Iter(context.TODO(), cur.from(lo), prefixEnd(lo[:10]), false)
+	it, err := e.store.Iter(context.TODO(), cur.from(lo), record.PrefixEnd(lo[:10]), false)
 	if err != nil {
 		return 0, fmt.Errorf("engine: scan expiry: %w", err)
 	}
@@ -218,8 +219,8 @@ func (e *Engine) scanExpiry(lo, hi []byte, limit int, cur *reapCursor, fn func(p
 // scanDateTTL finds documents of a MongoDB date TTL index whose date is at
 // most now - expireAfterSeconds. Dates form one key class, so the due
 // entries are one contiguous range.
-func (e *Engine) scanDateTTL(ix *index, nowMs int64, limit int, cur *reapCursor, add func([]byte, func(*storedDoc) bool)) (int64, error) {
-	shift := int64(*ix.meta.ExpireAfter) * 1000
+func (e *Engine) scanDateTTL(ix *record.Index, nowMs int64, limit int, cur *reapCursor, add func([]byte, func(*storedDoc) bool)) (int64, error) {
+	shift := int64(*ix.Meta.ExpireAfter) * 1000
 	bound := nowMs - shift
 	dateClass := byte(keycodec.TypeClass(bsoncore.TypeDateTime))
 	boundValue := bsoncore.Value{Type: bsoncore.TypeDateTime, Data: bsoncore.AppendDateTime(nil, bound)}
@@ -227,13 +228,13 @@ func (e *Engine) scanDateTTL(ix *index, nowMs int64, limit int, cur *reapCursor,
 	// class up to the bound's key, or, on a descending index, whose keys
 	// are inverted, from the bound's key to the end of the class.
 	var lo, hi []byte
-	if ix.fields[0].desc {
-		lo, hi = keycodec.AppendDesc(indexPrefix(nil, ix.meta.ID), boundValue), append(indexPrefix(nil, ix.meta.ID), ^dateClass+1)
+	if ix.Fields[0].Desc {
+		lo, hi = keycodec.AppendDesc(record.IndexPrefix(nil, ix.Meta.ID), boundValue), append(record.IndexPrefix(nil, ix.Meta.ID), ^dateClass+1)
 	} else {
-		lo, hi = append(indexPrefix(nil, ix.meta.ID), dateClass), append(indexPrefix(nil, ix.meta.ID), prefixEnd(keycodec.Append(nil, boundValue))...)
+		lo, hi = append(record.IndexPrefix(nil, ix.Meta.ID), dateClass), append(record.IndexPrefix(nil, ix.Meta.ID), record.PrefixEnd(keycodec.Append(nil, boundValue))...)
 	}
 	isDue := func(d *storedDoc) bool {
-		vals, _ := indexValues(bsoncore.Document(d.doc), ix.fields[0].path)
+		vals, _ := record.IndexValues(bsoncore.Document(d.doc), ix.Fields[0].Path)
 		for _, v := range vals {
 			if ms, ok := v.DateTimeOK(); ok && ms <= bound {
 				return true

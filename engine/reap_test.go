@@ -6,11 +6,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lethedb/lethe/clock"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/lethedb/lethe/clock"
+	"github.com/lethedb/lethe/engine/record"
 )
 
 // TestReaperLogsEachBatch covers TTL spec rule 23: a debug line per batch
@@ -50,7 +52,7 @@ func TestReaperLogsEachBatch(t *testing.T) {
 	}
 	// The purge is physical: nothing is left in the document range.
 	st := e.collection("db", "c").st()
-	lo, hi := docRange(st.meta.ID)
+	lo, hi := record.DocRange(st.meta.ID)
 	it, _ := rawIter(e, lo, hi)
 	defer it.Close()
 	if it.First() {

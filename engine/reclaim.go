@@ -7,27 +7,25 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/lethedb/lethe/engine/kv"
+	"github.com/lethedb/lethe/engine/record"
 )
 
 // Dropping a collection or an index leaves its keys unreachable at once:
 // its catalog entry goes and its id is never handed out again. The keys
 // themselves are reclaimed after that commit, range by range
 // (kv.Store.DropRange), which is not transactional. So the commit that
-// drops also records each range under prefixReclaim, and the record goes
+// drops also records each range (record.ReclaimKey), and the record goes
 // only once its range is gone; Open reclaims whatever a crash left
 // recorded.
 //
 //	r lo -> hi   a range [lo, hi) still to reclaim
-const prefixReclaim = 'r'
 
 type keyRange struct{ lo, hi []byte }
-
-func reclaimKey(lo []byte) []byte { return append([]byte{prefixReclaim}, lo...) }
 
 // recordReclaim records ranges in the transaction that drops them.
 func recordReclaim(tx kv.Txn, ranges []keyRange) error {
 	for _, r := range ranges {
-		if err := tx.Set(reclaimKey(r.lo), r.hi); err != nil {
+		if err := tx.Set(record.ReclaimKey(r.lo), r.hi); err != nil {
 			return fmt.Errorf("engine: record a range to reclaim: %w", err)
 		}
 	}
@@ -47,7 +45,7 @@ func (e *Engine) reclaim(ctx context.Context, ranges []keyRange) {
 			if err = e.store.DropRange(ctx, r.lo, r.hi); err != nil {
 				break
 			}
-			if err = tx.Delete(reclaimKey(r.lo)); err != nil {
+			if err = tx.Delete(record.ReclaimKey(r.lo)); err != nil {
 				break
 			}
 		}
@@ -63,7 +61,7 @@ func (e *Engine) reclaim(ctx context.Context, ranges []keyRange) {
 // reclaimLeftovers reclaims the ranges recorded by drops that a crash
 // interrupted.
 func (e *Engine) reclaimLeftovers(ctx context.Context) error {
-	it, err := e.store.Iter(ctx, []byte{prefixReclaim}, []byte{prefixReclaim + 1}, false)
+	it, err := e.store.Iter(ctx, []byte{record.PrefixReclaim}, []byte{record.PrefixReclaim + 1}, false)
 	if err != nil {
 		return fmt.Errorf("engine: read ranges to reclaim: %w", err)
 	}

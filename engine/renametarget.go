@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/lethedb/lethe/engine/kv"
+	"github.com/lethedb/lethe/engine/record"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -82,7 +83,7 @@ func (e *Engine) commitRename(src, dst *Collection, fromDB, from, toDB, to strin
 	if dst != nil {
 		dstState = dst.st()
 		droppedUUID = dstState.meta.UUID.Data
-		if err := tx.Delete(catalogKey(toDB, to)); err != nil {
+		if err := tx.Delete(record.CatalogKey(toDB, to)); err != nil {
 			return nil, err
 		}
 		ranges = collectionRanges(dstState)
@@ -93,7 +94,7 @@ func (e *Engine) commitRename(src, dst *Collection, fromDB, from, toDB, to strin
 	st := src.st()
 	meta := st.meta
 	meta.DB, meta.Name = toDB, to
-	if err := tx.Delete(catalogKey(fromDB, from)); err != nil {
+	if err := tx.Delete(record.CatalogKey(fromDB, from)); err != nil {
 		return nil, err
 	}
 	if err := putMeta(tx, &meta); err != nil {

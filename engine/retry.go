@@ -26,14 +26,13 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lethedb/lethe/engine/kv"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine/kv"
+	"github.com/lethedb/lethe/engine/record"
 	"github.com/lethedb/lethe/mongoerr"
 )
-
-const prefixTxn = 't'
 
 // Txn ties a write to a statement of a retryable write: the session, its
 // transaction number, and the statement's id (for single-statement
@@ -53,30 +52,10 @@ type Txn struct {
 	clearAll     bool // the next record deletes all of the session's
 }
 
-func txnHeaderKey(s [16]byte) []byte {
-	k := append([]byte{prefixTxn}, s[:]...)
-	return append(k, 0)
-}
-
-// stmtTag tags statement records; 0x01 tagged those of an earlier layout.
-const stmtTag = 2
-
-func txnStmtKey(s [16]byte, stmt int32) []byte {
-	k := append([]byte{prefixTxn}, s[:]...)
-	k = append(k, stmtTag)
-	return binary.BigEndian.AppendUint32(k, uint32(stmt))
-}
-
-// txnStmtRange spans a session's statement records, of either layout.
-func txnStmtRange(s [16]byte) (lo, hi []byte) {
-	lo = append(append([]byte{prefixTxn}, s[:]...), 1)
-	return lo, append(append([]byte{prefixTxn}, s[:]...), stmtTag+1)
-}
-
 // CheckTxn compares t.Number with the session's newest one: an older
 // number is TransactionTooOld, as in MongoDB.
 func (e *Engine) CheckTxn(t *Txn) error {
-	v, err := e.store.Get(context.TODO(), txnHeaderKey(t.Session))
+	v, err := e.store.Get(context.TODO(), record.TxnHeaderKey(t.Session))
 	if err == kv.ErrNotFound {
 		return nil
 	}
@@ -107,7 +86,7 @@ func (e *Engine) Executed(t *Txn, stmt int32) (bson.Raw, bool, error) {
 	if t.stale {
 		return nil, false, nil
 	}
-	v, err := e.store.Get(context.TODO(), txnStmtKey(t.Session, stmt))
+	v, err := e.store.Get(context.TODO(), record.TxnStmtKey(t.Session, stmt))
 	if err == kv.ErrNotFound {
 		return nil, false, nil
 	}
@@ -151,7 +130,7 @@ func (w *writer) record(stmt int32, result []byte) error {
 		return err
 	}
 	if t.clearAll {
-		lo, hi := txnStmtRange(t.Session)
+		lo, hi := record.TxnStmtRange(t.Session)
 		if err := w.e.deleteKeys(b, lo, hi); err != nil {
 			return err
 		}
@@ -159,11 +138,11 @@ func (w *writer) record(stmt int32, result []byte) error {
 	}
 	hdr := binary.BigEndian.AppendUint64(nil, uint64(t.Number))
 	hdr = binary.BigEndian.AppendUint64(hdr, uint64(w.e.nowMillis()))
-	if err := b.Set(txnHeaderKey(t.Session), hdr); err != nil {
+	if err := b.Set(record.TxnHeaderKey(t.Session), hdr); err != nil {
 		return err
 	}
 	val := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(result)), uint64(t.Number))
-	return b.Set(txnStmtKey(t.Session, stmt), append(val, result...))
+	return b.Set(record.TxnStmtKey(t.Session, stmt), append(val, result...))
 }
 
 // ForgetRetries deletes the records of the sessions ids that were last
@@ -177,7 +156,7 @@ func (e *Engine) ForgetRetries(ids [][16]byte, before time.Time) error {
 	}
 	defer b.Rollback()
 	for _, id := range ids {
-		v, err := e.store.Get(context.TODO(), txnHeaderKey(id))
+		v, err := e.store.Get(context.TODO(), record.TxnHeaderKey(id))
 		if err == kv.ErrNotFound {
 			continue
 		}
@@ -188,8 +167,8 @@ func (e *Engine) ForgetRetries(ids [][16]byte, before time.Time) error {
 		if keep {
 			continue
 		}
-		lo := append([]byte{prefixTxn}, id[:]...)
-		if err := e.deleteKeys(b, lo, prefixEnd(lo)); err != nil {
+		lo := record.TxnSessionPrefix(id)
+		if err := e.deleteKeys(b, lo, record.PrefixEnd(lo)); err != nil {
 			return err
 		}
 	}
@@ -226,7 +205,7 @@ func (e *Engine) deleteKeys(b kv.Txn, lo, hi []byte) error {
 // ExpiredRetries lists the sessions whose records were last written
 // before before.
 func (e *Engine) ExpiredRetries(before time.Time) ([][16]byte, error) {
-	it, err := e.store.Iter(context.TODO(), []byte{prefixTxn}, []byte{prefixTxn + 1}, false)
+	it, err := e.store.Iter(context.TODO(), []byte{record.PrefixTxn}, []byte{record.PrefixTxn + 1}, false)
 	if err != nil {
 		return nil, err
 	}
@@ -247,7 +226,7 @@ func (e *Engine) ExpiredRetries(before time.Time) ([][16]byte, error) {
 			}
 		}
 		// On to the next session.
-		ok = it.SeekGE(prefixEnd(k[:17]))
+		ok = it.SeekGE(record.PrefixEnd(k[:17]))
 	}
 	return old, it.Error()
 }

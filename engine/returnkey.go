@@ -7,15 +7,16 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/engine/keycodec"
+	"github.com/lethedb/lethe/engine/record"
 )
 
 // keyReturner makes the documents of a returnKey query: the key, under the
 // key pattern's field names, by which the plan's index reached a document;
 // an empty document when the plan reads no index.
 type keyReturner struct {
-	ix      *index       // nil for the _id index or a collection scan
-	fields  []indexField // nil for a collection scan
-	prefix  []byte       // of the plan's keys
+	ix      *record.Index       // nil for the _id index or a collection scan
+	fields  []record.IndexField // nil for a collection scan
+	prefix  []byte              // of the plan's keys
 	spans   []span
 	reverse bool
 }
@@ -24,10 +25,10 @@ func newKeyReturner(st *collState, p *plan) *keyReturner {
 	k := &keyReturner{spans: p.spans, reverse: p.reverse}
 	switch p.kind {
 	case planIndex:
-		k.ix, k.fields, k.prefix = p.ix, p.ix.fields, indexPrefix(nil, p.ix.meta.ID)
+		k.ix, k.fields, k.prefix = p.ix, p.ix.Fields, record.IndexPrefix(nil, p.ix.Meta.ID)
 	case planIDPoints, planIDRange:
-		k.fields = []indexField{{path: "_id"}}
-		k.prefix, _ = docRange(st.meta.ID)
+		k.fields = []record.IndexField{{Path: "_id"}}
+		k.prefix, _ = record.DocRange(st.meta.ID)
 	}
 	return k
 }
@@ -39,15 +40,15 @@ func (k *keyReturner) key(doc bson.Raw) bson.Raw {
 	if k.fields == nil {
 		return bson.Raw(bsoncore.NewDocumentBuilder().Build())
 	}
-	tuples := [][]bsoncore.Value{{idOf(doc)}}
+	tuples := [][]bsoncore.Value{{record.IDOf(doc)}}
 	if k.ix != nil {
 		var err error
-		if tuples, err = k.ix.keyTuples(bsoncore.Document(doc)); err != nil || len(tuples) == 0 {
+		if tuples, err = k.ix.KeyTuples(bsoncore.Document(doc)); err != nil || len(tuples) == 0 {
 			// The index holds the document, so it has keys; should it not,
 			// its missing fields are null.
 			tuples = [][]bsoncore.Value{make([]bsoncore.Value, len(k.fields))}
 			for i := range tuples[0] {
-				tuples[0][i] = nullValue
+				tuples[0][i] = bsoncore.Value{Type: bsoncore.TypeNull}
 			}
 		}
 	}
@@ -55,7 +56,7 @@ func (k *keyReturner) key(doc bson.Raw) bson.Raw {
 	for _, t := range tuples {
 		key := append([]byte(nil), k.prefix...)
 		for i, v := range t {
-			if k.fields[i].desc {
+			if k.fields[i].Desc {
 				key = keycodec.AppendDesc(key, v)
 			} else {
 				key = keycodec.Append(key, v)
@@ -70,7 +71,7 @@ func (k *keyReturner) key(doc bson.Raw) bson.Raw {
 	}
 	b := bsoncore.NewDocumentBuilder()
 	for i, f := range k.fields {
-		b.AppendValue(f.path, best[i])
+		b.AppendValue(f.Path, best[i])
 	}
 	return bson.Raw(b.Build())
 }

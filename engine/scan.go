@@ -7,7 +7,7 @@ import (
 	"slices"
 
 	"github.com/lethedb/lethe/engine/kv"
-
+	"github.com/lethedb/lethe/engine/record"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -108,18 +108,18 @@ func (s *scanner) readPoint(ctx context.Context, r kv.Reader, key []byte, nowMs 
 		return false, fmt.Errorf("engine: read document: %w", err)
 	}
 	s.stats.docsExamined++
-	h, doc, err := splitValue(v)
+	h, doc, err := record.SplitValue(v)
 	if err != nil || s.st.expired(h, nowMs) {
 		return err == nil, err
 	}
-	return fn(&storedDoc{pk: pkOfDocKey(key), h: h, doc: doc})
+	return fn(&storedDoc{pk: record.PKOfDocKey(key), h: h, doc: doc})
 }
 
 func (s *scanner) scanSpan(ctx context.Context, r kv.Reader, sp span, nowMs int64, fn visitFunc) (bool, error) {
 	lo, hi := sp.lo, sp.hi
 	if s.resume != nil {
 		if !s.p.reverse && bytes.Compare(s.resume, sp.lo) >= 0 {
-			lo = keySuccessor(s.resume)
+			lo = record.KeySuccessor(s.resume)
 		}
 		if s.p.reverse && bytes.Compare(s.resume, sp.hi) < 0 {
 			hi = s.resume
@@ -160,15 +160,15 @@ func (s *scanner) docAt(ctx context.Context, r kv.Reader, it kv.Iterator) (*stor
 			s.stats.keysExamined++
 		}
 		s.stats.docsExamined++
-		h, doc, err := splitValue(it.Value())
+		h, doc, err := record.SplitValue(it.Value())
 		if err != nil {
 			return nil, err
 		}
-		return &storedDoc{pk: pkOfDocKey(it.Key()), h: h, doc: doc}, nil
+		return &storedDoc{pk: record.PKOfDocKey(it.Key()), h: h, doc: doc}, nil
 	}
 	s.stats.keysExamined++
 	pk := it.Value()
-	if s.p.ix.meta.Multikey {
+	if s.p.ix.Meta.Multikey {
 		if s.seen == nil {
 			s.seen = make(map[string]struct{})
 		}
@@ -186,14 +186,14 @@ func (s *scanner) docAt(ctx context.Context, r kv.Reader, it kv.Iterator) (*stor
 // ix its plan scans (nil: none) dropped; nil while the plan still stands.
 // MongoDB kills such plans rather than let them read a namespace that now
 // means something else.
-func (st *collState) killedSince(opened *collState, ix *index) error {
+func (st *collState) killedSince(opened *collState, ix *record.Index) error {
 	switch {
 	case st.dropped:
 		return mongoerr.New(mongoerr.QueryPlanKilled, "collection dropped: %s", opened.ns())
 	case st.renames != opened.renames:
 		return mongoerr.New(mongoerr.QueryPlanKilled, "collection renamed from %s to %s", opened.ns(), st.ns())
-	case ix != nil && !slices.ContainsFunc(st.indexes, func(x *index) bool { return x.meta.ID == ix.meta.ID }):
-		return mongoerr.New(mongoerr.QueryPlanKilled, "index '%s' dropped", ix.meta.Name)
+	case ix != nil && !slices.ContainsFunc(st.indexes, func(x *record.Index) bool { return x.Meta.ID == ix.Meta.ID }):
+		return mongoerr.New(mongoerr.QueryPlanKilled, "index '%s' dropped", ix.Meta.Name)
 	}
 	return nil
 }

@@ -3,10 +3,13 @@ package engine
 import (
 	"context"
 	"slices"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/engine/keycodec"
+	"github.com/lethedb/lethe/engine/record"
+	"github.com/lethedb/lethe/engine/usage"
 )
 
 // CollStats are the figures collStats and dbStats report. Expired
@@ -28,14 +31,14 @@ func (e *Engine) Stats(db, coll string) (CollStats, bool, error) {
 		return s, false, nil
 	}
 	st := c.st()
-	lo, hi := docRange(st.meta.ID)
+	lo, hi := record.DocRange(st.meta.ID)
 	it, err := e.store.Iter(context.TODO(), lo, hi, false)
 	if err != nil {
 		return s, true, err
 	}
 	nowMs := e.nowMillis()
 	for ok := it.First(); ok; ok = it.Next() {
-		h, doc, err := splitValue(it.Value())
+		h, doc, err := record.SplitValue(it.Value())
 		if err != nil {
 			it.Close()
 			return s, true, err
@@ -53,9 +56,9 @@ func (e *Engine) Stats(db, coll string) (CollStats, bool, error) {
 	s.NIndexes = 1 + len(st.meta.Indexes)
 	s.IndexSizes = map[string]int64{"_id_": 0}
 	for _, ix := range st.indexes {
-		lo, hi := indexRange(ix.meta.ID)
+		lo, hi := record.IndexRange(ix.Meta.ID)
 		n, _ := e.store.ApproximateSize(context.TODO(), lo, hi)
-		s.IndexSizes[ix.meta.Name] = n
+		s.IndexSizes[ix.Meta.Name] = n
 		s.IndexSize += n
 	}
 	return s, true, nil
@@ -74,4 +77,24 @@ func (e *Engine) DatabaseSize(db string) int64 {
 
 func sortValues(vals []bsoncore.Value) {
 	slices.SortFunc(vals, keycodec.Compare)
+}
+
+// LatencyKind is what latencyStats files an operation's latency under
+// (usage.LatencyKind), named here for the server.
+type LatencyKind = usage.LatencyKind
+
+// The kinds of latencyStats (package usage).
+const (
+	LatencyReads        = usage.LatencyReads
+	LatencyWrites       = usage.LatencyWrites
+	LatencyCommands     = usage.LatencyCommands
+	LatencyTransactions = usage.LatencyTransactions
+)
+
+// RecordLatency files the latency of a command on db.coll under kind. A
+// collection that does not exist records nothing.
+func (e *Engine) RecordLatency(db, coll string, kind LatencyKind, d time.Duration) {
+	if c := e.collection(db, coll); c != nil {
+		c.usage.AddLatency(kind, d)
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/lethedb/lethe/clock"
+	"github.com/lethedb/lethe/engine/record"
 	"github.com/lethedb/lethe/engine/update"
 	"github.com/lethedb/lethe/mongoerr"
 	"github.com/lethedb/lethe/ttlindex"
@@ -87,22 +88,22 @@ func checkConsistency(t *testing.T, e *Engine, db, coll string) {
 	w := e.newWriter(c)
 	defer w.close()
 	want := map[string]bool{}
-	lo, hi := docRange(w.st.meta.ID)
+	lo, hi := record.DocRange(w.st.meta.ID)
 	it, _ := rawIter(e, lo, hi)
 	docs := 0
 	for ok := it.First(); ok; ok = it.Next() {
-		h, doc, err := splitValue(it.Value())
+		h, doc, err := record.SplitValue(it.Value())
 		if err != nil {
 			t.Fatal(err)
 		}
-		d := &storedDoc{pk: append([]byte(nil), pkOfDocKey(it.Key())...), h: h, doc: append(bson.Raw(nil), doc...)}
+		d := &storedDoc{pk: append([]byte(nil), record.PKOfDocKey(it.Key())...), h: h, doc: append(bson.Raw(nil), doc...)}
 		ent, err := w.entriesOf(d)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for i, ix := range w.st.indexes {
 			for _, k := range ent.index[i] {
-				want[string(ix.entryKey(nil, k, d.pk))] = true
+				want[string(ix.EntryKey(nil, k, d.pk))] = true
 			}
 		}
 		if ent.expiry != nil {
@@ -113,7 +114,7 @@ func checkConsistency(t *testing.T, e *Engine, db, coll string) {
 	it.Close()
 	got := map[string]bool{}
 	for _, ix := range w.st.indexes {
-		lo, hi := indexRange(ix.meta.ID)
+		lo, hi := record.IndexRange(ix.Meta.ID)
 		it, _ := rawIter(e, lo, hi)
 		for ok := it.First(); ok; ok = it.Next() {
 			got[string(it.Key())] = true

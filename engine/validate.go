@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lethedb/lethe/engine/kv"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/engine/keycodec"
+	"github.com/lethedb/lethe/engine/kv"
 	"github.com/lethedb/lethe/engine/query"
+	"github.com/lethedb/lethe/engine/record"
+	"github.com/lethedb/lethe/engine/validation"
 	"github.com/lethedb/lethe/mongoerr"
 	"github.com/lethedb/lethe/ttlindex"
 )
@@ -155,7 +157,7 @@ func (v *storageCheck) tick() error {
 // documents checks every stored document and that each of its entries
 // exists and points back at it.
 func (v *storageCheck) documents() error {
-	lo, hi := docRange(v.st.meta.ID)
+	lo, hi := record.DocRange(v.st.meta.ID)
 	it, err := v.snap.Iter(v.ctx, lo, hi, false)
 	if err != nil {
 		return fmt.Errorf("engine: validate: %w", err)
@@ -165,15 +167,15 @@ func (v *storageCheck) documents() error {
 	var validator *query.Filter
 	// Under validationLevel off the validator refuses nothing, so no
 	// document is out of compliance (as MongoDB's validate counts).
-	if val := v.st.validator; val != nil && val.level != ValidationOff {
-		validator = val.filterAt(v.now)
+	if val := v.st.validator; val != nil && val.Level != validation.LevelOff {
+		validator = val.FilterAt(v.now)
 	}
 	for ok := it.First(); ok; ok = it.Next() {
 		if err := v.tick(); err != nil {
 			return err
 		}
 		v.res.NRecords++
-		pk := append([]byte(nil), pkOfDocKey(it.Key())...)
+		pk := append([]byte(nil), record.PKOfDocKey(it.Key())...)
 		d, problem := parseStored(pk, it.Value())
 		if problem != "" {
 			v.res.NInvalidDocuments++
@@ -186,29 +188,29 @@ func (v *storageCheck) documents() error {
 		if validator != nil && !validator.Match(d.doc) {
 			v.res.NNonCompliantDocuments++
 			v.schemaFailed = true
-		} else if v.full && !conformantBSON(bsoncore.Document(d.doc)) {
+		} else if v.full && !record.ConformantBSON(bsoncore.Document(d.doc)) {
 			v.res.NNonCompliantDocuments++
 			v.nonConformant = true
 		}
 		for i, ix := range v.st.indexes {
-			keys, multi, err := ix.keys(d.doc)
+			keys, multi, err := ix.Keys(d.doc)
 			if err != nil {
-				v.errorf("document %s: index %s: %v", docName(d), ix.meta.Name, err)
-				v.res.InvalidIndexes[ix.meta.Name] = true
+				v.errorf("document %s: index %s: %v", docName(d), ix.Meta.Name, err)
+				v.res.InvalidIndexes[ix.Meta.Name] = true
 				continue
 			}
-			if multi && !ix.meta.Multikey && !multikey[i] {
+			if multi && !ix.Meta.Multikey && !multikey[i] {
 				multikey[i] = true
-				v.res.InvalidIndexes[ix.meta.Name] = true
-				v.errorf("index %s is not marked multikey but document %s has an array on its key", ix.meta.Name, docName(d))
+				v.res.InvalidIndexes[ix.Meta.Name] = true
+				v.errorf("index %s is not marked multikey but document %s has an array on its key", ix.Meta.Name, docName(d))
 			}
 			for _, k := range keys {
 				v.expected[i]++
-				ek := ix.entryKey(nil, k, d.pk)
+				ek := ix.EntryKey(nil, k, d.pk)
 				val, err := v.snap.Get(v.ctx, ek)
 				if err == kv.ErrNotFound {
 					v.missingEntry(ix, d)
-					v.errorf("index %s: entry of document %s is missing", ix.meta.Name, docName(d))
+					v.errorf("index %s: entry of document %s is missing", ix.Meta.Name, docName(d))
 					continue
 				}
 				if err != nil {
@@ -217,10 +219,10 @@ func (v *storageCheck) documents() error {
 				owner := append([]byte(nil), val...)
 				if !bytesEqual(owner, d.pk) {
 					v.missingEntry(ix, d)
-					if ix.meta.Unique {
-						v.errorf("unique index %s: document %s has the key of record %x", ix.meta.Name, docName(d), owner)
+					if ix.Meta.Unique {
+						v.errorf("unique index %s: document %s has the key of record %x", ix.Meta.Name, docName(d), owner)
 					} else {
-						v.errorf("index %s: entry of document %s points at record %x", ix.meta.Name, docName(d), owner)
+						v.errorf("index %s: entry of document %s points at record %x", ix.Meta.Name, docName(d), owner)
 					}
 				}
 			}
@@ -245,13 +247,13 @@ func (v *storageCheck) documents() error {
 	return nil
 }
 
-func (v *storageCheck) missingEntry(ix *index, d *storedDoc) {
+func (v *storageCheck) missingEntry(ix *record.Index, d *storedDoc) {
 	v.res.MissingIndexEntries++
-	v.res.InvalidIndexes[ix.meta.Name] = true
+	v.res.InvalidIndexes[ix.Meta.Name] = true
 	if len(v.res.MissingEntryDetails) < maxValidateMessages {
-		id := idOf(d.doc)
+		id := record.IDOf(d.doc)
 		v.res.MissingEntryDetails = append(v.res.MissingEntryDetails, IndexEntryProblem{
-			Index: ix.meta.Name, RecordID: d.pk,
+			Index: ix.Meta.Name, RecordID: d.pk,
 			ID: bson.RawValue{Type: bson.Type(id.Type), Value: bytes.Clone(id.Data)},
 		})
 	}
@@ -260,14 +262,14 @@ func (v *storageCheck) missingEntry(ix *index, d *storedDoc) {
 // parseStored splits a stored value and checks that its document is valid
 // BSON whose _id is the record's key; problem describes what is wrong.
 func parseStored(pk, val []byte) (d *storedDoc, problem string) {
-	h, doc, err := splitValue(val)
+	h, doc, err := record.SplitValue(val)
 	if err != nil {
 		return nil, "header does not parse"
 	}
 	if err := bsoncore.Document(doc).Validate(); err != nil {
 		return nil, fmt.Sprintf("document is not valid BSON: %v", err)
 	}
-	id := idOf(doc)
+	id := record.IDOf(doc)
 	if id.Type == 0 {
 		return nil, "document has no _id"
 	}
@@ -279,7 +281,7 @@ func parseStored(pk, val []byte) (d *storedDoc, problem string) {
 
 // docName names a document in messages by its _id.
 func docName(d *storedDoc) string {
-	return bson.RawValue{Type: bson.Type(idOf(d.doc).Type), Value: idOf(d.doc).Data}.String()
+	return bson.RawValue{Type: bson.Type(record.IDOf(d.doc).Type), Value: record.IDOf(d.doc).Data}.String()
 }
 
 // count counts the keys of it from its first; the caller may position it
@@ -300,8 +302,8 @@ func (v *storageCheck) count(it kv.Iterator) (int64, error) {
 
 // indexEntries counts the entries of st.indexes[i] and, when needed,
 // checks each against the document it points at.
-func (v *storageCheck) indexEntries(i int, ix *index) error {
-	lo, hi := indexRange(ix.meta.ID)
+func (v *storageCheck) indexEntries(i int, ix *record.Index) error {
+	lo, hi := record.IndexRange(ix.Meta.ID)
 	it, err := v.snap.Iter(v.ctx, lo, hi, false)
 	if err != nil {
 		return fmt.Errorf("engine: validate: %w", err)
@@ -311,7 +313,7 @@ func (v *storageCheck) indexEntries(i int, ix *index) error {
 	if err != nil {
 		return err
 	}
-	v.res.KeysPerIndex[ix.meta.Name] = n
+	v.res.KeysPerIndex[ix.Meta.Name] = n
 	if n == v.expected[i] && !v.full {
 		return nil
 	}
@@ -327,11 +329,11 @@ func (v *storageCheck) indexEntries(i int, ix *index) error {
 		}
 		if problem != "" {
 			v.res.ExtraIndexEntries++
-			v.res.InvalidIndexes[ix.meta.Name] = true
+			v.res.InvalidIndexes[ix.Meta.Name] = true
 			if len(v.res.ExtraEntryDetails) < maxValidateMessages {
-				v.res.ExtraEntryDetails = append(v.res.ExtraEntryDetails, IndexEntryProblem{Index: ix.meta.Name, RecordID: bytes.Clone(pk)})
+				v.res.ExtraEntryDetails = append(v.res.ExtraEntryDetails, IndexEntryProblem{Index: ix.Meta.Name, RecordID: bytes.Clone(pk)})
 			}
-			v.errorf("index %s: entry %x %s", ix.meta.Name, ek, problem)
+			v.errorf("index %s: entry %x %s", ix.Meta.Name, ek, problem)
 		}
 	}
 	return it.Error()
@@ -339,9 +341,9 @@ func (v *storageCheck) indexEntries(i int, ix *index) error {
 
 // checkIndexEntry reports what is wrong with one entry of ix, whose key
 // after the index prefix is rest and whose value is pk; "" if nothing.
-func (v *storageCheck) checkIndexEntry(ix *index, rest, pk []byte) (string, error) {
+func (v *storageCheck) checkIndexEntry(ix *record.Index, rest, pk []byte) (string, error) {
 	key := rest
-	if !ix.meta.Unique {
+	if !ix.Meta.Unique {
 		if len(rest) < len(pk) || !bytesEqual(rest[len(rest)-len(pk):], pk) {
 			return "does not end in the record key it points at", nil
 		}
@@ -354,7 +356,7 @@ func (v *storageCheck) checkIndexEntry(ix *index, rest, pk []byte) (string, erro
 	if problem != "" {
 		return problem, nil
 	}
-	keys, _, err := ix.keys(d.doc)
+	keys, _, err := ix.Keys(d.doc)
 	if err != nil {
 		return fmt.Sprintf("points at document %s whose keys cannot be computed: %v", docName(d), err), nil
 	}
@@ -367,7 +369,7 @@ func (v *storageCheck) checkIndexEntry(ix *index, rest, pk []byte) (string, erro
 // load reads the document an entry points at from the snapshot; problem
 // says why there is none to compare with.
 func (v *storageCheck) load(pk []byte) (d *storedDoc, problem string, err error) {
-	val, err := v.snap.Get(v.ctx, docKey(nil, v.st.meta.ID, pk))
+	val, err := v.snap.Get(v.ctx, record.DocKey(nil, v.st.meta.ID, pk))
 	if err == kv.ErrNotFound {
 		return nil, "points at no stored document", nil
 	}
@@ -398,7 +400,7 @@ func (v *storageCheck) expiryEntries() error {
 	tsIndex := ""
 	if v.st.ttl.Enabled {
 		for _, im := range v.st.meta.Indexes {
-			if len(im.Key) > 0 && im.Key.Lookup(tsField).Type != 0 && im.ExpireAfter != nil {
+			if len(im.Key) > 0 && im.Key.Lookup(record.TSField).Type != 0 && im.ExpireAfter != nil {
 				v.res.KeysPerIndex[im.Name] = n
 				tsIndex = im.Name
 			}
@@ -464,7 +466,7 @@ func (v *storageCheck) summarize() {
 		r.Warnings = append(r.Warnings, "Detected one or more documents in this collection not conformant to the schema validation rules applied to it.")
 	}
 	if v.nonConformant {
-		r.Warnings = append(r.Warnings, nonConformantBSONWarning)
+		r.Warnings = append(r.Warnings, record.NonConformantBSONWarning)
 	}
 	if r.Errors == nil {
 		r.Errors = []string{}

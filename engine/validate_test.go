@@ -13,6 +13,7 @@ import (
 
 	"github.com/lethedb/lethe/clock"
 	"github.com/lethedb/lethe/engine/keycodec"
+	"github.com/lethedb/lethe/engine/record"
 	"github.com/lethedb/lethe/ttlindex"
 )
 
@@ -93,11 +94,11 @@ func TestValidateIntactStore(t *testing.T) {
 }
 
 // indexOf returns the compiled index named name of db.c.
-func indexOf(t *testing.T, e *Engine, name string) (*collState, *index) {
+func indexOf(t *testing.T, e *Engine, name string) (*collState, *record.Index) {
 	t.Helper()
 	st := e.collection("db", "c").st()
 	for _, ix := range st.indexes {
-		if ix.meta.Name == name {
+		if ix.Meta.Name == name {
 			return st, ix
 		}
 	}
@@ -124,7 +125,7 @@ func TestValidateFindsCorruption(t *testing.T) {
 		corrupt: func(t *testing.T, e *Engine) {
 			_, ix := indexOf(t, e, "tags")
 			key := keycodec.Append(nil, bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, "y")})
-			rawDelete(t, e, ix.entryKey(nil, key, pkOf(int32(1))))
+			rawDelete(t, e, ix.EntryKey(nil, key, pkOf(int32(1))))
 		},
 		want:   counts{missing: 1, records: 4},
 		badIdx: "tags",
@@ -133,7 +134,7 @@ func TestValidateFindsCorruption(t *testing.T) {
 		corrupt: func(t *testing.T, e *Engine) {
 			_, ix := indexOf(t, e, "u_unique")
 			key := keycodec.Append(nil, bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, 2)})
-			rawDelete(t, e, ix.entryKey(nil, key, nil))
+			rawDelete(t, e, ix.EntryKey(nil, key, nil))
 		},
 		want:   counts{missing: 1, records: 4},
 		badIdx: "u_unique",
@@ -143,7 +144,7 @@ func TestValidateFindsCorruption(t *testing.T) {
 			_, ix := indexOf(t, e, "a_partial")
 			pk := pkOf(int32(99))
 			key := keycodec.Append(nil, bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, 50)})
-			rawSet(t, e, ix.entryKey(nil, key, pk), pk)
+			rawSet(t, e, ix.EntryKey(nil, key, pk), pk)
 		},
 		want:   counts{extra: 1, records: 4},
 		badIdx: "a_partial",
@@ -153,7 +154,7 @@ func TestValidateFindsCorruption(t *testing.T) {
 			_, ix := indexOf(t, e, "a_partial")
 			pk := pkOf(int32(2))
 			key := keycodec.Append(nil, bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, 3)})
-			rawSet(t, e, ix.entryKey(nil, key, pk), pk)
+			rawSet(t, e, ix.EntryKey(nil, key, pk), pk)
 		},
 		want:   counts{extra: 1, records: 4},
 		badIdx: "a_partial",
@@ -183,9 +184,9 @@ func TestValidateFindsCorruption(t *testing.T) {
 		corrupt: func(t *testing.T, e *Engine) {
 			st := e.collection("db", "c").st()
 			doc := mustMarshal(t, bson.D{{Key: "_id", Value: int32(5)}, {Key: "tags", Value: bson.A{"p", "q"}}, {Key: "u", Value: 5}})
-			val := appendHeader(nil, header{ts: 1})
+			val := record.AppendHeader(nil, record.Header{TS: 1})
 			val = append(val, doc...)
-			rawSet(t, e, docKey(nil, st.meta.ID, pkOf(int32(5))), val)
+			rawSet(t, e, record.DocKey(nil, st.meta.ID, pkOf(int32(5))), val)
 		},
 		// tags p and q, u 5, at null; its _ts expiry entry.
 		want: counts{missing: 4, missingExpiry: 1, records: 5},
@@ -193,7 +194,7 @@ func TestValidateFindsCorruption(t *testing.T) {
 		name: "document with a broken header",
 		corrupt: func(t *testing.T, e *Engine) {
 			st := e.collection("db", "c").st()
-			rawSet(t, e, docKey(nil, st.meta.ID, pkOf(int32(2))), []byte{9, 9})
+			rawSet(t, e, record.DocKey(nil, st.meta.ID, pkOf(int32(2))), []byte{9, 9})
 		},
 		// Its entries (tags undefined, s, u 2, at null) now belong to no
 		// valid document.
@@ -203,8 +204,8 @@ func TestValidateFindsCorruption(t *testing.T) {
 		corrupt: func(t *testing.T, e *Engine) {
 			st := e.collection("db", "c").st()
 			doc := mustMarshal(t, bson.D{{Key: "_id", Value: int32(6)}})
-			val := append(appendHeader(nil, header{ts: 1, ttl: ttlindex.Never}), doc...)
-			rawSet(t, e, docKey(nil, st.meta.ID, pkOf(int32(7))), val)
+			val := append(record.AppendHeader(nil, record.Header{TS: 1, TTL: ttlindex.Never}), doc...)
+			rawSet(t, e, record.DocKey(nil, st.meta.ID, pkOf(int32(7))), val)
 		},
 		want: counts{invalidDocs: 1, records: 5},
 	}} {

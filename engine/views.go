@@ -10,7 +10,10 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.uber.org/zap"
 
+	"github.com/lethedb/lethe/engine/namespace"
+	"github.com/lethedb/lethe/engine/pipeline"
 	"github.com/lethedb/lethe/engine/update"
+	"github.com/lethedb/lethe/engine/viewdef"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -24,19 +27,16 @@ import (
 // collection creation looks too, so that no name is both a collection and
 // a view.
 
+// View is the definition of a view (viewdef.View).
+type View = viewdef.View
+
 // ViewsCollection is the collection of each database that holds the
-// definitions of its views.
-const ViewsCollection = "system.views"
+// definitions of its views (viewdef.Collection).
+const ViewsCollection = viewdef.Collection
 
-// MaxViewDepth is how many views a read may go through, as in MongoDB.
-const MaxViewDepth = 20
-
-// View is the definition of a view.
-type View struct {
-	Name     string
-	ViewOn   string
-	Pipeline []bson.Raw
-}
+// MaxViewDepth is how many views a read may go through, as in MongoDB
+// (viewdef.MaxDepth).
+const MaxViewDepth = viewdef.MaxDepth
 
 func errIsView(db, name string) error {
 	return mongoerr.New(mongoerr.CommandNotSupportedOnView, "Namespace %s.%s is a view, not a collection", db, name)
@@ -94,20 +94,20 @@ func (e *Engine) ResolveView(db, name string) (coll string, pipeline []bson.Raw,
 // nothing, as in MongoDB 7; any other existing collection or view of that
 // name is NamespaceExists.
 func (e *Engine) CreateView(ctx context.Context, db, name, viewOn string, pipeline []bson.Raw) error {
-	if err := ValidateNamespace(db, name); err != nil {
+	if err := namespace.Validate(db, name); err != nil {
 		return err
 	}
 	if strings.HasPrefix(name, "system.") {
 		return mongoerr.New(mongoerr.InvalidNamespace, "invalid namespace name for a view: %s.%s", db, name)
 	}
-	v := &View{Name: name, ViewOn: viewOn, Pipeline: clonePipeline(pipeline)}
+	v := &View{Name: name, ViewOn: viewOn, Pipeline: viewdef.ClonePipeline(pipeline)}
 	e.viewMu.Lock()
 	defer e.viewMu.Unlock()
 	if old, ok := e.View(db, name); ok {
 		switch {
 		case old.ViewOn != viewOn:
 			return mongoerr.New(mongoerr.NamespaceExists, "namespace %s.%s already exists, but is a view on %s.%s rather than %s.%s", db, name, db, old.ViewOn, db, viewOn)
-		case !samePipeline(old.Pipeline, pipeline):
+		case !viewdef.SamePipeline(old.Pipeline, pipeline):
 			return mongoerr.New(mongoerr.NamespaceExists, "namespace %s.%s already exists, but with a different pipeline", db, name)
 		}
 		return nil
@@ -127,7 +127,7 @@ func (e *Engine) CreateView(ctx context.Context, db, name, viewOn string, pipeli
 	}
 	e.views[nsKey(db, name)] = v
 	e.mu.Unlock()
-	doc, err := viewDocument(db, v)
+	doc, err := viewdef.Document(db, v)
 	if err == nil {
 		var res InsertResult
 		res, err = e.Insert(db, ViewsCollection, []bson.Raw{doc}, true, WriteOptions{BypassDocumentValidation: true})
@@ -158,12 +158,12 @@ func (e *Engine) ModifyView(ctx context.Context, db, name, viewOn string, pipeli
 		v.ViewOn = viewOn
 	}
 	if pipeline != nil {
-		v.Pipeline = clonePipeline(pipeline)
+		v.Pipeline = viewdef.ClonePipeline(pipeline)
 	}
 	if err := e.checkViewLocked(db, v); err != nil {
 		return err
 	}
-	doc, err := viewDocument(db, v)
+	doc, err := viewdef.Document(db, v)
 	if err != nil {
 		return err
 	}
@@ -236,7 +236,7 @@ func (e *Engine) loadViews() error {
 			return fmt.Errorf("engine: read %s: %w", st.ns(), err)
 		}
 		for _, doc := range docs {
-			v, err := parseViewDocument(st.meta.DB, doc)
+			v, err := viewdef.Parse(st.meta.DB, doc)
 			if err != nil {
 				e.log.Warn("view definition is invalid and left out", zap.String("namespace", st.ns()), zap.Error(err))
 				continue
@@ -247,55 +247,54 @@ func (e *Engine) loadViews() error {
 	return nil
 }
 
-func viewDocument(db string, v *View) (bson.Raw, error) {
-	stages := make(bson.A, len(v.Pipeline))
-	for i, s := range v.Pipeline {
-		stages[i] = s
+// checkViewLocked checks the definition v of a view of db before it is
+// stored, as MongoDB does: the name it reads, its pipeline, and that the
+// graph of views stays acyclic and at most viewdef.MaxDepth deep. e.viewMu
+// must be held, so that the graph checked is the one the definition
+// joins.
+func (e *Engine) checkViewLocked(db string, v *View) error {
+	if v.ViewOn == "" {
+		return mongoerr.New(mongoerr.BadValue, "'viewOn' cannot be empty")
 	}
-	doc, err := bson.Marshal(bson.D{{Key: "_id", Value: nsKey(db, v.Name)}, {Key: "viewOn", Value: v.ViewOn}, {Key: "pipeline", Value: stages}})
-	if err != nil {
-		return nil, fmt.Errorf("engine: encode view %s.%s: %w", db, v.Name, err)
+	if err := namespace.Validate(db, v.ViewOn); err != nil {
+		return err
 	}
-	return doc, nil
-}
-
-func parseViewDocument(db string, doc bson.Raw) (*View, error) {
-	id, ok := doc.Lookup("_id").StringValueOK()
-	name, found := strings.CutPrefix(id, db+".")
-	if !ok || !found || name == "" {
-		return nil, fmt.Errorf("view _id %s is not a name in %s", doc.Lookup("_id"), db)
-	}
-	viewOn, ok := doc.Lookup("viewOn").StringValueOK()
-	if !ok || viewOn == "" {
-		return nil, fmt.Errorf("view %s: viewOn is not a name", id)
-	}
-	arr, ok := doc.Lookup("pipeline").ArrayOK()
-	if !ok {
-		return nil, fmt.Errorf("view %s: pipeline is not an array", id)
-	}
-	vals, err := arr.Values()
-	if err != nil {
-		return nil, fmt.Errorf("view %s: %w", id, err)
-	}
-	v := &View{Name: name, ViewOn: viewOn, Pipeline: []bson.Raw{}}
-	for _, s := range vals {
-		d, ok := s.DocumentOK()
-		if !ok {
-			return nil, fmt.Errorf("view %s: a stage is a %s", id, s.Type)
+	if err := e.checkViewPipeline(v.Pipeline); err != nil {
+		if me, ok := mongoerr.As(err); ok {
+			return mongoerr.New(me.Code, "Invalid pipeline for view %s.%s :: caused by :: %s", db, v.Name, me.Msg)
 		}
-		v.Pipeline = append(v.Pipeline, bson.Raw(slices.Clone(d)))
+		return err
 	}
-	return v, nil
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return viewdef.CheckGraph(db, e.views, v)
 }
 
-func clonePipeline(p []bson.Raw) []bson.Raw {
-	out := make([]bson.Raw, len(p))
-	for i, s := range p {
-		out[i] = bson.Raw(slices.Clone(s))
+// checkViewPipeline refuses what a view may not hold, then compiles the
+// pipeline by running it over no documents.
+func (e *Engine) checkViewPipeline(stages []bson.Raw) error {
+	for i, st := range stages {
+		name, arg, err := pipeline.StageOf(st)
+		if err != nil {
+			return err
+		}
+		switch name {
+		case "$out", "$merge":
+			return mongoerr.New(mongoerr.OptionNotSupportedOnView, "The aggregation stage %s in location %d of the pipeline cannot be used in the view definition because it writes to disk", name, i)
+		case "$changeStream":
+			return mongoerr.New(mongoerr.OptionNotSupportedOnView, "$changeStream cannot be used in a view definition")
+		case "$documents":
+			return mongoerr.New(mongoerr.InvalidNamespace, "'%s' cannot be used in a view definition", name)
+		case "$match":
+			if _, ok := arg.DocumentOK(); !ok {
+				return mongoerr.New(15959, "the match filter must be an expression in an object")
+			}
+		case "$sort":
+			if _, ok := arg.DocumentOK(); !ok {
+				return mongoerr.New(15973, "the $sort key specification must be an object")
+			}
+		}
 	}
-	return out
-}
-
-func samePipeline(a, b []bson.Raw) bool {
-	return slices.EqualFunc(a, b, func(x, y bson.Raw) bool { return string(x) == string(y) })
+	_, err := e.ApplyStages(context.Background(), nil, stages)
+	return err
 }

@@ -7,8 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lethedb/lethe/clock"
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/lethedb/lethe/clock"
 )
 
 func stages(t testing.TB, ds ...bson.D) []bson.Raw {
@@ -225,25 +226,6 @@ func TestDroppingSystemViewsDropsViews(t *testing.T) {
 	if err := e.CreateView(ctx, "db", "v0", "c", nil); err != nil {
 		t.Fatalf("create a view after system.views was dropped: %v", err)
 	}
-}
-
-// A view's pipeline reads other namespaces through $lookup, $graphLookup,
-// $unionWith and the pipelines inside them and $facet: they are edges of
-// the graph whose cycles are refused.
-func TestViewInvolvedNamespaces(t *testing.T) {
-	p := stages(t,
-		bson.D{{Key: "$lookup", Value: bson.D{{Key: "from", Value: "a"}, {Key: "pipeline", Value: bson.A{bson.D{{Key: "$unionWith", Value: "b"}}}}}}},
-		bson.D{{Key: "$facet", Value: bson.D{{Key: "x", Value: bson.A{bson.D{{Key: "$graphLookup", Value: bson.D{{Key: "from", Value: "c"}}}}}}}}},
-		bson.D{{Key: "$unionWith", Value: bson.D{{Key: "coll", Value: "d"}, {Key: "pipeline", Value: bson.A{bson.D{{Key: "$lookup", Value: bson.D{{Key: "from", Value: "e"}}}}}}}}},
-		bson.D{{Key: "$match", Value: bson.D{{Key: "from", Value: "f"}}}},
-	)
-	if got := fmt.Sprint(involvedNamespaces(p)); got != "[a b c d e]" {
-		t.Fatalf("involved namespaces %s, want [a b c d e]", got)
-	}
-	g := viewGraph{db: "db", views: map[string]*View{"db.a": {Name: "a", ViewOn: "x", Pipeline: stages(t, bson.D{{Key: "$unionWith", Value: "b"}})}}, changed: &View{Name: "b", ViewOn: "c"}}
-	wantCode(t, "no cycle", g.check(), 0)
-	g.changed.Pipeline = stages(t, bson.D{{Key: "$lookup", Value: bson.D{{Key: "from", Value: "a"}}}})
-	wantCode(t, "b looks up a, which reads b", g.check(), 5)
 }
 
 // A name is a view or a collection, never both, however creations race:

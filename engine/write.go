@@ -9,8 +9,11 @@ import (
 	"github.com/lethedb/lethe/engine/kv"
 	"github.com/lethedb/lethe/internal/invariants"
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.uber.org/zap"
 
 	"github.com/lethedb/lethe/engine/query"
+	"github.com/lethedb/lethe/engine/record"
+	"github.com/lethedb/lethe/engine/validation"
 	"github.com/lethedb/lethe/mongoerr"
 	"github.com/lethedb/lethe/oplog"
 	"github.com/lethedb/lethe/ttlindex"
@@ -43,7 +46,7 @@ type writer struct {
 	// noSync commits without waiting for the WAL sync, for writes that are
 	// not acknowledged to a client.
 	noSync bool
-	// bypassValidation skips the collection's validator (validator.go).
+	// bypassValidation skips the collection's validator (checkValidation).
 	bypassValidation bool
 	// now is the time of the command, $$NOW in the validator; zero means
 	// the clock at the first checked write.
@@ -208,7 +211,7 @@ func (w *writer) close() {
 // storedDoc is a document as stored: primary key, header and BSON.
 type storedDoc struct {
 	pk  []byte
-	h   header
+	h   record.Header
 	doc bson.Raw
 }
 
@@ -229,11 +232,11 @@ func (w *writer) entriesOf(d *storedDoc) (docEntries, error) {
 		}
 	}()
 	for i, ix := range w.st.indexes {
-		keys, multi, err := ix.keys(d.doc)
+		keys, multi, err := ix.Keys(d.doc)
 		if err != nil {
 			return ent, err
 		}
-		if multi && !ix.meta.Multikey {
+		if multi && !ix.Meta.Multikey {
 			if err := w.e.markMultikey(w.c, ix); err != nil {
 				return ent, err
 			}
@@ -253,10 +256,10 @@ const expiryKeyLen = 1 + 8 + 1 + 8
 // for ttl -1, which never expires.
 func expiryKey(collID uint64, d *storedDoc) []byte {
 	switch {
-	case d.h.ttl == ttlindex.NoTTL:
-		return ttlindex.AppendTSKey(make([]byte, 0, expiryKeyLen+len(d.pk)), collID, d.h.ts, d.pk)
-	case d.h.ttl > 0:
-		return ttlindex.AppendOwnKey(make([]byte, 0, expiryKeyLen+len(d.pk)), collID, d.h.ts+int64(d.h.ttl)*1000, d.pk)
+	case d.h.TTL == ttlindex.NoTTL:
+		return ttlindex.AppendTSKey(make([]byte, 0, expiryKeyLen+len(d.pk)), collID, d.h.TS, d.pk)
+	case d.h.TTL > 0:
+		return ttlindex.AppendOwnKey(make([]byte, 0, expiryKeyLen+len(d.pk)), collID, d.h.TS+int64(d.h.TTL)*1000, d.pk)
 	}
 	return nil
 }
@@ -265,9 +268,9 @@ func expiryKey(collID uint64, d *storedDoc) []byte {
 // what a writer locks to check them.
 func (w *writer) uniqueKeys(ent docEntries, dst [][]byte) [][]byte {
 	for i, ix := range w.st.indexes {
-		if ix.meta.Unique {
+		if ix.Meta.Unique {
 			for _, k := range ent.index[i] {
-				dst = append(dst, ix.entryKey(nil, k, nil))
+				dst = append(dst, ix.EntryKey(nil, k, nil))
 			}
 		}
 	}
@@ -285,9 +288,9 @@ func (w *writer) put(d *storedDoc, ent docEntries, old *storedDoc, oldEnt *docEn
 			return err
 		}
 	}
-	val := appendHeader(make([]byte, 0, headerLen+len(d.doc)), d.h)
+	val := record.AppendHeader(make([]byte, 0, record.HeaderLen+len(d.doc)), d.h)
 	val = append(val, d.doc...)
-	dk := docKey(nil, w.st.meta.ID, d.pk)
+	dk := record.DocKey(nil, w.st.meta.ID, d.pk)
 	// Every write of a document holds its lock: the uniqueness checks and
 	// the read-modify-write of updates depend on it.
 	invariants.Check(!invariants.Enabled || w.holds(dk), "a write of %x without its lock", dk)
@@ -300,7 +303,7 @@ func (w *writer) put(d *storedDoc, ent docEntries, old *storedDoc, oldEnt *docEn
 			if oldEnt != nil && containsKey(oldEnt.index[i], k) {
 				continue
 			}
-			if err := b.Set(ix.entryKey(nil, k, d.pk), d.pk); err != nil {
+			if err := b.Set(ix.EntryKey(nil, k, d.pk), d.pk); err != nil {
 				return err
 			}
 		}
@@ -310,7 +313,7 @@ func (w *writer) put(d *storedDoc, ent docEntries, old *storedDoc, oldEnt *docEn
 			return err
 		}
 	}
-	if at, ok := ttlindex.ExpireAt(w.st.ttl, d.h.ts, d.h.ttl); ok && (w.wake == 0 || at < w.wake) {
+	if at, ok := ttlindex.ExpireAt(w.st.ttl, d.h.TS, d.h.TTL); ok && (w.wake == 0 || at < w.wake) {
 		w.wake = at
 	}
 	return nil
@@ -328,7 +331,7 @@ func (w *writer) deleteEntries(old *storedDoc, oldEnt *docEntries, keep *docEntr
 			if keep != nil && containsKey(keep.index[i], k) {
 				continue
 			}
-			if err := b.Delete(ix.entryKey(nil, k, old.pk)); err != nil {
+			if err := b.Delete(ix.EntryKey(nil, k, old.pk)); err != nil {
 				return err
 			}
 		}
@@ -358,7 +361,7 @@ func (w *writer) delete(d *storedDoc) error {
 		return err
 	}
 	w.logDelete(d)
-	dk := docKey(nil, w.st.meta.ID, d.pk)
+	dk := record.DocKey(nil, w.st.meta.ID, d.pk)
 	invariants.Check(!invariants.Enabled || w.holds(dk), "a delete of %x without its lock", dk)
 	return b.Delete(dk)
 }
@@ -394,4 +397,52 @@ func containsKey(keys [][]byte, k []byte) bool {
 		}
 	}
 	return false
+}
+
+// WriteOptions are per-command options of the write paths.
+type WriteOptions struct {
+	// BypassDocumentValidation skips the collection's validator.
+	BypassDocumentValidation bool
+	// Txn, when set, makes the insert a retryable write whose documents
+	// are the statements StmtIDs (their ids, in order).
+	Txn     *Txn
+	StmtIDs []int32
+}
+
+// checkValidation applies the collection's validator to a document about
+// to be written. old is the document it replaces, nil for an insert.
+func (w *writer) checkValidation(doc bson.Raw, old bson.Raw) error {
+	v := w.st.validator
+	if v == nil || w.bypassValidation || v.Level == validation.LevelOff {
+		return nil
+	}
+	if w.validator == nil {
+		if w.now.IsZero() {
+			w.now = w.e.clock.Now()
+		}
+		w.validator = v.FilterAt(w.now)
+	}
+	if w.validator.Match(doc) {
+		return nil
+	}
+	// Under moderate, documents that already failed may stay failing.
+	if old != nil && v.Level == validation.LevelModerate && !w.validator.Match(old) {
+		return nil
+	}
+	if v.Action == validation.ActionWarn {
+		w.e.log.Warn("Document would fail validation", zap.String("namespace", w.st.ns()),
+			zap.Stringer("document", idOfRaw(doc)))
+		return nil
+	}
+	err := mongoerr.New(mongoerr.DocumentValidationFailure, "Document failed validation")
+	err.Extra = bson.D{{Key: "errInfo", Value: bson.D{
+		{Key: "failingDocumentId", Value: idOfRaw(doc)},
+		{Key: "details", Value: validation.Details(v.Raw, doc)},
+	}}}
+	return err
+}
+
+func idOfRaw(doc bson.Raw) bson.RawValue {
+	id := record.IDOf(doc)
+	return bson.RawValue{Type: bson.Type(id.Type), Value: id.Data}
 }

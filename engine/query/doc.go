@@ -14,4 +14,8 @@
 // expression that fails on a document, as adding a string does, fails the
 // command in MongoDB: MatchErr and MatchPositional return that error, while
 // Match, for uses that have no command to fail, treats it as no match.
+//
+// The paths of the language are walked as the matcher walks them
+// (WalkPath); the distinct command walks them its own way, by which
+// DistinctValues collects what it reports.
 package query

@@ -1,4 +1,4 @@
-package engine
+package validation
 
 import (
 	"bytes"
@@ -8,66 +8,50 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
-	"go.uber.org/zap"
 
+	"github.com/lethedb/lethe/bsonvalue"
 	"github.com/lethedb/lethe/engine/query"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
-// Schema validation: a collection's validator is a query filter that every
-// document written must match. validationLevel says which writes are
-// checked (strict: all; moderate: inserts, and updates of documents that
-// matched before; off: none), validationAction what a failure does (error:
-// refuse the write with DocumentValidationFailure; warn: log and write).
-
 // Validation levels and actions as the create and collMod commands spell them.
 const (
-	ValidationStrict   = "strict"
-	ValidationModerate = "moderate"
-	ValidationOff      = "off"
-	ValidationError    = "error"
-	ValidationWarn     = "warn"
+	LevelStrict   = "strict"
+	LevelModerate = "moderate"
+	LevelOff      = "off"
+	ActionError   = "error"
+	ActionWarn    = "warn"
 )
 
-// docValidator is a collection's compiled validation settings.
-type docValidator struct {
-	raw    bson.Raw // the validator as given
-	filter *query.Filter
-	// usesNow says the validator may read $$NOW, which is the time of each
-	// write: filter then holds the time of compilation, and each write
-	// compiles the validator again (filterAt).
-	usesNow bool
-	level   string
-	action  string
+// Validator is a collection's compiled validation settings.
+type Validator struct {
+	Raw    bson.Raw // the validator as given
+	Filter *query.Filter
+	// UsesNow says the validator may read $$NOW, which is the time of each
+	// write: Filter then holds the time of compilation, and each write
+	// compiles the validator again (FilterAt).
+	UsesNow bool
+	Level   string // LevelStrict, LevelModerate or LevelOff
+	Action  string // ActionError or ActionWarn
 }
 
-// filterAt is the validator's filter for a command started at now.
-func (v *docValidator) filterAt(now time.Time) *query.Filter {
-	if !v.usesNow {
-		return v.filter
+// FilterAt is the validator's filter for a command started at now.
+func (v *Validator) FilterAt(now time.Time) *query.Filter {
+	if !v.UsesNow {
+		return v.Filter
 	}
-	f, err := query.CompileWith(v.raw, query.Options{Now: now})
+	f, err := query.CompileWith(v.Raw, query.Options{Now: now})
 	if err != nil {
-		// v.raw compiled before; only $$NOW differs.
-		return v.filter
+		// v.Raw compiled before; only $$NOW differs.
+		return v.Filter
 	}
 	return f
 }
 
-// WriteOptions are per-command options of the write paths.
-type WriteOptions struct {
-	// BypassDocumentValidation skips the collection's validator.
-	BypassDocumentValidation bool
-	// Txn, when set, makes the insert a retryable write whose documents
-	// are the statements StmtIDs (their ids, in order).
-	Txn     *Txn
-	StmtIDs []int32
-}
-
-// compileValidator reads the validation settings from a collection's
-// options; nil if there is no validator or it is empty.
-func compileValidator(options bson.Raw) (*docValidator, error) {
-	v := &docValidator{level: ValidationStrict, action: ValidationError}
+// Compile reads the validation settings from a collection's options
+// (create, collMod); nil if there is no validator or it is empty.
+func Compile(options bson.Raw) (*Validator, error) {
+	v := &Validator{Level: LevelStrict, Action: ActionError}
 	if len(options) == 0 {
 		return nil, nil
 	}
@@ -80,36 +64,36 @@ func compileValidator(options bson.Raw) (*docValidator, error) {
 		case "validator":
 			doc, ok := el.Value().DocumentOK()
 			if !ok {
-				return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field 'validator' is the wrong type '%s', expected type 'object'", typeName(el.Value().Type))
+				return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field 'validator' is the wrong type '%s', expected type 'object'", bsonvalue.TypeName(bsoncore.Type(el.Value().Type)))
 			}
-			v.raw = doc
+			v.Raw = doc
 		case "validationLevel":
-			if v.level, err = enumOption("validationLevel", el.Value(), ValidationStrict, ValidationModerate, ValidationOff); err != nil {
+			if v.Level, err = enumOption("validationLevel", el.Value(), LevelStrict, LevelModerate, LevelOff); err != nil {
 				return nil, err
 			}
 		case "validationAction":
-			if v.action, err = enumOption("validationAction", el.Value(), ValidationError, ValidationWarn); err != nil {
+			if v.Action, err = enumOption("validationAction", el.Value(), ActionError, ActionWarn); err != nil {
 				return nil, err
 			}
 		}
 	}
-	if len(v.raw) <= 5 {
+	if len(v.Raw) <= 5 {
 		return nil, nil
 	}
-	if err := checkValidatorOperators(v.raw); err != nil {
+	if err := checkOperators(v.Raw); err != nil {
 		return nil, err
 	}
-	if v.filter, err = query.Compile(v.raw); err != nil {
+	if v.Filter, err = query.Compile(v.Raw); err != nil {
 		return nil, err
 	}
-	v.usesNow = bytes.Contains(v.raw, []byte("$$NOW"))
+	v.UsesNow = bytes.Contains(v.Raw, []byte("$$NOW"))
 	return v, nil
 }
 
 func enumOption(field string, v bson.RawValue, allowed ...string) (string, error) {
 	s, ok := v.StringValueOK()
 	if !ok {
-		return "", mongoerr.New(mongoerr.TypeMismatch, "BSON field '%s' is the wrong type '%s', expected type 'string'", field, typeName(v.Type))
+		return "", mongoerr.New(mongoerr.TypeMismatch, "BSON field '%s' is the wrong type '%s', expected type 'string'", field, bsonvalue.TypeName(bsoncore.Type(v.Type)))
 	}
 	for _, a := range allowed {
 		if s == a {
@@ -119,9 +103,9 @@ func enumOption(field string, v bson.RawValue, allowed ...string) (string, error
 	return "", mongoerr.New(mongoerr.BadValue, "Enumeration value '%s' for field '%s' is not a valid value.", s, field)
 }
 
-// checkValidatorOperators refuses the query operators MongoDB does not
+// checkOperators refuses the query operators MongoDB does not
 // allow in a validator, which need a query context a write does not have.
-func checkValidatorOperators(doc bson.Raw) error {
+func checkOperators(doc bson.Raw) error {
 	elems, err := doc.Elements()
 	if err != nil {
 		return mongoerr.New(mongoerr.InvalidBSON, "invalid validator: %v", err)
@@ -135,11 +119,11 @@ func checkValidatorOperators(doc bson.Raw) error {
 		}
 		switch v := el.Value(); v.Type {
 		case bson.TypeEmbeddedDocument:
-			if err := checkValidatorOperators(v.Document()); err != nil {
+			if err := checkOperators(v.Document()); err != nil {
 				return err
 			}
 		case bson.TypeArray:
-			if err := checkValidatorOperators(bson.Raw(v.Array())); err != nil {
+			if err := checkOperators(bson.Raw(v.Array())); err != nil {
 				return err
 			}
 		}
@@ -147,102 +131,11 @@ func checkValidatorOperators(doc bson.Raw) error {
 	return nil
 }
 
-// CollectionValidation is what a collMod changes of a collection's
-// validation; nil fields stay as they are.
-type CollectionValidation struct {
-	Validator bson.Raw
-	Level     *string
-	Action    *string
-}
-
-// SetValidation changes db.coll's validator, validationLevel or
-// validationAction (collMod). Later writes are checked under the new
-// settings; documents already stored are not.
-func (e *Engine) SetValidation(db, coll string, ch CollectionValidation) error {
-	entry := bson.D{{Key: "collMod", Value: coll}}
-	if ch.Validator != nil {
-		entry = append(entry, bson.E{Key: "validator", Value: ch.Validator})
-	}
-	if ch.Level != nil {
-		entry = append(entry, bson.E{Key: "validationLevel", Value: *ch.Level})
-	}
-	if ch.Action != nil {
-		entry = append(entry, bson.E{Key: "validationAction", Value: *ch.Action})
-	}
-	return e.modifyOptions(db, coll, func(opts bson.D) (bson.D, error) {
-		set := func(key string, v any) {
-			for i := range opts {
-				if opts[i].Key == key {
-					opts[i].Value = v
-					return
-				}
-			}
-			opts = append(opts, bson.E{Key: key, Value: v})
-		}
-		if ch.Validator != nil {
-			set("validator", ch.Validator)
-		}
-		if ch.Level != nil {
-			set("validationLevel", *ch.Level)
-		}
-		if ch.Action != nil {
-			set("validationAction", *ch.Action)
-		}
-		// Compiling here reports a bad validator before anything changes.
-		raw, err := bson.Marshal(opts)
-		if err != nil {
-			return nil, fmt.Errorf("engine: collection options: %w", err)
-		}
-		if _, err := compileValidator(raw); err != nil {
-			return nil, err
-		}
-		return opts, nil
-	}, entry)
-}
-
-// checkValidation applies the collection's validator to a document about
-// to be written. old is the document it replaces, nil for an insert.
-func (w *writer) checkValidation(doc bson.Raw, old bson.Raw) error {
-	v := w.st.validator
-	if v == nil || w.bypassValidation || v.level == ValidationOff {
-		return nil
-	}
-	if w.validator == nil {
-		if w.now.IsZero() {
-			w.now = w.e.clock.Now()
-		}
-		w.validator = v.filterAt(w.now)
-	}
-	if w.validator.Match(doc) {
-		return nil
-	}
-	// Under moderate, documents that already failed may stay failing.
-	if old != nil && v.level == ValidationModerate && !w.validator.Match(old) {
-		return nil
-	}
-	if v.action == ValidationWarn {
-		w.e.log.Warn("Document would fail validation", zap.String("namespace", w.st.ns()),
-			zap.Stringer("document", idOfRaw(doc)))
-		return nil
-	}
-	err := mongoerr.New(mongoerr.DocumentValidationFailure, "Document failed validation")
-	err.Extra = bson.D{{Key: "errInfo", Value: bson.D{
-		{Key: "failingDocumentId", Value: idOfRaw(doc)},
-		{Key: "details", Value: validationDetails(v.raw, doc)},
-	}}}
-	return err
-}
-
-func idOfRaw(doc bson.Raw) bson.RawValue {
-	id := idOf(doc)
-	return bson.RawValue{Type: bson.Type(id.Type), Value: id.Data}
-}
-
-// validationDetails explains a failure in the shape of MongoDB's errInfo
+// Details explains a failure in the shape of MongoDB's errInfo
 // details: the failing operator, and for several clauses or a $jsonSchema
 // the parts that were not satisfied. It is a best effort: each clause is
 // tested on its own.
-func validationDetails(validator, doc bson.Raw) bson.D {
+func Details(validator, doc bson.Raw) bson.D {
 	elems, _ := validator.Elements()
 	if len(elems) == 1 {
 		return clauseDetails(elems[0], doc)

@@ -1,7 +1,6 @@
-package engine
+package viewdef
 
 import (
-	"context"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -10,57 +9,13 @@ import (
 	"github.com/lethedb/lethe/mongoerr"
 )
 
-// checkViewLocked checks the definition v of a view of db before it is
-// stored, as MongoDB does: the name it reads, its pipeline, and that the
-// graph of views stays acyclic and at most MaxViewDepth deep. e.viewMu
-// must be held, so that the graph checked is the one the definition
-// joins.
-func (e *Engine) checkViewLocked(db string, v *View) error {
-	if v.ViewOn == "" {
-		return mongoerr.New(mongoerr.BadValue, "'viewOn' cannot be empty")
-	}
-	if err := ValidateNamespace(db, v.ViewOn); err != nil {
-		return err
-	}
-	if err := e.checkViewPipeline(v.Pipeline); err != nil {
-		if me, ok := mongoerr.As(err); ok {
-			return mongoerr.New(me.Code, "Invalid pipeline for view %s.%s :: caused by :: %s", db, v.Name, me.Msg)
-		}
-		return err
-	}
-	e.mu.RLock()
-	defer e.mu.RUnlock()
-	g := viewGraph{db: db, views: e.views, changed: v}
+// CheckGraph checks that db's views, with the definition changed added or
+// replacing the one of its name, stay acyclic and at most MaxDepth deep,
+// as MongoDB's ViewGraph does. views are all the views by "db.name", read
+// only.
+func CheckGraph(db string, views map[string]*View, changed *View) error {
+	g := viewGraph{db: db, views: views, changed: changed}
 	return g.check()
-}
-
-// checkViewPipeline refuses what a view may not hold, then compiles the
-// pipeline by running it over no documents.
-func (e *Engine) checkViewPipeline(stages []bson.Raw) error {
-	for i, st := range stages {
-		name, arg, err := pipeline.StageOf(st)
-		if err != nil {
-			return err
-		}
-		switch name {
-		case "$out", "$merge":
-			return mongoerr.New(mongoerr.OptionNotSupportedOnView, "The aggregation stage %s in location %d of the pipeline cannot be used in the view definition because it writes to disk", name, i)
-		case "$changeStream":
-			return mongoerr.New(mongoerr.OptionNotSupportedOnView, "$changeStream cannot be used in a view definition")
-		case "$documents":
-			return mongoerr.New(mongoerr.InvalidNamespace, "'%s' cannot be used in a view definition", name)
-		case "$match":
-			if _, ok := arg.DocumentOK(); !ok {
-				return mongoerr.New(15959, "the match filter must be an expression in an object")
-			}
-		case "$sort":
-			if _, ok := arg.DocumentOK(); !ok {
-				return mongoerr.New(15973, "the $sort key specification must be an object")
-			}
-		}
-	}
-	_, err := e.ApplyStages(context.Background(), nil, stages)
-	return err
 }
 
 // viewGraph is the graph of db's views with one definition changed: each
@@ -75,7 +30,7 @@ func (g *viewGraph) view(name string) *View {
 	if name == g.changed.Name {
 		return g.changed
 	}
-	return g.views[nsKey(g.db, name)]
+	return g.views[ns(g.db, name)]
 }
 
 // refs lists the namespaces view v reads.
@@ -97,14 +52,14 @@ func (g *viewGraph) check() error {
 	}
 	// Both heights count the changed view; below also counts the
 	// collection at the bottom.
-	if above+below-2 > MaxViewDepth {
+	if above+below-2 > MaxDepth {
 		return errViewDepth()
 	}
 	return nil
 }
 
 func errViewDepth() error {
-	return mongoerr.New(mongoerr.ViewDepthLimitExceeded, "View depth limit exceeded; maximum depth is %d", MaxViewDepth)
+	return mongoerr.New(mongoerr.ViewDepthLimitExceeded, "View depth limit exceeded; maximum depth is %d", MaxDepth)
 }
 
 // heightBelow is the number of namespaces on the longest path from name
@@ -114,7 +69,7 @@ func (g *viewGraph) heightBelow(name string, path []string) (int, error) {
 	if v == nil {
 		return 1, nil
 	}
-	if len(path) > MaxViewDepth+1 {
+	if len(path) > MaxDepth+1 {
 		return 0, errViewDepth()
 	}
 	most := 0
@@ -122,7 +77,7 @@ func (g *viewGraph) heightBelow(name string, path []string) (int, error) {
 		if ref == g.changed.Name {
 			cycle := make([]string, 0, len(path)+1)
 			for _, p := range append(path, ref) {
-				cycle = append(cycle, nsKey(g.db, p))
+				cycle = append(cycle, ns(g.db, p))
 			}
 			return 0, mongoerr.New(mongoerr.GraphContainsCycle, "View cycle detected: %s", strings.Join(cycle, " => "))
 		}
@@ -138,7 +93,7 @@ func (g *viewGraph) heightBelow(name string, path []string) (int, error) {
 // heightAbove is the number of views on the longest path up from name
 // through the views that read it, name included.
 func (g *viewGraph) heightAbove(name string, depth int) (int, error) {
-	if depth > MaxViewDepth {
+	if depth > MaxDepth {
 		return 0, errViewDepth()
 	}
 	most := 0

@@ -1,4 +1,4 @@
-package engine
+package record
 
 import (
 	"strings"
@@ -9,10 +9,10 @@ import (
 	"github.com/lethedb/lethe/mongoerr"
 )
 
-// ambiguousFieldName is MongoDB's code for a document an index on a
+// AmbiguousFieldName is MongoDB's code for a document an index on a
 // positional path cannot hold: the number names both an array element and a
 // field of a document in that array.
-const ambiguousFieldName mongoerr.Code = 16746
+const AmbiguousFieldName mongoerr.Code = 16746
 
 // keyGen generates the keys of an index for a document the way MongoDB's
 // btree key generator does. Each field follows its path through documents
@@ -27,7 +27,7 @@ const ambiguousFieldName mongoerr.Code = 16746
 // path is one key, whole; an element document with a field of that name
 // makes the document impossible to index. A missing value is null.
 type keyGen struct {
-	ix    *index
+	ix    *Index
 	keys  [][]byte
 	multi bool // an array was expanded
 	// tuples, when not nil, collects each key's values too (returnKey).
@@ -52,25 +52,25 @@ type selection struct {
 	array   bool           // the selected element is an array
 }
 
-// generate returns the keys of doc, encoded and deduplicated, and whether an
+// Generate returns the keys of doc, encoded and deduplicated, and whether an
 // array was expanded.
-func (ix *index) generate(doc bsoncore.Document) ([][]byte, bool, error) {
+func (ix *Index) Generate(doc bsoncore.Document) ([][]byte, bool, error) {
 	return ix.generateWith(doc, nil)
 }
 
-// keyTuples returns the value tuples of doc's keys, one for each key
-// generate makes, repeats included.
-func (ix *index) keyTuples(doc bsoncore.Document) ([][]bsoncore.Value, error) {
+// KeyTuples returns the value tuples of doc's keys, one for each key
+// Generate makes, repeats included.
+func (ix *Index) KeyTuples(doc bsoncore.Document) ([][]bsoncore.Value, error) {
 	var tuples [][]bsoncore.Value
 	_, _, err := ix.generateWith(doc, &tuples)
 	return tuples, err
 }
 
-func (ix *index) generateWith(doc bsoncore.Document, tuples *[][]bsoncore.Value) ([][]byte, bool, error) {
+func (ix *Index) generateWith(doc bsoncore.Document, tuples *[][]bsoncore.Value) ([][]byte, bool, error) {
 	g := keyGen{ix: ix, tuples: tuples}
-	fields := make([]keyField, len(ix.fields))
-	for i, f := range ix.fields {
-		fields[i].rest = strings.Split(f.path, ".")
+	fields := make([]keyField, len(ix.Fields))
+	for i, f := range ix.Fields {
+		fields[i].rest = strings.Split(f.Path, ".")
 	}
 	if err := g.expand(doc, fields, make([]bsoncore.Value, len(fields)), 0); err != nil {
 		return nil, false, err
@@ -99,7 +99,7 @@ func (g *keyGen) expand(obj bsoncore.Document, fields []keyField, fixed []bsonco
 		var name string
 		if f.sel != nil {
 			if _, err := obj.LookupErr(f.rest[0]); err == nil {
-				return mongoerr.New(ambiguousFieldName, "Ambiguous field name found in array (do not use numeric field names in embedded elements in an array), field: '%s' for array: %s", f.rest[0], bsoncore.Document(f.sel.in.Data))
+				return mongoerr.New(AmbiguousFieldName, "Ambiguous field name found in array (do not use numeric field names in embedded elements in an array), field: '%s' for array: %s", f.rest[0], bsoncore.Document(f.sel.in.Data))
 			}
 			v, name, f.rest = f.sel.reached, f.sel.name, f.sel.after
 			if f.sel.array {
@@ -179,12 +179,12 @@ func (g *keyGen) expand(obj bsoncore.Document, fields []keyField, fixed []bsonco
 // emit adds the key made of the fixed values, unless the index is sparse and
 // none of its fields was found.
 func (g *keyGen) emit(fixed []bsoncore.Value, notFound int) {
-	if g.ix.meta.Sparse && notFound == len(fixed) {
+	if g.ix.Meta.Sparse && notFound == len(fixed) {
 		return
 	}
 	var key []byte
 	for i, v := range fixed {
-		if g.ix.fields[i].desc {
+		if g.ix.Fields[i].Desc {
 			key = keycodec.AppendDesc(key, v)
 		} else {
 			key = keycodec.Append(key, v)

@@ -1,4 +1,4 @@
-package engine
+package pipeline
 
 import (
 	"context"
@@ -7,23 +7,13 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
-	"github.com/lethedb/lethe/engine/pipeline"
 	"github.com/lethedb/lethe/engine/spill"
 )
 
-// Results is the output of an aggregation that a cursor reads from disk:
-// that of a final $sort that spilled. It holds temporary files until
-// closed, and, in memory, about as much as a find's spilled sort does.
-type Results interface {
-	NextBatch(ctx context.Context, n int, maxBytes int) ([]bson.Raw, error)
-	Exhausted() bool
-	HeldBytes() int64
-	Close() error
-}
-
-// sortedResults reads the runs of a pipeline's final $sort, which the
-// pipeline left on disk (pipeline.RunSorted), in batches.
-type sortedResults struct {
+// SortedResults reads the runs of a pipeline's final $sort, which the
+// pipeline left on disk (RunSorted), in batches: the rest of an
+// aggregation's output that a cursor reads from disk.
+type SortedResults struct {
 	sorter  *spill.Sorter
 	it      *spill.Iter
 	scratch *spill.Scratch // the request's, which holds the runs
@@ -31,7 +21,16 @@ type sortedResults struct {
 	done    bool
 }
 
-func (r *sortedResults) NextBatch(ctx context.Context, n int, maxBytes int) ([]bson.Raw, error) {
+// NewSortedResults reads sorter's runs; it closes scratch, the request's
+// scratch space that holds them, when done.
+func NewSortedResults(sorter *spill.Sorter, scratch *spill.Scratch) *SortedResults {
+	return &SortedResults{sorter: sorter, scratch: scratch}
+}
+
+// NextBatch returns the next documents: at most n (no limit when n <= 0)
+// and maxBytes together, except that the first may pass maxBytes alone;
+// none once exhausted.
+func (r *SortedResults) NextBatch(ctx context.Context, n int, maxBytes int) ([]bson.Raw, error) {
 	if r.done {
 		return nil, nil
 	}
@@ -57,7 +56,7 @@ func (r *sortedResults) NextBatch(ctx context.Context, n int, maxBytes int) ([]b
 				return nil, err
 			}
 			d = bson.Raw(rec)
-			if err := pipeline.CheckSize(d); err != nil {
+			if err := CheckSize(d); err != nil {
 				return nil, err
 			}
 		}
@@ -73,14 +72,15 @@ func (r *sortedResults) NextBatch(ctx context.Context, n int, maxBytes int) ([]b
 	return out, nil
 }
 
-func (r *sortedResults) Exhausted() bool { return r.done }
+// Exhausted reports whether every document was returned.
+func (r *SortedResults) Exhausted() bool { return r.done }
 
 // HeldBytes is the document held back for the next batch; the records
 // the merge holds are counted as a find's spilled sort counts them, not.
-func (r *sortedResults) HeldBytes() int64 { return int64(len(r.pending)) }
+func (r *SortedResults) HeldBytes() int64 { return int64(len(r.pending)) }
 
 // Close removes the runs.
-func (r *sortedResults) Close() error {
+func (r *SortedResults) Close() error {
 	r.done, r.pending, r.sorter = true, nil, nil
 	var err error
 	if r.it != nil {

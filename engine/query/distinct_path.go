@@ -1,4 +1,4 @@
-package engine
+package query
 
 import (
 	"strings"
@@ -6,7 +6,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
-// distinctValues collects the values distinct reports for path in doc, as
+// DistinctValues collects the values distinct reports for path in doc, as
 // MongoDB's distinct extracts them (extractAllElementsAlongPath): documents
 // are entered by field name; an array in the middle of the path is entered
 // by position when the next component is all digits, and otherwise through
@@ -14,7 +14,7 @@ import (
 // of the path contributes its elements. Unlike a query or an index key, a
 // numeric component that names no element reaches nothing, and an array
 // selected by position at the end of the path is expanded.
-func distinctValues(doc bsoncore.Document, path string) []bsoncore.Value {
+func DistinctValues(doc bsoncore.Document, path string) []bsoncore.Value {
 	var vals []bsoncore.Value
 	var walk func(obj bsoncore.Document, path string)
 	walk = func(obj bsoncore.Document, path string) {

@@ -1,4 +1,4 @@
-package engine
+package record
 
 import (
 	"strings"
@@ -13,13 +13,13 @@ import (
 // MaxDocumentSize is MongoDB's BSON document limit.
 const MaxDocumentSize = 16 * 1024 * 1024
 
-// prepareInsert validates a document for insertion and returns it with an
+// PrepareInsert validates a document for insertion and returns it with an
 // _id, which comes first as in MongoDB.
-func prepareInsert(raw bson.Raw) (bson.Raw, bsoncore.Value, error) {
+func PrepareInsert(raw bson.Raw) (bson.Raw, bsoncore.Value, error) {
 	if len(raw) > MaxDocumentSize {
 		return nil, bsoncore.Value{}, mongoerr.New(mongoerr.BadValue, "object to insert too large. size in bytes: %d, max size: %d", len(raw), MaxDocumentSize)
 	}
-	if err := checkStoredDoc(raw); err != nil {
+	if err := CheckStoredDoc(raw); err != nil {
 		return nil, bsoncore.Value{}, err
 	}
 	doc := bsoncore.Document(raw)
@@ -57,11 +57,11 @@ func prepareInsert(raw bson.Raw) (bson.Raw, bsoncore.Value, error) {
 	return out, id, nil
 }
 
-// checkStoredDoc enforces the rules every stored document obeys, whether it
+// CheckStoredDoc enforces the rules every stored document obeys, whether it
 // comes from an insert, a replacement, an update or an upsert: one valid
 // _id at most, and no root-level _ts, which is the server's own (TTL spec
 // rule 3).
-func checkStoredDoc(raw bson.Raw) error {
+func CheckStoredDoc(raw bson.Raw) error {
 	if len(raw) > MaxDocumentSize {
 		return mongoerr.New(mongoerr.BSONObjectTooLarge, "Resulting document after update is larger than %d", MaxDocumentSize)
 	}
@@ -72,10 +72,10 @@ func checkStoredDoc(raw bson.Raw) error {
 	hadID := false
 	for _, el := range elems {
 		switch el.Key() {
-		case tsField:
+		case TSField:
 			return mongoerr.New(mongoerr.BadValue, "_ts is a reserved system field and cannot be written")
 		case "_id":
-			if err := checkID(el.Value()); err != nil {
+			if err := CheckID(el.Value()); err != nil {
 				return err
 			}
 			if hadID {
@@ -87,10 +87,10 @@ func checkStoredDoc(raw bson.Raw) error {
 	return nil
 }
 
-// checkID refuses the _id values MongoDB cannot store: those that match
+// CheckID refuses the _id values MongoDB cannot store: those that match
 // differently from how they compare (array, regex, undefined), and documents
 // with $-prefixed field names at any depth, other than a DBRef's.
-func checkID(id bsoncore.Value) error {
+func CheckID(id bsoncore.Value) error {
 	switch id.Type {
 	case bsoncore.TypeArray, bsoncore.TypeRegex, bsoncore.TypeUndefined:
 		return mongoerr.New(mongoerr.InvalidIdField, "The '_id' value cannot be of type %s", bsonvalue.TypeName(id.Type))
@@ -122,8 +122,8 @@ func dollarPrefixedField(doc bsoncore.Document) string {
 	return ""
 }
 
-// idOf returns the document's _id.
-func idOf(doc bson.Raw) bsoncore.Value {
+// IDOf returns the document's _id.
+func IDOf(doc bson.Raw) bsoncore.Value {
 	v, err := bsoncore.Document(doc).LookupErr("_id")
 	if err != nil {
 		return bsoncore.Value{}

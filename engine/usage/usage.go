@@ -1,4 +1,4 @@
-package engine
+package usage
 
 import (
 	"math/bits"
@@ -6,23 +6,24 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/lethedb/lethe/clock"
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/lethedb/lethe/clock"
+	"github.com/lethedb/lethe/engine/record"
 )
 
-// usage counts how a collection is used, for $collStats (latencyStats,
-// queryExecStats) and $indexStats. The counters are atomic adds on the
-// request path, read without stopping it. They live on the Collection, so
-// they survive catalog changes and end with a drop, as MongoDB's do.
-type usage struct {
+// Counters count how one collection is used. The zero value is ready; it
+// must not be copied once used.
+type Counters struct {
 	latency   [numLatencyKinds]latencyHistogram
 	collScans atomic.Int64
 	// indexes holds an *indexAccess per index ID that has been built,
 	// used or reported; the _id index is ID 0.
 	indexes sync.Map
-	// opened is when the collection was opened (created, or loaded when
+	// Opened is when the collection was opened (created, or loaded when
 	// the store opened): the start of the counts of the indexes it had.
-	opened time.Time
+	// Set before the collection is shared.
+	Opened time.Time
 }
 
 // LatencyKind is what latencyStats files an operation's latency under.
@@ -111,8 +112,8 @@ func (h *latencyHistogram) doc(histograms bool) bson.D {
 	return append(d, bson.E{Key: "latency", Value: h.sum.Load()}, bson.E{Key: "ops", Value: h.ops.Load()})
 }
 
-// latencyDoc is latencyStats.
-func (u *usage) latencyDoc(histograms bool) bson.D {
+// LatencyDoc is latencyStats.
+func (u *Counters) LatencyDoc(histograms bool) bson.D {
 	d := make(bson.D, 0, numLatencyKinds)
 	for k := range u.latency {
 		d = append(d, bson.E{Key: latencyNames[k], Value: u.latency[k].doc(histograms)})
@@ -120,55 +121,47 @@ func (u *usage) latencyDoc(histograms bool) bson.D {
 	return d
 }
 
-// indexAccess counts the operations that used one index since a time.
-type indexAccess struct {
-	ops   atomic.Int64
-	since time.Time
+// IndexAccess counts the operations that used one index since a time.
+type IndexAccess struct {
+	Ops   atomic.Int64
+	Since time.Time
 }
 
-// access returns the counter of index id. An index built since the
+// Access returns the counter of index id. An index built since the
 // collection was opened has had one since it was built; one it had when
 // it was opened counts from then.
-func (u *usage) access(id uint64, clock clock.Clock) *indexAccess {
+func (u *Counters) Access(id uint64, clock clock.Clock) *IndexAccess {
 	if a, ok := u.indexes.Load(id); ok {
-		return a.(*indexAccess)
+		return a.(*IndexAccess)
 	}
-	since := u.opened
+	since := u.Opened
 	if since.IsZero() {
 		since = clock.Now()
 	}
-	a, _ := u.indexes.LoadOrStore(id, &indexAccess{since: since})
-	return a.(*indexAccess)
+	a, _ := u.indexes.LoadOrStore(id, &IndexAccess{Since: since})
+	return a.(*IndexAccess)
 }
 
-// built starts the counts of new indexes.
-func (u *usage) built(indexes []indexMeta, clock clock.Clock) {
+// Built starts the counts of new indexes.
+func (u *Counters) Built(indexes []record.IndexMeta, clock clock.Clock) {
 	now := clock.Now()
 	for _, im := range indexes {
-		u.indexes.Store(im.ID, &indexAccess{since: now})
+		u.indexes.Store(im.ID, &IndexAccess{Since: now})
 	}
 }
 
-// used counts an operation that reads the collection by p: an access of
-// its index, or a collection scan.
-func (u *usage) used(p *plan, clock clock.Clock) {
-	switch p.kind {
-	case planCollScan:
-		u.collScans.Add(1)
-	case planIndex:
-		u.access(p.ix.meta.ID, clock).ops.Add(1)
-	default:
-		u.access(0, clock).ops.Add(1)
-	}
-}
+// CountCollScan counts an operation that read the collection by a
+// collection scan.
+func (u *Counters) CountCollScan() { u.collScans.Add(1) }
 
-// RecordLatency files the latency of a command on db.coll under kind. A
-// collection that does not exist records nothing.
-func (e *Engine) RecordLatency(db, coll string, kind LatencyKind, d time.Duration) {
+// CollScans is the number of collection scans counted.
+func (u *Counters) CollScans() int64 { return u.collScans.Load() }
+
+// AddLatency files the latency of one command under kind; an unknown kind
+// records nothing.
+func (u *Counters) AddLatency(kind LatencyKind, d time.Duration) {
 	if kind < 0 || kind >= numLatencyKinds {
 		return
 	}
-	if c := e.collection(db, coll); c != nil {
-		c.usage.latency[kind].add(d.Microseconds())
-	}
+	u.latency[kind].add(d.Microseconds())
 }

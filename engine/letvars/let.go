@@ -1,4 +1,4 @@
-package engine
+package letvars
 
 import (
 	"maps"
@@ -23,6 +23,10 @@ import (
 type Let struct {
 	vars map[string]bsoncore.Value // Type 0: missing
 }
+
+// Of wraps values already evaluated, such as the variables an aggregation
+// stage hands to a sub-pipeline ($lookup's let), for substitution.
+func Of(vars map[string]bsoncore.Value) *Let { return &Let{vars: vars} }
 
 // ParseLet evaluates a let document. Names follow the rules of $let's
 // vars; the system variables are read-only. CURRENT, which $let may

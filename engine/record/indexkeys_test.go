@@ -1,4 +1,4 @@
-package engine
+package record
 
 import (
 	"bytes"
@@ -31,8 +31,8 @@ func TestPositionalIndexKeys(t *testing.T) {
 		{"a.0", `{"a": [[1]]}`, `[[1]]`, false, 0},
 		{"a.0", `{"a": [[]]}`, `[{"$undefined": true}]`, false, 0},
 		{"a.0", `{"a": {"0": 1}}`, `[1]`, false, 0},
-		{"a.0", `{"a": [{"0": 1}]}`, ``, false, ambiguousFieldName},
-		{"a.0", `{"a": [1, {"0": 2}]}`, ``, false, ambiguousFieldName},
+		{"a.0", `{"a": [{"0": 1}]}`, ``, false, AmbiguousFieldName},
+		{"a.0", `{"a": [1, {"0": 2}]}`, ``, false, AmbiguousFieldName},
 		{"a.0.0", `{"a": [[1]]}`, `[1]`, false, 0},
 		{"a.0.0", `{"a": [[]]}`, `[null]`, false, 0},
 		{"a.0.0", `{"a": []}`, `[null]`, true, 0},
@@ -57,11 +57,11 @@ func TestPositionalIndexKeys(t *testing.T) {
 	}
 	for _, tt := range tests {
 		spec, _ := bson.Marshal(bson.D{{Key: tt.path, Value: 1}})
-		ix, err := compileIndex(indexMeta{Key: spec})
+		ix, err := CompileIndex(IndexMeta{Key: spec})
 		if err != nil {
 			t.Fatal(err)
 		}
-		keys, multi, err := ix.keys(keygenDoc(t, tt.doc))
+		keys, multi, err := ix.Keys(keygenDoc(t, tt.doc))
 		if tt.err != 0 {
 			if mongoerr.CodeOf(err) != tt.err {
 				t.Errorf("%s of %s: error %v, want code %d", tt.path, tt.doc, err, tt.err)
@@ -104,11 +104,11 @@ func TestCompoundIndexKeys(t *testing.T) {
 		{`{"a.a": 1, "b.a": 1}`, `{"a": {"a": [1]}, "b": {"a": [1]}}`, ``, mongoerr.CannotIndexParallelArrays},
 	}
 	for _, tt := range tests {
-		ix, err := compileIndex(indexMeta{Key: keygenDoc(t, tt.pattern)})
+		ix, err := CompileIndex(IndexMeta{Key: keygenDoc(t, tt.pattern)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		keys, _, err := ix.keys(keygenDoc(t, tt.doc))
+		keys, _, err := ix.Keys(keygenDoc(t, tt.doc))
 		if tt.err != 0 {
 			if mongoerr.CodeOf(err) != tt.err {
 				t.Errorf("%s of %s: error %v, want code %d", tt.pattern, tt.doc, err, tt.err)
@@ -139,7 +139,7 @@ func TestCompoundIndexKeys(t *testing.T) {
 // make one key per element, not one per pair of elements, so a large array
 // cannot make a document's keys grow with its square.
 func TestCompoundKeysOfOneArrayAreNotMultiplied(t *testing.T) {
-	ix, err := compileIndex(indexMeta{Key: keygenDoc(t, `{"a.b": 1, "a.c": 1}`)})
+	ix, err := CompileIndex(IndexMeta{Key: keygenDoc(t, `{"a.b": 1, "a.c": 1}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +151,7 @@ func TestCompoundKeysOfOneArrayAreNotMultiplied(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	keys, multi, err := ix.keys(doc)
+	keys, multi, err := ix.Keys(doc)
 	if err != nil || !multi || len(keys) != len(arr) {
 		t.Fatalf("%d keys (multikey %v, error %v), want %d", len(keys), multi, err, len(arr))
 	}
@@ -221,12 +221,12 @@ func TestIndexKeysCoverMatchedValues(t *testing.T) {
 		}
 		for _, path := range paths {
 			spec, _ := bson.Marshal(bson.D{{Key: path, Value: 1}})
-			ix, err := compileIndex(indexMeta{Key: spec})
+			ix, err := CompileIndex(IndexMeta{Key: spec})
 			if err != nil {
 				t.Fatal(err)
 			}
-			encoded, multi, err := ix.keys(doc)
-			if mongoerr.CodeOf(err) == ambiguousFieldName {
+			encoded, multi, err := ix.Keys(doc)
+			if mongoerr.CodeOf(err) == AmbiguousFieldName {
 				continue
 			}
 			if err != nil {

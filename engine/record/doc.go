@@ -1,0 +1,41 @@
+// Package record is the engine's storage format: the layout of its key
+// space and the encoders of what it stores, as pure functions of bytes and
+// BSON. It reads and writes no store; the engine (package engine) does, in
+// kv transactions, with the keys and values made here. Keeping the format
+// apart lets it be read, tested and changed in one place, and keeps the
+// engine root to the catalog, the write and read paths.
+//
+// Key space (one ordered store; prefix bytes keep the families apart, ids
+// are fixed-width big-endian):
+//
+//	c "coll" 0 db 0 name        catalog entry of a collection (BSON; CatalogKey)
+//	c "seq"                     the last id handed out to a collection or index
+//	c "param" 0 "cs"            the change stream options (ChangeStreamOptionsKey)
+//	d collID keycodec(_id)      Header + the user's BSON (DocKey, AppendHeader)
+//	i indexID keycodec(values)  [+ keycodec(_id) unless unique] -> keycodec(_id)
+//	                            (Index.EntryKey, Index.Keys)
+//	x ...                       expiry families, laid out by package ttlindex
+//	o ts                        oplog entries, laid out by package oplog
+//	p ts                        pre-images of update and delete entries, likewise
+//	t lsid 0x00                 a session's newest txnNumber and last write
+//	t lsid 0x02 stmt            a retryable statement's txnNumber and result
+//	                            (TxnHeaderKey, TxnStmtKey; why in engine/retry.go)
+//	r lo -> hi                  ranges of dropped collections and indexes
+//	                            still to reclaim (ReclaimKey; engine/reclaim.go)
+//
+// The value of an index entry is the primary key of its document, so index
+// scans reach the document without decoding the entry key. This differs from
+// the design sketch (empty values) because it lets unique entries leave the
+// _id out of the key, making the uniqueness check a single Get.
+//
+// Documents carry a header with the system _ts and the parsed document ttl, so
+// that visibility under TTL is decided without parsing BSON, and changes to
+// the collection's TTL setting take effect without rewriting any document.
+//
+// Stored BSON is checked for conformance (ConformantBSON) only by the
+// validate command: writes store what clients send, as mongod does.
+//
+// Index keys are generated the way MongoDB's btree key generator makes them
+// (Index.Generate): arrays expand into one key per element, parallel arrays
+// and ambiguous positional paths are refused with MongoDB's codes.
+package record
