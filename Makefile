@@ -21,9 +21,9 @@ run: build
 # their summary lines (steps, operations per kind) show; on a failure their
 # whole output, with the seed and the operation log, is printed.
 test: clients
-	LETHE_REQUIRE_CLIENTS=1 $(GO) test -tags invariants -timeout 20m -skip '^TestModel' ./...
+	LETHE_REQUIRE_CLIENTS=1 $(GO) test -tags lethe_invariants -timeout 20m -skip '^TestModel' ./...
 	@out=$$(mktemp); \
-	$(GO) test -tags invariants -count=1 -timeout 10m -run '^TestModel' -v ./engine >$$out 2>&1; rc=$$?; \
+	$(GO) test -tags lethe_invariants -count=1 -timeout 10m -run '^TestModel' -v ./engine >$$out 2>&1; rc=$$?; \
 	if [ $$rc -eq 0 ]; then grep -E 'model summary|^ok' $$out; else cat $$out; fi; \
 	rm -f $$out; exit $$rc
 

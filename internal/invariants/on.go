@@ -1,6 +1,6 @@
-//go:build invariants
+//go:build lethe_invariants
 
 package invariants
 
-// Enabled reports whether the assertions run: with the invariants tag.
+// Enabled reports whether the assertions run: with the lethe_invariants tag.
 const Enabled = true
