@@ -9,7 +9,6 @@ import (
 
 	"github.com/lethedb/lethe/auth"
 	"github.com/lethedb/lethe/engine"
-	"github.com/lethedb/lethe/engine/update"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -152,7 +151,7 @@ func (s *Server) insertAuthDoc(ctx context.Context, coll string, doc bson.Raw, e
 // reporting whether there was one.
 func (s *Server) replaceAuthDoc(ctx context.Context, coll string, doc bson.Raw) (bool, error) {
 	defer s.usersChanged()
-	up, err := update.Compile(doc, update.Options{})
+	up, err := engine.CompileUpdateDoc(doc)
 	if err != nil {
 		return false, err
 	}
@@ -192,7 +191,7 @@ func (s *Server) updateAuthDocs(ctx context.Context, coll string, filter, upd bs
 	if err != nil {
 		return err
 	}
-	up, err := update.Compile(u, update.Options{})
+	up, err := engine.CompileUpdateDoc(u)
 	if err != nil {
 		return err
 	}

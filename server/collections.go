@@ -7,7 +7,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/lethedb/lethe/engine"
-	"github.com/lethedb/lethe/engine/query"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -161,7 +160,7 @@ func (s *Server) listDatabases(ctx context.Context, req *Request) (bson.Raw, err
 			return nil, err
 		}
 	}
-	f, err := query.CompileWith(filter, query.Options{Now: s.clock.Now()})
+	match, err := engine.MatchCatalog(filter, s.clock.Now())
 	if err != nil {
 		return nil, err
 	}
@@ -181,7 +180,7 @@ func (s *Server) listDatabases(ctx context.Context, req *Request) (bson.Raw, err
 			d = bson.D{{Key: "name", Value: name}, {Key: "sizeOnDisk", Value: size}, {Key: "empty", Value: size == 0}}
 		}
 		raw, _ := bson.Marshal(d)
-		if f.Match(raw) {
+		if match(raw) {
 			dbs = append(dbs, d)
 			total += size // of the databases listed only, as mongod sums them
 		}
@@ -213,7 +212,7 @@ func (s *Server) listCollections(ctx context.Context, req *Request) (bson.Raw, e
 			return nil, err
 		}
 	}
-	f, err := query.CompileWith(filter, query.Options{Now: s.clock.Now()})
+	match, err := engine.MatchCatalog(filter, s.clock.Now())
 	if err != nil {
 		return nil, err
 	}
@@ -239,13 +238,13 @@ func (s *Server) listCollections(ctx context.Context, req *Request) (bson.Raw, e
 			}
 		}
 		raw, _ := bson.Marshal(d)
-		if f.Match(raw) {
+		if match(raw) {
 			docs = append(docs, raw)
 		}
 	}
 	for _, d := range s.viewInfos(req.DB, nameOnly) {
 		raw, _ := bson.Marshal(d)
-		if f.Match(raw) {
+		if match(raw) {
 			docs = append(docs, raw)
 		}
 	}

@@ -3,13 +3,11 @@ package server
 import (
 	"context"
 	"strconv"
-	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/engine"
-	"github.com/lethedb/lethe/engine/update"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -134,40 +132,6 @@ func (s *Server) insert(ctx context.Context, req *Request) (bson.Raw, error) {
 	return okReply(bson.E{Key: "n", Value: int32(res.N)}, writeErrorsElement(res.Errors))
 }
 
-// compileUpdate compiles u (a document or a pipeline) for a command that
-// started at now. The variables of lv are bound in a pipeline's expressions.
-func compileUpdate(u bson.RawValue, arrayFilters []bson.Raw, multi bool, lv *engine.Let, now time.Time) (*update.Update, error) {
-	switch u.Type {
-	case bson.TypeEmbeddedDocument:
-		up, err := update.Compile(u.Document(), update.Options{Now: now, ArrayFilters: arrayFilters})
-		if err != nil {
-			return nil, err
-		}
-		if multi && up.IsReplacement() {
-			return nil, mongoerr.New(mongoerr.FailedToParse, "multi update is not supported for replacement-style update")
-		}
-		return up, nil
-	case bson.TypeArray:
-		vals, err := u.Array().Values()
-		if err != nil {
-			return nil, mongoerr.New(mongoerr.InvalidBSON, "invalid update pipeline: %v", err)
-		}
-		stages := make([]bson.Raw, 0, len(vals))
-		for _, v := range vals {
-			d, ok := v.DocumentOK()
-			if !ok {
-				return nil, mongoerr.New(mongoerr.TypeMismatch, "Each element of the 'pipeline' array must be an object")
-			}
-			stages = append(stages, d)
-		}
-		if stages, err = lv.Pipeline(stages); err != nil {
-			return nil, err
-		}
-		return update.CompilePipeline(stages, update.Options{Now: now, ArrayFilters: arrayFilters})
-	}
-	return nil, mongoerr.New(mongoerr.FailedToParse, "Update argument must be either an object or an array")
-}
-
 // writeStatements parses what update and delete share: the statements,
 // from the body or an OP_MSG document sequence, ordered and let.
 func (s *Server) writeStatements(req *Request, cmd, field string) (stmts []bson.Raw, ordered bool, lv *engine.Let, err error) {
@@ -276,7 +240,7 @@ func (s *Server) update(ctx context.Context, req *Request) (bson.Raw, error) {
 			}
 			pipelineLet = lv.With(c)
 		}
-		if st.spec.Update, err = compileUpdate(st.u, st.af, st.spec.Multi, pipelineLet, now); err != nil {
+		if st.spec.Update, err = engine.CompileUpdate(st.u, st.af, st.spec.Multi, pipelineLet, now); err != nil {
 			return err
 		}
 		st.spec.BypassDocumentValidation = bypass
@@ -416,7 +380,7 @@ func (s *Server) findAndModify(ctx context.Context, req *Request) (bson.Raw, err
 		return nil, err
 	}
 	if u.Type != 0 {
-		if spec.Update, err = compileUpdate(u, af, false, lv, s.clock.Now()); err != nil {
+		if spec.Update, err = engine.CompileUpdate(u, af, false, lv, s.clock.Now()); err != nil {
 			return nil, err
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/lethedb/lethe/engine"
-	"github.com/lethedb/lethe/engine/pipeline"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -69,7 +68,7 @@ func (s *Server) explainAggregate(ctx context.Context, req *Request, body bson.R
 	if stages, err = lv.Pipeline(stages); err != nil {
 		return nil, err
 	}
-	if err := pipelineNamespace(req.DB, stages, !onCollection); err != nil {
+	if err := engine.CheckPipelineNamespace(stages, req.DB, !onCollection); err != nil {
 		return nil, err
 	}
 	var docs []bson.Raw
@@ -164,19 +163,19 @@ func (s *Server) databaseDocs(ctx context.Context, req *Request, stages []bson.R
 	if len(stages) == 0 {
 		return nil, mongoerr.New(mongoerr.InvalidNamespace, "{aggregate: 1} is not valid for an empty pipeline")
 	}
-	name, arg, err := pipeline.StageOf(stages[0])
+	name, arg, err := engine.StageOf(stages[0])
 	if err != nil {
 		return nil, err
 	}
 	switch name {
 	case "$currentOp":
-		spec, err := pipeline.ParseCurrentOp(arg)
+		spec, err := engine.ParseCurrentOp(arg)
 		if err != nil {
 			return nil, err
 		}
 		return s.currentOpDocs(req, spec), nil
 	case "$listLocalSessions":
-		spec, err := pipeline.ParseListLocalSessions(arg)
+		spec, err := engine.ParseListLocalSessions(arg)
 		if err != nil {
 			return nil, err
 		}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/lethedb/lethe/auth"
 	"github.com/lethedb/lethe/engine"
-	"github.com/lethedb/lethe/engine/update"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -42,7 +41,7 @@ func (s *Server) writeAuthSchemaVersion(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	up, err := update.Compile(set, update.Options{})
+	up, err := engine.CompileUpdateDoc(set)
 	if err != nil {
 		return err
 	}

@@ -238,7 +238,7 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 	if isChangeStream(pipeline) {
 		return s.changeStream(ctx, req, coll, pipeline, batchSize, engine.AggregateOptions{AllowDiskUse: allowDiskUse, Host: s.hostPort()})
 	}
-	if err = pipelineNamespace(req.DB, pipeline, !onCollection); err != nil {
+	if err = engine.CheckPipelineNamespace(pipeline, req.DB, !onCollection); err != nil {
 		return nil, err
 	}
 	if err = checkWriteStageReadConcern(req.Body, pipeline); err != nil {

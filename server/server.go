@@ -28,7 +28,6 @@ import (
 	"github.com/lethedb/lethe/auth"
 	"github.com/lethedb/lethe/clock"
 	"github.com/lethedb/lethe/engine"
-	"github.com/lethedb/lethe/engine/expr"
 	"github.com/lethedb/lethe/engine/kv/pebblekv"
 	"github.com/lethedb/lethe/session"
 	"github.com/lethedb/lethe/tlsnet"
@@ -53,8 +52,8 @@ func FixedLimits() []Limit {
 		{"blocking sort memory", "100 MiB held by a sort, $group or find's blocking sort; past it they spill to disk with allowDiskUse (the default, see allowDiskUseByDefault) and fail without (292)"},
 		{"request memory", "256 MiB of documents held in memory by one query or aggregation, spilling or not (Lethe's; ExceededMemoryLimit)"},
 		{"request temporary files", fmt.Sprintf("%d GiB per query or aggregation that spills, under <data-dir>/_tmp and removed when it ends, never taken from the free-space reserve (Lethe's; ExceededMemoryLimit, OutOfDiskSpace)", engine.DefaultQuerySpillLimit>>30)},
-		{"expression value", fmt.Sprintf("%d MiB for any string, array or document an expression builds (BSONObjectTooLarge)", expr.MaxValueBytes>>20)},
-		{"expression working set", fmt.Sprintf("%d MiB of values one expression holds at once (ExceededMemoryLimit)", expr.MaxHeldBytes>>20)},
+		{"expression value", fmt.Sprintf("%d MiB for any string, array or document an expression builds (BSONObjectTooLarge)", engine.MaxExpressionValueBytes>>20)},
+		{"expression working set", fmt.Sprintf("%d MiB of values one expression holds at once (ExceededMemoryLimit)", engine.MaxExpressionHeldBytes>>20)},
 		{"$push and $addToSet", "100 MiB per group (ExceededMemoryLimit)"},
 		{"distinct reply", "16 MiB of values (17217)"},
 		{"index and sort keys", "32 fields (13103)"},

@@ -161,6 +161,10 @@ func TestLayers(t *testing.T) {
 			return under(imp, "engine") || in(kernel, imp) || imp == "ttlindex"
 		},
 	}, {
+		what:    "the server hands the languages to the engine and compiles none itself (engine/compile.go)",
+		applies: func(p string) bool { return under(p, "server") },
+		allow:   func(imp string) bool { return !in(languages, imp) },
+	}, {
 		what:    "nothing but the commands imports the server",
 		applies: func(p string) bool { return !under(p, "cmd") && p != "integration" && p != "server" },
 		allow:   func(imp string) bool { return imp != "server" },
