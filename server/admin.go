@@ -263,8 +263,8 @@ func (s *Server) serverStatus(_ context.Context, req *Request) (bson.Raw, error)
 		{Key: "connections", Value: bson.D{
 			{Key: "current", Value: int32(open)},
 			{Key: "available", Value: int32(available)},
-			{Key: "totalCreated", Value: s.stats.connsSeen.Load()},
-			{Key: "rejected", Value: s.net.rejected.Load()},
+			{Key: "totalCreated", Value: s.listener().Accepted()},
+			{Key: "rejected", Value: s.listener().Rejected()},
 			{Key: "awaitingTopologyChanges", Value: s.topo.awaiting.Load()},
 		}},
 		{Key: "network", Value: s.stats.networkDoc()},

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"math"
-	"strconv"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -117,32 +116,6 @@ func (s *Server) hello(ctx context.Context, req *Request) (bson.Raw, error) {
 		dst = s.appendSpeculativeAuth(ctx, req, dst, speculative)
 	}
 	return req.endReply(idx, dst)
-}
-
-// negotiateCompression keeps the compressors of the client's list that this
-// server has, in the client's order, and appends them to the hello reply as
-// "compression".
-func (c *Conn) negotiateCompression(dst []byte, offered bson.RawArray) []byte {
-	c.compressors = c.compressors[:0]
-	aidx, dst := bsoncore.AppendArrayElementStart(dst, "compression")
-	values, _ := offered.Values() // validated by the wire layer
-	for _, v := range values {
-		name, ok := v.StringValueOK()
-		if !ok {
-			continue
-		}
-		comp, ok := wire.CompressorByName(name)
-		if !ok || c.negotiated(comp) {
-			continue
-		}
-		dst = bsoncore.AppendStringElement(dst, strconv.Itoa(len(c.compressors)), name)
-		c.compressors = append(c.compressors, comp)
-	}
-	dst, _ = bsoncore.AppendArrayEnd(dst, aidx)
-	if len(c.compressors) > 0 {
-		c.srv.log.Debug("compression negotiated", zap.Int64("conn", c.id), zap.Stringers("compressors", c.compressors))
-	}
-	return dst
 }
 
 // noop is the handler of commands that have nothing to do on this server.

@@ -16,9 +16,10 @@ import (
 // monitors: every hello reply carries a topologyVersion; a hello that sends
 // back that topologyVersion with maxAwaitTimeMS waits until the topology
 // changes or maxAwaitTimeMS passes, then answers. With exhaustAllowed the
-// connection then streams replies (moreToCome) without further requests,
-// see Conn.serveMsg. The wait holds no lock; it ends when the client goes
-// away (watchPeer cancels the request) and when the server shuts down.
+// connection then streams replies (moreToCome) without further requests
+// (conn.Reply.StreamNext). The wait holds no lock; it ends when the client
+// goes away (the transport's peer watch stops the request) and when the
+// server shuts down.
 
 // topology is the server's topologyVersion: a process id and a counter
 // that moves when the server's description changes. Lethe's only change is

@@ -1,13 +1,16 @@
-// Package server speaks MongoDB's command protocol over TCP: it accepts
-// connections, decodes wire messages, routes each command to its handler and
-// encodes the replies, with MongoDB's error codes.
+// Package server speaks MongoDB's command protocol: package conn accepts
+// connections and decodes wire messages, and the server, its Dispatcher,
+// routes each command to its handler and builds the replies, with
+// MongoDB's error codes.
 //
 // Locks, outermost first; none is held while taking one of an earlier rank:
 //   - Server.umc, held by a user management command for its whole run
 //     (usermgmt.go), around the engine's own locks;
 //   - openCursor.mu, held by a getMore for its batch;
 //   - cursorTable.mu, the table of open cursors;
-//   - netState.mu, the listener and the set of connections;
+//   - netState.mu, the listener and the server's side of the open
+//     connections (connection.go), never held while calling into package
+//     conn except for the calls Start makes while it sets up;
 //   - runningOp.mu, a connection's running command (currentOp, killOp);
 //   - topology.mu and tickClock.mu, hello's topologyVersion and the cluster
 //     time, and authState.mu, authentication's counters and cache: leaves
@@ -164,7 +167,7 @@ type Server struct {
 	params   map[string]*parameter // getParameter and setParameter, see params.go
 	recent   *logRing              // recent log entries for getLog, see logring.go
 
-	net   netState // listener and connections, see listener.go
+	net   netState // listener and connections, see connection.go
 	stats stats    // counters for serverStatus, see stats.go
 
 	cursors  cursorTable       // open cursors, see cursors.go

@@ -261,17 +261,9 @@ func (m sessionMatch) match(lsid string) bool {
 // sessions, but not the command doing the killing.
 func (s *Server) killMatching(req *Request, m sessionMatch) {
 	cursors := s.cursors.killSessions(m.match)
-	s.net.mu.Lock()
-	conns := make([]*Conn, 0, len(s.net.conns))
-	for c := range s.net.conns {
-		if c != req.Conn {
-			conns = append(conns, c)
-		}
-	}
-	s.net.mu.Unlock()
 	ops := 0
-	for _, c := range conns {
-		if c.killSession(m.match) {
+	for _, c := range s.connections() {
+		if c != req.Conn && c.killSession(m.match) {
 			ops++
 		}
 	}

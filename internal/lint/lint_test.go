@@ -161,6 +161,10 @@ func TestLayers(t *testing.T) {
 			return under(imp, "engine") || in(kernel, imp) || imp == "ttlindex"
 		},
 	}, {
+		what:    "conn, the transport, imports only the kernel: no server, no engine; the server is its Dispatcher",
+		applies: func(p string) bool { return p == "conn" },
+		allow:   func(imp string) bool { return in(kernel, imp) },
+	}, {
 		what:    "the server hands the languages to the engine and compiles none itself (engine/compile.go)",
 		applies: func(p string) bool { return under(p, "server") },
 		allow:   func(imp string) bool { return !in(languages, imp) },

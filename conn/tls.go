@@ -1,18 +1,10 @@
-package server
+package conn
 
 import (
 	"go.uber.org/zap"
 
 	"github.com/lethedb/lethe/tlsnet"
 )
-
-// tlsMode is the mode the port serves TLS in.
-func (s *Server) tlsMode() tlsnet.Mode {
-	if s.cfg.TLS == nil {
-		return tlsnet.Disabled
-	}
-	return s.cfg.TLS.Mode()
-}
 
 // IsTLS reports whether the client connected over TLS. It is settled once
 // the connection's first request has been read.
@@ -39,5 +31,5 @@ func (c *Conn) logTLS() {
 	if subject, ok := c.PeerSubject(); ok {
 		fields = append(fields, zap.String("peerSubject", subject))
 	}
-	c.srv.log.Info("accepted TLS connection", fields...)
+	c.l.log.Info("accepted TLS connection", fields...)
 }

@@ -1,8 +1,7 @@
-package server
+package conn
 
 import (
 	"bufio"
-	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 	"go.uber.org/zap"
 
+	"github.com/lethedb/lethe/bsonvalue"
 	"github.com/lethedb/lethe/mongoerr"
 	"github.com/lethedb/lethe/tlsnet"
 	"github.com/lethedb/lethe/wire"
@@ -50,17 +50,15 @@ var errShuttingDown = errors.New("server shutting down")
 
 // Conn is one client connection, served by its own goroutine. Only that
 // goroutine touches its fields, so the request path takes no locks, except
-// ops, which currentOp and killOp read under its lock, and the reader, which
-// watchPeer borrows while a long command runs (see ops.go).
+// the reader, which watchPeer borrows while a long command runs (see
+// watch.go).
 type Conn struct {
 	id     int64
-	srv    *Server
+	l      *Listener
+	h      Handler
 	nc     net.Conn
 	remote string
 	rd     *bufio.Reader
-	// appName is the application name the client gave in hello, which
-	// failCommand may filter on.
-	appName string
 
 	in    []byte // the frame being served; reused
 	out   []byte // the reply frame; reused
@@ -77,16 +75,12 @@ type Conn struct {
 	waiting      int       // waitFirst, waitIdle or waitMessage
 	readDeadline time.Time // the one last set, to spare setting it again
 
-	ops opState // the running command's cancellation, see ops.go
-
-	auth  connAuth     // who the client is, see auth.go
-	owner sessionOwner // its sessions' owner, see sessionowner.go
+	watch     *time.Timer   // starts watchPeer once a command runs long
+	watchDone chan struct{} // watchPeer's end, one token per start
 }
 
-func newConn(s *Server, nc net.Conn, id int64) *Conn {
-	c := &Conn{id: id, srv: s, nc: nc, remote: nc.RemoteAddr().String(), rd: bufio.NewReaderSize(nc, readBufferSize)}
-	c.req.Conn = c
-	return c
+func newConn(l *Listener, nc net.Conn, id int64) *Conn {
+	return &Conn{id: id, l: l, nc: nc, remote: nc.RemoteAddr().String(), rd: bufio.NewReaderSize(nc, readBufferSize)}
 }
 
 // ID is the connectionId that hello reports.
@@ -97,22 +91,23 @@ func (c *Conn) RemoteAddr() string { return c.remote }
 
 // serve reads and answers requests until the client leaves, a frame cannot
 // be read or decoded, or the server shuts down.
-func (c *Conn) serve(ctx context.Context) {
-	s := c.srv
+func (c *Conn) serve() {
+	l := c.l
 	reason := "client closed the connection"
 	defer func() {
 		// Handlers have their own recovery; this one catches a bug in
 		// decoding or encoding, which costs only this connection.
 		if p := recover(); p != nil {
-			s.log.Error("connection panicked", zap.Int64("conn", c.id), zap.String("remote", c.remote),
+			l.log.Error("connection panicked", zap.Int64("conn", c.id), zap.String("remote", c.remote),
 				zap.Any("panic", p), zap.Stack("stack"))
 			reason = "internal error"
 		}
-		c.stopOps()
-		s.closeConn(c, reason)
+		c.watch.Stop()
+		l.closeConn(c, reason)
 	}()
-	c.startOps(ctx)
-	for !s.net.closing.Load() {
+	c.startWatch()
+	c.h = l.d.Open(c)
+	for !l.closing.Load() {
 		frame, err := c.readFrame()
 		if err != nil {
 			reason = c.readFailed(err)
@@ -123,6 +118,7 @@ func (c *Conn) serve(ctx context.Context) {
 			return
 		}
 		c.shrinkBuffers()
+		c.h.Trim()
 	}
 	reason = "server shutting down"
 }
@@ -133,7 +129,7 @@ func (c *Conn) serve(ctx context.Context) {
 // has open cursors, and a message must arrive whole within MessageTimeout
 // of its first byte.
 func (c *Conn) readFrame() ([]byte, error) {
-	cfg := &c.srv.cfg
+	cfg := &c.l.cfg
 	if c.rd.Buffered() == 0 {
 		var deadline time.Time
 		switch {
@@ -141,7 +137,7 @@ func (c *Conn) readFrame() ([]byte, error) {
 			if cfg.MessageTimeout > 0 {
 				deadline = time.Now().Add(cfg.MessageTimeout)
 			}
-		case cfg.IdleTimeout > 0 && c.srv.cursors.openBy(c.id) == 0:
+		case cfg.IdleTimeout > 0 && !c.h.HoldsCursors():
 			c.waiting = waitIdle
 			deadline = time.Now().Add(cfg.IdleTimeout)
 		default:
@@ -206,7 +202,7 @@ func (c *Conn) setReadDeadline(t time.Time) error {
 		c.nc.SetReadDeadline(t)
 		c.readDeadline = t
 	}
-	if c.srv.net.closing.Load() {
+	if c.l.closing.Load() {
 		return errShuttingDown
 	}
 	return nil
@@ -222,14 +218,14 @@ func (c *Conn) readFailed(err error) string {
 	case errors.Is(err, tlsnet.ErrPlainRefused):
 		return "plain connection while TLS is required" // tlsnet logged it
 	case errors.Is(err, errShuttingDown),
-		c.srv.net.closing.Load() && (timeout || errors.Is(err, net.ErrClosed)):
+		c.l.closing.Load() && (timeout || errors.Is(err, net.ErrClosed)):
 		return "server shutting down"
 	case timeout && c.waiting == waitFirst:
 		c.warn("closing connection: no message within the message timeout of connecting", err)
 		return "no first message"
 	case timeout && c.waiting == waitIdle:
-		c.srv.log.Info("closing idle connection", zap.Int64("conn", c.id), zap.String("remote", c.remote),
-			zap.Duration("idleTimeout", c.srv.cfg.IdleTimeout))
+		c.l.log.Info("closing idle connection", zap.Int64("conn", c.id), zap.String("remote", c.remote),
+			zap.Duration("idleTimeout", c.l.cfg.IdleTimeout))
 		return "idle"
 	case timeout:
 		c.warn("closing connection: message incomplete after the message timeout", err)
@@ -248,9 +244,9 @@ func (c *Conn) readFailed(err error) string {
 // serveFrame answers one frame. It returns why the connection must close, or
 // "" to go on.
 func (c *Conn) serveFrame(frame []byte) string {
-	st := &c.srv.stats
-	st.bytesIn.Add(int64(len(frame)))
-	st.requests.Add(1)
+	st := c.l.traffic
+	st.BytesIn.Add(int64(len(frame)))
+	st.Requests.Add(1)
 	m, err := wire.Decode(frame)
 	if err != nil {
 		if !errors.Is(err, wire.ErrInvalidBSON) {
@@ -266,7 +262,7 @@ func (c *Conn) serveFrame(frame []byte) string {
 		// An OP_COMPRESSED holds the uncompressed size of the message after
 		// its own header and the original opcode.
 		size := int64(wire.HeaderLen) + int64(binary.LittleEndian.Uint32(frame[wire.HeaderLen+4:]))
-		st.compression(m.Compressor).decompressed(int64(len(frame)), size)
+		st.decompressed(m.Compressor, int64(len(frame)), size)
 	}
 	switch {
 	case m.Msg != nil:
@@ -298,20 +294,18 @@ func (c *Conn) serveMsg(m *wire.Message) string {
 		req.Sequences = c.seqs
 	}
 
-	req.exhaustAllowed = msg.Flags&wire.FlagExhaustAllowed != 0 && msg.Flags&wire.FlagMoreToCome == 0
-	req.streamFrom = -1
+	req.ExhaustAllowed = msg.Flags&wire.FlagExhaustAllowed != 0 && msg.Flags&wire.FlagMoreToCome == 0
+	req.StreamFrom = -1
 	responseTo := m.Header.RequestID
 	for {
-		req.streamNext = -1
-		var reply bson.Raw
+		var reply Reply
 		if err := c.setDB(msg.Body); err != nil {
-			reply = req.errorReply(err)
+			reply = Reply{Doc: c.h.ErrorReply(err), StreamNext: -1}
 		} else {
 			reply = c.dispatch(req)
 		}
-		if req.closeConn {
-			req.closeConn = false
-			return "closed by the failCommand fail point"
+		if reply.Close {
+			return closedByHandler
 		}
 		if msg.Flags&wire.FlagMoreToCome != 0 {
 			return "" // the client asked for no reply
@@ -319,12 +313,12 @@ func (c *Conn) serveMsg(m *wire.Message) string {
 		// An awaitable hello with exhaustAllowed streams: each reply says
 		// moreToCome, answers the one before it, and the next is the same
 		// request waiting from the topology the last reply reported.
-		more := req.streamNext >= 0 && !c.srv.net.closing.Load()
-		if reason := c.replyMsg(m, responseTo, reply, more); reason != "" || !more {
+		more := reply.StreamNext >= 0 && !c.l.closing.Load()
+		if reason := c.replyMsg(m, responseTo, reply.Doc, more); reason != "" || !more {
 			return reason
 		}
 		responseTo = c.reqID
-		req.streamFrom = req.streamNext
+		req.StreamFrom = reply.StreamNext
 	}
 }
 
@@ -348,7 +342,7 @@ func (c *Conn) setDB(body bsoncore.Document) *mongoerr.Error {
 		return mongoerr.New(codeMissingDB, "OP_MSG requests require a $db argument")
 	}
 	if v.Type != bsoncore.TypeString {
-		return mongoerr.New(mongoerr.TypeMismatch, "BSON field '$db' is the wrong type '%s', expected type 'string'", typeName(bson.Type(v.Type)))
+		return mongoerr.New(mongoerr.TypeMismatch, "BSON field '$db' is the wrong type '%s', expected type 'string'", bsonvalue.TypeName(v.Type))
 	}
 	// A string value is its length, its bytes and a NUL, validated by the
 	// wire layer. Comparing the bytes first spares StringValue's allocation
@@ -366,7 +360,7 @@ func (c *Conn) serveQuery(m *wire.Message) string {
 	q := m.Query
 	req := &c.req
 	req.Sequences = nil
-	req.exhaustAllowed, req.streamFrom, req.streamNext = false, -1, -1
+	req.ExhaustAllowed, req.StreamFrom = false, -1
 	body := bson.Raw(q.Query)
 	// Some drivers wrap the command as {$query: {...}, $readPreference: ...}.
 	if first, err := body.IndexErr(0); err == nil && first.Key() == "$query" {
@@ -378,19 +372,19 @@ func (c *Conn) serveQuery(m *wire.Message) string {
 
 	var reply bson.Raw
 	db, isCmd := strings.CutSuffix(q.FullCollectionName, ".$cmd")
-	name := string(firstKeyBytes(body))
+	name := string(firstKey(body))
 	switch {
 	case !isCmd:
-		reply = req.errorReply(mongoerr.New(mongoerr.UnsupportedOpQueryCommand, "OP_QUERY on %s: only commands on <db>.$cmd are supported", q.FullCollectionName))
+		reply = c.h.ErrorReply(mongoerr.New(mongoerr.UnsupportedOpQueryCommand, "OP_QUERY on %s: only commands on <db>.$cmd are supported", q.FullCollectionName))
 	case !handshakeOverQuery(name):
-		reply = req.errorReply(mongoerr.New(mongoerr.UnsupportedOpQueryCommand, "Unsupported OP_QUERY command: %s. The client driver may require an upgrade.", name))
+		reply = c.h.ErrorReply(mongoerr.New(mongoerr.UnsupportedOpQueryCommand, "Unsupported OP_QUERY command: %s. The client driver may require an upgrade.", name))
 	default:
 		req.DB = db
-		reply = c.dispatch(req)
-		if req.closeConn {
-			req.closeConn = false
-			return "closed by the failCommand fail point"
+		r := c.dispatch(req)
+		if r.Close {
+			return closedByHandler
 		}
+		reply = r.Doc
 	}
 	c.out = wire.AppendReply(c.out[:0], c.nextRequestID(), m.Header.RequestID,
 		&wire.Reply{Documents: []bsoncore.Document{bsoncore.Document(reply)}})
@@ -408,7 +402,7 @@ func (c *Conn) replyInvalidBSON(frame []byte, cause error) string {
 		return ""
 	}
 	requestID := int32(binary.LittleEndian.Uint32(frame[4:]))
-	reply := c.req.errorReply(&mongoerr.Error{Code: mongoerr.InvalidBSON, Msg: cause.Error()})
+	reply := c.h.ErrorReply(&mongoerr.Error{Code: mongoerr.InvalidBSON, Msg: cause.Error()})
 	if op == wire.OpQuery {
 		c.out = wire.AppendReply(c.out[:0], c.nextRequestID(), requestID,
 			&wire.Reply{Documents: []bsoncore.Document{bsoncore.Document(reply)}})
@@ -430,10 +424,10 @@ func (c *Conn) write(comp wire.Compressor) string {
 			c.warn("closing connection: compress reply", err)
 			return "compression failed"
 		}
-		c.srv.stats.compression(comp).compressed(int64(len(frame)), int64(len(compressed)))
+		c.l.traffic.compressed(comp, int64(len(frame)), int64(len(compressed)))
 		frame = compressed
 	}
-	if limit := c.srv.cfg.MessageTimeout; limit > 0 {
+	if limit := c.l.cfg.MessageTimeout; limit > 0 {
 		c.nc.SetWriteDeadline(time.Now().Add(limit))
 	}
 	if _, err := c.nc.Write(frame); err != nil {
@@ -441,20 +435,11 @@ func (c *Conn) write(comp wire.Compressor) string {
 			c.warn("closing connection: reply not taken within the message timeout", err)
 			return "reply timed out"
 		}
-		c.srv.log.Debug("write failed", zap.Int64("conn", c.id), zap.String("remote", c.remote), zap.Error(err))
+		c.l.log.Debug("write failed", zap.Int64("conn", c.id), zap.String("remote", c.remote), zap.Error(err))
 		return "write failed"
 	}
-	c.srv.stats.bytesOut.Add(int64(len(frame)))
+	c.l.traffic.BytesOut.Add(int64(len(frame)))
 	return ""
-}
-
-func (c *Conn) negotiated(comp wire.Compressor) bool {
-	for _, n := range c.compressors {
-		if n == comp {
-			return true
-		}
-	}
-	return false
 }
 
 func (c *Conn) nextRequestID() int32 {
@@ -470,19 +455,29 @@ func (c *Conn) shrinkBuffers() {
 	if cap(c.out) > maxKeptBuffer {
 		c.out = nil
 	}
-	if cap(c.req.reply) > maxKeptBuffer {
-		c.req.reply = nil
-	}
-	if cap(c.req.decorated) > maxKeptBuffer {
-		c.req.decorated = nil
-	}
 }
 
 func (c *Conn) warn(msg string, err error) {
-	c.srv.log.Warn(msg, zap.Int64("conn", c.id), zap.String("remote", c.remote), zap.Error(err))
+	c.l.log.Warn(msg, zap.Int64("conn", c.id), zap.String("remote", c.remote), zap.Error(err))
 }
 
 // handshakeOverQuery reports whether the command may come as OP_QUERY.
 func handshakeOverQuery(name string) bool {
 	return name == "hello" || name == "isMaster" || name == "ismaster"
+}
+
+// closedByHandler is why a connection ends when its handler asks to close
+// it rather than reply: the failCommand fail point's closeConnection.
+const closedByHandler = "closed by the failCommand fail point"
+
+// firstKey is the name of a command document's first field, nil if none.
+func firstKey(doc bson.Raw) []byte {
+	if len(doc) < 6 {
+		return nil
+	}
+	key, _, ok := bsoncore.ReadKeyBytes(doc[5:])
+	if !ok {
+		return nil
+	}
+	return key
 }

@@ -1,5 +1,5 @@
 //go:build !unix
 
-package server
+package conn
 
 func fdConnLimit() int { return 0 }
