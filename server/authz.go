@@ -18,7 +18,7 @@ import (
 // authorizePrivileges refuses req unless its connection's user may run it
 // (auth.Authorize), it is about the user itself (auth.OwnUserException),
 // or the localhost exception applies.
-func (s *Server) authorizePrivileges(ctx context.Context, cmd *command, req *Request) error {
+func (s *Server) authorizePrivileges(ctx context.Context, cmd *commandDef, req *Request) error {
 	need, err := auth.Required(cmd.name, req.DB, req.Body)
 	if err != nil {
 		// A command the table does not know, or cannot read, is refused:
@@ -81,7 +81,7 @@ var authFree = map[string]bool{
 // would end the exception with no one able to administer the server, so it
 // is refused: MongoDB's documentation has the first user made in admin
 // (docs/core/localhost-exception).
-func (s *Server) localhostException(ctx context.Context, cmd *command, req *Request) bool {
+func (s *Server) localhostException(ctx context.Context, cmd *commandDef, req *Request) bool {
 	if cmd.name != "createUser" && cmd.name != "createRole" {
 		return false
 	}
@@ -201,7 +201,7 @@ func (s *Server) requiresAuth(name string) bool {
 // command that may have dropped or renamed admin.system.users or
 // admin.system.roles wholesale; the user management commands say so
 // themselves.
-func (s *Server) noteAuthCatalogChange(cmd *command, req *Request) {
+func (s *Server) noteAuthCatalogChange(cmd *commandDef, req *Request) {
 	if req.DB != authDB {
 		return
 	}

@@ -163,7 +163,7 @@ func appendCursorReplyFrom(req *Request, batchName string, docs []bson.Raw, id i
 	if !ok {
 		return appendCursorReply(req, batchName, docs, id, ns)
 	}
-	idx, dst := req.beginReply()
+	idx, dst := req.BeginReply()
 	cidx, dst := bsoncore.AppendDocumentElementStart(dst, "cursor")
 	aidx, dst := bsoncore.AppendArrayElementStart(dst, batchName)
 	var key []byte
@@ -176,7 +176,7 @@ func appendCursorReplyFrom(req *Request, batchName string, docs []bson.Raw, id i
 	dst = bsoncore.AppendInt64Element(dst, "id", id)
 	dst = bsoncore.AppendStringElement(dst, "ns", ns)
 	dst, _ = bsoncore.AppendDocumentEnd(dst, cidx)
-	return req.endReply(idx, dst)
+	return req.EndReply(idx, dst)
 }
 
 // checkTokensKept refuses events whose _id, the resume token, the stages

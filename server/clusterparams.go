@@ -9,13 +9,14 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
 const changeStreamOptionsParam = "changeStreamOptions"
 
-func (s *Server) clusterParameterCommands() []command {
-	return []command{
+func (s *Server) clusterParameterCommands() []commandDef {
+	return []commandDef{
 		{name: "setClusterParameter", handle: s.setClusterParameter, adminOnly: true},
 		{name: "getClusterParameter", handle: s.getClusterParameter, adminOnly: true},
 	}
@@ -35,17 +36,17 @@ func (s *Server) setClusterParameter(_ context.Context, req *Request) (bson.Raw,
 	if err := s.standaloneRefusal(cmd); err != nil {
 		return nil, err
 	}
-	for key := range cmdArgs(req.Body) {
+	for key := range command.Args(req.Body) {
 		if string(key) != "writeConcern" {
-			return nil, unknownField(cmd, key)
+			return nil, command.UnknownField(cmd, key)
 		}
 	}
-	arg, err := argDoc(cmd, cmd, req.Body.Index(0).Value())
+	arg, err := command.Doc(cmd, cmd, req.Body.Index(0).Value())
 	if err != nil {
 		return nil, err
 	}
 	var value bson.RawValue
-	for key, v := range fields(arg) {
+	for key, v := range command.Fields(arg) {
 		if value.Type != 0 || string(key) != changeStreamOptionsParam {
 			return nil, mongoerr.New(mongoerr.NoSuchKey, "Unknown Cluster Parameter %s", key)
 		}
@@ -61,7 +62,7 @@ func (s *Server) setClusterParameter(_ context.Context, req *Request) (bson.Raw,
 	if err := s.eng.SetChangeStreamOptions(expire); err != nil {
 		return nil, err
 	}
-	return okReply()
+	return command.OK()
 }
 
 // parseChangeStreamOptions reads {preAndPostImages: {expireAfterSeconds:
@@ -76,19 +77,19 @@ func parseChangeStreamOptions(v bson.RawValue) (int64, error) {
 		return 0, failed("")
 	}
 	var images bson.Raw
-	for key, f := range fields(d) {
+	for key, f := range command.Fields(d) {
 		if string(key) != "preAndPostImages" {
 			return 0, failed("BSON field 'changeStreamOptions." + string(key) + "' is an unknown field.")
 		}
 		if images, ok = f.DocumentOK(); !ok {
-			return 0, failed("BSON field 'changeStreamOptions.preAndPostImages' is the wrong type '" + typeName(f.Type) + "', expected type 'object'")
+			return 0, failed("BSON field 'changeStreamOptions.preAndPostImages' is the wrong type '" + command.TypeName(f.Type) + "', expected type 'object'")
 		}
 	}
 	if images == nil {
 		return 0, failed("BSON field 'changeStreamOptions.preAndPostImages' is missing but a required field")
 	}
 	var expire bson.RawValue
-	for key, f := range fields(images) {
+	for key, f := range command.Fields(images) {
 		if string(key) != "expireAfterSeconds" {
 			return 0, failed("BSON field 'changeStreamOptions.preAndPostImages." + string(key) + "' is an unknown field.")
 		}
@@ -130,12 +131,12 @@ func (s *Server) getClusterParameter(_ context.Context, req *Request) (bson.Raw,
 		for _, n := range vals {
 			str, ok := n.StringValueOK()
 			if !ok {
-				return nil, wrongType(cmd, cmd, v.Type, "string", "array")
+				return nil, command.WrongType(cmd, cmd, v.Type, "string", "array")
 			}
 			names = append(names, str)
 		}
 	default:
-		return nil, wrongType(cmd, cmd, v.Type, "string", "array")
+		return nil, command.WrongType(cmd, cmd, v.Type, "string", "array")
 	}
 	params := bson.A{}
 	for _, n := range names {
@@ -153,5 +154,5 @@ func (s *Server) getClusterParameter(_ context.Context, req *Request) (bson.Raw,
 			{Key: "preAndPostImages", Value: bson.D{{Key: "expireAfterSeconds", Value: expire}}},
 		})
 	}
-	return okReply(bson.E{Key: "clusterParameters", Value: params})
+	return command.OK(bson.E{Key: "clusterParameters", Value: params})
 }

@@ -11,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.uber.org/zap"
 
+	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/conn"
 	"github.com/lethedb/lethe/mongoerr"
 	"github.com/lethedb/lethe/tlsnet"
@@ -106,7 +107,7 @@ func (c *Conn) Serve(tr *conn.Request) conn.Reply {
 
 // ErrorReply answers a request the transport could not pass on
 // (conn.Handler).
-func (c *Conn) ErrorReply(e *mongoerr.Error) bson.Raw { return c.req.errorReply(e) }
+func (c *Conn) ErrorReply(e *mongoerr.Error) bson.Raw { return c.req.ErrorReply(e) }
 
 // HoldsCursors reports whether the connection has open cursors, which
 // keep it from the idle timeout (conn.Handler).
@@ -115,10 +116,8 @@ func (c *Conn) HoldsCursors() bool { return c.srv.cursors.openBy(c.id) > 0 }
 // Trim lets go of reply buffers grown by an unusually large reply, so
 // that an idle connection does not pin their memory (conn.Handler).
 func (c *Conn) Trim() {
-	if cap(c.req.reply) > maxKeptReplyBytes {
-		c.req.reply = nil
-	}
-	if cap(c.req.decorated) > maxKeptReplyBytes {
+	c.req.TrimReply()
+	if cap(c.req.decorated) > command.MaxKeptReplyBytes {
 		c.req.decorated = nil
 	}
 }

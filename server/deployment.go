@@ -11,7 +11,7 @@ import (
 // Commands about replication that tools and the shell's helpers
 // (rs.status(), rs.conf()) send; they are in replset.go. The user
 // commands are in usermgmt.go.
-func (s *Server) deploymentCommands() []command {
+func (s *Server) deploymentCommands() []commandDef {
 	return s.replicationCommands()
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/engine"
 	"github.com/lethedb/lethe/mongoerr"
 )
@@ -28,15 +29,15 @@ func (s *Server) explainAggregate(ctx context.Context, req *Request, body bson.R
 	opts := engine.AggregateOptions{Host: s.hostPort()}
 	havePipeline := false
 	var err error
-	for key, v := range cmdArgs(body) {
+	for key, v := range command.Args(body) {
 		switch string(key) {
 		case "pipeline":
 			stages, err = statements(req, "aggregate", "pipeline", v)
 			havePipeline = true
 		case "hint":
-			opts.Hint, err = argHint(v)
+			opts.Hint, err = command.Hint(v)
 		case "allowDiskUse":
-			opts.AllowDiskUse, err = argStrictBool("allowDiskUse", v)
+			opts.AllowDiskUse, err = command.StrictBool("allowDiskUse", v)
 		case "let":
 			lv, err = s.parseLet("aggregate", v)
 		case "collation":
@@ -49,11 +50,11 @@ func (s *Server) explainAggregate(ctx context.Context, req *Request, body bson.R
 				err = cursorOption("aggregate", v, &batchSize)
 			}
 		case "bypassDocumentValidation":
-			_, err = argStrictBool("bypassDocumentValidation", v)
+			_, err = command.StrictBool("bypassDocumentValidation", v)
 		case "explain":
-			_, err = argStrictBool("explain", v)
+			_, err = command.StrictBool("explain", v)
 		default:
-			err = unknownField("aggregate", key)
+			err = command.UnknownField("aggregate", key)
 		}
 		if err != nil {
 			return nil, err
@@ -63,7 +64,7 @@ func (s *Server) explainAggregate(ctx context.Context, req *Request, body bson.R
 		return nil, err
 	}
 	if !havePipeline {
-		return nil, missingField("aggregate", "pipeline")
+		return nil, command.MissingField("aggregate", "pipeline")
 	}
 	if stages, err = lv.Pipeline(stages); err != nil {
 		return nil, err
@@ -121,7 +122,7 @@ func (s *Server) explainAggregate(ctx context.Context, req *Request, body bson.R
 		bson.E{Key: "command", Value: body},
 		bson.E{Key: "serverInfo", Value: bson.D{{Key: "host", Value: host}, {Key: "version", Value: mongoVersion}}},
 	)
-	return okReply(elems...)
+	return command.OK(elems...)
 }
 
 // cursorExplain renders the planner's query of a pipeline: its

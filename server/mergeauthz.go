@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/lethedb/lethe/auth"
+	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/engine"
 	"github.com/lethedb/lethe/mongoerr"
 )
@@ -80,19 +81,19 @@ type mergeAuthzArgs struct {
 func parseMergeAuthz(req *Request) (mergeAuthzArgs, error) {
 	const cmd = "_mergeAuthzCollections"
 	var a mergeAuthzArgs
-	for key, v := range cmdArgs(req.Body) {
+	for key, v := range command.Args(req.Body) {
 		var err error
 		switch string(key) {
 		case "tempUsersCollection":
-			a.usersNS, err = argString(cmd, "tempUsersCollection", v)
+			a.usersNS, err = command.String(cmd, "tempUsersCollection", v)
 		case "tempRolesCollection":
-			a.rolesNS, err = argString(cmd, "tempRolesCollection", v)
+			a.rolesNS, err = command.String(cmd, "tempRolesCollection", v)
 		case "db":
-			a.db, err = argString(cmd, "db", v)
+			a.db, err = command.String(cmd, "db", v)
 		case "drop":
-			a.drop, err = argBool(cmd, "drop", v)
+			a.drop, err = command.Bool(cmd, "drop", v)
 		default:
-			err = unknownField(cmd, key)
+			err = command.UnknownField(cmd, key)
 		}
 		if err != nil {
 			return a, err
@@ -132,7 +133,7 @@ func (s *Server) mergeAuthzCollections(ctx context.Context, req *Request) (bson.
 			return nil, err
 		}
 	}
-	return okReply()
+	return command.OK()
 }
 
 // mergeAuthzDocs merges the documents of the temporary collection tempNS

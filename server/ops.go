@@ -11,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.uber.org/zap"
 
+	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -228,8 +229,8 @@ func (c *Conn) opUser() string {
 	return c.ops.op.user
 }
 
-func (s *Server) opCommands() []command {
-	return []command{
+func (s *Server) opCommands() []commandDef {
+	return []commandDef{
 		{name: "currentOp", handle: s.currentOp, adminOnly: true},
 		{name: "killOp", handle: s.killOp, adminOnly: true},
 	}
@@ -240,7 +241,7 @@ func (s *Server) opCommands() []command {
 func (s *Server) currentOp(ctx context.Context, req *Request) (bson.Raw, error) {
 	var filter bson.D
 	var all, ownOps bool
-	for key, v := range cmdArgs(req.Body) {
+	for key, v := range command.Args(req.Body) {
 		switch string(key) {
 		case "$all":
 			all = v.Type == bson.TypeBoolean && v.Boolean()
@@ -260,7 +261,7 @@ func (s *Server) currentOp(ctx context.Context, req *Request) (bson.Raw, error) 
 			return nil, err
 		}
 	}
-	return okReply(bson.E{Key: "inprog", Value: nonNil(toA(docs))})
+	return command.OK(bson.E{Key: "inprog", Value: nonNil(toA(docs))})
 }
 
 // killOp cancels the operation {op: N}: it ends with Interrupted. As in
@@ -268,18 +269,18 @@ func (s *Server) currentOp(ctx context.Context, req *Request) (bson.Raw, error) 
 func (s *Server) killOp(_ context.Context, req *Request) (bson.Raw, error) {
 	var id int64
 	var have bool
-	for key, v := range cmdArgs(req.Body) {
+	for key, v := range command.Args(req.Body) {
 		if string(key) != "op" {
 			continue
 		}
-		n, err := argInt64("killOp", "op", v)
+		n, err := command.Int64("killOp", "op", v)
 		if err != nil {
 			return nil, err
 		}
 		id, have = n, true
 	}
 	if !have {
-		return nil, missingField("killOp", "op")
+		return nil, command.MissingField("killOp", "op")
 	}
 	if id < 0 || id > 0x7fffffff {
 		return nil, mongoerr.New(mongoerr.BadValue, "invalid op id %d", id)
@@ -295,7 +296,7 @@ func (s *Server) killOp(_ context.Context, req *Request) (bson.Raw, error) {
 	if !killed {
 		s.log.Info("killOp: no such operation running", zap.Int64("opid", id), zap.Int64("by", req.Conn.id))
 	}
-	return okReply(bson.E{Key: "info", Value: "attempting to kill op"})
+	return command.OK(bson.E{Key: "info", Value: "attempting to kill op"})
 }
 
 func toA(docs []bson.Raw) bson.A {

@@ -6,6 +6,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -66,7 +67,7 @@ func (s *Server) logLevel() any {
 }
 
 func (s *Server) setLogLevel(cmd, name string, v bson.RawValue) error {
-	n, err := argInt32(cmd, name, v)
+	n, err := command.Int32(cmd, name, v)
 	if err != nil {
 		return err
 	}
@@ -97,7 +98,7 @@ func (s *Server) paramNames() []string {
 func (s *Server) setAllowDiskUseByDefault(cmd, name string, v bson.RawValue) error {
 	b, ok := v.BooleanOK()
 	if !ok {
-		return mongoerr.New(mongoerr.BadValue, "%s: %s must be a boolean, not %s", cmd, name, typeName(v.Type))
+		return mongoerr.New(mongoerr.BadValue, "%s: %s must be a boolean, not %s", cmd, name, command.TypeName(v.Type))
 	}
 	s.allowDiskUseByDefault.Store(b)
 	return nil

@@ -3,29 +3,23 @@ package server
 import (
 	"context"
 
+	"github.com/lethedb/lethe/command"
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
-// Request is one command as the handlers see it.
-//
-// Body and Sequences point into the connection's read buffer, which is reused
-// for the next request: a handler must copy any part it keeps beyond its
-// return (bytes.Clone, or bson.Raw.Clone).
+// Request is one command as the server's handlers see it: the request of
+// the command kit, which handlers of other packages see, and what the
+// server keeps of it (its connection, session, fail point and replica-set
+// reply).
 type Request struct {
-	DB   string   // from $db (OP_MSG) or the namespace (OP_QUERY)
-	Name string   // the command name as the client spelled it
-	Body bson.Raw // the command document
-	// Sequences holds OP_MSG kind-1 document sequences by identifier
-	// (for example "documents" of insert).
-	Sequences map[string][]bson.Raw
-	Conn      *Conn
+	command.Request
+	Conn *Conn
 
 	// lsid is the command's session, packed (packKey), "" for none; see
 	// Conn.requestSession. lsidForeign says its lsid named another user's
 	// digest.
 	lsid        string
 	lsidForeign bool
-	reply       []byte // the connection's reply buffer, see beginReply
 	// failed is the failCommand fail point's data when it applies to this
 	// command, and closeConn says it closes the connection (failpoint.go).
 	failed    *failCommandData
@@ -48,7 +42,7 @@ type Request struct {
 // (including ok: 1) or an error; a *mongoerr.Error becomes {ok: 0, code, ...}.
 type handlerFunc func(ctx context.Context, req *Request) (bson.Raw, error)
 
-type command struct {
+type commandDef struct {
 	name    string
 	aliases []string
 	handle  handlerFunc
@@ -59,9 +53,9 @@ type command struct {
 // buildRegistry collects every command family into one lookup table keyed
 // by name. Names are case-sensitive, as in MongoDB; aliases cover the
 // historical spellings (isMaster/ismaster).
-func (s *Server) buildRegistry() map[string]*command {
-	table := make(map[string]*command)
-	groups := [][]command{
+func (s *Server) buildRegistry() map[string]*commandDef {
+	table := make(map[string]*commandDef)
+	groups := [][]commandDef{
 		s.handshakeCommands(),
 		s.authCommands(),
 		s.shutdownCommands(),

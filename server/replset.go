@@ -11,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -151,7 +152,7 @@ func (s *Server) replSetGetStatus(context.Context, *Request) (bson.Raw, error) {
 		{Key: "self", Value: true},
 		{Key: "lastHeartbeatMessage", Value: ""},
 	}
-	return okReply(
+	return command.OK(
 		bson.E{Key: "set", Value: rs.name},
 		bson.E{Key: "date", Value: now},
 		bson.E{Key: "myState", Value: int32(1)},
@@ -212,7 +213,7 @@ func (rs *replSet) config() bson.D {
 }
 
 func (s *Server) replSetGetConfig(context.Context, *Request) (bson.Raw, error) {
-	return okReply(bson.E{Key: "config", Value: s.rs.config()})
+	return command.OK(bson.E{Key: "config", Value: s.rs.config()})
 }
 
 // replSetInitiate accepts what would initiate this very set: no config (the
@@ -227,9 +228,9 @@ func (s *Server) replSetInitiate(_ context.Context, req *Request) (bson.Raw, err
 			return nil, err
 		}
 	} else if v.Type != bson.TypeNull && v.Type != bson.TypeUndefined {
-		return nil, mongoerr.New(mongoerr.TypeMismatch, "no configuration specified; expected an object, got %s", typeName(v.Type))
+		return nil, mongoerr.New(mongoerr.TypeMismatch, "no configuration specified; expected an object, got %s", command.TypeName(v.Type))
 	}
-	return okReply()
+	return command.OK()
 }
 
 func (rs *replSet) checkInitiateConfig(cfg bson.Raw) error {
@@ -268,15 +269,15 @@ func (rs *replSet) checkInitiateConfig(cfg bson.Raw) error {
 // replicationCommands are the commands of rs.status(), rs.conf() and
 // rs.initiate(): answered as a one-member set in replica-set mode, and with
 // NoReplicationEnabled by a standalone server, as mongod without --replSet.
-func (s *Server) replicationCommands() []command {
+func (s *Server) replicationCommands() []commandDef {
 	if s.rs == nil {
-		return []command{
+		return []commandDef{
 			{name: "replSetGetStatus", handle: notReplicated, adminOnly: true},
 			{name: "replSetGetConfig", handle: notReplicated, adminOnly: true},
 			{name: "replSetInitiate", handle: initiateNotReplicated, adminOnly: true},
 		}
 	}
-	return []command{
+	return []commandDef{
 		{name: "replSetGetStatus", handle: s.replSetGetStatus, adminOnly: true},
 		{name: "replSetGetConfig", handle: s.replSetGetConfig, adminOnly: true},
 		{name: "replSetInitiate", handle: s.replSetInitiate, adminOnly: true},

@@ -8,6 +8,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/lethedb/lethe/clock"
+	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -86,7 +87,7 @@ func TestCheckWriteConcern(t *testing.T) {
 		{wc: bson.D{{Key: "w", Value: 51}}, err: mongoerr.FailedToParse},
 		{wc: bson.D{{Key: "w", Value: true}}, err: mongoerr.FailedToParse},
 		{wc: bson.D{{Key: "j", Value: "yes"}}, err: mongoerr.TypeMismatch},
-		{wc: bson.D{{Key: "x", Value: 1}}, err: codeUnknownField},
+		{wc: bson.D{{Key: "x", Value: 1}}, err: command.CodeUnknownField},
 	} {
 		wcErr, err := checkWriteConcern(rawValue(t, c.wc))
 		if c.err != 0 {
@@ -131,7 +132,7 @@ func TestCheckReadConcern(t *testing.T) {
 		{rc: bson.D{{Key: "afterClusterTime", Value: 5}}, err: mongoerr.TypeMismatch},
 		{rc: bson.D{{Key: "level", Value: "strong"}}, err: mongoerr.BadValue},
 		{rc: bson.D{{Key: "level", Value: 1}}, err: mongoerr.TypeMismatch},
-		{rc: bson.D{{Key: "x", Value: 1}}, err: codeUnknownField},
+		{rc: bson.D{{Key: "x", Value: 1}}, err: command.CodeUnknownField},
 	} {
 		body := c.body
 		if body == nil {

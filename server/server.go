@@ -163,7 +163,7 @@ type Server struct {
 	clock    clock.Clock
 	eng      *engine.Engine
 	started  time.Time
-	commands map[string]*command
+	commands map[string]*commandDef
 	params   map[string]*parameter // getParameter and setParameter, see params.go
 	recent   *logRing              // recent log entries for getLog, see logring.go
 

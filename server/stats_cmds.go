@@ -7,14 +7,15 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/engine"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
 // storageCommands are the commands about the storage of one collection
 // beyond collStats.
-func (s *Server) storageCommands() []command {
-	return []command{
+func (s *Server) storageCommands() []commandDef {
+	return []commandDef{
 		{name: "dataSize", aliases: []string{"datasize"}, handle: s.dataSize},
 		{name: "compact", handle: s.compact},
 	}
@@ -25,7 +26,7 @@ func (s *Server) storageCommands() []command {
 // dataSize does (src/mongo/db/commands/dbcommands.cpp, CmdDatasize). Its
 // namespace is the full "db.collection".
 func (s *Server) dataSize(ctx context.Context, req *Request) (bson.Raw, error) {
-	ns, err := argString("dataSize", "dataSize", firstValue(req.Body))
+	ns, err := command.String("dataSize", "dataSize", firstValue(req.Body))
 	if err != nil {
 		return nil, err
 	}
@@ -42,18 +43,18 @@ func (s *Server) dataSize(ctx context.Context, req *Request) (bson.Raw, error) {
 		return nil, mongoerr.New(mongoerr.Unauthorized, "not authorized on %s to execute command dataSize on %s: run it on %s", req.DB, ns, db)
 	}
 	var keyPattern, minKey, maxKey bson.Raw
-	for key, v := range cmdArgs(req.Body) {
+	for key, v := range command.Args(req.Body) {
 		switch k := string(key); k {
 		case "keyPattern":
-			keyPattern, err = argDoc("dataSize", k, v)
+			keyPattern, err = command.Doc("dataSize", k, v)
 		case "min":
-			minKey, err = argDoc("dataSize", k, v)
+			minKey, err = command.Doc("dataSize", k, v)
 		case "max":
-			maxKey, err = argDoc("dataSize", k, v)
+			maxKey, err = command.Doc("dataSize", k, v)
 		case "estimate":
-			_, err = argBool("dataSize", k, v)
+			_, err = command.Bool("dataSize", k, v)
 		default:
-			err = unknownField("dataSize", key)
+			err = command.UnknownField("dataSize", key)
 		}
 		if err != nil {
 			return nil, err
@@ -61,7 +62,7 @@ func (s *Server) dataSize(ctx context.Context, req *Request) (bson.Raw, error) {
 	}
 	start := time.Now()
 	reply := func(size, n int64) (bson.Raw, error) {
-		return okReply(
+		return command.OK(
 			bson.E{Key: "estimate", Value: false},
 			bson.E{Key: "size", Value: size},
 			bson.E{Key: "numObjects", Value: n},
@@ -117,14 +118,14 @@ func (s *Server) compact(ctx context.Context, req *Request) (bson.Raw, error) {
 	if err != nil {
 		return nil, err
 	}
-	for key, v := range cmdArgs(req.Body) {
+	for key, v := range command.Args(req.Body) {
 		switch k := string(key); k {
 		case "force", "dryRun":
-			_, err = argBool("compact", k, v)
+			_, err = command.Bool("compact", k, v)
 		case "freeSpaceTargetMB":
-			_, err = argInt64("compact", k, v)
+			_, err = command.Int64("compact", k, v)
 		default:
-			err = unknownField("compact", key)
+			err = command.UnknownField("compact", key)
 		}
 		if err != nil {
 			return nil, err
@@ -137,5 +138,5 @@ func (s *Server) compact(ctx context.Context, req *Request) (bson.Raw, error) {
 	if err != nil {
 		return nil, err
 	}
-	return okReply(bson.E{Key: "bytesFreed", Value: freed})
+	return command.OK(bson.E{Key: "bytesFreed", Value: freed})
 }

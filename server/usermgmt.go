@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/lethedb/lethe/auth"
+	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -24,8 +25,8 @@ const (
 	codeUserExists mongoerr.Code = 51003
 )
 
-func (s *Server) userCommands() []command {
-	return []command{
+func (s *Server) userCommands() []commandDef {
+	return []commandDef{
 		{name: "createUser", handle: s.serialized(s.createUser)},
 		{name: "updateUser", handle: s.serialized(s.updateUser)},
 		{name: "dropUser", handle: s.serialized(s.dropUser)},
@@ -162,7 +163,7 @@ func removeRoleNames(names, drop []auth.RoleName) []auth.RoleName {
 // db.
 func roleArg(cmd, field string, v bson.RawValue, db string) ([]auth.RoleName, error) {
 	if v.Type != bson.TypeArray {
-		return nil, wrongType(cmd, field, v.Type, "array")
+		return nil, command.WrongType(cmd, field, v.Type, "array")
 	}
 	return auth.ParseRoleNames(v, db)
 }
@@ -170,7 +171,7 @@ func roleArg(cmd, field string, v bson.RawValue, db string) ([]auth.RoleName, er
 // restrictionsArg parses authenticationRestrictions, kept as given; an
 // empty array is nil, which MongoDB does not store.
 func restrictionsArg(cmd string, v bson.RawValue) (bson.Raw, error) {
-	arr, err := argArray(cmd, "authenticationRestrictions", v)
+	arr, err := command.Array(cmd, "authenticationRestrictions", v)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/lethedb/lethe/auth"
+	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -25,7 +26,7 @@ func parseInfoTarget(cmd, field string, v bson.RawValue, db string) (infoTarget,
 	var t infoTarget
 	switch v.Type {
 	case bson.TypeInt32, bson.TypeInt64, bson.TypeDouble, bson.TypeDecimal128:
-		n, _ := argFloat64(cmd, cmd, v)
+		n, _ := command.Float64(cmd, cmd, v)
 		if n != 1 {
 			return t, mongoerr.New(mongoerr.BadValue, "%s must be 1, a string, an object or an array", cmd)
 		}
@@ -58,7 +59,7 @@ func parseInfoTarget(cmd, field string, v bson.RawValue, db string) (infoTarget,
 			}
 			t.names = append(t.names, auth.RoleName{Role: name, DB: in})
 		default:
-			return t, mongoerr.New(mongoerr.BadValue, "%s entries must be a name or {%s: <string>, db: <string>}, not %s", cmd, field, typeName(el.Type))
+			return t, mongoerr.New(mongoerr.BadValue, "%s entries must be a name or {%s: <string>, db: <string>}, not %s", cmd, field, command.TypeName(el.Type))
 		}
 	}
 	return t, nil
@@ -89,20 +90,20 @@ func (s *Server) usersInfo(ctx context.Context, req *Request) (bson.Raw, error) 
 	showCustomData := true
 	var showCredentials, showPrivileges, showRestrictions bool
 	var filter bson.Raw
-	for key, v := range cmdArgs(req.Body) {
+	for key, v := range command.Args(req.Body) {
 		switch string(key) {
 		case "showCredentials":
-			showCredentials, err = argBool(cmd, "showCredentials", v)
+			showCredentials, err = command.Bool(cmd, "showCredentials", v)
 		case "showCustomData":
-			showCustomData, err = argBool(cmd, "showCustomData", v)
+			showCustomData, err = command.Bool(cmd, "showCustomData", v)
 		case "showPrivileges":
-			showPrivileges, err = argBool(cmd, "showPrivileges", v)
+			showPrivileges, err = command.Bool(cmd, "showPrivileges", v)
 		case "showAuthenticationRestrictions":
-			showRestrictions, err = argBool(cmd, "showAuthenticationRestrictions", v)
+			showRestrictions, err = command.Bool(cmd, "showAuthenticationRestrictions", v)
 		case "filter":
-			filter, err = argDoc(cmd, "filter", v)
+			filter, err = command.Doc(cmd, "filter", v)
 		default:
-			err = unknownField(cmd, key)
+			err = command.UnknownField(cmd, key)
 		}
 		if err != nil {
 			return nil, err
@@ -127,7 +128,7 @@ func (s *Server) usersInfo(ctx context.Context, req *Request) (bson.Raw, error) 
 		}
 		users = append(users, out)
 	}
-	return okReply(bson.E{Key: "users", Value: users})
+	return command.OK(bson.E{Key: "users", Value: users})
 }
 
 // userInfo is one entry of usersInfo's reply, as MongoDB builds it. Without
@@ -208,7 +209,7 @@ func (s *Server) rolesInfo(ctx context.Context, req *Request) (bson.Raw, error) 
 		return nil, err
 	}
 	var showPrivileges, showBuiltin, showRestrictions, asFragment bool
-	for key, v := range cmdArgs(req.Body) {
+	for key, v := range command.Args(req.Body) {
 		switch string(key) {
 		case "showPrivileges":
 			if str, ok := v.StringValueOK(); ok {
@@ -218,13 +219,13 @@ func (s *Server) rolesInfo(ctx context.Context, req *Request) (bson.Raw, error) 
 				asFragment = true
 				continue
 			}
-			showPrivileges, err = argBool(cmd, "showPrivileges", v)
+			showPrivileges, err = command.Bool(cmd, "showPrivileges", v)
 		case "showBuiltinRoles":
-			showBuiltin, err = argBool(cmd, "showBuiltinRoles", v)
+			showBuiltin, err = command.Bool(cmd, "showBuiltinRoles", v)
 		case "showAuthenticationRestrictions":
-			showRestrictions, err = argBool(cmd, "showAuthenticationRestrictions", v)
+			showRestrictions, err = command.Bool(cmd, "showAuthenticationRestrictions", v)
 		default:
-			err = unknownField(cmd, key)
+			err = command.UnknownField(cmd, key)
 		}
 		if err != nil {
 			return nil, err
@@ -280,7 +281,7 @@ func (s *Server) rolesInfo(ctx context.Context, req *Request) (bson.Raw, error) 
 	if roles == nil {
 		roles = bson.A{}
 	}
-	return okReply(bson.E{Key: "roles", Value: roles})
+	return command.OK(bson.E{Key: "roles", Value: roles})
 }
 
 // roleInfo is one user-defined role in rolesInfo's reply, as MongoDB builds
@@ -395,5 +396,5 @@ func (s *Server) rolesAsUserFragment(ctx context.Context, names []auth.RoleName,
 	if showRestrictions {
 		fragment = append(fragment, bson.E{Key: "inheritedAuthenticationRestrictions", Value: restrictionsArray(res.restrictions)})
 	}
-	return okReply(bson.E{Key: "userFragment", Value: fragment})
+	return command.OK(bson.E{Key: "userFragment", Value: fragment})
 }

@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/lethedb/lethe/auth"
+	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -25,14 +26,14 @@ type roleArgs struct {
 func parseRoleArgs(cmd string, req *Request) (roleArgs, error) {
 	var a roleArgs
 	var err error
-	if a.name, err = argString(cmd, cmd, firstValue(req.Body)); err != nil {
+	if a.name, err = command.String(cmd, cmd, firstValue(req.Body)); err != nil {
 		return a, err
 	}
-	for key, v := range cmdArgs(req.Body) {
+	for key, v := range command.Args(req.Body) {
 		switch string(key) {
 		case "privileges":
 			if v.Type != bson.TypeArray {
-				return a, wrongType(cmd, "privileges", v.Type, "array")
+				return a, command.WrongType(cmd, "privileges", v.Type, "array")
 			}
 			a.privileges, err = auth.ParsePrivileges(v)
 			a.hasPrivileges = true
@@ -43,7 +44,7 @@ func parseRoleArgs(cmd string, req *Request) (roleArgs, error) {
 			a.restrictions, err = restrictionsArg(cmd, v)
 			a.hasRestrictions = true
 		default:
-			err = unknownField(cmd, key)
+			err = command.UnknownField(cmd, key)
 		}
 		if err != nil {
 			return a, err
@@ -109,9 +110,9 @@ func (s *Server) createRole(ctx context.Context, req *Request) (bson.Raw, error)
 	name := auth.RoleName{Role: a.name, DB: req.DB}
 	switch {
 	case !a.hasPrivileges:
-		return nil, missingField(cmd, "privileges")
+		return nil, command.MissingField(cmd, "privileges")
 	case !a.hasRoles:
-		return nil, missingField(cmd, "roles")
+		return nil, command.MissingField(cmd, "roles")
 	case a.name == "":
 		return nil, mongoerr.New(mongoerr.BadValue, "Role name must be non-empty")
 	case req.DB == "local":
@@ -138,7 +139,7 @@ func (s *Server) createRole(ctx context.Context, req *Request) (bson.Raw, error)
 	if err != nil {
 		return nil, err
 	}
-	return okReply()
+	return command.OK()
 }
 
 // storedRole returns the user-defined role name of db, RoleNotFound if
@@ -204,17 +205,17 @@ func (s *Server) updateRole(ctx context.Context, req *Request) (bson.Raw, error)
 	if err := s.saveRole(ctx, r); err != nil {
 		return nil, err
 	}
-	return okReply()
+	return command.OK()
 }
 
 func (s *Server) dropRole(ctx context.Context, req *Request) (bson.Raw, error) {
 	const cmd = "dropRole"
-	name, err := argString(cmd, cmd, firstValue(req.Body))
+	name, err := command.String(cmd, cmd, firstValue(req.Body))
 	if err != nil {
 		return nil, err
 	}
-	for key := range cmdArgs(req.Body) {
-		return nil, unknownField(cmd, key)
+	for key := range command.Args(req.Body) {
+		return nil, command.UnknownField(cmd, key)
 	}
 	if _, err := s.modifiableRole(ctx, req.DB, name); err != nil {
 		return nil, err
@@ -227,12 +228,12 @@ func (s *Server) dropRole(ctx context.Context, req *Request) (bson.Raw, error) {
 	if _, err := s.deleteAuthDocs(ctx, rolesColl, bson.D{{Key: "_id", Value: req.DB + "." + name}}); err != nil {
 		return nil, err
 	}
-	return okReply()
+	return command.OK()
 }
 
 func (s *Server) dropAllRolesFromDatabase(ctx context.Context, req *Request) (bson.Raw, error) {
-	for key := range cmdArgs(req.Body) {
-		return nil, unknownField("dropAllRolesFromDatabase", key)
+	for key := range command.Args(req.Body) {
+		return nil, command.UnknownField("dropAllRolesFromDatabase", key)
 	}
 	if err := s.forgetRoles(ctx, bson.D{{Key: "db", Value: req.DB}}); err != nil {
 		return nil, err
@@ -241,7 +242,7 @@ func (s *Server) dropAllRolesFromDatabase(ctx context.Context, req *Request) (bs
 	if err != nil {
 		return nil, err
 	}
-	return okReply(bson.E{Key: "n", Value: int32(n)})
+	return command.OK(bson.E{Key: "n", Value: int32(n)})
 }
 
 // forgetRoles removes the roles matching match ({role, db} or {db}) from
@@ -266,20 +267,20 @@ func (s *Server) revokePrivilegesFromRole(ctx context.Context, req *Request) (bs
 // changeRolePrivileges runs grantPrivilegesToRole or
 // revokePrivilegesFromRole, whose change is apply.
 func (s *Server) changeRolePrivileges(ctx context.Context, req *Request, cmd string, apply func(have, change []auth.Privilege) []auth.Privilege) (bson.Raw, error) {
-	name, err := argString(cmd, cmd, firstValue(req.Body))
+	name, err := command.String(cmd, cmd, firstValue(req.Body))
 	if err != nil {
 		return nil, err
 	}
 	var privs []auth.Privilege
-	for key, v := range cmdArgs(req.Body) {
+	for key, v := range command.Args(req.Body) {
 		switch string(key) {
 		case "privileges":
 			if v.Type != bson.TypeArray {
-				return nil, wrongType(cmd, "privileges", v.Type, "array")
+				return nil, command.WrongType(cmd, "privileges", v.Type, "array")
 			}
 			privs, err = auth.ParsePrivileges(v)
 		default:
-			err = unknownField(cmd, key)
+			err = command.UnknownField(cmd, key)
 		}
 		if err != nil {
 			return nil, err
@@ -299,7 +300,7 @@ func (s *Server) changeRolePrivileges(ctx context.Context, req *Request, cmd str
 	if err := s.saveRole(ctx, r); err != nil {
 		return nil, err
 	}
-	return okReply()
+	return command.OK()
 }
 
 // subtractPrivileges removes the actions of drop from privs, and the
@@ -335,7 +336,7 @@ func (s *Server) grantRolesToRole(ctx context.Context, req *Request) (bson.Raw, 
 	if err := s.saveRole(ctx, r); err != nil {
 		return nil, err
 	}
-	return okReply()
+	return command.OK()
 }
 
 func (s *Server) revokeRolesFromRole(ctx context.Context, req *Request) (bson.Raw, error) {
@@ -354,5 +355,5 @@ func (s *Server) revokeRolesFromRole(ctx context.Context, req *Request) (bson.Ra
 	if err := s.saveRole(ctx, r); err != nil {
 		return nil, err
 	}
-	return okReply()
+	return command.OK()
 }

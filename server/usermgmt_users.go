@@ -9,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/lethedb/lethe/auth"
+	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -31,17 +32,17 @@ type userArgs struct {
 func parseUserArgs(cmd string, req *Request) (userArgs, error) {
 	a := userArgs{digestPassword: true}
 	var err error
-	if a.name, err = argString(cmd, cmd, firstValue(req.Body)); err != nil {
+	if a.name, err = command.String(cmd, cmd, firstValue(req.Body)); err != nil {
 		return a, err
 	}
-	for key, v := range cmdArgs(req.Body) {
+	for key, v := range command.Args(req.Body) {
 		switch string(key) {
 		case "pwd":
 			var p string
-			p, err = argString(cmd, "pwd", v)
+			p, err = command.String(cmd, "pwd", v)
 			a.pwd = &p
 		case "customData":
-			a.customData, err = argDoc(cmd, "customData", v)
+			a.customData, err = command.Doc(cmd, "customData", v)
 			a.customData = slices.Clone(a.customData)
 		case "roles":
 			a.roles, err = roleArg(cmd, "roles", v, req.DB)
@@ -53,9 +54,9 @@ func parseUserArgs(cmd string, req *Request) (userArgs, error) {
 			a.mechanisms, err = mechanismsArg(cmd, v)
 			a.hasMechanisms = true
 		case "digestPassword":
-			a.digestPassword, err = argBool(cmd, "digestPassword", v)
+			a.digestPassword, err = command.Bool(cmd, "digestPassword", v)
 		default:
-			err = unknownField(cmd, key)
+			err = command.UnknownField(cmd, key)
 		}
 		if err != nil {
 			return a, err
@@ -69,7 +70,7 @@ func parseUserArgs(cmd string, req *Request) (userArgs, error) {
 
 // mechanismsArg parses the mechanisms of createUser and updateUser.
 func mechanismsArg(cmd string, v bson.RawValue) ([]auth.Mechanism, error) {
-	arr, err := argArray(cmd, "mechanisms", v)
+	arr, err := command.Array(cmd, "mechanisms", v)
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +79,7 @@ func mechanismsArg(cmd string, v bson.RawValue) ([]auth.Mechanism, error) {
 	for _, el := range vals {
 		s, ok := el.StringValueOK()
 		if !ok {
-			return nil, wrongType(cmd, "mechanisms", el.Type, "string")
+			return nil, command.WrongType(cmd, "mechanisms", el.Type, "string")
 		}
 		m := auth.Mechanism(s)
 		if m != auth.ScramSHA1 && m != auth.ScramSHA256 {
@@ -133,7 +134,7 @@ func (s *Server) createUser(ctx context.Context, req *Request) (bson.Raw, error)
 	}
 	switch {
 	case !a.hasRoles:
-		return nil, missingField("createUser", "roles")
+		return nil, command.MissingField("createUser", "roles")
 	case req.DB == "local":
 		return nil, mongoerr.New(mongoerr.BadValue, "Cannot create users in the local database")
 	case strings.ContainsRune(a.name, 0):
@@ -166,7 +167,7 @@ func (s *Server) createUser(ctx context.Context, req *Request) (bson.Raw, error)
 	if err != nil {
 		return nil, err
 	}
-	return okReply()
+	return command.OK()
 }
 
 // storedUser returns db's user name, UserNotFound if there is none.
@@ -239,16 +240,16 @@ func (s *Server) updateUser(ctx context.Context, req *Request) (bson.Raw, error)
 	if err := s.saveUser(ctx, u); err != nil {
 		return nil, err
 	}
-	return okReply()
+	return command.OK()
 }
 
 func (s *Server) dropUser(ctx context.Context, req *Request) (bson.Raw, error) {
-	name, err := argString("dropUser", "dropUser", firstValue(req.Body))
+	name, err := command.String("dropUser", "dropUser", firstValue(req.Body))
 	if err != nil {
 		return nil, err
 	}
-	for key := range cmdArgs(req.Body) {
-		return nil, unknownField("dropUser", key)
+	for key := range command.Args(req.Body) {
+		return nil, command.UnknownField("dropUser", key)
 	}
 	n, err := s.deleteAuthDocs(ctx, usersColl, bson.D{{Key: "_id", Value: req.DB + "." + name}})
 	if err != nil {
@@ -257,18 +258,18 @@ func (s *Server) dropUser(ctx context.Context, req *Request) (bson.Raw, error) {
 	if n == 0 {
 		return nil, mongoerr.New(mongoerr.UserNotFound, "User '%s@%s' not found", name, req.DB)
 	}
-	return okReply()
+	return command.OK()
 }
 
 func (s *Server) dropAllUsersFromDatabase(ctx context.Context, req *Request) (bson.Raw, error) {
-	for key := range cmdArgs(req.Body) {
-		return nil, unknownField("dropAllUsersFromDatabase", key)
+	for key := range command.Args(req.Body) {
+		return nil, command.UnknownField("dropAllUsersFromDatabase", key)
 	}
 	n, err := s.deleteAuthDocs(ctx, usersColl, bson.D{{Key: "db", Value: req.DB}})
 	if err != nil {
 		return nil, err
 	}
-	return okReply(bson.E{Key: "n", Value: int32(n)})
+	return command.OK(bson.E{Key: "n", Value: int32(n)})
 }
 
 func (s *Server) grantRolesToUser(ctx context.Context, req *Request) (bson.Raw, error) {
@@ -300,22 +301,22 @@ func (s *Server) changeUserRoles(ctx context.Context, req *Request, cmd string, 
 	if err := s.saveUser(ctx, u); err != nil {
 		return nil, err
 	}
-	return okReply()
+	return command.OK()
 }
 
 // namedRolesArgs parses {<cmd>: name, roles: [...]}, the roles non-empty.
 func namedRolesArgs(cmd string, req *Request) (string, []auth.RoleName, error) {
-	name, err := argString(cmd, cmd, firstValue(req.Body))
+	name, err := command.String(cmd, cmd, firstValue(req.Body))
 	if err != nil {
 		return "", nil, err
 	}
 	var roles []auth.RoleName
-	for key, v := range cmdArgs(req.Body) {
+	for key, v := range command.Args(req.Body) {
 		switch string(key) {
 		case "roles":
 			roles, err = roleArg(cmd, "roles", v, req.DB)
 		default:
-			err = unknownField(cmd, key)
+			err = command.UnknownField(cmd, key)
 		}
 		if err != nil {
 			return "", nil, err

@@ -1,4 +1,4 @@
-package server
+package command
 
 import (
 	"math"
@@ -32,52 +32,52 @@ func TestCmdArgs(t *testing.T) {
 		{Key: "$db", Value: "test"}, {Key: "limit", Value: 3}, {Key: "maxTimeMS", Value: 5},
 	})
 	var keys []string
-	for k := range cmdArgs(body) {
+	for k := range Args(body) {
 		keys = append(keys, string(k))
 	}
 	if len(keys) != 2 || keys[0] != "filter" || keys[1] != "limit" {
 		t.Errorf("cmdArgs keys = %v, want [filter limit]", keys)
 	}
-	wantErr(t, unknownField("ping", []byte("x")), 40415, "BSON field 'ping.x' is an unknown field.")
-	wantErr(t, missingField("insert", "documents"), 40414, "BSON field 'insert.documents' is missing but a required field")
+	wantErr(t, UnknownField("ping", []byte("x")), 40415, "BSON field 'ping.x' is an unknown field.")
+	wantErr(t, MissingField("insert", "documents"), 40414, "BSON field 'insert.documents' is missing but a required field")
 }
 
 func TestArgGetters(t *testing.T) {
-	if n, err := argInt64("find", "limit", rawValue(t, 2.9)); n != 2 || err != nil {
-		t.Errorf("argInt64(2.9) = %d, %v", n, err)
+	if n, err := Int64("find", "limit", rawValue(t, 2.9)); n != 2 || err != nil {
+		t.Errorf("Int64(2.9) = %d, %v", n, err)
 	}
-	if n, err := argInt64("find", "limit", rawValue(t, math.Inf(1))); n != math.MaxInt64 || err != nil {
-		t.Errorf("argInt64(+Inf) = %d, %v", n, err)
+	if n, err := Int64("find", "limit", rawValue(t, math.Inf(1))); n != math.MaxInt64 || err != nil {
+		t.Errorf("Int64(+Inf) = %d, %v", n, err)
 	}
 	dec, _ := bson.ParseDecimal128("12")
-	if n, err := argInt64("find", "limit", rawValue(t, dec)); n != 12 || err != nil {
-		t.Errorf("argInt64(decimal 12) = %d, %v", n, err)
+	if n, err := Int64("find", "limit", rawValue(t, dec)); n != 12 || err != nil {
+		t.Errorf("Int64(decimal 12) = %d, %v", n, err)
 	}
-	_, err := argInt64("find", "limit", rawValue(t, "5"))
+	_, err := Int64("find", "limit", rawValue(t, "5"))
 	wantErr(t, err, mongoerr.TypeMismatch, "BSON field 'find.limit' is the wrong type 'string', expected types '[long, int, decimal, double]'")
 
-	_, err = argInt32("find", "batchSize", rawValue(t, int64(math.MaxInt32)+1))
+	_, err = Int32("find", "batchSize", rawValue(t, int64(math.MaxInt32)+1))
 	if mongoerr.CodeOf(err) != mongoerr.BadValue {
-		t.Errorf("argInt32(2^31) = %v, want BadValue", err)
+		t.Errorf("Int32(2^31) = %v, want BadValue", err)
 	}
-	if f, err := argFloat64("x", "y", rawValue(t, int32(3))); f != 3 || err != nil {
-		t.Errorf("argFloat64(int32 3) = %v, %v", f, err)
+	if f, err := Float64("x", "y", rawValue(t, int32(3))); f != 3 || err != nil {
+		t.Errorf("Float64(int32 3) = %v, %v", f, err)
 	}
 
-	if b, err := argBool("find", "singleBatch", rawValue(t, int32(1))); !b || err != nil {
-		t.Errorf("argBool(1) = %v, %v", b, err)
+	if b, err := Bool("find", "singleBatch", rawValue(t, int32(1))); !b || err != nil {
+		t.Errorf("Bool(1) = %v, %v", b, err)
 	}
-	_, err = argBool("find", "singleBatch", rawValue(t, "yes"))
+	_, err = Bool("find", "singleBatch", rawValue(t, "yes"))
 	wantErr(t, err, mongoerr.TypeMismatch, "BSON field 'find.singleBatch' is the wrong type 'string', expected types '[bool, long, int, decimal, double]'")
 
-	if s, err := argString("find", "find", rawValue(t, "coll")); s != "coll" || err != nil {
+	if s, err := String("find", "find", rawValue(t, "coll")); s != "coll" || err != nil {
 		t.Errorf("argString = %q, %v", s, err)
 	}
-	_, err = argDoc("find", "filter", rawValue(t, bson.A{}))
+	_, err = Doc("find", "filter", rawValue(t, bson.A{}))
 	wantErr(t, err, mongoerr.TypeMismatch, "BSON field 'find.filter' is the wrong type 'array', expected type 'object'")
-	_, err = argArray("insert", "documents", rawValue(t, bson.D{}))
+	_, err = Array("insert", "documents", rawValue(t, bson.D{}))
 	wantErr(t, err, mongoerr.TypeMismatch, "BSON field 'insert.documents' is the wrong type 'object', expected type 'array'")
-	if _, err := argString("x", "y", rawValue(t, nil)); err == nil {
-		t.Error("argString(null) succeeded")
+	if _, err := String("x", "y", rawValue(t, nil)); err == nil {
+		t.Error("String(null) succeeded")
 	}
 }

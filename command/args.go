@@ -1,4 +1,4 @@
-package server
+package command
 
 import (
 	"iter"
@@ -13,36 +13,37 @@ import (
 	"github.com/lethedb/lethe/mongoerr"
 )
 
-// Command arguments. A handler ranges over cmdArgs, switches on the key and
-// converts each value with an arg getter; the getters fail the way MongoDB's
-// command parsers do, naming the field as "<command>.<field>":
+// Command arguments. A handler ranges over Args, switches on the key and
+// converts each value with a getter (String, Int64, Bool, Doc, ...); the
+// getters fail the way MongoDB's command parsers do, naming the field as
+// "<command>.<field>":
 //
-//	for key, v := range cmdArgs(req.Body) {
+//	for key, v := range command.Args(req.Body) {
 //		switch string(key) {
 //		case "limit":
-//			limit, err = argInt64("find", "limit", v)
+//			limit, err = command.Int64("find", "limit", v)
 //		default:
-//			err = unknownField("find", key)
+//			err = command.UnknownField("find", key)
 //		}
 //		...
 //	}
 
 // Error codes of MongoDB's generated command parsers, which have no names.
 const (
-	codeMissingField mongoerr.Code = 40414
-	codeUnknownField mongoerr.Code = 40415
-	// codeOutOfRange is a value outside the range a field's validator allows.
-	codeOutOfRange mongoerr.Code = 51024
+	CodeMissingField mongoerr.Code = 40414
+	CodeUnknownField mongoerr.Code = 40415
+	// CodeOutOfRange is a value outside the range a field's validator allows.
+	CodeOutOfRange mongoerr.Code = 51024
 )
 
-// cmdArgs yields the fields of a command document after the command name,
+// Args yields the fields of a command document after the command name,
 // leaving out the generic arguments any driver may add to any command (see
 // isGenericArg). Keys point into body; switching on string(key) does not
 // allocate.
-func cmdArgs(body bson.Raw) iter.Seq2[[]byte, bson.RawValue] {
+func Args(body bson.Raw) iter.Seq2[[]byte, bson.RawValue] {
 	return func(yield func([]byte, bson.RawValue) bool) {
 		first := true
-		for key, v := range fields(body) {
+		for key, v := range Fields(body) {
 			if first {
 				first = false
 				continue
@@ -54,9 +55,9 @@ func cmdArgs(body bson.Raw) iter.Seq2[[]byte, bson.RawValue] {
 	}
 }
 
-// fields yields every field of doc, such as an options document of a
+// Fields yields every field of doc, such as an options document of a
 // command; keys point into doc.
-func fields(doc bson.Raw) iter.Seq2[[]byte, bson.RawValue] {
+func Fields(doc bson.Raw) iter.Seq2[[]byte, bson.RawValue] {
 	return func(yield func([]byte, bson.RawValue) bool) {
 		if len(doc) < 5 {
 			return
@@ -91,59 +92,59 @@ func isGenericArg(key []byte) bool {
 	return false
 }
 
-// unknownField is the error for an argument the command does not take.
-func unknownField(cmd string, key []byte) error {
-	return mongoerr.New(codeUnknownField, "BSON field '%s.%s' is an unknown field.", cmd, key)
+// UnknownField is the error for an argument the command does not take.
+func UnknownField(cmd string, key []byte) error {
+	return mongoerr.New(CodeUnknownField, "BSON field '%s.%s' is an unknown field.", cmd, key)
 }
 
-// missingField is the error for a required argument that is absent.
-func missingField(cmd, field string) error {
-	return mongoerr.New(codeMissingField, "BSON field '%s.%s' is missing but a required field", cmd, field)
+// MissingField is the error for a required argument that is absent.
+func MissingField(cmd, field string) error {
+	return mongoerr.New(CodeMissingField, "BSON field '%s.%s' is missing but a required field", cmd, field)
 }
 
-// wrongType is the TypeMismatch error for an argument of the wrong BSON type.
+// WrongType is the TypeMismatch error for an argument of the wrong BSON type.
 // expected lists MongoDB's type names, as in "long", "int", "object".
-func wrongType(cmd, field string, got bson.Type, expected ...string) error {
+func WrongType(cmd, field string, got bson.Type, expected ...string) error {
 	if len(expected) == 1 {
 		return mongoerr.New(mongoerr.TypeMismatch, "BSON field '%s.%s' is the wrong type '%s', expected type '%s'",
-			cmd, field, typeName(got), expected[0])
+			cmd, field, TypeName(got), expected[0])
 	}
 	return mongoerr.New(mongoerr.TypeMismatch, "BSON field '%s.%s' is the wrong type '%s', expected types '[%s]'",
-		cmd, field, typeName(got), strings.Join(expected, ", "))
+		cmd, field, TypeName(got), strings.Join(expected, ", "))
 }
 
 var numberTypes = []string{"long", "int", "decimal", "double"}
 
-// argString returns a string argument.
-func argString(cmd, field string, v bson.RawValue) (string, error) {
+// String returns a string argument.
+func String(cmd, field string, v bson.RawValue) (string, error) {
 	s, ok := v.StringValueOK()
 	if !ok {
-		return "", wrongType(cmd, field, v.Type, "string")
+		return "", WrongType(cmd, field, v.Type, "string")
 	}
 	return s, nil
 }
 
-// argInt64 returns a numeric argument as an integer: any numeric type is
+// Int64 returns a numeric argument as an integer: any numeric type is
 // accepted, fractions are truncated toward zero, values beyond the int64
 // range saturate and NaN is 0, like MongoDB's parsers for integer fields.
-func argInt64(cmd, field string, v bson.RawValue) (int64, error) {
+func Int64(cmd, field string, v bson.RawValue) (int64, error) {
 	switch v.Type {
 	case bson.TypeInt32:
 		return int64(v.Int32()), nil
 	case bson.TypeInt64:
 		return v.Int64(), nil
 	case bson.TypeDouble:
-		return saturatingInt64(v.Double()), nil
+		return SaturatingInt64(v.Double()), nil
 	case bson.TypeDecimal128:
-		return saturatingInt64(decimalToFloat(v.Decimal128())), nil
+		return SaturatingInt64(DecimalToFloat(v.Decimal128())), nil
 	}
-	return 0, wrongType(cmd, field, v.Type, numberTypes...)
+	return 0, WrongType(cmd, field, v.Type, numberTypes...)
 }
 
-// argInt32 is argInt64 for fields that must fit an int32; a value outside
+// Int32 is Int64 for fields that must fit an int32; a value outside
 // that range is BadValue.
-func argInt32(cmd, field string, v bson.RawValue) (int32, error) {
-	n, err := argInt64(cmd, field, v)
+func Int32(cmd, field string, v bson.RawValue) (int32, error) {
+	n, err := Int64(cmd, field, v)
 	if err != nil {
 		return 0, err
 	}
@@ -153,55 +154,55 @@ func argInt32(cmd, field string, v bson.RawValue) (int32, error) {
 	return int32(n), nil
 }
 
-// argFloat64 returns any numeric argument as a float64.
-func argFloat64(cmd, field string, v bson.RawValue) (float64, error) {
+// Float64 returns any numeric argument as a float64.
+func Float64(cmd, field string, v bson.RawValue) (float64, error) {
 	if f, ok := v.AsFloat64OK(); ok {
 		return f, nil
 	}
 	if d, ok := v.Decimal128OK(); ok {
-		return decimalToFloat(d), nil
+		return DecimalToFloat(d), nil
 	}
-	return 0, wrongType(cmd, field, v.Type, numberTypes...)
+	return 0, WrongType(cmd, field, v.Type, numberTypes...)
 }
 
-// argBool returns a boolean argument. Like MongoDB, numbers are accepted
+// Bool returns a boolean argument. Like MongoDB, numbers are accepted
 // too, and any non-zero number is true.
-func argBool(cmd, field string, v bson.RawValue) (bool, error) {
+func Bool(cmd, field string, v bson.RawValue) (bool, error) {
 	switch v.Type {
 	case bson.TypeBoolean:
 		return v.Boolean(), nil
 	case bson.TypeInt32, bson.TypeInt64, bson.TypeDouble, bson.TypeDecimal128:
-		f, err := argFloat64(cmd, field, v)
+		f, err := Float64(cmd, field, v)
 		return f != 0, err
 	}
-	return false, wrongType(cmd, field, v.Type, "bool", "long", "int", "decimal", "double")
+	return false, WrongType(cmd, field, v.Type, "bool", "long", "int", "decimal", "double")
 }
 
-// argNonNegative is argInt64 for the counts of find and aggregate (skip,
+// NonNegative is Int64 for the counts of find and aggregate (skip,
 // limit, batchSize), which MongoDB validates as ">= 0".
-func argNonNegative(cmd, field string, v bson.RawValue) (int64, error) {
-	n, err := argInt64(cmd, field, v)
+func NonNegative(cmd, field string, v bson.RawValue) (int64, error) {
+	n, err := Int64(cmd, field, v)
 	if err == nil && n < 0 {
-		err = mongoerr.New(codeOutOfRange, "BSON field '%s' value must be >= 0, actual value '%d'", field, n)
+		err = mongoerr.New(CodeOutOfRange, "BSON field '%s' value must be >= 0, actual value '%d'", field, n)
 	}
 	return n, err
 }
 
-// argStrictBool returns an option of find or aggregate that must be a BSON
-// boolean: unlike argBool, numbers are refused, as MongoDB's parser for
+// StrictBool returns an option of find or aggregate that must be a BSON
+// boolean: unlike Bool, numbers are refused, as MongoDB's parser for
 // these options does.
-func argStrictBool(field string, v bson.RawValue) (bool, error) {
+func StrictBool(field string, v bson.RawValue) (bool, error) {
 	b, ok := v.BooleanOK()
 	if !ok {
-		return false, mongoerr.New(mongoerr.TypeMismatch, "Field '%s' should be a boolean value, but found: %s", field, typeName(v.Type))
+		return false, mongoerr.New(mongoerr.TypeMismatch, "Field '%s' should be a boolean value, but found: %s", field, TypeName(v.Type))
 	}
 	return b, nil
 }
 
-// argObject returns a find option that must be a document (filter, sort,
+// Object returns a find option that must be a document (filter, sort,
 // projection, min, max, let), failing with the wording of MongoDB's find
 // parser, which has no space after the field name.
-func argObject(field string, v bson.RawValue) (bson.Raw, error) {
+func Object(field string, v bson.RawValue) (bson.Raw, error) {
 	d, ok := v.DocumentOK()
 	if !ok {
 		return nil, mongoerr.New(mongoerr.TypeMismatch, "Expected field %sto be of type object", field)
@@ -209,9 +210,9 @@ func argObject(field string, v bson.RawValue) (bson.Raw, error) {
 	return d, nil
 }
 
-// argHint returns an index hint: an index name or key pattern. An empty
+// Hint returns an index hint: an index name or key pattern. An empty
 // document is no hint.
-func argHint(v bson.RawValue) (bson.RawValue, error) {
+func Hint(v bson.RawValue) (bson.RawValue, error) {
 	switch v.Type {
 	case bson.TypeString:
 		return v, nil
@@ -224,26 +225,26 @@ func argHint(v bson.RawValue) (bson.RawValue, error) {
 	return bson.RawValue{}, mongoerr.New(mongoerr.FailedToParse, "Hint must be a string or an object")
 }
 
-// argDoc returns an embedded document argument.
-func argDoc(cmd, field string, v bson.RawValue) (bson.Raw, error) {
+// Doc returns an embedded document argument.
+func Doc(cmd, field string, v bson.RawValue) (bson.Raw, error) {
 	d, ok := v.DocumentOK()
 	if !ok {
-		return nil, wrongType(cmd, field, v.Type, "object")
+		return nil, WrongType(cmd, field, v.Type, "object")
 	}
 	return d, nil
 }
 
-// argArray returns an array argument.
-func argArray(cmd, field string, v bson.RawValue) (bson.RawArray, error) {
+// Array returns an array argument.
+func Array(cmd, field string, v bson.RawValue) (bson.RawArray, error) {
 	a, ok := v.ArrayOK()
 	if !ok {
-		return nil, wrongType(cmd, field, v.Type, "array")
+		return nil, WrongType(cmd, field, v.Type, "array")
 	}
 	return a, nil
 }
 
-// isNumber reports whether t is one of BSON's numeric types.
-func isNumber(t bson.Type) bool {
+// IsNumber reports whether t is one of BSON's numeric types.
+func IsNumber(t bson.Type) bool {
 	switch t {
 	case bson.TypeInt32, bson.TypeInt64, bson.TypeDouble, bson.TypeDecimal128:
 		return true
@@ -251,7 +252,9 @@ func isNumber(t bson.Type) bool {
 	return false
 }
 
-func saturatingInt64(f float64) int64 {
+// SaturatingInt64 converts f toward zero, saturating beyond the int64 range
+// and taking NaN as 0, as MongoDB's parsers of integer fields do.
+func SaturatingInt64(f float64) int64 {
 	switch {
 	case math.IsNaN(f):
 		return 0
@@ -263,12 +266,12 @@ func saturatingInt64(f float64) int64 {
 	return int64(f)
 }
 
-// decimalToFloat converts through the decimal string, which ParseFloat reads
+// DecimalToFloat converts through the decimal string, which ParseFloat reads
 // in full, NaN and Infinity included; beyond the float64 range it yields ±Inf.
-func decimalToFloat(d bson.Decimal128) float64 {
+func DecimalToFloat(d bson.Decimal128) float64 {
 	f, _ := strconv.ParseFloat(d.String(), 64)
 	return f
 }
 
-// typeName is MongoDB's name for a BSON type, as error messages spell it.
-func typeName(t bson.Type) string { return bsonvalue.TypeName(bsoncore.Type(t)) }
+// TypeName is MongoDB's name for a BSON type, as error messages spell it.
+func TypeName(t bson.Type) string { return bsonvalue.TypeName(bsoncore.Type(t)) }

@@ -1,4 +1,4 @@
-package server
+package command
 
 import (
 	"strings"
@@ -12,12 +12,12 @@ import (
 
 func TestReplyOverMessageSizeRefused(t *testing.T) {
 	var req Request
-	idx, dst := req.beginReply()
+	idx, dst := req.BeginReply()
 	big := strings.Repeat("x", 16<<20)
 	for i := range 3 {
 		dst = bsoncore.AppendStringElement(dst, string(rune('a'+i)), big)
 	}
-	if _, err := req.endReply(idx, dst); mongoerr.CodeOf(err) != mongoerr.BSONObjectTooLarge {
+	if _, err := req.EndReply(idx, dst); mongoerr.CodeOf(err) != mongoerr.BSONObjectTooLarge {
 		t.Fatalf("a reply of %d bytes: %v, want BSONObjectTooLarge", len(dst), err)
 	}
 	if len(dst) <= wire.MaxMessageSize-64 {
@@ -25,7 +25,7 @@ func TestReplyOverMessageSizeRefused(t *testing.T) {
 	}
 	// A large reply's buffer is not kept for the next one.
 	req.reply = dst
-	if _, dst := req.beginReply(); cap(dst) > maxKeptReplyBytes {
+	if _, dst := req.BeginReply(); cap(dst) > MaxKeptReplyBytes {
 		t.Errorf("the next reply reuses a buffer of %d bytes", cap(dst))
 	}
 }

@@ -1,9 +1,10 @@
-package server
+package command
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -12,34 +13,34 @@ import (
 	"github.com/lethedb/lethe/wire"
 )
 
-// beginReply starts a reply document in the connection's reply buffer, which
+// BeginReply starts a reply document in the connection's reply buffer, which
 // is reused from one request to the next, so that building a reply allocates
 // nothing once the buffer has grown. Append elements with bsoncore and finish
-// with endReply:
+// with EndReply:
 //
-//	idx, dst := req.beginReply()
+//	idx, dst := req.BeginReply()
 //	dst = bsoncore.AppendInt32Element(dst, "n", n)
-//	return req.endReply(idx, dst)
-func (req *Request) beginReply() (int32, []byte) {
+//	return req.EndReply(idx, dst)
+func (req *Request) BeginReply() (int32, []byte) {
 	// A buffer grown by a large reply is let go rather than kept by an idle
 	// connection: many connections could otherwise each hold 16 MiB.
-	if cap(req.reply) > maxKeptReplyBytes {
+	if cap(req.reply) > MaxKeptReplyBytes {
 		req.reply = nil
 	}
 	return bsoncore.AppendDocumentStart(req.reply[:0])
 }
 
-// maxKeptReplyBytes is the largest reply buffer a connection keeps for the
+// MaxKeptReplyBytes is the largest reply buffer a connection keeps for the
 // next reply.
-const maxKeptReplyBytes = 1 << 20
+const MaxKeptReplyBytes = 1 << 20
 
 // maxReplyBytes is the largest reply the server sends: a message, with its
 // header and section kind, must fit in wire.MaxMessageSize.
 const maxReplyBytes = wire.MaxMessageSize - 64
 
-// endReply appends ok: 1 and closes the document begun at idx. The result is
+// EndReply appends ok: 1 and closes the document begun at idx. The result is
 // valid until the connection reads its next request.
-func (req *Request) endReply(idx int32, dst []byte) (bson.Raw, error) {
+func (req *Request) EndReply(idx int32, dst []byte) (bson.Raw, error) {
 	dst = bsoncore.AppendDoubleElement(dst, "ok", 1)
 	if len(dst) > maxReplyBytes {
 		// Every reply's parts are bounded, so this is a last resort: refuse
@@ -54,9 +55,9 @@ func (req *Request) endReply(idx int32, dst []byte) (bson.Raw, error) {
 	return dst, nil
 }
 
-// okReply returns the document {elems..., ok: 1}. It is the convenient form
+// OK returns the document {elems..., ok: 1}. It is the convenient form
 // for replies off the hot path; values are marshalled with the bson package.
-func okReply(elems ...bson.E) (bson.Raw, error) {
+func OK(elems ...bson.E) (bson.Raw, error) {
 	doc := make(bson.D, 0, len(elems)+1)
 	doc = append(doc, elems...)
 	doc = append(doc, bson.E{Key: "ok", Value: 1.0})
@@ -67,8 +68,8 @@ func okReply(elems ...bson.E) (bson.Raw, error) {
 	return raw, nil
 }
 
-// appendErrorReply appends {ok: 0, errmsg, code, codeName, extra...} to dst.
-func appendErrorReply(dst []byte, e *mongoerr.Error) []byte {
+// AppendError appends {ok: 0, errmsg, code, codeName, extra...} to dst.
+func AppendError(dst []byte, e *mongoerr.Error) []byte {
 	idx, dst := bsoncore.AppendDocumentStart(dst)
 	dst = bsoncore.AppendDoubleElement(dst, "ok", 0)
 	dst = bsoncore.AppendStringElement(dst, "errmsg", e.Msg)
@@ -92,12 +93,12 @@ func appendErrorReply(dst []byte, e *mongoerr.Error) []byte {
 	return dst
 }
 
-func appendIndexKeyString(i int) string { return string(appendIndexKey(nil, i)) }
+func appendIndexKeyString(i int) string { return strconv.Itoa(i) }
 
-// asMongoError turns any error a handler returns into the error a client
+// AsMongoError turns any error a handler returns into the error a client
 // sees. Errors without a MongoDB code are internal errors; the caller logs
 // them.
-func asMongoError(err error) (e *mongoerr.Error, internal bool) {
+func AsMongoError(err error) (e *mongoerr.Error, internal bool) {
 	if e, ok := mongoerr.As(err); ok {
 		return e, false
 	}
@@ -108,4 +109,18 @@ func asMongoError(err error) (e *mongoerr.Error, internal bool) {
 		return mongoerr.New(mongoerr.InterruptedAtShutdown, "interrupted at shutdown"), false
 	}
 	return &mongoerr.Error{Code: mongoerr.InternalError, Msg: err.Error()}, true
+}
+
+// ErrorReply is the reply for e, built in the request's reply buffer.
+func (req *Request) ErrorReply(e *mongoerr.Error) bson.Raw {
+	req.reply = AppendError(req.reply[:0], e)
+	return req.reply
+}
+
+// TrimReply lets go of a reply buffer grown past MaxKeptReplyBytes, so
+// that an idle connection does not pin its memory.
+func (req *Request) TrimReply() {
+	if cap(req.reply) > MaxKeptReplyBytes {
+		req.reply = nil
+	}
 }
