@@ -77,6 +77,15 @@ func Fields(doc bson.Raw) iter.Seq2[[]byte, bson.RawValue] {
 	}
 }
 
+// FirstValue is the value of a command's first field: the argument of
+// the command's name, such as the collection of find.
+func FirstValue(body bson.Raw) bson.RawValue {
+	for _, v := range Fields(body) {
+		return v
+	}
+	return bson.RawValue{}
+}
+
 // isGenericArg reports whether key is one of the arguments that drivers and
 // routers may attach to every command, which no command rejects as unknown.
 func isGenericArg(key []byte) bool {

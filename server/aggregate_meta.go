@@ -18,6 +18,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/lethedb/lethe/auth"
+	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/engine"
 	"github.com/lethedb/lethe/mongoerr"
 	"github.com/lethedb/lethe/session"
@@ -195,7 +196,7 @@ func latencyKind(name string) engine.LatencyKind {
 // recordLatency files a command's latency under the collection it ran on,
 // if any: the string its first field names, or getMore's collection.
 func (s *Server) recordLatency(name string, req *Request, d time.Duration) {
-	v := firstValue(req.Body)
+	v := command.FirstValue(req.Body)
 	if name == "getMore" {
 		v = req.Body.Lookup("collection")
 	}

@@ -251,7 +251,7 @@ func (s *Server) startConversation(ctx context.Context, req *Request, args saslS
 
 // lookupCredential finds the stored keys of user for mech.
 func (s *Server) lookupCredential(ctx context.Context, db, user string, mech auth.Mechanism) (auth.ScramCredential, error) {
-	u, err := s.authStore().User(ctx, db, user)
+	u, err := s.users.Store().User(ctx, db, user)
 	if err != nil {
 		return auth.ScramCredential{}, err
 	}
@@ -392,7 +392,7 @@ func (s *Server) authenticated(ctx context.Context, req *Request, user, db strin
 // user does not exist.
 func (s *Server) resolveUser(ctx context.Context, user, db string) (*authedUser, error) {
 	gen := s.authz.generation.Load()
-	store := s.authStore()
+	store := s.users.Store()
 	u, err := store.User(ctx, db, user)
 	if err != nil || u == nil {
 		return nil, err

@@ -8,7 +8,9 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/lethedb/lethe/auth"
+	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/mongoerr"
+	"github.com/lethedb/lethe/usermgmt"
 )
 
 // Authorization: with Config.Auth, every command is checked against the
@@ -85,7 +87,7 @@ func (s *Server) localhostException(ctx context.Context, cmd *commandDef, req *R
 	if cmd.name != "createUser" && cmd.name != "createRole" {
 		return false
 	}
-	if req.DB != authDB {
+	if req.DB != usermgmt.DB {
 		return false
 	}
 	if !isLoopback(req.Conn.remote) {
@@ -106,9 +108,9 @@ func (s *Server) anyUserExists(ctx context.Context) (bool, error) {
 		return a.hasUsers, nil
 	}
 	a.mu.Unlock()
-	has, err := s.authStoreHasUsers(ctx)
+	has, err := s.users.HasUsers(ctx)
 	if err == nil && !has {
-		has, err = s.authStoreHasRoles(ctx)
+		has, err = s.users.HasRoles(ctx)
 	}
 	if err != nil {
 		return false, err
@@ -142,7 +144,7 @@ func (c *Conn) remoteHost() string {
 // Unauthorized messages do, without the rest of the request (which may
 // hold a password).
 func commandSummary(req *Request) string {
-	v := firstValue(req.Body)
+	v := command.FirstValue(req.Body)
 	if s, ok := v.StringValueOK(); ok {
 		return "{ " + req.Name + ": \"" + s + "\" }"
 	}
@@ -202,7 +204,7 @@ func (s *Server) requiresAuth(name string) bool {
 // admin.system.roles wholesale; the user management commands say so
 // themselves.
 func (s *Server) noteAuthCatalogChange(cmd *commandDef, req *Request) {
-	if req.DB != authDB {
+	if req.DB != usermgmt.DB {
 		return
 	}
 	switch cmd.name {

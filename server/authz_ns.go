@@ -40,7 +40,7 @@ var namespaceFirst = map[string]bool{
 // namespaceError returns the error the command's own parser gives its
 // namespace, or nil when the namespace is valid or the command names none.
 func namespaceError(cmd, db string, body bson.Raw) error {
-	first := firstValue(body)
+	first := command.FirstValue(body)
 	if cmd == "explain" {
 		inner, ok := first.DocumentOK()
 		if !ok {

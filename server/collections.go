@@ -254,7 +254,7 @@ func (s *Server) listCollections(ctx context.Context, req *Request) (bson.Raw, e
 }
 
 func (s *Server) renameCollection(ctx context.Context, req *Request) (bson.Raw, error) {
-	from, err := command.String("renameCollection", "renameCollection", firstValue(req.Body))
+	from, err := command.String("renameCollection", "renameCollection", command.FirstValue(req.Body))
 	if err != nil {
 		return nil, err
 	}

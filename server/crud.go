@@ -31,7 +31,7 @@ func (s *Server) crudCommands() []commandDef {
 
 // collectionName reads the command's first value as a collection name.
 func collectionName(req *Request) (string, error) {
-	v := firstValue(req.Body)
+	v := command.FirstValue(req.Body)
 	name, ok := v.StringValueOK()
 	if !ok {
 		return "", mongoerr.New(mongoerr.InvalidNamespace, "collection name has invalid type %s", command.TypeName(v.Type))

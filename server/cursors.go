@@ -452,7 +452,7 @@ func (s *Server) cursorCommands() []commandDef {
 }
 
 func (s *Server) getMore(ctx context.Context, req *Request) (bson.Raw, error) {
-	first := firstValue(req.Body)
+	first := command.FirstValue(req.Body)
 	id, ok := first.Int64OK()
 	if !ok {
 		return nil, command.WrongType("getMore", "getMore", first.Type, "long")
@@ -539,7 +539,7 @@ func (s *Server) killCursors(ctx context.Context, req *Request) (bson.Raw, error
 	}
 	// MongoDB's parser checks the namespace like this, and a cursor's
 	// namespace may be a collection's or "$cmd.listCollections".
-	coll := firstValue(req.Body)
+	coll := command.FirstValue(req.Body)
 	switch name, ok := coll.StringValueOK(); {
 	case !ok:
 		return nil, mongoerr.New(mongoerr.BadValue, "collection name has invalid type %s", command.TypeName(coll.Type))
@@ -603,12 +603,4 @@ func checkCursorSession(id int64, cursorLsid, lsid string) error {
 		return mongoerr.New(codeGetMoreWithoutSession, "Cannot run getMore on cursor %d, which was created in session %s, without an lsid", id, formatLsid(cursorLsid))
 	}
 	return mongoerr.New(codeGetMoreInOtherSession, "Cannot run getMore on cursor %d, which was created in session %s, in session %s", id, formatLsid(cursorLsid), formatLsid(lsid))
-}
-
-// firstValue is the value of a command's first field (the command name's).
-func firstValue(body bson.Raw) bson.RawValue {
-	for _, v := range command.Fields(body) {
-		return v
-	}
-	return bson.RawValue{}
 }

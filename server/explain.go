@@ -18,7 +18,7 @@ func (s *Server) explainCommands() []commandDef {
 // explain reports the plan of find, count, distinct, aggregate, update,
 // delete and findAndModify, and with executionStats runs the read part of it.
 func (s *Server) explain(ctx context.Context, req *Request) (bson.Raw, error) {
-	inner, err := command.Doc("explain", "explain", firstValue(req.Body))
+	inner, err := command.Doc("explain", "explain", command.FirstValue(req.Body))
 	if err != nil {
 		return nil, err
 	}

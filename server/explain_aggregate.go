@@ -18,7 +18,7 @@ import (
 // planner's part first as a $cursor stage holding the plan, each with
 // nReturned and executionTimeMillisEstimate when executed.
 func (s *Server) explainAggregate(ctx context.Context, req *Request, body bson.Raw, verbosity string) (bson.Raw, error) {
-	coll, onCollection := firstValue(body).StringValueOK()
+	coll, onCollection := command.FirstValue(body).StringValueOK()
 	if onCollection {
 		if err := engine.ValidateNamespace(req.DB, coll); err != nil {
 			return nil, err

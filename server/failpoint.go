@@ -76,10 +76,10 @@ func (s *Server) testCommands() []commandDef {
 // {configureFailPoint: "failCommand", mode: "alwaysOn"|"off"|{times: n}|{skip: n}, data}.
 // It answers with the number of times the fail point was entered before.
 func (s *Server) configureFailPoint(_ context.Context, req *Request) (bson.Raw, error) {
-	name, ok := firstValue(req.Body).StringValueOK()
+	name, ok := command.FirstValue(req.Body).StringValueOK()
 	if !ok || name != "failCommand" {
 		if !ok {
-			name = firstValue(req.Body).String()
+			name = command.FirstValue(req.Body).String()
 		}
 		return nil, mongoerr.New(codeFailPointSetFailed, "%s not found", name)
 	}
@@ -257,7 +257,7 @@ func (s *Server) failCommandApplies(d *failCommandData, cmd *commandDef, req *Re
 		return false
 	}
 	if d.hasNS {
-		coll, _ := firstValue(req.Body).StringValueOK()
+		coll, _ := command.FirstValue(req.Body).StringValueOK()
 		if d.namespace != req.DB+"."+coll {
 			return false
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/mongoerr"
+	"github.com/lethedb/lethe/usermgmt"
 )
 
 // parameter is a server parameter of getParameter and setParameter.
@@ -25,7 +26,7 @@ func (s *Server) buildParameters() map[string]*parameter {
 		"featureCompatibilityVersion": {get: func() any { return bson.D{{Key: "version", Value: fcvVersion}} }},
 		"logLevel":                    {get: s.logLevel, startup: true},
 		// mongodump and mongorestore check it before carrying users.
-		"authSchemaVersion": {get: func() any { return int32(authSchemaVersion) }},
+		"authSchemaVersion": {get: func() any { return int32(usermgmt.SchemaVersion) }},
 		// Set at startup only, as in MongoDB (Config.AuthMechanisms).
 		"authenticationMechanisms": {get: func() any {
 			var names bson.A

@@ -179,7 +179,7 @@ func (s *Server) distinct(ctx context.Context, req *Request) (bson.Raw, error) {
 }
 
 func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) {
-	v := firstValue(req.Body)
+	v := command.FirstValue(req.Body)
 	_, onCollection := v.StringValueOK()
 	coll := ""
 	if onCollection {

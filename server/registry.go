@@ -67,7 +67,7 @@ func (s *Server) buildRegistry() map[string]*commandDef {
 		s.indexCommands(),
 		s.ttlCommands(),
 		s.testCommands(),
-		s.userCommands(),
+		kitCommands(s.users.Commands()),
 		s.storageCommands(),
 	}
 	for _, g := range groups {
@@ -80,4 +80,16 @@ func (s *Server) buildRegistry() map[string]*commandDef {
 		}
 	}
 	return table
+}
+
+// kitCommands are the registry entries of commands another package serves
+// with the command kit: their handlers see the kit's part of the request.
+func kitCommands(cmds []command.Command) []commandDef {
+	out := make([]commandDef, len(cmds))
+	for i, c := range cmds {
+		h := c.Handle
+		out[i] = commandDef{name: c.Name, aliases: c.Aliases, adminOnly: c.AdminOnly,
+			handle: func(ctx context.Context, req *Request) (bson.Raw, error) { return h(ctx, &req.Request) }}
+	}
+	return out
 }

@@ -4,8 +4,8 @@
 // MongoDB's error codes.
 //
 // Locks, outermost first; none is held while taking one of an earlier rank:
-//   - Server.umc, held by a user management command for its whole run
-//     (usermgmt.go), around the engine's own locks;
+//   - usermgmt.Service's lock, held by a user management command for its
+//     whole run, around the engine's own locks;
 //   - openCursor.mu, held by a getMore for its batch;
 //   - cursorTable.mu, the table of open cursors;
 //   - netState.mu, the listener and the server's side of the open
@@ -21,7 +21,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -34,6 +33,7 @@ import (
 	"github.com/lethedb/lethe/engine/kv/pebblekv"
 	"github.com/lethedb/lethe/session"
 	"github.com/lethedb/lethe/tlsnet"
+	"github.com/lethedb/lethe/usermgmt"
 	"github.com/lethedb/lethe/wire"
 )
 
@@ -191,9 +191,9 @@ type Server struct {
 	// does not say; a parameter, see params.go.
 	allowDiskUseByDefault atomic.Bool
 
-	// umc runs the user management commands that write one at a time,
-	// see usermgmt.go.
-	umc sync.Mutex
+	// users runs the user management commands and keeps users and roles
+	// for authentication (package usermgmt).
+	users *usermgmt.Service
 }
 
 // New opens the store and prepares the command table. Call Start to listen.
@@ -258,12 +258,15 @@ func New(cfg Config) (*Server, error) {
 			s.ctime = oplogClock{eng: eng, wall: cfg.Clock}
 		}
 	}
+	s.users = usermgmt.New(usermgmt.Config{Engine: eng, Logger: log,
+		ScramSHA1Iterations: cfg.ScramSHA1Iterations, ScramSHA256Iterations: cfg.ScramSHA256Iterations,
+		Changed: s.usersChanged})
 	s.commands = s.buildRegistry()
 	s.guardSystemNamespaces()
 	s.guardViews()
 	s.allowDiskUseByDefault.Store(true)
 	s.params = s.buildParameters()
-	if err := s.upgradeAuthSchema(); err != nil {
+	if err := s.users.UpgradeSchema(); err != nil {
 		return nil, errors.Join(err, eng.Close())
 	}
 	if cfg.EnableTestCommands {

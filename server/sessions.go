@@ -140,7 +140,7 @@ func (s *Server) refreshSessions(ctx context.Context, req *Request) (bson.Raw, e
 // is empty of all the caller's sessions: of every session without access
 // control, as in MongoDB. The sessions themselves live on.
 func (s *Server) killSessions(ctx context.Context, req *Request) (bson.Raw, error) {
-	ids, err := sessionList(req.Name, req.Name, firstValue(req.Body))
+	ids, err := sessionList(req.Name, req.Name, command.FirstValue(req.Body))
 	if err != nil {
 		return nil, err
 	}
@@ -168,7 +168,7 @@ func (s *Server) killSessions(ctx context.Context, req *Request) (bson.Raw, erro
 // unauthenticated user, the owner of every session without access
 // control).
 func (s *Server) killAllSessions(ctx context.Context, req *Request) (bson.Raw, error) {
-	users, err := docList(req.Name, req.Name, firstValue(req.Body))
+	users, err := docList(req.Name, req.Name, command.FirstValue(req.Body))
 	if err != nil {
 		return nil, err
 	}
@@ -189,7 +189,7 @@ func (s *Server) killAllSessions(ctx context.Context, req *Request) (bson.Raw, e
 // (lsid wins over uid, as in MongoDB). users and roles name whom to
 // impersonate, which needs no check here.
 func (s *Server) killAllSessionsByPattern(ctx context.Context, req *Request) (bson.Raw, error) {
-	patterns, err := docList(req.Name, req.Name, firstValue(req.Body))
+	patterns, err := docList(req.Name, req.Name, command.FirstValue(req.Body))
 	if err != nil {
 		return nil, err
 	}
@@ -285,7 +285,7 @@ func strictSessionList(req *Request) ([]lsidArg, error) {
 	for key := range command.Args(req.Body) {
 		return nil, command.UnknownField(req.Name, key)
 	}
-	return sessionList(req.Name, req.Name, firstValue(req.Body))
+	return sessionList(req.Name, req.Name, command.FirstValue(req.Body))
 }
 
 // sessionList reads an array of sessions as clients name them:

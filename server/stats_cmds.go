@@ -26,7 +26,7 @@ func (s *Server) storageCommands() []commandDef {
 // dataSize does (src/mongo/db/commands/dbcommands.cpp, CmdDatasize). Its
 // namespace is the full "db.collection".
 func (s *Server) dataSize(ctx context.Context, req *Request) (bson.Raw, error) {
-	ns, err := command.String("dataSize", "dataSize", firstValue(req.Body))
+	ns, err := command.String("dataSize", "dataSize", command.FirstValue(req.Body))
 	if err != nil {
 		return nil, err
 	}

@@ -24,7 +24,7 @@ func (s *Server) advanceClock(ctx context.Context, req *Request) (bson.Raw, erro
 	if !ok || !s.cfg.ManualClock {
 		return nil, mongoerr.New(mongoerr.IllegalOperation, "advanceClock needs the server to run with --clock=manual; the clock is the system clock")
 	}
-	secs, err := command.Float64("advanceClock", "advanceClock", firstValue(req.Body))
+	secs, err := command.Float64("advanceClock", "advanceClock", command.FirstValue(req.Body))
 	if err != nil {
 		return nil, err
 	}

@@ -24,7 +24,7 @@ func errIsView(db, coll string) error {
 
 // viewNamed is the view the command's first value names, if any.
 func (s *Server) viewNamed(req *Request) (string, bool) {
-	coll, ok := firstValue(req.Body).StringValueOK()
+	coll, ok := command.FirstValue(req.Body).StringValueOK()
 	if !ok || engine.ValidateNamespace(req.DB, coll) != nil {
 		return "", false
 	}
@@ -87,7 +87,7 @@ func (s *Server) guardViews() {
 	if cmd := s.commands["explain"]; cmd != nil {
 		next := cmd.handle
 		cmd.handle = func(ctx context.Context, req *Request) (bson.Raw, error) {
-			if inner, ok := firstValue(req.Body).DocumentOK(); ok {
+			if inner, ok := command.FirstValue(req.Body).DocumentOK(); ok {
 				if el, err := inner.IndexErr(0); err == nil {
 					if coll, ok := el.Value().StringValueOK(); ok {
 						if _, isView := s.eng.View(req.DB, coll); isView {
@@ -149,7 +149,7 @@ func (s *Server) collModView(ctx context.Context, req *Request, coll string, _ h
 func (s *Server) collModCollection(ctx context.Context, req *Request, next handlerFunc) (bson.Raw, error) {
 	for key := range command.Args(req.Body) {
 		if k := string(key); k == "viewOn" || k == "pipeline" {
-			coll, _ := firstValue(req.Body).StringValueOK()
+			coll, _ := command.FirstValue(req.Body).StringValueOK()
 			if !s.eng.CollectionExists(req.DB, coll) {
 				return nil, mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist")
 			}

@@ -169,8 +169,12 @@ func TestLayers(t *testing.T) {
 		applies: func(p string) bool { return p == "conn" },
 		allow:   func(imp string) bool { return in(kernel, imp) },
 	}, {
-		what:    "the server hands the languages to the engine and compiles none itself (engine/compile.go)",
-		applies: func(p string) bool { return under(p, "server") },
+		what:    "usermgmt stores through the engine and asks auth; it imports no server, no transport",
+		applies: func(p string) bool { return p == "usermgmt" },
+		allow:   func(imp string) bool { return imp != "server" && imp != "conn" },
+	}, {
+		what:    "the server and the handler packages hand the languages to the engine and compile none themselves (engine/compile.go)",
+		applies: func(p string) bool { return under(p, "server") || in([]string{"usermgmt", "command", "conn"}, p) },
 		allow:   func(imp string) bool { return !in(languages, imp) },
 	}, {
 		what:    "nothing but the commands imports the server",

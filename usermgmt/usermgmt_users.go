@@ -1,4 +1,4 @@
-package server
+package usermgmt
 
 import (
 	"context"
@@ -29,10 +29,10 @@ type userArgs struct {
 	digestPassword  bool
 }
 
-func parseUserArgs(cmd string, req *Request) (userArgs, error) {
+func parseUserArgs(cmd string, req *command.Request) (userArgs, error) {
 	a := userArgs{digestPassword: true}
 	var err error
-	if a.name, err = command.String(cmd, cmd, firstValue(req.Body)); err != nil {
+	if a.name, err = command.String(cmd, cmd, command.FirstValue(req.Body)); err != nil {
 		return a, err
 	}
 	for key, v := range command.Args(req.Body) {
@@ -95,7 +95,7 @@ func mechanismsArg(cmd string, v bson.RawValue) ([]auth.Mechanism, error) {
 // credentials derives the SCRAM credentials of a password for mechs (both
 // SCRAM mechanisms when none is named). Without digest the client has
 // digested the password itself, which only SCRAM-SHA-1 runs over.
-func (s *Server) credentials(name, pwd string, mechs []auth.Mechanism, digest bool) (map[auth.Mechanism]auth.ScramCredential, error) {
+func (s *Service) credentials(name, pwd string, mechs []auth.Mechanism, digest bool) (map[auth.Mechanism]auth.ScramCredential, error) {
 	if pwd == "" {
 		return nil, mongoerr.New(mongoerr.BadValue, "Password cannot be empty")
 	}
@@ -127,7 +127,7 @@ func (s *Server) credentials(name, pwd string, mechs []auth.Mechanism, digest bo
 	return creds, nil
 }
 
-func (s *Server) createUser(ctx context.Context, req *Request) (bson.Raw, error) {
+func (s *Service) createUser(ctx context.Context, req *command.Request) (bson.Raw, error) {
 	a, err := parseUserArgs("createUser", req)
 	if err != nil {
 		return nil, err
@@ -152,7 +152,7 @@ func (s *Server) createUser(ctx context.Context, req *Request) (bson.Raw, error)
 			return nil, err
 		}
 	}
-	if existing, err := s.authStore().User(ctx, u.DB, u.Name); err != nil {
+	if existing, err := s.Store().User(ctx, u.DB, u.Name); err != nil {
 		return nil, err
 	} else if existing != nil {
 		return nil, mongoerr.New(codeUserExists, "User \"%s@%s\" already exists", u.Name, u.DB)
@@ -163,7 +163,7 @@ func (s *Server) createUser(ctx context.Context, req *Request) (bson.Raw, error)
 	u.UserID = newUserID()
 	// The unique index catches another createUser of the same name that
 	// won the race.
-	err = s.insertAuthDoc(ctx, usersColl, auth.MarshalUser(u), mongoerr.New(codeUserExists, "User \"%s@%s\" already exists", u.Name, u.DB))
+	err = s.insertAuthDoc(ctx, UsersCollection, auth.MarshalUser(u), mongoerr.New(codeUserExists, "User \"%s@%s\" already exists", u.Name, u.DB))
 	if err != nil {
 		return nil, err
 	}
@@ -171,8 +171,8 @@ func (s *Server) createUser(ctx context.Context, req *Request) (bson.Raw, error)
 }
 
 // storedUser returns db's user name, UserNotFound if there is none.
-func (s *Server) storedUser(ctx context.Context, db, name string) (*auth.User, error) {
-	u, err := s.authStore().User(ctx, db, name)
+func (s *Service) storedUser(ctx context.Context, db, name string) (*auth.User, error) {
+	u, err := s.Store().User(ctx, db, name)
 	if err != nil {
 		return nil, err
 	}
@@ -183,15 +183,15 @@ func (s *Server) storedUser(ctx context.Context, db, name string) (*auth.User, e
 }
 
 // saveUser replaces u's document.
-func (s *Server) saveUser(ctx context.Context, u *auth.User) error {
-	found, err := s.replaceAuthDoc(ctx, usersColl, auth.MarshalUser(u))
+func (s *Service) saveUser(ctx context.Context, u *auth.User) error {
+	found, err := s.replaceAuthDoc(ctx, UsersCollection, auth.MarshalUser(u))
 	if err == nil && !found {
 		err = mongoerr.New(mongoerr.UserNotFound, "User %s@%s not found", u.Name, u.DB)
 	}
 	return err
 }
 
-func (s *Server) updateUser(ctx context.Context, req *Request) (bson.Raw, error) {
+func (s *Service) updateUser(ctx context.Context, req *command.Request) (bson.Raw, error) {
 	a, err := parseUserArgs("updateUser", req)
 	if err != nil {
 		return nil, err
@@ -243,15 +243,15 @@ func (s *Server) updateUser(ctx context.Context, req *Request) (bson.Raw, error)
 	return command.OK()
 }
 
-func (s *Server) dropUser(ctx context.Context, req *Request) (bson.Raw, error) {
-	name, err := command.String("dropUser", "dropUser", firstValue(req.Body))
+func (s *Service) dropUser(ctx context.Context, req *command.Request) (bson.Raw, error) {
+	name, err := command.String("dropUser", "dropUser", command.FirstValue(req.Body))
 	if err != nil {
 		return nil, err
 	}
 	for key := range command.Args(req.Body) {
 		return nil, command.UnknownField("dropUser", key)
 	}
-	n, err := s.deleteAuthDocs(ctx, usersColl, bson.D{{Key: "_id", Value: req.DB + "." + name}})
+	n, err := s.deleteAuthDocs(ctx, UsersCollection, bson.D{{Key: "_id", Value: req.DB + "." + name}})
 	if err != nil {
 		return nil, err
 	}
@@ -261,33 +261,33 @@ func (s *Server) dropUser(ctx context.Context, req *Request) (bson.Raw, error) {
 	return command.OK()
 }
 
-func (s *Server) dropAllUsersFromDatabase(ctx context.Context, req *Request) (bson.Raw, error) {
+func (s *Service) dropAllUsersFromDatabase(ctx context.Context, req *command.Request) (bson.Raw, error) {
 	for key := range command.Args(req.Body) {
 		return nil, command.UnknownField("dropAllUsersFromDatabase", key)
 	}
-	n, err := s.deleteAuthDocs(ctx, usersColl, bson.D{{Key: "db", Value: req.DB}})
+	n, err := s.deleteAuthDocs(ctx, UsersCollection, bson.D{{Key: "db", Value: req.DB}})
 	if err != nil {
 		return nil, err
 	}
 	return command.OK(bson.E{Key: "n", Value: int32(n)})
 }
 
-func (s *Server) grantRolesToUser(ctx context.Context, req *Request) (bson.Raw, error) {
+func (s *Service) grantRolesToUser(ctx context.Context, req *command.Request) (bson.Raw, error) {
 	return s.changeUserRoles(ctx, req, "grantRolesToUser", addRoleNames)
 }
 
-func (s *Server) revokeRolesFromUser(ctx context.Context, req *Request) (bson.Raw, error) {
+func (s *Service) revokeRolesFromUser(ctx context.Context, req *command.Request) (bson.Raw, error) {
 	return s.changeUserRoles(ctx, req, "revokeRolesFromUser", removeRoleNames)
 }
 
 // changeUserRoles runs grantRolesToUser or revokeRolesFromUser, whose
 // change is apply.
-func (s *Server) changeUserRoles(ctx context.Context, req *Request, cmd string, apply func(have, change []auth.RoleName) []auth.RoleName) (bson.Raw, error) {
+func (s *Service) changeUserRoles(ctx context.Context, req *command.Request, cmd string, apply func(have, change []auth.RoleName) []auth.RoleName) (bson.Raw, error) {
 	name, roles, err := namedRolesArgs(cmd, req)
 	if err != nil {
 		return nil, err
 	}
-	u, err := s.authStore().User(ctx, req.DB, name)
+	u, err := s.Store().User(ctx, req.DB, name)
 	if err != nil {
 		return nil, err
 	}
@@ -305,8 +305,8 @@ func (s *Server) changeUserRoles(ctx context.Context, req *Request, cmd string, 
 }
 
 // namedRolesArgs parses {<cmd>: name, roles: [...]}, the roles non-empty.
-func namedRolesArgs(cmd string, req *Request) (string, []auth.RoleName, error) {
-	name, err := command.String(cmd, cmd, firstValue(req.Body))
+func namedRolesArgs(cmd string, req *command.Request) (string, []auth.RoleName, error) {
+	name, err := command.String(cmd, cmd, command.FirstValue(req.Body))
 	if err != nil {
 		return "", nil, err
 	}

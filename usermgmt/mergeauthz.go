@@ -1,4 +1,4 @@
-package server
+package usermgmt
 
 import (
 	"context"
@@ -23,22 +23,22 @@ import (
 // dumped documents into temporary collections of admin and asks the server
 // to merge them.
 
-// authSchemaVersion is MongoDB's schemaVersion28SCRAM, the version of
+// SchemaVersion is MongoDB's schemaVersion28SCRAM, the version of
 // every deployment since 3.0: mongodump and mongorestore refuse to carry
 // users of any other.
-const authSchemaVersion = 5
+const SchemaVersion = 5
 
 const versionColl = "system.version"
 
 // writeAuthSchemaVersion records the schema version in admin.system.version
 // as {_id: "authSchema", currentVersion: 5}, as MongoDB does before every
 // write to users and roles; mongodump --dumpDbUsersAndRoles reads it.
-func (s *Server) writeAuthSchemaVersion(ctx context.Context) error {
+func (s *Service) writeAuthSchemaVersion(ctx context.Context) error {
 	filter, err := bson.Marshal(bson.D{{Key: "_id", Value: "authSchema"}})
 	if err != nil {
 		return err
 	}
-	set, err := bson.Marshal(bson.D{{Key: "$set", Value: bson.D{{Key: "currentVersion", Value: int32(authSchemaVersion)}}}})
+	set, err := bson.Marshal(bson.D{{Key: "$set", Value: bson.D{{Key: "currentVersion", Value: int32(SchemaVersion)}}}})
 	if err != nil {
 		return err
 	}
@@ -46,20 +46,20 @@ func (s *Server) writeAuthSchemaVersion(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.eng.Update(ctx, authDB, versionColl, engine.UpdateSpec{Filter: filter, Update: up, Upsert: true})
+	_, err = s.eng.Update(ctx, DB, versionColl, engine.UpdateSpec{Filter: filter, Update: up, Upsert: true})
 	return err
 }
 
-// upgradeAuthSchema records the schema version in a store whose users
+// UpgradeSchema records the schema version in a store whose users
 // were created before Lethe wrote it, so that mongodump can carry them
 // without waiting for the next change to a user or role.
-func (s *Server) upgradeAuthSchema() error {
+func (s *Service) UpgradeSchema() error {
 	ctx := context.Background()
-	has, err := s.authStoreHasUsers(ctx)
+	has, err := s.HasUsers(ctx)
 	if err != nil || !has {
 		return err
 	}
-	if doc, err := s.eng.FindByID(authDB, versionColl, bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, "authSchema")}); err != nil || doc != nil {
+	if doc, err := s.eng.FindByID(DB, versionColl, bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, "authSchema")}); err != nil || doc != nil {
 		return err
 	}
 	if err := s.writeAuthSchemaVersion(ctx); err != nil {
@@ -78,7 +78,7 @@ type mergeAuthzArgs struct {
 	drop             bool
 }
 
-func parseMergeAuthz(req *Request) (mergeAuthzArgs, error) {
+func parseMergeAuthz(req *command.Request) (mergeAuthzArgs, error) {
 	const cmd = "_mergeAuthzCollections"
 	var a mergeAuthzArgs
 	for key, v := range command.Args(req.Body) {
@@ -114,7 +114,7 @@ func parseMergeAuthz(req *Request) (mergeAuthzArgs, error) {
 // that no moment is left without users. A document that is not a valid
 // user or role is skipped and logged, as MongoDB carries on past one that
 // fails.
-func (s *Server) mergeAuthzCollections(ctx context.Context, req *Request) (bson.Raw, error) {
+func (s *Service) mergeAuthzCollections(ctx context.Context, req *command.Request) (bson.Raw, error) {
 	a, err := parseMergeAuthz(req)
 	if err != nil {
 		return nil, err
@@ -124,12 +124,12 @@ func (s *Server) mergeAuthzCollections(ctx context.Context, req *Request) (bson.
 	}
 	defer s.usersChanged()
 	if a.usersNS != "" {
-		if err := s.mergeAuthzDocs(ctx, usersColl, a.usersNS, a.db, a.drop); err != nil {
+		if err := s.mergeAuthzDocs(ctx, UsersCollection, a.usersNS, a.db, a.drop); err != nil {
 			return nil, err
 		}
 	}
 	if a.rolesNS != "" {
-		if err := s.mergeAuthzDocs(ctx, rolesColl, a.rolesNS, a.db, a.drop); err != nil {
+		if err := s.mergeAuthzDocs(ctx, RolesCollection, a.rolesNS, a.db, a.drop); err != nil {
 			return nil, err
 		}
 	}
@@ -138,7 +138,7 @@ func (s *Server) mergeAuthzCollections(ctx context.Context, req *Request) (bson.
 
 // mergeAuthzDocs merges the documents of the temporary collection tempNS
 // into admin.<coll>.
-func (s *Server) mergeAuthzDocs(ctx context.Context, coll, tempNS, db string, drop bool) error {
+func (s *Service) mergeAuthzDocs(ctx context.Context, coll, tempNS, db string, drop bool) error {
 	tempDB, tempColl, ok := strings.Cut(tempNS, ".")
 	if !ok || engine.ValidateNamespace(tempDB, tempColl) != nil {
 		return mongoerr.New(mongoerr.InvalidNamespace, "Invalid namespace: %s", tempNS)
@@ -188,7 +188,7 @@ func (s *Server) mergeAuthzDocs(ctx context.Context, coll, tempNS, db string, dr
 				return err
 			}
 		} else {
-			res, err := s.eng.Insert(authDB, coll, []bson.Raw{doc}, true)
+			res, err := s.eng.Insert(DB, coll, []bson.Raw{doc}, true)
 			if err == nil && len(res.Errors) > 0 {
 				err = res.Errors[0].Err
 			}
@@ -212,7 +212,7 @@ func (s *Server) mergeAuthzDocs(ctx context.Context, coll, tempNS, db string, dr
 // and returns its _id and the document as the user management commands
 // write it.
 func normalizeAuthDoc(coll string, d bson.Raw) (string, bson.Raw, error) {
-	if coll == usersColl {
+	if coll == UsersCollection {
 		u, err := auth.ParseUser(d)
 		if err != nil {
 			return "", nil, err

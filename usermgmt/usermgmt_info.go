@@ -1,4 +1,4 @@
-package server
+package usermgmt
 
 import (
 	"context"
@@ -81,9 +81,9 @@ func (t infoTarget) filter(db string) bson.D {
 	return bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}}
 }
 
-func (s *Server) usersInfo(ctx context.Context, req *Request) (bson.Raw, error) {
+func (s *Service) usersInfo(ctx context.Context, req *command.Request) (bson.Raw, error) {
 	const cmd = "usersInfo"
-	target, err := parseInfoTarget(cmd, "user", firstValue(req.Body), req.DB)
+	target, err := parseInfoTarget(cmd, "user", command.FirstValue(req.Body), req.DB)
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +116,7 @@ func (s *Server) usersInfo(ctx context.Context, req *Request) (bson.Raw, error) 
 	if filter != nil {
 		query = bson.D{{Key: "$and", Value: bson.A{query, filter}}}
 	}
-	docs, err := s.authDocs(ctx, usersColl, query, bson.D{{Key: "user", Value: 1}, {Key: "db", Value: 1}})
+	docs, err := s.authDocs(ctx, UsersCollection, query, bson.D{{Key: "user", Value: 1}, {Key: "db", Value: 1}})
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +138,7 @@ func (s *Server) usersInfo(ctx context.Context, req *Request) (bson.Raw, error) 
 // mechanisms it has credentials for. With either: the mechanisms in the
 // credentials' place, the restrictions only when asked (an empty array
 // when there are none), then what the user's roles grant.
-func (s *Server) userInfo(ctx context.Context, doc bson.Raw, showCredentials, showCustomData, showPrivileges, showRestrictions bool) (bson.D, error) {
+func (s *Service) userInfo(ctx context.Context, doc bson.Raw, showCredentials, showCustomData, showPrivileges, showRestrictions bool) (bson.D, error) {
 	detailed := showPrivileges || showRestrictions
 	var out bson.D
 	mechs := bson.A{}
@@ -202,9 +202,9 @@ func restrictionsArray(rs []bson.Raw) bson.A {
 	return arr
 }
 
-func (s *Server) rolesInfo(ctx context.Context, req *Request) (bson.Raw, error) {
+func (s *Service) rolesInfo(ctx context.Context, req *command.Request) (bson.Raw, error) {
 	const cmd = "rolesInfo"
-	target, err := parseInfoTarget(cmd, "role", firstValue(req.Body), req.DB)
+	target, err := parseInfoTarget(cmd, "role", command.FirstValue(req.Body), req.DB)
 	if err != nil {
 		return nil, err
 	}
@@ -243,7 +243,7 @@ func (s *Server) rolesInfo(ctx context.Context, req *Request) (bson.Raw, error) 
 			roles = append(roles, builtinRoleInfo(auth.RoleName{Role: name, DB: req.DB}, showPrivileges, showRestrictions, true))
 		}
 	}
-	docs, err := s.authDocs(ctx, rolesColl, target.filter(req.DB), nil)
+	docs, err := s.authDocs(ctx, RolesCollection, target.filter(req.DB), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -289,7 +289,7 @@ func (s *Server) rolesInfo(ctx context.Context, req *Request) (bson.Raw, error) 
 // with its authenticationRestrictions wrapped in an array (only with
 // showAuthenticationRestrictions), then isBuiltin (first when listing a
 // database's roles, last when naming them) and what the role inherits.
-func (s *Server) roleInfo(ctx context.Context, doc bson.Raw, showPrivileges, showRestrictions, listing bool) (bson.D, error) {
+func (s *Service) roleInfo(ctx context.Context, doc bson.Raw, showPrivileges, showRestrictions, listing bool) (bson.D, error) {
 	r, err := auth.ParseRole(doc)
 	if err != nil {
 		return nil, err
@@ -383,7 +383,7 @@ func builtinRoleInfo(n auth.RoleName, showPrivileges, showRestrictions, listing 
 // rolesAsUserFragment answers rolesInfo with showPrivileges:
 // "asUserFragment": the roles as the part of a user document a user
 // holding them would have, {roles, inheritedRoles, inheritedPrivileges}.
-func (s *Server) rolesAsUserFragment(ctx context.Context, names []auth.RoleName, showRestrictions bool) (bson.Raw, error) {
+func (s *Service) rolesAsUserFragment(ctx context.Context, names []auth.RoleName, showRestrictions bool) (bson.Raw, error) {
 	res, err := s.resolveRoles(ctx, names)
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package server
+package usermgmt
 
 import (
 	"context"
@@ -23,10 +23,10 @@ type roleArgs struct {
 	hasRestrictions         bool
 }
 
-func parseRoleArgs(cmd string, req *Request) (roleArgs, error) {
+func parseRoleArgs(cmd string, req *command.Request) (roleArgs, error) {
 	var a roleArgs
 	var err error
-	if a.name, err = command.String(cmd, cmd, firstValue(req.Body)); err != nil {
+	if a.name, err = command.String(cmd, cmd, command.FirstValue(req.Body)); err != nil {
 		return a, err
 	}
 	for key, v := range command.Args(req.Body) {
@@ -57,7 +57,7 @@ func parseRoleArgs(cmd string, req *Request) (roleArgs, error) {
 // admin grants only privileges on its own database and inherits only roles
 // of its own database.
 func checkRoleContents(db string, privs []auth.Privilege, roles []auth.RoleName) error {
-	if db == authDB {
+	if db == DB {
 		return nil
 	}
 	for _, p := range privs {
@@ -78,7 +78,7 @@ func checkRoleContents(db string, privs []auth.Privilege, roles []auth.RoleName)
 // checkGrantRoles is MongoDB's checkOkayToGrantRolesToRole: role may not
 // inherit itself, a role outside admin only roles of its own database, and
 // the roles must exist and not lead back to role.
-func (s *Server) checkGrantRoles(ctx context.Context, role auth.RoleName, sub []auth.RoleName) error {
+func (s *Service) checkGrantRoles(ctx context.Context, role auth.RoleName, sub []auth.RoleName) error {
 	for _, r := range sub {
 		if r == role {
 			return mongoerr.New(mongoerr.InvalidRoleModification, "Cannot grant role %s to itself.", role)
@@ -101,7 +101,7 @@ func (s *Server) checkGrantRoles(ctx context.Context, role auth.RoleName, sub []
 	return nil
 }
 
-func (s *Server) createRole(ctx context.Context, req *Request) (bson.Raw, error) {
+func (s *Service) createRole(ctx context.Context, req *command.Request) (bson.Raw, error) {
 	const cmd = "createRole"
 	a, err := parseRoleArgs(cmd, req)
 	if err != nil {
@@ -128,14 +128,14 @@ func (s *Server) createRole(ctx context.Context, req *Request) (bson.Raw, error)
 	if err := checkRoleContents(req.DB, a.privileges, nil); err != nil {
 		return nil, err
 	}
-	if existing, err := s.authStore().Role(ctx, name.DB, name.Role); err != nil {
+	if existing, err := s.Store().Role(ctx, name.DB, name.Role); err != nil {
 		return nil, err
 	} else if existing != nil {
 		return nil, mongoerr.New(codeRoleExists, "Role \"%s\" already exists", name)
 	}
 	r := &auth.Role{Name: a.name, DB: req.DB, Privileges: a.privileges, Roles: a.roles,
 		AuthenticationRestrictions: a.restrictions}
-	err = s.insertAuthDoc(ctx, rolesColl, auth.MarshalRole(r), mongoerr.New(codeRoleExists, "Role \"%s\" already exists", name))
+	err = s.insertAuthDoc(ctx, RolesCollection, auth.MarshalRole(r), mongoerr.New(codeRoleExists, "Role \"%s\" already exists", name))
 	if err != nil {
 		return nil, err
 	}
@@ -144,8 +144,8 @@ func (s *Server) createRole(ctx context.Context, req *Request) (bson.Raw, error)
 
 // storedRole returns the user-defined role name of db, RoleNotFound if
 // there is none.
-func (s *Server) storedRole(ctx context.Context, db, name string) (*auth.Role, error) {
-	r, err := s.authStore().Role(ctx, db, name)
+func (s *Service) storedRole(ctx context.Context, db, name string) (*auth.Role, error) {
+	r, err := s.Store().Role(ctx, db, name)
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +157,7 @@ func (s *Server) storedRole(ctx context.Context, db, name string) (*auth.Role, e
 
 // modifiableRole is storedRole for the commands that change a role, which
 // refuse built-in roles first.
-func (s *Server) modifiableRole(ctx context.Context, db, name string) (*auth.Role, error) {
+func (s *Service) modifiableRole(ctx context.Context, db, name string) (*auth.Role, error) {
 	if n := (auth.RoleName{Role: name, DB: db}); isBuiltinRole(n) {
 		return nil, mongoerr.New(mongoerr.BadValue, "%s is a built-in role and cannot be modified", n)
 	}
@@ -165,15 +165,15 @@ func (s *Server) modifiableRole(ctx context.Context, db, name string) (*auth.Rol
 }
 
 // saveRole replaces r's document.
-func (s *Server) saveRole(ctx context.Context, r *auth.Role) error {
-	found, err := s.replaceAuthDoc(ctx, rolesColl, auth.MarshalRole(r))
+func (s *Service) saveRole(ctx context.Context, r *auth.Role) error {
+	found, err := s.replaceAuthDoc(ctx, RolesCollection, auth.MarshalRole(r))
 	if err == nil && !found {
 		err = mongoerr.New(mongoerr.RoleNotFound, "Role %s@%s not found", r.Name, r.DB)
 	}
 	return err
 }
 
-func (s *Server) updateRole(ctx context.Context, req *Request) (bson.Raw, error) {
+func (s *Service) updateRole(ctx context.Context, req *command.Request) (bson.Raw, error) {
 	const cmd = "updateRole"
 	a, err := parseRoleArgs(cmd, req)
 	if err != nil {
@@ -208,9 +208,9 @@ func (s *Server) updateRole(ctx context.Context, req *Request) (bson.Raw, error)
 	return command.OK()
 }
 
-func (s *Server) dropRole(ctx context.Context, req *Request) (bson.Raw, error) {
+func (s *Service) dropRole(ctx context.Context, req *command.Request) (bson.Raw, error) {
 	const cmd = "dropRole"
-	name, err := command.String(cmd, cmd, firstValue(req.Body))
+	name, err := command.String(cmd, cmd, command.FirstValue(req.Body))
 	if err != nil {
 		return nil, err
 	}
@@ -225,20 +225,20 @@ func (s *Server) dropRole(ctx context.Context, req *Request) (bson.Raw, error) {
 	if err := s.forgetRoles(ctx, held); err != nil {
 		return nil, err
 	}
-	if _, err := s.deleteAuthDocs(ctx, rolesColl, bson.D{{Key: "_id", Value: req.DB + "." + name}}); err != nil {
+	if _, err := s.deleteAuthDocs(ctx, RolesCollection, bson.D{{Key: "_id", Value: req.DB + "." + name}}); err != nil {
 		return nil, err
 	}
 	return command.OK()
 }
 
-func (s *Server) dropAllRolesFromDatabase(ctx context.Context, req *Request) (bson.Raw, error) {
+func (s *Service) dropAllRolesFromDatabase(ctx context.Context, req *command.Request) (bson.Raw, error) {
 	for key := range command.Args(req.Body) {
 		return nil, command.UnknownField("dropAllRolesFromDatabase", key)
 	}
 	if err := s.forgetRoles(ctx, bson.D{{Key: "db", Value: req.DB}}); err != nil {
 		return nil, err
 	}
-	n, err := s.deleteAuthDocs(ctx, rolesColl, bson.D{{Key: "db", Value: req.DB}})
+	n, err := s.deleteAuthDocs(ctx, RolesCollection, bson.D{{Key: "db", Value: req.DB}})
 	if err != nil {
 		return nil, err
 	}
@@ -247,27 +247,27 @@ func (s *Server) dropAllRolesFromDatabase(ctx context.Context, req *Request) (bs
 
 // forgetRoles removes the roles matching match ({role, db} or {db}) from
 // the roles of every user and user-defined role.
-func (s *Server) forgetRoles(ctx context.Context, match bson.D) error {
+func (s *Service) forgetRoles(ctx context.Context, match bson.D) error {
 	filter := bson.D{{Key: "roles", Value: bson.D{{Key: "$elemMatch", Value: match}}}}
 	pull := bson.D{{Key: "$pull", Value: bson.D{{Key: "roles", Value: match}}}}
-	if err := s.updateAuthDocs(ctx, usersColl, filter, pull); err != nil {
+	if err := s.updateAuthDocs(ctx, UsersCollection, filter, pull); err != nil {
 		return err
 	}
-	return s.updateAuthDocs(ctx, rolesColl, filter, pull)
+	return s.updateAuthDocs(ctx, RolesCollection, filter, pull)
 }
 
-func (s *Server) grantPrivilegesToRole(ctx context.Context, req *Request) (bson.Raw, error) {
+func (s *Service) grantPrivilegesToRole(ctx context.Context, req *command.Request) (bson.Raw, error) {
 	return s.changeRolePrivileges(ctx, req, "grantPrivilegesToRole", mergePrivileges)
 }
 
-func (s *Server) revokePrivilegesFromRole(ctx context.Context, req *Request) (bson.Raw, error) {
+func (s *Service) revokePrivilegesFromRole(ctx context.Context, req *command.Request) (bson.Raw, error) {
 	return s.changeRolePrivileges(ctx, req, "revokePrivilegesFromRole", subtractPrivileges)
 }
 
 // changeRolePrivileges runs grantPrivilegesToRole or
 // revokePrivilegesFromRole, whose change is apply.
-func (s *Server) changeRolePrivileges(ctx context.Context, req *Request, cmd string, apply func(have, change []auth.Privilege) []auth.Privilege) (bson.Raw, error) {
-	name, err := command.String(cmd, cmd, firstValue(req.Body))
+func (s *Service) changeRolePrivileges(ctx context.Context, req *command.Request, cmd string, apply func(have, change []auth.Privilege) []auth.Privilege) (bson.Raw, error) {
+	name, err := command.String(cmd, cmd, command.FirstValue(req.Body))
 	if err != nil {
 		return nil, err
 	}
@@ -316,7 +316,7 @@ func subtractPrivileges(privs, drop []auth.Privilege) []auth.Privilege {
 	return slices.DeleteFunc(privs, func(p auth.Privilege) bool { return len(p.Actions) == 0 })
 }
 
-func (s *Server) grantRolesToRole(ctx context.Context, req *Request) (bson.Raw, error) {
+func (s *Service) grantRolesToRole(ctx context.Context, req *command.Request) (bson.Raw, error) {
 	const cmd = "grantRolesToRole"
 	name, roles, err := namedRolesArgs(cmd, req)
 	if err != nil {
@@ -339,7 +339,7 @@ func (s *Server) grantRolesToRole(ctx context.Context, req *Request) (bson.Raw, 
 	return command.OK()
 }
 
-func (s *Server) revokeRolesFromRole(ctx context.Context, req *Request) (bson.Raw, error) {
+func (s *Service) revokeRolesFromRole(ctx context.Context, req *command.Request) (bson.Raw, error) {
 	const cmd = "revokeRolesFromRole"
 	name, roles, err := namedRolesArgs(cmd, req)
 	if err != nil {

@@ -1,4 +1,4 @@
-package server
+package usermgmt
 
 import (
 	"context"
@@ -16,20 +16,21 @@ import (
 // admin database, as in MongoDB: written through the engine like any
 // collection, so that they survive restarts, appear in the oplog and are
 // read by mongodump; clients change them only through the user management
-// commands (see sysns.go).
+// commands (the server refuses other writes to them: server/sysns.go).
+// DB is the database that holds them.
 const (
-	authDB    = "admin"
-	usersColl = "system.users"
-	rolesColl = "system.roles"
+	DB              = "admin"
+	UsersCollection = "system.users"
+	RolesCollection = "system.roles"
 )
 
-// authStoreHasUsers reports whether any user exists, for the localhost
+// HasUsers reports whether any user exists, for the localhost
 // exception.
-func (s *Server) authStoreHasUsers(ctx context.Context) (bool, error) {
-	if !s.eng.CollectionExists(authDB, usersColl) {
+func (s *Service) HasUsers(ctx context.Context) (bool, error) {
+	if !s.eng.CollectionExists(DB, UsersCollection) {
 		return false, nil
 	}
-	cur, err := s.eng.Find(ctx, authDB, usersColl, engine.FindSpec{Limit: 1})
+	cur, err := s.eng.Find(ctx, DB, UsersCollection, engine.FindSpec{Limit: 1})
 	if err != nil {
 		return false, err
 	}
@@ -37,13 +38,13 @@ func (s *Server) authStoreHasUsers(ctx context.Context) (bool, error) {
 	return len(docs) > 0, err
 }
 
-// authStoreHasRoles reports whether any user-defined role exists, which
+// HasRoles reports whether any user-defined role exists, which
 // ends the localhost exception as a user does.
-func (s *Server) authStoreHasRoles(ctx context.Context) (bool, error) {
-	if !s.eng.CollectionExists(authDB, rolesColl) {
+func (s *Service) HasRoles(ctx context.Context) (bool, error) {
+	if !s.eng.CollectionExists(DB, RolesCollection) {
 		return false, nil
 	}
-	cur, err := s.eng.Find(ctx, authDB, rolesColl, engine.FindSpec{Limit: 1})
+	cur, err := s.eng.Find(ctx, DB, RolesCollection, engine.FindSpec{Limit: 1})
 	if err != nil {
 		return false, err
 	}
@@ -51,14 +52,15 @@ func (s *Server) authStoreHasRoles(ctx context.Context) (bool, error) {
 	return len(docs) > 0, err
 }
 
-// authStore is auth.Store over the server's collections.
-func (s *Server) authStore() auth.Store { return engineAuthStore{s.eng} }
+// Store reads users and roles for authentication (auth.Store) from
+// admin.system.users and admin.system.roles.
+func (s *Service) Store() auth.Store { return engineAuthStore{s.eng} }
 
 type engineAuthStore struct{ eng *engine.Engine }
 
 // User returns db's user name, nil if there is none.
 func (st engineAuthStore) User(_ context.Context, db, name string) (*auth.User, error) {
-	doc, err := st.eng.FindByID(authDB, usersColl, bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, db+"."+name)})
+	doc, err := st.eng.FindByID(DB, UsersCollection, bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, db+"."+name)})
 	if err != nil || doc == nil {
 		return nil, err
 	}
@@ -67,7 +69,7 @@ func (st engineAuthStore) User(_ context.Context, db, name string) (*auth.User, 
 
 // Role returns db's user-defined role name, nil if there is none.
 func (st engineAuthStore) Role(_ context.Context, db, name string) (*auth.Role, error) {
-	doc, err := st.eng.FindByID(authDB, rolesColl, bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, db+"."+name)})
+	doc, err := st.eng.FindByID(DB, RolesCollection, bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, db+"."+name)})
 	if err != nil || doc == nil {
 		return nil, err
 	}
@@ -79,12 +81,12 @@ func (st engineAuthStore) Role(_ context.Context, db, name string) (*auth.Role, 
 // or {role: 1, db: 1}), also when a client created the collection first,
 // and that the auth schema version is recorded, as before any write to
 // users or roles in MongoDB (mergeauthz.go).
-func (s *Server) ensureAuthCollection(ctx context.Context, coll string) error {
+func (s *Service) ensureAuthCollection(ctx context.Context, coll string) error {
 	if err := s.writeAuthSchemaVersion(ctx); err != nil {
 		return fmt.Errorf("server: record the auth schema version: %w", err)
 	}
 	field := "user"
-	if coll == rolesColl {
+	if coll == RolesCollection {
 		field = "role"
 	}
 	spec, err := bson.Marshal(bson.D{
@@ -97,16 +99,16 @@ func (s *Server) ensureAuthCollection(ctx context.Context, coll string) error {
 	}
 	// CreateIndexes creates the collection too; an index that already
 	// exists is no error.
-	if _, err := s.eng.CreateIndexes(authDB, coll, []bson.Raw{spec}); err != nil {
-		return fmt.Errorf("server: create %s.%s: %w", authDB, coll, err)
+	if _, err := s.eng.CreateIndexes(DB, coll, []bson.Raw{spec}); err != nil {
+		return fmt.Errorf("server: create %s.%s: %w", DB, coll, err)
 	}
 	return nil
 }
 
 // authDocs returns the documents of admin.<coll> matching filter in sort
 // order.
-func (s *Server) authDocs(ctx context.Context, coll string, filter, sort bson.D) ([]bson.Raw, error) {
-	if !s.eng.CollectionExists(authDB, coll) {
+func (s *Service) authDocs(ctx context.Context, coll string, filter, sort bson.D) ([]bson.Raw, error) {
+	if !s.eng.CollectionExists(DB, coll) {
 		return nil, nil
 	}
 	f, err := bson.Marshal(filter)
@@ -119,7 +121,7 @@ func (s *Server) authDocs(ctx context.Context, coll string, filter, sort bson.D)
 			return nil, err
 		}
 	}
-	cur, err := s.eng.Find(ctx, authDB, coll, spec)
+	cur, err := s.eng.Find(ctx, DB, coll, spec)
 	if err != nil {
 		return nil, err
 	}
@@ -129,12 +131,12 @@ func (s *Server) authDocs(ctx context.Context, coll string, filter, sort bson.D)
 // insertAuthDoc adds doc to admin.<coll>, creating the collection and
 // its unique index if need be; exists is the error when an entry of the
 // same name and database is there already.
-func (s *Server) insertAuthDoc(ctx context.Context, coll string, doc bson.Raw, exists error) error {
+func (s *Service) insertAuthDoc(ctx context.Context, coll string, doc bson.Raw, exists error) error {
 	if err := s.ensureAuthCollection(ctx, coll); err != nil {
 		return err
 	}
 	defer s.usersChanged()
-	res, err := s.eng.Insert(authDB, coll, []bson.Raw{doc}, true)
+	res, err := s.eng.Insert(DB, coll, []bson.Raw{doc}, true)
 	if err != nil {
 		return err
 	}
@@ -149,7 +151,7 @@ func (s *Server) insertAuthDoc(ctx context.Context, coll string, doc bson.Raw, e
 
 // replaceAuthDoc replaces the document of admin.<coll> whose _id is doc's,
 // reporting whether there was one.
-func (s *Server) replaceAuthDoc(ctx context.Context, coll string, doc bson.Raw) (bool, error) {
+func (s *Service) replaceAuthDoc(ctx context.Context, coll string, doc bson.Raw) (bool, error) {
 	defer s.usersChanged()
 	up, err := engine.CompileUpdateDoc(doc)
 	if err != nil {
@@ -159,28 +161,28 @@ func (s *Server) replaceAuthDoc(ctx context.Context, coll string, doc bson.Raw) 
 	if err != nil {
 		return false, err
 	}
-	res, err := s.eng.Update(ctx, authDB, coll, engine.UpdateSpec{Filter: filter, Update: up})
+	res, err := s.eng.Update(ctx, DB, coll, engine.UpdateSpec{Filter: filter, Update: up})
 	return res.Matched > 0, err
 }
 
 // deleteAuthDocs deletes the documents of admin.<coll> matching filter.
-func (s *Server) deleteAuthDocs(ctx context.Context, coll string, filter bson.D) (int64, error) {
+func (s *Service) deleteAuthDocs(ctx context.Context, coll string, filter bson.D) (int64, error) {
 	defer s.usersChanged()
-	if !s.eng.CollectionExists(authDB, coll) {
+	if !s.eng.CollectionExists(DB, coll) {
 		return 0, nil
 	}
 	f, err := bson.Marshal(filter)
 	if err != nil {
 		return 0, err
 	}
-	return s.eng.Delete(ctx, authDB, coll, f, 0, bson.RawValue{})
+	return s.eng.Delete(ctx, DB, coll, f, 0, bson.RawValue{})
 }
 
 // updateAuthDocs applies an operator update to every document of
 // admin.<coll> matching filter.
-func (s *Server) updateAuthDocs(ctx context.Context, coll string, filter, upd bson.D) error {
+func (s *Service) updateAuthDocs(ctx context.Context, coll string, filter, upd bson.D) error {
 	defer s.usersChanged()
-	if !s.eng.CollectionExists(authDB, coll) {
+	if !s.eng.CollectionExists(DB, coll) {
 		return nil
 	}
 	f, err := bson.Marshal(filter)
@@ -195,6 +197,6 @@ func (s *Server) updateAuthDocs(ctx context.Context, coll string, filter, upd bs
 	if err != nil {
 		return err
 	}
-	_, err = s.eng.Update(ctx, authDB, coll, engine.UpdateSpec{Filter: f, Update: up, Multi: true})
+	_, err = s.eng.Update(ctx, DB, coll, engine.UpdateSpec{Filter: f, Update: up, Multi: true})
 	return err
 }

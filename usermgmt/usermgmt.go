@@ -1,4 +1,4 @@
-package server
+package usermgmt
 
 import (
 	"context"
@@ -25,25 +25,26 @@ const (
 	codeUserExists mongoerr.Code = 51003
 )
 
-func (s *Server) userCommands() []commandDef {
-	return []commandDef{
-		{name: "createUser", handle: s.serialized(s.createUser)},
-		{name: "updateUser", handle: s.serialized(s.updateUser)},
-		{name: "dropUser", handle: s.serialized(s.dropUser)},
-		{name: "dropAllUsersFromDatabase", handle: s.serialized(s.dropAllUsersFromDatabase)},
-		{name: "usersInfo", handle: s.usersInfo},
-		{name: "grantRolesToUser", handle: s.serialized(s.grantRolesToUser)},
-		{name: "revokeRolesFromUser", handle: s.serialized(s.revokeRolesFromUser)},
-		{name: "createRole", handle: s.serialized(s.createRole)},
-		{name: "updateRole", handle: s.serialized(s.updateRole)},
-		{name: "dropRole", handle: s.serialized(s.dropRole)},
-		{name: "dropAllRolesFromDatabase", handle: s.serialized(s.dropAllRolesFromDatabase)},
-		{name: "rolesInfo", handle: s.rolesInfo},
-		{name: "grantPrivilegesToRole", handle: s.serialized(s.grantPrivilegesToRole)},
-		{name: "revokePrivilegesFromRole", handle: s.serialized(s.revokePrivilegesFromRole)},
-		{name: "grantRolesToRole", handle: s.serialized(s.grantRolesToRole)},
-		{name: "revokeRolesFromRole", handle: s.serialized(s.revokeRolesFromRole)},
-		{name: "_mergeAuthzCollections", handle: s.serialized(s.mergeAuthzCollections), adminOnly: true},
+// Commands are the user management commands, for the server's registry.
+func (s *Service) Commands() []command.Command {
+	return []command.Command{
+		{Name: "createUser", Handle: s.serialized(s.createUser)},
+		{Name: "updateUser", Handle: s.serialized(s.updateUser)},
+		{Name: "dropUser", Handle: s.serialized(s.dropUser)},
+		{Name: "dropAllUsersFromDatabase", Handle: s.serialized(s.dropAllUsersFromDatabase)},
+		{Name: "usersInfo", Handle: s.usersInfo},
+		{Name: "grantRolesToUser", Handle: s.serialized(s.grantRolesToUser)},
+		{Name: "revokeRolesFromUser", Handle: s.serialized(s.revokeRolesFromUser)},
+		{Name: "createRole", Handle: s.serialized(s.createRole)},
+		{Name: "updateRole", Handle: s.serialized(s.updateRole)},
+		{Name: "dropRole", Handle: s.serialized(s.dropRole)},
+		{Name: "dropAllRolesFromDatabase", Handle: s.serialized(s.dropAllRolesFromDatabase)},
+		{Name: "rolesInfo", Handle: s.rolesInfo},
+		{Name: "grantPrivilegesToRole", Handle: s.serialized(s.grantPrivilegesToRole)},
+		{Name: "revokePrivilegesFromRole", Handle: s.serialized(s.revokePrivilegesFromRole)},
+		{Name: "grantRolesToRole", Handle: s.serialized(s.grantRolesToRole)},
+		{Name: "revokeRolesFromRole", Handle: s.serialized(s.revokeRolesFromRole)},
+		{Name: "_mergeAuthzCollections", Handle: s.serialized(s.mergeAuthzCollections), AdminOnly: true},
 	}
 }
 
@@ -52,8 +53,8 @@ func (s *Server) userCommands() []commandDef {
 // way (existence, cycles): as in MongoDB, which holds an exclusive lock
 // for them, one at a time keeps two of them from losing each other's
 // change or together building a cycle neither alone would.
-func (s *Server) serialized(h handlerFunc) handlerFunc {
-	return func(ctx context.Context, req *Request) (bson.Raw, error) {
+func (s *Service) serialized(h command.Handler) command.Handler {
+	return func(ctx context.Context, req *command.Request) (bson.Raw, error) {
 		s.umc.Lock()
 		defer s.umc.Unlock()
 		return h(ctx, req)
@@ -65,8 +66,8 @@ func isBuiltinRole(r auth.RoleName) bool { return auth.IsBuiltinRole(r.Role, r.D
 
 // checkRolesExist fails with RoleNotFound for the first of names that is
 // neither built in nor defined.
-func (s *Server) checkRolesExist(ctx context.Context, names []auth.RoleName) error {
-	st := s.authStore()
+func (s *Service) checkRolesExist(ctx context.Context, names []auth.RoleName) error {
+	st := s.Store()
 	for _, n := range names {
 		if isBuiltinRole(n) {
 			continue
@@ -94,7 +95,7 @@ type resolvedRoles struct {
 // start, or a role inheriting them, has. As in MongoDB, a built-in role
 // is a leaf that brings all its privileges, those of the built-in roles it
 // includes among them.
-func (s *Server) resolveRoles(ctx context.Context, start []auth.RoleName) (resolvedRoles, error) {
+func (s *Service) resolveRoles(ctx context.Context, start []auth.RoleName) (resolvedRoles, error) {
 	var res resolvedRoles
 	seen := map[auth.RoleName]bool{}
 	queue := slices.Clone(start)
@@ -110,7 +111,7 @@ func (s *Server) resolveRoles(ctx context.Context, start []auth.RoleName) (resol
 			res.privileges = mergePrivileges(res.privileges, privs)
 			continue
 		}
-		r, err := s.authStore().Role(ctx, n.DB, n.Role)
+		r, err := s.Store().Role(ctx, n.DB, n.Role)
 		if err != nil {
 			return res, err
 		}
