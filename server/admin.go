@@ -163,7 +163,7 @@ func (s *Server) getCmdLineOpts(context.Context, *Request) (bson.Raw, error) {
 		{Key: "storage", Value: bson.D{{Key: "dbPath", Value: s.cfg.DataDir}}},
 	}
 	if s.rs != nil {
-		parsed = append(parsed, bson.E{Key: "replication", Value: bson.D{{Key: "replSet", Value: s.rs.name}}})
+		parsed = append(parsed, bson.E{Key: "replication", Value: bson.D{{Key: "replSet", Value: s.rs.Name()}}})
 	}
 	return command.OK(
 		bson.E{Key: "argv", Value: argv},

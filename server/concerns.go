@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/binary"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -180,3 +181,34 @@ func writeConcernError(code mongoerr.Code, msg string) bson.Raw {
 	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
 	return dst
 }
+
+// decorate appends what a replica-set member adds to every reply:
+// writeConcernError when the write concern cannot be met, $clusterTime
+// (unsigned: a deployment without keys, as mongod without auth) and
+// operationTime. It builds the result in the request's second buffer, as
+// reply may be the first.
+func (req *Request) decorate(reply bson.Raw, wcErr bson.Raw, opTime, clusterTime bson.Timestamp) bson.Raw {
+	if len(reply) < 5 {
+		return reply
+	}
+	dst := append(req.decorated[:0], reply[:len(reply)-1]...)
+	if wcErr != nil {
+		dst = bsoncore.AppendDocumentElement(dst, "writeConcernError", wcErr)
+	}
+	cidx, dst := bsoncore.AppendDocumentElementStart(dst, "$clusterTime")
+	dst = bsoncore.AppendTimestampElement(dst, "clusterTime", clusterTime.T, clusterTime.I)
+	sidx, dst := bsoncore.AppendDocumentElementStart(dst, "signature")
+	dst = bsoncore.AppendBinaryElement(dst, "hash", bson.TypeBinaryGeneric, zeroHash[:])
+	dst = bsoncore.AppendInt64Element(dst, "keyId", 0)
+	dst, _ = bsoncore.AppendDocumentEnd(dst, sidx)
+	dst, _ = bsoncore.AppendDocumentEnd(dst, cidx)
+	dst = bsoncore.AppendTimestampElement(dst, "operationTime", opTime.T, opTime.I)
+	dst = append(dst, 0)
+	binary.LittleEndian.PutUint32(dst, uint32(len(dst)))
+	req.decorated = dst
+	return dst
+}
+
+// zeroHash is the signature of a cluster time on a deployment without
+// keys: 20 zero bytes, an HMAC-SHA1's length.
+var zeroHash [20]byte

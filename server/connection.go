@@ -155,7 +155,7 @@ func (s *Server) Start() error {
 	}
 	s.net.ln = ln
 	if s.rs != nil {
-		s.rs.advertise(s.cfg.AdvertiseAddr, ln.Addr())
+		s.rs.Advertise(s.cfg.AdvertiseAddr, ln.Addr())
 	}
 	s.net.conns = make(map[*Conn]struct{})
 	s.net.ctx, s.net.cancel = context.WithCancel(context.Background())

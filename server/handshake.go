@@ -86,7 +86,7 @@ func (s *Server) hello(ctx context.Context, req *Request) (bson.Raw, error) {
 	idx, dst := req.BeginReply()
 	if s.rs != nil {
 		dst = s.topo.append(dst, counter)
-		dst = s.appendReplHello(dst, legacy)
+		dst = s.rs.AppendHello(dst, legacy)
 	} else {
 		if legacy {
 			dst = bsoncore.AppendBooleanElement(dst, "ismaster", true)

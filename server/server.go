@@ -31,6 +31,7 @@ import (
 	"github.com/lethedb/lethe/clock"
 	"github.com/lethedb/lethe/engine"
 	"github.com/lethedb/lethe/engine/kv/pebblekv"
+	"github.com/lethedb/lethe/replset"
 	"github.com/lethedb/lethe/session"
 	"github.com/lethedb/lethe/tlsnet"
 	"github.com/lethedb/lethe/usermgmt"
@@ -135,7 +136,7 @@ type Config struct {
 	EnableTestCommands bool
 	// ReplSet, when set, is the name of the one-member replica set the
 	// server presents itself as the primary of (mongod's --replSet); empty
-	// means a standalone server. See replset.go.
+	// means a standalone server. See package replset.
 	ReplSet string
 	// AdvertiseAddr is the host:port the replica set names its member by;
 	// empty means the address listened on.
@@ -178,9 +179,9 @@ type Server struct {
 	// failCommand is the failCommand fail point, see failpoint.go.
 	failCommand failCommand
 
-	topo  *topology    // topologyVersion of hello, see hello_await.go
-	rs    *replSet     // nil for a standalone server, see replset.go
-	ctime clusterClock // replica-set mode's cluster time, see clustertime.go
+	topo  *topology            // topologyVersion of hello, see hello_await.go
+	rs    *replset.Set         // nil for a standalone server
+	ctime replset.ClusterClock // replica-set mode's cluster time
 
 	// authz is authentication's shared state, see auth.go.
 	authz *authState
@@ -251,12 +252,12 @@ func New(cfg Config) (*Server, error) {
 		Max: cfg.MaxSessions, MaxPerClient: cfg.MaxSessionsPerClient, Clock: cfg.Clock, Gone: s.sessionsGone})
 	s.topo = newTopology()
 	if cfg.ReplSet != "" {
-		s.rs = newReplSet(cfg.ReplSet)
 		if cfg.NoOplog {
-			s.ctime = newTickClock(cfg.Clock)
+			s.ctime = replset.NewTickClock(cfg.Clock)
 		} else {
-			s.ctime = oplogClock{eng: eng, wall: cfg.Clock}
+			s.ctime = replset.OplogClock{Engine: eng, Wall: cfg.Clock}
 		}
+		s.rs = replset.New(cfg.ReplSet, s.ctime, s.clock)
 	}
 	s.users = usermgmt.New(usermgmt.Config{Engine: eng, Logger: log,
 		ScramSHA1Iterations: cfg.ScramSHA1Iterations, ScramSHA256Iterations: cfg.ScramSHA256Iterations,

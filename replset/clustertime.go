@@ -1,26 +1,24 @@
-package server
+package replset
 
 import (
 	"context"
-	"encoding/binary"
 	"sync"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
-	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/clock"
 	"github.com/lethedb/lethe/engine"
 	"github.com/lethedb/lethe/oplog"
 )
 
-// clusterClock is the source of the cluster time a replica-set member
+// ClusterClock is the source of the cluster time a replica-set member
 // reports in $clusterTime and operationTime: a BSON Timestamp, seconds and
 // an increment, that never goes back and moves forward with every write.
 //
-// With the oplog on it is oplogClock, the time of the newest entry;
-// without, tickClock.
-type clusterClock interface {
+// With the oplog on it is OplogClock, the time of the newest entry;
+// without, TickClock.
+type ClusterClock interface {
 	// Now is the latest cluster time: that of the last write.
 	Now() bson.Timestamp
 	// Tick advances the cluster time past every time Now or Tick has
@@ -30,9 +28,9 @@ type clusterClock interface {
 	Await(ctx context.Context, ts bson.Timestamp) error
 }
 
-// tickClock is the cluster clock of a member without an oplog (--oplog
+// TickClock is the cluster clock of a member without an oplog (--oplog
 // off): the server clock's seconds, and a counter within a second.
-type tickClock struct {
+type TickClock struct {
 	wall clock.Clock
 
 	mu   sync.Mutex
@@ -41,28 +39,31 @@ type tickClock struct {
 	moved chan struct{}
 }
 
-func newTickClock(wall clock.Clock) *tickClock {
-	c := &tickClock{wall: wall, moved: make(chan struct{})}
+// NewTickClock starts a TickClock on wall at a first tick.
+func NewTickClock(wall clock.Clock) *TickClock {
+	c := &TickClock{wall: wall, moved: make(chan struct{})}
 	// A new primary writes a first entry in its term; its time is the
 	// cluster time before any client write.
 	c.Tick()
 	return c
 }
 
-func (c *tickClock) Now() bson.Timestamp {
+// Now is the latest cluster time (ClusterClock).
+func (c *TickClock) Now() bson.Timestamp {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.last
 }
 
-func (c *tickClock) Tick() bson.Timestamp {
+// Tick advances the cluster time (ClusterClock).
+func (c *TickClock) Tick() bson.Timestamp {
 	secs := uint32(c.wall.Now().Unix())
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.tickLocked(secs)
 }
 
-func (c *tickClock) tickLocked(secs uint32) bson.Timestamp {
+func (c *TickClock) tickLocked(secs uint32) bson.Timestamp {
 	if secs > c.last.T {
 		c.last = bson.Timestamp{T: secs, I: 1}
 	} else {
@@ -81,7 +82,7 @@ func (c *tickClock) tickLocked(secs uint32) bson.Timestamp {
 // second is reached at once, by a tick, as a MongoDB primary writes a no-op
 // to reach a cluster time it has not: a client can hold such a time from
 // before a restart, and must not wait for a write that may never come.
-func (c *tickClock) Await(ctx context.Context, ts bson.Timestamp) error {
+func (c *TickClock) Await(ctx context.Context, ts bson.Timestamp) error {
 	var timer *time.Timer
 	defer func() {
 		if timer != nil {
@@ -115,66 +116,36 @@ func (c *tickClock) Await(ctx context.Context, ts bson.Timestamp) error {
 	}
 }
 
-// decorate appends what a replica-set member adds to every reply:
-// writeConcernError when the write concern cannot be met, $clusterTime
-// (unsigned: a deployment without keys, as mongod without auth) and
-// operationTime. It builds the result in the request's second buffer, as
-// reply may be the first.
-func (req *Request) decorate(reply bson.Raw, wcErr bson.Raw, opTime, clusterTime bson.Timestamp) bson.Raw {
-	if len(reply) < 5 {
-		return reply
-	}
-	dst := append(req.decorated[:0], reply[:len(reply)-1]...)
-	if wcErr != nil {
-		dst = bsoncore.AppendDocumentElement(dst, "writeConcernError", wcErr)
-	}
-	cidx, dst := bsoncore.AppendDocumentElementStart(dst, "$clusterTime")
-	dst = bsoncore.AppendTimestampElement(dst, "clusterTime", clusterTime.T, clusterTime.I)
-	sidx, dst := bsoncore.AppendDocumentElementStart(dst, "signature")
-	dst = bsoncore.AppendBinaryElement(dst, "hash", bson.TypeBinaryGeneric, zeroHash[:])
-	dst = bsoncore.AppendInt64Element(dst, "keyId", 0)
-	dst, _ = bsoncore.AppendDocumentEnd(dst, sidx)
-	dst, _ = bsoncore.AppendDocumentEnd(dst, cidx)
-	dst = bsoncore.AppendTimestampElement(dst, "operationTime", opTime.T, opTime.I)
-	dst = append(dst, 0)
-	binary.LittleEndian.PutUint32(dst, uint32(len(dst)))
-	req.decorated = dst
-	return dst
-}
-
-// zeroHash is the signature of a cluster time on a deployment without
-// keys: 20 zero bytes, an HMAC-SHA1's length.
-var zeroHash [20]byte
-
-// oplogClock is the cluster clock of a member whose store keeps an oplog:
+// OplogClock is the cluster clock of a member whose store keeps an oplog:
 // the cluster time is that of the newest entry, so that operationTime is
 // the time of the write's own entry and afterClusterTime waits for entries
 // to become readable.
-type oplogClock struct {
-	eng  *engine.Engine
-	wall clock.Clock
+type OplogClock struct {
+	Engine *engine.Engine
+	Wall   clock.Clock
 }
 
-func (c oplogClock) Now() bson.Timestamp {
-	t := c.eng.ClusterTime()
+// Now is the time of the newest oplog entry (ClusterClock).
+func (c OplogClock) Now() bson.Timestamp {
+	t := c.Engine.ClusterTime()
 	return bson.Timestamp{T: t.T, I: t.I}
 }
 
 // Tick is Now: a write that logged anything moved the time itself, and one
 // that logged nothing leaves it where it was, as in MongoDB.
-func (c oplogClock) Tick() bson.Timestamp { return c.Now() }
+func (c OplogClock) Tick() bson.Timestamp { return c.Now() }
 
 // Await waits until the entry at ts, and every one before it, is readable.
 // A time of a past second that no entry reached is reached by a no-op
 // entry, as a MongoDB primary writes one.
-func (c oplogClock) Await(ctx context.Context, ts bson.Timestamp) error {
+func (c OplogClock) Await(ctx context.Context, ts bson.Timestamp) error {
 	want := oplog.Timestamp{T: ts.T, I: ts.I}
-	log := c.eng.Oplog()
+	log := c.Engine.Oplog()
 	if !log.Visible().Less(want) {
 		return nil
 	}
-	if c.eng.ClusterTime().Less(want) && uint32(c.wall.Now().Unix()) > ts.T {
-		if _, err := c.eng.AppendNoop(bson.D{{Key: "msg", Value: "reach the cluster time a client asked for"}}); err != nil {
+	if c.Engine.ClusterTime().Less(want) && uint32(c.Wall.Now().Unix()) > ts.T {
+		if _, err := c.Engine.AppendNoop(bson.D{{Key: "msg", Value: "reach the cluster time a client asked for"}}); err != nil {
 			return err
 		}
 	}

@@ -1,4 +1,4 @@
-package server
+package replset
 
 import (
 	"context"
@@ -11,24 +11,24 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/clock"
 	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/mongoerr"
 )
-
-// Lethe's replica-set face: with Config.ReplSet it presents itself as the
-// primary of a one-member replica set that is already initiated, so that
-// drivers unlock what they keep for replica sets (sessions, retryable writes,
-// change streams) and connections with ?replicaSet=NAME select it. There is
-// no other member, no election and no replication; the term is always 1.
 
 // replTerm is the term of the set: the one election that made this server
 // primary.
 const replTerm = 1
 
-// replSet is the state of a server started with Config.ReplSet.
-type replSet struct {
+// Set is the one-member replica set a server started with a set name
+// presents: its name, its member's address, and the cluster time.
+type Set struct {
 	name string
-	// me is the advertised host:port, set once by Start.
+	// times is the cluster time; wall the server's clock, for the dates
+	// of replSetGetStatus.
+	times ClusterClock
+	wall  clock.Clock
+	// me is the advertised host:port, set once by Advertise.
 	me atomic.Pointer[string]
 	// electionID is what hello reports: 0x7fffffff and the term, as a
 	// MongoDB primary of protocol version 1 builds it.
@@ -39,25 +39,30 @@ type replSet struct {
 	started      time.Time
 }
 
-func newReplSet(name string) *replSet {
-	rs := &replSet{name: name, replicaSetID: bson.NewObjectID(), started: time.Now()}
+// New returns the set called name, whose cluster time is times and
+// whose dates come from wall.
+func New(name string, times ClusterClock, wall clock.Clock) *Set {
+	rs := &Set{name: name, times: times, wall: wall, replicaSetID: bson.NewObjectID(), started: time.Now()}
 	rs.electionID[0], rs.electionID[1], rs.electionID[2], rs.electionID[3] = 0x7f, 0xff, 0xff, 0xff
 	rs.electionID[11] = replTerm
 	return rs
 }
 
+// Name is the set's name (mongod's --replSet).
+func (rs *Set) Name() string { return rs.name }
+
 // host is the advertised address of the one member.
-func (rs *replSet) host() string {
+func (rs *Set) host() string {
 	if p := rs.me.Load(); p != nil {
 		return *p
 	}
 	return ""
 }
 
-// advertise sets the address the set names its member by: Config.AdvertiseAddr,
+// Advertise sets the address the set names its member by: Config.AdvertiseAddr,
 // or else the address listened on, with the machine's host name in place
 // of an unspecified IP (0.0.0.0, ::), which no client could connect to.
-func (rs *replSet) advertise(configured string, ln net.Addr) {
+func (rs *Set) Advertise(configured string, ln net.Addr) {
 	addr := configured
 	if addr == "" {
 		addr = ln.String()
@@ -70,10 +75,10 @@ func (rs *replSet) advertise(configured string, ln net.Addr) {
 	rs.me.Store(&addr)
 }
 
-// appendReplHello appends what a one-member set's primary adds to hello,
-// in MongoDB's order, after topologyVersion.
-func (s *Server) appendReplHello(dst []byte, legacy bool) []byte {
-	rs := s.rs
+// AppendHello appends what a one-member set's primary adds to hello,
+// in MongoDB's order, after topologyVersion; legacy spells isMaster's
+// "ismaster".
+func (rs *Set) AppendHello(dst []byte, legacy bool) []byte {
 	me := rs.host()
 	aidx, dst := bsoncore.AppendArrayElementStart(dst, "hosts")
 	dst = bsoncore.AppendStringElement(dst, "0", me)
@@ -89,25 +94,13 @@ func (s *Server) appendReplHello(dst []byte, legacy bool) []byte {
 	dst = bsoncore.AppendStringElement(dst, "primary", me)
 	dst = bsoncore.AppendStringElement(dst, "me", me)
 	dst = bsoncore.AppendObjectIDElement(dst, "electionId", rs.electionID)
-	last := s.ctime.Now()
+	last := rs.times.Now()
 	lidx, dst := bsoncore.AppendDocumentElementStart(dst, "lastWrite")
 	dst = appendOpTime(dst, "opTime", last)
 	dst = bsoncore.AppendDateTimeElement(dst, "lastWriteDate", int64(last.T)*1000)
 	dst = appendOpTime(dst, "majorityOpTime", last)
 	dst = bsoncore.AppendDateTimeElement(dst, "majorityWriteDate", int64(last.T)*1000)
 	dst, _ = bsoncore.AppendDocumentEnd(dst, lidx)
-	return dst
-}
-
-// replStatusSection is serverStatus's repl section: what isMaster says of
-// the set, and the rollback id, as mongod reports it.
-func (s *Server) replStatusSection() bson.Raw {
-	counter, _, _ := s.topo.current()
-	idx, dst := bsoncore.AppendDocumentStart(nil)
-	dst = s.topo.append(dst, counter)
-	dst = s.appendReplHello(dst, true)
-	dst = bsoncore.AppendInt32Element(dst, "rbid", 1)
-	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
 	return dst
 }
 
@@ -125,10 +118,9 @@ func opTime(ts bson.Timestamp) bson.D {
 }
 
 // replSetGetStatus answers as the primary of a healthy one-member set.
-func (s *Server) replSetGetStatus(context.Context, *Request) (bson.Raw, error) {
-	rs := s.rs
-	now := s.clock.Now()
-	last := s.ctime.Now()
+func (rs *Set) replSetGetStatus(context.Context, *command.Request) (bson.Raw, error) {
+	now := rs.wall.Now()
+	last := rs.times.Now()
 	lastDate := time.Unix(int64(last.T), 0).UTC()
 	elected := rs.started.UTC()
 	member := bson.D{
@@ -180,7 +172,7 @@ func (s *Server) replSetGetStatus(context.Context, *Request) (bson.Raw, error) {
 
 // replSetConfig is the set's configuration document, as replSetGetConfig
 // returns it with MongoDB 7's defaults.
-func (rs *replSet) config() bson.D {
+func (rs *Set) config() bson.D {
 	return bson.D{
 		{Key: "_id", Value: rs.name},
 		{Key: "version", Value: int32(1)},
@@ -212,8 +204,8 @@ func (rs *replSet) config() bson.D {
 	}
 }
 
-func (s *Server) replSetGetConfig(context.Context, *Request) (bson.Raw, error) {
-	return command.OK(bson.E{Key: "config", Value: s.rs.config()})
+func (rs *Set) replSetGetConfig(context.Context, *command.Request) (bson.Raw, error) {
+	return command.OK(bson.E{Key: "config", Value: rs.config()})
 }
 
 // replSetInitiate accepts what would initiate this very set: no config (the
@@ -221,10 +213,10 @@ func (s *Server) replSetGetConfig(context.Context, *Request) (bson.Raw, error) {
 // advertised address under the set's name. The set is initiated from the
 // start, so nothing changes. Anything else fails as MongoDB rejects a
 // config that cannot be this node's.
-func (s *Server) replSetInitiate(_ context.Context, req *Request) (bson.Raw, error) {
+func (rs *Set) replSetInitiate(_ context.Context, req *command.Request) (bson.Raw, error) {
 	v := req.Body.Index(0).Value()
 	if v.Type == bson.TypeEmbeddedDocument {
-		if err := s.rs.checkInitiateConfig(v.Document()); err != nil {
+		if err := rs.checkInitiateConfig(v.Document()); err != nil {
 			return nil, err
 		}
 	} else if v.Type != bson.TypeNull && v.Type != bson.TypeUndefined {
@@ -233,7 +225,7 @@ func (s *Server) replSetInitiate(_ context.Context, req *Request) (bson.Raw, err
 	return command.OK()
 }
 
-func (rs *replSet) checkInitiateConfig(cfg bson.Raw) error {
+func (rs *Set) checkInitiateConfig(cfg bson.Raw) error {
 	if len(cfg) <= 5 {
 		return nil // {}: the default config of this node
 	}
@@ -266,24 +258,12 @@ func (rs *replSet) checkInitiateConfig(cfg bson.Raw) error {
 	return nil
 }
 
-// replicationCommands are the commands of rs.status(), rs.conf() and
-// rs.initiate(): answered as a one-member set in replica-set mode, and with
-// NoReplicationEnabled by a standalone server, as mongod without --replSet.
-func (s *Server) replicationCommands() []commandDef {
-	if s.rs == nil {
-		return []commandDef{
-			{name: "replSetGetStatus", handle: notReplicated, adminOnly: true},
-			{name: "replSetGetConfig", handle: notReplicated, adminOnly: true},
-			{name: "replSetInitiate", handle: initiateNotReplicated, adminOnly: true},
-		}
+// Commands are the commands of rs.status(), rs.conf() and rs.initiate(),
+// answered as a one-member set, for the server's registry.
+func (rs *Set) Commands() []command.Command {
+	return []command.Command{
+		{Name: "replSetGetStatus", Handle: rs.replSetGetStatus, AdminOnly: true},
+		{Name: "replSetGetConfig", Handle: rs.replSetGetConfig, AdminOnly: true},
+		{Name: "replSetInitiate", Handle: rs.replSetInitiate, AdminOnly: true},
 	}
-	return []commandDef{
-		{name: "replSetGetStatus", handle: s.replSetGetStatus, adminOnly: true},
-		{name: "replSetGetConfig", handle: s.replSetGetConfig, adminOnly: true},
-		{name: "replSetInitiate", handle: s.replSetInitiate, adminOnly: true},
-	}
-}
-
-func initiateNotReplicated(context.Context, *Request) (bson.Raw, error) {
-	return nil, mongoerr.New(mongoerr.NoReplicationEnabled, "This node was not started with replication enabled.")
 }
