@@ -16,6 +16,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/lethedb/lethe/command"
+	"github.com/lethedb/lethe/diag"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -185,9 +186,9 @@ func (s *Server) getLog(_ context.Context, req *Request) (bson.Raw, error) {
 	case "*":
 		return command.OK(bson.E{Key: "names", Value: bson.A{"global", "startupWarnings"}})
 	case "global":
-		lines, total = s.recent.recent()
+		lines, total = s.recent.Recent()
 	case "startupWarnings":
-		lines = s.recent.startupWarnings()
+		lines = s.recent.StartupWarnings()
 		total = int64(len(lines))
 	default:
 		return nil, mongoerr.New(mongoerr.OperationFailed, "No log named '%s'", name)
@@ -209,7 +210,7 @@ func (s *Server) hostInfo(context.Context, *Request) (bson.Raw, error) {
 		{Key: "cpuArch", Value: runtime.GOARCH},
 		{Key: "numaEnabled", Value: false},
 	}
-	if total, ok := memTotalMB(); ok {
+	if total, ok := diag.MemTotalMB(); ok {
 		system = append(system, bson.E{Key: "memSizeMB", Value: total}, bson.E{Key: "memLimitMB", Value: total})
 	}
 	return command.OK(
@@ -274,7 +275,7 @@ func (s *Server) serverStatus(_ context.Context, req *Request) (bson.Raw, error)
 		}},
 		{Key: "opcounters", Value: s.stats.ops.doc()},
 		{Key: "catalogStats", Value: s.catalogStats()},
-		{Key: "mem", Value: memDoc()},
+		{Key: "mem", Value: diag.MemDoc()},
 		{Key: "metrics", Value: bson.D{
 			{Key: "cursor", Value: bson.D{{Key: "open", Value: bson.D{{Key: "total", Value: int64(openCursors)}}}}},
 			{Key: "ttl", Value: s.ttlMetrics()},

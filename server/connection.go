@@ -173,7 +173,7 @@ func (s *Server) Start() error {
 		s.log.Warn("listening on a non-loopback address without authentication: anyone who can reach it can read, change and drop every database; listen on 127.0.0.1 or put a firewall in front",
 			zap.String("addr", ln.Addr().String()))
 	}
-	s.recent.endStartup()
+	s.recent.EndStartup()
 	return nil
 }
 

@@ -29,6 +29,7 @@ import (
 
 	"github.com/lethedb/lethe/auth"
 	"github.com/lethedb/lethe/clock"
+	"github.com/lethedb/lethe/diag"
 	"github.com/lethedb/lethe/engine"
 	"github.com/lethedb/lethe/engine/kv/pebblekv"
 	"github.com/lethedb/lethe/replset"
@@ -166,7 +167,7 @@ type Server struct {
 	started  time.Time
 	commands map[string]*commandDef
 	params   map[string]*parameter // getParameter and setParameter, see params.go
-	recent   *logRing              // recent log entries for getLog, see logring.go
+	recent   *diag.LogRing         // recent log entries for getLog
 
 	net   netState // listener and connections, see connection.go
 	stats stats    // counters for serverStatus, see stats.go
@@ -234,9 +235,9 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("server: ManualClock needs a *clock.Manual")
 		}
 	}
-	recent := newLogRing(recentLogEntries)
+	recent := diag.NewLogRing(diag.RecentLogEntries)
 	log := cfg.Logger.WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core {
-		return zapcore.NewTee(c, recent.core())
+		return zapcore.NewTee(c, recent.Core())
 	}))
 	eng, err := engine.Open(cfg.DataDir, engine.Options{Clock: cfg.Clock, Logger: log, NoReaper: cfg.NoReaper,
 		SortMemoryLimit: cfg.SortMemoryLimit, QueryMemoryLimit: cfg.QueryMemoryLimit, QuerySpillLimit: cfg.QuerySpillLimit,

@@ -165,6 +165,10 @@ func TestLayers(t *testing.T) {
 		applies: func(p string) bool { return p == "command" },
 		allow:   func(imp string) bool { return in(kernel, imp) },
 	}, {
+		what:    "diag, the process's diagnostics, imports only the kernel",
+		applies: func(p string) bool { return p == "diag" },
+		allow:   func(imp string) bool { return in(kernel, imp) },
+	}, {
 		what:    "conn, the transport, imports only the kernel: no server, no engine; the server is its Dispatcher",
 		applies: func(p string) bool { return p == "conn" },
 		allow:   func(imp string) bool { return in(kernel, imp) },

@@ -1,4 +1,4 @@
-package server
+package diag
 
 import (
 	"bufio"
@@ -10,9 +10,9 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
-// memDoc is serverStatus.mem: the process's resident and virtual memory in
+// MemDoc is serverStatus.mem: the process's resident and virtual memory in
 // MiB, read from /proc where the system has it.
-func memDoc() bson.D {
+func MemDoc() bson.D {
 	doc := bson.D{{Key: "bits", Value: int32(strconv.IntSize)}}
 	b, err := os.ReadFile("/proc/self/statm")
 	f := strings.Fields(string(b))
@@ -32,8 +32,8 @@ func memDoc() bson.D {
 	)
 }
 
-// memTotalMB is the machine's memory in MiB, from /proc/meminfo.
-func memTotalMB() (int32, bool) {
+// MemTotalMB is the machine's memory in MiB, from /proc/meminfo.
+func MemTotalMB() (int32, bool) {
 	b, err := os.ReadFile("/proc/meminfo")
 	if err != nil {
 		return 0, false

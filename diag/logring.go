@@ -1,4 +1,4 @@
-package server
+package diag
 
 import (
 	"encoding/json"
@@ -9,14 +9,14 @@ import (
 	"go.uber.org/zap/zapcore"
 )
 
-// recentLogEntries is how many log lines getLog "global" can return, as in
+// RecentLogEntries is how many log lines getLog "global" can return, as in
 // MongoDB's in-memory log buffer.
-const recentLogEntries = 1024
+const RecentLogEntries = 1024
 
-// logRing keeps the most recent log entries, encoded as JSON lines in
+// LogRing keeps the most recent log entries, encoded as JSON lines in
 // MongoDB's log format, for getLog. Warnings logged before the server starts listening are also kept
 // apart as the startup warnings that shells print on connect.
-type logRing struct {
+type LogRing struct {
 	mu      sync.Mutex
 	lines   []string // circular; next is the oldest once full
 	next    int
@@ -25,16 +25,17 @@ type logRing struct {
 	booting bool
 }
 
-func newLogRing(size int) *logRing {
-	return &logRing{lines: make([]string, 0, size), booting: true}
+// NewLogRing returns a ring that keeps the last size lines.
+func NewLogRing(size int) *LogRing {
+	return &LogRing{lines: make([]string, 0, size), booting: true}
 }
 
-// core returns a zap core that records Info and above into the ring.
-func (r *logRing) core() zapcore.Core {
+// Core returns a zap core that records Info and above into the ring.
+func (r *LogRing) Core() zapcore.Core {
 	return &ringCore{LevelEnabler: zapcore.InfoLevel, ring: r}
 }
 
-func (r *logRing) add(line string, lvl zapcore.Level) {
+func (r *LogRing) add(line string, lvl zapcore.Level) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.lines) < cap(r.lines) {
@@ -49,15 +50,15 @@ func (r *logRing) add(line string, lvl zapcore.Level) {
 	}
 }
 
-// endStartup closes the startup phase: later warnings are ordinary lines.
-func (r *logRing) endStartup() {
+// EndStartup closes the startup phase: later warnings are ordinary lines.
+func (r *LogRing) EndStartup() {
 	r.mu.Lock()
 	r.booting = false
 	r.mu.Unlock()
 }
 
-// recent returns the kept lines, oldest first, and how many were ever written.
-func (r *logRing) recent() ([]string, int64) {
+// Recent returns the kept lines, oldest first, and how many were ever written.
+func (r *LogRing) Recent() ([]string, int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := make([]string, 0, len(r.lines))
@@ -66,7 +67,9 @@ func (r *logRing) recent() ([]string, int64) {
 	return out, r.total
 }
 
-func (r *logRing) startupWarnings() []string {
+// StartupWarnings are the warnings logged before EndStartup, which getLog
+// "startupWarnings" returns and shells print on connect.
+func (r *LogRing) StartupWarnings() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]string(nil), r.startup...)
@@ -75,7 +78,7 @@ func (r *logRing) startupWarnings() []string {
 type ringCore struct {
 	zapcore.LevelEnabler
 	fields []zapcore.Field // from With
-	ring   *logRing
+	ring   *LogRing
 }
 
 func (c *ringCore) With(fields []zapcore.Field) zapcore.Core {
