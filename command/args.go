@@ -86,6 +86,17 @@ func FirstValue(body bson.Raw) bson.RawValue {
 	return bson.RawValue{}
 }
 
+// CollectionArg reads the command's first value as a collection name,
+// which the caller then validates (engine.ValidateNamespace).
+func CollectionArg(req *Request) (string, error) {
+	v := FirstValue(req.Body)
+	name, ok := v.StringValueOK()
+	if !ok {
+		return "", mongoerr.New(mongoerr.InvalidNamespace, "collection name has invalid type %s", TypeName(v.Type))
+	}
+	return name, nil
+}
+
 // isGenericArg reports whether key is one of the arguments that drivers and
 // routers may attach to every command, which no command rejects as unknown.
 func isGenericArg(key []byte) bool {

@@ -24,17 +24,15 @@ func (s *Server) crudCommands() []commandDef {
 		{name: "aggregate", handle: s.aggregate},
 	}
 	cmds = append(cmds, s.collectionCommands()...)
-	cmds = append(cmds, s.clusterParameterCommands()...)
 	cmds = append(cmds, s.deploymentCommands()...)
 	return append(cmds, s.explainCommands()...)
 }
 
 // collectionName reads the command's first value as a collection name.
 func collectionName(req *Request) (string, error) {
-	v := command.FirstValue(req.Body)
-	name, ok := v.StringValueOK()
-	if !ok {
-		return "", mongoerr.New(mongoerr.InvalidNamespace, "collection name has invalid type %s", command.TypeName(v.Type))
+	name, err := command.CollectionArg(&req.Request)
+	if err != nil {
+		return "", err
 	}
 	if err := engine.ValidateNamespace(req.DB, name); err != nil {
 		return "", err

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/lethedb/lethe/command"
+	"github.com/lethedb/lethe/storeadmin"
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
@@ -68,7 +69,7 @@ func (s *Server) buildRegistry() map[string]*commandDef {
 		s.ttlCommands(),
 		s.testCommands(),
 		kitCommands(s.users.Commands()),
-		s.storageCommands(),
+		kitCommands(storeadmin.New(storeadmin.Config{Engine: s.eng, Auth: s.cfg.Auth, ReplicaSet: s.rs != nil}).Commands()),
 	}
 	for _, g := range groups {
 		for i := range g {

@@ -1,4 +1,4 @@
-package server
+package storeadmin
 
 // Cluster parameters: setClusterParameter and getClusterParameter, for the
 // one Lethe has, changeStreamOptions (preAndPostImages.expireAfterSeconds).
@@ -15,23 +15,16 @@ import (
 
 const changeStreamOptionsParam = "changeStreamOptions"
 
-func (s *Server) clusterParameterCommands() []commandDef {
-	return []commandDef{
-		{name: "setClusterParameter", handle: s.setClusterParameter, adminOnly: true},
-		{name: "getClusterParameter", handle: s.getClusterParameter, adminOnly: true},
-	}
-}
-
 // standaloneRefusal is mongod's answer to a cluster parameter command
 // outside a replica set.
-func (s *Server) standaloneRefusal(cmd string) error {
-	if s.rs == nil || s.eng.Oplog() == nil {
+func (s *Service) standaloneRefusal(cmd string) error {
+	if !s.cfg.ReplicaSet || s.eng.Oplog() == nil {
 		return mongoerr.New(mongoerr.IllegalOperation, "%s cannot be run on standalones", cmd)
 	}
 	return nil
 }
 
-func (s *Server) setClusterParameter(_ context.Context, req *Request) (bson.Raw, error) {
+func (s *Service) setClusterParameter(_ context.Context, req *command.Request) (bson.Raw, error) {
 	const cmd = "setClusterParameter"
 	if err := s.standaloneRefusal(cmd); err != nil {
 		return nil, err
@@ -117,7 +110,7 @@ func parseChangeStreamOptions(v bson.RawValue) (int64, error) {
 	return 0, failed("")
 }
 
-func (s *Server) getClusterParameter(_ context.Context, req *Request) (bson.Raw, error) {
+func (s *Service) getClusterParameter(_ context.Context, req *command.Request) (bson.Raw, error) {
 	const cmd = "getClusterParameter"
 	if err := s.standaloneRefusal(cmd); err != nil {
 		return nil, err

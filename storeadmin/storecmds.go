@@ -1,4 +1,4 @@
-package server
+package storeadmin
 
 import (
 	"context"
@@ -12,20 +12,11 @@ import (
 	"github.com/lethedb/lethe/mongoerr"
 )
 
-// storageCommands are the commands about the storage of one collection
-// beyond collStats.
-func (s *Server) storageCommands() []commandDef {
-	return []commandDef{
-		{name: "dataSize", aliases: []string{"datasize"}, handle: s.dataSize},
-		{name: "compact", handle: s.compact},
-	}
-}
-
 // dataSize reports the bytes and number of the documents of a collection,
 // or of those between min and max of an index's key pattern, as mongod's
 // dataSize does (src/mongo/db/commands/dbcommands.cpp, CmdDatasize). Its
 // namespace is the full "db.collection".
-func (s *Server) dataSize(ctx context.Context, req *Request) (bson.Raw, error) {
+func (s *Service) dataSize(ctx context.Context, req *command.Request) (bson.Raw, error) {
 	ns, err := command.String("dataSize", "dataSize", command.FirstValue(req.Body))
 	if err != nil {
 		return nil, err
@@ -113,9 +104,12 @@ func (s *Server) dataSize(ctx context.Context, req *Request) (bson.Raw, error) {
 // reports the bytes given back, as mongod's compact reports bytesFreed
 // (src/mongo/db/commands/compact.cpp). Pebble compacts without blocking
 // reads or writes.
-func (s *Server) compact(ctx context.Context, req *Request) (bson.Raw, error) {
-	coll, err := collectionName(req)
+func (s *Service) compact(ctx context.Context, req *command.Request) (bson.Raw, error) {
+	coll, err := command.CollectionArg(req)
 	if err != nil {
+		return nil, err
+	}
+	if err := engine.ValidateNamespace(req.DB, coll); err != nil {
 		return nil, err
 	}
 	for key, v := range command.Args(req.Body) {
