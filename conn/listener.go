@@ -212,6 +212,3 @@ func (l *Listener) Rejected() int64 {
 	}
 	return l.rejected.Load()
 }
-
-// Closing reports whether Shutdown has begun.
-func (l *Listener) Closing() bool { return l != nil && l.closing.Load() }
