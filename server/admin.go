@@ -15,11 +15,13 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/lethedb/lethe/command"
+	"github.com/lethedb/lethe/diag"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
-func (s *Server) adminCommands() []command {
-	return []command{
+func (s *Server) adminCommands() []commandDef {
+	return []commandDef{
 		{name: "ping", handle: noop},
 		{name: "buildInfo", aliases: []string{"buildinfo"}, handle: s.buildInfo},
 		{name: "getParameter", handle: s.getParameter, adminOnly: true},
@@ -35,7 +37,7 @@ func (s *Server) adminCommands() []command {
 }
 
 func (s *Server) buildInfo(context.Context, *Request) (bson.Raw, error) {
-	return okReply(
+	return command.OK(
 		bson.E{Key: "version", Value: mongoVersion},
 		bson.E{Key: "gitVersion", Value: gitVersion()},
 		bson.E{Key: "modules", Value: bson.A{}},
@@ -75,15 +77,15 @@ func (s *Server) getParameter(_ context.Context, req *Request) (bson.Raw, error)
 	case bson.TypeString:
 		all = v.StringValue() == "*"
 	case bson.TypeEmbeddedDocument:
-		for key, opt := range fields(v.Document()) {
+		for key, opt := range command.Fields(v.Document()) {
 			var err error
 			switch string(key) {
 			case "allParameters":
-				all, err = argBool(cmd, "allParameters", opt)
+				all, err = command.Bool(cmd, "allParameters", opt)
 			case "showDetails":
-				details, err = argBool(cmd, "showDetails", opt)
+				details, err = command.Bool(cmd, "showDetails", opt)
 			default:
-				err = unknownField(cmd, key)
+				err = command.UnknownField(cmd, key)
 			}
 			if err != nil {
 				return nil, err
@@ -95,7 +97,7 @@ func (s *Server) getParameter(_ context.Context, req *Request) (bson.Raw, error)
 	if all {
 		names = s.paramNames()
 	} else {
-		for key := range cmdArgs(req.Body) {
+		for key := range command.Args(req.Body) {
 			if _, known := s.params[string(key)]; known {
 				names = append(names, string(key))
 			}
@@ -117,13 +119,13 @@ func (s *Server) getParameter(_ context.Context, req *Request) (bson.Raw, error)
 		}
 		reply = append(reply, bson.E{Key: name, Value: value})
 	}
-	return okReply(reply...)
+	return command.OK(reply...)
 }
 
 // setParameter changes one run-time parameter and replies with its value
 // before the change as "was".
 func (s *Server) setParameter(_ context.Context, req *Request) (bson.Raw, error) {
-	for key, v := range cmdArgs(req.Body) {
+	for key, v := range command.Args(req.Body) {
 		p, known := s.params[string(key)]
 		switch {
 		case !known:
@@ -135,7 +137,7 @@ func (s *Server) setParameter(_ context.Context, req *Request) (bson.Raw, error)
 		if err := p.set("setParameter", string(key), v); err != nil {
 			return nil, err
 		}
-		return okReply(bson.E{Key: "was", Value: was})
+		return command.OK(bson.E{Key: "was", Value: was})
 	}
 	return nil, mongoerr.New(mongoerr.InvalidOptions, "no option found to set, use help:true to see options")
 }
@@ -162,9 +164,9 @@ func (s *Server) getCmdLineOpts(context.Context, *Request) (bson.Raw, error) {
 		{Key: "storage", Value: bson.D{{Key: "dbPath", Value: s.cfg.DataDir}}},
 	}
 	if s.rs != nil {
-		parsed = append(parsed, bson.E{Key: "replication", Value: bson.D{{Key: "replSet", Value: s.rs.name}}})
+		parsed = append(parsed, bson.E{Key: "replication", Value: bson.D{{Key: "replSet", Value: s.rs.Name()}}})
 	}
-	return okReply(
+	return command.OK(
 		bson.E{Key: "argv", Value: argv},
 		bson.E{Key: "parsed", Value: parsed},
 	)
@@ -176,17 +178,17 @@ func (s *Server) getLog(_ context.Context, req *Request) (bson.Raw, error) {
 	v := req.Body.Index(0).Value()
 	name, isString := v.StringValueOK()
 	if !isString {
-		return nil, wrongType("getLog", "getLog", v.Type, "string")
+		return nil, command.WrongType("getLog", "getLog", v.Type, "string")
 	}
 	var lines []string
 	var total int64
 	switch name {
 	case "*":
-		return okReply(bson.E{Key: "names", Value: bson.A{"global", "startupWarnings"}})
+		return command.OK(bson.E{Key: "names", Value: bson.A{"global", "startupWarnings"}})
 	case "global":
-		lines, total = s.recent.recent()
+		lines, total = s.recent.Recent()
 	case "startupWarnings":
-		lines = s.recent.startupWarnings()
+		lines = s.recent.StartupWarnings()
 		total = int64(len(lines))
 	default:
 		return nil, mongoerr.New(mongoerr.OperationFailed, "No log named '%s'", name)
@@ -195,7 +197,7 @@ func (s *Server) getLog(_ context.Context, req *Request) (bson.Raw, error) {
 	for i, l := range lines {
 		log[i] = l
 	}
-	return okReply(bson.E{Key: "totalLinesWritten", Value: numberValue(total)}, bson.E{Key: "log", Value: log})
+	return command.OK(bson.E{Key: "totalLinesWritten", Value: numberValue(total)}, bson.E{Key: "log", Value: log})
 }
 
 func (s *Server) hostInfo(context.Context, *Request) (bson.Raw, error) {
@@ -208,10 +210,10 @@ func (s *Server) hostInfo(context.Context, *Request) (bson.Raw, error) {
 		{Key: "cpuArch", Value: runtime.GOARCH},
 		{Key: "numaEnabled", Value: false},
 	}
-	if total, ok := memTotalMB(); ok {
+	if total, ok := diag.MemTotalMB(); ok {
 		system = append(system, bson.E{Key: "memSizeMB", Value: total}, bson.E{Key: "memLimitMB", Value: total})
 	}
-	return okReply(
+	return command.OK(
 		bson.E{Key: "system", Value: system},
 		bson.E{Key: "os", Value: bson.D{{Key: "type", Value: osType()}, {Key: "name", Value: runtime.GOOS}}},
 		bson.E{Key: "extra", Value: bson.D{}},
@@ -219,19 +221,19 @@ func (s *Server) hostInfo(context.Context, *Request) (bson.Raw, error) {
 }
 
 func whatsMyURI(_ context.Context, req *Request) (bson.Raw, error) {
-	return okReply(bson.E{Key: "you", Value: req.Conn.remote})
+	return command.OK(bson.E{Key: "you", Value: req.Conn.remote})
 }
 
 func freeMonitoringStatus(context.Context, *Request) (bson.Raw, error) {
-	return okReply(bson.E{Key: "state", Value: "disabled"})
+	return command.OK(bson.E{Key: "state", Value: "disabled"})
 }
 
 // serverStatus reports the server's state. As in MongoDB, {section: 0} leaves
 // a section out.
 func (s *Server) serverStatus(_ context.Context, req *Request) (bson.Raw, error) {
 	var skip []string
-	for key, v := range cmdArgs(req.Body) {
-		include, err := argBool("serverStatus", string(key), v)
+	for key, v := range command.Args(req.Body) {
+		include, err := command.Bool("serverStatus", string(key), v)
 		if err != nil {
 			return nil, err
 		}
@@ -263,8 +265,8 @@ func (s *Server) serverStatus(_ context.Context, req *Request) (bson.Raw, error)
 		{Key: "connections", Value: bson.D{
 			{Key: "current", Value: int32(open)},
 			{Key: "available", Value: int32(available)},
-			{Key: "totalCreated", Value: s.stats.connsSeen.Load()},
-			{Key: "rejected", Value: s.net.rejected.Load()},
+			{Key: "totalCreated", Value: s.listener().Accepted()},
+			{Key: "rejected", Value: s.listener().Rejected()},
 			{Key: "awaitingTopologyChanges", Value: s.topo.awaiting.Load()},
 		}},
 		{Key: "network", Value: s.stats.networkDoc()},
@@ -273,7 +275,7 @@ func (s *Server) serverStatus(_ context.Context, req *Request) (bson.Raw, error)
 		}},
 		{Key: "opcounters", Value: s.stats.ops.doc()},
 		{Key: "catalogStats", Value: s.catalogStats()},
-		{Key: "mem", Value: memDoc()},
+		{Key: "mem", Value: diag.MemDoc()},
 		{Key: "metrics", Value: bson.D{
 			{Key: "cursor", Value: bson.D{{Key: "open", Value: bson.D{{Key: "total", Value: int64(openCursors)}}}}},
 			{Key: "ttl", Value: s.ttlMetrics()},
@@ -294,7 +296,7 @@ func (s *Server) serverStatus(_ context.Context, req *Request) (bson.Raw, error)
 			kept = append(kept, e)
 		}
 	}
-	return okReply(kept...)
+	return command.OK(kept...)
 }
 
 // listCommands lists the commands by name, with the properties drivers look
@@ -316,7 +318,7 @@ func (s *Server) listCommands(context.Context, *Request) (bson.Raw, error) {
 			{Key: "adminOnly", Value: s.commands[name].adminOnly},
 		}})
 	}
-	return okReply(bson.E{Key: "commands", Value: cmds})
+	return command.OK(bson.E{Key: "commands", Value: cmds})
 }
 
 // numberValue is n as an int32 when it fits, as MongoDB reports counters.

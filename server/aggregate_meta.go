@@ -18,8 +18,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/lethedb/lethe/auth"
+	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/engine"
-	"github.com/lethedb/lethe/engine/pipeline"
 	"github.com/lethedb/lethe/mongoerr"
 	"github.com/lethedb/lethe/session"
 )
@@ -35,7 +35,7 @@ func (s *Server) hostPort() string {
 }
 
 // aggregateDB runs a pipeline of the database ({aggregate: 1}) whose
-// namespace rules pipeline.CheckNamespace has passed.
+// namespace rules engine.CheckPipelineNamespace has passed.
 func (s *Server) aggregateDB(ctx context.Context, req *Request, stages []bson.Raw, opts engine.AggregateOptions) ([]bson.Raw, error) {
 	docs, err := s.databaseDocs(ctx, req, stages)
 	if err != nil {
@@ -47,7 +47,7 @@ func (s *Server) aggregateDB(ctx context.Context, req *Request, stages []bson.Ra
 // currentOpDocs are the documents of $currentOp: the running commands
 // and, when asked, idle connections and idle cursors. Without users
 // allUsers changes nothing; idle sessions are not listed.
-func (s *Server) currentOpDocs(req *Request, spec pipeline.CurrentOpSpec) []bson.Raw {
+func (s *Server) currentOpDocs(req *Request, spec engine.CurrentOpSpec) []bson.Raw {
 	host := s.hostPort()
 	conns := s.visibleConns(req, !spec.AllUsers)
 	sort.Slice(conns, func(i, j int) bool { return conns[i].id < conns[j].id })
@@ -122,7 +122,7 @@ func (t *cursorTable) idleDocs(host string) []bson.D {
 // every session without access control. With access control, listing
 // another user's sessions needs listSessions on the cluster, as in
 // MongoDB; allUsers is checked with the command (auth.Required).
-func (s *Server) listLocalSessions(ctx context.Context, req *Request, spec pipeline.SessionsSpec) ([]bson.Raw, error) {
+func (s *Server) listLocalSessions(ctx context.Context, req *Request, spec engine.LocalSessionsSpec) ([]bson.Raw, error) {
 	var uids map[session.UID]bool
 	switch {
 	case spec.AllUsers:
@@ -196,7 +196,7 @@ func latencyKind(name string) engine.LatencyKind {
 // recordLatency files a command's latency under the collection it ran on,
 // if any: the string its first field names, or getMore's collection.
 func (s *Server) recordLatency(name string, req *Request, d time.Duration) {
-	v := firstValue(req.Body)
+	v := command.FirstValue(req.Body)
 	if name == "getMore" {
 		v = req.Body.Lookup("collection")
 	}
@@ -205,10 +205,4 @@ func (s *Server) recordLatency(name string, req *Request, d time.Duration) {
 		return
 	}
 	s.eng.RecordLatency(req.DB, coll, latencyKind(name), d)
-}
-
-// pipelineNamespace applies MongoDB's rules on where the metadata stages
-// run. (read.go names its pipeline "pipeline", hiding the package.)
-func pipelineNamespace(db string, stages []bson.Raw, collectionless bool) error {
-	return pipeline.CheckNamespace(stages, db, collectionless)
 }

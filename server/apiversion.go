@@ -3,6 +3,7 @@ package server
 import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -45,23 +46,23 @@ var notInAPIV1Stages = map[string]bool{
 func checkAPIParameters(cmd string, body bson.Raw) error {
 	var version string
 	var haveVersion, haveOther, strict bool
-	for key, v := range fields(body) {
+	for key, v := range command.Fields(body) {
 		switch string(key) {
 		case "apiVersion":
 			s, ok := v.StringValueOK()
 			if !ok {
-				return wrongType("APIParametersFromClient", "apiVersion", v.Type, "string")
+				return command.WrongType("APIParametersFromClient", "apiVersion", v.Type, "string")
 			}
 			version, haveVersion = s, true
 		case "apiStrict":
 			b, ok := v.BooleanOK()
 			if !ok {
-				return wrongType("APIParametersFromClient", "apiStrict", v.Type, "bool")
+				return command.WrongType("APIParametersFromClient", "apiStrict", v.Type, "bool")
 			}
 			strict, haveOther = b, true
 		case "apiDeprecationErrors":
 			if _, ok := v.BooleanOK(); !ok {
-				return wrongType("APIParametersFromClient", "apiDeprecationErrors", v.Type, "bool")
+				return command.WrongType("APIParametersFromClient", "apiDeprecationErrors", v.Type, "bool")
 			}
 			haveOther = true
 		}

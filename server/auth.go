@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/lethedb/lethe/auth"
+	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -134,8 +135,8 @@ func (a *authState) countFallback(mech auth.Mechanism) {
 	a.counter(mech).specReceived++
 }
 
-func (s *Server) authCommands() []command {
-	return []command{
+func (s *Server) authCommands() []commandDef {
+	return []commandDef{
 		{name: "saslStart", handle: s.saslStart},
 		{name: "saslContinue", handle: s.saslContinue},
 		{name: "authenticate", handle: s.authenticate},
@@ -160,20 +161,20 @@ type saslStartArgs struct {
 func parseSaslStart(cmd string, body bson.Raw, speculative bool) (saslStartArgs, error) {
 	var a saslStartArgs
 	var haveMech bool
-	for key, v := range fields(body) {
+	for key, v := range command.Fields(body) {
 		var err error
 		switch string(key) {
 		case "mechanism":
 			var m string
-			m, err = argString(cmd, "mechanism", v)
+			m, err = command.String(cmd, "mechanism", v)
 			a.mech, haveMech = auth.Mechanism(m), true
 		case "payload":
 			a.payload, err = saslPayload(cmd, v)
 		case "options":
 			var opts bson.Raw
-			if opts, err = argDoc(cmd, "options", v); err == nil {
+			if opts, err = command.Doc(cmd, "options", v); err == nil {
 				if skip, e := opts.LookupErr("skipEmptyExchange"); e == nil {
-					a.skipEmpty, err = argBool(cmd, "skipEmptyExchange", skip)
+					a.skipEmpty, err = command.Bool(cmd, "skipEmptyExchange", skip)
 				}
 			}
 		}
@@ -182,7 +183,7 @@ func parseSaslStart(cmd string, body bson.Raw, speculative bool) (saslStartArgs,
 		}
 	}
 	if !haveMech {
-		return a, missingField(cmd, "mechanism")
+		return a, command.MissingField(cmd, "mechanism")
 	}
 	// The drivers' speculative conversations always skip the empty
 	// exchange (the authentication specification requires it).
@@ -200,7 +201,7 @@ func saslPayload(cmd string, v bson.RawValue) ([]byte, error) {
 	case bson.TypeString:
 		return []byte(v.StringValue()), nil
 	}
-	return nil, wrongType(cmd, "payload", v.Type, "binData", "string")
+	return nil, command.WrongType(cmd, "payload", v.Type, "binData", "string")
 }
 
 func (s *Server) saslStart(ctx context.Context, req *Request) (bson.Raw, error) {
@@ -216,11 +217,11 @@ func (s *Server) saslStart(ctx context.Context, req *Request) (bson.Raw, error) 
 }
 
 func (s *Server) saslReply(req *Request, payload []byte, done bool) (bson.Raw, error) {
-	idx, dst := req.beginReply()
+	idx, dst := req.BeginReply()
 	dst = bsoncore.AppendInt32Element(dst, "conversationId", conversationID)
 	dst = bsoncore.AppendBooleanElement(dst, "done", done)
 	dst = bsoncore.AppendBinaryElement(dst, "payload", 0, payload)
-	return req.endReply(idx, dst)
+	return req.EndReply(idx, dst)
 }
 
 // startConversation begins a SCRAM conversation on req's connection with
@@ -250,7 +251,7 @@ func (s *Server) startConversation(ctx context.Context, req *Request, args saslS
 
 // lookupCredential finds the stored keys of user for mech.
 func (s *Server) lookupCredential(ctx context.Context, db, user string, mech auth.Mechanism) (auth.ScramCredential, error) {
-	u, err := s.authStore().User(ctx, db, user)
+	u, err := s.users.Store().User(ctx, db, user)
 	if err != nil {
 		return auth.ScramCredential{}, err
 	}
@@ -282,11 +283,11 @@ func (e errNoCredential) Error() string {
 func (s *Server) saslContinue(ctx context.Context, req *Request) (bson.Raw, error) {
 	var payload []byte
 	var id int32 = -1
-	for key, v := range cmdArgs(req.Body) {
+	for key, v := range command.Args(req.Body) {
 		var err error
 		switch string(key) {
 		case "conversationId":
-			id, err = argInt32(req.Name, "conversationId", v)
+			id, err = command.Int32(req.Name, "conversationId", v)
 		case "payload":
 			payload, err = saslPayload(req.Name, v)
 		}
@@ -391,7 +392,7 @@ func (s *Server) authenticated(ctx context.Context, req *Request, user, db strin
 // user does not exist.
 func (s *Server) resolveUser(ctx context.Context, user, db string) (*authedUser, error) {
 	gen := s.authz.generation.Load()
-	store := s.authStore()
+	store := s.users.Store()
 	u, err := store.User(ctx, db, user)
 	if err != nil || u == nil {
 		return nil, err
@@ -436,13 +437,13 @@ func (s *Server) authDelay(ctx context.Context, c *Conn) error {
 // as its verified certificate's subject.
 func (s *Server) authenticate(ctx context.Context, req *Request) (bson.Raw, error) {
 	var mech, user string
-	for key, v := range cmdArgs(req.Body) {
+	for key, v := range command.Args(req.Body) {
 		var err error
 		switch string(key) {
 		case "mechanism":
-			mech, err = argString(req.Name, "mechanism", v)
+			mech, err = command.String(req.Name, "mechanism", v)
 		case "user":
-			user, err = argString(req.Name, "user", v)
+			user, err = command.String(req.Name, "user", v)
 		}
 		if err != nil {
 			return nil, err
@@ -452,7 +453,7 @@ func (s *Server) authenticate(ctx context.Context, req *Request) (bson.Raw, erro
 	if err != nil {
 		return nil, err
 	}
-	return okReply(bson.E{Key: "dbname", Value: auth.ExternalDB}, bson.E{Key: "user", Value: name})
+	return command.OK(bson.E{Key: "dbname", Value: auth.ExternalDB}, bson.E{Key: "user", Value: name})
 }
 
 func (s *Server) authenticateX509(ctx context.Context, req *Request, mech auth.Mechanism, user string, speculative bool) (string, error) {
@@ -491,7 +492,7 @@ func (s *Server) logout(_ context.Context, req *Request) (bson.Raw, error) {
 		c.auth.user = nil
 	}
 	c.auth.conv = nil
-	return okReply()
+	return command.OK()
 }
 
 // currentUser returns the connection's user with privileges as of the
@@ -517,12 +518,12 @@ func (s *Server) currentUser(ctx context.Context, c *Conn) (*authedUser, error) 
 // do.
 func (s *Server) connectionStatus(ctx context.Context, req *Request) (bson.Raw, error) {
 	var showPrivileges bool
-	for key, v := range cmdArgs(req.Body) {
+	for key, v := range command.Args(req.Body) {
 		if string(key) != "showPrivileges" {
 			continue
 		}
 		var err error
-		if showPrivileges, err = argBool(req.Name, "showPrivileges", v); err != nil {
+		if showPrivileges, err = command.Bool(req.Name, "showPrivileges", v); err != nil {
 			return nil, err
 		}
 	}
@@ -544,7 +545,7 @@ func (s *Server) connectionStatus(ctx context.Context, req *Request) (bson.Raw, 
 	if showPrivileges {
 		info = append(info, bson.E{Key: "authenticatedUserPrivileges", Value: privileges})
 	}
-	return okReply(bson.E{Key: "authInfo", Value: info})
+	return command.OK(bson.E{Key: "authInfo", Value: info})
 }
 
 // privilegeDoc is p as MongoDB shows a privilege.

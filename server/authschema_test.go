@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/lethedb/lethe/auth"
+	"github.com/lethedb/lethe/usermgmt"
 )
 
 // TestAuthSchemaUpgradedAtOpen: a store whose users predate the schema
@@ -29,21 +30,21 @@ func TestAuthSchemaUpgradedAtOpen(t *testing.T) {
 	// A user written as an older Lethe did: no admin.system.version.
 	u := &auth.User{ID: "app.u", Name: "u", DB: "app", UserID: bson.Binary{Subtype: bson.TypeBinaryUUID, Data: make([]byte, 16)},
 		Roles: []auth.RoleName{{Role: "read", DB: "app"}}}
-	if res, err := s.eng.Insert(authDB, usersColl, []bson.Raw{auth.MarshalUser(u)}, true); err != nil || len(res.Errors) > 0 {
+	if res, err := s.eng.Insert(usermgmt.DB, usermgmt.UsersCollection, []bson.Raw{auth.MarshalUser(u)}, true); err != nil || len(res.Errors) > 0 {
 		t.Fatalf("insert: %v %v", err, res.Errors)
 	}
-	if doc, _ := s.eng.FindByID(authDB, versionColl, authSchema); doc != nil {
+	if doc, _ := s.eng.FindByID(usermgmt.DB, "system.version", authSchema); doc != nil {
 		t.Fatalf("schema version already there: %v", doc)
 	}
 	s.Shutdown(context.Background())
 
 	s = open()
 	defer s.Shutdown(context.Background())
-	doc, err := s.eng.FindByID(authDB, versionColl, authSchema)
+	doc, err := s.eng.FindByID(usermgmt.DB, "system.version", authSchema)
 	if err != nil || doc == nil {
 		t.Fatalf("no schema version after opening: %v %v", doc, err)
 	}
-	if v, ok := doc.Lookup("currentVersion").Int32OK(); !ok || v != authSchemaVersion {
+	if v, ok := doc.Lookup("currentVersion").Int32OK(); !ok || v != usermgmt.SchemaVersion {
 		t.Fatalf("schema version %v", doc)
 	}
 }

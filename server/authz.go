@@ -8,7 +8,9 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/lethedb/lethe/auth"
+	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/mongoerr"
+	"github.com/lethedb/lethe/usermgmt"
 )
 
 // Authorization: with Config.Auth, every command is checked against the
@@ -18,7 +20,7 @@ import (
 // authorizePrivileges refuses req unless its connection's user may run it
 // (auth.Authorize), it is about the user itself (auth.OwnUserException),
 // or the localhost exception applies.
-func (s *Server) authorizePrivileges(ctx context.Context, cmd *command, req *Request) error {
+func (s *Server) authorizePrivileges(ctx context.Context, cmd *commandDef, req *Request) error {
 	need, err := auth.Required(cmd.name, req.DB, req.Body)
 	if err != nil {
 		// A command the table does not know, or cannot read, is refused:
@@ -81,11 +83,11 @@ var authFree = map[string]bool{
 // would end the exception with no one able to administer the server, so it
 // is refused: MongoDB's documentation has the first user made in admin
 // (docs/core/localhost-exception).
-func (s *Server) localhostException(ctx context.Context, cmd *command, req *Request) bool {
+func (s *Server) localhostException(ctx context.Context, cmd *commandDef, req *Request) bool {
 	if cmd.name != "createUser" && cmd.name != "createRole" {
 		return false
 	}
-	if req.DB != authDB {
+	if req.DB != usermgmt.DB {
 		return false
 	}
 	if !isLoopback(req.Conn.remote) {
@@ -106,9 +108,9 @@ func (s *Server) anyUserExists(ctx context.Context) (bool, error) {
 		return a.hasUsers, nil
 	}
 	a.mu.Unlock()
-	has, err := s.authStoreHasUsers(ctx)
+	has, err := s.users.HasUsers(ctx)
 	if err == nil && !has {
-		has, err = s.authStoreHasRoles(ctx)
+		has, err = s.users.HasRoles(ctx)
 	}
 	if err != nil {
 		return false, err
@@ -142,7 +144,7 @@ func (c *Conn) remoteHost() string {
 // Unauthorized messages do, without the rest of the request (which may
 // hold a password).
 func commandSummary(req *Request) string {
-	v := firstValue(req.Body)
+	v := command.FirstValue(req.Body)
 	if s, ok := v.StringValueOK(); ok {
 		return "{ " + req.Name + ": \"" + s + "\" }"
 	}
@@ -201,8 +203,8 @@ func (s *Server) requiresAuth(name string) bool {
 // command that may have dropped or renamed admin.system.users or
 // admin.system.roles wholesale; the user management commands say so
 // themselves.
-func (s *Server) noteAuthCatalogChange(cmd *command, req *Request) {
-	if req.DB != authDB {
+func (s *Server) noteAuthCatalogChange(cmd *commandDef, req *Request) {
+	if req.DB != usermgmt.DB {
 		return
 	}
 	switch cmd.name {

@@ -5,6 +5,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/engine"
 	"github.com/lethedb/lethe/mongoerr"
 )
@@ -16,7 +17,7 @@ import (
 // collection name is then the client's mistake to fix, for root as for
 // anyone (src/mongo/db/service_entry_point_common.cpp parses the command
 // before checkAuthorization).
-func (s *Server) authorize(ctx context.Context, cmd *command, req *Request) error {
+func (s *Server) authorize(ctx context.Context, cmd *commandDef, req *Request) error {
 	err := s.authorizePrivileges(ctx, cmd, req)
 	if err == nil {
 		return nil
@@ -39,7 +40,7 @@ var namespaceFirst = map[string]bool{
 // namespaceError returns the error the command's own parser gives its
 // namespace, or nil when the namespace is valid or the command names none.
 func namespaceError(cmd, db string, body bson.Raw) error {
-	first := firstValue(body)
+	first := command.FirstValue(body)
 	if cmd == "explain" {
 		inner, ok := first.DocumentOK()
 		if !ok {
@@ -59,7 +60,7 @@ func namespaceError(cmd, db string, body bson.Raw) error {
 	case !ok && cmd == "aggregate":
 		return nil // {aggregate: 1} runs on the database
 	case !ok:
-		return mongoerr.New(mongoerr.InvalidNamespace, "collection name has invalid type %s", typeName(first.Type))
+		return mongoerr.New(mongoerr.InvalidNamespace, "collection name has invalid type %s", command.TypeName(first.Type))
 	}
 	return engine.ValidateNamespace(db, name)
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/lethedb/lethe/changestream"
 	"github.com/lethedb/lethe/clock"
 	"github.com/lethedb/lethe/engine"
-	agg "github.com/lethedb/lethe/engine/pipeline"
 	"github.com/lethedb/lethe/mongoerr"
 	"github.com/lethedb/lethe/oplog"
 )
@@ -49,7 +48,7 @@ func (s *Server) changeStream(ctx context.Context, req *Request, coll string, pi
 	}
 	rest := make([]bson.Raw, 0, len(pipeline)-1)
 	for _, st := range pipeline[1:] {
-		name, _, err := agg.StageOf(st)
+		name, _, err := engine.StageOf(st)
 		if err != nil {
 			return nil, err
 		}
@@ -58,7 +57,7 @@ func (s *Server) changeStream(ctx context.Context, req *Request, coll string, pi
 		// refuses one it does not allow (IllegalOperation,
 		// Pipeline::validateCommon).
 		if !changeStreamStages[name] {
-			if !agg.Known(name) {
+			if !engine.KnownStage(name) {
 				return nil, mongoerr.New(mongoerr.Code(40324), "Unrecognized pipeline stage name: '%s'", name)
 			}
 			return nil, mongoerr.New(mongoerr.IllegalOperation, "%s is not permitted in a $changeStream pipeline", name)
@@ -164,7 +163,7 @@ func appendCursorReplyFrom(req *Request, batchName string, docs []bson.Raw, id i
 	if !ok {
 		return appendCursorReply(req, batchName, docs, id, ns)
 	}
-	idx, dst := req.beginReply()
+	idx, dst := req.BeginReply()
 	cidx, dst := bsoncore.AppendDocumentElementStart(dst, "cursor")
 	aidx, dst := bsoncore.AppendArrayElementStart(dst, batchName)
 	var key []byte
@@ -177,7 +176,7 @@ func appendCursorReplyFrom(req *Request, batchName string, docs []bson.Raw, id i
 	dst = bsoncore.AppendInt64Element(dst, "id", id)
 	dst = bsoncore.AppendStringElement(dst, "ns", ns)
 	dst, _ = bsoncore.AppendDocumentEnd(dst, cidx)
-	return req.endReply(idx, dst)
+	return req.EndReply(idx, dst)
 }
 
 // checkTokensKept refuses events whose _id, the resume token, the stages

@@ -5,6 +5,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/engine"
 	"github.com/lethedb/lethe/mongoerr"
 )
@@ -28,59 +29,59 @@ type findArgs struct {
 func (s *Server) parseFind(body bson.Raw) (findArgs, error) {
 	a := findArgs{spec: engine.FindSpec{AllowDiskUse: s.allowDiskUseByDefault.Load()}, batchSize: 101}
 	var err error
-	for key, v := range cmdArgs(body) {
+	for key, v := range command.Args(body) {
 		switch string(key) {
 		case "filter":
-			a.spec.Filter, err = argObject("filter", v)
+			a.spec.Filter, err = command.Object("filter", v)
 		case "sort":
-			a.spec.Sort, err = argObject("sort", v)
+			a.spec.Sort, err = command.Object("sort", v)
 		case "projection":
-			a.spec.Projection, err = argObject("projection", v)
+			a.spec.Projection, err = command.Object("projection", v)
 		case "hint":
-			a.spec.Hint, err = argHint(v)
+			a.spec.Hint, err = command.Hint(v)
 		case "skip":
-			a.spec.Skip, err = argNonNegative("find", "skip", v)
+			a.spec.Skip, err = command.NonNegative("find", "skip", v)
 		case "limit":
-			a.spec.Limit, err = argNonNegative("find", "limit", v)
+			a.spec.Limit, err = command.NonNegative("find", "limit", v)
 		case "batchSize":
 			var n int64
-			n, err = argNonNegative("find", "batchSize", v)
+			n, err = command.NonNegative("find", "batchSize", v)
 			a.batchSize = int(min(n, math.MaxInt32))
 		case "singleBatch":
-			a.copts.single, err = argStrictBool("singleBatch", v)
+			a.copts.single, err = command.StrictBool("singleBatch", v)
 		case "collation":
-			if _, err = argObject("collation", v); err == nil {
+			if _, err = command.Object("collation", v); err == nil {
 				err = checkCollation(v)
 			}
 		case "allowDiskUse":
-			a.spec.AllowDiskUse, err = argStrictBool("allowDiskUse", v)
+			a.spec.AllowDiskUse, err = command.StrictBool("allowDiskUse", v)
 		case "tailable":
-			a.tailable, err = argStrictBool("tailable", v)
+			a.tailable, err = command.StrictBool("tailable", v)
 		case "awaitData":
-			a.awaitData, err = argStrictBool("awaitData", v)
+			a.awaitData, err = command.StrictBool("awaitData", v)
 		case "oplogReplay":
 			// Deprecated and ignored by MongoDB too, but type-checked.
 			if v.Type != bson.TypeBoolean {
 				err = mongoerr.New(mongoerr.TypeMismatch, "Expected field oplogReplayto be of type object")
 			}
 		case "noCursorTimeout":
-			a.copts.noTimeout, err = argStrictBool("noCursorTimeout", v)
+			a.copts.noTimeout, err = command.StrictBool("noCursorTimeout", v)
 		case "allowPartialResults", "readOnce":
 			// There are no shards whose results could be partial, and
 			// readOnce is only a hint.
-			_, err = argStrictBool(string(key), v)
+			_, err = command.StrictBool(string(key), v)
 		case "returnKey":
-			a.spec.ReturnKey, err = argStrictBool("returnKey", v)
+			a.spec.ReturnKey, err = command.StrictBool("returnKey", v)
 		case "showRecordId":
 			err = refuseShowRecordID(v)
 		case "min":
-			a.spec.Min, err = argObject("min", v)
+			a.spec.Min, err = command.Object("min", v)
 		case "max":
-			a.spec.Max, err = argObject("max", v)
+			a.spec.Max, err = command.Object("max", v)
 		case "let":
 			a.let, err = s.parseLet("find", v)
 		default:
-			err = unknownField("find", key)
+			err = command.UnknownField("find", key)
 		}
 		if err != nil {
 			return a, err
@@ -100,35 +101,35 @@ type countArgs struct {
 func parseCount(body bson.Raw) (countArgs, error) {
 	var a countArgs
 	var err error
-	for key, v := range cmdArgs(body) {
+	for key, v := range command.Args(body) {
 		switch string(key) {
 		case "query":
 			if v.Type != bson.TypeNull {
-				a.filter, err = argDoc("count", "query", v)
+				a.filter, err = command.Doc("count", "query", v)
 			}
 		case "skip":
 			// count parses skip and limit by hand, not as IDL types: a
 			// wrong type is BadValue (src/mongo/db/query/count_request.cpp).
-			if !isNumber(v.Type) {
+			if !command.IsNumber(v.Type) {
 				err = mongoerr.New(mongoerr.BadValue, "skip value is not a valid number")
 				break
 			}
 			if err = integralCountArg("skip", v); err != nil {
 				break
 			}
-			a.skip, err = argInt64("count", "skip", v)
+			a.skip, err = command.Int64("count", "skip", v)
 			if err == nil && a.skip < 0 {
 				err = mongoerr.New(mongoerr.BadValue, "skip value is negative in count query")
 			}
 		case "limit":
-			if !isNumber(v.Type) {
+			if !command.IsNumber(v.Type) {
 				err = mongoerr.New(mongoerr.BadValue, "limit value is not a valid number")
 				break
 			}
 			if err = integralCountArg("limit", v); err != nil {
 				break
 			}
-			a.limit, err = argInt64("count", "limit", v)
+			a.limit, err = command.Int64("count", "limit", v)
 			if a.limit == math.MinInt64 {
 				err = mongoerr.New(mongoerr.BadValue, "limit value for count cannot be min long")
 			}
@@ -136,12 +137,12 @@ func parseCount(body bson.Raw) (countArgs, error) {
 				a.limit = -a.limit
 			}
 		case "hint":
-			a.hint, err = argHint(v)
+			a.hint, err = command.Hint(v)
 		case "collation":
 			err = checkCollationOf("count", v)
 		case "fields", "query_options":
 		default:
-			err = unknownField("count", key)
+			err = command.UnknownField("count", key)
 		}
 		if err != nil {
 			return a, err
@@ -153,28 +154,28 @@ func parseCount(body bson.Raw) (countArgs, error) {
 // parseDistinct reads distinct's key and query from body.
 func parseDistinct(body bson.Raw) (key string, filter bson.Raw, err error) {
 	haveKey := false
-	for k, v := range cmdArgs(body) {
+	for k, v := range command.Args(body) {
 		switch string(k) {
 		case "key":
-			key, err = argString("distinct", "key", v)
+			key, err = command.String("distinct", "key", v)
 			haveKey = true
 		case "query":
 			if v.Type != bson.TypeNull {
-				filter, err = argDoc("distinct", "query", v)
+				filter, err = command.Doc("distinct", "query", v)
 			}
 		case "collation":
 			err = checkCollationOf("distinct", v)
 		default:
 			// hint included: MongoDB takes it from 7.1 on, and the 7.0
 			// Lethe presents as refuses it rather than ignore it.
-			err = unknownField("distinct", k)
+			err = command.UnknownField("distinct", k)
 		}
 		if err != nil {
 			return "", nil, err
 		}
 	}
 	if !haveKey {
-		return "", nil, missingField("distinct", "key")
+		return "", nil, command.MissingField("distinct", "key")
 	}
 	return key, filter, nil
 }
@@ -183,7 +184,7 @@ func parseDistinct(body bson.Raw) (key string, filter bson.Raw, err error) {
 // parses them with parseIntegerElementToLong (count_request.cpp), as the
 // IDL-typed fields of find do not.
 func integralCountArg(field string, v bson.RawValue) error {
-	f, err := argFloat64("count", field, v)
+	f, err := command.Float64("count", field, v)
 	if err != nil || f == math.Trunc(f) || math.IsInf(f, 0) {
 		return err
 	}

@@ -6,13 +6,13 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/engine"
-	"github.com/lethedb/lethe/engine/query"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
-func (s *Server) collectionCommands() []command {
-	return []command{
+func (s *Server) collectionCommands() []commandDef {
+	return []commandDef{
 		{name: "create", handle: s.create},
 		{name: "drop", handle: s.drop},
 		{name: "dropDatabase", handle: s.dropDatabase},
@@ -35,10 +35,10 @@ func (s *Server) create(ctx context.Context, req *Request) (bson.Raw, error) {
 	var viewOn string
 	var pipeline []bson.Raw
 	haveViewOn, havePipeline := false, false
-	for key, v := range cmdArgs(req.Body) {
+	for key, v := range command.Args(req.Body) {
 		switch k := string(key); k {
 		case "viewOn":
-			if viewOn, err = argString("create", k, v); err != nil {
+			if viewOn, err = command.String("create", k, v); err != nil {
 				return nil, err
 			}
 			haveViewOn = true
@@ -59,7 +59,7 @@ func (s *Server) create(ctx context.Context, req *Request) (bson.Raw, error) {
 		case "timeseries", "clusteredIndex", "encryptedFields":
 			return nil, mongoerr.New(mongoerr.CommandNotSupported, "create option '%s' is not supported", k)
 		case "capped":
-			capped, err := argBool("create", k, v)
+			capped, err := command.Bool("create", k, v)
 			if err != nil {
 				return nil, err
 			}
@@ -79,7 +79,7 @@ func (s *Server) create(ctx context.Context, req *Request) (bson.Raw, error) {
 				return nil, err
 			}
 		default:
-			return nil, unknownField("create", key)
+			return nil, command.UnknownField("create", key)
 		}
 	}
 	if havePipeline && !haveViewOn {
@@ -93,7 +93,7 @@ func (s *Server) create(ctx context.Context, req *Request) (bson.Raw, error) {
 		if err := s.createView(ctx, req, coll, viewOn, pipeline, others); err != nil {
 			return nil, err
 		}
-		return okReply()
+		return command.OK()
 	}
 	raw, _ := bson.Marshal(opts)
 	if err := s.eng.CreateCollection(req.DB, coll, engine.CreateOptions{Raw: raw}); err != nil {
@@ -104,7 +104,7 @@ func (s *Server) create(ctx context.Context, req *Request) (bson.Raw, error) {
 			return nil, err
 		}
 	}
-	return okReply()
+	return command.OK()
 }
 
 // bypassValidation reads a write command's bypassDocumentValidation.
@@ -113,7 +113,7 @@ func bypassValidation(cmd string, body bson.Raw) (bool, error) {
 	if err != nil {
 		return false, nil
 	}
-	return argBool(cmd, "bypassDocumentValidation", v)
+	return command.Bool(cmd, "bypassDocumentValidation", v)
 }
 
 func (s *Server) drop(ctx context.Context, req *Request) (bson.Raw, error) {
@@ -131,37 +131,37 @@ func (s *Server) drop(ctx context.Context, req *Request) (bson.Raw, error) {
 	}
 	if !existed {
 		// MongoDB 7 treats dropping a missing collection as success.
-		return okReply()
+		return command.OK()
 	}
-	return okReply(bson.E{Key: "nIndexesWas", Value: int32(nIndexes)}, bson.E{Key: "ns", Value: req.DB + "." + coll})
+	return command.OK(bson.E{Key: "nIndexesWas", Value: int32(nIndexes)}, bson.E{Key: "ns", Value: req.DB + "." + coll})
 }
 
 func (s *Server) dropDatabase(ctx context.Context, req *Request) (bson.Raw, error) {
 	if err := s.eng.DropDatabase(req.DB); err != nil {
 		return nil, err
 	}
-	return okReply(bson.E{Key: "dropped", Value: req.DB})
+	return command.OK(bson.E{Key: "dropped", Value: req.DB})
 }
 
 func (s *Server) listDatabases(ctx context.Context, req *Request) (bson.Raw, error) {
 	var filter bson.Raw
 	nameOnly := false
 	var err error
-	for key, v := range cmdArgs(req.Body) {
+	for key, v := range command.Args(req.Body) {
 		switch string(key) {
 		case "filter":
-			filter, err = argDoc("listDatabases", "filter", v)
+			filter, err = command.Doc("listDatabases", "filter", v)
 		case "nameOnly":
-			nameOnly, err = argBool("listDatabases", "nameOnly", v)
+			nameOnly, err = command.Bool("listDatabases", "nameOnly", v)
 		case "authorizedDatabases":
 		default:
-			err = unknownField("listDatabases", key)
+			err = command.UnknownField("listDatabases", key)
 		}
 		if err != nil {
 			return nil, err
 		}
 	}
-	f, err := query.CompileWith(filter, query.Options{Now: s.clock.Now()})
+	match, err := engine.MatchCatalog(filter, s.clock.Now())
 	if err != nil {
 		return nil, err
 	}
@@ -181,15 +181,15 @@ func (s *Server) listDatabases(ctx context.Context, req *Request) (bson.Raw, err
 			d = bson.D{{Key: "name", Value: name}, {Key: "sizeOnDisk", Value: size}, {Key: "empty", Value: size == 0}}
 		}
 		raw, _ := bson.Marshal(d)
-		if f.Match(raw) {
+		if match(raw) {
 			dbs = append(dbs, d)
 			total += size // of the databases listed only, as mongod sums them
 		}
 	}
 	if nameOnly {
-		return okReply(bson.E{Key: "databases", Value: nonNil(dbs)})
+		return command.OK(bson.E{Key: "databases", Value: nonNil(dbs)})
 	}
-	return okReply(bson.E{Key: "databases", Value: nonNil(dbs)}, bson.E{Key: "totalSize", Value: total}, bson.E{Key: "totalSizeMb", Value: total >> 20})
+	return command.OK(bson.E{Key: "databases", Value: nonNil(dbs)}, bson.E{Key: "totalSize", Value: total}, bson.E{Key: "totalSizeMb", Value: total >> 20})
 }
 
 func (s *Server) listCollections(ctx context.Context, req *Request) (bson.Raw, error) {
@@ -197,23 +197,23 @@ func (s *Server) listCollections(ctx context.Context, req *Request) (bson.Raw, e
 	nameOnly := false
 	batchSize := 0
 	var err error
-	for key, v := range cmdArgs(req.Body) {
+	for key, v := range command.Args(req.Body) {
 		switch string(key) {
 		case "filter":
-			filter, err = argDoc("listCollections", "filter", v)
+			filter, err = command.Doc("listCollections", "filter", v)
 		case "nameOnly":
-			nameOnly, err = argBool("listCollections", "nameOnly", v)
+			nameOnly, err = command.Bool("listCollections", "nameOnly", v)
 		case "cursor":
 			err = cursorOption("listCollections", v, &batchSize)
 		case "authorizedCollections", "includePendingDrops":
 		default:
-			err = unknownField("listCollections", key)
+			err = command.UnknownField("listCollections", key)
 		}
 		if err != nil {
 			return nil, err
 		}
 	}
-	f, err := query.CompileWith(filter, query.Options{Now: s.clock.Now()})
+	match, err := engine.MatchCatalog(filter, s.clock.Now())
 	if err != nil {
 		return nil, err
 	}
@@ -239,13 +239,13 @@ func (s *Server) listCollections(ctx context.Context, req *Request) (bson.Raw, e
 			}
 		}
 		raw, _ := bson.Marshal(d)
-		if f.Match(raw) {
+		if match(raw) {
 			docs = append(docs, raw)
 		}
 	}
 	for _, d := range s.viewInfos(req.DB, nameOnly) {
 		raw, _ := bson.Marshal(d)
-		if f.Match(raw) {
+		if match(raw) {
 			docs = append(docs, raw)
 		}
 	}
@@ -254,21 +254,21 @@ func (s *Server) listCollections(ctx context.Context, req *Request) (bson.Raw, e
 }
 
 func (s *Server) renameCollection(ctx context.Context, req *Request) (bson.Raw, error) {
-	from, err := argString("renameCollection", "renameCollection", firstValue(req.Body))
+	from, err := command.String("renameCollection", "renameCollection", command.FirstValue(req.Body))
 	if err != nil {
 		return nil, err
 	}
 	var to string
 	dropTarget := false
-	for key, v := range cmdArgs(req.Body) {
+	for key, v := range command.Args(req.Body) {
 		switch string(key) {
 		case "to":
-			to, err = argString("renameCollection", "to", v)
+			to, err = command.String("renameCollection", "to", v)
 		case "dropTarget":
-			dropTarget, err = argBool("renameCollection", "dropTarget", v)
+			dropTarget, err = command.Bool("renameCollection", "dropTarget", v)
 		case "stayTemp":
 		default:
-			err = unknownField("renameCollection", key)
+			err = command.UnknownField("renameCollection", key)
 		}
 		if err != nil {
 			return nil, err
@@ -282,13 +282,13 @@ func (s *Server) renameCollection(ctx context.Context, req *Request) (bson.Raw, 
 	if err := s.eng.RenameCollection(fromDB, fromColl, toDB, toColl, dropTarget); err != nil {
 		return nil, err
 	}
-	return okReply()
+	return command.OK()
 }
 
 func scaleArg(cmd string, body bson.Raw) (int64, error) {
 	scale := int64(1)
 	if v, err := body.LookupErr("scale"); err == nil {
-		n, err := argInt64(cmd, "scale", v)
+		n, err := command.Int64(cmd, "scale", v)
 		if err != nil {
 			return 0, err
 		}
@@ -317,7 +317,7 @@ func (s *Server) collStats(ctx context.Context, req *Request) (bson.Raw, error) 
 		return missingCollStats(req.DB, coll, scale)
 	}
 	elems := append(bson.D{{Key: "ns", Value: req.DB + "." + coll}}, storageStats(st, scale, s.indexOrder(req.DB, coll))...)
-	return okReply(elems...)
+	return command.OK(elems...)
 }
 
 // storageStats is what collStats and $collStats report of a collection's
@@ -370,7 +370,7 @@ func (s *Server) dbStats(ctx context.Context, req *Request) (bson.Raw, error) {
 	if objects > 0 {
 		avg = float64(dataSize) / float64(objects)
 	}
-	return okReply(
+	return command.OK(
 		bson.E{Key: "db", Value: req.DB},
 		bson.E{Key: "collections", Value: int64(len(names))},
 		bson.E{Key: "views", Value: int64(len(s.eng.Views(req.DB)))},
@@ -391,20 +391,20 @@ func (s *Server) validate(ctx context.Context, req *Request) (bson.Raw, error) {
 		return nil, err
 	}
 	var full, repair, background, checkBSON bool
-	for key, v := range cmdArgs(req.Body) {
+	for key, v := range command.Args(req.Body) {
 		switch k := string(key); k {
 		case "full":
-			full, err = argBool("validate", k, v)
+			full, err = command.Bool("validate", k, v)
 		case "checkBSONConformance":
-			checkBSON, err = argBool("validate", k, v)
+			checkBSON, err = command.Bool("validate", k, v)
 		case "repair":
-			repair, err = argBool("validate", k, v)
+			repair, err = command.Bool("validate", k, v)
 		case "background":
-			background, err = argBool("validate", k, v)
+			background, err = command.Bool("validate", k, v)
 		case "metadata", "scandata":
-			_, err = argBool("validate", k, v)
+			_, err = command.Bool("validate", k, v)
 		default:
-			err = unknownField("validate", key)
+			err = command.UnknownField("validate", key)
 		}
 		if err != nil {
 			return nil, err
@@ -450,7 +450,7 @@ func (s *Server) validate(ctx context.Context, req *Request) (bson.Raw, error) {
 	for _, rid := range res.CorruptRecords {
 		corrupt = append(corrupt, bson.Binary{Data: rid})
 	}
-	return okReply(
+	return command.OK(
 		bson.E{Key: "ns", Value: req.DB + "." + coll},
 		bson.E{Key: "uuid", Value: res.UUID},
 		bson.E{Key: "nInvalidDocuments", Value: res.NInvalidDocuments},
@@ -475,21 +475,21 @@ func preImagesArg(db, cmd string, v bson.RawValue) (bool, error) {
 	field := cmd + "." + engine.PreImagesOption
 	d, ok := v.DocumentOK()
 	if !ok {
-		return false, wrongType(cmd, engine.PreImagesOption, v.Type, "object")
+		return false, command.WrongType(cmd, engine.PreImagesOption, v.Type, "object")
 	}
 	var enabled bson.RawValue
-	for key, ev := range fields(d) {
+	for key, ev := range command.Fields(d) {
 		if string(key) != "enabled" {
-			return false, unknownField(field, key)
+			return false, command.UnknownField(field, key)
 		}
 		enabled = ev
 	}
 	if enabled.Type == 0 {
-		return false, missingField(field, "enabled")
+		return false, command.MissingField(field, "enabled")
 	}
 	on, ok := enabled.BooleanOK()
 	if !ok {
-		return false, wrongType(field, "enabled", enabled.Type, "bool")
+		return false, command.WrongType(field, "enabled", enabled.Type, "bool")
 	}
 	if on && (db == "admin" || db == "local" || db == "config") {
 		return false, mongoerr.New(mongoerr.InvalidOptions, "changeStreamPreAndPostImages collection option is not supported on the %s database", db)

@@ -2,10 +2,12 @@ package server
 
 import (
 	"context"
+	"encoding/binary"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -27,7 +29,7 @@ var writeCommands = map[string]bool{
 // beforeAsMember checks the command's read and write concerns, waits for
 // its afterClusterTime, and notes in req what the reply must say about its
 // write concern.
-func (s *Server) beforeAsMember(ctx context.Context, cmd *command, req *Request) error {
+func (s *Server) beforeAsMember(ctx context.Context, cmd *commandDef, req *Request) error {
 	req.wcError = nil
 	if v, err := req.Body.LookupErr("readConcern"); err == nil {
 		after, err := checkReadConcern(req.Body, v)
@@ -52,7 +54,7 @@ func (s *Server) beforeAsMember(ctx context.Context, cmd *command, req *Request)
 
 // afterAsMember advances the cluster time after a write and adds the
 // member's fields to the reply.
-func (s *Server) afterAsMember(cmd *command, req *Request, reply bson.Raw, ok bool) bson.Raw {
+func (s *Server) afterAsMember(cmd *commandDef, req *Request, reply bson.Raw, ok bool) bson.Raw {
 	var op bson.Timestamp
 	if ok && writeCommands[cmd.name] {
 		op = s.ctime.Tick()
@@ -72,15 +74,15 @@ func checkReadConcern(body bson.Raw, v bson.RawValue) (bson.Timestamp, error) {
 	var after bson.Timestamp
 	doc, ok := v.DocumentOK()
 	if !ok {
-		return after, wrongType("readConcern", "readConcern", v.Type, "object")
+		return after, command.WrongType("readConcern", "readConcern", v.Type, "object")
 	}
 	level := ""
-	for key, f := range fields(doc) {
+	for key, f := range command.Fields(doc) {
 		switch string(key) {
 		case "level":
 			s, ok := f.StringValueOK()
 			if !ok {
-				return after, wrongType("readConcern", "level", f.Type, "string")
+				return after, command.WrongType("readConcern", "level", f.Type, "string")
 			}
 			switch s {
 			case "local", "majority", "linearizable", "available", "snapshot":
@@ -91,7 +93,7 @@ func checkReadConcern(body bson.Raw, v bson.RawValue) (bson.Timestamp, error) {
 		case "afterClusterTime":
 			t, i, ok := f.TimestampOK()
 			if !ok {
-				return after, wrongType("readConcern", "afterClusterTime", f.Type, "timestamp")
+				return after, command.WrongType("readConcern", "afterClusterTime", f.Type, "timestamp")
 			}
 			if t == 0 && i == 0 {
 				return after, mongoerr.New(mongoerr.InvalidOptions, "afterClusterTime cannot be a null timestamp")
@@ -99,7 +101,7 @@ func checkReadConcern(body bson.Raw, v bson.RawValue) (bson.Timestamp, error) {
 			after = bson.Timestamp{T: t, I: i}
 		case "afterOpTime", "atClusterTime", "provenance":
 		default:
-			return after, unknownField("readConcern", key)
+			return after, command.UnknownField("readConcern", key)
 		}
 	}
 	switch {
@@ -126,10 +128,10 @@ func inTransaction(body bson.Raw) bool {
 func checkWriteConcern(v bson.RawValue) (bson.Raw, error) {
 	doc, ok := v.DocumentOK()
 	if !ok {
-		return nil, wrongType("writeConcern", "writeConcern", v.Type, "object")
+		return nil, command.WrongType("writeConcern", "writeConcern", v.Type, "object")
 	}
 	var wcErr bson.Raw
-	for key, f := range fields(doc) {
+	for key, f := range command.Fields(doc) {
 		switch string(key) {
 		case "w":
 			switch f.Type {
@@ -161,11 +163,11 @@ func checkWriteConcern(v bson.RawValue) (bson.Raw, error) {
 			switch f.Type {
 			case bson.TypeBoolean, bson.TypeInt32, bson.TypeInt64, bson.TypeDouble, bson.TypeDecimal128, bson.TypeNull, bson.TypeUndefined:
 			default:
-				return nil, wrongType("writeConcern", string(key), f.Type, "bool")
+				return nil, command.WrongType("writeConcern", string(key), f.Type, "bool")
 			}
 		case "wtimeout", "wtimeoutMS", "provenance", "getLastError":
 		default:
-			return nil, unknownField("writeConcern", key)
+			return nil, command.UnknownField("writeConcern", key)
 		}
 	}
 	return wcErr, nil
@@ -179,3 +181,34 @@ func writeConcernError(code mongoerr.Code, msg string) bson.Raw {
 	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
 	return dst
 }
+
+// decorate appends what a replica-set member adds to every reply:
+// writeConcernError when the write concern cannot be met, $clusterTime
+// (unsigned: a deployment without keys, as mongod without auth) and
+// operationTime. It builds the result in the request's second buffer, as
+// reply may be the first.
+func (req *Request) decorate(reply bson.Raw, wcErr bson.Raw, opTime, clusterTime bson.Timestamp) bson.Raw {
+	if len(reply) < 5 {
+		return reply
+	}
+	dst := append(req.decorated[:0], reply[:len(reply)-1]...)
+	if wcErr != nil {
+		dst = bsoncore.AppendDocumentElement(dst, "writeConcernError", wcErr)
+	}
+	cidx, dst := bsoncore.AppendDocumentElementStart(dst, "$clusterTime")
+	dst = bsoncore.AppendTimestampElement(dst, "clusterTime", clusterTime.T, clusterTime.I)
+	sidx, dst := bsoncore.AppendDocumentElementStart(dst, "signature")
+	dst = bsoncore.AppendBinaryElement(dst, "hash", bson.TypeBinaryGeneric, zeroHash[:])
+	dst = bsoncore.AppendInt64Element(dst, "keyId", 0)
+	dst, _ = bsoncore.AppendDocumentEnd(dst, sidx)
+	dst, _ = bsoncore.AppendDocumentEnd(dst, cidx)
+	dst = bsoncore.AppendTimestampElement(dst, "operationTime", opTime.T, opTime.I)
+	dst = append(dst, 0)
+	binary.LittleEndian.PutUint32(dst, uint32(len(dst)))
+	req.decorated = dst
+	return dst
+}
+
+// zeroHash is the signature of a cluster time on a deployment without
+// keys: 20 zero bytes, an HMAC-SHA1's length.
+var zeroHash [20]byte

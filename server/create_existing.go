@@ -7,6 +7,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -25,7 +26,7 @@ func (s *Server) createExisting(db, coll string, opts bson.Raw, exists error) er
 		}
 		var shown strings.Builder
 		fmt.Fprintf(&shown, "uuid: UUID(\"%x-%x-%x-%x-%x\")", ci.UUID.Data[0:4], ci.UUID.Data[4:6], ci.UUID.Data[6:8], ci.UUID.Data[8:10], ci.UUID.Data[10:])
-		for key, v := range fields(ci.Options) {
+		for key, v := range command.Fields(ci.Options) {
 			fmt.Fprintf(&shown, ", %s: %s", key, v)
 		}
 		return mongoerr.New(mongoerr.NamespaceExists, "namespace %s.%s already exists, but with different options: { %s }", db, coll, shown.String())
@@ -52,9 +53,9 @@ func sameCreateOptions(a, b bson.Raw) bool {
 
 func createOptionSet(doc bson.Raw) map[string]bson.RawValue {
 	m := make(map[string]bson.RawValue)
-	for key, v := range fields(doc) {
+	for key, v := range command.Fields(doc) {
 		if string(key) == "capped" {
-			if on, _ := argBool("create", "capped", v); !on {
+			if on, _ := command.Bool("create", "capped", v); !on {
 				continue
 			}
 		}

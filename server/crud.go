@@ -3,18 +3,17 @@ package server
 import (
 	"context"
 	"strconv"
-	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/engine"
-	"github.com/lethedb/lethe/engine/update"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
-func (s *Server) crudCommands() []command {
-	cmds := []command{
+func (s *Server) crudCommands() []commandDef {
+	cmds := []commandDef{
 		{name: "insert", handle: s.insert},
 		{name: "update", handle: s.update},
 		{name: "delete", handle: s.delete},
@@ -25,17 +24,15 @@ func (s *Server) crudCommands() []command {
 		{name: "aggregate", handle: s.aggregate},
 	}
 	cmds = append(cmds, s.collectionCommands()...)
-	cmds = append(cmds, s.clusterParameterCommands()...)
 	cmds = append(cmds, s.deploymentCommands()...)
 	return append(cmds, s.explainCommands()...)
 }
 
 // collectionName reads the command's first value as a collection name.
 func collectionName(req *Request) (string, error) {
-	v := firstValue(req.Body)
-	name, ok := v.StringValueOK()
-	if !ok {
-		return "", mongoerr.New(mongoerr.InvalidNamespace, "collection name has invalid type %s", typeName(v.Type))
+	name, err := command.CollectionArg(&req.Request)
+	if err != nil {
+		return "", err
 	}
 	if err := engine.ValidateNamespace(req.DB, name); err != nil {
 		return "", err
@@ -46,7 +43,7 @@ func collectionName(req *Request) (string, error) {
 // statements returns a write command's statements from the body array or
 // from an OP_MSG document sequence of the same name.
 func statements(req *Request, cmd, field string, v bson.RawValue) ([]bson.Raw, error) {
-	arr, err := argArray(cmd, field, v)
+	arr, err := command.Array(cmd, field, v)
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +55,7 @@ func statements(req *Request, cmd, field string, v bson.RawValue) ([]bson.Raw, e
 	for i, el := range vals {
 		d, ok := el.DocumentOK()
 		if !ok {
-			return nil, wrongType(cmd, field+"."+strconv.Itoa(i), el.Type, "object")
+			return nil, command.WrongType(cmd, field+"."+strconv.Itoa(i), el.Type, "object")
 		}
 		docs = append(docs, d)
 	}
@@ -69,7 +66,7 @@ func statements(req *Request, cmd, field string, v bson.RawValue) ([]bson.Raw, e
 func writeErrorsElement(errs []engine.WriteError) bson.E {
 	arr := make(bson.A, 0, len(errs))
 	for _, we := range errs {
-		me, _ := asMongoError(we.Err)
+		me, _ := command.AsMongoError(we.Err)
 		d := bson.D{{Key: "index", Value: int32(we.Index)}, {Key: "code", Value: int32(me.Code)}, {Key: "codeName", Value: me.Code.String()}, {Key: "errmsg", Value: me.Msg}}
 		d = append(d, me.Extra...)
 		arr = append(arr, d)
@@ -84,15 +81,15 @@ func (s *Server) insert(ctx context.Context, req *Request) (bson.Raw, error) {
 	}
 	ordered := true
 	docs := req.Sequences["documents"]
-	for key, v := range cmdArgs(req.Body) {
+	for key, v := range command.Args(req.Body) {
 		switch string(key) {
 		case "documents":
 			docs, err = statements(req, "insert", "documents", v)
 		case "ordered":
-			ordered, err = argBool("insert", "ordered", v)
+			ordered, err = command.Bool("insert", "ordered", v)
 		case "bypassDocumentValidation":
 		default:
-			err = unknownField("insert", key)
+			err = command.UnknownField("insert", key)
 		}
 		if err != nil {
 			return nil, err
@@ -127,45 +124,11 @@ func (s *Server) insert(ctx context.Context, req *Request) (bson.Raw, error) {
 		return nil, err
 	}
 	if len(res.Errors) == 0 {
-		idx, dst := req.beginReply()
+		idx, dst := req.BeginReply()
 		dst = bsoncore.AppendInt32Element(dst, "n", int32(res.N))
-		return req.endReply(idx, dst)
+		return req.EndReply(idx, dst)
 	}
-	return okReply(bson.E{Key: "n", Value: int32(res.N)}, writeErrorsElement(res.Errors))
-}
-
-// compileUpdate compiles u (a document or a pipeline) for a command that
-// started at now. The variables of lv are bound in a pipeline's expressions.
-func compileUpdate(u bson.RawValue, arrayFilters []bson.Raw, multi bool, lv *engine.Let, now time.Time) (*update.Update, error) {
-	switch u.Type {
-	case bson.TypeEmbeddedDocument:
-		up, err := update.Compile(u.Document(), update.Options{Now: now, ArrayFilters: arrayFilters})
-		if err != nil {
-			return nil, err
-		}
-		if multi && up.IsReplacement() {
-			return nil, mongoerr.New(mongoerr.FailedToParse, "multi update is not supported for replacement-style update")
-		}
-		return up, nil
-	case bson.TypeArray:
-		vals, err := u.Array().Values()
-		if err != nil {
-			return nil, mongoerr.New(mongoerr.InvalidBSON, "invalid update pipeline: %v", err)
-		}
-		stages := make([]bson.Raw, 0, len(vals))
-		for _, v := range vals {
-			d, ok := v.DocumentOK()
-			if !ok {
-				return nil, mongoerr.New(mongoerr.TypeMismatch, "Each element of the 'pipeline' array must be an object")
-			}
-			stages = append(stages, d)
-		}
-		if stages, err = lv.Pipeline(stages); err != nil {
-			return nil, err
-		}
-		return update.CompilePipeline(stages, update.Options{Now: now, ArrayFilters: arrayFilters})
-	}
-	return nil, mongoerr.New(mongoerr.FailedToParse, "Update argument must be either an object or an array")
+	return command.OK(bson.E{Key: "n", Value: int32(res.N)}, writeErrorsElement(res.Errors))
 }
 
 // writeStatements parses what update and delete share: the statements,
@@ -173,17 +136,17 @@ func compileUpdate(u bson.RawValue, arrayFilters []bson.Raw, multi bool, lv *eng
 func (s *Server) writeStatements(req *Request, cmd, field string) (stmts []bson.Raw, ordered bool, lv *engine.Let, err error) {
 	ordered = true
 	stmts = req.Sequences[field]
-	for key, v := range cmdArgs(req.Body) {
+	for key, v := range command.Args(req.Body) {
 		switch string(key) {
 		case field:
 			stmts, err = statements(req, cmd, field, v)
 		case "ordered":
-			ordered, err = argBool(cmd, "ordered", v)
+			ordered, err = command.Bool(cmd, "ordered", v)
 		case "let":
 			lv, err = s.parseLet(cmd, v)
 		case "bypassDocumentValidation":
 		default:
-			err = unknownField(cmd, key)
+			err = command.UnknownField(cmd, key)
 		}
 		if err != nil {
 			return nil, false, nil, err
@@ -276,7 +239,7 @@ func (s *Server) update(ctx context.Context, req *Request) (bson.Raw, error) {
 			}
 			pipelineLet = lv.With(c)
 		}
-		if st.spec.Update, err = compileUpdate(st.u, st.af, st.spec.Multi, pipelineLet, now); err != nil {
+		if st.spec.Update, err = engine.CompileUpdate(st.u, st.af, st.spec.Multi, pipelineLet, now); err != nil {
 			return err
 		}
 		st.spec.BypassDocumentValidation = bypass
@@ -298,7 +261,7 @@ func (s *Server) update(ctx context.Context, req *Request) (bson.Raw, error) {
 	if len(errs) > 0 {
 		elems = append(elems, writeErrorsElement(errs))
 	}
-	return okReply(elems...)
+	return command.OK(elems...)
 }
 
 // runDelete runs one parsed statement of a delete command.
@@ -350,11 +313,11 @@ func (s *Server) delete(ctx context.Context, req *Request) (bson.Raw, error) {
 		return nil, err
 	}
 	if len(errs) > 0 {
-		return okReply(bson.E{Key: "n", Value: int32(n)}, writeErrorsElement(errs))
+		return command.OK(bson.E{Key: "n", Value: int32(n)}, writeErrorsElement(errs))
 	}
-	idx, dst := req.beginReply()
+	idx, dst := req.BeginReply()
 	dst = bsoncore.AppendInt32Element(dst, "n", int32(n))
-	return req.endReply(idx, dst)
+	return req.EndReply(idx, dst)
 }
 
 func (s *Server) findAndModify(ctx context.Context, req *Request) (bson.Raw, error) {
@@ -366,34 +329,34 @@ func (s *Server) findAndModify(ctx context.Context, req *Request) (bson.Raw, err
 	var u bson.RawValue
 	var lv *engine.Let
 	var af []bson.Raw
-	for key, v := range cmdArgs(req.Body) {
+	for key, v := range command.Args(req.Body) {
 		switch string(key) {
 		case "query":
-			spec.Filter, err = argDoc("findAndModify", "query", v)
+			spec.Filter, err = command.Doc("findAndModify", "query", v)
 		case "sort":
-			spec.Sort, err = argDoc("findAndModify", "sort", v)
+			spec.Sort, err = command.Doc("findAndModify", "sort", v)
 		case "fields":
-			spec.Fields, err = argDoc("findAndModify", "fields", v)
+			spec.Fields, err = command.Doc("findAndModify", "fields", v)
 		case "remove":
-			spec.Remove, err = argBool("findAndModify", "remove", v)
+			spec.Remove, err = command.Bool("findAndModify", "remove", v)
 		case "update":
 			u = v
 		case "new":
-			spec.New, err = argBool("findAndModify", "new", v)
+			spec.New, err = command.Bool("findAndModify", "new", v)
 		case "upsert":
-			spec.Upsert, err = argBool("findAndModify", "upsert", v)
+			spec.Upsert, err = command.Bool("findAndModify", "upsert", v)
 		case "arrayFilters":
 			af, err = docArray("findAndModify", "arrayFilters", v)
 		case "hint":
-			spec.Hint, err = argHint(v)
+			spec.Hint, err = command.Hint(v)
 		case "collation":
 			err = checkCollation(v)
 		case "bypassDocumentValidation":
-			spec.BypassDocumentValidation, err = argBool("findAndModify", "bypassDocumentValidation", v)
+			spec.BypassDocumentValidation, err = command.Bool("findAndModify", "bypassDocumentValidation", v)
 		case "let":
 			lv, err = s.parseLet("findAndModify", v)
 		default:
-			err = unknownField("findAndModify", key)
+			err = command.UnknownField("findAndModify", key)
 		}
 		if err != nil {
 			return nil, err
@@ -416,7 +379,7 @@ func (s *Server) findAndModify(ctx context.Context, req *Request) (bson.Raw, err
 		return nil, err
 	}
 	if u.Type != 0 {
-		if spec.Update, err = compileUpdate(u, af, false, lv, s.clock.Now()); err != nil {
+		if spec.Update, err = engine.CompileUpdate(u, af, false, lv, s.clock.Now()); err != nil {
 			return nil, err
 		}
 	}
@@ -443,5 +406,5 @@ func (s *Server) findAndModify(ctx context.Context, req *Request) (bson.Raw, err
 	if res.Value != nil {
 		value = res.Value
 	}
-	return okReply(bson.E{Key: "lastErrorObject", Value: leo}, bson.E{Key: "value", Value: value})
+	return command.OK(bson.E{Key: "lastErrorObject", Value: leo}, bson.E{Key: "value", Value: value})
 }

@@ -13,6 +13,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/engine"
 	"github.com/lethedb/lethe/mongoerr"
 )
@@ -369,7 +370,7 @@ func (t *cursorTable) killSessions(match func(lsid string) bool) int {
 
 // cursorOption reads a command's cursor: {batchSize: n} option.
 func cursorOption(cmd string, v bson.RawValue, batchSize *int) error {
-	c, err := argDoc(cmd, "cursor", v)
+	c, err := command.Doc(cmd, "cursor", v)
 	if err != nil {
 		return err
 	}
@@ -381,16 +382,16 @@ func cursorOption(cmd string, v bson.RawValue, batchSize *int) error {
 	if cmd == "aggregate" {
 		context = "cursor"
 	}
-	for key := range fields(c) {
+	for key := range command.Fields(c) {
 		if string(key) != "batchSize" {
-			return unknownField(context, key)
+			return command.UnknownField(context, key)
 		}
 	}
 	bs, err := c.LookupErr("batchSize")
 	if err != nil {
 		return nil
 	}
-	n, err := argInt64(cmd, "cursor.batchSize", bs)
+	n, err := command.Int64(cmd, "cursor.batchSize", bs)
 	if err != nil {
 		return err
 	}
@@ -426,7 +427,7 @@ func (s *Server) cursorReply(ctx context.Context, req *Request, src batchSource,
 }
 
 func appendCursorReply(req *Request, batchName string, docs []bson.Raw, id int64, ns string) (bson.Raw, error) {
-	idx, dst := req.beginReply()
+	idx, dst := req.BeginReply()
 	cidx, dst := bsoncore.AppendDocumentElementStart(dst, "cursor")
 	aidx, dst := bsoncore.AppendArrayElementStart(dst, batchName)
 	var key []byte
@@ -438,43 +439,43 @@ func appendCursorReply(req *Request, batchName string, docs []bson.Raw, id int64
 	dst = bsoncore.AppendInt64Element(dst, "id", id)
 	dst = bsoncore.AppendStringElement(dst, "ns", ns)
 	dst, _ = bsoncore.AppendDocumentEnd(dst, cidx)
-	return req.endReply(idx, dst)
+	return req.EndReply(idx, dst)
 }
 
 func appendIndexKey(dst []byte, i int) []byte { return strconv.AppendInt(dst, int64(i), 10) }
 
-func (s *Server) cursorCommands() []command {
-	return []command{
+func (s *Server) cursorCommands() []commandDef {
+	return []commandDef{
 		{name: "getMore", handle: s.getMore},
 		{name: "killCursors", handle: s.killCursors},
 	}
 }
 
 func (s *Server) getMore(ctx context.Context, req *Request) (bson.Raw, error) {
-	first := firstValue(req.Body)
+	first := command.FirstValue(req.Body)
 	id, ok := first.Int64OK()
 	if !ok {
-		return nil, wrongType("getMore", "getMore", first.Type, "long")
+		return nil, command.WrongType("getMore", "getMore", first.Type, "long")
 	}
 	var coll string
 	haveColl := false
 	var err error
 	batchSize := 0
-	for key, v := range cmdArgs(req.Body) {
+	for key, v := range command.Args(req.Body) {
 		switch string(key) {
 		case "collection":
-			coll, err = argString("getMore", "collection", v)
+			coll, err = command.String("getMore", "collection", v)
 			haveColl = true
 		case "batchSize":
 			var n int64
-			n, err = argInt64("getMore", "batchSize", v)
+			n, err = command.Int64("getMore", "batchSize", v)
 			if n < 0 {
 				err = mongoerr.New(mongoerr.BadValue, "BatchSize value must be non-negative, but received: %d", n)
 			}
 			batchSize = int(n)
 		case "maxTimeMS", "term", "lastKnownCommittedOpTime":
 		default:
-			err = unknownField("getMore", key)
+			err = command.UnknownField("getMore", key)
 		}
 		if err != nil {
 			return nil, err
@@ -482,7 +483,7 @@ func (s *Server) getMore(ctx context.Context, req *Request) (bson.Raw, error) {
 	}
 	switch {
 	case !haveColl:
-		return nil, missingField("getMore", "collection")
+		return nil, command.MissingField("getMore", "collection")
 	case coll == "":
 		// Present but empty: MongoDB's getMore checks the namespace it
 		// makes of it (getmore_cmd.cpp).
@@ -521,27 +522,27 @@ func (s *Server) killCursors(ctx context.Context, req *Request) (bson.Raw, error
 	var ids bson.RawArray
 	var err error
 	haveIDs := false
-	for key, v := range cmdArgs(req.Body) {
+	for key, v := range command.Args(req.Body) {
 		switch string(key) {
 		case "cursors":
-			ids, err = argArray("killCursors", "cursors", v)
+			ids, err = command.Array("killCursors", "cursors", v)
 			haveIDs = true
 		default:
-			err = unknownField("killCursors", key)
+			err = command.UnknownField("killCursors", key)
 		}
 		if err != nil {
 			return nil, err
 		}
 	}
 	if !haveIDs {
-		return nil, missingField("killCursors", "cursors")
+		return nil, command.MissingField("killCursors", "cursors")
 	}
 	// MongoDB's parser checks the namespace like this, and a cursor's
 	// namespace may be a collection's or "$cmd.listCollections".
-	coll := firstValue(req.Body)
+	coll := command.FirstValue(req.Body)
 	switch name, ok := coll.StringValueOK(); {
 	case !ok:
-		return nil, mongoerr.New(mongoerr.BadValue, "collection name has invalid type %s", typeName(coll.Type))
+		return nil, mongoerr.New(mongoerr.BadValue, "collection name has invalid type %s", command.TypeName(coll.Type))
 	case name == "":
 		return nil, mongoerr.New(mongoerr.InvalidNamespace, "Invalid namespace specified '%s.'", req.DB)
 	}
@@ -552,7 +553,7 @@ func (s *Server) killCursors(ctx context.Context, req *Request) (bson.Raw, error
 	}
 	for i, v := range vals {
 		if v.Type != bson.TypeInt64 {
-			return nil, wrongType("killCursors", "cursors."+strconv.Itoa(i), v.Type, "long")
+			return nil, command.WrongType("killCursors", "cursors."+strconv.Itoa(i), v.Type, "long")
 		}
 		if c := s.cursors.get(v.Int64()); c != nil && s.cfg.Auth && c.user != req.Conn.userKey() {
 			return nil, mongoerr.New(mongoerr.Unauthorized, "not authorized to kill cursor %d, which another user opened", v.Int64())
@@ -567,7 +568,7 @@ func (s *Server) killCursors(ctx context.Context, req *Request) (bson.Raw, error
 			notFound = append(notFound, id)
 		}
 	}
-	return okReply(
+	return command.OK(
 		bson.E{Key: "cursorsKilled", Value: nonNil(killed)},
 		bson.E{Key: "cursorsNotFound", Value: nonNil(notFound)},
 		bson.E{Key: "cursorsAlive", Value: bson.A{}},
@@ -602,12 +603,4 @@ func checkCursorSession(id int64, cursorLsid, lsid string) error {
 		return mongoerr.New(codeGetMoreWithoutSession, "Cannot run getMore on cursor %d, which was created in session %s, without an lsid", id, formatLsid(cursorLsid))
 	}
 	return mongoerr.New(codeGetMoreInOtherSession, "Cannot run getMore on cursor %d, which was created in session %s, in session %s", id, formatLsid(cursorLsid), formatLsid(lsid))
-}
-
-// firstValue is the value of a command's first field (the command name's).
-func firstValue(body bson.Raw) bson.RawValue {
-	for _, v := range fields(body) {
-		return v
-	}
-	return bson.RawValue{}
 }

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -23,12 +24,12 @@ func (s *Server) dispatch(ctx context.Context, req *Request) bson.Raw {
 	if cmd == nil {
 		req.Name = string(key)
 		s.stats.ops.command.Add(1)
-		return req.errorReply(mongoerr.New(mongoerr.CommandNotFound, "no such command: '%s'", key))
+		return req.ErrorReply(mongoerr.New(mongoerr.CommandNotFound, "no such command: '%s'", key))
 	}
 	req.Name = cmd.spelling(key)
 	s.stats.ops.count(cmd.name)
 	if cmd.adminOnly && req.DB != "admin" {
-		return req.errorReply(mongoerr.New(mongoerr.Unauthorized, "%s may only be run against the admin database.", req.Name))
+		return req.ErrorReply(mongoerr.New(mongoerr.Unauthorized, "%s may only be run against the admin database.", req.Name))
 	}
 
 	debug := s.log.Core().Enabled(zapcore.DebugLevel)
@@ -48,11 +49,11 @@ func (s *Server) dispatch(ctx context.Context, req *Request) bson.Raw {
 	s.recordLatency(cmd.name, req, time.Since(start))
 	s.noteAuthCatalogChange(cmd, req)
 	if err != nil {
-		e, internal := asMongoError(err)
+		e, internal := command.AsMongoError(err)
 		if internal {
 			s.log.Error("command failed", zap.String("command", req.Name), zap.Int64("conn", req.Conn.id), zap.Error(err))
 		}
-		reply = req.errorReply(s.labelError(cmd, req, e))
+		reply = req.ErrorReply(s.labelError(cmd, req, e))
 	} else {
 		reply = s.failCommandAfter(cmd, req, reply)
 	}
@@ -68,7 +69,7 @@ func (s *Server) dispatch(ctx context.Context, req *Request) bson.Raw {
 
 // run calls the handler under the command's maxTimeMS, turning a panic into
 // an InternalError so that one bad request does not take the server down.
-func (s *Server) run(ctx context.Context, cmd *command, req *Request) (reply bson.Raw, err error) {
+func (s *Server) run(ctx context.Context, cmd *commandDef, req *Request) (reply bson.Raw, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			s.log.Error("command panicked", zap.String("command", req.Name), zap.Int64("conn", req.Conn.id),
@@ -125,11 +126,11 @@ func maxTime(cmd string, body bson.Raw) (time.Duration, error) {
 	case bsoncore.TypeDouble:
 		ms = v.Double()
 	case bsoncore.TypeDecimal128:
-		ms = decimalToFloat(bson.NewDecimal128(v.Decimal128()))
+		ms = command.DecimalToFloat(bson.NewDecimal128(v.Decimal128()))
 	default:
 		return 0, mongoerr.New(mongoerr.BadValue, "maxTimeMS must be a number")
 	}
-	n := saturatingInt64(ms)
+	n := command.SaturatingInt64(ms)
 	if n < 0 || n > math.MaxInt32 {
 		return 0, mongoerr.New(mongoerr.BadValue, "%d value for maxTimeMS is out of range", n)
 	}
@@ -150,24 +151,18 @@ func maxTime(cmd string, body bson.Raw) (time.Duration, error) {
 func idlMaxTime(cmd string, v bson.RawValue) error {
 	switch cmd {
 	case "aggregate":
-		_, err := argNonNegative(cmd, "maxTimeMS", v)
+		_, err := command.NonNegative(cmd, "maxTimeMS", v)
 		return err
 	case "getMore":
-		_, err := argInt64(cmd, "maxTimeMS", v)
+		_, err := command.Int64(cmd, "maxTimeMS", v)
 		return err
 	}
 	return nil
 }
 
-// errorReply builds the error reply for e in the connection's reply buffer.
-func (req *Request) errorReply(e *mongoerr.Error) bson.Raw {
-	req.reply = appendErrorReply(req.reply[:0], e)
-	return req.reply
-}
-
 // spelling returns the name the client used, key, as one of the command's
 // own strings, which spares an allocation.
-func (c *command) spelling(key []byte) string {
+func (c *commandDef) spelling(key []byte) string {
 	if string(key) == c.name {
 		return c.name
 	}

@@ -6,28 +6,29 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/engine"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
-func (s *Server) explainCommands() []command {
-	return []command{{name: "explain", handle: s.explain}}
+func (s *Server) explainCommands() []commandDef {
+	return []commandDef{{name: "explain", handle: s.explain}}
 }
 
 // explain reports the plan of find, count, distinct, aggregate, update,
 // delete and findAndModify, and with executionStats runs the read part of it.
 func (s *Server) explain(ctx context.Context, req *Request) (bson.Raw, error) {
-	inner, err := argDoc("explain", "explain", firstValue(req.Body))
+	inner, err := command.Doc("explain", "explain", command.FirstValue(req.Body))
 	if err != nil {
 		return nil, err
 	}
 	verbosity := "allPlansExecution"
-	for key, v := range cmdArgs(req.Body) {
+	for key, v := range command.Args(req.Body) {
 		switch string(key) {
 		case "verbosity":
-			verbosity, err = argString("explain", "verbosity", v)
+			verbosity, err = command.String("explain", "verbosity", v)
 		default:
-			err = unknownField("explain", key)
+			err = command.UnknownField("explain", key)
 		}
 		if err != nil {
 			return nil, err
@@ -47,7 +48,7 @@ func (s *Server) explain(ctx context.Context, req *Request) (bson.Raw, error) {
 	}
 	coll, ok := first.Value().StringValueOK()
 	if !ok {
-		return nil, mongoerr.New(mongoerr.InvalidNamespace, "collection name has invalid type %s", typeName(first.Value().Type))
+		return nil, mongoerr.New(mongoerr.InvalidNamespace, "collection name has invalid type %s", command.TypeName(first.Value().Type))
 	}
 	if err := s.checkExplained(first.Key(), inner); err != nil {
 		return nil, err
@@ -99,7 +100,7 @@ func (s *Server) explain(ctx context.Context, req *Request) (bson.Raw, error) {
 		bson.E{Key: "command", Value: inner},
 		bson.E{Key: "serverInfo", Value: bson.D{{Key: "host", Value: host}, {Key: "version", Value: mongoVersion}}},
 	)
-	return okReply(elems...)
+	return command.OK(elems...)
 }
 
 // checkExplained parses the explained command's arguments with the

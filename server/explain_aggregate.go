@@ -6,8 +6,8 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/engine"
-	"github.com/lethedb/lethe/engine/pipeline"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -18,7 +18,7 @@ import (
 // planner's part first as a $cursor stage holding the plan, each with
 // nReturned and executionTimeMillisEstimate when executed.
 func (s *Server) explainAggregate(ctx context.Context, req *Request, body bson.Raw, verbosity string) (bson.Raw, error) {
-	coll, onCollection := firstValue(body).StringValueOK()
+	coll, onCollection := command.FirstValue(body).StringValueOK()
 	if onCollection {
 		if err := engine.ValidateNamespace(req.DB, coll); err != nil {
 			return nil, err
@@ -29,15 +29,15 @@ func (s *Server) explainAggregate(ctx context.Context, req *Request, body bson.R
 	opts := engine.AggregateOptions{Host: s.hostPort()}
 	havePipeline := false
 	var err error
-	for key, v := range cmdArgs(body) {
+	for key, v := range command.Args(body) {
 		switch string(key) {
 		case "pipeline":
 			stages, err = statements(req, "aggregate", "pipeline", v)
 			havePipeline = true
 		case "hint":
-			opts.Hint, err = argHint(v)
+			opts.Hint, err = command.Hint(v)
 		case "allowDiskUse":
-			opts.AllowDiskUse, err = argStrictBool("allowDiskUse", v)
+			opts.AllowDiskUse, err = command.StrictBool("allowDiskUse", v)
 		case "let":
 			lv, err = s.parseLet("aggregate", v)
 		case "collation":
@@ -50,11 +50,11 @@ func (s *Server) explainAggregate(ctx context.Context, req *Request, body bson.R
 				err = cursorOption("aggregate", v, &batchSize)
 			}
 		case "bypassDocumentValidation":
-			_, err = argStrictBool("bypassDocumentValidation", v)
+			_, err = command.StrictBool("bypassDocumentValidation", v)
 		case "explain":
-			_, err = argStrictBool("explain", v)
+			_, err = command.StrictBool("explain", v)
 		default:
-			err = unknownField("aggregate", key)
+			err = command.UnknownField("aggregate", key)
 		}
 		if err != nil {
 			return nil, err
@@ -64,12 +64,12 @@ func (s *Server) explainAggregate(ctx context.Context, req *Request, body bson.R
 		return nil, err
 	}
 	if !havePipeline {
-		return nil, missingField("aggregate", "pipeline")
+		return nil, command.MissingField("aggregate", "pipeline")
 	}
 	if stages, err = lv.Pipeline(stages); err != nil {
 		return nil, err
 	}
-	if err := pipelineNamespace(req.DB, stages, !onCollection); err != nil {
+	if err := engine.CheckPipelineNamespace(stages, req.DB, !onCollection); err != nil {
 		return nil, err
 	}
 	var docs []bson.Raw
@@ -122,7 +122,7 @@ func (s *Server) explainAggregate(ctx context.Context, req *Request, body bson.R
 		bson.E{Key: "command", Value: body},
 		bson.E{Key: "serverInfo", Value: bson.D{{Key: "host", Value: host}, {Key: "version", Value: mongoVersion}}},
 	)
-	return okReply(elems...)
+	return command.OK(elems...)
 }
 
 // cursorExplain renders the planner's query of a pipeline: its
@@ -164,19 +164,19 @@ func (s *Server) databaseDocs(ctx context.Context, req *Request, stages []bson.R
 	if len(stages) == 0 {
 		return nil, mongoerr.New(mongoerr.InvalidNamespace, "{aggregate: 1} is not valid for an empty pipeline")
 	}
-	name, arg, err := pipeline.StageOf(stages[0])
+	name, arg, err := engine.StageOf(stages[0])
 	if err != nil {
 		return nil, err
 	}
 	switch name {
 	case "$currentOp":
-		spec, err := pipeline.ParseCurrentOp(arg)
+		spec, err := engine.ParseCurrentOp(arg)
 		if err != nil {
 			return nil, err
 		}
 		return s.currentOpDocs(req, spec), nil
 	case "$listLocalSessions":
-		spec, err := pipeline.ParseListLocalSessions(arg)
+		spec, err := engine.ParseListLocalSessions(arg)
 		if err != nil {
 			return nil, err
 		}

@@ -16,6 +16,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.uber.org/zap"
 
+	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -64,21 +65,21 @@ type failCommandData struct {
 	hasNS      bool
 }
 
-func (s *Server) testCommands() []command {
+func (s *Server) testCommands() []commandDef {
 	if !s.cfg.EnableTestCommands {
 		return nil
 	}
-	return []command{{name: "configureFailPoint", handle: s.configureFailPoint, adminOnly: true}}
+	return []commandDef{{name: "configureFailPoint", handle: s.configureFailPoint, adminOnly: true}}
 }
 
 // configureFailPoint sets a fail point's mode and data:
 // {configureFailPoint: "failCommand", mode: "alwaysOn"|"off"|{times: n}|{skip: n}, data}.
 // It answers with the number of times the fail point was entered before.
 func (s *Server) configureFailPoint(_ context.Context, req *Request) (bson.Raw, error) {
-	name, ok := firstValue(req.Body).StringValueOK()
+	name, ok := command.FirstValue(req.Body).StringValueOK()
 	if !ok || name != "failCommand" {
 		if !ok {
-			name = firstValue(req.Body).String()
+			name = command.FirstValue(req.Body).String()
 		}
 		return nil, mongoerr.New(codeFailPointSetFailed, "%s not found", name)
 	}
@@ -101,7 +102,7 @@ func (s *Server) configureFailPoint(_ context.Context, req *Request) (bson.Raw, 
 	fc.on.Store(mode != fpOff)
 	fc.mu.Unlock()
 	s.log.Warn("set failpoint", zap.String("failPoint", name), zap.Stringer("command", req.Body))
-	return okReply(bson.E{Key: "count", Value: count})
+	return command.OK(bson.E{Key: "count", Value: count})
 }
 
 // parseFailPointMode reads mode as MongoDB's fail points do.
@@ -168,7 +169,7 @@ func integral(v bson.RawValue) (int64, bool) {
 func parseFailCommandData(d bson.Raw) failCommandData {
 	var fd failCommandData
 	fd.blockTime = -1
-	for key, v := range fields(d) {
+	for key, v := range command.Fields(d) {
 		switch string(key) {
 		case "failCommands":
 			if arr, ok := v.ArrayOK(); ok {
@@ -219,7 +220,7 @@ func parseFailCommandData(d bson.Raw) failCommandData {
 
 // activateFailCommand decides whether failCommand fails this command, counting the
 // activation against its mode, and returns its data if so.
-func (s *Server) activateFailCommand(cmd *command, req *Request) (*failCommandData, bool) {
+func (s *Server) activateFailCommand(cmd *commandDef, req *Request) (*failCommandData, bool) {
 	fc := &s.failCommand
 	if !fc.on.Load() {
 		return nil, false
@@ -248,7 +249,7 @@ func (s *Server) activateFailCommand(cmd *command, req *Request) (*failCommandDa
 
 // failCommandApplies is failCommand's filter: the command, the client's
 // appName, the namespace, and something to do.
-func (s *Server) failCommandApplies(d *failCommandData, cmd *command, req *Request) bool {
+func (s *Server) failCommandApplies(d *failCommandData, cmd *commandDef, req *Request) bool {
 	if !d.close && !d.block && !d.hasCode && d.wce == nil {
 		return false
 	}
@@ -256,7 +257,7 @@ func (s *Server) failCommandApplies(d *failCommandData, cmd *command, req *Reque
 		return false
 	}
 	if d.hasNS {
-		coll, _ := firstValue(req.Body).StringValueOK()
+		coll, _ := command.FirstValue(req.Body).StringValueOK()
 		if d.namespace != req.DB+"."+coll {
 			return false
 		}
@@ -290,7 +291,7 @@ func requestAppName(req *Request) string {
 // blocks, closes the connection (the client gets no reply) or fails the
 // command. The data is kept on the request for its labels and
 // writeConcernError.
-func (s *Server) failCommandBefore(ctx context.Context, cmd *command, req *Request) error {
+func (s *Server) failCommandBefore(ctx context.Context, cmd *commandDef, req *Request) error {
 	req.failed = nil
 	d, ok := s.activateFailCommand(cmd, req)
 	if !ok {
@@ -323,13 +324,13 @@ func (s *Server) failCommandBefore(ctx context.Context, cmd *command, req *Reque
 
 // failCommandAfter adds failCommand's writeConcernError to a command's
 // successful reply, with the labels MongoDB gives it.
-func (s *Server) failCommandAfter(cmd *command, req *Request, reply bson.Raw) bson.Raw {
+func (s *Server) failCommandAfter(cmd *commandDef, req *Request, reply bson.Raw) bson.Raw {
 	d := req.failed
 	if d == nil || d.wce == nil {
 		return reply
 	}
 	doc := bson.D{}
-	for key, v := range fields(reply) {
+	for key, v := range command.Fields(reply) {
 		if string(key) != "ok" {
 			doc = append(doc, bson.E{Key: string(key), Value: v})
 		}
@@ -367,7 +368,7 @@ const labelNonResumableChangeStream = "NonResumableChangeStreamError"
 // errorLabels are the labels of an error with code: failCommand's, when it
 // set some, else RetryableWriteError for a retryable code of a write
 // command that carries a txnNumber outside a transaction.
-func (s *Server) errorLabels(cmd *command, req *Request, code mongoerr.Code) []string {
+func (s *Server) errorLabels(cmd *commandDef, req *Request, code mongoerr.Code) []string {
 	if d := req.failed; d != nil && d.hasLabels {
 		return d.labels
 	}
@@ -392,7 +393,7 @@ func (s *Server) errorLabels(cmd *command, req *Request, code mongoerr.Code) []s
 }
 
 // labelError gives e the labels errorLabels decides.
-func (s *Server) labelError(cmd *command, req *Request, e *mongoerr.Error) *mongoerr.Error {
+func (s *Server) labelError(cmd *commandDef, req *Request, e *mongoerr.Error) *mongoerr.Error {
 	labels := s.errorLabels(cmd, req, e.Code)
 	if len(labels) == 0 {
 		return e

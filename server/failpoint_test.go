@@ -5,6 +5,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -58,10 +59,10 @@ func TestParseFailPointMode(t *testing.T) {
 // txnNumber outside transactions, and a fail point's labels replace it.
 func TestErrorLabels(t *testing.T) {
 	s := &Server{}
-	s.commands = map[string]*command{}
-	insert := &command{name: "insert"}
-	find := &command{name: "find"}
-	req := func(d bson.D) *Request { return &Request{Body: mustRaw(t, d)} }
+	s.commands = map[string]*commandDef{}
+	insert := &commandDef{name: "insert"}
+	find := &commandDef{name: "find"}
+	req := func(d bson.D) *Request { return &Request{Request: command.Request{Body: mustRaw(t, d)}} }
 	withTxn := bson.D{{Key: "insert", Value: "c"}, {Key: "txnNumber", Value: int64(1)}}
 	if l := s.errorLabels(insert, req(withTxn), 91); len(l) != 1 || l[0] != labelRetryableWriteError {
 		t.Errorf("retryable write, code 91: %v", l)
@@ -85,7 +86,7 @@ func TestErrorLabels(t *testing.T) {
 		t.Errorf("fail point labels: %v", l)
 	}
 	e := s.labelError(insert, req(withTxn), mongoerr.New(91, "shutting down"))
-	reply := bson.Raw(appendErrorReply(nil, e))
+	reply := bson.Raw(command.AppendError(nil, e))
 	if arr, ok := reply.Lookup("errorLabels").ArrayOK(); !ok || arr.Index(0).StringValue() != labelRetryableWriteError {
 		t.Errorf("error reply %v", reply)
 	}

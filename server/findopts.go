@@ -5,6 +5,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/engine"
 	"github.com/lethedb/lethe/mongoerr"
 )
@@ -60,8 +61,8 @@ func checkCursorBatchSize(cursor bson.RawValue) error {
 	if err != nil {
 		return nil
 	}
-	if n, err := argInt64("aggregate", "cursor.batchSize", v); err == nil && n < 0 {
-		return mongoerr.New(codeOutOfRange, "BSON field 'batchSize' value must be >= 0, actual value '%d'", n)
+	if n, err := command.Int64("aggregate", "cursor.batchSize", v); err == nil && n < 0 {
+		return mongoerr.New(command.CodeOutOfRange, "BSON field 'batchSize' value must be >= 0, actual value '%d'", n)
 	}
 	return nil // cursorOption reports a wrong type
 }
@@ -71,7 +72,7 @@ func checkCursorBatchSize(cursor bson.RawValue) error {
 // _id and has no record ids, and an invented number that a client could
 // not use to resume or compare would be a lie.
 func refuseShowRecordID(v bson.RawValue) error {
-	show, err := argStrictBool("showRecordId", v)
+	show, err := command.StrictBool("showRecordId", v)
 	if err != nil || !show {
 		return err
 	}
@@ -100,7 +101,7 @@ func checkMinMax(minDoc, maxDoc bson.Raw) error {
 func (s *Server) parseLet(cmd string, v bson.RawValue) (*engine.Let, error) {
 	d, ok := v.DocumentOK()
 	if !ok {
-		return nil, wrongType(cmd, "let", v.Type, "object")
+		return nil, command.WrongType(cmd, "let", v.Type, "object")
 	}
 	return engine.ParseLet(d, s.clock.Now())
 }

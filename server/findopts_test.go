@@ -7,33 +7,34 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
 func TestFindOptionGetters(t *testing.T) {
-	_, err := argNonNegative("find", "skip", rawValue(t, -0.5))
+	_, err := command.NonNegative("find", "skip", rawValue(t, -0.5))
 	if err != nil {
-		t.Errorf("argNonNegative(-0.5) = %v: it truncates to 0", err)
+		t.Errorf("command.NonNegative(-0.5) = %v: it truncates to 0", err)
 	}
-	_, err = argNonNegative("find", "limit", rawValue(t, int64(-3)))
-	wantErr(t, err, codeOutOfRange, "BSON field 'limit' value must be >= 0, actual value '-3'")
+	_, err = command.NonNegative("find", "limit", rawValue(t, int64(-3)))
+	wantErr(t, err, command.CodeOutOfRange, "BSON field 'limit' value must be >= 0, actual value '-3'")
 
-	if b, err := argStrictBool("singleBatch", rawValue(t, true)); !b || err != nil {
-		t.Errorf("argStrictBool(true) = %v, %v", b, err)
+	if b, err := command.StrictBool("singleBatch", rawValue(t, true)); !b || err != nil {
+		t.Errorf("command.StrictBool(true) = %v, %v", b, err)
 	}
-	_, err = argStrictBool("singleBatch", rawValue(t, 1.0))
+	_, err = command.StrictBool("singleBatch", rawValue(t, 1.0))
 	wantErr(t, err, mongoerr.TypeMismatch, "Field 'singleBatch' should be a boolean value, but found: double")
 
-	_, err = argObject("filter", rawValue(t, bson.A{}))
+	_, err = command.Object("filter", rawValue(t, bson.A{}))
 	wantErr(t, err, mongoerr.TypeMismatch, "Expected field filterto be of type object")
 
-	if h, err := argHint(rawValue(t, bson.D{})); h.Type != 0 || err != nil {
-		t.Errorf("argHint({}) = %v, %v: want no hint", h, err)
+	if h, err := command.Hint(rawValue(t, bson.D{})); h.Type != 0 || err != nil {
+		t.Errorf("command.Hint({}) = %v, %v: want no hint", h, err)
 	}
-	if h, err := argHint(rawValue(t, "a_1")); h.StringValue() != "a_1" || err != nil {
-		t.Errorf("argHint(a_1) = %v, %v", h, err)
+	if h, err := command.Hint(rawValue(t, "a_1")); h.StringValue() != "a_1" || err != nil {
+		t.Errorf("command.Hint(a_1) = %v, %v", h, err)
 	}
-	_, err = argHint(rawValue(t, int32(1)))
+	_, err = command.Hint(rawValue(t, int32(1)))
 	wantErr(t, err, mongoerr.FailedToParse, "Hint must be a string or an object")
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/mongoerr"
 	"github.com/lethedb/lethe/wire"
 )
@@ -43,7 +44,7 @@ func FuzzCommands(f *testing.F) {
 		if err != nil || len(body) > 1<<16 {
 			return
 		}
-		req := &Request{DB: "fuzz", Body: bson.Raw(m.Msg.Body), Conn: conn}
+		req := &Request{Request: command.Request{DB: "fuzz", Body: bson.Raw(m.Msg.Body)}, Conn: conn}
 		if k, err := req.Body.IndexErr(0); err == nil {
 			req.Name = k.Key()
 		}

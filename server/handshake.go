@@ -3,12 +3,12 @@ package server
 import (
 	"context"
 	"math"
-	"strconv"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 	"go.uber.org/zap"
 
+	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/wire"
 )
 
@@ -23,8 +23,8 @@ const (
 	fcvVersion        = "7.0" // featureCompatibilityVersion
 )
 
-func (s *Server) handshakeCommands() []command {
-	return []command{
+func (s *Server) handshakeCommands() []commandDef {
+	return []commandDef{
 		{name: "hello", aliases: []string{"isMaster", "ismaster"}, handle: s.hello},
 	}
 }
@@ -39,16 +39,16 @@ func (s *Server) hello(ctx context.Context, req *Request) (bson.Raw, error) {
 	var aw awaitArgs
 	var mechsOf string
 	var speculative bson.Raw
-	for key, v := range cmdArgs(req.Body) {
+	for key, v := range command.Args(req.Body) {
 		var err error
 		switch string(key) {
 		case "helloOk":
-			helloOk, err = argBool(req.Name, "helloOk", v)
+			helloOk, err = command.Bool(req.Name, "helloOk", v)
 		case "compression":
-			offered, err = argArray(req.Name, "compression", v)
+			offered, err = command.Array(req.Name, "compression", v)
 		case "client":
 			var meta bson.Raw
-			if meta, err = argDoc(req.Name, "client", v); err == nil {
+			if meta, err = command.Doc(req.Name, "client", v); err == nil {
 				req.Conn.appName, _ = meta.Lookup("application", "name").StringValueOK()
 				s.log.Info("client metadata", zap.Int64("conn", req.Conn.id), zap.String("remote", req.Conn.remote),
 					zap.Stringer("doc", meta))
@@ -58,11 +58,11 @@ func (s *Server) hello(ctx context.Context, req *Request) (bson.Raw, error) {
 		case "maxAwaitTimeMS":
 			err = s.parseMaxAwait(&aw, req.Name, v)
 		case "awaitable":
-			aw.awaitable, err = argBool(req.Name, "awaitable", v)
+			aw.awaitable, err = command.Bool(req.Name, "awaitable", v)
 		case "saslSupportedMechs":
-			mechsOf, err = argString(req.Name, "saslSupportedMechs", v)
+			mechsOf, err = command.String(req.Name, "saslSupportedMechs", v)
 		case "speculativeAuthenticate":
-			speculative, err = argDoc(req.Name, "speculativeAuthenticate", v)
+			speculative, err = command.Doc(req.Name, "speculativeAuthenticate", v)
 		}
 		// Other fields (loadBalanced...) ask for features Lethe does not
 		// have; as with MongoDB, the reply simply lacks them.
@@ -83,10 +83,10 @@ func (s *Server) hello(ctx context.Context, req *Request) (bson.Raw, error) {
 	}
 
 	legacy := req.Name != "hello"
-	idx, dst := req.beginReply()
+	idx, dst := req.BeginReply()
 	if s.rs != nil {
 		dst = s.topo.append(dst, counter)
-		dst = s.appendReplHello(dst, legacy)
+		dst = s.rs.AppendHello(dst, legacy)
 	} else {
 		if legacy {
 			dst = bsoncore.AppendBooleanElement(dst, "ismaster", true)
@@ -116,39 +116,13 @@ func (s *Server) hello(ctx context.Context, req *Request) (bson.Raw, error) {
 	if speculative != nil {
 		dst = s.appendSpeculativeAuth(ctx, req, dst, speculative)
 	}
-	return req.endReply(idx, dst)
-}
-
-// negotiateCompression keeps the compressors of the client's list that this
-// server has, in the client's order, and appends them to the hello reply as
-// "compression".
-func (c *Conn) negotiateCompression(dst []byte, offered bson.RawArray) []byte {
-	c.compressors = c.compressors[:0]
-	aidx, dst := bsoncore.AppendArrayElementStart(dst, "compression")
-	values, _ := offered.Values() // validated by the wire layer
-	for _, v := range values {
-		name, ok := v.StringValueOK()
-		if !ok {
-			continue
-		}
-		comp, ok := wire.CompressorByName(name)
-		if !ok || c.negotiated(comp) {
-			continue
-		}
-		dst = bsoncore.AppendStringElement(dst, strconv.Itoa(len(c.compressors)), name)
-		c.compressors = append(c.compressors, comp)
-	}
-	dst, _ = bsoncore.AppendArrayEnd(dst, aidx)
-	if len(c.compressors) > 0 {
-		c.srv.log.Debug("compression negotiated", zap.Int64("conn", c.id), zap.Stringers("compressors", c.compressors))
-	}
-	return dst
+	return req.EndReply(idx, dst)
 }
 
 // noop is the handler of commands that have nothing to do on this server.
 func noop(_ context.Context, req *Request) (bson.Raw, error) {
-	idx, dst := req.beginReply()
-	return req.endReply(idx, dst)
+	idx, dst := req.BeginReply()
+	return req.EndReply(idx, dst)
 }
 
 // appendNumberElement appends n as an int32 when it fits and an int64

@@ -24,7 +24,7 @@ func (s *Server) appendSupportedMechs(ctx context.Context, dst []byte, dbUser st
 	if !ok {
 		return dst
 	}
-	u, err := s.authStore().User(ctx, db, user)
+	u, err := s.users.Store().User(ctx, db, user)
 	if err != nil || u == nil {
 		return dst
 	}

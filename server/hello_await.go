@@ -9,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -16,9 +17,10 @@ import (
 // monitors: every hello reply carries a topologyVersion; a hello that sends
 // back that topologyVersion with maxAwaitTimeMS waits until the topology
 // changes or maxAwaitTimeMS passes, then answers. With exhaustAllowed the
-// connection then streams replies (moreToCome) without further requests,
-// see Conn.serveMsg. The wait holds no lock; it ends when the client goes
-// away (watchPeer cancels the request) and when the server shuts down.
+// connection then streams replies (moreToCome) without further requests
+// (conn.Reply.StreamNext). The wait holds no lock; it ends when the client
+// goes away (the transport's peer watch stops the request) and when the
+// server shuts down.
 
 // topology is the server's topologyVersion: a process id and a counter
 // that moves when the server's description changes. Lethe's only change is
@@ -94,28 +96,28 @@ func (s *Server) parseTopologyVersion(a *awaitArgs, cmd string, v bson.RawValue)
 		return mongoerr.New(10065, "invalid parameter: expected an object (topologyVersion)")
 	}
 	var havePID, haveCounter bool
-	for key, f := range fields(doc) {
+	for key, f := range command.Fields(doc) {
 		switch string(key) {
 		case "processId":
 			oid, ok := f.ObjectIDOK()
 			if !ok {
-				return wrongType(cmd, "topologyVersion.processId", f.Type, "objectId")
+				return command.WrongType(cmd, "topologyVersion.processId", f.Type, "objectId")
 			}
 			a.processID, havePID = oid, true
 		case "counter":
 			if f.Type != bson.TypeInt64 {
-				return wrongType(cmd, "topologyVersion.counter", f.Type, "long")
+				return command.WrongType(cmd, "topologyVersion.counter", f.Type, "long")
 			}
 			a.counter, haveCounter = f.Int64(), true
 		default:
-			return mongoerr.New(codeUnknownField, "BSON field 'TopologyVersion.%s' is an unknown field.", key)
+			return mongoerr.New(command.CodeUnknownField, "BSON field 'TopologyVersion.%s' is an unknown field.", key)
 		}
 	}
 	if !havePID {
-		return mongoerr.New(codeMissingField, "BSON field 'TopologyVersion.processId' is missing but a required field")
+		return mongoerr.New(command.CodeMissingField, "BSON field 'TopologyVersion.processId' is missing but a required field")
 	}
 	if !haveCounter {
-		return mongoerr.New(codeMissingField, "BSON field 'TopologyVersion.counter' is missing but a required field")
+		return mongoerr.New(command.CodeMissingField, "BSON field 'TopologyVersion.counter' is missing but a required field")
 	}
 	if a.counter < 0 {
 		return mongoerr.New(s.awaitCode(31372, 51758), "topologyVersion must have a non-negative counter")
@@ -127,7 +129,7 @@ func (s *Server) parseTopologyVersion(a *awaitArgs, cmd string, v bson.RawValue)
 func (s *Server) parseMaxAwait(a *awaitArgs, cmd string, v bson.RawValue) error {
 	n, ok := v.AsInt64OK()
 	if !ok {
-		return wrongType(cmd, "maxAwaitTimeMS", v.Type, "long")
+		return command.WrongType(cmd, "maxAwaitTimeMS", v.Type, "long")
 	}
 	if n < 0 {
 		return mongoerr.New(s.awaitCode(31373, 51759), "maxAwaitTimeMS must be a non-negative integer")

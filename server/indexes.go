@@ -7,12 +7,13 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/engine"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
-func (s *Server) indexCommands() []command {
-	return []command{
+func (s *Server) indexCommands() []commandDef {
+	return []commandDef{
 		{name: "createIndexes", handle: s.createIndexes},
 		{name: "listIndexes", handle: s.listIndexes},
 		{name: "dropIndexes", aliases: []string{"deleteIndexes"}, handle: s.dropIndexes},
@@ -26,15 +27,15 @@ func (s *Server) createIndexes(ctx context.Context, req *Request) (bson.Raw, err
 	}
 	var specs []bson.Raw
 	ignoreUnknown := false
-	for key, v := range cmdArgs(req.Body) {
+	for key, v := range command.Args(req.Body) {
 		switch string(key) {
 		case "indexes":
 			specs, err = statements(req, "createIndexes", "indexes", v)
 		case "ignoreUnknownIndexOptions":
-			ignoreUnknown, err = argBool("createIndexes", "ignoreUnknownIndexOptions", v)
+			ignoreUnknown, err = command.Bool("createIndexes", "ignoreUnknownIndexOptions", v)
 		case "commitQuorum":
 		default:
-			err = unknownField("createIndexes", key)
+			err = command.UnknownField("createIndexes", key)
 		}
 		if err != nil {
 			return nil, err
@@ -67,7 +68,7 @@ func (s *Server) createIndexes(ctx context.Context, req *Request) (bson.Raw, err
 		elems = append(elems, bson.E{Key: "note", Value: res.Note})
 	}
 	elems = append(elems, bson.E{Key: "createdCollectionAutomatically", Value: res.CreatedCollection})
-	return okReply(elems...)
+	return command.OK(elems...)
 }
 
 // knownIndexOptions returns spec without the fields MongoDB does not know,
@@ -75,7 +76,7 @@ func (s *Server) createIndexes(ctx context.Context, req *Request) (bson.Raw, err
 // ignoreUnknownIndexOptions.
 func knownIndexOptions(spec bson.Raw) (bson.Raw, error) {
 	var kept bson.D
-	for key, v := range fields(spec) {
+	for key, v := range command.Fields(spec) {
 		if engine.IsIndexOption(string(key)) {
 			kept = append(kept, bson.E{Key: string(key), Value: v})
 		}
@@ -93,13 +94,13 @@ func (s *Server) listIndexes(ctx context.Context, req *Request) (bson.Raw, error
 		return nil, err
 	}
 	batchSize := 0
-	for key, v := range cmdArgs(req.Body) {
+	for key, v := range command.Args(req.Body) {
 		switch string(key) {
 		case "cursor":
 			err = cursorOption("listIndexes", v, &batchSize)
 		case "includeBuildUUIDs", "includeIndexBuildInfo":
 		default:
-			err = unknownField("listIndexes", key)
+			err = command.UnknownField("listIndexes", key)
 		}
 		if err != nil {
 			return nil, err
@@ -126,25 +127,25 @@ func (s *Server) dropIndexes(ctx context.Context, req *Request) (bson.Raw, error
 		return nil, err
 	}
 	var which bson.RawValue
-	for key, v := range cmdArgs(req.Body) {
+	for key, v := range command.Args(req.Body) {
 		switch string(key) {
 		case "index":
 			which = v
 		default:
-			err = unknownField("dropIndexes", key)
+			err = command.UnknownField("dropIndexes", key)
 		}
 		if err != nil {
 			return nil, err
 		}
 	}
 	if which.Type == 0 {
-		return nil, missingField("dropIndexes", "index")
+		return nil, command.MissingField("dropIndexes", "index")
 	}
 	was, err := s.eng.DropIndexes(req.DB, coll, which)
 	if err != nil {
 		return nil, err
 	}
-	return okReply(bson.E{Key: "nIndexesWas", Value: int32(was)})
+	return command.OK(bson.E{Key: "nIndexesWas", Value: int32(was)})
 }
 
 func (s *Server) collMod(ctx context.Context, req *Request) (bson.Raw, error) {
@@ -156,32 +157,32 @@ func (s *Server) collMod(ctx context.Context, req *Request) (bson.Raw, error) {
 	var validation engine.CollectionValidation
 	changeValidation := false
 	var preImages *bool
-	for key, v := range cmdArgs(req.Body) {
+	for key, v := range command.Args(req.Body) {
 		switch k := string(key); k {
 		case "index":
 			var d bson.Raw
-			if d, err = argDoc("collMod", "index", v); err != nil {
+			if d, err = command.Doc("collMod", "index", v); err != nil {
 				return nil, err
 			}
 			ch := engine.IndexChange{}
-			for ik, iv := range fields(d) {
+			for ik, iv := range command.Fields(d) {
 				switch string(ik) {
 				case "keyPattern":
-					ch.KeyPattern, err = argDoc("collMod.index", "keyPattern", iv)
+					ch.KeyPattern, err = command.Doc("collMod.index", "keyPattern", iv)
 				case "name":
-					ch.Name, err = argString("collMod.index", "name", iv)
+					ch.Name, err = command.String("collMod.index", "name", iv)
 				case "expireAfterSeconds":
 					val := bsoncore.Value{Type: bsoncore.Type(iv.Type), Data: iv.Value}
 					ch.ExpireAfter = &val
 				case "hidden":
 					var h bool
-					if h, err = argBool("collMod.index", "hidden", iv); err == nil {
+					if h, err = command.Bool("collMod.index", "hidden", iv); err == nil {
 						ch.Hidden = &h
 					}
 				case "prepareUnique", "unique":
 					err = mongoerr.New(mongoerr.InvalidOptions, "collMod index option '%s' is not supported", ik)
 				default:
-					err = unknownField("collMod.index", ik)
+					err = command.UnknownField("collMod.index", ik)
 				}
 				if err != nil {
 					return nil, err
@@ -192,12 +193,12 @@ func (s *Server) collMod(ctx context.Context, req *Request) (bson.Raw, error) {
 			}
 			change = &ch
 		case "validator":
-			if validation.Validator, err = argDoc("collMod", "validator", v); err != nil {
+			if validation.Validator, err = command.Doc("collMod", "validator", v); err != nil {
 				return nil, err
 			}
 			changeValidation = true
 		case "validationLevel", "validationAction":
-			str, err := argString("collMod", k, v)
+			str, err := command.String("collMod", k, v)
 			if err != nil {
 				return nil, err
 			}
@@ -220,7 +221,7 @@ func (s *Server) collMod(ctx context.Context, req *Request) (bson.Raw, error) {
 		case "dryRun":
 			// Accepted.
 		default:
-			return nil, unknownField("collMod", key)
+			return nil, command.UnknownField("collMod", key)
 		}
 	}
 	if !s.eng.CollectionExists(req.DB, coll) {
@@ -237,7 +238,7 @@ func (s *Server) collMod(ctx context.Context, req *Request) (bson.Raw, error) {
 		}
 	}
 	if change == nil {
-		return okReply()
+		return command.OK()
 	}
 	res, err := s.eng.CollModIndex(req.DB, coll, *change)
 	if err != nil {
@@ -253,5 +254,5 @@ func (s *Server) collMod(ctx context.Context, req *Request) (bson.Raw, error) {
 	if res.NewHidden != nil {
 		elems = append(elems, bson.E{Key: "hidden_old", Value: *res.OldHidden}, bson.E{Key: "hidden_new", Value: *res.NewHidden})
 	}
-	return okReply(elems...)
+	return command.OK(elems...)
 }

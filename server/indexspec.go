@@ -3,6 +3,7 @@ package server
 import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/engine"
 	"github.com/lethedb/lethe/mongoerr"
 )
@@ -18,7 +19,7 @@ func checkIndexSpec(spec bson.Raw) error {
 	if err != nil {
 		return nil // the engine reports the missing key first, as MongoDB does
 	}
-	for field := range fields(spec) {
+	for field := range command.Fields(spec) {
 		if !engine.IsIndexOption(string(field)) {
 			return nil // and unknown fields, which MongoDB checks before all else
 		}
@@ -30,7 +31,7 @@ func checkIndexSpec(spec bson.Raw) error {
 	if !isIDIndexPattern(key) {
 		return nil
 	}
-	for field := range fields(spec) {
+	for field := range command.Fields(spec) {
 		switch string(field) {
 		case "key", "name", "v", "ns", "collation":
 		default:

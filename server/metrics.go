@@ -14,9 +14,9 @@ func (s *Server) Collectors() []prometheus.Collector {
 	collectors := []prometheus.Collector{
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "lethe", Name: "connections_open", Help: "Client connections open now."},
 			func() float64 { return float64(s.openConns()) }),
-		counter("connections_accepted_total", "Client connections accepted.", s.stats.connsSeen.Load),
-		counter("network_bytes_in_total", "Bytes of requests received, as sent (compressed or not).", s.stats.bytesIn.Load),
-		counter("network_bytes_out_total", "Bytes of replies sent, as sent (compressed or not).", s.stats.bytesOut.Load),
+		counter("connections_accepted_total", "Client connections accepted.", func() int64 { return s.listener().Accepted() }),
+		counter("network_bytes_in_total", "Bytes of requests received, as sent (compressed or not).", s.stats.traffic.BytesIn.Load),
+		counter("network_bytes_out_total", "Bytes of replies sent, as sent (compressed or not).", s.stats.traffic.BytesOut.Load),
 		&opsCollector{ops: &s.stats.ops, desc: prometheus.NewDesc("lethe_commands_total",
 			"Commands run, by the kind serverStatus.opcounters counts them under.", []string{"kind"}, nil)},
 	}

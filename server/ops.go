@@ -2,9 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
-	"net"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,18 +11,15 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.uber.org/zap"
 
+	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
-// A running command ends early when its client goes away or killOp names
-// it. Each connection runs one command at a time under its own context,
-// which is canceled for either reason and then replaced before the next
-// command: requests pay no allocation for being cancelable.
-
-// watchPeerAfter is how long a command runs before the connection starts
-// watching its socket for the client going away: most commands finish
-// sooner and never pay for the watch.
-const watchPeerAfter = 20 * time.Millisecond
+// A running command ends early when its client goes away (the transport
+// watches for it, see conn/watch.go) or killOp names it. Each connection
+// runs one command at a time under its own context, which is canceled for
+// either reason and then replaced before the next command: requests pay no
+// allocation for being cancelable.
 
 // codeClientDisconnect is MongoDB's ClientDisconnect, the cause of a command
 // stopped because its client went away. No one receives it; it shows in
@@ -63,22 +57,15 @@ type opState struct {
 	ctx    context.Context // the running command's; replaced once canceled
 	cancel context.CancelCauseFunc
 	parent context.Context // the server's handlers' context
-
-	watch     *time.Timer   // starts watchPeer once a command runs long
-	watchDone chan struct{} // watchPeer's end, one token per start
 }
 
 func (c *Conn) startOps(parent context.Context) {
 	c.ops.parent = parent
 	c.ops.ctx, c.ops.cancel = context.WithCancelCause(parent)
-	c.ops.watchDone = make(chan struct{}, 1)
-	c.ops.watch = time.AfterFunc(time.Hour, c.watchPeer)
-	c.ops.watch.Stop()
 }
 
-// stopOps releases the connection's context and timer.
+// stopOps releases the connection's context.
 func (c *Conn) stopOps() {
-	c.ops.watch.Stop()
 	c.ops.cancel(context.Canceled)
 }
 
@@ -99,15 +86,7 @@ func (c *Conn) dispatch(req *Request) bson.Raw {
 	ctx := c.ops.ctx
 	op.mu.Unlock()
 
-	c.ops.watch.Reset(watchPeerAfter)
 	reply := c.srv.dispatch(ctx, req)
-	if !c.ops.watch.Stop() {
-		// watchPeer is reading the socket: wake it and wait, so that this
-		// goroutine has the reader to itself again.
-		c.nc.SetReadDeadline(time.Unix(1, 0))
-		c.readDeadline = time.Unix(1, 0)
-		<-c.ops.watchDone
-	}
 
 	op.mu.Lock()
 	op.id = 0
@@ -119,19 +98,9 @@ func (c *Conn) dispatch(req *Request) bson.Raw {
 	return reply
 }
 
-// watchPeer waits, while a long command runs, for the client to close its
-// connection, and then cancels the command. It ends when the client sends
-// something (a pipelined message: the command goes on) or runOp wakes it
-// with a past read deadline.
-func (c *Conn) watchPeer() {
-	defer func() { c.ops.watchDone <- struct{}{} }()
-	_, err := c.rd.Peek(1)
-	if err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
-		return
-	}
-	if errors.Is(err, net.ErrClosed) && c.srv.net.closing.Load() {
-		return // Shutdown closed it
-	}
+// PeerGone stops the running command, if any, because its client went
+// away (conn.Handler; the transport noticed).
+func (c *Conn) PeerGone(err error) {
 	op := &c.ops.op
 	op.mu.Lock()
 	defer op.mu.Unlock()
@@ -239,12 +208,7 @@ func (s *Server) currentOps(idle bool, conns []*Conn) []bson.Raw {
 // one, or with access control and only its own asked for (currentOp's
 // $ownOps, $currentOp without allUsers), those of the same user.
 func (s *Server) visibleConns(req *Request, own bool) []*Conn {
-	s.net.mu.Lock()
-	conns := make([]*Conn, 0, len(s.net.conns))
-	for c := range s.net.conns {
-		conns = append(conns, c)
-	}
-	s.net.mu.Unlock()
+	conns := s.connections()
 	if !own || !s.cfg.Auth {
 		return conns
 	}
@@ -265,8 +229,8 @@ func (c *Conn) opUser() string {
 	return c.ops.op.user
 }
 
-func (s *Server) opCommands() []command {
-	return []command{
+func (s *Server) opCommands() []commandDef {
+	return []commandDef{
 		{name: "currentOp", handle: s.currentOp, adminOnly: true},
 		{name: "killOp", handle: s.killOp, adminOnly: true},
 	}
@@ -277,7 +241,7 @@ func (s *Server) opCommands() []command {
 func (s *Server) currentOp(ctx context.Context, req *Request) (bson.Raw, error) {
 	var filter bson.D
 	var all, ownOps bool
-	for key, v := range cmdArgs(req.Body) {
+	for key, v := range command.Args(req.Body) {
 		switch string(key) {
 		case "$all":
 			all = v.Type == bson.TypeBoolean && v.Boolean()
@@ -297,7 +261,7 @@ func (s *Server) currentOp(ctx context.Context, req *Request) (bson.Raw, error) 
 			return nil, err
 		}
 	}
-	return okReply(bson.E{Key: "inprog", Value: nonNil(toA(docs))})
+	return command.OK(bson.E{Key: "inprog", Value: nonNil(toA(docs))})
 }
 
 // killOp cancels the operation {op: N}: it ends with Interrupted. As in
@@ -305,30 +269,24 @@ func (s *Server) currentOp(ctx context.Context, req *Request) (bson.Raw, error) 
 func (s *Server) killOp(_ context.Context, req *Request) (bson.Raw, error) {
 	var id int64
 	var have bool
-	for key, v := range cmdArgs(req.Body) {
+	for key, v := range command.Args(req.Body) {
 		if string(key) != "op" {
 			continue
 		}
-		n, err := argInt64("killOp", "op", v)
+		n, err := command.Int64("killOp", "op", v)
 		if err != nil {
 			return nil, err
 		}
 		id, have = n, true
 	}
 	if !have {
-		return nil, missingField("killOp", "op")
+		return nil, command.MissingField("killOp", "op")
 	}
 	if id < 0 || id > 0x7fffffff {
 		return nil, mongoerr.New(mongoerr.BadValue, "invalid op id %d", id)
 	}
-	s.net.mu.Lock()
-	conns := make([]*Conn, 0, len(s.net.conns))
-	for c := range s.net.conns {
-		conns = append(conns, c)
-	}
-	s.net.mu.Unlock()
 	killed := false
-	for _, c := range conns {
+	for _, c := range s.connections() {
 		if c.kill(int32(id)) {
 			killed = true
 			s.log.Info("killing operation", zap.Int64("opid", id), zap.Int64("conn", c.id), zap.Int64("by", req.Conn.id))
@@ -338,7 +296,7 @@ func (s *Server) killOp(_ context.Context, req *Request) (bson.Raw, error) {
 	if !killed {
 		s.log.Info("killOp: no such operation running", zap.Int64("opid", id), zap.Int64("by", req.Conn.id))
 	}
-	return okReply(bson.E{Key: "info", Value: "attempting to kill op"})
+	return command.OK(bson.E{Key: "info", Value: "attempting to kill op"})
 }
 
 func toA(docs []bson.Raw) bson.A {

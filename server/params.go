@@ -6,7 +6,9 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/mongoerr"
+	"github.com/lethedb/lethe/usermgmt"
 )
 
 // parameter is a server parameter of getParameter and setParameter.
@@ -24,7 +26,7 @@ func (s *Server) buildParameters() map[string]*parameter {
 		"featureCompatibilityVersion": {get: func() any { return bson.D{{Key: "version", Value: fcvVersion}} }},
 		"logLevel":                    {get: s.logLevel, startup: true},
 		// mongodump and mongorestore check it before carrying users.
-		"authSchemaVersion": {get: func() any { return int32(authSchemaVersion) }},
+		"authSchemaVersion": {get: func() any { return int32(usermgmt.SchemaVersion) }},
 		// Set at startup only, as in MongoDB (Config.AuthMechanisms).
 		"authenticationMechanisms": {get: func() any {
 			var names bson.A
@@ -66,7 +68,7 @@ func (s *Server) logLevel() any {
 }
 
 func (s *Server) setLogLevel(cmd, name string, v bson.RawValue) error {
-	n, err := argInt32(cmd, name, v)
+	n, err := command.Int32(cmd, name, v)
 	if err != nil {
 		return err
 	}
@@ -97,7 +99,7 @@ func (s *Server) paramNames() []string {
 func (s *Server) setAllowDiskUseByDefault(cmd, name string, v bson.RawValue) error {
 	b, ok := v.BooleanOK()
 	if !ok {
-		return mongoerr.New(mongoerr.BadValue, "%s: %s must be a boolean, not %s", cmd, name, typeName(v.Type))
+		return mongoerr.New(mongoerr.BadValue, "%s: %s must be a boolean, not %s", cmd, name, command.TypeName(v.Type))
 	}
 	s.allowDiskUseByDefault.Store(b)
 	return nil

@@ -8,6 +8,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/engine"
 	"github.com/lethedb/lethe/mongoerr"
 )
@@ -22,7 +23,7 @@ func checkCollation(v bson.RawValue) error { return checkCollationOf("collation"
 func checkCollationOf(cmd string, v bson.RawValue) error {
 	d, ok := v.DocumentOK()
 	if !ok {
-		return wrongType(cmd, "collation", v.Type, "object")
+		return command.WrongType(cmd, "collation", v.Type, "object")
 	}
 	if len(d) <= 5 {
 		return nil
@@ -147,9 +148,9 @@ func (s *Server) count(ctx context.Context, req *Request) (bson.Raw, error) {
 	if err != nil {
 		return nil, err
 	}
-	idx, dst := req.beginReply()
+	idx, dst := req.BeginReply()
 	dst = bsoncore.AppendInt32Element(dst, "n", int32(n))
-	return req.endReply(idx, dst)
+	return req.EndReply(idx, dst)
 }
 
 func (s *Server) distinct(ctx context.Context, req *Request) (bson.Raw, error) {
@@ -172,13 +173,13 @@ func (s *Server) distinct(ctx context.Context, req *Request) (bson.Raw, error) {
 	for _, v := range vals {
 		arr.AppendValue(v)
 	}
-	idx, dst := req.beginReply()
+	idx, dst := req.BeginReply()
 	dst = bsoncore.AppendArrayElement(dst, "values", arr.Build())
-	return req.endReply(idx, dst)
+	return req.EndReply(idx, dst)
 }
 
 func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) {
-	v := firstValue(req.Body)
+	v := command.FirstValue(req.Body)
 	_, onCollection := v.StringValueOK()
 	coll := ""
 	if onCollection {
@@ -194,7 +195,7 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 	batchSize := 101
 	var hint bson.RawValue
 	var lv *engine.Let
-	for key, v := range cmdArgs(req.Body) {
+	for key, v := range command.Args(req.Body) {
 		switch string(key) {
 		case "pipeline":
 			pipeline, err = statements(req, "aggregate", "pipeline", v)
@@ -205,26 +206,26 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 			}
 			haveCursor = err == nil
 		case "explain":
-			explain, err = argStrictBool("explain", v)
+			explain, err = command.StrictBool("explain", v)
 		case "collation":
 			err = checkCollationOf("aggregate", v)
 		case "allowDiskUse":
-			allowDiskUse, err = argStrictBool("allowDiskUse", v)
+			allowDiskUse, err = command.StrictBool("allowDiskUse", v)
 		case "hint":
-			hint, err = argHint(v)
+			hint, err = command.Hint(v)
 		case "let":
 			lv, err = s.parseLet("aggregate", v)
 		case "bypassDocumentValidation":
-			bypass, err = argStrictBool("bypassDocumentValidation", v)
+			bypass, err = command.StrictBool("bypassDocumentValidation", v)
 		default:
-			err = unknownField("aggregate", key)
+			err = command.UnknownField("aggregate", key)
 		}
 		if err != nil {
 			return nil, err
 		}
 	}
 	if !havePipeline {
-		return nil, missingField("aggregate", "pipeline")
+		return nil, command.MissingField("aggregate", "pipeline")
 	}
 	if explain {
 		return s.explainAggregate(ctx, req, req.Body, "queryPlanner")
@@ -238,7 +239,7 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 	if isChangeStream(pipeline) {
 		return s.changeStream(ctx, req, coll, pipeline, batchSize, engine.AggregateOptions{AllowDiskUse: allowDiskUse, Host: s.hostPort()})
 	}
-	if err = pipelineNamespace(req.DB, pipeline, !onCollection); err != nil {
+	if err = engine.CheckPipelineNamespace(pipeline, req.DB, !onCollection); err != nil {
 		return nil, err
 	}
 	if err = checkWriteStageReadConcern(req.Body, pipeline); err != nil {

@@ -3,29 +3,24 @@ package server
 import (
 	"context"
 
+	"github.com/lethedb/lethe/command"
+	"github.com/lethedb/lethe/storeadmin"
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
-// Request is one command as the handlers see it.
-//
-// Body and Sequences point into the connection's read buffer, which is reused
-// for the next request: a handler must copy any part it keeps beyond its
-// return (bytes.Clone, or bson.Raw.Clone).
+// Request is one command as the server's handlers see it: the request of
+// the command kit, which handlers of other packages see, and what the
+// server keeps of it (its connection, session, fail point and replica-set
+// reply).
 type Request struct {
-	DB   string   // from $db (OP_MSG) or the namespace (OP_QUERY)
-	Name string   // the command name as the client spelled it
-	Body bson.Raw // the command document
-	// Sequences holds OP_MSG kind-1 document sequences by identifier
-	// (for example "documents" of insert).
-	Sequences map[string][]bson.Raw
-	Conn      *Conn
+	command.Request
+	Conn *Conn
 
 	// lsid is the command's session, packed (packKey), "" for none; see
 	// Conn.requestSession. lsidForeign says its lsid named another user's
 	// digest.
 	lsid        string
 	lsidForeign bool
-	reply       []byte // the connection's reply buffer, see beginReply
 	// failed is the failCommand fail point's data when it applies to this
 	// command, and closeConn says it closes the connection (failpoint.go).
 	failed    *failCommandData
@@ -48,7 +43,7 @@ type Request struct {
 // (including ok: 1) or an error; a *mongoerr.Error becomes {ok: 0, code, ...}.
 type handlerFunc func(ctx context.Context, req *Request) (bson.Raw, error)
 
-type command struct {
+type commandDef struct {
 	name    string
 	aliases []string
 	handle  handlerFunc
@@ -59,9 +54,9 @@ type command struct {
 // buildRegistry collects every command family into one lookup table keyed
 // by name. Names are case-sensitive, as in MongoDB; aliases cover the
 // historical spellings (isMaster/ismaster).
-func (s *Server) buildRegistry() map[string]*command {
-	table := make(map[string]*command)
-	groups := [][]command{
+func (s *Server) buildRegistry() map[string]*commandDef {
+	table := make(map[string]*commandDef)
+	groups := [][]commandDef{
 		s.handshakeCommands(),
 		s.authCommands(),
 		s.shutdownCommands(),
@@ -73,8 +68,8 @@ func (s *Server) buildRegistry() map[string]*command {
 		s.indexCommands(),
 		s.ttlCommands(),
 		s.testCommands(),
-		s.userCommands(),
-		s.storageCommands(),
+		kitCommands(s.users.Commands()),
+		kitCommands(storeadmin.New(storeadmin.Config{Engine: s.eng, Auth: s.cfg.Auth, ReplicaSet: s.rs != nil}).Commands()),
 	}
 	for _, g := range groups {
 		for i := range g {
@@ -86,4 +81,16 @@ func (s *Server) buildRegistry() map[string]*command {
 		}
 	}
 	return table
+}
+
+// kitCommands are the registry entries of commands another package serves
+// with the command kit: their handlers see the kit's part of the request.
+func kitCommands(cmds []command.Command) []commandDef {
+	out := make([]commandDef, len(cmds))
+	for i, c := range cmds {
+		h := c.Handle
+		out[i] = commandDef{name: c.Name, aliases: c.Aliases, adminOnly: c.AdminOnly,
+			handle: func(ctx context.Context, req *Request) (bson.Raw, error) { return h(ctx, &req.Request) }}
+	}
+	return out
 }

@@ -5,6 +5,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -24,13 +25,13 @@ func (s *Server) guardReplicatedLocal() {
 		return
 	}
 	s.wrapHandler("create", func(req *Request) error {
-		if req.DB == "local" && firstValue(req.Body).StringValue() == "oplog.rs" {
+		if req.DB == "local" && command.FirstValue(req.Body).StringValue() == "oplog.rs" {
 			return mongoerr.New(mongoerr.NamespaceExists, "Collection local.oplog.rs already exists.")
 		}
 		return nil
 	})
 	s.wrapHandler("drop", func(req *Request) error {
-		if req.DB == "local" && firstValue(req.Body).StringValue() == "oplog.rs" {
+		if req.DB == "local" && command.FirstValue(req.Body).StringValue() == "oplog.rs" {
 			return mongoerr.New(codeDropLiveOplog, "can't drop live oplog while replicating")
 		}
 		return nil

@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/engine"
 	"github.com/lethedb/lethe/mongoerr"
 	"github.com/lethedb/lethe/session"
@@ -44,7 +45,7 @@ func (s *Server) checkTxnNumber(req *Request) error {
 	}
 	n, ok := v.Int64OK()
 	if !ok {
-		return wrongType("OperationSessionInfo", "txnNumber", v.Type, "long")
+		return command.WrongType("OperationSessionInfo", "txnNumber", v.Type, "long")
 	}
 	if n < 0 {
 		return mongoerr.New(mongoerr.InvalidOptions, "Transaction number cannot be negative")

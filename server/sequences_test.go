@@ -8,14 +8,15 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/wire"
 )
 
 // TestDocumentSequences checks that OP_MSG kind-1 sections reach the handler
 // in Request.Sequences, merged by identifier.
 func TestDocumentSequences(t *testing.T) {
-	s, _, _ := startTestServer(t, command{name: "letheCount", handle: func(_ context.Context, req *Request) (bson.Raw, error) {
-		return okReply(
+	s, _, _ := startTestServer(t, commandDef{name: "letheCount", handle: func(_ context.Context, req *Request) (bson.Raw, error) {
+		return command.OK(
 			bson.E{Key: "documents", Value: int32(len(req.Sequences["documents"]))},
 			bson.E{Key: "updates", Value: int32(len(req.Sequences["updates"]))},
 			bson.E{Key: "last", Value: req.Sequences["documents"][2].Lookup("i").Int32()},

@@ -1,13 +1,16 @@
-// Package server speaks MongoDB's command protocol over TCP: it accepts
-// connections, decodes wire messages, routes each command to its handler and
-// encodes the replies, with MongoDB's error codes.
+// Package server speaks MongoDB's command protocol: package conn accepts
+// connections and decodes wire messages, and the server, its Dispatcher,
+// routes each command to its handler and builds the replies, with
+// MongoDB's error codes.
 //
 // Locks, outermost first; none is held while taking one of an earlier rank:
-//   - Server.umc, held by a user management command for its whole run
-//     (usermgmt.go), around the engine's own locks;
+//   - usermgmt.Service's lock, held by a user management command for its
+//     whole run, around the engine's own locks;
 //   - openCursor.mu, held by a getMore for its batch;
 //   - cursorTable.mu, the table of open cursors;
-//   - netState.mu, the listener and the set of connections;
+//   - netState.mu, the listener and the server's side of the open
+//     connections (connection.go), never held while calling into package
+//     conn except for the calls Start makes while it sets up;
 //   - runningOp.mu, a connection's running command (currentOp, killOp);
 //   - topology.mu and tickClock.mu, hello's topologyVersion and the cluster
 //     time, and authState.mu, authentication's counters and cache: leaves
@@ -18,7 +21,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -27,11 +29,13 @@ import (
 
 	"github.com/lethedb/lethe/auth"
 	"github.com/lethedb/lethe/clock"
+	"github.com/lethedb/lethe/diag"
 	"github.com/lethedb/lethe/engine"
-	"github.com/lethedb/lethe/engine/expr"
 	"github.com/lethedb/lethe/engine/kv/pebblekv"
+	"github.com/lethedb/lethe/replset"
 	"github.com/lethedb/lethe/session"
 	"github.com/lethedb/lethe/tlsnet"
+	"github.com/lethedb/lethe/usermgmt"
 	"github.com/lethedb/lethe/wire"
 )
 
@@ -53,8 +57,8 @@ func FixedLimits() []Limit {
 		{"blocking sort memory", "100 MiB held by a sort, $group or find's blocking sort; past it they spill to disk with allowDiskUse (the default, see allowDiskUseByDefault) and fail without (292)"},
 		{"request memory", "256 MiB of documents held in memory by one query or aggregation, spilling or not (Lethe's; ExceededMemoryLimit)"},
 		{"request temporary files", fmt.Sprintf("%d GiB per query or aggregation that spills, under <data-dir>/_tmp and removed when it ends, never taken from the free-space reserve (Lethe's; ExceededMemoryLimit, OutOfDiskSpace)", engine.DefaultQuerySpillLimit>>30)},
-		{"expression value", fmt.Sprintf("%d MiB for any string, array or document an expression builds (BSONObjectTooLarge)", expr.MaxValueBytes>>20)},
-		{"expression working set", fmt.Sprintf("%d MiB of values one expression holds at once (ExceededMemoryLimit)", expr.MaxHeldBytes>>20)},
+		{"expression value", fmt.Sprintf("%d MiB for any string, array or document an expression builds (BSONObjectTooLarge)", engine.MaxExpressionValueBytes>>20)},
+		{"expression working set", fmt.Sprintf("%d MiB of values one expression holds at once (ExceededMemoryLimit)", engine.MaxExpressionHeldBytes>>20)},
 		{"$push and $addToSet", "100 MiB per group (ExceededMemoryLimit)"},
 		{"distinct reply", "16 MiB of values (17217)"},
 		{"index and sort keys", "32 fields (13103)"},
@@ -133,7 +137,7 @@ type Config struct {
 	EnableTestCommands bool
 	// ReplSet, when set, is the name of the one-member replica set the
 	// server presents itself as the primary of (mongod's --replSet); empty
-	// means a standalone server. See replset.go.
+	// means a standalone server. See package replset.
 	ReplSet string
 	// AdvertiseAddr is the host:port the replica set names its member by;
 	// empty means the address listened on.
@@ -161,11 +165,11 @@ type Server struct {
 	clock    clock.Clock
 	eng      *engine.Engine
 	started  time.Time
-	commands map[string]*command
+	commands map[string]*commandDef
 	params   map[string]*parameter // getParameter and setParameter, see params.go
-	recent   *logRing              // recent log entries for getLog, see logring.go
+	recent   *diag.LogRing         // recent log entries for getLog
 
-	net   netState // listener and connections, see listener.go
+	net   netState // listener and connections, see connection.go
 	stats stats    // counters for serverStatus, see stats.go
 
 	cursors  cursorTable       // open cursors, see cursors.go
@@ -176,9 +180,9 @@ type Server struct {
 	// failCommand is the failCommand fail point, see failpoint.go.
 	failCommand failCommand
 
-	topo  *topology    // topologyVersion of hello, see hello_await.go
-	rs    *replSet     // nil for a standalone server, see replset.go
-	ctime clusterClock // replica-set mode's cluster time, see clustertime.go
+	topo  *topology            // topologyVersion of hello, see hello_await.go
+	rs    *replset.Set         // nil for a standalone server
+	ctime replset.ClusterClock // replica-set mode's cluster time
 
 	// authz is authentication's shared state, see auth.go.
 	authz *authState
@@ -189,9 +193,9 @@ type Server struct {
 	// does not say; a parameter, see params.go.
 	allowDiskUseByDefault atomic.Bool
 
-	// umc runs the user management commands that write one at a time,
-	// see usermgmt.go.
-	umc sync.Mutex
+	// users runs the user management commands and keeps users and roles
+	// for authentication (package usermgmt).
+	users *usermgmt.Service
 }
 
 // New opens the store and prepares the command table. Call Start to listen.
@@ -231,9 +235,9 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("server: ManualClock needs a *clock.Manual")
 		}
 	}
-	recent := newLogRing(recentLogEntries)
+	recent := diag.NewLogRing(diag.RecentLogEntries)
 	log := cfg.Logger.WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core {
-		return zapcore.NewTee(c, recent.core())
+		return zapcore.NewTee(c, recent.Core())
 	}))
 	eng, err := engine.Open(cfg.DataDir, engine.Options{Clock: cfg.Clock, Logger: log, NoReaper: cfg.NoReaper,
 		SortMemoryLimit: cfg.SortMemoryLimit, QueryMemoryLimit: cfg.QueryMemoryLimit, QuerySpillLimit: cfg.QuerySpillLimit,
@@ -249,19 +253,22 @@ func New(cfg Config) (*Server, error) {
 		Max: cfg.MaxSessions, MaxPerClient: cfg.MaxSessionsPerClient, Clock: cfg.Clock, Gone: s.sessionsGone})
 	s.topo = newTopology()
 	if cfg.ReplSet != "" {
-		s.rs = newReplSet(cfg.ReplSet)
 		if cfg.NoOplog {
-			s.ctime = newTickClock(cfg.Clock)
+			s.ctime = replset.NewTickClock(cfg.Clock)
 		} else {
-			s.ctime = oplogClock{eng: eng, wall: cfg.Clock}
+			s.ctime = replset.OplogClock{Engine: eng, Wall: cfg.Clock}
 		}
+		s.rs = replset.New(cfg.ReplSet, s.ctime, s.clock)
 	}
+	s.users = usermgmt.New(usermgmt.Config{Engine: eng, Logger: log,
+		ScramSHA1Iterations: cfg.ScramSHA1Iterations, ScramSHA256Iterations: cfg.ScramSHA256Iterations,
+		Changed: s.usersChanged})
 	s.commands = s.buildRegistry()
 	s.guardSystemNamespaces()
 	s.guardViews()
 	s.allowDiskUseByDefault.Store(true)
 	s.params = s.buildParameters()
-	if err := s.upgradeAuthSchema(); err != nil {
+	if err := s.users.UpgradeSchema(); err != nil {
 		return nil, errors.Join(err, eng.Close())
 	}
 	if cfg.EnableTestCommands {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lethedb/lethe/command"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
@@ -17,7 +18,7 @@ import (
 
 // startTestServer starts a server with extra commands registered beside the
 // real ones, and a client connected to it.
-func startTestServer(t testing.TB, extra ...command) (*Server, *mongo.Client, *observer.ObservedLogs) {
+func startTestServer(t testing.TB, extra ...commandDef) (*Server, *mongo.Client, *observer.ObservedLogs) {
 	t.Helper()
 	core, logs := observer.New(zapcore.InfoLevel)
 	s, err := New(Config{Listen: "127.0.0.1:0", DataDir: t.TempDir(), Logger: zap.New(core)})
@@ -40,7 +41,7 @@ func startTestServer(t testing.TB, extra ...command) (*Server, *mongo.Client, *o
 }
 
 func TestHandlerPanic(t *testing.T) {
-	_, client, logs := startTestServer(t, command{name: "lethePanic", handle: func(context.Context, *Request) (bson.Raw, error) {
+	_, client, logs := startTestServer(t, commandDef{name: "lethePanic", handle: func(context.Context, *Request) (bson.Raw, error) {
 		var m map[string]int
 		m["boom"]++ // a nil map write: a bug, not an error
 		return nil, nil
@@ -65,10 +66,10 @@ func TestHandlerPanic(t *testing.T) {
 // once but lets a request in flight finish and answers it.
 func TestGracefulShutdown(t *testing.T) {
 	entered, release := make(chan struct{}), make(chan struct{})
-	s, client, _ := startTestServer(t, command{name: "letheBlock", handle: func(_ context.Context, req *Request) (bson.Raw, error) {
+	s, client, _ := startTestServer(t, commandDef{name: "letheBlock", handle: func(_ context.Context, req *Request) (bson.Raw, error) {
 		close(entered)
 		<-release
-		return okReply(bson.E{Key: "finished", Value: true})
+		return command.OK(bson.E{Key: "finished", Value: true})
 	}})
 	addr := s.Addr().String()
 
@@ -116,7 +117,7 @@ func TestGracefulShutdown(t *testing.T) {
 // reports the timeout.
 func TestShutdownTimeout(t *testing.T) {
 	entered, canceled := make(chan struct{}), make(chan struct{})
-	s, client, _ := startTestServer(t, command{name: "letheHang", handle: func(ctx context.Context, req *Request) (bson.Raw, error) {
+	s, client, _ := startTestServer(t, commandDef{name: "letheHang", handle: func(ctx context.Context, req *Request) (bson.Raw, error) {
 		close(entered)
 		<-ctx.Done()
 		close(canceled)
@@ -137,7 +138,7 @@ func TestShutdownTimeout(t *testing.T) {
 }
 
 func TestMaxTimeMS(t *testing.T) {
-	_, client, _ := startTestServer(t, command{name: "letheSlow", handle: func(ctx context.Context, req *Request) (bson.Raw, error) {
+	_, client, _ := startTestServer(t, commandDef{name: "letheSlow", handle: func(ctx context.Context, req *Request) (bson.Raw, error) {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}})

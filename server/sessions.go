@@ -13,12 +13,13 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 	"go.uber.org/zap"
 
+	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/mongoerr"
 	"github.com/lethedb/lethe/session"
 )
 
-func (s *Server) sessionCommands() []command {
-	cmds := []command{
+func (s *Server) sessionCommands() []commandDef {
+	cmds := []commandDef{
 		{name: "startSession", handle: s.startSession},
 		{name: "endSessions", handle: s.endSessions},
 		{name: "refreshSessions", handle: s.refreshSessions},
@@ -35,7 +36,7 @@ func (s *Server) sessionCommands() []command {
 // client may not impersonate. The kill commands do not use their own
 // session, as in MongoDB, lest they count as its activity or kill
 // themselves.
-func (s *Server) useSession(ctx context.Context, cmd *command, req *Request) error {
+func (s *Server) useSession(ctx context.Context, cmd *commandDef, req *Request) error {
 	switch cmd.name {
 	case "killSessions", "killAllSessions", "killAllSessionsByPattern":
 		return nil
@@ -82,12 +83,12 @@ func (s *Server) startSession(_ context.Context, req *Request) (bson.Raw, error)
 	if err != nil {
 		return nil, err
 	}
-	idx, dst := req.beginReply()
+	idx, dst := req.BeginReply()
 	didx, dst := bsoncore.AppendDocumentElementStart(dst, "id")
 	dst = bsoncore.AppendBinaryElement(dst, "id", bson.TypeBinaryUUID, k.ID[:])
 	dst, _ = bsoncore.AppendDocumentEnd(dst, didx)
 	dst = bsoncore.AppendInt32Element(dst, "timeoutMinutes", s.sessions.TimeoutMinutes())
-	return req.endReply(idx, dst)
+	return req.EndReply(idx, dst)
 }
 
 // endSessions ends the caller's sessions it lists: their cursors close,
@@ -139,7 +140,7 @@ func (s *Server) refreshSessions(ctx context.Context, req *Request) (bson.Raw, e
 // is empty of all the caller's sessions: of every session without access
 // control, as in MongoDB. The sessions themselves live on.
 func (s *Server) killSessions(ctx context.Context, req *Request) (bson.Raw, error) {
-	ids, err := sessionList(req.Name, req.Name, firstValue(req.Body))
+	ids, err := sessionList(req.Name, req.Name, command.FirstValue(req.Body))
 	if err != nil {
 		return nil, err
 	}
@@ -167,7 +168,7 @@ func (s *Server) killSessions(ctx context.Context, req *Request) (bson.Raw, erro
 // unauthenticated user, the owner of every session without access
 // control).
 func (s *Server) killAllSessions(ctx context.Context, req *Request) (bson.Raw, error) {
-	users, err := docList(req.Name, req.Name, firstValue(req.Body))
+	users, err := docList(req.Name, req.Name, command.FirstValue(req.Body))
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +189,7 @@ func (s *Server) killAllSessions(ctx context.Context, req *Request) (bson.Raw, e
 // (lsid wins over uid, as in MongoDB). users and roles name whom to
 // impersonate, which needs no check here.
 func (s *Server) killAllSessionsByPattern(ctx context.Context, req *Request) (bson.Raw, error) {
-	patterns, err := docList(req.Name, req.Name, firstValue(req.Body))
+	patterns, err := docList(req.Name, req.Name, command.FirstValue(req.Body))
 	if err != nil {
 		return nil, err
 	}
@@ -197,12 +198,12 @@ func (s *Server) killAllSessionsByPattern(ctx context.Context, req *Request) (bs
 	for _, p := range patterns {
 		var lsid *lsidArg
 		var uid []byte
-		for key, v := range fields(p) {
+		for key, v := range command.Fields(p) {
 			switch string(key) {
 			case "lsid":
 				d, ok := v.DocumentOK()
 				if !ok {
-					return nil, wrongType(field, "lsid", v.Type, "object")
+					return nil, command.WrongType(field, "lsid", v.Type, "object")
 				}
 				id, err := parseLsid(field+".lsid", d, true)
 				if err != nil {
@@ -225,7 +226,7 @@ func (s *Server) killAllSessionsByPattern(ctx context.Context, req *Request) (bs
 					}
 				}
 			default:
-				return nil, unknownField(field, key)
+				return nil, command.UnknownField(field, key)
 			}
 		}
 		switch {
@@ -261,17 +262,9 @@ func (m sessionMatch) match(lsid string) bool {
 // sessions, but not the command doing the killing.
 func (s *Server) killMatching(req *Request, m sessionMatch) {
 	cursors := s.cursors.killSessions(m.match)
-	s.net.mu.Lock()
-	conns := make([]*Conn, 0, len(s.net.conns))
-	for c := range s.net.conns {
-		if c != req.Conn {
-			conns = append(conns, c)
-		}
-	}
-	s.net.mu.Unlock()
 	ops := 0
-	for _, c := range conns {
-		if c.killSession(m.match) {
+	for _, c := range s.connections() {
+		if c != req.Conn && c.killSession(m.match) {
 			ops++
 		}
 	}
@@ -289,10 +282,10 @@ type lsidArg struct {
 // strictSessionList reads the session list of endSessions and
 // refreshSessions, whose parsers refuse any other argument.
 func strictSessionList(req *Request) ([]lsidArg, error) {
-	for key := range cmdArgs(req.Body) {
-		return nil, unknownField(req.Name, key)
+	for key := range command.Args(req.Body) {
+		return nil, command.UnknownField(req.Name, key)
 	}
-	return sessionList(req.Name, req.Name, firstValue(req.Body))
+	return sessionList(req.Name, req.Name, command.FirstValue(req.Body))
 }
 
 // sessionList reads an array of sessions as clients name them:
@@ -317,7 +310,7 @@ func sessionList(cmd, field string, v bson.RawValue) ([]lsidArg, error) {
 func docList(cmd, field string, v bson.RawValue) ([]bson.Raw, error) {
 	arr, ok := v.ArrayOK()
 	if !ok {
-		return nil, wrongType(cmd, field, v.Type, "array")
+		return nil, command.WrongType(cmd, field, v.Type, "array")
 	}
 	vals, err := arr.Values()
 	if err != nil {
@@ -327,7 +320,7 @@ func docList(cmd, field string, v bson.RawValue) ([]bson.Raw, error) {
 	for _, e := range vals {
 		d, ok := e.DocumentOK()
 		if !ok {
-			return nil, wrongType(cmd, field, e.Type, "object")
+			return nil, command.WrongType(cmd, field, e.Type, "object")
 		}
 		docs = append(docs, d)
 	}
@@ -339,7 +332,7 @@ func docList(cmd, field string, v bson.RawValue) ([]bson.Raw, error) {
 func parseLsid(ctx string, doc bson.Raw, needUID bool) (lsidArg, error) {
 	var out lsidArg
 	var haveID, haveTxnNumber bool
-	for key, v := range fields(doc) {
+	for key, v := range command.Fields(doc) {
 		var err error
 		switch string(key) {
 		case "id":
@@ -349,7 +342,7 @@ func parseLsid(ctx string, doc bson.Raw, needUID bool) (lsidArg, error) {
 			out.uid, err = argSHA256(ctx, "uid", v)
 		case "txnNumber":
 			if v.Type != bson.TypeInt64 {
-				err = wrongType(ctx, "txnNumber", v.Type, "long")
+				err = command.WrongType(ctx, "txnNumber", v.Type, "long")
 			}
 			haveTxnNumber = true
 		case "txnUUID":
@@ -357,7 +350,7 @@ func parseLsid(ctx string, doc bson.Raw, needUID bool) (lsidArg, error) {
 			err = argUUID(ctx, "txnUUID", v, u[:])
 			out.child = true
 		default:
-			err = unknownField(ctx, key)
+			err = command.UnknownField(ctx, key)
 		}
 		if err != nil {
 			return out, err
@@ -365,9 +358,9 @@ func parseLsid(ctx string, doc bson.Raw, needUID bool) (lsidArg, error) {
 	}
 	switch {
 	case !haveID:
-		return out, missingField(ctx, "id")
+		return out, command.MissingField(ctx, "id")
 	case needUID && out.uid == nil:
-		return out, missingField(ctx, "uid")
+		return out, command.MissingField(ctx, "uid")
 	case haveTxnNumber && !out.child:
 		return out, mongoerr.New(mongoerr.InvalidOptions, "Cannot specify txnNumber in lsid without specifying txnUUID")
 	}
@@ -378,17 +371,17 @@ func parseLsid(ctx string, doc bson.Raw, needUID bool) (lsidArg, error) {
 func parseUser(ctx string, doc bson.Raw, kind string) (string, string, error) {
 	var name, db string
 	var haveName, haveDB bool
-	for key, v := range fields(doc) {
+	for key, v := range command.Fields(doc) {
 		var err error
 		switch string(key) {
 		case kind:
-			name, err = argString(ctx, kind, v)
+			name, err = command.String(ctx, kind, v)
 			haveName = true
 		case "db":
-			db, err = argString(ctx, "db", v)
+			db, err = command.String(ctx, "db", v)
 			haveDB = true
 		default:
-			err = unknownField(ctx, key)
+			err = command.UnknownField(ctx, key)
 		}
 		if err != nil {
 			return "", "", err
@@ -396,9 +389,9 @@ func parseUser(ctx string, doc bson.Raw, kind string) (string, string, error) {
 	}
 	switch {
 	case !haveName:
-		return "", "", missingField(ctx, kind)
+		return "", "", command.MissingField(ctx, kind)
 	case !haveDB:
-		return "", "", missingField(ctx, "db")
+		return "", "", command.MissingField(ctx, "db")
 	}
 	return name, db, nil
 }
@@ -408,7 +401,7 @@ func argUUID(ctx, field string, v bson.RawValue, dst []byte) error {
 	subtype, data, ok := v.BinaryOK()
 	switch {
 	case !ok:
-		return wrongType(ctx, field, v.Type, "binData")
+		return command.WrongType(ctx, field, v.Type, "binData")
 	case subtype != bson.TypeBinaryUUID:
 		return mongoerr.New(mongoerr.TypeMismatch, "BSON field '%s.%s' is the wrong binData type '%s', expected type 'UUID'", ctx, field, binSubtypeName(subtype))
 	case len(data) != 16:
@@ -423,7 +416,7 @@ func argSHA256(ctx, field string, v bson.RawValue) ([]byte, error) {
 	subtype, data, ok := v.BinaryOK()
 	switch {
 	case !ok:
-		return nil, wrongType(ctx, field, v.Type, "binData")
+		return nil, command.WrongType(ctx, field, v.Type, "binData")
 	case subtype != bson.TypeBinaryGeneric:
 		return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field '%s.%s' is the wrong binData type '%s', expected type 'general'", ctx, field, binSubtypeName(subtype))
 	case len(data) != 32:

@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.uber.org/zap"
 
+	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -25,23 +26,23 @@ type shutdownRequest struct {
 // the process should then call Shutdown.
 func (s *Server) ShutdownRequested() <-chan struct{} { return s.shutdownReq.ch }
 
-func (s *Server) shutdownCommands() []command {
-	return []command{
+func (s *Server) shutdownCommands() []commandDef {
+	return []commandDef{
 		{name: "shutdown", handle: s.shutdownCmd, adminOnly: true},
 		{name: "fsync", handle: s.fsync, adminOnly: true},
 	}
 }
 
 func (s *Server) shutdownCmd(_ context.Context, req *Request) (bson.Raw, error) {
-	for key, v := range cmdArgs(req.Body) {
+	for key, v := range command.Args(req.Body) {
 		var err error
 		switch string(key) {
 		case "force":
-			_, err = argBool(req.Name, "force", v)
+			_, err = command.Bool(req.Name, "force", v)
 		case "timeoutSecs":
-			_, err = argInt64(req.Name, "timeoutSecs", v)
+			_, err = command.Int64(req.Name, "timeoutSecs", v)
 		default:
-			err = unknownField(req.Name, key)
+			err = command.UnknownField(req.Name, key)
 		}
 		if err != nil {
 			return nil, err
@@ -55,26 +56,26 @@ func (s *Server) shutdownCmd(_ context.Context, req *Request) (bson.Raw, error) 
 	s.log.Info("shutdown requested by a client", zap.Int64("conn", req.Conn.id), zap.String("remote", req.Conn.remote),
 		zap.String("user", req.Conn.userKey()))
 	s.shutdownReq.once.Do(func() { close(s.shutdownReq.ch) })
-	return okReply()
+	return command.OK()
 }
 
 func (s *Server) fsync(_ context.Context, req *Request) (bson.Raw, error) {
-	for key, v := range cmdArgs(req.Body) {
+	for key, v := range command.Args(req.Body) {
 		var err error
 		switch string(key) {
 		case "lock":
 			var lock bool
-			if lock, err = argBool(req.Name, "lock", v); err == nil && lock {
+			if lock, err = command.Bool(req.Name, "lock", v); err == nil && lock {
 				err = mongoerr.New(mongoerr.CommandNotSupported, "fsync with lock is not supported by Lethe: back up with mongodump, or stop the server and copy its data directory")
 			}
 		case "async":
-			_, err = argBool(req.Name, "async", v)
+			_, err = command.Bool(req.Name, "async", v)
 		default:
-			err = unknownField(req.Name, key)
+			err = command.UnknownField(req.Name, key)
 		}
 		if err != nil {
 			return nil, err
 		}
 	}
-	return okReply(bson.E{Key: "numFiles", Value: int32(1)})
+	return command.OK(bson.E{Key: "numFiles", Value: int32(1)})
 }

@@ -5,19 +5,16 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/lethedb/lethe/conn"
 	"github.com/lethedb/lethe/wire"
 )
 
 // stats are the counters serverStatus reports. They are updated with atomic
 // adds on the request path and read without stopping it.
 type stats struct {
-	ops       opcounters
-	connsSeen atomic.Int64 // connections ever accepted; also the source of connection IDs
-	bytesIn   atomic.Int64
-	bytesOut  atomic.Int64
-	requests  atomic.Int64
-	// byCompressor is indexed by wire.Compressor.
-	byCompressor [wire.CompressorZstd + 1]compressionStats
+	ops opcounters
+	// traffic is what the transport reads and writes (package conn).
+	traffic conn.Traffic
 }
 
 // opcounters count commands by kind, as serverStatus.opcounters. Unlike
@@ -55,42 +52,20 @@ func (o *opcounters) doc() bson.D {
 	}
 }
 
-// compressionStats count the bytes through one compressor, in MongoDB's
-// terms: the compressor takes replies in and puts compressed bytes out, the
-// decompressor the other way round.
-type compressionStats struct {
-	compressorIn, compressorOut     atomic.Int64
-	decompressorIn, decompressorOut atomic.Int64
-}
-
-func (st *stats) compression(c wire.Compressor) *compressionStats {
-	return &st.byCompressor[c]
-}
-
-func (c *compressionStats) compressed(in, out int64) {
-	c.compressorIn.Add(in)
-	c.compressorOut.Add(out)
-}
-
-func (c *compressionStats) decompressed(in, out int64) {
-	c.decompressorIn.Add(in)
-	c.decompressorOut.Add(out)
-}
-
 // networkDoc is serverStatus.network.
 func (st *stats) networkDoc() bson.D {
 	var comp bson.D
 	for _, c := range []wire.Compressor{wire.CompressorSnappy, wire.CompressorZstd, wire.CompressorZlib} {
-		cs := st.compression(c)
+		cs := &st.traffic.ByCompressor[c]
 		comp = append(comp, bson.E{Key: c.String(), Value: bson.D{
-			{Key: "compressor", Value: bson.D{{Key: "bytesIn", Value: cs.compressorIn.Load()}, {Key: "bytesOut", Value: cs.compressorOut.Load()}}},
-			{Key: "decompressor", Value: bson.D{{Key: "bytesIn", Value: cs.decompressorIn.Load()}, {Key: "bytesOut", Value: cs.decompressorOut.Load()}}},
+			{Key: "compressor", Value: bson.D{{Key: "bytesIn", Value: cs.CompressorIn.Load()}, {Key: "bytesOut", Value: cs.CompressorOut.Load()}}},
+			{Key: "decompressor", Value: bson.D{{Key: "bytesIn", Value: cs.DecompressorIn.Load()}, {Key: "bytesOut", Value: cs.DecompressorOut.Load()}}},
 		}})
 	}
 	return bson.D{
-		{Key: "bytesIn", Value: st.bytesIn.Load()},
-		{Key: "bytesOut", Value: st.bytesOut.Load()},
-		{Key: "numRequests", Value: st.requests.Load()},
+		{Key: "bytesIn", Value: st.traffic.BytesIn.Load()},
+		{Key: "bytesOut", Value: st.traffic.BytesOut.Load()},
+		{Key: "numRequests", Value: st.traffic.Requests.Load()},
 		{Key: "compression", Value: comp},
 	}
 }

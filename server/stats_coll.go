@@ -3,6 +3,7 @@ package server
 import (
 	"slices"
 
+	"github.com/lethedb/lethe/command"
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
@@ -12,7 +13,7 @@ import (
 // (src/mongo/db/commands/dbcommands.cpp, CmdCollStats;
 // src/mongo/db/stats/storage_stats.cpp).
 func missingCollStats(db, coll string, scale int64) (bson.Raw, error) {
-	return okReply(
+	return command.OK(
 		bson.E{Key: "ns", Value: db + "." + coll},
 		bson.E{Key: "size", Value: int64(0)},
 		bson.E{Key: "count", Value: int64(0)},

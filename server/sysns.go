@@ -6,8 +6,10 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/engine"
 	"github.com/lethedb/lethe/mongoerr"
+	"github.com/lethedb/lethe/usermgmt"
 )
 
 // Collections named system.* belong to the server. Clients may create and
@@ -32,7 +34,7 @@ func (s *Server) guardSystemNamespaces() {
 		}
 		handle := cmd.handle
 		cmd.handle = func(ctx context.Context, req *Request) (bson.Raw, error) {
-			coll, ok := firstValue(req.Body).StringValueOK()
+			coll, ok := command.FirstValue(req.Body).StringValueOK()
 			// Names invalid for other reasons get the handler's own error.
 			if ok && engine.ValidateNamespace(req.DB, coll) == nil {
 				if err := check(req.DB, coll); err != nil {
@@ -47,10 +49,10 @@ func (s *Server) guardSystemNamespaces() {
 		cmd.handle = func(ctx context.Context, req *Request) (bson.Raw, error) {
 			// Renaming into or out of the users and roles would write them
 			// as directly as an insert or a delete.
-			from, _ := firstValue(req.Body).StringValueOK()
+			from, _ := command.FirstValue(req.Body).StringValueOK()
 			to, _ := req.Body.Lookup("to").StringValueOK()
 			for _, ns := range []string{from, to} {
-				if ns == authDB+"."+usersColl || ns == authDB+"."+rolesColl {
+				if ns == usermgmt.DB+"."+usermgmt.UsersCollection || ns == usermgmt.DB+"."+usermgmt.RolesCollection {
 					return nil, mongoerr.New(mongoerr.Unauthorized, "not authorized to rename %s: use the user management commands", ns)
 				}
 			}
@@ -69,7 +71,7 @@ func checkWriteNS(db, coll string) error {
 	if coll == "system.profile" || coll == "system.views" {
 		return mongoerr.New(mongoerr.InvalidNamespace, "cannot write to %s.%s", db, coll)
 	}
-	if db == authDB && (coll == usersColl || coll == rolesColl) {
+	if db == usermgmt.DB && (coll == usermgmt.UsersCollection || coll == usermgmt.RolesCollection) {
 		return mongoerr.New(mongoerr.Unauthorized, "not authorized on %s to write %s directly: use the user management commands", db, coll)
 	}
 	return checkCreateNS(db, coll)

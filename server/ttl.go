@@ -8,11 +8,12 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/lethedb/lethe/clock"
+	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
-func (s *Server) ttlCommands() []command {
-	return []command{{name: "advanceClock", handle: s.advanceClock, adminOnly: true}}
+func (s *Server) ttlCommands() []commandDef {
+	return []commandDef{{name: "advanceClock", handle: s.advanceClock, adminOnly: true}}
 }
 
 // advanceClock moves the manual clock by a number of seconds (fractions
@@ -23,18 +24,18 @@ func (s *Server) advanceClock(ctx context.Context, req *Request) (bson.Raw, erro
 	if !ok || !s.cfg.ManualClock {
 		return nil, mongoerr.New(mongoerr.IllegalOperation, "advanceClock needs the server to run with --clock=manual; the clock is the system clock")
 	}
-	secs, err := argFloat64("advanceClock", "advanceClock", firstValue(req.Body))
+	secs, err := command.Float64("advanceClock", "advanceClock", command.FirstValue(req.Body))
 	if err != nil {
 		return nil, err
 	}
-	for key := range cmdArgs(req.Body) {
-		return nil, unknownField("advanceClock", key)
+	for key := range command.Args(req.Body) {
+		return nil, command.UnknownField("advanceClock", key)
 	}
 	if math.IsNaN(secs) || math.IsInf(secs, 0) || math.Abs(secs) > 100*365*24*3600 {
 		return nil, mongoerr.New(mongoerr.BadValue, "advanceClock takes a finite number of seconds within 100 years, got %v", secs)
 	}
 	now := clock.Advance(time.Duration(secs * float64(time.Second)))
-	return okReply(bson.E{Key: "now", Value: bson.NewDateTimeFromTime(now)})
+	return command.OK(bson.E{Key: "now", Value: bson.NewDateTimeFromTime(now)})
 }
 
 // ttlMetrics is serverStatus.metrics.ttl.

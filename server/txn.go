@@ -21,6 +21,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -30,8 +31,8 @@ func errNoTransactions(cmd string) error {
 		"Multi-document transactions are not supported by this server yet: %s was not run", cmd)
 }
 
-func (s *Server) transactionCommands() []command {
-	return []command{
+func (s *Server) transactionCommands() []commandDef {
+	return []commandDef{
 		{name: "commitTransaction", handle: notInTransaction("commitTransaction"), adminOnly: true},
 		{name: "abortTransaction", handle: notInTransaction("abortTransaction"), adminOnly: true},
 	}
@@ -81,7 +82,7 @@ func sessionBool(body bson.Raw, field string) (val, ok bool, err error) {
 	}
 	b, isBool := v.BooleanOK()
 	if !isBool {
-		return false, false, wrongType("OperationSessionInfo", field, v.Type, "bool")
+		return false, false, command.WrongType("OperationSessionInfo", field, v.Type, "bool")
 	}
 	return b, true, nil
 }

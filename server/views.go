@@ -13,6 +13,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/engine"
 	"github.com/lethedb/lethe/mongoerr"
 )
@@ -23,7 +24,7 @@ func errIsView(db, coll string) error {
 
 // viewNamed is the view the command's first value names, if any.
 func (s *Server) viewNamed(req *Request) (string, bool) {
-	coll, ok := firstValue(req.Body).StringValueOK()
+	coll, ok := command.FirstValue(req.Body).StringValueOK()
 	if !ok || engine.ValidateNamespace(req.DB, coll) != nil {
 		return "", false
 	}
@@ -62,7 +63,7 @@ func (s *Server) guardViews() {
 		if _, err := s.eng.DropView(ctx, req.DB, coll); err != nil {
 			return nil, err
 		}
-		return okReply(bson.E{Key: "ns", Value: req.DB + "." + coll})
+		return command.OK(bson.E{Key: "ns", Value: req.DB + "." + coll})
 	})
 	if cmd := s.commands["collMod"]; cmd != nil {
 		next := cmd.handle
@@ -86,7 +87,7 @@ func (s *Server) guardViews() {
 	if cmd := s.commands["explain"]; cmd != nil {
 		next := cmd.handle
 		cmd.handle = func(ctx context.Context, req *Request) (bson.Raw, error) {
-			if inner, ok := firstValue(req.Body).DocumentOK(); ok {
+			if inner, ok := command.FirstValue(req.Body).DocumentOK(); ok {
 				if el, err := inner.IndexErr(0); err == nil {
 					if coll, ok := el.Value().StringValueOK(); ok {
 						if _, isView := s.eng.View(req.DB, coll); isView {
@@ -120,10 +121,10 @@ func (s *Server) collModView(ctx context.Context, req *Request, coll string, _ h
 	var viewOn string
 	var pipeline []bson.Raw
 	var err error
-	for key, v := range cmdArgs(req.Body) {
+	for key, v := range command.Args(req.Body) {
 		switch k := string(key); k {
 		case "viewOn":
-			if viewOn, err = argString("collMod", k, v); err == nil && viewOn == "" {
+			if viewOn, err = command.String("collMod", k, v); err == nil && viewOn == "" {
 				err = mongoerr.New(mongoerr.BadValue, "'viewOn' cannot be empty")
 			}
 		case "pipeline":
@@ -140,15 +141,15 @@ func (s *Server) collModView(ctx context.Context, req *Request, coll string, _ h
 	if err := s.eng.ModifyView(ctx, req.DB, coll, viewOn, pipeline); err != nil {
 		return nil, err
 	}
-	return okReply()
+	return command.OK()
 }
 
 // collModCollection refuses the view options of collMod on what is not a
 // view (views get collModView first).
 func (s *Server) collModCollection(ctx context.Context, req *Request, next handlerFunc) (bson.Raw, error) {
-	for key := range cmdArgs(req.Body) {
+	for key := range command.Args(req.Body) {
 		if k := string(key); k == "viewOn" || k == "pipeline" {
-			coll, _ := firstValue(req.Body).StringValueOK()
+			coll, _ := command.FirstValue(req.Body).StringValueOK()
 			if !s.eng.CollectionExists(req.DB, coll) {
 				return nil, mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist")
 			}
@@ -287,7 +288,7 @@ func (s *Server) countOnView(ctx context.Context, req *Request, coll string, fil
 	if len(docs) > 0 {
 		n = docs[0].Lookup("count").Int32()
 	}
-	return okReply(bson.E{Key: "n", Value: n})
+	return command.OK(bson.E{Key: "n", Value: n})
 }
 
 // distinctOnView runs distinct over the output of the view's pipeline.
@@ -312,7 +313,7 @@ func (s *Server) distinctOnView(ctx context.Context, req *Request, coll, key str
 	for i, v := range vals {
 		arr[i] = bson.RawValue{Type: bson.Type(v.Type), Value: v.Data}
 	}
-	return okReply(bson.E{Key: "values", Value: arr})
+	return command.OK(bson.E{Key: "values", Value: arr})
 }
 
 // isCollStats reports whether a pipeline starts with $collStats, which

@@ -6,6 +6,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/engine"
 	"github.com/lethedb/lethe/mongoerr"
 )
@@ -37,39 +38,39 @@ func parseUpdateStatement(doc bson.Raw) (updateStatement, error) {
 	var st updateStatement
 	var err error
 	haveQ, haveU := false, false
-	for key, v := range fields(doc) {
+	for key, v := range command.Fields(doc) {
 		switch string(key) {
 		case "q":
-			st.spec.Filter, err = argDoc("update.updates", "q", v)
+			st.spec.Filter, err = command.Doc("update.updates", "q", v)
 			haveQ = true
 		case "u":
 			st.u, haveU = v, true
 			err = checkUpdateModification(v)
 		case "upsert":
-			st.spec.Upsert, err = argBool("update.updates", "upsert", v)
+			st.spec.Upsert, err = command.Bool("update.updates", "upsert", v)
 		case "multi":
-			st.spec.Multi, err = argBool("update.updates", "multi", v)
+			st.spec.Multi, err = command.Bool("update.updates", "multi", v)
 		case "arrayFilters":
 			st.af, err = docArray("update.updates", "arrayFilters", v)
 		case "hint":
-			st.spec.Hint, err = argHint(v)
+			st.spec.Hint, err = command.Hint(v)
 		case "collation":
 			st.collation, err = v, collationType(v)
 		case "c":
-			st.c, err = argDoc("update.updates", "c", v)
+			st.c, err = command.Doc("update.updates", "c", v)
 		case "upsertSupplied":
 		default:
-			err = unknownField("update.updates", key)
+			err = command.UnknownField("update.updates", key)
 		}
 		if err != nil {
 			return st, err
 		}
 	}
 	if !haveQ {
-		return st, missingField("update.updates", "q")
+		return st, command.MissingField("update.updates", "q")
 	}
 	if !haveU {
-		return st, missingField("update.updates", "u")
+		return st, command.MissingField("update.updates", "u")
 	}
 	return st, nil
 }
@@ -98,7 +99,7 @@ func checkUpdateModification(u bson.RawValue) error {
 
 // docArray reads an array of documents.
 func docArray(cmd, field string, v bson.RawValue) ([]bson.Raw, error) {
-	arr, err := argArray(cmd, field, v)
+	arr, err := command.Array(cmd, field, v)
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +111,7 @@ func docArray(cmd, field string, v bson.RawValue) ([]bson.Raw, error) {
 	for i, el := range vals {
 		d, ok := el.DocumentOK()
 		if !ok {
-			return nil, wrongType(cmd, field+"."+strconv.Itoa(i), el.Type, "object")
+			return nil, command.WrongType(cmd, field+"."+strconv.Itoa(i), el.Type, "object")
 		}
 		docs = append(docs, d)
 	}
@@ -121,7 +122,7 @@ func docArray(cmd, field string, v bson.RawValue) ([]bson.Raw, error) {
 // its type; its content is checked when the statement runs.
 func collationType(v bson.RawValue) error {
 	if v.Type != bson.TypeEmbeddedDocument {
-		return wrongType("collation", "collation", v.Type, "object")
+		return command.WrongType("collation", "collation", v.Type, "object")
 	}
 	return nil
 }
@@ -141,29 +142,29 @@ func parseDeleteStatement(raw bson.Raw) (deleteStatement, error) {
 	var st deleteStatement
 	var err error
 	haveLimit := false
-	for key, v := range fields(raw) {
+	for key, v := range command.Fields(raw) {
 		switch string(key) {
 		case "q":
-			st.filter, err = argDoc("delete.deletes", "q", v)
+			st.filter, err = command.Doc("delete.deletes", "q", v)
 		case "limit":
 			st.limit, err = deleteLimit(v)
 			haveLimit = true
 		case "hint":
-			st.hint, err = argHint(v)
+			st.hint, err = command.Hint(v)
 		case "collation":
 			st.collation, err = v, collationType(v)
 		default:
-			err = unknownField("delete.deletes", key)
+			err = command.UnknownField("delete.deletes", key)
 		}
 		if err != nil {
 			return st, err
 		}
 	}
 	if st.filter == nil {
-		return st, missingField("delete.deletes", "q")
+		return st, command.MissingField("delete.deletes", "q")
 	}
 	if !haveLimit {
-		return st, missingField("delete.deletes", "limit")
+		return st, command.MissingField("delete.deletes", "limit")
 	}
 	return st, nil
 }
@@ -181,7 +182,7 @@ func deleteLimit(v bson.RawValue) (int, error) {
 	case bson.TypeInt64:
 		f = float64(v.Int64())
 	case bson.TypeDecimal128:
-		f = decimalToFloat(v.Decimal128())
+		f = command.DecimalToFloat(v.Decimal128())
 	}
 	switch f {
 	case 0:

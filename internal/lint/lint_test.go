@@ -37,6 +37,10 @@ var languages = []string{"engine/expr", "engine/query", "engine/project", "engin
 // plain data, so they never import it back.
 var engineParts = []string{"engine/record", "engine/letvars", "engine/validation", "engine/usage", "engine/namespace", "engine/viewdef"}
 
+// handlerPackages serve commands for the server with the command kit;
+// the server registers them.
+var handlerPackages = []string{"usermgmt", "replset", "storeadmin"}
+
 func loadPackages(t *testing.T) []pkg {
 	t.Helper()
 	root, err := filepath.Abs("../..")
@@ -171,6 +175,28 @@ func TestLayers(t *testing.T) {
 		allow: func(imp string) bool {
 			return under(imp, "engine") || in(kernel, imp) || imp == "ttlindex"
 		},
+	}, {
+		what:    "command, the handlers' kit, imports only the kernel",
+		applies: func(p string) bool { return p == "command" },
+		allow:   func(imp string) bool { return in(kernel, imp) },
+	}, {
+		what:    "diag, the process's diagnostics, imports only the kernel",
+		applies: func(p string) bool { return p == "diag" },
+		allow:   func(imp string) bool { return in(kernel, imp) },
+	}, {
+		what:    "conn, the transport, imports only the kernel: no server, no engine; the server is its Dispatcher",
+		applies: func(p string) bool { return p == "conn" },
+		allow:   func(imp string) bool { return in(kernel, imp) },
+	}, {
+		what:    "usermgmt, replset and storeadmin are below the server: they import no server, no transport and not each other",
+		applies: func(p string) bool { return in(handlerPackages, p) },
+		allow:   func(imp string) bool { return imp != "server" && imp != "conn" && !in(handlerPackages, imp) },
+	}, {
+		what: "the server and the handler packages hand the languages to the engine and compile none themselves (engine/compile.go)",
+		applies: func(p string) bool {
+			return under(p, "server") || in(handlerPackages, p) || p == "command" || p == "conn"
+		},
+		allow: func(imp string) bool { return !in(languages, imp) },
 	}, {
 		what:    "nothing but the commands imports the server",
 		applies: func(p string) bool { return !under(p, "cmd") && p != "integration" && p != "server" },

@@ -1,0 +1,483 @@
+package conn
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+	"go.uber.org/zap"
+
+	"github.com/lethedb/lethe/bsonvalue"
+	"github.com/lethedb/lethe/mongoerr"
+	"github.com/lethedb/lethe/tlsnet"
+	"github.com/lethedb/lethe/wire"
+)
+
+const (
+	// readBufferSize is the bufio size per connection: most requests arrive
+	// whole in one read.
+	readBufferSize = 8 << 10
+	// codeMissingDB is MongoDB's code for an OP_MSG without $db.
+	codeMissingDB mongoerr.Code = 40571
+	// maxKeptBuffer bounds the buffers a connection keeps between requests,
+	// so that one large message does not pin its memory for the life of an
+	// idle connection.
+	maxKeptBuffer = 1 << 20
+	// growFrom is the declared message size above which the read buffer
+	// grows as the bytes arrive rather than all at once, so that a header
+	// declaring 48 MB and then nothing costs little.
+	growFrom = 64 << 10
+)
+
+// What a connection waits for, which names the timeout that ends it.
+const (
+	waitFirst   = iota // the first message after connecting
+	waitIdle           // the next message
+	waitMessage        // the rest of a message
+)
+
+// errShuttingDown ends a connection's read when the server is shutting down.
+var errShuttingDown = errors.New("server shutting down")
+
+// Conn is one client connection, served by its own goroutine. Only that
+// goroutine touches its fields, so the request path takes no locks, except
+// the reader, which watchPeer borrows while a long command runs (see
+// watch.go).
+type Conn struct {
+	id     int64
+	l      *Listener
+	h      Handler
+	nc     net.Conn
+	remote string
+	rd     *bufio.Reader
+
+	in    []byte // the frame being served; reused
+	out   []byte // the reply frame; reused
+	req   Request
+	msg   wire.Msg
+	seqs  map[string][]bson.Raw
+	db    string // the last $db seen, kept to spare a string per request
+	reqID int32  // the last requestID this side used
+
+	// compressors are the ones the client offered in hello and this server
+	// accepted, in the client's order of preference.
+	compressors []wire.Compressor
+
+	waiting      int       // waitFirst, waitIdle or waitMessage
+	readDeadline time.Time // the one last set, to spare setting it again
+
+	watch     *time.Timer   // starts watchPeer once a command runs long
+	watchDone chan struct{} // watchPeer's end, one token per start
+}
+
+func newConn(l *Listener, nc net.Conn, id int64) *Conn {
+	return &Conn{id: id, l: l, nc: nc, remote: nc.RemoteAddr().String(), rd: bufio.NewReaderSize(nc, readBufferSize)}
+}
+
+// ID is the connectionId that hello reports.
+func (c *Conn) ID() int64 { return c.id }
+
+// RemoteAddr is the client's address, host:port.
+func (c *Conn) RemoteAddr() string { return c.remote }
+
+// serve reads and answers requests until the client leaves, a frame cannot
+// be read or decoded, or the server shuts down.
+func (c *Conn) serve() {
+	l := c.l
+	reason := "client closed the connection"
+	defer func() {
+		// Handlers have their own recovery; this one catches a bug in
+		// decoding or encoding, which costs only this connection.
+		if p := recover(); p != nil {
+			l.log.Error("connection panicked", zap.Int64("conn", c.id), zap.String("remote", c.remote),
+				zap.Any("panic", p), zap.Stack("stack"))
+			reason = "internal error"
+		}
+		c.watch.Stop()
+		l.closeConn(c, reason)
+	}()
+	c.startWatch()
+	c.h = l.d.Open(c)
+	for !l.closing.Load() {
+		frame, err := c.readFrame()
+		if err != nil {
+			reason = c.readFailed(err)
+			return
+		}
+		c.in = frame
+		if reason = c.serveFrame(frame); reason != "" {
+			return
+		}
+		c.shrinkBuffers()
+		c.h.Trim()
+	}
+	reason = "server shutting down"
+}
+
+// readFrame waits for the next message and reads it, under the
+// connection's timeouts: a new connection must send its first message
+// within MessageTimeout, an idle one is closed after IdleTimeout unless it
+// has open cursors, and a message must arrive whole within MessageTimeout
+// of its first byte.
+func (c *Conn) readFrame() ([]byte, error) {
+	cfg := &c.l.cfg
+	if c.rd.Buffered() == 0 {
+		var deadline time.Time
+		switch {
+		case c.waiting == waitFirst:
+			if cfg.MessageTimeout > 0 {
+				deadline = time.Now().Add(cfg.MessageTimeout)
+			}
+		case cfg.IdleTimeout > 0 && !c.h.HoldsCursors():
+			c.waiting = waitIdle
+			deadline = time.Now().Add(cfg.IdleTimeout)
+		default:
+			c.waiting = waitIdle
+		}
+		if err := c.setReadDeadline(deadline); err != nil {
+			return nil, err
+		}
+		if _, err := c.rd.Peek(1); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil, io.EOF
+			}
+			return nil, fmt.Errorf("server: waiting for a message: %w", err)
+		}
+		if c.waiting == waitFirst {
+			c.logTLS()
+		}
+	}
+	c.waiting = waitMessage
+	var deadline time.Time
+	if cfg.MessageTimeout > 0 {
+		deadline = time.Now().Add(cfg.MessageTimeout)
+	}
+	if err := c.setReadDeadline(deadline); err != nil {
+		return nil, err
+	}
+	if head, err := c.rd.Peek(4); err == nil {
+		if n := int32(binary.LittleEndian.Uint32(head)); n > growFrom && int(n) > cap(c.in) && n <= wire.MaxMessageSize {
+			return c.readGrowing(int(n))
+		}
+	}
+	_, frame, err := wire.ReadFrame(c.rd, wire.MaxMessageSize, c.in)
+	return frame, err
+}
+
+// readGrowing reads a frame of n bytes into c.in, growing it as the bytes
+// arrive. The frame's header is checked when it is decoded.
+func (c *Conn) readGrowing(n int) ([]byte, error) {
+	buf := c.in[:0]
+	for len(buf) < n {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, min(n, max(2*cap(buf), growFrom))-len(buf))
+		}
+		m, err := c.rd.Read(buf[len(buf):min(cap(buf), n)])
+		buf = buf[:len(buf)+m]
+		if err != nil && len(buf) < n {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			c.in = buf[:0]
+			return nil, fmt.Errorf("server: reading a message of %d bytes, %d arrived: %w", n, len(buf), err)
+		}
+	}
+	return buf, nil
+}
+
+// setReadDeadline sets the connection's read deadline, the zero time
+// meaning none, unless the server is shutting down: Shutdown's own deadline
+// then stays and the read ends.
+func (c *Conn) setReadDeadline(t time.Time) error {
+	if !t.Equal(c.readDeadline) {
+		c.nc.SetReadDeadline(t)
+		c.readDeadline = t
+	}
+	if c.l.closing.Load() {
+		return errShuttingDown
+	}
+	return nil
+}
+
+// readFailed logs why no frame could be read and returns the reason the
+// connection ends.
+func (c *Conn) readFailed(err error) string {
+	timeout := errors.Is(err, os.ErrDeadlineExceeded)
+	switch {
+	case errors.Is(err, io.EOF):
+		return "client closed the connection"
+	case errors.Is(err, tlsnet.ErrPlainRefused):
+		return "plain connection while TLS is required" // tlsnet logged it
+	case errors.Is(err, errShuttingDown),
+		c.l.closing.Load() && (timeout || errors.Is(err, net.ErrClosed)):
+		return "server shutting down"
+	case timeout && c.waiting == waitFirst:
+		c.warn("closing connection: no message within the message timeout of connecting", err)
+		return "no first message"
+	case timeout && c.waiting == waitIdle:
+		c.l.log.Info("closing idle connection", zap.Int64("conn", c.id), zap.String("remote", c.remote),
+			zap.Duration("idleTimeout", c.l.cfg.IdleTimeout))
+		return "idle"
+	case timeout:
+		c.warn("closing connection: message incomplete after the message timeout", err)
+		return "message timed out"
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		c.warn("closing connection: message truncated", err)
+		return "truncated message"
+	case errors.Is(err, wire.ErrMessageTooLarge), errors.Is(err, wire.ErrMalformed):
+		c.warn("closing connection: bad message header", err)
+		return "bad message header"
+	}
+	c.warn("closing connection: read failed", err)
+	return "read failed"
+}
+
+// serveFrame answers one frame. It returns why the connection must close, or
+// "" to go on.
+func (c *Conn) serveFrame(frame []byte) string {
+	st := c.l.traffic
+	st.BytesIn.Add(int64(len(frame)))
+	st.Requests.Add(1)
+	m, err := wire.Decode(frame)
+	if err != nil {
+		if !errors.Is(err, wire.ErrInvalidBSON) {
+			c.warn("closing connection: bad message", err)
+			return "bad message"
+		}
+		// The frame boundaries are sound, so the connection can go on after
+		// an error reply.
+		c.warn("invalid BSON in request", err)
+		return c.replyInvalidBSON(frame, err)
+	}
+	if m.Compressor != wire.CompressorNoop {
+		// An OP_COMPRESSED holds the uncompressed size of the message after
+		// its own header and the original opcode.
+		size := int64(wire.HeaderLen) + int64(binary.LittleEndian.Uint32(frame[wire.HeaderLen+4:]))
+		st.decompressed(m.Compressor, int64(len(frame)), size)
+	}
+	switch {
+	case m.Msg != nil:
+		return c.serveMsg(m)
+	case m.Query != nil:
+		return c.serveQuery(m)
+	}
+	c.warn("closing connection: unexpected message", errors.New("clients do not send "+m.Header.OpCode.String()))
+	return "unexpected message"
+}
+
+func (c *Conn) serveMsg(m *wire.Message) string {
+	msg := m.Msg
+	req := &c.req
+	req.Body = bson.Raw(msg.Body)
+	req.Sequences = nil
+	if len(msg.Sequences) > 0 {
+		if c.seqs == nil {
+			c.seqs = make(map[string][]bson.Raw, 1)
+		}
+		clear(c.seqs)
+		for _, seq := range msg.Sequences {
+			docs := c.seqs[seq.Identifier]
+			for _, d := range seq.Documents {
+				docs = append(docs, bson.Raw(d))
+			}
+			c.seqs[seq.Identifier] = docs
+		}
+		req.Sequences = c.seqs
+	}
+
+	req.ExhaustAllowed = msg.Flags&wire.FlagExhaustAllowed != 0 && msg.Flags&wire.FlagMoreToCome == 0
+	req.StreamFrom = -1
+	responseTo := m.Header.RequestID
+	for {
+		var reply Reply
+		if err := c.setDB(msg.Body); err != nil {
+			reply = Reply{Doc: c.h.ErrorReply(err), StreamNext: -1}
+		} else {
+			reply = c.dispatch(req)
+		}
+		if reply.Close {
+			return closedByHandler
+		}
+		if msg.Flags&wire.FlagMoreToCome != 0 {
+			return "" // the client asked for no reply
+		}
+		// An awaitable hello with exhaustAllowed streams: each reply says
+		// moreToCome, answers the one before it, and the next is the same
+		// request waiting from the topology the last reply reported.
+		more := reply.StreamNext >= 0 && !c.l.closing.Load()
+		if reason := c.replyMsg(m, responseTo, reply.Doc, more); reason != "" || !more {
+			return reason
+		}
+		responseTo = c.reqID
+		req.StreamFrom = reply.StreamNext
+	}
+}
+
+// replyMsg sends reply to the OP_MSG m as the answer to message
+// responseTo, with moreToCome when more replies follow without a request.
+func (c *Conn) replyMsg(m *wire.Message, responseTo int32, reply bson.Raw, more bool) string {
+	c.msg.Flags = m.Msg.Flags & wire.FlagChecksumPresent
+	if more {
+		c.msg.Flags |= wire.FlagMoreToCome
+	}
+	c.msg.Body = bsoncore.Document(reply)
+	c.out = wire.AppendMsg(c.out[:0], c.nextRequestID(), responseTo, &c.msg)
+	return c.write(m.Compressor)
+}
+
+// setDB sets the request's database from the body's $db field, which
+// OP_MSG requires.
+func (c *Conn) setDB(body bsoncore.Document) *mongoerr.Error {
+	v, err := body.LookupErr("$db")
+	if err != nil {
+		return mongoerr.New(codeMissingDB, "OP_MSG requests require a $db argument")
+	}
+	if v.Type != bsoncore.TypeString {
+		return mongoerr.New(mongoerr.TypeMismatch, "BSON field '$db' is the wrong type '%s', expected type 'string'", bsonvalue.TypeName(v.Type))
+	}
+	// A string value is its length, its bytes and a NUL, validated by the
+	// wire layer. Comparing the bytes first spares StringValue's allocation
+	// when the database is the same as last time, as it nearly always is.
+	if db := v.Data[4 : len(v.Data)-1]; string(db) != c.db {
+		c.db = string(db)
+	}
+	c.req.DB = c.db
+	return nil
+}
+
+// serveQuery answers an OP_QUERY. MongoDB keeps it only for the first hello
+// of drivers that do not yet know the server speaks OP_MSG.
+func (c *Conn) serveQuery(m *wire.Message) string {
+	q := m.Query
+	req := &c.req
+	req.Sequences = nil
+	req.ExhaustAllowed, req.StreamFrom = false, -1
+	body := bson.Raw(q.Query)
+	// Some drivers wrap the command as {$query: {...}, $readPreference: ...}.
+	if first, err := body.IndexErr(0); err == nil && first.Key() == "$query" {
+		if inner, ok := first.Value().DocumentOK(); ok {
+			body = inner
+		}
+	}
+	req.Body = body
+
+	var reply bson.Raw
+	db, isCmd := strings.CutSuffix(q.FullCollectionName, ".$cmd")
+	name := string(firstKey(body))
+	switch {
+	case !isCmd:
+		reply = c.h.ErrorReply(mongoerr.New(mongoerr.UnsupportedOpQueryCommand, "OP_QUERY on %s: only commands on <db>.$cmd are supported", q.FullCollectionName))
+	case !handshakeOverQuery(name):
+		reply = c.h.ErrorReply(mongoerr.New(mongoerr.UnsupportedOpQueryCommand, "Unsupported OP_QUERY command: %s. The client driver may require an upgrade.", name))
+	default:
+		req.DB = db
+		r := c.dispatch(req)
+		if r.Close {
+			return closedByHandler
+		}
+		reply = r.Doc
+	}
+	c.out = wire.AppendReply(c.out[:0], c.nextRequestID(), m.Header.RequestID,
+		&wire.Reply{Documents: []bsoncore.Document{bsoncore.Document(reply)}})
+	return c.write(m.Compressor)
+}
+
+// replyInvalidBSON answers a request whose documents are not valid BSON with
+// InvalidBSON, unless the client asked for no reply.
+func (c *Conn) replyInvalidBSON(frame []byte, cause error) string {
+	op := wire.OpCode(binary.LittleEndian.Uint32(frame[12:]))
+	if op == wire.OpCompressed && len(frame) >= wire.HeaderLen+4 {
+		op = wire.OpCode(binary.LittleEndian.Uint32(frame[wire.HeaderLen:]))
+	} else if op == wire.OpMsg && len(frame) >= wire.HeaderLen+4 &&
+		wire.MsgFlags(binary.LittleEndian.Uint32(frame[wire.HeaderLen:]))&wire.FlagMoreToCome != 0 {
+		return ""
+	}
+	requestID := int32(binary.LittleEndian.Uint32(frame[4:]))
+	reply := c.h.ErrorReply(&mongoerr.Error{Code: mongoerr.InvalidBSON, Msg: cause.Error()})
+	if op == wire.OpQuery {
+		c.out = wire.AppendReply(c.out[:0], c.nextRequestID(), requestID,
+			&wire.Reply{Documents: []bsoncore.Document{bsoncore.Document(reply)}})
+	} else {
+		c.msg.Flags = 0
+		c.msg.Body = bsoncore.Document(reply)
+		c.out = wire.AppendMsg(c.out[:0], c.nextRequestID(), requestID, &c.msg)
+	}
+	return c.write(wire.CompressorNoop)
+}
+
+// write sends the reply frame in c.out, compressed with comp when the
+// request came compressed with it and hello negotiated it.
+func (c *Conn) write(comp wire.Compressor) string {
+	frame := c.out
+	if comp != wire.CompressorNoop && c.negotiated(comp) {
+		compressed, err := wire.Compress(frame, comp)
+		if err != nil {
+			c.warn("closing connection: compress reply", err)
+			return "compression failed"
+		}
+		c.l.traffic.compressed(comp, int64(len(frame)), int64(len(compressed)))
+		frame = compressed
+	}
+	if limit := c.l.cfg.MessageTimeout; limit > 0 {
+		c.nc.SetWriteDeadline(time.Now().Add(limit))
+	}
+	if _, err := c.nc.Write(frame); err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			c.warn("closing connection: reply not taken within the message timeout", err)
+			return "reply timed out"
+		}
+		c.l.log.Debug("write failed", zap.Int64("conn", c.id), zap.String("remote", c.remote), zap.Error(err))
+		return "write failed"
+	}
+	c.l.traffic.BytesOut.Add(int64(len(frame)))
+	return ""
+}
+
+func (c *Conn) nextRequestID() int32 {
+	c.reqID++
+	return c.reqID
+}
+
+// shrinkBuffers drops buffers grown by an unusually large message.
+func (c *Conn) shrinkBuffers() {
+	if cap(c.in) > maxKeptBuffer {
+		c.in = nil
+	}
+	if cap(c.out) > maxKeptBuffer {
+		c.out = nil
+	}
+}
+
+func (c *Conn) warn(msg string, err error) {
+	c.l.log.Warn(msg, zap.Int64("conn", c.id), zap.String("remote", c.remote), zap.Error(err))
+}
+
+// handshakeOverQuery reports whether the command may come as OP_QUERY.
+func handshakeOverQuery(name string) bool {
+	return name == "hello" || name == "isMaster" || name == "ismaster"
+}
+
+// closedByHandler is why a connection ends when its handler asks to close
+// it rather than reply: the failCommand fail point's closeConnection.
+const closedByHandler = "closed by the failCommand fail point"
+
+// firstKey is the name of a command document's first field, nil if none.
+func firstKey(doc bson.Raw) []byte {
+	if len(doc) < 6 {
+		return nil
+	}
+	key, _, ok := bsoncore.ReadKeyBytes(doc[5:])
+	if !ok {
+		return nil
+	}
+	return key
+}

@@ -1,0 +1,87 @@
+package conn
+
+import (
+	"net"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+	"go.uber.org/zap"
+
+	"github.com/lethedb/lethe/mongoerr"
+	"github.com/lethedb/lethe/wire"
+)
+
+// echo answers every request with {db: <$db>, ok: 1} and counts what the
+// transport tells it.
+type echo struct{ closed chan string }
+
+func (e *echo) Open(*Conn) Handler { return e }
+
+func (e *echo) Serve(req *Request) Reply {
+	doc, _ := bson.Marshal(bson.D{{Key: "db", Value: req.DB}, {Key: "ok", Value: 1.0}})
+	return Reply{Doc: doc, StreamNext: -1}
+}
+
+func (e *echo) ErrorReply(err *mongoerr.Error) bson.Raw {
+	doc, _ := bson.Marshal(bson.D{{Key: "ok", Value: 0.0}, {Key: "code", Value: int32(err.Code)}})
+	return doc
+}
+
+func (e *echo) HoldsCursors() bool   { return false }
+func (e *echo) PeerGone(error)       {}
+func (e *echo) Trim()                {}
+func (e *echo) Closed(reason string) { e.closed <- reason }
+
+// TestServesAndCloses: a request reaches the handler with its $db, one
+// without $db gets the handler's error reply without reaching it, and
+// the handler learns when the client leaves.
+func TestServesAndCloses(t *testing.T) {
+	var traffic Traffic
+	h := &echo{closed: make(chan string, 1)}
+	l, err := Listen(Config{Addr: "127.0.0.1:0", Logger: zap.NewNop(), Traffic: &traffic, MessageTimeout: 5 * time.Second}, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Serve()
+	defer l.Shutdown(t.Context())
+	nc, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	roundTrip := func(body bson.D) bson.Raw {
+		t.Helper()
+		raw, _ := bson.Marshal(body)
+		if _, err := nc.Write(wire.AppendMsg(nil, 1, 0, &wire.Msg{Body: bsoncore.Document(raw)})); err != nil {
+			t.Fatal(err)
+		}
+		_, frame, err := wire.ReadFrame(nc, wire.MaxMessageSize, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := wire.Decode(frame)
+		if err != nil || m.Msg == nil {
+			t.Fatalf("reply %v %v", m, err)
+		}
+		return bson.Raw(m.Msg.Body)
+	}
+	if got := roundTrip(bson.D{{Key: "ping", Value: 1}, {Key: "$db", Value: "test"}}); got.Lookup("db").StringValue() != "test" {
+		t.Errorf("reply %v", got)
+	}
+	if got := roundTrip(bson.D{{Key: "ping", Value: 1}}); got.Lookup("code").Int32() != int32(codeMissingDB) {
+		t.Errorf("reply without $db %v", got)
+	}
+	if traffic.Requests.Load() != 2 || l.Open() != 1 || l.Accepted() != 1 {
+		t.Errorf("requests %d, open %d, accepted %d", traffic.Requests.Load(), l.Open(), l.Accepted())
+	}
+	nc.Close()
+	select {
+	case reason := <-h.closed:
+		if reason != "client closed the connection" {
+			t.Errorf("closed for %q", reason)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the handler was not told the connection closed")
+	}
+}

@@ -1,0 +1,5 @@
+//go:build !unix
+
+package conn
+
+func fdConnLimit() int { return 0 }
