@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"strconv"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -40,26 +39,11 @@ func collectionName(req *Request) (string, error) {
 	return name, nil
 }
 
-// statements returns a write command's statements from the body array or
-// from an OP_MSG document sequence of the same name.
-func statements(req *Request, cmd, field string, v bson.RawValue) ([]bson.Raw, error) {
-	arr, err := command.Array(cmd, field, v)
-	if err != nil {
-		return nil, err
-	}
-	vals, err := arr.Values()
-	if err != nil {
-		return nil, mongoerr.New(mongoerr.InvalidBSON, "invalid %s array: %v", field, err)
-	}
-	docs := make([]bson.Raw, 0, len(vals))
-	for i, el := range vals {
-		d, ok := el.DocumentOK()
-		if !ok {
-			return nil, command.WrongType(cmd, field+"."+strconv.Itoa(i), el.Type, "object")
-		}
-		docs = append(docs, d)
-	}
-	return docs, nil
+// statements returns a command's array of documents from its body
+// (statements, stages, index specs); callers read an OP_MSG document
+// sequence of the same name from req.Sequences themselves.
+func statements(_ *Request, cmd, field string, v bson.RawValue) ([]bson.Raw, error) {
+	return docArray(cmd, field, v)
 }
 
 // writeErrorsElement appends writeErrors: [{index, code, codeName, errmsg, ...}].
