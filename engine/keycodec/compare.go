@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 
+	"github.com/lethedb/lethe/bsonvalue"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -88,10 +89,10 @@ func compareInClass(class int, a, b bsoncore.Value) int {
 // compareContainers compares documents or arrays element by element. Array
 // indexes are not compared: an array is ordered by its values alone.
 func compareContainers(a, b []byte, withNames bool) int {
-	elemsA, elemsB := elementsOf(a), elementsOf(b)
+	elemsA, elemsB := bsonvalue.ElementsOf(a), bsonvalue.ElementsOf(b)
 	for {
-		nameA, valA, okA := elemsA.next()
-		nameB, valB, okB := elemsB.next()
+		nameA, valA, okA := elemsA.Next()
+		nameB, valB, okB := elemsB.Next()
 		if !okA || !okB {
 			return cmp.Compare(boolRank(okA), boolRank(okB))
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 
+	"github.com/lethedb/lethe/bsonvalue"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
@@ -101,8 +102,8 @@ func appendBody(dst []byte, class int, v bsoncore.Value) []byte {
 // appendContainer appends each element of a document or array as its class
 // byte, its name (documents only) and its body, then endOfContainer.
 func appendContainer(dst, container []byte, withNames bool) []byte {
-	elems := elementsOf(container)
-	for name, v, ok := elems.next(); ok; name, v, ok = elems.next() {
+	elems := bsonvalue.ElementsOf(container)
+	for name, v, ok := elems.Next(); ok; name, v, ok = elems.Next() {
 		class := TypeClass(v.Type)
 		dst = append(dst, byte(class))
 		if withNames {

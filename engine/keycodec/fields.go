@@ -49,34 +49,3 @@ func codeWithScopeParts(data []byte) (code []byte, scope bsoncore.Document) {
 	scope, _, _ = bsoncore.ReadDocument(rest)
 	return code, scope
 }
-
-// elements iterates over the elements of a document or array. It stops at the
-// end of the container or at the first element that cannot be read.
-type elements struct {
-	rest []byte
-}
-
-func elementsOf(container []byte) elements {
-	n, body, ok := bsoncore.ReadLength(container)
-	if !ok || n < 5 || int(n) > len(container) {
-		return elements{}
-	}
-	return elements{rest: body[:n-5]}
-}
-
-// next returns the next element's name and value, or ok == false at the end.
-func (it *elements) next() (name []byte, v bsoncore.Value, ok bool) {
-	t, rest, ok := bsoncore.ReadType(it.rest)
-	if ok {
-		name, rest, ok = bsoncore.ReadKeyBytes(rest)
-	}
-	if ok {
-		v, rest, ok = bsoncore.ReadValue(rest, t)
-	}
-	if !ok {
-		it.rest = nil
-		return nil, bsoncore.Value{}, false
-	}
-	it.rest = rest
-	return name, v, true
-}
