@@ -209,3 +209,17 @@ func CheckFieldName(name string) error {
 	}
 	return nil
 }
+
+// FirstKeyBytes is FirstKey pointing into doc, without a copy, for the
+// request path (a command's name is its first field); nil if doc has no
+// field or cannot be read.
+func FirstKeyBytes(doc []byte) []byte {
+	if len(doc) < 6 {
+		return nil
+	}
+	key, _, ok := bsoncore.ReadKeyBytes(doc[5:])
+	if !ok {
+		return nil
+	}
+	return key
+}

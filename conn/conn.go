@@ -372,7 +372,7 @@ func (c *Conn) serveQuery(m *wire.Message) string {
 
 	var reply bson.Raw
 	db, isCmd := strings.CutSuffix(q.FullCollectionName, ".$cmd")
-	name := string(firstKey(body))
+	name := string(bsonvalue.FirstKeyBytes(body))
 	switch {
 	case !isCmd:
 		reply = c.h.ErrorReply(mongoerr.New(mongoerr.UnsupportedOpQueryCommand, "OP_QUERY on %s: only commands on <db>.$cmd are supported", q.FullCollectionName))
@@ -469,15 +469,3 @@ func handshakeOverQuery(name string) bool {
 // closedByHandler is why a connection ends when its handler asks to close
 // it rather than reply: the failCommand fail point's closeConnection.
 const closedByHandler = "closed by the failCommand fail point"
-
-// firstKey is the name of a command document's first field, nil if none.
-func firstKey(doc bson.Raw) []byte {
-	if len(doc) < 6 {
-		return nil
-	}
-	key, _, ok := bsoncore.ReadKeyBytes(doc[5:])
-	if !ok {
-		return nil
-	}
-	return key
-}

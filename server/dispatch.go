@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/lethedb/lethe/bsonvalue"
 	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/mongoerr"
 )
@@ -19,7 +20,7 @@ import (
 // returns the reply document. It never fails: errors and panics of the
 // handler become error replies. req.DB must be set.
 func (s *Server) dispatch(ctx context.Context, req *Request) bson.Raw {
-	key := firstKeyBytes(req.Body)
+	key := bsonvalue.FirstKeyBytes(req.Body)
 	cmd := s.commands[string(key)]
 	if cmd == nil {
 		req.Name = string(key)
@@ -172,16 +173,4 @@ func (c *commandDef) spelling(key []byte) string {
 		}
 	}
 	return string(key)
-}
-
-// firstKeyBytes returns the first field name of doc, pointing into doc.
-func firstKeyBytes(doc bson.Raw) []byte {
-	if len(doc) < 6 {
-		return nil
-	}
-	key, _, ok := bsoncore.ReadKeyBytes(doc[5:])
-	if !ok {
-		return nil
-	}
-	return key
 }

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/lethedb/lethe/auth"
+	"github.com/lethedb/lethe/bsonvalue"
 )
 
 // hello's part in authentication: which mechanisms a user may use
@@ -44,7 +45,7 @@ func (s *Server) appendSupportedMechs(ctx context.Context, dst []byte, dbUser st
 // appends its answer as speculativeAuthenticate. A failure leaves the field
 // out: the driver then authenticates the long way and gets the error there.
 func (s *Server) appendSpeculativeAuth(ctx context.Context, req *Request, dst []byte, doc bson.Raw) []byte {
-	first := firstKeyBytes(doc)
+	first := bsonvalue.FirstKeyBytes(doc)
 	db, _ := doc.Lookup("db").StringValueOK()
 	if db == "" && string(first) == "authenticate" {
 		// The drivers' MONGODB-X509 message names no database: MongoDB

@@ -11,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.uber.org/zap"
 
+	"github.com/lethedb/lethe/bsonvalue"
 	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/mongoerr"
 )
@@ -73,7 +74,7 @@ func (c *Conn) stopOps() {
 // by killOp or by its client leaving.
 func (c *Conn) dispatch(req *Request) bson.Raw {
 	name := "unknown"
-	if cmd := c.srv.commands[string(firstKeyBytes(req.Body))]; cmd != nil {
+	if cmd := c.srv.commands[string(bsonvalue.FirstKeyBytes(req.Body))]; cmd != nil {
 		name = cmd.name
 	}
 	op := &c.ops.op

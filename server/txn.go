@@ -21,6 +21,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/lethedb/lethe/bsonvalue"
 	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/mongoerr"
 )
@@ -69,7 +70,7 @@ func checkTransaction(body bson.Raw, haveTxnNumber bool) error {
 	case haveStart && !start:
 		return mongoerr.New(mongoerr.InvalidOptions, "Specifying startTransaction=false is not allowed.")
 	case haveAutocommit:
-		return errNoTransactions(string(firstKeyBytes(body)))
+		return errNoTransactions(string(bsonvalue.FirstKeyBytes(body)))
 	}
 	return nil
 }
