@@ -101,7 +101,7 @@ func (w *writer) lock(keys ...[]byte) (relocked bool, err error) {
 		return false, err
 	}
 	if len(w.held) == 0 {
-		if err := tx.LockKeys(w.ctx, kv.LockOptions{}, keys...); err != nil {
+		if err := w.waitLock(tx, keys); err != nil {
 			return false, err
 		}
 		w.held = append(w.held, keys...)
@@ -124,7 +124,7 @@ func (w *writer) lock(keys ...[]byte) (relocked bool, err error) {
 	if tx, err = w.begin(); err != nil {
 		return true, err
 	}
-	if err := tx.LockKeys(w.ctx, kv.LockOptions{}, keep...); err != nil {
+	if err := w.waitLock(tx, keep); err != nil {
 		return true, err
 	}
 	w.held = keep
@@ -138,6 +138,20 @@ func (w *writer) checkHeld() {
 	if invariants.Enabled {
 		for _, k := range w.held {
 			invariants.Check(w.tx.Locked(k), "the writer counts on the lock of %x, which its transaction does not hold", k)
+		}
+	}
+}
+
+// waitLock waits for keys in tx, which holds no lock. A wait that passes the
+// store's bound (a conflict) waits again rather than fail the write: a plain
+// write waits for its locks as long as it takes, as MongoDB's do, and
+// holding none it cannot be part of a cycle. Only the request's context
+// ends the wait.
+func (w *writer) waitLock(tx kv.Txn, keys [][]byte) error {
+	for {
+		err := tx.LockKeys(w.ctx, kv.LockOptions{}, keys...)
+		if err == nil || !kv.IsConflict(err) || w.ctx.Err() != nil {
+			return err
 		}
 	}
 }
