@@ -14,6 +14,7 @@ import (
 	"github.com/lethedb/lethe/engine/kv"
 	"github.com/lethedb/lethe/engine/kv/pebblekv"
 	"github.com/lethedb/lethe/engine/letvars"
+	"github.com/lethedb/lethe/engine/preimage"
 	"github.com/lethedb/lethe/oplog"
 	"github.com/lethedb/lethe/ttlindex"
 )
@@ -104,9 +105,9 @@ type Engine struct {
 	oplog       *oplog.Log
 	stopTrimmer context.CancelFunc
 	trimmerDone chan struct{}
-	// streamOpts is the changeStreamOptions cluster parameter
-	// (imageexpiry.go).
-	streamOpts atomic.Pointer[ChangeStreamOptions]
+	// images holds the changeStreamOptions cluster parameter and applies
+	// it to the pre-images (package engine/preimage).
+	images *preimage.Images
 }
 
 // Open opens or creates the store in dir, on pebble unless Options.Store
@@ -160,9 +161,11 @@ func open(store kv.Store, opts Options) (*Engine, error) {
 	if err := e.loadViews(); err != nil {
 		return nil, err
 	}
-	if err := e.loadChangeStreamOptions(); err != nil {
+	images, err := preimage.Open(imageHost{e})
+	if err != nil {
 		return nil, err
 	}
+	e.images = images
 	if opts.Oplog {
 		if err := e.openOplog(opts); err != nil {
 			return nil, err
@@ -174,7 +177,7 @@ func open(store kv.Store, opts Options) (*Engine, error) {
 			expiryDone := make(chan struct{})
 			go func() {
 				defer close(expiryDone)
-				e.runImageExpiry(ctx)
+				e.images.Run(ctx, e.log)
 			}()
 			go func() {
 				defer close(e.trimmerDone)
