@@ -76,7 +76,7 @@ func (w *writer) logPut(d, old *storedDoc) {
 // tag ties ent to the statement of a retryable write, if any.
 func (w *writer) tag(ent oplog.Entry) oplog.Entry {
 	if w.txn != nil {
-		ent.LSID, ent.TxnNumber, ent.StmtID = w.txn.lsidDoc(), w.txn.Number, w.txn.StmtID
+		ent.LSID, ent.TxnNumber, ent.StmtID = w.txn.LsidDoc(), w.txn.Number, w.txn.StmtID
 	}
 	return ent
 }
