@@ -11,6 +11,7 @@ import (
 
 	"github.com/lethedb/lethe/engine/kv"
 	"github.com/lethedb/lethe/engine/preimage"
+	"github.com/lethedb/lethe/engine/reclaim"
 	"github.com/lethedb/lethe/internal/invariants"
 	"github.com/lethedb/lethe/oplog"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -329,7 +330,7 @@ func (e *Engine) dropCollection(db, name string) (bool, error) {
 		return false, err
 	}
 	ranges := collectionRanges(st)
-	if err := recordReclaim(tx, ranges); err != nil {
+	if err := reclaim.Record(tx, ranges); err != nil {
 		return false, err
 	}
 	ent := cmdEntry(db, st.meta.UUID.Data, bson.D{{Key: "drop", Value: name}}, nil)
@@ -339,20 +340,20 @@ func (e *Engine) dropCollection(db, name string) (bool, error) {
 	dropped := *st
 	dropped.dropped = true
 	c.setState(&dropped)
-	e.reclaim(ctx, ranges)
+	reclaim.Drop(ctx, e.store, e.log, ranges)
 	return true, nil
 }
 
 // collectionRanges are the key ranges of a collection's documents, expiry
 // entries and indexes.
-func collectionRanges(st *collState) []keyRange {
+func collectionRanges(st *collState) []reclaim.Range {
 	lo, hi := record.DocRange(st.meta.ID)
-	out := []keyRange{{lo, hi}}
+	out := []reclaim.Range{{Lo: lo, Hi: hi}}
 	lo, hi = ttlindex.CollRange(st.meta.ID)
-	out = append(out, keyRange{lo, hi})
+	out = append(out, reclaim.Range{Lo: lo, Hi: hi})
 	for _, ix := range st.indexes {
 		lo, hi := record.IndexRange(ix.Meta.ID)
-		out = append(out, keyRange{lo, hi})
+		out = append(out, reclaim.Range{Lo: lo, Hi: hi})
 	}
 	return out
 }

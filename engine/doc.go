@@ -13,8 +13,9 @@
 // $indexStats counters), engine/namespace (the rules of names),
 // engine/viewdef (view definitions and the graph of views),
 // engine/preimage (change streams' pre-images: their collection option,
-// the changeStreamOptions parameter and their expiry) and engine/retry
-// (the records of retryable writes). Those that touch the store are
+// the changeStreamOptions parameter and their expiry), engine/retry (the
+// records of retryable writes) and engine/reclaim (freeing the keys of
+// dropped collections and indexes). Those that touch the store are
 // handed a kv.Store, a kv.Txn or a small interface the engine implements.
 //
 // Every write is a kv transaction. A write command runs through a writer

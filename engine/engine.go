@@ -15,6 +15,7 @@ import (
 	"github.com/lethedb/lethe/engine/kv/pebblekv"
 	"github.com/lethedb/lethe/engine/letvars"
 	"github.com/lethedb/lethe/engine/preimage"
+	"github.com/lethedb/lethe/engine/reclaim"
 	"github.com/lethedb/lethe/oplog"
 	"github.com/lethedb/lethe/ttlindex"
 )
@@ -154,7 +155,7 @@ func open(store kv.Store, opts Options) (*Engine, error) {
 		return nil, err
 	}
 	if !readOnly {
-		if err := e.reclaimLeftovers(ctx); err != nil {
+		if err := reclaim.Leftovers(ctx, e.store, e.log); err != nil {
 			return nil, err
 		}
 	}
@@ -230,3 +231,12 @@ type Let = letvars.Let
 
 // ParseLet evaluates a let document (letvars.ParseLet).
 func ParseLet(doc bson.Raw, now time.Time) (*Let, error) { return letvars.ParseLet(doc, now) }
+
+// writable is the error every write gets when the store opened read-only
+// for want of disk space, or nil.
+func (e *Engine) writable() error {
+	if e.local == nil {
+		return nil
+	}
+	return e.local.Writable()
+}
