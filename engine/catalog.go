@@ -10,7 +10,10 @@ import (
 	"sync/atomic"
 
 	"github.com/lethedb/lethe/engine/kv"
+	"github.com/lethedb/lethe/engine/preimage"
+	"github.com/lethedb/lethe/engine/reclaim"
 	"github.com/lethedb/lethe/internal/invariants"
+	"github.com/lethedb/lethe/oplog"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.uber.org/zap"
 
@@ -84,7 +87,7 @@ func newCollState(meta collMeta) (*collState, error) {
 	// by a version that did not check stays unenforced, which loadCatalog
 	// logs, rather than keeping the store from opening.
 	st.validator, _ = validation.Compile(meta.Options)
-	st.preImages = preImagesEnabled(meta.Options)
+	st.preImages = preimage.Enabled(meta.Options)
 	for _, im := range meta.Indexes {
 		ix, err := record.CompileIndex(im)
 		if err != nil {
@@ -327,7 +330,7 @@ func (e *Engine) dropCollection(db, name string) (bool, error) {
 		return false, err
 	}
 	ranges := collectionRanges(st)
-	if err := recordReclaim(tx, ranges); err != nil {
+	if err := reclaim.Record(tx, ranges); err != nil {
 		return false, err
 	}
 	ent := cmdEntry(db, st.meta.UUID.Data, bson.D{{Key: "drop", Value: name}}, nil)
@@ -337,20 +340,20 @@ func (e *Engine) dropCollection(db, name string) (bool, error) {
 	dropped := *st
 	dropped.dropped = true
 	c.setState(&dropped)
-	e.reclaim(ctx, ranges)
+	reclaim.Drop(ctx, e.store, e.log, ranges)
 	return true, nil
 }
 
 // collectionRanges are the key ranges of a collection's documents, expiry
 // entries and indexes.
-func collectionRanges(st *collState) []keyRange {
+func collectionRanges(st *collState) []reclaim.Range {
 	lo, hi := record.DocRange(st.meta.ID)
-	out := []keyRange{{lo, hi}}
+	out := []reclaim.Range{{Lo: lo, Hi: hi}}
 	lo, hi = ttlindex.CollRange(st.meta.ID)
-	out = append(out, keyRange{lo, hi})
+	out = append(out, reclaim.Range{Lo: lo, Hi: hi})
 	for _, ix := range st.indexes {
 		lo, hi := record.IndexRange(ix.Meta.ID)
-		out = append(out, keyRange{lo, hi})
+		out = append(out, reclaim.Range{Lo: lo, Hi: hi})
 	}
 	return out
 }
@@ -546,4 +549,58 @@ func (e *Engine) SetValidation(db, coll string, ch CollectionValidation) error {
 		}
 		return opts, nil
 	}, entry)
+}
+
+// SetPreAndPostImages is collMod's changeStreamPreAndPostImages. As in
+// MongoDB the option is stored, and listed, only while enabled.
+func (e *Engine) SetPreAndPostImages(db, coll string, enabled bool) error {
+	entry := bson.D{{Key: "collMod", Value: coll}, {Key: PreImagesOption, Value: bson.D{{Key: "enabled", Value: enabled}}}}
+	return e.modifyOptions(db, coll, func(opts bson.D) (bson.D, error) {
+		kept := opts[:0]
+		for _, o := range opts {
+			if o.Key != PreImagesOption {
+				kept = append(kept, o)
+			}
+		}
+		if enabled {
+			kept = append(kept, bson.E{Key: PreImagesOption, Value: bson.D{{Key: "enabled", Value: true}}})
+		}
+		return kept, nil
+	}, entry)
+}
+
+// modifyOptions is collMod of db.coll's stored options: change gets them
+// decoded and returns them as they are to be, and entry is the collMod
+// the oplog records.
+func (e *Engine) modifyOptions(db, coll string, change func(opts bson.D) (bson.D, error), entry bson.D) error {
+	c := e.collection(db, coll)
+	if c == nil {
+		return mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist: %s.%s", db, coll)
+	}
+	c.ddl.Lock()
+	defer c.ddl.Unlock()
+	return e.updateMeta(c, func(meta *collMeta, _ kv.Txn) error {
+		var opts bson.D
+		if len(meta.Options) > 0 {
+			if err := bson.Unmarshal(meta.Options, &opts); err != nil {
+				return fmt.Errorf("engine: collection options of %s.%s: %w", db, coll, err)
+			}
+		}
+		opts, err := change(opts)
+		if err != nil {
+			return err
+		}
+		if len(opts) == 0 {
+			meta.Options = nil
+			return nil
+		}
+		raw, err := bson.Marshal(opts)
+		if err != nil {
+			return fmt.Errorf("engine: collection options: %w", err)
+		}
+		meta.Options = raw
+		return nil
+	}, func(old, _ *collMeta) []oplog.Entry {
+		return cmdEntry(db, old.UUID.Data, entry, collModO2(old, nil))
+	})
 }

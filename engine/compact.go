@@ -22,7 +22,7 @@ func (e *Engine) CompactCollection(ctx context.Context, db, coll string) (int64,
 	usage := func() int64 {
 		var n int64
 		for _, r := range ranges {
-			du, _ := e.store.ApproximateSize(ctx, r.lo, r.hi)
+			du, _ := e.store.ApproximateSize(ctx, r.Lo, r.Hi)
 			n += du
 		}
 		return n
@@ -30,7 +30,7 @@ func (e *Engine) CompactCollection(ctx context.Context, db, coll string) (int64,
 	before := usage()
 	if e.local != nil {
 		for _, r := range ranges {
-			if err := e.local.Compact(ctx, r.lo, r.hi); err != nil {
+			if err := e.local.Compact(ctx, r.Lo, r.Hi); err != nil {
 				return 0, fmt.Errorf("engine: compact %s.%s: %w", db, coll, err)
 			}
 		}

@@ -10,8 +10,13 @@
 // their own below it, which it imports and which never import it:
 // engine/record (the storage format), engine/letvars (a command's let),
 // engine/validation (collection validators), engine/usage ($collStats and
-// $indexStats counters), engine/namespace (the rules of names) and
-// engine/viewdef (view definitions and the graph of views).
+// $indexStats counters), engine/namespace (the rules of names),
+// engine/viewdef (view definitions and the graph of views),
+// engine/preimage (change streams' pre-images: their collection option,
+// the changeStreamOptions parameter and their expiry), engine/retry (the
+// records of retryable writes) and engine/reclaim (freeing the keys of
+// dropped collections and indexes). Those that touch the store are
+// handed a kv.Store, a kv.Txn or a small interface the engine implements.
 //
 // Every write is a kv transaction. A write command runs through a writer
 // (write.go): one pessimistic transaction per chunk of at most maxBatchOps
@@ -21,9 +26,10 @@
 // Options.Oplog, a write's oplog entries are set in the transaction of the
 // write itself at its commit (commitLogged), so that the log never misses a
 // committed write nor holds one that failed. A retryable write's
-// statements record their results in that transaction too (retry.go), and
-// so do the pre-images of a collection with changeStreamPreAndPostImages
-// (preimages.go).
+// statements record their results in that transaction too (package
+// engine/retry), and so do the pre-images of a collection with
+// changeStreamPreAndPostImages (oplog.go; package engine/preimage reads
+// and expires them).
 //
 // # Locks
 //

@@ -14,6 +14,8 @@ import (
 	"github.com/lethedb/lethe/engine/kv"
 	"github.com/lethedb/lethe/engine/kv/pebblekv"
 	"github.com/lethedb/lethe/engine/letvars"
+	"github.com/lethedb/lethe/engine/preimage"
+	"github.com/lethedb/lethe/engine/reclaim"
 	"github.com/lethedb/lethe/oplog"
 	"github.com/lethedb/lethe/ttlindex"
 )
@@ -104,9 +106,9 @@ type Engine struct {
 	oplog       *oplog.Log
 	stopTrimmer context.CancelFunc
 	trimmerDone chan struct{}
-	// streamOpts is the changeStreamOptions cluster parameter
-	// (imageexpiry.go).
-	streamOpts atomic.Pointer[ChangeStreamOptions]
+	// images holds the changeStreamOptions cluster parameter and applies
+	// it to the pre-images (package engine/preimage).
+	images *preimage.Images
 }
 
 // Open opens or creates the store in dir, on pebble unless Options.Store
@@ -153,16 +155,18 @@ func open(store kv.Store, opts Options) (*Engine, error) {
 		return nil, err
 	}
 	if !readOnly {
-		if err := e.reclaimLeftovers(ctx); err != nil {
+		if err := reclaim.Leftovers(ctx, e.store, e.log); err != nil {
 			return nil, err
 		}
 	}
 	if err := e.loadViews(); err != nil {
 		return nil, err
 	}
-	if err := e.loadChangeStreamOptions(); err != nil {
+	images, err := preimage.Open(imageHost{e})
+	if err != nil {
 		return nil, err
 	}
+	e.images = images
 	if opts.Oplog {
 		if err := e.openOplog(opts); err != nil {
 			return nil, err
@@ -174,7 +178,7 @@ func open(store kv.Store, opts Options) (*Engine, error) {
 			expiryDone := make(chan struct{})
 			go func() {
 				defer close(expiryDone)
-				e.runImageExpiry(ctx)
+				e.images.Run(ctx, e.log)
 			}()
 			go func() {
 				defer close(e.trimmerDone)
@@ -227,3 +231,12 @@ type Let = letvars.Let
 
 // ParseLet evaluates a let document (letvars.ParseLet).
 func ParseLet(doc bson.Raw, now time.Time) (*Let, error) { return letvars.ParseLet(doc, now) }
+
+// writable is the error every write gets when the store opened read-only
+// for want of disk space, or nil.
+func (e *Engine) writable() error {
+	if e.local == nil {
+		return nil
+	}
+	return e.local.Writable()
+}

@@ -6,6 +6,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/lethedb/lethe/engine/record"
+	"github.com/lethedb/lethe/engine/retry"
 	"github.com/lethedb/lethe/engine/update"
 )
 
@@ -29,6 +30,13 @@ type FindAndModifyResult struct {
 	N               int64
 	UpdatedExisting bool
 	Upserted        bson.RawValue
+}
+
+// RecordedFindAndModify decodes the recorded result of a findAndModify.
+func RecordedFindAndModify(raw bson.Raw) FindAndModifyResult {
+	var r FindAndModifyResult
+	r.N, r.UpdatedExisting, r.Upserted, r.Value = retry.DecodeFindAndModify(raw)
+	return r
 }
 
 // FindAndModify updates or removes the first matching document (by sort)
@@ -127,7 +135,7 @@ func (e *Engine) findAndModifyOnce(ctx context.Context, c *Collection, q *compil
 // is a retryable write.
 func (w *writer) commitResult(res FindAndModifyResult) error {
 	if w.txn != nil {
-		if err := w.record(w.txn.StmtID, findAndModifyRecord(res)); err != nil {
+		if err := w.record(w.txn.StmtID, retry.EncodeFindAndModify(res.N, res.UpdatedExisting, res.Upserted, res.Value)); err != nil {
 			return err
 		}
 	}

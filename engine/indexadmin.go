@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/engine/kv"
+	"github.com/lethedb/lethe/engine/reclaim"
 	"github.com/lethedb/lethe/engine/record"
 	"github.com/lethedb/lethe/mongoerr"
 	"github.com/lethedb/lethe/oplog"
@@ -97,7 +98,7 @@ func (e *Engine) DropIndexes(db, coll string, which bson.RawValue) (int, error) 
 		}
 	}
 	var dropped []record.IndexMeta
-	var ranges []keyRange
+	var ranges []reclaim.Range
 	err := e.updateMeta(c, func(meta *collMeta, tx kv.Txn) error {
 		kept := meta.Indexes[:0]
 		for _, im := range meta.Indexes {
@@ -110,9 +111,9 @@ func (e *Engine) DropIndexes(db, coll string, which bson.RawValue) (int, error) 
 		meta.Indexes = kept
 		for _, im := range dropped {
 			lo, hi := record.IndexRange(im.ID)
-			ranges = append(ranges, keyRange{lo, hi})
+			ranges = append(ranges, reclaim.Range{Lo: lo, Hi: hi})
 		}
-		return recordReclaim(tx, ranges)
+		return reclaim.Record(tx, ranges)
 	}, func(old, _ *collMeta) []oplog.Entry {
 		var ents []oplog.Entry
 		for _, im := range dropped {
@@ -123,7 +124,7 @@ func (e *Engine) DropIndexes(db, coll string, which bson.RawValue) (int, error) 
 	if err != nil {
 		return 0, err
 	}
-	e.reclaim(context.TODO(), ranges)
+	reclaim.Drop(context.TODO(), e.store, e.log, ranges)
 	return before, nil
 }
 

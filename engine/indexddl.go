@@ -16,6 +16,7 @@ import (
 	"github.com/lethedb/lethe/bsonvalue"
 	"github.com/lethedb/lethe/engine/kv"
 	"github.com/lethedb/lethe/engine/query"
+	"github.com/lethedb/lethe/engine/reclaim"
 	"github.com/lethedb/lethe/engine/record"
 	"github.com/lethedb/lethe/mongoerr"
 	"github.com/lethedb/lethe/oplog"
@@ -430,15 +431,15 @@ func (e *Engine) CreateIndexes(db, coll string, specs []bson.Raw) (CreateIndexes
 			return res, err
 		}
 	}
-	var ranges []keyRange
+	var ranges []reclaim.Range
 	for _, im := range fresh {
 		lo, hi := record.IndexRange(im.ID)
-		ranges = append(ranges, keyRange{lo, hi})
+		ranges = append(ranges, reclaim.Range{Lo: lo, Hi: hi})
 	}
 	if err := e.backfill(ctx, st, nst, fresh); err != nil {
 		// The entries written so far are unreachable: no catalog entry
 		// names the index.
-		e.reclaim(ctx, ranges)
+		reclaim.Drop(ctx, e.store, e.log, ranges)
 		return res, err
 	}
 	if err := putMeta(tx, &nst.meta); err != nil {
@@ -450,7 +451,7 @@ func (e *Engine) CreateIndexes(db, coll string, specs []bson.Raw) (CreateIndexes
 		ents = append(ents, cmdEntry(db, st.meta.UUID.Data, o, nil)...)
 	}
 	if err := e.commitLogged(ctx, tx, kv.Sync, ents); err != nil {
-		e.reclaim(ctx, ranges)
+		reclaim.Drop(ctx, e.store, e.log, ranges)
 		return res, fmt.Errorf("engine: create indexes: %w", err)
 	}
 	c.setState(nst)

@@ -11,6 +11,7 @@ import (
 	"github.com/lethedb/lethe/engine/keycodec"
 	"github.com/lethedb/lethe/engine/kv"
 	"github.com/lethedb/lethe/engine/record"
+	"github.com/lethedb/lethe/engine/retry"
 	"github.com/lethedb/lethe/mongoerr"
 	"github.com/lethedb/lethe/ttlindex"
 )
@@ -125,7 +126,7 @@ func (e *Engine) insert(db, coll string, docs []bson.Raw, ordered bool, opts ...
 		}
 		_, err := w.insertOne(raw)
 		if err == nil && w.txn != nil {
-			err = w.record(stmtIDs[i], insertRecord())
+			err = w.record(stmtIDs[i], retry.EncodeInsert())
 		}
 		if err == nil {
 			added = append(added, i)

@@ -12,6 +12,7 @@ import (
 	"github.com/lethedb/lethe/engine/keycodec"
 	"github.com/lethedb/lethe/engine/query"
 	"github.com/lethedb/lethe/engine/record"
+	"github.com/lethedb/lethe/engine/retry"
 	"github.com/lethedb/lethe/engine/update"
 	"github.com/lethedb/lethe/mongoerr"
 	"github.com/lethedb/lethe/ttlindex"
@@ -37,6 +38,16 @@ type UpdateResult struct {
 	Modified int64
 	Upserted bson.RawValue // the _id of an inserted document, if any
 }
+
+// RecordedUpdate decodes the recorded result of an update statement.
+func RecordedUpdate(raw bson.Raw) UpdateResult {
+	var r UpdateResult
+	r.Matched, r.Modified, r.Upserted = retry.DecodeUpdate(raw)
+	return r
+}
+
+// RecordedDelete decodes the recorded result of a delete statement.
+func RecordedDelete(raw bson.Raw) int64 { return retry.DecodeDelete(raw) }
 
 // candidates lists the primary keys of live documents that match f,
 // in plan order (or sort order), from one consistent read. Writers re-read
@@ -181,7 +192,7 @@ func (e *Engine) updateOnce(ctx context.Context, c *Collection, q *compiledQuery
 		res.Upserted = bsonValue(record.IDOf(d.doc))
 	}
 	if w.txn != nil {
-		if err := w.record(w.txn.StmtID, updateRecord(res)); err != nil {
+		if err := w.record(w.txn.StmtID, retry.EncodeUpdate(res.Matched, res.Modified, res.Upserted)); err != nil {
 			return res, err
 		}
 	}
@@ -320,7 +331,7 @@ func (e *Engine) Delete(ctx context.Context, db, coll string, filter bson.Raw, l
 	if w.txn != nil {
 		// The statement's result: what this batch and the ones before
 		// it remove.
-		if err := w.record(w.txn.StmtID, deleteRecord(int64(w.committed+w.ops))); err != nil {
+		if err := w.record(w.txn.StmtID, retry.EncodeDelete(int64(w.committed+w.ops))); err != nil {
 			return int64(w.committed), err
 		}
 	}

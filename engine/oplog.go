@@ -5,10 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/lethedb/lethe/engine/kv"
+	"github.com/lethedb/lethe/engine/preimage"
 	"github.com/lethedb/lethe/engine/record"
 	"github.com/lethedb/lethe/oplog"
 )
@@ -74,7 +76,7 @@ func (w *writer) logPut(d, old *storedDoc) {
 // tag ties ent to the statement of a retryable write, if any.
 func (w *writer) tag(ent oplog.Entry) oplog.Entry {
 	if w.txn != nil {
-		ent.LSID, ent.TxnNumber, ent.StmtID = w.txn.lsidDoc(), w.txn.Number, w.txn.StmtID
+		ent.LSID, ent.TxnNumber, ent.StmtID = w.txn.LsidDoc(), w.txn.Number, w.txn.StmtID
 	}
 	return ent
 }
@@ -383,4 +385,58 @@ func (e *Engine) AppendNoop(o bson.D) (oplog.Timestamp, error) {
 		return oplog.Timestamp{}, err
 	}
 	return r.Last, nil
+}
+
+// PreImagesOption is the collection option that makes updates and deletes
+// keep the document's pre-image for change streams.
+const PreImagesOption = preimage.Option
+
+// ChangeStreamOptions is the changeStreamOptions cluster parameter:
+// preAndPostImages.expireAfterSeconds, and when it was set.
+type ChangeStreamOptions = preimage.Options
+
+// ChangeStreamOptions returns the changeStreamOptions cluster parameter.
+func (e *Engine) ChangeStreamOptions() ChangeStreamOptions { return e.images.Options() }
+
+// SetChangeStreamOptions sets preAndPostImages.expireAfterSeconds (0:
+// off), durably, at a new cluster time.
+func (e *Engine) SetChangeStreamOptions(expireAfterSeconds int64) error {
+	return e.images.SetOptions(expireAfterSeconds)
+}
+
+// ExpirePreImages removes the pre-images expireAfterSeconds has expired.
+func (e *Engine) ExpirePreImages() error { return e.images.Expire() }
+
+// PreImage returns the pre-image stored with the oplog entry at ts, nil if
+// there is none (see preimage.Images.Get).
+func (e *Engine) PreImage(ts oplog.Timestamp) (bson.Raw, error) { return e.images.Get(ts) }
+
+// imageHost is the engine as package preimage sees it.
+type imageHost struct{ e *Engine }
+
+func (h imageHost) Get(ctx context.Context, key []byte) ([]byte, error) {
+	return h.e.store.Get(ctx, key)
+}
+func (h imageHost) Now() time.Time                               { return h.e.clock.Now() }
+func (h imageHost) Logged() bool                                 { return h.e.oplog != nil }
+func (h imageHost) AppendNoop(o bson.D) (oplog.Timestamp, error) { return h.e.AppendNoop(o) }
+
+func (h imageHost) ExpireBefore(cut oplog.Timestamp) error {
+	return h.e.oplog.ExpirePreImages(oplogStore{h.e}, cut)
+}
+
+func (h imageHost) StoreCatalog(key, value []byte) error {
+	ctx := context.TODO()
+	tx, err := h.e.beginCatalog(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := tx.Set(key, value); err != nil {
+		return err
+	}
+	if _, err := tx.Commit(ctx, kv.Sync); err != nil {
+		return fmt.Errorf("engine: store changeStreamOptions: %w", err)
+	}
+	return nil
 }

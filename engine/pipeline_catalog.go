@@ -11,6 +11,7 @@ import (
 	"github.com/lethedb/lethe/engine/letvars"
 	"github.com/lethedb/lethe/engine/namespace"
 	"github.com/lethedb/lethe/engine/pipeline"
+	"github.com/lethedb/lethe/engine/reclaim"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -140,13 +141,13 @@ func tempName() string {
 // commit.
 func (e *Engine) renameOver(db, from, to string) error {
 	ranges, err := e.renameOverLocked(db, from, to)
-	e.reclaim(context.TODO(), ranges)
+	reclaim.Drop(context.TODO(), e.store, e.log, ranges)
 	return err
 }
 
 // renameOverLocked is renameOver under the collections' locks; it returns
 // the ranges of the target it dropped, to reclaim once they are released.
-func (e *Engine) renameOverLocked(db, from, to string) ([]keyRange, error) {
+func (e *Engine) renameOverLocked(db, from, to string) ([]reclaim.Range, error) {
 	if err := namespace.Validate(db, to); err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/lethedb/lethe/engine/kv"
+	"github.com/lethedb/lethe/engine/reclaim"
 	"github.com/lethedb/lethe/engine/record"
 	"github.com/lethedb/lethe/mongoerr"
 )
@@ -18,13 +19,13 @@ import (
 // and no reader sees the target gone but the source not yet renamed.
 func (e *Engine) renameReplacing(fromDB, from, toDB, to string) error {
 	ranges, err := e.renameReplacingLocked(fromDB, from, toDB, to)
-	e.reclaim(context.TODO(), ranges)
+	reclaim.Drop(context.TODO(), e.store, e.log, ranges)
 	return err
 }
 
 // renameReplacingLocked is renameReplacing under the collections' locks;
 // it returns the target's ranges, to reclaim once the locks are released.
-func (e *Engine) renameReplacingLocked(fromDB, from, toDB, to string) ([]keyRange, error) {
+func (e *Engine) renameReplacingLocked(fromDB, from, toDB, to string) ([]reclaim.Range, error) {
 	if err := e.writable(); err != nil {
 		return nil, err
 	}
@@ -68,7 +69,7 @@ func (e *Engine) renameReplacingLocked(fromDB, from, toDB, to string) ([]keyRang
 // catalog state. The caller holds the ddl locks of both and e.mu, and has
 // checked that the map still names them; it reclaims the ranges returned,
 // dst's, once it has released them.
-func (e *Engine) commitRename(src, dst *Collection, fromDB, from, toDB, to string) ([]keyRange, error) {
+func (e *Engine) commitRename(src, dst *Collection, fromDB, from, toDB, to string) ([]reclaim.Range, error) {
 	ctx := context.TODO()
 	// A rename adds only a small catalog entry: it may use the disk's
 	// reserve.
@@ -78,7 +79,7 @@ func (e *Engine) commitRename(src, dst *Collection, fromDB, from, toDB, to strin
 	}
 	defer tx.Rollback()
 	var dstState *collState
-	var ranges []keyRange
+	var ranges []reclaim.Range
 	var droppedUUID []byte
 	if dst != nil {
 		dstState = dst.st()
@@ -87,7 +88,7 @@ func (e *Engine) commitRename(src, dst *Collection, fromDB, from, toDB, to strin
 			return nil, err
 		}
 		ranges = collectionRanges(dstState)
-		if err := recordReclaim(tx, ranges); err != nil {
+		if err := reclaim.Record(tx, ranges); err != nil {
 			return nil, err
 		}
 	}

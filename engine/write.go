@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lethedb/lethe/engine/kv"
+	"github.com/lethedb/lethe/engine/retry"
 	"github.com/lethedb/lethe/internal/invariants"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.uber.org/zap"
@@ -459,4 +460,47 @@ func (w *writer) checkValidation(doc bson.Raw, old bson.Raw) error {
 func idOfRaw(doc bson.Raw) bson.RawValue {
 	id := record.IDOf(doc)
 	return bson.RawValue{Type: bson.Type(id.Type), Value: id.Data}
+}
+
+// Txn ties a write to a statement of a retryable write (retry.Txn).
+type Txn = retry.Txn
+
+// CheckTxn compares t.Number with the session's newest one: an older
+// number is TransactionTooOld, as in MongoDB.
+func (e *Engine) CheckTxn(t *Txn) error { return retry.Check(e.store, t) }
+
+// Executed returns the recorded result of statement stmt of t's
+// transaction, if it committed.
+func (e *Engine) Executed(t *Txn, stmt int32) (bson.Raw, bool, error) {
+	return retry.Executed(e.store, t, stmt)
+}
+
+// executedStmt is Executed of t's own statement; nothing when t is nil.
+func (e *Engine) executedStmt(t *Txn) (bson.Raw, bool, error) {
+	if t == nil {
+		return nil, false, nil
+	}
+	return e.Executed(t, t.StmtID)
+}
+
+// ForgetRetries deletes the records of the sessions ids that were last
+// written before before (any, if before is zero).
+func (e *Engine) ForgetRetries(ids [][16]byte, before time.Time) error {
+	return retry.Forget(e.store, ids, before)
+}
+
+// ExpiredRetries lists the sessions whose records were last written
+// before before.
+func (e *Engine) ExpiredRetries(before time.Time) ([][16]byte, error) {
+	return retry.Expired(e.store, before)
+}
+
+// record adds the result of statement stmt of the writer's transaction to
+// its pending batch, so that it commits with the write.
+func (w *writer) record(stmt int32, result []byte) error {
+	b, err := w.begin()
+	if err != nil {
+		return err
+	}
+	return retry.Record(b, w.txn, stmt, result, w.e.nowMillis())
 }

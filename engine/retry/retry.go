@@ -1,4 +1,4 @@
-package engine
+package retry
 
 // Retryable writes: the outcome of each statement of a write that carries
 // a session and a transaction number is stored in the batch of the write
@@ -16,8 +16,8 @@ package engine
 // and deleting the last one's records each time left a tombstone per
 // write in the session's key range for the next write to step over
 // (inserts at 0.5x those without retries, measured with lethe-load's
-// retry-cost). Records go with their session (ForgetRetries,
-// ExpiredRetries); records of the earlier layout (tag 0x01, the number in
+// retry-cost). Records go with their session (Forget,
+// Expired); records of the earlier layout (tag 0x01, the number in
 // the key) are never read, and go with their session too.
 
 import (
@@ -36,7 +36,7 @@ import (
 
 // Txn ties a write to a statement of a retryable write: the session, its
 // transaction number, and the statement's id (for single-statement
-// writes; inserts take WriteOptions.StmtIDs).
+// writes; inserts take the engine's WriteOptions.StmtIDs).
 type Txn struct {
 	Session [16]byte
 	Number  int64
@@ -45,17 +45,17 @@ type Txn struct {
 	// carry ({id, uid}); nil means {id: Session}.
 	Lsid []byte
 	// ExpireBefore, if set, is when the session's records expire: those
-	// last written before it are gone to CheckTxn and Executed, and the
+	// last written before it are gone to Check and Executed, and the
 	// first record of the write deletes them.
 	ExpireBefore time.Time
-	stale        bool // set by CheckTxn: the records have expired
+	stale        bool // set by Check: the records have expired
 	clearAll     bool // the next record deletes all of the session's
 }
 
-// CheckTxn compares t.Number with the session's newest one: an older
+// Check compares t.Number with the session's newest one: an older
 // number is TransactionTooOld, as in MongoDB.
-func (e *Engine) CheckTxn(t *Txn) error {
-	v, err := e.store.Get(context.TODO(), record.TxnHeaderKey(t.Session))
+func Check(store kv.Store, t *Txn) error {
+	v, err := store.Get(context.TODO(), record.TxnHeaderKey(t.Session))
 	if err == kv.ErrNotFound {
 		return nil
 	}
@@ -82,11 +82,11 @@ func uuidString(id [16]byte) string {
 
 // Executed returns the recorded result of statement stmt of t's
 // transaction, if it committed.
-func (e *Engine) Executed(t *Txn, stmt int32) (bson.Raw, bool, error) {
+func Executed(store kv.Store, t *Txn, stmt int32) (bson.Raw, bool, error) {
 	if t.stale {
 		return nil, false, nil
 	}
-	v, err := e.store.Get(context.TODO(), record.TxnStmtKey(t.Session, stmt))
+	v, err := store.Get(context.TODO(), record.TxnStmtKey(t.Session, stmt))
 	if err == kv.ErrNotFound {
 		return nil, false, nil
 	}
@@ -102,16 +102,8 @@ func (e *Engine) Executed(t *Txn, stmt int32) (bson.Raw, bool, error) {
 	return append(bson.Raw(nil), v[8:]...), true, nil
 }
 
-// executedStmt is Executed of t's own statement; nothing when t is nil.
-func (e *Engine) executedStmt(t *Txn) (bson.Raw, bool, error) {
-	if t == nil {
-		return nil, false, nil
-	}
-	return e.Executed(t, t.StmtID)
-}
-
-// lsidDoc is the lsid of the oplog entries of t: Lsid, or {id: UUID}.
-func (t *Txn) lsidDoc() []byte {
+// LsidDoc is the lsid of the oplog entries of t: Lsid, or {id: Session}.
+func (t *Txn) LsidDoc() []byte {
 	if t.Lsid != nil {
 		return t.Lsid
 	}
@@ -121,23 +113,19 @@ func (t *Txn) lsidDoc() []byte {
 	return dst
 }
 
-// record adds the result of statement stmt of the writer's transaction to
-// its pending batch.
-func (w *writer) record(stmt int32, result []byte) error {
-	t := w.txn
-	b, err := w.begin()
-	if err != nil {
-		return err
-	}
+// Record adds the result of statement stmt of t to b, the transaction of
+// the write that ran it, written at nowMillis: the record commits exactly
+// when the write does.
+func Record(b kv.Txn, t *Txn, stmt int32, result []byte, nowMillis int64) error {
 	if t.clearAll {
 		lo, hi := record.TxnStmtRange(t.Session)
-		if err := w.e.deleteKeys(b, lo, hi); err != nil {
+		if err := deleteKeys(b, lo, hi); err != nil {
 			return err
 		}
 		t.clearAll = false
 	}
 	hdr := binary.BigEndian.AppendUint64(nil, uint64(t.Number))
-	hdr = binary.BigEndian.AppendUint64(hdr, uint64(w.e.nowMillis()))
+	hdr = binary.BigEndian.AppendUint64(hdr, uint64(nowMillis))
 	if err := b.Set(record.TxnHeaderKey(t.Session), hdr); err != nil {
 		return err
 	}
@@ -145,18 +133,18 @@ func (w *writer) record(stmt int32, result []byte) error {
 	return b.Set(record.TxnStmtKey(t.Session, stmt), append(val, result...))
 }
 
-// ForgetRetries deletes the records of the sessions ids that were last
-// written before before (any, if before is zero). Most sessions that end
-// made no retryable write: only those with a record cost a deletion.
-func (e *Engine) ForgetRetries(ids [][16]byte, before time.Time) error {
+// Forget deletes the records of the sessions ids that were last written
+// before before (any, if before is zero). Most sessions that end made no
+// retryable write: only those with a record cost a deletion.
+func Forget(store kv.Store, ids [][16]byte, before time.Time) error {
 	ctx := context.TODO()
-	b, err := e.store.Begin(ctx, kv.TxnOptions{Pessimistic: true})
+	b, err := store.Begin(ctx, kv.TxnOptions{Pessimistic: true})
 	if err != nil {
 		return fmt.Errorf("engine: begin: %w", err)
 	}
 	defer b.Rollback()
 	for _, id := range ids {
-		v, err := e.store.Get(context.TODO(), record.TxnHeaderKey(id))
+		v, err := store.Get(context.TODO(), record.TxnHeaderKey(id))
 		if err == kv.ErrNotFound {
 			continue
 		}
@@ -168,7 +156,7 @@ func (e *Engine) ForgetRetries(ids [][16]byte, before time.Time) error {
 			continue
 		}
 		lo := record.TxnSessionPrefix(id)
-		if err := e.deleteKeys(b, lo, record.PrefixEnd(lo)); err != nil {
+		if err := deleteKeys(b, lo, record.PrefixEnd(lo)); err != nil {
 			return err
 		}
 	}
@@ -185,7 +173,7 @@ func (e *Engine) ForgetRetries(ids [][16]byte, before time.Time) error {
 // tombstones into the memtable, which every read of the store must then
 // fragment (a 12x slower insert in replica-set mode when a range went
 // with every write, measured with lethe-load's changestream workload).
-func (e *Engine) deleteKeys(b kv.Txn, lo, hi []byte) error {
+func deleteKeys(b kv.Txn, lo, hi []byte) error {
 	it, err := b.Iter(context.TODO(), lo, hi, false)
 	if err != nil {
 		return fmt.Errorf("engine: list session records: %w", err)
@@ -202,10 +190,10 @@ func (e *Engine) deleteKeys(b kv.Txn, lo, hi []byte) error {
 	return nil
 }
 
-// ExpiredRetries lists the sessions whose records were last written
-// before before.
-func (e *Engine) ExpiredRetries(before time.Time) ([][16]byte, error) {
-	it, err := e.store.Iter(context.TODO(), []byte{record.PrefixTxn}, []byte{record.PrefixTxn + 1}, false)
+// Expired lists the sessions whose records were last written before
+// before.
+func Expired(store kv.Store, before time.Time) ([][16]byte, error) {
+	it, err := store.Iter(context.TODO(), []byte{record.PrefixTxn}, []byte{record.PrefixTxn + 1}, false)
 	if err != nil {
 		return nil, err
 	}
@@ -231,66 +219,79 @@ func (e *Engine) ExpiredRetries(before time.Time) ([][16]byte, error) {
 	return old, it.Error()
 }
 
-// Recorded results: what a retry of a statement returns.
+// Recorded results: what a retry of a statement returns. They take and
+// give plain values, so that the records need none of the engine's types.
 
-func insertRecord() []byte {
+// EncodeInsert is the result of an inserted document.
+func EncodeInsert() []byte {
 	return bsoncore.NewDocumentBuilder().AppendInt32("n", 1).Build()
 }
 
-func updateRecord(r UpdateResult) []byte {
-	b := bsoncore.NewDocumentBuilder().AppendInt64("n", r.Matched).AppendInt64("nModified", r.Modified)
-	if r.Upserted.Type != 0 {
-		b.AppendValue("upserted", bsoncore.Value{Type: bsoncore.Type(r.Upserted.Type), Data: r.Upserted.Value})
+// EncodeUpdate is the result of an update statement: the documents it
+// matched and modified, and the _id of the one it upserted, if any.
+func EncodeUpdate(matched, modified int64, upserted bson.RawValue) []byte {
+	b := bsoncore.NewDocumentBuilder().AppendInt64("n", matched).AppendInt64("nModified", modified)
+	if upserted.Type != 0 {
+		b.AppendValue("upserted", bsoncore.Value{Type: bsoncore.Type(upserted.Type), Data: upserted.Value})
 	}
 	return b.Build()
 }
 
-// RecordedUpdate decodes the recorded result of an update statement.
-func RecordedUpdate(raw bson.Raw) UpdateResult {
+// DecodeUpdate decodes the recorded result of an update statement.
+func DecodeUpdate(raw bson.Raw) (matched, modified int64, upserted bson.RawValue) {
 	if raw == nil {
-		return UpdateResult{}
+		return 0, 0, bson.RawValue{}
 	}
 	d := bsoncore.Document(raw)
-	r := UpdateResult{Matched: d.Lookup("n").Int64(), Modified: d.Lookup("nModified").Int64()}
+	matched, modified = d.Lookup("n").Int64(), d.Lookup("nModified").Int64()
 	if v, err := d.LookupErr("upserted"); err == nil {
-		r.Upserted = bsonValue(v)
+		upserted = rawValue(v)
 	}
-	return r
+	return matched, modified, upserted
 }
 
-func deleteRecord(n int64) []byte {
+// EncodeDelete is the result of a delete statement: the documents it
+// deleted.
+func EncodeDelete(n int64) []byte {
 	return bsoncore.NewDocumentBuilder().AppendInt64("n", n).Build()
 }
 
-// RecordedDelete decodes the recorded result of a delete statement.
-func RecordedDelete(raw bson.Raw) int64 {
+// DecodeDelete decodes the recorded result of a delete statement.
+func DecodeDelete(raw bson.Raw) int64 {
 	n, _ := bsoncore.Document(raw).Lookup("n").Int64OK()
 	return n
 }
 
-func findAndModifyRecord(r FindAndModifyResult) []byte {
-	b := bsoncore.NewDocumentBuilder().AppendInt64("n", r.N).AppendBoolean("updatedExisting", r.UpdatedExisting)
-	if r.Upserted.Type != 0 {
-		b.AppendValue("upserted", bsoncore.Value{Type: bsoncore.Type(r.Upserted.Type), Data: r.Upserted.Value})
+// EncodeFindAndModify is the result of a findAndModify: the documents it
+// changed, whether one existed, the _id it upserted, if any, and the
+// document it returned, if any.
+func EncodeFindAndModify(n int64, updatedExisting bool, upserted bson.RawValue, value bson.Raw) []byte {
+	b := bsoncore.NewDocumentBuilder().AppendInt64("n", n).AppendBoolean("updatedExisting", updatedExisting)
+	if upserted.Type != 0 {
+		b.AppendValue("upserted", bsoncore.Value{Type: bsoncore.Type(upserted.Type), Data: upserted.Value})
 	}
-	if r.Value != nil {
-		b.AppendDocument("value", r.Value)
+	if value != nil {
+		b.AppendDocument("value", value)
 	}
 	return b.Build()
 }
 
-// RecordedFindAndModify decodes the recorded result of a findAndModify.
-func RecordedFindAndModify(raw bson.Raw) FindAndModifyResult {
+// DecodeFindAndModify decodes the recorded result of a findAndModify.
+func DecodeFindAndModify(raw bson.Raw) (n int64, updatedExisting bool, upserted bson.RawValue, value bson.Raw) {
 	if raw == nil {
-		return FindAndModifyResult{}
+		return 0, false, bson.RawValue{}, nil
 	}
 	d := bsoncore.Document(raw)
-	r := FindAndModifyResult{N: d.Lookup("n").Int64(), UpdatedExisting: d.Lookup("updatedExisting").Boolean()}
+	n, updatedExisting = d.Lookup("n").Int64(), d.Lookup("updatedExisting").Boolean()
 	if v, err := d.LookupErr("upserted"); err == nil {
-		r.Upserted = bsonValue(v)
+		upserted = rawValue(v)
 	}
 	if v, err := d.LookupErr("value"); err == nil {
-		r.Value = bson.Raw(v.Document())
+		value = bson.Raw(v.Document())
 	}
-	return r
+	return n, updatedExisting, upserted, value
+}
+
+func rawValue(v bsoncore.Value) bson.RawValue {
+	return bson.RawValue{Type: bson.Type(v.Type), Value: v.Data}
 }
