@@ -278,7 +278,7 @@ func (s *Server) serverStatus(_ context.Context, req *Request) (bson.Raw, error)
 		{Key: "mem", Value: diag.MemDoc()},
 		{Key: "metrics", Value: bson.D{
 			{Key: "cursor", Value: bson.D{{Key: "open", Value: bson.D{{Key: "total", Value: int64(openCursors)}}}}},
-			{Key: "ttl", Value: s.ttlMetrics()},
+			{Key: "ttl", Value: s.expiry.Metrics()},
 		}},
 		{Key: "lethe", Value: bson.D{
 			{Key: "version", Value: Version},

@@ -66,9 +66,9 @@ func (s *Server) buildRegistry() map[string]*commandDef {
 		s.cursorCommands(),
 		s.opCommands(),
 		s.indexCommands(),
-		s.ttlCommands(),
 		s.testCommands(),
 		kitCommands(s.users.Commands()),
+		kitCommands(s.expiry.Commands()),
 		kitCommands(storeadmin.New(storeadmin.Config{Engine: s.eng, Auth: s.cfg.Auth, ReplicaSet: s.rs != nil}).Commands()),
 	}
 	for _, g := range groups {

@@ -32,6 +32,7 @@ import (
 	"github.com/lethedb/lethe/diag"
 	"github.com/lethedb/lethe/engine"
 	"github.com/lethedb/lethe/engine/kv/pebblekv"
+	"github.com/lethedb/lethe/expiry"
 	"github.com/lethedb/lethe/replset"
 	"github.com/lethedb/lethe/session"
 	"github.com/lethedb/lethe/tlsnet"
@@ -196,6 +197,9 @@ type Server struct {
 	// users runs the user management commands and keeps users and roles
 	// for authentication (package usermgmt).
 	users *usermgmt.Service
+	// expiry answers advanceClock and counts the reaper's work for
+	// serverStatus (package expiry).
+	expiry *expiry.Service
 }
 
 // New opens the store and prepares the command table. Call Start to listen.
@@ -263,6 +267,11 @@ func New(cfg Config) (*Server, error) {
 	s.users = usermgmt.New(usermgmt.Config{Engine: eng, Logger: log,
 		ScramSHA1Iterations: cfg.ScramSHA1Iterations, ScramSHA256Iterations: cfg.ScramSHA256Iterations,
 		Changed: s.usersChanged})
+	var manual *clock.Manual
+	if cfg.ManualClock {
+		manual = cfg.Clock.(*clock.Manual) // checked above
+	}
+	s.expiry = expiry.New(expiry.Config{Engine: eng, ManualClock: manual})
 	s.commands = s.buildRegistry()
 	s.guardSystemNamespaces()
 	s.guardViews()

@@ -39,7 +39,7 @@ var engineParts = []string{"engine/record", "engine/letvars", "engine/validation
 
 // handlerPackages serve commands for the server with the command kit;
 // the server registers them.
-var handlerPackages = []string{"usermgmt", "replset", "storeadmin"}
+var handlerPackages = []string{"usermgmt", "replset", "storeadmin", "expiry"}
 
 func loadPackages(t *testing.T) []pkg {
 	t.Helper()
@@ -188,7 +188,7 @@ func TestLayers(t *testing.T) {
 		applies: func(p string) bool { return p == "conn" },
 		allow:   func(imp string) bool { return in(kernel, imp) },
 	}, {
-		what:    "usermgmt, replset and storeadmin are below the server: they import no server, no transport and not each other",
+		what:    "the handler packages (handlerPackages) are below the server: they import no server, no transport and not each other",
 		applies: func(p string) bool { return in(handlerPackages, p) },
 		allow:   func(imp string) bool { return imp != "server" && imp != "conn" && !in(handlerPackages, imp) },
 	}, {
