@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/lethedb/lethe/command"
+	"github.com/lethedb/lethe/shutdown"
 	"github.com/lethedb/lethe/storeadmin"
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
@@ -69,6 +70,7 @@ func (s *Server) buildRegistry() map[string]*commandDef {
 		s.testCommands(),
 		kitCommands(s.users.Commands()),
 		kitCommands(s.expiry.Commands()),
+		kitCommands(s.stop.Commands()),
 		kitCommands(storeadmin.New(storeadmin.Config{Engine: s.eng, Auth: s.cfg.Auth, ReplicaSet: s.rs != nil}).Commands()),
 	}
 	for _, g := range groups {
@@ -81,6 +83,16 @@ func (s *Server) buildRegistry() map[string]*commandDef {
 		}
 	}
 	return table
+}
+
+// shutdownCommands registers shutdown, which needs to know the client
+// that runs it (the kit's request does not carry it); package shutdown
+// serves the rest.
+func (s *Server) shutdownCommands() []commandDef {
+	return []commandDef{{name: "shutdown", adminOnly: true, handle: func(ctx context.Context, req *Request) (bson.Raw, error) {
+		return s.stop.Shutdown(ctx, &req.Request, shutdown.Caller{ConnID: req.Conn.id, Remote: req.Conn.remote,
+			User: req.Conn.userKey(), Loopback: isLoopback(req.Conn.remote)})
+	}}}
 }
 
 // kitCommands are the registry entries of commands another package serves

@@ -35,6 +35,7 @@ import (
 	"github.com/lethedb/lethe/expiry"
 	"github.com/lethedb/lethe/replset"
 	"github.com/lethedb/lethe/session"
+	"github.com/lethedb/lethe/shutdown"
 	"github.com/lethedb/lethe/tlsnet"
 	"github.com/lethedb/lethe/usermgmt"
 	"github.com/lethedb/lethe/wire"
@@ -187,8 +188,9 @@ type Server struct {
 
 	// authz is authentication's shared state, see auth.go.
 	authz *authState
-	// shutdownReq is the shutdown command's request, see shutdown_cmd.go.
-	shutdownReq shutdownRequest
+	// stop answers shutdown and fsync, and says when a client asked the
+	// process to stop (package shutdown).
+	stop *shutdown.Service
 
 	// allowDiskUseByDefault is allowDiskUse of a find or aggregate that
 	// does not say; a parameter, see params.go.
@@ -251,7 +253,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: open store: %w", err)
 	}
 	s := &Server{cfg: cfg, log: log, clock: cfg.Clock, eng: eng, started: time.Now(), recent: recent, authz: newAuthState(),
-		shutdownReq: shutdownRequest{ch: make(chan struct{})}}
+		stop: shutdown.New(shutdown.Config{Logger: log, Auth: cfg.Auth})}
 	s.cursors.limits = cfg.Cursors
 	s.sessions = session.New(session.Options{Timeout: cfg.SessionTimeout,
 		Max: cfg.MaxSessions, MaxPerClient: cfg.MaxSessionsPerClient, Clock: cfg.Clock, Gone: s.sessionsGone})
@@ -302,3 +304,7 @@ func oplogMaxBytes(n int64) int64 {
 	}
 	return n
 }
+
+// ShutdownRequested is closed when a client has run the shutdown command;
+// the process should then call Shutdown.
+func (s *Server) ShutdownRequested() <-chan struct{} { return s.stop.Requested() }
