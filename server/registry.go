@@ -71,6 +71,7 @@ func (s *Server) buildRegistry() map[string]*commandDef {
 		kitCommands(s.users.Commands()),
 		kitCommands(s.expiry.Commands()),
 		kitCommands(s.stop.Commands()),
+		kitCommands(s.params.Commands()),
 		kitCommands(storeadmin.New(storeadmin.Config{Engine: s.eng, Auth: s.cfg.Auth, ReplicaSet: s.rs != nil}).Commands()),
 	}
 	for _, g := range groups {

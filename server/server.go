@@ -21,7 +21,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -33,6 +32,7 @@ import (
 	"github.com/lethedb/lethe/engine"
 	"github.com/lethedb/lethe/engine/kv/pebblekv"
 	"github.com/lethedb/lethe/expiry"
+	"github.com/lethedb/lethe/params"
 	"github.com/lethedb/lethe/replset"
 	"github.com/lethedb/lethe/session"
 	"github.com/lethedb/lethe/shutdown"
@@ -168,8 +168,8 @@ type Server struct {
 	eng      *engine.Engine
 	started  time.Time
 	commands map[string]*commandDef
-	params   map[string]*parameter // getParameter and setParameter, see params.go
-	recent   *diag.LogRing         // recent log entries for getLog
+	params   *params.Service // getParameter, setParameter and the values they set
+	recent   *diag.LogRing   // recent log entries for getLog
 
 	net   netState // listener and connections, see connection.go
 	stats stats    // counters for serverStatus, see stats.go
@@ -191,10 +191,6 @@ type Server struct {
 	// stop answers shutdown and fsync, and says when a client asked the
 	// process to stop (package shutdown).
 	stop *shutdown.Service
-
-	// allowDiskUseByDefault is allowDiskUse of a find or aggregate that
-	// does not say; a parameter, see params.go.
-	allowDiskUseByDefault atomic.Bool
 
 	// users runs the user management commands and keeps users and roles
 	// for authentication (package usermgmt).
@@ -274,11 +270,16 @@ func New(cfg Config) (*Server, error) {
 		manual = cfg.Clock.(*clock.Manual) // checked above
 	}
 	s.expiry = expiry.New(expiry.Config{Engine: eng, ManualClock: manual})
+	mechanisms := make([]string, 0, len(s.authMechanisms()))
+	for _, m := range s.authMechanisms() {
+		mechanisms = append(mechanisms, string(m))
+	}
+	s.params = params.New(params.Config{Logger: log, LogLevel: cfg.LogLevel, FeatureCompatibilityVersion: fcvVersion,
+		AuthSchemaVersion: int32(usermgmt.SchemaVersion), AuthenticationMechanisms: mechanisms,
+		SessionTimeoutMinutes: s.sessions.TimeoutMinutes(), CursorIdleTimeout: cursorIdleTimeout})
 	s.commands = s.buildRegistry()
 	s.guardSystemNamespaces()
 	s.guardViews()
-	s.allowDiskUseByDefault.Store(true)
-	s.params = s.buildParameters()
 	if err := s.users.UpgradeSchema(); err != nil {
 		return nil, errors.Join(err, eng.Close())
 	}
