@@ -192,11 +192,11 @@ func (s *Server) serverStatus(_ context.Context, req *Request) (bson.Raw, error)
 			{Key: "rejected", Value: s.listener().Rejected()},
 			{Key: "awaitingTopologyChanges", Value: s.topo.awaiting.Load()},
 		}},
-		{Key: "network", Value: s.stats.networkDoc()},
+		{Key: "network", Value: s.stats.Network()},
 		{Key: "logicalSessionRecordCache", Value: bson.D{
 			{Key: "activeSessionsCount", Value: int32(s.sessions.Len())},
 		}},
-		{Key: "opcounters", Value: s.stats.ops.doc()},
+		{Key: "opcounters", Value: s.stats.Opcounters()},
 		{Key: "catalogStats", Value: s.catalogStats()},
 		{Key: "mem", Value: diag.MemDoc()},
 		{Key: "metrics", Value: bson.D{

@@ -23,11 +23,11 @@ func (s *Server) dispatch(ctx context.Context, req *Request) bson.Raw {
 	cmd := s.commands[string(key)]
 	if cmd == nil {
 		req.Name = string(key)
-		s.stats.ops.command.Add(1)
+		s.stats.Count("") // an unknown command counts as a command
 		return req.ErrorReply(mongoerr.New(mongoerr.CommandNotFound, "no such command: '%s'", key))
 	}
 	req.Name = cmd.spelling(key)
-	s.stats.ops.count(cmd.name)
+	s.stats.Count(cmd.name)
 	if cmd.adminOnly && req.DB != "admin" {
 		return req.ErrorReply(mongoerr.New(mongoerr.Unauthorized, "%s may only be run against the admin database.", req.Name))
 	}

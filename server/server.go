@@ -36,6 +36,7 @@ import (
 	"github.com/lethedb/lethe/replset"
 	"github.com/lethedb/lethe/session"
 	"github.com/lethedb/lethe/shutdown"
+	"github.com/lethedb/lethe/stats"
 	"github.com/lethedb/lethe/tlsnet"
 	"github.com/lethedb/lethe/usermgmt"
 	"github.com/lethedb/lethe/wire"
@@ -171,8 +172,8 @@ type Server struct {
 	params   *params.Service // getParameter, setParameter and the values they set
 	recent   *diag.LogRing   // recent log entries for getLog
 
-	net   netState // listener and connections, see connection.go
-	stats stats    // counters for serverStatus, see stats.go
+	net   netState       // listener and connections, see connection.go
+	stats stats.Counters // counters for serverStatus and the metrics (package stats)
 
 	cursors  cursorTable       // open cursors, see cursors.go
 	sessions *session.Registry // live sessions, see sessions.go

@@ -184,6 +184,10 @@ func TestLayers(t *testing.T) {
 		applies: func(p string) bool { return p == "diag" },
 		allow:   func(imp string) bool { return in(kernel, imp) },
 	}, {
+		what:    "stats, the server's counters, imports only the kernel and conn, whose traffic it counts",
+		applies: func(p string) bool { return p == "stats" },
+		allow:   func(imp string) bool { return in(kernel, imp) || imp == "conn" },
+	}, {
 		what:    "conn, the transport, imports only the kernel: no server, no engine; the server is its Dispatcher",
 		applies: func(p string) bool { return p == "conn" },
 		allow:   func(imp string) bool { return in(kernel, imp) },
