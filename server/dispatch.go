@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"github.com/lethedb/lethe/apiversion"
 	"math"
 	"time"
 
@@ -36,7 +37,7 @@ func (s *Server) dispatch(ctx context.Context, req *Request) bson.Raw {
 	start := time.Now()
 	var reply bson.Raw
 	// The API parameters are checked before authorization, as by MongoDB.
-	err := checkAPIParameters(cmd.name, req.Body)
+	err := apiversion.Check(cmd.name, req.Body)
 	if err == nil && s.cfg.Auth {
 		err = s.authorize(ctx, cmd, req)
 	}

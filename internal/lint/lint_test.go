@@ -184,6 +184,10 @@ func TestLayers(t *testing.T) {
 		applies: func(p string) bool { return p == "diag" },
 		allow:   func(imp string) bool { return in(kernel, imp) },
 	}, {
+		what:    "apiversion, the Stable API's checks, imports only the kernel and the command kit",
+		applies: func(p string) bool { return p == "apiversion" },
+		allow:   func(imp string) bool { return in(kernel, imp) || imp == "command" },
+	}, {
 		what:    "stats, the server's counters, imports only the kernel and conn, whose traffic it counts",
 		applies: func(p string) bool { return p == "stats" },
 		allow:   func(imp string) bool { return in(kernel, imp) || imp == "conn" },
