@@ -107,3 +107,18 @@ func kitCommands(cmds []command.Command) []commandDef {
 	}
 	return out
 }
+
+// wrapHandler makes the named command run check before its handler.
+func (s *Server) wrapHandler(name string, check func(*Request) error) {
+	cmd := s.commands[name]
+	if cmd == nil {
+		return
+	}
+	handle := cmd.handle
+	cmd.handle = func(ctx context.Context, req *Request) (bson.Raw, error) {
+		if err := check(req); err != nil {
+			return nil, err
+		}
+		return handle(ctx, req)
+	}
+}

@@ -37,6 +37,7 @@ import (
 	"github.com/lethedb/lethe/session"
 	"github.com/lethedb/lethe/shutdown"
 	"github.com/lethedb/lethe/stats"
+	"github.com/lethedb/lethe/sysns"
 	"github.com/lethedb/lethe/tlsnet"
 	"github.com/lethedb/lethe/usermgmt"
 	"github.com/lethedb/lethe/wire"
@@ -279,7 +280,12 @@ func New(cfg Config) (*Server, error) {
 		AuthSchemaVersion: int32(usermgmt.SchemaVersion), AuthenticationMechanisms: mechanisms,
 		SessionTimeoutMinutes: s.sessions.TimeoutMinutes(), CursorIdleTimeout: cursorIdleTimeout})
 	s.commands = s.buildRegistry()
-	s.guardSystemNamespaces()
+	// The system.* guards first, so that a replica-set member's own guards
+	// of the local database run before them.
+	for name, guard := range sysns.Guards([]string{usermgmt.DB + "." + usermgmt.UsersCollection, usermgmt.DB + "." + usermgmt.RolesCollection}) {
+		s.wrapHandler(name, func(req *Request) error { return guard(&req.Request) })
+	}
+	s.guardReplicatedLocal()
 	s.guardViews()
 	if err := s.users.UpgradeSchema(); err != nil {
 		return nil, errors.Join(err, eng.Close())

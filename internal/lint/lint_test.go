@@ -184,6 +184,10 @@ func TestLayers(t *testing.T) {
 		applies: func(p string) bool { return p == "diag" },
 		allow:   func(imp string) bool { return in(kernel, imp) },
 	}, {
+		what:    "sysns, the guards of system.* collections, imports the kernel, the command kit and the engine's API",
+		applies: func(p string) bool { return p == "sysns" },
+		allow:   func(imp string) bool { return in(kernel, imp) || imp == "command" || imp == "engine" },
+	}, {
 		what:    "writestmt, the parsing of update and delete statements, imports the kernel, the command kit and the engine's API",
 		applies: func(p string) bool { return p == "writestmt" },
 		allow:   func(imp string) bool { return in(kernel, imp) || imp == "command" || imp == "engine" },
