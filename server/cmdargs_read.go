@@ -27,7 +27,7 @@ type findArgs struct {
 
 // parseFind reads find's arguments from body.
 func (s *Server) parseFind(body bson.Raw) (findArgs, error) {
-	a := findArgs{spec: engine.FindSpec{AllowDiskUse: s.allowDiskUseByDefault.Load()}, batchSize: 101}
+	a := findArgs{spec: engine.FindSpec{AllowDiskUse: s.params.AllowDiskUseByDefault()}, batchSize: 101}
 	var err error
 	for key, v := range command.Args(body) {
 		switch string(key) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -148,7 +149,7 @@ func (s *Server) Start() error {
 		MessageTimeout: s.cfg.MessageTimeout,
 		IdleTimeout:    s.cfg.IdleTimeout,
 		Logger:         s.log,
-		Traffic:        &s.stats.traffic,
+		Traffic:        &s.stats.Traffic,
 	}, s)
 	if err != nil {
 		return err
@@ -257,3 +258,16 @@ func (s *Server) connections() []*Conn {
 	}
 	return conns
 }
+
+// Collectors returns Prometheus collectors for the server's counters, for
+// the registry that --metrics-listen serves.
+func (s *Server) Collectors() []prometheus.Collector {
+	return append(s.stats.Collectors(listenerConns{s}), s.eng.Reaper().Collectors()...)
+}
+
+// listenerConns are the server's connections as the metrics read them; the
+// listener is looked up at every read, as it exists only after Start.
+type listenerConns struct{ s *Server }
+
+func (c listenerConns) Open() int       { return c.s.openConns() }
+func (c listenerConns) Accepted() int64 { return c.s.listener().Accepted() }

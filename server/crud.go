@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 
+	"github.com/lethedb/lethe/writestmt"
+
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -43,7 +45,7 @@ func collectionName(req *Request) (string, error) {
 // (statements, stages, index specs); callers read an OP_MSG document
 // sequence of the same name from req.Sequences themselves.
 func statements(_ *Request, cmd, field string, v bson.RawValue) ([]bson.Raw, error) {
-	return docArray(cmd, field, v)
+	return writestmt.DocArray(cmd, field, v)
 }
 
 // writeErrorsElement appends writeErrors: [{index, code, codeName, errmsg, ...}].
@@ -172,9 +174,9 @@ func (s *Server) update(ctx context.Context, req *Request) (bson.Raw, error) {
 	if err != nil {
 		return nil, err
 	}
-	parsed := make([]updateStatement, len(stmts))
+	parsed := make([]writestmt.Update, len(stmts))
 	for i, raw := range stmts {
-		if parsed[i], err = parseUpdateStatement(raw); err != nil {
+		if parsed[i], err = writestmt.ParseUpdate(raw); err != nil {
 			return nil, err
 		}
 	}
@@ -203,32 +205,32 @@ func (s *Server) update(ctx context.Context, req *Request) (bson.Raw, error) {
 	errs, err := runStatements(stmts, ordered, func(i int, _ bson.Raw) error {
 		st := parsed[i]
 		var err error
-		if st.collation.Type != 0 {
-			if err := checkCollation(st.collation); err != nil {
+		if st.Collation.Type != 0 {
+			if err := checkCollation(st.Collation); err != nil {
 				return err
 			}
 		}
-		if st.spec.Filter, err = lv.Filter(st.spec.Filter); err != nil {
+		if st.Spec.Filter, err = lv.Filter(st.Spec.Filter); err != nil {
 			return err
 		}
 		// A statement's constants c reach its pipeline only, over let.
 		pipelineLet := lv
-		if st.c != nil {
-			if st.u.Type != bson.TypeArray {
+		if st.C != nil {
+			if st.U.Type != bson.TypeArray {
 				return mongoerr.New(51198, "Constant values may only be specified for pipeline updates")
 			}
-			c, err := engine.ParseLet(st.c, now)
+			c, err := engine.ParseLet(st.C, now)
 			if err != nil {
 				return err
 			}
 			pipelineLet = lv.With(c)
 		}
-		if st.spec.Update, err = engine.CompileUpdate(st.u, st.af, st.spec.Multi, pipelineLet, now); err != nil {
+		if st.Spec.Update, err = engine.CompileUpdate(st.U, st.ArrayFilters, st.Spec.Multi, pipelineLet, now); err != nil {
 			return err
 		}
-		st.spec.BypassDocumentValidation = bypass
-		st.spec.Txn = stmt(txn, i)
-		res, err := s.eng.Update(ctx, req.DB, coll, st.spec)
+		st.Spec.BypassDocumentValidation = bypass
+		st.Spec.Txn = stmt(txn, i)
+		res, err := s.eng.Update(ctx, req.DB, coll, st.Spec)
 		if err != nil {
 			return err
 		}
@@ -249,20 +251,20 @@ func (s *Server) update(ctx context.Context, req *Request) (bson.Raw, error) {
 }
 
 // runDelete runs one parsed statement of a delete command.
-func (s *Server) runDelete(ctx context.Context, db, coll string, st deleteStatement, lv *engine.Let, txn *engine.Txn) (int64, error) {
-	if st.collation.Type != 0 {
-		if err := checkCollation(st.collation); err != nil {
+func (s *Server) runDelete(ctx context.Context, db, coll string, st writestmt.Delete, lv *engine.Let, txn *engine.Txn) (int64, error) {
+	if st.Collation.Type != 0 {
+		if err := checkCollation(st.Collation); err != nil {
 			return 0, err
 		}
 	}
-	filter, err := lv.Filter(st.filter)
+	filter, err := lv.Filter(st.Filter)
 	if err != nil {
 		return 0, err
 	}
 	if txn != nil {
-		return s.eng.Delete(ctx, db, coll, filter, st.limit, st.hint, txn)
+		return s.eng.Delete(ctx, db, coll, filter, st.Limit, st.Hint, txn)
 	}
-	return s.eng.Delete(ctx, db, coll, filter, st.limit, st.hint)
+	return s.eng.Delete(ctx, db, coll, filter, st.Limit, st.Hint)
 }
 
 func (s *Server) delete(ctx context.Context, req *Request) (bson.Raw, error) {
@@ -274,9 +276,9 @@ func (s *Server) delete(ctx context.Context, req *Request) (bson.Raw, error) {
 	if err != nil {
 		return nil, err
 	}
-	parsed := make([]deleteStatement, len(stmts))
+	parsed := make([]writestmt.Delete, len(stmts))
 	for i, raw := range stmts {
-		if parsed[i], err = parseDeleteStatement(raw); err != nil {
+		if parsed[i], err = writestmt.ParseDelete(raw); err != nil {
 			return nil, err
 		}
 	}
@@ -330,7 +332,7 @@ func (s *Server) findAndModify(ctx context.Context, req *Request) (bson.Raw, err
 		case "upsert":
 			spec.Upsert, err = command.Bool("findAndModify", "upsert", v)
 		case "arrayFilters":
-			af, err = docArray("findAndModify", "arrayFilters", v)
+			af, err = writestmt.DocArray("findAndModify", "arrayFilters", v)
 		case "hint":
 			spec.Hint, err = command.Hint(v)
 		case "collation":

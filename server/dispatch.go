@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"github.com/lethedb/lethe/apiversion"
 	"math"
 	"time"
 
@@ -24,11 +25,11 @@ func (s *Server) dispatch(ctx context.Context, req *Request) bson.Raw {
 	cmd := s.commands[string(key)]
 	if cmd == nil {
 		req.Name = string(key)
-		s.stats.ops.command.Add(1)
+		s.stats.Count("") // an unknown command counts as a command
 		return req.ErrorReply(mongoerr.New(mongoerr.CommandNotFound, "no such command: '%s'", key))
 	}
 	req.Name = cmd.spelling(key)
-	s.stats.ops.count(cmd.name)
+	s.stats.Count(cmd.name)
 	if cmd.adminOnly && req.DB != "admin" {
 		return req.ErrorReply(mongoerr.New(mongoerr.Unauthorized, "%s may only be run against the admin database.", req.Name))
 	}
@@ -37,7 +38,7 @@ func (s *Server) dispatch(ctx context.Context, req *Request) bson.Raw {
 	start := time.Now()
 	var reply bson.Raw
 	// The API parameters are checked before authorization, as by MongoDB.
-	err := checkAPIParameters(cmd.name, req.Body)
+	err := apiversion.Check(cmd.name, req.Body)
 	if err == nil && s.cfg.Auth {
 		err = s.authorize(ctx, cmd, req)
 	}

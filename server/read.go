@@ -191,7 +191,7 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 	var err error
 	var pipeline []bson.Raw
 	havePipeline, haveCursor, bypass, explain := false, false, false, false
-	allowDiskUse := s.allowDiskUseByDefault.Load()
+	allowDiskUse := s.params.AllowDiskUseByDefault()
 	batchSize := 101
 	var hint bson.RawValue
 	var lv *engine.Let

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/lethedb/lethe/command"
+	"github.com/lethedb/lethe/shutdown"
 	"github.com/lethedb/lethe/storeadmin"
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
@@ -66,9 +67,11 @@ func (s *Server) buildRegistry() map[string]*commandDef {
 		s.cursorCommands(),
 		s.opCommands(),
 		s.indexCommands(),
-		s.ttlCommands(),
 		s.testCommands(),
 		kitCommands(s.users.Commands()),
+		kitCommands(s.expiry.Commands()),
+		kitCommands(s.stop.Commands()),
+		kitCommands(s.params.Commands()),
 		kitCommands(storeadmin.New(storeadmin.Config{Engine: s.eng, Auth: s.cfg.Auth, ReplicaSet: s.rs != nil}).Commands()),
 	}
 	for _, g := range groups {
@@ -83,6 +86,16 @@ func (s *Server) buildRegistry() map[string]*commandDef {
 	return table
 }
 
+// shutdownCommands registers shutdown, which needs to know the client
+// that runs it (the kit's request does not carry it); package shutdown
+// serves the rest.
+func (s *Server) shutdownCommands() []commandDef {
+	return []commandDef{{name: "shutdown", adminOnly: true, handle: func(ctx context.Context, req *Request) (bson.Raw, error) {
+		return s.stop.Shutdown(ctx, &req.Request, shutdown.Caller{ConnID: req.Conn.id, Remote: req.Conn.remote,
+			User: req.Conn.userKey(), Loopback: isLoopback(req.Conn.remote)})
+	}}}
+}
+
 // kitCommands are the registry entries of commands another package serves
 // with the command kit: their handlers see the kit's part of the request.
 func kitCommands(cmds []command.Command) []commandDef {
@@ -93,4 +106,19 @@ func kitCommands(cmds []command.Command) []commandDef {
 			handle: func(ctx context.Context, req *Request) (bson.Raw, error) { return h(ctx, &req.Request) }}
 	}
 	return out
+}
+
+// wrapHandler makes the named command run check before its handler.
+func (s *Server) wrapHandler(name string, check func(*Request) error) {
+	cmd := s.commands[name]
+	if cmd == nil {
+		return
+	}
+	handle := cmd.handle
+	cmd.handle = func(ctx context.Context, req *Request) (bson.Raw, error) {
+		if err := check(req); err != nil {
+			return nil, err
+		}
+		return handle(ctx, req)
+	}
 }

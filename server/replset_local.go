@@ -1,10 +1,6 @@
 package server
 
 import (
-	"context"
-
-	"go.mongodb.org/mongo-driver/v2/bson"
-
 	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/mongoerr"
 )
@@ -42,19 +38,4 @@ func (s *Server) guardReplicatedLocal() {
 		}
 		return nil
 	})
-}
-
-// wrapHandler makes the named command run check before its handler.
-func (s *Server) wrapHandler(name string, check func(*Request) error) {
-	cmd := s.commands[name]
-	if cmd == nil {
-		return
-	}
-	handle := cmd.handle
-	cmd.handle = func(ctx context.Context, req *Request) (bson.Raw, error) {
-		if err := check(req); err != nil {
-			return nil, err
-		}
-		return handle(ctx, req)
-	}
 }

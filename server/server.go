@@ -21,7 +21,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -32,8 +31,13 @@ import (
 	"github.com/lethedb/lethe/diag"
 	"github.com/lethedb/lethe/engine"
 	"github.com/lethedb/lethe/engine/kv/pebblekv"
+	"github.com/lethedb/lethe/expiry"
+	"github.com/lethedb/lethe/params"
 	"github.com/lethedb/lethe/replset"
 	"github.com/lethedb/lethe/session"
+	"github.com/lethedb/lethe/shutdown"
+	"github.com/lethedb/lethe/stats"
+	"github.com/lethedb/lethe/sysns"
 	"github.com/lethedb/lethe/tlsnet"
 	"github.com/lethedb/lethe/usermgmt"
 	"github.com/lethedb/lethe/wire"
@@ -166,11 +170,11 @@ type Server struct {
 	eng      *engine.Engine
 	started  time.Time
 	commands map[string]*commandDef
-	params   map[string]*parameter // getParameter and setParameter, see params.go
-	recent   *diag.LogRing         // recent log entries for getLog
+	params   *params.Service // getParameter, setParameter and the values they set
+	recent   *diag.LogRing   // recent log entries for getLog
 
-	net   netState // listener and connections, see connection.go
-	stats stats    // counters for serverStatus, see stats.go
+	net   netState       // listener and connections, see connection.go
+	stats stats.Counters // counters for serverStatus and the metrics (package stats)
 
 	cursors  cursorTable       // open cursors, see cursors.go
 	sessions *session.Registry // live sessions, see sessions.go
@@ -186,16 +190,16 @@ type Server struct {
 
 	// authz is authentication's shared state, see auth.go.
 	authz *authState
-	// shutdownReq is the shutdown command's request, see shutdown_cmd.go.
-	shutdownReq shutdownRequest
-
-	// allowDiskUseByDefault is allowDiskUse of a find or aggregate that
-	// does not say; a parameter, see params.go.
-	allowDiskUseByDefault atomic.Bool
+	// stop answers shutdown and fsync, and says when a client asked the
+	// process to stop (package shutdown).
+	stop *shutdown.Service
 
 	// users runs the user management commands and keeps users and roles
 	// for authentication (package usermgmt).
 	users *usermgmt.Service
+	// expiry answers advanceClock and counts the reaper's work for
+	// serverStatus (package expiry).
+	expiry *expiry.Service
 }
 
 // New opens the store and prepares the command table. Call Start to listen.
@@ -247,7 +251,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: open store: %w", err)
 	}
 	s := &Server{cfg: cfg, log: log, clock: cfg.Clock, eng: eng, started: time.Now(), recent: recent, authz: newAuthState(),
-		shutdownReq: shutdownRequest{ch: make(chan struct{})}}
+		stop: shutdown.New(shutdown.Config{Logger: log, Auth: cfg.Auth})}
 	s.cursors.limits = cfg.Cursors
 	s.sessions = session.New(session.Options{Timeout: cfg.SessionTimeout,
 		Max: cfg.MaxSessions, MaxPerClient: cfg.MaxSessionsPerClient, Clock: cfg.Clock, Gone: s.sessionsGone})
@@ -263,11 +267,26 @@ func New(cfg Config) (*Server, error) {
 	s.users = usermgmt.New(usermgmt.Config{Engine: eng, Logger: log,
 		ScramSHA1Iterations: cfg.ScramSHA1Iterations, ScramSHA256Iterations: cfg.ScramSHA256Iterations,
 		Changed: s.usersChanged})
+	var manual *clock.Manual
+	if cfg.ManualClock {
+		manual = cfg.Clock.(*clock.Manual) // checked above
+	}
+	s.expiry = expiry.New(expiry.Config{Engine: eng, ManualClock: manual})
+	mechanisms := make([]string, 0, len(s.authMechanisms()))
+	for _, m := range s.authMechanisms() {
+		mechanisms = append(mechanisms, string(m))
+	}
+	s.params = params.New(params.Config{Logger: log, LogLevel: cfg.LogLevel, FeatureCompatibilityVersion: fcvVersion,
+		AuthSchemaVersion: int32(usermgmt.SchemaVersion), AuthenticationMechanisms: mechanisms,
+		SessionTimeoutMinutes: s.sessions.TimeoutMinutes(), CursorIdleTimeout: cursorIdleTimeout})
 	s.commands = s.buildRegistry()
-	s.guardSystemNamespaces()
+	// The system.* guards first, so that a replica-set member's own guards
+	// of the local database run before them.
+	for name, guard := range sysns.Guards([]string{usermgmt.DB + "." + usermgmt.UsersCollection, usermgmt.DB + "." + usermgmt.RolesCollection}) {
+		s.wrapHandler(name, func(req *Request) error { return guard(&req.Request) })
+	}
+	s.guardReplicatedLocal()
 	s.guardViews()
-	s.allowDiskUseByDefault.Store(true)
-	s.params = s.buildParameters()
 	if err := s.users.UpgradeSchema(); err != nil {
 		return nil, errors.Join(err, eng.Close())
 	}
@@ -293,3 +312,7 @@ func oplogMaxBytes(n int64) int64 {
 	}
 	return n
 }
+
+// ShutdownRequested is closed when a client has run the shutdown command;
+// the process should then call Shutdown.
+func (s *Server) ShutdownRequested() <-chan struct{} { return s.stop.Requested() }

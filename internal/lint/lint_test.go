@@ -39,7 +39,7 @@ var engineParts = []string{"engine/record", "engine/letvars", "engine/validation
 
 // handlerPackages serve commands for the server with the command kit;
 // the server registers them.
-var handlerPackages = []string{"usermgmt", "replset", "storeadmin"}
+var handlerPackages = []string{"usermgmt", "replset", "storeadmin", "expiry", "shutdown", "params"}
 
 func loadPackages(t *testing.T) []pkg {
 	t.Helper()
@@ -184,11 +184,27 @@ func TestLayers(t *testing.T) {
 		applies: func(p string) bool { return p == "diag" },
 		allow:   func(imp string) bool { return in(kernel, imp) },
 	}, {
+		what:    "sysns, the guards of system.* collections, imports the kernel, the command kit and the engine's API",
+		applies: func(p string) bool { return p == "sysns" },
+		allow:   func(imp string) bool { return in(kernel, imp) || imp == "command" || imp == "engine" },
+	}, {
+		what:    "writestmt, the parsing of update and delete statements, imports the kernel, the command kit and the engine's API",
+		applies: func(p string) bool { return p == "writestmt" },
+		allow:   func(imp string) bool { return in(kernel, imp) || imp == "command" || imp == "engine" },
+	}, {
+		what:    "apiversion, the Stable API's checks, imports only the kernel and the command kit",
+		applies: func(p string) bool { return p == "apiversion" },
+		allow:   func(imp string) bool { return in(kernel, imp) || imp == "command" },
+	}, {
+		what:    "stats, the server's counters, imports only the kernel and conn, whose traffic it counts",
+		applies: func(p string) bool { return p == "stats" },
+		allow:   func(imp string) bool { return in(kernel, imp) || imp == "conn" },
+	}, {
 		what:    "conn, the transport, imports only the kernel: no server, no engine; the server is its Dispatcher",
 		applies: func(p string) bool { return p == "conn" },
 		allow:   func(imp string) bool { return in(kernel, imp) },
 	}, {
-		what:    "usermgmt, replset and storeadmin are below the server: they import no server, no transport and not each other",
+		what:    "the handler packages (handlerPackages) are below the server: they import no server, no transport and not each other",
 		applies: func(p string) bool { return in(handlerPackages, p) },
 		allow:   func(imp string) bool { return imp != "server" && imp != "conn" && !in(handlerPackages, imp) },
 	}, {

@@ -1,4 +1,4 @@
-package server
+package expiry
 
 import (
 	"context"
@@ -9,19 +9,37 @@ import (
 
 	"github.com/lethedb/lethe/clock"
 	"github.com/lethedb/lethe/command"
+	"github.com/lethedb/lethe/engine"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
-func (s *Server) ttlCommands() []commandDef {
-	return []commandDef{{name: "advanceClock", handle: s.advanceClock, adminOnly: true}}
+// Config is what the commands need of the server.
+type Config struct {
+	Engine *engine.Engine
+	// ManualClock is the clock advanceClock moves; nil when the server runs
+	// on the system clock (advanceClock then fails).
+	ManualClock *clock.Manual
+}
+
+// Service answers the expiry commands and reports the reaper's counters.
+type Service struct {
+	eng   *engine.Engine
+	clock *clock.Manual
+}
+
+// New returns the Service of cfg.Engine.
+func New(cfg Config) *Service { return &Service{eng: cfg.Engine, clock: cfg.ManualClock} }
+
+// Commands are advanceClock, for the server's registry.
+func (s *Service) Commands() []command.Command {
+	return []command.Command{{Name: "advanceClock", Handle: s.advanceClock, AdminOnly: true}}
 }
 
 // advanceClock moves the manual clock by a number of seconds (fractions
 // allowed) so that applications can test expiry without waiting. It exists
 // only under --clock=manual.
-func (s *Server) advanceClock(ctx context.Context, req *Request) (bson.Raw, error) {
-	clock, ok := s.clock.(*clock.Manual)
-	if !ok || !s.cfg.ManualClock {
+func (s *Service) advanceClock(ctx context.Context, req *command.Request) (bson.Raw, error) {
+	if s.clock == nil {
 		return nil, mongoerr.New(mongoerr.IllegalOperation, "advanceClock needs the server to run with --clock=manual; the clock is the system clock")
 	}
 	secs, err := command.Float64("advanceClock", "advanceClock", command.FirstValue(req.Body))
@@ -34,12 +52,13 @@ func (s *Server) advanceClock(ctx context.Context, req *Request) (bson.Raw, erro
 	if math.IsNaN(secs) || math.IsInf(secs, 0) || math.Abs(secs) > 100*365*24*3600 {
 		return nil, mongoerr.New(mongoerr.BadValue, "advanceClock takes a finite number of seconds within 100 years, got %v", secs)
 	}
-	now := clock.Advance(time.Duration(secs * float64(time.Second)))
+	now := s.clock.Advance(time.Duration(secs * float64(time.Second)))
 	return command.OK(bson.E{Key: "now", Value: bson.NewDateTimeFromTime(now)})
 }
 
-// ttlMetrics is serverStatus.metrics.ttl.
-func (s *Server) ttlMetrics() bson.D {
+// Metrics is serverStatus.metrics.ttl: the reaper's passes and what they
+// deleted.
+func (s *Service) Metrics() bson.D {
 	m := s.eng.Reaper().Metrics()
 	return bson.D{
 		{Key: "passes", Value: m.Passes},

@@ -1,4 +1,4 @@
-package server
+package stats
 
 import (
 	"sync/atomic"
@@ -9,12 +9,13 @@ import (
 	"github.com/lethedb/lethe/wire"
 )
 
-// stats are the counters serverStatus reports. They are updated with atomic
-// adds on the request path and read without stopping it.
-type stats struct {
+// Counters are the counters serverStatus reports. They are updated with
+// atomic adds on the request path and read without stopping it. The zero
+// value is ready.
+type Counters struct {
 	ops opcounters
-	// traffic is what the transport reads and writes (package conn).
-	traffic conn.Traffic
+	// Traffic is what the transport reads and writes (package conn).
+	Traffic conn.Traffic
 }
 
 // opcounters count commands by kind, as serverStatus.opcounters. Unlike
@@ -24,7 +25,10 @@ type opcounters struct {
 	insert, query, update, delete, getmore, command atomic.Int64
 }
 
-func (o *opcounters) count(name string) {
+// Count counts one command by its registered name: insert, find, update,
+// delete and getMore under their kinds, any other under command.
+func (c *Counters) Count(name string) {
+	o := &c.ops
 	switch name {
 	case "insert":
 		o.insert.Add(1)
@@ -41,7 +45,9 @@ func (o *opcounters) count(name string) {
 	}
 }
 
-func (o *opcounters) doc() bson.D {
+// Opcounters is serverStatus.opcounters.
+func (c *Counters) Opcounters() bson.D {
+	o := &c.ops
 	return bson.D{
 		{Key: "insert", Value: o.insert.Load()},
 		{Key: "query", Value: o.query.Load()},
@@ -52,20 +58,20 @@ func (o *opcounters) doc() bson.D {
 	}
 }
 
-// networkDoc is serverStatus.network.
-func (st *stats) networkDoc() bson.D {
+// Network is serverStatus.network.
+func (c *Counters) Network() bson.D {
 	var comp bson.D
-	for _, c := range []wire.Compressor{wire.CompressorSnappy, wire.CompressorZstd, wire.CompressorZlib} {
-		cs := &st.traffic.ByCompressor[c]
-		comp = append(comp, bson.E{Key: c.String(), Value: bson.D{
+	for _, cp := range []wire.Compressor{wire.CompressorSnappy, wire.CompressorZstd, wire.CompressorZlib} {
+		cs := &c.Traffic.ByCompressor[cp]
+		comp = append(comp, bson.E{Key: cp.String(), Value: bson.D{
 			{Key: "compressor", Value: bson.D{{Key: "bytesIn", Value: cs.CompressorIn.Load()}, {Key: "bytesOut", Value: cs.CompressorOut.Load()}}},
 			{Key: "decompressor", Value: bson.D{{Key: "bytesIn", Value: cs.DecompressorIn.Load()}, {Key: "bytesOut", Value: cs.DecompressorOut.Load()}}},
 		}})
 	}
 	return bson.D{
-		{Key: "bytesIn", Value: st.traffic.BytesIn.Load()},
-		{Key: "bytesOut", Value: st.traffic.BytesOut.Load()},
-		{Key: "numRequests", Value: st.traffic.Requests.Load()},
+		{Key: "bytesIn", Value: c.Traffic.BytesIn.Load()},
+		{Key: "bytesOut", Value: c.Traffic.BytesOut.Load()},
+		{Key: "numRequests", Value: c.Traffic.Requests.Load()},
 		{Key: "compression", Value: comp},
 	}
 }

@@ -1,4 +1,4 @@
-package server
+package writestmt
 
 import (
 	"math"
@@ -11,53 +11,48 @@ import (
 	"github.com/lethedb/lethe/mongoerr"
 )
 
-// The statements of update and delete are parsed in two steps, as mongod
-// does. What its IDL parser checks (write_ops.idl: UpdateOpEntry and
-// DeleteOpEntry are strict structs; update_modification and
-// multi_delete_bool have their own deserializers in write_ops_parsers.cpp
-// and write_ops.cpp) is checked for every statement before any runs: a
-// statement that fails it fails the command, and nothing is written.
-// Everything else (the query, update operators, pipeline stages, let and
-// c, the collation's content) is parsed when the statement runs, in
-// performUpdates/performDeletes of write_ops_exec.cpp, and its error is
-// that statement's write error: the statements before it stay applied.
-
-// updateStatement is one entry of update's updates array.
-type updateStatement struct {
-	spec      engine.UpdateSpec
-	u         bson.RawValue
-	af        []bson.Raw
-	c         bson.Raw // constants of this statement, like the command's let
-	collation bson.RawValue
+// Update is one entry of update's updates array.
+type Update struct {
+	// Spec has the statement's filter, upsert, multi and hint; the caller
+	// compiles U into its Update.
+	Spec engine.UpdateSpec
+	// U is the update document or pipeline, as sent.
+	U bson.RawValue
+	// ArrayFilters are the statement's arrayFilters.
+	ArrayFilters []bson.Raw
+	// C are the constants of this statement, like the command's let.
+	C bson.Raw
+	// Collation is the statement's collation, as sent; zero if none.
+	Collation bson.RawValue
 }
 
-// parseUpdateStatement checks what mongod's IDL parser checks of an
+// ParseUpdate checks what mongod's IDL parser checks of an
 // update statement. MongoDB 7.0 has no sort in update statements (8.0
 // added it): it is an unknown field.
-func parseUpdateStatement(doc bson.Raw) (updateStatement, error) {
-	var st updateStatement
+func ParseUpdate(doc bson.Raw) (Update, error) {
+	var st Update
 	var err error
 	haveQ, haveU := false, false
 	for key, v := range command.Fields(doc) {
 		switch string(key) {
 		case "q":
-			st.spec.Filter, err = command.Doc("update.updates", "q", v)
+			st.Spec.Filter, err = command.Doc("update.updates", "q", v)
 			haveQ = true
 		case "u":
-			st.u, haveU = v, true
+			st.U, haveU = v, true
 			err = checkUpdateModification(v)
 		case "upsert":
-			st.spec.Upsert, err = command.Bool("update.updates", "upsert", v)
+			st.Spec.Upsert, err = command.Bool("update.updates", "upsert", v)
 		case "multi":
-			st.spec.Multi, err = command.Bool("update.updates", "multi", v)
+			st.Spec.Multi, err = command.Bool("update.updates", "multi", v)
 		case "arrayFilters":
-			st.af, err = docArray("update.updates", "arrayFilters", v)
+			st.ArrayFilters, err = DocArray("update.updates", "arrayFilters", v)
 		case "hint":
-			st.spec.Hint, err = command.Hint(v)
+			st.Spec.Hint, err = command.Hint(v)
 		case "collation":
-			st.collation, err = v, collationType(v)
+			st.Collation, err = v, collationType(v)
 		case "c":
-			st.c, err = command.Doc("update.updates", "c", v)
+			st.C, err = command.Doc("update.updates", "c", v)
 		case "upsertSupplied":
 		default:
 			err = command.UnknownField("update.updates", key)
@@ -97,8 +92,8 @@ func checkUpdateModification(u bson.RawValue) error {
 	return mongoerr.New(mongoerr.FailedToParse, "Update argument must be either an object or an array")
 }
 
-// docArray reads an array of documents.
-func docArray(cmd, field string, v bson.RawValue) ([]bson.Raw, error) {
+// DocArray reads field, an array of documents, of command cmd.
+func DocArray(cmd, field string, v bson.RawValue) ([]bson.Raw, error) {
 	arr, err := command.Array(cmd, field, v)
 	if err != nil {
 		return nil, err
@@ -127,32 +122,33 @@ func collationType(v bson.RawValue) error {
 	return nil
 }
 
-// deleteStatement is one entry of delete's deletes array.
-type deleteStatement struct {
-	filter    bson.Raw
-	limit     int // 0 deletes every match, 1 the first
-	hint      bson.RawValue
-	collation bson.RawValue
+// Delete is one entry of delete's deletes array.
+type Delete struct {
+	Filter bson.Raw
+	Limit  int // 0 deletes every match, 1 the first
+	Hint   bson.RawValue
+	// Collation is the statement's collation, as sent; zero if none.
+	Collation bson.RawValue
 }
 
-// parseDeleteStatement checks what mongod's IDL parser checks of a delete
+// ParseDelete checks what mongod's IDL parser checks of a delete
 // statement: a limit other than 0 or 1 fails the command, as a missing q
 // or limit does.
-func parseDeleteStatement(raw bson.Raw) (deleteStatement, error) {
-	var st deleteStatement
+func ParseDelete(raw bson.Raw) (Delete, error) {
+	var st Delete
 	var err error
 	haveLimit := false
 	for key, v := range command.Fields(raw) {
 		switch string(key) {
 		case "q":
-			st.filter, err = command.Doc("delete.deletes", "q", v)
+			st.Filter, err = command.Doc("delete.deletes", "q", v)
 		case "limit":
-			st.limit, err = deleteLimit(v)
+			st.Limit, err = deleteLimit(v)
 			haveLimit = true
 		case "hint":
-			st.hint, err = command.Hint(v)
+			st.Hint, err = command.Hint(v)
 		case "collation":
-			st.collation, err = v, collationType(v)
+			st.Collation, err = v, collationType(v)
 		default:
 			err = command.UnknownField("delete.deletes", key)
 		}
@@ -160,7 +156,7 @@ func parseDeleteStatement(raw bson.Raw) (deleteStatement, error) {
 			return st, err
 		}
 	}
-	if st.filter == nil {
+	if st.Filter == nil {
 		return st, command.MissingField("delete.deletes", "q")
 	}
 	if !haveLimit {

@@ -1,26 +1,25 @@
-package server
+package sysns
 
 import (
-	"context"
+	"slices"
 	"strings"
-
-	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/engine"
 	"github.com/lethedb/lethe/mongoerr"
-	"github.com/lethedb/lethe/usermgmt"
 )
 
-// Collections named system.* belong to the server. Clients may create and
-// write only those MongoDB lets them (isLegalClientSystemNS in its source);
-// any other is InvalidNamespace, so that no client can plant a collection
-// that a later version of Lethe, or a tool, takes for one of its own.
+// Guard checks a command's namespaces before its handler runs; an error
+// is the command's reply.
+type Guard func(req *command.Request) error
 
-// guardSystemNamespaces makes the commands that create collections or write
-// to them check system.* names first.
-func (s *Server) guardSystemNamespaces() {
-	for name, check := range map[string]func(db, coll string) error{
+// Guards are the checks of the commands that create collections, write to
+// them or rename them, by command name. userManaged are the namespaces
+// ("db.coll") that only the user management commands write: the users and
+// the roles.
+func Guards(userManaged []string) map[string]Guard {
+	guards := make(map[string]Guard)
+	for name, check := range map[string]func(db, coll string, userManaged []string) error{
 		"insert":        checkWriteNS,
 		"update":        checkWriteNS,
 		"delete":        checkWriteNS,
@@ -28,38 +27,28 @@ func (s *Server) guardSystemNamespaces() {
 		"create":        checkCreateNS,
 		"createIndexes": checkCreateNS,
 	} {
-		cmd := s.commands[name]
-		if cmd == nil {
-			continue
-		}
-		handle := cmd.handle
-		cmd.handle = func(ctx context.Context, req *Request) (bson.Raw, error) {
+		guards[name] = func(req *command.Request) error {
 			coll, ok := command.FirstValue(req.Body).StringValueOK()
 			// Names invalid for other reasons get the handler's own error.
 			if ok && engine.ValidateNamespace(req.DB, coll) == nil {
-				if err := check(req.DB, coll); err != nil {
-					return nil, err
-				}
+				return check(req.DB, coll, userManaged)
 			}
-			return handle(ctx, req)
+			return nil
 		}
 	}
-	if cmd := s.commands["renameCollection"]; cmd != nil {
-		handle := cmd.handle
-		cmd.handle = func(ctx context.Context, req *Request) (bson.Raw, error) {
-			// Renaming into or out of the users and roles would write them
-			// as directly as an insert or a delete.
-			from, _ := command.FirstValue(req.Body).StringValueOK()
-			to, _ := req.Body.Lookup("to").StringValueOK()
-			for _, ns := range []string{from, to} {
-				if ns == usermgmt.DB+"."+usermgmt.UsersCollection || ns == usermgmt.DB+"."+usermgmt.RolesCollection {
-					return nil, mongoerr.New(mongoerr.Unauthorized, "not authorized to rename %s: use the user management commands", ns)
-				}
+	guards["renameCollection"] = func(req *command.Request) error {
+		// Renaming into or out of the users and roles would write them
+		// as directly as an insert or a delete.
+		from, _ := command.FirstValue(req.Body).StringValueOK()
+		to, _ := req.Body.Lookup("to").StringValueOK()
+		for _, ns := range []string{from, to} {
+			if slices.Contains(userManaged, ns) {
+				return mongoerr.New(mongoerr.Unauthorized, "not authorized to rename %s: use the user management commands", ns)
 			}
-			return handle(ctx, req)
 		}
+		return nil
 	}
-	s.guardReplicatedLocal()
+	return guards
 }
 
 // checkWriteNS is MongoDB's userAllowedWriteNS: the profiler's and the
@@ -67,18 +56,19 @@ func (s *Server) guardSystemNamespaces() {
 // only through the user management commands, which derive credentials
 // and check role references: a client writing them directly is refused
 // as mongod refuses one without privileges on them.
-func checkWriteNS(db, coll string) error {
+func checkWriteNS(db, coll string, userManaged []string) error {
 	if coll == "system.profile" || coll == "system.views" {
 		return mongoerr.New(mongoerr.InvalidNamespace, "cannot write to %s.%s", db, coll)
 	}
-	if db == usermgmt.DB && (coll == usermgmt.UsersCollection || coll == usermgmt.RolesCollection) {
+	if slices.Contains(userManaged, db+"."+coll) {
 		return mongoerr.New(mongoerr.Unauthorized, "not authorized on %s to write %s directly: use the user management commands", db, coll)
 	}
-	return checkCreateNS(db, coll)
+	return checkCreateNS(db, coll, nil)
 }
 
-// checkCreateNS is MongoDB's userAllowedCreateNS for system names.
-func checkCreateNS(db, coll string) error {
+// checkCreateNS is MongoDB's userAllowedCreateNS for system names. It
+// takes userManaged to be a check of Guards, and ignores it.
+func checkCreateNS(db, coll string, _ []string) error {
 	if coll == "system.profile" {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package server
+package apiversion
 
 import (
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -6,14 +6,6 @@ import (
 	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/mongoerr"
 )
-
-// The Stable API: a client may declare apiVersion "1" on each command and,
-// with apiStrict: true, ask the server to refuse anything outside that
-// version, so that an application cannot come to depend on it. The checks
-// and their order are MongoDB's validateAPIParameters
-// (src/mongo/db/validate_api_parameters.cpp); the commands and stages of
-// version 1 are those of the Stable API changelog
-// (docs/reference/stable-api-changelog) for MongoDB 7.0.
 
 // codeAPIParamsWithoutVersion is MongoDB's unnamed code for apiStrict or
 // apiDeprecationErrors without apiVersion.
@@ -40,10 +32,11 @@ var notInAPIV1Stages = map[string]bool{
 	"$search": true, "$searchMeta": true, "$vectorSearch": true, "$listSearchIndexes": true,
 }
 
-// checkAPIParameters validates a command's apiVersion, apiStrict and
+// Check validates a command's apiVersion, apiStrict and
 // apiDeprecationErrors and, under apiStrict, refuses commands and
-// aggregation stages outside version 1.
-func checkAPIParameters(cmd string, body bson.Raw) error {
+// aggregation stages outside version 1. cmd is the command's name as the
+// server's registry knows it; body is the command document.
+func Check(cmd string, body bson.Raw) error {
 	var version string
 	var haveVersion, haveOther, strict bool
 	for key, v := range command.Fields(body) {
