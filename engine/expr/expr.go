@@ -220,20 +220,6 @@ func fieldPathParts(path string) ([]string, error) {
 	return parts, nil
 }
 
-// checkFieldName checks one component of a field path, or a field name of
-// a document expression.
-func checkFieldName(name string) error {
-	switch {
-	case name == "":
-		return mongoerr.New(15998, "FieldPath field names may not be empty strings.")
-	case strings.HasPrefix(name, "$"):
-		return mongoerr.New(16410, "FieldPath field names may not start with '$'. Consider using $getField or $setField.")
-	case strings.ContainsRune(name, 0):
-		return mongoerr.New(16411, "FieldPath field names may not contain '\\0'.")
-	}
-	return nil
-}
-
 // compileVariable compiles "$$name" or "$$name.path": a variable bound by
 // an enclosing $let, $map, $filter or $reduce, or a system variable.
 func (c *exprCompiler) compileVariable(s string) (exprNode, error) {
