@@ -3,6 +3,7 @@ package bsonvalue
 import (
 	"math"
 	"math/big"
+	"strconv"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -222,4 +223,18 @@ func FirstKeyBytes(doc []byte) []byte {
 		return nil
 	}
 	return key
+}
+
+// FormatDouble formats f as mongod's messages print a double (a C++ stream
+// or C's "%g"): six significant digits, and "nan", "inf", "-inf".
+func FormatDouble(f float64) string {
+	switch {
+	case math.IsNaN(f):
+		return "nan"
+	case math.IsInf(f, 1):
+		return "inf"
+	case math.IsInf(f, -1):
+		return "-inf"
+	}
+	return strconv.FormatFloat(f, 'g', 6, 64)
 }

@@ -1,11 +1,11 @@
 package writestmt
 
 import (
-	"math"
 	"strconv"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/lethedb/lethe/bsonvalue"
 	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/engine"
 	"github.com/lethedb/lethe/mongoerr"
@@ -186,19 +186,5 @@ func deleteLimit(v bson.RawValue) (int, error) {
 	case 1:
 		return 1, nil
 	}
-	return 0, mongoerr.New(mongoerr.FailedToParse, "The limit field in delete objects must be 0 or 1. Got %s", cppDouble(f))
-}
-
-// cppDouble formats f as a C++ stream does by default, as in mongod's
-// messages: six significant digits, "nan" and "inf".
-func cppDouble(f float64) string {
-	switch {
-	case math.IsNaN(f):
-		return "nan"
-	case math.IsInf(f, 1):
-		return "inf"
-	case math.IsInf(f, -1):
-		return "-inf"
-	}
-	return strconv.FormatFloat(f, 'g', 6, 64)
+	return 0, mongoerr.New(mongoerr.FailedToParse, "The limit field in delete objects must be 0 or 1. Got %s", bsonvalue.FormatDouble(f))
 }

@@ -63,7 +63,7 @@ func arrayElemAt(name string, arr, index bsoncore.Value, alone bool) (bsoncore.V
 	}
 	i, ok := int32Arg(index)
 	if !ok {
-		return bsonvalue.Missing, mongoerr.New(28691, "%s's second argument must be representable as a 32-bit integer: %s", name, formatDoubleC(toFloat64(index)))
+		return bsonvalue.Missing, mongoerr.New(28691, "%s's second argument must be representable as a 32-bit integer: %s", name, bsonvalue.FormatDouble(toFloat64(index)))
 	}
 	elems := arrayElements(arr)
 	if i < 0 {
@@ -126,7 +126,7 @@ func slice(v []bsoncore.Value) (bsoncore.Value, error) {
 	}
 	n, ok := int32Arg(first)
 	if !ok {
-		return bsonvalue.Missing, mongoerr.New(28726, "Second argument to $slice can't be represented as a 32-bit integer: %s", formatDoubleC(toFloat64(first)))
+		return bsonvalue.Missing, mongoerr.New(28726, "Second argument to $slice can't be represented as a 32-bit integer: %s", bsonvalue.FormatDouble(toFloat64(first)))
 	}
 	elems := arrayElements(arr)
 	if len(v) == 2 {
@@ -148,7 +148,7 @@ func slice(v []bsoncore.Value) (bsoncore.Value, error) {
 	}
 	k, ok := int32Arg(count)
 	if !ok {
-		return bsonvalue.Missing, mongoerr.New(28728, "Third argument to $slice can't be represented as a 32-bit integer: %s", formatDoubleC(toFloat64(count)))
+		return bsonvalue.Missing, mongoerr.New(28728, "Third argument to $slice can't be represented as a 32-bit integer: %s", bsonvalue.FormatDouble(toFloat64(count)))
 	}
 	if k <= 0 {
 		return bsonvalue.Missing, mongoerr.New(28729, "Third argument to $slice must be positive: %d", k)

@@ -268,7 +268,7 @@ func (c *exprCompiler) compilePercentiles(p bsoncore.Value) ([]float64, error) {
 		}
 		f := toFloat64(elem)
 		if !(f >= 0 && f <= 1) {
-			return nil, mongoerr.New(codePOutOfRange, msg, formatDoubleC(f))
+			return nil, mongoerr.New(codePOutOfRange, msg, bsonvalue.FormatDouble(f))
 		}
 		ps = append(ps, f)
 	}

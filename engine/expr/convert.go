@@ -247,7 +247,7 @@ func toInteger(v bsoncore.Value, to bsoncore.Type) (bsoncore.Value, error) {
 		case math.IsInf(f, 0):
 			return bsonvalue.Missing, conversionFailure("Attempt to convert infinity value to integer type", "")
 		case to == bsoncore.TypeInt32 && (f < math.MinInt32 || f > math.MaxInt32), f < -0x1p63 || f >= 0x1p63:
-			return bsonvalue.Missing, conversionFailure("Conversion would overflow target type", formatDoubleC(f))
+			return bsonvalue.Missing, conversionFailure("Conversion would overflow target type", bsonvalue.FormatDouble(f))
 		}
 		n = int64(f)
 	case bsoncore.TypeDecimal128:

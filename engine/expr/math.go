@@ -302,7 +302,7 @@ func lnOf(v bsoncore.Value) (bsoncore.Value, error) {
 	}
 	x := toFloat64(v)
 	if !(x > 0 || math.IsNaN(x)) {
-		return bsonvalue.Missing, mongoerr.New(codeLnDomain, "$ln's argument must be a positive number, but is %s", formatDoubleC(x))
+		return bsonvalue.Missing, mongoerr.New(codeLnDomain, "$ln's argument must be a positive number, but is %s", bsonvalue.FormatDouble(x))
 	}
 	return doubleValue(math.Log(x)), nil
 }
@@ -315,7 +315,7 @@ func log10Of(v bsoncore.Value) (bsoncore.Value, error) {
 	}
 	x := toFloat64(v)
 	if !(x > 0 || math.IsNaN(x)) {
-		return bsonvalue.Missing, mongoerr.New(codeLog10Domain, "$log10's argument must be a positive number, but is %s", formatDoubleC(x))
+		return bsonvalue.Missing, mongoerr.New(codeLog10Domain, "$log10's argument must be a positive number, but is %s", bsonvalue.FormatDouble(x))
 	}
 	return doubleValue(math.Log10(x)), nil
 }
@@ -339,10 +339,10 @@ func logOf(v []bsoncore.Value) (bsoncore.Value, error) {
 	}
 	x, b := toFloat64(arg), toFloat64(base)
 	if !(x > 0 || math.IsNaN(x)) {
-		return bsonvalue.Missing, mongoerr.New(codeLogArgDomain, "$log's argument must be a positive number, but is %s", formatDoubleC(x))
+		return bsonvalue.Missing, mongoerr.New(codeLogArgDomain, "$log's argument must be a positive number, but is %s", bsonvalue.FormatDouble(x))
 	}
 	if !(b > 0 && b != 1 || math.IsNaN(b)) {
-		return bsonvalue.Missing, mongoerr.New(codeLogBaseDomain, "$log's base must be a positive number not equal to 1, but is %s", formatDoubleC(b))
+		return bsonvalue.Missing, mongoerr.New(codeLogBaseDomain, "$log's base must be a positive number not equal to 1, but is %s", bsonvalue.FormatDouble(b))
 	}
 	return doubleValue(math.Log(x) / math.Log(b)), nil
 }
@@ -543,7 +543,7 @@ func coerceToLong(v bsoncore.Value) (int64, error) {
 	case bsoncore.TypeDouble, bsoncore.TypeDecimal128:
 		f := toFloat64(v)
 		if !(f >= -0x1p63 && f < 0x1p63) {
-			return 0, mongoerr.New(codeLongRange, "Can't coerce out of range value %s to long", formatDoubleC(f))
+			return 0, mongoerr.New(codeLongRange, "Can't coerce out of range value %s to long", bsonvalue.FormatDouble(f))
 		}
 		return int64(f), nil
 	}

@@ -3,7 +3,6 @@ package expr
 import (
 	"bytes"
 	"encoding/binary"
-	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -30,7 +29,7 @@ func coerceToString(v bsoncore.Value) (string, error) {
 		return string(s), nil
 	case bsoncore.TypeDouble:
 		f, _ := v.DoubleOK()
-		return formatDoubleC(f), nil
+		return bsonvalue.FormatDouble(f), nil
 	case bsoncore.TypeInt32, bsoncore.TypeInt64:
 		return strconv.FormatInt(toInt64(v), 10), nil
 	case bsoncore.TypeDecimal128:
@@ -51,20 +50,6 @@ func decimalString(v bsoncore.Value) string {
 }
 
 func formatDate(ms int64) string { return time.UnixMilli(ms).UTC().Format(isoDateLayout) }
-
-// formatDoubleC formats a double as C's "%g" does, which is how MongoDB's
-// string operators print doubles: six significant digits.
-func formatDoubleC(f float64) string {
-	switch {
-	case math.IsNaN(f):
-		return "nan"
-	case math.IsInf(f, 1):
-		return "inf"
-	case math.IsInf(f, -1):
-		return "-inf"
-	}
-	return strconv.FormatFloat(f, 'g', 6, 64)
-}
 
 func stringOf(v bsoncore.Value) string {
 	s, _ := bsonvalue.StringBytes(v)

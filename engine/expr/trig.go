@@ -99,7 +99,7 @@ func (f trigFunction) apply(name string) func(bsoncore.Value) (bsoncore.Value, e
 		if f.inclusive {
 			open, shut = "[", "]"
 		}
-		return mongoerr.New(codeTrigDomain, "cannot apply %s to %s, value must in %s%s,%s%s", name, what, open, formatDoubleC(f.low), formatDoubleC(f.high), shut)
+		return mongoerr.New(codeTrigDomain, "cannot apply %s to %s, value must in %s%s,%s%s", name, what, open, bsonvalue.FormatDouble(f.low), bsonvalue.FormatDouble(f.high), shut)
 	}
 	return func(v bsoncore.Value) (bsoncore.Value, error) {
 		if v.Type != bsoncore.TypeDecimal128 {
@@ -108,7 +108,7 @@ func (f trigFunction) apply(name string) func(bsoncore.Value) (bsoncore.Value, e
 				return v, nil
 			}
 			if f.bounded && !f.inDomain(x) {
-				return bsonvalue.Missing, outside(formatDoubleC(x))
+				return bsonvalue.Missing, outside(bsonvalue.FormatDouble(x))
 			}
 			return doubleValue(f.double(x)), nil
 		}
