@@ -23,6 +23,14 @@
 //     in between. At commit only locked keys are checked: the keys it writes
 //     without locking are, by contract, derived from keys it locked (an index
 //     entry of a locked document), as TiDB writes non-unique index entries.
+//   - A pessimistic transaction with TxnOptions.SnapshotReads reads the
+//     snapshot at its start, as an optimistic one does, and LockKeys fails
+//     with an error matching ErrConflict when a key it locks was committed
+//     after that start (TiKV's pessimistic lock taken at for_update_ts =
+//     start_ts). This is a MongoDB transaction: one snapshot for all its
+//     reads, a write conflict as soon as it writes what another changed.
+//     Locks are of exact keys: transactions that lock different keys never
+//     wait for each other.
 //   - LockKeys waits for a key another transaction holds, at most
 //     TxnOptions.LockWait (DefaultLockWait if zero) or until its context
 //     ends, then fails with an error matching ErrConflict. With
@@ -148,6 +156,10 @@ type TxnOptions struct {
 	// Pessimistic makes a transaction that locks what it writes, with
 	// current reads (see the package doc).
 	Pessimistic bool
+	// SnapshotReads, with Pessimistic, reads the snapshot at the start and
+	// makes LockKeys fail on a key committed after it (see the package
+	// doc).
+	SnapshotReads bool
 	// LockWait bounds one LockKeys wait; DefaultLockWait if zero.
 	LockWait time.Duration
 	// UseReserve lets the commit use a store's free-space reserve, which

@@ -83,6 +83,9 @@ func (c *store) iter(op string, ctx context.Context, r kv.Reader, lo, hi []byte,
 }
 
 func (c *store) Begin(ctx context.Context, o kv.TxnOptions) (kv.Txn, error) {
+	if o.SnapshotReads && !o.Pessimistic {
+		violated("SnapshotReads without Pessimistic: an optimistic transaction reads its snapshot already")
+	}
 	tx, err := c.s.Begin(ctx, o)
 	checkErr("Store.Begin", err)
 	if err != nil {

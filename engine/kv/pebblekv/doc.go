@@ -13,16 +13,21 @@
 //     commit that wrote one. An optimistic transaction commits only if no
 //     key it writes was committed after its start and none is locked by
 //     another transaction; a bucket shared by two keys can only make a
-//     false conflict, which the caller retries.
-//   - Locks (locks.go): one lock per stripe of a hash of the key, a
-//     channel so that waits are bounded. Pessimistic transactions hold
-//     the stripes of the keys they lock until they end; optimistic ones take
-//     the stripes of what they write, without waiting, for the instant of
-//     their commit.
+//     false conflict, which the caller retries. Snapshot transactions
+//     (pessimistic with SnapshotReads) live longer, so the oracle keeps an
+//     exact history for them: while one is open, every commit records its
+//     keys; the history before the oldest open start is pruned, and it is
+//     bounded (maxRecent), past which the open ones conflict and retry.
+//   - Locks (locks.go): one lock per exact key, in a sharded table; a
+//     waiter sleeps on a channel the holder closes, so that waits are
+//     bounded. Pessimistic transactions hold the keys they lock until they
+//     end; optimistic ones take the keys they write, without waiting, for
+//     the instant of their commit.
 //   - A transaction's writes go to an unindexed pebble batch, which is what
 //     commits, and to a map that serves its own reads (txn.go). Reads of
-//     other keys go to a pebble snapshot taken at Begin (optimistic) or to
-//     the latest state (pessimistic: current reads).
+//     other keys go to a pebble snapshot taken at Begin (optimistic, and
+//     snapshot transactions) or to the latest state (pessimistic: current
+//     reads).
 //
 // The store also keeps the disk from filling up (disk.go: a free-space
 // reserve, a ballast file, waits on a full WAL) and simulates a disk for
@@ -32,9 +37,11 @@
 //
 // From outermost to innermost; none is held while waiting for another:
 //
-//  1. The lock stripes (lockTable), held by transactions between LockKeys
-//     and their end. A transaction waits for stripes only while it holds
+//  1. The key locks (lockTable), held by transactions between LockKeys
+//     and their end. A transaction waits for keys only while it holds
 //     none, taking them in ascending order, or within the lock wait bound.
+//     lockShard.mu guards one shard of the table for an instant and is
+//     never held while waiting.
 //  2. oracle.mu, held to hand out a timestamp and record the commit's keys,
 //     and to move the visible point once its batch is applied.
 //  3. Leaves: diskGuard.ballastMu, which serializes making and removing

@@ -159,8 +159,3 @@ func (m *mergeIter) Value() []byte {
 
 func (m *mergeIter) Error() error { return m.base.Error() }
 func (m *mergeIter) Close() error { return m.base.Close() }
-
-func sortUnique(s *[]uint32) {
-	slices.Sort(*s)
-	*s = slices.Compact(*s)
-}

@@ -1,141 +1,263 @@
 package pebblekv
 
 import (
+	"bytes"
 	"context"
 	"hash/maphash"
 	"slices"
+	"sync"
 	"time"
 )
 
-// lockStripes is the size of the lock table. Keys hash to stripes, so
-// transactions that lock different keys commit in parallel and share WAL
-// syncs; two keys on one stripe only serialize their writers.
-const lockStripes = 4096
+// lockShards splits the lock table so that transactions locking different
+// keys rarely meet on one mutex.
+const lockShards = 256
 
-// lockTable holds one lock per stripe. A stripe is a channel of capacity
-// one rather than a mutex so that a wait can be bounded by a timer and a
-// context, as a pessimistic lock wait is on TiKV.
+// lockTable holds the locks of keys, exactly: two transactions that lock
+// different keys never wait for each other, which matters once a lock is
+// held for a whole multi-statement transaction rather than the instant of
+// one write. A waiter sleeps on a channel that the holder closes on release,
+// so a wait can be bounded by a timer and a context, as a pessimistic lock
+// wait is on TiKV.
 type lockTable struct {
-	seed    maphash.Seed
-	stripes [lockStripes]chan struct{}
+	seed   maphash.Seed
+	shards [lockShards]lockShard
 }
+
+type lockShard struct {
+	mu sync.Mutex
+	// m chains the held keys by hash.
+	m map[uint64]*keyLock
+}
+
+// keyLock is one held key. wake is made by the first waiter and closed when
+// the holder releases the key. keyLocks are pooled, so that a write that
+// locks a few keys allocates nothing for them.
+type keyLock struct {
+	key   []byte
+	hash  uint64
+	owner *lockSet
+	wake  chan struct{}
+	next  *keyLock // same hash
+}
+
+var keyLockPool = sync.Pool{New: func() any { return new(keyLock) }}
 
 func newLockTable() *lockTable {
 	t := &lockTable{seed: maphash.MakeSeed()}
-	for i := range t.stripes {
-		t.stripes[i] = make(chan struct{}, 1)
+	for i := range t.shards {
+		t.shards[i].m = make(map[uint64]*keyLock)
 	}
 	return t
 }
 
-func (t *lockTable) stripe(key []byte) uint32 {
-	return uint32(maphash.Bytes(t.seed, key) % lockStripes)
+// tryLock takes key for owner if it is free or already owner's. Otherwise
+// it returns a channel closed when the holder releases it. The lock is
+// returned when it is new, nil otherwise.
+func (t *lockTable) tryLock(key []byte, owner *lockSet) (taken *keyLock, ok bool, wake <-chan struct{}) {
+	h := maphash.Bytes(t.seed, key)
+	sh := &t.shards[h%lockShards]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	for l := sh.m[h]; l != nil; l = l.next {
+		if !bytes.Equal(l.key, key) {
+			continue
+		}
+		if l.owner == owner {
+			return nil, true, nil
+		}
+		if l.wake == nil {
+			l.wake = make(chan struct{})
+		}
+		return nil, false, l.wake
+	}
+	l := keyLockPool.Get().(*keyLock)
+	l.key, l.hash, l.owner, l.next = append(l.key[:0], key...), h, owner, sh.m[h]
+	sh.m[h] = l
+	return l, true, nil
 }
 
-func (t *lockTable) tryLock(s uint32) bool {
-	select {
-	case t.stripes[s] <- struct{}{}:
-		return true
-	default:
-		return false
+// lock waits for key until timer fires or ctx ends.
+func (t *lockTable) lock(ctx context.Context, key []byte, owner *lockSet, timer *time.Timer) (*keyLock, bool) {
+	for {
+		l, ok, wake := t.tryLock(key, owner)
+		if ok {
+			return l, true
+		}
+		select {
+		case <-wake:
+		case <-timer.C:
+			return nil, false
+		case <-ctx.Done():
+			return nil, false
+		}
 	}
 }
 
-// lock waits for stripe s until the deadline (the zero time: no deadline)
-// or ctx ends.
-func (t *lockTable) lock(ctx context.Context, s uint32, timer *time.Timer) bool {
-	if t.tryLock(s) {
-		return true
+func (t *lockTable) unlock(l *keyLock) {
+	sh := &t.shards[l.hash%lockShards]
+	sh.mu.Lock()
+	for p := sh.m[l.hash]; p != nil; p = p.next {
+		if p == l {
+			break
+		}
+		if p.next == l {
+			p.next = l.next
+			break
+		}
 	}
-	select {
-	case t.stripes[s] <- struct{}{}:
-		return true
-	case <-timer.C:
-		return false
-	case <-ctx.Done():
-		return false
+	if sh.m[l.hash] == l {
+		if l.next == nil {
+			delete(sh.m, l.hash)
+		} else {
+			sh.m[l.hash] = l.next
+		}
 	}
+	sh.mu.Unlock()
+	if l.wake != nil {
+		close(l.wake)
+	}
+	l.owner, l.wake, l.next = nil, nil, nil
+	keyLockPool.Put(l)
 }
 
-func (t *lockTable) unlock(s uint32) { <-t.stripes[s] }
-
-// lockSet is the set of stripes one transaction holds, ascending. A
-// transaction takes stripes in ascending order when it holds none, and with
-// tryLock only when it holds some, so two transactions never wait for each
-// other in a cycle.
+// lockSet is the set of keys one transaction holds. A transaction waits
+// for keys only while it holds none, taking them in ascending order, or
+// within the lock wait bound; so two transactions never wait for each other
+// in a cycle for longer than the bound.
 type lockSet struct {
 	t    *lockTable
-	held []uint32
+	held []*keyLock
+	// index finds a held key once there are many (a long transaction).
+	index map[string]struct{}
 }
 
-func (ls *lockSet) has(s uint32) bool {
-	_, ok := slices.BinarySearch(ls.held, s)
-	return ok
-}
+const lockIndexFrom = 16
 
-// lockAll takes the given stripes in order, waiting at most wait for all of
-// them; on failure it holds nothing new. The set must be empty.
-func (ls *lockSet) lockAll(ctx context.Context, stripes []uint32, wait time.Duration) bool {
-	slices.Sort(stripes)
-	stripes = slices.Compact(stripes)
-	var timer *time.Timer
-	for i, s := range stripes {
-		if ls.t.tryLock(s) {
-			continue
-		}
-		if timer == nil {
-			timer = time.NewTimer(wait)
-			defer timer.Stop()
-		}
-		if !ls.t.lock(ctx, s, timer) {
-			for _, g := range stripes[:i] {
-				ls.t.unlock(g)
-			}
-			return false
+func (ls *lockSet) has(key []byte) bool {
+	if ls.index != nil {
+		_, ok := ls.index[string(key)]
+		return ok
+	}
+	for _, l := range ls.held {
+		if bytes.Equal(l.key, key) {
+			return true
 		}
 	}
-	ls.held = append(ls.held[:0], stripes...)
-	return true
+	return false
 }
 
-// tryAdd takes more stripes without blocking. It reports false, holding
-// nothing new, if any is busy.
-func (ls *lockSet) tryAdd(stripes []uint32) bool {
+func (ls *lockSet) add(l *keyLock) {
+	ls.held = append(ls.held, l)
+	if ls.index != nil {
+		ls.index[string(l.key)] = struct{}{}
+	} else if len(ls.held) > lockIndexFrom {
+		ls.index = make(map[string]struct{}, 2*len(ls.held))
+		for _, h := range ls.held {
+			ls.index[string(h.key)] = struct{}{}
+		}
+	}
+}
+
+// sortKeys orders keys and drops repeats, so that lockers take them in one
+// order.
+func sortKeys(keys [][]byte) [][]byte {
+	slices.SortFunc(keys, bytes.Compare)
+	return slices.CompactFunc(keys, bytes.Equal)
+}
+
+// lockAll takes keys in ascending order, waiting at most wait for all of
+// them; on failure it holds nothing new. The set must hold nothing.
+func (ls *lockSet) lockAll(ctx context.Context, keys [][]byte, wait time.Duration) bool {
+	keys = sortKeys(keys)
 	n := len(ls.held)
-	for _, s := range stripes {
-		if ls.has(s) || slices.Contains(ls.held[n:], s) {
-			continue
-		}
-		if !ls.t.tryLock(s) {
-			for _, g := range ls.held[n:] {
-				ls.t.unlock(g)
+	var timer *time.Timer
+	for _, key := range keys {
+		k, ok, _ := ls.t.tryLock(key, ls)
+		if !ok {
+			if timer == nil {
+				timer = time.NewTimer(wait)
+				defer timer.Stop()
 			}
-			ls.held = ls.held[:n]
+			if k, ok = ls.t.lock(ctx, key, ls, timer); !ok {
+				ls.releaseFrom(n)
+				return false
+			}
+		}
+		if k != nil {
+			ls.add(k)
+		}
+	}
+	return true
+}
+
+// tryAdd takes more keys without blocking. It reports false, holding
+// nothing new, if any is held by another transaction.
+func (ls *lockSet) tryAdd(keys [][]byte) bool {
+	n := len(ls.held)
+	for _, key := range keys {
+		k, ok, _ := ls.t.tryLock(key, ls)
+		if !ok {
+			ls.releaseFrom(n)
 			return false
 		}
-		ls.held = append(ls.held, s)
+		if k != nil {
+			ls.add(k)
+		}
 	}
-	slices.Sort(ls.held)
 	return true
+}
+
+// waitAdd takes more keys while holding some, waiting at most wait in all;
+// on failure it holds nothing new.
+func (ls *lockSet) waitAdd(ctx context.Context, keys [][]byte, wait time.Duration) bool {
+	keys = sortKeys(keys)
+	n := len(ls.held)
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for _, key := range keys {
+		k, ok := ls.t.lock(ctx, key, ls, timer)
+		if !ok {
+			ls.releaseFrom(n)
+			return false
+		}
+		if k != nil {
+			ls.add(k)
+		}
+	}
+	return true
+}
+
+// releaseFrom releases the keys taken since the set held n.
+func (ls *lockSet) releaseFrom(n int) {
+	for _, l := range ls.held[n:] {
+		if ls.index != nil {
+			delete(ls.index, string(l.key))
+		}
+		ls.t.unlock(l)
+	}
+	clear(ls.held[n:])
+	ls.held = ls.held[:n]
 }
 
 func (ls *lockSet) unlockAll() {
-	for _, s := range ls.held {
-		ls.t.unlock(s)
-	}
-	ls.held = ls.held[:0]
+	ls.releaseFrom(0)
+	ls.index = nil
 }
 
-// HeldLocks lists the lock stripes held now, for tests that check every
+// HeldLocks lists the keys locked now, for tests that check every
 // transaction released what it took.
-func (s *Store) HeldLocks() []int {
-	var held []int
-	for i := range s.locks.stripes {
-		if !s.locks.tryLock(uint32(i)) {
-			held = append(held, i)
-			continue
+func (s *Store) HeldLocks() []string {
+	var held []string
+	for i := range s.locks.shards {
+		sh := &s.locks.shards[i]
+		sh.mu.Lock()
+		for _, l := range sh.m {
+			for ; l != nil; l = l.next {
+				held = append(held, string(l.key))
+			}
 		}
-		s.locks.unlock(uint32(i))
+		sh.mu.Unlock()
 	}
 	return held
 }

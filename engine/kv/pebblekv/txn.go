@@ -11,14 +11,14 @@ import (
 
 // txn is a kv.Txn on pebble. Its writes go to an unindexed pebble batch,
 // which is what commits, and to a map that serves its own reads; reads of
-// other keys go to a snapshot taken at Begin (optimistic) or to the latest
-// state (pessimistic, current reads).
+// other keys go to a snapshot taken at Begin (optimistic, or pessimistic
+// with SnapshotReads) or to the latest state (pessimistic, current reads).
 //
-// Commit: an optimistic transaction takes the lock stripes of every key it
+// Commit: an optimistic transaction takes the locks of every key it
 // writes without waiting (a key locked by another transaction is a
 // conflict), then asks the oracle whether any of them was committed after
 // its start. Every commit records its keys in the oracle under its new
-// timestamp before its batch is applied, and releases its stripes after,
+// timestamp before its batch is applied, and releases its locks after,
 // so a transaction that locks a key afterwards reads the write.
 type txn struct {
 	s     *Store
@@ -33,6 +33,9 @@ type txn struct {
 	addsData bool // some write is not a deletion (see Options.LogsDeletes)
 	ls       lockSet
 	done     bool
+	// registered is a snapshot transaction known to the oracle's exact
+	// history (TxnOptions.SnapshotReads).
+	registered bool
 }
 
 type pending struct {
@@ -41,12 +44,27 @@ type pending struct {
 }
 
 // Begin starts a transaction.
-func (s *Store) Begin(_ context.Context, o kv.TxnOptions) (kv.Txn, error) {
+func (s *Store) Begin(ctx context.Context, o kv.TxnOptions) (kv.Txn, error) {
 	if o.LockWait <= 0 {
 		o.LockWait = kv.DefaultLockWait
 	}
-	t := &txn{s: s, opts: o, start: s.oracle.visibleTS(), ls: lockSet{t: s.locks}}
-	if !o.Pessimistic {
+	t := &txn{s: s, opts: o}
+	t.ls.t = s.locks
+	switch {
+	case o.Pessimistic && o.SnapshotReads:
+		// The exact history starts at register; the snapshot is taken once
+		// every commit before it is applied, so it holds all of them.
+		t.start = s.oracle.register()
+		t.registered = true
+		if err := s.oracle.waitVisible(ctx, t.start); err != nil {
+			t.Rollback()
+			return nil, err
+		}
+		t.snap = s.db.NewSnapshot()
+	case o.Pessimistic:
+		t.start = s.oracle.visibleTS()
+	default:
+		t.start = s.oracle.visibleTS()
 		t.snap = s.db.NewSnapshot()
 	}
 	return t, nil
@@ -176,57 +194,41 @@ func (t *txn) LockKeys(ctx context.Context, o kv.LockOptions, keys ...[]byte) er
 	if !t.opts.Pessimistic {
 		return fmt.Errorf("pebblekv: LockKeys in an optimistic transaction")
 	}
-	var small [8]uint32
-	stripes := small[:0]
-	for _, k := range keys {
-		stripes = append(stripes, t.s.locks.stripe(k))
-	}
-	if len(t.ls.held) == 0 && !o.NoWait {
-		if !t.ls.lockAll(ctx, stripes, t.opts.LockWait) {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			return &kv.ConflictError{Reason: fmt.Sprintf("lock wait passed %v", t.opts.LockWait)}
-		}
-		return nil
-	}
-	if t.ls.tryAdd(stripes) {
-		return nil
-	}
-	if o.NoWait {
+	// The lock set sorts what it takes: a copy, not the caller's slice.
+	var small [8][]byte
+	keys = append(small[:0], keys...)
+	var ok bool
+	switch {
+	case len(t.ls.held) == 0 && !o.NoWait:
+		ok = t.ls.lockAll(ctx, keys, t.opts.LockWait)
+	case t.ls.tryAdd(keys):
+		ok = true
+	case o.NoWait:
 		return kv.ErrLocked
+	default:
+		// Holding some and waiting for more could wait in a cycle; wait
+		// only as long as the bound, and fail then.
+		ok = t.ls.waitAdd(ctx, keys, t.opts.LockWait)
 	}
-	// Holding some and waiting for more could wait in a cycle; wait only
-	// as long as the bound, one stripe at a time, and fail then.
-	if !t.waitAdd(ctx, stripes) {
+	if !ok {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		return &kv.ConflictError{Reason: fmt.Sprintf("lock wait passed %v", t.opts.LockWait)}
 	}
+	if t.registered {
+		// Locked now, a key can no longer change; it conflicts if it
+		// changed after the snapshot.
+		for _, k := range keys {
+			if t.s.oracle.committedSince(k, t.start) {
+				return &kv.ConflictError{Key: append([]byte(nil), k...), Reason: "committed by another transaction after this one started"}
+			}
+		}
+	}
 	return nil
 }
 
-// waitAdd takes stripes while holding others, waiting at most the lock
-// wait bound in all.
-func (t *txn) waitAdd(ctx context.Context, stripes []uint32) bool {
-	var todo []uint32
-	for _, s := range stripes {
-		if !t.ls.has(s) {
-			todo = append(todo, s)
-		}
-	}
-	var fresh lockSet
-	fresh.t = t.s.locks
-	if !fresh.lockAll(ctx, todo, t.opts.LockWait) {
-		return false
-	}
-	t.ls.held = append(t.ls.held, fresh.held...)
-	sortUnique(&t.ls.held)
-	return true
-}
-
-func (t *txn) Locked(key []byte) bool { return t.ls.has(t.s.locks.stripe(key)) }
+func (t *txn) Locked(key []byte) bool { return t.ls.has(key) }
 
 func (t *txn) Commit(ctx context.Context, d kv.Durability) (kv.Timestamp, error) {
 	if t.done {
@@ -249,17 +251,13 @@ func (t *txn) Commit(ctx context.Context, d kv.Durability) (kv.Timestamp, error)
 		}
 	})
 	if !t.opts.Pessimistic {
-		// Take the stripes of every written key without waiting: one held
-		// by another transaction is a conflict, as a lock met at prewrite.
-		stripes := make([]uint32, len(keys))
-		for i, k := range keys {
-			stripes[i] = t.s.locks.stripe(k)
-		}
-		if !t.ls.tryAdd(stripes) {
+		// Take the lock of every written key without waiting: one held by
+		// another transaction is a conflict, as a lock met at prewrite.
+		if !t.ls.tryAdd(keys) {
 			return 0, &kv.ConflictError{Reason: "a key it writes is locked by another transaction"}
 		}
 	}
-	ts, bad := t.s.oracle.reserve(buckets, !t.opts.Pessimistic, t.start)
+	ts, bad := t.s.oracle.reserve(buckets, !t.opts.Pessimistic, t.start, t.eachKey)
 	if bad >= 0 {
 		return 0, &kv.ConflictError{Key: append([]byte(nil), keys[bad]...), Reason: "committed by another transaction after this one started"}
 	}
@@ -290,4 +288,11 @@ func (t *txn) Rollback() {
 	}
 	t.writes, t.arena = writeSet{}, nil
 	t.ls.unlockAll()
+	if t.registered {
+		t.s.oracle.unregister(t.start)
+		t.registered = false
+	}
 }
+
+// eachKey walks the keys the transaction writes.
+func (t *txn) eachKey(fn func([]byte)) { t.writes.last(func(p pending) { fn(p.key) }) }
