@@ -116,7 +116,7 @@ func runStageCase(t *testing.T, e *Engine, db string, f *stageFile, c stageCase)
 			}
 			continue
 		}
-		if res, err := e.Insert(db, name, docs, true); err != nil || len(res.Errors) > 0 {
+		if res, err := e.Insert(context.Background(), db, name, docs, true); err != nil || len(res.Errors) > 0 {
 			t.Fatalf("insert into %s: %v %v", name, err, res.Errors)
 		}
 	}

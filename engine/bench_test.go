@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"sync/atomic"
 	"testing"
 
@@ -18,7 +19,7 @@ func BenchmarkInsertParallel(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			d, _ := bson.Marshal(bson.D{{Key: "_id", Value: next.Add(1)}, {Key: "pad", Value: "0123456789012345678901234567890123456789"}})
-			if _, err := e.Insert("bench", "c", []bson.Raw{d}, true); err != nil {
+			if _, err := e.Insert(context.Background(), "bench", "c", []bson.Raw{d}, true); err != nil {
 				b.Error(err)
 				return
 			}

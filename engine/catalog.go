@@ -43,6 +43,12 @@ type Collection struct {
 	ddl    sync.RWMutex
 	metaMu sync.Mutex
 	state  atomic.Pointer[collState]
+	// catalog is the engine's counter of installed states (catalogSeq),
+	// and createdSeq the number of the collection's first state: a
+	// transaction can tell a state installed after its start, and one
+	// that is still as created.
+	catalog    *atomic.Uint64
+	createdSeq uint64
 
 	reapCursor reapCursor
 	usage      usage.Counters
@@ -63,6 +69,9 @@ type collState struct {
 	// a plan made before one is killed even if the collection has its old
 	// name again (killedSince).
 	renames uint64
+	// seq is the engine's catalog counter when the state was installed
+	// (setState).
+	seq uint64
 }
 
 func (c *Collection) st() *collState { return c.state.Load() }
@@ -75,7 +84,19 @@ func (c *Collection) setState(st *collState) {
 		invariants.Check(!old.dropped || st.dropped, "the dropped collection %s came back", old.ns())
 		invariants.Check(old.meta.ID == st.meta.ID, "collection id changed from %d to %d", old.meta.ID, st.meta.ID)
 	}
+	st.seq = c.catalog.Add(1)
+	if old := c.state.Load(); old == nil {
+		c.createdSeq = st.seq
+	}
 	c.state.Store(st)
+}
+
+// newCollection opens a collection in state st.
+func (e *Engine) newCollection(st *collState) *Collection {
+	c := &Collection{catalog: &e.catalogSeq}
+	c.setState(st)
+	c.usage.Opened = e.clock.Now()
+	return c
 }
 
 // NS returns "db.name".
@@ -144,10 +165,7 @@ func (e *Engine) loadCatalog(ctx context.Context) error {
 			e.log.Warn("collection validator does not compile and is not enforced",
 				zap.String("namespace", st.ns()), zap.Error(err))
 		}
-		c := &Collection{}
-		c.setState(st)
-		c.usage.Opened = e.clock.Now()
-		e.colls[nsKey(meta.DB, meta.Name)] = c
+		e.colls[nsKey(meta.DB, meta.Name)] = e.newCollection(st)
 	}
 	return it.Error()
 }
@@ -208,10 +226,15 @@ func (e *Engine) CreateCollection(db, name string, opts CreateOptions) error {
 // it first when create is set; nil (and no lock) when it does not exist, and
 // CommandNotSupportedOnView when it is a view. A collection dropped while the caller waited for the lock is looked up
 // again, so that no write lands in a dropped collection's key range.
-func (e *Engine) writeLock(db, name string, create bool) (*Collection, error) {
+//
+// In a transaction (WithTransaction) the wait for the lock is bounded
+// (Transaction.lockCollection) and the collection's state must be one the
+// transaction can use (Transaction.stateOf).
+func (e *Engine) writeLock(ctx context.Context, db, name string, create bool) (*Collection, error) {
 	if e.isOplogNS(db, name) {
 		return nil, errOplogWrite()
 	}
+	t := transactionOf(ctx)
 	for {
 		c := e.collection(db, name)
 		if c == nil {
@@ -228,8 +251,18 @@ func (e *Engine) writeLock(db, name string, create bool) (*Collection, error) {
 				return nil, err
 			}
 		}
-		c.ddl.RLock()
+		if t == nil {
+			c.ddl.RLock()
+		} else if err := t.lockCollection(ctx, c); err != nil {
+			return nil, err
+		}
 		if !c.st().dropped {
+			if t != nil {
+				if _, err := t.stateOf(c); err != nil {
+					c.ddl.RUnlock()
+					return nil, err
+				}
+			}
 			return c, nil
 		}
 		c.ddl.RUnlock()
@@ -279,9 +312,7 @@ func (e *Engine) ensureCollection(db, name string, options bson.Raw) (*Collectio
 	if err := e.commitLogged(ctx, tx, kv.Sync, createEntry(&meta)); err != nil {
 		return nil, false, fmt.Errorf("engine: create %s.%s: %w", db, name, err)
 	}
-	c := &Collection{}
-	c.setState(st)
-	c.usage.Opened = e.clock.Now()
+	c := e.newCollection(st)
 	e.colls[nsKey(db, name)] = c
 	return c, true, nil
 }

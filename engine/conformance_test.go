@@ -112,7 +112,7 @@ func TestQueryConformance(t *testing.T) {
 				if len(docs) == 0 {
 					continue
 				}
-				res, err := e.Insert("conf", coll, docs, true)
+				res, err := e.Insert(context.Background(), "conf", coll, docs, true)
 				if err != nil || len(res.Errors) > 0 {
 					t.Fatalf("%s: insert: %v %v", file, err, res.Errors)
 				}

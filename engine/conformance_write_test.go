@@ -78,7 +78,7 @@ func withAndWithoutIndexes(t *testing.T, e *Engine, name string, doc bson.Raw, f
 			}
 		}
 		if doc != nil {
-			if res, err := e.Insert("w", coll, []bson.Raw{doc}, true); err != nil || len(res.Errors) > 0 {
+			if res, err := e.Insert(context.Background(), "w", coll, []bson.Raw{doc}, true); err != nil || len(res.Errors) > 0 {
 				t.Fatalf("%s: insert: %v %v", name, err, res.Errors)
 			}
 		}

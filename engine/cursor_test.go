@@ -25,7 +25,7 @@ func TestBlockingSortMemoryLimit(t *testing.T) {
 		d, _ := bson.Marshal(bson.D{{Key: "_id", Value: i}, {Key: "v", Value: 100 - i}, {Key: "pad", Value: "0123456789012345678901234567890123456789"}})
 		docs = append(docs, d)
 	}
-	if _, err := e.Insert("db", "c", docs, true); err != nil {
+	if _, err := e.Insert(context.Background(), "db", "c", docs, true); err != nil {
 		t.Fatal(err)
 	}
 	sortV, _ := bson.Marshal(bson.D{{Key: "v", Value: 1}})
@@ -57,7 +57,7 @@ func TestScanStopsWhenContextEnds(t *testing.T) {
 		d, _ := bson.Marshal(bson.D{{Key: "_id", Value: i}, {Key: "v", Value: i % 7}})
 		docs = append(docs, d)
 	}
-	if _, err := e.Insert("db", "c", docs, true); err != nil {
+	if _, err := e.Insert(context.Background(), "db", "c", docs, true); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

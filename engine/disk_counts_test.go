@@ -24,7 +24,7 @@ func TestInsertCountsOnlyWhatCommitted(t *testing.T) {
 		for i := range docs {
 			docs[i] = padded(i)
 		}
-		res, err := e.Insert("test", "c", docs, ordered)
+		res, err := e.Insert(context.Background(), "test", "c", docs, ordered)
 		if err != nil {
 			t.Fatalf("ordered=%v: insert failed as a whole: %v", ordered, err)
 		}
@@ -85,7 +85,7 @@ func TestDeleteCountsOnlyWhatCommitted(t *testing.T) {
 	for i := range docs {
 		docs[i] = padded(i)
 	}
-	if err := insertErr(e.Insert("test", "c", docs, true)); err != nil {
+	if err := insertErr(e.Insert(context.Background(), "test", "c", docs, true)); err != nil {
 		t.Fatal(err)
 	}
 	// Too full to replay the log: the store opens read-only.

@@ -76,7 +76,7 @@ func (w *crashWriter) run(e *Engine, rng *rand.Rand, stop <-chan struct{}, up *u
 		switch {
 		case op.before == -1:
 			var res InsertResult
-			res, err = e.Insert("test", "c", []bson.Raw{crashDoc(op.id, 0)}, true)
+			res, err = e.Insert(context.Background(), "test", "c", []bson.Raw{crashDoc(op.id, 0)}, true)
 			err = insertErr(res, err)
 			if err == nil && res.N != 1 {
 				panic("insert of a fresh _id not acknowledged without an error")

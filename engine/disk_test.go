@@ -62,7 +62,7 @@ func fill(t *testing.T, e *Engine, next int) int {
 		if next > 100_000 {
 			t.Fatal("the disk never filled up")
 		}
-		res, err := e.Insert("test", "c", []bson.Raw{padded(next)}, true)
+		res, err := e.Insert(context.Background(), "test", "c", []bson.Raw{padded(next)}, true)
 		if err = insertErr(res, err); err != nil {
 			wantOutOfDisk(t, err)
 			return next
@@ -159,7 +159,7 @@ func testDiskFull(t *testing.T, oplog bool) {
 	// Opening removed obsolete files, and compactions may free more; the
 	// other program takes that space as it comes.
 	d.TakeFreedSpace(3 * testMinFree / 4)
-	err = insertErr(e.Insert("test", "c", []bson.Raw{padded(next)}, true))
+	err = insertErr(e.Insert(context.Background(), "test", "c", []bson.Raw{padded(next)}, true))
 	wantOutOfDisk(t, err)
 	n, err = e.Delete(context.Background(), "test", "c", f, 0, bson.RawValue{})
 	if err != nil || n != 0 {
@@ -168,7 +168,7 @@ func testDiskFull(t *testing.T, oplog bool) {
 
 	// The user frees space elsewhere on the disk: writes resume.
 	d.SetCapacity(2 * testDiskSize)
-	if err := insertErr(e.Insert("test", "c", []bson.Raw{padded(next)}, true)); err != nil {
+	if err := insertErr(e.Insert(context.Background(), "test", "c", []bson.Raw{padded(next)}, true)); err != nil {
 		t.Fatalf("insert after the disk grew: %v", err)
 	}
 	countDocs(t, e, half, next+1)
@@ -186,7 +186,7 @@ func waitWritable(t *testing.T, e *Engine, id int) int {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		err := insertErr(e.Insert("test", "c", []bson.Raw{padded(id)}, true))
+		err := insertErr(e.Insert(context.Background(), "test", "c", []bson.Raw{padded(id)}, true))
 		if err == nil {
 			return id + 1
 		}
@@ -229,21 +229,21 @@ func TestOpenOnDiskTooFullToReplay(t *testing.T) {
 	e := openOnDisk(t, d)
 	const n = 500
 	for i := 0; i < n; i++ {
-		if err := insertErr(e.Insert("test", "c", []bson.Raw{padded(i)}, true)); err != nil {
+		if err := insertErr(e.Insert(context.Background(), "test", "c", []bson.Raw{padded(i)}, true)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	e = reopenTooFullToReplay(t, e, d)
 	defer e.Close()
 	countDocs(t, e, 0, n)
-	err := insertErr(e.Insert("test", "c", []bson.Raw{padded(n)}, true))
+	err := insertErr(e.Insert(context.Background(), "test", "c", []bson.Raw{padded(n)}, true))
 	wantOutOfDisk(t, err)
 	f, _ := bson.Marshal(bson.D{{Key: "_id", Value: 1}})
 	_, err = e.Delete(context.Background(), "test", "c", f, 0, bson.RawValue{})
 	wantOutOfDisk(t, err)
 	_, err = e.DropCollection("test", "c")
 	wantOutOfDisk(t, err)
-	err = insertErr(e.Insert("test", "other", []bson.Raw{padded(n)}, true))
+	err = insertErr(e.Insert(context.Background(), "test", "other", []bson.Raw{padded(n)}, true))
 	wantOutOfDisk(t, err)
 	countDocs(t, e, 0, n)
 }

@@ -97,6 +97,9 @@ type Engine struct {
 	memLimit   int64         // see Options.QueryMemoryLimit
 	spillLimit int64         // see Options.QuerySpillLimit
 	scratchSeq atomic.Uint64 // names the requests' scratch directories
+	// catalogSeq counts the collection states installed (setState), for
+	// transactions to tell what changed after their start.
+	catalogSeq atomic.Uint64
 
 	reaper     *ttlindex.Reaper
 	stopReaper context.CancelFunc

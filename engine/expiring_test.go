@@ -39,7 +39,7 @@ func TestExpiringIn(t *testing.T) {
 			b, _ := bson.Marshal(d)
 			raws = append(raws, b)
 		}
-		if _, err := e.Insert("db", coll, raws, true); err != nil {
+		if _, err := e.Insert(context.Background(), "db", coll, raws, true); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -110,7 +110,7 @@ func TestPurgeLogsExpiry(t *testing.T) {
 		t.Fatal(err)
 	}
 	d, _ := bson.Marshal(bson.D{{Key: "_id", Value: 1}})
-	if _, err := e.Insert("db", "c", []bson.Raw{d}, true); err != nil {
+	if _, err := e.Insert(context.Background(), "db", "c", []bson.Raw{d}, true); err != nil {
 		t.Fatal(err)
 	}
 	clock.Advance(time.Minute)

@@ -16,7 +16,7 @@ func TestExprRuntimeErrorFailsCommands(t *testing.T) {
 	e := openTestEngine(t)
 	ctx := context.Background()
 	docs := []bson.Raw{mustRaw(t, bson.D{{Key: "_id", Value: 1}, {Key: "a", Value: 1}}), mustRaw(t, bson.D{{Key: "_id", Value: 2}, {Key: "a", Value: "x"}})}
-	if _, err := e.Insert("db", "c", docs, true); err != nil {
+	if _, err := e.Insert(context.Background(), "db", "c", docs, true); err != nil {
 		t.Fatal(err)
 	}
 	filter := mustRaw(t, bson.D{{Key: "$expr", Value: bson.D{{Key: "$eq", Value: bson.A{bson.D{{Key: "$add", Value: bson.A{"$a", 1}}}, 2}}}}})

@@ -53,7 +53,7 @@ func (e *Engine) FindAndModify(ctx context.Context, db, coll string, spec FindAn
 		return FindAndModifyResult{}, err
 	}
 	upsert := spec.Upsert && !spec.Remove
-	c, err := e.writeLock(db, coll, upsert)
+	c, err := e.writeLock(ctx, db, coll, upsert)
 	if c == nil || err != nil {
 		return FindAndModifyResult{}, err
 	}

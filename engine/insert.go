@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -31,16 +32,16 @@ type InsertResult struct {
 // Insert stores docs in db.coll, creating the collection if needed. Ordered
 // inserts stop at the first failing document; the ones before it stand.
 // At most one WriteOptions applies.
-func (e *Engine) Insert(db, coll string, docs []bson.Raw, ordered bool, opts ...WriteOptions) (InsertResult, error) {
+func (e *Engine) Insert(ctx context.Context, db, coll string, docs []bson.Raw, ordered bool, opts ...WriteOptions) (InsertResult, error) {
 	if len(opts) > 0 && opts[0].Txn != nil {
-		return e.insertRetryable(db, coll, docs, ordered, opts[0])
+		return e.insertRetryable(ctx, db, coll, docs, ordered, opts[0])
 	}
-	return e.insert(db, coll, docs, ordered, opts...)
+	return e.insert(ctx, db, coll, docs, ordered, opts...)
 }
 
 // insertRetryable inserts the documents of a retryable write whose
 // statements have not run yet; those that have count as inserted.
-func (e *Engine) insertRetryable(db, coll string, docs []bson.Raw, ordered bool, o WriteOptions) (InsertResult, error) {
+func (e *Engine) insertRetryable(ctx context.Context, db, coll string, docs []bson.Raw, ordered bool, o WriteOptions) (InsertResult, error) {
 	if len(o.StmtIDs) != len(docs) {
 		return InsertResult{}, fmt.Errorf("engine: %d statement ids for %d documents", len(o.StmtIDs), len(docs))
 	}
@@ -63,7 +64,7 @@ func (e *Engine) insertRetryable(db, coll string, docs []bson.Raw, ordered bool,
 	var err error
 	if len(todo) > 0 {
 		o.StmtIDs = ids
-		res, err = e.insert(db, coll, todo, ordered, o)
+		res, err = e.insert(ctx, db, coll, todo, ordered, o)
 	}
 	for k := range res.Errors {
 		res.Errors[k].Index = pos[res.Errors[k].Index]
@@ -72,9 +73,9 @@ func (e *Engine) insertRetryable(db, coll string, docs []bson.Raw, ordered bool,
 	return res, err
 }
 
-func (e *Engine) insert(db, coll string, docs []bson.Raw, ordered bool, opts ...WriteOptions) (InsertResult, error) {
+func (e *Engine) insert(ctx context.Context, db, coll string, docs []bson.Raw, ordered bool, opts ...WriteOptions) (InsertResult, error) {
 	var res InsertResult
-	c, err := e.writeLock(db, coll, true)
+	c, err := e.writeLock(ctx, db, coll, true)
 	if me, ok := mongoerr.As(err); ok && me.Code == mongoerr.CommandNotSupportedOnView {
 		// As in MongoDB, every document fails on its own, and an ordered
 		// insert stops at the first.

@@ -27,7 +27,7 @@ func limitedEngine(t *testing.T, n, size int, sortLimit, memLimit int64) *Engine
 		d, _ := bson.Marshal(bson.D{{Key: "_id", Value: i}, {Key: "big", Value: big}})
 		docs = append(docs, d)
 	}
-	if _, err := e.Insert("db", "c", docs, true); err != nil {
+	if _, err := e.Insert(context.Background(), "db", "c", docs, true); err != nil {
 		t.Fatal(err)
 	}
 	return e
@@ -113,7 +113,7 @@ func TestDistinctTooBig(t *testing.T) {
 		d, _ := bson.Marshal(bson.D{{Key: "_id", Value: i}, {Key: "big", Value: strings.Repeat(string(rune('a'+i)), 1<<20)}})
 		docs = append(docs, d)
 	}
-	if _, err := e.Insert("db", "c", docs, true); err != nil {
+	if _, err := e.Insert(context.Background(), "db", "c", docs, true); err != nil {
 		t.Fatal(err)
 	}
 	// Twenty distinct values of 1 MiB pass the 16 MiB of a reply; fifteen
@@ -134,7 +134,7 @@ func TestDistinctDeduplicates(t *testing.T) {
 		d, _ := bson.Marshal(bson.D{{Key: "_id", Value: i}, {Key: "v", Value: v}})
 		docs = append(docs, d)
 	}
-	if _, err := e.Insert("db", "c", docs, true); err != nil {
+	if _, err := e.Insert(context.Background(), "db", "c", docs, true); err != nil {
 		t.Fatal(err)
 	}
 	vals, err := e.Distinct(context.Background(), "db", "c", "v", nil)

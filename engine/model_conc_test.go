@@ -221,7 +221,7 @@ func testModelConcurrent(t *testing.T, backend string) {
 					id := fmt.Sprintf("contested-%d", r.Intn(20))
 					doc := modelRaw(bson.D{{Key: "_id", Value: id}, {Key: "n", Value: r.Intn(5)}})
 					guard("ack insert contested", func() error {
-						res, err := e.Insert("db", "ack", []bson.Raw{doc}, true)
+						res, err := e.Insert(context.Background(), "db", "ack", []bson.Raw{doc}, true)
 						if err == nil && res.N == 1 {
 							contested.Store(id, true)
 						}
@@ -234,7 +234,7 @@ func testModelConcurrent(t *testing.T, backend string) {
 					n := doc.Lookup("n").Int32()
 					guard("ack insert", func() error {
 						before, on := valSeq.Load(), valOn.Load()
-						res, err := e.Insert("db", "ack", []bson.Raw{doc}, ordered)
+						res, err := e.Insert(context.Background(), "db", "ack", []bson.Raw{doc}, ordered)
 						if err != nil {
 							return err
 						}
@@ -328,7 +328,7 @@ func execConcurrentOp(ctx context.Context, e *Engine, clock *clock.Manual, op *m
 	}
 	switch op.Kind {
 	case "insert":
-		_, err := e.Insert(modelDB, modelColl, op.Docs, op.Ordered, WriteOptions{BypassDocumentValidation: op.Bypass})
+		_, err := e.Insert(context.Background(), modelDB, modelColl, op.Docs, op.Ordered, WriteOptions{BypassDocumentValidation: op.Bypass})
 		return err
 	case "update":
 		u, err := compileUpdateOf(op, pipe, clock.Now())

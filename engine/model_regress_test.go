@@ -40,7 +40,7 @@ func TestModelRegressDropTSKeepsDateDueDocuments(t *testing.T) {
 	e, clock := openTestEngineClock(t)
 	regressCreateIndex(t, e, bson.D{{Key: "key", Value: bson.D{{Key: "_ts", Value: 1}}}, {Key: "name", Value: "_ts_1"}, {Key: "expireAfterSeconds", Value: 60}})
 	due := bson.NewDateTimeFromTime(clock.Now().Add(-time.Hour))
-	if _, err := e.Insert("db", "c", []bson.Raw{modelRaw(bson.D{{Key: "_id", Value: 1}, {Key: "d", Value: due}})}, true); err != nil {
+	if _, err := e.Insert(context.Background(), "db", "c", []bson.Raw{modelRaw(bson.D{{Key: "_id", Value: 1}, {Key: "d", Value: due}})}, true); err != nil {
 		t.Fatal(err)
 	}
 	regressCreateIndex(t, e, bson.D{{Key: "key", Value: bson.D{{Key: "d", Value: 1}}}, {Key: "name", Value: "d_1"}, {Key: "expireAfterSeconds", Value: 0}})
@@ -58,14 +58,14 @@ func TestModelRegressDropTSKeepsDateDueDocuments(t *testing.T) {
 func TestModelRegressUniqueBuildIgnoresExpired(t *testing.T) {
 	e, clock := openTestEngineClock(t)
 	regressCreateIndex(t, e, bson.D{{Key: "key", Value: bson.D{{Key: "_ts", Value: 1}}}, {Key: "name", Value: "_ts_1"}, {Key: "expireAfterSeconds", Value: 10}})
-	if _, err := e.Insert("db", "c", []bson.Raw{modelRaw(bson.D{{Key: "_id", Value: 1}}), modelRaw(bson.D{{Key: "_id", Value: 2}})}, true); err != nil {
+	if _, err := e.Insert(context.Background(), "db", "c", []bson.Raw{modelRaw(bson.D{{Key: "_id", Value: 1}}), modelRaw(bson.D{{Key: "_id", Value: 2}})}, true); err != nil {
 		t.Fatal(err)
 	}
 	clock.Advance(11 * time.Second)
 	if _, err := e.CreateIndexes("db", "c", []bson.Raw{modelRaw(bson.D{{Key: "key", Value: bson.D{{Key: "u", Value: 1}}}, {Key: "name", Value: "u_1"}, {Key: "unique", Value: true}})}); err != nil {
 		t.Fatalf("unique index over two expired documents: %v", err)
 	}
-	if _, err := e.Insert("db", "c", []bson.Raw{modelRaw(bson.D{{Key: "_id", Value: 3}})}, true); err != nil {
+	if _, err := e.Insert(context.Background(), "db", "c", []bson.Raw{modelRaw(bson.D{{Key: "_id", Value: 3}})}, true); err != nil {
 		t.Fatal(err)
 	}
 	if n := regressCount(t, e); n != 1 {
@@ -82,7 +82,7 @@ func TestModelRegressIDPointsBatchEnd(t *testing.T) {
 	for _, id := range []int{1, 3, 4} {
 		docs = append(docs, modelRaw(bson.D{{Key: "_id", Value: id}}))
 	}
-	if _, err := e.Insert("db", "c", docs, true); err != nil {
+	if _, err := e.Insert(context.Background(), "db", "c", docs, true); err != nil {
 		t.Fatal(err)
 	}
 	for _, dir := range []int{1, -1} {
@@ -131,7 +131,7 @@ func TestModelRegressRecreateHiddenIndex(t *testing.T) {
 func TestModelRegressReturnKeyPositionalArray(t *testing.T) {
 	e, _ := openTestEngineClock(t)
 	ctx := context.Background()
-	if _, err := e.Insert("db", "c", []bson.Raw{modelRaw(bson.D{{Key: "_id", Value: 1}, {Key: "arr", Value: bson.A{bson.A{1, 2}, 3}}})}, true); err != nil {
+	if _, err := e.Insert(context.Background(), "db", "c", []bson.Raw{modelRaw(bson.D{{Key: "_id", Value: 1}, {Key: "arr", Value: bson.A{bson.A{1, 2}, 3}}})}, true); err != nil {
 		t.Fatal(err)
 	}
 	regressCreateIndex(t, e, bson.D{{Key: "key", Value: bson.D{{Key: "arr.0", Value: 1}}}, {Key: "name", Value: "arr.0_1"}})
@@ -156,7 +156,7 @@ func TestModelRegressReturnKeyPositionalArray(t *testing.T) {
 func TestModelRegressNoOpUpdateSkipsValidation(t *testing.T) {
 	e, clock := openTestEngineClock(t)
 	ctx := context.Background()
-	if _, err := e.Insert("db", "c", []bson.Raw{modelRaw(bson.D{{Key: "_id", Value: 1}, {Key: "a", Value: "x"}})}, true); err != nil {
+	if _, err := e.Insert(context.Background(), "db", "c", []bson.Raw{modelRaw(bson.D{{Key: "_id", Value: 1}, {Key: "a", Value: "x"}})}, true); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.SetValidation("db", "c", CollectionValidation{Validator: modelRaw(bson.D{{Key: "a", Value: bson.D{{Key: "$type", Value: "number"}}}})}); err != nil {
@@ -184,7 +184,7 @@ func TestModelRegressNoOpUpdateSkipsValidation(t *testing.T) {
 func TestModelRegressValidateLevelOffCountsNoneNonCompliant(t *testing.T) {
 	e, _ := openTestEngineClock(t)
 	ctx := context.Background()
-	if _, err := e.Insert("db", "c", []bson.Raw{modelRaw(bson.D{{Key: "_id", Value: 1}, {Key: "a", Value: "x"}})}, true); err != nil {
+	if _, err := e.Insert(context.Background(), "db", "c", []bson.Raw{modelRaw(bson.D{{Key: "_id", Value: 1}, {Key: "a", Value: "x"}})}, true); err != nil {
 		t.Fatal(err)
 	}
 	validator := modelRaw(bson.D{{Key: "a", Value: bson.D{{Key: "$type", Value: "number"}}}})

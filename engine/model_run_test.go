@@ -225,7 +225,7 @@ func (r *modelRun) step(ctx context.Context, op *modelOp) error {
 			return err
 		}
 		if herr := r.guard("insert", func() {
-			res, err = r.e.Insert(modelDB, modelColl, op.Docs, op.Ordered, opts)
+			res, err = r.e.Insert(context.Background(), modelDB, modelColl, op.Docs, op.Ordered, opts)
 		}); herr != nil {
 			return herr
 		}
@@ -269,7 +269,7 @@ func (r *modelRun) step(ctx context.Context, op *modelOp) error {
 			return fmt.Errorf("insert: engine n=%d errors(index:code)=%v, model n=%d errors=%v", res.N, got, n, want)
 		}
 		if opts.Txn != nil && len(res.Errors) == 0 {
-			again, err := r.e.Insert(modelDB, modelColl, op.Docs, op.Ordered, opts)
+			again, err := r.e.Insert(context.Background(), modelDB, modelColl, op.Docs, op.Ordered, opts)
 			if err != nil || again.N != res.N || len(again.Errors) != 0 {
 				return fmt.Errorf("retried insert: n=%d errors=%v, %v; first n=%d", again.N, again.Errors, err, res.N)
 			}

@@ -130,7 +130,7 @@ func (e *Engine) Update(ctx context.Context, db, coll string, spec UpdateSpec) (
 	if err != nil {
 		return UpdateResult{}, err
 	}
-	c, err := e.writeLock(db, coll, spec.Upsert)
+	c, err := e.writeLock(ctx, db, coll, spec.Upsert)
 	if c == nil || err != nil {
 		return UpdateResult{}, err
 	}
@@ -293,7 +293,7 @@ func (e *Engine) Delete(ctx context.Context, db, coll string, filter bson.Raw, l
 	if err != nil {
 		return 0, err
 	}
-	c, err := e.writeLock(db, coll, false)
+	c, err := e.writeLock(ctx, db, coll, false)
 	if c == nil || err != nil {
 		return 0, err
 	}

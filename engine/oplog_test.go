@@ -81,11 +81,11 @@ func TestOplogWriteKinds(t *testing.T) {
 	defer e.Close()
 	ctx := context.Background()
 	docs := []bson.Raw{mustRaw(t, bson.D{{Key: "_id", Value: 1}, {Key: "a", Value: 1}, {Key: "b", Value: 1}}), mustRaw(t, bson.D{{Key: "_id", Value: 2}})}
-	if _, err := e.Insert("db", "c", docs, true); err != nil {
+	if _, err := e.Insert(context.Background(), "db", "c", docs, true); err != nil {
 		t.Fatal(err)
 	}
 	// A refused insert (duplicate _id) and a no-op update log nothing.
-	if res, err := e.Insert("db", "c", docs[:1], true); err != nil || len(res.Errors) != 1 {
+	if res, err := e.Insert(context.Background(), "db", "c", docs[:1], true); err != nil || len(res.Errors) != 1 {
 		t.Fatalf("duplicate insert: %+v, %v", res, err)
 	}
 	if _, err := e.Update(ctx, "db", "c", UpdateSpec{Filter: mustRaw(t, bson.D{{Key: "_id", Value: 1}}), Update: mustCompileUpdate(t, bson.D{{Key: "$set", Value: bson.D{{Key: "a", Value: 1}}}})}); err != nil {
@@ -116,7 +116,7 @@ func TestOplogWriteKinds(t *testing.T) {
 	if _, err := e.DropCollection("db", "d"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Insert("db", "e", docs[1:], true); err != nil {
+	if _, err := e.Insert(context.Background(), "db", "e", docs[1:], true); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.DropDatabase("db"); err != nil {
@@ -159,7 +159,7 @@ func TestOplogSurvivesRestart(t *testing.T) {
 	clock := clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	e := openOplogEngine(t, dir, clock, Options{})
 	for i := range 3 {
-		if _, err := e.Insert("db", "c", []bson.Raw{mustRaw(t, bson.D{{Key: "_id", Value: i}})}, true); err != nil {
+		if _, err := e.Insert(context.Background(), "db", "c", []bson.Raw{mustRaw(t, bson.D{{Key: "_id", Value: i}})}, true); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -173,7 +173,7 @@ func TestOplogSurvivesRestart(t *testing.T) {
 	if strings.Join(before, "|") != strings.Join(after, "|") {
 		t.Fatalf("before restart %v, after %v", before, after)
 	}
-	if _, err := e.Insert("db", "c", []bson.Raw{mustRaw(t, bson.D{{Key: "_id", Value: 9}})}, true); err != nil {
+	if _, err := e.Insert(context.Background(), "db", "c", []bson.Raw{mustRaw(t, bson.D{{Key: "_id", Value: 9}})}, true); err != nil {
 		t.Fatal(err)
 	}
 	lines, _, newLast := oplogSince(t, e, last)
@@ -190,7 +190,7 @@ func TestOplogTTLPurgeIsDelete(t *testing.T) {
 	if _, err := e.CreateIndexes("db", "c", []bson.Raw{spec}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Insert("db", "c", []bson.Raw{mustRaw(t, bson.D{{Key: "_id", Value: 7}})}, true); err != nil {
+	if _, err := e.Insert(context.Background(), "db", "c", []bson.Raw{mustRaw(t, bson.D{{Key: "_id", Value: 7}})}, true); err != nil {
 		t.Fatal(err)
 	}
 	_, _, last := oplogSince(t, e, oplog.Timestamp{})
@@ -211,7 +211,7 @@ func TestOplogTrimBoundsSize(t *testing.T) {
 	defer e.Close()
 	pad := strings.Repeat("x", 1000)
 	for i := range 300 {
-		if _, err := e.Insert("db", "c", []bson.Raw{mustRaw(t, bson.D{{Key: "_id", Value: i}, {Key: "p", Value: pad}})}, true); err != nil {
+		if _, err := e.Insert(context.Background(), "db", "c", []bson.Raw{mustRaw(t, bson.D{{Key: "_id", Value: i}, {Key: "p", Value: pad}})}, true); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -245,7 +245,7 @@ func TestOplogWaitWakesOnWrite(t *testing.T) {
 		ts, _ := e.Oplog().Wait(context.Background(), start)
 		got <- ts
 	}()
-	if _, err := e.Insert("db", "c", []bson.Raw{mustRaw(t, bson.D{{Key: "_id", Value: 1}})}, true); err != nil {
+	if _, err := e.Insert(context.Background(), "db", "c", []bson.Raw{mustRaw(t, bson.D{{Key: "_id", Value: 1}})}, true); err != nil {
 		t.Fatal(err)
 	}
 	if ts := <-got; !start.Less(ts) {
@@ -255,7 +255,7 @@ func TestOplogWaitWakesOnWrite(t *testing.T) {
 
 func TestOplogOff(t *testing.T) {
 	e := openTestEngine(t)
-	if _, err := e.Insert("db", "c", []bson.Raw{mustRaw(t, bson.D{{Key: "_id", Value: 1}})}, true); err != nil {
+	if _, err := e.Insert(context.Background(), "db", "c", []bson.Raw{mustRaw(t, bson.D{{Key: "_id", Value: 1}})}, true); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.ReadOplog(context.Background(), oplog.Timestamp{}, nil); err != ErrOplogOff {
@@ -278,11 +278,11 @@ func TestOplogFindAndWriteRefusal(t *testing.T) {
 	defer e.Close()
 	ctx := context.Background()
 	for i := range 5 {
-		if _, err := e.Insert("db", "c", []bson.Raw{mustRaw(t, bson.D{{Key: "_id", Value: i}})}, true); err != nil {
+		if _, err := e.Insert(context.Background(), "db", "c", []bson.Raw{mustRaw(t, bson.D{{Key: "_id", Value: i}})}, true); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := e.Insert("db", "other", []bson.Raw{mustRaw(t, bson.D{{Key: "_id", Value: 9}})}, true); err != nil {
+	if _, err := e.Insert(context.Background(), "db", "other", []bson.Raw{mustRaw(t, bson.D{{Key: "_id", Value: 9}})}, true); err != nil {
 		t.Fatal(err)
 	}
 	ids := func(spec FindSpec) []int32 {
@@ -328,7 +328,7 @@ func TestOplogFindAndWriteRefusal(t *testing.T) {
 		t.Fatalf("by ns descending: %s", got)
 	}
 	before := len(raws)
-	if _, err := e.Insert("local", "oplog.rs", []bson.Raw{mustRaw(t, bson.D{{Key: "_id", Value: 1}})}, true); err == nil {
+	if _, err := e.Insert(context.Background(), "local", "oplog.rs", []bson.Raw{mustRaw(t, bson.D{{Key: "_id", Value: 1}})}, true); err == nil {
 		t.Fatal("insert into the oplog accepted")
 	}
 	if n, err := e.Delete(ctx, "local", "oplog.rs", mustRaw(t, bson.D{}), 0, bson.RawValue{}); err == nil || n != 0 {
@@ -430,7 +430,7 @@ func TestOplogTailerMissesNothing(t *testing.T) {
 		go func() {
 			coll := fmt.Sprint("c", w)
 			for i := range perWriter {
-				if _, err := e.Insert("db", coll, []bson.Raw{mustRaw(t, bson.D{{Key: "_id", Value: i}})}, true); err != nil {
+				if _, err := e.Insert(context.Background(), "db", coll, []bson.Raw{mustRaw(t, bson.D{{Key: "_id", Value: i}})}, true); err != nil {
 					done <- err
 					return
 				}

@@ -113,7 +113,7 @@ func (c catalogReader) Out(ctx context.Context, db, coll string, docs []bson.Raw
 			n += len(docs[end])
 			end++
 		}
-		res, err := e.Insert(db, tmp, docs[start:end], true, WriteOptions{BypassDocumentValidation: c.opts.BypassDocumentValidation})
+		res, err := e.Insert(ctx, db, tmp, docs[start:end], true, WriteOptions{BypassDocumentValidation: c.opts.BypassDocumentValidation})
 		if err != nil {
 			return err
 		}

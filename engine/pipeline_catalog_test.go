@@ -42,7 +42,7 @@ func insertD(t *testing.T, e *Engine, db, coll string, docs ...bson.D) {
 	for i, d := range docs {
 		raw[i] = mustMarshal(t, d)
 	}
-	if res, err := e.Insert(db, coll, raw, true); err != nil || len(res.Errors) > 0 {
+	if res, err := e.Insert(context.Background(), db, coll, raw, true); err != nil || len(res.Errors) > 0 {
 		t.Fatalf("insert: %v %v", err, res.Errors)
 	}
 }
@@ -139,7 +139,7 @@ func TestOutAndMergeValidate(t *testing.T) {
 		}
 	}
 	// $out kept the validator.
-	res, err := e.Insert("db", "dest", []bson.Raw{mustMarshal(t, bson.D{{Key: "n", Value: "x"}})}, true)
+	res, err := e.Insert(context.Background(), "db", "dest", []bson.Raw{mustMarshal(t, bson.D{{Key: "n", Value: "x"}})}, true)
 	if err != nil || len(res.Errors) == 0 {
 		t.Fatalf("dest lost its validator after $out: %v %v", err, res)
 	}

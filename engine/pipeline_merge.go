@@ -64,7 +64,7 @@ func (w mergeWriter) write(ctx context.Context, doc, filter bson.Raw, vars pipel
 	e, m := w.c.e, w.m
 	bypass := w.c.opts.BypassDocumentValidation
 	insert := func() error {
-		res, err := e.Insert(m.DB, m.Coll, []bson.Raw{doc}, true, WriteOptions{BypassDocumentValidation: bypass})
+		res, err := e.Insert(ctx, m.DB, m.Coll, []bson.Raw{doc}, true, WriteOptions{BypassDocumentValidation: bypass})
 		if err == nil && len(res.Errors) > 0 {
 			err = res.Errors[0].Err
 		}

@@ -51,7 +51,7 @@ func TestIndexesAnswerLikeCollectionScans(t *testing.T) {
 		doc, _ := bson.Marshal(bson.D{{Key: "_id", Value: int32(i)}, {Key: "a", Value: gen(0)}, {Key: "b", Value: gen(1)}})
 		docs = append(docs, doc)
 	}
-	res, err := e.Insert("diff", "indexed", docs, false)
+	res, err := e.Insert(context.Background(), "diff", "indexed", docs, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestIndexesAnswerLikeCollectionScans(t *testing.T) {
 	if len(docs) < 100 {
 		t.Fatalf("only %d documents could be indexed", len(docs))
 	}
-	if res, err := e.Insert("diff", "plain", docs, true); err != nil || len(res.Errors) > 0 {
+	if res, err := e.Insert(context.Background(), "diff", "plain", docs, true); err != nil || len(res.Errors) > 0 {
 		t.Fatalf("insert: %v %v", err, res.Errors)
 	}
 	paths := []string{"a", "a.0", "a.1", "a.a", "a.b", "a.0.b", "a.b.0", "b", "a.0.0"}
@@ -140,7 +140,7 @@ func TestPositionalIndexProvidesSort(t *testing.T) {
 		keygenDoc(t, `{"_id": 9, "a": ["x", {"0": 1}]}`),
 	}
 	for _, coll := range []string{"plain", "indexed"} {
-		if res, err := e.Insert("sorts", coll, docs[:7], true); err != nil || len(res.Errors) > 0 {
+		if res, err := e.Insert(context.Background(), "sorts", coll, docs[:7], true); err != nil || len(res.Errors) > 0 {
 			t.Fatalf("insert: %v %v", err, res.Errors)
 		}
 	}
@@ -149,7 +149,7 @@ func TestPositionalIndexProvidesSort(t *testing.T) {
 		t.Fatal(err)
 	}
 	// MongoDB refuses to index the ambiguous document, and so does Lethe.
-	if res, _ := e.Insert("sorts", "indexed", docs[7:], true); len(res.Errors) == 0 || mongoerr.CodeOf(res.Errors[0].Err) != record.AmbiguousFieldName {
+	if res, _ := e.Insert(context.Background(), "sorts", "indexed", docs[7:], true); len(res.Errors) == 0 || mongoerr.CodeOf(res.Errors[0].Err) != record.AmbiguousFieldName {
 		t.Fatalf("insert of an ambiguous document: %v", res.Errors)
 	}
 	ctx := context.Background()

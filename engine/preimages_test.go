@@ -48,7 +48,7 @@ func TestPreImagesTTLPurgeAndOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	doc := mustRaw(t, bson.D{{Key: "_id", Value: 7}, {Key: "x", Value: "a"}})
-	if _, err := e.Insert("db", "c", []bson.Raw{doc, mustRaw(t, bson.D{{Key: "_id", Value: 8}, {Key: "ttl", Value: -1}})}, true); err != nil {
+	if _, err := e.Insert(context.Background(), "db", "c", []bson.Raw{doc, mustRaw(t, bson.D{{Key: "_id", Value: 8}, {Key: "ttl", Value: -1}})}, true); err != nil {
 		t.Fatal(err)
 	}
 	_, _, last := oplogSince(t, e, oplog.Timestamp{})
@@ -86,7 +86,7 @@ func TestPreImagesTrimmedWithOplog(t *testing.T) {
 	pad := strings.Repeat("x", 1000)
 	for i := range 200 {
 		d := mustRaw(t, bson.D{{Key: "_id", Value: i}, {Key: "p", Value: pad}})
-		if _, err := e.Insert("db", "c", []bson.Raw{d}, true); err != nil {
+		if _, err := e.Insert(context.Background(), "db", "c", []bson.Raw{d}, true); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := e.Delete(context.Background(), "db", "c", mustRaw(t, bson.D{{Key: "_id", Value: i}}), 1, bson.RawValue{}); err != nil {
@@ -133,7 +133,7 @@ func TestPreImagesBoundedWithOplog(t *testing.T) {
 		t.Fatal(err)
 	}
 	big := mustRaw(t, bson.D{{Key: "_id", Value: 1}, {Key: "n", Value: 0}, {Key: "p", Value: strings.Repeat("x", 64<<10)}})
-	if _, err := e.Insert("db", "c", []bson.Raw{big}, true); err != nil {
+	if _, err := e.Insert(context.Background(), "db", "c", []bson.Raw{big}, true); err != nil {
 		t.Fatal(err)
 	}
 	inc, err := update.Compile(mustRaw(t, bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}}), update.Options{})
@@ -198,7 +198,7 @@ func TestPreImagesExpireAfterSeconds(t *testing.T) {
 	}
 	_, _, last := oplogSince(t, e, oplog.Timestamp{})
 	for i := range 2 {
-		if _, err := e.Insert("db", "c", []bson.Raw{mustRaw(t, bson.D{{Key: "_id", Value: i}})}, true); err != nil {
+		if _, err := e.Insert(context.Background(), "db", "c", []bson.Raw{mustRaw(t, bson.D{{Key: "_id", Value: i}})}, true); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := e.Delete(context.Background(), "db", "c", mustRaw(t, bson.D{{Key: "_id", Value: i}}), 1, bson.RawValue{}); err != nil {

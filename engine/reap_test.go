@@ -34,7 +34,7 @@ func TestReaperLogsEachBatch(t *testing.T) {
 		d, _ := bson.Marshal(bson.D{{Key: "_id", Value: i}})
 		docs = append(docs, d)
 	}
-	if _, err := e.Insert("db", "c", docs, true); err != nil {
+	if _, err := e.Insert(context.Background(), "db", "c", docs, true); err != nil {
 		t.Fatal(err)
 	}
 	clock.Advance(5 * time.Second)
@@ -91,7 +91,7 @@ func TestDescendingDateTTLIndex(t *testing.T) {
 		d, _ := bson.Marshal(bson.D{{Key: "_id", Value: i}, {Key: "at", Value: at}})
 		docs = append(docs, d)
 	}
-	if _, err := e.Insert("db", "c", docs, true); err != nil {
+	if _, err := e.Insert(context.Background(), "db", "c", docs, true); err != nil {
 		t.Fatal(err)
 	}
 	clock.Advance(10 * time.Second)

@@ -24,7 +24,7 @@ func TestRetryRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	doc, _ := bson.Marshal(bson.D{{Key: "_id", Value: 1}})
-	res, err := e.Insert("db", "c", []bson.Raw{doc}, true, WriteOptions{Txn: a, StmtIDs: []int32{0}})
+	res, err := e.Insert(context.Background(), "db", "c", []bson.Raw{doc}, true, WriteOptions{Txn: a, StmtIDs: []int32{0}})
 	if err != nil || res.N != 1 {
 		t.Fatalf("insert: %+v, %v", res, err)
 	}
@@ -37,7 +37,7 @@ func TestRetryRecords(t *testing.T) {
 	if err := e.CheckTxn(a); err != nil {
 		t.Fatal(err)
 	}
-	if res, err := e.Insert("db", "c", []bson.Raw{doc}, true, WriteOptions{Txn: a, StmtIDs: []int32{0}}); err != nil || res.N != 1 || len(res.Errors) != 0 {
+	if res, err := e.Insert(context.Background(), "db", "c", []bson.Raw{doc}, true, WriteOptions{Txn: a, StmtIDs: []int32{0}}); err != nil || res.N != 1 || len(res.Errors) != 0 {
 		t.Fatalf("retried insert after a restart: %+v, %v", res, err)
 	}
 
@@ -63,7 +63,7 @@ func TestRetryRecords(t *testing.T) {
 	if err := e.CheckTxn(b); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Insert("db", "c", []bson.Raw{doc}, true, WriteOptions{Txn: b, StmtIDs: []int32{0}}); err != nil {
+	if _, err := e.Insert(context.Background(), "db", "c", []bson.Raw{doc}, true, WriteOptions{Txn: b, StmtIDs: []int32{0}}); err != nil {
 		t.Fatal(err)
 	}
 	// Before the reap, session 1's records are already gone to a write
@@ -123,14 +123,14 @@ func TestRetryStaleStatementRecords(t *testing.T) {
 	if err := e.CheckTxn(five); err != nil {
 		t.Fatal(err)
 	}
-	if res, err := e.Insert("db", "c", docs(1, 2, 3), true, WriteOptions{Txn: five, StmtIDs: []int32{0, 1, 2}}); err != nil || res.N != 3 {
+	if res, err := e.Insert(context.Background(), "db", "c", docs(1, 2, 3), true, WriteOptions{Txn: five, StmtIDs: []int32{0, 1, 2}}); err != nil || res.N != 3 {
 		t.Fatalf("insert under 5: %+v, %v", res, err)
 	}
 	six := &Txn{Session: [16]byte{7}, Number: 6}
 	if err := e.CheckTxn(six); err != nil {
 		t.Fatal(err)
 	}
-	if res, err := e.Insert("db", "c", docs(4), true, WriteOptions{Txn: six, StmtIDs: []int32{0}}); err != nil || res.N != 1 {
+	if res, err := e.Insert(context.Background(), "db", "c", docs(4), true, WriteOptions{Txn: six, StmtIDs: []int32{0}}); err != nil || res.N != 1 {
 		t.Fatalf("insert under 6: %+v, %v", res, err)
 	}
 	if _, ok, _ := e.Executed(six, 0); !ok {
@@ -142,7 +142,7 @@ func TestRetryStaleStatementRecords(t *testing.T) {
 		}
 	}
 	// A retry of 6 with more statements runs those it had not.
-	if res, err := e.Insert("db", "c", docs(4, 5), true, WriteOptions{Txn: six, StmtIDs: []int32{0, 1}}); err != nil || res.N != 2 || len(res.Errors) != 0 {
+	if res, err := e.Insert(context.Background(), "db", "c", docs(4, 5), true, WriteOptions{Txn: six, StmtIDs: []int32{0, 1}}); err != nil || res.N != 2 || len(res.Errors) != 0 {
 		t.Fatalf("retry of 6: %+v, %v", res, err)
 	}
 	if n, err := e.Count(context.Background(), "db", "c", bson.Raw{5, 0, 0, 0, 0}, 0, 0, bson.RawValue{}); err != nil || n != 5 {

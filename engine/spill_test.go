@@ -111,7 +111,7 @@ func TestSpillKeepsTheFreeSpaceReserve(t *testing.T) {
 	for i := range 400 {
 		docs = append(docs, padded(i))
 	}
-	if _, err := e.Insert("db", "c", docs, true); err != nil {
+	if _, err := e.Insert(context.Background(), "db", "c", docs, true); err != nil {
 		t.Fatal(err)
 	}
 	e.sortLimit = 16 << 10

@@ -52,7 +52,7 @@ func TestConcurrentWritesKeepIndexesConsistent(t *testing.T) {
 				switch r.Intn(5) {
 				case 0, 1:
 					d, _ := bson.Marshal(bson.D{{Key: "_id", Value: id}, {Key: "u", Value: u}, {Key: "tags", Value: bson.A{u, u + 1}}, {Key: "ttl", Value: r.Intn(3) - 1}})
-					_, err = e.Insert("db", "c", []bson.Raw{d}, true)
+					_, err = e.Insert(context.Background(), "db", "c", []bson.Raw{d}, true)
 				case 2:
 					upd, _ := bson.Marshal(bson.D{{Key: "$set", Value: bson.D{{Key: "u", Value: u}, {Key: "tags", Value: bson.A{u}}}}})
 					var up *update.Update

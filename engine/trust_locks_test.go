@@ -65,7 +65,7 @@ func TestLockOrderUnderConcurrentDDLAndWrites(t *testing.T) {
 			}
 		},
 		"insert": func(i int) {
-			_, _ = e.Insert("db", []string{"a", "b"}[i%2], []bson.Raw{mustRaw(t, bson.D{{Key: "_id", Value: i}, {Key: "k0", Value: i}}), mustRaw(t, bson.D{{Key: "k1", Value: i % 7}})}, false)
+			_, _ = e.Insert(context.Background(), "db", []string{"a", "b"}[i%2], []bson.Raw{mustRaw(t, bson.D{{Key: "_id", Value: i}, {Key: "k0", Value: i}}), mustRaw(t, bson.D{{Key: "k1", Value: i % 7}})}, false)
 		},
 		"upsert": func(i int) {
 			_, _ = e.Update(ctx, "db", []string{"a", "b"}[i%2], UpdateSpec{Filter: mustRaw(t, bson.D{{Key: "_id", Value: i % 5}}), Update: set, Upsert: true})

@@ -48,7 +48,7 @@ func withDeadline(t *testing.T, what string, fn func()) {
 func TestUpsertOfMissingIDReturns(t *testing.T) {
 	e := openTestEngine(t)
 	ctx := context.Background()
-	if _, err := e.Insert("db", "c", []bson.Raw{mustRaw(t, bson.D{{Key: "_id", Value: 1}})}, true); err != nil {
+	if _, err := e.Insert(context.Background(), "db", "c", []bson.Raw{mustRaw(t, bson.D{{Key: "_id", Value: 1}})}, true); err != nil {
 		t.Fatal(err)
 	}
 	filter := mustRaw(t, bson.D{{Key: "_id", Value: 5}})
@@ -83,7 +83,7 @@ func TestUniqueIndexHoldsWithinOneInsert(t *testing.T) {
 		mustRaw(t, bson.D{{Key: "_id", Value: 2}, {Key: "name", Value: "A"}}),
 		mustRaw(t, bson.D{{Key: "_id", Value: 3}, {Key: "name", Value: "B"}}),
 	}
-	res, err := e.Insert("db", "c", docs, false)
+	res, err := e.Insert(context.Background(), "db", "c", docs, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,7 +46,7 @@ func TestIndexAccessesAndCollectionScans(t *testing.T) {
 	ctx := context.Background()
 	docs := []bson.Raw{extJSON(t, `{"_id": 1, "a": 1}`), extJSON(t, `{"_id": 2, "a": 2}`)}
 	opened := clock.Now()
-	if _, err := e.Insert("db", "c", docs, true); err != nil {
+	if _, err := e.Insert(context.Background(), "db", "c", docs, true); err != nil {
 		t.Fatal(err)
 	}
 	clock.Advance(time.Minute)
@@ -97,7 +97,7 @@ func TestIndexAccessesAndCollectionScans(t *testing.T) {
 	if _, err := e.DropCollection("db", "c"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Insert("db", "c", docs[:1], true); err != nil {
+	if _, err := e.Insert(context.Background(), "db", "c", docs[:1], true); err != nil {
 		t.Fatal(err)
 	}
 	for _, d := range statsDoc(t, e, `{"$indexStats": {}}`) {
@@ -110,7 +110,7 @@ func TestIndexAccessesAndCollectionScans(t *testing.T) {
 // Latencies are filed by kind, in µs, into MongoDB's buckets.
 func TestLatencyStats(t *testing.T) {
 	e := openTestEngine(t)
-	if _, err := e.Insert("db", "c", []bson.Raw{extJSON(t, `{"_id": 1}`)}, true); err != nil {
+	if _, err := e.Insert(context.Background(), "db", "c", []bson.Raw{extJSON(t, `{"_id": 1}`)}, true); err != nil {
 		t.Fatal(err)
 	}
 	e.RecordLatency("db", "c", LatencyReads, 1500*time.Microsecond)

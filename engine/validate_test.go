@@ -52,7 +52,7 @@ func validateFixture(t *testing.T) (*Engine, *clock.Manual) {
 		mustMarshal(t, bson.D{{Key: "_id", Value: 3}, {Key: "a", Value: 9}, {Key: "ttl", Value: 5}}),
 		mustMarshal(t, bson.D{{Key: "_id", Value: "four"}, {Key: "tags", Value: "z"}, {Key: "u", Value: 4}, {Key: "ttl", Value: 100}}),
 	}
-	if _, err := e.Insert("db", "c", docs, true); err != nil {
+	if _, err := e.Insert(context.Background(), "db", "c", docs, true); err != nil {
 		t.Fatal(err)
 	}
 	// Documents 1 and 3 expire under the _ts default or their own ttl;
@@ -236,7 +236,7 @@ func TestValidateStopsWhenContextEnds(t *testing.T) {
 		// Each has its own u: the unique index holds a missing u as null.
 		docs = append(docs, mustMarshal(t, bson.D{{Key: "_id", Value: 100 + i}, {Key: "u", Value: 100 + i}}))
 	}
-	if res, err := e.Insert("db", "c", docs, true); err != nil || len(res.Errors) > 0 {
+	if res, err := e.Insert(context.Background(), "db", "c", docs, true); err != nil || len(res.Errors) > 0 {
 		t.Fatal(err, res.Errors)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -266,7 +266,7 @@ func TestValidateUnderConcurrentWrites(t *testing.T) {
 				}
 				id := 1000*(w+1) + i%50
 				doc := mustMarshal(t, bson.D{{Key: "_id", Value: id}, {Key: "tags", Value: bson.A{i, i + 1}}, {Key: "a", Value: i % 10}, {Key: "u", Value: id}})
-				if _, err := e.Insert("db", "c", []bson.Raw{doc}, true); err != nil {
+				if _, err := e.Insert(context.Background(), "db", "c", []bson.Raw{doc}, true); err != nil {
 					t.Error(err)
 					return
 				}

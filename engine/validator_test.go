@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"testing"
 
 	"github.com/lethedb/lethe/engine/kv"
@@ -27,7 +28,7 @@ func TestStoredBadValidatorDoesNotBlockOpen(t *testing.T) {
 		t.Fatalf("open with a stored bad validator: %v", err)
 	}
 	defer e.Close()
-	if _, err := e.Insert("db", "c", []bson.Raw{mustMarshal(t, bson.D{{Key: "_id", Value: 1}})}, true); err != nil {
+	if _, err := e.Insert(context.Background(), "db", "c", []bson.Raw{mustMarshal(t, bson.D{{Key: "_id", Value: 1}})}, true); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.CreateCollection("db", "d", CreateOptions{Raw: meta.Options}); err == nil {

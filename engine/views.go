@@ -130,7 +130,7 @@ func (e *Engine) CreateView(ctx context.Context, db, name, viewOn string, pipeli
 	doc, err := viewdef.Document(db, v)
 	if err == nil {
 		var res InsertResult
-		res, err = e.Insert(db, ViewsCollection, []bson.Raw{doc}, true, WriteOptions{BypassDocumentValidation: true})
+		res, err = e.Insert(context.TODO(), db, ViewsCollection, []bson.Raw{doc}, true, WriteOptions{BypassDocumentValidation: true})
 		if err == nil && len(res.Errors) > 0 {
 			err = res.Errors[0].Err
 		}

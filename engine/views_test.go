@@ -50,7 +50,7 @@ func TestViewReadsThroughPipelines(t *testing.T) {
 	for i := range 6 {
 		docs = append(docs, modelRaw(bson.D{{Key: "_id", Value: int32(i)}, {Key: "a", Value: int32(i % 3)}}))
 	}
-	if _, err := e.Insert("db", "c", docs, true); err != nil {
+	if _, err := e.Insert(context.Background(), "db", "c", docs, true); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.CreateView(ctx, "db", "v1", "c", stages(t, bson.D{{Key: "$match", Value: bson.D{{Key: "a", Value: bson.D{{Key: "$gt", Value: 0}}}}}})); err != nil {
@@ -111,7 +111,7 @@ func TestViewsSurviveRestart(t *testing.T) {
 func TestViewNamesAreNotCollections(t *testing.T) {
 	e := openTestEngine(t)
 	ctx := context.Background()
-	if _, err := e.Insert("db", "c", []bson.Raw{modelRaw(bson.D{{Key: "_id", Value: 1}})}, true); err != nil {
+	if _, err := e.Insert(context.Background(), "db", "c", []bson.Raw{modelRaw(bson.D{{Key: "_id", Value: 1}})}, true); err != nil {
 		t.Fatal(err)
 	}
 	p := stages(t, bson.D{{Key: "$match", Value: bson.D{}}})
@@ -125,11 +125,11 @@ func TestViewNamesAreNotCollections(t *testing.T) {
 	wantCode(t, "view named as a collection", e.CreateView(ctx, "db", "c", "x", nil), 48)
 	wantCode(t, "collection named as a view", e.CreateCollection("db", "v", CreateOptions{}), 48)
 
-	res, err := e.Insert("db", "v", []bson.Raw{modelRaw(bson.D{{Key: "x", Value: 1}}), modelRaw(bson.D{{Key: "x", Value: 2}})}, false)
+	res, err := e.Insert(context.Background(), "db", "v", []bson.Raw{modelRaw(bson.D{{Key: "x", Value: 1}}), modelRaw(bson.D{{Key: "x", Value: 2}})}, false)
 	if err != nil || len(res.Errors) != 2 || codeOf(res.Errors[1].Err) != 166 {
 		t.Fatalf("unordered insert into a view: %+v, %v", res, err)
 	}
-	res, err = e.Insert("db", "v", []bson.Raw{modelRaw(bson.D{{Key: "x", Value: 1}}), modelRaw(bson.D{{Key: "x", Value: 2}})}, true)
+	res, err = e.Insert(context.Background(), "db", "v", []bson.Raw{modelRaw(bson.D{{Key: "x", Value: 1}}), modelRaw(bson.D{{Key: "x", Value: 2}})}, true)
 	if err != nil || len(res.Errors) != 1 || res.Errors[0].Index != 0 || codeOf(res.Errors[0].Err) != 166 {
 		t.Fatalf("ordered insert into a view: %+v, %v", res, err)
 	}
@@ -238,7 +238,7 @@ func TestViewAndCollectionCreationsRace(t *testing.T) {
 		done := make(chan error, 3)
 		go func() { done <- e.CreateView(ctx, "db", name, "c", nil) }()
 		go func() {
-			_, err := e.Insert("db", name, []bson.Raw{modelRaw(bson.D{{Key: "_id", Value: 1}})}, true)
+			_, err := e.Insert(context.Background(), "db", name, []bson.Raw{modelRaw(bson.D{{Key: "_id", Value: 1}})}, true)
 			done <- err
 		}()
 		go func() { done <- e.CreateCollection("db", name, CreateOptions{}) }()

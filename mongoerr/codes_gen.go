@@ -19,6 +19,7 @@ const (
 	IllegalOperation                         Code = 20
 	InvalidBSON                              Code = 22
 	AlreadyInitialized                       Code = 23
+	LockTimeout                              Code = 24
 	NamespaceNotFound                        Code = 26
 	IndexNotFound                            Code = 27
 	PathNotViable                            Code = 28
@@ -66,12 +67,18 @@ const (
 	QueryFeatureNotAllowed                   Code = 224
 	TransactionTooOld                        Code = 225
 	NotImplemented                           Code = 238
+	SnapshotTooOld                           Code = 239
 	ConversionFailure                        Code = 241
+	SnapshotUnavailable                      Code = 246
+	NoSuchTransaction                        Code = 251
+	TransactionCommitted                     Code = 256
+	TransactionTooLarge                      Code = 257
 	InvalidResumeToken                       Code = 260
 	TooManyLogicalSessions                   Code = 261
 	OperationNotSupportedInTransaction       Code = 263
 	ChangeStreamFatalError                   Code = 280
 	ChangeStreamHistoryLost                  Code = 286
+	TransactionExceededLifetimeLimitSeconds  Code = 290
 	QueryExceededMemoryLimitNoDiskUseAllowed Code = 292
 	APIVersionError                          Code = 322
 	APIStrictError                           Code = 323
@@ -106,6 +113,7 @@ var codeNames = map[Code]string{
 	IllegalOperation:                         "IllegalOperation",
 	InvalidBSON:                              "InvalidBSON",
 	AlreadyInitialized:                       "AlreadyInitialized",
+	LockTimeout:                              "LockTimeout",
 	NamespaceNotFound:                        "NamespaceNotFound",
 	IndexNotFound:                            "IndexNotFound",
 	PathNotViable:                            "PathNotViable",
@@ -153,12 +161,18 @@ var codeNames = map[Code]string{
 	QueryFeatureNotAllowed:                   "QueryFeatureNotAllowed",
 	TransactionTooOld:                        "TransactionTooOld",
 	NotImplemented:                           "NotImplemented",
+	SnapshotTooOld:                           "SnapshotTooOld",
 	ConversionFailure:                        "ConversionFailure",
+	SnapshotUnavailable:                      "SnapshotUnavailable",
+	NoSuchTransaction:                        "NoSuchTransaction",
+	TransactionCommitted:                     "TransactionCommitted",
+	TransactionTooLarge:                      "TransactionTooLarge",
 	InvalidResumeToken:                       "InvalidResumeToken",
 	TooManyLogicalSessions:                   "TooManyLogicalSessions",
 	OperationNotSupportedInTransaction:       "OperationNotSupportedInTransaction",
 	ChangeStreamFatalError:                   "ChangeStreamFatalError",
 	ChangeStreamHistoryLost:                  "ChangeStreamHistoryLost",
+	TransactionExceededLifetimeLimitSeconds:  "TransactionExceededLifetimeLimitSeconds",
 	QueryExceededMemoryLimitNoDiskUseAllowed: "QueryExceededMemoryLimitNoDiskUseAllowed",
 	APIVersionError:                          "APIVersionError",
 	APIStrictError:                           "APIStrictError",

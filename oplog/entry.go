@@ -2,6 +2,7 @@ package oplog
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -38,10 +39,13 @@ type Entry struct {
 	// extra argument of a command; nil if none.
 	O2 []byte
 	// LSID, TxnNumber and StmtID tie the entry to a retryable write;
-	// LSID is nil for other writes.
+	// LSID is nil for other writes. An applyOps entry of a transaction
+	// (InTxn) carries LSID and TxnNumber, and prevOpTime instead of
+	// StmtID.
 	LSID      []byte
 	TxnNumber int64
 	StmtID    int32
+	InTxn     bool
 	// Expired marks the delete of a TTL purge, and ExpiredAt is the
 	// instant (Unix ms) the document expired: Lethe's own field
 	// "expiredAt", which lets change streams place the document's expire
@@ -76,7 +80,14 @@ func (e *Entry) Append(dst []byte, ts Timestamp, wall time.Time) []byte {
 	if e.O2 != nil {
 		dst = bsoncore.AppendDocumentElement(dst, "o2", e.O2)
 	}
-	if e.LSID != nil {
+	switch {
+	case e.LSID != nil && e.InTxn:
+		// The only entry of its transaction: no previous one.
+		pidx, pdst := bsoncore.AppendDocumentElementStart(dst, "prevOpTime")
+		pdst = bsoncore.AppendTimestampElement(pdst, "ts", 0, 0)
+		pdst = bsoncore.AppendInt64Element(pdst, "t", -1)
+		dst, _ = bsoncore.AppendDocumentEnd(pdst, pidx)
+	case e.LSID != nil:
 		dst = bsoncore.AppendInt32Element(dst, "stmtId", e.StmtID)
 	}
 	dst = bsoncore.AppendTimestampElement(dst, "ts", ts.T, ts.I)
@@ -121,4 +132,30 @@ func IDDoc(id bsoncore.Value) []byte {
 	dst = bsoncore.AppendValueElement(dst, "_id", id)
 	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
 	return dst
+}
+
+// ApplyOps is the entry of a committed transaction whose operations are
+// ops: a command on admin.$cmd whose o is {applyOps: [...]}, each
+// operation with its op, ns, ui, o and o2, as MongoDB 4.2+ logs a
+// transaction that fits in one entry. Pre-images are not kept.
+func ApplyOps(ops []Entry) Entry {
+	idx, o := bsoncore.AppendDocumentStart(nil)
+	aidx, o := bsoncore.AppendArrayElementStart(o, "applyOps")
+	for i := range ops {
+		op := &ops[i]
+		didx, d := bsoncore.AppendDocumentElementStart(o, strconv.Itoa(i))
+		d = bsoncore.AppendStringElement(d, "op", string(rune(op.Op)))
+		d = bsoncore.AppendStringElement(d, "ns", op.NS)
+		if op.UI != nil {
+			d = bsoncore.AppendBinaryElement(d, "ui", bson.TypeBinaryUUID, op.UI)
+		}
+		d = bsoncore.AppendDocumentElement(d, "o", op.O)
+		if op.O2 != nil {
+			d = bsoncore.AppendDocumentElement(d, "o2", op.O2)
+		}
+		o, _ = bsoncore.AppendDocumentEnd(d, didx)
+	}
+	o, _ = bsoncore.AppendArrayEnd(o, aidx)
+	o, _ = bsoncore.AppendDocumentEnd(o, idx)
+	return Entry{Op: Command, NS: "admin.$cmd", O: o, InTxn: true}
 }

@@ -30,7 +30,7 @@ func TestAuthSchemaUpgradedAtOpen(t *testing.T) {
 	// A user written as an older Lethe did: no admin.system.version.
 	u := &auth.User{ID: "app.u", Name: "u", DB: "app", UserID: bson.Binary{Subtype: bson.TypeBinaryUUID, Data: make([]byte, 16)},
 		Roles: []auth.RoleName{{Role: "read", DB: "app"}}}
-	if res, err := s.eng.Insert(usermgmt.DB, usermgmt.UsersCollection, []bson.Raw{auth.MarshalUser(u)}, true); err != nil || len(res.Errors) > 0 {
+	if res, err := s.eng.Insert(context.Background(), usermgmt.DB, usermgmt.UsersCollection, []bson.Raw{auth.MarshalUser(u)}, true); err != nil || len(res.Errors) > 0 {
 		t.Fatalf("insert: %v %v", err, res.Errors)
 	}
 	if doc, _ := s.eng.FindByID(usermgmt.DB, "system.version", authSchema); doc != nil {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"net"
 	"sync/atomic"
 	"testing"
@@ -64,7 +65,7 @@ func BenchmarkFindOneByID(b *testing.B) {
 		d, _ := bson.Marshal(bson.D{{Key: "_id", Value: int32(i)}, {Key: "name", Value: "someone"}, {Key: "n", Value: int32(i)}})
 		docs = append(docs, d)
 	}
-	if _, err := s.eng.Insert("bench", "c", docs, true); err != nil {
+	if _, err := s.eng.Insert(context.Background(), "bench", "c", docs, true); err != nil {
 		b.Fatal(err)
 	}
 	benchRoundTrip(b, s, bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: bson.D{{Key: "_id", Value: int32(500)}}}, {Key: "limit", Value: 1}, {Key: "singleBatch", Value: true}, {Key: "$db", Value: "bench"}})
@@ -74,7 +75,7 @@ func BenchmarkFindOneByID(b *testing.B) {
 func BenchmarkUpdateOneByID(b *testing.B) {
 	s, _, _ := startTestServer(b)
 	d, _ := bson.Marshal(bson.D{{Key: "_id", Value: int32(1)}, {Key: "n", Value: int32(0)}})
-	if _, err := s.eng.Insert("bench", "c", []bson.Raw{d}, true); err != nil {
+	if _, err := s.eng.Insert(context.Background(), "bench", "c", []bson.Raw{d}, true); err != nil {
 		b.Fatal(err)
 	}
 	benchRoundTrip(b, s, bson.D{{Key: "update", Value: "c"}, {Key: "updates", Value: bson.A{bson.D{{Key: "q", Value: bson.D{{Key: "_id", Value: int32(1)}}}, {Key: "u", Value: bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}}}}}}, {Key: "$db", Value: "bench"}})

@@ -105,7 +105,7 @@ func (s *Server) insert(ctx context.Context, req *Request) (bson.Raw, error) {
 			opts.StmtIDs[i] = int32(i)
 		}
 	}
-	res, err := s.eng.Insert(req.DB, coll, docs, ordered, opts)
+	res, err := s.eng.Insert(ctx, req.DB, coll, docs, ordered, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -136,7 +136,7 @@ func (s *Service) insertAuthDoc(ctx context.Context, coll string, doc bson.Raw, 
 		return err
 	}
 	defer s.usersChanged()
-	res, err := s.eng.Insert(DB, coll, []bson.Raw{doc}, true)
+	res, err := s.eng.Insert(context.TODO(), DB, coll, []bson.Raw{doc}, true)
 	if err != nil {
 		return err
 	}

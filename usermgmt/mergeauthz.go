@@ -188,7 +188,7 @@ func (s *Service) mergeAuthzDocs(ctx context.Context, coll, tempNS, db string, d
 				return err
 			}
 		} else {
-			res, err := s.eng.Insert(DB, coll, []bson.Raw{doc}, true)
+			res, err := s.eng.Insert(context.TODO(), DB, coll, []bson.Raw{doc}, true)
 			if err == nil && len(res.Errors) > 0 {
 				err = res.Errors[0].Err
 			}

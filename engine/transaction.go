@@ -1,0 +1,288 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/lethedb/lethe/engine/kv"
+	"github.com/lethedb/lethe/engine/retry"
+	"github.com/lethedb/lethe/mongoerr"
+	"github.com/lethedb/lethe/oplog"
+)
+
+// Multi-document transactions.
+//
+// A Transaction is one kv snapshot transaction (kv.TxnOptions.SnapshotReads)
+// that every statement run with its context (WithTransaction) reads and
+// writes: reads see the snapshot at its start plus its own writes, through
+// index scans too; writes lock the keys whose uniqueness they check, as
+// plain writes do, but without waiting, and a key changed after the start
+// or held by another transaction is a WriteConflict, which aborts it. The
+// writes stay private until Commit stores them, their oplog entry and the
+// session's record in one synced kv commit.
+//
+// The catalog a transaction sees is that of its start: a collection whose
+// state changed after it (an index built, collMod) cannot be used
+// (SnapshotUnavailable), except one created after it and unchanged since,
+// whose key range is empty in the snapshot. A catalog change between a
+// statement and the commit aborts the transaction (WriteConflict). A
+// statement waits for a collection's ddl lock at most
+// TransactionOptions.LockTimeout (LockTimeout), as MongoDB's
+// maxTransactionLockRequestTimeoutMillis bounds a transaction's lock
+// requests, so a transaction holding key locks never waits behind a
+// catalog change that waits for a writer that waits for those keys.
+//
+// A Transaction serves one statement at a time: the server checks the
+// session out for each command, and for an abort.
+
+// DefaultTransactionLockTimeout is MongoDB's default
+// maxTransactionLockRequestTimeoutMillis.
+const DefaultTransactionLockTimeout = 5 * time.Millisecond
+
+// DefaultTransactionMaxBytes bounds the writes one transaction buffers.
+const DefaultTransactionMaxBytes = 64 << 20
+
+// commitStmt is the statement id under which a committed transaction
+// records itself in its session's records (package engine/retry), so that
+// a commitTransaction retried after a lost reply, or after a restart,
+// finds it committed.
+const commitStmt int32 = -1
+
+// TransactionOptions configure a transaction.
+type TransactionOptions struct {
+	// Session ties the transaction to its session and number: its oplog
+	// entry carries them, and its commit records them (retry.Txn; StmtID
+	// is not used).
+	Session *Txn
+	// LockTimeout bounds a statement's wait for a collection's catalog
+	// lock; DefaultTransactionLockTimeout if zero.
+	LockTimeout time.Duration
+	// MaxBytes bounds the bytes of writes buffered;
+	// DefaultTransactionMaxBytes if zero. Past it a statement fails with
+	// TransactionTooLarge.
+	MaxBytes int
+}
+
+// Transaction is an open multi-document transaction.
+type Transaction struct {
+	e     *Engine
+	opts  TransactionOptions
+	tx    kv.Txn
+	start time.Time
+	// catalogAt is the engine's catalog counter at the start: a collection
+	// state installed after it is not in the transaction's snapshot.
+	catalogAt uint64
+	// states are the collection states the transaction runs under, and
+	// written the collections it wrote.
+	states  map[*Collection]*collState
+	written map[*Collection]bool
+	logged  []oplog.Entry
+	wake    int64
+	ended   bool
+}
+
+type transactionKey struct{}
+
+// WithTransaction returns ctx for a statement of t: the engine's reads and
+// writes under it run in t.
+func WithTransaction(ctx context.Context, t *Transaction) context.Context {
+	return context.WithValue(ctx, transactionKey{}, t)
+}
+
+// transactionOf is the transaction a statement runs in, or nil.
+func transactionOf(ctx context.Context) *Transaction {
+	t, _ := ctx.Value(transactionKey{}).(*Transaction)
+	return t
+}
+
+// BeginTransaction starts a transaction at the latest committed state.
+func (e *Engine) BeginTransaction(ctx context.Context, o TransactionOptions) (*Transaction, error) {
+	if err := e.writable(); err != nil {
+		return nil, err
+	}
+	if o.LockTimeout <= 0 {
+		o.LockTimeout = DefaultTransactionLockTimeout
+	}
+	if o.MaxBytes <= 0 {
+		o.MaxBytes = DefaultTransactionMaxBytes
+	}
+	t := &Transaction{e: e, opts: o, start: e.clock.Now(), states: make(map[*Collection]*collState), written: make(map[*Collection]bool)}
+	// The counter is read before the snapshot is taken: a catalog change
+	// stores its state after its commit, so one counted before is in the
+	// snapshot, and one after may be or not, and is refused.
+	t.catalogAt = e.catalogSeq.Load()
+	tx, err := e.store.Begin(ctx, kv.TxnOptions{Pessimistic: true, SnapshotReads: true})
+	if err != nil {
+		return nil, fmt.Errorf("engine: begin transaction: %w", err)
+	}
+	t.tx = tx
+	return t, nil
+}
+
+// Started is when the transaction began, by the engine's clock.
+func (t *Transaction) Started() time.Time { return t.start }
+
+// Ended reports whether the transaction committed or aborted.
+func (t *Transaction) Ended() bool { return t.ended }
+
+// errTransactionEnded is a statement of a transaction that is over; the
+// server answers NoSuchTransaction before it gets here.
+var errTransactionEnded = errors.New("engine: the transaction has ended")
+
+// stateOf is the state of c that t runs under, fixed at its first use.
+func (t *Transaction) stateOf(c *Collection) (*collState, error) {
+	st := c.st()
+	if seen, ok := t.states[c]; ok {
+		if seen != st {
+			return nil, writeConflict("the collection %s changed during the transaction", st.ns())
+		}
+		return st, nil
+	}
+	if st.seq > t.catalogAt && st.seq != c.createdSeq {
+		e := mongoerr.New(mongoerr.SnapshotUnavailable, "Unable to read from a snapshot due to pending collection catalog changes; please retry the operation. Snapshot timestamp is %v. Collection minimum is later.", t.start.UTC().Format(time.RFC3339Nano))
+		e.Labels = []string{"TransientTransactionError"}
+		return nil, e
+	}
+	t.states[c] = st
+	return st, nil
+}
+
+// writeConflict is MongoDB's WriteConflict inside a transaction, which
+// drivers retry whole.
+func writeConflict(format string, args ...any) *mongoerr.Error {
+	e := mongoerr.New(mongoerr.WriteConflict, format, args...)
+	e.Labels = []string{"TransientTransactionError"}
+	return e
+}
+
+// conflictError turns a kv conflict met by a statement of a transaction
+// into WriteConflict; other errors pass.
+func conflictError(err error) error {
+	if kv.IsConflict(err) {
+		return writeConflict("Caused by :: Write conflict during plan execution and yielding is disabled. :: Please retry your operation or multi-document transaction.")
+	}
+	return err
+}
+
+// lockCollection share-locks c's catalog lock for a statement of t,
+// waiting at most the lock timeout.
+func (t *Transaction) lockCollection(ctx context.Context, c *Collection) error {
+	deadline := time.Now().Add(t.opts.LockTimeout)
+	for !c.ddl.TryRLock() {
+		if time.Now().After(deadline) {
+			e := mongoerr.New(mongoerr.LockTimeout, "Unable to acquire IX lock on '%s' within %v.", c.st().ns(), t.opts.LockTimeout)
+			e.Labels = []string{"TransientTransactionError"}
+			return e
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+	return nil
+}
+
+// statementDone takes a writer's pending work into the transaction: its
+// oplog entries and the earliest expiry it created.
+func (t *Transaction) statementDone(w *writer) error {
+	t.logged = append(t.logged, w.logged...)
+	w.logged = w.logged[:0]
+	if w.wake != 0 && (t.wake == 0 || w.wake < t.wake) {
+		t.wake = w.wake
+	}
+	w.wake = 0
+	if t.tx.Size() > t.opts.MaxBytes {
+		return mongoerr.New(mongoerr.TransactionTooLarge, "Total size of all transaction operations must be less than %d. Actual size is %d", t.opts.MaxBytes, t.tx.Size())
+	}
+	return nil
+}
+
+// Commit stores the transaction's writes, its oplog entry and its session
+// record in one synced commit. A collection it wrote whose catalog state
+// changed since aborts it with WriteConflict. The transaction has ended
+// afterwards, whatever the outcome.
+func (t *Transaction) Commit(ctx context.Context) error {
+	if t.ended {
+		return errTransactionEnded
+	}
+	t.ended = true
+	defer t.tx.Rollback()
+	if t.tx.Empty() {
+		return nil
+	}
+	// Hold the catalog locks of what it wrote, in one order, so that no
+	// catalog change lands between the check and the commit.
+	colls := make([]*Collection, 0, len(t.written))
+	for c := range t.written {
+		colls = append(colls, c)
+	}
+	slices.SortFunc(colls, func(a, b *Collection) int { return strings.Compare(a.st().ns(), b.st().ns()) })
+	for i, c := range colls {
+		if err := t.lockCollection(ctx, c); err != nil {
+			for _, held := range colls[:i] {
+				held.ddl.RUnlock()
+			}
+			return err
+		}
+	}
+	defer func() {
+		for _, c := range colls {
+			c.ddl.RUnlock()
+		}
+	}()
+	for _, c := range colls {
+		if c.st() != t.states[c] {
+			return writeConflict("the collection %s changed during the transaction", c.st().ns())
+		}
+	}
+	if s := t.opts.Session; s != nil {
+		if err := retry.Record(t.tx, s, commitStmt, bsoncore.NewDocumentBuilder().Build(), t.e.nowMillis()); err != nil {
+			return err
+		}
+	}
+	if err := t.e.commitLogged(ctx, t.tx, kv.Sync, t.oplogEntries()); err != nil {
+		return fmt.Errorf("engine: commit transaction: %w", err)
+	}
+	if t.wake != 0 {
+		t.e.reaper.Wake(timeOfMillis(t.wake))
+	}
+	return nil
+}
+
+// oplogEntries is the transaction's oplog entry: one applyOps command
+// holding its operations, with the session, as MongoDB 4.2+ logs a
+// transaction that fits in one entry.
+func (t *Transaction) oplogEntries() []oplog.Entry {
+	if len(t.logged) == 0 {
+		return nil
+	}
+	ent := oplog.ApplyOps(t.logged)
+	if s := t.opts.Session; s != nil {
+		ent.LSID, ent.TxnNumber = s.LsidDoc(), s.Number
+	}
+	return []oplog.Entry{ent}
+}
+
+// Abort drops the transaction's writes and releases its locks. It may be
+// called after Commit, as a no-op.
+func (t *Transaction) Abort() {
+	if t.ended {
+		return
+	}
+	t.ended = true
+	t.tx.Rollback()
+	t.logged = nil
+}
+
+// TransactionCommitted reports whether the transaction s (its session and
+// number) committed, from the session's records.
+func (e *Engine) TransactionCommitted(s *Txn) (bool, error) {
+	_, ok, err := e.Executed(s, commitStmt)
+	return ok, err
+}
