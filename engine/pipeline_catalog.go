@@ -2,8 +2,6 @@ package engine
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -12,6 +10,8 @@ import (
 	"github.com/lethedb/lethe/engine/namespace"
 	"github.com/lethedb/lethe/engine/pipeline"
 	"github.com/lethedb/lethe/engine/reclaim"
+	"github.com/lethedb/lethe/engine/update"
+	"github.com/lethedb/lethe/engine/writestage"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -69,72 +69,80 @@ func (c catalogReader) Aggregate(ctx context.Context, db, coll string, stages []
 	return c.e.Aggregate(ctx, db, source, append(viewStages, stages...), opts)
 }
 
-// Out writes docs to a temporary collection made like db.coll, with its
-// options and indexes, and renames it over db.coll in one commit, so that
-// readers see the old documents or the new ones and a failure leaves the
-// old ones, as MongoDB's $out does.
+// Out carries out $out (package writestage) through the engine's write
+// paths.
 func (c catalogReader) Out(ctx context.Context, db, coll string, docs []bson.Raw) error {
-	e := c.e
-	var options bson.Raw
-	var indexes []bson.Raw
-	if target := e.collection(db, coll); target != nil {
-		st := target.st()
-		options = st.meta.Options
-		for _, im := range st.meta.Indexes {
-			spec, err := bson.Marshal(im.Spec())
-			if err != nil {
-				return fmt.Errorf("engine: $out: index %s: %w", im.Name, err)
-			}
-			indexes = append(indexes, spec)
-		}
-	}
-	tmp := tempName()
-	if _, _, err := e.ensureCollection(db, tmp, options); err != nil {
-		return err
-	}
-	renamed := false
-	defer func() {
-		if !renamed {
-			_, _ = e.DropCollection(db, tmp)
-		}
-	}()
-	if len(indexes) > 0 {
-		if _, err := e.CreateIndexes(db, tmp, indexes); err != nil {
-			return err
-		}
-	}
-	for start := 0; start < len(docs); {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		// Batches of at most 16 MiB, as a client would insert them.
-		end, n := start, 0
-		for end < len(docs) && (end == start || n+len(docs[end]) <= 16<<20) {
-			n += len(docs[end])
-			end++
-		}
-		res, err := e.Insert(db, tmp, docs[start:end], true, WriteOptions{BypassDocumentValidation: c.opts.BypassDocumentValidation})
-		if err != nil {
-			return err
-		}
-		if len(res.Errors) > 0 {
-			return res.Errors[0].Err
-		}
-		start = end
-	}
-	if err := e.renameOver(db, tmp, coll); err != nil {
-		return err
-	}
-	renamed = true
-	return nil
+	return writestage.Out(ctx, stageWriter{e: c.e, bypass: c.opts.BypassDocumentValidation}, db, coll, docs)
 }
 
-// tempName is the name of a temporary collection of $out, as MongoDB
-// names them.
-func tempName() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return "tmp.agg_out." + hex.EncodeToString(b[:])
+// Merge carries out $merge (package writestage) through the engine's
+// write paths.
+func (c catalogReader) Merge(ctx context.Context, m *pipeline.Merge, docs []pipeline.MergeDoc) error {
+	return writestage.Merge(ctx, stageWriter{e: c.e, bypass: c.opts.BypassDocumentValidation}, m, docs)
+}
+
+// stageWriter is the engine as $out and $merge write through it
+// (writestage.Host); bypass skips the validators of the collections they
+// write.
+type stageWriter struct {
+	e      *Engine
+	bypass bool
+}
+
+func (w stageWriter) Insert(db, coll string, docs []bson.Raw) error {
+	res, err := w.e.Insert(db, coll, docs, true, WriteOptions{BypassDocumentValidation: w.bypass})
+	if err == nil && len(res.Errors) > 0 {
+		err = res.Errors[0].Err
+	}
+	return err
+}
+
+func (w stageWriter) Update(ctx context.Context, db, coll string, filter bson.Raw, u *update.Update, upsert bool) (int64, error) {
+	res, err := w.e.Update(ctx, db, coll, UpdateSpec{Filter: filter, Update: u, Upsert: upsert, BypassDocumentValidation: w.bypass})
+	return res.Matched, err
+}
+
+func (w stageWriter) Exists(ctx context.Context, db, coll string, filter bson.Raw) (bool, error) {
+	cur, err := w.e.Find(ctx, db, coll, FindSpec{Filter: filter, Limit: 1})
+	if err != nil {
+		return false, err
+	}
+	docs, err := cur.All(ctx)
+	return len(docs) > 0, err
+}
+
+func (w stageWriter) EnsureCollection(db, coll string, options bson.Raw) error {
+	_, _, err := w.e.ensureCollection(db, coll, options)
+	return err
+}
+
+func (w stageWriter) Target(db, coll string) (options bson.Raw, indexes []bson.Raw, err error) {
+	target := w.e.collection(db, coll)
+	if target == nil {
+		return nil, nil, nil
+	}
+	st := target.st()
+	for _, im := range st.meta.Indexes {
+		spec, err := bson.Marshal(im.Spec())
+		if err != nil {
+			return nil, nil, fmt.Errorf("engine: $out: index %s: %w", im.Name, err)
+		}
+		indexes = append(indexes, spec)
+	}
+	return st.meta.Options, indexes, nil
+}
+
+func (w stageWriter) CreateIndexes(db, coll string, specs []bson.Raw) error {
+	_, err := w.e.CreateIndexes(db, coll, specs)
+	return err
+}
+
+func (w stageWriter) DropCollection(db, coll string) { _, _ = w.e.DropCollection(db, coll) }
+
+func (w stageWriter) RenameOver(db, from, to string) error { return w.e.renameOver(db, from, to) }
+
+func (w stageWriter) UniqueIndexOn(db, coll string, fields []string) bool {
+	return w.e.uniqueIndexOn(db, coll, fields)
 }
 
 // renameOver renames db.from to db.to, dropping db.to if it exists, in one
@@ -178,4 +186,35 @@ func (e *Engine) renameOverLocked(db, from, to string) ([]reclaim.Range, error) 
 		return nil, fmt.Errorf("engine: $out into %s.%s: %w", db, to, err)
 	}
 	return ranges, nil
+}
+
+// uniqueIndexOn reports whether db.coll has a unique index, not partial,
+// whose fields are exactly fields, which makes $merge's on fields
+// identify one document.
+func (e *Engine) uniqueIndexOn(db, coll string, fields []string) bool {
+	c := e.collection(db, coll)
+	if c == nil {
+		return false
+	}
+	want := map[string]bool{}
+	for _, f := range fields {
+		want[f] = true
+	}
+	for _, im := range c.st().meta.Indexes {
+		if !im.Unique || im.Partial != nil {
+			continue
+		}
+		keys, _ := im.Key.Elements()
+		if len(keys) != len(want) {
+			continue
+		}
+		all := true
+		for _, k := range keys {
+			all = all && want[k.Key()]
+		}
+		if all {
+			return true
+		}
+	}
+	return false
 }
