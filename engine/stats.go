@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
@@ -9,7 +10,9 @@ import (
 
 	"github.com/lethedb/lethe/engine/keycodec"
 	"github.com/lethedb/lethe/engine/record"
+	"github.com/lethedb/lethe/engine/storagecheck"
 	"github.com/lethedb/lethe/engine/usage"
+	"github.com/lethedb/lethe/mongoerr"
 )
 
 // CollStats are the figures collStats and dbStats report. Expired
@@ -62,6 +65,45 @@ func (e *Engine) Stats(db, coll string) (CollStats, bool, error) {
 		s.IndexSize += n
 	}
 	return s, true, nil
+}
+
+// ValidateResult is what the validate command reports of a collection
+// (storagecheck.Result).
+type ValidateResult = storagecheck.Result
+
+// IndexEntryProblem locates one missing or extra index entry.
+type IndexEntryProblem = storagecheck.IndexEntryProblem
+
+// Validate checks db.coll's storage against itself: every document parses
+// and has exactly the index and expiry entries its contents call for, and
+// every entry belongs to a stored document that calls for it (package
+// storagecheck). It reads one snapshot, so concurrent writes cause no
+// false reports.
+func (e *Engine) Validate(ctx context.Context, db, coll string, full bool) (ValidateResult, error) {
+	c := e.collection(db, coll)
+	if c == nil {
+		return ValidateResult{}, mongoerr.New(mongoerr.NamespaceNotFound, "Collection '%s.%s' does not exist to validate.", db, coll)
+	}
+	// No index build or drop runs while the snapshot is taken. The state
+	// is read after the snapshot: a writer marks an index multikey before
+	// its batch commits, so the flags cover every document the snapshot
+	// holds.
+	c.ddl.RLock()
+	snap, err := e.store.Snapshot(ctx)
+	st := c.st()
+	c.ddl.RUnlock()
+	if err != nil {
+		return ValidateResult{}, fmt.Errorf("engine: validate: %w", err)
+	}
+	defer snap.Close()
+	if st.dropped {
+		return ValidateResult{}, mongoerr.New(mongoerr.NamespaceNotFound, "Collection '%s.%s' does not exist to validate.", db, coll)
+	}
+	return storagecheck.Check(ctx, snap, storagecheck.Collection{
+		NS: st.ns(), ID: st.meta.ID, UUID: st.meta.UUID,
+		IndexMeta: st.meta.Indexes, Indexes: st.indexes,
+		TTL: st.ttl.Enabled, Validator: st.validator,
+	}, e.clock.Now(), full)
 }
 
 // DatabaseSize is the estimated bytes on disk of a database's collections.
