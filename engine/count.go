@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/engine/keycodec"
+	"github.com/lethedb/lethe/engine/oplogstore"
 	"github.com/lethedb/lethe/engine/query"
 	"github.com/lethedb/lethe/mongoerr"
 )
@@ -23,11 +24,10 @@ func (e *Engine) scanMatches(ctx context.Context, db, coll string, filter bson.R
 		return err
 	}
 	if e.isOplogNS(db, coll) {
-		sc := &oplogScan{from: oplogStartAfter(filter)}
-		return sc.next(ctx, e, func(d *storedDoc) (bool, error) {
-			matched, err := f.MatchErr(d.doc)
+		return oplogstore.Forward(e.store, e.oplog, filter).Next(ctx, func(doc bson.Raw) (bool, error) {
+			matched, err := f.MatchErr(doc)
 			if matched {
-				return fn(d.doc), err
+				return fn(doc), err
 			}
 			return err == nil, err
 		})
