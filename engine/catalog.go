@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/lethedb/lethe/engine/expiryscan"
 	"github.com/lethedb/lethe/engine/kv"
 	"github.com/lethedb/lethe/engine/preimage"
 	"github.com/lethedb/lethe/engine/reclaim"
@@ -44,7 +45,7 @@ type Collection struct {
 	metaMu sync.Mutex
 	state  atomic.Pointer[collState]
 
-	reapCursor reapCursor
+	reapCursor expiryscan.Cursor
 	usage      usage.Counters
 }
 
