@@ -294,6 +294,31 @@ func firstStageName(stages []bson.Raw) string {
 	return name
 }
 
+// AggregateDocs runs a pipeline of db whose first stage's documents the
+// caller made, as the server makes those of $currentOp and
+// $listLocalSessions: docs go through the rest of the stages.
+func (e *Engine) AggregateDocs(ctx context.Context, db string, docs []bson.Raw, stages []bson.Raw, opts AggregateOptions) ([]bson.Raw, error) {
+	p, err := pipeline.Compile(stages, e.pipelineOptions(db, opts))
+	if err != nil {
+		return nil, err
+	}
+	return p.Run(ctx, pipeline.Slice(docs))
+}
+
+// checkCollectionPipeline applies the rules of a pipeline over a
+// collection that come before its stages are compiled, in MongoDB's order:
+// where the metadata stages may run, checked as the stages are parsed;
+// then that the first stage needs a collection.
+func (e *Engine) checkCollectionPipeline(db string, stages []bson.Raw) error {
+	if err := pipeline.CheckNamespace(stages, db, false); err != nil {
+		return err
+	}
+	if len(stages) > 0 && pipeline.MakesDocuments(stages[0]) {
+		return mongoerr.New(mongoerr.InvalidNamespace, "'%s' can only be run with {aggregate: 1}", firstStageName(stages))
+	}
+	return nil
+}
+
 // catalogReader is the store as the stages of package pipeline that read
 // and write other collections see it: reads through the planner, writes
 // through the normal write paths.
