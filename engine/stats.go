@@ -3,14 +3,11 @@ package engine
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
-	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/engine/collstats"
-	"github.com/lethedb/lethe/engine/keycodec"
 	"github.com/lethedb/lethe/engine/pipeline"
 	"github.com/lethedb/lethe/engine/record"
 	"github.com/lethedb/lethe/engine/storagecheck"
@@ -111,10 +108,6 @@ func (e *Engine) DatabaseSize(db string) int64 {
 		}
 	}
 	return total
-}
-
-func sortValues(vals []bsoncore.Value) {
-	slices.SortFunc(vals, keycodec.Compare)
 }
 
 // LatencyKind is what latencyStats files an operation's latency under
