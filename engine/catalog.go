@@ -17,6 +17,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.uber.org/zap"
 
+	"github.com/lethedb/lethe/engine/expiryscan"
 	"github.com/lethedb/lethe/engine/namespace"
 	"github.com/lethedb/lethe/engine/record"
 	"github.com/lethedb/lethe/engine/usage"
@@ -44,7 +45,7 @@ type Collection struct {
 	metaMu sync.Mutex
 	state  atomic.Pointer[collState]
 
-	reapCursor reapCursor
+	reapCursor expiryscan.Cursor
 	usage      usage.Counters
 }
 

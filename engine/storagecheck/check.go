@@ -1,9 +1,10 @@
-package engine
+package storagecheck
 
 import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -14,12 +15,11 @@ import (
 	"github.com/lethedb/lethe/engine/query"
 	"github.com/lethedb/lethe/engine/record"
 	"github.com/lethedb/lethe/engine/validation"
-	"github.com/lethedb/lethe/mongoerr"
 	"github.com/lethedb/lethe/ttlindex"
 )
 
-// ValidateResult is what the validate command reports of a collection.
-type ValidateResult struct {
+// Result is what the validate command reports of a collection.
+type Result struct {
 	UUID     bson.Binary
 	Valid    bool
 	Errors   []string
@@ -60,73 +60,71 @@ type IndexEntryProblem struct {
 	ID       bson.RawValue // the document's _id, when it has one
 }
 
-// maxValidateMessages bounds the detailed messages of one validation, so a
+// maxMessages bounds the detailed messages of one validation, so a
 // badly damaged collection cannot produce a reply over the BSON limit; the
 // totals are always reported.
-const maxValidateMessages = 100
+const maxMessages = 100
 
-// validateCheckEvery is how many records pass between checks of the
+// CheckEvery is how many records pass between checks of the
 // context.
-const validateCheckEvery = 256
+const CheckEvery = 256
 
-// Validate checks db.coll's storage against itself: every document parses
-// and has exactly the index and expiry entries its contents call for, and
-// every entry belongs to a stored document that calls for it. It reads one
-// snapshot, so concurrent writes cause no false reports. Entries are
-// checked one by one when the counts disagree or full is set; otherwise
-// matching counts with no entry missing prove there is no extra one.
-func (e *Engine) Validate(ctx context.Context, db, coll string, full bool) (ValidateResult, error) {
-	c := e.collection(db, coll)
-	if c == nil {
-		return ValidateResult{}, mongoerr.New(mongoerr.NamespaceNotFound, "Collection '%s.%s' does not exist to validate.", db, coll)
-	}
-	// No index build or drop runs while the snapshot is taken. The state
-	// is read after the snapshot: a writer marks an index multikey before
-	// its batch commits, so the flags cover every document the snapshot
-	// holds.
-	c.ddl.RLock()
-	snap, err := e.store.Snapshot(ctx)
-	st := c.st()
-	c.ddl.RUnlock()
-	if err != nil {
-		return ValidateResult{}, fmt.Errorf("engine: validate: %w", err)
-	}
-	defer snap.Close()
-	if st.dropped {
-		return ValidateResult{}, mongoerr.New(mongoerr.NamespaceNotFound, "Collection '%s.%s' does not exist to validate.", db, coll)
-	}
-	v := &storageCheck{ctx: ctx, snap: snap, st: st, full: full, now: e.clock.Now(), expected: make([]int64, len(st.indexes))}
-	v.res.UUID = st.meta.UUID
+// Collection is what a check needs of the collection it checks, as of
+// the snapshot it reads.
+type Collection struct {
+	NS   string // "db.name", for messages
+	ID   uint64
+	UUID bson.Binary
+	// IndexMeta are the secondary indexes in listIndexes order, Indexes
+	// those of them that have entries.
+	IndexMeta []record.IndexMeta
+	Indexes   []*record.Index
+	// TTL says the collection expires documents by _ts: its expiry
+	// entries serve its _ts TTL index, if it has one.
+	TTL bool
+	// Validator is the collection's validator; nil if it has none.
+	Validator *validation.Validator
+}
+
+// Check checks the storage of c in snap against itself: every document
+// parses and has exactly the index and expiry entries its contents call
+// for, and every entry belongs to a stored document that calls for it.
+// Entries are checked one by one when the counts disagree or full is set;
+// otherwise matching counts with no entry missing prove there is no extra
+// one. now is the command's time, $$NOW in the validator.
+func Check(ctx context.Context, snap kv.Snapshot, c Collection, now time.Time, full bool) (Result, error) {
+	v := &storageCheck{ctx: ctx, snap: snap, c: c, full: full, now: now, expected: make([]int64, len(c.Indexes))}
+	v.res.UUID = c.UUID
 	v.res.KeysPerIndex = map[string]int64{}
 	v.res.InvalidIndexes = map[string]bool{}
 	v.res.Indexes = append(v.res.Indexes, "_id_")
-	for _, im := range st.meta.Indexes {
+	for _, im := range c.IndexMeta {
 		v.res.Indexes = append(v.res.Indexes, im.Name)
 	}
 	v.res.NIndexes = len(v.res.Indexes)
 	if err := v.documents(); err != nil {
-		return ValidateResult{}, err
+		return Result{}, err
 	}
-	for i, ix := range st.indexes {
+	for i, ix := range c.Indexes {
 		if err := v.indexEntries(i, ix); err != nil {
-			return ValidateResult{}, err
+			return Result{}, err
 		}
 	}
 	if err := v.expiryEntries(); err != nil {
-		return ValidateResult{}, err
+		return Result{}, err
 	}
 	v.summarize()
 	return v.res, nil
 }
 
-// storageCheck is the state of one Validate call.
+// storageCheck is the state of one Check.
 type storageCheck struct {
 	ctx  context.Context
 	snap kv.Snapshot
-	st   *collState
+	c    Collection
 	full bool
 	now  time.Time // of the command, $$NOW in the validator
-	res  ValidateResult
+	res  Result
 
 	expected       []int64 // entries the documents call for, per st.indexes
 	expectedExpiry int64
@@ -136,19 +134,27 @@ type storageCheck struct {
 	reported       int
 }
 
+// stored is a document as the snapshot holds it: its record key, header
+// and BSON.
+type stored struct {
+	pk  []byte
+	h   record.Header
+	doc bson.Raw
+}
+
 func (v *storageCheck) errorf(format string, args ...any) {
-	if v.reported < maxValidateMessages {
+	if v.reported < maxMessages {
 		v.res.Errors = append(v.res.Errors, fmt.Sprintf(format, args...))
 	}
 	v.reported++
 }
 
-// tick checks the context every validateCheckEvery calls.
+// tick checks the context every CheckEvery calls.
 func (v *storageCheck) tick() error {
 	v.ticks++
-	if v.ticks%validateCheckEvery == 0 {
+	if v.ticks%CheckEvery == 0 {
 		if err := v.ctx.Err(); err != nil {
-			return fmt.Errorf("engine: validate %s: %w", v.st.ns(), err)
+			return fmt.Errorf("engine: validate %s: %w", v.c.NS, err)
 		}
 	}
 	return nil
@@ -157,17 +163,17 @@ func (v *storageCheck) tick() error {
 // documents checks every stored document and that each of its entries
 // exists and points back at it.
 func (v *storageCheck) documents() error {
-	lo, hi := record.DocRange(v.st.meta.ID)
+	lo, hi := record.DocRange(v.c.ID)
 	it, err := v.snap.Iter(v.ctx, lo, hi, false)
 	if err != nil {
 		return fmt.Errorf("engine: validate: %w", err)
 	}
 	defer it.Close()
-	multikey := make([]bool, len(v.st.indexes))
+	multikey := make([]bool, len(v.c.Indexes))
 	var validator *query.Filter
 	// Under validationLevel off the validator refuses nothing, so no
 	// document is out of compliance (as MongoDB's validate counts).
-	if val := v.st.validator; val != nil && val.Level != validation.LevelOff {
+	if val := v.c.Validator; val != nil && val.Level != validation.LevelOff {
 		validator = val.FilterAt(v.now)
 	}
 	for ok := it.First(); ok; ok = it.Next() {
@@ -179,7 +185,7 @@ func (v *storageCheck) documents() error {
 		d, problem := parseStored(pk, it.Value())
 		if problem != "" {
 			v.res.NInvalidDocuments++
-			if len(v.res.CorruptRecords) < maxValidateMessages {
+			if len(v.res.CorruptRecords) < maxMessages {
 				v.res.CorruptRecords = append(v.res.CorruptRecords, pk)
 			}
 			v.errorf("record %x: %s", pk, problem)
@@ -192,7 +198,7 @@ func (v *storageCheck) documents() error {
 			v.res.NNonCompliantDocuments++
 			v.nonConformant = true
 		}
-		for i, ix := range v.st.indexes {
+		for i, ix := range v.c.Indexes {
 			keys, multi, err := ix.Keys(d.doc)
 			if err != nil {
 				v.errorf("document %s: index %s: %v", docName(d), ix.Meta.Name, err)
@@ -217,7 +223,7 @@ func (v *storageCheck) documents() error {
 					return fmt.Errorf("engine: validate: %w", err)
 				}
 				owner := append([]byte(nil), val...)
-				if !bytesEqual(owner, d.pk) {
+				if !bytes.Equal(owner, d.pk) {
 					v.missingEntry(ix, d)
 					if ix.Meta.Unique {
 						v.errorf("unique index %s: document %s has the key of record %x", ix.Meta.Name, docName(d), owner)
@@ -227,7 +233,7 @@ func (v *storageCheck) documents() error {
 				}
 			}
 		}
-		if ek := expiryKey(v.st.meta.ID, d); ek != nil {
+		if ek := record.ExpiryKey(v.c.ID, d.h, d.pk); ek != nil {
 			v.expectedExpiry++
 			_, err := v.snap.Get(v.ctx, ek)
 			if err == kv.ErrNotFound {
@@ -247,10 +253,10 @@ func (v *storageCheck) documents() error {
 	return nil
 }
 
-func (v *storageCheck) missingEntry(ix *record.Index, d *storedDoc) {
+func (v *storageCheck) missingEntry(ix *record.Index, d *stored) {
 	v.res.MissingIndexEntries++
 	v.res.InvalidIndexes[ix.Meta.Name] = true
-	if len(v.res.MissingEntryDetails) < maxValidateMessages {
+	if len(v.res.MissingEntryDetails) < maxMessages {
 		id := record.IDOf(d.doc)
 		v.res.MissingEntryDetails = append(v.res.MissingEntryDetails, IndexEntryProblem{
 			Index: ix.Meta.Name, RecordID: d.pk,
@@ -261,7 +267,7 @@ func (v *storageCheck) missingEntry(ix *record.Index, d *storedDoc) {
 
 // parseStored splits a stored value and checks that its document is valid
 // BSON whose _id is the record's key; problem describes what is wrong.
-func parseStored(pk, val []byte) (d *storedDoc, problem string) {
+func parseStored(pk, val []byte) (d *stored, problem string) {
 	h, doc, err := record.SplitValue(val)
 	if err != nil {
 		return nil, "header does not parse"
@@ -273,14 +279,14 @@ func parseStored(pk, val []byte) (d *storedDoc, problem string) {
 	if id.Type == 0 {
 		return nil, "document has no _id"
 	}
-	if !bytesEqual(keycodec.Append(nil, id), pk) {
+	if !bytes.Equal(keycodec.Append(nil, id), pk) {
 		return nil, "document's _id does not match its record key"
 	}
-	return &storedDoc{pk: pk, h: h, doc: bson.Raw(doc)}, ""
+	return &stored{pk: pk, h: h, doc: bson.Raw(doc)}, ""
 }
 
 // docName names a document in messages by its _id.
-func docName(d *storedDoc) string {
+func docName(d *stored) string {
 	return bson.RawValue{Type: bson.Type(record.IDOf(d.doc).Type), Value: record.IDOf(d.doc).Data}.String()
 }
 
@@ -330,7 +336,7 @@ func (v *storageCheck) indexEntries(i int, ix *record.Index) error {
 		if problem != "" {
 			v.res.ExtraIndexEntries++
 			v.res.InvalidIndexes[ix.Meta.Name] = true
-			if len(v.res.ExtraEntryDetails) < maxValidateMessages {
+			if len(v.res.ExtraEntryDetails) < maxMessages {
 				v.res.ExtraEntryDetails = append(v.res.ExtraEntryDetails, IndexEntryProblem{Index: ix.Meta.Name, RecordID: bytes.Clone(pk)})
 			}
 			v.errorf("index %s: entry %x %s", ix.Meta.Name, ek, problem)
@@ -344,7 +350,7 @@ func (v *storageCheck) indexEntries(i int, ix *record.Index) error {
 func (v *storageCheck) checkIndexEntry(ix *record.Index, rest, pk []byte) (string, error) {
 	key := rest
 	if !ix.Meta.Unique {
-		if len(rest) < len(pk) || !bytesEqual(rest[len(rest)-len(pk):], pk) {
+		if len(rest) < len(pk) || !bytes.Equal(rest[len(rest)-len(pk):], pk) {
 			return "does not end in the record key it points at", nil
 		}
 		key = rest[:len(rest)-len(pk)]
@@ -360,7 +366,7 @@ func (v *storageCheck) checkIndexEntry(ix *record.Index, rest, pk []byte) (strin
 	if err != nil {
 		return fmt.Sprintf("points at document %s whose keys cannot be computed: %v", docName(d), err), nil
 	}
-	if !containsKey(keys, key) {
+	if !slices.ContainsFunc(keys, func(k []byte) bool { return bytes.Equal(k, key) }) {
 		return fmt.Sprintf("points at document %s, which does not have this key", docName(d)), nil
 	}
 	return "", nil
@@ -368,8 +374,8 @@ func (v *storageCheck) checkIndexEntry(ix *record.Index, rest, pk []byte) (strin
 
 // load reads the document an entry points at from the snapshot; problem
 // says why there is none to compare with.
-func (v *storageCheck) load(pk []byte) (d *storedDoc, problem string, err error) {
-	val, err := v.snap.Get(v.ctx, record.DocKey(nil, v.st.meta.ID, pk))
+func (v *storageCheck) load(pk []byte) (d *stored, problem string, err error) {
+	val, err := v.snap.Get(v.ctx, record.DocKey(nil, v.c.ID, pk))
 	if err == kv.ErrNotFound {
 		return nil, "points at no stored document", nil
 	}
@@ -387,7 +393,7 @@ func (v *storageCheck) load(pk []byte) (d *storedDoc, problem string, err error)
 // expiryEntries counts the collection's expiry entries and, when needed,
 // checks each against its document.
 func (v *storageCheck) expiryEntries() error {
-	lo, hi := ttlindex.CollRange(v.st.meta.ID)
+	lo, hi := ttlindex.CollRange(v.c.ID)
 	it, err := v.snap.Iter(v.ctx, lo, hi, false)
 	if err != nil {
 		return fmt.Errorf("engine: validate: %w", err)
@@ -398,8 +404,8 @@ func (v *storageCheck) expiryEntries() error {
 		return err
 	}
 	tsIndex := ""
-	if v.st.ttl.Enabled {
-		for _, im := range v.st.meta.Indexes {
+	if v.c.TTL {
+		for _, im := range v.c.IndexMeta {
 			if len(im.Key) > 0 && im.Key.Lookup(record.TSField).Type != 0 && im.ExpireAfter != nil {
 				v.res.KeysPerIndex[im.Name] = n
 				tsIndex = im.Name
@@ -425,12 +431,12 @@ func (v *storageCheck) expiryEntries() error {
 		if err != nil {
 			problem = "does not parse"
 		} else {
-			var d *storedDoc
+			var d *stored
 			d, problem, err = v.load(pk)
 			if err != nil {
 				return err
 			}
-			if problem == "" && !bytesEqual(expiryKey(v.st.meta.ID, d), k) {
+			if problem == "" && !bytes.Equal(record.ExpiryKey(v.c.ID, d.h, d.pk), k) {
 				problem = fmt.Sprintf("does not match the _ts and ttl of document %s", docName(d))
 			}
 		}
@@ -444,8 +450,8 @@ func (v *storageCheck) expiryEntries() error {
 
 // summarize adds the totals to the messages and decides validity.
 func (v *storageCheck) summarize() {
-	if v.reported > maxValidateMessages {
-		v.res.Errors = append(v.res.Errors, fmt.Sprintf("%d more problems not listed", v.reported-maxValidateMessages))
+	if v.reported > maxMessages {
+		v.res.Errors = append(v.res.Errors, fmt.Sprintf("%d more problems not listed", v.reported-maxMessages))
 	}
 	r := &v.res
 	for _, c := range []struct {

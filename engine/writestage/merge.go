@@ -1,4 +1,4 @@
-package engine
+package writestage
 
 import (
 	"context"
@@ -17,16 +17,15 @@ import (
 // Merge carries out $merge: each document finds the document of the
 // target with the same on fields and is written as whenMatched or
 // whenNotMatched say, through the update and insert paths of the engine.
-func (c catalogReader) Merge(ctx context.Context, m *pipeline.Merge, docs []pipeline.MergeDoc) error {
-	e := c.e
+func Merge(ctx context.Context, h Host, m *pipeline.Merge, docs []pipeline.MergeDoc) error {
 	on := m.On
 	byID := len(on) == 0 || len(on) == 1 && on[0] == "_id"
 	if byID {
 		on = []string{"_id"}
-	} else if !e.uniqueIndexOn(m.DB, m.Coll, on) {
+	} else if !h.UniqueIndexOn(m.DB, m.Coll, on) {
 		return mongoerr.New(mongoerr.Code(51183), "Cannot find index to verify that join fields will be unique")
 	}
-	w := mergeWriter{c: c, m: m}
+	w := mergeWriter{h: h, m: m}
 	for _, md := range docs {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -47,7 +46,7 @@ func (c catalogReader) Merge(ctx context.Context, m *pipeline.Merge, docs []pipe
 	if len(docs) == 0 && m.WhenNotMatched == "insert" {
 		// As MongoDB does, $merge makes its target even when it writes
 		// nothing into it.
-		if _, _, err := e.ensureCollection(m.DB, m.Coll, nil); err != nil {
+		if err := h.EnsureCollection(m.DB, m.Coll, nil); err != nil {
 			return err
 		}
 	}
@@ -56,27 +55,20 @@ func (c catalogReader) Merge(ctx context.Context, m *pipeline.Merge, docs []pipe
 
 // mergeWriter writes the documents of one $merge.
 type mergeWriter struct {
-	c catalogReader
+	h Host
 	m *pipeline.Merge
 }
 
 func (w mergeWriter) write(ctx context.Context, doc, filter bson.Raw, vars pipeline.Vars) error {
-	e, m := w.c.e, w.m
-	bypass := w.c.opts.BypassDocumentValidation
-	insert := func() error {
-		res, err := e.Insert(m.DB, m.Coll, []bson.Raw{doc}, true, WriteOptions{BypassDocumentValidation: bypass})
-		if err == nil && len(res.Errors) > 0 {
-			err = res.Errors[0].Err
-		}
-		return err
-	}
+	h, m := w.h, w.m
+	insert := func() error { return h.Insert(m.DB, m.Coll, []bson.Raw{doc}) }
 	var u *update.Update
 	var err error
 	switch m.WhenMatched {
 	case "fail":
 		return insert() // a match is a duplicate key
 	case "keepExisting":
-		if found, err := w.exists(ctx, filter); err != nil || found {
+		if found, err := h.Exists(ctx, m.DB, m.Coll, filter); err != nil || found {
 			return err
 		}
 		err := insert()
@@ -99,8 +91,8 @@ func (w mergeWriter) write(ctx context.Context, doc, filter bson.Raw, vars pipel
 		return err
 	}
 	upsert := m.WhenNotMatched == "insert" && m.WhenMatched != "pipeline"
-	res, err := e.Update(ctx, m.DB, m.Coll, UpdateSpec{Filter: filter, Update: u, Upsert: upsert, BypassDocumentValidation: bypass})
-	if err != nil || res.Matched > 0 || upsert {
+	matched, err := h.Update(ctx, m.DB, m.Coll, filter, u, upsert)
+	if err != nil || matched > 0 || upsert {
 		return err
 	}
 	switch m.WhenNotMatched {
@@ -112,16 +104,6 @@ func (w mergeWriter) write(ctx context.Context, doc, filter bson.Raw, vars pipel
 		return mongoerr.New(mongoerr.Code(13113), "$merge could not find a matching document in the target collection for at least one document in the source collection")
 	}
 	return nil
-}
-
-// exists reports whether a document of the target matches filter.
-func (w mergeWriter) exists(ctx context.Context, filter bson.Raw) (bool, error) {
-	cur, err := w.c.e.Find(ctx, w.m.DB, w.m.Coll, FindSpec{Filter: filter, Limit: 1})
-	if err != nil {
-		return false, err
-	}
-	docs, err := cur.All(ctx)
-	return len(docs) > 0, err
 }
 
 // withID is doc with a new ObjectId _id first.
@@ -161,35 +143,4 @@ func pathValue(doc []byte, path string) bsoncore.Value {
 		v, _ = bsonvalue.Lookup(v.Data, part)
 	}
 	return v
-}
-
-// uniqueIndexOn reports whether db.coll has a unique index, not partial,
-// whose fields are exactly fields, which makes $merge's on fields
-// identify one document.
-func (e *Engine) uniqueIndexOn(db, coll string, fields []string) bool {
-	c := e.collection(db, coll)
-	if c == nil {
-		return false
-	}
-	want := map[string]bool{}
-	for _, f := range fields {
-		want[f] = true
-	}
-	for _, im := range c.st().meta.Indexes {
-		if !im.Unique || im.Partial != nil {
-			continue
-		}
-		keys, _ := im.Key.Elements()
-		if len(keys) != len(want) {
-			continue
-		}
-		all := true
-		for _, k := range keys {
-			all = all && want[k.Key()]
-		}
-		if all {
-			return true
-		}
-	}
-	return false
 }
