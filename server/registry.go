@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/lethedb/lethe/command"
+	"github.com/lethedb/lethe/failpoint"
 	"github.com/lethedb/lethe/shutdown"
 	"github.com/lethedb/lethe/storeadmin"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -23,8 +24,9 @@ type Request struct {
 	lsid        string
 	lsidForeign bool
 	// failed is the failCommand fail point's data when it applies to this
-	// command, and closeConn says it closes the connection (failpoint.go).
-	failed    *failCommandData
+	// command, and closeConn says it closes the connection (package
+	// failpoint).
+	failed    *failpoint.Data
 	closeConn bool
 
 	// Replica-set mode: the reply with the member's fields (see decorate),
@@ -121,4 +123,13 @@ func (s *Server) wrapHandler(name string, check func(*Request) error) {
 		}
 		return handle(ctx, req)
 	}
+}
+
+// testCommands are configureFailPoint, only with EnableTestCommands
+// (package failpoint).
+func (s *Server) testCommands() []commandDef {
+	if !s.cfg.EnableTestCommands {
+		return nil
+	}
+	return kitCommands(s.failCommand.Commands())
 }

@@ -32,6 +32,7 @@ import (
 	"github.com/lethedb/lethe/engine"
 	"github.com/lethedb/lethe/engine/kv/pebblekv"
 	"github.com/lethedb/lethe/expiry"
+	"github.com/lethedb/lethe/failpoint"
 	"github.com/lethedb/lethe/params"
 	"github.com/lethedb/lethe/replset"
 	"github.com/lethedb/lethe/session"
@@ -181,8 +182,8 @@ type Server struct {
 	retry    retryLocks        // retryable writes, see retry.go
 	// sessionsDone closes when the session sweep has stopped.
 	sessionsDone chan struct{}
-	// failCommand is the failCommand fail point, see failpoint.go.
-	failCommand failCommand
+	// failCommand is the failCommand fail point (package failpoint).
+	failCommand *failpoint.FailCommand
 
 	topo  *topology            // topologyVersion of hello, see hello_await.go
 	rs    *replset.Set         // nil for a standalone server
@@ -251,7 +252,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: open store: %w", err)
 	}
 	s := &Server{cfg: cfg, log: log, clock: cfg.Clock, eng: eng, started: time.Now(), recent: recent, authz: newAuthState(),
-		stop: shutdown.New(shutdown.Config{Logger: log, Auth: cfg.Auth})}
+		stop: shutdown.New(shutdown.Config{Logger: log, Auth: cfg.Auth}), failCommand: failpoint.New(log)}
 	s.cursors.limits = cfg.Cursors
 	s.sessions = session.New(session.Options{Timeout: cfg.SessionTimeout,
 		Max: cfg.MaxSessions, MaxPerClient: cfg.MaxSessionsPerClient, Clock: cfg.Clock, Gone: s.sessionsGone})
