@@ -9,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/command"
+	"github.com/lethedb/lethe/concern"
 	"github.com/lethedb/lethe/engine"
 	"github.com/lethedb/lethe/mongoerr"
 )
@@ -242,7 +243,7 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 	if err = engine.CheckPipelineNamespace(pipeline, req.DB, !onCollection); err != nil {
 		return nil, err
 	}
-	if err = checkWriteStageReadConcern(req.Body, pipeline); err != nil {
+	if err = concern.CheckWriteStage(req.Body, pipeline); err != nil {
 		return nil, err
 	}
 	// A view's pipeline runs first, over the collection it reads.

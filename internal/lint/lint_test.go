@@ -196,6 +196,10 @@ func TestLayers(t *testing.T) {
 		applies: func(p string) bool { return p == "apiversion" },
 		allow:   func(imp string) bool { return in(kernel, imp) || imp == "command" },
 	}, {
+		what:    "concern, the read and write concerns of a replica-set member, imports only the kernel and the command kit",
+		applies: func(p string) bool { return p == "concern" },
+		allow:   func(imp string) bool { return in(kernel, imp) || imp == "command" },
+	}, {
 		what:    "stats, the server's counters, imports only the kernel and conn, whose traffic it counts",
 		applies: func(p string) bool { return p == "stats" },
 		allow:   func(imp string) bool { return in(kernel, imp) || imp == "conn" },
