@@ -171,7 +171,7 @@ func (s *Server) serverStatus(_ context.Context, req *Request) (bson.Raw, error)
 	now := s.clock.Now()
 	uptime := time.Since(s.started)
 	open := s.openConns()
-	openCursors, cursorHeld := s.cursors.usage()
+	openCursors, cursorHeld := s.cursors.Usage()
 	available := int64(math.MaxInt32) - int64(open)
 	if limit := s.connLimit(); limit > 0 {
 		available = int64(limit - open)

@@ -6,6 +6,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/lethedb/lethe/command"
+	"github.com/lethedb/lethe/cursor"
 	"github.com/lethedb/lethe/engine"
 	"github.com/lethedb/lethe/mongoerr"
 )
@@ -21,7 +22,7 @@ type findArgs struct {
 	spec                engine.FindSpec
 	batchSize           int
 	tailable, awaitData bool
-	copts               cursorOptions
+	copts               cursor.Options
 	let                 *engine.Let
 }
 
@@ -48,7 +49,7 @@ func (s *Server) parseFind(body bson.Raw) (findArgs, error) {
 			n, err = command.NonNegative("find", "batchSize", v)
 			a.batchSize = int(min(n, math.MaxInt32))
 		case "singleBatch":
-			a.copts.single, err = command.StrictBool("singleBatch", v)
+			a.copts.Single, err = command.StrictBool("singleBatch", v)
 		case "collation":
 			if _, err = command.Object("collation", v); err == nil {
 				err = checkCollation(v)
@@ -65,7 +66,7 @@ func (s *Server) parseFind(body bson.Raw) (findArgs, error) {
 				err = mongoerr.New(mongoerr.TypeMismatch, "Expected field oplogReplayto be of type object")
 			}
 		case "noCursorTimeout":
-			a.copts.noTimeout, err = command.StrictBool("noCursorTimeout", v)
+			a.copts.NoTimeout, err = command.StrictBool("noCursorTimeout", v)
 		case "allowPartialResults", "readOnce":
 			// There are no shards whose results could be partial, and
 			// readOnce is only a hint.

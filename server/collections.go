@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/lethedb/lethe/command"
+	"github.com/lethedb/lethe/cursor"
 	"github.com/lethedb/lethe/engine"
 	"github.com/lethedb/lethe/mongoerr"
 )
@@ -204,7 +205,7 @@ func (s *Server) listCollections(ctx context.Context, req *Request) (bson.Raw, e
 		case "nameOnly":
 			nameOnly, err = command.Bool("listCollections", "nameOnly", v)
 		case "cursor":
-			err = cursorOption("listCollections", v, &batchSize)
+			err = cursor.Option("listCollections", v, &batchSize)
 		case "authorizedCollections", "includePendingDrops":
 		default:
 			err = command.UnknownField("listCollections", key)
@@ -250,7 +251,7 @@ func (s *Server) listCollections(ctx context.Context, req *Request) (bson.Raw, e
 		}
 	}
 	ns := req.DB + ".$cmd.listCollections"
-	return s.cursorReply(ctx, req, &sliceSource{docs: docs}, ns, batchSize, cursorOptions{})
+	return s.cursors.Reply(ctx, &req.Request, req, cursor.NewSlice(docs, engine.Incarnation{}), ns, batchSize, cursor.Options{})
 }
 
 func (s *Server) renameCollection(ctx context.Context, req *Request) (bson.Raw, error) {

@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/lethedb/lethe/command"
+	"github.com/lethedb/lethe/cursor"
 	"github.com/lethedb/lethe/engine"
 	"github.com/lethedb/lethe/mongoerr"
 )
@@ -47,7 +48,7 @@ func (s *Server) explainAggregate(ctx context.Context, req *Request, body bson.R
 		case "cursor":
 			if err = checkCursorBatchSize(v); err == nil {
 				var batchSize int
-				err = cursorOption("aggregate", v, &batchSize)
+				err = cursor.Option("aggregate", v, &batchSize)
 			}
 		case "bypassDocumentValidation":
 			_, err = command.StrictBool("bypassDocumentValidation", v)

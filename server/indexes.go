@@ -8,6 +8,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/command"
+	"github.com/lethedb/lethe/cursor"
 	"github.com/lethedb/lethe/engine"
 	"github.com/lethedb/lethe/mongoerr"
 )
@@ -97,7 +98,7 @@ func (s *Server) listIndexes(ctx context.Context, req *Request) (bson.Raw, error
 	for key, v := range command.Args(req.Body) {
 		switch string(key) {
 		case "cursor":
-			err = cursorOption("listIndexes", v, &batchSize)
+			err = cursor.Option("listIndexes", v, &batchSize)
 		case "includeBuildUUIDs", "includeIndexBuildInfo":
 		default:
 			err = command.UnknownField("listIndexes", key)
@@ -118,7 +119,7 @@ func (s *Server) listIndexes(ctx context.Context, req *Request) (bson.Raw, error
 		}
 		docs = append(docs, raw)
 	}
-	return s.cursorReply(ctx, req, &sliceSource{docs: docs}, req.DB+"."+coll, batchSize, cursorOptions{})
+	return s.cursors.Reply(ctx, &req.Request, req, cursor.NewSlice(docs, engine.Incarnation{}), req.DB+"."+coll, batchSize, cursor.Options{})
 }
 
 func (s *Server) dropIndexes(ctx context.Context, req *Request) (bson.Raw, error) {

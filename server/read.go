@@ -10,6 +10,7 @@ import (
 
 	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/concern"
+	"github.com/lethedb/lethe/cursor"
 	"github.com/lethedb/lethe/engine"
 	"github.com/lethedb/lethe/mongoerr"
 )
@@ -49,7 +50,7 @@ func (s *Server) find(ctx context.Context, req *Request) (bson.Raw, error) {
 	if _, isView := s.eng.View(req.DB, coll); isView {
 		return s.findOnView(ctx, req, coll, spec, lv, batchSize)
 	}
-	if err := s.checkTailable(req.DB, coll, spec, tailable, awaitData, copts.single); err != nil {
+	if err := s.checkTailable(req.DB, coll, spec, tailable, awaitData, copts.Single); err != nil {
 		return nil, err
 	}
 	if err := checkMinMax(spec.Min, spec.Max); err != nil {
@@ -70,7 +71,7 @@ func (s *Server) find(ctx context.Context, req *Request) (bson.Raw, error) {
 		if doc != nil {
 			docs = []bson.Raw{doc}
 		}
-		return appendCursorReply(req, "firstBatch", docs, 0, req.DB+"."+coll)
+		return cursor.AppendReply(&req.Request, "firstBatch", docs, 0, req.DB+"."+coll)
 	}
 	if batchSize == 0 {
 		batchSize = -1 // an empty first batch
@@ -84,9 +85,9 @@ func (s *Server) find(ctx context.Context, req *Request) (bson.Raw, error) {
 		return nil, err
 	}
 	if batchSize < 0 {
-		return s.cursorReplyEmpty(req, cur, req.DB+"."+coll, copts.noTimeout)
+		return s.cursors.ReplyEmpty(&req.Request, req, cur, req.DB+"."+coll, copts.NoTimeout)
 	}
-	return s.cursorReply(ctx, req, cur, req.DB+"."+coll, batchSize, copts)
+	return s.cursors.Reply(ctx, &req.Request, req, cur, req.DB+"."+coll, batchSize, copts)
 }
 
 // pointID recognizes the commonest query, find {_id: <value>} with no
@@ -113,16 +114,6 @@ func pointID(spec engine.FindSpec) (bsoncore.Value, bool) {
 		}
 	}
 	return v, true
-}
-
-// cursorReplyEmpty opens a cursor with an empty first batch (batchSize 0).
-func (s *Server) cursorReplyEmpty(req *Request, src batchSource, ns string, noTimeout bool) (bson.Raw, error) {
-	id, err := s.cursors.add(req, src, ns, noTimeout)
-	if err != nil {
-		closeSource(src)
-		return nil, err
-	}
-	return appendCursorReply(req, "firstBatch", nil, id, ns)
 }
 
 func cloneRaw(r bson.Raw) bson.Raw {
@@ -203,7 +194,7 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 			havePipeline = true
 		case "cursor":
 			if err = checkCursorBatchSize(v); err == nil {
-				err = cursorOption("aggregate", v, &batchSize)
+				err = cursor.Option("aggregate", v, &batchSize)
 			}
 			haveCursor = err == nil
 		case "explain":
@@ -273,12 +264,12 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 	if err != nil {
 		return nil, err
 	}
-	var src batchSource = &sliceSource{docs: docs, source: source}
+	var src cursor.Source = cursor.NewSlice(docs, source)
 	if rest != nil {
 		src = rest
 	}
 	if batchSize == 0 {
-		return s.cursorReplyEmpty(req, src, req.DB+"."+coll, false)
+		return s.cursors.ReplyEmpty(&req.Request, req, src, req.DB+"."+coll, false)
 	}
-	return s.cursorReply(ctx, req, src, req.DB+"."+coll, batchSize, cursorOptions{})
+	return s.cursors.Reply(ctx, &req.Request, req, src, req.DB+"."+coll, batchSize, cursor.Options{})
 }

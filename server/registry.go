@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/lethedb/lethe/command"
+	"github.com/lethedb/lethe/cursor"
 	"github.com/lethedb/lethe/failpoint"
 	"github.com/lethedb/lethe/shutdown"
 	"github.com/lethedb/lethe/storeadmin"
@@ -40,6 +41,25 @@ type Request struct {
 	// counter it answered with when the reply continues a stream.
 	exhaustAllowed         bool
 	streamFrom, streamNext int64
+}
+
+// CursorOwner is whom the cursors the request opens belong to (package
+// cursor).
+func (req *Request) CursorOwner() cursor.Owner {
+	return cursor.Owner{Conn: req.Conn.id, Client: req.Conn.principal(), Lsid: req.lsid, User: req.Conn.userKey()}
+}
+
+// cursorCommands are getMore and killCursors, which need to know who
+// runs them (package cursor).
+func (s *Server) cursorCommands() []commandDef {
+	return []commandDef{
+		{name: "getMore", handle: func(ctx context.Context, req *Request) (bson.Raw, error) {
+			return s.cursors.GetMore(ctx, &req.Request, req)
+		}},
+		{name: "killCursors", handle: func(ctx context.Context, req *Request) (bson.Raw, error) {
+			return s.cursors.KillCursors(ctx, &req.Request, req)
+		}},
+	}
 }
 
 // handlerFunc runs one command. It returns the complete reply document

@@ -14,6 +14,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/lethedb/lethe/command"
+	"github.com/lethedb/lethe/cursor"
 	"github.com/lethedb/lethe/engine"
 	"github.com/lethedb/lethe/mongoerr"
 )
@@ -255,11 +256,11 @@ func (s *Server) findOnView(ctx context.Context, req *Request, coll string, spec
 	if err != nil {
 		return nil, err
 	}
-	src := &sliceSource{docs: res.Docs, source: res.Source}
+	src := cursor.NewSlice(res.Docs, res.Source)
 	if batchSize == 0 {
-		return s.cursorReplyEmpty(req, src, req.DB+"."+coll, false)
+		return s.cursors.ReplyEmpty(&req.Request, req, src, req.DB+"."+coll, false)
 	}
-	return s.cursorReply(ctx, req, src, req.DB+"."+coll, batchSize, cursorOptions{single: single})
+	return s.cursors.Reply(ctx, &req.Request, req, src, req.DB+"."+coll, batchSize, cursor.Options{Single: single})
 }
 
 // countOnView counts a view's documents with $match, $skip, $limit and
