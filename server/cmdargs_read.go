@@ -52,7 +52,7 @@ func (s *Server) parseFind(body bson.Raw) (findArgs, error) {
 			a.copts.Single, err = command.StrictBool("singleBatch", v)
 		case "collation":
 			if _, err = command.Object("collation", v); err == nil {
-				err = checkCollation(v)
+				err = command.CheckCollation("collation", v)
 			}
 		case "allowDiskUse":
 			a.spec.AllowDiskUse, err = command.StrictBool("allowDiskUse", v)
@@ -140,7 +140,7 @@ func parseCount(body bson.Raw) (countArgs, error) {
 		case "hint":
 			a.hint, err = command.Hint(v)
 		case "collation":
-			err = checkCollationOf("count", v)
+			err = command.CheckCollation("count", v)
 		case "fields", "query_options":
 		default:
 			err = command.UnknownField("count", key)
@@ -165,7 +165,7 @@ func parseDistinct(body bson.Raw) (key string, filter bson.Raw, err error) {
 				filter, err = command.Doc("distinct", "query", v)
 			}
 		case "collation":
-			err = checkCollationOf("distinct", v)
+			err = command.CheckCollation("distinct", v)
 		default:
 			// hint included: MongoDB takes it from 7.1 on, and the 7.0
 			// Lethe presents as refuses it rather than ignore it.

@@ -42,7 +42,7 @@ func (s *Server) explainAggregate(ctx context.Context, req *Request, body bson.R
 		case "let":
 			lv, err = s.parseLet("aggregate", v)
 		case "collation":
-			err = checkCollationOf("aggregate", v)
+			err = command.CheckCollation("aggregate", v)
 		// The rest only checked, as aggregate itself checks them: explain
 		// refuses what the command would refuse.
 		case "cursor":

@@ -15,27 +15,6 @@ import (
 	"github.com/lethedb/lethe/mongoerr"
 )
 
-// checkCollation accepts the simple collation only: other locales are
-// refused rather than silently compared byte-wise.
-func checkCollation(v bson.RawValue) error { return checkCollationOf("collation", v) }
-
-// checkCollationOf is checkCollation for a command whose parser names
-// itself in a type error, as "BSON field 'count.collation' is the wrong
-// type".
-func checkCollationOf(cmd string, v bson.RawValue) error {
-	d, ok := v.DocumentOK()
-	if !ok {
-		return command.WrongType(cmd, "collation", v.Type, "object")
-	}
-	if len(d) <= 5 {
-		return nil
-	}
-	if loc, _ := d.Lookup("locale").StringValueOK(); loc == "simple" {
-		return nil
-	}
-	return mongoerr.New(mongoerr.BadValue, "collation %s is not supported: Lethe compares strings by their bytes (locale \"simple\")", d.String())
-}
-
 func (s *Server) find(ctx context.Context, req *Request) (bson.Raw, error) {
 	coll, err := collectionName(req)
 	if err != nil {
@@ -200,7 +179,7 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 		case "explain":
 			explain, err = command.StrictBool("explain", v)
 		case "collation":
-			err = checkCollationOf("aggregate", v)
+			err = command.CheckCollation("aggregate", v)
 		case "allowDiskUse":
 			allowDiskUse, err = command.StrictBool("allowDiskUse", v)
 		case "hint":

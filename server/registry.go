@@ -88,7 +88,7 @@ func (s *Server) buildRegistry() map[string]*commandDef {
 		s.crudCommands(),
 		s.cursorCommands(),
 		s.opCommands(),
-		s.indexCommands(),
+		s.catalogCommands(),
 		s.testCommands(),
 		kitCommands(s.users.Commands()),
 		kitCommands(s.expiry.Commands()),
@@ -116,6 +116,25 @@ func (s *Server) shutdownCommands() []commandDef {
 		return s.stop.Shutdown(ctx, &req.Request, shutdown.Caller{ConnID: req.Conn.id, Remote: req.Conn.remote,
 			User: req.Conn.userKey(), Loopback: isLoopback(req.Conn.remote)})
 	}}}
+}
+
+// catalogCommands are the catalog commands (package catalog), which see
+// the request's caller.
+func (s *Server) catalogCommands() []commandDef {
+	cmds := s.catalog.Commands()
+	out := make([]commandDef, len(cmds))
+	for i, c := range cmds {
+		h := c.Handle
+		out[i] = commandDef{name: c.Name, aliases: c.Aliases, adminOnly: c.AdminOnly,
+			handle: func(ctx context.Context, req *Request) (bson.Raw, error) { return h(ctx, &req.Request, req) }}
+	}
+	return out
+}
+
+// ListableDatabases are the databases listDatabases shows the request's
+// user (catalog.Caller).
+func (req *Request) ListableDatabases(ctx context.Context) ([]string, error) {
+	return req.Conn.srv.listableDatabases(ctx, req)
 }
 
 // kitCommands are the registry entries of commands another package serves

@@ -27,6 +27,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/lethedb/lethe/auth"
+	"github.com/lethedb/lethe/catalog"
 	"github.com/lethedb/lethe/clock"
 	"github.com/lethedb/lethe/cursor"
 	"github.com/lethedb/lethe/diag"
@@ -211,6 +212,8 @@ type Server struct {
 	// users runs the user management commands and keeps users and roles
 	// for authentication (package usermgmt).
 	users *usermgmt.Service
+	// catalog answers the catalog commands (package catalog).
+	catalog *catalog.Service
 	// expiry answers advanceClock and counts the reaper's work for
 	// serverStatus (package expiry).
 	expiry *expiry.Service
@@ -285,6 +288,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.ManualClock {
 		manual = cfg.Clock.(*clock.Manual) // checked above
 	}
+	s.catalog = catalog.New(catalog.Config{Engine: eng, Clock: cfg.Clock, Cursors: &s.cursors})
 	s.expiry = expiry.New(expiry.Config{Engine: eng, ManualClock: manual})
 	mechanisms := make([]string, 0, len(s.authMechanisms()))
 	for _, m := range s.authMechanisms() {
