@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 
+	"github.com/lethedb/lethe/queryargs"
 	"github.com/lethedb/lethe/writestmt"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -137,7 +138,7 @@ func (s *Server) writeStatements(req *Request, cmd, field string) (stmts []bson.
 		case "ordered":
 			ordered, err = command.Bool(cmd, "ordered", v)
 		case "let":
-			lv, err = s.parseLet(cmd, v)
+			lv, err = queryargs.Let(cmd, v, s.clock)
 		case "bypassDocumentValidation":
 		default:
 			err = command.UnknownField(cmd, key)
@@ -348,7 +349,7 @@ func (s *Server) findAndModify(ctx context.Context, req *Request) (bson.Raw, err
 		case "bypassDocumentValidation":
 			spec.BypassDocumentValidation, err = command.Bool("findAndModify", "bypassDocumentValidation", v)
 		case "let":
-			lv, err = s.parseLet("findAndModify", v)
+			lv, err = queryargs.Let("findAndModify", v, s.clock)
 		default:
 			err = command.UnknownField("findAndModify", key)
 		}

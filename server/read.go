@@ -13,6 +13,7 @@ import (
 	"github.com/lethedb/lethe/cursor"
 	"github.com/lethedb/lethe/engine"
 	"github.com/lethedb/lethe/mongoerr"
+	"github.com/lethedb/lethe/queryargs"
 )
 
 func (s *Server) find(ctx context.Context, req *Request) (bson.Raw, error) {
@@ -20,19 +21,19 @@ func (s *Server) find(ctx context.Context, req *Request) (bson.Raw, error) {
 	if err != nil {
 		return nil, err
 	}
-	a, err := s.parseFind(req.Body)
+	a, err := queryargs.ParseFind(req.Body, s.params.AllowDiskUseByDefault(), s.clock)
 	if err != nil {
 		return nil, err
 	}
-	spec, batchSize, lv, copts := a.spec, a.batchSize, a.let, a.copts
-	tailable, awaitData := a.tailable, a.awaitData
+	spec, batchSize, lv, copts := a.Spec, a.BatchSize, a.Let, a.Copts
+	tailable, awaitData := a.Tailable, a.AwaitData
 	if _, isView := s.eng.View(req.DB, coll); isView {
 		return s.findOnView(ctx, req, coll, spec, lv, batchSize)
 	}
-	if err := s.checkTailable(req.DB, coll, spec, tailable, awaitData, copts.Single); err != nil {
+	if err := queryargs.CheckTailable(s.eng, req.DB, coll, spec, tailable, awaitData, copts.Single); err != nil {
 		return nil, err
 	}
-	if err := checkMinMax(spec.Min, spec.Max); err != nil {
+	if err := queryargs.CheckMinMax(spec.Min, spec.Max); err != nil {
 		return nil, err
 	}
 	if spec.Filter, err = lv.Filter(spec.Filter); err != nil {
@@ -107,11 +108,11 @@ func (s *Server) count(ctx context.Context, req *Request) (bson.Raw, error) {
 	if err != nil {
 		return nil, err
 	}
-	a, err := parseCount(req.Body)
+	a, err := queryargs.ParseCount(req.Body)
 	if err != nil {
 		return nil, err
 	}
-	filter, skip, limit, hint := a.filter, a.skip, a.limit, a.hint
+	filter, skip, limit, hint := a.Filter, a.Skip, a.Limit, a.Hint
 	if _, isView := s.eng.View(req.DB, coll); isView {
 		return s.countOnView(ctx, req, coll, filter, skip, limit, hint)
 	}
@@ -129,7 +130,7 @@ func (s *Server) distinct(ctx context.Context, req *Request) (bson.Raw, error) {
 	if err != nil {
 		return nil, err
 	}
-	key, filter, err := parseDistinct(req.Body)
+	key, filter, err := queryargs.ParseDistinct(req.Body)
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +173,7 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 			pipeline, err = statements(req, "aggregate", "pipeline", v)
 			havePipeline = true
 		case "cursor":
-			if err = checkCursorBatchSize(v); err == nil {
+			if err = queryargs.CheckCursorBatchSize(v); err == nil {
 				err = cursor.Option("aggregate", v, &batchSize)
 			}
 			haveCursor = err == nil
@@ -185,7 +186,7 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 		case "hint":
 			hint, err = command.Hint(v)
 		case "let":
-			lv, err = s.parseLet("aggregate", v)
+			lv, err = queryargs.Let("aggregate", v, s.clock)
 		case "bypassDocumentValidation":
 			bypass, err = command.StrictBool("bypassDocumentValidation", v)
 		default:

@@ -192,6 +192,12 @@ func TestLayers(t *testing.T) {
 		applies: func(p string) bool { return p == "writestmt" },
 		allow:   func(imp string) bool { return in(kernel, imp) || imp == "command" || imp == "engine" },
 	}, {
+		what:    "queryargs, the parsing of the query commands' arguments, imports the kernel, the command kit, cursor and the engine's API",
+		applies: func(p string) bool { return p == "queryargs" },
+		allow: func(imp string) bool {
+			return in(kernel, imp) || imp == "command" || imp == "cursor" || imp == "engine"
+		},
+	}, {
 		what:    "apiversion, the Stable API's checks, imports only the kernel and the command kit",
 		applies: func(p string) bool { return p == "apiversion" },
 		allow:   func(imp string) bool { return in(kernel, imp) || imp == "command" },
