@@ -1,4 +1,4 @@
-package server
+package catalog
 
 import (
 	"context"
@@ -7,26 +7,13 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/lethedb/lethe/command"
+	"github.com/lethedb/lethe/cursor"
 	"github.com/lethedb/lethe/engine"
 	"github.com/lethedb/lethe/mongoerr"
+	"github.com/lethedb/lethe/writestmt"
 )
 
-func (s *Server) collectionCommands() []commandDef {
-	return []commandDef{
-		{name: "create", handle: s.create},
-		{name: "drop", handle: s.drop},
-		{name: "dropDatabase", handle: s.dropDatabase},
-		{name: "listDatabases", handle: s.listDatabases, adminOnly: true},
-		{name: "listCollections", handle: s.listCollections},
-		{name: "renameCollection", handle: s.renameCollection, adminOnly: true},
-		{name: "collStats", handle: s.collStats},
-		{name: "dbStats", aliases: []string{"dbstats"}, handle: s.dbStats},
-		{name: "validate", handle: s.validate},
-		{name: "collMod", handle: s.collMod},
-	}
-}
-
-func (s *Server) create(ctx context.Context, req *Request) (bson.Raw, error) {
+func (s *Service) create(ctx context.Context, req *command.Request, by Caller) (bson.Raw, error) {
 	coll, err := collectionName(req)
 	if err != nil {
 		return nil, err
@@ -43,7 +30,7 @@ func (s *Server) create(ctx context.Context, req *Request) (bson.Raw, error) {
 			}
 			haveViewOn = true
 		case "pipeline":
-			if pipeline, err = statements(req, "create", k, v); err != nil {
+			if pipeline, err = writestmt.DocArray("create", k, v); err != nil {
 				return nil, err
 			}
 			havePipeline = true
@@ -75,7 +62,7 @@ func (s *Server) create(ctx context.Context, req *Request) (bson.Raw, error) {
 			"indexOptionDefaults", "idIndex", "autoIndexId", "flags":
 			opts = append(opts, bson.E{Key: k, Value: v})
 		case "collation":
-			if err := checkCollationOf("create", v); err != nil {
+			if err := command.CheckCollation("create", v); err != nil {
 				return nil, err
 			}
 		default:
@@ -107,16 +94,7 @@ func (s *Server) create(ctx context.Context, req *Request) (bson.Raw, error) {
 	return command.OK()
 }
 
-// bypassValidation reads a write command's bypassDocumentValidation.
-func bypassValidation(cmd string, body bson.Raw) (bool, error) {
-	v, err := body.LookupErr("bypassDocumentValidation")
-	if err != nil {
-		return false, nil
-	}
-	return command.Bool(cmd, "bypassDocumentValidation", v)
-}
-
-func (s *Server) drop(ctx context.Context, req *Request) (bson.Raw, error) {
+func (s *Service) drop(ctx context.Context, req *command.Request, by Caller) (bson.Raw, error) {
 	coll, err := collectionName(req)
 	if err != nil {
 		return nil, err
@@ -136,14 +114,14 @@ func (s *Server) drop(ctx context.Context, req *Request) (bson.Raw, error) {
 	return command.OK(bson.E{Key: "nIndexesWas", Value: int32(nIndexes)}, bson.E{Key: "ns", Value: req.DB + "." + coll})
 }
 
-func (s *Server) dropDatabase(ctx context.Context, req *Request) (bson.Raw, error) {
+func (s *Service) dropDatabase(ctx context.Context, req *command.Request, by Caller) (bson.Raw, error) {
 	if err := s.eng.DropDatabase(req.DB); err != nil {
 		return nil, err
 	}
 	return command.OK(bson.E{Key: "dropped", Value: req.DB})
 }
 
-func (s *Server) listDatabases(ctx context.Context, req *Request) (bson.Raw, error) {
+func (s *Service) listDatabases(ctx context.Context, req *command.Request, by Caller) (bson.Raw, error) {
 	var filter bson.Raw
 	nameOnly := false
 	var err error
@@ -165,7 +143,7 @@ func (s *Server) listDatabases(ctx context.Context, req *Request) (bson.Raw, err
 	if err != nil {
 		return nil, err
 	}
-	names, err := s.listableDatabases(ctx, req)
+	names, err := by.ListableDatabases(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -192,7 +170,7 @@ func (s *Server) listDatabases(ctx context.Context, req *Request) (bson.Raw, err
 	return command.OK(bson.E{Key: "databases", Value: nonNil(dbs)}, bson.E{Key: "totalSize", Value: total}, bson.E{Key: "totalSizeMb", Value: total >> 20})
 }
 
-func (s *Server) listCollections(ctx context.Context, req *Request) (bson.Raw, error) {
+func (s *Service) listCollections(ctx context.Context, req *command.Request, by Caller) (bson.Raw, error) {
 	var filter bson.Raw
 	nameOnly := false
 	batchSize := 0
@@ -204,7 +182,7 @@ func (s *Server) listCollections(ctx context.Context, req *Request) (bson.Raw, e
 		case "nameOnly":
 			nameOnly, err = command.Bool("listCollections", "nameOnly", v)
 		case "cursor":
-			err = cursorOption("listCollections", v, &batchSize)
+			err = cursor.Option("listCollections", v, &batchSize)
 		case "authorizedCollections", "includePendingDrops":
 		default:
 			err = command.UnknownField("listCollections", key)
@@ -250,10 +228,10 @@ func (s *Server) listCollections(ctx context.Context, req *Request) (bson.Raw, e
 		}
 	}
 	ns := req.DB + ".$cmd.listCollections"
-	return s.cursorReply(ctx, req, &sliceSource{docs: docs}, ns, batchSize, cursorOptions{})
+	return s.cursors.Reply(ctx, req, by, cursor.NewSlice(docs, engine.Incarnation{}), ns, batchSize, cursor.Options{})
 }
 
-func (s *Server) renameCollection(ctx context.Context, req *Request) (bson.Raw, error) {
+func (s *Service) renameCollection(ctx context.Context, req *command.Request, by Caller) (bson.Raw, error) {
 	from, err := command.String("renameCollection", "renameCollection", command.FirstValue(req.Body))
 	if err != nil {
 		return nil, err
@@ -285,107 +263,7 @@ func (s *Server) renameCollection(ctx context.Context, req *Request) (bson.Raw, 
 	return command.OK()
 }
 
-func scaleArg(cmd string, body bson.Raw) (int64, error) {
-	scale := int64(1)
-	if v, err := body.LookupErr("scale"); err == nil {
-		n, err := command.Int64(cmd, "scale", v)
-		if err != nil {
-			return 0, err
-		}
-		if n < 1 {
-			return 0, mongoerr.New(mongoerr.BadValue, "Scale factor must be greater than zero")
-		}
-		scale = n
-	}
-	return scale, nil
-}
-
-func (s *Server) collStats(ctx context.Context, req *Request) (bson.Raw, error) {
-	coll, err := collectionName(req)
-	if err != nil {
-		return nil, err
-	}
-	scale, err := scaleArg("collStats", req.Body)
-	if err != nil {
-		return nil, err
-	}
-	st, ok, err := s.eng.Stats(req.DB, coll)
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		return missingCollStats(req.DB, coll, scale)
-	}
-	elems := append(bson.D{{Key: "ns", Value: req.DB + "." + coll}}, storageStats(st, scale, s.indexOrder(req.DB, coll))...)
-	return command.OK(elems...)
-}
-
-// storageStats is what collStats and $collStats report of a collection's
-// size, in units of scale bytes.
-func storageStats(st engine.CollStats, scale int64, order []string) bson.D {
-	var avg int64
-	if st.Count > 0 {
-		avg = st.Size / st.Count
-	}
-	sizes := indexSizes(st.IndexSizes, order, scale)
-	return bson.D{
-		{Key: "count", Value: st.Count},
-		{Key: "size", Value: st.Size / scale},
-		{Key: "avgObjSize", Value: avg},
-		{Key: "storageSize", Value: st.StorageSize / scale},
-		// Pebble gives the space of deleted records back through
-		// compaction rather than keeping it for the collection to reuse:
-		// none is free in WiredTiger's sense.
-		{Key: "freeStorageSize", Value: int64(0)},
-		{Key: "nindexes", Value: int32(st.NIndexes)},
-		{Key: "totalIndexSize", Value: st.IndexSize / scale},
-		{Key: "totalSize", Value: (st.StorageSize + st.IndexSize) / scale},
-		{Key: "indexSizes", Value: sizes},
-		{Key: "scaleFactor", Value: int32(scale)},
-		{Key: "capped", Value: false},
-	}
-}
-
-func (s *Server) dbStats(ctx context.Context, req *Request) (bson.Raw, error) {
-	scale, err := scaleArg("dbStats", req.Body)
-	if err != nil {
-		return nil, err
-	}
-	var objects, dataSize, storage, indexes, indexSize int64
-	names := s.eng.CollectionNames(req.DB)
-	for _, name := range names {
-		st, ok, err := s.eng.Stats(req.DB, name)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			objects += st.Count
-			dataSize += st.Size
-			storage += st.StorageSize
-			indexes += int64(st.NIndexes)
-			indexSize += st.IndexSize
-		}
-	}
-	var avg float64
-	if objects > 0 {
-		avg = float64(dataSize) / float64(objects)
-	}
-	return command.OK(
-		bson.E{Key: "db", Value: req.DB},
-		bson.E{Key: "collections", Value: int64(len(names))},
-		bson.E{Key: "views", Value: int64(len(s.eng.Views(req.DB)))},
-		bson.E{Key: "objects", Value: objects},
-		bson.E{Key: "avgObjSize", Value: avg},
-		bson.E{Key: "dataSize", Value: float64(dataSize / scale)},
-		bson.E{Key: "storageSize", Value: float64(storage / scale)},
-		bson.E{Key: "indexes", Value: indexes},
-		bson.E{Key: "indexSize", Value: float64(indexSize / scale)},
-		bson.E{Key: "totalSize", Value: float64((storage + indexSize) / scale)},
-		bson.E{Key: "scaleFactor", Value: scale},
-	)
-}
-
-func (s *Server) validate(ctx context.Context, req *Request) (bson.Raw, error) {
+func (s *Service) validate(ctx context.Context, req *command.Request, by Caller) (bson.Raw, error) {
 	coll, err := collectionName(req)
 	if err != nil {
 		return nil, err

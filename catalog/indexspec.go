@@ -1,4 +1,4 @@
-package server
+package catalog
 
 import (
 	"go.mongodb.org/mongo-driver/v2/bson"

@@ -1,4 +1,4 @@
-package server
+package concern
 
 import (
 	"testing"
@@ -88,4 +88,14 @@ func TestCheckReadConcern(t *testing.T) {
 			t.Errorf("%v: afterClusterTime %v, %v; want %v", c.rc, after, err, c.after)
 		}
 	}
+}
+
+// rawValue is v as a BSON value, the way a command's field holds it.
+func rawValue(t *testing.T, v any) bson.RawValue {
+	t.Helper()
+	doc, err := bson.Marshal(bson.D{{Key: "v", Value: v}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bson.Raw(doc).Lookup("v")
 }

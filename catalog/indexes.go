@@ -1,4 +1,4 @@
-package server
+package catalog
 
 import (
 	"context"
@@ -8,19 +8,13 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/command"
+	"github.com/lethedb/lethe/cursor"
 	"github.com/lethedb/lethe/engine"
 	"github.com/lethedb/lethe/mongoerr"
+	"github.com/lethedb/lethe/writestmt"
 )
 
-func (s *Server) indexCommands() []commandDef {
-	return []commandDef{
-		{name: "createIndexes", handle: s.createIndexes},
-		{name: "listIndexes", handle: s.listIndexes},
-		{name: "dropIndexes", aliases: []string{"deleteIndexes"}, handle: s.dropIndexes},
-	}
-}
-
-func (s *Server) createIndexes(ctx context.Context, req *Request) (bson.Raw, error) {
+func (s *Service) createIndexes(ctx context.Context, req *command.Request, by Caller) (bson.Raw, error) {
 	coll, err := collectionName(req)
 	if err != nil {
 		return nil, err
@@ -30,7 +24,7 @@ func (s *Server) createIndexes(ctx context.Context, req *Request) (bson.Raw, err
 	for key, v := range command.Args(req.Body) {
 		switch string(key) {
 		case "indexes":
-			specs, err = statements(req, "createIndexes", "indexes", v)
+			specs, err = writestmt.DocArray("createIndexes", "indexes", v)
 		case "ignoreUnknownIndexOptions":
 			ignoreUnknown, err = command.Bool("createIndexes", "ignoreUnknownIndexOptions", v)
 		case "commitQuorum":
@@ -88,7 +82,7 @@ func knownIndexOptions(spec bson.Raw) (bson.Raw, error) {
 	return raw, nil
 }
 
-func (s *Server) listIndexes(ctx context.Context, req *Request) (bson.Raw, error) {
+func (s *Service) listIndexes(ctx context.Context, req *command.Request, by Caller) (bson.Raw, error) {
 	coll, err := collectionName(req)
 	if err != nil {
 		return nil, err
@@ -97,7 +91,7 @@ func (s *Server) listIndexes(ctx context.Context, req *Request) (bson.Raw, error
 	for key, v := range command.Args(req.Body) {
 		switch string(key) {
 		case "cursor":
-			err = cursorOption("listIndexes", v, &batchSize)
+			err = cursor.Option("listIndexes", v, &batchSize)
 		case "includeBuildUUIDs", "includeIndexBuildInfo":
 		default:
 			err = command.UnknownField("listIndexes", key)
@@ -118,10 +112,10 @@ func (s *Server) listIndexes(ctx context.Context, req *Request) (bson.Raw, error
 		}
 		docs = append(docs, raw)
 	}
-	return s.cursorReply(ctx, req, &sliceSource{docs: docs}, req.DB+"."+coll, batchSize, cursorOptions{})
+	return s.cursors.Reply(ctx, req, by, cursor.NewSlice(docs, engine.Incarnation{}), req.DB+"."+coll, batchSize, cursor.Options{})
 }
 
-func (s *Server) dropIndexes(ctx context.Context, req *Request) (bson.Raw, error) {
+func (s *Service) dropIndexes(ctx context.Context, req *command.Request, by Caller) (bson.Raw, error) {
 	coll, err := collectionName(req)
 	if err != nil {
 		return nil, err
@@ -148,7 +142,7 @@ func (s *Server) dropIndexes(ctx context.Context, req *Request) (bson.Raw, error
 	return command.OK(bson.E{Key: "nIndexesWas", Value: int32(was)})
 }
 
-func (s *Server) collMod(ctx context.Context, req *Request) (bson.Raw, error) {
+func (s *Service) collMod(ctx context.Context, req *command.Request, by Caller) (bson.Raw, error) {
 	coll, err := collectionName(req)
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package server
+package concern
 
 import (
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -6,11 +6,11 @@ import (
 	"github.com/lethedb/lethe/mongoerr"
 )
 
-// checkWriteStageReadConcern refuses $out and $merge under readConcern
+// CheckWriteStage refuses $out and $merge under readConcern
 // linearizable, which MongoDB's write stages do not support: InvalidOptions
 // with the stage named (DocumentSourceOut and DocumentSourceMerge,
 // LiteParsed::supportsReadConcern, in src/mongo/db/pipeline).
-func checkWriteStageReadConcern(body bson.Raw, stages []bson.Raw) error {
+func CheckWriteStage(body bson.Raw, stages []bson.Raw) error {
 	if len(stages) == 0 {
 		return nil
 	}

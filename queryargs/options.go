@@ -1,10 +1,11 @@
-package server
+package queryargs
 
 import (
 	"bytes"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/lethedb/lethe/clock"
 	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/engine"
 	"github.com/lethedb/lethe/mongoerr"
@@ -13,11 +14,11 @@ import (
 // naturalAscending is the one sort a tailable cursor may ask for.
 var naturalAscending, _ = bson.Marshal(bson.D{{Key: "$natural", Value: int32(1)}})
 
-// checkTailable applies MongoDB's rules for tailable cursors. Lethe has no
+// CheckTailable applies MongoDB's rules for tailable cursors. Lethe has no
 // capped collections, so a tailable find on an existing collection is
 // always refused, as MongoDB refuses it on a collection that is not capped;
 // on a missing collection it finds nothing, as MongoDB does.
-func (s *Server) checkTailable(db, coll string, spec engine.FindSpec, tailable, awaitData, single bool) error {
+func CheckTailable(eng *engine.Engine, db, coll string, spec engine.FindSpec, tailable, awaitData, single bool) error {
 	if awaitData && !tailable {
 		return mongoerr.New(mongoerr.FailedToParse, "Cannot set 'awaitData' without also setting 'tailable'")
 	}
@@ -30,7 +31,7 @@ func (s *Server) checkTailable(db, coll string, spec engine.FindSpec, tailable, 
 	if single {
 		return mongoerr.New(mongoerr.BadValue, "cannot use tailable option with the 'singleBatch' option")
 	}
-	if s.eng.CollectionExists(db, coll) {
+	if eng.CollectionExists(db, coll) {
 		return mongoerr.New(mongoerr.BadValue, "error processing query: ns=%s.%s tailable cursor requested on non capped collection", db, coll)
 	}
 	return nil
@@ -50,9 +51,9 @@ func sameNaturalSort(sort bson.Raw) bool {
 	return ok && f == 1
 }
 
-// checkCursorBatchSize fails a negative cursor.batchSize of aggregate the
-// way MongoDB's parser does, before cursorOption reads the rest.
-func checkCursorBatchSize(cursor bson.RawValue) error {
+// CheckCursorBatchSize fails a negative cursor.batchSize of aggregate the
+// way MongoDB's parser does, before cursor.Option reads the rest.
+func CheckCursorBatchSize(cursor bson.RawValue) error {
 	d, ok := cursor.DocumentOK()
 	if !ok {
 		return nil
@@ -64,7 +65,7 @@ func checkCursorBatchSize(cursor bson.RawValue) error {
 	if n, err := command.Int64("aggregate", "cursor.batchSize", v); err == nil && n < 0 {
 		return mongoerr.New(command.CodeOutOfRange, "BSON field 'batchSize' value must be >= 0, actual value '%d'", n)
 	}
-	return nil // cursorOption reports a wrong type
+	return nil // cursor.Option reports a wrong type
 }
 
 // refuseShowRecordID refuses showRecordId: true. MongoDB reports the
@@ -79,9 +80,9 @@ func refuseShowRecordID(v bson.RawValue) error {
 	return mongoerr.New(mongoerr.NotImplemented, "showRecordId is not supported: Lethe stores documents by _id and has no record ids")
 }
 
-// checkMinMax applies the check MongoDB makes of min and max before
+// CheckMinMax applies the check MongoDB makes of min and max before
 // planning: given both, they name the same fields in the same order.
-func checkMinMax(minDoc, maxDoc bson.Raw) error {
+func CheckMinMax(minDoc, maxDoc bson.Raw) error {
 	if len(minDoc) <= 5 || len(maxDoc) <= 5 {
 		return nil
 	}
@@ -97,11 +98,12 @@ func checkMinMax(minDoc, maxDoc bson.Raw) error {
 	return nil
 }
 
-// parseLet reads a command's let: a document of variables, evaluated now.
-func (s *Server) parseLet(cmd string, v bson.RawValue) (*engine.Let, error) {
+// Let reads a command's let: a document of variables, evaluated now by
+// clk.
+func Let(cmd string, v bson.RawValue, clk clock.Clock) (*engine.Let, error) {
 	d, ok := v.DocumentOK()
 	if !ok {
 		return nil, command.WrongType(cmd, "let", v.Type, "object")
 	}
-	return engine.ParseLet(d, s.clock.Now())
+	return engine.ParseLet(d, clk.Now())
 }

@@ -1,4 +1,4 @@
-package server
+package concern
 
 import (
 	"context"
@@ -11,14 +11,6 @@ import (
 	"github.com/lethedb/lethe/mongoerr"
 )
 
-// Read and write concerns of a one-member replica set. Every level of read
-// concern sees the same data on one node: what is written is at once
-// majority-committed and, the WAL being synced before a write is
-// acknowledged, journaled. So the levels are checked and accepted, and
-// afterClusterTime waits for the cluster time; a write concern that needs
-// more members than one fails as MongoDB's does, with a writeConcernError
-// after the write.
-
 // writeCommands advance the cluster time when they succeed.
 var writeCommands = map[string]bool{
 	"insert": true, "update": true, "delete": true, "findAndModify": true,
@@ -26,46 +18,60 @@ var writeCommands = map[string]bool{
 	"dropIndexes": true, "collMod": true, "renameCollection": true,
 }
 
-// beforeAsMember checks the command's read and write concerns, waits for
-// its afterClusterTime, and notes in req what the reply must say about its
-// write concern.
-func (s *Server) beforeAsMember(ctx context.Context, cmd *commandDef, req *Request) error {
-	req.wcError = nil
-	if v, err := req.Body.LookupErr("readConcern"); err == nil {
-		after, err := checkReadConcern(req.Body, v)
+// Clock is the cluster time of the member (replset.ClusterClock).
+type Clock interface {
+	// Now is the latest cluster time: that of the last write.
+	Now() bson.Timestamp
+	// Tick advances the cluster time past every time Now or Tick has
+	// returned and returns the new time.
+	Tick() bson.Timestamp
+	// Await returns once Now is at or past ts, or with ctx's error.
+	Await(ctx context.Context, ts bson.Timestamp) error
+}
+
+// Before checks command cmd's read and write concerns, in body, and waits
+// for its afterClusterTime on clock. It returns what the reply must say
+// about the write concern: the writeConcernError a successful write gets,
+// nil when the write concern is met (or on error).
+func Before(ctx context.Context, clock Clock, cmd string, body bson.Raw) (wcError bson.Raw, err error) {
+	if v, err := body.LookupErr("readConcern"); err == nil {
+		after, err := checkReadConcern(body, v)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if !after.IsZero() && s.ctime.Now().Before(after) {
-			if err := s.ctime.Await(ctx, after); err != nil {
-				return err
+		if !after.IsZero() && clock.Now().Before(after) {
+			if err := clock.Await(ctx, after); err != nil {
+				return nil, err
 			}
 		}
 	}
-	if v, err := req.Body.LookupErr("writeConcern"); err == nil && writeCommands[cmd.name] {
+	if v, err := body.LookupErr("writeConcern"); err == nil && writeCommands[cmd] {
 		wcErr, err := checkWriteConcern(v)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		req.wcError = wcErr
+		return wcErr, nil
 	}
-	return nil
+	return nil, nil
 }
 
-// afterAsMember advances the cluster time after a write and adds the
-// member's fields to the reply.
-func (s *Server) afterAsMember(cmd *commandDef, req *Request, reply bson.Raw, ok bool) bson.Raw {
+// After advances the cluster time after command cmd's write (ok says it
+// succeeded) and adds the member's fields to the reply: wcError, which
+// Before returned, when the command succeeded, $clusterTime and
+// operationTime. It builds the result in *buf, reused from request to
+// request, as reply may be in the first buffer.
+func After(clock Clock, cmd string, ok bool, wcError bson.Raw, reply bson.Raw, buf *[]byte) bson.Raw {
 	var op bson.Timestamp
-	if ok && writeCommands[cmd.name] {
-		op = s.ctime.Tick()
+	if ok && writeCommands[cmd] {
+		op = clock.Tick()
 	} else {
-		op = s.ctime.Now()
+		op = clock.Now()
 	}
 	var wcErr bson.Raw
 	if ok {
-		wcErr = req.wcError
+		wcErr = wcError
 	}
-	return req.decorate(reply, wcErr, op, s.ctime.Now())
+	return decorate(buf, reply, wcErr, op, clock.Now())
 }
 
 // checkReadConcern checks a readConcern document and returns its
@@ -185,13 +191,13 @@ func writeConcernError(code mongoerr.Code, msg string) bson.Raw {
 // decorate appends what a replica-set member adds to every reply:
 // writeConcernError when the write concern cannot be met, $clusterTime
 // (unsigned: a deployment without keys, as mongod without auth) and
-// operationTime. It builds the result in the request's second buffer, as
-// reply may be the first.
-func (req *Request) decorate(reply bson.Raw, wcErr bson.Raw, opTime, clusterTime bson.Timestamp) bson.Raw {
+// operationTime. It builds the result in *buf, as reply may be in the
+// request's first buffer.
+func decorate(buf *[]byte, reply bson.Raw, wcErr bson.Raw, opTime, clusterTime bson.Timestamp) bson.Raw {
 	if len(reply) < 5 {
 		return reply
 	}
-	dst := append(req.decorated[:0], reply[:len(reply)-1]...)
+	dst := append((*buf)[:0], reply[:len(reply)-1]...)
 	if wcErr != nil {
 		dst = bsoncore.AppendDocumentElement(dst, "writeConcernError", wcErr)
 	}
@@ -205,7 +211,7 @@ func (req *Request) decorate(reply bson.Raw, wcErr bson.Raw, opTime, clusterTime
 	dst = bsoncore.AppendTimestampElement(dst, "operationTime", opTime.T, opTime.I)
 	dst = append(dst, 0)
 	binary.LittleEndian.PutUint32(dst, uint32(len(dst)))
-	req.decorated = dst
+	*buf = dst
 	return dst
 }
 

@@ -1,4 +1,4 @@
-package server
+package catalog
 
 import (
 	"bytes"
@@ -16,7 +16,7 @@ import (
 // and only different ones fail with NamespaceExists, naming the options the
 // collection has (src/mongo/db/catalog/create_collection.cpp,
 // checkCollectionOptions; jstests/core/ddl/create_collection.js).
-func (s *Server) createExisting(db, coll string, opts bson.Raw, exists error) error {
+func (s *Service) createExisting(db, coll string, opts bson.Raw, exists error) error {
 	for _, ci := range s.eng.Collections(db) {
 		if ci.Name != coll {
 			continue

@@ -1,10 +1,4 @@
-package server
-
-// Fail points, with which drivers' tests exercise their error handling:
-// configureFailPoint sets them, and only on a server started with
-// --enable-test-commands (Config.EnableTestCommands), as mongod's
-// enableTestCommands; otherwise the command does not exist. The one fail
-// point is MongoDB's failCommand.
+package failpoint
 
 import (
 	"context"
@@ -22,10 +16,9 @@ import (
 
 // Codes of fail points, as MongoDB's.
 const (
-	codeFailPointSetFailed   mongoerr.Code = 237
-	codeFailPointClosedConn  mongoerr.Code = 50985
-	failCommandMessage                     = "Failing command via 'failCommand' failpoint"
-	labelRetryableWriteError               = "RetryableWriteError"
+	codeFailPointSetFailed  mongoerr.Code = 237
+	codeFailPointClosedConn mongoerr.Code = 50985
+	failCommandMessage                    = "Failing command via 'failCommand' failpoint"
 )
 
 // Modes of a fail point.
@@ -36,19 +29,24 @@ const (
 	fpSkip  // off for the next n activations, then on
 )
 
-// failCommand is the failCommand fail point: its mode and its data.
-type failCommand struct {
+// FailCommand is the failCommand fail point: its mode and its data.
+type FailCommand struct {
+	log *zap.Logger
 	// on is mode != fpOff, read without the lock by every command.
 	on      atomic.Bool
 	mu      sync.Mutex
 	mode    int
 	n       int64 // activations left (fpTimes) or to skip (fpSkip)
 	entered int64 // activations so far, configureFailPoint's count
-	data    failCommandData
+	data    Data
 }
 
-// failCommandData is failCommand's data document, parsed.
-type failCommandData struct {
+// New returns the failCommand fail point, off; log records its settings
+// and activations.
+func New(log *zap.Logger) *FailCommand { return &FailCommand{log: log} }
+
+// Data is failCommand's data document, parsed.
+type Data struct {
 	commands   []string // failCommands
 	all        bool     // failAllCommands
 	code       mongoerr.Code
@@ -65,17 +63,19 @@ type failCommandData struct {
 	hasNS      bool
 }
 
-func (s *Server) testCommands() []commandDef {
-	if !s.cfg.EnableTestCommands {
-		return nil
-	}
-	return []commandDef{{name: "configureFailPoint", handle: s.configureFailPoint, adminOnly: true}}
+// Labels are the errorLabels the data sets, and whether it sets them
+// (an empty list replaces the labels too).
+func (d *Data) Labels() ([]string, bool) { return d.labels, d.hasLabels }
+
+// Commands are configureFailPoint, for the server's registry.
+func (fc *FailCommand) Commands() []command.Command {
+	return []command.Command{{Name: "configureFailPoint", Handle: fc.configureFailPoint, AdminOnly: true}}
 }
 
 // configureFailPoint sets a fail point's mode and data:
 // {configureFailPoint: "failCommand", mode: "alwaysOn"|"off"|{times: n}|{skip: n}, data}.
 // It answers with the number of times the fail point was entered before.
-func (s *Server) configureFailPoint(_ context.Context, req *Request) (bson.Raw, error) {
+func (fc *FailCommand) configureFailPoint(_ context.Context, req *command.Request) (bson.Raw, error) {
 	name, ok := command.FirstValue(req.Body).StringValueOK()
 	if !ok || name != "failCommand" {
 		if !ok {
@@ -87,21 +87,20 @@ func (s *Server) configureFailPoint(_ context.Context, req *Request) (bson.Raw, 
 	if err != nil {
 		return nil, err
 	}
-	var data failCommandData
+	var data Data
 	if v, err := req.Body.LookupErr("data"); err == nil {
 		d, ok := v.DocumentOK()
 		if !ok {
 			return nil, mongoerr.New(mongoerr.TypeMismatch, "the 'data' option must be a JSON object")
 		}
-		data = parseFailCommandData(d)
+		data = ParseData(d)
 	}
-	fc := &s.failCommand
 	fc.mu.Lock()
 	count := fc.entered
 	fc.mode, fc.n, fc.data, fc.entered = mode, n, data, 0
 	fc.on.Store(mode != fpOff)
 	fc.mu.Unlock()
-	s.log.Warn("set failpoint", zap.String("failPoint", name), zap.Stringer("command", req.Body))
+	fc.log.Warn("set failpoint", zap.String("failPoint", name), zap.Stringer("command", req.Body))
 	return command.OK(bson.E{Key: "count", Value: count})
 }
 
@@ -164,10 +163,10 @@ func integral(v bson.RawValue) (int64, bool) {
 	return 0, false
 }
 
-// parseFailCommandData reads failCommand's data. Fields of the wrong type
+// ParseData reads failCommand's data. Fields of the wrong type
 // are ignored, as MongoDB's extraction ignores them.
-func parseFailCommandData(d bson.Raw) failCommandData {
-	var fd failCommandData
+func ParseData(d bson.Raw) Data {
+	var fd Data
 	fd.blockTime = -1
 	for key, v := range command.Fields(d) {
 		switch string(key) {
@@ -218,16 +217,34 @@ func parseFailCommandData(d bson.Raw) failCommandData {
 	return fd
 }
 
-// activateFailCommand decides whether failCommand fails this command, counting the
+// Target is the command a fail point is checked against, as the server's
+// registry and connection know it.
+type Target struct {
+	// Name is the command's name in the registry.
+	Name string
+	// Names reports whether name, one of failCommands, names this command
+	// in the registry (an alias does).
+	Names func(name string) bool
+	// AppName is the appName the connection recorded, "" before its
+	// handshake hello ran.
+	AppName string
+	// ConnID is the connection's id, for the log.
+	ConnID int64
+}
+
+// On reports whether the fail point may apply to any command; when it is
+// off, Before has nothing to do.
+func (fc *FailCommand) On() bool { return fc.on.Load() }
+
+// activate decides whether failCommand fails this command, counting the
 // activation against its mode, and returns its data if so.
-func (s *Server) activateFailCommand(cmd *commandDef, req *Request) (*failCommandData, bool) {
-	fc := &s.failCommand
+func (fc *FailCommand) activate(t *Target, req *command.Request) (*Data, bool) {
 	if !fc.on.Load() {
 		return nil, false
 	}
 	fc.mu.Lock()
 	defer fc.mu.Unlock()
-	if fc.mode == fpOff || cmd.name == "configureFailPoint" || !s.failCommandApplies(&fc.data, cmd, req) {
+	if fc.mode == fpOff || t.Name == "configureFailPoint" || !fc.data.applies(t, req) {
 		return nil, false
 	}
 	switch fc.mode {
@@ -247,13 +264,13 @@ func (s *Server) activateFailCommand(cmd *commandDef, req *Request) (*failComman
 	return &data, true
 }
 
-// failCommandApplies is failCommand's filter: the command, the client's
-// appName, the namespace, and something to do.
-func (s *Server) failCommandApplies(d *failCommandData, cmd *commandDef, req *Request) bool {
+// applies is failCommand's filter: the command, the client's appName, the
+// namespace, and something to do.
+func (d *Data) applies(t *Target, req *command.Request) bool {
 	if !d.close && !d.block && !d.hasCode && d.wce == nil {
 		return false
 	}
-	if d.hasAppName && requestAppName(req) != d.appName {
+	if d.hasAppName && requestAppName(t, req) != d.appName {
 		return false
 	}
 	if d.hasNS {
@@ -266,7 +283,7 @@ func (s *Server) failCommandApplies(d *failCommandData, cmd *commandDef, req *Re
 		return true
 	}
 	for _, name := range d.commands {
-		if s.commands[name] == cmd {
+		if t.Names(name) {
 			return true
 		}
 	}
@@ -279,53 +296,50 @@ func (s *Server) failCommandApplies(d *failCommandData, cmd *commandDef, req *Re
 // checked; mongod filters that first hello by the name too, which is how
 // drivers test their handshake errors (the SDAM and CMAP specification
 // tests' failCommand on hello with appName).
-func requestAppName(req *Request) string {
-	if req.Conn.appName != "" {
-		return req.Conn.appName
+func requestAppName(t *Target, req *command.Request) string {
+	if t.AppName != "" {
+		return t.AppName
 	}
 	name, _ := req.Body.Lookup("client", "application", "name").StringValueOK()
 	return name
 }
 
-// failCommandBefore applies failCommand before the command runs: it
-// blocks, closes the connection (the client gets no reply) or fails the
-// command. The data is kept on the request for its labels and
-// writeConcernError.
-func (s *Server) failCommandBefore(ctx context.Context, cmd *commandDef, req *Request) error {
-	req.failed = nil
-	d, ok := s.activateFailCommand(cmd, req)
+// Before applies failCommand before the command runs: it blocks, closes
+// the connection (closeConn: the client gets no reply) or fails the
+// command. It returns the data when the fail point applied, which the
+// server keeps on the request for its labels and writeConcernError.
+func (fc *FailCommand) Before(ctx context.Context, req *command.Request, t Target) (d *Data, closeConn bool, err error) {
+	d, ok := fc.activate(&t, req)
 	if !ok {
-		return nil
+		return nil, false, nil
 	}
-	req.failed = d
 	if d.block {
 		if d.blockTime < 0 {
-			return mongoerr.New(mongoerr.InvalidOptions, "must specify 'blockTimeMS' when 'blockConnection' is true")
+			return d, false, mongoerr.New(mongoerr.InvalidOptions, "must specify 'blockTimeMS' when 'blockConnection' is true")
 		}
-		s.log.Info("blocking command via 'failCommand' failpoint", zap.String("command", cmd.name), zap.Int64("blockTimeMS", d.blockTime))
-		t := time.NewTimer(time.Duration(d.blockTime) * time.Millisecond)
+		fc.log.Info("blocking command via 'failCommand' failpoint", zap.String("command", t.Name), zap.Int64("blockTimeMS", d.blockTime))
+		timer := time.NewTimer(time.Duration(d.blockTime) * time.Millisecond)
 		select {
-		case <-t.C:
+		case <-timer.C:
 		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
+			timer.Stop()
+			return d, false, ctx.Err()
 		}
 	}
 	if d.close {
-		s.log.Info("failing command via 'failCommand' failpoint: closing connection", zap.String("command", cmd.name), zap.Int64("conn", req.Conn.id))
-		req.closeConn = true
-		return mongoerr.New(codeFailPointClosedConn, failCommandMessage)
+		fc.log.Info("failing command via 'failCommand' failpoint: closing connection", zap.String("command", t.Name), zap.Int64("conn", t.ConnID))
+		return d, true, mongoerr.New(codeFailPointClosedConn, failCommandMessage)
 	}
 	if d.hasCode {
-		return mongoerr.New(d.code, failCommandMessage)
+		return d, false, mongoerr.New(d.code, failCommandMessage)
 	}
-	return nil
+	return d, false, nil
 }
 
-// failCommandAfter adds failCommand's writeConcernError to a command's
-// successful reply, with the labels MongoDB gives it.
-func (s *Server) failCommandAfter(cmd *commandDef, req *Request, reply bson.Raw) bson.Raw {
-	d := req.failed
+// AddWriteConcernError adds failCommand's writeConcernError to a
+// command's successful reply, with the labels labels gives its code; d
+// may be nil, and without a writeConcernError the reply is unchanged.
+func (d *Data) AddWriteConcernError(reply bson.Raw, labels func(mongoerr.Code) []string) bson.Raw {
 	if d == nil || d.wce == nil {
 		return reply
 	}
@@ -337,8 +351,8 @@ func (s *Server) failCommandAfter(cmd *commandDef, req *Request, reply bson.Raw)
 	}
 	doc = append(doc, bson.E{Key: "writeConcernError", Value: d.wce})
 	code, _ := integral(d.wce.Lookup("code"))
-	if labels := s.errorLabels(cmd, req, mongoerr.Code(code)); len(labels) > 0 {
-		doc = append(doc, bson.E{Key: "errorLabels", Value: labels})
+	if l := labels(mongoerr.Code(code)); len(l) > 0 {
+		doc = append(doc, bson.E{Key: "errorLabels", Value: l})
 	}
 	doc = append(doc, bson.E{Key: "ok", Value: 1.0})
 	raw, err := bson.Marshal(doc)
@@ -346,59 +360,4 @@ func (s *Server) failCommandAfter(cmd *commandDef, req *Request, reply bson.Raw)
 		return reply
 	}
 	return raw
-}
-
-// retryableCodes are the codes a retryable write may be retried after, as
-// the retryable writes specification lists them.
-var retryableCodes = map[mongoerr.Code]bool{
-	6: true, 7: true, 89: true, 91: true, 189: true, 262: true, 9001: true,
-	10107: true, 11600: true, 11602: true, 13435: true, 13436: true,
-}
-
-// nonResumableCodes are the codes of MongoDB's NonResumableChangeStreamError
-// category (src/mongo/base/error_codes.yml): mongod labels any reply with
-// them so (ErrorLabelBuilder::build in error_labels.cpp), and drivers do
-// not resume a change stream after them.
-var nonResumableCodes = map[mongoerr.Code]bool{
-	mongoerr.ChangeStreamFatalError: true, mongoerr.ChangeStreamHistoryLost: true,
-}
-
-const labelNonResumableChangeStream = "NonResumableChangeStreamError"
-
-// errorLabels are the labels of an error with code: failCommand's, when it
-// set some, else RetryableWriteError for a retryable code of a write
-// command that carries a txnNumber outside a transaction.
-func (s *Server) errorLabels(cmd *commandDef, req *Request, code mongoerr.Code) []string {
-	if d := req.failed; d != nil && d.hasLabels {
-		return d.labels
-	}
-	if nonResumableCodes[code] {
-		return []string{labelNonResumableChangeStream}
-	}
-	if !retryableCodes[code] {
-		return nil
-	}
-	switch cmd.name {
-	case "insert", "update", "delete", "findAndModify":
-	default:
-		return nil
-	}
-	if _, err := req.Body.LookupErr("txnNumber"); err != nil {
-		return nil
-	}
-	if _, err := req.Body.LookupErr("autocommit"); err == nil {
-		return nil // in a transaction: its own labels, not this one
-	}
-	return []string{labelRetryableWriteError}
-}
-
-// labelError gives e the labels errorLabels decides.
-func (s *Server) labelError(cmd *commandDef, req *Request, e *mongoerr.Error) *mongoerr.Error {
-	labels := s.errorLabels(cmd, req, e.Code)
-	if len(labels) == 0 {
-		return e
-	}
-	labelled := *e
-	labelled.Labels = labels
-	return &labelled
 }

@@ -1,85 +1,83 @@
-package server
+package queryargs
 
 import (
 	"math"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/lethedb/lethe/clock"
 	"github.com/lethedb/lethe/command"
+	"github.com/lethedb/lethe/cursor"
 	"github.com/lethedb/lethe/engine"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
-// The arguments of find and count, parsed apart from running the command
-// so that explain checks the command it explains exactly as the command
-// itself would: MongoDB's explain parses the inner command with the
-// command's own parser (src/mongo/db/commands/find_cmd.cpp,
-// count_cmd.cpp, parseExplain...).
-
-// findArgs are find's arguments.
-type findArgs struct {
-	spec                engine.FindSpec
-	batchSize           int
-	tailable, awaitData bool
-	copts               cursorOptions
-	let                 *engine.Let
+// Find are find's arguments.
+type Find struct {
+	Spec                engine.FindSpec
+	BatchSize           int
+	Tailable, AwaitData bool
+	Copts               cursor.Options
+	Let                 *engine.Let
 }
 
-// parseFind reads find's arguments from body.
-func (s *Server) parseFind(body bson.Raw) (findArgs, error) {
-	a := findArgs{spec: engine.FindSpec{AllowDiskUse: s.params.AllowDiskUseByDefault()}, batchSize: 101}
+// ParseFind reads find's arguments from body. allowDiskUse is the
+// default of allowDiskUse (the allowDiskUseByDefault parameter), and clk
+// the clock a let is evaluated by.
+func ParseFind(body bson.Raw, allowDiskUse bool, clk clock.Clock) (Find, error) {
+	a := Find{Spec: engine.FindSpec{AllowDiskUse: allowDiskUse}, BatchSize: 101}
 	var err error
 	for key, v := range command.Args(body) {
 		switch string(key) {
 		case "filter":
-			a.spec.Filter, err = command.Object("filter", v)
+			a.Spec.Filter, err = command.Object("filter", v)
 		case "sort":
-			a.spec.Sort, err = command.Object("sort", v)
+			a.Spec.Sort, err = command.Object("sort", v)
 		case "projection":
-			a.spec.Projection, err = command.Object("projection", v)
+			a.Spec.Projection, err = command.Object("projection", v)
 		case "hint":
-			a.spec.Hint, err = command.Hint(v)
+			a.Spec.Hint, err = command.Hint(v)
 		case "skip":
-			a.spec.Skip, err = command.NonNegative("find", "skip", v)
+			a.Spec.Skip, err = command.NonNegative("find", "skip", v)
 		case "limit":
-			a.spec.Limit, err = command.NonNegative("find", "limit", v)
+			a.Spec.Limit, err = command.NonNegative("find", "limit", v)
 		case "batchSize":
 			var n int64
 			n, err = command.NonNegative("find", "batchSize", v)
-			a.batchSize = int(min(n, math.MaxInt32))
+			a.BatchSize = int(min(n, math.MaxInt32))
 		case "singleBatch":
-			a.copts.single, err = command.StrictBool("singleBatch", v)
+			a.Copts.Single, err = command.StrictBool("singleBatch", v)
 		case "collation":
 			if _, err = command.Object("collation", v); err == nil {
-				err = checkCollation(v)
+				err = command.CheckCollation("collation", v)
 			}
 		case "allowDiskUse":
-			a.spec.AllowDiskUse, err = command.StrictBool("allowDiskUse", v)
+			a.Spec.AllowDiskUse, err = command.StrictBool("allowDiskUse", v)
 		case "tailable":
-			a.tailable, err = command.StrictBool("tailable", v)
+			a.Tailable, err = command.StrictBool("tailable", v)
 		case "awaitData":
-			a.awaitData, err = command.StrictBool("awaitData", v)
+			a.AwaitData, err = command.StrictBool("awaitData", v)
 		case "oplogReplay":
 			// Deprecated and ignored by MongoDB too, but type-checked.
 			if v.Type != bson.TypeBoolean {
 				err = mongoerr.New(mongoerr.TypeMismatch, "Expected field oplogReplayto be of type object")
 			}
 		case "noCursorTimeout":
-			a.copts.noTimeout, err = command.StrictBool("noCursorTimeout", v)
+			a.Copts.NoTimeout, err = command.StrictBool("noCursorTimeout", v)
 		case "allowPartialResults", "readOnce":
 			// There are no shards whose results could be partial, and
 			// readOnce is only a hint.
 			_, err = command.StrictBool(string(key), v)
 		case "returnKey":
-			a.spec.ReturnKey, err = command.StrictBool("returnKey", v)
+			a.Spec.ReturnKey, err = command.StrictBool("returnKey", v)
 		case "showRecordId":
 			err = refuseShowRecordID(v)
 		case "min":
-			a.spec.Min, err = command.Object("min", v)
+			a.Spec.Min, err = command.Object("min", v)
 		case "max":
-			a.spec.Max, err = command.Object("max", v)
+			a.Spec.Max, err = command.Object("max", v)
 		case "let":
-			a.let, err = s.parseLet("find", v)
+			a.Let, err = Let("find", v, clk)
 		default:
 			err = command.UnknownField("find", key)
 		}
@@ -90,22 +88,22 @@ func (s *Server) parseFind(body bson.Raw) (findArgs, error) {
 	return a, nil
 }
 
-// countArgs are count's arguments.
-type countArgs struct {
-	filter      bson.Raw
-	skip, limit int64
-	hint        bson.RawValue
+// Count are count's arguments.
+type Count struct {
+	Filter      bson.Raw
+	Skip, Limit int64
+	Hint        bson.RawValue
 }
 
-// parseCount reads count's arguments from body.
-func parseCount(body bson.Raw) (countArgs, error) {
-	var a countArgs
+// ParseCount reads count's arguments from body.
+func ParseCount(body bson.Raw) (Count, error) {
+	var a Count
 	var err error
 	for key, v := range command.Args(body) {
 		switch string(key) {
 		case "query":
 			if v.Type != bson.TypeNull {
-				a.filter, err = command.Doc("count", "query", v)
+				a.Filter, err = command.Doc("count", "query", v)
 			}
 		case "skip":
 			// count parses skip and limit by hand, not as IDL types: a
@@ -117,8 +115,8 @@ func parseCount(body bson.Raw) (countArgs, error) {
 			if err = integralCountArg("skip", v); err != nil {
 				break
 			}
-			a.skip, err = command.Int64("count", "skip", v)
-			if err == nil && a.skip < 0 {
+			a.Skip, err = command.Int64("count", "skip", v)
+			if err == nil && a.Skip < 0 {
 				err = mongoerr.New(mongoerr.BadValue, "skip value is negative in count query")
 			}
 		case "limit":
@@ -129,17 +127,17 @@ func parseCount(body bson.Raw) (countArgs, error) {
 			if err = integralCountArg("limit", v); err != nil {
 				break
 			}
-			a.limit, err = command.Int64("count", "limit", v)
-			if a.limit == math.MinInt64 {
+			a.Limit, err = command.Int64("count", "limit", v)
+			if a.Limit == math.MinInt64 {
 				err = mongoerr.New(mongoerr.BadValue, "limit value for count cannot be min long")
 			}
-			if a.limit < 0 {
-				a.limit = -a.limit
+			if a.Limit < 0 {
+				a.Limit = -a.Limit
 			}
 		case "hint":
-			a.hint, err = command.Hint(v)
+			a.Hint, err = command.Hint(v)
 		case "collation":
-			err = checkCollationOf("count", v)
+			err = command.CheckCollation("count", v)
 		case "fields", "query_options":
 		default:
 			err = command.UnknownField("count", key)
@@ -151,8 +149,8 @@ func parseCount(body bson.Raw) (countArgs, error) {
 	return a, nil
 }
 
-// parseDistinct reads distinct's key and query from body.
-func parseDistinct(body bson.Raw) (key string, filter bson.Raw, err error) {
+// ParseDistinct reads distinct's key and query from body.
+func ParseDistinct(body bson.Raw) (key string, filter bson.Raw, err error) {
 	haveKey := false
 	for k, v := range command.Args(body) {
 		switch string(k) {
@@ -164,7 +162,7 @@ func parseDistinct(body bson.Raw) (key string, filter bson.Raw, err error) {
 				filter, err = command.Doc("distinct", "query", v)
 			}
 		case "collation":
-			err = checkCollationOf("distinct", v)
+			err = command.CheckCollation("distinct", v)
 		default:
 			// hint included: MongoDB takes it from 7.1 on, and the 7.0
 			// Lethe presents as refuses it rather than ignore it.
