@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -9,7 +10,10 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/lethedb/lethe/bsonvalue"
+	"github.com/lethedb/lethe/engine/letvars"
 	"github.com/lethedb/lethe/engine/pipeline"
+	"github.com/lethedb/lethe/engine/update"
+	"github.com/lethedb/lethe/engine/writestage"
 
 	// $setWindowFields registers itself with package pipeline; imported
 	// here so that every pipeline the engine compiles knows it.
@@ -288,4 +292,190 @@ func firstStageName(stages []bson.Raw) string {
 	}
 	name, _, _ := pipeline.StageOf(stages[0])
 	return name
+}
+
+// AggregateDocs runs a pipeline of db whose first stage's documents the
+// caller made, as the server makes those of $currentOp and
+// $listLocalSessions: docs go through the rest of the stages.
+func (e *Engine) AggregateDocs(ctx context.Context, db string, docs []bson.Raw, stages []bson.Raw, opts AggregateOptions) ([]bson.Raw, error) {
+	p, err := pipeline.Compile(stages, e.pipelineOptions(db, opts))
+	if err != nil {
+		return nil, err
+	}
+	return p.Run(ctx, pipeline.Slice(docs))
+}
+
+// checkCollectionPipeline applies the rules of a pipeline over a
+// collection that come before its stages are compiled, in MongoDB's order:
+// where the metadata stages may run, checked as the stages are parsed;
+// then that the first stage needs a collection.
+func (e *Engine) checkCollectionPipeline(db string, stages []bson.Raw) error {
+	if err := pipeline.CheckNamespace(stages, db, false); err != nil {
+		return err
+	}
+	if len(stages) > 0 && pipeline.MakesDocuments(stages[0]) {
+		return mongoerr.New(mongoerr.InvalidNamespace, "'%s' can only be run with {aggregate: 1}", firstStageName(stages))
+	}
+	return nil
+}
+
+// catalogReader is the store as the stages of package pipeline that read
+// and write other collections see it: reads through the planner, writes
+// through the normal write paths.
+type catalogReader struct {
+	e    *Engine
+	opts AggregateOptions
+}
+
+func (c catalogReader) Find(ctx context.Context, db, coll string, filter bson.Raw) (pipeline.Source, error) {
+	// A join into a view reads what the view shows: its pipeline, then
+	// the filter, as MongoDB resolves a view in $lookup and $unionWith.
+	source, viewStages, isView, err := c.e.ResolveView(db, coll)
+	if err != nil {
+		return nil, err
+	}
+	if isView {
+		if filter != nil {
+			match, err := bson.Marshal(bson.D{{Key: "$match", Value: filter}})
+			if err != nil {
+				return nil, fmt.Errorf("engine: a join's filter on view %s.%s: %w", db, coll, err)
+			}
+			viewStages = append(viewStages, match)
+		}
+		docs, err := c.Aggregate(ctx, db, source, viewStages, nil)
+		if err != nil {
+			return nil, err
+		}
+		return pipeline.Slice(docs), nil
+	}
+	cur, err := c.e.Find(ctx, db, coll, FindSpec{Filter: filter, AllowDiskUse: c.opts.AllowDiskUse})
+	if err != nil {
+		return nil, err
+	}
+	return cursorDocs(ctx, cur), nil
+}
+
+func (c catalogReader) Aggregate(ctx context.Context, db, coll string, stages []bson.Raw, vars pipeline.Vars) ([]bson.Raw, error) {
+	if len(vars) > 0 {
+		var err error
+		if stages, err = letvars.Of(vars).Pipeline(stages); err != nil {
+			return nil, err
+		}
+	}
+	opts := AggregateOptions{AllowDiskUse: c.opts.AllowDiskUse, BypassDocumentValidation: c.opts.BypassDocumentValidation}
+	if coll == "" {
+		return c.e.AggregateDB(ctx, db, stages, opts)
+	}
+	source, viewStages, _, err := c.e.ResolveView(db, coll)
+	if err != nil {
+		return nil, err
+	}
+	return c.e.Aggregate(ctx, db, source, append(viewStages, stages...), opts)
+}
+
+// Out carries out $out (package writestage) through the engine's write
+// paths.
+func (c catalogReader) Out(ctx context.Context, db, coll string, docs []bson.Raw) error {
+	return writestage.Out(ctx, stageWriter{e: c.e, bypass: c.opts.BypassDocumentValidation}, db, coll, docs)
+}
+
+// Merge carries out $merge (package writestage) through the engine's
+// write paths.
+func (c catalogReader) Merge(ctx context.Context, m *pipeline.Merge, docs []pipeline.MergeDoc) error {
+	return writestage.Merge(ctx, stageWriter{e: c.e, bypass: c.opts.BypassDocumentValidation}, m, docs)
+}
+
+// stageWriter is the engine as $out and $merge write through it
+// (writestage.Host); bypass skips the validators of the collections they
+// write.
+type stageWriter struct {
+	e      *Engine
+	bypass bool
+}
+
+func (w stageWriter) Insert(ctx context.Context, db, coll string, docs []bson.Raw) error {
+	res, err := w.e.Insert(ctx, db, coll, docs, true, WriteOptions{BypassDocumentValidation: w.bypass})
+	if err == nil && len(res.Errors) > 0 {
+		err = res.Errors[0].Err
+	}
+	return err
+}
+
+func (w stageWriter) Update(ctx context.Context, db, coll string, filter bson.Raw, u *update.Update, upsert bool) (int64, error) {
+	res, err := w.e.Update(ctx, db, coll, UpdateSpec{Filter: filter, Update: u, Upsert: upsert, BypassDocumentValidation: w.bypass})
+	return res.Matched, err
+}
+
+func (w stageWriter) Exists(ctx context.Context, db, coll string, filter bson.Raw) (bool, error) {
+	cur, err := w.e.Find(ctx, db, coll, FindSpec{Filter: filter, Limit: 1})
+	if err != nil {
+		return false, err
+	}
+	docs, err := cur.All(ctx)
+	return len(docs) > 0, err
+}
+
+func (w stageWriter) EnsureCollection(db, coll string, options bson.Raw) error {
+	_, _, err := w.e.ensureCollection(db, coll, options)
+	return err
+}
+
+func (w stageWriter) Target(db, coll string) (options bson.Raw, indexes []bson.Raw, err error) {
+	target := w.e.collection(db, coll)
+	if target == nil {
+		return nil, nil, nil
+	}
+	st := target.st()
+	for _, im := range st.meta.Indexes {
+		spec, err := bson.Marshal(im.Spec())
+		if err != nil {
+			return nil, nil, fmt.Errorf("engine: $out: index %s: %w", im.Name, err)
+		}
+		indexes = append(indexes, spec)
+	}
+	return st.meta.Options, indexes, nil
+}
+
+func (w stageWriter) CreateIndexes(db, coll string, specs []bson.Raw) error {
+	_, err := w.e.CreateIndexes(db, coll, specs)
+	return err
+}
+
+func (w stageWriter) DropCollection(db, coll string) { _, _ = w.e.DropCollection(db, coll) }
+
+func (w stageWriter) RenameOver(db, from, to string) error { return w.e.renameOver(db, from, to) }
+
+func (w stageWriter) UniqueIndexOn(db, coll string, fields []string) bool {
+	return w.e.uniqueIndexOn(db, coll, fields)
+}
+
+// uniqueIndexOn reports whether db.coll has a unique index, not partial,
+// whose fields are exactly fields, which makes $merge's on fields
+// identify one document.
+func (e *Engine) uniqueIndexOn(db, coll string, fields []string) bool {
+	c := e.collection(db, coll)
+	if c == nil {
+		return false
+	}
+	want := map[string]bool{}
+	for _, f := range fields {
+		want[f] = true
+	}
+	for _, im := range c.st().meta.Indexes {
+		if !im.Unique || im.Partial != nil {
+			continue
+		}
+		keys, _ := im.Key.Elements()
+		if len(keys) != len(want) {
+			continue
+		}
+		all := true
+		for _, k := range keys {
+			all = all && want[k.Key()]
+		}
+		if all {
+			return true
+		}
+	}
+	return false
 }

@@ -17,6 +17,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.uber.org/zap"
 
+	"github.com/lethedb/lethe/engine/expiryscan"
 	"github.com/lethedb/lethe/engine/namespace"
 	"github.com/lethedb/lethe/engine/record"
 	"github.com/lethedb/lethe/engine/usage"
@@ -50,7 +51,7 @@ type Collection struct {
 	catalog    *atomic.Uint64
 	createdSeq uint64
 
-	reapCursor reapCursor
+	reapCursor expiryscan.Cursor
 	usage      usage.Counters
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/lethedb/lethe/engine/oplogstore"
 	"github.com/lethedb/lethe/engine/pipeline"
 	"github.com/lethedb/lethe/engine/project"
 	"github.com/lethedb/lethe/engine/query"
@@ -61,7 +62,7 @@ type Cursor struct {
 	// one starts with it.
 	pending bson.Raw
 	// ol, when set, reads local.oplog.rs instead of a collection.
-	ol *oplogScan
+	ol *oplogstore.Cursor
 }
 
 // compiledQuery is a FindSpec's parts, compiled.
@@ -255,10 +256,10 @@ func (c *Cursor) NextBatch(ctx context.Context, n int, maxBytes int) ([]bson.Raw
 				return out, nil
 			}
 		}
-		if err := c.ol.next(ctx, c.e, take); err != nil {
+		if err := c.ol.Next(ctx, func(doc bson.Raw) (bool, error) { return take(&storedDoc{doc: doc}) }); err != nil {
 			return nil, err
 		}
-		if c.ol.done && c.pending == nil {
+		if c.ol.Done() && c.pending == nil {
 			c.exhausted = true
 		}
 		return out, nil

@@ -14,9 +14,15 @@
 // engine/viewdef (view definitions and the graph of views),
 // engine/preimage (change streams' pre-images: their collection option,
 // the changeStreamOptions parameter and their expiry), engine/retry (the
-// records of retryable writes) and engine/reclaim (freeing the keys of
-// dropped collections and indexes). Those that touch the store are
-// handed a kv.Store, a kv.Txn or a small interface the engine implements.
+// records of retryable writes), engine/reclaim (freeing the keys of
+// dropped collections and indexes), engine/writestage ($out and $merge),
+// engine/storagecheck (validate's check of a collection's storage),
+// engine/oplogstore (the stored oplog's reads and deletes),
+// engine/expiryscan (the scans that find expiring documents),
+// engine/collstats (the documents of collStats, $collStats and
+// $indexStats) and engine/distinct (the set of distinct values). Those
+// that touch the store are handed a kv.Store, a kv.Txn, a snapshot or a
+// small interface the engine implements.
 //
 // Every write is a kv transaction. A write command runs through a writer
 // (write.go): one pessimistic transaction per chunk of at most maxBatchOps

@@ -14,6 +14,7 @@ import (
 	"github.com/lethedb/lethe/engine/kv"
 	"github.com/lethedb/lethe/engine/kv/pebblekv"
 	"github.com/lethedb/lethe/engine/letvars"
+	"github.com/lethedb/lethe/engine/oplogstore"
 	"github.com/lethedb/lethe/engine/preimage"
 	"github.com/lethedb/lethe/engine/reclaim"
 	"github.com/lethedb/lethe/oplog"
@@ -185,7 +186,7 @@ func open(store kv.Store, opts Options) (*Engine, error) {
 			}()
 			go func() {
 				defer close(e.trimmerDone)
-				e.oplog.RunTrimmer(ctx, oplogStore{e}, opts.Logger)
+				e.oplog.RunTrimmer(ctx, oplogstore.Store{KV: e.store}, opts.Logger)
 				<-expiryDone
 			}()
 		}

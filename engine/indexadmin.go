@@ -6,6 +6,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine/expiryscan"
 	"github.com/lethedb/lethe/engine/kv"
 	"github.com/lethedb/lethe/engine/reclaim"
 	"github.com/lethedb/lethe/engine/record"
@@ -133,7 +134,7 @@ func (e *Engine) DropIndexes(db, coll string, which bson.RawValue) (int, error) 
 func (e *Engine) purgeExpired(c *Collection, st *collState) error {
 	nowMs := e.nowMillis()
 	for {
-		due, _, err := e.dueDocs(st, nowMs, 1000, nil)
+		due, _, err := expiryscan.DueDocs(e.store, st.expiry(), nowMs, 1000, nil)
 		if err != nil {
 			return err
 		}
@@ -143,11 +144,11 @@ func (e *Engine) purgeExpired(c *Collection, st *collState) error {
 		w := e.newWriter(c)
 		n := 0
 		for _, dd := range due {
-			if _, err := w.lock(record.DocKey(nil, st.meta.ID, dd.pk)); err != nil {
+			if _, err := w.lock(record.DocKey(nil, st.meta.ID, dd.PK)); err != nil {
 				w.close()
 				return err
 			}
-			d, err := w.load(dd.pk)
+			d, err := w.load(dd.PK)
 			if err != nil {
 				w.close()
 				return err

@@ -3,15 +3,16 @@ package engine
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/lethedb/lethe/engine/kv"
+	"github.com/lethedb/lethe/engine/oplogstore"
 	"github.com/lethedb/lethe/engine/preimage"
 	"github.com/lethedb/lethe/engine/record"
+	"github.com/lethedb/lethe/mongoerr"
 	"github.com/lethedb/lethe/oplog"
 )
 
@@ -108,109 +109,12 @@ func cmdEntry(db string, ui []byte, o bson.D, o2 bson.D) []oplog.Entry {
 // openOplog reads the newest entry and the size of the stored oplog, so
 // that timestamps keep increasing across restarts.
 func (e *Engine) openOplog(opts Options) error {
-	lo, hi := oplog.Range()
-	it, err := e.store.Iter(context.TODO(), lo, hi, false)
+	last, size, err := oplogstore.Stored(e.store)
 	if err != nil {
-		return fmt.Errorf("engine: open oplog: %w", err)
+		return err
 	}
-	defer it.Close()
-	var last oplog.Timestamp
-	var size int64
-	for ok := it.First(); ok; ok = it.Next() {
-		size += int64(len(it.Key()) + len(it.Value()))
-		if last, err = oplog.KeyTS(it.Key()); err != nil {
-			return err
-		}
-	}
-	if err := it.Error(); err != nil {
-		return fmt.Errorf("engine: open oplog: %w", err)
-	}
-	images, err := e.rangeSize(oplog.PreImageRange())
-	if err != nil {
-		return fmt.Errorf("engine: open oplog: %w", err)
-	}
-	size += images
 	e.oplog = oplog.New(oplog.Options{Now: e.clock.Now, MaxBytes: opts.OplogMaxBytes, MaxAge: opts.OplogMaxAge}, last, size)
 	return nil
-}
-
-// oplogStore is the stored oplog as the trimmer sees it.
-type oplogStore struct{ e *Engine }
-
-func (s oplogStore) Scan(fn func(ts oplog.Timestamp, size int64) bool) error {
-	lo, hi := oplog.Range()
-	it, err := s.e.store.Iter(context.TODO(), lo, hi, false)
-	if err != nil {
-		return err
-	}
-	defer it.Close()
-	// The pre-images, keyed by the timestamps of their entries, walk
-	// alongside.
-	plo, phi := oplog.PreImageRange()
-	images, err := s.e.store.Iter(context.TODO(), plo, phi, false)
-	if err != nil {
-		return err
-	}
-	defer images.Close()
-	image := images.First()
-	var key []byte
-	for ok := it.First(); ok; ok = it.Next() {
-		ts, err := oplog.KeyTS(it.Key())
-		if err != nil {
-			return err
-		}
-		size := int64(len(it.Key()) + len(it.Value()))
-		key = oplog.AppendPreImageKey(key[:0], ts)
-		for image && bytes.Compare(images.Key(), key) < 0 {
-			image = images.Next()
-		}
-		if image && bytes.Equal(images.Key(), key) {
-			size += int64(len(images.Key()) + len(images.Value()))
-		}
-		if !fn(ts, size) {
-			break
-		}
-	}
-	return errors.Join(it.Error(), images.Error())
-}
-
-func (s oplogStore) DeletePreImagesBefore(ts oplog.Timestamp) (int64, error) {
-	lo, _ := oplog.PreImageRange()
-	hi := oplog.AppendPreImageKey(nil, ts)
-	n, err := s.e.rangeSize(lo, hi)
-	if err != nil {
-		return 0, err
-	}
-	if err := s.e.store.DropRange(context.TODO(), lo, hi); err != nil {
-		return 0, err
-	}
-	return n, nil
-}
-
-// rangeSize is the bytes of the keys and values stored in [lo, hi).
-func (e *Engine) rangeSize(lo, hi []byte) (int64, error) {
-	it, err := e.store.Iter(context.TODO(), lo, hi, false)
-	if err != nil {
-		return 0, err
-	}
-	defer it.Close()
-	var n int64
-	for ok := it.First(); ok; ok = it.Next() {
-		n += int64(len(it.Key()) + len(it.Value()))
-	}
-	return n, it.Error()
-}
-
-func (s oplogStore) DeleteBefore(ts oplog.Timestamp) error {
-	ctx := context.TODO()
-	lo, _ := oplog.Range()
-	if err := s.e.store.DropRange(ctx, lo, oplog.AppendKey(nil, ts)); err != nil {
-		return err
-	}
-	// Pre-images go with their entries, as MongoDB expires those older
-	// than the oldest oplog entry.
-	plo, _ := oplog.PreImageRange()
-	return s.e.store.DropRange(ctx, plo, oplog.AppendPreImageKey(nil, ts))
 }
 
 // Oplog is the engine's oplog, nil when it is off.
@@ -221,7 +125,7 @@ func (e *Engine) TrimOplog() (int, error) {
 	if e.oplog == nil {
 		return 0, nil
 	}
-	return e.oplog.Trim(oplogStore{e})
+	return e.oplog.Trim(oplogstore.Store{KV: e.store})
 }
 
 // ErrOplogOff is returned by oplog reads when the oplog is off.
@@ -234,54 +138,12 @@ func (e *Engine) ReadOplog(ctx context.Context, after oplog.Timestamp, fn func(t
 	if e.oplog == nil {
 		return after, ErrOplogOff
 	}
-	visible := e.oplog.Visible()
-	if !after.Less(visible) {
-		return after, nil
-	}
-	_, hi := oplog.Range()
-	it, err := e.store.Iter(ctx, oplog.AppendKey(nil, after.Next()), hi, false)
-	if err != nil {
-		return after, err
-	}
-	defer it.Close()
-	last := after
-	for ok := it.First(); ok; ok = it.Next() {
-		if err := ctx.Err(); err != nil {
-			return last, err
-		}
-		ts, err := oplog.KeyTS(it.Key())
-		if err != nil {
-			return last, err
-		}
-		if visible.Less(ts) {
-			break
-		}
-		more, err := fn(ts, bson.Raw(it.Value()))
-		if err != nil {
-			return last, err
-		}
-		last = ts
-		if !more {
-			break
-		}
-	}
-	return last, it.Error()
+	return oplogstore.Read(ctx, e.store, e.oplog, after, fn)
 }
 
 // OldestOplog is the timestamp of the oldest stored entry, zero if none:
 // a reader resuming before it has lost history.
-func (e *Engine) OldestOplog() (oplog.Timestamp, error) {
-	lo, hi := oplog.Range()
-	it, err := e.store.Iter(context.TODO(), lo, hi, false)
-	if err != nil {
-		return oplog.Timestamp{}, err
-	}
-	defer it.Close()
-	if !it.First() {
-		return oplog.Timestamp{}, it.Error()
-	}
-	return oplog.KeyTS(it.Key())
-}
+func (e *Engine) OldestOplog() (oplog.Timestamp, error) { return oplogstore.Oldest(e.store) }
 
 // createEntry is the 'c' entry of the creation of a collection: MongoDB's
 // {create: name, idIndex, ...options}.
@@ -422,7 +284,7 @@ func (h imageHost) Logged() bool                                 { return h.e.op
 func (h imageHost) AppendNoop(o bson.D) (oplog.Timestamp, error) { return h.e.AppendNoop(o) }
 
 func (h imageHost) ExpireBefore(cut oplog.Timestamp) error {
-	return h.e.oplog.ExpirePreImages(oplogStore{h.e}, cut)
+	return h.e.oplog.ExpirePreImages(oplogstore.Store{KV: h.e.store}, cut)
 }
 
 func (h imageHost) StoreCatalog(key, value []byte) error {
@@ -439,4 +301,27 @@ func (h imageHost) StoreCatalog(key, value []byte) error {
 		return fmt.Errorf("engine: store changeStreamOptions: %w", err)
 	}
 	return nil
+}
+
+// isOplogNS reports whether db.coll is the oplog while it is on; with the
+// oplog off, local.oplog.rs is an ordinary name, as on a standalone mongod.
+func (e *Engine) isOplogNS(db, coll string) bool {
+	return e.oplog != nil && db == "local" && coll == "oplog.rs"
+}
+
+// errOplogWrite refuses a client's write to the oplog, which only the
+// server's own writes append to.
+func errOplogWrite() error {
+	return mongoerr.New(mongoerr.InvalidNamespace, "cannot write to '%s'", OplogNS)
+}
+
+// findOplog opens a cursor over the oplog (oplogstore.Open), within the
+// sort limit.
+func (e *Engine) findOplog(ctx context.Context, cur *Cursor, q *compiledQuery, spec FindSpec) (*Cursor, error) {
+	ol, err := oplogstore.Open(ctx, e.store, e.oplog, spec.Filter, q.filter, q.sort, e.sortLimitOf())
+	if err != nil {
+		return nil, err
+	}
+	cur.ol = ol
+	return cur, nil
 }

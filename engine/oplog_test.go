@@ -11,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/clock"
+	"github.com/lethedb/lethe/engine/oplogstore"
 	"github.com/lethedb/lethe/oplog"
 )
 
@@ -220,7 +221,7 @@ func TestOplogTrimBoundsSize(t *testing.T) {
 	}
 	var size int64
 	lines, _, _ := oplogSince(t, e, oplog.Timestamp{})
-	if err := (oplogStore{e}).Scan(func(_ oplog.Timestamp, n int64) bool { size += n; return true }); err != nil {
+	if err := (oplogstore.Store{KV: e.store}).Scan(func(_ oplog.Timestamp, n int64) bool { size += n; return true }); err != nil {
 		t.Fatal(err)
 	}
 	if size > bound || size != e.Oplog().Size() {

@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/lethedb/lethe/clock"
+	"github.com/lethedb/lethe/engine/oplogstore"
 	"github.com/lethedb/lethe/engine/update"
 	"github.com/lethedb/lethe/oplog"
 )
@@ -142,11 +143,13 @@ func TestPreImagesBoundedWithOplog(t *testing.T) {
 	}
 	stored := func() int64 {
 		t.Helper()
-		entries, err := e.rangeSize(oplog.Range())
+		lo, hi := oplog.Range()
+		entries, err := oplogstore.RangeSize(e.store, lo, hi)
 		if err != nil {
 			t.Fatal(err)
 		}
-		images, err := e.rangeSize(oplog.PreImageRange())
+		plo, phi := oplog.PreImageRange()
+		images, err := oplogstore.RangeSize(e.store, plo, phi)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,8 +9,11 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine/distinct"
 	"github.com/lethedb/lethe/engine/keycodec"
 	"github.com/lethedb/lethe/engine/kv"
+	"github.com/lethedb/lethe/engine/oplogstore"
+	"github.com/lethedb/lethe/engine/query"
 	"github.com/lethedb/lethe/engine/record"
 	"github.com/lethedb/lethe/ttlindex"
 )
@@ -56,4 +59,85 @@ func (e *Engine) FindByID(db, coll string, id bsoncore.Value) (bson.Raw, error) 
 		return nil, err
 	}
 	return d.doc, nil
+}
+
+// scanMatches calls fn for each live document of db.coll that matches
+// filter, in plan order, until fn returns false. A missing collection has
+// none. doc is valid only during the call.
+func (e *Engine) scanMatches(ctx context.Context, db, coll string, filter bson.Raw, hint bson.RawValue, fn func(doc bson.Raw) bool) error {
+	f, err := query.CompileWith(filter, query.Options{Now: e.clock.Now()})
+	if err != nil {
+		return err
+	}
+	if e.isOplogNS(db, coll) {
+		return oplogstore.Forward(e.store, e.oplog, filter).Next(ctx, func(doc bson.Raw) (bool, error) {
+			matched, err := f.MatchErr(doc)
+			if matched {
+				return fn(doc), err
+			}
+			return err == nil, err
+		})
+	}
+	c := e.collection(db, coll)
+	if c == nil {
+		return nil
+	}
+	p, err := c.st().choosePlan(f, nil, hint)
+	if err != nil {
+		return err
+	}
+	p.countUse(&c.usage, e.clock)
+	sc := &scanner{e: e, coll: c, p: p}
+	more := true
+	for more && !sc.done {
+		err := sc.next(ctx, func(d *storedDoc) (bool, error) {
+			matched, err := f.MatchErr(d.doc)
+			if matched {
+				more = fn(d.doc)
+			}
+			return more && err == nil, err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Count counts live documents matching filter after skip, up to limit
+// (0: no limit). Expired documents are never counted (TTL spec rule 17).
+func (e *Engine) Count(ctx context.Context, db, coll string, filter bson.Raw, skip, limit int64, hint bson.RawValue) (int64, error) {
+	var n int64
+	err := e.scanMatches(ctx, db, coll, filter, hint, func(bson.Raw) bool {
+		if skip > 0 {
+			skip--
+			return true
+		}
+		n++
+		return limit <= 0 || n < limit
+	})
+	return n, err
+}
+
+// Distinct returns the distinct values of key among matching documents,
+// arrays contributing their elements, in BSON order.
+func (e *Engine) Distinct(ctx context.Context, db, coll, key string, filter bson.Raw) ([]bsoncore.Value, error) {
+	set := distinct.NewSet(key)
+	err := e.scanMatches(ctx, db, coll, filter, bson.RawValue{}, set.Add)
+	if err != nil {
+		return nil, err
+	}
+	return set.Values()
+}
+
+// DistinctOf is Distinct over documents the caller has, such as the
+// output of a view's pipeline.
+func DistinctOf(docs []bson.Raw, key string) ([]bsoncore.Value, error) {
+	set := distinct.NewSet(key)
+	for _, d := range docs {
+		if !set.Add(d) {
+			break
+		}
+	}
+	return set.Values()
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/lethedb/lethe/engine/kv"
+	"github.com/lethedb/lethe/engine/namespace"
 	"github.com/lethedb/lethe/engine/reclaim"
 	"github.com/lethedb/lethe/engine/record"
 	"github.com/lethedb/lethe/mongoerr"
@@ -115,5 +116,48 @@ func (e *Engine) commitRename(src, dst *Collection, fromDB, from, toDB, to strin
 	src.setState(&nst)
 	delete(e.colls, nsKey(fromDB, from))
 	e.colls[nsKey(toDB, to)] = src
+	return ranges, nil
+}
+
+// renameOver renames db.from to db.to, dropping db.to if it exists, in one
+// commit.
+func (e *Engine) renameOver(db, from, to string) error {
+	ranges, err := e.renameOverLocked(db, from, to)
+	reclaim.Drop(context.TODO(), e.store, e.log, ranges)
+	return err
+}
+
+// renameOverLocked is renameOver under the collections' locks; it returns
+// the ranges of the target it dropped, to reclaim once they are released.
+func (e *Engine) renameOverLocked(db, from, to string) ([]reclaim.Range, error) {
+	if err := namespace.Validate(db, to); err != nil {
+		return nil, err
+	}
+	if err := e.writable(); err != nil {
+		return nil, err
+	}
+	src := e.collection(db, from)
+	if src == nil {
+		return nil, mongoerr.New(mongoerr.NamespaceNotFound, "Source collection %s.%s does not exist", db, from)
+	}
+	// The target is locked before the source: the source is a temporary
+	// collection no other request knows, so no request takes the two in
+	// the other order.
+	dst := e.collection(db, to)
+	if dst != nil {
+		dst.ddl.Lock()
+		defer dst.ddl.Unlock()
+	}
+	src.ddl.Lock()
+	defer src.ddl.Unlock()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.colls[nsKey(db, from)] != src || e.colls[nsKey(db, to)] != dst {
+		return nil, mongoerr.New(mongoerr.Interrupted, "$out: the collection %s.%s was created, dropped or renamed while $out wrote it", db, to)
+	}
+	ranges, err := e.commitRename(src, dst, db, from, db, to)
+	if err != nil {
+		return nil, fmt.Errorf("engine: $out into %s.%s: %w", db, to, err)
+	}
 	return ranges, nil
 }

@@ -2,26 +2,22 @@ package engine
 
 import (
 	"context"
-	"slices"
+	"fmt"
 	"time"
 
-	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+	"go.mongodb.org/mongo-driver/v2/bson"
 
-	"github.com/lethedb/lethe/engine/keycodec"
+	"github.com/lethedb/lethe/engine/collstats"
+	"github.com/lethedb/lethe/engine/pipeline"
 	"github.com/lethedb/lethe/engine/record"
+	"github.com/lethedb/lethe/engine/storagecheck"
 	"github.com/lethedb/lethe/engine/usage"
+	"github.com/lethedb/lethe/mongoerr"
 )
 
-// CollStats are the figures collStats and dbStats report. Expired
-// documents are not counted (TTL spec rule 17).
-type CollStats struct {
-	Count       int64
-	Size        int64 // bytes of live user documents
-	StorageSize int64 // estimated bytes on disk of documents
-	IndexSize   int64 // estimated bytes on disk of secondary index entries
-	NIndexes    int
-	IndexSizes  map[string]int64
-}
+// CollStats are the figures collStats and dbStats report
+// (collstats.Stats).
+type CollStats = collstats.Stats
 
 // Stats computes the statistics of db.coll; ok is false if it does not exist.
 func (e *Engine) Stats(db, coll string) (CollStats, bool, error) {
@@ -64,6 +60,45 @@ func (e *Engine) Stats(db, coll string) (CollStats, bool, error) {
 	return s, true, nil
 }
 
+// ValidateResult is what the validate command reports of a collection
+// (storagecheck.Result).
+type ValidateResult = storagecheck.Result
+
+// IndexEntryProblem locates one missing or extra index entry.
+type IndexEntryProblem = storagecheck.IndexEntryProblem
+
+// Validate checks db.coll's storage against itself: every document parses
+// and has exactly the index and expiry entries its contents call for, and
+// every entry belongs to a stored document that calls for it (package
+// storagecheck). It reads one snapshot, so concurrent writes cause no
+// false reports.
+func (e *Engine) Validate(ctx context.Context, db, coll string, full bool) (ValidateResult, error) {
+	c := e.collection(db, coll)
+	if c == nil {
+		return ValidateResult{}, mongoerr.New(mongoerr.NamespaceNotFound, "Collection '%s.%s' does not exist to validate.", db, coll)
+	}
+	// No index build or drop runs while the snapshot is taken. The state
+	// is read after the snapshot: a writer marks an index multikey before
+	// its batch commits, so the flags cover every document the snapshot
+	// holds.
+	c.ddl.RLock()
+	snap, err := e.store.Snapshot(ctx)
+	st := c.st()
+	c.ddl.RUnlock()
+	if err != nil {
+		return ValidateResult{}, fmt.Errorf("engine: validate: %w", err)
+	}
+	defer snap.Close()
+	if st.dropped {
+		return ValidateResult{}, mongoerr.New(mongoerr.NamespaceNotFound, "Collection '%s.%s' does not exist to validate.", db, coll)
+	}
+	return storagecheck.Check(ctx, snap, storagecheck.Collection{
+		NS: st.ns(), ID: st.meta.ID, UUID: st.meta.UUID,
+		IndexMeta: st.meta.Indexes, Indexes: st.indexes,
+		TTL: st.ttl.Enabled, Validator: st.validator,
+	}, e.clock.Now(), full)
+}
+
 // DatabaseSize is the estimated bytes on disk of a database's collections.
 func (e *Engine) DatabaseSize(db string) int64 {
 	var total int64
@@ -73,10 +108,6 @@ func (e *Engine) DatabaseSize(db string) int64 {
 		}
 	}
 	return total
-}
-
-func sortValues(vals []bsoncore.Value) {
-	slices.SortFunc(vals, keycodec.Compare)
 }
 
 // LatencyKind is what latencyStats files an operation's latency under
@@ -97,4 +128,51 @@ func (e *Engine) RecordLatency(db, coll string, kind LatencyKind, d time.Duratio
 	if c := e.collection(db, coll); c != nil {
 		c.usage.AddLatency(kind, d)
 	}
+}
+
+// The pipelines over a collection whose first stage reports on it,
+// $collStats and $indexStats, rather than read its documents.
+
+// isStatsStage reports whether a pipeline's first stage is $collStats or
+// $indexStats.
+func isStatsStage(stages []bson.Raw) bool {
+	if len(stages) == 0 {
+		return false
+	}
+	name, _, err := pipeline.StageOf(stages[0])
+	return err == nil && (name == "$collStats" || name == "$indexStats")
+}
+
+// aggregateStats runs a pipeline that starts with $collStats or
+// $indexStats: the stage's documents go through the rest of it.
+func (e *Engine) aggregateStats(ctx context.Context, db, coll string, stages []bson.Raw, opts AggregateOptions) ([]bson.Raw, error) {
+	p, err := pipeline.Compile(stages, e.pipelineOptions(db, opts))
+	if err != nil {
+		return nil, err
+	}
+	docs, err := e.statsDocs(db, coll, stages[0], opts)
+	if err != nil {
+		return nil, err
+	}
+	return p.Run(ctx, pipeline.Slice(docs))
+}
+
+// collStatsDoc is the one document of $collStats (collstats.CollStatsDoc).
+func (e *Engine) collStatsDoc(db, coll string, spec pipeline.CollStatsSpec, host string) (bson.Raw, error) {
+	now := e.clock.Now()
+	var u *usage.Counters
+	if c := e.collection(db, coll); c != nil {
+		u = &c.usage
+	}
+	return collstats.CollStatsDoc(db, coll, spec, host, now, u, func() (CollStats, bool, error) { return e.Stats(db, coll) })
+}
+
+// indexStatsDocs are the documents of $indexStats
+// (collstats.IndexStatsDocs). A collection that does not exist has none.
+func (e *Engine) indexStatsDocs(db, coll, host string) ([]bson.Raw, error) {
+	c := e.collection(db, coll)
+	if c == nil {
+		return nil, nil
+	}
+	return collstats.IndexStatsDocs(host, c.st().meta.Indexes, &c.usage, e.clock)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/lethedb/lethe/clock"
 	"github.com/lethedb/lethe/engine/keycodec"
 	"github.com/lethedb/lethe/engine/record"
+	"github.com/lethedb/lethe/engine/storagecheck"
 	"github.com/lethedb/lethe/ttlindex"
 )
 
@@ -232,7 +233,7 @@ func TestValidateFindsCorruption(t *testing.T) {
 func TestValidateStopsWhenContextEnds(t *testing.T) {
 	e, _ := validateFixture(t)
 	var docs []bson.Raw
-	for i := 0; i < 2*validateCheckEvery; i++ {
+	for i := 0; i < 2*storagecheck.CheckEvery; i++ {
 		// Each has its own u: the unique index holds a missing u as null.
 		docs = append(docs, mustMarshal(t, bson.D{{Key: "_id", Value: 100 + i}, {Key: "u", Value: 100 + i}}))
 	}

@@ -263,21 +263,9 @@ func (w *writer) entriesOf(d *storedDoc) (docEntries, error) {
 	return ent, nil
 }
 
-// expiryKeyLen is the length of an expiry key before its primary key: the
-// family (prefix, collection id, kind) and the instant.
-const expiryKeyLen = 1 + 8 + 1 + 8
-
 // expiryKey is the document's entry in one of the two expiry families; nil
 // for ttl -1, which never expires.
-func expiryKey(collID uint64, d *storedDoc) []byte {
-	switch {
-	case d.h.TTL == ttlindex.NoTTL:
-		return ttlindex.AppendTSKey(make([]byte, 0, expiryKeyLen+len(d.pk)), collID, d.h.TS, d.pk)
-	case d.h.TTL > 0:
-		return ttlindex.AppendOwnKey(make([]byte, 0, expiryKeyLen+len(d.pk)), collID, d.h.TS+int64(d.h.TTL)*1000, d.pk)
-	}
-	return nil
-}
+func expiryKey(collID uint64, d *storedDoc) []byte { return record.ExpiryKey(collID, d.h, d.pk) }
 
 // uniqueKeys appends the entry keys of a document's unique index keys:
 // what a writer locks to check them.

@@ -171,7 +171,7 @@ func (s *Server) serverStatus(_ context.Context, req *Request) (bson.Raw, error)
 	now := s.clock.Now()
 	uptime := time.Since(s.started)
 	open := s.openConns()
-	openCursors, cursorHeld := s.cursors.usage()
+	openCursors, cursorHeld := s.cursors.Usage()
 	available := int64(math.MaxInt32) - int64(open)
 	if limit := s.connLimit(); limit > 0 {
 		available = int64(limit - open)
@@ -197,7 +197,7 @@ func (s *Server) serverStatus(_ context.Context, req *Request) (bson.Raw, error)
 			{Key: "activeSessionsCount", Value: int32(s.sessions.Len())},
 		}},
 		{Key: "opcounters", Value: s.stats.Opcounters()},
-		{Key: "catalogStats", Value: s.catalogStats()},
+		{Key: "catalogStats", Value: s.catalog.Stats()},
 		{Key: "mem", Value: diag.MemDoc()},
 		{Key: "metrics", Value: bson.D{
 			{Key: "cursor", Value: bson.D{{Key: "open", Value: bson.D{{Key: "total", Value: int64(openCursors)}}}}},
@@ -255,4 +255,27 @@ func numberValue(n int64) any {
 // osType is the operating system's name as MongoDB spells it, "Linux".
 func osType() string {
 	return strings.ToUpper(runtime.GOOS[:1]) + runtime.GOOS[1:]
+}
+
+// buildEnvironment is buildInfo's description of how the binary was built,
+// with mongod's field names; tools print it and some read target_os and
+// target_arch. Lethe is built by the Go toolchain, named where mongod names
+// its C++ compiler.
+func buildEnvironment() bson.D {
+	arch := map[string]string{"amd64": "x86_64", "arm64": "aarch64", "386": "i386"}[runtime.GOARCH]
+	if arch == "" {
+		arch = runtime.GOARCH
+	}
+	return bson.D{
+		{Key: "distmod", Value: ""},
+		{Key: "distarch", Value: arch},
+		{Key: "cc", Value: runtime.Version()},
+		{Key: "ccflags", Value: ""},
+		{Key: "cxx", Value: runtime.Version()},
+		{Key: "cxxflags", Value: ""},
+		{Key: "linkflags", Value: ""},
+		{Key: "target_arch", Value: arch},
+		{Key: "target_os", Value: strings.ToLower(runtime.GOOS)},
+		{Key: "cppdefines", Value: ""},
+	}
 }

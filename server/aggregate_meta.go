@@ -73,7 +73,7 @@ func (s *Server) currentOpDocs(req *Request, spec engine.CurrentOpSpec) []bson.R
 		out = append(out, d)
 	}
 	if spec.IdleCursors {
-		out = append(out, s.cursors.idleDocs(host)...)
+		out = append(out, s.cursors.IdleDocs(host)...)
 	}
 	docs := make([]bson.Raw, 0, len(out))
 	for _, d := range out {
@@ -82,39 +82,6 @@ func (s *Server) currentOpDocs(req *Request, spec engine.CurrentOpSpec) []bson.R
 		}
 	}
 	return docs
-}
-
-// idleDocs describes the open cursors no getMore is reading, as
-// $currentOp's idleCursors shows them.
-func (t *cursorTable) idleDocs(host string) []bson.D {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	ids := make([]int64, 0, len(t.open))
-	for id := range t.open {
-		ids = append(ids, id)
-	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	var out []bson.D
-	for _, id := range ids {
-		c := t.open[id]
-		if !c.mu.TryLock() {
-			continue // a getMore is reading it: not idle
-		}
-		c.mu.Unlock()
-		out = append(out, bson.D{
-			{Key: "type", Value: "idleCursor"},
-			{Key: "host", Value: host},
-			{Key: "ns", Value: c.ns},
-			{Key: "cursor", Value: bson.D{
-				{Key: "cursorId", Value: id},
-				{Key: "lastAccessDate", Value: bson.NewDateTimeFromTime(c.lastUsed)},
-				{Key: "noCursorTimeout", Value: c.noTimeout},
-				{Key: "tailable", Value: false},
-				{Key: "awaitData", Value: false},
-			}},
-		})
-	}
-	return out
 }
 
 // listLocalSessions returns the sessions $listLocalSessions shows: those

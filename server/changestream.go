@@ -11,6 +11,7 @@ import (
 
 	"github.com/lethedb/lethe/changestream"
 	"github.com/lethedb/lethe/clock"
+	"github.com/lethedb/lethe/cursor"
 	"github.com/lethedb/lethe/engine"
 	"github.com/lethedb/lethe/mongoerr"
 	"github.com/lethedb/lethe/oplog"
@@ -85,17 +86,17 @@ func (s *Server) changeStream(ctx context.Context, req *Request, coll string, pi
 	src := &streamCursor{st: st}
 	var docs []bson.Raw
 	if batchSize != 0 {
-		if docs, err = src.NextBatch(ctx, batchSize, maxBatchBytes); err != nil {
+		if docs, err = src.NextBatch(ctx, batchSize, cursor.MaxBatchBytes); err != nil {
 			return nil, err
 		}
 	}
 	var id int64
 	if !src.Exhausted() {
-		if id, err = s.cursors.add(req, src, ns, false); err != nil {
+		if id, err = s.cursors.Add(req, src, ns, false); err != nil {
 			return nil, err
 		}
 	}
-	return appendCursorReplyFrom(req, "firstBatch", docs, id, ns, src)
+	return cursor.AppendReplyFrom(&req.Request, "firstBatch", docs, id, ns, src)
 }
 
 // streamSource is the engine as a change stream reads it.
@@ -156,28 +157,9 @@ func (c *streamCursor) NextBatch(ctx context.Context, n int, maxBytes int) ([]bs
 
 func (c *streamCursor) Exhausted() bool { return c.st.Done() }
 
-// appendCursorReplyFrom is appendCursorReply with the postBatchResumeToken
-// of a change stream's cursor.
-func appendCursorReplyFrom(req *Request, batchName string, docs []bson.Raw, id int64, ns string, src batchSource) (bson.Raw, error) {
-	sc, ok := src.(*streamCursor)
-	if !ok {
-		return appendCursorReply(req, batchName, docs, id, ns)
-	}
-	idx, dst := req.BeginReply()
-	cidx, dst := bsoncore.AppendDocumentElementStart(dst, "cursor")
-	aidx, dst := bsoncore.AppendArrayElementStart(dst, batchName)
-	var key []byte
-	for i, d := range docs {
-		key = appendIndexKey(key[:0], i)
-		dst = bsoncore.AppendDocumentElement(dst, string(key), d)
-	}
-	dst, _ = bsoncore.AppendArrayEnd(dst, aidx)
-	dst = bsoncore.AppendDocumentElement(dst, "postBatchResumeToken", sc.st.PostBatchResumeToken())
-	dst = bsoncore.AppendInt64Element(dst, "id", id)
-	dst = bsoncore.AppendStringElement(dst, "ns", ns)
-	dst, _ = bsoncore.AppendDocumentEnd(dst, cidx)
-	return req.EndReply(idx, dst)
-}
+// PostBatchResumeToken is the token the stream's replies carry
+// (cursor.ResumeTokener).
+func (c *streamCursor) PostBatchResumeToken() bson.Raw { return c.st.PostBatchResumeToken() }
 
 // checkTokensKept refuses events whose _id, the resume token, the stages
 // after $changeStream changed: the stream could not be resumed from them.

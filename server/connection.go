@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/prometheus/client_golang/prometheus"
 	"net"
 	"sync"
 	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.uber.org/zap"
@@ -112,7 +113,7 @@ func (c *Conn) ErrorReply(e *mongoerr.Error) bson.Raw { return c.req.ErrorReply(
 
 // HoldsCursors reports whether the connection has open cursors, which
 // keep it from the idle timeout (conn.Handler).
-func (c *Conn) HoldsCursors() bool { return c.srv.cursors.openBy(c.id) > 0 }
+func (c *Conn) HoldsCursors() bool { return c.srv.cursors.OpenBy(c.id) > 0 }
 
 // Trim lets go of reply buffers grown by an unusually large reply, so
 // that an idle connection does not pin their memory (conn.Handler).
@@ -128,7 +129,7 @@ func (c *Conn) Trim() {
 func (c *Conn) Closed(string) {
 	s := c.srv
 	c.stopOps()
-	s.cursors.connClosed(c.id)
+	s.cursors.ConnClosed(c.id)
 	s.net.mu.Lock()
 	delete(s.net.conns, c)
 	s.net.mu.Unlock()

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 
+	"github.com/lethedb/lethe/queryargs"
 	"github.com/lethedb/lethe/writestmt"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -24,7 +25,6 @@ func (s *Server) crudCommands() []commandDef {
 		{name: "distinct", handle: s.distinct},
 		{name: "aggregate", handle: s.aggregate},
 	}
-	cmds = append(cmds, s.collectionCommands()...)
 	cmds = append(cmds, s.deploymentCommands()...)
 	return append(cmds, s.explainCommands()...)
 }
@@ -46,6 +46,15 @@ func collectionName(req *Request) (string, error) {
 // sequence of the same name from req.Sequences themselves.
 func statements(_ *Request, cmd, field string, v bson.RawValue) ([]bson.Raw, error) {
 	return writestmt.DocArray(cmd, field, v)
+}
+
+// bypassValidation reads a write command's bypassDocumentValidation.
+func bypassValidation(cmd string, body bson.Raw) (bool, error) {
+	v, err := body.LookupErr("bypassDocumentValidation")
+	if err != nil {
+		return false, nil
+	}
+	return command.Bool(cmd, "bypassDocumentValidation", v)
 }
 
 // writeErrorsElement appends writeErrors: [{index, code, codeName, errmsg, ...}].
@@ -129,7 +138,7 @@ func (s *Server) writeStatements(req *Request, cmd, field string) (stmts []bson.
 		case "ordered":
 			ordered, err = command.Bool(cmd, "ordered", v)
 		case "let":
-			lv, err = s.parseLet(cmd, v)
+			lv, err = queryargs.Let(cmd, v, s.clock)
 		case "bypassDocumentValidation":
 		default:
 			err = command.UnknownField(cmd, key)
@@ -206,7 +215,7 @@ func (s *Server) update(ctx context.Context, req *Request) (bson.Raw, error) {
 		st := parsed[i]
 		var err error
 		if st.Collation.Type != 0 {
-			if err := checkCollation(st.Collation); err != nil {
+			if err := command.CheckCollation("collation", st.Collation); err != nil {
 				return err
 			}
 		}
@@ -253,7 +262,7 @@ func (s *Server) update(ctx context.Context, req *Request) (bson.Raw, error) {
 // runDelete runs one parsed statement of a delete command.
 func (s *Server) runDelete(ctx context.Context, db, coll string, st writestmt.Delete, lv *engine.Let, txn *engine.Txn) (int64, error) {
 	if st.Collation.Type != 0 {
-		if err := checkCollation(st.Collation); err != nil {
+		if err := command.CheckCollation("collation", st.Collation); err != nil {
 			return 0, err
 		}
 	}
@@ -336,11 +345,11 @@ func (s *Server) findAndModify(ctx context.Context, req *Request) (bson.Raw, err
 		case "hint":
 			spec.Hint, err = command.Hint(v)
 		case "collation":
-			err = checkCollation(v)
+			err = command.CheckCollation("collation", v)
 		case "bypassDocumentValidation":
 			spec.BypassDocumentValidation, err = command.Bool("findAndModify", "bypassDocumentValidation", v)
 		case "let":
-			lv, err = s.parseLet("findAndModify", v)
+			lv, err = queryargs.Let("findAndModify", v, s.clock)
 		default:
 			err = command.UnknownField("findAndModify", key)
 		}

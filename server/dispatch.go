@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"errors"
-	"github.com/lethedb/lethe/apiversion"
 	"math"
 	"time"
 
@@ -12,8 +11,10 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/lethedb/lethe/apiversion"
 	"github.com/lethedb/lethe/bsonvalue"
 	"github.com/lethedb/lethe/command"
+	"github.com/lethedb/lethe/failpoint"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -174,4 +175,88 @@ func (c *commandDef) spelling(key []byte) string {
 		}
 	}
 	return string(key)
+}
+
+// failCommandBefore applies the failCommand fail point before the
+// command runs (package failpoint); its data stays on the request for
+// the reply's labels and writeConcernError.
+func (s *Server) failCommandBefore(ctx context.Context, cmd *commandDef, req *Request) error {
+	req.failed = nil
+	if !s.failCommand.On() {
+		return nil
+	}
+	d, closeConn, err := s.failCommand.Before(ctx, &req.Request, failpoint.Target{Name: cmd.name,
+		Names: func(name string) bool { return s.commands[name] == cmd }, AppName: req.Conn.appName, ConnID: req.Conn.id})
+	req.failed = d
+	if closeConn {
+		req.closeConn = true
+	}
+	return err
+}
+
+// failCommandAfter adds failCommand's writeConcernError to a command's
+// successful reply, with the labels MongoDB gives it.
+func (s *Server) failCommandAfter(cmd *commandDef, req *Request, reply bson.Raw) bson.Raw {
+	return req.failed.AddWriteConcernError(reply, func(code mongoerr.Code) []string { return s.errorLabels(cmd, req, code) })
+}
+
+// labelRetryableWriteError is the label of an error after which a
+// retryable write may be retried.
+const labelRetryableWriteError = "RetryableWriteError"
+
+// retryableCodes are the codes a retryable write may be retried after, as
+// the retryable writes specification lists them.
+var retryableCodes = map[mongoerr.Code]bool{
+	6: true, 7: true, 89: true, 91: true, 189: true, 262: true, 9001: true,
+	10107: true, 11600: true, 11602: true, 13435: true, 13436: true,
+}
+
+// nonResumableCodes are the codes of MongoDB's NonResumableChangeStreamError
+// category (src/mongo/base/error_codes.yml): mongod labels any reply with
+// them so (ErrorLabelBuilder::build in error_labels.cpp), and drivers do
+// not resume a change stream after them.
+var nonResumableCodes = map[mongoerr.Code]bool{
+	mongoerr.ChangeStreamFatalError: true, mongoerr.ChangeStreamHistoryLost: true,
+}
+
+const labelNonResumableChangeStream = "NonResumableChangeStreamError"
+
+// errorLabels are the labels of an error with code: failCommand's, when it
+// set some, else RetryableWriteError for a retryable code of a write
+// command that carries a txnNumber outside a transaction.
+func (s *Server) errorLabels(cmd *commandDef, req *Request, code mongoerr.Code) []string {
+	if d := req.failed; d != nil {
+		if labels, ok := d.Labels(); ok {
+			return labels
+		}
+	}
+	if nonResumableCodes[code] {
+		return []string{labelNonResumableChangeStream}
+	}
+	if !retryableCodes[code] {
+		return nil
+	}
+	switch cmd.name {
+	case "insert", "update", "delete", "findAndModify":
+	default:
+		return nil
+	}
+	if _, err := req.Body.LookupErr("txnNumber"); err != nil {
+		return nil
+	}
+	if _, err := req.Body.LookupErr("autocommit"); err == nil {
+		return nil // in a transaction: its own labels, not this one
+	}
+	return []string{labelRetryableWriteError}
+}
+
+// labelError gives e the labels errorLabels decides.
+func (s *Server) labelError(cmd *commandDef, req *Request, e *mongoerr.Error) *mongoerr.Error {
+	labels := s.errorLabels(cmd, req, e.Code)
+	if len(labels) == 0 {
+		return e
+	}
+	labelled := *e
+	labelled.Labels = labels
+	return &labelled
 }

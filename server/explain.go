@@ -9,6 +9,7 @@ import (
 	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/engine"
 	"github.com/lethedb/lethe/mongoerr"
+	"github.com/lethedb/lethe/queryargs"
 )
 
 func (s *Server) explainCommands() []commandDef {
@@ -115,11 +116,11 @@ func (s *Server) checkExplained(cmd string, inner bson.Raw) error {
 	var err error
 	switch cmd {
 	case "find":
-		_, err = s.parseFind(inner)
+		_, err = queryargs.ParseFind(inner, s.params.AllowDiskUseByDefault(), s.clock)
 	case "count":
-		_, err = parseCount(inner)
+		_, err = queryargs.ParseCount(inner)
 	case "distinct":
-		_, _, err = parseDistinct(inner)
+		_, _, err = queryargs.ParseDistinct(inner)
 	}
 	return err
 }

@@ -7,8 +7,10 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/lethedb/lethe/command"
+	"github.com/lethedb/lethe/cursor"
 	"github.com/lethedb/lethe/engine"
 	"github.com/lethedb/lethe/mongoerr"
+	"github.com/lethedb/lethe/queryargs"
 )
 
 // explainAggregate explains the aggregate command body, as explain
@@ -39,15 +41,15 @@ func (s *Server) explainAggregate(ctx context.Context, req *Request, body bson.R
 		case "allowDiskUse":
 			opts.AllowDiskUse, err = command.StrictBool("allowDiskUse", v)
 		case "let":
-			lv, err = s.parseLet("aggregate", v)
+			lv, err = queryargs.Let("aggregate", v, s.clock)
 		case "collation":
-			err = checkCollationOf("aggregate", v)
+			err = command.CheckCollation("aggregate", v)
 		// The rest only checked, as aggregate itself checks them: explain
 		// refuses what the command would refuse.
 		case "cursor":
-			if err = checkCursorBatchSize(v); err == nil {
+			if err = queryargs.CheckCursorBatchSize(v); err == nil {
 				var batchSize int
-				err = cursorOption("aggregate", v, &batchSize)
+				err = cursor.Option("aggregate", v, &batchSize)
 			}
 		case "bypassDocumentValidation":
 			_, err = command.StrictBool("bypassDocumentValidation", v)

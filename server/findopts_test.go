@@ -68,15 +68,3 @@ func TestMaxTime(t *testing.T) {
 		}
 	}
 }
-
-func TestCheckMinMax(t *testing.T) {
-	doc := func(d bson.D) bson.Raw { b, _ := bson.Marshal(d); return b }
-	if err := checkMinMax(doc(bson.D{{Key: "a", Value: 1}}), nil); err != nil {
-		t.Errorf("min alone: %v", err)
-	}
-	if err := checkMinMax(doc(bson.D{{Key: "a", Value: 1}, {Key: "b", Value: 1}}), doc(bson.D{{Key: "a", Value: 5}, {Key: "b", Value: 0}})); err != nil {
-		t.Errorf("same fields: %v", err)
-	}
-	wantErr(t, checkMinMax(doc(bson.D{{Key: "a", Value: 1}, {Key: "b", Value: 1}}), doc(bson.D{{Key: "b", Value: 1}, {Key: "a", Value: 1}})),
-		51176, "min and max must have the same field names")
-}

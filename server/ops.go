@@ -307,3 +307,10 @@ func toA(docs []bson.Raw) bson.A {
 	}
 	return a
 }
+
+func nonNil(a bson.A) bson.A {
+	if a == nil {
+		return bson.A{}
+	}
+	return a
+}

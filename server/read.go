@@ -9,49 +9,31 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/command"
+	"github.com/lethedb/lethe/concern"
+	"github.com/lethedb/lethe/cursor"
 	"github.com/lethedb/lethe/engine"
 	"github.com/lethedb/lethe/mongoerr"
+	"github.com/lethedb/lethe/queryargs"
 )
-
-// checkCollation accepts the simple collation only: other locales are
-// refused rather than silently compared byte-wise.
-func checkCollation(v bson.RawValue) error { return checkCollationOf("collation", v) }
-
-// checkCollationOf is checkCollation for a command whose parser names
-// itself in a type error, as "BSON field 'count.collation' is the wrong
-// type".
-func checkCollationOf(cmd string, v bson.RawValue) error {
-	d, ok := v.DocumentOK()
-	if !ok {
-		return command.WrongType(cmd, "collation", v.Type, "object")
-	}
-	if len(d) <= 5 {
-		return nil
-	}
-	if loc, _ := d.Lookup("locale").StringValueOK(); loc == "simple" {
-		return nil
-	}
-	return mongoerr.New(mongoerr.BadValue, "collation %s is not supported: Lethe compares strings by their bytes (locale \"simple\")", d.String())
-}
 
 func (s *Server) find(ctx context.Context, req *Request) (bson.Raw, error) {
 	coll, err := collectionName(req)
 	if err != nil {
 		return nil, err
 	}
-	a, err := s.parseFind(req.Body)
+	a, err := queryargs.ParseFind(req.Body, s.params.AllowDiskUseByDefault(), s.clock)
 	if err != nil {
 		return nil, err
 	}
-	spec, batchSize, lv, copts := a.spec, a.batchSize, a.let, a.copts
-	tailable, awaitData := a.tailable, a.awaitData
+	spec, batchSize, lv, copts := a.Spec, a.BatchSize, a.Let, a.Copts
+	tailable, awaitData := a.Tailable, a.AwaitData
 	if _, isView := s.eng.View(req.DB, coll); isView {
 		return s.findOnView(ctx, req, coll, spec, lv, batchSize)
 	}
-	if err := s.checkTailable(req.DB, coll, spec, tailable, awaitData, copts.single); err != nil {
+	if err := queryargs.CheckTailable(s.eng, req.DB, coll, spec, tailable, awaitData, copts.Single); err != nil {
 		return nil, err
 	}
-	if err := checkMinMax(spec.Min, spec.Max); err != nil {
+	if err := queryargs.CheckMinMax(spec.Min, spec.Max); err != nil {
 		return nil, err
 	}
 	if spec.Filter, err = lv.Filter(spec.Filter); err != nil {
@@ -69,7 +51,7 @@ func (s *Server) find(ctx context.Context, req *Request) (bson.Raw, error) {
 		if doc != nil {
 			docs = []bson.Raw{doc}
 		}
-		return appendCursorReply(req, "firstBatch", docs, 0, req.DB+"."+coll)
+		return cursor.AppendReply(&req.Request, "firstBatch", docs, 0, req.DB+"."+coll)
 	}
 	if batchSize == 0 {
 		batchSize = -1 // an empty first batch
@@ -83,9 +65,9 @@ func (s *Server) find(ctx context.Context, req *Request) (bson.Raw, error) {
 		return nil, err
 	}
 	if batchSize < 0 {
-		return s.cursorReplyEmpty(req, cur, req.DB+"."+coll, copts.noTimeout)
+		return s.cursors.ReplyEmpty(&req.Request, req, cur, req.DB+"."+coll, copts.NoTimeout)
 	}
-	return s.cursorReply(ctx, req, cur, req.DB+"."+coll, batchSize, copts)
+	return s.cursors.Reply(ctx, &req.Request, req, cur, req.DB+"."+coll, batchSize, copts)
 }
 
 // pointID recognizes the commonest query, find {_id: <value>} with no
@@ -114,16 +96,6 @@ func pointID(spec engine.FindSpec) (bsoncore.Value, bool) {
 	return v, true
 }
 
-// cursorReplyEmpty opens a cursor with an empty first batch (batchSize 0).
-func (s *Server) cursorReplyEmpty(req *Request, src batchSource, ns string, noTimeout bool) (bson.Raw, error) {
-	id, err := s.cursors.add(req, src, ns, noTimeout)
-	if err != nil {
-		closeSource(src)
-		return nil, err
-	}
-	return appendCursorReply(req, "firstBatch", nil, id, ns)
-}
-
 func cloneRaw(r bson.Raw) bson.Raw {
 	if r == nil {
 		return nil
@@ -136,11 +108,11 @@ func (s *Server) count(ctx context.Context, req *Request) (bson.Raw, error) {
 	if err != nil {
 		return nil, err
 	}
-	a, err := parseCount(req.Body)
+	a, err := queryargs.ParseCount(req.Body)
 	if err != nil {
 		return nil, err
 	}
-	filter, skip, limit, hint := a.filter, a.skip, a.limit, a.hint
+	filter, skip, limit, hint := a.Filter, a.Skip, a.Limit, a.Hint
 	if _, isView := s.eng.View(req.DB, coll); isView {
 		return s.countOnView(ctx, req, coll, filter, skip, limit, hint)
 	}
@@ -158,7 +130,7 @@ func (s *Server) distinct(ctx context.Context, req *Request) (bson.Raw, error) {
 	if err != nil {
 		return nil, err
 	}
-	key, filter, err := parseDistinct(req.Body)
+	key, filter, err := queryargs.ParseDistinct(req.Body)
 	if err != nil {
 		return nil, err
 	}
@@ -201,20 +173,20 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 			pipeline, err = statements(req, "aggregate", "pipeline", v)
 			havePipeline = true
 		case "cursor":
-			if err = checkCursorBatchSize(v); err == nil {
-				err = cursorOption("aggregate", v, &batchSize)
+			if err = queryargs.CheckCursorBatchSize(v); err == nil {
+				err = cursor.Option("aggregate", v, &batchSize)
 			}
 			haveCursor = err == nil
 		case "explain":
 			explain, err = command.StrictBool("explain", v)
 		case "collation":
-			err = checkCollationOf("aggregate", v)
+			err = command.CheckCollation("aggregate", v)
 		case "allowDiskUse":
 			allowDiskUse, err = command.StrictBool("allowDiskUse", v)
 		case "hint":
 			hint, err = command.Hint(v)
 		case "let":
-			lv, err = s.parseLet("aggregate", v)
+			lv, err = queryargs.Let("aggregate", v, s.clock)
 		case "bypassDocumentValidation":
 			bypass, err = command.StrictBool("bypassDocumentValidation", v)
 		default:
@@ -242,7 +214,7 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 	if err = engine.CheckPipelineNamespace(pipeline, req.DB, !onCollection); err != nil {
 		return nil, err
 	}
-	if err = checkWriteStageReadConcern(req.Body, pipeline); err != nil {
+	if err = concern.CheckWriteStage(req.Body, pipeline); err != nil {
 		return nil, err
 	}
 	// A view's pipeline runs first, over the collection it reads.
@@ -272,12 +244,12 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 	if err != nil {
 		return nil, err
 	}
-	var src batchSource = &sliceSource{docs: docs, source: source}
+	var src cursor.Source = cursor.NewSlice(docs, source)
 	if rest != nil {
 		src = rest
 	}
 	if batchSize == 0 {
-		return s.cursorReplyEmpty(req, src, req.DB+"."+coll, false)
+		return s.cursors.ReplyEmpty(&req.Request, req, src, req.DB+"."+coll, false)
 	}
-	return s.cursorReply(ctx, req, src, req.DB+"."+coll, batchSize, cursorOptions{})
+	return s.cursors.Reply(ctx, &req.Request, req, src, req.DB+"."+coll, batchSize, cursor.Options{})
 }

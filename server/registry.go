@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/lethedb/lethe/command"
+	"github.com/lethedb/lethe/cursor"
+	"github.com/lethedb/lethe/failpoint"
 	"github.com/lethedb/lethe/shutdown"
 	"github.com/lethedb/lethe/storeadmin"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -23,8 +25,9 @@ type Request struct {
 	lsid        string
 	lsidForeign bool
 	// failed is the failCommand fail point's data when it applies to this
-	// command, and closeConn says it closes the connection (failpoint.go).
-	failed    *failCommandData
+	// command, and closeConn says it closes the connection (package
+	// failpoint).
+	failed    *failpoint.Data
 	closeConn bool
 
 	// Replica-set mode: the reply with the member's fields (see decorate),
@@ -38,6 +41,25 @@ type Request struct {
 	// counter it answered with when the reply continues a stream.
 	exhaustAllowed         bool
 	streamFrom, streamNext int64
+}
+
+// CursorOwner is whom the cursors the request opens belong to (package
+// cursor).
+func (req *Request) CursorOwner() cursor.Owner {
+	return cursor.Owner{Conn: req.Conn.id, Client: req.Conn.principal(), Lsid: req.lsid, User: req.Conn.userKey()}
+}
+
+// cursorCommands are getMore and killCursors, which need to know who
+// runs them (package cursor).
+func (s *Server) cursorCommands() []commandDef {
+	return []commandDef{
+		{name: "getMore", handle: func(ctx context.Context, req *Request) (bson.Raw, error) {
+			return s.cursors.GetMore(ctx, &req.Request, req)
+		}},
+		{name: "killCursors", handle: func(ctx context.Context, req *Request) (bson.Raw, error) {
+			return s.cursors.KillCursors(ctx, &req.Request, req)
+		}},
+	}
 }
 
 // handlerFunc runs one command. It returns the complete reply document
@@ -66,7 +88,7 @@ func (s *Server) buildRegistry() map[string]*commandDef {
 		s.crudCommands(),
 		s.cursorCommands(),
 		s.opCommands(),
-		s.indexCommands(),
+		s.catalogCommands(),
 		s.testCommands(),
 		kitCommands(s.users.Commands()),
 		kitCommands(s.expiry.Commands()),
@@ -96,6 +118,25 @@ func (s *Server) shutdownCommands() []commandDef {
 	}}}
 }
 
+// catalogCommands are the catalog commands (package catalog), which see
+// the request's caller.
+func (s *Server) catalogCommands() []commandDef {
+	cmds := s.catalog.Commands()
+	out := make([]commandDef, len(cmds))
+	for i, c := range cmds {
+		h := c.Handle
+		out[i] = commandDef{name: c.Name, aliases: c.Aliases, adminOnly: c.AdminOnly,
+			handle: func(ctx context.Context, req *Request) (bson.Raw, error) { return h(ctx, &req.Request, req) }}
+	}
+	return out
+}
+
+// ListableDatabases are the databases listDatabases shows the request's
+// user (catalog.Caller).
+func (req *Request) ListableDatabases(ctx context.Context) ([]string, error) {
+	return req.Conn.srv.listableDatabases(ctx, req)
+}
+
 // kitCommands are the registry entries of commands another package serves
 // with the command kit: their handlers see the kit's part of the request.
 func kitCommands(cmds []command.Command) []commandDef {
@@ -121,4 +162,13 @@ func (s *Server) wrapHandler(name string, check func(*Request) error) {
 		}
 		return handle(ctx, req)
 	}
+}
+
+// testCommands are configureFailPoint, only with EnableTestCommands
+// (package failpoint).
+func (s *Server) testCommands() []commandDef {
+	if !s.cfg.EnableTestCommands {
+		return nil
+	}
+	return kitCommands(s.failCommand.Commands())
 }

@@ -1,9 +1,29 @@
 package server
 
 import (
+	"context"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
 	"github.com/lethedb/lethe/command"
+	"github.com/lethedb/lethe/concern"
 	"github.com/lethedb/lethe/mongoerr"
 )
+
+// beforeAsMember checks the command's read and write concerns, waits for
+// its afterClusterTime, and notes in req what the reply must say about its
+// write concern (package concern).
+func (s *Server) beforeAsMember(ctx context.Context, cmd *commandDef, req *Request) error {
+	var err error
+	req.wcError, err = concern.Before(ctx, s.ctime, cmd.name, req.Body)
+	return err
+}
+
+// afterAsMember advances the cluster time after a write and adds the
+// member's fields to the reply.
+func (s *Server) afterAsMember(cmd *commandDef, req *Request, reply bson.Raw, ok bool) bson.Raw {
+	return concern.After(s.ctime, cmd.name, ok, req.wcError, reply, &req.decorated)
+}
 
 // codeDropLiveOplog is MongoDB's unnamed code for dropping the oplog of a
 // replica-set member (drop_collection.cpp, uassert 5255000).

@@ -6,8 +6,8 @@
 // Locks, outermost first; none is held while taking one of an earlier rank:
 //   - usermgmt.Service's lock, held by a user management command for its
 //     whole run, around the engine's own locks;
-//   - openCursor.mu, held by a getMore for its batch;
-//   - cursorTable.mu, the table of open cursors;
+//   - a cursor's mutex, held by a getMore for its batch, then the table
+//     of open cursors' (package cursor);
 //   - netState.mu, the listener and the server's side of the open
 //     connections (connection.go), never held while calling into package
 //     conn except for the calls Start makes while it sets up;
@@ -27,11 +27,14 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/lethedb/lethe/auth"
+	"github.com/lethedb/lethe/catalog"
 	"github.com/lethedb/lethe/clock"
+	"github.com/lethedb/lethe/cursor"
 	"github.com/lethedb/lethe/diag"
 	"github.com/lethedb/lethe/engine"
 	"github.com/lethedb/lethe/engine/kv/pebblekv"
 	"github.com/lethedb/lethe/expiry"
+	"github.com/lethedb/lethe/failpoint"
 	"github.com/lethedb/lethe/params"
 	"github.com/lethedb/lethe/replset"
 	"github.com/lethedb/lethe/session"
@@ -66,11 +69,23 @@ func FixedLimits() []Limit {
 		{"$push and $addToSet", "100 MiB per group (ExceededMemoryLimit)"},
 		{"distinct reply", "16 MiB of values (17217)"},
 		{"index and sort keys", "32 fields (13103)"},
-		{"idle cursor timeout", cursorIdleTimeout.String()},
+		{"idle cursor timeout", cursor.IdleTimeout.String()},
 		{"command time", "maxTimeMS of the command; none by default"},
 		{"logical session timeout", fmt.Sprintf("a session unused for %d minutes ends, and its cursors close", int(session.DefaultTimeout/time.Minute))},
 	}
 }
+
+// CursorLimits bound the cursors clients may keep open (cursor.Limits).
+type CursorLimits = cursor.Limits
+
+// Defaults of CursorLimits (package cursor).
+const (
+	DefaultMaxCursors               = cursor.DefaultMaxCursors
+	DefaultMaxCursorsPerConn        = cursor.DefaultMaxCursorsPerConn
+	DefaultMaxCursorMemory          = cursor.DefaultMaxCursorMemory
+	DefaultMaxCursorsPerClient      = cursor.DefaultMaxCursorsPerClient
+	DefaultMaxCursorMemoryPerClient = cursor.DefaultMaxCursorMemoryPerClient
+)
 
 // DefaultMessageTimeout is Config.MessageTimeout's default: ample for any
 // message a live client sends, short enough that sockets which connect and
@@ -176,13 +191,13 @@ type Server struct {
 	net   netState       // listener and connections, see connection.go
 	stats stats.Counters // counters for serverStatus and the metrics (package stats)
 
-	cursors  cursorTable       // open cursors, see cursors.go
+	cursors  cursor.Table      // open cursors (package cursor)
 	sessions *session.Registry // live sessions, see sessions.go
 	retry    retryLocks        // retryable writes, see retry.go
 	// sessionsDone closes when the session sweep has stopped.
 	sessionsDone chan struct{}
-	// failCommand is the failCommand fail point, see failpoint.go.
-	failCommand failCommand
+	// failCommand is the failCommand fail point (package failpoint).
+	failCommand *failpoint.FailCommand
 
 	topo  *topology            // topologyVersion of hello, see hello_await.go
 	rs    *replset.Set         // nil for a standalone server
@@ -197,6 +212,8 @@ type Server struct {
 	// users runs the user management commands and keeps users and roles
 	// for authentication (package usermgmt).
 	users *usermgmt.Service
+	// catalog answers the catalog commands (package catalog).
+	catalog *catalog.Service
 	// expiry answers advanceClock and counts the reaper's work for
 	// serverStatus (package expiry).
 	expiry *expiry.Service
@@ -233,7 +250,7 @@ func New(cfg Config) (*Server, error) {
 			}
 		}
 	}
-	cfg.Cursors.setDefaults()
+	cfg.Cursors.SetDefaults()
 	if cfg.ManualClock {
 		if _, ok := cfg.Clock.(*clock.Manual); !ok {
 			return nil, fmt.Errorf("server: ManualClock needs a *clock.Manual")
@@ -251,8 +268,8 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: open store: %w", err)
 	}
 	s := &Server{cfg: cfg, log: log, clock: cfg.Clock, eng: eng, started: time.Now(), recent: recent, authz: newAuthState(),
-		stop: shutdown.New(shutdown.Config{Logger: log, Auth: cfg.Auth})}
-	s.cursors.limits = cfg.Cursors
+		stop: shutdown.New(shutdown.Config{Logger: log, Auth: cfg.Auth}), failCommand: failpoint.New(log)}
+	s.cursors.Configure(cursor.Config{Limits: cfg.Cursors, Auth: cfg.Auth, FormatLsid: formatLsid})
 	s.sessions = session.New(session.Options{Timeout: cfg.SessionTimeout,
 		Max: cfg.MaxSessions, MaxPerClient: cfg.MaxSessionsPerClient, Clock: cfg.Clock, Gone: s.sessionsGone})
 	s.topo = newTopology()
@@ -271,6 +288,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.ManualClock {
 		manual = cfg.Clock.(*clock.Manual) // checked above
 	}
+	s.catalog = catalog.New(catalog.Config{Engine: eng, Clock: cfg.Clock, Cursors: &s.cursors})
 	s.expiry = expiry.New(expiry.Config{Engine: eng, ManualClock: manual})
 	mechanisms := make([]string, 0, len(s.authMechanisms()))
 	for _, m := range s.authMechanisms() {
@@ -278,7 +296,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.params = params.New(params.Config{Logger: log, LogLevel: cfg.LogLevel, FeatureCompatibilityVersion: fcvVersion,
 		AuthSchemaVersion: int32(usermgmt.SchemaVersion), AuthenticationMechanisms: mechanisms,
-		SessionTimeoutMinutes: s.sessions.TimeoutMinutes(), CursorIdleTimeout: cursorIdleTimeout})
+		SessionTimeoutMinutes: s.sessions.TimeoutMinutes(), CursorIdleTimeout: cursor.IdleTimeout})
 	s.commands = s.buildRegistry()
 	// The system.* guards first, so that a replica-set member's own guards
 	// of the local database run before them.

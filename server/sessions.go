@@ -71,7 +71,7 @@ func (s *Server) sessionsGone(keys []session.Key) {
 		set[packKey(k)] = true
 	}
 	s.forgetRetries(keys)
-	if n := s.cursors.killSessions(func(lsid string) bool { return set[lsid] }); n > 0 {
+	if n := s.cursors.KillSessions(func(lsid string) bool { return set[lsid] }); n > 0 {
 		s.log.Debug("closed the cursors of ended sessions", zap.Int("sessions", len(keys)), zap.Int("cursors", n))
 	}
 }
@@ -261,7 +261,7 @@ func (m sessionMatch) match(lsid string) bool {
 // killMatching kills the cursors and running commands of the matching
 // sessions, but not the command doing the killing.
 func (s *Server) killMatching(req *Request, m sessionMatch) {
-	cursors := s.cursors.killSessions(m.match)
+	cursors := s.cursors.KillSessions(m.match)
 	ops := 0
 	for _, c := range s.connections() {
 		if c != req.Conn && c.killSession(m.match) {

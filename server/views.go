@@ -1,7 +1,7 @@
 package server
 
-// Views: create and collMod of a view, reads through one, and the answers
-// of every other command that names one. As MongoDB does, a read of a
+// Views: collMod of a view, reads through one, and the answers of every
+// other command that names one (package catalog creates and lists them). As MongoDB does, a read of a
 // view is an aggregation over the collection the view reads, with the
 // pipelines of the views on the way first: find becomes $match, $sort,
 // $skip, $limit and $project stages, count a $count, and distinct runs
@@ -9,11 +9,11 @@ package server
 
 import (
 	"context"
-	"slices"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/lethedb/lethe/command"
+	"github.com/lethedb/lethe/cursor"
 	"github.com/lethedb/lethe/engine"
 	"github.com/lethedb/lethe/mongoerr"
 )
@@ -76,7 +76,7 @@ func (s *Server) guardViews() {
 	// in Lethe: another is refused as MongoDB refuses overriding a view's.
 	for _, name := range []string{"find", "aggregate", "count", "distinct"} {
 		wrap(name, func(ctx context.Context, req *Request, _ string, next handlerFunc) (bson.Raw, error) {
-			if v, err := req.Body.LookupErr("collation"); err == nil && v.Type == bson.TypeEmbeddedDocument && checkCollation(v) != nil {
+			if v, err := req.Body.LookupErr("collation"); err == nil && v.Type == bson.TypeEmbeddedDocument && command.CheckCollation("collation", v) != nil {
 				return nil, mongoerr.New(mongoerr.OptionNotSupportedOnView, "Cannot override a view's default collation")
 			}
 			return next(ctx, req)
@@ -99,20 +99,6 @@ func (s *Server) guardViews() {
 			return next(ctx, req)
 		}
 	}
-}
-
-// createView is create with viewOn: pipeline (nil for none) over viewOn.
-func (s *Server) createView(ctx context.Context, req *Request, coll, viewOn string, pipeline []bson.Raw, others []string) error {
-	switch {
-	case slices.Contains(others, "idIndex"):
-		return mongoerr.New(mongoerr.InvalidOptions, "'idIndex' is not allowed with 'viewOn'")
-	case len(others) > 0:
-		return mongoerr.New(mongoerr.InvalidOptions, "option not supported on a view: %s", others[0])
-	}
-	if pipeline == nil {
-		pipeline = []bson.Raw{}
-	}
-	return s.eng.CreateView(ctx, req.DB, coll, viewOn, pipeline)
 }
 
 // collModView changes a view's viewOn or pipeline; a view has no other
@@ -157,25 +143,6 @@ func (s *Server) collModCollection(ctx context.Context, req *Request, next handl
 		}
 	}
 	return next(ctx, req)
-}
-
-// viewInfos are listCollections' entries for db's views.
-func (s *Server) viewInfos(db string, nameOnly bool) []bson.D {
-	var out []bson.D
-	for _, v := range s.eng.Views(db) {
-		d := bson.D{{Key: "name", Value: v.Name}, {Key: "type", Value: "view"}}
-		if !nameOnly {
-			stages := make(bson.A, len(v.Pipeline))
-			for i, st := range v.Pipeline {
-				stages[i] = st
-			}
-			d = append(d,
-				bson.E{Key: "options", Value: bson.D{{Key: "viewOn", Value: v.ViewOn}, {Key: "pipeline", Value: stages}}},
-				bson.E{Key: "info", Value: bson.D{{Key: "readOnly", Value: true}}})
-		}
-		out = append(out, d)
-	}
-	return out
 }
 
 // resolveRead is the collection a read of db.coll reads and the pipeline
@@ -255,11 +222,11 @@ func (s *Server) findOnView(ctx context.Context, req *Request, coll string, spec
 	if err != nil {
 		return nil, err
 	}
-	src := &sliceSource{docs: res.Docs, source: res.Source}
+	src := cursor.NewSlice(res.Docs, res.Source)
 	if batchSize == 0 {
-		return s.cursorReplyEmpty(req, src, req.DB+"."+coll, false)
+		return s.cursors.ReplyEmpty(&req.Request, req, src, req.DB+"."+coll, false)
 	}
-	return s.cursorReply(ctx, req, src, req.DB+"."+coll, batchSize, cursorOptions{single: single})
+	return s.cursors.Reply(ctx, &req.Request, req, src, req.DB+"."+coll, batchSize, cursor.Options{Single: single})
 }
 
 // countOnView counts a view's documents with $match, $skip, $limit and

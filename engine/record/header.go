@@ -40,3 +40,20 @@ func SplitValue(v []byte) (Header, []byte, error) {
 	}
 	return h, v[HeaderLen:], nil
 }
+
+// expiryKeyLen is the length of an expiry key before its primary key: the
+// family (prefix, collection id, kind) and the instant.
+const expiryKeyLen = 1 + 8 + 1 + 8
+
+// ExpiryKey is the entry, in one of the two expiry families, of the
+// document at pk of collection collID whose header is h; nil for ttl -1,
+// which never expires.
+func ExpiryKey(collID uint64, h Header, pk []byte) []byte {
+	switch {
+	case h.TTL == ttlindex.NoTTL:
+		return ttlindex.AppendTSKey(make([]byte, 0, expiryKeyLen+len(pk)), collID, h.TS, pk)
+	case h.TTL > 0:
+		return ttlindex.AppendOwnKey(make([]byte, 0, expiryKeyLen+len(pk)), collID, h.TS+int64(h.TTL)*1000, pk)
+	}
+	return nil
+}

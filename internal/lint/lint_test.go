@@ -35,11 +35,11 @@ var languages = []string{"engine/expr", "engine/query", "engine/project", "engin
 // engineParts are the packages cut from the engine by concept: the engine
 // imports them and hands them what they need through small interfaces or
 // plain data, so they never import it back.
-var engineParts = []string{"engine/record", "engine/letvars", "engine/validation", "engine/usage", "engine/namespace", "engine/viewdef", "engine/preimage", "engine/retry", "engine/reclaim"}
+var engineParts = []string{"engine/record", "engine/letvars", "engine/validation", "engine/usage", "engine/namespace", "engine/viewdef", "engine/preimage", "engine/retry", "engine/reclaim", "engine/writestage", "engine/storagecheck", "engine/oplogstore", "engine/expiryscan", "engine/collstats", "engine/distinct"}
 
 // handlerPackages serve commands for the server with the command kit;
 // the server registers them.
-var handlerPackages = []string{"usermgmt", "replset", "storeadmin", "expiry", "shutdown", "params"}
+var handlerPackages = []string{"usermgmt", "replset", "storeadmin", "expiry", "shutdown", "params", "failpoint", "catalog"}
 
 func loadPackages(t *testing.T) []pkg {
 	t.Helper()
@@ -192,8 +192,22 @@ func TestLayers(t *testing.T) {
 		applies: func(p string) bool { return p == "writestmt" },
 		allow:   func(imp string) bool { return in(kernel, imp) || imp == "command" || imp == "engine" },
 	}, {
+		what:    "queryargs, the parsing of the query commands' arguments, imports the kernel, the command kit, cursor and the engine's API",
+		applies: func(p string) bool { return p == "queryargs" },
+		allow: func(imp string) bool {
+			return in(kernel, imp) || imp == "command" || imp == "cursor" || imp == "engine"
+		},
+	}, {
 		what:    "apiversion, the Stable API's checks, imports only the kernel and the command kit",
 		applies: func(p string) bool { return p == "apiversion" },
+		allow:   func(imp string) bool { return in(kernel, imp) || imp == "command" },
+	}, {
+		what:    "cursor, the open cursors and getMore, imports the kernel, the command kit and the engine's API",
+		applies: func(p string) bool { return p == "cursor" },
+		allow:   func(imp string) bool { return in(kernel, imp) || imp == "command" || imp == "engine" },
+	}, {
+		what:    "concern, the read and write concerns of a replica-set member, imports only the kernel and the command kit",
+		applies: func(p string) bool { return p == "concern" },
 		allow:   func(imp string) bool { return in(kernel, imp) || imp == "command" },
 	}, {
 		what:    "stats, the server's counters, imports only the kernel and conn, whose traffic it counts",

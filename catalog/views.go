@@ -1,0 +1,44 @@
+package catalog
+
+import (
+	"context"
+	"slices"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/lethedb/lethe/command"
+	"github.com/lethedb/lethe/mongoerr"
+)
+
+// createView is create with viewOn: pipeline (nil for none) over viewOn.
+func (s *Service) createView(ctx context.Context, req *command.Request, coll, viewOn string, pipeline []bson.Raw, others []string) error {
+	switch {
+	case slices.Contains(others, "idIndex"):
+		return mongoerr.New(mongoerr.InvalidOptions, "'idIndex' is not allowed with 'viewOn'")
+	case len(others) > 0:
+		return mongoerr.New(mongoerr.InvalidOptions, "option not supported on a view: %s", others[0])
+	}
+	if pipeline == nil {
+		pipeline = []bson.Raw{}
+	}
+	return s.eng.CreateView(ctx, req.DB, coll, viewOn, pipeline)
+}
+
+// viewInfos are listCollections' entries for db's views.
+func (s *Service) viewInfos(db string, nameOnly bool) []bson.D {
+	var out []bson.D
+	for _, v := range s.eng.Views(db) {
+		d := bson.D{{Key: "name", Value: v.Name}, {Key: "type", Value: "view"}}
+		if !nameOnly {
+			stages := make(bson.A, len(v.Pipeline))
+			for i, st := range v.Pipeline {
+				stages[i] = st
+			}
+			d = append(d,
+				bson.E{Key: "options", Value: bson.D{{Key: "viewOn", Value: v.ViewOn}, {Key: "pipeline", Value: stages}}},
+				bson.E{Key: "info", Value: bson.D{{Key: "readOnly", Value: true}}})
+		}
+		out = append(out, d)
+	}
+	return out
+}

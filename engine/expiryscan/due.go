@@ -1,0 +1,175 @@
+package expiryscan
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/lethedb/lethe/engine/keycodec"
+	"github.com/lethedb/lethe/engine/kv"
+	"github.com/lethedb/lethe/engine/record"
+	"github.com/lethedb/lethe/ttlindex"
+)
+
+// Due is a document found due by an expiry scan, with the test that
+// confirms it under the lock.
+type Due struct {
+	PK    []byte
+	IsDue func(h record.Header, doc bson.Raw) bool
+}
+
+// Cursor remembers, per scanned range, the last key a reaping pass took,
+// so that its next batch starts after it instead of stepping again over the
+// tombstones the previous batches left. Only the reaper goroutine uses it.
+type Cursor struct {
+	after map[string][]byte // by range start
+}
+
+// Reset makes the next pass rescan from the start of each range.
+func (rc *Cursor) Reset() { clear(rc.after) }
+
+// from returns where a scan of [lo, hi) should start.
+func (rc *Cursor) from(lo []byte) []byte {
+	if rc == nil {
+		return lo
+	}
+	if k, ok := rc.after[string(lo)]; ok {
+		return record.KeySuccessor(k)
+	}
+	return lo
+}
+
+func (rc *Cursor) record(lo, last []byte) {
+	if rc == nil || last == nil {
+		return
+	}
+	if rc.after == nil {
+		rc.after = make(map[string][]byte)
+	}
+	rc.after[string(lo)] = append([]byte(nil), last...)
+}
+
+// DueDocs scans the expiry families and date TTL indexes of c in s for
+// documents due at nowMs, up to limit, and the earliest future due time.
+// A nil cursor scans every range from its start.
+func DueDocs(s kv.Reader, c Collection, nowMs int64, limit int, cur *Cursor) ([]Due, int64, error) {
+	var due []Due
+	nextMs := int64(math.MaxInt64)
+	seen := map[string]bool{}
+	add := func(pk []byte, isDue func(record.Header, bson.Raw) bool) {
+		if !seen[string(pk)] {
+			seen[string(pk)] = true
+			due = append(due, Due{PK: append([]byte(nil), pk...), IsDue: isDue})
+		}
+	}
+	expired := func(h record.Header, _ bson.Raw) bool { return ttlindex.Expired(c.TTL, h.TS, h.TTL, nowMs) }
+	id := c.ID
+	if c.TTL.Enabled {
+		if c.TTL.Default > 0 {
+			shift := int64(c.TTL.Default) * 1000
+			lo, hi := ttlindex.TSRange(id, nowMs-shift)
+			nm, err := scanExpiry(s, lo, hi, limit-len(due), cur, func(pk []byte) { add(pk, expired) })
+			if err != nil {
+				return nil, 0, err
+			}
+			if nm != math.MaxInt64 {
+				nextMs = min(nextMs, nm+shift)
+			}
+		}
+		lo, hi := ttlindex.OwnRange(id, nowMs)
+		nm, err := scanExpiry(s, lo, hi, limit-len(due), cur, func(pk []byte) { add(pk, expired) })
+		if err != nil {
+			return nil, 0, err
+		}
+		nextMs = min(nextMs, nm)
+	}
+	for _, ix := range c.DateTTL {
+		if len(due) >= limit {
+			break
+		}
+		nm, err := scanDateTTL(s, ix, nowMs, limit-len(due), cur, add)
+		if err != nil {
+			return nil, 0, err
+		}
+		nextMs = min(nextMs, nm)
+	}
+	return due, nextMs, nil
+}
+
+// scanExpiry visits up to limit expiry keys in [lo, hi) and returns the
+// time of the first key at or after hi within the family (MaxInt64 if none).
+func scanExpiry(s kv.Reader, lo, hi []byte, limit int, cur *Cursor, fn func(pk []byte)) (int64, error) {
+	it, err := s.Iter(context.TODO(), cur.from(lo), record.PrefixEnd(lo[:10]), false)
+	if err != nil {
+		return 0, fmt.Errorf("engine: scan expiry: %w", err)
+	}
+	defer it.Close()
+	n := 0
+	var last []byte
+	defer func() { cur.record(lo, last) }()
+	for ok := it.First(); ok; ok = it.Next() {
+		_, _, ms, pk, err := ttlindex.ParseKey(it.Key())
+		if err != nil {
+			return 0, err
+		}
+		if bytes.Compare(it.Key(), hi) >= 0 {
+			return ms, nil
+		}
+		if n >= limit {
+			return math.MaxInt64, nil
+		}
+		fn(pk)
+		last = append(last[:0], it.Key()...)
+		n++
+	}
+	return math.MaxInt64, it.Error()
+}
+
+// scanDateTTL finds documents of a MongoDB date TTL index whose date is at
+// most now - expireAfterSeconds. Dates form one key class, so the due
+// entries are one contiguous range.
+func scanDateTTL(s kv.Reader, ix *record.Index, nowMs int64, limit int, cur *Cursor, add func([]byte, func(record.Header, bson.Raw) bool)) (int64, error) {
+	shift := int64(*ix.Meta.ExpireAfter) * 1000
+	bound := nowMs - shift
+	dateClass := byte(keycodec.TypeClass(bsoncore.TypeDateTime))
+	boundValue := bsoncore.Value{Type: bsoncore.TypeDateTime, Data: bsoncore.AppendDateTime(nil, bound)}
+	// Due entries hold dates up to the bound: from the start of the date
+	// class up to the bound's key, or, on a descending index, whose keys
+	// are inverted, from the bound's key to the end of the class.
+	var lo, hi []byte
+	if ix.Fields[0].Desc {
+		lo, hi = keycodec.AppendDesc(record.IndexPrefix(nil, ix.Meta.ID), boundValue), append(record.IndexPrefix(nil, ix.Meta.ID), ^dateClass+1)
+	} else {
+		lo, hi = append(record.IndexPrefix(nil, ix.Meta.ID), dateClass), append(record.IndexPrefix(nil, ix.Meta.ID), record.PrefixEnd(keycodec.Append(nil, boundValue))...)
+	}
+	isDue := func(_ record.Header, doc bson.Raw) bool {
+		vals, _ := record.IndexValues(bsoncore.Document(doc), ix.Fields[0].Path)
+		for _, v := range vals {
+			if ms, ok := v.DateTimeOK(); ok && ms <= bound {
+				return true
+			}
+		}
+		return false
+	}
+	it, err := s.Iter(context.TODO(), cur.from(lo), hi, false)
+	if err != nil {
+		return 0, fmt.Errorf("engine: scan TTL index: %w", err)
+	}
+	defer it.Close()
+	n := 0
+	for ok := it.First(); ok && n < limit; ok = it.Next() {
+		add(it.Value(), isDue)
+		cur.record(lo, it.Key())
+		n++
+	}
+	if err := it.Error(); err != nil {
+		return 0, err
+	}
+	// The next due document is the earliest date after the bound; for
+	// simplicity the reaper's one-second cap covers it.
+	return math.MaxInt64, nil
+}

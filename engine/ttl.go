@@ -1,0 +1,191 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"math"
+	"sort"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+	"go.uber.org/zap"
+
+	"github.com/lethedb/lethe/engine/expiryscan"
+	"github.com/lethedb/lethe/engine/keycodec"
+	"github.com/lethedb/lethe/engine/record"
+)
+
+// TTL glue: the reaper's batches (ttlindex.Store) and ExpiringIn, over
+// the scans of package expiryscan.
+
+// ReapBatch implements ttlindex.Store: it deletes up to limit documents
+// that are due at now, found by range scans of the expiry families and of
+// date TTL indexes, never by scanning a collection.
+func (e *Engine) ReapBatch(now time.Time, limit int) (deleted int, more bool, next time.Time, err error) {
+	nowMs := now.UnixMilli()
+	nextMs := int64(math.MaxInt64)
+	for _, c := range e.openCollections() {
+		if deleted >= limit {
+			return deleted, true, time.Time{}, nil
+		}
+		n, nm, full, err := e.reapCollection(c, nowMs, limit-deleted)
+		deleted += n
+		if err != nil {
+			return deleted, false, time.Time{}, err
+		}
+		if full {
+			more = true
+		}
+		nextMs = min(nextMs, nm)
+	}
+	if nextMs != math.MaxInt64 {
+		next = time.UnixMilli(nextMs)
+	}
+	return deleted, more, next, nil
+}
+
+// reapCollection deletes up to limit due documents of one collection. It
+// reports how many, the earliest future due time it saw, and whether it
+// stopped at the limit.
+func (e *Engine) reapCollection(c *Collection, nowMs int64, limit int) (n int, nextMs int64, full bool, err error) {
+	c.ddl.RLock()
+	defer c.ddl.RUnlock()
+	st := c.st()
+	if st.dropped {
+		return 0, math.MaxInt64, false, nil
+	}
+	cur := &c.reapCursor
+	due, nextMs, err := expiryscan.DueDocs(e.store, st.expiry(), nowMs, limit, cur)
+	if err != nil {
+		return 0, nextMs, false, err
+	}
+	// A full batch may have left more behind; if exactly limit were due,
+	// the next batch finds none.
+	if len(due) == limit {
+		full = true
+	} else {
+		// The collection is done for this pass; the next pass rescans from
+		// the start of each range.
+		cur.Reset()
+	}
+	if len(due) == 0 {
+		return 0, nextMs, false, nil
+	}
+	start := time.Now()
+	w := e.newWriter(c)
+	// Purges are not acknowledged writes: one lost in a crash is simply
+	// purged again, so they need not wait for a WAL sync.
+	w.noSync = true
+	defer w.close()
+	defer func() {
+		if n > 0 {
+			e.log.Debug("ttl: purged expired documents", zap.String("ns", st.ns()), zap.Int("count", n), zap.Duration("duration", time.Since(start)))
+		}
+	}()
+	for _, dd := range due {
+		if _, err := w.lock(record.DocKey(nil, st.meta.ID, dd.PK)); err != nil {
+			return n, nextMs, full, err
+		}
+		d, err := w.load(dd.PK)
+		if err != nil {
+			return n, nextMs, full, err
+		}
+		// A write may have moved _ts or ttl since the scan.
+		if d == nil || !dd.IsDue(d.h, d.doc) {
+			continue
+		}
+		logged := len(w.logged)
+		if err := w.remove(d); err != nil {
+			return n, nextMs, full, err
+		}
+		if len(w.logged) > logged {
+			if at, ok := w.st.expiry().ExpiryOf(d.h, d.doc); ok {
+				w.logged[len(w.logged)-1].Expired, w.logged[len(w.logged)-1].ExpiredAt = true, at
+			}
+		}
+		n++
+	}
+	return n, nextMs, full, w.flush()
+}
+
+// Expiring is a document whose expiry instant falls in a window.
+type Expiring struct {
+	DB, Coll string
+	ID       bsoncore.Value
+	// Key is the _id in index-key form: it orders documents of one
+	// collection that expire at the same instant.
+	Key []byte
+	At  int64 // the expiry instant, Unix milliseconds
+}
+
+// ExpiringIn returns the documents of the collections watch accepts whose
+// expiry instant falls in (fromMs, toMs], ordered by instant, namespace and
+// _id. The instant is _ts plus the lifetime for collections with TTL, and
+// the earliest date plus expireAfterSeconds for date TTL indexes (the
+// earlier of the two when both apply). Like the reaper, it range-scans the
+// expiry families and the date range of TTL indexes, never a collection.
+func (e *Engine) ExpiringIn(fromMs, toMs int64, watch func(db, coll string) bool) ([]Expiring, error) {
+	if toMs <= fromMs {
+		return nil, nil
+	}
+	var out []Expiring
+	for _, c := range e.openCollections() {
+		st := c.st()
+		if st.dropped || !watch(st.meta.DB, st.meta.Name) {
+			continue
+		}
+		got, err := e.expiringInColl(c, fromMs, toMs)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, got...)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.At != b.At {
+			return a.At < b.At
+		}
+		if a.DB+"."+a.Coll != b.DB+"."+b.Coll {
+			return a.DB+"."+a.Coll < b.DB+"."+b.Coll
+		}
+		return bytes.Compare(a.Key, b.Key) < 0
+	})
+	return out, nil
+}
+
+func (e *Engine) expiringInColl(c *Collection, fromMs, toMs int64) ([]Expiring, error) {
+	c.ddl.RLock()
+	defer c.ddl.RUnlock()
+	st := c.st()
+	if st.dropped {
+		return nil, nil
+	}
+	seen := map[string]bool{}
+	var out []Expiring
+	consider := func(pk []byte) error {
+		if seen[string(pk)] {
+			return nil
+		}
+		seen[string(pk)] = true
+		d, err := e.loadDoc(context.TODO(), e.store, st.meta.ID, pk)
+		if err != nil || d == nil {
+			return err
+		}
+		at, ok := st.expiry().ExpiryOf(d.h, d.doc)
+		if !ok || at <= fromMs || at > toMs {
+			return nil
+		}
+		id := bsoncore.Document(d.doc).Lookup("_id")
+		out = append(out, Expiring{DB: st.meta.DB, Coll: st.meta.Name, ID: id, Key: keycodec.Append(nil, id), At: at})
+		return nil
+	}
+	if err := expiryscan.InWindow(e.store, st.expiry(), fromMs, toMs, consider); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// expiry is the collection as package expiryscan scans it.
+func (st *collState) expiry() expiryscan.Collection {
+	return expiryscan.Collection{ID: st.meta.ID, TTL: st.ttl, DateTTL: st.dateTTL}
+}
