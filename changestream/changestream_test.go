@@ -80,7 +80,9 @@ func (m *memSource) Watch() (oplog.Timestamp, <-chan struct{}) {
 	return last, m.changed
 }
 
-func (m *memSource) FindByID(string, string, bsoncore.Value) (bson.Raw, error) { return nil, nil }
+func (m *memSource) FindByID(context.Context, string, string, bsoncore.Value) (bson.Raw, error) {
+	return nil, nil
+}
 
 func (m *memSource) PreImage(ts oplog.Timestamp) (bson.Raw, error) { return m.pre[ts], nil }
 

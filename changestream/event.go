@@ -2,6 +2,7 @@ package changestream
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"strings"
 
@@ -271,7 +272,7 @@ func invalidate(after event) event {
 // images are the documents an event may carry beyond its entry: the
 // current one (updateLookup) and the stored pre-image.
 type images interface {
-	FindByID(db, coll string, id bsoncore.Value) (bson.Raw, error)
+	FindByID(ctx context.Context, db, coll string, id bsoncore.Value) (bson.Raw, error)
 	PreImage(ts oplog.Timestamp) (bson.Raw, error)
 }
 
@@ -300,7 +301,7 @@ func (s *Spec) addImages(ev *event, src images) error {
 	}
 	switch s.FullDocument {
 	case FullDocUpdateLookup:
-		d, err := src.FindByID(ev.db, ev.coll, ev.key.Lookup("_id"))
+		d, err := src.FindByID(context.TODO(), ev.db, ev.coll, ev.key.Lookup("_id"))
 		if err != nil {
 			return fmt.Errorf("changestream: updateLookup: %w", err)
 		}

@@ -23,7 +23,7 @@ type Source interface {
 	Watch() (oplog.Timestamp, <-chan struct{})
 	// FindByID returns the current document of db.coll with _id id, nil
 	// if none.
-	FindByID(db, coll string, id bsoncore.Value) (bson.Raw, error)
+	FindByID(ctx context.Context, db, coll string, id bsoncore.Value) (bson.Raw, error)
 	// PreImage returns the pre-image stored with the entry at ts, nil if
 	// none.
 	PreImage(ts oplog.Timestamp) (bson.Raw, error)

@@ -114,7 +114,10 @@ func (e *Engine) Find(ctx context.Context, db, coll string, spec FindSpec) (*Cur
 		return cur, nil
 	}
 	cur.coll = c
-	st := c.st()
+	st, err := readState(ctx, c)
+	if err != nil {
+		return nil, err
+	}
 	cur.opened = st
 	p, err := st.planFor(q, spec)
 	if err != nil {
@@ -124,7 +127,7 @@ func (e *Engine) Find(ctx context.Context, db, coll string, spec FindSpec) (*Cur
 	if spec.ReturnKey {
 		cur.keys = newKeyReturner(st, p)
 	}
-	cur.sc = &scanner{e: e, coll: c, p: p}
+	cur.sc = &scanner{e: e, coll: c, p: p, multi: transactionOf(ctx)}
 	if !p.sorted && q.sort != nil {
 		// Under a limit, only the first skip+limit matches are kept.
 		var k int64
@@ -265,6 +268,9 @@ func (c *Cursor) NextBatch(ctx context.Context, n int, maxBytes int) ([]bson.Raw
 		return out, nil
 	}
 	st := c.coll.st()
+	if c.sc.multi != nil {
+		st = c.opened // a transaction reads the catalog of its snapshot
+	}
 	if err := st.killedSince(c.opened, c.sc.p.ix); err != nil {
 		c.exhausted = true
 		return nil, err

@@ -61,7 +61,7 @@ func TestInsertCountsOnlyWhatCommitted(t *testing.T) {
 				t.Fatalf("unordered: n=%d and %d write errors do not add up to %d", res.N, len(res.Errors), total)
 			}
 			for i := range total {
-				doc, err := e.FindByID("test", "c", bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, int32(i))})
+				doc, err := e.FindByID(context.Background(), "test", "c", bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, int32(i))})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -131,7 +131,7 @@ func testDiskFull(t *testing.T, oplog bool) {
 	if n != int64(full) {
 		t.Fatalf("count %d, want %d", n, full)
 	}
-	if doc, err := e.FindByID("test", "c", bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, 7)}); err != nil || doc == nil {
+	if doc, err := e.FindByID(context.Background(), "test", "c", bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, 7)}); err != nil || doc == nil {
 		t.Fatalf("find _id 7 on a full disk: %v %v", doc, err)
 	}
 

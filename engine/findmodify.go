@@ -79,7 +79,7 @@ func (e *Engine) findAndModifyOnce(ctx context.Context, c *Collection, q *compil
 	if err != nil {
 		return res, err
 	}
-	w := e.newWriter(c)
+	w := e.newWriter(ctx, c)
 	defer w.close()
 	w.bypassValidation = spec.BypassDocumentValidation
 	w.now = e.commandTime(spec.Update)

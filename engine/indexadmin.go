@@ -141,7 +141,7 @@ func (e *Engine) purgeExpired(c *Collection, st *collState) error {
 		if len(due) == 0 {
 			return nil
 		}
-		w := e.newWriter(c)
+		w := e.newWriter(context.TODO(), c)
 		n := 0
 		for _, dd := range due {
 			if _, err := w.lock(record.DocKey(nil, st.meta.ID, dd.PK)); err != nil {

@@ -91,7 +91,7 @@ func (e *Engine) insert(ctx context.Context, db, coll string, docs []bson.Raw, o
 		return res, err
 	}
 	defer c.ddl.RUnlock()
-	w := e.newWriter(c)
+	w := e.newWriter(ctx, c)
 	defer w.close()
 	var stmtIDs []int32
 	if len(opts) > 0 {

@@ -288,7 +288,7 @@ func testModelConcurrent(t *testing.T, backend string) {
 	}
 	missing := 0
 	acked.Range(func(k, _ any) bool {
-		if d, err := e.FindByID("db", "ack", bsonString(k.(string))); err != nil || d == nil {
+		if d, err := e.FindByID(context.Background(), "db", "ack", bsonString(k.(string))); err != nil || d == nil {
 			missing++
 			if missing < 10 {
 				t.Errorf("acknowledged insert %s is missing (%v)", k, err)
@@ -297,13 +297,13 @@ func testModelConcurrent(t *testing.T, backend string) {
 		return true
 	})
 	refused.Range(func(k, _ any) bool {
-		if d, _ := e.FindByID("db", "ack", bsonString(k.(string))); d != nil {
+		if d, _ := e.FindByID(context.Background(), "db", "ack", bsonString(k.(string))); d != nil {
 			t.Errorf("insert %s refused by the validator is stored", k)
 		}
 		return true
 	})
 	contested.Range(func(k, _ any) bool {
-		if d, _ := e.FindByID("db", "ack", bsonString(k.(string))); d == nil {
+		if d, _ := e.FindByID(context.Background(), "db", "ack", bsonString(k.(string))); d == nil {
 			t.Errorf("acknowledged insert %s is missing", k)
 		}
 		return true

@@ -53,7 +53,10 @@ func RecordedDelete(raw bson.Raw) int64 { return retry.DecodeDelete(raw) }
 // in plan order (or sort order), from one consistent read. Writers re-read
 // and re-check each one under its lock.
 func (e *Engine) candidates(ctx context.Context, c *Collection, f *query.Filter, srt *query.Sort, hint bson.RawValue, limit int) ([][]byte, error) {
-	st := c.st()
+	st, err := readState(ctx, c)
+	if err != nil {
+		return nil, err
+	}
 	p, err := st.choosePlan(f, srt, hint)
 	if err != nil {
 		return nil, err
@@ -69,7 +72,7 @@ func (e *Engine) candidates(ctx context.Context, c *Collection, f *query.Filter,
 		}
 		return pks, nil
 	}
-	sc := &scanner{e: e, coll: c, p: p}
+	sc := &scanner{e: e, coll: c, p: p, multi: transactionOf(ctx)}
 	type hit struct {
 		pk  []byte
 		doc bson.Raw
@@ -154,7 +157,7 @@ func (e *Engine) updateOnce(ctx context.Context, c *Collection, q *compiledQuery
 	if err != nil {
 		return res, err
 	}
-	w := e.newWriter(c)
+	w := e.newWriter(ctx, c)
 	defer w.close()
 	w.bypassValidation = spec.BypassDocumentValidation
 	w.now = e.commandTime(spec.Update)
@@ -302,7 +305,7 @@ func (e *Engine) Delete(ctx context.Context, db, coll string, filter bson.Raw, l
 	if err != nil {
 		return 0, err
 	}
-	w := e.newWriter(c)
+	w := e.newWriter(ctx, c)
 	defer w.close()
 	if len(txn) > 0 {
 		w.txn = txn[0]

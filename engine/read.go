@@ -47,14 +47,21 @@ func (st *collState) expired(h record.Header, nowMs int64) bool {
 
 // FindByID returns the live document of db.coll whose _id equals id, or
 // nil: the point read behind find {_id: x}, without compiling a query.
-func (e *Engine) FindByID(db, coll string, id bsoncore.Value) (bson.Raw, error) {
+func (e *Engine) FindByID(ctx context.Context, db, coll string, id bsoncore.Value) (bson.Raw, error) {
 	c := e.collection(db, coll)
 	if c == nil {
 		return nil, nil
 	}
-	st := c.st()
+	st, err := readState(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	var r kv.Reader = e.store
+	if t := transactionOf(ctx); t != nil {
+		r = t.tx
+	}
 	c.usage.Access(0, e.clock).Ops.Add(1)
-	d, err := e.loadDoc(context.Background(), e.store, st.meta.ID, keycodec.Append(nil, id))
+	d, err := e.loadDoc(ctx, r, st.meta.ID, keycodec.Append(nil, id))
 	if err != nil || d == nil || st.expired(d.h, e.nowMillis()) {
 		return nil, err
 	}
@@ -82,12 +89,16 @@ func (e *Engine) scanMatches(ctx context.Context, db, coll string, filter bson.R
 	if c == nil {
 		return nil
 	}
-	p, err := c.st().choosePlan(f, nil, hint)
+	st, err := readState(ctx, c)
+	if err != nil {
+		return err
+	}
+	p, err := st.choosePlan(f, nil, hint)
 	if err != nil {
 		return err
 	}
 	p.countUse(&c.usage, e.clock)
-	sc := &scanner{e: e, coll: c, p: p}
+	sc := &scanner{e: e, coll: c, p: p, multi: transactionOf(ctx)}
 	more := true
 	for more && !sc.done {
 		err := sc.next(ctx, func(d *storedDoc) (bool, error) {

@@ -29,6 +29,10 @@ type scanner struct {
 	seen   map[string]struct{} // primary keys returned by a multikey index scan
 	done   bool
 	stats  scanStats
+	// multi is the transaction the scan reads in, nil for none: it reads
+	// the transaction's snapshot and own writes, under the collection
+	// state the transaction runs under.
+	multi *Transaction
 }
 
 // visit is called with each visible document; doc aliases storage memory
@@ -41,9 +45,18 @@ func (s *scanner) next(ctx context.Context, fn visitFunc) error {
 	if s.done {
 		return nil
 	}
-	// The state is re-read every batch so that TTL setting changes apply to
-	// open cursors at once.
-	s.st = s.coll.st()
+	var r kv.Reader = s.e.store
+	if t := s.multi; t != nil {
+		if t.ended {
+			s.done = true
+			return errTransactionEnded
+		}
+		s.st, r = t.states[s.coll], t.tx
+	} else {
+		// The state is re-read every batch so that TTL setting changes
+		// apply to open cursors at once.
+		s.st = s.coll.st()
+	}
 	if s.st.dropped {
 		s.done = true
 		return nil
@@ -52,8 +65,7 @@ func (s *scanner) next(ctx context.Context, fn visitFunc) error {
 	// which a snapshot keeps consistent. Other plans read one iterator per
 	// span, each consistent on its own, or single keys; they skip the
 	// snapshot, whose release costs pebble a compaction check.
-	var r kv.Reader = s.e.store
-	if s.p.kind == planIndex {
+	if s.p.kind == planIndex && s.multi == nil {
 		snap, err := s.e.store.Snapshot(ctx)
 		if err != nil {
 			return fmt.Errorf("engine: scan: %w", err)

@@ -85,7 +85,7 @@ func TestConcurrentWritesKeepIndexesConsistent(t *testing.T) {
 func checkConsistency(t *testing.T, e *Engine, db, coll string) {
 	t.Helper()
 	c := e.collection(db, coll)
-	w := e.newWriter(c)
+	w := e.newWriter(context.Background(), c)
 	defer w.close()
 	want := map[string]bool{}
 	lo, hi := record.DocRange(w.st.meta.ID)

@@ -286,3 +286,28 @@ func (e *Engine) TransactionCommitted(s *Txn) (bool, error) {
 	_, ok, err := e.Executed(s, commitStmt)
 	return ok, err
 }
+
+// adoptMultikey takes the state of c after a statement of t marked one of
+// its indexes multikey, which was old: a state with the same indexes.
+func (t *Transaction) adoptMultikey(c *Collection, old *collState) error {
+	st := c.st()
+	if st.dropped || len(st.indexes) != len(old.indexes) || st.ttl != old.ttl {
+		return writeConflict("the collection %s changed during the transaction", st.ns())
+	}
+	for i, ix := range st.indexes {
+		if ix.Meta.ID != old.indexes[i].Meta.ID {
+			return writeConflict("the collection %s changed during the transaction", st.ns())
+		}
+	}
+	t.states[c] = st
+	return nil
+}
+
+// readState is the state of c that a read of ctx runs under: c's current
+// one, or in a transaction the one the transaction runs under.
+func readState(ctx context.Context, c *Collection) (*collState, error) {
+	if t := transactionOf(ctx); t != nil {
+		return t.stateOf(c)
+	}
+	return c.st(), nil
+}

@@ -72,7 +72,7 @@ func (e *Engine) reapCollection(c *Collection, nowMs int64, limit int) (n int, n
 		return 0, nextMs, false, nil
 	}
 	start := time.Now()
-	w := e.newWriter(c)
+	w := e.newWriter(context.TODO(), c)
 	// Purges are not acknowledged writes: one lost in a crash is simply
 	// purged again, so they need not wait for a WAL sync.
 	w.noSync = true
@@ -83,8 +83,17 @@ func (e *Engine) reapCollection(c *Collection, nowMs int64, limit int) (n int, n
 		}
 	}()
 	for _, dd := range due {
-		if _, err := w.lock(record.DocKey(nil, st.meta.ID, dd.PK)); err != nil {
+		// A document another transaction holds (an open multi-document
+		// transaction may hold it for up to its lifetime) is left for a
+		// pass a second later rather than waited for: the purge re-reads
+		// it then, and one the transaction rewrote may no longer be due.
+		locked, err := w.tryLock(record.DocKey(nil, st.meta.ID, dd.PK))
+		if err != nil {
 			return n, nextMs, full, err
+		}
+		if !locked {
+			nextMs = min(nextMs, nowMs+1000)
+			continue
 		}
 		d, err := w.load(dd.PK)
 		if err != nil {

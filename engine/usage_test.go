@@ -67,7 +67,7 @@ func TestIndexAccessesAndCollectionScans(t *testing.T) {
 	if _, err := e.Count(ctx, "db", "c", extJSON(t, `{"b": 1}`), 0, 0, bson.RawValue{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.FindByID("db", "c", bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, 1)}); err != nil {
+	if _, err := e.FindByID(context.Background(), "db", "c", bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, 1)}); err != nil {
 		t.Fatal(err)
 	}
 	got := map[string]int64{}

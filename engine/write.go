@@ -63,10 +63,24 @@ type writer struct {
 	// txn, for a retryable write, ties the entries logged to its
 	// statement txn.StmtID and records statements' results (retry.go).
 	txn *Txn
+	// multi is the multi-document transaction the statement runs in, nil
+	// for a plain write: tx is then its kv transaction, which the writer
+	// never commits (transaction.go).
+	multi *Transaction
 }
 
-func (e *Engine) newWriter(c *Collection) *writer {
-	return &writer{e: e, c: c, st: c.st(), ctx: context.Background()}
+// newWriter is the writer of one statement on c, in the transaction of
+// ctx if it has one.
+func (e *Engine) newWriter(ctx context.Context, c *Collection) *writer {
+	w := &writer{e: e, c: c, st: c.st(), ctx: ctx}
+	if t := transactionOf(ctx); t != nil {
+		if st := t.states[c]; st != nil {
+			w.st = st
+		}
+		w.multi, w.tx = t, t.tx
+		t.written[c] = true
+	}
+	return w
 }
 
 // begin returns the pending transaction, begun on first use.
@@ -101,6 +115,15 @@ func (w *writer) lock(keys ...[]byte) (relocked bool, err error) {
 	if err != nil {
 		return false, err
 	}
+	if w.multi != nil {
+		// In a transaction a key held by another, or changed since its
+		// snapshot, is a WriteConflict at once, as in MongoDB.
+		if err := tx.LockKeys(w.ctx, kv.LockOptions{NoWait: true}, keys...); err != nil {
+			return false, conflictError(err)
+		}
+		w.held = append(w.held, keys...)
+		return false, nil
+	}
 	if len(w.held) == 0 {
 		if err := w.waitLock(tx, keys); err != nil {
 			return false, err
@@ -129,6 +152,25 @@ func (w *writer) lock(keys ...[]byte) (relocked bool, err error) {
 		return true, err
 	}
 	w.held = keep
+	w.checkHeld()
+	return true, nil
+}
+
+// tryLock locks key unless another transaction holds it, for work that
+// can come back later: it reports false, holding nothing new, if one does.
+func (w *writer) tryLock(key []byte) (bool, error) {
+	tx, err := w.begin()
+	if err != nil {
+		return false, err
+	}
+	err = tx.LockKeys(w.ctx, kv.LockOptions{NoWait: true}, key)
+	if errors.Is(err, kv.ErrLocked) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	w.held = append(w.held, key)
 	w.checkHeld()
 	return true, nil
 }
@@ -177,6 +219,9 @@ func isCommitError(err error) bool {
 // transaction is full.
 func (w *writer) done() error {
 	w.ops++
+	if w.multi != nil {
+		return nil // the transaction commits as a whole
+	}
 	if w.ops >= maxBatchOps || (w.tx != nil && w.tx.Size() >= maxBatchBytes) {
 		return w.flush()
 	}
@@ -185,6 +230,11 @@ func (w *writer) done() error {
 
 // flush commits pending writes with a WAL sync and releases the locks.
 func (w *writer) flush() error {
+	if w.multi != nil {
+		w.committed += w.ops
+		w.ops = 0
+		return w.multi.statementDone(w)
+	}
 	tx := w.tx
 	if tx == nil {
 		return nil
@@ -215,6 +265,13 @@ func (w *writer) flush() error {
 
 // close drops uncommitted writes and releases the locks.
 func (w *writer) close() {
+	if w.multi != nil {
+		// What the statement left unflushed stays in the transaction,
+		// which aborts on the statement's error.
+		w.tx, w.multi = nil, nil
+		w.held = w.held[:0]
+		return
+	}
 	if w.tx != nil {
 		w.tx.Rollback()
 		w.tx = nil
@@ -256,6 +313,15 @@ func (w *writer) entriesOf(d *storedDoc) (docEntries, error) {
 				return ent, err
 			}
 			marked = true
+			if w.multi != nil {
+				// The flag is set outside the transaction, and stays if it
+				// aborts: a multikey index that holds no array yet is
+				// only read with more care. Any other change of the
+				// catalog meanwhile is a conflict.
+				if err := w.multi.adoptMultikey(w.c, w.st); err != nil {
+					return ent, err
+				}
+			}
 		}
 		ent.index[i] = keys
 	}

@@ -33,14 +33,14 @@ func TestAuthSchemaUpgradedAtOpen(t *testing.T) {
 	if res, err := s.eng.Insert(context.Background(), usermgmt.DB, usermgmt.UsersCollection, []bson.Raw{auth.MarshalUser(u)}, true); err != nil || len(res.Errors) > 0 {
 		t.Fatalf("insert: %v %v", err, res.Errors)
 	}
-	if doc, _ := s.eng.FindByID(usermgmt.DB, "system.version", authSchema); doc != nil {
+	if doc, _ := s.eng.FindByID(context.Background(), usermgmt.DB, "system.version", authSchema); doc != nil {
 		t.Fatalf("schema version already there: %v", doc)
 	}
 	s.Shutdown(context.Background())
 
 	s = open()
 	defer s.Shutdown(context.Background())
-	doc, err := s.eng.FindByID(usermgmt.DB, "system.version", authSchema)
+	doc, err := s.eng.FindByID(context.Background(), usermgmt.DB, "system.version", authSchema)
 	if err != nil || doc == nil {
 		t.Fatalf("no schema version after opening: %v %v", doc, err)
 	}

@@ -110,8 +110,8 @@ func (s streamSource) OldestOplog() (oplog.Timestamp, error) { return s.e.Oldest
 
 func (s streamSource) Watch() (oplog.Timestamp, <-chan struct{}) { return s.e.Oplog().Watch() }
 
-func (s streamSource) FindByID(db, coll string, id bsoncore.Value) (bson.Raw, error) {
-	return s.e.FindByID(db, coll, id)
+func (s streamSource) FindByID(ctx context.Context, db, coll string, id bsoncore.Value) (bson.Raw, error) {
+	return s.e.FindByID(ctx, db, coll, id)
 }
 
 func (s streamSource) PreImage(ts oplog.Timestamp) (bson.Raw, error) { return s.e.PreImage(ts) }

@@ -43,7 +43,7 @@ func (s *Server) find(ctx context.Context, req *Request) (bson.Raw, error) {
 		return nil, err
 	}
 	if id, ok := pointID(spec); ok && batchSize != 0 {
-		doc, err := s.eng.FindByID(req.DB, coll, id)
+		doc, err := s.eng.FindByID(ctx, req.DB, coll, id)
 		if err != nil {
 			return nil, err
 		}

@@ -60,7 +60,7 @@ type engineAuthStore struct{ eng *engine.Engine }
 
 // User returns db's user name, nil if there is none.
 func (st engineAuthStore) User(_ context.Context, db, name string) (*auth.User, error) {
-	doc, err := st.eng.FindByID(DB, UsersCollection, bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, db+"."+name)})
+	doc, err := st.eng.FindByID(context.TODO(), DB, UsersCollection, bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, db+"."+name)})
 	if err != nil || doc == nil {
 		return nil, err
 	}
@@ -69,7 +69,7 @@ func (st engineAuthStore) User(_ context.Context, db, name string) (*auth.User, 
 
 // Role returns db's user-defined role name, nil if there is none.
 func (st engineAuthStore) Role(_ context.Context, db, name string) (*auth.Role, error) {
-	doc, err := st.eng.FindByID(DB, RolesCollection, bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, db+"."+name)})
+	doc, err := st.eng.FindByID(context.TODO(), DB, RolesCollection, bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, db+"."+name)})
 	if err != nil || doc == nil {
 		return nil, err
 	}

@@ -59,7 +59,7 @@ func (s *Service) UpgradeSchema() error {
 	if err != nil || !has {
 		return err
 	}
-	if doc, err := s.eng.FindByID(DB, versionColl, bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, "authSchema")}); err != nil || doc != nil {
+	if doc, err := s.eng.FindByID(context.TODO(), DB, versionColl, bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, "authSchema")}); err != nil || doc != nil {
 		return err
 	}
 	if err := s.writeAuthSchemaVersion(ctx); err != nil {
