@@ -83,7 +83,7 @@ func (s *Service) create(ctx context.Context, req *command.Request, by Caller) (
 		return command.OK()
 	}
 	raw, _ := bson.Marshal(opts)
-	if err := s.eng.CreateCollection(req.DB, coll, engine.CreateOptions{Raw: raw}); err != nil {
+	if err := s.eng.CreateCollection(ctx, req.DB, coll, engine.CreateOptions{Raw: raw}); err != nil {
 		if me, ok := mongoerr.As(err); !ok || me.Code != mongoerr.NamespaceExists {
 			return nil, err
 		}
@@ -100,10 +100,10 @@ func (s *Service) drop(ctx context.Context, req *command.Request, by Caller) (bs
 		return nil, err
 	}
 	nIndexes := 0
-	if idx, err := s.eng.ListIndexes(req.DB, coll); err == nil {
+	if idx, err := s.eng.ListIndexes(ctx, req.DB, coll); err == nil {
 		nIndexes = len(idx)
 	}
-	existed, err := s.eng.DropCollection(req.DB, coll)
+	existed, err := s.eng.DropCollection(ctx, req.DB, coll)
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +115,7 @@ func (s *Service) drop(ctx context.Context, req *command.Request, by Caller) (bs
 }
 
 func (s *Service) dropDatabase(ctx context.Context, req *command.Request, by Caller) (bson.Raw, error) {
-	if err := s.eng.DropDatabase(req.DB); err != nil {
+	if err := s.eng.DropDatabase(ctx, req.DB); err != nil {
 		return nil, err
 	}
 	return command.OK(bson.E{Key: "dropped", Value: req.DB})
@@ -155,7 +155,7 @@ func (s *Service) listDatabases(ctx context.Context, req *command.Request, by Ca
 		if nameOnly {
 			d = bson.D{{Key: "name", Value: name}}
 		} else {
-			size = s.eng.DatabaseSize(name)
+			size = s.eng.DatabaseSize(ctx, name)
 			d = bson.D{{Key: "name", Value: name}, {Key: "sizeOnDisk", Value: size}, {Key: "empty", Value: size == 0}}
 		}
 		raw, _ := bson.Marshal(d)
@@ -199,7 +199,7 @@ func (s *Service) listCollections(ctx context.Context, req *command.Request, by 
 		return nil, err
 	}
 	var docs []bson.Raw
-	for _, ci := range s.eng.Collections(req.DB) {
+	for _, ci := range s.eng.Collections(ctx, req.DB) {
 		var d bson.D
 		if nameOnly {
 			d = bson.D{{Key: "name", Value: ci.Name}, {Key: "type", Value: "collection"}}
@@ -257,7 +257,7 @@ func (s *Service) renameCollection(ctx context.Context, req *command.Request, by
 	if !ok1 || !ok2 {
 		return nil, mongoerr.New(mongoerr.InvalidNamespace, "Invalid namespace specified '%s'", to)
 	}
-	if err := s.eng.RenameCollection(fromDB, fromColl, toDB, toColl, dropTarget); err != nil {
+	if err := s.eng.RenameCollection(ctx, fromDB, fromColl, toDB, toColl, dropTarget); err != nil {
 		return nil, err
 	}
 	return command.OK()

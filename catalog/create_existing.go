@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"strings"
 
@@ -17,7 +18,7 @@ import (
 // collection has (src/mongo/db/catalog/create_collection.cpp,
 // checkCollectionOptions; jstests/core/ddl/create_collection.js).
 func (s *Service) createExisting(db, coll string, opts bson.Raw, exists error) error {
-	for _, ci := range s.eng.Collections(db) {
+	for _, ci := range s.eng.Collections(context.TODO(), db) {
 		if ci.Name != coll {
 			continue
 		}

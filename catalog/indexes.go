@@ -50,7 +50,7 @@ func (s *Service) createIndexes(ctx context.Context, req *command.Request, by Ca
 			return nil, err
 		}
 	}
-	res, err := s.eng.CreateIndexes(req.DB, coll, specs)
+	res, err := s.eng.CreateIndexes(ctx, req.DB, coll, specs)
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +100,7 @@ func (s *Service) listIndexes(ctx context.Context, req *command.Request, by Call
 			return nil, err
 		}
 	}
-	specs, err := s.eng.ListIndexes(req.DB, coll)
+	specs, err := s.eng.ListIndexes(ctx, req.DB, coll)
 	if err != nil {
 		return nil, err
 	}
@@ -135,7 +135,7 @@ func (s *Service) dropIndexes(ctx context.Context, req *command.Request, by Call
 	if which.Type == 0 {
 		return nil, command.MissingField("dropIndexes", "index")
 	}
-	was, err := s.eng.DropIndexes(req.DB, coll, which)
+	was, err := s.eng.DropIndexes(ctx, req.DB, coll, which)
 	if err != nil {
 		return nil, err
 	}
@@ -218,23 +218,23 @@ func (s *Service) collMod(ctx context.Context, req *command.Request, by Caller) 
 			return nil, command.UnknownField("collMod", key)
 		}
 	}
-	if !s.eng.CollectionExists(req.DB, coll) {
+	if !s.eng.CollectionExists(ctx, req.DB, coll) {
 		return nil, mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist: %s.%s", req.DB, coll)
 	}
 	if changeValidation {
-		if err := s.eng.SetValidation(req.DB, coll, validation); err != nil {
+		if err := s.eng.SetValidation(ctx, req.DB, coll, validation); err != nil {
 			return nil, err
 		}
 	}
 	if preImages != nil {
-		if err := s.eng.SetPreAndPostImages(req.DB, coll, *preImages); err != nil {
+		if err := s.eng.SetPreAndPostImages(ctx, req.DB, coll, *preImages); err != nil {
 			return nil, err
 		}
 	}
 	if change == nil {
 		return command.OK()
 	}
-	res, err := s.eng.CollModIndex(req.DB, coll, *change)
+	res, err := s.eng.CollModIndex(ctx, req.DB, coll, *change)
 	if err != nil {
 		return nil, err
 	}

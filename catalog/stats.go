@@ -35,7 +35,7 @@ func missingCollStats(db, coll string, scale int64) (bson.Raw, error) {
 // indexOrder lists db.coll's index names in listIndexes order, _id_ first,
 // the order MongoDB's catalog gives indexSizes.
 func (s *Service) indexOrder(db, coll string) []string {
-	specs, err := s.eng.ListIndexes(db, coll)
+	specs, err := s.eng.ListIndexes(context.TODO(), db, coll)
 	if err != nil {
 		return nil
 	}
@@ -101,7 +101,7 @@ func (s *Service) collStats(ctx context.Context, req *command.Request, by Caller
 	if err != nil {
 		return nil, err
 	}
-	st, ok, err := s.eng.Stats(req.DB, coll)
+	st, ok, err := s.eng.Stats(ctx, req.DB, coll)
 	if err != nil {
 		return nil, err
 	}
@@ -144,9 +144,9 @@ func (s *Service) dbStats(ctx context.Context, req *command.Request, by Caller) 
 		return nil, err
 	}
 	var objects, dataSize, storage, indexes, indexSize int64
-	names := s.eng.CollectionNames(req.DB)
+	names := s.eng.CollectionNames(ctx, req.DB)
 	for _, name := range names {
-		st, ok, err := s.eng.Stats(req.DB, name)
+		st, ok, err := s.eng.Stats(ctx, req.DB, name)
 		if err != nil {
 			return nil, err
 		}
@@ -165,7 +165,7 @@ func (s *Service) dbStats(ctx context.Context, req *command.Request, by Caller) 
 	return command.OK(
 		bson.E{Key: "db", Value: req.DB},
 		bson.E{Key: "collections", Value: int64(len(names))},
-		bson.E{Key: "views", Value: int64(len(s.eng.Views(req.DB)))},
+		bson.E{Key: "views", Value: int64(len(s.eng.Views(ctx, req.DB)))},
 		bson.E{Key: "objects", Value: objects},
 		bson.E{Key: "avgObjSize", Value: avg},
 		bson.E{Key: "dataSize", Value: float64(dataSize / scale)},
@@ -185,16 +185,16 @@ func (s *Service) dbStats(ctx context.Context, req *command.Request, by Caller) 
 // clustered or time series collections.
 func (s *Service) Stats() bson.D {
 	var collections, internal, views, internalViews int32
-	for _, db := range s.eng.Databases() {
+	for _, db := range s.eng.Databases(context.TODO()) {
 		internalDB := db == "admin" || db == "config" || db == "local"
-		for _, name := range s.eng.CollectionNames(db) {
+		for _, name := range s.eng.CollectionNames(context.TODO(), db) {
 			if internalDB || strings.HasPrefix(name, "system.") {
 				internal++
 			} else {
 				collections++
 			}
 		}
-		n := int32(len(s.eng.Views(db)))
+		n := int32(len(s.eng.Views(context.TODO(), db)))
 		if internalDB {
 			internalViews += n
 		} else {

@@ -27,7 +27,7 @@ func (s *Service) createView(ctx context.Context, req *command.Request, coll, vi
 // viewInfos are listCollections' entries for db's views.
 func (s *Service) viewInfos(db string, nameOnly bool) []bson.D {
 	var out []bson.D
-	for _, v := range s.eng.Views(db) {
+	for _, v := range s.eng.Views(context.TODO(), db) {
 		d := bson.D{{Key: "name", Value: v.Name}, {Key: "type", Value: "view"}}
 		if !nameOnly {
 			stages := make(bson.A, len(v.Pipeline))

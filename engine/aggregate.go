@@ -330,7 +330,7 @@ type catalogReader struct {
 func (c catalogReader) Find(ctx context.Context, db, coll string, filter bson.Raw) (pipeline.Source, error) {
 	// A join into a view reads what the view shows: its pipeline, then
 	// the filter, as MongoDB resolves a view in $lookup and $unionWith.
-	source, viewStages, isView, err := c.e.ResolveView(db, coll)
+	source, viewStages, isView, err := c.e.ResolveView(ctx, db, coll)
 	if err != nil {
 		return nil, err
 	}
@@ -366,7 +366,7 @@ func (c catalogReader) Aggregate(ctx context.Context, db, coll string, stages []
 	if coll == "" {
 		return c.e.AggregateDB(ctx, db, stages, opts)
 	}
-	source, viewStages, _, err := c.e.ResolveView(db, coll)
+	source, viewStages, _, err := c.e.ResolveView(ctx, db, coll)
 	if err != nil {
 		return nil, err
 	}
@@ -437,13 +437,17 @@ func (w stageWriter) Target(db, coll string) (options bson.Raw, indexes []bson.R
 }
 
 func (w stageWriter) CreateIndexes(db, coll string, specs []bson.Raw) error {
-	_, err := w.e.CreateIndexes(db, coll, specs)
+	_, err := w.e.CreateIndexes(context.TODO(), db, coll, specs)
 	return err
 }
 
-func (w stageWriter) DropCollection(db, coll string) { _, _ = w.e.DropCollection(db, coll) }
+func (w stageWriter) DropCollection(db, coll string) {
+	_, _ = w.e.DropCollection(context.TODO(), db, coll)
+}
 
-func (w stageWriter) RenameOver(db, from, to string) error { return w.e.renameOver(db, from, to) }
+func (w stageWriter) RenameOver(db, from, to string) error {
+	return w.e.renameOver(context.TODO(), db, from, to)
+}
 
 func (w stageWriter) UniqueIndexOn(db, coll string, fields []string) bool {
 	return w.e.uniqueIndexOn(db, coll, fields)

@@ -111,7 +111,7 @@ func runStageCase(t *testing.T, e *Engine, db string, f *stageFile, c stageCase)
 	}
 	for name, docs := range f.Collections {
 		if len(docs) == 0 {
-			if err := e.CreateCollection(db, name, CreateOptions{}); err != nil {
+			if err := e.CreateCollection(context.Background(), db, name, CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			continue
@@ -121,7 +121,7 @@ func runStageCase(t *testing.T, e *Engine, db string, f *stageFile, c stageCase)
 		}
 	}
 	for name, specs := range f.Indexes {
-		if _, err := e.CreateIndexes(db, name, specs); err != nil {
+		if _, err := e.CreateIndexes(context.Background(), db, name, specs); err != nil {
 			t.Fatalf("indexes of %s: %v", name, err)
 		}
 	}
@@ -155,7 +155,7 @@ func runStageCase(t *testing.T, e *Engine, db string, f *stageFile, c stageCase)
 	} else {
 		// A read through a view runs the view's resolved pipeline first,
 		// as the server does.
-		source, viewStages, _, rerr := e.ResolveView(db, coll)
+		source, viewStages, _, rerr := e.ResolveView(ctx, db, coll)
 		if err = rerr; err == nil {
 			got, err = e.Aggregate(ctx, db, source, append(viewStages, stages...), opts)
 		}

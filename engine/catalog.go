@@ -197,7 +197,9 @@ func (e *Engine) collection(db, name string) *Collection {
 }
 
 // CollectionExists reports whether db.name exists.
-func (e *Engine) CollectionExists(db, name string) bool { return e.collection(db, name) != nil }
+func (e *Engine) CollectionExists(ctx context.Context, db, name string) bool {
+	return e.collection(db, name) != nil
+}
 
 // CreateOptions are the options of the create command that Lethe keeps.
 type CreateOptions struct {
@@ -206,7 +208,7 @@ type CreateOptions struct {
 
 // CreateCollection creates db.name. It fails with NamespaceExists if the
 // collection exists.
-func (e *Engine) CreateCollection(db, name string, opts CreateOptions) error {
+func (e *Engine) CreateCollection(ctx context.Context, db, name string, opts CreateOptions) error {
 	if err := namespace.Validate(db, name); err != nil {
 		return err
 	}
@@ -241,7 +243,7 @@ func (e *Engine) writeLock(ctx context.Context, db, name string, create bool) (*
 		if c == nil {
 			// A name is never both; ensureCollection checks again under
 			// e.mu.
-			if _, ok := e.View(db, name); ok {
+			if _, ok := e.View(ctx, db, name); ok {
 				return nil, errIsView(db, name)
 			}
 			if !create {
@@ -329,7 +331,7 @@ func newUUID() bson.Binary {
 // DropCollection removes db.name with its documents and indexes. It reports
 // whether the collection existed. Dropping system.views drops every view of
 // db.
-func (e *Engine) DropCollection(db, name string) (bool, error) {
+func (e *Engine) DropCollection(ctx context.Context, db, name string) (bool, error) {
 	if name == ViewsCollection {
 		return e.dropViewsCollection(db)
 	}
@@ -391,10 +393,10 @@ func collectionRanges(st *collState) []reclaim.Range {
 }
 
 // DropDatabase drops every collection of db.
-func (e *Engine) DropDatabase(db string) error {
-	names := e.CollectionNames(db)
+func (e *Engine) DropDatabase(ctx context.Context, db string) error {
+	names := e.CollectionNames(ctx, db)
 	for _, name := range names {
-		if _, err := e.DropCollection(db, name); err != nil {
+		if _, err := e.DropCollection(ctx, db, name); err != nil {
 			return err
 		}
 	}
@@ -402,7 +404,6 @@ func (e *Engine) DropDatabase(db string) error {
 		return nil
 	}
 	// As in MongoDB, the drops of the collections come first.
-	ctx := context.Background()
 	tx, err := e.beginCatalog(ctx, false)
 	if err != nil {
 		return err
@@ -412,7 +413,7 @@ func (e *Engine) DropDatabase(db string) error {
 
 // RenameCollection moves from to to, keeping documents and indexes. With
 // dropTarget an existing target is dropped first.
-func (e *Engine) RenameCollection(fromDB, from, toDB, to string, dropTarget bool) error {
+func (e *Engine) RenameCollection(ctx context.Context, fromDB, from, toDB, to string, dropTarget bool) error {
 	if err := namespace.Validate(toDB, to); err != nil {
 		return err
 	}
@@ -422,10 +423,10 @@ func (e *Engine) RenameCollection(fromDB, from, toDB, to string, dropTarget bool
 	if from == ViewsCollection || to == ViewsCollection {
 		return mongoerr.New(mongoerr.IllegalOperation, "renaming system.views collection or renaming to system.views is not allowed")
 	}
-	if _, ok := e.View(fromDB, from); ok {
+	if _, ok := e.View(ctx, fromDB, from); ok {
 		return mongoerr.New(mongoerr.CommandNotSupportedOnView, "cannot rename view: %s.%s", fromDB, from)
 	}
-	if _, ok := e.View(toDB, to); ok {
+	if _, ok := e.View(ctx, toDB, to); ok {
 		return mongoerr.New(mongoerr.NamespaceExists, "a view already exists with that name: %s.%s", toDB, to)
 	}
 	if e.collection(fromDB, from) == nil {
@@ -435,7 +436,7 @@ func (e *Engine) RenameCollection(fromDB, from, toDB, to string, dropTarget bool
 		if !dropTarget {
 			return mongoerr.New(mongoerr.NamespaceExists, "target namespace exists")
 		}
-		return e.renameReplacing(fromDB, from, toDB, to)
+		return e.renameReplacing(ctx, fromDB, from, toDB, to)
 	}
 	// The collection's ddl lock comes before engine.mu (see the package
 	// doc); the map is checked again under both.
@@ -456,7 +457,7 @@ func (e *Engine) RenameCollection(fromDB, from, toDB, to string, dropTarget bool
 	if e.isViewLocked(toDB, to) {
 		return mongoerr.New(mongoerr.NamespaceExists, "a view already exists with that name: %s.%s", toDB, to)
 	}
-	if _, err := e.commitRename(c, nil, fromDB, from, toDB, to); err != nil {
+	if _, err := e.commitRename(ctx, c, nil, fromDB, from, toDB, to); err != nil {
 		return fmt.Errorf("engine: rename: %w", err)
 	}
 	return nil
@@ -470,8 +471,8 @@ type CollectionInfo struct {
 }
 
 // CollectionNames lists db's collections in name order.
-func (e *Engine) CollectionNames(db string) []string {
-	infos := e.Collections(db)
+func (e *Engine) CollectionNames(ctx context.Context, db string) []string {
+	infos := e.Collections(ctx, db)
 	names := make([]string, len(infos))
 	for i, ci := range infos {
 		names[i] = ci.Name
@@ -480,7 +481,7 @@ func (e *Engine) CollectionNames(db string) []string {
 }
 
 // Collections lists db's collections in name order.
-func (e *Engine) Collections(db string) []CollectionInfo {
+func (e *Engine) Collections(ctx context.Context, db string) []CollectionInfo {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	var out []CollectionInfo
@@ -495,7 +496,7 @@ func (e *Engine) Collections(db string) []CollectionInfo {
 }
 
 // Databases lists the databases that have at least one collection.
-func (e *Engine) Databases() []string {
+func (e *Engine) Databases(ctx context.Context) []string {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	seen := map[string]bool{}
@@ -541,7 +542,7 @@ type CollectionValidation struct {
 // SetValidation changes db.coll's validator, validationLevel or
 // validationAction (collMod). Later writes are checked under the new
 // settings; documents already stored are not.
-func (e *Engine) SetValidation(db, coll string, ch CollectionValidation) error {
+func (e *Engine) SetValidation(ctx context.Context, db, coll string, ch CollectionValidation) error {
 	entry := bson.D{{Key: "collMod", Value: coll}}
 	if ch.Validator != nil {
 		entry = append(entry, bson.E{Key: "validator", Value: ch.Validator})
@@ -585,7 +586,7 @@ func (e *Engine) SetValidation(db, coll string, ch CollectionValidation) error {
 
 // SetPreAndPostImages is collMod's changeStreamPreAndPostImages. As in
 // MongoDB the option is stored, and listed, only while enabled.
-func (e *Engine) SetPreAndPostImages(db, coll string, enabled bool) error {
+func (e *Engine) SetPreAndPostImages(ctx context.Context, db, coll string, enabled bool) error {
 	entry := bson.D{{Key: "collMod", Value: coll}, {Key: PreImagesOption, Value: bson.D{{Key: "enabled", Value: enabled}}}}
 	return e.modifyOptions(db, coll, func(opts bson.D) (bson.D, error) {
 		kept := opts[:0]
@@ -611,7 +612,7 @@ func (e *Engine) modifyOptions(db, coll string, change func(opts bson.D) (bson.D
 	}
 	c.ddl.Lock()
 	defer c.ddl.Unlock()
-	return e.updateMeta(c, func(meta *collMeta, _ kv.Txn) error {
+	return e.updateMeta(context.TODO(), c, func(meta *collMeta, _ kv.Txn) error {
 		var opts bson.D
 		if len(meta.Options) > 0 {
 			if err := bson.Unmarshal(meta.Options, &opts); err != nil {

@@ -120,7 +120,7 @@ func TestQueryConformance(t *testing.T) {
 			fieldPaths := indexedPaths(docs)
 			for i, p := range append(fieldPaths, qf.Indexes...) {
 				spec, _ := bson.Marshal(bson.D{{Key: "key", Value: bson.D{{Key: p, Value: 1}}}})
-				_, err := e.CreateIndexes("conf", indexed, []bson.Raw{spec})
+				_, err := e.CreateIndexes(context.Background(), "conf", indexed, []bson.Raw{spec})
 				if mongoerr.CodeOf(err) == record.AmbiguousFieldName && i < len(fieldPaths) {
 					// MongoDB cannot build this index on these documents either.
 					t.Logf("%s: no index on %s: %v", file, p, err)

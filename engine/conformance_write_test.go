@@ -72,7 +72,7 @@ func withAndWithoutIndexes(t *testing.T, e *Engine, name string, doc bson.Raw, f
 		if indexed {
 			for _, p := range indexedPaths([]bson.Raw{doc}) {
 				spec, _ := bson.Marshal(bson.D{{Key: "key", Value: bson.D{{Key: p, Value: 1}}}})
-				if _, err := e.CreateIndexes("w", coll, []bson.Raw{spec}); err != nil {
+				if _, err := e.CreateIndexes(context.Background(), "w", coll, []bson.Raw{spec}); err != nil {
 					t.Fatalf("%s: index on %s: %v", name, p, err)
 				}
 			}
@@ -83,7 +83,7 @@ func withAndWithoutIndexes(t *testing.T, e *Engine, name string, doc bson.Raw, f
 			}
 		}
 		fn(coll)
-		if _, err := e.DropCollection("w", coll); err != nil {
+		if _, err := e.DropCollection(context.Background(), "w", coll); err != nil {
 			t.Fatal(err)
 		}
 	}

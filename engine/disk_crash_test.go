@@ -156,7 +156,7 @@ func TestCrashWithDiskFaults(t *testing.T) {
 		{{Key: "key", Value: bson.D{{Key: "u", Value: 1}}}, {Key: "name", Value: "u"}, {Key: "unique", Value: true}},
 	} {
 		raw, _ := bson.Marshal(spec)
-		if _, err := e.CreateIndexes("test", "c", []bson.Raw{raw}); err != nil {
+		if _, err := e.CreateIndexes(context.Background(), "test", "c", []bson.Raw{raw}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -241,7 +241,7 @@ func TestOpenOnDiskTooFullToReplay(t *testing.T) {
 	f, _ := bson.Marshal(bson.D{{Key: "_id", Value: 1}})
 	_, err = e.Delete(context.Background(), "test", "c", f, 0, bson.RawValue{})
 	wantOutOfDisk(t, err)
-	_, err = e.DropCollection("test", "c")
+	_, err = e.DropCollection(context.Background(), "test", "c")
 	wantOutOfDisk(t, err)
 	err = insertErr(e.Insert(context.Background(), "test", "other", []bson.Raw{padded(n)}, true))
 	wantOutOfDisk(t, err)

@@ -24,6 +24,13 @@
 // that touch the store are handed a kv.Store, a kv.Txn, a snapshot or a
 // small interface the engine implements.
 //
+// Every exported method that reads or writes the store or the catalog
+// takes a context.Context first, since on a distributed store each call may
+// be network I/O; the statement's transaction, if any, travels in it too
+// (WithTransaction, transaction.go). Only accessors of in-process state do
+// without one: Reaper, Clock, Oplog, ClusterTime, ChangeStreamOptions,
+// RecordLatency and Close.
+//
 // Every write is a kv transaction. A write command runs through a writer
 // (write.go): one pessimistic transaction per chunk of at most maxBatchOps
 // documents or maxBatchBytes, which locks the keys whose uniqueness it

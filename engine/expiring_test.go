@@ -29,7 +29,7 @@ func TestExpiringIn(t *testing.T) {
 			d = dir[0]
 		}
 		spec, _ := bson.Marshal(bson.D{{Key: "key", Value: bson.D{{Key: field, Value: d}}}, {Key: "name", Value: fmt.Sprintf("%s_%d", field, d)}, {Key: "expireAfterSeconds", Value: secs}})
-		if _, err := e.CreateIndexes("db", coll, []bson.Raw{spec}); err != nil {
+		if _, err := e.CreateIndexes(context.Background(), "db", coll, []bson.Raw{spec}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -77,7 +77,7 @@ func TestExpiringIn(t *testing.T) {
 		{41, 42, func(_, coll string) bool { return coll == "e" }, "[e z @42]"},
 	}
 	for _, c := range cases {
-		got, err := e.ExpiringIn(ms(c.from), ms(c.to), c.watch)
+		got, err := e.ExpiringIn(context.Background(), ms(c.from), ms(c.to), c.watch)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -106,7 +106,7 @@ func TestPurgeLogsExpiry(t *testing.T) {
 	}
 	defer e.Close()
 	spec, _ := bson.Marshal(bson.D{{Key: "key", Value: bson.D{{Key: "_ts", Value: 1}}}, {Key: "name", Value: "_ts_1"}, {Key: "expireAfterSeconds", Value: 5}})
-	if _, err := e.CreateIndexes("db", "c", []bson.Raw{spec}); err != nil {
+	if _, err := e.CreateIndexes(context.Background(), "db", "c", []bson.Raw{spec}); err != nil {
 		t.Fatal(err)
 	}
 	d, _ := bson.Marshal(bson.D{{Key: "_id", Value: 1}})

@@ -189,7 +189,7 @@ func (e *Engine) statsDocs(db, coll string, first bson.Raw, opts AggregateOption
 	if err != nil {
 		return nil, err
 	}
-	doc, err := e.collStatsDoc(db, coll, spec, opts.Host)
+	doc, err := e.collStatsDoc(context.TODO(), db, coll, spec, opts.Host)
 	if err != nil {
 		return nil, err
 	}

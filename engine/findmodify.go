@@ -44,7 +44,7 @@ func RecordedFindAndModify(raw bson.Raw) FindAndModifyResult {
 // A retryable write that already ran returns its recorded result and
 // changes nothing.
 func (e *Engine) FindAndModify(ctx context.Context, db, coll string, spec FindAndModifySpec) (FindAndModifyResult, error) {
-	if rec, ok, err := e.executedStmt(spec.Txn); err != nil || ok {
+	if rec, ok, err := e.executedStmt(ctx, spec.Txn); err != nil || ok {
 		return RecordedFindAndModify(rec), err
 	}
 	now := e.commandTime(spec.Update)

@@ -17,7 +17,7 @@ import (
 
 // ListIndexes returns the index specifications of db.coll as listIndexes
 // shows them, the _id index first.
-func (e *Engine) ListIndexes(db, coll string) ([]bson.D, error) {
+func (e *Engine) ListIndexes(ctx context.Context, db, coll string) ([]bson.D, error) {
 	c := e.collection(db, coll)
 	if c == nil {
 		return nil, mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist: %s.%s", db, coll)
@@ -31,7 +31,7 @@ func (e *Engine) ListIndexes(db, coll string) ([]bson.D, error) {
 
 // DropIndexes drops indexes selected by "*" (all but _id), a name, a key
 // pattern or a list of names. It returns the number of indexes before.
-func (e *Engine) DropIndexes(db, coll string, which bson.RawValue) (int, error) {
+func (e *Engine) DropIndexes(ctx context.Context, db, coll string, which bson.RawValue) (int, error) {
 	c := e.collection(db, coll)
 	if c == nil {
 		return 0, mongoerr.New(mongoerr.NamespaceNotFound, "ns not found %s.%s", db, coll)
@@ -92,7 +92,7 @@ func (e *Engine) DropIndexes(db, coll string, which bson.RawValue) (int, error) 
 	if st.ttl.Enabled {
 		for _, im := range st.meta.Indexes {
 			if drop[im.ID] && im.Key.Lookup(record.TSField).Type != 0 && im.ExpireAfter != nil {
-				if err := e.purgeExpired(c, st); err != nil {
+				if err := e.purgeExpired(ctx, c, st); err != nil {
 					return 0, err
 				}
 			}
@@ -100,7 +100,7 @@ func (e *Engine) DropIndexes(db, coll string, which bson.RawValue) (int, error) 
 	}
 	var dropped []record.IndexMeta
 	var ranges []reclaim.Range
-	err := e.updateMeta(c, func(meta *collMeta, tx kv.Txn) error {
+	err := e.updateMeta(ctx, c, func(meta *collMeta, tx kv.Txn) error {
 		kept := meta.Indexes[:0]
 		for _, im := range meta.Indexes {
 			if drop[im.ID] {
@@ -125,23 +125,23 @@ func (e *Engine) DropIndexes(db, coll string, which bson.RawValue) (int, error) 
 	if err != nil {
 		return 0, err
 	}
-	reclaim.Drop(context.TODO(), e.store, e.log, ranges)
+	reclaim.Drop(ctx, e.store, e.log, ranges)
 	return before, nil
 }
 
 // purgeExpired deletes every document of c expired under st's _ts setting now.
 // The caller holds c.ddl exclusively.
-func (e *Engine) purgeExpired(c *Collection, st *collState) error {
+func (e *Engine) purgeExpired(ctx context.Context, c *Collection, st *collState) error {
 	nowMs := e.nowMillis()
 	for {
-		due, _, err := expiryscan.DueDocs(e.store, st.expiry(), nowMs, 1000, nil)
+		due, _, err := expiryscan.DueDocs(ctx, e.store, st.expiry(), nowMs, 1000, nil)
 		if err != nil {
 			return err
 		}
 		if len(due) == 0 {
 			return nil
 		}
-		w := e.newWriter(context.TODO(), c)
+		w := e.newWriter(ctx, c)
 		n := 0
 		for _, dd := range due {
 			if _, err := w.lock(record.DocKey(nil, st.meta.ID, dd.PK)); err != nil {
@@ -192,7 +192,7 @@ type CollModResult struct {
 // CollModIndex changes the expireAfterSeconds of an index (TTL spec rules 8
 // and 21). For the _ts index the change applies to every document at once:
 // visibility reads the setting, so nothing is rewritten.
-func (e *Engine) CollModIndex(db, coll string, ch IndexChange) (CollModResult, error) {
+func (e *Engine) CollModIndex(ctx context.Context, db, coll string, ch IndexChange) (CollModResult, error) {
 	var res CollModResult
 	c := e.collection(db, coll)
 	if c == nil {
@@ -200,7 +200,7 @@ func (e *Engine) CollModIndex(db, coll string, ch IndexChange) (CollModResult, e
 	}
 	c.ddl.Lock()
 	defer c.ddl.Unlock()
-	err := e.updateMeta(c, func(meta *collMeta, _ kv.Txn) error {
+	err := e.updateMeta(ctx, c, func(meta *collMeta, _ kv.Txn) error {
 		for i := range meta.Indexes {
 			im := &meta.Indexes[i]
 			if (ch.Name != "" && im.Name == ch.Name) || (ch.KeyPattern != nil && string(im.Key) == string(ch.KeyPattern)) {
@@ -248,7 +248,7 @@ func indexDesc(ch IndexChange) string {
 }
 
 // TTLSetting reports a collection's _ts TTL setting.
-func (e *Engine) TTLSetting(db, coll string) ttlindex.Setting {
+func (e *Engine) TTLSetting(ctx context.Context, db, coll string) ttlindex.Setting {
 	if c := e.collection(db, coll); c != nil {
 		return c.st().ttl
 	}

@@ -356,7 +356,7 @@ func checkIndexConflict(req, old record.IndexMeta) (exists bool, err error) {
 
 // CreateIndexes builds the given indexes on db.coll, creating the
 // collection if needed. Existing identical indexes are left as they are.
-func (e *Engine) CreateIndexes(db, coll string, specs []bson.Raw) (CreateIndexesResult, error) {
+func (e *Engine) CreateIndexes(ctx context.Context, db, coll string, specs []bson.Raw) (CreateIndexesResult, error) {
 	var res CreateIndexesResult
 	var metas []record.IndexMeta
 	for _, s := range specs {
@@ -405,7 +405,6 @@ func (e *Engine) CreateIndexes(db, coll string, specs []bson.Raw) (CreateIndexes
 	if len(fresh) < len(metas) {
 		res.Note = "index already exists"
 	}
-	ctx := context.TODO()
 	tx, err := e.beginCatalog(ctx, true)
 	if err != nil {
 		return res, err
@@ -427,7 +426,7 @@ func (e *Engine) CreateIndexes(db, coll string, specs []bson.Raw) (CreateIndexes
 	// Expired documents are absent for unique checks (TTL spec rule 15):
 	// purge them before a unique build reads every stored document.
 	if st.ttl.Enabled && slices.ContainsFunc(fresh, func(im record.IndexMeta) bool { return im.Unique }) {
-		if err := e.purgeExpired(c, st); err != nil {
+		if err := e.purgeExpired(ctx, c, st); err != nil {
 			return res, err
 		}
 	}
@@ -493,7 +492,7 @@ func (e *Engine) newIndexes(st *collState, metas []record.IndexMeta) ([]record.I
 			if found, err := checkIndexConflict(im, earlier); err != nil {
 				return nil, err
 			} else if found {
-				return nil, e.duplicateSpec(st, im)
+				return nil, e.duplicateSpec(context.TODO(), st, im)
 			}
 		}
 		fresh = append(fresh, im)
@@ -505,12 +504,12 @@ func (e *Engine) newIndexes(st *collState, metas []record.IndexMeta) ([]record.I
 // same index twice: MongoDB builds indexes of an empty collection one after
 // the other, so the second finds the first, and otherwise builds them
 // together and refuses the pair.
-func (e *Engine) duplicateSpec(st *collState, im record.IndexMeta) error {
+func (e *Engine) duplicateSpec(ctx context.Context, st *collState, im record.IndexMeta) error {
 	if st == nil {
 		return mongoerr.New(mongoerr.IndexAlreadyExists, "Identical index already exists: %s", im.Name)
 	}
 	lo, hi := record.DocRange(st.meta.ID)
-	it, err := e.store.Iter(context.TODO(), lo, hi, false)
+	it, err := e.store.Iter(ctx, lo, hi, false)
 	if err != nil {
 		return fmt.Errorf("engine: create indexes: %w", err)
 	}
@@ -608,8 +607,8 @@ func (e *Engine) backfill(ctx context.Context, old, nst *collState, fresh []reco
 
 // markMultikey records, before the write that makes it so, that an index
 // holds a multikey document, so the planner stops intersecting bounds on it.
-func (e *Engine) markMultikey(c *Collection, ix *record.Index) error {
-	return e.updateMeta(c, func(meta *collMeta, _ kv.Txn) error {
+func (e *Engine) markMultikey(ctx context.Context, c *Collection, ix *record.Index) error {
+	return e.updateMeta(ctx, c, func(meta *collMeta, _ kv.Txn) error {
 		for i := range meta.Indexes {
 			if meta.Indexes[i].ID == ix.Meta.ID {
 				meta.Indexes[i].Multikey = true
@@ -627,14 +626,13 @@ func (e *Engine) markMultikey(c *Collection, ix *record.Index) error {
 // entry to the new, committed with it.
 //
 // change may write more in the transaction of the change (tx).
-func (e *Engine) updateMeta(c *Collection, change func(meta *collMeta, tx kv.Txn) error, logged func(before, after *collMeta) []oplog.Entry) error {
+func (e *Engine) updateMeta(ctx context.Context, c *Collection, change func(meta *collMeta, tx kv.Txn) error, logged func(before, after *collMeta) []oplog.Entry) error {
 	c.metaMu.Lock()
 	defer c.metaMu.Unlock()
 	st := c.st()
 	if st.dropped {
 		return mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist: %s", st.ns())
 	}
-	ctx := context.TODO()
 	tx, err := e.beginCatalog(ctx, true)
 	if err != nil {
 		return err

@@ -50,7 +50,7 @@ func (e *Engine) insertRetryable(ctx context.Context, db, coll string, docs []bs
 	var pos []int // of todo's documents in docs
 	done := 0
 	for i, d := range docs {
-		_, ok, err := e.Executed(o.Txn, o.StmtIDs[i])
+		_, ok, err := e.Executed(ctx, o.Txn, o.StmtIDs[i])
 		if err != nil {
 			return InsertResult{}, err
 		}

@@ -52,7 +52,7 @@ func (r *modelRun) checkState(ctx context.Context) error {
 		return err
 	}
 	now := r.now()
-	if got := r.e.CollectionExists(modelDB, modelColl); got != r.m.exists {
+	if got := r.e.CollectionExists(ctx, modelDB, modelColl); got != r.m.exists {
 		return fmt.Errorf("collection exists: engine %v, model %v", got, r.m.exists)
 	}
 	var docs []bson.Raw
@@ -105,7 +105,7 @@ func (r *modelRun) checkState(ctx context.Context) error {
 		return fmt.Errorf("documents kept until purged: engine %v, model %v", ids, mids)
 	}
 	if r.m.exists {
-		specs, err := r.e.ListIndexes(modelDB, modelColl)
+		specs, err := r.e.ListIndexes(ctx, modelDB, modelColl)
 		if err != nil {
 			return err
 		}

@@ -116,7 +116,7 @@ func testModelConcurrent(t *testing.T, backend string) {
 			if !stop.Load() {
 				checks++
 				for _, coll := range []string{modelColl, "ack"} {
-					if !e.CollectionExists(modelDB, coll) {
+					if !e.CollectionExists(ctx, modelDB, coll) {
 						continue
 					}
 					if err := validateStore(ctx, e, modelDB, coll); err != nil {
@@ -174,7 +174,7 @@ func testModelConcurrent(t *testing.T, backend string) {
 	var contested, refused sync.Map
 	var valSeq, nRefused, nUnderValidator atomic.Int64
 	var valOn atomic.Bool
-	if err := e.CreateCollection("db", "ack", CreateOptions{}); err != nil {
+	if err := e.CreateCollection(ctx, "db", "ack", CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	wg.Add(1)
@@ -191,7 +191,7 @@ func testModelConcurrent(t *testing.T, backend string) {
 			total.Add(1)
 			valSeq.Add(1)
 			ok := guard("ack setValidation", func() error {
-				err := e.SetValidation("db", "ack", ch)
+				err := e.SetValidation(ctx, "db", "ack", ch)
 				if err == nil {
 					valOn.Store(on)
 				}
@@ -214,9 +214,9 @@ func testModelConcurrent(t *testing.T, backend string) {
 				switch k := r.Intn(20); {
 				case k == 0:
 					spec := modelRaw(bson.D{{Key: "key", Value: bson.D{{Key: "n", Value: 1}}}, {Key: "name", Value: "n_1"}})
-					guard("ack createIndexes", func() error { _, err := e.CreateIndexes("db", "ack", []bson.Raw{spec}); return err })
+					guard("ack createIndexes", func() error { _, err := e.CreateIndexes(ctx, "db", "ack", []bson.Raw{spec}); return err })
 				case k == 1:
-					guard("ack dropIndexes", func() error { _, err := e.DropIndexes("db", "ack", rawValue("n_1")); return err })
+					guard("ack dropIndexes", func() error { _, err := e.DropIndexes(ctx, "db", "ack", rawValue("n_1")); return err })
 				case k < 5:
 					id := fmt.Sprintf("contested-%d", r.Intn(20))
 					doc := modelRaw(bson.D{{Key: "_id", Value: id}, {Key: "n", Value: r.Intn(5)}})
@@ -362,9 +362,9 @@ func execConcurrentOp(ctx context.Context, e *Engine, clock *clock.Manual, op *m
 		if op.Action != "" {
 			ch.Action = &op.Action
 		}
-		return e.SetValidation(modelDB, modelColl, ch)
+		return e.SetValidation(ctx, modelDB, modelColl, ch)
 	case "preImages":
-		return e.SetPreAndPostImages(modelDB, modelColl, op.PreImages)
+		return e.SetPreAndPostImages(ctx, modelDB, modelColl, op.PreImages)
 	case "aggregate":
 		_, err := e.Aggregate(ctx, modelDB, modelColl, aggregateStages(op, filter), AggregateOptions{})
 		return err
@@ -382,14 +382,14 @@ func execConcurrentOp(ctx context.Context, e *Engine, clock *clock.Manual, op *m
 		_, err = cur.All(ctx)
 		return err
 	case "createIndexes":
-		_, err := e.CreateIndexes(modelDB, modelColl, op.Specs)
+		_, err := e.CreateIndexes(ctx, modelDB, modelColl, op.Specs)
 		return err
 	case "dropIndexes":
-		_, err := e.DropIndexes(modelDB, modelColl, op.Which)
+		_, err := e.DropIndexes(ctx, modelDB, modelColl, op.Which)
 		return err
 	case "collMod":
 		ch := op.indexChange()
-		_, err := e.CollModIndex(modelDB, modelColl, ch)
+		_, err := e.CollModIndex(ctx, modelDB, modelColl, ch)
 		return err
 	case "findBatches":
 		cur, err := e.Find(ctx, modelDB, modelColl, FindSpec{Filter: op.Filter, Sort: op.Sort})
@@ -414,7 +414,7 @@ func execConcurrentOp(ctx context.Context, e *Engine, clock *clock.Manual, op *m
 // checkUniqueHolds checks that no two visible documents share a key of a
 // unique index, by the model's own key rules.
 func checkUniqueHolds(ctx context.Context, e *Engine, db, coll string) error {
-	specs, err := e.ListIndexes(db, coll)
+	specs, err := e.ListIndexes(ctx, db, coll)
 	if err != nil {
 		return nil // no collection
 	}

@@ -47,7 +47,7 @@ func (rep *oplogReplica) checkPreImage(e *Engine, ts oplog.Timestamp, raw bson.R
 	if err != nil || (f.Op != oplog.Update && f.Op != oplog.Delete) {
 		return err
 	}
-	got, err := e.PreImage(ts)
+	got, err := e.PreImage(context.Background(), ts)
 	if err != nil {
 		return err
 	}

@@ -18,7 +18,7 @@ import (
 
 func regressCreateIndex(t *testing.T, e *Engine, spec bson.D) {
 	t.Helper()
-	if _, err := e.CreateIndexes("db", "c", []bson.Raw{modelRaw(spec)}); err != nil {
+	if _, err := e.CreateIndexes(context.Background(), "db", "c", []bson.Raw{modelRaw(spec)}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -44,7 +44,7 @@ func TestModelRegressDropTSKeepsDateDueDocuments(t *testing.T) {
 		t.Fatal(err)
 	}
 	regressCreateIndex(t, e, bson.D{{Key: "key", Value: bson.D{{Key: "d", Value: 1}}}, {Key: "name", Value: "d_1"}, {Key: "expireAfterSeconds", Value: 0}})
-	if _, err := e.DropIndexes("db", "c", rawValue("*")); err != nil {
+	if _, err := e.DropIndexes(context.Background(), "db", "c", rawValue("*")); err != nil {
 		t.Fatal(err)
 	}
 	if n := regressCount(t, e); n != 1 {
@@ -62,7 +62,7 @@ func TestModelRegressUniqueBuildIgnoresExpired(t *testing.T) {
 		t.Fatal(err)
 	}
 	clock.Advance(11 * time.Second)
-	if _, err := e.CreateIndexes("db", "c", []bson.Raw{modelRaw(bson.D{{Key: "key", Value: bson.D{{Key: "u", Value: 1}}}, {Key: "name", Value: "u_1"}, {Key: "unique", Value: true}})}); err != nil {
+	if _, err := e.CreateIndexes(context.Background(), "db", "c", []bson.Raw{modelRaw(bson.D{{Key: "key", Value: bson.D{{Key: "u", Value: 1}}}, {Key: "name", Value: "u_1"}, {Key: "unique", Value: true}})}); err != nil {
 		t.Fatalf("unique index over two expired documents: %v", err)
 	}
 	if _, err := e.Insert(context.Background(), "db", "c", []bson.Raw{modelRaw(bson.D{{Key: "_id", Value: 3}})}, true); err != nil {
@@ -113,10 +113,10 @@ func TestModelRegressRecreateHiddenIndex(t *testing.T) {
 	spec := bson.D{{Key: "key", Value: bson.D{{Key: "a", Value: 1}}}, {Key: "name", Value: "a_1"}}
 	regressCreateIndex(t, e, spec)
 	hide := true
-	if _, err := e.CollModIndex("db", "c", IndexChange{Name: "a_1", Hidden: &hide}); err != nil {
+	if _, err := e.CollModIndex(context.Background(), "db", "c", IndexChange{Name: "a_1", Hidden: &hide}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := e.CreateIndexes("db", "c", []bson.Raw{modelRaw(spec)})
+	res, err := e.CreateIndexes(context.Background(), "db", "c", []bson.Raw{modelRaw(spec)})
 	if err != nil {
 		t.Fatalf("createIndexes of a hidden index's own spec: %v", err)
 	}
@@ -159,7 +159,7 @@ func TestModelRegressNoOpUpdateSkipsValidation(t *testing.T) {
 	if _, err := e.Insert(context.Background(), "db", "c", []bson.Raw{modelRaw(bson.D{{Key: "_id", Value: 1}, {Key: "a", Value: "x"}})}, true); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.SetValidation("db", "c", CollectionValidation{Validator: modelRaw(bson.D{{Key: "a", Value: bson.D{{Key: "$type", Value: "number"}}}})}); err != nil {
+	if err := e.SetValidation(ctx, "db", "c", CollectionValidation{Validator: modelRaw(bson.D{{Key: "a", Value: bson.D{{Key: "$type", Value: "number"}}}})}); err != nil {
 		t.Fatal(err)
 	}
 	set := func(fields bson.D) (UpdateResult, error) {
@@ -193,7 +193,7 @@ func TestModelRegressValidateLevelOffCountsNoneNonCompliant(t *testing.T) {
 		want  int64
 	}{{validation.LevelStrict, 1}, {validation.LevelOff, 0}, {validation.LevelModerate, 1}} {
 		level := c.level
-		if err := e.SetValidation("db", "c", CollectionValidation{Validator: validator, Level: &level}); err != nil {
+		if err := e.SetValidation(ctx, "db", "c", CollectionValidation{Validator: validator, Level: &level}); err != nil {
 			t.Fatal(err)
 		}
 		res, err := e.Validate(ctx, "db", "c", true)

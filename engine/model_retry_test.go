@@ -1,5 +1,7 @@
 package engine
 
+import "context"
+
 // modelSession is the session of the model's retryable writes.
 var modelSession = [16]byte{'m', 'o', 'd', 'e', 'l'}
 
@@ -13,5 +15,5 @@ func (r *modelRun) retryable(op *modelOp, t **Txn) error {
 	}
 	r.txnNumber++
 	*t = &Txn{Session: modelSession, Number: r.txnNumber}
-	return r.e.CheckTxn(*t)
+	return r.e.CheckTxn(context.Background(), *t)
 }

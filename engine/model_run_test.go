@@ -287,7 +287,7 @@ func (r *modelRun) step(ctx context.Context, op *modelOp) error {
 	case "createIndexes":
 		var res CreateIndexesResult
 		var err error
-		if herr := r.guard("createIndexes", func() { res, err = r.e.CreateIndexes(modelDB, modelColl, op.Specs) }); herr != nil {
+		if herr := r.guard("createIndexes", func() { res, err = r.e.CreateIndexes(ctx, modelDB, modelColl, op.Specs) }); herr != nil {
 			return herr
 		}
 		want, werr := r.m.createIndexes(op.Specs, now)
@@ -300,7 +300,7 @@ func (r *modelRun) step(ctx context.Context, op *modelOp) error {
 	case "dropIndexes":
 		var before int
 		var err error
-		if herr := r.guard("dropIndexes", func() { before, err = r.e.DropIndexes(modelDB, modelColl, op.Which) }); herr != nil {
+		if herr := r.guard("dropIndexes", func() { before, err = r.e.DropIndexes(ctx, modelDB, modelColl, op.Which) }); herr != nil {
 			return herr
 		}
 		want, werr := r.m.dropIndexes(op.Which, now)
@@ -311,7 +311,7 @@ func (r *modelRun) step(ctx context.Context, op *modelOp) error {
 		ch := op.indexChange()
 		var res CollModResult
 		var err error
-		if herr := r.guard("collMod", func() { res, err = r.e.CollModIndex(modelDB, modelColl, ch) }); herr != nil {
+		if herr := r.guard("collMod", func() { res, err = r.e.CollModIndex(ctx, modelDB, modelColl, ch) }); herr != nil {
 			return herr
 		}
 		want, werr := r.m.collMod(ch)
@@ -364,7 +364,7 @@ func (r *modelRun) step(ctx context.Context, op *modelOp) error {
 		return r.stepSetValidation(op)
 	case "preImages":
 		var err error
-		if herr := r.guard("preImages", func() { err = r.e.SetPreAndPostImages(modelDB, modelColl, op.PreImages) }); herr != nil {
+		if herr := r.guard("preImages", func() { err = r.e.SetPreAndPostImages(ctx, modelDB, modelColl, op.PreImages) }); herr != nil {
 			return herr
 		}
 		want := 0
@@ -377,7 +377,7 @@ func (r *modelRun) step(ctx context.Context, op *modelOp) error {
 	case "drop":
 		var existed bool
 		var err error
-		if herr := r.guard("drop", func() { existed, err = r.e.DropCollection(modelDB, modelColl) }); herr != nil {
+		if herr := r.guard("drop", func() { existed, err = r.e.DropCollection(ctx, modelDB, modelColl) }); herr != nil {
 			return herr
 		}
 		if err != nil || existed != r.m.exists {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -132,7 +133,7 @@ func (r *modelRun) stepSetValidation(op *modelOp) error {
 		ch.Action = &op.Action
 	}
 	var err error
-	if herr := r.guard("setValidation", func() { err = r.e.SetValidation(modelDB, modelColl, ch) }); herr != nil {
+	if herr := r.guard("setValidation", func() { err = r.e.SetValidation(context.Background(), modelDB, modelColl, ch) }); herr != nil {
 		return herr
 	}
 	var werr error

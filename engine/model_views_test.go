@@ -168,7 +168,7 @@ func (r *modelRun) stepReadView(ctx context.Context, op *modelOp) error {
 	var docs []bson.Raw
 	var err error
 	if herr := r.guard("readView", func() {
-		coll, vp, _, rerr := r.e.ResolveView(modelDB, op.View)
+		coll, vp, _, rerr := r.e.ResolveView(ctx, modelDB, op.View)
 		if err = rerr; err == nil {
 			docs, err = r.e.Aggregate(ctx, modelDB, coll, append(vp, op.readStages()...), AggregateOptions{})
 		}
@@ -287,7 +287,7 @@ func (r *modelRun) checkViews() error {
 			want = append(want, *v)
 		}
 	}
-	if got := r.e.Views(modelDB); describe(got) != describe(want) {
+	if got := r.e.Views(context.Background(), modelDB); describe(got) != describe(want) {
 		return fmt.Errorf("views: engine %s, model %s", describe(got), describe(want))
 	}
 	return nil

@@ -125,7 +125,7 @@ func (e *Engine) commandTime(u *update.Update) time.Time {
 // A retryable write's statement that already ran returns its recorded
 // result and changes nothing.
 func (e *Engine) Update(ctx context.Context, db, coll string, spec UpdateSpec) (UpdateResult, error) {
-	if rec, ok, err := e.executedStmt(spec.Txn); err != nil || ok {
+	if rec, ok, err := e.executedStmt(ctx, spec.Txn); err != nil || ok {
 		return RecordedUpdate(rec), err
 	}
 	now := e.commandTime(spec.Update)
@@ -288,7 +288,7 @@ func (w *writer) modify(pk []byte, f *query.Filter, change func(d *storedDoc, po
 // A Txn makes it a retryable write (at most one).
 func (e *Engine) Delete(ctx context.Context, db, coll string, filter bson.Raw, limit int, hint bson.RawValue, txn ...*Txn) (int64, error) {
 	if len(txn) > 0 {
-		if rec, ok, err := e.executedStmt(txn[0]); err != nil || ok {
+		if rec, ok, err := e.executedStmt(ctx, txn[0]); err != nil || ok {
 			return RecordedDelete(rec), err
 		}
 	}

@@ -109,7 +109,7 @@ func cmdEntry(db string, ui []byte, o bson.D, o2 bson.D) []oplog.Entry {
 // openOplog reads the newest entry and the size of the stored oplog, so
 // that timestamps keep increasing across restarts.
 func (e *Engine) openOplog(opts Options) error {
-	last, size, err := oplogstore.Stored(e.store)
+	last, size, err := oplogstore.Stored(context.TODO(), e.store)
 	if err != nil {
 		return err
 	}
@@ -121,7 +121,7 @@ func (e *Engine) openOplog(opts Options) error {
 func (e *Engine) Oplog() *oplog.Log { return e.oplog }
 
 // TrimOplog trims the oplog to its bounds now, for tests.
-func (e *Engine) TrimOplog() (int, error) {
+func (e *Engine) TrimOplog(ctx context.Context) (int, error) {
 	if e.oplog == nil {
 		return 0, nil
 	}
@@ -143,7 +143,9 @@ func (e *Engine) ReadOplog(ctx context.Context, after oplog.Timestamp, fn func(t
 
 // OldestOplog is the timestamp of the oldest stored entry, zero if none:
 // a reader resuming before it has lost history.
-func (e *Engine) OldestOplog() (oplog.Timestamp, error) { return oplogstore.Oldest(e.store) }
+func (e *Engine) OldestOplog(ctx context.Context) (oplog.Timestamp, error) {
+	return oplogstore.Oldest(ctx, e.store)
+}
 
 // createEntry is the 'c' entry of the creation of a collection: MongoDB's
 // {create: name, idIndex, ...options}.
@@ -219,7 +221,7 @@ func (e *Engine) ClusterTime() oplog.Timestamp {
 // its timestamp once it is durable and visible: what mongod writes to move
 // the cluster time forward without a write, for example to make a
 // linearizable read's point in time durable.
-func (e *Engine) AppendNoop(o bson.D) (oplog.Timestamp, error) {
+func (e *Engine) AppendNoop(ctx context.Context, o bson.D) (oplog.Timestamp, error) {
 	if e.oplog == nil {
 		return oplog.Timestamp{}, ErrOplogOff
 	}
@@ -227,7 +229,6 @@ func (e *Engine) AppendNoop(o bson.D) (oplog.Timestamp, error) {
 	if err != nil {
 		return oplog.Timestamp{}, fmt.Errorf("engine: no-op entry: %w", err)
 	}
-	ctx := context.TODO()
 	tx, err := e.beginCatalog(ctx, false)
 	if err != nil {
 		return oplog.Timestamp{}, err
@@ -262,16 +263,18 @@ func (e *Engine) ChangeStreamOptions() ChangeStreamOptions { return e.images.Opt
 
 // SetChangeStreamOptions sets preAndPostImages.expireAfterSeconds (0:
 // off), durably, at a new cluster time.
-func (e *Engine) SetChangeStreamOptions(expireAfterSeconds int64) error {
+func (e *Engine) SetChangeStreamOptions(ctx context.Context, expireAfterSeconds int64) error {
 	return e.images.SetOptions(expireAfterSeconds)
 }
 
 // ExpirePreImages removes the pre-images expireAfterSeconds has expired.
-func (e *Engine) ExpirePreImages() error { return e.images.Expire() }
+func (e *Engine) ExpirePreImages(ctx context.Context) error { return e.images.Expire() }
 
 // PreImage returns the pre-image stored with the oplog entry at ts, nil if
 // there is none (see preimage.Images.Get).
-func (e *Engine) PreImage(ts oplog.Timestamp) (bson.Raw, error) { return e.images.Get(ts) }
+func (e *Engine) PreImage(ctx context.Context, ts oplog.Timestamp) (bson.Raw, error) {
+	return e.images.Get(ctx, ts)
+}
 
 // imageHost is the engine as package preimage sees it.
 type imageHost struct{ e *Engine }
@@ -279,9 +282,11 @@ type imageHost struct{ e *Engine }
 func (h imageHost) Get(ctx context.Context, key []byte) ([]byte, error) {
 	return h.e.store.Get(ctx, key)
 }
-func (h imageHost) Now() time.Time                               { return h.e.clock.Now() }
-func (h imageHost) Logged() bool                                 { return h.e.oplog != nil }
-func (h imageHost) AppendNoop(o bson.D) (oplog.Timestamp, error) { return h.e.AppendNoop(o) }
+func (h imageHost) Now() time.Time { return h.e.clock.Now() }
+func (h imageHost) Logged() bool   { return h.e.oplog != nil }
+func (h imageHost) AppendNoop(o bson.D) (oplog.Timestamp, error) {
+	return h.e.AppendNoop(context.TODO(), o)
+}
 
 func (h imageHost) ExpireBefore(cut oplog.Timestamp) error {
 	return h.e.oplog.ExpirePreImages(oplogstore.Store{KV: h.e.store}, cut)

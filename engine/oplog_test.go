@@ -108,19 +108,19 @@ func TestOplogWriteKinds(t *testing.T) {
 		t.Fatalf("delete: %d, %v", n, err)
 	}
 	spec := mustRaw(t, bson.D{{Key: "key", Value: bson.D{{Key: "a", Value: 1}}}, {Key: "name", Value: "a_1"}})
-	if _, err := e.CreateIndexes("db", "c", []bson.Raw{spec}); err != nil {
+	if _, err := e.CreateIndexes(ctx, "db", "c", []bson.Raw{spec}); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.RenameCollection("db", "c", "db", "d", false); err != nil {
+	if err := e.RenameCollection(ctx, "db", "c", "db", "d", false); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.DropCollection("db", "d"); err != nil {
+	if _, err := e.DropCollection(ctx, "db", "d"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.Insert(context.Background(), "db", "e", docs[1:], true); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.DropDatabase("db"); err != nil {
+	if err := e.DropDatabase(ctx, "db"); err != nil {
 		t.Fatal(err)
 	}
 	lines, raws, _ := oplogSince(t, e, oplog.Timestamp{})
@@ -188,7 +188,7 @@ func TestOplogTTLPurgeIsDelete(t *testing.T) {
 	e := openOplogEngine(t, t.TempDir(), clock, Options{})
 	defer e.Close()
 	spec := mustRaw(t, bson.D{{Key: "key", Value: bson.D{{Key: "_ts", Value: 1}}}, {Key: "name", Value: "_ts_1"}, {Key: "expireAfterSeconds", Value: 5}})
-	if _, err := e.CreateIndexes("db", "c", []bson.Raw{spec}); err != nil {
+	if _, err := e.CreateIndexes(context.Background(), "db", "c", []bson.Raw{spec}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.Insert(context.Background(), "db", "c", []bson.Raw{mustRaw(t, bson.D{{Key: "_id", Value: 7}})}, true); err != nil {
@@ -216,7 +216,7 @@ func TestOplogTrimBoundsSize(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := e.TrimOplog(); err != nil {
+	if _, err := e.TrimOplog(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	var size int64
@@ -230,7 +230,7 @@ func TestOplogTrimBoundsSize(t *testing.T) {
 	if len(lines) == 0 || lines[len(lines)-1] != "i db.c 299" {
 		t.Fatalf("newest entries lost: %v", lines)
 	}
-	oldest, err := e.OldestOplog()
+	oldest, err := e.OldestOplog(context.Background())
 	if err != nil || oldest.IsZero() {
 		t.Fatalf("oldest %v, %v", oldest, err)
 	}
@@ -345,23 +345,23 @@ func TestOplogCatalogCommands(t *testing.T) {
 	e := openOplogEngine(t, t.TempDir(), clock, Options{})
 	defer e.Close()
 	spec := mustRaw(t, bson.D{{Key: "key", Value: bson.D{{Key: "d", Value: 1}}}, {Key: "name", Value: "d_1"}, {Key: "expireAfterSeconds", Value: 60}})
-	if _, err := e.CreateIndexes("db", "c", []bson.Raw{spec}); err != nil {
+	if _, err := e.CreateIndexes(context.Background(), "db", "c", []bson.Raw{spec}); err != nil {
 		t.Fatal(err)
 	}
 	_, _, last := oplogSince(t, e, oplog.Timestamp{})
 	hidden := true
-	if _, err := e.CollModIndex("db", "c", IndexChange{Name: "d_1", Hidden: &hidden}); err != nil {
+	if _, err := e.CollModIndex(context.Background(), "db", "c", IndexChange{Name: "d_1", Hidden: &hidden}); err != nil {
 		t.Fatal(err)
 	}
 	expire := bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, 120)}
-	if _, err := e.CollModIndex("db", "c", IndexChange{Name: "d_1", ExpireAfter: &expire}); err != nil {
+	if _, err := e.CollModIndex(context.Background(), "db", "c", IndexChange{Name: "d_1", ExpireAfter: &expire}); err != nil {
 		t.Fatal(err)
 	}
 	// A refused collMod logs nothing.
-	if _, err := e.CollModIndex("db", "c", IndexChange{Name: "nope", Hidden: &hidden}); err == nil {
+	if _, err := e.CollModIndex(context.Background(), "db", "c", IndexChange{Name: "nope", Hidden: &hidden}); err == nil {
 		t.Fatal("collMod of a missing index succeeded")
 	}
-	if _, err := e.DropIndexes("db", "c", bson.RawValue{Type: bson.TypeString, Value: bsoncoreString("d_1")}); err != nil {
+	if _, err := e.DropIndexes(context.Background(), "db", "c", bson.RawValue{Type: bson.TypeString, Value: bsoncoreString("d_1")}); err != nil {
 		t.Fatal(err)
 	}
 	lines, raws, _ := oplogSince(t, e, last)
@@ -470,7 +470,7 @@ func TestOplogNoopMovesClusterTime(t *testing.T) {
 	e := openOplogEngine(t, t.TempDir(), clock, Options{})
 	defer e.Close()
 	before := e.ClusterTime()
-	ts, err := e.AppendNoop(bson.D{{Key: "msg", Value: "periodic noop"}})
+	ts, err := e.AppendNoop(context.Background(), bson.D{{Key: "msg", Value: "periodic noop"}})
 	if err != nil {
 		t.Fatal(err)
 	}

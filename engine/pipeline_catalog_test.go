@@ -64,7 +64,7 @@ func TestOutEmptyResultCreatesCollection(t *testing.T) {
 	if _, err := aggregateD(t, e, "db", "c", AggregateOptions{}, bson.D{{Key: "$match", Value: bson.D{{Key: "_id", Value: 5}}}}, bson.D{{Key: "$out", Value: "dest"}}); err != nil {
 		t.Fatal(err)
 	}
-	if !e.CollectionExists("db", "dest") {
+	if !e.CollectionExists(context.Background(), "db", "dest") {
 		t.Fatal("$out of no documents made no collection")
 	}
 }
@@ -88,7 +88,7 @@ func TestOutKeepsIndexesAndFailsWhole(t *testing.T) {
 	e := openTestEngine(t)
 	insertD(t, e, "db", "c", bson.D{{Key: "_id", Value: 1}, {Key: "k", Value: "x"}}, bson.D{{Key: "_id", Value: 2}, {Key: "k", Value: "x"}})
 	insertD(t, e, "db", "dest", bson.D{{Key: "_id", Value: 9}, {Key: "k", Value: "old"}})
-	if _, err := e.CreateIndexes("db", "dest", []bson.Raw{mustMarshal(t, bson.D{{Key: "key", Value: bson.D{{Key: "k", Value: 1}}}, {Key: "name", Value: "k_1"}, {Key: "unique", Value: true}})}); err != nil {
+	if _, err := e.CreateIndexes(context.Background(), "db", "dest", []bson.Raw{mustMarshal(t, bson.D{{Key: "key", Value: bson.D{{Key: "k", Value: 1}}}, {Key: "name", Value: "k_1"}, {Key: "unique", Value: true}})}); err != nil {
 		t.Fatal(err)
 	}
 	_, err := aggregateD(t, e, "db", "c", AggregateOptions{}, bson.D{{Key: "$out", Value: "dest"}})
@@ -98,7 +98,7 @@ func TestOutKeepsIndexesAndFailsWhole(t *testing.T) {
 	if got := collDocs(t, e, "db", "dest"); len(got) != 1 || got[0].Lookup("k").StringValue() != "old" {
 		t.Fatalf("after a failed $out dest holds %v", got)
 	}
-	for _, name := range e.CollectionNames("db") {
+	for _, name := range e.CollectionNames(context.Background(), "db") {
 		if strings.HasPrefix(name, "tmp.") {
 			t.Fatalf("temporary collection %s left behind", name)
 		}
@@ -107,7 +107,7 @@ func TestOutKeepsIndexesAndFailsWhole(t *testing.T) {
 	if _, err := aggregateD(t, e, "db", "c", AggregateOptions{}, bson.D{{Key: "$set", Value: bson.D{{Key: "k", Value: "$_id"}}}}, bson.D{{Key: "$out", Value: "dest"}}); err != nil {
 		t.Fatal(err)
 	}
-	specs, err := e.ListIndexes("db", "dest")
+	specs, err := e.ListIndexes(context.Background(), "db", "dest")
 	if err != nil || len(specs) != 2 {
 		t.Fatalf("indexes of dest after $out: %v %v", specs, err)
 	}
@@ -120,7 +120,7 @@ func TestOutAndMergeValidate(t *testing.T) {
 	e := openTestEngine(t)
 	insertD(t, e, "db", "c", bson.D{{Key: "_id", Value: 1}, {Key: "n", Value: "not a number"}})
 	validator := mustMarshal(t, bson.D{{Key: "validator", Value: bson.D{{Key: "n", Value: bson.D{{Key: "$type", Value: "number"}}}}}})
-	if err := e.CreateCollection("db", "dest", CreateOptions{Raw: validator}); err != nil {
+	if err := e.CreateCollection(context.Background(), "db", "dest", CreateOptions{Raw: validator}); err != nil {
 		t.Fatal(err)
 	}
 	// $merge writes a document of its own: merging one equal to what is

@@ -41,7 +41,7 @@ func TestLookupUsesForeignIndex(t *testing.T) {
 	}
 	foreign = append(foreign, bson.D{{Key: "_id", Value: "nullish"}})
 	insertD(t, e, "db", "foreign", foreign...)
-	if _, err := e.CreateIndexes("db", "foreign", []bson.Raw{mustMarshal(t, bson.D{{Key: "key", Value: bson.D{{Key: "f", Value: 1}}}, {Key: "name", Value: "f_1"}})}); err != nil {
+	if _, err := e.CreateIndexes(ctx, "db", "foreign", []bson.Raw{mustMarshal(t, bson.D{{Key: "key", Value: bson.D{{Key: "f", Value: 1}}}, {Key: "name", Value: "f_1"}})}); err != nil {
 		t.Fatal(err)
 	}
 	local := []bson.Raw{

@@ -42,7 +42,7 @@ func TestIndexesAnswerLikeCollectionScans(t *testing.T) {
 		name := fmt.Sprintf("ix%d", i)
 		hints = append(hints, name)
 		spec, _ := bson.Marshal(bson.D{{Key: "key", Value: p}, {Key: "name", Value: name}})
-		if _, err := e.CreateIndexes("diff", "indexed", []bson.Raw{spec}); err != nil {
+		if _, err := e.CreateIndexes(context.Background(), "diff", "indexed", []bson.Raw{spec}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -145,7 +145,7 @@ func TestPositionalIndexProvidesSort(t *testing.T) {
 		}
 	}
 	spec, _ := bson.Marshal(bson.D{{Key: "key", Value: bson.D{{Key: "a.0", Value: 1}}}})
-	if _, err := e.CreateIndexes("sorts", "indexed", []bson.Raw{spec}); err != nil {
+	if _, err := e.CreateIndexes(context.Background(), "sorts", "indexed", []bson.Raw{spec}); err != nil {
 		t.Fatal(err)
 	}
 	// MongoDB refuses to index the ambiguous document, and so does Lethe.

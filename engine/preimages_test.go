@@ -22,7 +22,7 @@ func preImagesAt(t *testing.T, e *Engine, after oplog.Timestamp) []bson.Raw {
 	var out []bson.Raw
 	_, err := e.ReadOplog(context.Background(), after, func(ts oplog.Timestamp, raw bson.Raw) (bool, error) {
 		if op := raw.Lookup("op").StringValue(); op == "u" || op == "d" {
-			pre, err := e.PreImage(ts)
+			pre, err := e.PreImage(context.Background(), ts)
 			out = append(out, pre)
 			return err == nil, err
 		}
@@ -41,11 +41,11 @@ func TestPreImagesTTLPurgeAndOff(t *testing.T) {
 	e := openOplogEngine(t, t.TempDir(), clock, Options{})
 	defer e.Close()
 	opts := mustRaw(t, bson.D{{Key: PreImagesOption, Value: bson.D{{Key: "enabled", Value: true}}}})
-	if err := e.CreateCollection("db", "c", CreateOptions{Raw: opts}); err != nil {
+	if err := e.CreateCollection(context.Background(), "db", "c", CreateOptions{Raw: opts}); err != nil {
 		t.Fatal(err)
 	}
 	spec := mustRaw(t, bson.D{{Key: "key", Value: bson.D{{Key: "_ts", Value: 1}}}, {Key: "name", Value: "_ts_1"}, {Key: "expireAfterSeconds", Value: 5}})
-	if _, err := e.CreateIndexes("db", "c", []bson.Raw{spec}); err != nil {
+	if _, err := e.CreateIndexes(context.Background(), "db", "c", []bson.Raw{spec}); err != nil {
 		t.Fatal(err)
 	}
 	doc := mustRaw(t, bson.D{{Key: "_id", Value: 7}, {Key: "x", Value: "a"}})
@@ -62,7 +62,7 @@ func TestPreImagesTTLPurgeAndOff(t *testing.T) {
 		t.Fatalf("pre-images of the purge: %v, want [%s]", pres, doc)
 	}
 	_, _, last = oplogSince(t, e, oplog.Timestamp{})
-	if err := e.SetPreAndPostImages("db", "c", false); err != nil {
+	if err := e.SetPreAndPostImages(context.Background(), "db", "c", false); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.Delete(context.Background(), "db", "c", mustRaw(t, bson.D{}), 0, bson.RawValue{}); err != nil {
@@ -81,7 +81,7 @@ func TestPreImagesTrimmedWithOplog(t *testing.T) {
 	e := openOplogEngine(t, t.TempDir(), clock, Options{OplogMaxBytes: bound})
 	defer e.Close()
 	opts := mustRaw(t, bson.D{{Key: PreImagesOption, Value: bson.D{{Key: "enabled", Value: true}}}})
-	if err := e.CreateCollection("db", "c", CreateOptions{Raw: opts}); err != nil {
+	if err := e.CreateCollection(context.Background(), "db", "c", CreateOptions{Raw: opts}); err != nil {
 		t.Fatal(err)
 	}
 	pad := strings.Repeat("x", 1000)
@@ -94,10 +94,10 @@ func TestPreImagesTrimmedWithOplog(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := e.TrimOplog(); err != nil {
+	if _, err := e.TrimOplog(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	oldest, err := e.OldestOplog()
+	oldest, err := e.OldestOplog(context.Background())
 	if err != nil || oldest.IsZero() {
 		t.Fatalf("oldest %v, %v", oldest, err)
 	}
@@ -130,7 +130,7 @@ func TestPreImagesBoundedWithOplog(t *testing.T) {
 	dir := t.TempDir()
 	e := openOplogEngine(t, dir, clock, Options{OplogMaxBytes: bound})
 	opts := mustRaw(t, bson.D{{Key: PreImagesOption, Value: bson.D{{Key: "enabled", Value: true}}}})
-	if err := e.CreateCollection("db", "c", CreateOptions{Raw: opts}); err != nil {
+	if err := e.CreateCollection(context.Background(), "db", "c", CreateOptions{Raw: opts}); err != nil {
 		t.Fatal(err)
 	}
 	big := mustRaw(t, bson.D{{Key: "_id", Value: 1}, {Key: "n", Value: 0}, {Key: "p", Value: strings.Repeat("x", 64<<10)}})
@@ -144,12 +144,12 @@ func TestPreImagesBoundedWithOplog(t *testing.T) {
 	stored := func() int64 {
 		t.Helper()
 		lo, hi := oplog.Range()
-		entries, err := oplogstore.RangeSize(e.store, lo, hi)
+		entries, err := oplogstore.RangeSize(context.Background(), e.store, lo, hi)
 		if err != nil {
 			t.Fatal(err)
 		}
 		plo, phi := oplog.PreImageRange()
-		images, err := oplogstore.RangeSize(e.store, plo, phi)
+		images, err := oplogstore.RangeSize(context.Background(), e.store, plo, phi)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -159,7 +159,7 @@ func TestPreImagesBoundedWithOplog(t *testing.T) {
 		if _, err := e.Update(context.Background(), "db", "c", UpdateSpec{Filter: mustRaw(t, bson.D{{Key: "_id", Value: 1}}), Update: inc}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.TrimOplog(); err != nil {
+		if _, err := e.TrimOplog(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -186,13 +186,13 @@ func TestPreImagesExpireAfterSeconds(t *testing.T) {
 	dir := t.TempDir()
 	e := openOplogEngine(t, dir, clock, Options{})
 	opts := mustRaw(t, bson.D{{Key: PreImagesOption, Value: bson.D{{Key: "enabled", Value: true}}}})
-	if err := e.CreateCollection("db", "c", CreateOptions{Raw: opts}); err != nil {
+	if err := e.CreateCollection(context.Background(), "db", "c", CreateOptions{Raw: opts}); err != nil {
 		t.Fatal(err)
 	}
 	if got := e.ChangeStreamOptions(); got.ExpireAfterSeconds != 0 || !got.Time.IsZero() {
 		t.Fatalf("default options %+v", got)
 	}
-	if err := e.SetChangeStreamOptions(10); err != nil {
+	if err := e.SetChangeStreamOptions(context.Background(), 10); err != nil {
 		t.Fatal(err)
 	}
 	set := e.ChangeStreamOptions()
@@ -214,7 +214,7 @@ func TestPreImagesExpireAfterSeconds(t *testing.T) {
 	if len(pres) != 2 || pres[0] != nil || pres[1] == nil {
 		t.Fatalf("pre-images 12 s and 6 s old under a 10 s expiry: %v", pres)
 	}
-	if err := e.ExpirePreImages(); err != nil {
+	if err := e.ExpirePreImages(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.Close(); err != nil {
@@ -239,7 +239,7 @@ func TestPreImagesExpireAfterSeconds(t *testing.T) {
 		t.Fatalf("%d pre-images stored after the expiry, want 1", n)
 	}
 	// Turned off, the oplog's bound alone applies again.
-	if err := e.SetChangeStreamOptions(0); err != nil {
+	if err := e.SetChangeStreamOptions(context.Background(), 0); err != nil {
 		t.Fatal(err)
 	}
 	clock.Advance(time.Hour)

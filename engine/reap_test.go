@@ -26,7 +26,7 @@ func TestReaperLogsEachBatch(t *testing.T) {
 	}
 	defer e.Close()
 	spec, _ := bson.Marshal(bson.D{{Key: "key", Value: bson.D{{Key: "_ts", Value: 1}}}, {Key: "name", Value: "_ts_1"}, {Key: "expireAfterSeconds", Value: 5}})
-	if _, err := e.CreateIndexes("db", "c", []bson.Raw{spec}); err != nil {
+	if _, err := e.CreateIndexes(context.Background(), "db", "c", []bson.Raw{spec}); err != nil {
 		t.Fatal(err)
 	}
 	var docs []bson.Raw
@@ -83,7 +83,7 @@ func TestDescendingDateTTLIndex(t *testing.T) {
 	}
 	defer e.Close()
 	spec, _ := bson.Marshal(bson.D{{Key: "key", Value: bson.D{{Key: "at", Value: -1}}}, {Key: "name", Value: "at_-1"}, {Key: "expireAfterSeconds", Value: 10}})
-	if _, err := e.CreateIndexes("db", "c", []bson.Raw{spec}); err != nil {
+	if _, err := e.CreateIndexes(context.Background(), "db", "c", []bson.Raw{spec}); err != nil {
 		t.Fatal(err)
 	}
 	var docs []bson.Raw

@@ -18,15 +18,15 @@ import (
 // see a rename (operationDescription.dropTarget) and no drop of the target
 // (jstests/change_streams/show_expanded_events.js, metadata_notifications.js),
 // and no reader sees the target gone but the source not yet renamed.
-func (e *Engine) renameReplacing(fromDB, from, toDB, to string) error {
-	ranges, err := e.renameReplacingLocked(fromDB, from, toDB, to)
-	reclaim.Drop(context.TODO(), e.store, e.log, ranges)
+func (e *Engine) renameReplacing(ctx context.Context, fromDB, from, toDB, to string) error {
+	ranges, err := e.renameReplacingLocked(ctx, fromDB, from, toDB, to)
+	reclaim.Drop(ctx, e.store, e.log, ranges)
 	return err
 }
 
 // renameReplacingLocked is renameReplacing under the collections' locks;
 // it returns the target's ranges, to reclaim once the locks are released.
-func (e *Engine) renameReplacingLocked(fromDB, from, toDB, to string) ([]reclaim.Range, error) {
+func (e *Engine) renameReplacingLocked(ctx context.Context, fromDB, from, toDB, to string) ([]reclaim.Range, error) {
 	if err := e.writable(); err != nil {
 		return nil, err
 	}
@@ -35,7 +35,7 @@ func (e *Engine) renameReplacingLocked(fromDB, from, toDB, to string) ([]reclaim
 		return nil, mongoerr.New(mongoerr.NamespaceNotFound, "Source collection %s.%s does not exist", fromDB, from)
 	}
 	if dst == nil {
-		return nil, e.RenameCollection(fromDB, from, toDB, to, false)
+		return nil, e.RenameCollection(ctx, fromDB, from, toDB, to, false)
 	}
 	// Two renames in opposite directions take the two ddl locks in the
 	// same order: that of the collections' ids.
@@ -58,7 +58,7 @@ func (e *Engine) renameReplacingLocked(fromDB, from, toDB, to string) ([]reclaim
 	if e.isViewLocked(toDB, to) {
 		return nil, mongoerr.New(mongoerr.NamespaceExists, "a view already exists with that name: %s.%s", toDB, to)
 	}
-	ranges, err := e.commitRename(src, dst, fromDB, from, toDB, to)
+	ranges, err := e.commitRename(ctx, src, dst, fromDB, from, toDB, to)
 	if err != nil {
 		return nil, fmt.Errorf("engine: rename %s.%s over %s.%s: %w", fromDB, from, toDB, to, err)
 	}
@@ -70,8 +70,7 @@ func (e *Engine) renameReplacingLocked(fromDB, from, toDB, to string) ([]reclaim
 // catalog state. The caller holds the ddl locks of both and e.mu, and has
 // checked that the map still names them; it reclaims the ranges returned,
 // dst's, once it has released them.
-func (e *Engine) commitRename(src, dst *Collection, fromDB, from, toDB, to string) ([]reclaim.Range, error) {
-	ctx := context.TODO()
+func (e *Engine) commitRename(ctx context.Context, src, dst *Collection, fromDB, from, toDB, to string) ([]reclaim.Range, error) {
 	// A rename adds only a small catalog entry: it may use the disk's
 	// reserve.
 	tx, err := e.beginCatalog(ctx, true)
@@ -121,9 +120,9 @@ func (e *Engine) commitRename(src, dst *Collection, fromDB, from, toDB, to strin
 
 // renameOver renames db.from to db.to, dropping db.to if it exists, in one
 // commit.
-func (e *Engine) renameOver(db, from, to string) error {
+func (e *Engine) renameOver(ctx context.Context, db, from, to string) error {
 	ranges, err := e.renameOverLocked(db, from, to)
-	reclaim.Drop(context.TODO(), e.store, e.log, ranges)
+	reclaim.Drop(ctx, e.store, e.log, ranges)
 	return err
 }
 
@@ -155,7 +154,7 @@ func (e *Engine) renameOverLocked(db, from, to string) ([]reclaim.Range, error) 
 	if e.colls[nsKey(db, from)] != src || e.colls[nsKey(db, to)] != dst {
 		return nil, mongoerr.New(mongoerr.Interrupted, "$out: the collection %s.%s was created, dropped or renamed while $out wrote it", db, to)
 	}
-	ranges, err := e.commitRename(src, dst, db, from, db, to)
+	ranges, err := e.commitRename(context.TODO(), src, dst, db, from, db, to)
 	if err != nil {
 		return nil, fmt.Errorf("engine: $out into %s.%s: %w", db, to, err)
 	}

@@ -20,7 +20,7 @@ import (
 type CollStats = collstats.Stats
 
 // Stats computes the statistics of db.coll; ok is false if it does not exist.
-func (e *Engine) Stats(db, coll string) (CollStats, bool, error) {
+func (e *Engine) Stats(ctx context.Context, db, coll string) (CollStats, bool, error) {
 	var s CollStats
 	c := e.collection(db, coll)
 	if c == nil {
@@ -28,7 +28,7 @@ func (e *Engine) Stats(db, coll string) (CollStats, bool, error) {
 	}
 	st := c.st()
 	lo, hi := record.DocRange(st.meta.ID)
-	it, err := e.store.Iter(context.TODO(), lo, hi, false)
+	it, err := e.store.Iter(ctx, lo, hi, false)
 	if err != nil {
 		return s, true, err
 	}
@@ -48,12 +48,12 @@ func (e *Engine) Stats(db, coll string) (CollStats, bool, error) {
 	if err := it.Close(); err != nil {
 		return s, true, err
 	}
-	s.StorageSize, _ = e.store.ApproximateSize(context.TODO(), lo, hi)
+	s.StorageSize, _ = e.store.ApproximateSize(ctx, lo, hi)
 	s.NIndexes = 1 + len(st.meta.Indexes)
 	s.IndexSizes = map[string]int64{"_id_": 0}
 	for _, ix := range st.indexes {
 		lo, hi := record.IndexRange(ix.Meta.ID)
-		n, _ := e.store.ApproximateSize(context.TODO(), lo, hi)
+		n, _ := e.store.ApproximateSize(ctx, lo, hi)
 		s.IndexSizes[ix.Meta.Name] = n
 		s.IndexSize += n
 	}
@@ -100,10 +100,10 @@ func (e *Engine) Validate(ctx context.Context, db, coll string, full bool) (Vali
 }
 
 // DatabaseSize is the estimated bytes on disk of a database's collections.
-func (e *Engine) DatabaseSize(db string) int64 {
+func (e *Engine) DatabaseSize(ctx context.Context, db string) int64 {
 	var total int64
-	for _, name := range e.CollectionNames(db) {
-		if s, ok, err := e.Stats(db, name); ok && err == nil {
+	for _, name := range e.CollectionNames(ctx, db) {
+		if s, ok, err := e.Stats(ctx, db, name); ok && err == nil {
 			total += max(s.StorageSize+s.IndexSize, s.Size)
 		}
 	}
@@ -158,13 +158,13 @@ func (e *Engine) aggregateStats(ctx context.Context, db, coll string, stages []b
 }
 
 // collStatsDoc is the one document of $collStats (collstats.CollStatsDoc).
-func (e *Engine) collStatsDoc(db, coll string, spec pipeline.CollStatsSpec, host string) (bson.Raw, error) {
+func (e *Engine) collStatsDoc(ctx context.Context, db, coll string, spec pipeline.CollStatsSpec, host string) (bson.Raw, error) {
 	now := e.clock.Now()
 	var u *usage.Counters
 	if c := e.collection(db, coll); c != nil {
 		u = &c.usage
 	}
-	return collstats.CollStatsDoc(db, coll, spec, host, now, u, func() (CollStats, bool, error) { return e.Stats(db, coll) })
+	return collstats.CollStatsDoc(db, coll, spec, host, now, u, func() (CollStats, bool, error) { return e.Stats(ctx, db, coll) })
 }
 
 // indexStatsDocs are the documents of $indexStats

@@ -35,7 +35,7 @@ func TestConcurrentWritesKeepIndexesConsistent(t *testing.T) {
 		{{Key: "key", Value: bson.D{{Key: "_ts", Value: 1}}}, {Key: "name", Value: "_ts_1"}, {Key: "expireAfterSeconds", Value: 5}},
 	} {
 		raw, _ := bson.Marshal(spec)
-		if _, err := e.CreateIndexes("db", "c", []bson.Raw{raw}); err != nil {
+		if _, err := e.CreateIndexes(ctx, "db", "c", []bson.Raw{raw}); err != nil {
 			t.Fatal(err)
 		}
 	}

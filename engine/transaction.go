@@ -242,7 +242,7 @@ func (t *Transaction) Commit(ctx context.Context) error {
 		}
 	}
 	if s := t.opts.Session; s != nil {
-		if err := retry.Record(t.tx, s, commitStmt, bsoncore.NewDocumentBuilder().Build(), t.e.nowMillis()); err != nil {
+		if err := retry.Record(ctx, t.tx, s, commitStmt, bsoncore.NewDocumentBuilder().Build(), t.e.nowMillis()); err != nil {
 			return err
 		}
 	}
@@ -282,8 +282,8 @@ func (t *Transaction) Abort() {
 
 // TransactionCommitted reports whether the transaction s (its session and
 // number) committed, from the session's records.
-func (e *Engine) TransactionCommitted(s *Txn) (bool, error) {
-	_, ok, err := e.Executed(s, commitStmt)
+func (e *Engine) TransactionCommitted(ctx context.Context, s *Txn) (bool, error) {
+	_, ok, err := e.Executed(ctx, s, commitStmt)
 	return ok, err
 }
 

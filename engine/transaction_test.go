@@ -197,7 +197,7 @@ func TestTransactionWriteConflicts(t *testing.T) {
 func TestTransactionUniqueKeyConflict(t *testing.T) {
 	e := openTxnEngine(t)
 	bg := context.Background()
-	if _, err := e.CreateIndexes("db", "c", []bson.Raw{txnDoc(t, bson.D{{Key: "key", Value: bson.D{{Key: "u", Value: 1}}}, {Key: "name", Value: "u_1"}, {Key: "unique", Value: true}})}); err != nil {
+	if _, err := e.CreateIndexes(context.Background(), "db", "c", []bson.Raw{txnDoc(t, bson.D{{Key: "key", Value: bson.D{{Key: "u", Value: 1}}}, {Key: "name", Value: "u_1"}, {Key: "unique", Value: true}})}); err != nil {
 		t.Fatal(err)
 	}
 	t1, _ := e.BeginTransaction(bg, TransactionOptions{})
@@ -337,7 +337,7 @@ func TestTransactionCatalogChanges(t *testing.T) {
 	}
 	ix := txnDoc(t, bson.D{{Key: "key", Value: bson.D{{Key: "n", Value: 1}}}, {Key: "name", Value: "n_1"}})
 	t1, _ := e.BeginTransaction(bg, TransactionOptions{})
-	if _, err := e.CreateIndexes("db", "c", []bson.Raw{ix}); err != nil {
+	if _, err := e.CreateIndexes(context.Background(), "db", "c", []bson.Raw{ix}); err != nil {
 		t.Fatal(err)
 	}
 	_, err := e.Find(WithTransaction(bg, t1), "db", "c", FindSpec{})
@@ -348,7 +348,7 @@ func TestTransactionCatalogChanges(t *testing.T) {
 	if err := insertIDs(t, WithTransaction(bg, t2), e, "c", 2); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.DropIndexes("db", "c", bson.RawValue{Type: bson.TypeString, Value: bsoncore.AppendString(nil, "n_1")}); err != nil {
+	if _, err := e.DropIndexes(context.Background(), "db", "c", bson.RawValue{Type: bson.TypeString, Value: bsoncore.AppendString(nil, "n_1")}); err != nil {
 		t.Fatal(err)
 	}
 	wantTxnCode(t, t2.Commit(bg), mongoerr.WriteConflict, "TransientTransactionError")
@@ -425,10 +425,10 @@ func TestTransactionOplogAndRecord(t *testing.T) {
 	}
 	e = openOplogEngine(t, dir, clk, Options{})
 	defer e.Close()
-	if ok, err := e.TransactionCommitted(&Txn{Session: [16]byte{9}, Number: 4}); err != nil || !ok {
+	if ok, err := e.TransactionCommitted(context.Background(), &Txn{Session: [16]byte{9}, Number: 4}); err != nil || !ok {
 		t.Fatalf("committed transaction 4 after a restart: %v, %v", ok, err)
 	}
-	if ok, _ := e.TransactionCommitted(&Txn{Session: [16]byte{9}, Number: 5}); ok {
+	if ok, _ := e.TransactionCommitted(context.Background(), &Txn{Session: [16]byte{9}, Number: 5}); ok {
 		t.Fatal("the aborted transaction 5 is recorded as committed")
 	}
 	if got := idsOf(t, bg, e, "c"); !slices.Equal(got, []int32{1, 2, 3}) {
@@ -444,7 +444,7 @@ func TestTransactionReaperSkipsHeldDocuments(t *testing.T) {
 	e := openOplogEngine(t, t.TempDir(), clk, Options{})
 	defer e.Close()
 	bg := context.Background()
-	if _, err := e.CreateIndexes("db", "c", []bson.Raw{txnDoc(t, bson.D{{Key: "key", Value: bson.D{{Key: "_ts", Value: 1}}}, {Key: "name", Value: "_ts_1"}, {Key: "expireAfterSeconds", Value: 10}})}); err != nil {
+	if _, err := e.CreateIndexes(context.Background(), "db", "c", []bson.Raw{txnDoc(t, bson.D{{Key: "key", Value: bson.D{{Key: "_ts", Value: 1}}}, {Key: "name", Value: "_ts_1"}, {Key: "expireAfterSeconds", Value: 10}})}); err != nil {
 		t.Fatal(err)
 	}
 	if err := insertIDs(t, bg, e, "c", 1, 2); err != nil {
@@ -456,7 +456,7 @@ func TestTransactionReaperSkipsHeldDocuments(t *testing.T) {
 		t.Fatal(err)
 	}
 	clk.Advance(11 * time.Second)
-	n, _, _, err := e.ReapBatch(clk.Now(), 100)
+	n, _, _, err := e.ReapBatch(context.Background(), clk.Now(), 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -464,7 +464,7 @@ func TestTransactionReaperSkipsHeldDocuments(t *testing.T) {
 		t.Fatalf("the reaper purged %d documents, want only the one no transaction holds", n)
 	}
 	tx.Abort()
-	if n, _, _, err := e.ReapBatch(clk.Now(), 100); err != nil || n != 1 {
+	if n, _, _, err := e.ReapBatch(context.Background(), clk.Now(), 100); err != nil || n != 1 {
 		t.Fatalf("after the abort the reaper purged %d (%v), want 1", n, err)
 	}
 }

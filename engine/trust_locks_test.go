@@ -51,17 +51,17 @@ func TestLockOrderUnderConcurrentDDLAndWrites(t *testing.T) {
 			if i%2 == 1 {
 				from, to = to, from
 			}
-			_ = e.RenameCollection("db", from, "db", to, true)
+			_ = e.RenameCollection(ctx, "db", from, "db", to, true)
 		},
 		"createIndexes": func(i int) {
-			_, _ = e.CreateIndexes("db", []string{"a", "b"}[i%2], ixSpec(fmt.Sprint("k", i%3)))
+			_, _ = e.CreateIndexes(ctx, "db", []string{"a", "b"}[i%2], ixSpec(fmt.Sprint("k", i%3)))
 		},
 		"dropIndexes": func(i int) {
-			_, _ = e.DropIndexes("db", []string{"a", "b"}[i%2], bson.RawValue{Type: bson.TypeString, Value: bsoncore.AppendString(nil, "*")})
+			_, _ = e.DropIndexes(ctx, "db", []string{"a", "b"}[i%2], bson.RawValue{Type: bson.TypeString, Value: bsoncore.AppendString(nil, "*")})
 		},
 		"drop": func(i int) {
 			if i%10 == 0 {
-				_, _ = e.DropCollection("db", []string{"a", "b"}[i%2])
+				_, _ = e.DropCollection(ctx, "db", []string{"a", "b"}[i%2])
 			}
 		},
 		"insert": func(i int) {
@@ -78,7 +78,7 @@ func TestLockOrderUnderConcurrentDDLAndWrites(t *testing.T) {
 				_, _ = cur.All(ctx)
 			}
 		},
-		"reap": func(int) { _, _, _, _ = e.ReapBatch(e.clock.Now(), 100) },
+		"reap": func(int) { _, _, _, _ = e.ReapBatch(ctx, e.clock.Now(), 100) },
 	}
 	var wg sync.WaitGroup
 	for _, work := range workers {

@@ -66,7 +66,7 @@ func TestUpsertOfMissingIDReturns(t *testing.T) {
 		}
 	})
 	withDeadline(t, "drop", func() {
-		if _, err := e.DropCollection("db", "c"); err != nil {
+		if _, err := e.DropCollection(ctx, "db", "c"); err != nil {
 			t.Error(err)
 		}
 	})
@@ -75,7 +75,7 @@ func TestUpsertOfMissingIDReturns(t *testing.T) {
 
 func TestUniqueIndexHoldsWithinOneInsert(t *testing.T) {
 	e := openTestEngine(t)
-	if _, err := e.CreateIndexes("db", "c", []bson.Raw{mustRaw(t, bson.D{{Key: "key", Value: bson.D{{Key: "name", Value: 1}}}, {Key: "name", Value: "name_1"}, {Key: "unique", Value: true}})}); err != nil {
+	if _, err := e.CreateIndexes(context.Background(), "db", "c", []bson.Raw{mustRaw(t, bson.D{{Key: "key", Value: bson.D{{Key: "name", Value: 1}}}, {Key: "name", Value: "name_1"}, {Key: "unique", Value: true}})}); err != nil {
 		t.Fatal(err)
 	}
 	docs := []bson.Raw{

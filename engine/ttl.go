@@ -21,14 +21,14 @@ import (
 // ReapBatch implements ttlindex.Store: it deletes up to limit documents
 // that are due at now, found by range scans of the expiry families and of
 // date TTL indexes, never by scanning a collection.
-func (e *Engine) ReapBatch(now time.Time, limit int) (deleted int, more bool, next time.Time, err error) {
+func (e *Engine) ReapBatch(ctx context.Context, now time.Time, limit int) (deleted int, more bool, next time.Time, err error) {
 	nowMs := now.UnixMilli()
 	nextMs := int64(math.MaxInt64)
 	for _, c := range e.openCollections() {
 		if deleted >= limit {
 			return deleted, true, time.Time{}, nil
 		}
-		n, nm, full, err := e.reapCollection(c, nowMs, limit-deleted)
+		n, nm, full, err := e.reapCollection(ctx, c, nowMs, limit-deleted)
 		deleted += n
 		if err != nil {
 			return deleted, false, time.Time{}, err
@@ -47,7 +47,7 @@ func (e *Engine) ReapBatch(now time.Time, limit int) (deleted int, more bool, ne
 // reapCollection deletes up to limit due documents of one collection. It
 // reports how many, the earliest future due time it saw, and whether it
 // stopped at the limit.
-func (e *Engine) reapCollection(c *Collection, nowMs int64, limit int) (n int, nextMs int64, full bool, err error) {
+func (e *Engine) reapCollection(ctx context.Context, c *Collection, nowMs int64, limit int) (n int, nextMs int64, full bool, err error) {
 	c.ddl.RLock()
 	defer c.ddl.RUnlock()
 	st := c.st()
@@ -55,7 +55,7 @@ func (e *Engine) reapCollection(c *Collection, nowMs int64, limit int) (n int, n
 		return 0, math.MaxInt64, false, nil
 	}
 	cur := &c.reapCursor
-	due, nextMs, err := expiryscan.DueDocs(e.store, st.expiry(), nowMs, limit, cur)
+	due, nextMs, err := expiryscan.DueDocs(ctx, e.store, st.expiry(), nowMs, limit, cur)
 	if err != nil {
 		return 0, nextMs, false, err
 	}
@@ -72,7 +72,7 @@ func (e *Engine) reapCollection(c *Collection, nowMs int64, limit int) (n int, n
 		return 0, nextMs, false, nil
 	}
 	start := time.Now()
-	w := e.newWriter(context.TODO(), c)
+	w := e.newWriter(ctx, c)
 	// Purges are not acknowledged writes: one lost in a crash is simply
 	// purged again, so they need not wait for a WAL sync.
 	w.noSync = true
@@ -133,7 +133,7 @@ type Expiring struct {
 // the earliest date plus expireAfterSeconds for date TTL indexes (the
 // earlier of the two when both apply). Like the reaper, it range-scans the
 // expiry families and the date range of TTL indexes, never a collection.
-func (e *Engine) ExpiringIn(fromMs, toMs int64, watch func(db, coll string) bool) ([]Expiring, error) {
+func (e *Engine) ExpiringIn(ctx context.Context, fromMs, toMs int64, watch func(db, coll string) bool) ([]Expiring, error) {
 	if toMs <= fromMs {
 		return nil, nil
 	}
@@ -143,7 +143,7 @@ func (e *Engine) ExpiringIn(fromMs, toMs int64, watch func(db, coll string) bool
 		if st.dropped || !watch(st.meta.DB, st.meta.Name) {
 			continue
 		}
-		got, err := e.expiringInColl(c, fromMs, toMs)
+		got, err := e.expiringInColl(ctx, c, fromMs, toMs)
 		if err != nil {
 			return nil, err
 		}
@@ -162,7 +162,7 @@ func (e *Engine) ExpiringIn(fromMs, toMs int64, watch func(db, coll string) bool
 	return out, nil
 }
 
-func (e *Engine) expiringInColl(c *Collection, fromMs, toMs int64) ([]Expiring, error) {
+func (e *Engine) expiringInColl(ctx context.Context, c *Collection, fromMs, toMs int64) ([]Expiring, error) {
 	c.ddl.RLock()
 	defer c.ddl.RUnlock()
 	st := c.st()
@@ -176,7 +176,7 @@ func (e *Engine) expiringInColl(c *Collection, fromMs, toMs int64) ([]Expiring, 
 			return nil
 		}
 		seen[string(pk)] = true
-		d, err := e.loadDoc(context.TODO(), e.store, st.meta.ID, pk)
+		d, err := e.loadDoc(ctx, e.store, st.meta.ID, pk)
 		if err != nil || d == nil {
 			return err
 		}
@@ -188,7 +188,7 @@ func (e *Engine) expiringInColl(c *Collection, fromMs, toMs int64) ([]Expiring, 
 		out = append(out, Expiring{DB: st.meta.DB, Coll: st.meta.Name, ID: id, Key: keycodec.Append(nil, id), At: at})
 		return nil
 	}
-	if err := expiryscan.InWindow(e.store, st.expiry(), fromMs, toMs, consider); err != nil {
+	if err := expiryscan.InWindow(ctx, e.store, st.expiry(), fromMs, toMs, consider); err != nil {
 		return nil, err
 	}
 	return out, nil

@@ -51,7 +51,7 @@ func TestIndexAccessesAndCollectionScans(t *testing.T) {
 	}
 	clock.Advance(time.Minute)
 	built := clock.Now()
-	if _, err := e.CreateIndexes("db", "c", []bson.Raw{extJSON(t, `{"key": {"a": 1}, "name": "a_1"}`)}); err != nil {
+	if _, err := e.CreateIndexes(ctx, "db", "c", []bson.Raw{extJSON(t, `{"key": {"a": 1}, "name": "a_1"}`)}); err != nil {
 		t.Fatal(err)
 	}
 	clock.Advance(time.Minute)
@@ -94,7 +94,7 @@ func TestIndexAccessesAndCollectionScans(t *testing.T) {
 		t.Errorf("%d collection scans, want 1 (the count on an unindexed field): %v", n, cs)
 	}
 	// Dropping the collection drops its statistics.
-	if _, err := e.DropCollection("db", "c"); err != nil {
+	if _, err := e.DropCollection(ctx, "db", "c"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.Insert(context.Background(), "db", "c", docs[:1], true); err != nil {

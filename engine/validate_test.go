@@ -43,7 +43,7 @@ func validateFixture(t *testing.T) (*Engine, *clock.Manual) {
 		mustMarshal(t, bson.D{{Key: "key", Value: bson.D{{Key: "at", Value: 1}}}, {Key: "name", Value: "at_ttl"}, {Key: "expireAfterSeconds", Value: 60}}),
 		mustMarshal(t, bson.D{{Key: "key", Value: bson.D{{Key: "_ts", Value: 1}}}, {Key: "name", Value: "_ts_1"}, {Key: "expireAfterSeconds", Value: 10}}),
 	}
-	if _, err := e.CreateIndexes("db", "c", specs); err != nil {
+	if _, err := e.CreateIndexes(context.Background(), "db", "c", specs); err != nil {
 		t.Fatal(err)
 	}
 	at := bson.NewDateTimeFromTime(clock.Now())

@@ -16,7 +16,7 @@ func TestStoredBadValidatorDoesNotBlockOpen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.CreateCollection("db", "c", CreateOptions{}); err != nil {
+	if err := e.CreateCollection(context.Background(), "db", "c", CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	meta := e.collection("db", "c").st().meta
@@ -31,7 +31,7 @@ func TestStoredBadValidatorDoesNotBlockOpen(t *testing.T) {
 	if _, err := e.Insert(context.Background(), "db", "c", []bson.Raw{mustMarshal(t, bson.D{{Key: "_id", Value: 1}})}, true); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.CreateCollection("db", "d", CreateOptions{Raw: meta.Options}); err == nil {
+	if err := e.CreateCollection(context.Background(), "db", "d", CreateOptions{Raw: meta.Options}); err == nil {
 		t.Fatal("create accepted a validator that does not compile")
 	}
 }

@@ -46,7 +46,7 @@ func errIsView(db, name string) error {
 func (e *Engine) isViewLocked(db, name string) bool { return e.views[nsKey(db, name)] != nil }
 
 // View returns the definition of the view db.name.
-func (e *Engine) View(db, name string) (View, bool) {
+func (e *Engine) View(ctx context.Context, db, name string) (View, bool) {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	v := e.views[nsKey(db, name)]
@@ -57,7 +57,7 @@ func (e *Engine) View(db, name string) (View, bool) {
 }
 
 // Views lists db's views in name order.
-func (e *Engine) Views(db string) []View {
+func (e *Engine) Views(ctx context.Context, db string) []View {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	var out []View
@@ -74,7 +74,7 @@ func (e *Engine) Views(db string) []View {
 // it returns that collection and the pipeline of every view on the way,
 // innermost first, with isView false when db.name is not a view. As in
 // MongoDB, a read goes through at most MaxViewDepth views.
-func (e *Engine) ResolveView(db, name string) (coll string, pipeline []bson.Raw, isView bool, err error) {
+func (e *Engine) ResolveView(ctx context.Context, db, name string) (coll string, pipeline []bson.Raw, isView bool, err error) {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	coll = name
@@ -103,7 +103,7 @@ func (e *Engine) CreateView(ctx context.Context, db, name, viewOn string, pipeli
 	v := &View{Name: name, ViewOn: viewOn, Pipeline: viewdef.ClonePipeline(pipeline)}
 	e.viewMu.Lock()
 	defer e.viewMu.Unlock()
-	if old, ok := e.View(db, name); ok {
+	if old, ok := e.View(ctx, db, name); ok {
 		switch {
 		case old.ViewOn != viewOn:
 			return mongoerr.New(mongoerr.NamespaceExists, "namespace %s.%s already exists, but is a view on %s.%s rather than %s.%s", db, name, db, old.ViewOn, db, viewOn)
@@ -112,7 +112,7 @@ func (e *Engine) CreateView(ctx context.Context, db, name, viewOn string, pipeli
 		}
 		return nil
 	}
-	if e.CollectionExists(db, name) {
+	if e.CollectionExists(ctx, db, name) {
 		return mongoerr.New(mongoerr.NamespaceExists, "namespace %s.%s already exists, but with different options", db, name)
 	}
 	if err := e.checkViewLocked(db, v); err != nil {
@@ -130,7 +130,7 @@ func (e *Engine) CreateView(ctx context.Context, db, name, viewOn string, pipeli
 	doc, err := viewdef.Document(db, v)
 	if err == nil {
 		var res InsertResult
-		res, err = e.Insert(context.TODO(), db, ViewsCollection, []bson.Raw{doc}, true, WriteOptions{BypassDocumentValidation: true})
+		res, err = e.Insert(ctx, db, ViewsCollection, []bson.Raw{doc}, true, WriteOptions{BypassDocumentValidation: true})
 		if err == nil && len(res.Errors) > 0 {
 			err = res.Errors[0].Err
 		}
@@ -149,7 +149,7 @@ func (e *Engine) CreateView(ctx context.Context, db, name, viewOn string, pipeli
 func (e *Engine) ModifyView(ctx context.Context, db, name, viewOn string, pipeline []bson.Raw) error {
 	e.viewMu.Lock()
 	defer e.viewMu.Unlock()
-	old, ok := e.View(db, name)
+	old, ok := e.View(ctx, db, name)
 	if !ok {
 		return mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist")
 	}
@@ -186,7 +186,7 @@ func (e *Engine) ModifyView(ctx context.Context, db, name, viewOn string, pipeli
 func (e *Engine) DropView(ctx context.Context, db, name string) (bool, error) {
 	e.viewMu.Lock()
 	defer e.viewMu.Unlock()
-	if _, ok := e.View(db, name); !ok {
+	if _, ok := e.View(ctx, db, name); !ok {
 		return false, nil
 	}
 	filter, _ := bson.Marshal(bson.D{{Key: "_id", Value: nsKey(db, name)}})

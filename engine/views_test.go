@@ -25,7 +25,7 @@ func stages(t testing.TB, ds ...bson.D) []bson.Raw {
 // the view's resolved pipeline first.
 func readView(t testing.TB, e *Engine, db, name string, pipeline []bson.Raw) []bson.Raw {
 	t.Helper()
-	coll, vp, isView, err := e.ResolveView(db, name)
+	coll, vp, isView, err := e.ResolveView(context.Background(), db, name)
 	if err != nil || !isView {
 		t.Fatalf("resolve %s: %v (view %v)", name, err, isView)
 	}
@@ -102,7 +102,7 @@ func TestViewsSurviveRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	v, ok := e.View("db", "v")
+	v, ok := e.View(ctx, "db", "v")
 	if !ok || v.ViewOn != "d" || len(v.Pipeline) != 1 || v.Pipeline[0].String() != `{"$match": {"a": {"$numberInt":"1"}}}` {
 		t.Fatalf("after restart: %+v, %v", v, ok)
 	}
@@ -123,7 +123,7 @@ func TestViewNamesAreNotCollections(t *testing.T) {
 	wantCode(t, "view on another source", e.CreateView(ctx, "db", "v", "d", p), 48)
 	wantCode(t, "view with another pipeline", e.CreateView(ctx, "db", "v", "c", nil), 48)
 	wantCode(t, "view named as a collection", e.CreateView(ctx, "db", "c", "x", nil), 48)
-	wantCode(t, "collection named as a view", e.CreateCollection("db", "v", CreateOptions{}), 48)
+	wantCode(t, "collection named as a view", e.CreateCollection(ctx, "db", "v", CreateOptions{}), 48)
 
 	res, err := e.Insert(context.Background(), "db", "v", []bson.Raw{modelRaw(bson.D{{Key: "x", Value: 1}}), modelRaw(bson.D{{Key: "x", Value: 2}})}, false)
 	if err != nil || len(res.Errors) != 2 || codeOf(res.Errors[1].Err) != 166 {
@@ -137,24 +137,24 @@ func TestViewNamesAreNotCollections(t *testing.T) {
 	wantCode(t, "delete from a view", err, 166)
 	_, err = e.FindAndModify(ctx, "db", "v", FindAndModifySpec{Filter: modelRaw(bson.D{}), Remove: true})
 	wantCode(t, "findAndModify of a view", err, 166)
-	_, err = e.CreateIndexes("db", "v", []bson.Raw{modelRaw(bson.D{{Key: "key", Value: bson.D{{Key: "x", Value: 1}}}, {Key: "name", Value: "x_1"}})})
+	_, err = e.CreateIndexes(ctx, "db", "v", []bson.Raw{modelRaw(bson.D{{Key: "key", Value: bson.D{{Key: "x", Value: 1}}}, {Key: "name", Value: "x_1"}})})
 	wantCode(t, "createIndexes on a view", err, 166)
-	if e.CollectionExists("db", "v") {
+	if e.CollectionExists(ctx, "db", "v") {
 		t.Fatal("a write to a view created a collection")
 	}
 
-	wantCode(t, "rename a view", e.RenameCollection("db", "v", "db", "w", false), 166)
-	wantCode(t, "rename onto a view", e.RenameCollection("db", "c", "db", "v", true), 48)
-	wantCode(t, "rename system.views", e.RenameCollection("db", ViewsCollection, "db", "w", false), 20)
+	wantCode(t, "rename a view", e.RenameCollection(ctx, "db", "v", "db", "w", false), 166)
+	wantCode(t, "rename onto a view", e.RenameCollection(ctx, "db", "c", "db", "v", true), 48)
+	wantCode(t, "rename system.views", e.RenameCollection(ctx, "db", ViewsCollection, "db", "w", false), 20)
 
 	existed, err := e.DropView(ctx, "db", "v")
 	if err != nil || !existed {
 		t.Fatalf("drop view: %v, %v", existed, err)
 	}
-	if _, ok := e.View("db", "v"); ok {
+	if _, ok := e.View(ctx, "db", "v"); ok {
 		t.Fatal("dropped view still resolves")
 	}
-	wantCode(t, "collection where a view was", e.CreateCollection("db", "v", CreateOptions{}), 0)
+	wantCode(t, "collection where a view was", e.CreateCollection(ctx, "db", "v", CreateOptions{}), 0)
 }
 
 func TestViewDefinitionsChecked(t *testing.T) {
@@ -167,7 +167,7 @@ func TestViewDefinitionsChecked(t *testing.T) {
 	wantCode(t, "unknown stage", e.CreateView(ctx, "db", "v", "c", stages(t, bson.D{{Key: "$nope", Value: 1}})), 40324)
 	wantCode(t, "two-field stage", e.CreateView(ctx, "db", "v", "c", stages(t, bson.D{{Key: "$match", Value: bson.D{}}, {Key: "$limit", Value: 1}})), 40323)
 	wantCode(t, "$match of a number", e.CreateView(ctx, "db", "v", "c", stages(t, bson.D{{Key: "$match", Value: 1}})), 15959)
-	if _, ok := e.View("db", "v"); ok || e.CollectionExists("db", ViewsCollection) {
+	if _, ok := e.View(ctx, "db", "v"); ok || e.CollectionExists(ctx, "db", ViewsCollection) {
 		t.Fatal("a refused view was stored")
 	}
 
@@ -192,10 +192,10 @@ func TestViewDefinitionsChecked(t *testing.T) {
 	// A read looks up at most 20 namespaces (resolveView in MongoDB's
 	// view_catalog_helpers.cpp), the collection at the end included: the
 	// top of a chain of 20 is one too many.
-	if coll, p, _, err := e.ResolveView("db", "chain19"); err != nil || coll != "chain0" || len(p) != 0 {
+	if coll, p, _, err := e.ResolveView(ctx, "db", "chain19"); err != nil || coll != "chain0" || len(p) != 0 {
 		t.Fatalf("resolve chain19: %s %v %v", coll, p, err)
 	}
-	_, _, _, err := e.ResolveView("db", "chain20")
+	_, _, _, err := e.ResolveView(ctx, "db", "chain20")
 	wantCode(t, "read through 20 views", err, 165)
 	wantCode(t, "chain over a view", e.ModifyView(ctx, "db", "chain1", "b", nil), 165)
 	wantCode(t, "chain under a view", e.CreateView(ctx, "db", "chain0", "c", nil), 165)
@@ -211,16 +211,16 @@ func TestDroppingSystemViewsDropsViews(t *testing.T) {
 			}
 		}
 	}
-	if existed, err := e.DropCollection("db", ViewsCollection); err != nil || !existed {
+	if existed, err := e.DropCollection(ctx, "db", ViewsCollection); err != nil || !existed {
 		t.Fatalf("drop system.views: %v, %v", existed, err)
 	}
-	if vs := e.Views("db"); len(vs) != 0 {
+	if vs := e.Views(ctx, "db"); len(vs) != 0 {
 		t.Fatalf("views left in db: %+v", vs)
 	}
-	if err := e.DropDatabase("other"); err != nil {
+	if err := e.DropDatabase(ctx, "other"); err != nil {
 		t.Fatal(err)
 	}
-	if vs := e.Views("other"); len(vs) != 0 {
+	if vs := e.Views(ctx, "other"); len(vs) != 0 {
 		t.Fatalf("views left after dropDatabase: %+v", vs)
 	}
 	if err := e.CreateView(ctx, "db", "v0", "c", nil); err != nil {
@@ -241,15 +241,15 @@ func TestViewAndCollectionCreationsRace(t *testing.T) {
 			_, err := e.Insert(context.Background(), "db", name, []bson.Raw{modelRaw(bson.D{{Key: "_id", Value: 1}})}, true)
 			done <- err
 		}()
-		go func() { done <- e.CreateCollection("db", name, CreateOptions{}) }()
+		go func() { done <- e.CreateCollection(ctx, "db", name, CreateOptions{}) }()
 		for range 3 {
 			if err := <-done; err != nil && codeOf(err) != 48 {
 				t.Fatalf("%s: %v", name, err)
 			}
 		}
-		_, isView := e.View("db", name)
-		if isView == e.CollectionExists("db", name) {
-			t.Fatalf("%s: view %v, collection %v", name, isView, e.CollectionExists("db", name))
+		_, isView := e.View(ctx, "db", name)
+		if isView == e.CollectionExists(ctx, "db", name) {
+			t.Fatalf("%s: view %v, collection %v", name, isView, e.CollectionExists(ctx, "db", name))
 		}
 	}
 }

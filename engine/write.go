@@ -309,7 +309,7 @@ func (w *writer) entriesOf(d *storedDoc) (docEntries, error) {
 			return ent, err
 		}
 		if multi && !ix.Meta.Multikey {
-			if err := w.e.markMultikey(w.c, ix); err != nil {
+			if err := w.e.markMultikey(context.TODO(), w.c, ix); err != nil {
 				return ent, err
 			}
 			marked = true
@@ -521,32 +521,32 @@ type Txn = retry.Txn
 
 // CheckTxn compares t.Number with the session's newest one: an older
 // number is TransactionTooOld, as in MongoDB.
-func (e *Engine) CheckTxn(t *Txn) error { return retry.Check(e.store, t) }
+func (e *Engine) CheckTxn(ctx context.Context, t *Txn) error { return retry.Check(ctx, e.store, t) }
 
 // Executed returns the recorded result of statement stmt of t's
 // transaction, if it committed.
-func (e *Engine) Executed(t *Txn, stmt int32) (bson.Raw, bool, error) {
-	return retry.Executed(e.store, t, stmt)
+func (e *Engine) Executed(ctx context.Context, t *Txn, stmt int32) (bson.Raw, bool, error) {
+	return retry.Executed(ctx, e.store, t, stmt)
 }
 
 // executedStmt is Executed of t's own statement; nothing when t is nil.
-func (e *Engine) executedStmt(t *Txn) (bson.Raw, bool, error) {
+func (e *Engine) executedStmt(ctx context.Context, t *Txn) (bson.Raw, bool, error) {
 	if t == nil {
 		return nil, false, nil
 	}
-	return e.Executed(t, t.StmtID)
+	return e.Executed(ctx, t, t.StmtID)
 }
 
 // ForgetRetries deletes the records of the sessions ids that were last
 // written before before (any, if before is zero).
-func (e *Engine) ForgetRetries(ids [][16]byte, before time.Time) error {
-	return retry.Forget(e.store, ids, before)
+func (e *Engine) ForgetRetries(ctx context.Context, ids [][16]byte, before time.Time) error {
+	return retry.Forget(ctx, e.store, ids, before)
 }
 
 // ExpiredRetries lists the sessions whose records were last written
 // before before.
-func (e *Engine) ExpiredRetries(before time.Time) ([][16]byte, error) {
-	return retry.Expired(e.store, before)
+func (e *Engine) ExpiredRetries(ctx context.Context, before time.Time) ([][16]byte, error) {
+	return retry.Expired(ctx, e.store, before)
 }
 
 // record adds the result of statement stmt of the writer's transaction to
@@ -556,5 +556,5 @@ func (w *writer) record(stmt int32, result []byte) error {
 	if err != nil {
 		return err
 	}
-	return retry.Record(b, w.txn, stmt, result, w.e.nowMillis())
+	return retry.Record(context.TODO(), b, w.txn, stmt, result, w.e.nowMillis())
 }

@@ -2,6 +2,7 @@ package queryargs
 
 import (
 	"bytes"
+	"context"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -31,7 +32,7 @@ func CheckTailable(eng *engine.Engine, db, coll string, spec engine.FindSpec, ta
 	if single {
 		return mongoerr.New(mongoerr.BadValue, "cannot use tailable option with the 'singleBatch' option")
 	}
-	if eng.CollectionExists(db, coll) {
+	if eng.CollectionExists(context.TODO(), db, coll) {
 		return mongoerr.New(mongoerr.BadValue, "error processing query: ns=%s.%s tailable cursor requested on non capped collection", db, coll)
 	}
 	return nil

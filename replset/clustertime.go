@@ -145,7 +145,7 @@ func (c OplogClock) Await(ctx context.Context, ts bson.Timestamp) error {
 		return nil
 	}
 	if c.Engine.ClusterTime().Less(want) && uint32(c.Wall.Now().Unix()) > ts.T {
-		if _, err := c.Engine.AppendNoop(bson.D{{Key: "msg", Value: "reach the cluster time a client asked for"}}); err != nil {
+		if _, err := c.Engine.AppendNoop(ctx, bson.D{{Key: "msg", Value: "reach the cluster time a client asked for"}}); err != nil {
 			return err
 		}
 	}

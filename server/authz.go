@@ -178,7 +178,7 @@ func authorizedDatabases(u *authedUser, names []string) []string {
 // access control and without the listDatabases privilege, those the user
 // holds some privilege on (MongoDB's authorizedDatabases default).
 func (s *Server) listableDatabases(ctx context.Context, req *Request) ([]string, error) {
-	names := s.eng.Databases()
+	names := s.eng.Databases(ctx)
 	if !s.cfg.Auth {
 		return names, nil
 	}

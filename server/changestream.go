@@ -106,7 +106,7 @@ func (s streamSource) ReadOplog(ctx context.Context, after oplog.Timestamp, fn f
 	return s.e.ReadOplog(ctx, after, fn)
 }
 
-func (s streamSource) OldestOplog() (oplog.Timestamp, error) { return s.e.OldestOplog() }
+func (s streamSource) OldestOplog() (oplog.Timestamp, error) { return s.e.OldestOplog(context.TODO()) }
 
 func (s streamSource) Watch() (oplog.Timestamp, <-chan struct{}) { return s.e.Oplog().Watch() }
 
@@ -114,7 +114,9 @@ func (s streamSource) FindByID(ctx context.Context, db, coll string, id bsoncore
 	return s.e.FindByID(ctx, db, coll, id)
 }
 
-func (s streamSource) PreImage(ts oplog.Timestamp) (bson.Raw, error) { return s.e.PreImage(ts) }
+func (s streamSource) PreImage(ts oplog.Timestamp) (bson.Raw, error) {
+	return s.e.PreImage(context.TODO(), ts)
+}
 
 func (s streamSource) Clock() (time.Time, <-chan struct{}) {
 	c := s.e.Clock()
@@ -126,7 +128,7 @@ func (s streamSource) Clock() (time.Time, <-chan struct{}) {
 }
 
 func (s streamSource) Expiring(fromMs, toMs int64, watch func(db, coll string) bool) ([]changestream.Expired, error) {
-	got, err := s.e.ExpiringIn(fromMs, toMs, watch)
+	got, err := s.e.ExpiringIn(context.TODO(), fromMs, toMs, watch)
 	if err != nil {
 		return nil, err
 	}

@@ -27,7 +27,7 @@ func (s *Server) find(ctx context.Context, req *Request) (bson.Raw, error) {
 	}
 	spec, batchSize, lv, copts := a.Spec, a.BatchSize, a.Let, a.Copts
 	tailable, awaitData := a.Tailable, a.AwaitData
-	if _, isView := s.eng.View(req.DB, coll); isView {
+	if _, isView := s.eng.View(ctx, req.DB, coll); isView {
 		return s.findOnView(ctx, req, coll, spec, lv, batchSize)
 	}
 	if err := queryargs.CheckTailable(s.eng, req.DB, coll, spec, tailable, awaitData, copts.Single); err != nil {
@@ -113,7 +113,7 @@ func (s *Server) count(ctx context.Context, req *Request) (bson.Raw, error) {
 		return nil, err
 	}
 	filter, skip, limit, hint := a.Filter, a.Skip, a.Limit, a.Hint
-	if _, isView := s.eng.View(req.DB, coll); isView {
+	if _, isView := s.eng.View(ctx, req.DB, coll); isView {
 		return s.countOnView(ctx, req, coll, filter, skip, limit, hint)
 	}
 	n, err := s.eng.Count(ctx, req.DB, coll, filter, skip, limit, hint)
@@ -134,7 +134,7 @@ func (s *Server) distinct(ctx context.Context, req *Request) (bson.Raw, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, isView := s.eng.View(req.DB, coll); isView {
+	if _, isView := s.eng.View(ctx, req.DB, coll); isView {
 		return s.distinctOnView(ctx, req, coll, key, filter)
 	}
 	vals, err := s.eng.Distinct(ctx, req.DB, coll, key, filter)
@@ -220,7 +220,7 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 	// A view's pipeline runs first, over the collection it reads.
 	from := coll
 	if onCollection {
-		if _, isView := s.eng.View(req.DB, coll); isView && isCollStats(pipeline) {
+		if _, isView := s.eng.View(ctx, req.DB, coll); isView && isCollStats(pipeline) {
 			return nil, errIsView(req.DB, coll)
 		}
 		if from, pipeline, err = s.resolveRead(req.DB, coll, pipeline); err != nil {

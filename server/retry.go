@@ -8,6 +8,7 @@ package server
 // of sessions that are gone are deleted.
 
 import (
+	"context"
 	"sync"
 	"time"
 
@@ -66,7 +67,7 @@ func (s *Server) retryTxn(req *Request) (*engine.Txn, func(), error) {
 	id := retrySession(k)
 	t := &engine.Txn{Session: id, Number: v.Int64(), Lsid: lsidDoc(k), ExpireBefore: s.clock.Now().Add(-s.sessions.Timeout())}
 	mu := s.retry.lock(id)
-	if err := s.eng.CheckTxn(t); err != nil {
+	if err := s.eng.CheckTxn(context.TODO(), t); err != nil {
 		mu.Unlock()
 		return nil, nil, err
 	}
@@ -84,7 +85,7 @@ func (s *Server) forgetRetries(keys []session.Key) {
 		id := retrySession(k)
 		mu := s.retry.lock(id)
 		if !s.sessions.Live(k) {
-			if err := s.eng.ForgetRetries([][16]byte{id}, time.Time{}); err != nil {
+			if err := s.eng.ForgetRetries(context.TODO(), [][16]byte{id}, time.Time{}); err != nil {
 				s.log.Warn("forgetting retryable write records failed", zap.Error(err))
 			}
 		}
@@ -115,7 +116,7 @@ func (s *Server) reapRetries(now bool) {
 	}
 	r.last = t
 	cutoff := t.Add(-timeout)
-	ids, err := s.eng.ExpiredRetries(cutoff)
+	ids, err := s.eng.ExpiredRetries(context.TODO(), cutoff)
 	if err != nil {
 		s.log.Warn("reaping retryable write records failed", zap.Error(err))
 		return
@@ -124,7 +125,7 @@ func (s *Server) reapRetries(now bool) {
 	// have recorded since the scan.
 	for _, id := range ids {
 		mu := s.retry.lock(id)
-		err := s.eng.ForgetRetries([][16]byte{id}, cutoff)
+		err := s.eng.ForgetRetries(context.TODO(), [][16]byte{id}, cutoff)
 		mu.Unlock()
 		if err != nil {
 			s.log.Warn("reaping retryable write records failed", zap.Error(err))

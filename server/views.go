@@ -28,7 +28,7 @@ func (s *Server) viewNamed(req *Request) (string, bool) {
 	if !ok || engine.ValidateNamespace(req.DB, coll) != nil {
 		return "", false
 	}
-	_, isView := s.eng.View(req.DB, coll)
+	_, isView := s.eng.View(context.TODO(), req.DB, coll)
 	return coll, isView
 }
 
@@ -90,7 +90,7 @@ func (s *Server) guardViews() {
 			if inner, ok := command.FirstValue(req.Body).DocumentOK(); ok {
 				if el, err := inner.IndexErr(0); err == nil {
 					if coll, ok := el.Value().StringValueOK(); ok {
-						if _, isView := s.eng.View(req.DB, coll); isView {
+						if _, isView := s.eng.View(ctx, req.DB, coll); isView {
 							return nil, mongoerr.New(mongoerr.NotImplemented, "explain of a read through a view is not supported")
 						}
 					}
@@ -136,7 +136,7 @@ func (s *Server) collModCollection(ctx context.Context, req *Request, next handl
 	for key := range command.Args(req.Body) {
 		if k := string(key); k == "viewOn" || k == "pipeline" {
 			coll, _ := command.FirstValue(req.Body).StringValueOK()
-			if !s.eng.CollectionExists(req.DB, coll) {
+			if !s.eng.CollectionExists(ctx, req.DB, coll) {
 				return nil, mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist")
 			}
 			return nil, mongoerr.New(mongoerr.InvalidOptions, "'%s' option only supported on a view", k)
@@ -148,7 +148,7 @@ func (s *Server) collModCollection(ctx context.Context, req *Request, next handl
 // resolveRead is the collection a read of db.coll reads and the pipeline
 // it runs there: the views' pipelines, then the read's own stages.
 func (s *Server) resolveRead(db, coll string, stages []bson.Raw) (string, []bson.Raw, error) {
-	source, vp, isView, err := s.eng.ResolveView(db, coll)
+	source, vp, isView, err := s.eng.ResolveView(context.TODO(), db, coll)
 	if err != nil || !isView {
 		return coll, stages, err
 	}

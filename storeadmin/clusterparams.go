@@ -24,7 +24,7 @@ func (s *Service) standaloneRefusal(cmd string) error {
 	return nil
 }
 
-func (s *Service) setClusterParameter(_ context.Context, req *command.Request) (bson.Raw, error) {
+func (s *Service) setClusterParameter(ctx context.Context, req *command.Request) (bson.Raw, error) {
 	const cmd = "setClusterParameter"
 	if err := s.standaloneRefusal(cmd); err != nil {
 		return nil, err
@@ -52,7 +52,7 @@ func (s *Service) setClusterParameter(_ context.Context, req *command.Request) (
 	if err != nil {
 		return nil, err
 	}
-	if err := s.eng.SetChangeStreamOptions(expire); err != nil {
+	if err := s.eng.SetChangeStreamOptions(ctx, expire); err != nil {
 		return nil, err
 	}
 	return command.OK()

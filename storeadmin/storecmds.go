@@ -60,11 +60,11 @@ func (s *Service) dataSize(ctx context.Context, req *command.Request) (bson.Raw,
 			bson.E{Key: "millis", Value: int32(time.Since(start).Milliseconds())},
 		)
 	}
-	if !s.eng.CollectionExists(db, coll) {
+	if !s.eng.CollectionExists(ctx, db, coll) {
 		return reply(0, 0)
 	}
 	if len(keyPattern) <= 5 && len(minKey) <= 5 && len(maxKey) <= 5 {
-		st, _, err := s.eng.Stats(db, coll)
+		st, _, err := s.eng.Stats(ctx, db, coll)
 		if err != nil {
 			return nil, err
 		}
@@ -125,7 +125,7 @@ func (s *Service) compact(ctx context.Context, req *command.Request) (bson.Raw, 
 			return nil, err
 		}
 	}
-	if _, isView := s.eng.View(req.DB, coll); isView {
+	if _, isView := s.eng.View(ctx, req.DB, coll); isView {
 		return nil, mongoerr.New(mongoerr.CommandNotSupportedOnView, "can't compact a view")
 	}
 	freed, err := s.eng.CompactCollection(ctx, req.DB, coll)

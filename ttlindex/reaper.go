@@ -19,7 +19,7 @@ type Store interface {
 	// _ts expiry and MongoDB date TTL indexes) that are due at now, and
 	// reports how many it deleted, whether more are due right now, and the
 	// earliest future due time it knows of (zero time if none).
-	ReapBatch(now time.Time, limit int) (deleted int, more bool, next time.Time, err error)
+	ReapBatch(ctx context.Context, now time.Time, limit int) (deleted int, more bool, next time.Time, err error)
 }
 
 // ReaperOptions configure a Reaper. The zero value of each field selects its
@@ -177,7 +177,7 @@ func (r *Reaper) pass(ctx context.Context) (time.Time, int, error) {
 	streakStart := time.Now()
 	for {
 		start := time.Now()
-		n, more, next, err := r.store.ReapBatch(r.clock.Now(), r.batchSize)
+		n, more, next, err := r.store.ReapBatch(ctx, r.clock.Now(), r.batchSize)
 		r.subPasses.Add(1)
 		r.deleted.Add(int64(n))
 		deleted += n

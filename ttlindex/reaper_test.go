@@ -37,7 +37,7 @@ func newFakeStore(due ...time.Time) *fakeStore {
 	return s
 }
 
-func (s *fakeStore) ReapBatch(now time.Time, limit int) (int, bool, time.Time, error) {
+func (s *fakeStore) ReapBatch(_ context.Context, now time.Time, limit int) (int, bool, time.Time, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	defer s.notifyLocked()

@@ -27,7 +27,7 @@ const (
 // HasUsers reports whether any user exists, for the localhost
 // exception.
 func (s *Service) HasUsers(ctx context.Context) (bool, error) {
-	if !s.eng.CollectionExists(DB, UsersCollection) {
+	if !s.eng.CollectionExists(ctx, DB, UsersCollection) {
 		return false, nil
 	}
 	cur, err := s.eng.Find(ctx, DB, UsersCollection, engine.FindSpec{Limit: 1})
@@ -41,7 +41,7 @@ func (s *Service) HasUsers(ctx context.Context) (bool, error) {
 // HasRoles reports whether any user-defined role exists, which
 // ends the localhost exception as a user does.
 func (s *Service) HasRoles(ctx context.Context) (bool, error) {
-	if !s.eng.CollectionExists(DB, RolesCollection) {
+	if !s.eng.CollectionExists(ctx, DB, RolesCollection) {
 		return false, nil
 	}
 	cur, err := s.eng.Find(ctx, DB, RolesCollection, engine.FindSpec{Limit: 1})
@@ -59,8 +59,8 @@ func (s *Service) Store() auth.Store { return engineAuthStore{s.eng} }
 type engineAuthStore struct{ eng *engine.Engine }
 
 // User returns db's user name, nil if there is none.
-func (st engineAuthStore) User(_ context.Context, db, name string) (*auth.User, error) {
-	doc, err := st.eng.FindByID(context.TODO(), DB, UsersCollection, bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, db+"."+name)})
+func (st engineAuthStore) User(ctx context.Context, db, name string) (*auth.User, error) {
+	doc, err := st.eng.FindByID(ctx, DB, UsersCollection, bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, db+"."+name)})
 	if err != nil || doc == nil {
 		return nil, err
 	}
@@ -68,8 +68,8 @@ func (st engineAuthStore) User(_ context.Context, db, name string) (*auth.User, 
 }
 
 // Role returns db's user-defined role name, nil if there is none.
-func (st engineAuthStore) Role(_ context.Context, db, name string) (*auth.Role, error) {
-	doc, err := st.eng.FindByID(context.TODO(), DB, RolesCollection, bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, db+"."+name)})
+func (st engineAuthStore) Role(ctx context.Context, db, name string) (*auth.Role, error) {
+	doc, err := st.eng.FindByID(ctx, DB, RolesCollection, bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, db+"."+name)})
 	if err != nil || doc == nil {
 		return nil, err
 	}
@@ -99,7 +99,7 @@ func (s *Service) ensureAuthCollection(ctx context.Context, coll string) error {
 	}
 	// CreateIndexes creates the collection too; an index that already
 	// exists is no error.
-	if _, err := s.eng.CreateIndexes(DB, coll, []bson.Raw{spec}); err != nil {
+	if _, err := s.eng.CreateIndexes(ctx, DB, coll, []bson.Raw{spec}); err != nil {
 		return fmt.Errorf("server: create %s.%s: %w", DB, coll, err)
 	}
 	return nil
@@ -108,7 +108,7 @@ func (s *Service) ensureAuthCollection(ctx context.Context, coll string) error {
 // authDocs returns the documents of admin.<coll> matching filter in sort
 // order.
 func (s *Service) authDocs(ctx context.Context, coll string, filter, sort bson.D) ([]bson.Raw, error) {
-	if !s.eng.CollectionExists(DB, coll) {
+	if !s.eng.CollectionExists(ctx, DB, coll) {
 		return nil, nil
 	}
 	f, err := bson.Marshal(filter)
@@ -136,7 +136,7 @@ func (s *Service) insertAuthDoc(ctx context.Context, coll string, doc bson.Raw, 
 		return err
 	}
 	defer s.usersChanged()
-	res, err := s.eng.Insert(context.TODO(), DB, coll, []bson.Raw{doc}, true)
+	res, err := s.eng.Insert(ctx, DB, coll, []bson.Raw{doc}, true)
 	if err != nil {
 		return err
 	}
@@ -168,7 +168,7 @@ func (s *Service) replaceAuthDoc(ctx context.Context, coll string, doc bson.Raw)
 // deleteAuthDocs deletes the documents of admin.<coll> matching filter.
 func (s *Service) deleteAuthDocs(ctx context.Context, coll string, filter bson.D) (int64, error) {
 	defer s.usersChanged()
-	if !s.eng.CollectionExists(DB, coll) {
+	if !s.eng.CollectionExists(ctx, DB, coll) {
 		return 0, nil
 	}
 	f, err := bson.Marshal(filter)
@@ -182,7 +182,7 @@ func (s *Service) deleteAuthDocs(ctx context.Context, coll string, filter bson.D
 // admin.<coll> matching filter.
 func (s *Service) updateAuthDocs(ctx context.Context, coll string, filter, upd bson.D) error {
 	defer s.usersChanged()
-	if !s.eng.CollectionExists(DB, coll) {
+	if !s.eng.CollectionExists(ctx, DB, coll) {
 		return nil
 	}
 	f, err := bson.Marshal(filter)

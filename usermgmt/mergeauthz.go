@@ -59,7 +59,7 @@ func (s *Service) UpgradeSchema() error {
 	if err != nil || !has {
 		return err
 	}
-	if doc, err := s.eng.FindByID(context.TODO(), DB, versionColl, bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, "authSchema")}); err != nil || doc != nil {
+	if doc, err := s.eng.FindByID(ctx, DB, versionColl, bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, "authSchema")}); err != nil || doc != nil {
 		return err
 	}
 	if err := s.writeAuthSchemaVersion(ctx); err != nil {
@@ -164,7 +164,7 @@ func (s *Service) mergeAuthzDocs(ctx context.Context, coll, tempNS, db string, d
 		}
 	}
 	var temp []bson.Raw
-	if s.eng.CollectionExists(tempDB, tempColl) {
+	if s.eng.CollectionExists(ctx, tempDB, tempColl) {
 		f, err := bson.Marshal(dbFilter)
 		if err != nil {
 			return err
@@ -188,7 +188,7 @@ func (s *Service) mergeAuthzDocs(ctx context.Context, coll, tempNS, db string, d
 				return err
 			}
 		} else {
-			res, err := s.eng.Insert(context.TODO(), DB, coll, []bson.Raw{doc}, true)
+			res, err := s.eng.Insert(ctx, DB, coll, []bson.Raw{doc}, true)
 			if err == nil && len(res.Errors) > 0 {
 				err = res.Errors[0].Err
 			}

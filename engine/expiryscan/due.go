@@ -56,7 +56,7 @@ func (rc *Cursor) record(lo, last []byte) {
 // DueDocs scans the expiry families and date TTL indexes of c in s for
 // documents due at nowMs, up to limit, and the earliest future due time.
 // A nil cursor scans every range from its start.
-func DueDocs(s kv.Reader, c Collection, nowMs int64, limit int, cur *Cursor) ([]Due, int64, error) {
+func DueDocs(ctx context.Context, s kv.Reader, c Collection, nowMs int64, limit int, cur *Cursor) ([]Due, int64, error) {
 	var due []Due
 	nextMs := int64(math.MaxInt64)
 	seen := map[string]bool{}
@@ -72,7 +72,7 @@ func DueDocs(s kv.Reader, c Collection, nowMs int64, limit int, cur *Cursor) ([]
 		if c.TTL.Default > 0 {
 			shift := int64(c.TTL.Default) * 1000
 			lo, hi := ttlindex.TSRange(id, nowMs-shift)
-			nm, err := scanExpiry(s, lo, hi, limit-len(due), cur, func(pk []byte) { add(pk, expired) })
+			nm, err := scanExpiry(ctx, s, lo, hi, limit-len(due), cur, func(pk []byte) { add(pk, expired) })
 			if err != nil {
 				return nil, 0, err
 			}
@@ -81,7 +81,7 @@ func DueDocs(s kv.Reader, c Collection, nowMs int64, limit int, cur *Cursor) ([]
 			}
 		}
 		lo, hi := ttlindex.OwnRange(id, nowMs)
-		nm, err := scanExpiry(s, lo, hi, limit-len(due), cur, func(pk []byte) { add(pk, expired) })
+		nm, err := scanExpiry(ctx, s, lo, hi, limit-len(due), cur, func(pk []byte) { add(pk, expired) })
 		if err != nil {
 			return nil, 0, err
 		}
@@ -91,7 +91,7 @@ func DueDocs(s kv.Reader, c Collection, nowMs int64, limit int, cur *Cursor) ([]
 		if len(due) >= limit {
 			break
 		}
-		nm, err := scanDateTTL(s, ix, nowMs, limit-len(due), cur, add)
+		nm, err := scanDateTTL(ctx, s, ix, nowMs, limit-len(due), cur, add)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -102,8 +102,8 @@ func DueDocs(s kv.Reader, c Collection, nowMs int64, limit int, cur *Cursor) ([]
 
 // scanExpiry visits up to limit expiry keys in [lo, hi) and returns the
 // time of the first key at or after hi within the family (MaxInt64 if none).
-func scanExpiry(s kv.Reader, lo, hi []byte, limit int, cur *Cursor, fn func(pk []byte)) (int64, error) {
-	it, err := s.Iter(context.TODO(), cur.from(lo), record.PrefixEnd(lo[:10]), false)
+func scanExpiry(ctx context.Context, s kv.Reader, lo, hi []byte, limit int, cur *Cursor, fn func(pk []byte)) (int64, error) {
+	it, err := s.Iter(ctx, cur.from(lo), record.PrefixEnd(lo[:10]), false)
 	if err != nil {
 		return 0, fmt.Errorf("engine: scan expiry: %w", err)
 	}
@@ -132,7 +132,7 @@ func scanExpiry(s kv.Reader, lo, hi []byte, limit int, cur *Cursor, fn func(pk [
 // scanDateTTL finds documents of a MongoDB date TTL index whose date is at
 // most now - expireAfterSeconds. Dates form one key class, so the due
 // entries are one contiguous range.
-func scanDateTTL(s kv.Reader, ix *record.Index, nowMs int64, limit int, cur *Cursor, add func([]byte, func(record.Header, bson.Raw) bool)) (int64, error) {
+func scanDateTTL(ctx context.Context, s kv.Reader, ix *record.Index, nowMs int64, limit int, cur *Cursor, add func([]byte, func(record.Header, bson.Raw) bool)) (int64, error) {
 	shift := int64(*ix.Meta.ExpireAfter) * 1000
 	bound := nowMs - shift
 	dateClass := byte(keycodec.TypeClass(bsoncore.TypeDateTime))
@@ -155,7 +155,7 @@ func scanDateTTL(s kv.Reader, ix *record.Index, nowMs int64, limit int, cur *Cur
 		}
 		return false
 	}
-	it, err := s.Iter(context.TODO(), cur.from(lo), hi, false)
+	it, err := s.Iter(ctx, cur.from(lo), hi, false)
 	if err != nil {
 		return 0, fmt.Errorf("engine: scan TTL index: %w", err)
 	}

@@ -16,20 +16,20 @@ import (
 // expiry entry, or entry in a date TTL index, falls in (fromMs, toMs].
 // A document may come more than once, and one with an entry in the window
 // may expire outside it (under another TTL): fn decides by the document.
-func InWindow(s kv.Reader, c Collection, fromMs, toMs int64, fn func(pk []byte) error) error {
+func InWindow(ctx context.Context, s kv.Reader, c Collection, fromMs, toMs int64, fn func(pk []byte) error) error {
 	id := c.ID
 	if c.TTL.Enabled {
 		if c.TTL.Default > 0 {
 			shift := int64(c.TTL.Default) * 1000
 			_, lo := ttlindex.TSRange(id, fromMs-shift)
 			_, hi := ttlindex.TSRange(id, toMs-shift)
-			if err := scanPKs(s, lo, hi, true, fn); err != nil {
+			if err := scanPKs(ctx, s, lo, hi, true, fn); err != nil {
 				return err
 			}
 		}
 		_, lo := ttlindex.OwnRange(id, fromMs)
 		_, hi := ttlindex.OwnRange(id, toMs)
-		if err := scanPKs(s, lo, hi, true, fn); err != nil {
+		if err := scanPKs(ctx, s, lo, hi, true, fn); err != nil {
 			return err
 		}
 	}
@@ -51,7 +51,7 @@ func InWindow(s kv.Reader, c Collection, fromMs, toMs int64, fn func(pk []byte) 
 			lo = append(record.IndexPrefix(nil, ix.Meta.ID), record.PrefixEnd(keycodec.Append(nil, dateValue(fromMs-shift)))...)
 			hi = append(record.IndexPrefix(nil, ix.Meta.ID), record.PrefixEnd(keycodec.Append(nil, dateValue(toMs-shift)))...)
 		}
-		if err := scanPKs(s, lo, hi, false, fn); err != nil {
+		if err := scanPKs(ctx, s, lo, hi, false, fn); err != nil {
 			return err
 		}
 	}
@@ -60,8 +60,8 @@ func InWindow(s kv.Reader, c Collection, fromMs, toMs int64, fn func(pk []byte) 
 
 // scanPKs calls fn with the primary key of each entry in [lo, hi): taken
 // from the key of an expiry entry, or from the value of an index entry.
-func scanPKs(s kv.Reader, lo, hi []byte, expiryKeys bool, fn func(pk []byte) error) error {
-	it, err := s.Iter(context.TODO(), lo, hi, false)
+func scanPKs(ctx context.Context, s kv.Reader, lo, hi []byte, expiryKeys bool, fn func(pk []byte) error) error {
+	it, err := s.Iter(ctx, lo, hi, false)
 	if err != nil {
 		return fmt.Errorf("engine: scan expiring: %w", err)
 	}

@@ -15,9 +15,9 @@ import (
 // Stored reads the newest stored entry and the size of the stored oplog,
 // its pre-images included, so that timestamps keep increasing across
 // restarts.
-func Stored(s kv.Store) (last oplog.Timestamp, size int64, err error) {
+func Stored(ctx context.Context, s kv.Store) (last oplog.Timestamp, size int64, err error) {
 	lo, hi := oplog.Range()
-	it, err := s.Iter(context.TODO(), lo, hi, false)
+	it, err := s.Iter(ctx, lo, hi, false)
 	if err != nil {
 		return last, 0, fmt.Errorf("engine: open oplog: %w", err)
 	}
@@ -32,7 +32,7 @@ func Stored(s kv.Store) (last oplog.Timestamp, size int64, err error) {
 		return last, 0, fmt.Errorf("engine: open oplog: %w", err)
 	}
 	plo, phi := oplog.PreImageRange()
-	images, err := RangeSize(s, plo, phi)
+	images, err := RangeSize(ctx, s, plo, phi)
 	if err != nil {
 		return last, 0, fmt.Errorf("engine: open oplog: %w", err)
 	}
@@ -40,8 +40,8 @@ func Stored(s kv.Store) (last oplog.Timestamp, size int64, err error) {
 }
 
 // RangeSize is the bytes of the keys and values stored in [lo, hi).
-func RangeSize(s kv.Reader, lo, hi []byte) (int64, error) {
-	it, err := s.Iter(context.TODO(), lo, hi, false)
+func RangeSize(ctx context.Context, s kv.Reader, lo, hi []byte) (int64, error) {
+	it, err := s.Iter(ctx, lo, hi, false)
 	if err != nil {
 		return 0, err
 	}
@@ -96,7 +96,7 @@ func (s Store) Scan(fn func(ts oplog.Timestamp, size int64) bool) error {
 func (s Store) DeletePreImagesBefore(ts oplog.Timestamp) (int64, error) {
 	lo, _ := oplog.PreImageRange()
 	hi := oplog.AppendPreImageKey(nil, ts)
-	n, err := RangeSize(s.KV, lo, hi)
+	n, err := RangeSize(context.TODO(), s.KV, lo, hi)
 	if err != nil {
 		return 0, err
 	}
@@ -188,9 +188,9 @@ func ReadReverse(ctx context.Context, s kv.Reader, log *oplog.Log, before oplog.
 
 // Oldest is the timestamp of the oldest stored entry, zero if none: a
 // reader resuming before it has lost history.
-func Oldest(s kv.Reader) (oplog.Timestamp, error) {
+func Oldest(ctx context.Context, s kv.Reader) (oplog.Timestamp, error) {
 	lo, hi := oplog.Range()
-	it, err := s.Iter(context.TODO(), lo, hi, false)
+	it, err := s.Iter(ctx, lo, hi, false)
 	if err != nil {
 		return oplog.Timestamp{}, err
 	}

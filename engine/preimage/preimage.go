@@ -28,11 +28,11 @@ func Enabled(options bson.Raw) bool {
 // there is none: the collection did not keep them then, the entry is no
 // update or delete, it has been trimmed, or it has expired under the
 // changeStreamOptions cluster parameter.
-func (m *Images) Get(ts oplog.Timestamp) (bson.Raw, error) {
+func (m *Images) Get(ctx context.Context, ts oplog.Timestamp) (bson.Raw, error) {
 	if ts.Less(m.expireBefore()) {
 		return nil, nil // expired under changeStreamOptions
 	}
-	v, err := m.host.Get(context.TODO(), oplog.AppendPreImageKey(nil, ts))
+	v, err := m.host.Get(ctx, oplog.AppendPreImageKey(nil, ts))
 	if err == kv.ErrNotFound {
 		return nil, nil
 	}

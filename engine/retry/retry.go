@@ -54,8 +54,8 @@ type Txn struct {
 
 // Check compares t.Number with the session's newest one: an older
 // number is TransactionTooOld, as in MongoDB.
-func Check(store kv.Store, t *Txn) error {
-	v, err := store.Get(context.TODO(), record.TxnHeaderKey(t.Session))
+func Check(ctx context.Context, store kv.Store, t *Txn) error {
+	v, err := store.Get(ctx, record.TxnHeaderKey(t.Session))
 	if err == kv.ErrNotFound {
 		return nil
 	}
@@ -82,11 +82,11 @@ func uuidString(id [16]byte) string {
 
 // Executed returns the recorded result of statement stmt of t's
 // transaction, if it committed.
-func Executed(store kv.Store, t *Txn, stmt int32) (bson.Raw, bool, error) {
+func Executed(ctx context.Context, store kv.Store, t *Txn, stmt int32) (bson.Raw, bool, error) {
 	if t.stale {
 		return nil, false, nil
 	}
-	v, err := store.Get(context.TODO(), record.TxnStmtKey(t.Session, stmt))
+	v, err := store.Get(ctx, record.TxnStmtKey(t.Session, stmt))
 	if err == kv.ErrNotFound {
 		return nil, false, nil
 	}
@@ -116,10 +116,10 @@ func (t *Txn) LsidDoc() []byte {
 // Record adds the result of statement stmt of t to b, the transaction of
 // the write that ran it, written at nowMillis: the record commits exactly
 // when the write does.
-func Record(b kv.Txn, t *Txn, stmt int32, result []byte, nowMillis int64) error {
+func Record(ctx context.Context, b kv.Txn, t *Txn, stmt int32, result []byte, nowMillis int64) error {
 	if t.clearAll {
 		lo, hi := record.TxnStmtRange(t.Session)
-		if err := deleteKeys(b, lo, hi); err != nil {
+		if err := deleteKeys(ctx, b, lo, hi); err != nil {
 			return err
 		}
 		t.clearAll = false
@@ -136,15 +136,14 @@ func Record(b kv.Txn, t *Txn, stmt int32, result []byte, nowMillis int64) error 
 // Forget deletes the records of the sessions ids that were last written
 // before before (any, if before is zero). Most sessions that end made no
 // retryable write: only those with a record cost a deletion.
-func Forget(store kv.Store, ids [][16]byte, before time.Time) error {
-	ctx := context.TODO()
+func Forget(ctx context.Context, store kv.Store, ids [][16]byte, before time.Time) error {
 	b, err := store.Begin(ctx, kv.TxnOptions{Pessimistic: true})
 	if err != nil {
 		return fmt.Errorf("engine: begin: %w", err)
 	}
 	defer b.Rollback()
 	for _, id := range ids {
-		v, err := store.Get(context.TODO(), record.TxnHeaderKey(id))
+		v, err := store.Get(ctx, record.TxnHeaderKey(id))
 		if err == kv.ErrNotFound {
 			continue
 		}
@@ -156,7 +155,7 @@ func Forget(store kv.Store, ids [][16]byte, before time.Time) error {
 			continue
 		}
 		lo := record.TxnSessionPrefix(id)
-		if err := deleteKeys(b, lo, record.PrefixEnd(lo)); err != nil {
+		if err := deleteKeys(ctx, b, lo, record.PrefixEnd(lo)); err != nil {
 			return err
 		}
 	}
@@ -173,8 +172,8 @@ func Forget(store kv.Store, ids [][16]byte, before time.Time) error {
 // tombstones into the memtable, which every read of the store must then
 // fragment (a 12x slower insert in replica-set mode when a range went
 // with every write, measured with lethe-load's changestream workload).
-func deleteKeys(b kv.Txn, lo, hi []byte) error {
-	it, err := b.Iter(context.TODO(), lo, hi, false)
+func deleteKeys(ctx context.Context, b kv.Txn, lo, hi []byte) error {
+	it, err := b.Iter(ctx, lo, hi, false)
 	if err != nil {
 		return fmt.Errorf("engine: list session records: %w", err)
 	}
@@ -192,8 +191,8 @@ func deleteKeys(b kv.Txn, lo, hi []byte) error {
 
 // Expired lists the sessions whose records were last written before
 // before.
-func Expired(store kv.Store, before time.Time) ([][16]byte, error) {
-	it, err := store.Iter(context.TODO(), []byte{record.PrefixTxn}, []byte{record.PrefixTxn + 1}, false)
+func Expired(ctx context.Context, store kv.Store, before time.Time) ([][16]byte, error) {
+	it, err := store.Iter(ctx, []byte{record.PrefixTxn}, []byte{record.PrefixTxn + 1}, false)
 	if err != nil {
 		return nil, err
 	}
