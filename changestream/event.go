@@ -47,6 +47,11 @@ type event struct {
 	purged    bool
 	expiredAt int64
 	purgeTail []byte
+	// lsid and txnNumber are the session of a committed transaction's
+	// operation, each set only if its applyOps entry has it.
+	lsid         bsoncore.Document
+	txnNumber    int64
+	hasTxnNumber bool
 }
 
 func splitNS(ns string) (db, coll string) {
@@ -96,6 +101,9 @@ func (s *Spec) events(dst []event, ts oplog.Timestamp, raw bson.Raw) ([]event, e
 		return append(dst, s.crud(ev, f.Op, doc, o)), nil
 	case oplog.Command:
 		o, _ := doc.Lookup("o").DocumentOK()
+		if isTxn(f.NS, o) {
+			return s.txnEvents(dst, ev, doc, o)
+		}
 		o2, _ := doc.Lookup("o2").DocumentOK()
 		return s.command(dst, ev, f.NS, o, o2)
 	}
@@ -334,6 +342,15 @@ func (s *Spec) encode(ev *event, src images) (bson.Raw, error) {
 		return nil, err
 	}
 	idx, b := bsoncore.AppendDocumentStart(nil)
+	// A transaction's session leads the event: MongoDB's transformation
+	// (change_stream_event_transform.cpp) adds txnNumber and lsid before
+	// the resume token.
+	if ev.hasTxnNumber {
+		b = bsoncore.AppendInt64Element(b, "txnNumber", ev.txnNumber)
+	}
+	if ev.lsid != nil {
+		b = bsoncore.AppendDocumentElement(b, "lsid", ev.lsid)
+	}
 	b = bsoncore.AppendDocumentElement(b, "_id", ev.tok.Doc())
 	b = bsoncore.AppendStringElement(b, "operationType", ev.op)
 	b = bsoncore.AppendTimestampElement(b, "clusterTime", ev.tok.TS.T, ev.tok.TS.I)
