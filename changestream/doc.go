@@ -24,7 +24,10 @@
 // entry (Source.PreImage), and the post-image of fullDocument
 // whenAvailable and required is that pre-image with the entry's update
 // applied: the document right after the update, as MongoDB computes it,
-// not as it is when the event is read (updateLookup).
+// not as it is when the event is read (updateLookup). An operation of a
+// transaction has no stored pre-image: it is missing, so both images are
+// null with whenAvailable and an error with required; updateLookup works
+// as for any update.
 //
 // # Resume tokens
 //

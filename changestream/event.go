@@ -47,8 +47,10 @@ type event struct {
 	purged    bool
 	expiredAt int64
 	purgeTail []byte
-	// lsid and txnNumber are the session of a committed transaction's
-	// operation, each set only if its applyOps entry has it.
+	// inTxn marks an operation of a committed transaction (an applyOps
+	// entry), which has no stored pre-image; lsid and txnNumber are its
+	// session, each set only if the entry has it.
+	inTxn        bool
 	lsid         bsoncore.Document
 	txnNumber    int64
 	hasTxnNumber bool
@@ -292,9 +294,14 @@ func (s *Spec) addImages(ev *event, src images) error {
 	imaged := ev.op == "update" || ev.op == "replace" || ev.op == "delete"
 	var pre bson.Raw
 	if imaged && (s.BeforeChange != BeforeChangeOff || (ev.op == "update" && (s.FullDocument == FullDocWhenAvailable || s.FullDocument == FullDocRequired))) {
+		// An operation of a transaction has no stored pre-image (the
+		// engine keeps one per entry, and the transaction's entry holds
+		// many operations): it is missing, with the consequences below.
 		var err error
-		if pre, err = src.PreImage(ev.tok.TS); err != nil {
-			return fmt.Errorf("changestream: pre-image: %w", err)
+		if !ev.inTxn {
+			if pre, err = src.PreImage(ev.tok.TS); err != nil {
+				return fmt.Errorf("changestream: pre-image: %w", err)
+			}
 		}
 	}
 	if imaged && s.BeforeChange != BeforeChangeOff {

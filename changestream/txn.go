@@ -42,6 +42,7 @@ func (s *Spec) txnEvents(dst []event, ev event, entry, o bsoncore.Document) ([]e
 	// Session fields are copied only when the entry has them, as
 	// MongoDB's addTransactionIdFieldsIfPresent: a transaction run
 	// without a session logs none.
+	ev.inTxn = true
 	if lsid, ok := entry.Lookup("lsid").DocumentOK(); ok {
 		ev.lsid = bytes.Clone(lsid) // events outlive the read's raw entry
 	}

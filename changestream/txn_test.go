@@ -306,6 +306,59 @@ func TestTxnBatchSplit(t *testing.T) {
 	}
 }
 
+// TestTxnImages: updateLookup finds an operation's document as for any
+// update; pre-images are not stored for a transaction's operations, so
+// fullDocumentBeforeChange and the post-image of fullDocument are missing:
+// null with whenAvailable, NoMatchingDocument with required (MongoDB's
+// behaviour for a missing pre-image, which TestImages pins). A pre-image
+// stored under the commit's timestamp is not the operation's.
+func TestTxnImages(t *testing.T) {
+	src, _ := txnSource(t)
+	current := doc(t, bson.D{{Key: "_id", Value: 2}, {Key: "x", Value: "now"}})
+	src.find = func(db, coll string, id bsoncore.Value) bson.Raw {
+		if db == "d" && coll == "b" && id.Int32() == 2 {
+			return current
+		}
+		return nil
+	}
+	src.pre[src.ts[1]] = doc(t, bson.D{{Key: "_id", Value: 2}, {Key: "x", Value: 1}})
+	open := func(opts ...bson.E) *Stream {
+		s, err := Open(spec(t, append(bson.D{fromStart}, opts...), "d", ""), src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+
+	evs := readAll(t, open(bson.E{Key: "fullDocument", Value: "updateLookup"}), 0, 1<<20)
+	if len(evs) != 5 || !bytes.Equal(evs[2].Lookup("fullDocument").Value, current) {
+		t.Fatalf("updateLookup: %v", evs)
+	}
+
+	evs = readAll(t, open(bson.E{Key: "fullDocument", Value: "whenAvailable"}, bson.E{Key: "fullDocumentBeforeChange", Value: "whenAvailable"}), 0, 1<<20)
+	if len(evs) != 5 {
+		t.Fatalf("whenAvailable: %s", names(evs))
+	}
+	for _, c := range []struct {
+		i     int
+		field string
+	}{{2, "fullDocumentBeforeChange"}, {2, "fullDocument"}, {3, "fullDocumentBeforeChange"}} {
+		if v, err := evs[c.i].LookupErr(c.field); err != nil || v.Type != bson.TypeNull {
+			t.Errorf("whenAvailable: event %d's %s is %v, want null: %s", c.i, c.field, v, evs[c.i])
+		}
+	}
+
+	for _, opt := range []string{"fullDocument", "fullDocumentBeforeChange"} {
+		s := open(bson.E{Key: opt, Value: "required"})
+		if evs, err := s.Next(context.Background(), 2, 1<<20, false); err != nil || len(evs) != 2 {
+			t.Fatalf("%s required: the inserts: %v %v", opt, evs, err)
+		}
+		if _, err := s.Next(context.Background(), 0, 1<<20, false); mongoerr.CodeOf(err) != mongoerr.NoMatchingDocument {
+			t.Fatalf("%s required on a transaction's update: %v", opt, err)
+		}
+	}
+}
+
 // TestTxnMatchOnTxnNumber: the stages after $changeStream run on the
 // events as encoded, lsid and txnNumber included. The server runs them
 // with the engine (engine.AggregateDocs), which this package may not
