@@ -35,6 +35,9 @@ type memSource struct {
 	// afterClock, when set, runs after each reading of the clock, as
 	// time that passes while a read goes on.
 	afterClock func()
+	// find, when set, is the current document of db.coll with _id id,
+	// for updateLookup.
+	find func(db, coll string, id bsoncore.Value) bson.Raw
 }
 
 func (m *memSource) add(e oplog.Entry) {
@@ -80,8 +83,11 @@ func (m *memSource) Watch() (oplog.Timestamp, <-chan struct{}) {
 	return last, m.changed
 }
 
-func (m *memSource) FindByID(context.Context, string, string, bsoncore.Value) (bson.Raw, error) {
-	return nil, nil
+func (m *memSource) FindByID(_ context.Context, db, coll string, id bsoncore.Value) (bson.Raw, error) {
+	if m.find == nil {
+		return nil, nil
+	}
+	return m.find(db, coll, id), nil
 }
 
 func (m *memSource) PreImage(ts oplog.Timestamp) (bson.Raw, error) { return m.pre[ts], nil }

@@ -9,13 +9,25 @@
 // more events (an entry that drops a watched collection gives a drop and an
 // invalidate), in oplog order, and hands them out in batches.
 //
+// # Transactions
+//
+// A committed transaction is one applyOps entry on admin.$cmd (see
+// oplog.ApplyOps). It gives one event per operation on a watched
+// namespace, in the order of the array, each with the entry's clusterTime
+// and wallTime and, as MongoDB's, the transaction's txnNumber and lsid
+// (when the entry has them), which ordinary events lack. A batch may end
+// among them: the rest stay pending for the next one.
+//
 // # Images
 //
 // fullDocumentBeforeChange is the pre-image the engine stored with the
 // entry (Source.PreImage), and the post-image of fullDocument
 // whenAvailable and required is that pre-image with the entry's update
 // applied: the document right after the update, as MongoDB computes it,
-// not as it is when the event is read (updateLookup).
+// not as it is when the event is read (updateLookup). An operation of a
+// transaction has no stored pre-image: it is missing, so both images are
+// null with whenAvailable and an error with required; updateLookup works
+// as for any update.
 //
 // # Resume tokens
 //
@@ -31,6 +43,13 @@
 // are stored. Resuming from an event's token checks that the stream still
 // produces that very event at that position, as MongoDB does, which refuses
 // a token taken from another collection's stream.
+//
+// An event of a transaction has the commit's ts and, as index, its
+// operation's place in the applyOps array: MongoDB's txnOpIndex, counted
+// over all the operations, watched or not, so that a token names the same
+// operation in every stream. An operation gives at most one event, so the
+// index needs no other field, and tokens kept from before transactions
+// mean what they meant.
 //
 // # Expire events
 //

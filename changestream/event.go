@@ -47,6 +47,13 @@ type event struct {
 	purged    bool
 	expiredAt int64
 	purgeTail []byte
+	// inTxn marks an operation of a committed transaction (an applyOps
+	// entry), which has no stored pre-image; lsid and txnNumber are its
+	// session, each set only if the entry has it.
+	inTxn        bool
+	lsid         bsoncore.Document
+	txnNumber    int64
+	hasTxnNumber bool
 }
 
 func splitNS(ns string) (db, coll string) {
@@ -96,6 +103,9 @@ func (s *Spec) events(dst []event, ts oplog.Timestamp, raw bson.Raw) ([]event, e
 		return append(dst, s.crud(ev, f.Op, doc, o)), nil
 	case oplog.Command:
 		o, _ := doc.Lookup("o").DocumentOK()
+		if isTxn(f.NS, o) {
+			return s.txnEvents(dst, ev, doc, o)
+		}
 		o2, _ := doc.Lookup("o2").DocumentOK()
 		return s.command(dst, ev, f.NS, o, o2)
 	}
@@ -284,9 +294,14 @@ func (s *Spec) addImages(ev *event, src images) error {
 	imaged := ev.op == "update" || ev.op == "replace" || ev.op == "delete"
 	var pre bson.Raw
 	if imaged && (s.BeforeChange != BeforeChangeOff || (ev.op == "update" && (s.FullDocument == FullDocWhenAvailable || s.FullDocument == FullDocRequired))) {
+		// An operation of a transaction has no stored pre-image (the
+		// engine keeps one per entry, and the transaction's entry holds
+		// many operations): it is missing, with the consequences below.
 		var err error
-		if pre, err = src.PreImage(ev.tok.TS); err != nil {
-			return fmt.Errorf("changestream: pre-image: %w", err)
+		if !ev.inTxn {
+			if pre, err = src.PreImage(ev.tok.TS); err != nil {
+				return fmt.Errorf("changestream: pre-image: %w", err)
+			}
 		}
 	}
 	if imaged && s.BeforeChange != BeforeChangeOff {
@@ -334,6 +349,15 @@ func (s *Spec) encode(ev *event, src images) (bson.Raw, error) {
 		return nil, err
 	}
 	idx, b := bsoncore.AppendDocumentStart(nil)
+	// A transaction's session leads the event: MongoDB's transformation
+	// (change_stream_event_transform.cpp) adds txnNumber and lsid before
+	// the resume token.
+	if ev.hasTxnNumber {
+		b = bsoncore.AppendInt64Element(b, "txnNumber", ev.txnNumber)
+	}
+	if ev.lsid != nil {
+		b = bsoncore.AppendDocumentElement(b, "lsid", ev.lsid)
+	}
 	b = bsoncore.AppendDocumentElement(b, "_id", ev.tok.Doc())
 	b = bsoncore.AppendStringElement(b, "operationType", ev.op)
 	b = bsoncore.AppendTimestampElement(b, "clusterTime", ev.tok.TS.T, ev.tok.TS.I)
