@@ -238,6 +238,9 @@ func (e *Engine) writeLock(ctx context.Context, db, name string, create bool) (*
 		return nil, errOplogWrite()
 	}
 	t := transactionOf(ctx)
+	if t != nil && t.tx == nil {
+		return nil, mongoerr.New(mongoerr.InvalidOptions, "a write cannot run under read concern snapshot outside a transaction")
+	}
 	for {
 		c := e.collection(db, name)
 		if c == nil {

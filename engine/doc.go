@@ -29,7 +29,7 @@
 // be network I/O; the statement's transaction, if any, travels in it too
 // (WithTransaction, transaction.go). Only accessors of in-process state do
 // without one: Reaper, Clock, Oplog, ClusterTime, ChangeStreamOptions,
-// RecordLatency and Close.
+// RecordLatency, SetSnapshotHistory and Close.
 //
 // Every write is a kv transaction. A write command runs through a writer
 // (write.go): one pessimistic transaction per chunk of at most maxBatchOps

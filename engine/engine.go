@@ -101,6 +101,8 @@ type Engine struct {
 	// catalogSeq counts the collection states installed (setState), for
 	// transactions to tell what changed after their start.
 	catalogSeq atomic.Uint64
+	// history keeps the snapshots of snapshot reads (snapshotread.go).
+	history snapshotHistory
 
 	reaper     *ttlindex.Reaper
 	stopReaper context.CancelFunc
@@ -144,6 +146,7 @@ func Open(dir string, opts Options) (*Engine, error) {
 func open(store kv.Store, opts Options) (*Engine, error) {
 	e := &Engine{store: store, clock: opts.Clock, log: opts.Logger, colls: make(map[string]*Collection), views: make(map[string]*View), sortLimit: opts.SortMemoryLimit}
 	e.local, _ = kv.Unwrap(store).(localStore)
+	e.history.window = DefaultSnapshotHistory
 	readOnly := e.local != nil && e.local.ReadOnly()
 	if e.sortLimit == 0 {
 		e.sortLimit = 100 << 20
@@ -223,6 +226,7 @@ func (e *Engine) Close() error {
 		e.stopTrimmer()
 		<-e.trimmerDone
 	}
+	e.history.closeAll()
 	if err := e.store.Close(); err != nil {
 		return fmt.Errorf("engine: close: %w", err)
 	}

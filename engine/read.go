@@ -58,7 +58,7 @@ func (e *Engine) FindByID(ctx context.Context, db, coll string, id bsoncore.Valu
 	}
 	var r kv.Reader = e.store
 	if t := transactionOf(ctx); t != nil {
-		r = t.tx
+		r = t.reader()
 	}
 	c.usage.Access(0, e.clock).Ops.Add(1)
 	d, err := e.loadDoc(ctx, r, st.meta.ID, keycodec.Append(nil, id))

@@ -51,7 +51,7 @@ func (s *scanner) next(ctx context.Context, fn visitFunc) error {
 			s.done = true
 			return errTransactionEnded
 		}
-		s.st, r = t.states[s.coll], t.tx
+		s.st, r = t.states[s.coll], t.reader()
 	} else {
 		// The state is re-read every batch so that TTL setting changes
 		// apply to open cursors at once.

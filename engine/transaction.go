@@ -71,9 +71,13 @@ type TransactionOptions struct {
 
 // Transaction is an open multi-document transaction.
 type Transaction struct {
-	e     *Engine
-	opts  TransactionOptions
+	e    *Engine
+	opts TransactionOptions
+	// tx is the kv transaction of a read-write transaction; a snapshot
+	// read (BeginSnapshotRead) has none and reads snap, a snapshot the
+	// engine's history keeps.
 	tx    kv.Txn
+	snap  *retainedSnapshot
 	start time.Time
 	// catalogAt is the engine's catalog counter at the start: a collection
 	// state installed after it is not in the transaction's snapshot.
@@ -123,6 +127,15 @@ func (e *Engine) BeginTransaction(ctx context.Context, o TransactionOptions) (*T
 	}
 	t.tx = tx
 	return t, nil
+}
+
+// reader is what the transaction's statements read: its kv transaction
+// (snapshot and own writes), or the snapshot of a snapshot read.
+func (t *Transaction) reader() kv.Reader {
+	if t.tx != nil {
+		return t.tx
+	}
+	return t.snap.snap
 }
 
 // Started is when the transaction began, by the engine's clock.
@@ -211,6 +224,10 @@ func (t *Transaction) Commit(ctx context.Context) error {
 	if t.ended {
 		return errTransactionEnded
 	}
+	if t.tx == nil {
+		t.Abort() // a snapshot read writes nothing
+		return nil
+	}
 	t.ended = true
 	defer t.tx.Rollback()
 	if t.tx.Empty() {
@@ -276,7 +293,12 @@ func (t *Transaction) Abort() {
 		return
 	}
 	t.ended = true
-	t.tx.Rollback()
+	if t.tx != nil {
+		t.tx.Rollback()
+	}
+	if t.snap != nil {
+		t.e.history.release(t.snap)
+	}
 	t.logged = nil
 }
 

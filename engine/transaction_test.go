@@ -13,6 +13,7 @@ import (
 	"github.com/lethedb/lethe/clock"
 	"github.com/lethedb/lethe/engine/update"
 	"github.com/lethedb/lethe/mongoerr"
+	"github.com/lethedb/lethe/oplog"
 )
 
 // The behaviour checked here is MongoDB's for transactions at snapshot
@@ -467,4 +468,67 @@ func TestTransactionReaperSkipsHeldDocuments(t *testing.T) {
 	if n, _, _, err := e.ReapBatch(context.Background(), clk.Now(), 100); err != nil || n != 1 {
 		t.Fatalf("after the abort the reaper purged %d (%v), want 1", n, err)
 	}
+}
+
+// A snapshot read sees the state at its cluster time; a second read at the
+// same time sees the same, whatever committed since (a driver's snapshot
+// session); a time past the history is SnapshotTooOld, one after the
+// cluster time InvalidOptions (MongoDB 5.0's snapshot reads:
+// jstests/libs/global_snapshot_reads_util.js, read_at_cluster_time).
+func TestSnapshotReads(t *testing.T) {
+	e := openTxnEngine(t)
+	bg := context.Background()
+	if err := insertIDs(t, bg, e, "c", 1); err != nil {
+		t.Fatal(err)
+	}
+	r1, at, err := e.BeginSnapshotRead(bg, oplog.Timestamp{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := insertIDs(t, bg, e, "c", 2); err != nil {
+		t.Fatal(err)
+	}
+	if got := idsOf(t, WithTransaction(bg, r1), e, "c"); !slices.Equal(got, []int32{1}) {
+		t.Fatalf("a snapshot read sees %v, want [1]", got)
+	}
+	r1.Abort()
+	r2, at2, err := e.BeginSnapshotRead(bg, at)
+	if err != nil || at2 != at {
+		t.Fatalf("a read at %v: %v at %v", at, err, at2)
+	}
+	if got := idsOf(t, WithTransaction(bg, r2), e, "c"); !slices.Equal(got, []int32{1}) {
+		t.Fatalf("a second read at the same time sees %v, want [1]", got)
+	}
+	if _, err := e.Insert(WithTransaction(bg, r2), "db", "c", []bson.Raw{txnDoc(t, bson.D{{Key: "_id", Value: 3}})}, true); err == nil {
+		t.Fatal("a write under a snapshot read succeeded")
+	}
+	r2.Abort()
+	r3, at3, err := e.BeginSnapshotRead(bg, oplog.Timestamp{})
+	if err != nil || !at.Less(at3) {
+		t.Fatalf("a read at the latest time: %v at %v (the first was at %v)", err, at3, at)
+	}
+	if got := idsOf(t, WithTransaction(bg, r3), e, "c"); !slices.Equal(got, []int32{1, 2}) {
+		t.Fatalf("a read at the latest time sees %v", got)
+	}
+	r3.Abort()
+	// The time of the latest commit, with nothing in flight, is served
+	// though no read took it before.
+	if err := insertIDs(t, bg, e, "c", 4); err != nil {
+		t.Fatal(err)
+	}
+	latest := e.ClusterTime()
+	r4, at4, err := e.BeginSnapshotRead(bg, latest)
+	if err != nil || at4 != latest {
+		t.Fatalf("a read at the latest commit %v: %v at %v", latest, err, at4)
+	}
+	if got := idsOf(t, WithTransaction(bg, r4), e, "c"); !slices.Equal(got, []int32{1, 2, 4}) {
+		t.Fatalf("a read at the latest commit sees %v", got)
+	}
+	r4.Abort()
+	_, _, err = e.BeginSnapshotRead(bg, e.ClusterTime().Next().Next())
+	wantTxnCode(t, err, mongoerr.InvalidOptions, "")
+	e.SetSnapshotHistory(0)
+	time.Sleep(time.Millisecond) // the history window is in wall time
+	_, _, err = e.BeginSnapshotRead(bg, at)
+	wantTxnCode(t, err, mongoerr.SnapshotTooOld, "")
 }
