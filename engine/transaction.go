@@ -11,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/engine/kv"
+	"github.com/lethedb/lethe/engine/record"
 	"github.com/lethedb/lethe/engine/retry"
 	"github.com/lethedb/lethe/mongoerr"
 	"github.com/lethedb/lethe/oplog"
@@ -89,6 +90,9 @@ type Transaction struct {
 	logged  []oplog.Entry
 	wake    int64
 	ended   bool
+	// docs are the keys of the documents the transaction wrote, by
+	// collection id, whose _ts the commit sets to its own time.
+	docs map[string]uint64
 }
 
 type transactionKey struct{}
@@ -258,6 +262,9 @@ func (t *Transaction) Commit(ctx context.Context) error {
 			return writeConflict("the collection %s changed during the transaction", c.st().ns())
 		}
 	}
+	if err := t.stampCommitTime(); err != nil {
+		return err
+	}
 	if s := t.opts.Session; s != nil {
 		if err := retry.Record(ctx, t.tx, s, commitStmt, bsoncore.NewDocumentBuilder().Build(), t.e.nowMillis()); err != nil {
 			return err
@@ -268,6 +275,49 @@ func (t *Transaction) Commit(ctx context.Context) error {
 	}
 	if t.wake != 0 {
 		t.e.reaper.Wake(timeOfMillis(t.wake))
+	}
+	return nil
+}
+
+// stampCommitTime sets the _ts of every document the transaction wrote to
+// the time of its commit, moving their expiry entries with it: a
+// transaction's writes happen at its commit, as Cosmos DB's _ts of a
+// transaction's documents is the commit's.
+func (t *Transaction) stampCommitTime() error {
+	nowMs := t.e.nowMillis()
+	for dk, collID := range t.docs {
+		key := []byte(dk)
+		v, ok := t.tx.Buffered(key)
+		if !ok || v == nil {
+			continue // deleted since
+		}
+		h, doc, err := record.SplitValue(v)
+		if err != nil {
+			return err
+		}
+		if h.TS == nowMs {
+			continue
+		}
+		pk := record.PKOfDocKey(key)
+		oldExpiry := record.ExpiryKey(collID, h, pk)
+		h.TS = nowMs
+		val := append(record.AppendHeader(make([]byte, 0, record.HeaderLen+len(doc)), h), doc...)
+		if err := t.tx.Set(key, val); err != nil {
+			return err
+		}
+		if oldExpiry != nil {
+			if err := t.tx.Delete(oldExpiry); err != nil {
+				return err
+			}
+		}
+		if k := record.ExpiryKey(collID, h, pk); k != nil {
+			if err := t.tx.Set(k, nil); err != nil {
+				return err
+			}
+		}
+		if t.wake == 0 || nowMs < t.wake {
+			t.wake = nowMs // the reaper looks again; it finds what is due
+		}
 	}
 	return nil
 }

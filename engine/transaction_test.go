@@ -532,3 +532,39 @@ func TestSnapshotReads(t *testing.T) {
 	_, _, err = e.BeginSnapshotRead(bg, at)
 	wantTxnCode(t, err, mongoerr.SnapshotTooOld, "")
 }
+
+// A transaction's writes take the commit's time as their _ts: with a
+// collection TTL of 40 s, a document written 30 s before its transaction
+// committed lives 40 s from the commit (TTL spec: _ts is the document's
+// last write).
+func TestTransactionStampsCommitTime(t *testing.T) {
+	clk := clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	e := openOplogEngine(t, t.TempDir(), clk, Options{})
+	defer e.Close()
+	bg := context.Background()
+	if _, err := e.CreateIndexes(bg, "db", "c", []bson.Raw{txnDoc(t, bson.D{{Key: "key", Value: bson.D{{Key: "_ts", Value: 1}}}, {Key: "name", Value: "_ts_1"}, {Key: "expireAfterSeconds", Value: 40}})}); err != nil {
+		t.Fatal(err)
+	}
+	tx, _ := e.BeginTransaction(bg, TransactionOptions{})
+	if err := insertIDs(t, WithTransaction(bg, tx), e, "c", 1); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(30 * time.Second)
+	if err := tx.Commit(bg); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(35 * time.Second) // 65 s after the insert, 35 s after the commit
+	if got := idsOf(t, bg, e, "c"); !slices.Equal(got, []int32{1}) {
+		t.Fatalf("35 s after its commit the document is %v, want alive", got)
+	}
+	if n, _, _, err := e.ReapBatch(bg, clk.Now(), 100); err != nil || n != 0 {
+		t.Fatalf("the reaper purged %d (%v) 35 s after the commit", n, err)
+	}
+	clk.Advance(6 * time.Second)
+	if got := idsOf(t, bg, e, "c"); len(got) != 0 {
+		t.Fatalf("41 s after its commit the document is %v, want expired", got)
+	}
+	if n, _, _, err := e.ReapBatch(bg, clk.Now(), 100); err != nil || n != 1 {
+		t.Fatalf("the reaper purged %d (%v) 41 s after the commit, want 1", n, err)
+	}
+}

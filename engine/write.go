@@ -366,6 +366,12 @@ func (w *writer) put(d *storedDoc, ent docEntries, old *storedDoc, oldEnt *docEn
 	if err := b.Set(dk, val); err != nil {
 		return err
 	}
+	if t := w.multi; t != nil {
+		if t.docs == nil {
+			t.docs = make(map[string]uint64)
+		}
+		t.docs[string(dk)] = w.st.meta.ID
+	}
 	w.logPut(d, old)
 	for i, ix := range w.st.indexes {
 		for _, k := range ent.index[i] {
