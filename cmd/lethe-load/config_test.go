@@ -14,7 +14,7 @@ func TestSelectWorkloads(t *testing.T) {
 		wantErr bool
 	}{
 		{list: "basic", want: "ping,pebble-sync,insert,findone,update,find100"},
-		{list: "all", want: "ping,pebble-sync,insert,oplog-cost,oplog-full,retry-cost,findone,update,find100,index,agg-group,agg-lookup,changestream,auth-connect,auth-failures,auth-overhead,tls"},
+		{list: "all", want: "ping,pebble-sync,insert,oplog-cost,oplog-full,retry-cost,txn,findone,update,find100,index,agg-group,agg-lookup,changestream,auth-connect,auth-failures,auth-overhead,tls"},
 		{list: "index, ping", want: "ping,index"},
 		{list: "findone,findone", want: "findone"},
 		{list: "", want: ""},

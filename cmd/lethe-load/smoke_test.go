@@ -61,6 +61,14 @@ func TestSmokeRetryCost(t *testing.T) {
 	checkWorkloads(t, got, []string{"insert-retryable", "insert-not-retryable"})
 }
 
+func TestSmokeTxn(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a server")
+	}
+	got := runSmoke(t, smokeConfig(t, "txn"))
+	checkWorkloads(t, got, []string{"txn-1", "txn-10", "txn-100", "insert-alone", "insert-beside-txns"})
+}
+
 func TestSmokeAuthAndTLS(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts servers")

@@ -51,6 +51,7 @@ func allWorkloads() []workload {
 		{name: "oplog-cost", ownServers: true, run: runOplogCost},
 		{name: "oplog-full", ownServers: true, run: runOplogFull},
 		{name: "retry-cost", ownServers: true, run: runRetryCost},
+		{name: "txn", ownServers: true, run: runTxn},
 		{name: "findone", basic: true, run: runFindOne},
 		{name: "update", basic: true, run: runUpdate},
 		{name: "find100", basic: true, run: runFind100},
