@@ -39,16 +39,17 @@ func freePort(t *testing.T) string {
 	return l.Addr().String()
 }
 
-// startChild runs the server binary and waits until it answers ping.
-func startChild(t *testing.T, bin, dir string) (*exec.Cmd, *mongo.Client) {
+// startChild runs the server binary, with extra flags, and waits until it
+// answers ping.
+func startChild(t *testing.T, bin, dir string, extra ...string) (*exec.Cmd, *mongo.Client) {
 	t.Helper()
 	addr := freePort(t)
-	cmd := exec.Command(bin, "--listen", addr, "--data-dir", dir, "--log-level", "warn")
+	cmd := exec.Command(bin, append([]string{"--listen", addr, "--data-dir", dir, "--log-level", "warn"}, extra...)...)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	client, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + addr).SetServerSelectionTimeout(20 * time.Second))
+	client, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + addr + "/?directConnection=true").SetServerSelectionTimeout(20 * time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
