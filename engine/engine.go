@@ -47,6 +47,8 @@ type Options struct {
 	// while reads and deletes go on (see package pebblekv). Zero means
 	// DefaultMinFreeDisk; negative turns the guard off.
 	MinFreeDisk int64
+	// CacheSize is pebble's block cache in bytes; 256 MiB if zero.
+	CacheSize int64
 	// Oplog keeps the oplog (package oplog): every write appends its
 	// entries in the same batch, readable as local.oplog.rs and by
 	// ReadOplog. Off if false.
@@ -128,7 +130,7 @@ func Open(dir string, opts Options) (*Engine, error) {
 	}
 	store := opts.Store
 	if store == nil {
-		ps, err := pebblekv.Open(dir, pebblekv.Options{Logger: opts.Logger, MinFreeDisk: opts.MinFreeDisk, Disk: opts.Disk,
+		ps, err := pebblekv.Open(dir, pebblekv.Options{Logger: opts.Logger, MinFreeDisk: opts.MinFreeDisk, CacheSize: opts.CacheSize, Disk: opts.Disk,
 			LogsDeletes: oplog.IsEntryKey})
 		if err != nil {
 			return nil, fmt.Errorf("engine: %w", err)

@@ -132,6 +132,9 @@ type Config struct {
 	// MinFreeDisk is the free space, in bytes, kept on the data directory's
 	// filesystem; see engine.Options.MinFreeDisk.
 	MinFreeDisk int64
+	// CacheSize is the store's block cache in bytes; DefaultCacheSize if
+	// zero.
+	CacheSize int64
 	// NoOplog turns the oplog off (engine.Options.Oplog); it is on by
 	// default. OplogMaxBytes bounds it, DefaultOplogMaxBytes if zero, no
 	// bound if negative; OplogMaxAge bounds how long entries are kept,
@@ -262,7 +265,7 @@ func New(cfg Config) (*Server, error) {
 	}))
 	eng, err := engine.Open(cfg.DataDir, engine.Options{Clock: cfg.Clock, Logger: log, NoReaper: cfg.NoReaper,
 		SortMemoryLimit: cfg.SortMemoryLimit, QueryMemoryLimit: cfg.QueryMemoryLimit, QuerySpillLimit: cfg.QuerySpillLimit,
-		MinFreeDisk: cfg.MinFreeDisk, Disk: cfg.Disk,
+		MinFreeDisk: cfg.MinFreeDisk, CacheSize: cfg.CacheSize, Disk: cfg.Disk,
 		Oplog: !cfg.NoOplog, OplogMaxBytes: oplogMaxBytes(cfg.OplogMaxBytes), OplogMaxAge: cfg.OplogMaxAge})
 	if err != nil {
 		return nil, fmt.Errorf("server: open store: %w", err)
@@ -320,6 +323,10 @@ func New(cfg Config) (*Server, error) {
 // DefaultOplogMaxBytes bounds the oplog when Config does not: mongod's
 // smallest default oplog, 990 MB, rounded up.
 const DefaultOplogMaxBytes = 1 << 30
+
+// DefaultCacheSize is the store's block cache when Config.CacheSize is
+// zero.
+const DefaultCacheSize = 256 << 20
 
 func oplogMaxBytes(n int64) int64 {
 	switch {

@@ -81,6 +81,8 @@ func run(args []string) error {
 		"most logical sessions one client (its user with --auth, else its address) may keep, a tenth of --max-sessions unless given; beyond, its new ones get TooManyLogicalSessions")
 	clockFlag := fs.String("clock", "system", "time source for expiry: system, or manual for tests (time moves only by advanceClock)")
 	metricsListen := fs.String("metrics-listen", "", "address to serve Prometheus /metrics on, host:port; off when empty")
+	pprofListen := fs.String("pprof-listen", "", "loopback address to serve Go's profiler (/debug/pprof/) on, host:port; off when empty")
+	cacheSize := fs.Int64("cache-size-mb", server.DefaultCacheSize>>20, "MiB of the store's block cache, the bulk of the server's memory beyond what requests hold")
 	minFreeDisk := fs.Int64("min-free-disk", pebblekv.DefaultMinFreeDisk>>20, "MiB kept free on the data directory's filesystem: below it, writes that add data fail with OutOfDiskSpace while reads and deletes work; 0 turns this off")
 	var oplogOn optionalBool
 	fs.Var(&oplogOn, "oplog", "keep the oplog (local.oplog.rs), which replica-set mode and change streams read; on by default with --repl-set only, as mongod keeps one only as a replica-set member")
@@ -184,6 +186,15 @@ func run(args []string) error {
 	default:
 		cfg.MinFreeDisk = *minFreeDisk << 20
 	}
+	if *pprofListen != "" {
+		if err := checkPprofAddr(*pprofListen); err != nil {
+			return err
+		}
+	}
+	if *cacheSize <= 0 {
+		return fmt.Errorf("--cache-size-mb: want more than 0")
+	}
+	cfg.CacheSize = *cacheSize << 20
 	if *oplogSize < 0 || *oplogHours < 0 {
 		return fmt.Errorf("--oplog-size-mb and --oplog-max-hours: want 0 or more")
 	}
@@ -215,9 +226,14 @@ func run(args []string) error {
 	if err := srv.Start(); err != nil {
 		return errors.Join(err, shutdown())
 	}
-	var metrics *http.Server
+	var metrics, profiler *http.Server
 	if *metricsListen != "" {
 		if metrics, err = serveMetrics(*metricsListen, srv, log); err != nil {
+			return errors.Join(err, shutdown())
+		}
+	}
+	if *pprofListen != "" {
+		if profiler, err = servePprof(*pprofListen, log); err != nil {
 			return errors.Join(err, shutdown())
 		}
 	}
@@ -235,6 +251,9 @@ func run(args []string) error {
 	stop() // a second signal kills the process the usual way
 	if metrics != nil {
 		metrics.Close()
+	}
+	if profiler != nil {
+		profiler.Close()
 	}
 	return shutdown()
 }

@@ -23,13 +23,14 @@ func TestLifecycle(t *testing.T) {
 	}
 	dir := t.TempDir()
 	proc := startBinary(t, dir, "--listen", "127.0.0.1:0", "--data-dir", filepath.Join(dir, "data"),
-		"--clock", "manual", "--metrics-listen", "127.0.0.1:0", "--repl-set", "rs0")
+		"--clock", "manual", "--metrics-listen", "127.0.0.1:0", "--pprof-listen", "127.0.0.1:0", "--cache-size-mb", "64", "--repl-set", "rs0")
 	addrOf := func(msg string) string {
 		t.Helper()
 		return proc.waitLog(msg)["addr"].(string)
 	}
 	addr := addrOf("lethe listening")
 	metricsAddr := addrOf("serving metrics")
+	pprofAddr := addrOf("serving the profiler")
 
 	client, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + addr).SetServerSelectionTimeout(5 * time.Second))
 	if err != nil {
@@ -51,6 +52,17 @@ func TestLifecycle(t *testing.T) {
 		t.Errorf("hello: setName %q, me %q; want rs0 and %s", hello.SetName, hello.Me, addr)
 	}
 	client.Disconnect(context.Background())
+
+	// --pprof-listen serves Go's profiler.
+	presp, err := http.Get("http://" + pprofAddr + "/debug/pprof/cmdline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmdline, _ := io.ReadAll(presp.Body)
+	presp.Body.Close()
+	if presp.StatusCode != http.StatusOK || !strings.Contains(string(cmdline), "--pprof-listen") {
+		t.Errorf("/debug/pprof/cmdline: %d %q", presp.StatusCode, cmdline)
+	}
 
 	resp, err := http.Get("http://" + metricsAddr + "/metrics")
 	if err != nil {

@@ -54,6 +54,8 @@ func TestRunRefusesBadSetups(t *testing.T) {
 		want string
 	}{
 		{[]string{"--listen", "0.0.0.0:0"}, "--insecure-no-auth-remote"},
+		{[]string{"--pprof-listen", "0.0.0.0:0"}, "only on a loopback address"},
+		{[]string{"--cache-size-mb", "0"}, "--cache-size-mb: want more than 0"},
 		{[]string{"--tls-mode", "sometimes"}, "--tls-mode: want disabled, allow, prefer or require"},
 		{[]string{"--tls-mode", "require"}, "needs --tls-cert-file and --tls-key-file"},
 		{[]string{"--tls-mode", "allow", "--tls-cert-file", f.Cert}, "needs --tls-cert-file and --tls-key-file"},
