@@ -16,6 +16,8 @@ var writeCommands = map[string]bool{
 	"insert": true, "update": true, "delete": true, "findAndModify": true,
 	"create": true, "drop": true, "dropDatabase": true, "createIndexes": true,
 	"dropIndexes": true, "collMod": true, "renameCollection": true,
+	// A transaction's writes take their write concern from its end.
+	"commitTransaction": true, "abortTransaction": true,
 }
 
 // Clock is the cluster time of the member (replset.ClusterClock).

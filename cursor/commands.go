@@ -181,6 +181,9 @@ func (t *Table) GetMore(ctx context.Context, req *command.Request, by Opener) (b
 	if err := t.checkCursorSession(id, c.lsid, owner.Lsid); err != nil {
 		return nil, err
 	}
+	if err := checkCursorTxn(id, c, owner); err != nil {
+		return nil, err
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	docs, err := c.src.NextBatch(ctx, batchSize, MaxBatchBytes)
@@ -269,6 +272,21 @@ const (
 	codeGetMoreWithoutSession mongoerr.Code = 50737 // the cursor has one, the getMore has none
 	codeGetMoreInOtherSession mongoerr.Code = 50738 // both have one, not the same
 )
+
+// checkCursorTxn refuses a getMore in a transaction other than the one
+// the cursor was opened in, or in none when it was opened in one, with
+// mongod's codes and messages (getmore_cmd.cpp, validateTxnNumber).
+func checkCursorTxn(id int64, c *openCursor, owner Owner) error {
+	switch {
+	case owner.InTxn && !c.inTxn:
+		return mongoerr.New(50739, "Cannot run getMore on cursor %d, which was not created in a transaction, in transaction %d", id, owner.Txn)
+	case !owner.InTxn && c.inTxn:
+		return mongoerr.New(50740, "Cannot run getMore on cursor %d, which was created in transaction %d, without a txnNumber", id, c.txn)
+	case owner.InTxn && owner.Txn != c.txn:
+		return mongoerr.New(50741, "Cannot run getMore on cursor %d, which was created in transaction %d, in transaction %d", id, c.txn, owner.Txn)
+	}
+	return nil
+}
 
 // checkCursorSession refuses a getMore whose session (packed, "" for
 // none) is not the one the cursor was opened in, as MongoDB does even

@@ -156,6 +156,10 @@ type openCursor struct {
 	ns   string
 	conn int64  // the connection that opened it
 	lsid string // the session, packed (packKey); "" outside a session
+	// inTxn says it was opened in transaction txn of its session: only
+	// that transaction's getMores may read it (see Owner.InTxn).
+	inTxn bool
+	txn   int64
 	// user is the authenticated user that opened it (Owner.User): with
 	// access control, only that user may go on with it or kill it.
 	user string
@@ -215,6 +219,9 @@ type Owner struct {
 	Lsid string
 	// User is the authenticated user, "" for none.
 	User string
+	// InTxn says the command runs in transaction Txn of its session.
+	InTxn bool
+	Txn   int64
 }
 
 // Opener is the command that opens or reads a cursor.
@@ -271,7 +278,7 @@ func (t *Table) Add(by Opener, src Source, ns string, noTimeout bool) (int64, er
 		_, _ = rand.Read(b[:])
 		id := int64(binary.BigEndian.Uint64(b[:]) &^ (1 << 63))
 		if id != 0 && t.open[id] == nil {
-			t.open[id] = &openCursor{src: src, ns: ns, conn: conn, lsid: owner.Lsid, user: owner.User, client: client,
+			t.open[id] = &openCursor{src: src, ns: ns, conn: conn, lsid: owner.Lsid, inTxn: owner.InTxn, txn: owner.Txn, user: owner.User, client: client,
 				held: held, lastUsed: now, noTimeout: noTimeout}
 			t.byConn[conn]++
 			t.byClient[client] = mine
@@ -418,6 +425,22 @@ func (t *Table) KillSessions(match func(lsid string) bool) int {
 	n := 0
 	for id, c := range t.open {
 		if c.lsid != "" && match(c.lsid) {
+			t.deleteLocked(id, c)
+			n++
+		}
+	}
+	return n
+}
+
+// KillTransaction closes the cursors opened in transaction txn of the
+// session lsid (packed), which has ended: they read its snapshot, which is
+// gone. A getMore then finds no cursor (CursorNotFound).
+func (t *Table) KillTransaction(lsid string, txn int64) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for id, c := range t.open {
+		if c.inTxn && c.txn == txn && c.lsid == lsid {
 			t.deleteLocked(id, c)
 			n++
 		}

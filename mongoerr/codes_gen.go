@@ -53,6 +53,7 @@ const (
 	NotExactValueField                       Code = 111
 	WriteConflict                            Code = 112
 	CommandNotSupported                      Code = 115
+	ConflictingOperationInProgress           Code = 117
 	DocumentValidationFailure                Code = 121
 	CommandFailed                            Code = 125
 	ExceededMemoryLimit                      Code = 146
@@ -70,12 +71,14 @@ const (
 	SnapshotTooOld                           Code = 239
 	ConversionFailure                        Code = 241
 	SnapshotUnavailable                      Code = 246
+	StaleChunkHistory                        Code = 249
 	NoSuchTransaction                        Code = 251
 	TransactionCommitted                     Code = 256
 	TransactionTooLarge                      Code = 257
 	InvalidResumeToken                       Code = 260
 	TooManyLogicalSessions                   Code = 261
 	OperationNotSupportedInTransaction       Code = 263
+	PreparedTransactionInProgress            Code = 267
 	ChangeStreamFatalError                   Code = 280
 	ChangeStreamHistoryLost                  Code = 286
 	TransactionExceededLifetimeLimitSeconds  Code = 290
@@ -147,6 +150,7 @@ var codeNames = map[Code]string{
 	NotExactValueField:                       "NotExactValueField",
 	WriteConflict:                            "WriteConflict",
 	CommandNotSupported:                      "CommandNotSupported",
+	ConflictingOperationInProgress:           "ConflictingOperationInProgress",
 	DocumentValidationFailure:                "DocumentValidationFailure",
 	CommandFailed:                            "CommandFailed",
 	ExceededMemoryLimit:                      "ExceededMemoryLimit",
@@ -164,12 +168,14 @@ var codeNames = map[Code]string{
 	SnapshotTooOld:                           "SnapshotTooOld",
 	ConversionFailure:                        "ConversionFailure",
 	SnapshotUnavailable:                      "SnapshotUnavailable",
+	StaleChunkHistory:                        "StaleChunkHistory",
 	NoSuchTransaction:                        "NoSuchTransaction",
 	TransactionCommitted:                     "TransactionCommitted",
 	TransactionTooLarge:                      "TransactionTooLarge",
 	InvalidResumeToken:                       "InvalidResumeToken",
 	TooManyLogicalSessions:                   "TooManyLogicalSessions",
 	OperationNotSupportedInTransaction:       "OperationNotSupportedInTransaction",
+	PreparedTransactionInProgress:            "PreparedTransactionInProgress",
 	ChangeStreamFatalError:                   "ChangeStreamFatalError",
 	ChangeStreamHistoryLost:                  "ChangeStreamHistoryLost",
 	TransactionExceededLifetimeLimitSeconds:  "TransactionExceededLifetimeLimitSeconds",

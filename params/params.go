@@ -54,6 +54,10 @@ type Service struct {
 	// allowDiskUseByDefault is allowDiskUse of a find or aggregate that
 	// does not say.
 	allowDiskUseByDefault atomic.Bool
+	// txnLifetimeSeconds is transactionLifetimeLimitSeconds and
+	// txnLockTimeoutMillis maxTransactionLockRequestTimeoutMillis.
+	txnLifetimeSeconds   atomic.Int32
+	txnLockTimeoutMillis atomic.Int32
 }
 
 // New returns the parameters of cfg, allowDiskUseByDefault true as in
@@ -64,6 +68,8 @@ func New(cfg Config) *Service {
 	}
 	s := &Service{cfg: cfg}
 	s.allowDiskUseByDefault.Store(true)
+	s.txnLifetimeSeconds.Store(60)
+	s.txnLockTimeoutMillis.Store(5)
 	s.params = s.build()
 	return s
 }
@@ -110,6 +116,25 @@ func (s *Service) build() map[string]*parameter {
 		"allowDiskUseByDefault": {
 			get: func() any { return s.allowDiskUseByDefault.Load() },
 			set: s.setAllowDiskUseByDefault,
+		},
+		// MongoDB's defaults and checks (transaction_participant.cpp,
+		// transactions.idl): a transaction is aborted once it has been open
+		// for the lifetime, at least a second; a statement of one waits for
+		// a collection's lock at most the timeout, a negative one meaning
+		// no bound of its own.
+		"transactionLifetimeLimitSeconds": {
+			get: func() any { return s.txnLifetimeSeconds.Load() },
+			set: s.setTransactionLifetime, startup: true,
+		},
+		"maxTransactionLockRequestTimeoutMillis": {
+			get: func() any { return s.txnLockTimeoutMillis.Load() },
+			set: func(cmd, name string, v bson.RawValue) error {
+				n, err := command.Int32(cmd, name, v)
+				if err == nil {
+					s.txnLockTimeoutMillis.Store(n)
+				}
+				return err
+			}, startup: true,
 		},
 	}
 	if s.cfg.LogLevel != nil {
@@ -163,4 +188,39 @@ func (s *Service) setAllowDiskUseByDefault(cmd, name string, v bson.RawValue) er
 	}
 	s.allowDiskUseByDefault.Store(b)
 	return nil
+}
+
+func (s *Service) setTransactionLifetime(cmd, name string, v bson.RawValue) error {
+	n, err := command.Int32(cmd, name, v)
+	if err != nil {
+		return err
+	}
+	if n < 1 {
+		return mongoerr.New(mongoerr.BadValue, "transactionLifetimeLimitSeconds must be greater than or equal to 1s")
+	}
+	s.txnLifetimeSeconds.Store(n)
+	return nil
+}
+
+// TransactionLifetime is transactionLifetimeLimitSeconds: how long a
+// transaction may stay open before it is aborted.
+func (s *Service) TransactionLifetime() time.Duration {
+	return time.Duration(s.txnLifetimeSeconds.Load()) * time.Second
+}
+
+// noLockBound stands for a negative maxTransactionLockRequestTimeoutMillis:
+// a statement then waits as long as its own deadline lets it.
+const noLockBound = 24 * time.Hour
+
+// TransactionLockTimeout is maxTransactionLockRequestTimeoutMillis: how
+// long a statement of a transaction waits for a collection's lock.
+func (s *Service) TransactionLockTimeout() time.Duration {
+	n := s.txnLockTimeoutMillis.Load()
+	switch {
+	case n < 0:
+		return noLockBound
+	case n == 0:
+		return time.Nanosecond // no wait: the engine takes 0 for its default
+	}
+	return time.Duration(n) * time.Millisecond
 }

@@ -212,6 +212,15 @@ func (s *Server) serverStatus(_ context.Context, req *Request) (bson.Raw, error)
 	if s.rs != nil {
 		sections = append(sections, bson.E{Key: "repl", Value: s.replStatusSection()})
 	}
+	ts := s.txns.Stats()
+	sections = append(sections, bson.E{Key: "transactions", Value: bson.D{
+		{Key: "currentActive", Value: ts.CurrentActive},
+		{Key: "currentInactive", Value: ts.CurrentInactive},
+		{Key: "currentOpen", Value: ts.CurrentOpen},
+		{Key: "totalAborted", Value: ts.TotalAborted},
+		{Key: "totalCommitted", Value: ts.TotalCommitted},
+		{Key: "totalStarted", Value: ts.TotalStarted},
+	}})
 	sections = append(sections, bson.E{Key: "security", Value: s.authz.statusSection()})
 	kept := sections[:0]
 	for _, e := range sections {

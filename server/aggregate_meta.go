@@ -45,8 +45,9 @@ func (s *Server) aggregateDB(ctx context.Context, req *Request, stages []bson.Ra
 }
 
 // currentOpDocs are the documents of $currentOp: the running commands
-// and, when asked, idle connections and idle cursors. Without users
-// allUsers changes nothing; idle sessions are not listed.
+// and, when asked, idle connections and idle cursors, and the sessions
+// whose open transactions wait (idleSessions, on by default). Without
+// users allUsers changes nothing.
 func (s *Server) currentOpDocs(req *Request, spec engine.CurrentOpSpec) []bson.Raw {
 	host := s.hostPort()
 	conns := s.visibleConns(req, !spec.AllUsers)
@@ -72,6 +73,7 @@ func (s *Server) currentOpDocs(req *Request, spec engine.CurrentOpSpec) []bson.R
 		d = append(d[:1], append(bson.D{{Key: "host", Value: host}}, d[1:]...)...)
 		out = append(out, d)
 	}
+	out = s.withTransactions(req, !spec.AllUsers, spec.IdleSessions, host, conns, out)
 	if spec.IdleCursors {
 		out = append(out, s.cursors.IdleDocs(host)...)
 	}

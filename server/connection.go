@@ -164,8 +164,16 @@ func (s *Server) Start() error {
 	s.sessionsDone = make(chan struct{})
 	go func() {
 		defer close(s.sessionsDone)
+		// Transactions past their lifetime are aborted meanwhile, and the
+		// open ones when the server stops, before the store closes.
+		txnsDone := make(chan struct{})
+		go func() {
+			defer close(txnsDone)
+			s.txns.Run(s.net.ctx)
+		}()
 		s.reapRetries(true)
 		s.sessions.Run(s.net.ctx)
+		<-txnsDone
 	}()
 	ln.Serve()
 	s.log.Info("lethe listening", zap.String("version", Version), zap.String("addr", ln.Addr().String()),

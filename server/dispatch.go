@@ -30,6 +30,8 @@ func (s *Server) dispatch(ctx context.Context, req *Request) bson.Raw {
 		return req.ErrorReply(mongoerr.New(mongoerr.CommandNotFound, "no such command: '%s'", key))
 	}
 	req.Name = cmd.spelling(key)
+	// Requests are reused: no transaction fields of the last command.
+	req.hasTxnNumber, req.inTxn, req.startTxn, req.txnSess = false, false, false, nil
 	s.stats.Count(cmd.name)
 	if cmd.adminOnly && req.DB != "admin" {
 		return req.ErrorReply(mongoerr.New(mongoerr.Unauthorized, "%s may only be run against the admin database.", req.Name))
@@ -92,12 +94,32 @@ func (s *Server) run(ctx context.Context, cmd *commandDef, req *Request) (reply 
 	if s.rs != nil {
 		err = s.beforeAsMember(ctx, cmd, req)
 	}
+	// The session is checked out for the whole command, fail point
+	// included: mongod's failCommand fails a statement inside its
+	// transaction, which then aborts.
+	var co *checkedOut
+	finished := false
+	if err == nil {
+		ctx, co, err = s.checkOut(ctx, cmd, req)
+	}
+	if co != nil {
+		defer func() {
+			if !finished && co.began {
+				co.sess.StatementFailed() // the handler panicked
+			}
+			co.sess.CheckIn()
+		}()
+	}
 	if err == nil {
 		err = s.failCommandBefore(ctx, cmd, req)
 	}
 	if err == nil {
 		reply, err = cmd.handle(ctx, req)
 	}
+	if co != nil {
+		reply, err = statementDone(co, cmd, reply, err)
+	}
+	finished = true
 	if err != nil && errors.Is(err, context.Canceled) {
 		// Canceled by killOp or the client leaving: say which.
 		if e, ok := mongoerr.As(context.Cause(ctx)); ok {
@@ -197,7 +219,7 @@ func (s *Server) failCommandBefore(ctx context.Context, cmd *commandDef, req *Re
 // failCommandAfter adds failCommand's writeConcernError to a command's
 // successful reply, with the labels MongoDB gives it.
 func (s *Server) failCommandAfter(cmd *commandDef, req *Request, reply bson.Raw) bson.Raw {
-	return req.failed.AddWriteConcernError(reply, func(code mongoerr.Code) []string { return s.errorLabels(cmd, req, code) })
+	return req.failed.AddWriteConcernError(reply, func(code mongoerr.Code) []string { return s.labelsOf(cmd, req, code, true) })
 }
 
 // labelRetryableWriteError is the label of an error after which a
@@ -221,34 +243,46 @@ var nonResumableCodes = map[mongoerr.Code]bool{
 
 const labelNonResumableChangeStream = "NonResumableChangeStreamError"
 
-// errorLabels are the labels of an error with code: failCommand's, when it
-// set some, else RetryableWriteError for a retryable code of a write
-// command that carries a txnNumber outside a transaction.
+// errorLabels are the labels of a command's error with code: failCommand's,
+// when it set some, else mongod's (ErrorLabelBuilder in error_labels.cpp):
+// TransientTransactionError for a transaction's statement, commit or abort
+// that may be run again whole, else RetryableWriteError for a retryable
+// code of a retryable write, or of a transaction's commit or abort, and
+// NonResumableChangeStreamError for its codes.
 func (s *Server) errorLabels(cmd *commandDef, req *Request, code mongoerr.Code) []string {
+	return s.labelsOf(cmd, req, code, false)
+}
+
+// labelsOf is errorLabels of a command's error, or (wc) of the
+// writeConcernError of a command that succeeded.
+func (s *Server) labelsOf(cmd *commandDef, req *Request, code mongoerr.Code, wc bool) []string {
 	if d := req.failed; d != nil {
 		if labels, ok := d.Labels(); ok {
 			return labels
 		}
 	}
+	_, txnErr := req.Body.LookupErr("txnNumber")
+	_, autoErr := req.Body.LookupErr("autocommit")
+	hasTxnNumber, inTxn := txnErr == nil, txnErr == nil && autoErr == nil
+	commitOrAbort := cmd.name == "commitTransaction" || cmd.name == "abortTransaction"
+	// A writeConcernError comes with no error of the command: mongod's
+	// transient check needs one.
+	if inTxn && !wc && isTransientTransactionError(code, false, commitOrAbort) {
+		return []string{labelTransientTransactionError}
+	}
+	retryableWrite := hasTxnNumber && !inTxn && writeCommandNames[cmd.name]
+	if (retryableWrite || inTxn && commitOrAbort) && retryableCodes[code] {
+		return []string{labelRetryableWriteError}
+	}
 	if nonResumableCodes[code] {
 		return []string{labelNonResumableChangeStream}
 	}
-	if !retryableCodes[code] {
-		return nil
-	}
-	switch cmd.name {
-	case "insert", "update", "delete", "findAndModify":
-	default:
-		return nil
-	}
-	if _, err := req.Body.LookupErr("txnNumber"); err != nil {
-		return nil
-	}
-	if _, err := req.Body.LookupErr("autocommit"); err == nil {
-		return nil // in a transaction: its own labels, not this one
-	}
-	return []string{labelRetryableWriteError}
+	return nil
 }
+
+// labelTransientTransactionError marks an error after which a driver runs
+// the whole transaction again.
+const labelTransientTransactionError = "TransientTransactionError"
 
 // labelError gives e the labels errorLabels decides.
 func (s *Server) labelError(cmd *commandDef, req *Request, e *mongoerr.Error) *mongoerr.Error {

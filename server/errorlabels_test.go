@@ -40,9 +40,27 @@ func TestErrorLabels(t *testing.T) {
 	if l := s.errorLabels(find, req(bson.D{{Key: "find", Value: "c"}, {Key: "txnNumber", Value: int64(1)}}), 91); l != nil {
 		t.Errorf("find: %v", l)
 	}
+	// In a transaction a retryable code is transient, never a retryable
+	// write's (error_labels.cpp, isTransientTransactionError); a commit's
+	// retryable code is RetryableWriteError, its NoSuchTransaction
+	// transient unless a writeConcernError came with it.
 	inTxn := append(withTxn, bson.E{Key: "autocommit", Value: false})
-	if l := s.errorLabels(insert, req(inTxn), 91); l != nil {
+	if l := s.errorLabels(insert, req(inTxn), 91); len(l) != 1 || l[0] != labelTransientTransactionError {
 		t.Errorf("in a transaction: %v", l)
+	}
+	if l := s.errorLabels(insert, req(inTxn), 11000); l != nil {
+		t.Errorf("DuplicateKey in a transaction: %v", l)
+	}
+	commit := &commandDef{name: "commitTransaction"}
+	commitReq := req(bson.D{{Key: "commitTransaction", Value: 1}, {Key: "txnNumber", Value: int64(1)}, {Key: "autocommit", Value: false}})
+	if l := s.errorLabels(commit, commitReq, 91); len(l) != 1 || l[0] != labelRetryableWriteError {
+		t.Errorf("commit, code 91: %v", l)
+	}
+	if l := s.errorLabels(commit, commitReq, mongoerr.NoSuchTransaction); len(l) != 1 || l[0] != labelTransientTransactionError {
+		t.Errorf("commit, NoSuchTransaction: %v", l)
+	}
+	if l := s.labelsOf(commit, commitReq, mongoerr.NoSuchTransaction, true); l != nil {
+		t.Errorf("commit, NoSuchTransaction as a writeConcernError: %v", l)
 	}
 	r := req(withTxn)
 	d := failpoint.ParseData(mustRaw(t, bson.D{{Key: "errorLabels", Value: bson.A{"X"}}}))

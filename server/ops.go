@@ -14,6 +14,7 @@ import (
 	"github.com/lethedb/lethe/bsonvalue"
 	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/mongoerr"
+	"github.com/lethedb/lethe/transaction"
 )
 
 // A running command ends early when its client goes away (the transport
@@ -190,19 +191,106 @@ func (c *Conn) opDoc(now time.Time, idle bool) (bson.D, bool) {
 }
 
 // currentOps describes every running command; idle adds hellos waiting
-// for a topology change.
-func (s *Server) currentOps(idle bool, conns []*Conn) []bson.Raw {
+// for a topology change. Open transactions come too, as the $currentOp of
+// the currentOp command shows them (idleSessions is on by default).
+func (s *Server) currentOps(req *Request, own, idle bool, conns []*Conn) []bson.Raw {
 	now := time.Now()
-	var docs []bson.Raw
+	var out []bson.D
 	for _, c := range conns {
 		if d, ok := c.opDoc(now, idle); ok {
-			raw, err := bson.Marshal(d)
-			if err == nil {
-				docs = append(docs, raw)
-			}
+			out = append(out, d)
+		}
+	}
+	out = s.withTransactions(req, own, true, s.hostPort(), conns, out)
+	docs := make([]bson.Raw, 0, len(out))
+	for _, d := range out {
+		if raw, err := bson.Marshal(d); err == nil {
+			docs = append(docs, raw)
 		}
 	}
 	return docs
+}
+
+// withTransactions adds to docs, the documents of conns' running
+// commands, the transaction each runs in, and with idleSessions a document
+// for each session whose open transaction waits for its next command
+// (type idleSession), as mongod's $currentOp does; with access control and
+// own, only the caller's sessions'.
+func (s *Server) withTransactions(req *Request, own, idleSessions bool, host string, conns []*Conn, docs []bson.D) []bson.D {
+	open := s.txns.Open()
+	if len(open) == 0 {
+		return docs
+	}
+	byKey := make(map[string]transaction.Info, len(open))
+	for _, in := range open {
+		byKey[in.Key] = in
+	}
+	running := make(map[string]transaction.Info) // by desc, "conn<id>"
+	for _, c := range conns {
+		if lsid, ok := c.opLsid(); ok {
+			if in, ok := byKey[lsid]; ok && in.Active {
+				running["conn"+strconv.FormatInt(c.id, 10)] = in
+			}
+		}
+	}
+	for i, d := range docs {
+		for _, e := range d {
+			if e.Key != "desc" {
+				continue
+			}
+			if desc, _ := e.Value.(string); desc != "" {
+				if in, ok := running[desc]; ok {
+					docs[i] = append(d, bson.E{Key: "transaction", Value: transactionDoc(in)})
+				}
+			}
+			break
+		}
+	}
+	if !idleSessions {
+		return docs
+	}
+	for _, in := range open {
+		k, _ := lsidOf(in.Key)
+		if in.Active || own && s.cfg.Auth && k.UID != req.Conn.uid() {
+			continue
+		}
+		docs = append(docs, bson.D{
+			{Key: "type", Value: "idleSession"},
+			{Key: "host", Value: host},
+			{Key: "desc", Value: "inactive transaction"},
+			{Key: "lsid", Value: bson.D{
+				{Key: "id", Value: bson.Binary{Subtype: bson.TypeBinaryUUID, Data: k.ID[:]}},
+				{Key: "uid", Value: bson.Binary{Data: k.UID[:]}},
+			}},
+			{Key: "transaction", Value: transactionDoc(in)},
+			{Key: "active", Value: false},
+			{Key: "waitingForLock", Value: false},
+		})
+	}
+	return docs
+}
+
+// transactionDoc is currentOp's transaction sub-document: mongod's
+// parameters, times and expiry (TransactionParticipant::reportState).
+func transactionDoc(in transaction.Info) bson.D {
+	const iso = "2006-01-02T15:04:05.000Z07:00"
+	return bson.D{
+		{Key: "parameters", Value: bson.D{{Key: "txnNumber", Value: in.Number}, {Key: "autocommit", Value: false}}},
+		{Key: "startWallClockTime", Value: in.Started.Format(iso)},
+		{Key: "timeOpenMicros", Value: int64(in.Open / time.Microsecond)},
+		{Key: "timeActiveMicros", Value: int64(in.ActiveFor / time.Microsecond)},
+		{Key: "timeInactiveMicros", Value: int64((in.Open - in.ActiveFor) / time.Microsecond)},
+		{Key: "expiryTime", Value: in.Expires.Format(iso)},
+	}
+}
+
+// opLsid is the session of the connection's running command, packed, and
+// whether one runs.
+func (c *Conn) opLsid() (string, bool) {
+	op := &c.ops.op
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	return op.lsid, op.id != 0
 }
 
 // visibleConns are the connections whose operations req may see: every
@@ -252,7 +340,7 @@ func (s *Server) currentOp(ctx context.Context, req *Request) (bson.Raw, error) 
 			filter = append(filter, bson.E{Key: string(key), Value: v})
 		}
 	}
-	docs := s.currentOps(all, s.visibleConns(req, ownOps))
+	docs := s.currentOps(req, ownOps, all, s.visibleConns(req, ownOps))
 	if len(filter) > 0 {
 		match, err := bson.Marshal(bson.D{{Key: "$match", Value: filter}})
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/lethedb/lethe/failpoint"
 	"github.com/lethedb/lethe/shutdown"
 	"github.com/lethedb/lethe/storeadmin"
+	"github.com/lethedb/lethe/transaction"
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
@@ -24,6 +25,14 @@ type Request struct {
 	// digest.
 	lsid        string
 	lsidForeign bool
+	// The command's transaction fields, read by checkTxnNumber:
+	// hasTxnNumber and txnNumber, inTxn for autocommit: false (a statement
+	// of a multi-document transaction) and startTxn for startTransaction.
+	// txnSess is the session checked out for commitTransaction and
+	// abortTransaction (txn.go).
+	hasTxnNumber, inTxn, startTxn bool
+	txnNumber                     int64
+	txnSess                       *transaction.Session
 	// failed is the failCommand fail point's data when it applies to this
 	// command, and closeConn says it closes the connection (package
 	// failpoint).
@@ -46,7 +55,8 @@ type Request struct {
 // CursorOwner is whom the cursors the request opens belong to (package
 // cursor).
 func (req *Request) CursorOwner() cursor.Owner {
-	return cursor.Owner{Conn: req.Conn.id, Client: req.Conn.principal(), Lsid: req.lsid, User: req.Conn.userKey()}
+	return cursor.Owner{Conn: req.Conn.id, Client: req.Conn.principal(), Lsid: req.lsid, User: req.Conn.userKey(),
+		InTxn: req.inTxn, Txn: req.txnNumber}
 }
 
 // cursorCommands are getMore and killCursors, which need to know who

@@ -32,11 +32,11 @@ type retryLocks struct {
 // checkTxnNumber checks a command's txnNumber as mongod does for every
 // command, in its order: it needs an lsid, a replica-set member (drivers
 // send one only to those) and a long that is not negative. Then come the
-// fields of a transaction (checkTransaction), whose statements are refused.
-func (s *Server) checkTxnNumber(req *Request) error {
+// fields of a transaction (checkTransaction).
+func (s *Server) checkTxnNumber(cmd *commandDef, req *Request) error {
 	v, err := req.Body.LookupErr("txnNumber")
 	if err != nil {
-		return checkTransaction(req.Body, false)
+		return checkTransaction(cmd, req, false)
 	}
 	if req.lsid == "" {
 		return mongoerr.New(mongoerr.InvalidOptions, "Transaction number requires a session ID to also be specified")
@@ -51,21 +51,22 @@ func (s *Server) checkTxnNumber(req *Request) error {
 	if n < 0 {
 		return mongoerr.New(mongoerr.InvalidOptions, "Transaction number cannot be negative")
 	}
-	return checkTransaction(req.Body, true)
+	req.hasTxnNumber, req.txnNumber = true, n
+	return checkTransaction(cmd, req, true)
 }
 
 // retryTxn reads the retryable write a write command is, nil if none, and
-// takes its session's lock; the caller calls the returned unlock.
+// takes its session's lock; the caller calls the returned unlock. A
+// statement of a multi-document transaction is none: the engine never
+// retries those.
 func (s *Server) retryTxn(req *Request) (*engine.Txn, func(), error) {
-	v, err := req.Body.LookupErr("txnNumber")
-	if err != nil {
+	if !req.hasTxnNumber || req.inTxn {
 		return nil, nil, nil
 	}
-	// checkTxnNumber has vetted the number and the lsid, and refused the
-	// statements of transactions.
+	// checkTxnNumber has vetted the number and the lsid.
 	k, _ := lsidOf(req.lsid)
 	id := retrySession(k)
-	t := &engine.Txn{Session: id, Number: v.Int64(), Lsid: lsidDoc(k), ExpireBefore: s.clock.Now().Add(-s.sessions.Timeout())}
+	t := &engine.Txn{Session: id, Number: req.txnNumber, Lsid: lsidDoc(k), ExpireBefore: s.clock.Now().Add(-s.sessions.Timeout())}
 	mu := s.retry.lock(id)
 	if err := s.eng.CheckTxn(context.TODO(), t); err != nil {
 		mu.Unlock()

@@ -4,6 +4,10 @@
 // MongoDB's error codes.
 //
 // Locks, outermost first; none is held while taking one of an earlier rank:
+//   - a session's checkout (package transaction), held by a command that
+//     runs in a transaction or is a retryable write, for its whole run,
+//     before any other lock; then, for a retryable write, its retryLocks
+//     stripe (retry.go);
 //   - usermgmt.Service's lock, held by a user management command for its
 //     whole run, around the engine's own locks;
 //   - a cursor's mutex, held by a getMore for its batch, then the table
@@ -42,6 +46,7 @@ import (
 	"github.com/lethedb/lethe/stats"
 	"github.com/lethedb/lethe/sysns"
 	"github.com/lethedb/lethe/tlsnet"
+	"github.com/lethedb/lethe/transaction"
 	"github.com/lethedb/lethe/usermgmt"
 	"github.com/lethedb/lethe/wire"
 )
@@ -197,6 +202,9 @@ type Server struct {
 	cursors  cursor.Table      // open cursors (package cursor)
 	sessions *session.Registry // live sessions, see sessions.go
 	retry    retryLocks        // retryable writes, see retry.go
+	// txns are the sessions' multi-document transactions (package
+	// transaction, txn.go).
+	txns *transaction.Registry
 	// sessionsDone closes when the session sweep has stopped.
 	sessionsDone chan struct{}
 	// failCommand is the failCommand fail point (package failpoint).
@@ -300,6 +308,11 @@ func New(cfg Config) (*Server, error) {
 	s.params = params.New(params.Config{Logger: log, LogLevel: cfg.LogLevel, FeatureCompatibilityVersion: fcvVersion,
 		AuthSchemaVersion: int32(usermgmt.SchemaVersion), AuthenticationMechanisms: mechanisms,
 		SessionTimeoutMinutes: s.sessions.TimeoutMinutes(), CursorIdleTimeout: cursor.IdleTimeout})
+	// Transactions' lifetimes run on the wall clock, as mongod's do on
+	// its precise clock source: they bound resources held, not document
+	// time, which a manual clock stands still for.
+	s.txns = transaction.New(transaction.Config{Engine: eng, Logger: log,
+		Lifetime: s.params.TransactionLifetime, LockTimeout: s.params.TransactionLockTimeout, Ended: s.transactionEnded})
 	s.commands = s.buildRegistry()
 	// The system.* guards first, so that a replica-set member's own guards
 	// of the local database run before them.

@@ -41,7 +41,7 @@ func (s *Server) useSession(ctx context.Context, cmd *commandDef, req *Request) 
 	case "killSessions", "killAllSessions", "killAllSessionsByPattern":
 		return nil
 	}
-	if err := s.checkTxnNumber(req); err != nil {
+	if err := s.checkTxnNumber(cmd, req); err != nil {
 		return err
 	}
 	k, ok := lsidOf(req.lsid)
@@ -64,13 +64,19 @@ func (s *Server) useSession(ctx context.Context, cmd *commandDef, req *Request) 
 }
 
 // sessionsGone closes what sessions that ended or timed out own: their
-// cursors. Their running commands go on, as in MongoDB.
+// cursors and open transactions. Their running commands go on, as in
+// MongoDB; a transaction one of them runs in is aborted when it ends.
 func (s *Server) sessionsGone(keys []session.Key) {
 	set := make(map[string]bool, len(keys))
 	for _, k := range keys {
 		set[packKey(k)] = true
 	}
 	s.forgetRetries(keys)
+	packed := make([]string, len(keys))
+	for i, k := range keys {
+		packed[i] = packKey(k)
+	}
+	s.txns.Forget(packed)
 	if n := s.cursors.KillSessions(func(lsid string) bool { return set[lsid] }); n > 0 {
 		s.log.Debug("closed the cursors of ended sessions", zap.Int("sessions", len(keys)), zap.Int("cursors", n))
 	}
@@ -135,7 +141,7 @@ func (s *Server) refreshSessions(ctx context.Context, req *Request) (bson.Raw, e
 	return noop(ctx, req)
 }
 
-// killSessions kills the cursors and running commands of the caller's
+// killSessions kills the cursors, open transactions and running commands of the caller's
 // sessions it lists (another user's with killAnySession), or when the list
 // is empty of all the caller's sessions: of every session without access
 // control, as in MongoDB. The sessions themselves live on.
@@ -262,6 +268,7 @@ func (m sessionMatch) match(lsid string) bool {
 // sessions, but not the command doing the killing.
 func (s *Server) killMatching(req *Request, m sessionMatch) {
 	cursors := s.cursors.KillSessions(m.match)
+	s.txns.Kill(m.match)
 	ops := 0
 	for _, c := range s.connections() {
 		if c != req.Conn && c.killSession(m.match) {

@@ -206,6 +206,10 @@ func TestLayers(t *testing.T) {
 		applies: func(p string) bool { return p == "cursor" },
 		allow:   func(imp string) bool { return in(kernel, imp) || imp == "command" || imp == "engine" },
 	}, {
+		what:    "transaction, the sessions' multi-document transactions, imports only the kernel and the engine's API",
+		applies: func(p string) bool { return p == "transaction" },
+		allow:   func(imp string) bool { return in(kernel, imp) || imp == "engine" },
+	}, {
 		what:    "concern, the read and write concerns of a replica-set member, imports only the kernel and the command kit",
 		applies: func(p string) bool { return p == "concern" },
 		allow:   func(imp string) bool { return in(kernel, imp) || imp == "command" },
