@@ -61,11 +61,14 @@ func (s *scanner) next(ctx context.Context, fn visitFunc) error {
 		s.done = true
 		return nil
 	}
-	// An index scan reads entries and documents through separate lookups,
-	// which a snapshot keeps consistent. Other plans read one iterator per
-	// span, each consistent on its own, or single keys; they skip the
-	// snapshot, whose release costs pebble a compaction check.
-	if s.p.kind == planIndex && s.multi == nil {
+	// A batch reads one consistent state, so that no reader sees part of a
+	// transaction: an index scan reads entries and documents through
+	// separate lookups, and a plan of several spans or points reads
+	// several iterators or keys, so both read a snapshot. A plan of one
+	// span reads one iterator, and one point one key, each consistent on
+	// its own; they skip the snapshot, whose release costs pebble a
+	// compaction check.
+	if s.multi == nil && (s.p.kind == planIndex || len(s.p.spans) > 1) {
 		snap, err := s.e.store.Snapshot(ctx)
 		if err != nil {
 			return fmt.Errorf("engine: scan: %w", err)

@@ -383,3 +383,10 @@ func readState(ctx context.Context, c *Collection) (*collState, error) {
 	}
 	return c.st(), nil
 }
+
+// LatestTxnNumber is the newest transaction number recorded for session,
+// by a committed transaction or a retryable write, and whether there is
+// one: what the server knows of a session's numbers after a restart.
+func (e *Engine) LatestTxnNumber(ctx context.Context, session [16]byte) (int64, bool, error) {
+	return retry.Latest(ctx, e.store, session)
+}

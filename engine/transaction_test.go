@@ -235,8 +235,15 @@ func TestTransactionTransfersKeepTheSum(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	sum := func(ctx context.Context) int32 {
-		cur, err := e.Find(ctx, "db", "acct", FindSpec{})
+	// A read by a list of _ids reads several points: it too must see no
+	// part of a transaction.
+	all := bson.A{}
+	for i := range int32(accounts) {
+		all = append(all, i)
+	}
+	byIDs := txnDoc(t, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: all}}}})
+	sum := func(ctx context.Context, filter bson.Raw) int32 {
+		cur, err := e.Find(ctx, "db", "acct", FindSpec{Filter: filter})
 		if err != nil {
 			t.Error(err)
 			return -1
@@ -302,8 +309,12 @@ func TestTransactionTransfersKeepTheSum(t *testing.T) {
 					return
 				default:
 				}
-				if s := sum(bg); s != 100*accounts {
+				if s := sum(bg, nil); s != 100*accounts {
 					t.Errorf("a plain read summed %d", s)
+					return
+				}
+				if s := sum(bg, byIDs); s != 100*accounts {
+					t.Errorf("a plain read by _ids summed %d", s)
 					return
 				}
 				tx, err := e.BeginTransaction(bg, TransactionOptions{})
@@ -311,8 +322,8 @@ func TestTransactionTransfersKeepTheSum(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				s1 := sum(WithTransaction(bg, tx))
-				s2 := sum(WithTransaction(bg, tx))
+				s1 := sum(WithTransaction(bg, tx), nil)
+				s2 := sum(WithTransaction(bg, tx), byIDs)
 				tx.Abort()
 				if s1 != 100*accounts || s2 != s1 {
 					t.Errorf("a transaction summed %d then %d", s1, s2)

@@ -76,6 +76,23 @@ func Check(ctx context.Context, store kv.Store, t *Txn) error {
 	return nil
 }
 
+// Latest returns the newest transaction number recorded for session, and
+// whether there is one: what a restarted server knows of the numbers a
+// session used.
+func Latest(ctx context.Context, store kv.Reader, session [16]byte) (int64, bool, error) {
+	v, err := store.Get(ctx, record.TxnHeaderKey(session))
+	if err == kv.ErrNotFound {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("engine: read session record: %w", err)
+	}
+	if len(v) < 8 {
+		return 0, false, fmt.Errorf("engine: session record of %d bytes", len(v))
+	}
+	return int64(binary.BigEndian.Uint64(v)), true, nil
+}
+
 func uuidString(id [16]byte) string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", id[0:4], id[4:6], id[6:8], id[8:10], id[10:16])
 }
