@@ -102,7 +102,7 @@ func runWorkloads(ctx context.Context, cfg config, progress io.Writer) ([]result
 	if err != nil {
 		return nil, []failure{{"setup", err}}
 	}
-	e := &env{cfg: cfg, db: t.client.Database(dbName), progress: progress}
+	e := &env{cfg: cfg, db: t.client.Database(dbName), progress: progress, cpu: t.cpu}
 	var results []result
 	var failures []failure
 	for _, w := range cfg.workloads {

@@ -22,6 +22,35 @@ func TestSmokeBasic(t *testing.T) {
 	checkWorkloads(t, got, want)
 }
 
+// A short run of every YCSB mix over a small table: each reports its
+// total, with the server's CPU per operation, and each kind of operation
+// it mixes.
+func TestSmokeYCSB(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a server")
+	}
+	cfg := smokeConfig(t, "ping,ycsb-a,ycsb-b,ycsb-c,ycsb-e,ycsb-f")
+	cfg.ycsbRecords = 300
+	// Long enough for ycsb-e's 5% of inserts to happen.
+	cfg.duration = 400 * time.Millisecond
+	got := runSmoke(t, cfg)
+	checkWorkloads(t, got, []string{"ping", "ycsb-load",
+		"ycsb-a", "ycsb-a/read", "ycsb-a/update", "ycsb-b", "ycsb-b/read", "ycsb-b/update",
+		"ycsb-c", "ycsb-c/read", "ycsb-e", "ycsb-e/scan", "ycsb-e/insert", "ycsb-f", "ycsb-f/read", "ycsb-f/rmw"})
+	for _, w := range got.Workloads {
+		total := !strings.Contains(w.Name, "/")
+		if total && w.CPUPerOp <= 0 {
+			t.Errorf("%s: no CPU per operation", w.Name)
+		}
+		if w.Name == "ycsb-load" && w.Ops != uint64(cfg.ycsbRecords) {
+			t.Errorf("ycsb-load made %d inserts, want %d", w.Ops, cfg.ycsbRecords)
+		}
+		if total && w.Name != "ping" && w.Ratio <= 0 {
+			t.Errorf("%s: no ratio to ping", w.Name)
+		}
+	}
+}
+
 func TestSmokeIndexAndTTL(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a server")
@@ -104,6 +133,10 @@ func smokeConfig(t *testing.T, workloads string) config {
 		workloads: selected,
 		ttlWait:   10 * time.Second,
 		json:      true,
+		// The flags' defaults, which parseFlags would set.
+		ycsbRecords: 20000,
+		ycsbDist:    "zipfian",
+		rounds:      3,
 	}
 }
 
