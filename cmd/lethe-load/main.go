@@ -69,7 +69,9 @@ func runMain() int {
 // numbers and returned at the end.
 func run(ctx context.Context, cfg config, out, progress io.Writer) error {
 	rep := &report{cfg: cfg}
-	if len(cfg.workloads) > 0 {
+	if cfg.compare != nil {
+		rep.compare, rep.failures = runCompare(ctx, cfg, progress)
+	} else if len(cfg.workloads) > 0 {
 		results, errs := runWorkloads(ctx, cfg, progress)
 		rep.results = results
 		rep.failures = append(rep.failures, errs...)

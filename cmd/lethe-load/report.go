@@ -11,9 +11,11 @@ import (
 
 // report is everything one run measured, and what failed.
 type report struct {
-	cfg      config
-	results  []result
-	ttl      *ttlResult
+	cfg     config
+	results []result
+	ttl     *ttlResult
+	// compare is --compare's comparison, which replaces results.
+	compare  *comparison
 	failures []failure
 }
 
@@ -96,6 +98,13 @@ func cpuText(s sample) string {
 }
 
 func (r *report) writeText(w io.Writer) error {
+	if r.compare != nil {
+		if err := r.compare.writeText(w, r.cfg); err != nil {
+			return err
+		}
+		r.writeFailures(w)
+		return nil
+	}
 	fmt.Fprintf(w, "lethe-load: %s server, %d clients, %v per workload, %d preloaded documents\n",
 		r.serverName(), r.cfg.clients, r.cfg.duration, r.cfg.docs)
 	if src := cpuSource(r.cfg); src != "" {
@@ -135,13 +144,17 @@ func (r *report) writeText(w io.Writer) error {
 		}
 		fmt.Fprintln(w, ")")
 	}
+	r.writeFailures(w)
+	return nil
+}
+
+func (r *report) writeFailures(w io.Writer) {
 	if len(r.failures) > 0 {
 		fmt.Fprintln(w)
 		for _, f := range r.failures {
 			fmt.Fprintf(w, "FAILED %s: %v\n", f.workload, f.err)
 		}
 	}
-	return nil
 }
 
 // formatLatency prints three significant digits in a unit that suits d.
@@ -159,14 +172,15 @@ func formatLatency(d time.Duration) string {
 // The JSON form: latencies in microseconds, rates per second.
 type (
 	jsonReport struct {
-		Server    string         `json:"server"`
-		CPUOf     string         `json:"cpu_of,omitempty"`
-		Clients   int            `json:"clients"`
-		Duration  float64        `json:"duration_s"`
-		Docs      int            `json:"docs"`
-		Workloads []jsonWorkload `json:"workloads"`
-		TTL       *jsonTTL       `json:"ttl,omitempty"`
-		Errors    []jsonError    `json:"errors,omitempty"`
+		Server    string          `json:"server"`
+		CPUOf     string          `json:"cpu_of,omitempty"`
+		Clients   int             `json:"clients"`
+		Duration  float64         `json:"duration_s"`
+		Docs      int             `json:"docs"`
+		Workloads []jsonWorkload  `json:"workloads"`
+		TTL       *jsonTTL        `json:"ttl,omitempty"`
+		Compare   *jsonComparison `json:"compare,omitempty"`
+		Errors    []jsonError     `json:"errors,omitempty"`
 	}
 	jsonWorkload struct {
 		Name string `json:"name"`
@@ -222,6 +236,9 @@ func (r *report) writeJSON(w io.Writer) error {
 			Target:     res.target,
 			Verdict:    j.verdict,
 		})
+	}
+	if r.compare != nil {
+		out.Compare = r.compare.toJSON(r.cfg.rounds)
 	}
 	if t := r.ttl; t != nil {
 		out.TTL = &jsonTTL{
