@@ -57,8 +57,11 @@ func opsText(ops float64) string {
 }
 
 func (r *report) serverName() string {
-	if r.cfg.uri != "" {
+	switch {
+	case r.cfg.uri != "":
 		return "external"
+	case r.cfg.serverBin != "":
+		return "child-process"
 	}
 	return "in-process"
 }
