@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -80,6 +81,12 @@ func cpuSource(cfg config) string {
 	}
 }
 
+// ranYCSB tells whether the report has YCSB mixes, whose shape the
+// header then gives.
+func (r *report) ranYCSB() bool {
+	return slices.ContainsFunc(r.results, func(res result) bool { return strings.HasPrefix(res.name, "ycsb-") })
+}
+
 // p999Ops is the fewest operations whose 99.9th percentile the report
 // shows: with fewer, it would be the slowest one or two, not a percentile.
 const p999Ops = 1000
@@ -110,6 +117,9 @@ func (r *report) writeText(w io.Writer) error {
 	}
 	fmt.Fprintf(w, "lethe-load: %s server, %d clients, %v per workload, %d preloaded documents\n",
 		r.serverName(), r.cfg.clients, r.cfg.duration, r.cfg.docs)
+	if r.ranYCSB() {
+		fmt.Fprintf(w, "ycsb: %d records of 1 KB, %s keys\n", r.cfg.ycsbRecords, r.cfg.ycsbDist)
+	}
 	if src := cpuSource(r.cfg); src != "" {
 		fmt.Fprintf(w, "cpu/op: CPU time (user+system) per operation %s\n", src)
 	}
@@ -175,15 +185,18 @@ func formatLatency(d time.Duration) string {
 // The JSON form: latencies in microseconds, rates per second.
 type (
 	jsonReport struct {
-		Server    string          `json:"server"`
-		CPUOf     string          `json:"cpu_of,omitempty"`
-		Clients   int             `json:"clients"`
-		Duration  float64         `json:"duration_s"`
-		Docs      int             `json:"docs"`
-		Workloads []jsonWorkload  `json:"workloads"`
-		TTL       *jsonTTL        `json:"ttl,omitempty"`
-		Compare   *jsonComparison `json:"compare,omitempty"`
-		Errors    []jsonError     `json:"errors,omitempty"`
+		Server string `json:"server"`
+		CPUOf  string `json:"cpu_of,omitempty"`
+		// YCSBRecords and YCSBDist are given when YCSB mixes ran.
+		YCSBRecords int             `json:"ycsb_records,omitempty"`
+		YCSBDist    string          `json:"ycsb_dist,omitempty"`
+		Clients     int             `json:"clients"`
+		Duration    float64         `json:"duration_s"`
+		Docs        int             `json:"docs"`
+		Workloads   []jsonWorkload  `json:"workloads"`
+		TTL         *jsonTTL        `json:"ttl,omitempty"`
+		Compare     *jsonComparison `json:"compare,omitempty"`
+		Errors      []jsonError     `json:"errors,omitempty"`
 	}
 	jsonWorkload struct {
 		Name string `json:"name"`
@@ -239,6 +252,9 @@ func (r *report) writeJSON(w io.Writer) error {
 			Target:     res.target,
 			Verdict:    j.verdict,
 		})
+	}
+	if r.ranYCSB() {
+		out.YCSBRecords, out.YCSBDist = r.cfg.ycsbRecords, r.cfg.ycsbDist
 	}
 	if r.compare != nil {
 		out.Compare = r.compare.toJSON(r.cfg.rounds)
