@@ -26,12 +26,26 @@ type config struct {
 	ttlWait      time.Duration
 	json         bool
 	cpuProfile   string
+	// ycsbRecords is how many records the YCSB mixes load; ycsbDist
+	// their key chooser, zipfian or uniform.
+	ycsbRecords int
+	ycsbDist    string
+	// serverPID is the --uri server's process, whose CPU time is read
+	// from /proc; 0 when unknown.
+	serverPID int
+	// serverBin, when set, is a lethe binary started as a child process
+	// to measure instead of the in-process server.
+	serverBin string
+	// compare holds two lethe binaries to measure against each other, in
+	// rounds alternating between them; nil when not comparing.
+	compare []string
+	rounds  int
 }
 
 // parseFlags reads the command line. Errors and -help go to errOut.
 func parseFlags(args []string, errOut io.Writer) (config, error) {
 	var cfg config
-	var names string
+	var names, compare string
 	fs := flag.NewFlagSet("lethe-load", flag.ContinueOnError)
 	fs.SetOutput(errOut)
 	fs.StringVar(&cfg.uri, "uri", "", "`URI` of a running server; empty starts one in this process")
@@ -46,6 +60,12 @@ func parseFlags(args []string, errOut io.Writer) (config, error) {
 	fs.IntVar(&cfg.ttlDocs, "ttl-docs", 0, "documents of the TTL workload; 0 skips it")
 	fs.DurationVar(&cfg.ttlWait, "ttl-wait", 90*time.Second, "longest wait for the reaper to delete the TTL documents")
 	fs.BoolVar(&cfg.json, "json", false, "print the report as JSON")
+	fs.IntVar(&cfg.ycsbRecords, "ycsb-records", 20000, "records (1 KB each) the YCSB mixes load, once per run")
+	fs.StringVar(&cfg.ycsbDist, "ycsb-dist", "zipfian", "which records the YCSB mixes touch: zipfian (YCSB's scrambled Zipfian, constant 0.99) or uniform")
+	fs.IntVar(&cfg.serverPID, "server-pid", 0, "process id of the --uri server, to report its CPU time per operation (read from /proc)")
+	fs.StringVar(&cfg.serverBin, "server-bin", "", "lethe `binary` to start as a child process and measure instead of the in-process server, so that its CPU time is its own")
+	fs.StringVar(&compare, "compare", "", "two lethe binaries `binA,binB` to start and measure in alternating rounds: each workload's ratio to ping on each, and B's over A's")
+	fs.IntVar(&cfg.rounds, "rounds", 3, "rounds of --compare, each measuring every workload and ping on both servers for --duration/rounds")
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run (load and in-process server) to `file`")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: lethe-load [flags]\n\nMeasures a Lethe server under concurrent load.\n\n")
@@ -81,6 +101,21 @@ func parseFlags(args []string, errOut io.Writer) (config, error) {
 		return cfg, errors.New("--ttl-docs must not be negative")
 	case cfg.ttlWait <= 0:
 		return cfg, errors.New("--ttl-wait must be positive")
+	case cfg.ycsbRecords < 1:
+		return cfg, errors.New("--ycsb-records must be at least 1")
+	case cfg.ycsbDist != "zipfian" && cfg.ycsbDist != "uniform":
+		return cfg, fmt.Errorf("--ycsb-dist must be zipfian or uniform, not %q", cfg.ycsbDist)
+	case cfg.serverPID < 0:
+		return cfg, errors.New("--server-pid must not be negative")
+	case cfg.serverPID > 0 && cfg.uri == "":
+		return cfg, errors.New("--server-pid names the --uri server's process: give --uri too")
+	case cfg.serverBin != "" && cfg.uri != "":
+		return cfg, errors.New("--server-bin starts a server: it does not go with --uri")
+	case cfg.rounds < 1:
+		return cfg, errors.New("--rounds must be at least 1")
+	}
+	if compare != "" {
+		return cfg, parseCompare(&cfg, compare, errOut)
 	}
 	return cfg, nil
 }
@@ -117,4 +152,30 @@ func workloadHelp() string {
 		names = append(names, w.name)
 	}
 	return strings.Join(names, ", ")
+}
+
+// parseCompare reads --compare's two binaries and checks that the rest of
+// the command line can be compared. Only workloads that measure the one
+// server they are given can be; the others are left out, with a note to
+// errOut, so that "basic" and "all" work.
+func parseCompare(cfg *config, list string, errOut io.Writer) error {
+	bins := strings.Split(list, ",")
+	if len(bins) != 2 || bins[0] == "" || bins[1] == "" {
+		return fmt.Errorf("--compare wants two binaries, binA,binB, not %q", list)
+	}
+	if cfg.uri != "" || cfg.serverBin != "" {
+		return errors.New("--compare starts its own two servers: it goes with neither --uri nor --server-bin")
+	}
+	if cfg.ttlDocs > 0 {
+		return errors.New("--compare does not run the TTL workload: leave out --ttl-docs")
+	}
+	cfg.workloads = slices.DeleteFunc(cfg.workloads, func(w workload) bool {
+		if w.ownServers || w.name == "pebble-sync" {
+			fmt.Fprintf(errOut, "lethe-load: --compare leaves out %s: it measures servers or a store of its own, not the two compared\n", w.name)
+			return true
+		}
+		return false
+	})
+	cfg.compare = bins
+	return nil
 }

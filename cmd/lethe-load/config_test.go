@@ -14,7 +14,7 @@ func TestSelectWorkloads(t *testing.T) {
 		wantErr bool
 	}{
 		{list: "basic", want: "ping,pebble-sync,insert,findone,update,find100"},
-		{list: "all", want: "ping,pebble-sync,insert,oplog-cost,oplog-full,retry-cost,txn,findone,update,find100,index,agg-group,agg-lookup,changestream,auth-connect,auth-failures,auth-overhead,tls"},
+		{list: "all", want: "ping,pebble-sync,insert,oplog-cost,oplog-full,retry-cost,txn,findone,update,find100,index,agg-group,agg-lookup,changestream,auth-connect,auth-failures,auth-overhead,tls,ycsb-a,ycsb-b,ycsb-c,ycsb-e,ycsb-f"},
 		{list: "index, ping", want: "ping,index"},
 		{list: "findone,findone", want: "findone"},
 		{list: "", want: ""},
@@ -45,9 +45,33 @@ func TestParseFlags(t *testing.T) {
 	if cfg.clients != 4 || cfg.duration != 2*time.Second || cfg.ttlDocs != 1000000 || !cfg.json || cfg.docs != 10000 || cfg.failedLogins != 10000 || len(cfg.workloads) != 6 {
 		t.Errorf("parseFlags = %+v", cfg)
 	}
-	for _, args := range [][]string{{"--clients=0"}, {"--duration=0s"}, {"--docs=0"}, {"--ttl-docs=-1"}, {"--failed-logins=0"}, {"extra"}, {"--workloads=nope"}} {
+	if cfg.ycsbRecords != 20000 || cfg.ycsbDist != "zipfian" || cfg.rounds != 3 || cfg.compare != nil {
+		t.Errorf("parseFlags YCSB and compare defaults = %+v", cfg)
+	}
+	for _, args := range [][]string{{"--clients=0"}, {"--duration=0s"}, {"--docs=0"}, {"--ttl-docs=-1"}, {"--failed-logins=0"}, {"extra"}, {"--workloads=nope"},
+		{"--ycsb-records=0"}, {"--ycsb-dist=latest"}, {"--server-pid=12"}, {"--uri=mongodb://x", "--server-bin=lethe"},
+		{"--compare=a"}, {"--compare=a,b,c"}, {"--compare=a,b", "--uri=mongodb://x"}, {"--compare=a,b", "--ttl-docs=10"}, {"--rounds=0"}} {
 		if _, err := parseFlags(args, io.Discard); err == nil {
 			t.Errorf("parseFlags(%q) succeeded, want an error", args)
 		}
+	}
+}
+
+// --compare leaves out the workloads that measure servers or a store of
+// their own, so that "basic" and "all" can be compared.
+func TestParseFlagsCompare(t *testing.T) {
+	cfg, err := parseFlags([]string{"--compare=binA,binB", "--workloads=basic,oplog-cost,ycsb-a"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, w := range cfg.workloads {
+		names = append(names, w.name)
+	}
+	if got := strings.Join(names, ","); got != "ping,insert,findone,update,find100,ycsb-a" {
+		t.Errorf("--compare workloads = %s", got)
+	}
+	if len(cfg.compare) != 2 || cfg.compare[0] != "binA" || cfg.compare[1] != "binB" {
+		t.Errorf("--compare = %q", cfg.compare)
 	}
 }

@@ -44,7 +44,7 @@ func runIndex(ctx context.Context, e *env) ([]result, error) {
 			return drain(ctx, coll, bson.D{{Key: "cat", Value: int32(cat)}}, options.Find(), int64(want))
 		}
 	}
-	scan, err := measureFor(ctx, e.cfg.clients, e.cfg.duration, findByCat)
+	scan, err := e.measure(ctx, findByCat)
 	if err != nil {
 		return nil, fmt.Errorf("without index: %w", err)
 	}
@@ -57,7 +57,7 @@ func runIndex(ctx context.Context, e *env) ([]result, error) {
 	}
 	e.logf("index built in %v", time.Since(began).Round(time.Millisecond))
 
-	indexed, err := measureFor(ctx, e.cfg.clients, e.cfg.duration, findByCat)
+	indexed, err := e.measure(ctx, findByCat)
 	if err != nil {
 		return nil, fmt.Errorf("with index: %w", err)
 	}

@@ -69,7 +69,9 @@ func runMain() int {
 // numbers and returned at the end.
 func run(ctx context.Context, cfg config, out, progress io.Writer) error {
 	rep := &report{cfg: cfg}
-	if len(cfg.workloads) > 0 {
+	if cfg.compare != nil {
+		rep.compare, rep.failures = runCompare(ctx, cfg, progress)
+	} else if len(cfg.workloads) > 0 {
 		results, errs := runWorkloads(ctx, cfg, progress)
 		rep.results = results
 		rep.failures = append(rep.failures, errs...)
@@ -102,7 +104,7 @@ func runWorkloads(ctx context.Context, cfg config, progress io.Writer) ([]result
 	if err != nil {
 		return nil, []failure{{"setup", err}}
 	}
-	e := &env{cfg: cfg, db: t.client.Database(dbName), progress: progress}
+	e := &env{cfg: cfg, db: t.client.Database(dbName), progress: progress, cpu: t.cpu}
 	var results []result
 	var failures []failure
 	for _, w := range cfg.workloads {

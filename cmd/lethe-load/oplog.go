@@ -116,5 +116,5 @@ func mergeSamples(a, b sample) sample {
 		return b
 	}
 	a.latency.merge(b.latency)
-	return sample{ops: a.ops + b.ops, elapsed: a.elapsed + b.elapsed, latency: a.latency}
+	return sample{ops: a.ops + b.ops, elapsed: a.elapsed + b.elapsed, latency: a.latency, cpu: a.cpu + b.cpu}
 }

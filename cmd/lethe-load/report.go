@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -11,9 +12,11 @@ import (
 
 // report is everything one run measured, and what failed.
 type report struct {
-	cfg      config
-	results  []result
-	ttl      *ttlResult
+	cfg     config
+	results []result
+	ttl     *ttlResult
+	// compare is --compare's comparison, which replaces results.
+	compare  *comparison
 	failures []failure
 }
 
@@ -55,18 +58,75 @@ func opsText(ops float64) string {
 }
 
 func (r *report) serverName() string {
-	if r.cfg.uri != "" {
+	switch {
+	case r.cfg.uri != "":
 		return "external"
+	case r.cfg.serverBin != "":
+		return "child-process"
 	}
 	return "in-process"
 }
 
+// cpuSource says whose CPU time the cpu/op column counts, "" when none.
+func cpuSource(cfg config) string {
+	switch {
+	case cfg.uri != "" && cfg.serverPID > 0:
+		return fmt.Sprintf("of server process %d", cfg.serverPID)
+	case cfg.uri != "":
+		return ""
+	case cfg.serverBin != "":
+		return "of the --server-bin child process alone"
+	default:
+		return "of this whole process: in-process server and load clients together"
+	}
+}
+
+// ranYCSB tells whether the report has YCSB mixes, whose shape the
+// header then gives.
+func (r *report) ranYCSB() bool {
+	return slices.ContainsFunc(r.results, func(res result) bool { return strings.HasPrefix(res.name, "ycsb-") })
+}
+
+// p999Ops is the fewest operations whose 99.9th percentile the report
+// shows: with fewer, it would be the slowest one or two, not a percentile.
+const p999Ops = 1000
+
+// p999Text is s's 99.9th percentile, or "-" when s has too few operations.
+func p999Text(s sample) string {
+	if s.ops < p999Ops {
+		return "-"
+	}
+	return formatLatency(s.latency.quantile(0.999))
+}
+
+// cpuText is s's server CPU time per operation, "" when not measured.
+func cpuText(s sample) string {
+	if c := s.cpuPerOp(); c > 0 {
+		return formatLatency(c)
+	}
+	return ""
+}
+
 func (r *report) writeText(w io.Writer) error {
-	fmt.Fprintf(w, "lethe-load: %s server, %d clients, %v per workload, %d preloaded documents\n\n",
+	if r.compare != nil {
+		if err := r.compare.writeText(w, r.cfg); err != nil {
+			return err
+		}
+		r.writeFailures(w)
+		return nil
+	}
+	fmt.Fprintf(w, "lethe-load: %s server, %d clients, %v per workload, %d preloaded documents\n",
 		r.serverName(), r.cfg.clients, r.cfg.duration, r.cfg.docs)
+	if r.ranYCSB() {
+		fmt.Fprintf(w, "ycsb: %d records of 1 KB, %s keys\n", r.cfg.ycsbRecords, r.cfg.ycsbDist)
+	}
+	if src := cpuSource(r.cfg); src != "" {
+		fmt.Fprintf(w, "cpu/op: CPU time (user+system) per operation %s\n", src)
+	}
+	fmt.Fprintln(w)
 	if len(r.results) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "workload\tops/s\tp50\tp99\tvs ceiling\ttarget")
+		fmt.Fprintln(tw, "workload\tops/s\tp50\tp99\tp999\tcpu/op\tvs ceiling\ttarget")
 		for _, res := range r.results {
 			j := r.judge(res)
 			ratio, target := "", ""
@@ -76,9 +136,9 @@ func (r *report) writeText(w io.Writer) error {
 			if res.target > 0 {
 				target = strings.TrimSpace(fmt.Sprintf(">= %gx %s", res.target, j.verdict))
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", res.name, opsText(res.sample.opsPerSec()),
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", res.name, opsText(res.sample.opsPerSec()),
 				formatLatency(res.sample.latency.quantile(0.5)), formatLatency(res.sample.latency.quantile(0.99)),
-				ratio, target)
+				p999Text(res.sample), cpuText(res.sample), ratio, target)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -97,13 +157,17 @@ func (r *report) writeText(w io.Writer) error {
 		}
 		fmt.Fprintln(w, ")")
 	}
+	r.writeFailures(w)
+	return nil
+}
+
+func (r *report) writeFailures(w io.Writer) {
 	if len(r.failures) > 0 {
 		fmt.Fprintln(w)
 		for _, f := range r.failures {
 			fmt.Fprintf(w, "FAILED %s: %v\n", f.workload, f.err)
 		}
 	}
-	return nil
 }
 
 // formatLatency prints three significant digits in a unit that suits d.
@@ -121,13 +185,18 @@ func formatLatency(d time.Duration) string {
 // The JSON form: latencies in microseconds, rates per second.
 type (
 	jsonReport struct {
-		Server    string         `json:"server"`
-		Clients   int            `json:"clients"`
-		Duration  float64        `json:"duration_s"`
-		Docs      int            `json:"docs"`
-		Workloads []jsonWorkload `json:"workloads"`
-		TTL       *jsonTTL       `json:"ttl,omitempty"`
-		Errors    []jsonError    `json:"errors,omitempty"`
+		Server string `json:"server"`
+		CPUOf  string `json:"cpu_of,omitempty"`
+		// YCSBRecords and YCSBDist are given when YCSB mixes ran.
+		YCSBRecords int             `json:"ycsb_records,omitempty"`
+		YCSBDist    string          `json:"ycsb_dist,omitempty"`
+		Clients     int             `json:"clients"`
+		Duration    float64         `json:"duration_s"`
+		Docs        int             `json:"docs"`
+		Workloads   []jsonWorkload  `json:"workloads"`
+		TTL         *jsonTTL        `json:"ttl,omitempty"`
+		Compare     *jsonComparison `json:"compare,omitempty"`
+		Errors      []jsonError     `json:"errors,omitempty"`
 	}
 	jsonWorkload struct {
 		Name string `json:"name"`
@@ -143,6 +212,10 @@ type (
 		OpsPerSec float64 `json:"ops_per_sec"`
 		P50       float64 `json:"p50_us"`
 		P99       float64 `json:"p99_us"`
+		// P999 is omitted below p999Ops operations.
+		P999 float64 `json:"p999_us,omitempty"`
+		// CPUPerOp is the server's CPU time per operation, when measured.
+		CPUPerOp float64 `json:"cpu_us_per_op,omitempty"`
 	}
 	jsonTTL struct {
 		Docs          int        `json:"docs"`
@@ -163,6 +236,7 @@ type (
 func (r *report) writeJSON(w io.Writer) error {
 	out := jsonReport{
 		Server:    r.serverName(),
+		CPUOf:     cpuSource(r.cfg),
 		Clients:   r.cfg.clients,
 		Duration:  r.cfg.duration.Seconds(),
 		Docs:      r.cfg.docs,
@@ -178,6 +252,12 @@ func (r *report) writeJSON(w io.Writer) error {
 			Target:     res.target,
 			Verdict:    j.verdict,
 		})
+	}
+	if r.ranYCSB() {
+		out.YCSBRecords, out.YCSBDist = r.cfg.ycsbRecords, r.cfg.ycsbDist
+	}
+	if r.compare != nil {
+		out.Compare = r.compare.toJSON(r.cfg.rounds)
 	}
 	if t := r.ttl; t != nil {
 		out.TTL = &jsonTTL{
@@ -201,11 +281,16 @@ func (r *report) writeJSON(w io.Writer) error {
 
 func toJSONSample(s sample) jsonSample {
 	micros := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
-	return jsonSample{
+	js := jsonSample{
 		Ops:       s.ops,
 		Seconds:   s.elapsed.Seconds(),
 		OpsPerSec: s.opsPerSec(),
 		P50:       micros(s.latency.quantile(0.5)),
 		P99:       micros(s.latency.quantile(0.99)),
+		CPUPerOp:  micros(s.cpuPerOp()),
 	}
+	if s.ops >= p999Ops {
+		js.P999 = micros(s.latency.quantile(0.999))
+	}
+	return js
 }

@@ -15,6 +15,17 @@ type sample struct {
 	ops     uint64
 	elapsed time.Duration
 	latency *histogram
+	// cpu is the server's CPU time (user and system) over the sample,
+	// when it was measured (see cpuClock); 0 otherwise.
+	cpu time.Duration
+}
+
+// cpuPerOp is the server's CPU time per operation, 0 when not measured.
+func (s sample) cpuPerOp() time.Duration {
+	if s.cpu <= 0 || s.ops == 0 {
+		return 0
+	}
+	return s.cpu / time.Duration(s.ops)
 }
 
 func (s sample) opsPerSec() float64 {
@@ -36,15 +47,39 @@ func measureFor(ctx context.Context, clients int, d time.Duration, newOp func(cl
 // newOp so that per-client state (a random source, a key counter) needs no
 // lock. The first failing op stops every client and is the returned error.
 func measureUntil(ctx context.Context, clients int, stop <-chan struct{}, newOp func(client int) op) (sample, error) {
+	total, _, err := measureKinds(ctx, clients, stop, 1, func(client int) kindOp {
+		do := newOp(client)
+		return func(ctx context.Context) (int, error) { return 0, do(ctx) }
+	})
+	return total, err
+}
+
+// A kindOp is one timed request of a mix of kinds (a YCSB mix's read,
+// update, scan...): it returns the kind of request it made, so that each
+// kind gets its own latencies, or noMoreOps when its client has nothing
+// left to do (a load of a fixed number of records).
+type kindOp func(ctx context.Context) (kind int, err error)
+
+// noMoreOps is what a kindOp returns to end its client's loop; the call
+// is not counted.
+const noMoreOps = -1
+
+// measureKinds is measureUntil for ops of kinds kinds: it returns the
+// merged sample of all of them and one per kind, all over the same
+// elapsed time, so that each kind's ops/s is its share of the mix's.
+func measureKinds(ctx context.Context, clients int, stop <-chan struct{}, kinds int, newOp func(client int) kindOp) (sample, []sample, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 
-	hists := make([]*histogram, clients)
+	hists := make([][]*histogram, clients)
 	var wg sync.WaitGroup
 	start := time.Now()
 	for c := range clients {
-		h := newHistogram()
-		hists[c] = h
+		hs := make([]*histogram, kinds)
+		for k := range hs {
+			hs[k] = newHistogram()
+		}
+		hists[c] = hs
 		do := newOp(c)
 		wg.Go(func() {
 			for {
@@ -56,23 +91,33 @@ func measureUntil(ctx context.Context, clients int, stop <-chan struct{}, newOp 
 				default:
 				}
 				began := time.Now()
-				if err := do(ctx); err != nil {
+				kind, err := do(ctx)
+				if err != nil {
 					cancel(err)
 					return
 				}
-				h.record(time.Since(began))
+				if kind == noMoreOps {
+					return
+				}
+				hs[kind].record(time.Since(began))
 			}
 		})
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
 	if err := context.Cause(ctx); err != nil {
-		return sample{}, err
+		return sample{}, nil, err
 	}
 
 	all := newHistogram()
-	for _, h := range hists {
+	byKind := make([]sample, kinds)
+	for k := range byKind {
+		h := newHistogram()
+		for _, hs := range hists {
+			h.merge(hs[k])
+		}
 		all.merge(h)
+		byKind[k] = sample{ops: h.count(), elapsed: elapsed, latency: h}
 	}
-	return sample{ops: all.count(), elapsed: elapsed, latency: all}, nil
+	return sample{ops: all.count(), elapsed: elapsed, latency: all}, byKind, nil
 }

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +23,90 @@ func TestSmokeBasic(t *testing.T) {
 	got := runSmoke(t, cfg)
 	want := []string{"ping", "pebble-sync", "insert", "findone", "update", "find100"}
 	checkWorkloads(t, got, want)
+}
+
+// A short run of every YCSB mix over a small table: each reports its
+// total, with the server's CPU per operation, and each kind of operation
+// it mixes.
+func TestSmokeYCSB(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a server")
+	}
+	cfg := smokeConfig(t, "ping,ycsb-a,ycsb-b,ycsb-c,ycsb-e,ycsb-f")
+	cfg.ycsbRecords = 300
+	// Long enough for ycsb-e's 5% of inserts to happen.
+	cfg.duration = 400 * time.Millisecond
+	got := runSmoke(t, cfg)
+	checkWorkloads(t, got, []string{"ping", "ycsb-load",
+		"ycsb-a", "ycsb-a/read", "ycsb-a/update", "ycsb-b", "ycsb-b/read", "ycsb-b/update",
+		"ycsb-c", "ycsb-c/read", "ycsb-e", "ycsb-e/scan", "ycsb-e/insert", "ycsb-f", "ycsb-f/read", "ycsb-f/rmw"})
+	for _, w := range got.Workloads {
+		total := !strings.Contains(w.Name, "/")
+		if total && w.CPUPerOp <= 0 {
+			t.Errorf("%s: no CPU per operation", w.Name)
+		}
+		if w.Name == "ycsb-load" && w.Ops != uint64(cfg.ycsbRecords) {
+			t.Errorf("ycsb-load made %d inserts, want %d", w.Ops, cfg.ycsbRecords)
+		}
+		if total && w.Name != "ping" && w.Ratio <= 0 {
+			t.Errorf("%s: no ratio to ping", w.Name)
+		}
+	}
+}
+
+// --compare of one build against itself: both child servers measured in
+// every round, every row with figures for both.
+func TestSmokeCompare(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and starts servers")
+	}
+	bin := buildLethe(t)
+	cfg := smokeConfig(t, "findone,ycsb-a")
+	cfg.compare = []string{bin, bin}
+	cfg.rounds = 2
+	cfg.ycsbRecords = 300
+	cfg.duration = 400 * time.Millisecond // 200 ms a round
+	got := runSmoke(t, cfg)
+	if got.Compare == nil {
+		t.Fatal("no comparison in the report")
+	}
+	var names []string
+	for _, r := range got.Compare.Rows {
+		names = append(names, r.Name)
+		for i, srv := range []jsonCmpSrv{r.A, r.B} {
+			if srv.OpsPerSec <= 0 || srv.Ratio <= 0 || len(r.RoundRatios[i]) == 0 {
+				t.Errorf("%s on server %d: implausible figures %+v, rounds %v", r.Name, i, srv, r.RoundRatios[i])
+			}
+			if !strings.Contains(r.Name, "/") && srv.CPUPerOp <= 0 {
+				t.Errorf("%s on server %d: no CPU per operation", r.Name, i)
+			}
+		}
+		if r.BOverA <= 0 {
+			t.Errorf("%s: no B/A", r.Name)
+		}
+		if r.Name == "ping" && (r.A.Ratio != 1 || len(r.RoundRatios[0]) != 2*cfg.rounds) {
+			t.Errorf("ping: ratio %v over %d measurements, want 1 over %d", r.A.Ratio, len(r.RoundRatios[0]), 2*cfg.rounds)
+		}
+		if r.Name == "findone" && len(r.RoundRatios[0]) != cfg.rounds {
+			t.Errorf("findone measured %d times on A, want %d", len(r.RoundRatios[0]), cfg.rounds)
+		}
+	}
+	want := "ping,findone,ycsb-load,ycsb-a,ycsb-a/read,ycsb-a/update"
+	if strings.Join(names, ",") != want {
+		t.Errorf("compared %v, want %s", names, want)
+	}
+}
+
+// buildLethe builds the server binary into the test's directory.
+func buildLethe(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "lethe")
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/lethedb/lethe/cmd/lethe")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("build lethe: %v", err)
+	}
+	return bin
 }
 
 func TestSmokeIndexAndTTL(t *testing.T) {
@@ -104,6 +191,10 @@ func smokeConfig(t *testing.T, workloads string) config {
 		workloads: selected,
 		ttlWait:   10 * time.Second,
 		json:      true,
+		// The flags' defaults, which parseFlags would set.
+		ycsbRecords: 20000,
+		ycsbDist:    "zipfian",
+		rounds:      3,
 	}
 }
 

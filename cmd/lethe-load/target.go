@@ -25,24 +25,44 @@ const opTimeout = time.Minute
 // target is the server under load and the client that talks to it.
 type target struct {
 	client *mongo.Client
-	// closeServer stops the in-process server, if there is one.
+	// closeServer stops the server the tool started, if it did.
 	closeServer func() error
+	// cpu reads the server's CPU time; its read is nil when that is
+	// unknown (a --uri server without --server-pid).
+	cpu cpuClock
 }
 
-// openTarget connects to cfg.uri, or starts a server in this process when
-// it is empty. A manual clock lets the TTL workload move the server's time.
+// openTarget connects to cfg.uri, or starts a server when it is empty: a
+// child process of --server-bin, or else one in this process. A manual
+// clock lets the TTL workload move the server's time; it always gets an
+// in-process server, as --server-bin's would need --clock=manual.
 func openTarget(ctx context.Context, cfg config, manualClock bool) (*target, error) {
 	t := &target{}
-	uri := cfg.uri
-	if uri == "" {
-		addr, stop, err := startServer(serverKind{manualClock: manualClock})
+	var addr string
+	switch {
+	case cfg.uri != "":
+		if cfg.serverPID > 0 {
+			t.cpu = pidCPU(cfg.serverPID)
+		}
+		return t, t.connect(ctx, cfg, cfg.uri)
+	case cfg.serverBin != "" && !manualClock:
+		c, err := startChild(ctx, cfg.serverBin)
+		if err != nil {
+			return nil, fmt.Errorf("start --server-bin: %w", err)
+		}
+		t.closeServer, t.cpu, addr = c.stop, pidCPU(c.pid()), c.addr
+	default:
+		a, stop, err := startServer(serverKind{manualClock: manualClock})
 		if err != nil {
 			return nil, fmt.Errorf("start in-process server: %w", err)
 		}
-		t.closeServer = stop
-		uri = "mongodb://" + addr + "/?directConnection=true"
+		t.closeServer, t.cpu, addr = stop, selfCPU(), a
 	}
+	return t, t.connect(ctx, cfg, "mongodb://"+addr+"/?directConnection=true")
+}
 
+// connect makes t's client of uri, and stops t's server if it cannot.
+func (t *target) connect(ctx context.Context, cfg config, uri string) error {
 	// One client shared by every goroutine is how an application uses the
 	// driver: the client multiplexes requests over its connection pool. The
 	// pool has a connection per load client, plus one so that the TTL
@@ -52,13 +72,13 @@ func openTarget(ctx context.Context, cfg config, manualClock bool) (*target, err
 		SetTimeout(opTimeout)
 	client, err := mongo.Connect(opts)
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("connect: %w", err), t.close())
+		return errors.Join(fmt.Errorf("connect: %w", err), t.close())
 	}
 	t.client = client
 	if err := warmUp(ctx, client, cfg.clients); err != nil {
-		return nil, errors.Join(err, t.close())
+		return errors.Join(err, t.close())
 	}
-	return t, nil
+	return nil
 }
 
 // pooledClient connects to the in-process server at addr with a pool of

@@ -44,7 +44,7 @@ type workload struct {
 }
 
 func allWorkloads() []workload {
-	return []workload{
+	return append([]workload{
 		{name: "ping", basic: true, run: runPing},
 		{name: "pebble-sync", basic: true, run: runPebbleSync},
 		{name: "insert", basic: true, run: runInsert},
@@ -63,7 +63,7 @@ func allWorkloads() []workload {
 		{name: "auth-failures", ownServers: true, run: runAuthFailures},
 		{name: "auth-overhead", ownServers: true, run: runAuthOverhead},
 		{name: "tls", ownServers: true, run: runTLS},
-	}
+	}, ycsbWorkloads()...)
 }
 
 // env is what the workloads of one run share.
@@ -73,6 +73,12 @@ type env struct {
 	progress io.Writer
 	// preloaded is set once the docs collection holds cfg.docs documents.
 	preloaded bool
+	// cpu reads the server's CPU time, for the workloads that measure it
+	// (through e.measure); nil read when the server's is unknown (--uri
+	// without --server-pid).
+	cpu cpuClock
+	// ycsb is the YCSB table, once loaded.
+	ycsb *ycsbTable
 }
 
 func (e *env) logf(format string, args ...any) {
@@ -88,7 +94,7 @@ func clientRand(client int) *rand.Rand {
 func runPing(ctx context.Context, e *env) ([]result, error) {
 	admin := e.db.Client().Database("admin")
 	ping := bson.D{{Key: "ping", Value: 1}}
-	s, err := measureFor(ctx, e.cfg.clients, e.cfg.duration, func(int) op {
+	s, err := e.measure(ctx, func(int) op {
 		return func(ctx context.Context) error {
 			return admin.RunCommand(ctx, ping).Err()
 		}
@@ -115,7 +121,7 @@ func measureInsert(ctx context.Context, e *env, coll *mongo.Collection) (sample,
 	if err != nil {
 		return sample{}, err
 	}
-	return measureFor(ctx, e.cfg.clients, e.cfg.duration, newOp)
+	return e.measure(ctx, newOp)
 }
 
 // insertOp inserts a fresh padded document per call.
@@ -138,7 +144,7 @@ func runFindOne(ctx context.Context, e *env) ([]result, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := measureFor(ctx, e.cfg.clients, e.cfg.duration, findOneOp(coll, e.cfg.docs))
+	s, err := e.measure(ctx, findOneOp(coll, e.cfg.docs))
 	if err != nil {
 		return nil, err
 	}
@@ -166,7 +172,7 @@ func runUpdate(ctx context.Context, e *env) ([]result, error) {
 		return nil, err
 	}
 	inc := bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}}
-	s, err := measureFor(ctx, e.cfg.clients, e.cfg.duration, func(client int) op {
+	s, err := e.measure(ctx, func(client int) op {
 		rng := clientRand(client)
 		return func(ctx context.Context) error {
 			id := rng.Int64N(int64(e.cfg.docs))
@@ -193,7 +199,7 @@ func runFind100(ctx context.Context, e *env) ([]result, error) {
 	}
 	docs := int64(e.cfg.docs)
 	want := min(findBatch, docs)
-	s, err := measureFor(ctx, e.cfg.clients, e.cfg.duration, func(client int) op {
+	s, err := e.measure(ctx, func(client int) op {
 		rng := clientRand(client)
 		return func(ctx context.Context) error {
 			from := rng.Int64N(max(docs-findBatch, 0) + 1)

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+// childStartTimeout bounds how long a child server may take to answer
+// its first ping.
+const childStartTimeout = 30 * time.Second
+
+// childServer is a lethe binary run as a child process over a fresh data
+// directory: a server measured apart from the load tool, so that its CPU
+// time (/proc/<pid>/stat) is its own, and one of two builds compared.
+type childServer struct {
+	bin  string
+	addr string
+	dir  string
+	cmd  *exec.Cmd
+	// exited is closed when the process has ended; err is then its wait
+	// error.
+	exited chan struct{}
+	err    error
+	// stderr keeps the process's messages, for the error of a failed
+	// start or stop.
+	stderr *lockedBuffer
+}
+
+// startChild starts bin on a free loopback port over a fresh data
+// directory, with the flags every compared server gets, and waits until
+// it answers ping.
+func startChild(ctx context.Context, bin string) (*childServer, error) {
+	dir, err := os.MkdirTemp("", "lethe-load-child-")
+	if err != nil {
+		return nil, fmt.Errorf("create data directory: %w", err)
+	}
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, errors.Join(err, os.RemoveAll(dir))
+	}
+	c := &childServer{bin: bin, addr: addr, dir: dir, exited: make(chan struct{}), stderr: &lockedBuffer{}}
+	// Only the flags the run needs: every other setting is the binary's
+	// default, so two builds compared run as they would be deployed.
+	c.cmd = exec.Command(bin, "--listen", addr, "--data-dir", dir, "--log-level", "warn")
+	c.cmd.Stdout = c.stderr
+	c.cmd.Stderr = c.stderr
+	if err := c.cmd.Start(); err != nil {
+		return nil, errors.Join(fmt.Errorf("start %s: %w", bin, err), os.RemoveAll(dir))
+	}
+	go func() {
+		c.err = c.cmd.Wait()
+		close(c.exited)
+	}()
+	if err := c.waitReady(ctx); err != nil {
+		return nil, errors.Join(err, c.stop())
+	}
+	return c, nil
+}
+
+// freeAddr returns a loopback address with a port free a moment ago. The
+// child binds it itself, so another process could take it in between; on
+// a test machine that is rare enough to report rather than retry.
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("find a free port: %w", err)
+	}
+	addr := l.Addr().String()
+	return addr, l.Close()
+}
+
+func (c *childServer) pid() int { return c.cmd.Process.Pid }
+
+// waitReady pings the child until it answers, it exits, or the start
+// timeout passes.
+func (c *childServer) waitReady(ctx context.Context) error {
+	client, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + c.addr + "/?directConnection=true").
+		SetServerSelectionTimeout(time.Second).SetConnectTimeout(time.Second))
+	if err != nil {
+		return fmt.Errorf("connect to %s: %w", c.bin, err)
+	}
+	defer client.Disconnect(context.Background())
+	deadline := time.Now().Add(childStartTimeout)
+	for {
+		err := client.Database("admin").RunCommand(ctx, bson.D{{Key: "ping", Value: 1}}).Err()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-c.exited:
+			return fmt.Errorf("%s exited before answering (%v): %s", c.bin, c.err, c.stderr.String())
+		case <-ctx.Done():
+			return ctx.Err()
+		default:
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s did not answer ping within %v: %w", c.bin, childStartTimeout, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// stop asks the child to shut down (SIGTERM, as a service manager
+// would), kills it if it has not within 30 s, and removes its data
+// directory. A child that exits with an error is reported.
+func (c *childServer) stop() error {
+	var errs []error
+	select {
+	case <-c.exited:
+	default:
+		if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			errs = append(errs, fmt.Errorf("signal %s: %w", c.bin, err))
+		}
+		select {
+		case <-c.exited:
+		case <-time.After(30 * time.Second):
+			errs = append(errs, fmt.Errorf("%s did not stop within 30s of SIGTERM; killed", c.bin))
+			_ = c.cmd.Process.Kill()
+			<-c.exited
+		}
+	}
+	if c.err != nil {
+		errs = append(errs, fmt.Errorf("%s: %w: %s", c.bin, c.err, c.stderr.String()))
+	}
+	errs = append(errs, os.RemoveAll(c.dir))
+	return errors.Join(errs...)
+}
+
+// lockedBuffer is a buffer the child's output goroutines and the tool can
+// share.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
