@@ -8,6 +8,7 @@ import (
 
 	"github.com/lethedb/lethe/engine"
 	"github.com/lethedb/lethe/mongoerr"
+	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
 func newRegistry(t *testing.T) *Registry {
@@ -127,4 +128,58 @@ func TestCheckOutAndKill(t *testing.T) {
 	}
 	s.CheckIn()
 	r.Kill(func(string) bool { return true })
+}
+
+// After a restart a session's used numbers are still used: starting the
+// committed transaction's number again is ConflictingOperationInProgress,
+// an older one TransactionTooOld, and its commit retried is ok, as mongod
+// answers from config.transactions.
+func TestNumbersSurviveARestart(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	open := func() (*engine.Engine, *Registry) {
+		eng, err := engine.Open(dir, engine.Options{NoReaper: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return eng, New(Config{Engine: eng})
+	}
+	eng, r := open()
+	s, err := r.CheckOut(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := s.Begin(ctx, stmt(5, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A transaction that writes records its commit (a read-only one
+	// writes nothing, as mongod's writes no config.transactions entry).
+	doc, _ := bson.Marshal(bson.D{{Key: "_id", Value: 1}})
+	if _, err := eng.Insert(engine.WithTransaction(ctx, tx), "db", "c", []bson.Raw{doc}, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Commit(ctx, stmt(5, false)); err != nil {
+		t.Fatal(err)
+	}
+	s.CheckIn()
+	eng.Close()
+
+	eng, r = open()
+	defer eng.Close()
+	s, err = r.CheckOut(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.CheckIn()
+	_, err = s.Begin(ctx, stmt(5, true))
+	wantCode(t, err, mongoerr.ConflictingOperationInProgress)
+	_, err = s.Begin(ctx, stmt(4, true))
+	wantCode(t, err, mongoerr.TransactionTooOld)
+	if err := s.Commit(ctx, stmt(5, false)); err != nil {
+		t.Fatalf("a retried commit after a restart: %v", err)
+	}
+	if _, err := s.Begin(ctx, stmt(6, true)); err != nil {
+		t.Fatal(err)
+	}
 }

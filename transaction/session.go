@@ -33,6 +33,9 @@ type Session struct {
 	// checks it out next looks it up again.
 	forgotten bool
 	tx        *engine.Transaction // the open transaction, nil if none
+	// recalled says the session's recorded numbers were read from the
+	// store (recall), which a session new to this process needs.
+	recalled bool
 
 	mu      sync.Mutex // a leaf; guards what follows
 	number  int64      // the latest transaction number, -1 for none
@@ -182,6 +185,9 @@ func (s *Session) RetryableWrite(st Stmt) error {
 // Begin starts (st.Start) or continues the session's transaction for a
 // statement and returns it.
 func (s *Session) Begin(ctx context.Context, st Stmt) (*engine.Transaction, error) {
+	if err := s.recall(ctx, st); err != nil {
+		return nil, err
+	}
 	if err := s.tooOld(st, false); err != nil {
 		return nil, err
 	}
@@ -217,6 +223,35 @@ func (s *Session) Begin(ctx context.Context, st Stmt) (*engine.Transaction, erro
 	return s.tx, nil
 }
 
+// recall reads, once per session in this process, the newest number the
+// session recorded in the store (by a committed transaction or a retryable
+// write), so that after a restart a used number is not started again: the
+// session then knows it as mongod's would, committed if a transaction
+// committed under it.
+func (s *Session) recall(ctx context.Context, st Stmt) error {
+	if s.recalled {
+		return nil
+	}
+	latest, ok, err := s.r.cfg.Engine.LatestTxnNumber(ctx, st.ID)
+	if err != nil {
+		return err
+	}
+	s.recalled = true
+	if number, _ := s.current(); !ok || latest <= number {
+		return nil
+	}
+	committed, err := s.r.cfg.Engine.TransactionCommitted(ctx, &engine.Txn{Session: st.ID, Number: latest})
+	if err != nil {
+		return err
+	}
+	state := None
+	if committed {
+		state = Committed
+	}
+	s.set(latest, state)
+	return nil
+}
+
 // StatementFailed aborts the open transaction after one of its
 // statements failed, as mongod does: its commit then finds no
 // transaction.
@@ -249,6 +284,9 @@ func (s *Session) known(ctx context.Context, st Stmt) (bool, error) {
 // already committed commits again, as a retried commitTransaction must;
 // one that aborted is NoSuchTransaction. A failed commit aborts it.
 func (s *Session) Commit(ctx context.Context, st Stmt) error {
+	if err := s.recall(ctx, st); err != nil {
+		return err
+	}
 	if err := s.tooOld(st, false); err != nil {
 		return err
 	}
@@ -279,6 +317,9 @@ func (s *Session) Commit(ctx context.Context, st Stmt) error {
 // Abort aborts the session's transaction st.Number: one committed is
 // TransactionCommitted, one aborted NoSuchTransaction.
 func (s *Session) Abort(ctx context.Context, st Stmt) error {
+	if err := s.recall(ctx, st); err != nil {
+		return err
+	}
 	if err := s.tooOld(st, false); err != nil {
 		return err
 	}
