@@ -86,6 +86,14 @@ func FirstValue(body bson.Raw) bson.RawValue {
 	return bson.RawValue{}
 }
 
+// Name is the command's name, its first field's key.
+func Name(body bson.Raw) string {
+	for key := range Fields(body) {
+		return string(key)
+	}
+	return ""
+}
+
 // CollectionArg reads the command's first value as a collection name,
 // which the caller then validates (engine.ValidateNamespace).
 func CollectionArg(req *Request) (string, error) {

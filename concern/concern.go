@@ -85,6 +85,8 @@ func checkReadConcern(body bson.Raw, v bson.RawValue) (bson.Timestamp, error) {
 		return after, command.WrongType("readConcern", "readConcern", v.Type, "object")
 	}
 	level := ""
+	var at bson.Timestamp
+	haveAt, haveAfterOpTime := false, false
 	for key, f := range command.Fields(doc) {
 		switch string(key) {
 		case "level":
@@ -107,20 +109,61 @@ func checkReadConcern(body bson.Raw, v bson.RawValue) (bson.Timestamp, error) {
 				return after, mongoerr.New(mongoerr.InvalidOptions, "afterClusterTime cannot be a null timestamp")
 			}
 			after = bson.Timestamp{T: t, I: i}
-		case "afterOpTime", "atClusterTime", "provenance":
+		case "atClusterTime":
+			t, i, ok := f.TimestampOK()
+			if !ok {
+				return after, command.WrongType("readConcern", "atClusterTime", f.Type, "timestamp")
+			}
+			at, haveAt = bson.Timestamp{T: t, I: i}, true
+		case "afterOpTime":
+			haveAfterOpTime = true
+		case "provenance":
 		default:
 			return after, command.UnknownField("readConcern", key)
 		}
 	}
 	switch {
-	case level == "snapshot" && !inTransaction(body):
-		return after, mongoerr.New(mongoerr.InvalidOptions, "readConcern level 'snapshot' is only valid in a transaction")
+	case level == "snapshot" && !inTransaction(body) && !snapshotReadCommands[command.Name(body)] && !snapshotCursorCommands[command.Name(body)]:
+		return after, mongoerr.New(mongoerr.InvalidOptions, "readConcern level 'snapshot' is only valid in a transaction or on find, aggregate and distinct")
+	case haveAt && level != "snapshot":
+		return after, mongoerr.New(mongoerr.InvalidOptions, "atClusterTime is only allowed with readConcern level 'snapshot'")
+	case haveAt && (at.T == 0):
+		return after, mongoerr.New(mongoerr.InvalidOptions, "atClusterTime cannot be a null timestamp or have zero seconds")
+	case haveAt && (!after.IsZero() || haveAfterOpTime):
+		return after, mongoerr.New(mongoerr.InvalidOptions, "atClusterTime cannot be used with afterClusterTime or afterOpTime")
 	case level == "linearizable" && !after.IsZero():
 		return after, mongoerr.New(mongoerr.InvalidOptions, "afterClusterTime is not allowed with readConcern level 'linearizable'")
 	case level == "available" && !after.IsZero():
 		return after, mongoerr.New(mongoerr.InvalidOptions, "afterClusterTime is not allowed with readConcern level 'available'")
 	}
 	return after, nil
+}
+
+// snapshotReadCommands may read at a snapshot outside a transaction
+// (readConcern level "snapshot", MongoDB 5.0+).
+var snapshotReadCommands = map[string]bool{"find": true, "aggregate": true, "distinct": true}
+
+// snapshotCursorCommands go on with the cursor of a snapshot read: drivers
+// send them the session's read concern too (the Go driver does), and the
+// cursor reads its own snapshot whatever they say.
+var snapshotCursorCommands = map[string]bool{"getMore": true, "killCursors": true}
+
+// SnapshotRead reports whether a command outside a transaction reads at a
+// snapshot (readConcern level "snapshot"), and at which cluster time; zero
+// for the latest. Before has checked the read concern.
+func SnapshotRead(body bson.Raw) (at bson.Timestamp, ok bool) {
+	if inTransaction(body) || !snapshotReadCommands[command.Name(body)] {
+		return at, false
+	}
+	rc, ok := body.Lookup("readConcern").DocumentOK()
+	if !ok {
+		return at, false
+	}
+	if level, _ := rc.Lookup("level").StringValueOK(); level != "snapshot" {
+		return at, false
+	}
+	t, i, _ := rc.Lookup("atClusterTime").TimestampOK()
+	return bson.Timestamp{T: t, I: i}, true
 }
 
 // inTransaction reports whether the command runs in a multi-document

@@ -109,6 +109,14 @@ func transactionOf(ctx context.Context) *Transaction {
 	return t
 }
 
+// TransactionOf is the transaction or snapshot read that ctx carries, or
+// nil.
+func TransactionOf(ctx context.Context) *Transaction { return transactionOf(ctx) }
+
+// SnapshotRead reports a read at a cluster time (BeginSnapshotRead)
+// rather than a read-write transaction.
+func (t *Transaction) SnapshotRead() bool { return t.tx == nil }
+
 // BeginTransaction starts a transaction at the latest committed state.
 func (e *Engine) BeginTransaction(ctx context.Context, o TransactionOptions) (*Transaction, error) {
 	if err := e.writable(); err != nil {

@@ -114,8 +114,12 @@ func (s *Server) run(ctx context.Context, cmd *commandDef, req *Request) (reply 
 		err = s.failCommandBefore(ctx, cmd, req)
 	}
 	if err == nil {
+		ctx, err = s.beginSnapshotRead(ctx, req)
+	}
+	if err == nil {
 		reply, err = cmd.handle(ctx, req)
 	}
+	reply = s.endSnapshotRead(req, reply, err)
 	if co != nil {
 		reply, err = statementDone(co, cmd, reply, err)
 	}

@@ -64,10 +64,11 @@ func (s *Server) find(ctx context.Context, req *Request) (bson.Raw, error) {
 	if err != nil {
 		return nil, err
 	}
+	src := snapshotCursor(req, cur)
 	if batchSize < 0 {
-		return s.cursors.ReplyEmpty(&req.Request, req, cur, req.DB+"."+coll, copts.NoTimeout)
+		return s.cursors.ReplyEmpty(&req.Request, req, src, req.DB+"."+coll, copts.NoTimeout)
 	}
-	return s.cursors.Reply(ctx, &req.Request, req, cur, req.DB+"."+coll, batchSize, copts)
+	return s.cursors.Reply(ctx, &req.Request, req, src, req.DB+"."+coll, batchSize, copts)
 }
 
 // pointID recognizes the commonest query, find {_id: <value>} with no
@@ -248,6 +249,7 @@ func (s *Server) aggregate(ctx context.Context, req *Request) (bson.Raw, error) 
 	if rest != nil {
 		src = rest
 	}
+	src = snapshotCursor(req, src)
 	if batchSize == 0 {
 		return s.cursors.ReplyEmpty(&req.Request, req, src, req.DB+"."+coll, false)
 	}

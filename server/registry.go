@@ -50,6 +50,10 @@ type Request struct {
 	// counter it answered with when the reply continues a stream.
 	exhaustAllowed         bool
 	streamFrom, streamNext int64
+
+	// snapshot is the snapshot a read outside a transaction reads at
+	// (readConcern level "snapshot"; snapshot.go), nil for none.
+	snapshot *snapshotRead
 }
 
 // CursorOwner is whom the cursors the request opens belong to (package
