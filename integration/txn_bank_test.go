@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -47,7 +48,7 @@ func TestTransactionBankInvariantSurvivesSIGKILL(t *testing.T) {
 
 	var (
 		mu        sync.Mutex
-		acked     []string // ledger ids of acknowledged transfers
+		acked     []string        // ledger ids of acknowledged transfers
 		readSums  [2]atomic.Int64 // in transactions, in snapshot reads
 		stop      = make(chan struct{})
 		wg        sync.WaitGroup
@@ -74,6 +75,23 @@ func TestTransactionBankInvariantSurvivesSIGKILL(t *testing.T) {
 		}
 		return sum, nil
 	}
+	// The workers' context ends at the kill, and each transaction has a
+	// deadline of its own: past the kill the driver would retry their
+	// transactions, whose network errors are transient, for two minutes.
+	wctx, cancelWorkers := context.WithCancel(ctx)
+	defer cancelWorkers()
+	errStopped := errors.New("stopped")
+	withTxn := func(sess *mongo.Session, fn func(context.Context) error) error {
+		tctx, cancel := context.WithTimeout(wctx, 10*time.Second)
+		defer cancel()
+		_, err := sess.WithTransaction(tctx, func(ctx context.Context) (any, error) {
+			if wctx.Err() != nil {
+				return nil, errStopped
+			}
+			return nil, fn(ctx)
+		})
+		return err
+	}
 	stopped := func() bool {
 		select {
 		case <-stop:
@@ -98,16 +116,16 @@ func TestTransactionBankInvariantSurvivesSIGKILL(t *testing.T) {
 				if err != nil {
 					return
 				}
-				_, err = sess.WithTransaction(ctx, func(ctx context.Context) (any, error) {
+				err = withTxn(sess, func(ctx context.Context) error {
 					acc := db.Collection("accounts")
 					if _, err := acc.UpdateOne(ctx, bson.D{{Key: "_id", Value: from}}, bson.D{{Key: "$inc", Value: bson.D{{Key: "balance", Value: -amount}}}}); err != nil {
-						return nil, err
+						return err
 					}
 					if _, err := acc.UpdateOne(ctx, bson.D{{Key: "_id", Value: to}}, bson.D{{Key: "$inc", Value: bson.D{{Key: "balance", Value: amount}}}}); err != nil {
-						return nil, err
+						return err
 					}
 					_, err := db.Collection("ledger").InsertOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "amount", Value: amount}})
-					return nil, err
+					return err
 				})
 				sess.EndSession(context.Background())
 				if err != nil {
@@ -132,10 +150,10 @@ func TestTransactionBankInvariantSurvivesSIGKILL(t *testing.T) {
 					if serr != nil {
 						return
 					}
-					_, err = sess.WithTransaction(ctx, func(ctx context.Context) (any, error) {
+					err = withTxn(sess, func(ctx context.Context) error {
 						s, err := sumOf(ctx, db.Collection("accounts"))
 						sum = s
-						return nil, err
+						return err
 					})
 					sess.EndSession(context.Background())
 				} else {
@@ -143,7 +161,7 @@ func TestTransactionBankInvariantSurvivesSIGKILL(t *testing.T) {
 					if serr != nil {
 						return
 					}
-					err = mongo.WithSession(ctx, sess, func(ctx context.Context) error {
+					err = mongo.WithSession(wctx, sess, func(ctx context.Context) error {
 						s, err := sumOf(ctx, db.Collection("accounts", options.Collection().SetReadConcern(readconcern.Snapshot())))
 						sum = s
 						return err
@@ -180,8 +198,13 @@ func TestTransactionBankInvariantSurvivesSIGKILL(t *testing.T) {
 	}
 	_ = cmd.Wait()
 	close(stop)
+	cancelWorkers()
+	// Disconnecting fails at once what the workers still try (aborts and
+	// session ends that would wait out server selection).
+	dctx, cancel := context.WithTimeout(ctx, time.Second)
+	client.Disconnect(dctx)
+	cancel()
 	wg.Wait()
-	client.Disconnect(ctx)
 	if v := badSum.Load(); v != nil {
 		t.Fatal(v)
 	}
