@@ -58,18 +58,23 @@
 //     request; catalog changes that must not interleave with writes take it
 //     exclusively (drop, rename, createIndexes, dropIndexes, collMod). A
 //     request takes the ddl lock of one collection only, once: a read lock
-//     taken again would wait behind a queued catalog change.
+//     taken again would wait behind a queued catalog change. A statement of
+//     a multi-document transaction, which holds key locks across
+//     statements, waits for it at most the transaction's lock timeout, and
+//     its commit takes those of the collections it wrote without waiting
+//     longer (transaction.go).
 //  2. The key locks of the writer's kv transaction (kv.Txn.LockKeys; on
-//     pebble, lock stripes hashed from the keys). A writer (one per
-//     request, never two at once) waits only while it holds no lock; once
-//     it holds some it takes more without waiting (LockOptions.NoWait),
-//     and when one is busy it commits, releases all and waits for the
-//     union. An upsert inserts through the writer that saw the miss, so
-//     the lock of the missing key stays held and is never waited for a
-//     second time.
+//     pebble, exact key locks). A writer (one per request, never two at
+//     once) waits only while it holds no lock; once it holds some it takes
+//     more without waiting (LockOptions.NoWait), and when one is busy it
+//     commits, releases all and waits for the union. A statement of a
+//     multi-document transaction never waits for a key: one another holds
+//     is WriteConflict. An upsert inserts through the writer that saw the
+//     miss, so the lock of the missing key stays held and is never waited
+//     for a second time.
 //  3. Collection.metaMu, which orders read-modify-writes of a collection's
 //     catalog entry (updateMeta), for example a writer marking an index
-//     multikey while it holds its stripes.
+//     multikey while it holds its key locks.
 //  4. Engine.mu, which guards the map of open collections and the id
 //     sequence: held only for map access, id allocation and the catalog
 //     commit of create and rename, never while waiting for another lock.

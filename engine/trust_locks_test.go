@@ -15,12 +15,12 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
-// assertNoLocksHeld fails if any lock stripe or collection lock is still
+// assertNoLocksHeld fails if any key lock or collection lock is still
 // held once every request has returned: a request must release all it takes.
 func assertNoLocksHeld(t *testing.T, e *Engine) {
 	t.Helper()
 	if held := kv.Unwrap(e.store).(*pebblekv.Store).HeldLocks(); len(held) > 0 {
-		t.Fatalf("lock stripes %v are held with no request running", held)
+		t.Fatalf("key locks %q are held with no request running", held)
 	}
 	for _, c := range e.openCollections() {
 		if !c.ddl.TryLock() {

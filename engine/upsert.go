@@ -14,9 +14,9 @@ import (
 
 // upsert inserts the document an upsert statement builds when it matched
 // nothing. It runs in the writer that looked for the match, which still
-// holds the lock stripes of the keys it found missing, so that no other
-// writer can insert them in between, and no request waits for a stripe it
-// holds itself. The caller commits.
+// holds the locks of the keys it found missing, so that no other writer
+// can insert them in between, and no request waits for a lock it holds
+// itself. The caller commits.
 func (w *writer) upsert(u *update.Update, filter bson.Raw) (*storedDoc, error) {
 	doc, err := u.ApplyUpsert(filter)
 	if err != nil {
