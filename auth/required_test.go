@@ -51,9 +51,11 @@ func toBSON(v any) any {
 }
 
 // serverCommandNames reads the names and aliases of every command the
-// server registers, from the command literals of its source.
+// server registers, from the command literals of its source: the server's
+// own table (name, handle) and the command kit's definitions of the
+// packages that serve commands for it (Name, Handle).
 func serverCommandNames(t *testing.T) []string {
-	files, err := filepath.Glob("../server/*.go")
+	files, err := filepath.Glob("../*/*.go")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("server sources: %v", err)
 	}
@@ -84,7 +86,7 @@ func serverCommandNames(t *testing.T) []string {
 				if key == nil {
 					continue
 				}
-				switch key.Name {
+				switch strings.ToLower(key.Name) {
 				case "name":
 					if bl, ok := kv.Value.(*ast.BasicLit); ok {
 						name, _ = strconv.Unquote(bl.Value)
