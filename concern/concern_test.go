@@ -53,6 +53,7 @@ func TestCheckReadConcern(t *testing.T) {
 	ts := bson.Timestamp{T: 7, I: 3}
 	txn, _ := bson.Marshal(bson.D{{Key: "find", Value: "c"}, {Key: "autocommit", Value: false}})
 	plain, _ := bson.Marshal(bson.D{{Key: "find", Value: "c"}})
+	count, _ := bson.Marshal(bson.D{{Key: "count", Value: "c"}})
 	for _, c := range []struct {
 		rc    bson.D
 		body  bson.Raw
@@ -65,7 +66,17 @@ func TestCheckReadConcern(t *testing.T) {
 		{rc: bson.D{{Key: "level", Value: "linearizable"}}},
 		{rc: bson.D{{Key: "level", Value: "available"}}},
 		{rc: bson.D{{Key: "level", Value: "snapshot"}}, body: txn},
-		{rc: bson.D{{Key: "level", Value: "snapshot"}}, err: mongoerr.InvalidOptions},
+		// MongoDB 5.0+ reads at a snapshot outside transactions on find,
+		// aggregate and distinct only (jstests/replsets/
+		// non_transaction_snapshot_reads.js; read_at_cluster_time's
+		// checks of atClusterTime).
+		{rc: bson.D{{Key: "level", Value: "snapshot"}}},
+		{rc: bson.D{{Key: "level", Value: "snapshot"}, {Key: "atClusterTime", Value: ts}}},
+		{rc: bson.D{{Key: "level", Value: "snapshot"}}, body: count, err: mongoerr.InvalidOptions},
+		{rc: bson.D{{Key: "level", Value: "local"}, {Key: "atClusterTime", Value: ts}}, err: mongoerr.InvalidOptions},
+		{rc: bson.D{{Key: "atClusterTime", Value: ts}}, err: mongoerr.InvalidOptions},
+		{rc: bson.D{{Key: "level", Value: "snapshot"}, {Key: "atClusterTime", Value: bson.Timestamp{T: 0, I: 1}}}, err: mongoerr.InvalidOptions},
+		{rc: bson.D{{Key: "level", Value: "snapshot"}, {Key: "atClusterTime", Value: ts}, {Key: "afterClusterTime", Value: ts}}, err: mongoerr.InvalidOptions},
 		{rc: bson.D{{Key: "level", Value: "linearizable"}, {Key: "afterClusterTime", Value: ts}}, err: mongoerr.InvalidOptions},
 		{rc: bson.D{{Key: "afterClusterTime", Value: bson.Timestamp{}}}, err: mongoerr.InvalidOptions},
 		{rc: bson.D{{Key: "afterClusterTime", Value: 5}}, err: mongoerr.TypeMismatch},

@@ -167,8 +167,9 @@ func TestReplSetClusterTime(t *testing.T) {
 	}
 }
 
-// TestReplSetReadConcern: every level but snapshot is accepted outside a
-// transaction, and afterClusterTime waits for the cluster time.
+// TestReplSetReadConcern: every level is accepted outside a transaction
+// (snapshot on find, aggregate and distinct only, as in MongoDB 5.0+), and
+// afterClusterTime waits for the cluster time.
 func TestReplSetReadConcern(t *testing.T) {
 	_, client := startReplSet(t)
 	db := client.Database("test")
@@ -176,7 +177,8 @@ func TestReplSetReadConcern(t *testing.T) {
 	for _, level := range []string{"local", "majority", "linearizable", "available"} {
 		run(t, db, bson.D{{Key: "find", Value: "rc"}, {Key: "readConcern", Value: bson.D{{Key: "level", Value: level}}}})
 	}
-	ce := cmdError(t, client, "test", bson.D{{Key: "find", Value: "rc"}, {Key: "readConcern", Value: bson.D{{Key: "level", Value: "snapshot"}}}})
+	run(t, db, bson.D{{Key: "find", Value: "rc"}, {Key: "readConcern", Value: bson.D{{Key: "level", Value: "snapshot"}}}})
+	ce := cmdError(t, client, "test", bson.D{{Key: "count", Value: "rc"}, {Key: "readConcern", Value: bson.D{{Key: "level", Value: "snapshot"}}}})
 	wantError(t, ce, 72, "InvalidOptions")
 	ce = cmdError(t, client, "test", bson.D{{Key: "find", Value: "rc"}, {Key: "readConcern", Value: bson.D{{Key: "level", Value: "eventual"}}}})
 	wantError(t, ce, 2, "BadValue")
