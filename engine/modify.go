@@ -207,8 +207,30 @@ func (e *Engine) updateOnce(ctx context.Context, c *Collection, q *compiledQuery
 // it when change is nil). Every match rewrites the document so that its
 // _ts moves to now, even when nothing changed (TTL spec rule 4). before,
 // when set, receives a copy of the document as it was.
+// matchesNow reports whether the document at pk is live and matches f as
+// the writer reads it now, without its lock.
+func (w *writer) matchesNow(pk []byte, f *query.Filter) (bool, error) {
+	d, err := w.load(pk)
+	if err != nil || d == nil || w.st.expired(d.h, w.e.nowMillis()) {
+		return false, err
+	}
+	ok, _, err := f.MatchPositional(d.doc)
+	return ok, err
+}
+
 func (w *writer) modify(pk []byte, f *query.Filter, change func(d *storedDoc, pos int) (bson.Raw, bool, error), before *bson.Raw) (matched, modified bool, err error) {
-	if _, err := w.lock(record.DocKey(nil, w.st.meta.ID, pk)); err != nil {
+	dk := record.DocKey(nil, w.st.meta.ID, pk)
+	if !w.holds(dk) {
+		// A document that does not match as the statement reads it (the
+		// latest state, or a transaction's snapshot) is not written, so it
+		// is not locked: in MongoDB a statement that writes nothing
+		// conflicts with nothing and waits for no one. One that matches is
+		// locked and read again below.
+		if matches, err := w.matchesNow(pk, f); err != nil || !matches {
+			return false, false, err
+		}
+	}
+	if _, err := w.lock(dk); err != nil {
 		return false, false, err
 	}
 	for {

@@ -65,8 +65,11 @@ type writer struct {
 	txn *Txn
 	// multi is the multi-document transaction the statement runs in, nil
 	// for a plain write: tx is then its kv transaction, which the writer
-	// never commits (transaction.go).
-	multi *Transaction
+	// never commits (transaction.go). written are the documents this
+	// statement wrote there, which its kv transaction's buffer does not
+	// tell from those of the transaction's earlier statements.
+	multi   *Transaction
+	written map[string]struct{}
 }
 
 // newWriter is the writer of one statement on c, in the transaction of
@@ -371,6 +374,10 @@ func (w *writer) put(d *storedDoc, ent docEntries, old *storedDoc, oldEnt *docEn
 			t.docs = make(map[string]uint64)
 		}
 		t.docs[string(dk)] = w.st.meta.ID
+		if w.written == nil {
+			w.written = make(map[string]struct{})
+		}
+		w.written[string(dk)] = struct{}{}
 	}
 	w.logPut(d, old)
 	for i, ix := range w.st.indexes {
@@ -447,11 +454,18 @@ func (w *writer) load(pk []byte) (*storedDoc, error) {
 	return w.e.loadDoc(w.ctx, w.reader(), w.st.meta.ID, pk)
 }
 
-// pendingDoc reports whether the pending transaction writes the document
-// at key dk (and does not delete it).
+// pendingDoc reports whether this command writes the document at key dk
+// (and does not delete it). In a multi-document transaction the buffer
+// also holds earlier statements' writes, which expire like any document
+// (TTL rule 15), so only this statement's count.
 func (w *writer) pendingDoc(dk []byte) bool {
 	if w.tx == nil {
 		return false
+	}
+	if w.multi != nil {
+		if _, ok := w.written[string(dk)]; !ok {
+			return false
+		}
 	}
 	v, ok := w.tx.Buffered(dk)
 	return ok && v != nil
