@@ -60,10 +60,16 @@ type modelOp struct {
 	// the definition created.
 	View, ViewOn string
 	ViewPipe     []bson.Raw
+	// InTxn, for a statement or a txn* operation, is the transaction
+	// slot plus one (model_txn_test.go); 0 for a plain operation.
+	InTxn int
 }
 
 func (op *modelOp) String() string {
 	var b strings.Builder
+	if op.InTxn != 0 {
+		fmt.Fprintf(&b, "[txn%d] ", op.InTxn)
+	}
 	b.WriteString(op.Kind)
 	if op.Kind == "preImages" {
 		fmt.Fprintf(&b, " enabled=%v", op.PreImages)
@@ -165,6 +171,8 @@ type modelGen struct {
 	noDrop bool
 	// views mixes in view operations (model_views_test.go).
 	views bool
+	// txns mixes in transactions (model_txn_test.go).
+	txns bool
 }
 
 func modelRaw(v any) bson.Raw {
@@ -552,6 +560,10 @@ func (g *modelGen) next() *modelOp {
 	op := &modelOp{}
 	if g.views && g.r.Intn(16) == 0 {
 		g.viewOp(op)
+		return op
+	}
+	if g.txns && g.r.Intn(4) == 0 {
+		g.txnOp(op)
 		return op
 	}
 	switch k := g.r.Intn(122); {

@@ -91,6 +91,20 @@ func (rep *oplogReplica) apply(raw bson.Raw) error {
 		if err != nil {
 			return err
 		}
+		if el.Key() == "applyOps" {
+			// A committed transaction: its operations, in order, with
+			// neither ts nor pre-images of their own.
+			ops, _ := el.Value().Array().Values()
+			for _, v := range ops {
+				op := v.Document()
+				code := op.Lookup("op").StringValue()
+				if err := rep.applyOp(oplog.Fields{Op: oplog.Op(code[0]), NS: op.Lookup("ns").StringValue()}, op); err != nil {
+					return fmt.Errorf("applyOps: %v", err)
+				}
+			}
+			rep.before = nil
+			return nil
+		}
 		ns := db + "." + el.Value().StringValue()
 		switch el.Key() {
 		case "create", "collMod":
@@ -112,6 +126,12 @@ func (rep *oplogReplica) apply(raw bson.Raw) error {
 		}
 		return nil
 	}
+	return rep.applyOp(f, raw)
+}
+
+// applyOp applies one CRUD entry (or operation of an applyOps).
+func (rep *oplogReplica) applyOp(f oplog.Fields, raw bson.Raw) error {
+	o := raw.Lookup("o").Document()
 	docs := rep.colls[f.NS]
 	if docs == nil {
 		docs = map[string]bson.Raw{}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -36,7 +37,15 @@ type refDoc struct {
 	doc bson.Raw
 	ts  int64 // ms, the system _ts
 	ttl ttlindex.DocTTL
+	// serial names the document from its insert, and gen counts its
+	// rewrites, so that the transactions' model (model_txn_test.go) sees
+	// which documents a step wrote, a no-op rewrite included; 0 for one
+	// read back from the engine.
+	serial, gen int64
 }
+
+// refSerial hands out refDoc serials.
+var refSerial atomic.Int64
 
 func (d *refDoc) id() bsoncore.Value { return bsoncore.Document(d.doc).Lookup("_id") }
 
@@ -323,7 +332,7 @@ func (m *refModel) insert(raw bson.Raw, genID bsoncore.Value, now int64) (bsonco
 		victims = append(victims, old)
 	}
 	m.remove(victims...)
-	m.docs = append(m.docs, &refDoc{doc: doc, ts: now, ttl: ttlindex.DocTTLOf(bsoncore.Document(doc))})
+	m.docs = append(m.docs, &refDoc{doc: doc, ts: now, ttl: ttlindex.DocTTLOf(bsoncore.Document(doc)), serial: refSerial.Add(1)})
 	return id, nil
 }
 
@@ -352,6 +361,7 @@ func (m *refModel) apply(d *refDoc, u *update.Update, pos int, now int64) (bson.
 	}
 	m.remove(victims...)
 	d.doc, d.ts, d.ttl = out, now, ttlindex.DocTTLOf(bsoncore.Document(out))
+	d.gen++
 	return out, changed, nil
 }
 

@@ -205,3 +205,51 @@ func TestModelRegressValidateLevelOffCountsNoneNonCompliant(t *testing.T) {
 		}
 	}
 }
+
+// A statement of a transaction whose filter names _ids (an _id point
+// plan) locks each named document before it checks the rest of the filter
+// against it, and keeps the lock when it does not match: the statement
+// writes nothing, yet it fails with WriteConflict when the document
+// changed after the snapshot, and a plain write of that document waits
+// until the transaction ends. In MongoDB a statement that matches nothing
+// in its snapshot writes nothing, so neither happens
+// (jstests/core/txns/write_conflicts_with_non_txns.js conflicts only on
+// documents written). Found by the transactions' model (a plain update
+// hung behind a transaction's findAndModify {_id: 3, a: 2} that matched
+// nothing).
+func TestModelRegressTxnUnmatchedIDPointLocks(t *testing.T) {
+	e := openTxnEngine(t)
+	bg := context.Background()
+	if err := insertIDs(t, bg, e, "c", 1, 2); err != nil {
+		t.Fatal(err)
+	}
+	unmatched := func(id int32) bson.Raw { return txnDoc(t, bson.D{{Key: "_id", Value: id}, {Key: "n", Value: 5}}) }
+	set := func(v int32) *update.Update {
+		return txnUpdate(t, bson.D{{Key: "$set", Value: bson.D{{Key: "m", Value: v}}}})
+	}
+
+	// Document 1 changes after the snapshot; the transaction's update
+	// does not match it there.
+	tx, _ := e.BeginTransaction(bg, TransactionOptions{})
+	if _, err := e.Update(bg, "db", "c", UpdateSpec{Filter: txnDoc(t, bson.D{{Key: "_id", Value: int32(1)}}), Update: set(1)}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.Update(WithTransaction(bg, tx), "db", "c", UpdateSpec{Filter: unmatched(1), Update: set(2)})
+	if err != nil || res.Matched != 0 {
+		t.Errorf("an update matching nothing in the snapshot: matched %d, %v; want 0 and no error", res.Matched, err)
+	}
+	tx.Abort()
+
+	// The transaction matched nothing: a plain write of the document
+	// must not wait for it.
+	tx, _ = e.BeginTransaction(bg, TransactionOptions{})
+	if _, err := e.Update(WithTransaction(bg, tx), "db", "c", UpdateSpec{Filter: unmatched(2), Update: set(3)}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(bg, time.Second)
+	defer cancel()
+	if _, err := e.Update(ctx, "db", "c", UpdateSpec{Filter: txnDoc(t, bson.D{{Key: "_id", Value: int32(2)}}), Update: set(4)}); err != nil {
+		t.Errorf("a plain update of a document an open transaction did not write: %v (it waited for the transaction)", err)
+	}
+	tx.Abort()
+}

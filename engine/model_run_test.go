@@ -41,6 +41,8 @@ type modelRun struct {
 	// txnNumber is the last transaction number of the retryable writes
 	// (model_retry_test.go).
 	txnNumber int64
+	// tx is the transactions' model (model_txn_test.go).
+	tx txnModel
 }
 
 var errModelHang = errors.New("engine call hung")
@@ -203,9 +205,27 @@ func baseKindLabel(op *modelOp) string {
 	return op.Kind
 }
 
-// step runs op on the engine and the model and compares the answers.
+// step runs op on the engine and the model and compares the answers: a
+// transaction's operation, or a plain one around which the transactions'
+// model keeps its books (model_txn_test.go).
 func (r *modelRun) step(ctx context.Context, op *modelOp) error {
 	r.steps++
+	if op.InTxn != 0 {
+		return r.stepTxn(ctx, op)
+	}
+	pre, err := r.txnBeforePlain(ctx, op)
+	if err != nil {
+		return err
+	}
+	err = r.stepPlain(ctx, op)
+	if aerr := r.txnAfterPlain(op, pre); err == nil {
+		err = aerr
+	}
+	return err
+}
+
+// stepPlain runs a plain operation (outside any transaction).
+func (r *modelRun) stepPlain(ctx context.Context, op *modelOp) error {
 	r.counts[kindLabel(op)]++
 	now := r.now()
 	r.m.bypass = op.Bypass
@@ -225,7 +245,7 @@ func (r *modelRun) step(ctx context.Context, op *modelOp) error {
 			return err
 		}
 		if herr := r.guard("insert", func() {
-			res, err = r.e.Insert(context.Background(), modelDB, modelColl, op.Docs, op.Ordered, opts)
+			res, err = r.e.Insert(ctx, modelDB, modelColl, op.Docs, op.Ordered, opts)
 		}); herr != nil {
 			return herr
 		}

@@ -145,7 +145,7 @@ func runModelSeed(t *testing.T, backend string, seed int64, steps int, counts ma
 		t.Fatal(err)
 	}
 	r := newModelRun(t, backend, dir, 10*time.Second)
-	g := &modelGen{r: rand.New(rand.NewSource(seed)), now: r.clock.Now, views: true}
+	g := &modelGen{r: rand.New(rand.NewSource(seed)), now: r.clock.Now, views: true, txns: true}
 	ctx := context.Background()
 	var ops []*modelOp
 	for i := 0; i < steps; i++ {
@@ -162,6 +162,9 @@ func runModelSeed(t *testing.T, backend string, seed int64, steps int, counts ma
 	}
 	for k, v := range r.counts {
 		counts[k] += v
+	}
+	if err := r.txnAbortAll("endOfSeed"); err != nil {
+		t.Fatal(err)
 	}
 	if err := r.e.Close(); err != nil {
 		t.Fatal(err)
@@ -210,11 +213,15 @@ func replayModelOps(t *testing.T, backend string, ops []*modelOp, timeout time.D
 		}
 		if err != nil {
 			if !r.hung {
+				r.txnAbortAll("endOfSeed")
 				r.e.Close()
 				os.RemoveAll(dir)
 			}
 			return err
 		}
+	}
+	if err := r.txnAbortAll("endOfSeed"); err != nil {
+		return err
 	}
 	r.e.Close()
 	os.RemoveAll(dir)
