@@ -128,6 +128,7 @@ func (r *modelRun) txnStatement(ctx context.Context, x *modelTxn, slot int, op *
 	if !isRead {
 		dry := cloneRef(r.m)
 		dry.tally = nil
+		dry.bypass = op.Bypass
 		r.m = dry
 		derr, ambiguous, early = r.refDry(op)
 		r.m = x.view
@@ -152,7 +153,12 @@ func (r *modelRun) txnStatement(ctx context.Context, x *modelTxn, slot int, op *
 		}
 	}
 	conf, maybe := r.conflicts(x, locks)
-	points := pointKeys(lf.engFilter)
+	// An _id point plan, taken when no sort other than _id's asks for
+	// another, locks every _id named.
+	points := map[string]bool{}
+	if op.Sort == nil || onlyIDSort(op.Sort) {
+		points = pointKeys(lf.engFilter)
+	}
 	for k := range points {
 		if locks[k] {
 			delete(points, k)
@@ -335,4 +341,9 @@ func (r *modelRun) refDry(op *modelOp) (error, bool, []string) {
 		r.m.remove(matches...)
 	}
 	return nil, false, nil
+}
+
+func onlyIDSort(srt bson.Raw) bool {
+	elems, _ := srt.Elements()
+	return len(elems) == 1 && elems[0].Key() == "_id"
 }

@@ -199,10 +199,12 @@ func diffWrites(pre, post *refModel) refWrites {
 	for k := range keys {
 		a, b := pm[k], qm[k]
 		if a != nil && b != nil {
-			if a.serial != 0 && a.serial == b.serial && a.gen == b.gen {
+			same := bytes.Equal(a.doc, b.doc) && a.ts == b.ts && a.ttl == b.ttl
+			if a.serial == b.serial && a.gen == b.gen && (a.serial != 0 || same) {
 				continue
 			}
-			if (a.serial == 0 || b.serial == 0) && bytes.Equal(a.doc, b.doc) && a.ts == b.ts && a.ttl == b.ttl {
+			if a.serial != b.serial && (a.serial == 0 || b.serial == 0) && same {
+				// Read back from the engine: rewritten or not.
 				w.maybe[k] = true
 				continue
 			}
