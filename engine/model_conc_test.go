@@ -30,7 +30,8 @@ const requestDeadline = 10 * time.Second
 // (an insert that ran under one validator setting must obey it).
 // Afterwards the store validates, unique indexes hold, every index agrees
 // with the documents, every acknowledged insert of the second collection
-// is there, and no insert the validator refused is.
+// is there, and no insert the validator refused is. Transactions run
+// alongside (model_txn_conc_test.go).
 func TestModelConcurrent(t *testing.T) {
 	for _, backend := range modelBackends() {
 		t.Run(backend, func(t *testing.T) { testModelConcurrent(t, backend) })
@@ -260,6 +261,7 @@ func testModelConcurrent(t *testing.T, backend string) {
 			}
 		}(w)
 	}
+	tc := startTxnWorkers(e, seed, &wg, done, fail, &total)
 	wg.Wait()
 	stop.Store(true)
 	<-checkerDone
@@ -267,8 +269,14 @@ func testModelConcurrent(t *testing.T, backend string) {
 		t.Fatalf("concurrent model test (seed %d):\n%s", seed, strings.Join(failure, "\n"))
 	}
 
+	if err := tc.finish(); err != nil {
+		t.Error(err)
+	}
+	for k, v := range tc.counts {
+		counts[k] += v
+	}
 	// The store as a whole.
-	for _, coll := range []string{modelColl, "ack"} {
+	for _, coll := range []string{modelColl, "ack", "acct", "pairs"} {
 		if err := validateStore(ctx, e, modelDB, coll); err != nil {
 			t.Errorf("%s: %v", coll, err)
 		}
@@ -281,7 +289,7 @@ func testModelConcurrent(t *testing.T, backend string) {
 	if err := rep.catchUp(ctx, e); err != nil {
 		t.Error(err)
 	}
-	for _, coll := range []string{modelColl, "ack"} {
+	for _, coll := range []string{modelColl, "ack", "acct", "pairs"} {
 		if err := rep.check(e, modelDB, coll); err != nil {
 			t.Error(err)
 		}
@@ -311,7 +319,7 @@ func testModelConcurrent(t *testing.T, backend string) {
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("model summary: concurrent backend=%s seed=%d workers=4+2+1 requests=%d checks=%d duration=%v ack: inserts under a steady validator=%d refused=%d ops: %s",
+	t.Logf("model summary: concurrent backend=%s seed=%d workers=4+2+1+6 requests=%d checks=%d duration=%v ack: inserts under a steady validator=%d refused=%d ops: %s",
 		backend, seed, total.Load(), checks, time.Since(start).Round(time.Millisecond), nUnderValidator.Load(), nRefused.Load(), formatCounts(counts))
 }
 
@@ -328,7 +336,7 @@ func execConcurrentOp(ctx context.Context, e *Engine, clock *clock.Manual, op *m
 	}
 	switch op.Kind {
 	case "insert":
-		_, err := e.Insert(context.Background(), modelDB, modelColl, op.Docs, op.Ordered, WriteOptions{BypassDocumentValidation: op.Bypass})
+		_, err := e.Insert(ctx, modelDB, modelColl, op.Docs, op.Ordered, WriteOptions{BypassDocumentValidation: op.Bypass})
 		return err
 	case "update":
 		u, err := compileUpdateOf(op, pipe, clock.Now())
