@@ -81,6 +81,7 @@ func transient(err error) bool {
 // is set. It returns false if the test is failing.
 func (tc *txnConc) runTxn(what string, abort bool, body func(ctx context.Context) error) bool {
 	bg := context.Background()
+	start := time.Now()
 	for attempt := 0; ; attempt++ {
 		var tx *Transaction
 		if tc.watch(what+" begin", func() (err error) { tx, err = tc.e.BeginTransaction(bg, TransactionOptions{}); return err }) != nil {
@@ -101,10 +102,13 @@ func (tc *txnConc) runTxn(what string, abort bool, body func(ctx context.Context
 			return true
 		case transient(err):
 			tc.count(fmt.Sprintf("%s.retry.%d", what, codeOf(err)))
-			if attempt > 1000 {
-				tc.fail("%s: still conflicting after %d attempts: %v", what, attempt, err)
+			if time.Since(start) > requestDeadline {
+				tc.fail("%s: still conflicting after %d attempts in %v: %v", what, attempt, requestDeadline, err)
 				return false
 			}
+			// Transactions that lock without waiting can keep failing
+			// each other in step; a random pause, growing, breaks that.
+			time.Sleep(time.Duration(rand.Intn(1+min(attempt, 20))) * 50 * time.Microsecond)
 		default:
 			if codeOf(err) >= 0 {
 				tc.fail("%s: %v", what, err)

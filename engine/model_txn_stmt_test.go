@@ -8,6 +8,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine/keycodec"
 	"github.com/lethedb/lethe/engine/query"
 	"github.com/lethedb/lethe/mongoerr"
 )
@@ -157,7 +158,7 @@ func (r *modelRun) txnStatement(ctx context.Context, x *modelTxn, slot int, op *
 	// another, locks every _id named.
 	points := map[string]bool{}
 	if op.Sort == nil || onlyIDSort(op.Sort) {
-		points = pointKeys(lf.engFilter)
+		points = r.visitedPoints(op, lf.engFilter, lf.refFilter)
 	}
 	for k := range points {
 		if locks[k] {
@@ -341,6 +342,38 @@ func (r *modelRun) refDry(op *modelOp) (error, bool, []string) {
 		r.m.remove(matches...)
 	}
 	return nil, false, nil
+}
+
+// visitedPoints are the _ids of filter that the statement locks: all of
+// them, or for one that writes a single document, those before the first
+// that matches, in the order of the plan.
+func (r *modelRun) visitedPoints(op *modelOp, filter, refFilter bson.Raw) map[string]bool {
+	all := pointKeys(filter)
+	single := op.Kind == "findAndModify" || op.Kind == "update" && !op.Multi || op.Kind == "delete" && op.Limit == 1
+	f, err := query.Compile(refFilter)
+	if !single || err != nil {
+		return all
+	}
+	var ids []bsoncore.Value
+	for k := range all {
+		ids = append(ids, pointValues(filter)[k])
+	}
+	desc := op.Sort != nil && op.Sort.Lookup("_id").AsInt64() < 0
+	slices.SortFunc(ids, func(a, b bsoncore.Value) int {
+		if desc {
+			return keycodec.Compare(b, a)
+		}
+		return keycodec.Compare(a, b)
+	})
+	out := map[string]bool{}
+	now := r.now()
+	for _, id := range ids {
+		out[idKey(id)] = true
+		if d := r.m.byID(id); d != nil && r.m.live(d, now) && f.Match(d.doc) {
+			break
+		}
+	}
+	return out
 }
 
 func onlyIDSort(srt bson.Raw) bool {

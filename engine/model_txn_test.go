@@ -582,13 +582,23 @@ func (r *modelRun) txnAfterPlain(op *modelOp, pre *plainPre) error {
 // whether they match or not.
 func pointKeys(filter bson.Raw) map[string]bool {
 	keys := map[string]bool{}
+	for k := range pointValues(filter) {
+		keys[k] = true
+	}
+	return keys
+}
+
+// pointValues are the _ids of pointKeys, by key.
+func pointValues(filter bson.Raw) map[string]bsoncore.Value {
+	vals := map[string]bsoncore.Value{}
+	add := func(v bson.RawValue) { vals[idKey(rawIDValue(v))] = rawIDValue(v) }
 	if and, err := filter.LookupErr("$and"); err == nil {
 		if arr, ok := and.ArrayOK(); ok {
-			vals, _ := arr.Values()
-			for _, v := range vals {
+			elems, _ := arr.Values()
+			for _, v := range elems {
 				if d, ok := v.DocumentOK(); ok {
-					for k := range pointKeys(d) {
-						keys[k] = true
+					for k, x := range pointValues(bson.Raw(d)) {
+						vals[k] = x
 					}
 				}
 			}
@@ -596,24 +606,23 @@ func pointKeys(filter bson.Raw) map[string]bool {
 	}
 	v, err := filter.LookupErr("_id")
 	if err != nil {
-		return keys
+		return vals
 	}
-	add := func(v bson.RawValue) { keys[idKey(rawIDValue(v))] = true }
 	doc, ok := v.DocumentOK()
 	if !ok || !bsonFirstKeyIsOp(doc) {
 		add(v)
-		return keys
+		return vals
 	}
 	if eq, err := doc.LookupErr("$eq"); err == nil {
 		add(eq)
 	}
 	if in, err := doc.LookupErr("$in"); err == nil {
 		if arr, ok := in.ArrayOK(); ok {
-			vals, _ := arr.Values()
-			for _, x := range vals {
+			elems, _ := arr.Values()
+			for _, x := range elems {
 				add(x)
 			}
 		}
 	}
-	return keys
+	return vals
 }
