@@ -223,13 +223,17 @@ func diffWrites(pre, post *refModel) refWrites {
 			}
 			return false
 		}
+		// A document rewritten in place writes the unique keys that came
+		// or went; one removed and inserted again (over an expired one of
+		// the same _id) deletes all its old keys and sets all its new.
+		replaced := a != nil && b != nil && a.serial != b.serial && a.serial != 0 && b.serial != 0
 		for _, e := range kb {
-			if !in(ka, e) {
+			if replaced || !in(ka, e) {
 				w.written[e] = true
 			}
 		}
 		for _, e := range ka {
-			if !in(kb, e) {
+			if replaced || !in(kb, e) {
 				w.written[e] = true
 			}
 		}
