@@ -8,6 +8,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/lethedb/lethe/clock"
 	"github.com/lethedb/lethe/engine/update"
 	"github.com/lethedb/lethe/engine/validation"
 	"github.com/lethedb/lethe/mongoerr"
@@ -252,4 +253,37 @@ func TestModelRegressTxnUnmatchedIDPointLocks(t *testing.T) {
 		t.Errorf("a plain update of a document an open transaction did not write: %v (it waited for the transaction)", err)
 	}
 	tx.Abort()
+}
+
+// In a transaction, a document one of its statements inserted, and which
+// has expired since by its _ts, is hidden from the transaction's reads
+// (as TTL hides it at each statement's clock), yet an insert of its _id
+// by a later statement fails with DuplicateKey: the writer takes any
+// document the transaction buffered as "written by this command a moment
+// ago", live whatever its TTL (writer.pendingDoc), while in a transaction
+// the buffer holds every earlier statement too. Expired documents are
+// absent for unique checks (TTL rule 15), so the insert should replace
+// it. Found by the transactions' model.
+func TestModelRegressTxnExpiredOwnInsertIsDuplicate(t *testing.T) {
+	clk := clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	e := openOplogEngine(t, t.TempDir(), clk, Options{})
+	defer e.Close()
+	bg := context.Background()
+	regressCreateIndex(t, e, bson.D{{Key: "key", Value: bson.D{{Key: "_ts", Value: 1}}}, {Key: "name", Value: "_ts_1"}, {Key: "expireAfterSeconds", Value: int32(4)}})
+	tx, err := e.BeginTransaction(bg, TransactionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Abort()
+	in := WithTransaction(bg, tx)
+	if err := insertIDs(t, in, e, "c", 5); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(5 * time.Second)
+	if got := idsOf(t, in, e, "c"); len(got) != 0 {
+		t.Fatalf("the transaction still sees %v after its document expired", got)
+	}
+	if err := insertIDs(t, in, e, "c", 5); err != nil {
+		t.Errorf("insert of the _id of the transaction's own expired document: %v, want it to replace it", err)
+	}
 }
