@@ -8,7 +8,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"github.com/lethedb/lethe/engine/keycodec"
 	"github.com/lethedb/lethe/engine/query"
 	"github.com/lethedb/lethe/mongoerr"
 )
@@ -154,41 +153,6 @@ func (r *modelRun) txnStatement(ctx context.Context, x *modelTxn, slot int, op *
 		}
 	}
 	conf, maybe := r.conflicts(x, locks)
-	// An _id point plan, taken when no sort other than _id's asks for
-	// another, locks every _id named.
-	points := map[string]bool{}
-	if op.Sort == nil || onlyIDSort(op.Sort) {
-		points = r.visitedPoints(op, lf.engFilter, lf.refFilter)
-	}
-	for k := range points {
-		if locks[k] {
-			delete(points, k)
-		}
-	}
-	if !conf && !maybe && !ambiguous && r.replacesOwnExpired(x, w) {
-		// The engine takes a document the transaction wrote as live
-		// whatever its TTL (TestModelRegressTxnExpiredOwnInsertIsDuplicate):
-		// a known defect, and either answer goes.
-		err := r.execTxn(ctx, op)
-		if c := codeOf(err); c != 0 && c != int(mongoerr.DuplicateKey) && (derr == nil || c != codeOf(derr)) {
-			return fmt.Errorf("%s in a transaction: engine error %v, model code %d or a DuplicateKey on its own expired document", op.Kind, err, codeOf(derr))
-		}
-		r.counts[fmt.Sprintf("txn.outcome.ownExpiredDuplicate.%d", codeOf(err))]++
-		return r.txnAbort(slot, "afterOwnExpired")
-	}
-	if !conf && !maybe && !ambiguous {
-		if pc, pm := r.conflicts(x, points); pc || pm {
-			// The engine locks the _ids the filter names even where they
-			// do not match (TestModelRegressTxnUnmatchedIDPointLocks): a
-			// conflict there is a known defect, and either answer goes.
-			err := r.execTxn(ctx, op)
-			if c := codeOf(err); c != 0 && c != int(mongoerr.WriteConflict) && (derr == nil || c != codeOf(derr)) {
-				return fmt.Errorf("%s in a transaction: engine error %v, model code %d or a WriteConflict on an _id the filter names", op.Kind, err, codeOf(derr))
-			}
-			r.counts[fmt.Sprintf("txn.outcome.unmatchedPointConflict.%d", codeOf(err))]++
-			return r.txnAbort(slot, "afterPointConflict")
-		}
-	}
 	switch {
 	case !conf && !maybe && !ambiguous:
 		if err := r.stepPlain(ctx, op); err != nil {
@@ -204,9 +168,6 @@ func (r *modelRun) txnStatement(ctx context.Context, x *modelTxn, slot int, op *
 		}
 		for k := range w.written {
 			x.written[k] = true
-		}
-		for k := range points {
-			x.pointLocks[k] = true
 		}
 		return nil
 	case conf && derr == nil:
@@ -353,54 +314,4 @@ func (r *modelRun) refDry(op *modelOp) (error, bool, []string) {
 		r.m.remove(matches...)
 	}
 	return nil, false, nil
-}
-
-// visitedPoints are the _ids of filter that the statement locks: all of
-// them, or for one that writes a single document, those before the first
-// that matches, in the order of the plan.
-func (r *modelRun) visitedPoints(op *modelOp, filter, refFilter bson.Raw) map[string]bool {
-	all := pointKeys(filter)
-	single := op.Kind == "findAndModify" || op.Kind == "update" && !op.Multi || op.Kind == "delete" && op.Limit == 1
-	f, err := query.Compile(refFilter)
-	if !single || err != nil {
-		return all
-	}
-	var ids []bsoncore.Value
-	for k := range all {
-		ids = append(ids, pointValues(filter)[k])
-	}
-	desc := op.Sort != nil && op.Sort.Lookup("_id").AsInt64() < 0
-	slices.SortFunc(ids, func(a, b bsoncore.Value) int {
-		if desc {
-			return keycodec.Compare(b, a)
-		}
-		return keycodec.Compare(a, b)
-	})
-	out := map[string]bool{}
-	now := r.now()
-	for _, id := range ids {
-		out[idKey(id)] = true
-		if d := r.m.byID(id); d != nil && r.m.live(d, now) && f.Match(d.doc) {
-			break
-		}
-	}
-	return out
-}
-
-func onlyIDSort(srt bson.Raw) bool {
-	elems, _ := srt.Elements()
-	return len(elems) == 1 && elems[0].Key() == "_id"
-}
-
-// replacesOwnExpired reports whether a statement of x writes over a
-// document x wrote before and which has expired since.
-func (r *modelRun) replacesOwnExpired(x *modelTxn, w refWrites) bool {
-	now := r.now()
-	for _, d := range x.view.docs {
-		k := idKey(d.id())
-		if w.written[k] && x.written[k] && !x.view.live(d, now) {
-			return true
-		}
-	}
-	return false
 }

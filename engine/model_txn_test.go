@@ -79,11 +79,6 @@ type modelTxn struct {
 	seenVer int64
 	locks   map[string]bool
 	written map[string]bool
-	// pointLocks are the _ids its statements named in their filters and
-	// did not write: the engine locks them all the same (see
-	// TestModelRegressTxnUnmatchedIDPointLocks), so a plain write of one
-	// would wait, and another transaction's write of one may conflict.
-	pointLocks map[string]bool
 }
 
 // catalogObs is what the model reads of the engine's catalog after a step.
@@ -268,9 +263,6 @@ func (r *modelRun) conflicts(x *modelTxn, keys map[string]bool) (conf, maybe boo
 			if o != nil && o != x && o.locks[k] {
 				return true, false
 			}
-			if o != nil && o != x && o.pointLocks[k] {
-				maybe = true
-			}
 		}
 		if tm.maybeAt[k] > x.start {
 			maybe = true
@@ -308,7 +300,7 @@ func (r *modelRun) txnBegin(ctx context.Context, slot int) error {
 	}
 	r.tx.clock++
 	base := cloneRef(r.m)
-	r.tx.open[slot] = &modelTxn{t: t, start: r.tx.clock, base: base, view: cloneRef(base), locks: map[string]bool{}, written: map[string]bool{}, pointLocks: map[string]bool{}}
+	r.tx.open[slot] = &modelTxn{t: t, start: r.tx.clock, base: base, view: cloneRef(base), locks: map[string]bool{}, written: map[string]bool{}}
 	r.counts["txn.begin"]++
 	return nil
 }
@@ -365,9 +357,13 @@ func (r *modelRun) txnCommit(ctx context.Context, slot int, why string) error {
 			keep = append(keep, d)
 		}
 	}
+	// A transaction's writes happen at its commit: the documents it wrote
+	// take the commit's time as their _ts (Transaction.stampCommitTime).
+	now := r.now()
 	for _, k := range w.ids {
 		if d := vm[k]; d != nil {
 			cp := *d
+			cp.ts = now
 			keep = append(keep, &cp)
 		}
 	}
@@ -451,7 +447,8 @@ func (r *modelRun) plainLocks(op *modelOp) map[string]bool {
 		if err != nil {
 			return keys
 		}
-		// An _id point plan locks the _ids named, matching or not.
+		// An _id point plan locks the _ids named that match (a superset
+		// of them, to be safe: a wait in this one goroutine would hang).
 		for k := range pointKeys(lf.engFilter) {
 			keys[k] = true
 		}
@@ -514,7 +511,7 @@ func (r *modelRun) txnBeforePlain(ctx context.Context, op *modelOp) (*plainPre, 
 				continue
 			}
 			for k := range keys {
-				if x.locks[k] || x.pointLocks[k] {
+				if x.locks[k] {
 					if err := r.endTxn(ctx, slot, "beforePlainWrite"); err != nil {
 						return nil, err
 					}
@@ -530,7 +527,7 @@ func (r *modelRun) txnBeforePlain(ctx context.Context, op *modelOp) (*plainPre, 
 			break
 		}
 		for slot, x := range r.tx.open {
-			if x != nil && (len(x.locks) > 0 || len(x.pointLocks) > 0) {
+			if x != nil && len(x.locks) > 0 {
 				if err := r.endTxn(ctx, slot, "beforePurge"); err != nil {
 					return nil, err
 				}
@@ -543,7 +540,7 @@ func (r *modelRun) txnBeforePlain(ctx context.Context, op *modelOp) (*plainPre, 
 		for _, d := range r.m.docs {
 			held := false
 			for _, x := range r.tx.open {
-				held = held || x != nil && (x.locks[idKey(d.id())] || x.pointLocks[idKey(d.id())])
+				held = held || x != nil && x.locks[idKey(d.id())]
 			}
 			if held {
 				pre.hidden = append(pre.hidden, d)
