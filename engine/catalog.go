@@ -212,7 +212,19 @@ func (e *Engine) CreateCollection(ctx context.Context, db, name string, opts Cre
 	if err := namespace.Validate(db, name); err != nil {
 		return err
 	}
-	_, created, err := e.ensureCollection(db, name, opts.Raw)
+	t := transactionOf(ctx)
+	if t != nil && t.tx == nil {
+		return mongoerr.New(mongoerr.InvalidOptions, "a write cannot run under read concern snapshot outside a transaction")
+	}
+	c, created, err := e.ensureCollection(db, name, opts.Raw)
+	if created && t != nil {
+		// MongoDB 4.4+ creates collections in transactions; the abort
+		// drops it again if it is still empty.
+		t.noteCreated(c)
+		if _, err := t.stateOf(c); err != nil {
+			return err
+		}
+	}
 	if me, ok := mongoerr.As(err); ok && me.Code == mongoerr.CommandNotSupportedOnView {
 		return mongoerr.New(mongoerr.NamespaceExists, "namespace %s.%s already exists, but is a view", db, name)
 	}
@@ -253,8 +265,12 @@ func (e *Engine) writeLock(ctx context.Context, db, name string, create bool) (*
 				return nil, nil
 			}
 			var err error
-			if c, _, err = e.ensureCollection(db, name, nil); err != nil {
+			var created bool
+			if c, created, err = e.ensureCollection(db, name, nil); err != nil {
 				return nil, err
+			}
+			if created && t != nil {
+				t.noteCreated(c)
 			}
 		}
 		if t == nil {
@@ -356,8 +372,38 @@ func (e *Engine) dropCollection(db, name string) (bool, error) {
 
 	c.ddl.Lock()
 	defer c.ddl.Unlock()
+	return e.commitDrop(context.Background(), c, db, name)
+}
+
+// dropCollectionIf drops db.name if drop says so of its state, checked
+// under the collection's exclusive ddl lock, when no write is under way.
+func (e *Engine) dropCollectionIf(ctx context.Context, db, name string, drop func(*collState) bool) (bool, error) {
+	if err := e.writable(); err != nil {
+		return false, err
+	}
+	c := e.collection(db, name)
+	if c == nil {
+		return false, nil
+	}
+	c.ddl.Lock()
+	defer c.ddl.Unlock()
+	if c.st().dropped || !drop(c.st()) {
+		return false, nil
+	}
+	e.mu.Lock()
+	if e.colls[nsKey(db, name)] != c {
+		e.mu.Unlock()
+		return false, nil
+	}
+	delete(e.colls, nsKey(db, name))
+	e.mu.Unlock()
+	return e.commitDrop(ctx, c, db, name)
+}
+
+// commitDrop stores the drop of c, gone from the map of open collections,
+// whose ddl lock the caller holds exclusively, and reclaims its keys.
+func (e *Engine) commitDrop(ctx context.Context, c *Collection, db, name string) (bool, error) {
 	st := c.st()
-	ctx := context.Background()
 	tx, err := e.beginCatalog(ctx, false)
 	if err != nil {
 		return false, err

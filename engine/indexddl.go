@@ -357,6 +357,38 @@ func checkIndexConflict(req, old record.IndexMeta) (exists bool, err error) {
 // CreateIndexes builds the given indexes on db.coll, creating the
 // collection if needed. Existing identical indexes are left as they are.
 func (e *Engine) CreateIndexes(ctx context.Context, db, coll string, specs []bson.Raw) (CreateIndexesResult, error) {
+	t := transactionOf(ctx)
+	if t == nil {
+		return e.createIndexes(ctx, db, coll, specs)
+	}
+	if t.tx == nil {
+		return CreateIndexesResult{}, mongoerr.New(mongoerr.InvalidOptions, "a write cannot run under read concern snapshot outside a transaction")
+	}
+	// In a transaction, on a collection it creates or created (MongoDB
+	// 4.4+); the build itself runs outside it, on the committed
+	// documents, and then covers the transaction's own.
+	c := e.collection(db, coll)
+	created := false
+	if c == nil {
+		var err error
+		if c, created, err = e.ensureCollection(db, coll, nil); err != nil {
+			return CreateIndexesResult{}, err
+		}
+		if created {
+			t.noteCreated(c)
+		}
+	}
+	res, err := t.indexesInTransaction(ctx, c, func() (CreateIndexesResult, error) {
+		return e.createIndexes(ctx, db, coll, specs)
+	})
+	res.CreatedCollection = res.CreatedCollection || created
+	return res, err
+}
+
+func (e *Engine) createIndexes(ctx context.Context, db, coll string, specs []bson.Raw) (CreateIndexesResult, error) {
+	// The build runs outside any transaction of ctx: it writes committed
+	// index entries under the collection's exclusive lock.
+	ctx = context.WithValue(ctx, transactionKey{}, (*Transaction)(nil))
 	var res CreateIndexesResult
 	var metas []record.IndexMeta
 	for _, s := range specs {

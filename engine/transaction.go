@@ -10,6 +10,9 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.uber.org/zap"
+
 	"github.com/lethedb/lethe/engine/kv"
 	"github.com/lethedb/lethe/engine/record"
 	"github.com/lethedb/lethe/engine/retry"
@@ -93,6 +96,10 @@ type Transaction struct {
 	// docs are the keys of the documents the transaction wrote, by
 	// collection id, whose _ts the commit sets to its own time.
 	docs map[string]uint64
+	// created are the collections the transaction created, which an
+	// abort drops if they are still empty, and on which it may build
+	// indexes.
+	created map[*Collection]bool
 }
 
 type transactionKey struct{}
@@ -354,6 +361,9 @@ func (t *Transaction) Abort() {
 	if t.tx != nil {
 		t.tx.Rollback()
 	}
+	for c := range t.created {
+		t.e.dropIfEmpty(c)
+	}
 	if t.snap != nil {
 		t.e.history.release(t.snap)
 	}
@@ -397,4 +407,129 @@ func readState(ctx context.Context, c *Collection) (*collState, error) {
 // one: what the server knows of a session's numbers after a restart.
 func (e *Engine) LatestTxnNumber(ctx context.Context, session [16]byte) (int64, bool, error) {
 	return retry.Latest(ctx, e.store, session)
+}
+
+// noteCreated records that the transaction created c, whose state is its
+// first: the transaction runs under it.
+func (t *Transaction) noteCreated(c *Collection) {
+	if t.created == nil {
+		t.created = make(map[*Collection]bool)
+	}
+	t.created[c] = true
+}
+
+// dropIfEmpty drops c, created by a transaction that aborted, unless a
+// document landed in it meanwhile: MongoDB's collection created in a
+// transaction goes with its abort, and one another client wrote to stays.
+// Best effort: an error leaves the collection, as a plain create would.
+func (e *Engine) dropIfEmpty(c *Collection) {
+	ctx := context.Background()
+	st := c.st()
+	if st.dropped {
+		return
+	}
+	lo := record.DocKey(nil, st.meta.ID, nil)
+	it, err := e.store.Iter(ctx, lo, record.PrefixEnd(lo), false)
+	if err != nil {
+		return
+	}
+	empty := !it.First()
+	it.Close()
+	if !empty {
+		return
+	}
+	if _, err := e.dropCollectionIf(ctx, st.meta.DB, st.meta.Name, func(cur *collState) bool {
+		if cur.meta.ID != st.meta.ID {
+			return false
+		}
+		it, err := e.store.Iter(ctx, lo, record.PrefixEnd(lo), false)
+		if err != nil {
+			return false
+		}
+		defer it.Close()
+		return !it.First()
+	}); err != nil {
+		e.log.Debug("transaction: dropping a collection it created", zap.Error(err))
+	}
+}
+
+// indexesInTransaction builds indexes in a transaction: only on a
+// collection the transaction created, as MongoDB 4.4+ allows; then the
+// transaction's own documents of it get their entries, which the build,
+// reading committed documents, could not give them, and the transaction
+// runs under the collection's new state.
+func (t *Transaction) indexesInTransaction(ctx context.Context, c *Collection, build func() (CreateIndexesResult, error)) (CreateIndexesResult, error) {
+	if !t.created[c] {
+		return CreateIndexesResult{}, mongoerr.New(mongoerr.OperationNotSupportedInTransaction, "Cannot create new indexes on existing collection %s in a multi-document transaction.", c.st().ns())
+	}
+	old := c.st()
+	res, err := build()
+	if err != nil {
+		return res, err
+	}
+	st := c.st()
+	if st.dropped || st.meta.ID != old.meta.ID {
+		return res, writeConflict("the collection %s changed during the transaction", st.ns())
+	}
+	var added []*record.Index
+	for _, ix := range st.indexes {
+		if !slices.ContainsFunc(old.indexes, func(o *record.Index) bool { return o.Meta.ID == ix.Meta.ID }) {
+			added = append(added, ix)
+		}
+	}
+	for dk, collID := range t.docs {
+		if collID != st.meta.ID {
+			continue
+		}
+		v, ok := t.tx.Buffered([]byte(dk))
+		if !ok || v == nil {
+			continue
+		}
+		_, doc, err := record.SplitValue(v)
+		if err != nil {
+			return res, err
+		}
+		pk := record.PKOfDocKey([]byte(dk))
+		for _, ix := range added {
+			keys, multi, err := ix.Keys(bson.Raw(doc))
+			if err != nil {
+				return res, err
+			}
+			if multi && !ix.Meta.Multikey {
+				if err := t.markMultikey(ctx, c, ix); err != nil {
+					return res, err
+				}
+				ix.Meta.Multikey = true // this loop's copy; the state is read again below
+			}
+			for _, k := range keys {
+				if ix.Meta.Unique {
+					uk := ix.EntryKey(nil, k, nil)
+					if err := t.tx.LockKeys(ctx, kv.LockOptions{NoWait: true}, uk); err != nil {
+						return res, conflictError(err)
+					}
+					if _, err := t.tx.Get(ctx, uk); err == nil {
+						return res, mongoerr.New(mongoerr.DuplicateKey, "E11000 duplicate key error collection: %s index: %s", st.ns(), ix.Meta.Name)
+					}
+				}
+				if err := t.tx.Set(ix.EntryKey(nil, k, pk), pk); err != nil {
+					return res, err
+				}
+			}
+		}
+	}
+	if st = c.st(); st.dropped || st.meta.ID != old.meta.ID {
+		return res, writeConflict("the collection %s changed during the transaction", st.ns())
+	}
+	t.states[c] = st
+	return res, nil
+}
+
+// markMultikey marks ix of c multikey for a document of the transaction,
+// under c's catalog lock, as a writer does.
+func (t *Transaction) markMultikey(ctx context.Context, c *Collection, ix *record.Index) error {
+	if err := t.lockCollection(ctx, c); err != nil {
+		return err
+	}
+	defer c.ddl.RUnlock()
+	return t.e.markMultikey(ctx, c, ix)
 }

@@ -579,3 +579,66 @@ func TestTransactionStampsCommitTime(t *testing.T) {
 		t.Fatalf("the reaper purged %d (%v) 41 s after the commit, want 1", n, err)
 	}
 }
+
+// Collections and indexes created in a transaction (MongoDB 4.4+): an
+// index on a collection the transaction created covers its own documents
+// too, and on an existing collection it is refused; an abort drops the
+// collection it created while it is empty.
+func TestTransactionCreatesCollectionsAndIndexes(t *testing.T) {
+	e := openTxnEngine(t)
+	bg := context.Background()
+	tx, _ := e.BeginTransaction(bg, TransactionOptions{})
+	in := WithTransaction(bg, tx)
+	if err := e.CreateCollection(in, "db", "fresh", CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Insert(in, "db", "fresh", []bson.Raw{txnDoc(t, bson.D{{Key: "_id", Value: 1}, {Key: "u", Value: "a"}}), txnDoc(t, bson.D{{Key: "_id", Value: 2}, {Key: "u", Value: bson.A{"b", "c"}}})}, true); err != nil {
+		t.Fatal(err)
+	}
+	ix := txnDoc(t, bson.D{{Key: "key", Value: bson.D{{Key: "u", Value: 1}}}, {Key: "name", Value: "u_1"}, {Key: "unique", Value: true}})
+	if _, err := e.CreateIndexes(in, "db", "fresh", []bson.Raw{ix}); err != nil {
+		t.Fatal(err)
+	}
+	// The unique index knows the transaction's documents already.
+	res, err := e.Insert(in, "db", "fresh", []bson.Raw{txnDoc(t, bson.D{{Key: "_id", Value: 3}, {Key: "u", Value: "c"}})}, true)
+	if err == nil && len(res.Errors) > 0 {
+		err = res.Errors[0].Err
+	}
+	wantTxnCode(t, err, mongoerr.DuplicateKey, "")
+	tx.Abort()
+	if e.CollectionExists(bg, "db", "fresh") {
+		t.Fatal("the collection an aborted transaction created is still there")
+	}
+
+	tx2, _ := e.BeginTransaction(bg, TransactionOptions{})
+	in = WithTransaction(bg, tx2)
+	if err := insertIDs(t, in, e, "made", 1, 2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CreateIndexes(in, "db", "made", []bson.Raw{txnDoc(t, bson.D{{Key: "key", Value: bson.D{{Key: "n", Value: 1}}}, {Key: "name", Value: "n_1"}})}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx2.Commit(bg); err != nil {
+		t.Fatal(err)
+	}
+	// The index holds both documents: a scan of it finds them.
+	cur, err := e.Find(bg, "db", "made", FindSpec{Filter: txnDoc(t, bson.D{{Key: "n", Value: 0}}), Hint: bson.RawValue{Type: bson.TypeString, Value: bsoncore.AppendString(nil, "n_1")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, err := cur.All(bg)
+	if err != nil || len(docs) != 2 {
+		t.Fatalf("the index built in the transaction finds %d documents (%v), want 2", len(docs), err)
+	}
+	if rep, err := e.Validate(bg, "db", "made", true); err != nil || !rep.Valid {
+		t.Fatalf("validate after the transaction: %+v, %v", rep, err)
+	}
+
+	tx3, _ := e.BeginTransaction(bg, TransactionOptions{})
+	_, err = e.CreateIndexes(WithTransaction(bg, tx3), "db", "made", []bson.Raw{txnDoc(t, bson.D{{Key: "key", Value: bson.D{{Key: "z", Value: 1}}}, {Key: "name", Value: "z_1"}})})
+	wantTxnCode(t, err, mongoerr.OperationNotSupportedInTransaction, "")
+	tx3.Abort()
+	if !e.CollectionExists(bg, "db", "made") {
+		t.Fatal("an abort dropped a collection it did not create")
+	}
+}

@@ -416,9 +416,9 @@ func TestTransactionCommandsGo(t *testing.T) {
 }
 
 // TestTransactionRefusedCommandsGo: commands a transaction may not run are
-// refused with OperationNotSupportedInTransaction, count and the stages
-// that write or watch included; the transaction they would have started
-// never starts.
+// refused with OperationNotSupportedInTransaction, count, an index on an
+// existing collection and the stages that write or watch included; the
+// transaction they would have started never starts.
 func TestTransactionRefusedCommandsGo(t *testing.T) {
 	_, client := startReplSet(t)
 	ctx := testCtx(t)
@@ -429,7 +429,6 @@ func TestTransactionRefusedCommandsGo(t *testing.T) {
 	n := int64(0)
 	for _, cmd := range []bson.D{
 		{{Key: "count", Value: "c"}},
-		{{Key: "create", Value: "newcoll"}},
 		{{Key: "createIndexes", Value: "c"}, {Key: "indexes", Value: bson.A{bson.D{{Key: "key", Value: bson.D{{Key: "x", Value: 1}}}, {Key: "name", Value: "x_1"}}}}},
 		{{Key: "drop", Value: "c"}},
 		{{Key: "listCollections", Value: 1}},
@@ -583,4 +582,54 @@ func TestTransactionCursorGo(t *testing.T) {
 func TestTransactionNode(t *testing.T) {
 	ts, _ := startReplSet(t)
 	runNodeScript(t, "txn.mjs", ts.URI+"test?replicaSet=rs0")
+}
+
+// TestTransactionDDLGo: a transaction creates a collection and an index on
+// it (MongoDB 4.4+, jstests/core/txns/create_collection.js and
+// create_indexes.js); the index covers the documents the transaction
+// wrote before it; an abort takes the collection away again.
+func TestTransactionDDLGo(t *testing.T) {
+	_, client := startReplSet(t)
+	ctx := testCtx(t)
+	db := client.Database("ddl")
+	sess := startTxnSession(t, client)
+	_, err := sess.WithTransaction(ctx, func(sctx context.Context) (any, error) {
+		if err := db.CreateCollection(sctx, "made"); err != nil {
+			return nil, err
+		}
+		coll := db.Collection("made")
+		if _, err := coll.InsertMany(sctx, []any{bson.D{{Key: "_id", Value: 1}, {Key: "k", Value: "a"}}, bson.D{{Key: "_id", Value: 2}, {Key: "k", Value: "b"}}}); err != nil {
+			return nil, err
+		}
+		_, err := coll.Indexes().CreateOne(sctx, mongo.IndexModel{Keys: bson.D{{Key: "k", Value: 1}}, Options: options.Index().SetUnique(true)})
+		return nil, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	coll := db.Collection("made")
+	if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 3}, {Key: "k", Value: "a"}}); !mongo.IsDuplicateKeyError(err) {
+		t.Fatalf("the unique index built in the transaction lets a duplicate of its own document in: %v", err)
+	}
+	specs, err := coll.Indexes().ListSpecifications(ctx)
+	if err != nil || len(specs) != 2 {
+		t.Fatalf("indexes after the commit: %v, %v", specs, err)
+	}
+
+	if err := sess.StartTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	sctx := mongo.NewSessionContext(ctx, sess)
+	if err := db.CreateCollection(sctx, "gone"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Collection("gone").InsertOne(sctx, bson.D{{Key: "_id", Value: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sess.AbortTransaction(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if names, err := db.ListCollectionNames(ctx, bson.D{{Key: "name", Value: "gone"}}); err != nil || len(names) != 0 {
+		t.Fatalf("the collection of an aborted transaction: %v, %v", names, err)
+	}
 }

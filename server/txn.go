@@ -35,11 +35,12 @@ func (s *Server) transactionCommands() []commandDef {
 }
 
 // allowedInTransaction are the commands a transaction may run, those whose
-// allowedInTransactions() is true in mongod 7 (create and createIndexes
-// aside, which Lethe refuses in a transaction).
+// allowedInTransactions() is true in mongod 7. create and createIndexes
+// work on collections the transaction creates (MongoDB 4.4+; the engine
+// refuses an index on an existing collection).
 var allowedInTransaction = map[string]bool{
 	"find": true, "getMore": true, "killCursors": true, "insert": true, "update": true, "delete": true,
-	"findAndModify": true, "aggregate": true, "distinct": true,
+	"findAndModify": true, "aggregate": true, "distinct": true, "create": true, "createIndexes": true,
 	"commitTransaction": true, "abortTransaction": true,
 }
 

@@ -18,8 +18,9 @@
 // way, but never wait: a session that is busy is marked, and its
 // transaction is aborted when the running command checks it in.
 //
-// Inserting into a collection that does not exist creates it outside the
-// transaction (an engine side effect): the collection stays after an abort.
+// A collection a transaction creates (create, createIndexes, or an insert)
+// exists outside it at once, empty; the engine drops it again at an abort
+// unless another client wrote to it meanwhile.
 //
 // Locks, outermost first:
 //   - a session's checkout (Session.slot), held for a whole command, and
