@@ -220,7 +220,7 @@ func (e *Engine) CreateCollection(ctx context.Context, db, name string, opts Cre
 	if created && t != nil {
 		// MongoDB 4.4+ creates collections in transactions; the abort
 		// drops it again if it is still empty.
-		t.noteCreated(c)
+		t.noteCreated(c, true)
 		if _, err := t.stateOf(c); err != nil {
 			return err
 		}
@@ -270,7 +270,7 @@ func (e *Engine) writeLock(ctx context.Context, db, name string, create bool) (*
 				return nil, err
 			}
 			if created && t != nil {
-				t.noteCreated(c)
+				t.noteCreated(c, false)
 			}
 		}
 		if t == nil {

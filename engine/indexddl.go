@@ -375,7 +375,7 @@ func (e *Engine) CreateIndexes(ctx context.Context, db, coll string, specs []bso
 			return CreateIndexesResult{}, err
 		}
 		if created {
-			t.noteCreated(c)
+			t.noteCreated(c, true)
 		}
 	}
 	res, err := t.indexesInTransaction(ctx, c, func() (CreateIndexesResult, error) {

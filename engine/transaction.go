@@ -96,9 +96,9 @@ type Transaction struct {
 	// docs are the keys of the documents the transaction wrote, by
 	// collection id, whose _ts the commit sets to its own time.
 	docs map[string]uint64
-	// created are the collections the transaction created, which an
-	// abort drops if they are still empty, and on which it may build
-	// indexes.
+	// created are the collections the transaction created, on which it
+	// may build indexes; true for those it created by create or
+	// createIndexes, which its abort drops if they are still empty.
 	created map[*Collection]bool
 }
 
@@ -239,7 +239,7 @@ func (t *Transaction) statementDone(w *writer) error {
 // record in one synced commit. A collection it wrote whose catalog state
 // changed since aborts it with WriteConflict. The transaction has ended
 // afterwards, whatever the outcome.
-func (t *Transaction) Commit(ctx context.Context) error {
+func (t *Transaction) Commit(ctx context.Context) (err error) {
 	if t.ended {
 		return errTransactionEnded
 	}
@@ -249,6 +249,14 @@ func (t *Transaction) Commit(ctx context.Context) error {
 	}
 	t.ended = true
 	defer t.tx.Rollback()
+	// A failed commit is an abort: what the transaction created goes.
+	// Registered first, this runs after the catalog locks below are
+	// released.
+	defer func() {
+		if err != nil {
+			t.dropCreated()
+		}
+	}()
 	if t.tx.Empty() {
 		return nil
 	}
@@ -361,9 +369,7 @@ func (t *Transaction) Abort() {
 	if t.tx != nil {
 		t.tx.Rollback()
 	}
-	for c := range t.created {
-		t.e.dropIfEmpty(c)
-	}
+	t.dropCreated()
 	if t.snap != nil {
 		t.e.history.release(t.snap)
 	}
@@ -409,13 +415,25 @@ func (e *Engine) LatestTxnNumber(ctx context.Context, session [16]byte) (int64, 
 	return retry.Latest(ctx, e.store, session)
 }
 
-// noteCreated records that the transaction created c, whose state is its
-// first: the transaction runs under it.
-func (t *Transaction) noteCreated(c *Collection) {
+// noteCreated records that the transaction created c, by create or
+// createIndexes if explicit, or by an insert.
+func (t *Transaction) noteCreated(c *Collection, explicit bool) {
 	if t.created == nil {
 		t.created = make(map[*Collection]bool)
 	}
-	t.created[c] = true
+	t.created[c] = t.created[c] || explicit
+}
+
+// dropCreated drops, at an abort or a failed commit, the collections the
+// transaction created by create or createIndexes if they are still empty.
+// One an insert created stays, as before transactions could create them;
+// MongoDB's goes too (a difference docs/compatibility.md states).
+func (t *Transaction) dropCreated() {
+	for c, explicit := range t.created {
+		if explicit {
+			t.e.dropIfEmpty(c)
+		}
+	}
 }
 
 // dropIfEmpty drops c, created by a transaction that aborted, unless a
@@ -459,7 +477,7 @@ func (e *Engine) dropIfEmpty(c *Collection) {
 // reading committed documents, could not give them, and the transaction
 // runs under the collection's new state.
 func (t *Transaction) indexesInTransaction(ctx context.Context, c *Collection, build func() (CreateIndexesResult, error)) (CreateIndexesResult, error) {
-	if !t.created[c] {
+	if _, ok := t.created[c]; !ok {
 		return CreateIndexesResult{}, mongoerr.New(mongoerr.OperationNotSupportedInTransaction, "Cannot create new indexes on existing collection %s in a multi-document transaction.", c.st().ns())
 	}
 	old := c.st()

@@ -18,9 +18,9 @@
 // way, but never wait: a session that is busy is marked, and its
 // transaction is aborted when the running command checks it in.
 //
-// A collection a transaction creates (create, createIndexes, or an insert)
-// exists outside it at once, empty; the engine drops it again at an abort
-// unless another client wrote to it meanwhile.
+// A collection a transaction creates exists outside it at once, empty; at
+// an abort the engine drops one created by create or createIndexes unless
+// another client wrote to it meanwhile, and one an insert created stays.
 //
 // Locks, outermost first:
 //   - a session's checkout (Session.slot), held for a whole command, and
