@@ -94,19 +94,25 @@ func (c *MockCluster) release() error {
 // regions of as many keys each, as PD does when a range grows.
 func (c *MockCluster) SplitRange(lo, hi []byte, n int) { c.cluster.SplitKeys(lo, hi, n) }
 
-// OpenMock opens a store on a mock cluster of its own, with regions split
-// at a few key families of the engine's layout (catalog, documents,
-// indexes, oplog, sessions) so that scans and commits cross regions; the
-// cluster ends when the store closes.
-func OpenMock(opts Options) (*Store, error) {
-	if opts.Prefix == "" {
-		opts.Prefix = DefaultPrefix
+// FamilySplits are region boundaries under prefix (DefaultPrefix if empty)
+// at a few key families of the engine's layout (documents, indexes, oplog,
+// sessions, and "b" for tests' small keys), so that scans and commits on a
+// mock cluster cross regions as they do on a real one.
+func FamilySplits(prefix string) [][]byte {
+	if prefix == "" {
+		prefix = DefaultPrefix
 	}
 	var splits [][]byte
 	for _, family := range []string{"b", "d", "i", "o", "t"} {
-		splits = append(splits, []byte(opts.Prefix+family))
+		splits = append(splits, []byte(prefix+family))
 	}
-	c, err := NewMockCluster(splits...)
+	return splits
+}
+
+// OpenMock opens a store on a mock cluster of its own, split at
+// FamilySplits; the cluster ends when the store closes.
+func OpenMock(opts Options) (*Store, error) {
+	c, err := NewMockCluster(FamilySplits(opts.Prefix)...)
 	if err != nil {
 		return nil, err
 	}
