@@ -48,4 +48,27 @@
 //     region statistics, and the mock keeps none.
 //
 // Region errors, lock resolution and retries stay inside client-go.
+//
+// # Limits
+//
+// A TiKV write request, hence one value, is bounded by the cluster's
+// raft-entry-max-size (8 MiB by default, which the mock enforces): a
+// larger value fails its commit with raft_entry_too_large, a backend
+// error. MongoDB's 16 MiB documents need values split over several keys,
+// or a cluster configured for them; the engine does neither yet.
+//
+// # The mock
+//
+// MockCluster differs from TiKV where it matters to this package, and the
+// package works around it only where the workaround is right on TiKV too:
+//
+//   - A call whose context ended poisons the mock's store in client-go's
+//     region cache, for good: the mock never sees cancellation (mock.go).
+//   - Its prewrite checks every key of a pessimistic transaction for
+//     commits after the transaction's start, where TiKV checks none. A
+//     current-read transaction therefore restarts at its first lock's
+//     timestamp while it holds nothing (txn.go); keys locked by a later
+//     LockKeys, or written unlocked, can still meet spurious conflicts on
+//     the mock, which callers retry as any conflict.
+//   - It keeps no region statistics, and serves no CDC feed.
 package tikvkv
