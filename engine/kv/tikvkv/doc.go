@@ -25,7 +25,9 @@
 //     prewrite. A prewrite that meets another transaction's lock first lets
 //     client-go resolve it (a lock of a dead transaction is rolled back or
 //     committed), and if the lock is alive the commit fails as a conflict
-//     at once rather than waiting for it (txn.go, lockWatch).
+//     at once rather than waiting for it (txn.go, lockWatch). A
+//     pessimistic transaction's commit waits such a lock out, as TiKV
+//     does: its unlocked keys are not checked for conflicts.
 //   - Pessimistic transactions lock with LockKeys at a for_update_ts. Their
 //     reads are current reads: each Get or Iter reads at a fresh TSO
 //     timestamp, which holds every commit acknowledged before it; a key the

@@ -58,7 +58,9 @@ func (t *txn) begin(start uint64) error {
 	}
 	tx.SetPessimistic(t.opts.Pessimistic)
 	w := &lockWatch{}
-	tx.SetRPCInterceptor(w.intercept)
+	if !t.opts.Pessimistic {
+		tx.SetRPCInterceptor(w.intercept)
+	}
 	t.tx, t.start, t.watch = tx, start, w
 	return nil
 }
@@ -75,6 +77,13 @@ func (t *txn) begin(start uint64) error {
 // its prewrites back (on the store's own context), and Commit reports a
 // conflict. Once a commit request is sent the watch does nothing, so the
 // commit phase is never cut short.
+//
+// Only optimistic transactions are watched. A pessimistic one holds the
+// locks of the keys others may write; the keys it writes unlocked are, by
+// kv's contract, derived from those, and a lock met on one is another
+// transaction's commit in flight (two catalog changes writing the id
+// sequence, say), which TiKV has it wait out, briefly, and never checks
+// for conflicts, as pebble does not.
 type lockWatch struct {
 	cancel     atomic.Pointer[context.CancelFunc] // the running commit's, if prewriting
 	committing atomic.Bool                        // a commit request went out
@@ -280,6 +289,12 @@ func (t *txn) Commit(ctx context.Context, _ kv.Durability) (kv.Timestamp, error)
 		ts, err := t.s.now(ctx)
 		return kv.Timestamp(ts), err
 	}
+	if t.currentReads() && !t.locked {
+		if err := t.restartForCommit(ctx); err != nil {
+			t.Rollback()
+			return 0, err
+		}
+	}
 	t.done = true
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -295,6 +310,43 @@ func (t *txn) Commit(ctx context.Context, _ kv.Durability) (kv.Timestamp, error)
 	// The probe is client-go's exported view of the transaction's commit
 	// timestamp, which KVTxn itself does not offer.
 	return kv.Timestamp(transaction.TxnProbe{KVTxn: t.tx}.GetCommitTS()), nil
+}
+
+// restartForCommit moves a current-read transaction that locked nothing
+// to a fresh start, its buffered writes with it, for the reason LockKeys
+// restarts one (the mock's prewrite checks its keys against the start):
+// it read at fresh timestamps and holds no lock, so its start means
+// nothing to it, and on TiKV moving it changes nothing.
+func (t *txn) restartForCommit(ctx context.Context) error {
+	ts, err := t.s.now(ctx)
+	if err != nil {
+		return err
+	}
+	old := t.tx
+	if err := t.begin(ts); err != nil {
+		t.tx = old
+		return err
+	}
+	it, err := old.GetMemBuffer().Iter(nil, nil)
+	if err != nil {
+		return wrapErr("commit", err)
+	}
+	defer it.Close()
+	for ; it.Valid(); err = it.Next() {
+		if err != nil {
+			return wrapErr("commit", err)
+		}
+		if len(it.Value()) == 0 {
+			err = t.tx.Delete(it.Key())
+		} else {
+			err = t.tx.Set(it.Key(), it.Value())
+		}
+		if err != nil {
+			return wrapErr("commit", err)
+		}
+	}
+	_ = old.Rollback() // holds no lock: no RPC
+	return nil
 }
 
 func (t *txn) Rollback() {
