@@ -4,16 +4,20 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"sync"
+
+	"go.uber.org/zap"
 
 	"github.com/lethedb/lethe/engine/kv"
 	"github.com/lethedb/lethe/engine/kv/kvtest"
 	"github.com/lethedb/lethe/engine/kv/pebblekv"
+	"github.com/lethedb/lethe/engine/kv/tikvkv"
 	"github.com/lethedb/lethe/oplog"
 )
 
 // The model tests run against every kv backend, each behind the kv
 // contract checker; -model.backend (or LETHE_MODEL_BACKEND) picks one.
-var modelBackendFlag = flag.String("model.backend", "", "run the model tests on this kv backend only: pebble (also LETHE_MODEL_BACKEND)")
+var modelBackendFlag = flag.String("model.backend", "", "run the model tests on this kv backend only: pebble or tikv-mock (also LETHE_MODEL_BACKEND)")
 
 // modelBackends are the backends the model tests run on.
 func modelBackends() []string {
@@ -37,9 +41,38 @@ func openModelEngine(backend, dir string, opts Options) (*Engine, error) {
 			return nil, err
 		}
 		store = s
+	case "tikv-mock":
+		// client-go logs every lock it meets; the engine's logger, or none.
+		logger := opts.Logger
+		if logger == nil {
+			logger = zap.NewNop()
+		}
+		s, err := tikvMockCluster(dir).Open(tikvkv.Options{Logger: logger})
+		if err != nil {
+			return nil, err
+		}
+		store = s
 	default:
 		return nil, fmt.Errorf("model: unknown kv backend %q", backend)
 	}
 	opts.Store = kvtest.Contract(store)
 	return Open(dir, opts)
+}
+
+// tikvMockClusters are the mock TiKV clusters of the model's directories:
+// a restart opens a new front-end on the same cluster, as a Lethe process
+// restarting against a real one would. They live as long as the test
+// process (in memory, a few per run).
+var tikvMockClusters sync.Map // dir -> *tikvkv.MockCluster
+
+func tikvMockCluster(dir string) *tikvkv.MockCluster {
+	if c, ok := tikvMockClusters.Load(dir); ok {
+		return c.(*tikvkv.MockCluster)
+	}
+	c, err := tikvkv.NewMockCluster(tikvkv.FamilySplits("")...)
+	if err != nil {
+		panic(err)
+	}
+	actual, _ := tikvMockClusters.LoadOrStore(dir, c)
+	return actual.(*tikvkv.MockCluster)
 }

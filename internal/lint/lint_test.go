@@ -135,6 +135,22 @@ func TestPebbleOnlyInItsBackend(t *testing.T) {
 	}
 }
 
+// TestClientGoOnlyInItsBackend: TiKV's client and what comes with it
+// (kvproto, PD's client, pingcap's logger and failpoints) are the TiKV
+// backend's business, as pebble is the embedded one's.
+func TestClientGoOnlyInItsBackend(t *testing.T) {
+	for _, p := range loadPackages(t) {
+		if p.path == "engine/kv/tikvkv" {
+			continue
+		}
+		for imp, file := range p.imports {
+			if strings.HasPrefix(imp, "github.com/tikv/") || strings.HasPrefix(imp, "github.com/pingcap/") {
+				t.Errorf("%s/%s imports %s: only engine/kv/tikvkv may", p.path, file, imp)
+			}
+		}
+	}
+}
+
 // TestLayers: each layer imports only layers below it (see
 // ARCHITECTURE.md).
 func TestLayers(t *testing.T) {

@@ -1,0 +1,76 @@
+// Package tikvkv implements kv.Store on TiKV, through
+// github.com/tikv/client-go/v2 (the only package that imports it): the
+// store of Lethe front-ends that share one distributed, transactional key
+// space instead of each owning a pebble directory. Open connects to a real
+// cluster through its PD endpoints; OpenMock and MockCluster run on
+// client-go's in-process mock (an MVCC store, a mock PD and its TSO), for
+// tests.
+//
+// kv's semantics were written to be TiKV's, so the mapping is direct and
+// keeps no state of its own beyond one transaction's bookkeeping; no
+// in-process lock carries correctness, every guarantee is the cluster's:
+//
+//   - Keys: every key lives under Options.Prefix ("lethe/" by default), so
+//     several deployments can share a cluster; the prefix is added on the
+//     way in and cut off the keys iterators return.
+//   - Values: client-go's transaction buffer takes an empty value for a
+//     deletion, and kv has empty values, so a stored value that is empty or
+//     starts with a zero byte gets one zero byte in front (value.go).
+//   - Timestamps are the TSO's. Now takes a fresh one; Snapshot and the
+//     Store's own reads read at a fresh one; a transaction starts at one;
+//     Commit returns the commit timestamp of the two-phase commit (both
+//     durabilities commit the same way: a TiKV commit is replicated).
+//   - Optimistic transactions are client-go's: reads at the start
+//     timestamp over the transaction's buffer, conflicts found at
+//     prewrite. A prewrite that meets another transaction's lock first lets
+//     client-go resolve it (a lock of a dead transaction is rolled back or
+//     committed), and if the lock is alive the commit fails as a conflict
+//     at once rather than waiting for it (txn.go, lockWatch). A
+//     pessimistic transaction's commit waits such a lock out, as TiKV
+//     does: its unlocked keys are not checked for conflicts.
+//   - Pessimistic transactions lock with LockKeys at a for_update_ts. Their
+//     reads are current reads: each Get or Iter reads at a fresh TSO
+//     timestamp, which holds every commit acknowledged before it; a key the
+//     transaction locked cannot change after its lock, so a read after the
+//     lock sees its latest value. A lock met on a key committed after the
+//     for_update_ts (TiKV's write conflict) is taken again at a fresh one:
+//     the transaction only ever wanted the latest value. This is what TiDB
+//     does for a statement in a pessimistic transaction.
+//   - Snapshot transactions (SnapshotReads) read at the start timestamp and
+//     lock at for_update_ts = start, so a key committed after the start is
+//     TiKV's write conflict on the lock: ErrConflict.
+//   - Lock waits are TiKV's (LockCtx.LockWaitTime, bounded by
+//     TxnOptions.LockWait and the context's deadline); NoWait is
+//     LockNoWait, whose failure is kv.ErrLocked. Write conflicts, lock wait
+//     timeouts, deadlocks and live locks met at commit match ErrConflict.
+//   - DropRange is TiKV's DeleteRange: every version of every key in the
+//     range goes at once, outside any transaction, as kv allows.
+//   - ApproximateSize is logical (the bytes of the keys and values in the
+//     range, read at a fresh timestamp): client-go's PD client offers no
+//     region statistics, and the mock keeps none.
+//
+// Region errors, lock resolution and retries stay inside client-go.
+//
+// # Limits
+//
+// A TiKV write request, hence one value, is bounded by the cluster's
+// raft-entry-max-size (8 MiB by default, which the mock enforces): a
+// larger value fails its commit with raft_entry_too_large, a backend
+// error. MongoDB's 16 MiB documents need values split over several keys,
+// or a cluster configured for them; the engine does neither yet.
+//
+// # The mock
+//
+// MockCluster differs from TiKV where it matters to this package, and the
+// package works around it only where the workaround is right on TiKV too:
+//
+//   - A call whose context ended poisons the mock's store in client-go's
+//     region cache, for good: the mock never sees cancellation (mock.go).
+//   - Its prewrite checks every key of a pessimistic transaction for
+//     commits after the transaction's start, where TiKV checks none. A
+//     current-read transaction therefore restarts at its first lock's
+//     timestamp while it holds nothing (txn.go); keys locked by a later
+//     LockKeys, or written unlocked, can still meet spurious conflicts on
+//     the mock, which callers retry as any conflict.
+//   - It keeps no region statistics, and serves no CDC feed.
+package tikvkv

@@ -1,0 +1,121 @@
+package tikvkv
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/tikv/client-go/v2/testutils"
+	"github.com/tikv/client-go/v2/tikv"
+	"github.com/tikv/client-go/v2/tikvrpc"
+)
+
+// MockCluster is client-go's in-process mock of a TiKV cluster: an
+// in-memory MVCC store split into regions, and a mock PD with its TSO.
+// Every Store opened on it is a front-end with its own client (region
+// cache, lock resolver), as separate processes would be; they share only
+// the cluster.
+type MockCluster struct {
+	cluster *testutils.MockCluster
+	open    func() (*tikv.KVStore, error)
+	closeDB func() error
+
+	mu   sync.Mutex
+	refs int // the cluster's own reference until Close, and one per Store
+}
+
+// NewMockCluster starts a mock cluster whose regions split at splitKeys
+// (raw keys, prefixes included); none makes one region.
+func NewMockCluster(splitKeys ...[]byte) (*MockCluster, error) {
+	client, cluster, pd, err := testutils.NewMockTiKV("", nil)
+	if err != nil {
+		return nil, fmt.Errorf("tikvkv: mock cluster: %w", err)
+	}
+	testutils.BootstrapWithMultiRegions(cluster, splitKeys...)
+	c := &MockCluster{cluster: cluster, closeDB: client.Close, refs: 1}
+	c.open = func() (*tikv.KVStore, error) {
+		// The clients share the cluster's RPC endpoint, which closing
+		// one front-end must not close.
+		shared := func(cl tikv.Client) tikv.Client { return sharedClient{cl} }
+		return tikv.NewTestTiKVStore(client, pd, shared, nil, 0)
+	}
+	return c, nil
+}
+
+// sharedClient is a front-end's handle on the mock's RPC endpoint.
+type sharedClient struct{ tikv.Client }
+
+func (sharedClient) Close() error { return nil }
+
+// SendRequest does not pass the caller's cancellation to the mock: the mock
+// fails a call whose context ended, client-go then marks the store
+// unreachable and health-checks it by dialing its address over gRPC, which
+// the mock does not listen on, so the store would stay unreachable for
+// good. The mock's calls are in-process and short; client-go still sees
+// the context between them (its backoffs and lock waits).
+func (c sharedClient) SendRequest(ctx context.Context, addr string, req *tikvrpc.Request, timeout time.Duration) (*tikvrpc.Response, error) {
+	return c.Client.SendRequest(context.WithoutCancel(ctx), addr, req, timeout)
+}
+
+// Open opens a front-end on the cluster.
+func (c *MockCluster) Open(opts Options) (*Store, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.refs == 0 {
+		return nil, fmt.Errorf("tikvkv: the mock cluster is closed")
+	}
+	s, err := c.open()
+	if err != nil {
+		return nil, fmt.Errorf("tikvkv: open a client of the mock cluster: %w", err)
+	}
+	c.refs++
+	return newStore(s, opts, c.release), nil
+}
+
+// Close drops the cluster's own reference: the cluster ends when its last
+// front-end closes.
+func (c *MockCluster) Close() error { return c.release() }
+
+func (c *MockCluster) release() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.refs == 0 {
+		return nil
+	}
+	c.refs--
+	if c.refs > 0 {
+		return nil
+	}
+	return c.closeDB()
+}
+
+// SplitRange splits the regions holding the raw keys [lo, hi) into about n
+// regions of as many keys each, as PD does when a range grows.
+func (c *MockCluster) SplitRange(lo, hi []byte, n int) { c.cluster.SplitKeys(lo, hi, n) }
+
+// FamilySplits are region boundaries under prefix (DefaultPrefix if empty)
+// at a few key families of the engine's layout (documents, indexes, oplog,
+// sessions, and "b" for tests' small keys), so that scans and commits on a
+// mock cluster cross regions as they do on a real one.
+func FamilySplits(prefix string) [][]byte {
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	var splits [][]byte
+	for _, family := range []string{"b", "d", "i", "o", "t"} {
+		splits = append(splits, []byte(prefix+family))
+	}
+	return splits
+}
+
+// OpenMock opens a store on a mock cluster of its own, split at
+// FamilySplits; the cluster ends when the store closes.
+func OpenMock(opts Options) (*Store, error) {
+	c, err := NewMockCluster(FamilySplits(opts.Prefix)...)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	return c.Open(opts)
+}

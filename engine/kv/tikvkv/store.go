@@ -1,0 +1,187 @@
+package tikvkv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/pingcap/log"
+	tikverr "github.com/tikv/client-go/v2/error"
+	"github.com/tikv/client-go/v2/oracle"
+	"github.com/tikv/client-go/v2/tikv"
+	"github.com/tikv/client-go/v2/txnkv"
+	"github.com/tikv/client-go/v2/txnkv/txnsnapshot"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/lethedb/lethe/engine/kv"
+)
+
+// DefaultPrefix is the prefix of every key when Options.Prefix is empty.
+const DefaultPrefix = "lethe/"
+
+// Options configure a Store.
+type Options struct {
+	// Prefix is put in front of every key, so that several deployments can
+	// share one cluster, each under its own prefix; DefaultPrefix if empty.
+	Prefix string
+	// Logger, if set, receives client-go's log lines: client-go logs
+	// through one process-wide logger, which this replaces.
+	Logger *zap.Logger
+}
+
+// Store is a kv.Store on a TiKV cluster, or on client-go's mock of one.
+type Store struct {
+	kv      *tikv.KVStore
+	k       keys
+	onClose func() error // after the client closes: the mock cluster's share
+}
+
+var _ kv.Store = (*Store)(nil)
+
+// Open connects to the TiKV cluster whose PD endpoints are pdAddrs.
+func Open(pdAddrs []string, opts Options) (*Store, error) {
+	c, err := txnkv.NewClient(pdAddrs)
+	if err != nil {
+		return nil, fmt.Errorf("tikvkv: connect to PD %v: %w", pdAddrs, err)
+	}
+	return newStore(c.KVStore, opts, nil), nil
+}
+
+func newStore(s *tikv.KVStore, opts Options, onClose func() error) *Store {
+	if opts.Prefix == "" {
+		opts.Prefix = DefaultPrefix
+	}
+	if opts.Logger != nil {
+		log.ReplaceGlobals(opts.Logger, &log.ZapProperties{Core: opts.Logger.Core(), Level: zap.NewAtomicLevelAt(zapcore.InfoLevel)})
+	}
+	return &Store{kv: s, k: newKeys(opts.Prefix), onClose: onClose}
+}
+
+// Close closes the client; on a mock cluster, the last front-end to close
+// closes the cluster.
+func (s *Store) Close() error {
+	err := s.kv.Close()
+	if s.onClose != nil {
+		err = errors.Join(err, s.onClose())
+	}
+	if err != nil {
+		return fmt.Errorf("tikvkv: close: %w", err)
+	}
+	return nil
+}
+
+// now is a fresh TSO timestamp: newer than every commit acknowledged
+// before the call.
+func (s *Store) now(ctx context.Context) (uint64, error) {
+	ts, err := s.kv.GetOracle().GetTimestamp(ctx, &oracle.Option{TxnScope: oracle.GlobalTxnScope})
+	if err != nil {
+		return 0, fmt.Errorf("tikvkv: get a timestamp: %w", err)
+	}
+	return ts, nil
+}
+
+// Now returns a fresh TSO timestamp.
+func (s *Store) Now(ctx context.Context) (kv.Timestamp, error) {
+	ts, err := s.now(ctx)
+	return kv.Timestamp(ts), err
+}
+
+// latest is a snapshot of the latest committed state.
+func (s *Store) latest(ctx context.Context) (*snapshot, error) {
+	ts, err := s.now(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &snapshot{k: s.k, snap: s.kv.GetSnapshot(ts), ts: ts}, nil
+}
+
+// Get reads the latest committed value of key.
+func (s *Store) Get(ctx context.Context, key []byte) ([]byte, error) {
+	snap, err := s.latest(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return snap.Get(ctx, key)
+}
+
+// Iter walks the latest committed state of [lo, hi), as of the call.
+func (s *Store) Iter(ctx context.Context, lo, hi []byte, reverse bool) (kv.Iterator, error) {
+	snap, err := s.latest(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return snap.Iter(ctx, lo, hi, reverse)
+}
+
+// Snapshot opens a view at a fresh timestamp.
+func (s *Store) Snapshot(ctx context.Context) (kv.Snapshot, error) {
+	return s.latest(ctx)
+}
+
+// DropRange deletes every version of every key in [lo, hi) with TiKV's
+// DeleteRange, region by region, outside any transaction.
+func (s *Store) DropRange(ctx context.Context, lo, hi []byte) error {
+	plo, phi := s.k.bounds(lo, hi)
+	if _, err := s.kv.DeleteRange(ctx, plo, phi, 1); err != nil {
+		return fmt.Errorf("tikvkv: drop range: %w", err)
+	}
+	return nil
+}
+
+// ApproximateSize is the logical size of [lo, hi): the bytes of its keys
+// (without the prefix) and values, read at a fresh timestamp. It reads the
+// whole range; PD's region statistics would be cheaper on a real cluster,
+// but client-go's PD client does not expose them and the mock keeps none.
+func (s *Store) ApproximateSize(ctx context.Context, lo, hi []byte) (int64, error) {
+	snap, err := s.latest(ctx)
+	if err != nil {
+		return 0, err
+	}
+	it, err := newIter(s.k, snap.snap, nil, lo, hi, false)
+	if err != nil {
+		return 0, err
+	}
+	defer it.Close()
+	var n int64
+	for ok := it.First(); ok; ok = it.Next() {
+		n += int64(len(it.Key()) + len(it.Value()))
+		if n&0xfff == 0 {
+			if err := ctx.Err(); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return n, it.Error()
+}
+
+// snapshot reads at one timestamp.
+type snapshot struct {
+	k    keys
+	snap *txnsnapshot.KVSnapshot
+	ts   uint64
+}
+
+func (s *snapshot) Get(ctx context.Context, key []byte) ([]byte, error) {
+	return get(ctx, s.k, s.snap, key)
+}
+
+func (s *snapshot) Iter(_ context.Context, lo, hi []byte, reverse bool) (kv.Iterator, error) {
+	return newIter(s.k, s.snap, nil, lo, hi, reverse)
+}
+
+func (s *snapshot) TS() kv.Timestamp { return kv.Timestamp(s.ts) }
+func (s *snapshot) Close() error     { return nil }
+
+// get reads key at snap: a copy of its value, or kv.ErrNotFound.
+func get(ctx context.Context, k keys, snap *txnsnapshot.KVSnapshot, key []byte) ([]byte, error) {
+	v, err := snap.Get(ctx, k.in(key))
+	if tikverr.IsErrNotFound(err) {
+		return nil, kv.ErrNotFound
+	}
+	if err != nil {
+		return nil, wrapErr("get", err)
+	}
+	return append([]byte{}, decodeValue(v)...), nil
+}

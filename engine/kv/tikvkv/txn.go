@@ -1,0 +1,360 @@
+package tikvkv
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/pingcap/kvproto/pkg/kvrpcpb"
+	tikverr "github.com/tikv/client-go/v2/error"
+	ckv "github.com/tikv/client-go/v2/kv"
+	"github.com/tikv/client-go/v2/tikv"
+	"github.com/tikv/client-go/v2/tikvrpc"
+	"github.com/tikv/client-go/v2/tikvrpc/interceptor"
+	"github.com/tikv/client-go/v2/txnkv/transaction"
+	"github.com/tikv/client-go/v2/txnkv/txnsnapshot"
+
+	"github.com/lethedb/lethe/engine/kv"
+)
+
+// txn is a kv.Txn on a client-go transaction. Its writes go to client-go's
+// buffer (the MemDB), which also holds the flags of the keys it locked;
+// reads merge that buffer over a snapshot: the start timestamp's, or for
+// current reads a fresh timestamp's.
+type txn struct {
+	s      *Store
+	tx     *transaction.KVTxn
+	opts   kv.TxnOptions
+	start  uint64
+	writes int // Set and Delete calls
+	size   int // bytes of keys (prefixed) and values given to them
+	done   bool
+	locked bool // some LockKeys succeeded
+	watch  *lockWatch
+}
+
+// Begin starts a transaction at a fresh TSO timestamp.
+func (s *Store) Begin(ctx context.Context, o kv.TxnOptions) (kv.Txn, error) {
+	if o.LockWait <= 0 {
+		o.LockWait = kv.DefaultLockWait
+	}
+	start, err := s.now(ctx)
+	if err != nil {
+		return nil, err
+	}
+	t := &txn{s: s, opts: o}
+	if err := t.begin(start); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// begin starts the client-go transaction at start.
+func (t *txn) begin(start uint64) error {
+	tx, err := t.s.kv.Begin(tikv.WithStartTS(start))
+	if err != nil {
+		return wrapErr("begin", err)
+	}
+	tx.SetPessimistic(t.opts.Pessimistic)
+	w := &lockWatch{}
+	if !t.opts.Pessimistic {
+		tx.SetRPCInterceptor(w.intercept)
+	}
+	t.tx, t.start, t.watch = tx, start, w
+	return nil
+}
+
+// lockWatch makes a commit that meets another transaction's live lock fail
+// as a conflict instead of waiting it out, as kv says. Client-go's
+// prewrite, on a lock, first resolves it: it asks the lock's primary for
+// its transaction's status (CheckTxnStatus), and a dead transaction's lock
+// is rolled back or committed and the prewrite goes on. A live one makes
+// the prewrite back off and retry until the holder ends, for up to its
+// backoff budget (minutes). The watch sees the status answer "alive" go by
+// while the commit prewrites, and cancels the commit's context, which the
+// backoff checks before it sleeps: the prewrite fails, client-go rolls
+// its prewrites back (on the store's own context), and Commit reports a
+// conflict. Once a commit request is sent the watch does nothing, so the
+// commit phase is never cut short.
+//
+// Only optimistic transactions are watched. A pessimistic one holds the
+// locks of the keys others may write; the keys it writes unlocked are, by
+// kv's contract, derived from those, and a lock met on one is another
+// transaction's commit in flight (two catalog changes writing the id
+// sequence, say), which TiKV has it wait out, briefly, and never checks
+// for conflicts, as pebble does not.
+type lockWatch struct {
+	cancel     atomic.Pointer[context.CancelFunc] // the running commit's, if prewriting
+	committing atomic.Bool                        // a commit request went out
+	liveLock   atomic.Bool                        // the watch cancelled the commit
+}
+
+func (w *lockWatch) intercept(next interceptor.RPCInterceptorFunc) interceptor.RPCInterceptorFunc {
+	return func(target string, req *tikvrpc.Request) (*tikvrpc.Response, error) {
+		if req.Type == tikvrpc.CmdCommit {
+			w.committing.Store(true)
+		}
+		resp, err := next(target, req)
+		if err != nil || req.Type != tikvrpc.CmdCheckTxnStatus || resp == nil || w.committing.Load() {
+			return resp, err
+		}
+		cancel := w.cancel.Load()
+		if st, ok := resp.Resp.(*kvrpcpb.CheckTxnStatusResponse); ok && cancel != nil && st.GetLockTtl() > 0 {
+			w.liveLock.Store(true)
+			(*cancel)()
+		}
+		return resp, err
+	}
+}
+
+func (t *txn) StartTS() kv.Timestamp { return kv.Timestamp(t.start) }
+
+// currentReads: a pessimistic transaction without SnapshotReads reads the
+// latest state.
+func (t *txn) currentReads() bool { return t.opts.Pessimistic && !t.opts.SnapshotReads }
+
+// reader is the snapshot the transaction reads at now.
+func (t *txn) reader(ctx context.Context) (*txnsnapshot.KVSnapshot, error) {
+	if !t.currentReads() {
+		return t.tx.GetSnapshot(), nil
+	}
+	ts, err := t.s.now(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return t.s.kv.GetSnapshot(ts), nil
+}
+
+func (t *txn) Get(ctx context.Context, key []byte) ([]byte, error) {
+	if t.done {
+		return nil, kv.ErrTxnDone
+	}
+	if v, ok := t.Buffered(key); ok {
+		if v == nil {
+			return nil, kv.ErrNotFound
+		}
+		return append([]byte{}, v...), nil
+	}
+	snap, err := t.reader(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return get(ctx, t.s.k, snap, key)
+}
+
+func (t *txn) Buffered(key []byte) ([]byte, bool) {
+	v, err := t.tx.GetMemBuffer().Get(t.s.k.in(key))
+	if err != nil {
+		return nil, false
+	}
+	if len(v) == 0 { // client-go's tombstone
+		return nil, true
+	}
+	return decodeValue(v), true
+}
+
+func (t *txn) Iter(ctx context.Context, lo, hi []byte, reverse bool) (kv.Iterator, error) {
+	if t.done {
+		return nil, kv.ErrTxnDone
+	}
+	snap, err := t.reader(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return newIter(t.s.k, snap, t.tx.GetMemBuffer(), lo, hi, reverse)
+}
+
+func (t *txn) Set(key, value []byte) error {
+	if t.done {
+		return kv.ErrTxnDone
+	}
+	pk := t.s.k.in(key)
+	if err := t.tx.Set(pk, encodeValue(value)); err != nil {
+		return wrapErr("set", err)
+	}
+	t.writes++
+	t.size += len(pk) + len(value)
+	return nil
+}
+
+func (t *txn) Delete(key []byte) error {
+	if t.done {
+		return kv.ErrTxnDone
+	}
+	pk := t.s.k.in(key)
+	if err := t.tx.Delete(pk); err != nil {
+		return wrapErr("delete", err)
+	}
+	t.writes++
+	t.size += len(pk)
+	return nil
+}
+
+func (t *txn) Size() int   { return t.size }
+func (t *txn) Empty() bool { return t.writes == 0 }
+
+func (t *txn) Locked(key []byte) bool {
+	f, err := t.tx.GetMemBuffer().GetFlags(t.s.k.in(key))
+	return err == nil && f.HasLocked()
+}
+
+// LockKeys takes TiKV pessimistic locks. A snapshot transaction locks at
+// for_update_ts = its start, so that a key committed since is a write
+// conflict. Otherwise each attempt locks at a fresh timestamp, and a write
+// conflict (the key was committed after that timestamp, typically by the
+// holder it waited for) is an attempt at a fresh one, within the wait
+// bound: the transaction reads the key's latest value once it holds it.
+//
+// A current-read transaction that holds no lock and has buffered nothing
+// yet starts again at its first lock's for_update_ts. Its reads are at
+// fresh timestamps anyway, so nothing it did depends on its start; what
+// changes is the start its prewrite carries. TiKV does not check a
+// pessimistic transaction's keys against its start at prewrite, but
+// client-go's mock does (against the start, for every key), and would fail
+// the commit of a key committed by another between Begin and the lock.
+// The engine locks first, so this keeps the mock's spurious conflicts to
+// keys locked by a later LockKeys call.
+func (t *txn) LockKeys(ctx context.Context, o kv.LockOptions, keys ...[]byte) error {
+	if t.done {
+		return kv.ErrTxnDone
+	}
+	if !t.opts.Pessimistic {
+		return fmt.Errorf("tikvkv: LockKeys in an optimistic transaction")
+	}
+	pkeys := make([][]byte, len(keys))
+	for i, k := range keys {
+		pkeys[i] = t.s.k.in(k)
+	}
+	began := time.Now()
+	for {
+		forUpdate := t.start
+		if !t.opts.SnapshotReads {
+			ts, err := t.s.now(ctx)
+			if err != nil {
+				return err
+			}
+			forUpdate = ts
+			if !t.locked && t.writes == 0 {
+				_ = t.tx.Rollback() // holds nothing: no RPC
+				if err := t.begin(ts); err != nil {
+					return err
+				}
+			}
+		}
+		wait := ckv.LockNoWait
+		if !o.NoWait {
+			left := t.opts.LockWait - time.Since(began)
+			if dl, ok := ctx.Deadline(); ok {
+				left = min(left, time.Until(dl))
+			}
+			if left <= 0 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				return t.waitPassed()
+			}
+			wait = max(1, left.Milliseconds())
+		}
+		err := t.tx.LockKeys(ctx, ckv.NewLockCtx(forUpdate, wait, time.Now()), pkeys...)
+		if err == nil {
+			t.locked = true
+			return nil
+		}
+		if cerr := ctx.Err(); cerr != nil {
+			return cerr
+		}
+		if !t.opts.SnapshotReads && tikverr.IsErrWriteConflict(err) && time.Since(began) < t.opts.LockWait {
+			continue
+		}
+		return t.s.mapErr("lock", err)
+	}
+}
+
+func (t *txn) waitPassed() error {
+	return &kv.ConflictError{Reason: fmt.Sprintf("lock wait passed %v", t.opts.LockWait)}
+}
+
+// Commit runs client-go's two-phase commit and returns its commit
+// timestamp. Both durabilities commit alike: a TiKV commit is replicated
+// before it is acknowledged.
+func (t *txn) Commit(ctx context.Context, _ kv.Durability) (kv.Timestamp, error) {
+	if t.done {
+		return 0, kv.ErrTxnDone
+	}
+	if t.writes == 0 {
+		// Nothing to store: release the locks, and answer a timestamp as
+		// new as anything the transaction read.
+		t.Rollback()
+		ts, err := t.s.now(ctx)
+		return kv.Timestamp(ts), err
+	}
+	if t.currentReads() && !t.locked {
+		if err := t.restartForCommit(ctx); err != nil {
+			t.Rollback()
+			return 0, err
+		}
+	}
+	t.done = true
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	t.watch.cancel.Store(&cancel)
+	err := t.tx.Commit(cctx)
+	t.watch.cancel.Store(nil)
+	if err != nil {
+		if t.watch.liveLock.Load() && ctx.Err() == nil {
+			return 0, &kv.ConflictError{Reason: "a key it writes is locked by another transaction"}
+		}
+		return 0, t.s.mapErr("commit", err)
+	}
+	// The probe is client-go's exported view of the transaction's commit
+	// timestamp, which KVTxn itself does not offer.
+	return kv.Timestamp(transaction.TxnProbe{KVTxn: t.tx}.GetCommitTS()), nil
+}
+
+// restartForCommit moves a current-read transaction that locked nothing
+// to a fresh start, its buffered writes with it, for the reason LockKeys
+// restarts one (the mock's prewrite checks its keys against the start):
+// it read at fresh timestamps and holds no lock, so its start means
+// nothing to it, and on TiKV moving it changes nothing.
+func (t *txn) restartForCommit(ctx context.Context) error {
+	ts, err := t.s.now(ctx)
+	if err != nil {
+		return err
+	}
+	old := t.tx
+	if err := t.begin(ts); err != nil {
+		t.tx = old
+		return err
+	}
+	it, err := old.GetMemBuffer().Iter(nil, nil)
+	if err != nil {
+		return wrapErr("commit", err)
+	}
+	defer it.Close()
+	for ; it.Valid(); err = it.Next() {
+		if err != nil {
+			return wrapErr("commit", err)
+		}
+		if len(it.Value()) == 0 {
+			err = t.tx.Delete(it.Key())
+		} else {
+			err = t.tx.Set(it.Key(), it.Value())
+		}
+		if err != nil {
+			return wrapErr("commit", err)
+		}
+	}
+	_ = old.Rollback() // holds no lock: no RPC
+	return nil
+}
+
+func (t *txn) Rollback() {
+	if t.done {
+		return
+	}
+	t.done = true
+	// A pessimistic transaction's locks are rolled back here; an error
+	// (the cluster unreachable) leaves them to expire with their TTL.
+	_ = t.tx.Rollback()
+}
