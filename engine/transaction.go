@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -223,7 +224,14 @@ func (t *Transaction) lockCollection(ctx context.Context, c *Collection) error {
 // statementDone takes a writer's pending work into the transaction: its
 // oplog entries and the earliest expiry it created.
 func (t *Transaction) statementDone(w *writer) error {
-	t.logged = append(t.logged, w.logged...)
+	// The entries point into the statement's memory (its request's
+	// buffer, which the next request reuses): the transaction keeps copies
+	// until its commit.
+	for _, ent := range w.logged {
+		ent.O, ent.O2 = bytes.Clone(ent.O), bytes.Clone(ent.O2)
+		ent.UI, ent.LSID, ent.PreImage = bytes.Clone(ent.UI), bytes.Clone(ent.LSID), bytes.Clone(ent.PreImage)
+		t.logged = append(t.logged, ent)
+	}
 	w.logged = w.logged[:0]
 	if w.wake != 0 && (t.wake == 0 || w.wake < t.wake) {
 		t.wake = w.wake
