@@ -149,10 +149,7 @@ func (e *Engine) BeginSnapshotRead(ctx context.Context, at oplog.Timestamp) (*Tr
 		if r := e.history.acquire(at, wall); r != nil {
 			return e.snapshotTransaction(r), at, nil
 		}
-		if last := e.oplog.Last(); last.Less(at) {
-			return nil, oplog.Timestamp{}, mongoerr.New(mongoerr.InvalidOptions, "readConcern atClusterTime value must not be greater than the current clusterTime. Requested clusterTime: %v; current clusterTime: %v", at, last)
-		}
-		if _, err := e.oplog.Wait(ctx, at.Prev()); err != nil {
+		if err := e.waitClusterTime(ctx, at); err != nil {
 			return nil, oplog.Timestamp{}, err
 		}
 	}
@@ -168,7 +165,7 @@ func (e *Engine) BeginSnapshotRead(ctx context.Context, at oplog.Timestamp) (*Tr
 	exact := e.oplog.Last() == before && e.oplog.Visible() == before
 	if !at.IsZero() && (at != before || !exact) {
 		snap.Close()
-		return nil, oplog.Timestamp{}, mongoerr.New(mongoerr.SnapshotTooOld, "Read timestamp %v is older than the oldest available timestamp.", at)
+		return nil, oplog.Timestamp{}, errSnapshotTooOld(at)
 	}
 	r := e.history.add(&retainedSnapshot{at: before, snap: snap, catalogAt: catalogAt, taken: wall}, wall)
 	return e.snapshotTransaction(r), r.at, nil
@@ -185,4 +182,27 @@ func (e *Engine) SetSnapshotHistory(d time.Duration) {
 	e.history.mu.Lock()
 	defer e.history.mu.Unlock()
 	e.history.window = d
+}
+
+// waitClusterTime refuses a read time after the cluster time, as mongod
+// does, and waits until every entry up to it is visible.
+func (e *Engine) waitClusterTime(ctx context.Context, at oplog.Timestamp) error {
+	if e.oplog == nil {
+		return mongoerr.New(mongoerr.IllegalOperation, "atClusterTime needs the oplog (replica-set mode)")
+	}
+	if last := e.oplog.Last(); last.Less(at) {
+		return mongoerr.New(mongoerr.InvalidOptions, "readConcern atClusterTime value must not be greater than the current clusterTime. Requested clusterTime: %v; current clusterTime: %v", at, last)
+	}
+	_, err := e.oplog.Wait(ctx, at.Prev())
+	return err
+}
+
+// exactlyAt reports whether a snapshot taken just before holds exactly the
+// commits up to at: at is the latest timestamp handed out, and visible.
+func (e *Engine) exactlyAt(at oplog.Timestamp) bool {
+	return e.oplog.Last() == at && e.oplog.Visible() == at
+}
+
+func errSnapshotTooOld(at oplog.Timestamp) error {
+	return mongoerr.New(mongoerr.SnapshotTooOld, "Read timestamp %v is older than the oldest available timestamp.", at)
 }

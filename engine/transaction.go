@@ -68,6 +68,11 @@ type TransactionOptions struct {
 	// LockTimeout bounds a statement's wait for a collection's catalog
 	// lock; DefaultTransactionLockTimeout if zero.
 	LockTimeout time.Duration
+	// At is the transaction's readConcern atClusterTime, zero for the
+	// latest. Pebble keeps no versions, so only the latest commit, with
+	// none in flight, can be read at (snapshotread.go); another time is
+	// SnapshotTooOld, a future one InvalidOptions.
+	At oplog.Timestamp
 	// MaxBytes bounds the bytes of writes buffered;
 	// DefaultTransactionMaxBytes if zero. Past it a statement fails with
 	// TransactionTooLarge.
@@ -140,10 +145,19 @@ func (e *Engine) BeginTransaction(ctx context.Context, o TransactionOptions) (*T
 	// The counter is read before the snapshot is taken: a catalog change
 	// stores its state after its commit, so one counted before is in the
 	// snapshot, and one after may be or not, and is refused.
+	if !o.At.IsZero() {
+		if err := e.waitClusterTime(ctx, o.At); err != nil {
+			return nil, err
+		}
+	}
 	t.catalogAt = e.catalogSeq.Load()
 	tx, err := e.store.Begin(ctx, kv.TxnOptions{Pessimistic: true, SnapshotReads: true})
 	if err != nil {
 		return nil, fmt.Errorf("engine: begin transaction: %w", err)
+	}
+	if !o.At.IsZero() && !e.exactlyAt(o.At) {
+		tx.Rollback()
+		return nil, errSnapshotTooOld(o.At)
 	}
 	t.tx = tx
 	return t, nil

@@ -633,3 +633,44 @@ func TestTransactionDDLGo(t *testing.T) {
 		t.Fatalf("the collection of an aborted transaction: %v, %v", names, err)
 	}
 }
+
+// TestTransactionAtClusterTimeGo: a transaction's first statement may
+// name readConcern {level: "snapshot", atClusterTime}
+// (jstests/replsets/read_at_cluster_time_outside_transactions.js and the
+// transaction tests of atClusterTime): the latest cluster time is read
+// at; a time after the cluster time is InvalidOptions, as in mongod. An
+// earlier time with commits after it is SnapshotTooOld here: Lethe keeps
+// no versions on pebble (docs/compatibility.md).
+func TestTransactionAtClusterTimeGo(t *testing.T) {
+	_, client := startReplSet(t)
+	ctx := testCtx(t)
+	db := client.Database("atc")
+	var res bson.Raw
+	if err := db.RunCommand(ctx, bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: 1}}}}}).Decode(&res); err != nil {
+		t.Fatal(err)
+	}
+	tt, ti, ok := res.Lookup("operationTime").TimestampOK()
+	if !ok {
+		t.Fatalf("no operationTime: %v", res)
+	}
+	at := bson.Timestamp{T: tt, I: ti}
+	sess := startTxnSession(t, client)
+	sctx := mongo.NewSessionContext(ctx, sess)
+	rc := func(ts bson.Timestamp) bson.E {
+		return bson.E{Key: "readConcern", Value: bson.D{{Key: "level", Value: "snapshot"}, {Key: "atClusterTime", Value: ts}}}
+	}
+	find := bson.D{{Key: "find", Value: "c"}}
+	if err := db.RunCommand(sctx, txnCmd(append(find, rc(at)), 1, true)).Decode(&res); err != nil {
+		t.Fatalf("a transaction at the latest cluster time: %v", err)
+	}
+	if err := client.Database("admin").RunCommand(sctx, txnCmd(bson.D{{Key: "commitTransaction", Value: 1}}, 1, false)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	err := db.RunCommand(sctx, txnCmd(append(find, rc(bson.Timestamp{T: tt + 1000, I: 1})), 2, true)).Err()
+	wantCode(t, err, 72)
+	if _, err := db.Collection("c").InsertOne(ctx, bson.D{{Key: "_id", Value: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	err = db.RunCommand(sctx, txnCmd(append(find, rc(at)), 3, true)).Err()
+	wantCode(t, err, 239)
+}

@@ -24,6 +24,7 @@ import (
 	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/engine"
 	"github.com/lethedb/lethe/mongoerr"
+	"github.com/lethedb/lethe/oplog"
 	"github.com/lethedb/lethe/transaction"
 )
 
@@ -206,8 +207,16 @@ func sessionBool(body bson.Raw, field string) (val, ok bool, err error) {
 // txnStmt describes req's transaction fields for package transaction.
 func (s *Server) txnStmt(req *Request) transaction.Stmt {
 	k, _ := lsidOf(req.lsid)
-	return transaction.Stmt{Number: req.txnNumber, Start: req.startTxn, Command: req.Name,
+	st := transaction.Stmt{Number: req.txnNumber, Start: req.startTxn, Command: req.Name,
 		ID: retrySession(k), Lsid: lsidDoc(k), Format: func() string { return formatLsid(req.lsid) }}
+	if req.startTxn {
+		// The concern checks have refused an atClusterTime that is not
+		// level snapshot's.
+		if t, i, ok := req.Body.Lookup("readConcern", "atClusterTime").TimestampOK(); ok {
+			st.At = oplog.Timestamp{T: t, I: i}
+		}
+	}
+	return st
 }
 
 // checkedOut is a command's hold on its session; began says it runs as

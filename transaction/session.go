@@ -10,6 +10,7 @@ import (
 
 	"github.com/lethedb/lethe/engine"
 	"github.com/lethedb/lethe/mongoerr"
+	"github.com/lethedb/lethe/oplog"
 )
 
 // State is the state of a session's latest transaction number.
@@ -67,6 +68,9 @@ type Stmt struct {
 	ID [16]byte
 	// Lsid is the session's {id, uid} document.
 	Lsid []byte
+	// At is the first statement's readConcern atClusterTime, zero for
+	// none: the transaction reads at it.
+	At oplog.Timestamp
 	// Format prints the session in messages as mongod does.
 	Format func() string
 }
@@ -198,7 +202,7 @@ func (s *Session) Begin(ctx context.Context, st Stmt) (*engine.Transaction, erro
 		}
 		s.abortOpen("a newer transaction started on its session")
 		id := &engine.Txn{Session: st.ID, Number: st.Number, Lsid: st.Lsid}
-		t, err := s.r.cfg.Engine.BeginTransaction(ctx, engine.TransactionOptions{Session: id, LockTimeout: s.r.cfg.LockTimeout()})
+		t, err := s.r.cfg.Engine.BeginTransaction(ctx, engine.TransactionOptions{Session: id, LockTimeout: s.r.cfg.LockTimeout(), At: st.At})
 		if err != nil {
 			return nil, err
 		}
