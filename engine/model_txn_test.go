@@ -560,6 +560,20 @@ func (r *modelRun) txnAfterPlain(op *modelOp, pre *plainPre) error {
 		r.m.docs = append(r.m.docs, pre.hidden...)
 		if r.anyTxnOpen() {
 			w := diffWrites(pre.ref, r.m)
+			// A document the model read back from the engine before (a
+			// resync after a multi update) and reads back again now, the
+			// same, may or may not have been rewritten by this plain write
+			// (a refused multi update rewrites nothing): its serials and
+			// generations cannot tell.
+			pm, qm := docsByKey(pre.ref), docsByKey(r.m)
+			for k := range w.written {
+				a, b := pm[k], qm[k]
+				if a != nil && b != nil && a.serial == 0 && b.serial == 0 &&
+					bytes.Equal(a.doc, b.doc) && a.ts == b.ts && a.ttl == b.ttl {
+					delete(w.written, k)
+					w.maybe[k] = true
+				}
+			}
 			r.commitWrites(w.written, w.maybe)
 		}
 	}
