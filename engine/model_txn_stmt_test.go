@@ -73,6 +73,7 @@ func (r *modelRun) stepTxn(ctx context.Context, op *modelOp) error {
 	x := r.tx.open[slot]
 	r.counts["txn."+kindLabel(op)]++
 	global := r.m
+	existed := global.exists
 	x.view.exists = global.exists
 	x.view.tally = global.tally
 	r.m = x.view
@@ -93,8 +94,10 @@ func (r *modelRun) stepTxn(ctx context.Context, op *modelOp) error {
 		// the new state (Transaction.adoptMultikey).
 		x.seenVer = r.tx.collVer
 	}
-	if r.tx.open[slot] == x && !x.seen && x.view.exists && r.tx.obs.c != nil && r.tx.collVer == r.tx.collBorn && r.tx.collVer > x.start {
-		// Its statement created the collection, which it now uses.
+	if r.tx.open[slot] == x && !existed && !x.seen && x.view.exists && r.tx.obs.c != nil && r.tx.collVer == r.tx.collBorn && r.tx.collVer > x.start {
+		// Its statement created the collection, which it now uses (a
+		// collection a plain write created is first used by the first
+		// statement that reaches it: txnCatalog).
 		x.seen, x.seenVer = true, r.tx.collVer
 	}
 	return nil
