@@ -137,7 +137,10 @@ func (s *scanner) scanSpan(ctx context.Context, r kv.Reader, sp span, nowMs int6
 			lo = record.KeySuccessor(s.resume)
 		}
 		if s.p.reverse && bytes.Compare(s.resume, sp.hi) < 0 {
-			hi = s.resume
+			// A copy: the loop below rewrites s.resume, and the store
+			// keeps the bound it is given for as long as the iterator
+			// lives (pebble's IterOptions bounds).
+			hi = bytes.Clone(s.resume)
 		}
 	}
 	it, err := r.Iter(ctx, lo, hi, s.p.reverse)
