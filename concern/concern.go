@@ -152,7 +152,8 @@ var snapshotCursorCommands = map[string]bool{"getMore": true, "killCursors": tru
 // snapshot (readConcern level "snapshot"), and at which cluster time; zero
 // for the latest. Before has checked the read concern.
 func SnapshotRead(body bson.Raw) (at bson.Timestamp, ok bool) {
-	if inTransaction(body) || !snapshotReadCommands[command.Name(body)] {
+	// The name first: every command passes here, and most are not reads.
+	if !snapshotReadCommands[command.Name(body)] || inTransaction(body) {
 		return at, false
 	}
 	rc, ok := body.Lookup("readConcern").DocumentOK()

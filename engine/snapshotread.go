@@ -161,9 +161,8 @@ func (e *Engine) BeginSnapshotRead(ctx context.Context, at oplog.Timestamp) (*Tr
 	}
 	// The snapshot holds every entry at or before the visible point read
 	// before it; it is exactly at that point only if nothing was handed
-	// out after it meanwhile.
-	exact := e.oplog.Last() == before && e.oplog.Visible() == before
-	if !at.IsZero() && (at != before || !exact) {
+	// out after it meanwhile (exactlyAt).
+	if !at.IsZero() && (at != before || !e.exactlyAt(before)) {
 		snap.Close()
 		return nil, oplog.Timestamp{}, errSnapshotTooOld(at)
 	}

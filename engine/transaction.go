@@ -187,7 +187,7 @@ func (t *Transaction) stateOf(c *Collection) (*collState, error) {
 	st := c.st()
 	if seen, ok := t.states[c]; ok {
 		if seen != st {
-			return nil, writeConflict("the collection %s changed during the transaction", st.ns())
+			return nil, errCatalogChanged(st)
 		}
 		return st, nil
 	}
@@ -206,6 +206,12 @@ func writeConflict(format string, args ...any) *mongoerr.Error {
 	e := mongoerr.New(mongoerr.WriteConflict, format, args...)
 	e.Labels = []string{"TransientTransactionError"}
 	return e
+}
+
+// errCatalogChanged is the WriteConflict of a transaction whose collection
+// st changed after it used it.
+func errCatalogChanged(st *collState) error {
+	return writeConflict("the collection %s changed during the transaction", st.ns())
 }
 
 // conflictError turns a kv conflict met by a statement of a transaction
@@ -304,7 +310,7 @@ func (t *Transaction) Commit(ctx context.Context) (err error) {
 	}()
 	for _, c := range colls {
 		if c.st() != t.states[c] {
-			return writeConflict("the collection %s changed during the transaction", c.st().ns())
+			return errCatalogChanged(c.st())
 		}
 	}
 	if err := t.stampCommitTime(); err != nil {
@@ -410,11 +416,11 @@ func (e *Engine) TransactionCommitted(ctx context.Context, s *Txn) (bool, error)
 func (t *Transaction) adoptMultikey(c *Collection, old *collState) error {
 	st := c.st()
 	if st.dropped || len(st.indexes) != len(old.indexes) || st.ttl != old.ttl {
-		return writeConflict("the collection %s changed during the transaction", st.ns())
+		return errCatalogChanged(st)
 	}
 	for i, ix := range st.indexes {
 		if ix.Meta.ID != old.indexes[i].Meta.ID {
-			return writeConflict("the collection %s changed during the transaction", st.ns())
+			return errCatalogChanged(st)
 		}
 	}
 	t.states[c] = st
@@ -468,29 +474,23 @@ func (e *Engine) dropIfEmpty(c *Collection) {
 	if st.dropped {
 		return
 	}
-	lo := record.DocKey(nil, st.meta.ID, nil)
-	it, err := e.store.Iter(ctx, lo, record.PrefixEnd(lo), false)
-	if err != nil {
-		return
-	}
-	empty := !it.First()
-	it.Close()
-	if !empty {
-		return
-	}
 	if _, err := e.dropCollectionIf(ctx, st.meta.DB, st.meta.Name, func(cur *collState) bool {
-		if cur.meta.ID != st.meta.ID {
-			return false
-		}
-		it, err := e.store.Iter(ctx, lo, record.PrefixEnd(lo), false)
-		if err != nil {
-			return false
-		}
-		defer it.Close()
-		return !it.First()
+		return cur.meta.ID == st.meta.ID && e.collectionEmpty(ctx, st.meta.ID)
 	}); err != nil {
 		e.log.Debug("transaction: dropping a collection it created", zap.Error(err))
 	}
+}
+
+// collectionEmpty reports whether collection id stores no document; false
+// if the store cannot tell.
+func (e *Engine) collectionEmpty(ctx context.Context, id uint64) bool {
+	lo, hi := record.DocRange(id)
+	it, err := e.store.Iter(ctx, lo, hi, false)
+	if err != nil {
+		return false
+	}
+	defer it.Close()
+	return !it.First()
 }
 
 // indexesInTransaction builds indexes in a transaction: only on a
@@ -509,7 +509,7 @@ func (t *Transaction) indexesInTransaction(ctx context.Context, c *Collection, b
 	}
 	st := c.st()
 	if st.dropped || st.meta.ID != old.meta.ID {
-		return res, writeConflict("the collection %s changed during the transaction", st.ns())
+		return res, errCatalogChanged(st)
 	}
 	var added []*record.Index
 	for _, ix := range st.indexes {
@@ -558,7 +558,7 @@ func (t *Transaction) indexesInTransaction(ctx context.Context, c *Collection, b
 		}
 	}
 	if st = c.st(); st.dropped || st.meta.ID != old.meta.ID {
-		return res, writeConflict("the collection %s changed during the transaction", st.ns())
+		return res, errCatalogChanged(st)
 	}
 	t.states[c] = st
 	return res, nil

@@ -284,27 +284,38 @@ func (s *Session) known(ctx context.Context, st Stmt) (bool, error) {
 	return true, nil
 }
 
+// ending checks a commitTransaction or abortTransaction st against the
+// session, as beginOrContinue does for them, and returns the number and
+// state of the transaction it ends.
+func (s *Session) ending(ctx context.Context, st Stmt) (int64, State, error) {
+	if err := s.recall(ctx, st); err != nil {
+		return 0, None, err
+	}
+	if err := s.tooOld(st, false); err != nil {
+		return 0, None, err
+	}
+	if _, err := s.known(ctx, st); err != nil {
+		return 0, None, err
+	}
+	number, state := s.current()
+	return number, state, nil
+}
+
 // Commit commits the session's transaction st.Number. A transaction
 // already committed commits again, as a retried commitTransaction must;
 // one that aborted is NoSuchTransaction. A failed commit aborts it.
 func (s *Session) Commit(ctx context.Context, st Stmt) error {
-	if err := s.recall(ctx, st); err != nil {
+	number, state, err := s.ending(ctx, st)
+	if err != nil {
 		return err
 	}
-	if err := s.tooOld(st, false); err != nil {
-		return err
-	}
-	if _, err := s.known(ctx, st); err != nil {
-		return err
-	}
-	number, state := s.current()
 	switch state {
 	case Committed:
 		return nil
 	case Aborted:
 		return errAborted(number)
 	}
-	err := s.tx.Commit(ctx)
+	err = s.tx.Commit(ctx)
 	s.tx = nil
 	if err != nil {
 		s.set(number, Aborted)
@@ -321,16 +332,10 @@ func (s *Session) Commit(ctx context.Context, st Stmt) error {
 // Abort aborts the session's transaction st.Number: one committed is
 // TransactionCommitted, one aborted NoSuchTransaction.
 func (s *Session) Abort(ctx context.Context, st Stmt) error {
-	if err := s.recall(ctx, st); err != nil {
+	number, state, err := s.ending(ctx, st)
+	if err != nil {
 		return err
 	}
-	if err := s.tooOld(st, false); err != nil {
-		return err
-	}
-	if _, err := s.known(ctx, st); err != nil {
-		return err
-	}
-	number, state := s.current()
 	switch state {
 	case Committed:
 		return errCommitted(number)
