@@ -3,10 +3,12 @@ package engine
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math"
 	"sort"
 	"time"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 	"go.uber.org/zap"
 
@@ -82,23 +84,33 @@ func (e *Engine) reapCollection(ctx context.Context, c *Collection, nowMs int64,
 			e.log.Debug("ttl: purged expired documents", zap.String("ns", st.ns()), zap.Int("count", n), zap.Duration("duration", time.Since(start)))
 		}
 	}()
+	// Lock first, then read every locked document through one iterator in
+	// key order: with the locks held nothing can change them any more, and
+	// ordered seeks of one iterator cost the store much less than a point
+	// lookup each (the lookups were nine tenths of a purge).
+	sort.Slice(due, func(i, j int) bool { return bytes.Compare(due[i].PK, due[j].PK) < 0 })
+	locked := due[:0]
 	for _, dd := range due {
 		// A document another transaction holds (an open multi-document
 		// transaction may hold it for up to its lifetime) is left for a
 		// pass a second later rather than waited for: the purge re-reads
 		// it then, and one the transaction rewrote may no longer be due.
-		locked, err := w.tryLock(record.DocKey(nil, st.meta.ID, dd.PK))
+		ok, err := w.tryLock(record.DocKey(nil, st.meta.ID, dd.PK))
 		if err != nil {
 			return n, nextMs, full, err
 		}
-		if !locked {
+		if !ok {
 			nextMs = min(nextMs, nowMs+1000)
 			continue
 		}
-		d, err := w.load(dd.PK)
-		if err != nil {
-			return n, nextMs, full, err
-		}
+		locked = append(locked, dd)
+	}
+	docs, err := w.loadSorted(locked)
+	if err != nil {
+		return n, nextMs, full, err
+	}
+	for i, dd := range locked {
+		d := docs[i]
 		// A write may have moved _ts or ttl since the scan.
 		if d == nil || !dd.IsDue(d.h, d.doc) {
 			continue
@@ -115,6 +127,39 @@ func (e *Engine) reapCollection(ctx context.Context, c *Collection, nowMs int64,
 		n++
 	}
 	return n, nextMs, full, w.flush()
+}
+
+// loadSorted reads the documents of due, whose keys are in ascending order
+// and locked, as w.load would one by one; nil for those that are gone.
+func (w *writer) loadSorted(due []expiryscan.Due) ([]*storedDoc, error) {
+	docs := make([]*storedDoc, len(due))
+	if len(due) == 0 {
+		return docs, nil
+	}
+	id := w.st.meta.ID
+	lo := record.DocKey(nil, id, due[0].PK)
+	hi := append(record.DocKey(nil, id, due[len(due)-1].PK), 0)
+	it, err := w.reader().Iter(w.ctx, lo, hi, false)
+	if err != nil {
+		return nil, fmt.Errorf("engine: read due documents: %w", err)
+	}
+	defer it.Close()
+	var key []byte
+	for i, dd := range due {
+		key = record.DocKey(key[:0], id, dd.PK)
+		if !it.SeekGE(key) || !bytes.Equal(it.Key(), key) {
+			continue
+		}
+		h, doc, err := record.SplitValue(append([]byte(nil), it.Value()...))
+		if err != nil {
+			return nil, err
+		}
+		docs[i] = &storedDoc{pk: dd.PK, h: h, doc: bson.Raw(doc)}
+	}
+	if err := it.Error(); err != nil {
+		return nil, fmt.Errorf("engine: read due documents: %w", err)
+	}
+	return docs, nil
 }
 
 // Expiring is a document whose expiry instant falls in a window.
