@@ -224,6 +224,16 @@ type Store interface {
 	Close() error
 }
 
+// SharedClock is offered by stores whose timestamps carry a physical time
+// that every process on the store shares (TiKV's timestamp oracle). The
+// server then decides expiry by that time rather than its own wall clock,
+// so that front-ends on different machines agree on when a document
+// expires.
+type SharedClock interface {
+	// PhysicalTime reads the shared time now; it may take a round trip.
+	PhysicalTime(ctx context.Context) (time.Time, error)
+}
+
 func quoteKey(k []byte) string {
 	const hex = "0123456789abcdef"
 	out := make([]byte, 0, 2*len(k))
