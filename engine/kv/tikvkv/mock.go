@@ -96,15 +96,17 @@ func (c *MockCluster) SplitRange(lo, hi []byte, n int) { c.cluster.SplitKeys(lo,
 
 // FamilySplits are region boundaries under prefix (DefaultPrefix if empty)
 // at a few key families of the engine's layout (documents, indexes, oplog,
-// sessions, and "b" for tests' small keys), so that scans and commits on a
-// mock cluster cross regions as they do on a real one.
+// sessions, and "b" for tests' small keys), and at the values' chunks, so
+// that scans and commits on a mock cluster cross regions as they do on a
+// real one.
 func FamilySplits(prefix string) [][]byte {
 	if prefix == "" {
 		prefix = DefaultPrefix
 	}
-	var splits [][]byte
+	k := newKeys(prefix)
+	splits := [][]byte{k.chunks}
 	for _, family := range []string{"b", "d", "i", "o", "t"} {
-		splits = append(splits, []byte(prefix+family))
+		splits = append(splits, k.in([]byte(family)))
 	}
 	return splits
 }

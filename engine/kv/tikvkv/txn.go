@@ -1,6 +1,7 @@
 package tikvkv
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"sync/atomic"
@@ -32,6 +33,13 @@ type txn struct {
 	done   bool
 	locked bool // some LockKeys succeeded
 	watch  *lockWatch
+	// chunks holds, for the keys whose stored state the transaction
+	// knows (it read them, or they are its own writes), how many chunk
+	// keys each has in its view: those to delete when a shorter value or
+	// a delete replaces it. blind are the keys it wrote without knowing:
+	// Commit reads what they held and deletes their chunks then.
+	chunks map[string]int
+	blind  map[string]struct{}
 }
 
 // Begin starts a transaction at a fresh TSO timestamp.
@@ -43,7 +51,7 @@ func (s *Store) Begin(ctx context.Context, o kv.TxnOptions) (kv.Txn, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &txn{s: s, opts: o}
+	t := &txn{s: s, opts: o, chunks: map[string]int{}, blind: map[string]struct{}{}}
 	if err := t.begin(start); err != nil {
 		return nil, err
 	}
@@ -140,18 +148,38 @@ func (t *txn) Get(ctx context.Context, key []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return get(ctx, t.s.k, snap, key)
+	v, n, err := getHead(ctx, t.s.k, snap, key)
+	if err != nil && err != kv.ErrNotFound {
+		return nil, err
+	}
+	// A current read of a key it has not locked may be stale by the time
+	// the transaction writes the key; any other read is what it writes
+	// over.
+	if !t.currentReads() || t.Locked(key) {
+		t.chunks[string(key)] = n
+	}
+	if err != nil {
+		return nil, err
+	}
+	return bytes.Clone(v), nil
 }
 
 func (t *txn) Buffered(key []byte) ([]byte, bool) {
-	v, err := t.tx.GetMemBuffer().Get(t.s.k.in(key))
+	mem := t.tx.GetMemBuffer()
+	stored, err := mem.Get(t.s.k.in(key))
 	if err != nil {
 		return nil, false
 	}
-	if len(v) == 0 { // client-go's tombstone
+	if len(stored) == 0 { // client-go's tombstone
 		return nil, true
 	}
-	return decodeValue(v), true
+	v, err := bufferedValue(mem, t.s.k, key, stored)
+	if err != nil {
+		// The transaction writes a head and its chunks together: a
+		// missing chunk is a bug of this package.
+		panic(err)
+	}
+	return v, true
 }
 
 func (t *txn) Iter(ctx context.Context, lo, hi []byte, reverse bool) (kv.Iterator, error) {
@@ -162,20 +190,34 @@ func (t *txn) Iter(ctx context.Context, lo, hi []byte, reverse bool) (kv.Iterato
 	if err != nil {
 		return nil, err
 	}
-	return newIter(t.s.k, snap, t.tx.GetMemBuffer(), lo, hi, reverse)
+	return newIter(ctx, t.s.k, snap, t.tx.GetMemBuffer(), lo, hi, reverse)
 }
 
+// Set buffers value under key, or, if it is longer than chunkSize, its
+// chunks under their keys and their head under key.
 func (t *txn) Set(key, value []byte) error {
 	if t.done {
 		return kv.ErrTxnDone
 	}
 	pk := t.s.k.in(key)
-	if err := t.tx.Set(pk, encodeValue(value)); err != nil {
+	n := chunkCount(value)
+	stored := encodeValue(value)
+	if n > 0 {
+		for i := 0; i < n; i++ {
+			ck := t.s.k.chunk(key, i)
+			if err := t.tx.Set(ck, value[i*chunkSize:min(len(value), (i+1)*chunkSize)]); err != nil {
+				return wrapErr("set", err)
+			}
+			t.size += len(ck)
+		}
+		stored = encodeHead(len(value), n)
+	}
+	if err := t.tx.Set(pk, stored); err != nil {
 		return wrapErr("set", err)
 	}
 	t.writes++
 	t.size += len(pk) + len(value)
-	return nil
+	return t.replaced(key, n)
 }
 
 func (t *txn) Delete(key []byte) error {
@@ -188,6 +230,62 @@ func (t *txn) Delete(key []byte) error {
 	}
 	t.writes++
 	t.size += len(pk)
+	return t.replaced(key, 0)
+}
+
+// replaced deletes the chunks of key's former value beyond the n its new
+// one has, if the transaction knows them; else Commit will.
+func (t *txn) replaced(key []byte, n int) error {
+	old, ok := t.chunks[string(key)]
+	if !ok {
+		t.blind[string(key)] = struct{}{}
+	}
+	for i := n; i < old; i++ {
+		if err := t.tx.Delete(t.s.k.chunk(key, i)); err != nil {
+			return wrapErr("delete", err)
+		}
+	}
+	t.chunks[string(key)] = n
+	return nil
+}
+
+// dropBlindChunks deletes the chunks of what the keys the transaction
+// wrote blind held, beyond those of their new values: it reads their
+// heads, all at once, at the snapshot the transaction reads (a key
+// changed since is a conflict of the head, or, written unlocked by a
+// pessimistic transaction, one no other writes, by kv's contract).
+func (t *txn) dropBlindChunks(ctx context.Context) error {
+	if len(t.blind) == 0 {
+		return nil
+	}
+	snap, err := t.reader(ctx)
+	if err != nil {
+		return err
+	}
+	pks := make([][]byte, 0, len(t.blind))
+	for key := range t.blind {
+		pks = append(pks, t.s.k.in([]byte(key)))
+	}
+	const group = 256 // bounds the answer: the heads may be values
+	for from := 0; from < len(pks); from += group {
+		got, err := snap.BatchGet(ctx, pks[from:min(from+group, len(pks))])
+		if err != nil {
+			return wrapErr("commit", err)
+		}
+		for pk, stored := range got {
+			h, err := decodeHead(stored)
+			if err != nil || h.chunks == 0 {
+				continue
+			}
+			key := t.s.k.out([]byte(pk))
+			for i := t.chunks[string(key)]; i < h.chunks; i++ {
+				if err := t.tx.Delete(t.s.k.chunk(key, i)); err != nil {
+					return wrapErr("commit", err)
+				}
+			}
+		}
+	}
+	clear(t.blind)
 	return nil
 }
 
@@ -288,6 +386,10 @@ func (t *txn) Commit(ctx context.Context, _ kv.Durability) (kv.Timestamp, error)
 		t.Rollback()
 		ts, err := t.s.now(ctx)
 		return kv.Timestamp(ts), err
+	}
+	if err := t.dropBlindChunks(ctx); err != nil {
+		t.Rollback()
+		return 0, err
 	}
 	if t.currentReads() && !t.locked {
 		if err := t.restartForCommit(ctx); err != nil {
