@@ -32,8 +32,9 @@
 //     not overwrite, so a transaction keeps the chunk counts of the keys it
 //     read (for current reads, only those it had locked) and wrote; for a
 //     key it wrote without knowing them, Commit reads the heads first, in
-//     one batch at the transaction's read snapshot, and deletes the
-//     leftover chunks with the rest. Locks, conflicts and the engine's
+//     one read-committed batch, and deletes the leftover chunks with the
+//     rest (txn.go, dropBlindChunks, says what that read may miss: chunks
+//     no head points to, never a value read wrong). Locks, conflicts and the engine's
 //     keys are the heads': a pessimistic transaction writes chunks
 //     unlocked, as keys derived from their locked head.
 //   - Timestamps are the TSO's. Now takes a fresh one; Snapshot and the

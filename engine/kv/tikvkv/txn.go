@@ -251,17 +251,28 @@ func (t *txn) replaced(key []byte, n int) error {
 
 // dropBlindChunks deletes the chunks of what the keys the transaction
 // wrote blind held, beyond those of their new values: it reads their
-// heads, all at once, at the snapshot the transaction reads (a key
-// changed since is a conflict of the head, or, written unlocked by a
-// pessimistic transaction, one no other writes, by kv's contract).
+// heads, all at once, at the transaction's start (or, for current reads,
+// now). The read is read-committed: it waits for no lock, for waiting on
+// (and resolving) the locks of commits in flight costs every commit, where
+// what it can miss costs little: a key changed after the start is a
+// conflict of the head (or, written unlocked by a pessimistic transaction,
+// one no other writes, by kv's contract); a commit whose lock on the key
+// is not yet resolved is one whose chunks beyond the new value's stay,
+// unread (a head says how many chunks its value has), until the key's
+// range is dropped or a value with as many chunks replaces them.
 func (t *txn) dropBlindChunks(ctx context.Context) error {
 	if len(t.blind) == 0 {
 		return nil
 	}
-	snap, err := t.reader(ctx)
-	if err != nil {
-		return err
+	ts := t.start
+	if t.currentReads() {
+		var err error
+		if ts, err = t.s.now(ctx); err != nil {
+			return err
+		}
 	}
+	snap := t.s.kv.GetSnapshot(ts)
+	snap.SetIsolationLevel(txnsnapshot.RC)
 	pks := make([][]byte, 0, len(t.blind))
 	for key := range t.blind {
 		pks = append(pks, t.s.k.in([]byte(key)))
