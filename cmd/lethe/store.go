@@ -13,7 +13,7 @@ import (
 )
 
 // storeHelp is --store's line in --help.
-const storeHelp = "where the data lives: pebble (on this machine, in --data-dir); tikv://PD:PORT,PD:PORT,... (a TiKV cluster, by its PD endpoints, shared by every server given the same cluster and --store-prefix); " +
+const storeHelp = "where the data lives: pebble (on this machine, in --data-dir); tikv://PD:PORT,PD:PORT,... (a TiKV cluster, by its PD endpoints; one server per cluster and --store-prefix for now); " +
 	"or tikv-mock (client-go's in-process mock of TiKV: in memory, gone when the process ends, for tests and for trying the distributed mode)"
 
 // storeSpec is a parsed --store.
