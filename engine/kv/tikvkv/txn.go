@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -409,6 +410,8 @@ func (t *txn) Commit(ctx context.Context, _ kv.Durability) (kv.Timestamp, error)
 		}
 	}
 	t.done = true
+	unwritten := t.unlockUnwritten()
+	defer t.rollbackLocks(unwritten)
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	t.watch.cancel.Store(&cancel)
@@ -423,6 +426,66 @@ func (t *txn) Commit(ctx context.Context, _ kv.Durability) (kv.Timestamp, error)
 	// The probe is client-go's exported view of the transaction's commit
 	// timestamp, which KVTxn itself does not offer.
 	return kv.Timestamp(transaction.TxnProbe{KVTxn: t.tx}.GetCommitTS()), nil
+}
+
+// unlockUnwritten takes the keys the transaction locked but writes
+// nothing to, its primary key aside, out of its commit, and returns them.
+// Client-go would commit them as Lock records, which TiKV counts as a
+// change of the key: a transaction that started before this one committed
+// and then locks such a key would get a write conflict, for a key nothing
+// changed (an insert that found its _id taken, an update that changed
+// nothing), where MongoDB has none. The primary key stays: the commit
+// hangs on it. rollbackLocks releases the others.
+func (t *txn) unlockUnwritten() [][]byte {
+	if !t.opts.Pessimistic || !t.locked {
+		return nil
+	}
+	primary := transaction.TxnProbe{KVTxn: t.tx}.GetCommitter().GetPrimaryKey()
+	mem := t.tx.GetMemBuffer()
+	var keys [][]byte
+	for it := mem.IterWithFlags(nil, nil); it.Valid(); {
+		if !it.HasValue() && it.Flags().HasLocked() && !bytes.Equal(it.Key(), primary) {
+			keys = append(keys, bytes.Clone(it.Key()))
+		}
+		if err := it.Next(); err != nil {
+			return nil // then commit them as client-go would
+		}
+	}
+	for _, k := range keys {
+		mem.UpdateFlags(k, ckv.DelKeyLocked)
+	}
+	return keys
+}
+
+// rollbackLocks releases the pessimistic locks of keys (prefixed) that
+// unlockUnwritten took out of the commit, as client-go's lock resolver
+// releases those of a finished transaction. It does its best: a lock left
+// behind is resolved by the next transaction that meets it, once its
+// primary is committed or rolled back, a delay rather than an error.
+func (t *txn) rollbackLocks(keys [][]byte) {
+	if len(keys) == 0 {
+		return
+	}
+	bo := tikv.NewBackofferWithVars(context.Background(), 2000, nil)
+	for _, key := range keys {
+		for attempt := 0; attempt < 3; attempt++ {
+			loc, err := t.s.kv.GetRegionCache().LocateKey(bo, key)
+			if err != nil {
+				break
+			}
+			req := tikvrpc.NewRequest(tikvrpc.CmdPessimisticRollback, &kvrpcpb.PessimisticRollbackRequest{
+				StartVersion: t.start, ForUpdateTs: math.MaxUint64, Keys: [][]byte{key},
+			})
+			resp, err := t.s.kv.SendReq(bo, req, loc.Region, 10*time.Second)
+			if err != nil {
+				break
+			}
+			if rerr, err := resp.GetRegionError(); err != nil || rerr == nil {
+				break
+			}
+			t.s.kv.GetRegionCache().InvalidateCachedRegion(loc.Region)
+		}
+	}
 }
 
 // restartForCommit moves a current-read transaction that locked nothing
