@@ -2,7 +2,9 @@ package integration
 
 import (
 	"context"
+	"flag"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,14 +16,25 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/lethedb/lethe/clock"
+	"github.com/lethedb/lethe/engine/kv/tikvkv"
 	"github.com/lethedb/lethe/server"
 )
 
 // testEpoch is where the manual clock of every test server starts.
 var testEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
+// storeFlag runs every test's server on the store it names: pebble, or
+// tikv-mock (client-go's mock of a TiKV cluster, one per server). Tests
+// run as subtests of TestOnTiKVMock are on the mock whatever it says.
+var storeFlag = flag.String("store", "pebble", "store of the test servers: pebble or tikv-mock")
+
+// onTiKVMock reports whether t's server runs on the TiKV mock.
+func onTiKVMock(t *testing.T) bool {
+	return *storeFlag == "tikv-mock" || strings.HasPrefix(t.Name(), "TestOnTiKVMock/")
+}
+
 // testServer is a Lethe server running in the test process, with a manual
-// clock and a store in a temporary directory.
+// clock and a store in a temporary directory (or on a TiKV mock cluster).
 type testServer struct {
 	URI    string
 	Client *mongo.Client // connected to URI; replaced by Restart
@@ -32,6 +45,9 @@ type testServer struct {
 	Logs *observer.ObservedLogs
 
 	cfg server.Config
+	// mock is the TiKV mock cluster the server's store is on, which
+	// outlives a Restart; nil on pebble.
+	mock *tikvkv.MockCluster
 }
 
 // serverOption adjusts the configuration startServer uses.
@@ -61,6 +77,14 @@ func startServer(t *testing.T, opts ...serverOption) *testServer {
 	}
 	for _, o := range opts {
 		o(&ts.cfg)
+	}
+	if onTiKVMock(t) {
+		c, err := tikvkv.NewMockCluster(tikvkv.FamilySplits("")...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		ts.mock = c
 	}
 	ts.start(t)
 	t.Cleanup(func() { ts.stop(t) })
@@ -96,6 +120,15 @@ func (ts *testServer) NewClient(t *testing.T, opts ...*options.ClientOptions) *m
 
 func (ts *testServer) start(t *testing.T) {
 	t.Helper()
+	if ts.mock != nil {
+		// A front-end of its own on the cluster, as a restarted process
+		// would open; the engine closes it when the server shuts down.
+		store, err := ts.mock.Open(tikvkv.Options{Logger: zap.NewNop()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts.cfg.Store = store
+	}
 	srv, err := server.New(ts.cfg)
 	if err != nil {
 		t.Fatalf("new server: %v", err)

@@ -36,6 +36,7 @@ import (
 	"github.com/lethedb/lethe/cursor"
 	"github.com/lethedb/lethe/diag"
 	"github.com/lethedb/lethe/engine"
+	"github.com/lethedb/lethe/engine/kv"
 	"github.com/lethedb/lethe/engine/kv/pebblekv"
 	"github.com/lethedb/lethe/expiry"
 	"github.com/lethedb/lethe/failpoint"
@@ -149,6 +150,10 @@ type Config struct {
 	OplogMaxAge   time.Duration
 	// Disk, for tests, keeps the store on a simulated disk.
 	Disk *pebblekv.MemDisk
+	// Store, if set, is the store to run on instead of pebble in DataDir
+	// (a TiKV cluster, or client-go's mock of one). Once New has opened
+	// the engine on it, the engine closes it, on Shutdown or a failed New.
+	Store kv.Store
 	// SessionTimeout is how long a logical session lives after its last
 	// use (MongoDB's localLogicalSessionTimeoutMinutes); zero means
 	// session.DefaultTimeout. hello reports it in whole minutes.
@@ -273,7 +278,7 @@ func New(cfg Config) (*Server, error) {
 	}))
 	eng, err := engine.Open(cfg.DataDir, engine.Options{Clock: cfg.Clock, Logger: log, NoReaper: cfg.NoReaper,
 		SortMemoryLimit: cfg.SortMemoryLimit, QueryMemoryLimit: cfg.QueryMemoryLimit, QuerySpillLimit: cfg.QuerySpillLimit,
-		MinFreeDisk: cfg.MinFreeDisk, CacheSize: cfg.CacheSize, Disk: cfg.Disk,
+		MinFreeDisk: cfg.MinFreeDisk, CacheSize: cfg.CacheSize, Disk: cfg.Disk, Store: cfg.Store,
 		Oplog: !cfg.NoOplog, OplogMaxBytes: oplogMaxBytes(cfg.OplogMaxBytes), OplogMaxAge: cfg.OplogMaxAge})
 	if err != nil {
 		return nil, fmt.Errorf("server: open store: %w", err)

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -38,10 +40,18 @@ type childServer struct {
 	stderr *lockedBuffer
 }
 
+// childFlags adds the flags of the child servers to fs.
+func childFlags(fs *flag.FlagSet, cfg *config) {
+	fs.Func("server-args", "extra `flags` for the lethe of --server-bin or --compare, separated by spaces, after the tool's own (--listen, --data-dir, --log-level); e.g. \"--store tikv-mock\"", func(s string) error {
+		cfg.serverArgs = strings.Fields(s)
+		return nil
+	})
+}
+
 // startChild starts bin on a free loopback port over a fresh data
-// directory, with the flags every compared server gets, and waits until
-// it answers ping.
-func startChild(ctx context.Context, bin string) (*childServer, error) {
+// directory, with the flags every compared server gets and then args, and
+// waits until it answers ping.
+func startChild(ctx context.Context, bin string, args []string) (*childServer, error) {
 	dir, err := os.MkdirTemp("", "lethe-load-child-")
 	if err != nil {
 		return nil, fmt.Errorf("create data directory: %w", err)
@@ -53,7 +63,7 @@ func startChild(ctx context.Context, bin string) (*childServer, error) {
 	c := &childServer{bin: bin, addr: addr, dir: dir, exited: make(chan struct{}), stderr: &lockedBuffer{}}
 	// Only the flags the run needs: every other setting is the binary's
 	// default, so two builds compared run as they would be deployed.
-	c.cmd = exec.Command(bin, "--listen", addr, "--data-dir", dir, "--log-level", "warn")
+	c.cmd = exec.Command(bin, append([]string{"--listen", addr, "--data-dir", dir, "--log-level", "warn"}, args...)...)
 	c.cmd.Stdout = c.stderr
 	c.cmd.Stderr = c.stderr
 	if err := c.cmd.Start(); err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -50,10 +51,22 @@ func TestParseFlags(t *testing.T) {
 	}
 	for _, args := range [][]string{{"--clients=0"}, {"--duration=0s"}, {"--docs=0"}, {"--ttl-docs=-1"}, {"--failed-logins=0"}, {"extra"}, {"--workloads=nope"},
 		{"--ycsb-records=0"}, {"--ycsb-dist=latest"}, {"--server-pid=12"}, {"--uri=mongodb://x", "--server-bin=lethe"},
-		{"--compare=a"}, {"--compare=a,b,c"}, {"--compare=a,b", "--uri=mongodb://x"}, {"--compare=a,b", "--ttl-docs=10"}, {"--rounds=0"}} {
+		{"--compare=a"}, {"--compare=a,b,c"}, {"--compare=a,b", "--uri=mongodb://x"}, {"--compare=a,b", "--ttl-docs=10"}, {"--rounds=0"},
+		{"--server-args=--store tikv-mock"}} {
 		if _, err := parseFlags(args, io.Discard); err == nil {
 			t.Errorf("parseFlags(%q) succeeded, want an error", args)
 		}
+	}
+}
+
+// --server-args are the child servers' extra flags.
+func TestParseServerArgs(t *testing.T) {
+	cfg, err := parseFlags([]string{"--server-bin=bin/lethe", "--server-args= --store  tikv-mock "}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprintf("%q", cfg.serverArgs) != `["--store" "tikv-mock"]` {
+		t.Errorf("--server-args = %q", cfg.serverArgs)
 	}
 }
 

@@ -46,7 +46,7 @@ func openTarget(ctx context.Context, cfg config, manualClock bool) (*target, err
 		}
 		return t, t.connect(ctx, cfg, cfg.uri)
 	case cfg.serverBin != "" && !manualClock:
-		c, err := startChild(ctx, cfg.serverBin)
+		c, err := startChild(ctx, cfg.serverBin, cfg.serverArgs)
 		if err != nil {
 			return nil, fmt.Errorf("start --server-bin: %w", err)
 		}

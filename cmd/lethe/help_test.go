@@ -27,7 +27,7 @@ func TestHelpListsLimits(t *testing.T) {
 	if !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("run --help: %v", err)
 	}
-	want := []string{"-max-conns", "-message-timeout", "-idle-timeout", "-max-cursors ", "-max-cursors-per-conn", "-max-cursor-memory-mib", "-max-cursors-per-client", "-max-cursor-memory-per-client-mib", "-max-sessions ", "-max-sessions-per-client", "-repl-set", "-advertise-addr", "-auth", "-insecure-no-auth-remote", "-tls-cert-file", "-tls-key-file", "-tls-ca-file", "-tls-mode", "-tls-allow-connections-without-certificates", "shutdown grace"}
+	want := []string{"-store ", "-store-prefix", "-max-conns", "-message-timeout", "-idle-timeout", "-max-cursors ", "-max-cursors-per-conn", "-max-cursor-memory-mib", "-max-cursors-per-client", "-max-cursor-memory-per-client-mib", "-max-sessions ", "-max-sessions-per-client", "-repl-set", "-advertise-addr", "-auth", "-insecure-no-auth-remote", "-tls-cert-file", "-tls-key-file", "-tls-ca-file", "-tls-mode", "-tls-allow-connections-without-certificates", "shutdown grace"}
 	for _, l := range server.FixedLimits() {
 		want = append(want, l.Name+" ")
 	}

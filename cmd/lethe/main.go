@@ -25,6 +25,7 @@ import (
 	"github.com/lethedb/lethe/auth"
 	"github.com/lethedb/lethe/clock"
 	"github.com/lethedb/lethe/engine/kv/pebblekv"
+	"github.com/lethedb/lethe/engine/kv/tikvkv"
 	"github.com/lethedb/lethe/server"
 	"github.com/lethedb/lethe/session"
 )
@@ -58,7 +59,9 @@ func run(args []string) error {
 		allowWithoutCert: fs.Bool("tls-allow-connections-without-certificates", false,
 			"with --tls-ca-file, let clients connect without a certificate (one presented is still verified)"),
 	}
-	dataDir := fs.String("data-dir", "./data", "directory of the store; created if missing")
+	storeFlag := fs.String("store", "pebble", storeHelp)
+	storePrefix := fs.String("store-prefix", tikvkv.DefaultPrefix, "with a tikv store, the prefix of every key this deployment writes, so that several share one cluster")
+	dataDir := fs.String("data-dir", "./data", "directory of the pebble store; created if missing")
 	logLevel := fs.String("log-level", "info", "least severe log level: debug, info, warn or error")
 	logFormat := fs.String("log-format", "console", "log format: console or json")
 	maxConns := fs.Int("max-conns", 0, "most client connections open at once; 0 means no limit")
@@ -122,6 +125,13 @@ func run(args []string) error {
 			return 0
 		}
 		return noLimitIfZero(v)
+	}
+	store, err := parseStore(*storeFlag)
+	if err != nil {
+		return err
+	}
+	if *storePrefix == "" {
+		return fmt.Errorf("--store-prefix: want a prefix, not an empty one")
 	}
 	if err := checkBinding(*listen, *authOn, *insecureRemote); err != nil {
 		return err
@@ -213,7 +223,10 @@ func run(args []string) error {
 		return fmt.Errorf("--clock: want system or manual, not %q", *clockFlag)
 	}
 
-	log.Info("starting lethe", zap.String("version", server.Version), zap.String("listen", *listen), zap.String("dataDir", *dataDir))
+	log.Info("starting lethe", zap.String("version", server.Version), zap.String("listen", *listen), zap.Stringer("store", store), zap.String("dataDir", *dataDir))
+	if cfg.Store, err = store.open(*storePrefix, log); err != nil {
+		return err
+	}
 	srv, err := server.New(cfg)
 	if err != nil {
 		return err
@@ -262,7 +275,7 @@ func run(args []string) error {
 // limits no flag changes, so that an operator sees every bound in one place.
 func usage(fs *flag.FlagSet) {
 	out := fs.Output()
-	fmt.Fprintf(out, "Usage: lethe [flags]\n\nLethe serves the MongoDB protocol over a local store, with time-to-live at its heart.\n\nFlags:\n")
+	fmt.Fprintf(out, "Usage: lethe [flags]\n\nLethe serves the MongoDB protocol over a local store (or a TiKV cluster, --store), with time-to-live at its heart.\n\nFlags:\n")
 	fs.PrintDefaults()
 	fmt.Fprintf(out, "\nLimits no flag changes (MongoDB's unless noted):\n")
 	for _, l := range server.FixedLimits() {

@@ -10,12 +10,33 @@
 // keeps no state of its own beyond one transaction's bookkeeping; no
 // in-process lock carries correctness, every guarantee is the cluster's:
 //
-//   - Keys: every key lives under Options.Prefix ("lethe/" by default), so
-//     several deployments can share a cluster; the prefix is added on the
-//     way in and cut off the keys iterators return.
+//   - Keys: every key lives under Options.Prefix P ("lethe/" by default),
+//     so several deployments can share a cluster: kv's key K is stored at
+//     P "k" K; the prefix is added on the way in and cut off the keys
+//     iterators return.
 //   - Values: client-go's transaction buffer takes an empty value for a
 //     deletion, and kv has empty values, so a stored value that is empty or
 //     starts with a zero byte gets one zero byte in front (value.go).
+//   - Chunks: a value longer than 1 MiB (chunkSize) is stored in chunks
+//     of 1 MiB at P "c" escape(K) seq, seq a 4-byte big-endian count from
+//     0, and K holds its head: the bytes 0 1 (a stored value no inline one
+//     starts with), then the value's length and its number of chunks, as
+//     uvarints. escape writes a zero byte as 0 0xff and ends with 0 1, so
+//     chunk keys sort as their keys do and no key's are a prefix of
+//     another's: the chunks of the keys in [lo, hi) are one range, which
+//     DropRange deletes with the keys. A value is written with all its
+//     chunks in one transaction, and read from the same snapshot as its
+//     head (chunkReadGroup chunks per request); iterators walk the keys
+//     only and join a chunked value when they reach it. Replacing or
+//     deleting a chunked value must delete the chunks its successor does
+//     not overwrite, so a transaction keeps the chunk counts of the keys it
+//     read (for current reads, only those it had locked) and wrote; for a
+//     key it wrote without knowing them, Commit reads the heads first, in
+//     one read-committed batch, and deletes the leftover chunks with the
+//     rest (txn.go, dropBlindChunks, says what that read may miss: chunks
+//     no head points to, never a value read wrong). Locks, conflicts and the engine's
+//     keys are the heads': a pessimistic transaction writes chunks
+//     unlocked, as keys derived from their locked head.
 //   - Timestamps are the TSO's. Now takes a fresh one; Snapshot and the
 //     Store's own reads read at a fresh one; a transaction starts at one;
 //     Commit returns the commit timestamp of the two-phase commit (both
@@ -53,11 +74,13 @@
 //
 // # Limits
 //
-// A TiKV write request, hence one value, is bounded by the cluster's
-// raft-entry-max-size (8 MiB by default, which the mock enforces): a
-// larger value fails its commit with raft_entry_too_large, a backend
-// error. MongoDB's 16 MiB documents need values split over several keys,
-// or a cluster configured for them; the engine does neither yet.
+// A TiKV write request is bounded by the cluster's raft-entry-max-size
+// (8 MiB by default, which the mock enforces) and an answer by its gRPC
+// message bound (10 MiB): chunks keep every value's share of one under
+// 4 MiB, so MongoDB's 16 MiB documents, and longer values, are stored.
+// The cost is a read of the heads of the keys a transaction writes
+// without having read them (index entries, oplog entries), one batched
+// read per commit, and for a chunked value one more read per 4 MiB.
 //
 // # The mock
 //

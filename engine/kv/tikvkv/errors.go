@@ -28,6 +28,8 @@ func (s *Store) mapErr(op string, err error) error {
 		var key []byte
 		if c := wc.WriteConflict; c != nil && bytes.HasPrefix(c.Key, s.k.prefix) {
 			key = bytes.Clone(s.k.out(c.Key))
+		} else if c != nil {
+			key, _ = s.k.chunkOwner(c.Key) // nil if not a chunk's
 		}
 		return &kv.ConflictError{Key: key, Reason: "committed by another transaction after this one's timestamp"}
 	case errors.Is(err, tikverr.ErrLockAcquireFailAndNoWaitSet):

@@ -2,6 +2,7 @@ package tikvkv
 
 import (
 	"bytes"
+	"context"
 	"sort"
 
 	"github.com/tikv/client-go/v2/tikv"
@@ -9,17 +10,19 @@ import (
 )
 
 // pending is one of a transaction's own writes: its prefixed key and its
-// stored value, empty for a delete (client-go's tombstone).
+// value, whole (its chunks joined), or deleted.
 type pending struct {
 	key, value []byte
+	deleted    bool
 }
 
 // ownIn lists the transaction's own writes in the prefixed range [lo, hi),
 // in key order. It is taken when an iterator is made, so that, as on
 // pebble, writes made while the iterator is open are not in its walk.
-// Keys and values stay in the buffer's arena, which lives as long as the
-// transaction.
-func ownIn(mem *tikv.MemDB, lo, hi []byte) ([]pending, error) {
+// Keys and inline values stay in the buffer's arena, which lives as long
+// as the transaction; a chunked value is joined now, for its chunks may be
+// written again.
+func ownIn(mem *tikv.MemDB, k keys, lo, hi []byte) ([]pending, error) {
 	it, err := mem.Iter(lo, hi)
 	if err != nil {
 		return nil, err
@@ -27,7 +30,13 @@ func ownIn(mem *tikv.MemDB, lo, hi []byte) ([]pending, error) {
 	defer it.Close()
 	var out []pending
 	for it.Valid() {
-		out = append(out, pending{key: it.Key(), value: it.Value()})
+		p := pending{key: it.Key(), deleted: len(it.Value()) == 0}
+		if !p.deleted {
+			if p.value, err = bufferedValue(mem, k, k.out(p.key), it.Value()); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, p)
 		if err := it.Next(); err != nil {
 			return nil, err
 		}
@@ -38,8 +47,10 @@ func ownIn(mem *tikv.MemDB, lo, hi []byte) ([]pending, error) {
 // iter walks one way over a snapshot, with a transaction's own writes laid
 // over it: a pending value replaces the stored one, a pending delete hides
 // it. Client-go's scanners take no lower bound in reverse, so a reverse walk
-// stops itself at lo.
+// stops itself at lo. A chunked value is read, its chunks joined, when the
+// walk reaches its key.
 type iter struct {
+	ctx     context.Context // of the Iter call, for reading chunks
 	k       keys
 	snap    *txnsnapshot.KVSnapshot
 	lo, hi  []byte // prefixed bounds; hi nil only when nothing bounds the key space
@@ -53,14 +64,18 @@ type iter struct {
 	valid bool
 	key   []byte
 	val   []byte
+	size  int // len(val), also when sizesOnly leaves val nil
 	err   error
+	// sizesOnly reads no chunks: a chunked value's val is nil, its size
+	// the head's.
+	sizesOnly bool
 }
 
-func newIter(k keys, snap *txnsnapshot.KVSnapshot, mem *tikv.MemDB, lo, hi []byte, reverse bool) (*iter, error) {
+func newIter(ctx context.Context, k keys, snap *txnsnapshot.KVSnapshot, mem *tikv.MemDB, lo, hi []byte, reverse bool) (*iter, error) {
 	plo, phi := k.bounds(lo, hi)
-	i := &iter{k: k, snap: snap, lo: plo, hi: phi, reverse: reverse}
+	i := &iter{ctx: ctx, k: k, snap: snap, lo: plo, hi: phi, reverse: reverse}
 	if mem != nil {
-		own, err := ownIn(mem, plo, phi)
+		own, err := ownIn(mem, k, plo, phi)
 		if err != nil {
 			return nil, wrapErr("iterator", err)
 		}
@@ -130,26 +145,52 @@ func (i *iter) settle() bool {
 				c = -c
 			}
 		}
-		var key, val []byte
+		var key []byte
 		if c < 0 {
 			i.onOwn, i.both = false, false
-			key, val = i.base.Key(), i.base.Value()
+			key = i.base.Key()
 		} else {
 			i.onOwn, i.both = true, c == 0
-			key, val = i.own[i.pos].key, i.own[i.pos].value
+			key = i.own[i.pos].key
 		}
 		if i.reverse && bytes.Compare(key, i.lo) < 0 {
 			return false
 		}
-		if i.onOwn && len(val) == 0 { // the transaction deleted it
+		if i.onOwn && i.own[i.pos].deleted {
 			if !i.advance() {
 				return false
 			}
 			continue
 		}
-		i.key, i.val, i.valid = i.k.out(key), decodeValue(val), true
+		i.key = i.k.out(key)
+		if i.onOwn {
+			i.val = i.own[i.pos].value
+			i.size = len(i.val)
+		} else if !i.baseValue() {
+			return false
+		}
+		i.valid = true
 		return true
 	}
+}
+
+// baseValue sets the current value from the base walk's, reading its
+// chunks if it has any.
+func (i *iter) baseValue() bool {
+	stored := i.base.Value()
+	h, err := decodeHead(stored)
+	if err != nil {
+		return i.fail(err)
+	}
+	if h.chunks == 0 || i.sizesOnly {
+		i.val, i.size = h.value, h.size
+		return true
+	}
+	if i.val, _, err = storedValue(i.ctx, i.k, i.snap, i.key, stored); err != nil {
+		return i.fail(err)
+	}
+	i.size = len(i.val)
+	return true
 }
 
 // advance moves past the current key.

@@ -2,6 +2,7 @@ package tikvkv
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -23,6 +24,13 @@ type MockCluster struct {
 
 	mu   sync.Mutex
 	refs int // the cluster's own reference until Close, and one per Store
+
+	// rpc is held for reading by every request to the mock and for
+	// writing to close it: client-go's background work (the commit of
+	// secondary keys, lock resolution) can outlive its front-end's Close,
+	// and a request to the closed mock would crash the process.
+	rpc    sync.RWMutex
+	closed bool
 }
 
 // NewMockCluster starts a mock cluster whose regions split at splitKeys
@@ -37,14 +45,17 @@ func NewMockCluster(splitKeys ...[]byte) (*MockCluster, error) {
 	c.open = func() (*tikv.KVStore, error) {
 		// The clients share the cluster's RPC endpoint, which closing
 		// one front-end must not close.
-		shared := func(cl tikv.Client) tikv.Client { return sharedClient{cl} }
+		shared := func(cl tikv.Client) tikv.Client { return sharedClient{cl, c} }
 		return tikv.NewTestTiKVStore(client, pd, shared, nil, 0)
 	}
 	return c, nil
 }
 
 // sharedClient is a front-end's handle on the mock's RPC endpoint.
-type sharedClient struct{ tikv.Client }
+type sharedClient struct {
+	tikv.Client
+	c *MockCluster
+}
 
 func (sharedClient) Close() error { return nil }
 
@@ -55,8 +66,15 @@ func (sharedClient) Close() error { return nil }
 // good. The mock's calls are in-process and short; client-go still sees
 // the context between them (its backoffs and lock waits).
 func (c sharedClient) SendRequest(ctx context.Context, addr string, req *tikvrpc.Request, timeout time.Duration) (*tikvrpc.Response, error) {
+	c.c.rpc.RLock()
+	defer c.c.rpc.RUnlock()
+	if c.c.closed {
+		return nil, errMockClosed
+	}
 	return c.Client.SendRequest(context.WithoutCancel(ctx), addr, req, timeout)
 }
+
+var errMockClosed = errors.New("tikvkv: the mock cluster is closed")
 
 // Open opens a front-end on the cluster.
 func (c *MockCluster) Open(opts Options) (*Store, error) {
@@ -87,6 +105,9 @@ func (c *MockCluster) release() error {
 	if c.refs > 0 {
 		return nil
 	}
+	c.rpc.Lock()
+	defer c.rpc.Unlock()
+	c.closed = true
 	return c.closeDB()
 }
 
@@ -96,15 +117,17 @@ func (c *MockCluster) SplitRange(lo, hi []byte, n int) { c.cluster.SplitKeys(lo,
 
 // FamilySplits are region boundaries under prefix (DefaultPrefix if empty)
 // at a few key families of the engine's layout (documents, indexes, oplog,
-// sessions, and "b" for tests' small keys), so that scans and commits on a
-// mock cluster cross regions as they do on a real one.
+// sessions, and "b" for tests' small keys), and at the values' chunks, so
+// that scans and commits on a mock cluster cross regions as they do on a
+// real one.
 func FamilySplits(prefix string) [][]byte {
 	if prefix == "" {
 		prefix = DefaultPrefix
 	}
-	var splits [][]byte
+	k := newKeys(prefix)
+	splits := [][]byte{k.chunks}
 	for _, family := range []string{"b", "d", "i", "o", "t"} {
-		splits = append(splits, []byte(prefix+family))
+		splits = append(splits, k.in([]byte(family)))
 	}
 	return splits
 }

@@ -1,6 +1,7 @@
 package tikvkv
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -120,12 +121,16 @@ func (s *Store) Snapshot(ctx context.Context) (kv.Snapshot, error) {
 	return s.latest(ctx)
 }
 
-// DropRange deletes every version of every key in [lo, hi) with TiKV's
-// DeleteRange, region by region, outside any transaction.
+// DropRange deletes every version of every key in [lo, hi), and of their
+// values' chunks, with TiKV's DeleteRange, region by region, outside any
+// transaction.
 func (s *Store) DropRange(ctx context.Context, lo, hi []byte) error {
 	plo, phi := s.k.bounds(lo, hi)
-	if _, err := s.kv.DeleteRange(ctx, plo, phi, 1); err != nil {
-		return fmt.Errorf("tikvkv: drop range: %w", err)
+	clo, chi := s.k.chunkBounds(lo, hi)
+	for _, r := range [][2][]byte{{plo, phi}, {clo, chi}} {
+		if _, err := s.kv.DeleteRange(ctx, r[0], r[1], 1); err != nil {
+			return fmt.Errorf("tikvkv: drop range: %w", err)
+		}
 	}
 	return nil
 }
@@ -139,14 +144,15 @@ func (s *Store) ApproximateSize(ctx context.Context, lo, hi []byte) (int64, erro
 	if err != nil {
 		return 0, err
 	}
-	it, err := newIter(s.k, snap.snap, nil, lo, hi, false)
+	it, err := newIter(ctx, s.k, snap.snap, nil, lo, hi, false)
 	if err != nil {
 		return 0, err
 	}
+	it.sizesOnly = true
 	defer it.Close()
 	var n int64
 	for ok := it.First(); ok; ok = it.Next() {
-		n += int64(len(it.Key()) + len(it.Value()))
+		n += int64(len(it.Key()) + it.size)
 		if n&0xfff == 0 {
 			if err := ctx.Err(); err != nil {
 				return 0, err
@@ -167,8 +173,8 @@ func (s *snapshot) Get(ctx context.Context, key []byte) ([]byte, error) {
 	return get(ctx, s.k, s.snap, key)
 }
 
-func (s *snapshot) Iter(_ context.Context, lo, hi []byte, reverse bool) (kv.Iterator, error) {
-	return newIter(s.k, s.snap, nil, lo, hi, reverse)
+func (s *snapshot) Iter(ctx context.Context, lo, hi []byte, reverse bool) (kv.Iterator, error) {
+	return newIter(ctx, s.k, s.snap, nil, lo, hi, reverse)
 }
 
 func (s *snapshot) TS() kv.Timestamp { return kv.Timestamp(s.ts) }
@@ -176,12 +182,22 @@ func (s *snapshot) Close() error     { return nil }
 
 // get reads key at snap: a copy of its value, or kv.ErrNotFound.
 func get(ctx context.Context, k keys, snap *txnsnapshot.KVSnapshot, key []byte) ([]byte, error) {
-	v, err := snap.Get(ctx, k.in(key))
+	v, _, err := getHead(ctx, k, snap, key)
+	if err != nil {
+		return nil, err
+	}
+	return bytes.Clone(v), nil
+}
+
+// getHead reads key at snap: its value, which may share the snapshot's
+// memory, and the number of chunks it is stored in; or kv.ErrNotFound.
+func getHead(ctx context.Context, k keys, snap *txnsnapshot.KVSnapshot, key []byte) ([]byte, int, error) {
+	stored, err := snap.Get(ctx, k.in(key))
 	if tikverr.IsErrNotFound(err) {
-		return nil, kv.ErrNotFound
+		return nil, 0, kv.ErrNotFound
 	}
 	if err != nil {
-		return nil, wrapErr("get", err)
+		return nil, 0, wrapErr("get", err)
 	}
-	return append([]byte{}, decodeValue(v)...), nil
+	return storedValue(ctx, k, snap, key, stored)
 }

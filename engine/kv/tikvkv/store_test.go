@@ -189,3 +189,41 @@ func TestLiveLockAtCommitIsQuick(t *testing.T) {
 		t.Fatalf("b after the conflicting commit: %v", err)
 	}
 }
+
+// TestUnwrittenLockIsNoChange: a key a pessimistic transaction locked but
+// did not write is free once it commits, and is no change to a snapshot
+// transaction that started before: it locks it without a conflict, as in
+// MongoDB, where a failed insert or an update that changes nothing
+// conflicts with no one.
+func TestUnwrittenLockIsNoChange(t *testing.T) {
+	s := kvtest.Contract(mustOpen(t))
+	defer s.Close()
+	put(t, s, "a", "0", "b", "0")
+	snap, err := s.Begin(ctx, kv.TxnOptions{Pessimistic: true, SnapshotReads: true})
+	mustT(t, err)
+	defer snap.Rollback()
+	p, err := s.Begin(ctx, kv.TxnOptions{Pessimistic: true})
+	mustT(t, err)
+	mustT(t, p.LockKeys(ctx, kv.LockOptions{}, []byte("a"), []byte("b"), []byte("c")))
+	mustT(t, p.Set([]byte("a"), []byte("1")))
+	_, err = p.Commit(ctx, kv.Sync)
+	mustT(t, err)
+	// b and c are free at once: another transaction takes them without
+	// waiting.
+	q, err := s.Begin(ctx, kv.TxnOptions{Pessimistic: true})
+	mustT(t, err)
+	mustT(t, q.LockKeys(ctx, kv.LockOptions{NoWait: true}, []byte("b"), []byte("c")))
+	q.Rollback()
+	// The snapshot transaction writes b, which nothing changed since its
+	// start; a, changed, is a conflict.
+	mustT(t, snap.LockKeys(ctx, kv.LockOptions{NoWait: true}, []byte("b")))
+	mustT(t, snap.Set([]byte("b"), []byte("snap")))
+	if err := snap.LockKeys(ctx, kv.LockOptions{NoWait: true}, []byte("a")); !kv.IsConflict(err) {
+		t.Fatalf("lock of a, changed since the snapshot: %v, want a conflict", err)
+	}
+	_, err = snap.Commit(ctx, kv.Sync)
+	mustT(t, err)
+	if v, err := s.Get(ctx, []byte("b")); err != nil || string(v) != "snap" {
+		t.Fatalf("b = %q, %v", v, err)
+	}
+}

@@ -1,8 +1,10 @@
 package tikvkv
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -32,6 +34,13 @@ type txn struct {
 	done   bool
 	locked bool // some LockKeys succeeded
 	watch  *lockWatch
+	// chunks holds, for the keys whose stored state the transaction
+	// knows (it read them, or they are its own writes), how many chunk
+	// keys each has in its view: those to delete when a shorter value or
+	// a delete replaces it. blind are the keys it wrote without knowing:
+	// Commit reads what they held and deletes their chunks then.
+	chunks map[string]int
+	blind  map[string]struct{}
 }
 
 // Begin starts a transaction at a fresh TSO timestamp.
@@ -43,7 +52,7 @@ func (s *Store) Begin(ctx context.Context, o kv.TxnOptions) (kv.Txn, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &txn{s: s, opts: o}
+	t := &txn{s: s, opts: o, chunks: map[string]int{}, blind: map[string]struct{}{}}
 	if err := t.begin(start); err != nil {
 		return nil, err
 	}
@@ -140,18 +149,38 @@ func (t *txn) Get(ctx context.Context, key []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return get(ctx, t.s.k, snap, key)
+	v, n, err := getHead(ctx, t.s.k, snap, key)
+	if err != nil && err != kv.ErrNotFound {
+		return nil, err
+	}
+	// A current read of a key it has not locked may be stale by the time
+	// the transaction writes the key; any other read is what it writes
+	// over.
+	if !t.currentReads() || t.Locked(key) {
+		t.chunks[string(key)] = n
+	}
+	if err != nil {
+		return nil, err
+	}
+	return bytes.Clone(v), nil
 }
 
 func (t *txn) Buffered(key []byte) ([]byte, bool) {
-	v, err := t.tx.GetMemBuffer().Get(t.s.k.in(key))
+	mem := t.tx.GetMemBuffer()
+	stored, err := mem.Get(t.s.k.in(key))
 	if err != nil {
 		return nil, false
 	}
-	if len(v) == 0 { // client-go's tombstone
+	if len(stored) == 0 { // client-go's tombstone
 		return nil, true
 	}
-	return decodeValue(v), true
+	v, err := bufferedValue(mem, t.s.k, key, stored)
+	if err != nil {
+		// The transaction writes a head and its chunks together: a
+		// missing chunk is a bug of this package.
+		panic(err)
+	}
+	return v, true
 }
 
 func (t *txn) Iter(ctx context.Context, lo, hi []byte, reverse bool) (kv.Iterator, error) {
@@ -162,20 +191,34 @@ func (t *txn) Iter(ctx context.Context, lo, hi []byte, reverse bool) (kv.Iterato
 	if err != nil {
 		return nil, err
 	}
-	return newIter(t.s.k, snap, t.tx.GetMemBuffer(), lo, hi, reverse)
+	return newIter(ctx, t.s.k, snap, t.tx.GetMemBuffer(), lo, hi, reverse)
 }
 
+// Set buffers value under key, or, if it is longer than chunkSize, its
+// chunks under their keys and their head under key.
 func (t *txn) Set(key, value []byte) error {
 	if t.done {
 		return kv.ErrTxnDone
 	}
 	pk := t.s.k.in(key)
-	if err := t.tx.Set(pk, encodeValue(value)); err != nil {
+	n := chunkCount(value)
+	stored := encodeValue(value)
+	if n > 0 {
+		for i := 0; i < n; i++ {
+			ck := t.s.k.chunk(key, i)
+			if err := t.tx.Set(ck, value[i*chunkSize:min(len(value), (i+1)*chunkSize)]); err != nil {
+				return wrapErr("set", err)
+			}
+			t.size += len(ck)
+		}
+		stored = encodeHead(len(value), n)
+	}
+	if err := t.tx.Set(pk, stored); err != nil {
 		return wrapErr("set", err)
 	}
 	t.writes++
 	t.size += len(pk) + len(value)
-	return nil
+	return t.replaced(key, n)
 }
 
 func (t *txn) Delete(key []byte) error {
@@ -188,6 +231,73 @@ func (t *txn) Delete(key []byte) error {
 	}
 	t.writes++
 	t.size += len(pk)
+	return t.replaced(key, 0)
+}
+
+// replaced deletes the chunks of key's former value beyond the n its new
+// one has, if the transaction knows them; else Commit will.
+func (t *txn) replaced(key []byte, n int) error {
+	old, ok := t.chunks[string(key)]
+	if !ok {
+		t.blind[string(key)] = struct{}{}
+	}
+	for i := n; i < old; i++ {
+		if err := t.tx.Delete(t.s.k.chunk(key, i)); err != nil {
+			return wrapErr("delete", err)
+		}
+	}
+	t.chunks[string(key)] = n
+	return nil
+}
+
+// dropBlindChunks deletes the chunks of what the keys the transaction
+// wrote blind held, beyond those of their new values: it reads their
+// heads, all at once, at the transaction's start (or, for current reads,
+// now). The read is read-committed: it waits for no lock, for waiting on
+// (and resolving) the locks of commits in flight costs every commit, where
+// what it can miss costs little: a key changed after the start is a
+// conflict of the head (or, written unlocked by a pessimistic transaction,
+// one no other writes, by kv's contract); a commit whose lock on the key
+// is not yet resolved is one whose chunks beyond the new value's stay,
+// unread (a head says how many chunks its value has), until the key's
+// range is dropped or a value with as many chunks replaces them.
+func (t *txn) dropBlindChunks(ctx context.Context) error {
+	if len(t.blind) == 0 {
+		return nil
+	}
+	ts := t.start
+	if t.currentReads() {
+		var err error
+		if ts, err = t.s.now(ctx); err != nil {
+			return err
+		}
+	}
+	snap := t.s.kv.GetSnapshot(ts)
+	snap.SetIsolationLevel(txnsnapshot.RC)
+	pks := make([][]byte, 0, len(t.blind))
+	for key := range t.blind {
+		pks = append(pks, t.s.k.in([]byte(key)))
+	}
+	const group = 256 // bounds the answer: the heads may be values
+	for from := 0; from < len(pks); from += group {
+		got, err := snap.BatchGet(ctx, pks[from:min(from+group, len(pks))])
+		if err != nil {
+			return wrapErr("commit", err)
+		}
+		for pk, stored := range got {
+			h, err := decodeHead(stored)
+			if err != nil || h.chunks == 0 {
+				continue
+			}
+			key := t.s.k.out([]byte(pk))
+			for i := t.chunks[string(key)]; i < h.chunks; i++ {
+				if err := t.tx.Delete(t.s.k.chunk(key, i)); err != nil {
+					return wrapErr("commit", err)
+				}
+			}
+		}
+	}
+	clear(t.blind)
 	return nil
 }
 
@@ -289,6 +399,10 @@ func (t *txn) Commit(ctx context.Context, _ kv.Durability) (kv.Timestamp, error)
 		ts, err := t.s.now(ctx)
 		return kv.Timestamp(ts), err
 	}
+	if err := t.dropBlindChunks(ctx); err != nil {
+		t.Rollback()
+		return 0, err
+	}
 	if t.currentReads() && !t.locked {
 		if err := t.restartForCommit(ctx); err != nil {
 			t.Rollback()
@@ -296,6 +410,8 @@ func (t *txn) Commit(ctx context.Context, _ kv.Durability) (kv.Timestamp, error)
 		}
 	}
 	t.done = true
+	unwritten := t.unlockUnwritten()
+	defer t.rollbackLocks(unwritten)
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	t.watch.cancel.Store(&cancel)
@@ -310,6 +426,66 @@ func (t *txn) Commit(ctx context.Context, _ kv.Durability) (kv.Timestamp, error)
 	// The probe is client-go's exported view of the transaction's commit
 	// timestamp, which KVTxn itself does not offer.
 	return kv.Timestamp(transaction.TxnProbe{KVTxn: t.tx}.GetCommitTS()), nil
+}
+
+// unlockUnwritten takes the keys the transaction locked but writes
+// nothing to, its primary key aside, out of its commit, and returns them.
+// Client-go would commit them as Lock records, which TiKV counts as a
+// change of the key: a transaction that started before this one committed
+// and then locks such a key would get a write conflict, for a key nothing
+// changed (an insert that found its _id taken, an update that changed
+// nothing), where MongoDB has none. The primary key stays: the commit
+// hangs on it. rollbackLocks releases the others.
+func (t *txn) unlockUnwritten() [][]byte {
+	if !t.opts.Pessimistic || !t.locked {
+		return nil
+	}
+	primary := transaction.TxnProbe{KVTxn: t.tx}.GetCommitter().GetPrimaryKey()
+	mem := t.tx.GetMemBuffer()
+	var keys [][]byte
+	for it := mem.IterWithFlags(nil, nil); it.Valid(); {
+		if !it.HasValue() && it.Flags().HasLocked() && !bytes.Equal(it.Key(), primary) {
+			keys = append(keys, bytes.Clone(it.Key()))
+		}
+		if err := it.Next(); err != nil {
+			return nil // then commit them as client-go would
+		}
+	}
+	for _, k := range keys {
+		mem.UpdateFlags(k, ckv.DelKeyLocked)
+	}
+	return keys
+}
+
+// rollbackLocks releases the pessimistic locks of keys (prefixed) that
+// unlockUnwritten took out of the commit, as client-go's lock resolver
+// releases those of a finished transaction. It does its best: a lock left
+// behind is resolved by the next transaction that meets it, once its
+// primary is committed or rolled back, a delay rather than an error.
+func (t *txn) rollbackLocks(keys [][]byte) {
+	if len(keys) == 0 {
+		return
+	}
+	bo := tikv.NewBackofferWithVars(context.Background(), 2000, nil)
+	for _, key := range keys {
+		for attempt := 0; attempt < 3; attempt++ {
+			loc, err := t.s.kv.GetRegionCache().LocateKey(bo, key)
+			if err != nil {
+				break
+			}
+			req := tikvrpc.NewRequest(tikvrpc.CmdPessimisticRollback, &kvrpcpb.PessimisticRollbackRequest{
+				StartVersion: t.start, ForUpdateTs: math.MaxUint64, Keys: [][]byte{key},
+			})
+			resp, err := t.s.kv.SendReq(bo, req, loc.Region, 10*time.Second)
+			if err != nil {
+				break
+			}
+			if rerr, err := resp.GetRegionError(); err != nil || rerr == nil {
+				break
+			}
+			t.s.kv.GetRegionCache().InvalidateCachedRegion(loc.Region)
+		}
+	}
 }
 
 // restartForCommit moves a current-read transaction that locked nothing
