@@ -60,6 +60,7 @@ func run(args []string) error {
 			"with --tls-ca-file, let clients connect without a certificate (one presented is still verified)"),
 	}
 	storeFlag := fs.String("store", "pebble", storeHelp)
+	pdFlag := fs.String("pd", "", "with --store tikv, the cluster's PD endpoints, `HOST:PORT,...`")
 	storePrefix := fs.String("store-prefix", tikvkv.DefaultPrefix, "with a tikv store, the prefix of every key this deployment writes, so that several share one cluster")
 	dataDir := fs.String("data-dir", "./data", "directory of the pebble store; created if missing")
 	logLevel := fs.String("log-level", "info", "least severe log level: debug, info, warn or error")
@@ -126,7 +127,7 @@ func run(args []string) error {
 		}
 		return noLimitIfZero(v)
 	}
-	store, err := parseStore(*storeFlag)
+	store, err := parseStore(*storeFlag, *pdFlag)
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,7 @@ import (
 )
 
 // storeHelp is --store's line in --help.
-const storeHelp = "where the data lives: pebble (on this machine, in --data-dir); tikv://PD:PORT,PD:PORT,... (a TiKV cluster, by its PD endpoints; one server per cluster and --store-prefix for now); " +
+const storeHelp = "where the data lives: pebble (on this machine, in --data-dir); tikv (a TiKV cluster, by the PD endpoints --pd names; one server per cluster and --store-prefix for now); " +
 	"or tikv-mock (client-go's in-process mock of TiKV: in memory, gone when the process ends, for tests and for trying the distributed mode)"
 
 // storeSpec is a parsed --store.
@@ -22,23 +22,27 @@ type storeSpec struct {
 	pd   []string // the PD endpoints of "tikv"
 }
 
-// parseStore reads --store.
-func parseStore(s string) (storeSpec, error) {
-	switch {
-	case s == "pebble" || s == "tikv-mock":
+// parseStore reads --store and --pd, which names the PD endpoints of
+// --store tikv and of nothing else.
+func parseStore(s, pdList string) (storeSpec, error) {
+	switch s {
+	case "pebble", "tikv-mock":
+		if pdList != "" {
+			return storeSpec{}, fmt.Errorf("--pd: only --store tikv connects to PD, not --store %s", s)
+		}
 		return storeSpec{kind: s}, nil
-	case strings.HasPrefix(s, "tikv://"):
+	case "tikv":
 		var pd []string
-		for _, a := range strings.Split(strings.TrimPrefix(s, "tikv://"), ",") {
+		for _, a := range strings.Split(pdList, ",") {
 			a = strings.TrimSpace(a)
 			if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
-				return storeSpec{}, fmt.Errorf("--store: %q in %q is not a PD endpoint host:port", a, s)
+				return storeSpec{}, fmt.Errorf("--pd: %q in %q is not a PD endpoint host:port", a, pdList)
 			}
 			pd = append(pd, a)
 		}
 		return storeSpec{kind: "tikv", pd: pd}, nil
 	}
-	return storeSpec{}, fmt.Errorf("--store: want pebble, tikv-mock or tikv://PD:PORT,..., not %q", s)
+	return storeSpec{}, fmt.Errorf("--store: want pebble, tikv or tikv-mock, not %q", s)
 }
 
 // open opens the store spec names; nil for pebble, which the engine opens
@@ -65,7 +69,7 @@ func (spec storeSpec) open(prefix string, log *zap.Logger) (kv.Store, error) {
 // String names the store in the log.
 func (spec storeSpec) String() string {
 	if spec.kind == "tikv" {
-		return "tikv://" + strings.Join(spec.pd, ",")
+		return "tikv (PD " + strings.Join(spec.pd, ",") + ")"
 	}
 	return spec.kind
 }

@@ -15,20 +15,20 @@ import (
 )
 
 func TestParseStore(t *testing.T) {
-	for in, want := range map[string]string{
-		"pebble":                         "pebble []",
-		"tikv-mock":                      "tikv-mock []",
-		"tikv://pd1:2379":                "tikv [pd1:2379]",
-		"tikv://pd1:2379, 10.0.0.2:2379": "tikv [pd1:2379 10.0.0.2:2379]",
+	for _, c := range []struct{ store, pd, want string }{
+		{"pebble", "", "pebble []"},
+		{"tikv-mock", "", "tikv-mock []"},
+		{"tikv", "pd1:2379", "tikv [pd1:2379]"},
+		{"tikv", "pd1:2379, 10.0.0.2:2379", "tikv [pd1:2379 10.0.0.2:2379]"},
 	} {
-		spec, err := parseStore(in)
-		if got := fmt.Sprint(spec.kind, " ", spec.pd); err != nil || got != want {
-			t.Errorf("parseStore(%q) = %s, %v; want %s", in, got, err, want)
+		spec, err := parseStore(c.store, c.pd)
+		if got := fmt.Sprint(spec.kind, " ", spec.pd); err != nil || got != c.want {
+			t.Errorf("parseStore(%q, %q) = %s, %v; want %s", c.store, c.pd, got, err, c.want)
 		}
 	}
-	for _, in := range []string{"", "tikv", "tikv://", "tikv://pd1", "tikv://pd1:2379,", "badger"} {
-		if _, err := parseStore(in); err == nil {
-			t.Errorf("parseStore(%q) accepted", in)
+	for _, c := range [][2]string{{"", ""}, {"tikv", ""}, {"tikv", "pd1"}, {"tikv", "pd1:2379,"}, {"badger", ""}, {"pebble", "pd1:2379"}, {"tikv-mock", "pd1:2379"}, {"tikv://pd1:2379", ""}} {
+		if _, err := parseStore(c[0], c[1]); err == nil {
+			t.Errorf("parseStore(%q, %q) accepted", c[0], c[1])
 		}
 	}
 }
