@@ -99,10 +99,11 @@ func (e *Engine) scanMatches(ctx context.Context, db, coll string, filter bson.R
 	}
 	p.countUse(&c.usage, e.clock)
 	sc := &scanner{e: e, coll: c, p: p, multi: transactionOf(ctx)}
+	m := f.Matcher()
 	more := true
 	for more && !sc.done {
 		err := sc.next(ctx, func(d *storedDoc) (bool, error) {
-			matched, err := f.MatchErr(d.doc)
+			matched, err := m.MatchErr(d.doc)
 			if matched {
 				more = fn(d.doc)
 			}
