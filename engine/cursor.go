@@ -208,6 +208,11 @@ func (c *Cursor) NextBatch(ctx context.Context, n int, maxBytes int) ([]bson.Raw
 // allocation and collection than on reading them.
 type batchBuf struct{ chunk []byte }
 
+// maxChunk is the largest chunk a batchBuf makes for several documents:
+// one of Go's small size classes, since a large object costs the heap's
+// lock and often fresh pages, more than the copies it holds.
+const maxChunk = 16 << 10
+
 // copy returns a copy of doc; when its chunk has no room, the next one
 // is made for about want bytes. A nil batchBuf copies each document on its
 // own, for readers that may keep some and drop the rest.
@@ -216,7 +221,7 @@ func (b *batchBuf) copy(doc []byte, want int) bson.Raw {
 		return append(bson.Raw(nil), doc...)
 	}
 	if cap(b.chunk)-len(b.chunk) < len(doc) {
-		b.chunk = make([]byte, 0, max(len(doc), want))
+		b.chunk = make([]byte, 0, max(len(doc), min(want, maxChunk)))
 	}
 	i := len(b.chunk)
 	b.chunk = append(b.chunk, doc...)
