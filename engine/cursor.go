@@ -169,7 +169,11 @@ func (c *Cursor) materialize(ctx context.Context, srt *query.Sort, limit pipelin
 			if held > limit.Bytes {
 				return false, limit.Exceeded(limit.Bytes)
 			}
-			c.items = append(c.items, storedDoc{pk: append([]byte(nil), d.pk...), h: d.h, doc: append(bson.Raw(nil), d.doc...)})
+			doc := d.doc
+			if !c.sc.curOwned {
+				doc = append(bson.Raw(nil), doc...)
+			}
+			c.items = append(c.items, storedDoc{pk: append([]byte(nil), d.pk...), h: d.h, doc: doc})
 			return true, nil
 		})
 		if err != nil {
@@ -279,7 +283,9 @@ func (c *Cursor) nextBatch(ctx context.Context, n int, maxBytes int, buf *batchB
 		}
 		return !(n > 0 && len(out) >= n) && size < maxBytes
 	}
-	take := func(d *storedDoc) (bool, error) {
+	// take adds d to the batch if it matches; owned says its memory is the
+	// cursor's to hand out, else the result is a copy.
+	take := func(d *storedDoc, owned bool) (bool, error) {
 		matched, pos, err := c.match.MatchPositional(d.doc)
 		if err != nil {
 			return false, err
@@ -299,7 +305,7 @@ func (c *Cursor) nextBatch(ctx context.Context, n int, maxBytes int, buf *batchB
 			if doc, err = c.proj.ApplyContext(ctx, doc, pos); err != nil {
 				return false, err
 			}
-		} else {
+		} else if !owned {
 			// The scan's document lives only during the call; the empty
 			// projection returns it as it is.
 			doc = own(doc)
@@ -321,7 +327,7 @@ func (c *Cursor) nextBatch(ctx context.Context, n int, maxBytes int, buf *batchB
 				return out, nil
 			}
 		}
-		if err := c.ol.Next(ctx, func(doc bson.Raw) (bool, error) { return take(&storedDoc{doc: doc}) }); err != nil {
+		if err := c.ol.Next(ctx, func(doc bson.Raw) (bool, error) { return take(&storedDoc{doc: doc}, false) }); err != nil {
 			return nil, err
 		}
 		if c.ol.Done() && c.pending == nil {
@@ -356,7 +362,7 @@ func (c *Cursor) nextBatch(ctx context.Context, n int, maxBytes int, buf *batchB
 			more := true
 			var err error
 			if !st.expired(d.h, nowMs) {
-				more, err = take(d)
+				more, err = take(d, false)
 			}
 			// Cleared, so that what was handed out is not kept alive.
 			c.held -= int64(len(d.doc))
@@ -377,7 +383,8 @@ func (c *Cursor) nextBatch(ctx context.Context, n int, maxBytes int, buf *batchB
 		}
 		return out, nil
 	}
-	if err := c.sc.next(ctx, take); err != nil {
+	err := c.sc.next(ctx, func(d *storedDoc) (bool, error) { return take(d, c.sc.curOwned) })
+	if err != nil {
 		return nil, err
 	}
 	if c.sc.done && c.pending == nil {

@@ -39,6 +39,10 @@ type scanner struct {
 	// nothing of its own per document.
 	cur storedDoc
 	key []byte
+	// curOwned is set when cur.doc was read by a Get, whose value is the
+	// caller's to keep (kv.Reader), rather than from an iterator: a cursor
+	// hands it out without a copy.
+	curOwned bool
 }
 
 // visit is called with each visible document; d and its memory (storage
@@ -134,7 +138,7 @@ func (s *scanner) readPoint(ctx context.Context, r kv.Reader, key []byte, nowMs 
 	if err != nil || s.st.expired(h, nowMs) {
 		return err == nil, err
 	}
-	s.cur = storedDoc{pk: record.PKOfDocKey(key), h: h, doc: doc}
+	s.cur, s.curOwned = storedDoc{pk: record.PKOfDocKey(key), h: h, doc: doc}, true
 	return fn(&s.cur)
 }
 
@@ -189,7 +193,7 @@ func (s *scanner) docAt(ctx context.Context, r kv.Reader, it kv.Iterator) (*stor
 		}
 		s.stats.docsExamined++
 		v = it.Value()
-		s.cur.pk = record.PKOfDocKey(it.Key())
+		s.cur.pk, s.curOwned = record.PKOfDocKey(it.Key()), false
 	} else {
 		s.stats.keysExamined++
 		pk := it.Value()
@@ -210,7 +214,7 @@ func (s *scanner) docAt(ctx context.Context, r kv.Reader, it kv.Iterator) (*stor
 		} else if err != nil {
 			return nil, fmt.Errorf("engine: read document: %w", err)
 		}
-		s.cur.pk = pk
+		s.cur.pk, s.curOwned = pk, true
 	}
 	h, doc, err := record.SplitValue(v)
 	if err != nil {
