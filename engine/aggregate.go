@@ -255,7 +255,8 @@ const sourceBatchBytes = 1 << 20
 func cursorDocs(ctx context.Context, cur *Cursor) pipeline.Source {
 	return func(fn func(bson.Raw) error) error {
 		for !cur.Exhausted() {
-			b, err := cur.NextBatch(ctx, 0, sourceBatchBytes)
+			// A copy of each document: a stage may keep some.
+			b, err := cur.nextBatch(ctx, 0, sourceBatchBytes, nil)
 			if err != nil {
 				return err
 			}

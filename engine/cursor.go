@@ -43,6 +43,7 @@ type Cursor struct {
 	opened *collState // the collection as the cursor found it
 	sc     *scanner
 	filter *query.Filter
+	match  *query.Matcher // filter's, for the documents NextBatch reads
 	proj   *project.Projection
 	keys   *keyReturner // for FindSpec.ReturnKey
 	skip   int64
@@ -101,7 +102,7 @@ func (e *Engine) Find(ctx context.Context, db, coll string, spec FindSpec) (*Cur
 	if err != nil {
 		return nil, err
 	}
-	cur := &Cursor{e: e, filter: q.filter, proj: q.proj, skip: spec.Skip, limit: -1}
+	cur := &Cursor{e: e, filter: q.filter, match: q.filter.Matcher(), proj: q.proj, skip: spec.Skip, limit: -1}
 	if spec.Limit > 0 {
 		cur.limit = spec.Limit
 	}
@@ -154,7 +155,7 @@ func (c *Cursor) materialize(ctx context.Context, srt *query.Sort, limit pipelin
 	var held int64
 	for !c.sc.done {
 		err := c.sc.next(ctx, func(d *storedDoc) (bool, error) {
-			if matched, err := c.filter.MatchErr(d.doc); err != nil || !matched {
+			if matched, err := c.match.MatchErr(d.doc); err != nil || !matched {
 				return err == nil, err
 			}
 			if top != nil {
@@ -168,7 +169,11 @@ func (c *Cursor) materialize(ctx context.Context, srt *query.Sort, limit pipelin
 			if held > limit.Bytes {
 				return false, limit.Exceeded(limit.Bytes)
 			}
-			c.items = append(c.items, storedDoc{pk: append([]byte(nil), d.pk...), h: d.h, doc: append(bson.Raw(nil), d.doc...)})
+			doc := d.doc
+			if !c.sc.curOwned {
+				doc = append(bson.Raw(nil), doc...)
+			}
+			c.items = append(c.items, storedDoc{pk: append([]byte(nil), d.pk...), h: d.h, doc: doc})
 			return true, nil
 		})
 		if err != nil {
@@ -195,10 +200,69 @@ func (c *Cursor) HeldBytes() int64 { return max(c.held, 0) }
 func (c *Cursor) Exhausted() bool { return c.exhausted }
 
 // NextBatch returns up to n documents (n <= 0: no count limit) and at most
-// about maxBytes of them.
+// about maxBytes of them. The documents of a batch share a few buffers, so
+// that keeping one keeps its buffer's: a batch is for a reply, which copies
+// them and drops them together.
 func (c *Cursor) NextBatch(ctx context.Context, n int, maxBytes int) ([]bson.Raw, error) {
+	return c.nextBatch(ctx, n, maxBytes, &batchBuf{})
+}
+
+// batchBuf holds the copies of a batch's documents in a few allocations
+// rather than one each: a scan of 1 KB documents spent more on their
+// allocation and collection than on reading them.
+type batchBuf struct{ chunk []byte }
+
+// maxChunk is the largest chunk a batchBuf makes for several documents:
+// one of Go's small size classes, since a large object costs the heap's
+// lock and often fresh pages, more than the copies it holds.
+const maxChunk = 16 << 10
+
+// copy returns a copy of doc; when its chunk has no room, the next one
+// is made for about want bytes. A nil batchBuf copies each document on its
+// own, for readers that may keep some and drop the rest.
+func (b *batchBuf) copy(doc []byte, want int) bson.Raw {
+	if b == nil {
+		return append(bson.Raw(nil), doc...)
+	}
+	if cap(b.chunk)-len(b.chunk) < len(doc) {
+		b.chunk = make([]byte, 0, max(len(doc), min(want, maxChunk)))
+	}
+	i := len(b.chunk)
+	b.chunk = append(b.chunk, doc...)
+	// Capped, so that an append to one document cannot write over the next.
+	return bson.Raw(b.chunk[i:len(b.chunk):len(b.chunk)])
+}
+
+// nextBatch is NextBatch, which copies the documents it reads with buf.
+func (c *Cursor) nextBatch(ctx context.Context, n int, maxBytes int, buf *batchBuf) ([]bson.Raw, error) {
 	var out []bson.Raw
 	size := 0
+	// expect is how many more documents the batch may take, as far as the
+	// cursor knows (its limit, n), or -1; it sizes out and buf's chunks.
+	expect := func() int {
+		k := -1
+		if n > 0 {
+			k = n - len(out)
+		}
+		if c.limit > 0 && (k < 0 || c.limit < int64(k)) {
+			k = int(c.limit)
+		}
+		return k
+	}
+	if k := expect(); k > 0 {
+		out = make([]bson.Raw, 0, min(k, 128))
+	}
+	// own copies a document the scan handed over into the batch, with a
+	// chunk for as many more like it as the batch may take: those the
+	// cursor expects, else as many again as it has, within maxBytes.
+	own := func(doc []byte) bson.Raw {
+		k := expect()
+		if k < 0 {
+			k = max(len(out), 8)
+		}
+		k = min(k, max(maxBytes-size, 0)/max(len(doc), 1)+1)
+		return buf.copy(doc, k*len(doc))
+	}
 	// emit adds doc to the batch unless the batch has room for it no
 	// more: like MongoDB's, a batch passes maxBytes only with its first
 	// document.
@@ -219,8 +283,10 @@ func (c *Cursor) NextBatch(ctx context.Context, n int, maxBytes int) ([]bson.Raw
 		}
 		return !(n > 0 && len(out) >= n) && size < maxBytes
 	}
-	take := func(d *storedDoc) (bool, error) {
-		matched, pos, err := c.filter.MatchPositional(d.doc)
+	// take adds d to the batch if it matches; owned says its memory is the
+	// cursor's to hand out, else the result is a copy.
+	take := func(d *storedDoc, owned bool) (bool, error) {
+		matched, pos, err := c.match.MatchPositional(d.doc)
 		if err != nil {
 			return false, err
 		}
@@ -234,13 +300,15 @@ func (c *Cursor) NextBatch(ctx context.Context, n int, maxBytes int) ([]bson.Raw
 		doc := bson.Raw(d.doc)
 		if c.keys != nil {
 			doc = c.keys.key(doc)
-		} else if c.proj != nil {
+		} else if c.proj != nil && !c.proj.IsEmpty() {
 			var err error
 			if doc, err = c.proj.ApplyContext(ctx, doc, pos); err != nil {
 				return false, err
 			}
-		} else {
-			doc = append(bson.Raw(nil), doc...)
+		} else if !owned {
+			// The scan's document lives only during the call; the empty
+			// projection returns it as it is.
+			doc = own(doc)
 		}
 		return emit(doc), nil
 	}
@@ -259,7 +327,7 @@ func (c *Cursor) NextBatch(ctx context.Context, n int, maxBytes int) ([]bson.Raw
 				return out, nil
 			}
 		}
-		if err := c.ol.Next(ctx, func(doc bson.Raw) (bool, error) { return take(&storedDoc{doc: doc}) }); err != nil {
+		if err := c.ol.Next(ctx, func(doc bson.Raw) (bool, error) { return take(&storedDoc{doc: doc}, false) }); err != nil {
 			return nil, err
 		}
 		if c.ol.Done() && c.pending == nil {
@@ -294,7 +362,7 @@ func (c *Cursor) NextBatch(ctx context.Context, n int, maxBytes int) ([]bson.Raw
 			more := true
 			var err error
 			if !st.expired(d.h, nowMs) {
-				more, err = take(d)
+				more, err = take(d, false)
 			}
 			// Cleared, so that what was handed out is not kept alive.
 			c.held -= int64(len(d.doc))
@@ -315,7 +383,8 @@ func (c *Cursor) NextBatch(ctx context.Context, n int, maxBytes int) ([]bson.Raw
 		}
 		return out, nil
 	}
-	if err := c.sc.next(ctx, take); err != nil {
+	err := c.sc.next(ctx, func(d *storedDoc) (bool, error) { return take(d, c.sc.curOwned) })
+	if err != nil {
 		return nil, err
 	}
 	if c.sc.done && c.pending == nil {
@@ -324,11 +393,12 @@ func (c *Cursor) NextBatch(ctx context.Context, n int, maxBytes int) ([]bson.Raw
 	return out, nil
 }
 
-// All drains the cursor.
+// All drains the cursor, into a copy of each document: its callers may
+// keep some of them longer than the rest.
 func (c *Cursor) All(ctx context.Context) ([]bson.Raw, error) {
 	var all []bson.Raw
 	for !c.exhausted {
-		b, err := c.NextBatch(ctx, 0, 1<<30)
+		b, err := c.nextBatch(ctx, 0, 1<<30, nil)
 		if err != nil {
 			return nil, err
 		}

@@ -61,11 +61,21 @@ func (e *Engine) FindByID(ctx context.Context, db, coll string, id bsoncore.Valu
 		r = t.reader()
 	}
 	c.usage.Access(0, e.clock).Ops.Add(1)
-	d, err := e.loadDoc(ctx, r, st.meta.ID, keycodec.Append(nil, id))
-	if err != nil || d == nil || st.expired(d.h, e.nowMillis()) {
+	// The key in one buffer, and the store's copy of the value returned
+	// as it is: the commonest read allocates little besides that copy.
+	key := record.DocKey(make([]byte, 0, 1+8+1+len(id.Data)+2), st.meta.ID, nil)
+	v, err := r.Get(ctx, keycodec.Append(key, id))
+	if err == kv.ErrNotFound {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("engine: read document: %w", err)
+	}
+	h, doc, err := record.SplitValue(v)
+	if err != nil || st.expired(h, e.nowMillis()) {
 		return nil, err
 	}
-	return d.doc, nil
+	return doc, nil
 }
 
 // scanMatches calls fn for each live document of db.coll that matches
@@ -99,10 +109,11 @@ func (e *Engine) scanMatches(ctx context.Context, db, coll string, filter bson.R
 	}
 	p.countUse(&c.usage, e.clock)
 	sc := &scanner{e: e, coll: c, p: p, multi: transactionOf(ctx)}
+	m := f.Matcher()
 	more := true
 	for more && !sc.done {
 		err := sc.next(ctx, func(d *storedDoc) (bool, error) {
-			matched, err := f.MatchErr(d.doc)
+			matched, err := m.MatchErr(d.doc)
 			if matched {
 				more = fn(d.doc)
 			}

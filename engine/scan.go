@@ -33,10 +33,21 @@ type scanner struct {
 	// the transaction's snapshot and own writes, under the collection
 	// state the transaction runs under.
 	multi *Transaction
+	// cur is the document handed to the visitor, and key the document key
+	// an index entry names, both reused from one document to the next:
+	// the visitor may keep neither past its call, so a scan allocates
+	// nothing of its own per document.
+	cur storedDoc
+	key []byte
+	// curOwned is set when cur.doc was read by a Get, whose value is the
+	// caller's to keep (kv.Reader), rather than from an iterator: a cursor
+	// hands it out without a copy.
+	curOwned bool
 }
 
-// visit is called with each visible document; doc aliases storage memory
-// valid only during the call. It returns false to end the batch.
+// visit is called with each visible document; d and its memory (storage
+// memory) are valid only during the call. It returns false to end the
+// batch.
 type visitFunc func(d *storedDoc) (more bool, err error)
 
 // next runs one batch: fn is called for visible documents until it returns
@@ -127,7 +138,8 @@ func (s *scanner) readPoint(ctx context.Context, r kv.Reader, key []byte, nowMs 
 	if err != nil || s.st.expired(h, nowMs) {
 		return err == nil, err
 	}
-	return fn(&storedDoc{pk: record.PKOfDocKey(key), h: h, doc: doc})
+	s.cur, s.curOwned = storedDoc{pk: record.PKOfDocKey(key), h: h, doc: doc}, true
+	return fn(&s.cur)
 }
 
 func (s *scanner) scanSpan(ctx context.Context, r kv.Reader, sp span, nowMs int64, fn visitFunc) (bool, error) {
@@ -171,32 +183,45 @@ func (s *scanner) scanSpan(ctx context.Context, r kv.Reader, sp span, nowMs int6
 }
 
 // docAt returns the document the iterator points at: the value itself for
-// document keys, or the document an index entry names.
+// document keys, or the document an index entry names; nil when an entry
+// names no document or one a multikey scan returned already.
 func (s *scanner) docAt(ctx context.Context, r kv.Reader, it kv.Iterator) (*storedDoc, error) {
+	var v []byte
 	if s.p.kind != planIndex {
 		if s.p.kind == planIDRange {
 			s.stats.keysExamined++
 		}
 		s.stats.docsExamined++
-		h, doc, err := record.SplitValue(it.Value())
-		if err != nil {
-			return nil, err
+		v = it.Value()
+		s.cur.pk, s.curOwned = record.PKOfDocKey(it.Key()), false
+	} else {
+		s.stats.keysExamined++
+		pk := it.Value()
+		if s.p.ix.Meta.Multikey {
+			if s.seen == nil {
+				s.seen = make(map[string]struct{})
+			}
+			if _, dup := s.seen[string(pk)]; dup {
+				return nil, nil
+			}
+			s.seen[string(pk)] = struct{}{}
 		}
-		return &storedDoc{pk: record.PKOfDocKey(it.Key()), h: h, doc: doc}, nil
-	}
-	s.stats.keysExamined++
-	pk := it.Value()
-	if s.p.ix.Meta.Multikey {
-		if s.seen == nil {
-			s.seen = make(map[string]struct{})
-		}
-		if _, dup := s.seen[string(pk)]; dup {
+		s.stats.docsExamined++
+		s.key = record.DocKey(s.key[:0], s.st.meta.ID, pk)
+		var err error
+		if v, err = r.Get(ctx, s.key); err == kv.ErrNotFound {
 			return nil, nil
+		} else if err != nil {
+			return nil, fmt.Errorf("engine: read document: %w", err)
 		}
-		s.seen[string(pk)] = struct{}{}
+		s.cur.pk, s.curOwned = pk, true
 	}
-	s.stats.docsExamined++
-	return s.e.loadDoc(ctx, r, s.st.meta.ID, pk)
+	h, doc, err := record.SplitValue(v)
+	if err != nil {
+		return nil, err
+	}
+	s.cur.h, s.cur.doc = h, doc
+	return &s.cur, nil
 }
 
 // killedSince is the error a cursor opened on the collection state opened

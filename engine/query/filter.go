@@ -56,11 +56,8 @@ func (f *Filter) Match(doc bson.Raw) bool {
 // not, so they raise no error.
 func (f *Filter) MatchErr(doc bson.Raw) (bool, error) {
 	st := state{arrayIndex: -1}
-	matched := f.root.match(doc, &st)
-	if st.err != nil {
-		return false, st.err
-	}
-	return matched, nil
+	matched, _, err := f.matchIn(doc, &st)
+	return matched, err
 }
 
 // MatchPositional is MatchErr that also reports, for MongoDB's positional $
@@ -70,7 +67,12 @@ func (f *Filter) MatchErr(doc bson.Raw) (bool, error) {
 // there are several; negations and $or never set it.
 func (f *Filter) MatchPositional(doc bson.Raw) (matched bool, arrayIndex int, err error) {
 	st := state{arrayIndex: -1, positional: true}
-	matched = f.root.match(doc, &st)
+	return f.matchIn(doc, &st)
+}
+
+// matchIn matches doc in the fresh state st.
+func (f *Filter) matchIn(doc bson.Raw, st *state) (matched bool, arrayIndex int, err error) {
+	matched = f.root.match(doc, st)
 	switch {
 	case st.err != nil:
 		return false, -1, st.err
@@ -78,4 +80,29 @@ func (f *Filter) MatchPositional(doc bson.Raw) (matched bool, arrayIndex int, er
 		return false, -1, nil
 	}
 	return true, st.arrayIndex, nil
+}
+
+// A Matcher matches documents one after another against a filter, as
+// MatchErr and MatchPositional do, reusing one state rather than
+// allocating it per document: what a scan over many documents uses. It is
+// not safe for concurrent use.
+type Matcher struct {
+	f  *Filter
+	st state
+}
+
+// Matcher returns a Matcher of f.
+func (f *Filter) Matcher() *Matcher { return &Matcher{f: f} }
+
+// MatchErr is Filter.MatchErr.
+func (m *Matcher) MatchErr(doc bson.Raw) (bool, error) {
+	m.st = state{arrayIndex: -1}
+	matched, _, err := m.f.matchIn(doc, &m.st)
+	return matched, err
+}
+
+// MatchPositional is Filter.MatchPositional.
+func (m *Matcher) MatchPositional(doc bson.Raw) (matched bool, arrayIndex int, err error) {
+	m.st = state{arrayIndex: -1, positional: true}
+	return m.f.matchIn(doc, &m.st)
 }
