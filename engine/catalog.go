@@ -142,11 +142,6 @@ func (st *collState) changed(meta collMeta) (*collState, error) {
 func nsKey(db, name string) string { return db + "." + name }
 
 func (e *Engine) loadCatalog(ctx context.Context) error {
-	if v, err := e.store.Get(ctx, record.SeqKey()); err == nil {
-		e.seq = binary.BigEndian.Uint64(v)
-	} else if err != kv.ErrNotFound {
-		return fmt.Errorf("engine: read id sequence: %w", err)
-	}
 	lo := record.CatalogCollPrefix()
 	it, err := e.store.Iter(ctx, lo, record.PrefixEnd(lo), false)
 	if err != nil {
@@ -171,14 +166,37 @@ func (e *Engine) loadCatalog(ctx context.Context) error {
 	return it.Error()
 }
 
-// nextIDLocked hands out a fresh collection or index id and records the
-// sequence in tx. e.mu must be held.
-func (e *Engine) nextIDLocked(tx kv.Txn) (uint64, error) {
-	e.seq++
-	if err := tx.Set(record.SeqKey(), binary.BigEndian.AppendUint64(nil, e.seq)); err != nil {
+// allocIDs hands out n fresh collection or index ids, the first of which
+// it returns. They come from the stored sequence, read and advanced under
+// its key lock in a short transaction of its own: the sequence never goes
+// back, even when the catalog changes that take ids commit out of order,
+// and front-ends sharing one store never hand out the same id. An id whose
+// catalog change then fails is simply never used.
+func (e *Engine) allocIDs(ctx context.Context, n int) (uint64, error) {
+	tx, err := e.beginCatalog(ctx, false)
+	if err != nil {
 		return 0, err
 	}
-	return e.seq, nil
+	defer tx.Rollback()
+	if err := tx.LockKeys(ctx, kv.LockOptions{}, record.SeqKey()); err != nil {
+		return 0, fmt.Errorf("engine: lock the id sequence: %w", err)
+	}
+	var seq uint64
+	switch v, err := tx.Get(ctx, record.SeqKey()); {
+	case err == nil && len(v) == 8:
+		seq = binary.BigEndian.Uint64(v)
+	case err == nil:
+		return 0, fmt.Errorf("engine: id sequence of %d bytes", len(v))
+	case err != kv.ErrNotFound:
+		return 0, fmt.Errorf("engine: read the id sequence: %w", err)
+	}
+	if err := tx.Set(record.SeqKey(), binary.BigEndian.AppendUint64(nil, seq+uint64(n))); err != nil {
+		return 0, err
+	}
+	if _, err := tx.Commit(ctx, kv.Sync); err != nil {
+		return 0, fmt.Errorf("engine: advance the id sequence: %w", err)
+	}
+	return seq + 1, nil
 }
 
 func putMeta(tx kv.Txn, meta *collMeta) error {
@@ -314,15 +332,15 @@ func (e *Engine) ensureCollection(db, name string, options bson.Raw) (*Collectio
 		return nil, false, errIsView(db, name)
 	}
 	ctx := context.Background()
+	id, err := e.allocIDs(ctx, 1)
+	if err != nil {
+		return nil, false, err
+	}
 	tx, err := e.beginCatalog(ctx, false)
 	if err != nil {
 		return nil, false, err
 	}
 	defer tx.Rollback()
-	id, err := e.nextIDLocked(tx)
-	if err != nil {
-		return nil, false, err
-	}
 	meta := collMeta{ID: id, DB: db, Name: name, UUID: newUUID(), Options: options}
 	st, err := newCollState(meta)
 	if err != nil {

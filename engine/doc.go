@@ -75,10 +75,13 @@
 //  3. Collection.metaMu, which orders read-modify-writes of a collection's
 //     catalog entry (updateMeta), for example a writer marking an index
 //     multikey while it holds its key locks.
-//  4. Engine.mu, which guards the map of open collections and the id
-//     sequence: held only for map access, id allocation and the catalog
-//     commit of create and rename, never while waiting for another lock.
-//  5. Leaf locks, held for a few statements and never while taking another:
+//  4. Engine.mu, which guards the map of open collections: held only for
+//     map access and the catalog commit of create and rename; the only lock
+//     it waits for is the id sequence's.
+//  5. The id sequence's key lock (allocIDs), held by a short transaction
+//     that reads, advances and commits the stored sequence and waits for
+//     nothing while it holds it.
+//  6. Leaf locks, held for a few statements and never while taking another:
 //     oplog.Log's mu, taken to hand out timestamps and append entries to
 //     a batch (under engine.mu for create and rename) and to publish a
 //     commit; oplog.Log's trimMu, held by a trim, which takes mu briefly;

@@ -90,7 +90,6 @@ type Engine struct {
 
 	mu    sync.RWMutex
 	colls map[string]*Collection // by "db.name"
-	seq   uint64                 // last id handed out; guarded by mu
 	// views mirrors the definitions in system.views (views.go); guarded
 	// by mu, changed only with viewMu held too.
 	views  map[string]*View // by "db.name"

@@ -437,19 +437,18 @@ func (e *Engine) createIndexes(ctx context.Context, db, coll string, specs []bso
 	if len(fresh) < len(metas) {
 		res.Note = "index already exists"
 	}
+	first, err := e.allocIDs(ctx, len(fresh))
+	if err != nil {
+		return res, err
+	}
+	for i := range fresh {
+		fresh[i].ID = first + uint64(i)
+	}
 	tx, err := e.beginCatalog(ctx, true)
 	if err != nil {
 		return res, err
 	}
 	defer tx.Rollback()
-	e.mu.Lock()
-	for i := range fresh {
-		if fresh[i].ID, err = e.nextIDLocked(tx); err != nil {
-			e.mu.Unlock()
-			return res, err
-		}
-	}
-	e.mu.Unlock()
 	meta.Indexes = append(meta.Indexes, fresh...)
 	nst, err := st.changed(meta)
 	if err != nil {
