@@ -246,6 +246,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if cerr := s.eng.Close(); cerr != nil {
 		err = errors.Join(err, fmt.Errorf("server: close store: %w", cerr))
 	}
+	s.stopClock()
 	s.net.err = err
 	s.log.Info("shut down", zap.Error(err))
 	return err

@@ -22,6 +22,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -233,6 +234,38 @@ type Server struct {
 	// expiry answers advanceClock and counts the reaper's work for
 	// serverStatus (package expiry).
 	expiry *expiry.Service
+	// stopClock ends the syncing of a clock that follows the store's
+	// shared time (storeClock).
+	stopClock func()
+}
+
+// clockSync is how often a clock that follows the store's shared time
+// measures its offset again.
+const clockSync = time.Second
+
+// storeClock is the clock of a server given none: the wall clock, or over
+// a store with a shared time (TiKV's timestamp oracle) a clock that
+// follows it, so that front-ends on several machines decide expiry by one
+// time. stop ends its syncing.
+func storeClock(store kv.Store, log *zap.Logger) (c clock.Clock, stop func(), err error) {
+	shared, ok := kv.Unwrap(store).(kv.SharedClock)
+	if store == nil || !ok {
+		return clock.System{}, func() {}, nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	synced, err := clock.NewSynced(ctx, shared.PhysicalTime)
+	if err != nil {
+		cancel()
+		return nil, nil, fmt.Errorf("server: %w", err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		synced.Run(ctx, clockSync, func(err error) {
+			log.Warn("the store's time could not be read; the clock keeps its last offset", zap.Error(err))
+		})
+	}()
+	return synced, func() { cancel(); <-done }, nil
 }
 
 // New opens the store and prepares the command table. Call Start to listen.
@@ -240,8 +273,13 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
 	}
+	stopClock := func() {}
 	if cfg.Clock == nil {
-		cfg.Clock = clock.System{}
+		c, stop, err := storeClock(cfg.Store, cfg.Logger)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Clock, stopClock = c, stop
 	}
 	switch {
 	case cfg.MessageTimeout == 0:
@@ -281,9 +319,10 @@ func New(cfg Config) (*Server, error) {
 		MinFreeDisk: cfg.MinFreeDisk, CacheSize: cfg.CacheSize, Disk: cfg.Disk, Store: cfg.Store,
 		Oplog: !cfg.NoOplog, OplogMaxBytes: oplogMaxBytes(cfg.OplogMaxBytes), OplogMaxAge: cfg.OplogMaxAge})
 	if err != nil {
+		stopClock()
 		return nil, fmt.Errorf("server: open store: %w", err)
 	}
-	s := &Server{cfg: cfg, log: log, clock: cfg.Clock, eng: eng, started: time.Now(), recent: recent, authz: newAuthState(),
+	s := &Server{stopClock: stopClock, cfg: cfg, log: log, clock: cfg.Clock, eng: eng, started: time.Now(), recent: recent, authz: newAuthState(),
 		stop: shutdown.New(shutdown.Config{Logger: log, Auth: cfg.Auth}), failCommand: failpoint.New(log)}
 	s.cursors.Configure(cursor.Config{Limits: cfg.Cursors, Auth: cfg.Auth, FormatLsid: formatLsid})
 	s.sessions = session.New(session.Options{Timeout: cfg.SessionTimeout,
@@ -327,6 +366,7 @@ func New(cfg Config) (*Server, error) {
 	s.guardReplicatedLocal()
 	s.guardViews()
 	if err := s.users.UpgradeSchema(); err != nil {
+		stopClock()
 		return nil, errors.Join(err, eng.Close())
 	}
 	if cfg.EnableTestCommands {
