@@ -88,12 +88,17 @@ type benchSession struct {
 	num int64
 }
 
-func (s *benchSession) next(on bool) *Txn {
+func (s *benchSession) next(b *testing.B, e *Engine, on bool) *Txn {
 	if !on {
 		return nil
 	}
 	s.num++
-	return &Txn{Session: s.id, Number: s.num}
+	t := &Txn{Session: s.id, Number: s.num}
+	// As the server does before each retryable write.
+	if err := e.CheckTxn(context.Background(), t); err != nil {
+		b.Error(err)
+	}
+	return t
 }
 
 var benchSessions atomic.Uint64
@@ -120,7 +125,7 @@ func BenchmarkInsertOneCPU(b *testing.B) {
 					for pb.Next() {
 						d, _ := bson.Marshal(bson.D{{Key: "_id", Value: bson.NewObjectID()}, {Key: "n", Value: int32(0)}, {Key: "pad", Value: pad}})
 						var opts []WriteOptions
-						if t := s.next(replSet); t != nil {
+						if t := s.next(b, e, replSet); t != nil {
 							opts = append(opts, WriteOptions{Txn: t, StmtIDs: []int32{0}})
 						}
 						if _, err := e.Insert(context.Background(), "bench", "c", []bson.Raw{d}, true, opts...); err != nil {
@@ -156,7 +161,7 @@ func BenchmarkUpdateByIDCPU(b *testing.B) {
 					s := newBenchSession()
 					for pb.Next() {
 						f := mustMarshal(b, bson.D{{Key: "_id", Value: rng.Int64N(docs)}})
-						res, err := e.Update(context.Background(), "bench", "c", UpdateSpec{Filter: f, Update: u, Txn: s.next(replSet)})
+						res, err := e.Update(context.Background(), "bench", "c", UpdateSpec{Filter: f, Update: u, Txn: s.next(b, e, replSet)})
 						if err != nil || res.Matched != 1 {
 							b.Errorf("update: %+v %v", res, err)
 							return
