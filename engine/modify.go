@@ -202,11 +202,6 @@ func (e *Engine) updateOnce(ctx context.Context, c *Collection, q *compiledQuery
 	return res, w.flush()
 }
 
-// modify re-reads the document at pk under its lock, re-checks that it is
-// live and matches f, and replaces it with what change returns (or deletes
-// it when change is nil). Every match rewrites the document so that its
-// _ts moves to now, even when nothing changed (TTL spec rule 4). before,
-// when set, receives a copy of the document as it was.
 // matchesNow reports whether the document at pk is live and matches f as
 // the writer reads it now, without its lock.
 func (w *writer) matchesNow(pk []byte, f *query.Filter) (bool, error) {
@@ -218,19 +213,38 @@ func (w *writer) matchesNow(pk []byte, f *query.Filter) (bool, error) {
 	return ok, err
 }
 
-func (w *writer) modify(pk []byte, f *query.Filter, change func(d *storedDoc, pos int) (bson.Raw, bool, error), before *bson.Raw) (matched, modified bool, err error) {
-	dk := record.DocKey(nil, w.st.meta.ID, pk)
-	if !w.holds(dk) {
-		// A document that does not match as the statement reads it (the
-		// latest state, or a transaction's snapshot) is not written, so it
-		// is not locked: in MongoDB a statement that writes nothing
-		// conflicts with nothing and waits for no one. One that matches is
-		// locked and read again below.
-		if matches, err := w.matchesNow(pk, f); err != nil || !matches {
-			return false, false, err
+// lockToModify locks the document at dk for modify, unless it does not
+// match f as the statement reads it (the latest state, or a transaction's
+// snapshot): a document that is not written is not waited for, since in
+// MongoDB a statement that writes nothing conflicts with nothing and
+// waits for no one. A plain write first takes the lock if it is free,
+// which waits for no one either, so that the document is read once,
+// under it, rather than also before; a statement of a transaction, where
+// a lock held is another's WriteConflict, locks only what matches.
+func (w *writer) lockToModify(dk, pk []byte, f *query.Filter) error {
+	if w.holds(dk) {
+		return nil
+	}
+	if w.multi == nil {
+		if ok, err := w.tryLock(dk); err != nil || ok {
+			return err
 		}
 	}
-	if _, err := w.lock(dk); err != nil {
+	if matches, err := w.matchesNow(pk, f); err != nil || !matches {
+		return err
+	}
+	_, err := w.lock(dk)
+	return err
+}
+
+// modify re-reads the document at pk under its lock, re-checks that it is
+// live and matches f, and replaces it with what change returns (or deletes
+// it when change is nil). Every match rewrites the document so that its
+// _ts moves to now, even when nothing changed (TTL spec rule 4). before,
+// when set, receives a copy of the document as it was.
+func (w *writer) modify(pk []byte, f *query.Filter, change func(d *storedDoc, pos int) (bson.Raw, bool, error), before *bson.Raw) (matched, modified bool, err error) {
+	dk := record.DocKey(nil, w.st.meta.ID, pk)
+	if err := w.lockToModify(dk, pk, f); err != nil || !w.holds(dk) {
 		return false, false, err
 	}
 	for {

@@ -22,13 +22,16 @@ func PrepareInsert(raw bson.Raw) (bson.Raw, bsoncore.Value, error) {
 	if err := CheckStoredDoc(raw); err != nil {
 		return nil, bsoncore.Value{}, err
 	}
-	doc := bsoncore.Document(raw)
-	elems, err := doc.Elements()
+	// Most documents come with their _id first, which CheckStoredDoc has
+	// read and validated already.
+	if n, _, _ := bsoncore.ReadLength(raw); n > 5 {
+		if first, _, ok := bsoncore.ReadElement(raw[4:]); ok && first.Key() == "_id" {
+			return raw, first.Value(), nil
+		}
+	}
+	elems, err := bsoncore.Document(raw).Elements()
 	if err != nil {
 		return nil, bsoncore.Value{}, mongoerr.New(mongoerr.InvalidBSON, "invalid document: %v", err)
-	}
-	if len(elems) > 0 && elems[0].Key() == "_id" {
-		return raw, elems[0].Value(), nil
 	}
 	idx := -1
 	for i, el := range elems {
@@ -40,7 +43,6 @@ func PrepareInsert(raw bson.Raw) (bson.Raw, bsoncore.Value, error) {
 	out := make([]byte, 0, len(raw)+17)
 	var di int32
 	di, out = bsoncore.AppendDocumentStart(out)
-	var id bsoncore.Value
 	if idx < 0 {
 		oid := bson.NewObjectID()
 		out = bsoncore.AppendObjectIDElement(out, "_id", oid)
@@ -53,8 +55,7 @@ func PrepareInsert(raw bson.Raw) (bson.Raw, bsoncore.Value, error) {
 		}
 	}
 	out, _ = bsoncore.AppendDocumentEnd(out, di)
-	id = bsoncore.Document(out).Index(0).Value()
-	return out, id, nil
+	return out, bsoncore.Document(out).Index(0).Value(), nil
 }
 
 // CheckStoredDoc enforces the rules every stored document obeys, whether it
@@ -65,12 +66,23 @@ func CheckStoredDoc(raw bson.Raw) error {
 	if len(raw) > MaxDocumentSize {
 		return mongoerr.New(mongoerr.BSONObjectTooLarge, "Resulting document after update is larger than %d", MaxDocumentSize)
 	}
-	elems, err := bsoncore.Document(raw).Elements()
-	if err != nil {
-		return mongoerr.New(mongoerr.InvalidBSON, "invalid document: %v", err)
+	// The elements as Document.Elements reads and validates them, without
+	// a slice of them: this runs on every write.
+	length, rem, ok := bsoncore.ReadLength(raw)
+	if !ok {
+		return invalidBSON(bsoncore.NewInsufficientBytesError(raw, rem))
 	}
 	hadID := false
-	for _, el := range elems {
+	for length -= 4; length > 1; {
+		var el bsoncore.Element
+		el, rem, ok = bsoncore.ReadElement(rem)
+		length -= int32(len(el))
+		if !ok {
+			return invalidBSON(bsoncore.NewInsufficientBytesError(raw, rem))
+		}
+		if err := el.Validate(); err != nil {
+			return invalidBSON(err)
+		}
 		switch el.Key() {
 		case TSField:
 			return mongoerr.New(mongoerr.BadValue, "_ts is a reserved system field and cannot be written")
@@ -85,6 +97,10 @@ func CheckStoredDoc(raw bson.Raw) error {
 		}
 	}
 	return nil
+}
+
+func invalidBSON(err error) error {
+	return mongoerr.New(mongoerr.InvalidBSON, "invalid document: %v", err)
 }
 
 // CheckID refuses the _id values MongoDB cannot store: those that match

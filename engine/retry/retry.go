@@ -50,13 +50,21 @@ type Txn struct {
 	ExpireBefore time.Time
 	stale        bool // set by Check: the records have expired
 	clearAll     bool // the next record deletes all of the session's
+	// unrecorded, set by Check, says that no statement of Number was
+	// recorded: the session's newest number was older, or it had none.
+	// Executed then needs no read, which drivers, with a new number per
+	// write, would otherwise pay for every retryable write. Record clears
+	// it, since from then a statement may be.
+	unrecorded bool
 }
 
 // Check compares t.Number with the session's newest one: an older
 // number is TransactionTooOld, as in MongoDB.
 func Check(ctx context.Context, store kv.Store, t *Txn) error {
+	t.unrecorded = false
 	v, err := store.Get(ctx, record.TxnHeaderKey(t.Session))
 	if err == kv.ErrNotFound {
+		t.unrecorded = true
 		return nil
 	}
 	if err != nil {
@@ -73,6 +81,9 @@ func Check(ctx context.Context, store kv.Store, t *Txn) error {
 	if t.Number < stored {
 		return mongoerr.New(mongoerr.TransactionTooOld, "Retryable write with txnNumber %d is prohibited on session %s because a newer retryable write with txnNumber %d has already started on this session.", t.Number, uuidString(t.Session), stored)
 	}
+	// Every statement record carries a number no newer than the
+	// session's, which each Record sets to its own.
+	t.unrecorded = t.Number > stored
 	return nil
 }
 
@@ -100,7 +111,7 @@ func uuidString(id [16]byte) string {
 // Executed returns the recorded result of statement stmt of t's
 // transaction, if it committed.
 func Executed(ctx context.Context, store kv.Store, t *Txn, stmt int32) (bson.Raw, bool, error) {
-	if t.stale {
+	if t.stale || t.unrecorded {
 		return nil, false, nil
 	}
 	v, err := store.Get(ctx, record.TxnStmtKey(t.Session, stmt))
@@ -134,6 +145,7 @@ func (t *Txn) LsidDoc() []byte {
 // the write that ran it, written at nowMillis: the record commits exactly
 // when the write does.
 func Record(ctx context.Context, b kv.Txn, t *Txn, stmt int32, result []byte, nowMillis int64) error {
+	t.unrecorded = false
 	if t.clearAll {
 		lo, hi := record.TxnStmtRange(t.Session)
 		if err := deleteKeys(ctx, b, lo, hi); err != nil {

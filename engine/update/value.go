@@ -47,16 +47,52 @@ func (v *value) expand() {
 	if v.expanded || !(v.isDocument() || v.isArray()) {
 		return
 	}
-	elems, _ := bsoncore.Document(v.data).Elements()
-	for _, e := range elems {
-		child := newValue(e.Value())
+	// The elements as Document.Elements reads them, up to the first that
+	// is not valid, decoded into one block of values: an update expands
+	// the document it changes on every write, and a slice of elements
+	// and a value apiece were most of its allocations.
+	n := countElements(v.data)
+	children := make([]value, n)
+	if v.isDocument() {
+		v.fields = make([]field, n)
+	} else {
+		v.elems = make([]*value, n)
+	}
+	var rem []byte
+	if n > 0 {
+		rem = v.data[4:]
+	}
+	for i := range children {
+		var e bsoncore.Element
+		e, rem, _ = bsoncore.ReadElement(rem)
+		ev := e.Value()
+		children[i] = value{typ: ev.Type, data: ev.Data}
 		if v.isDocument() {
-			v.fields = append(v.fields, field{name: e.Key(), val: child})
+			v.fields[i] = field{name: e.Key(), val: &children[i]}
 		} else {
-			v.elems = append(v.elems, child)
+			v.elems[i] = &children[i]
 		}
 	}
 	v.expanded, v.data = true, nil
+}
+
+// countElements is how many elements Document.Elements returns for doc:
+// those before the first it cannot read or that is not valid.
+func countElements(doc []byte) int {
+	length, rem, ok := bsoncore.ReadLength(doc)
+	if !ok {
+		return 0
+	}
+	n := 0
+	for length -= 4; length > 1; n++ {
+		var e bsoncore.Element
+		e, rem, ok = bsoncore.ReadElement(rem)
+		length -= int32(len(e))
+		if !ok || e.Validate() != nil {
+			break
+		}
+	}
+	return n
 }
 
 // lookup returns the index of the named field of a document, or -1.

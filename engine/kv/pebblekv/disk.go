@@ -29,7 +29,8 @@ const ballastName = "LETHE-BALLAST"
 // same exit). So the store never lets the disk fill up through its own
 // writes, in layers:
 //
-//  1. Before each commit, diskGuard.admit checks free space (statfs). Below
+//  1. Before each commit, diskGuard.admit checks free space (statfs, or a
+//     reading of the last few milliseconds far above the reserve). Below
 //     the reserve (Options.MinFreeDisk), a batch that adds data is refused
 //     with OutOfDiskSpace (14031); a batch of deletions still commits, since
 //     deleting is how the user frees space, and it starts a memtable flush
@@ -84,8 +85,12 @@ type diskGuard struct {
 	closing chan struct{} // closed with closed
 	bg      sync.WaitGroup
 
-	low       atomic.Bool  // last check found less than minFree
-	lastBgLog atomic.Int64 // unix nanos of the last logged background ENOSPC
+	low atomic.Bool // last check found less than minFree
+	// reading is the last free space a commit read, and sinceReading what
+	// the commits admitted since then add (freeForCommit).
+	reading      atomic.Pointer[freeReading]
+	sinceReading atomic.Int64
+	lastBgLog    atomic.Int64 // unix nanos of the last logged background ENOSPC
 }
 
 func newDiskGuard(dir string, opts Options) *diskGuard {
@@ -212,18 +217,55 @@ func (g *diskGuard) writable() error {
 	return nil
 }
 
-// admit decides whether a commit may go ahead, given the free space;
-// addsData is false for a commit of deletions only (and of the small
-// records that log them, Options.LogsDeletes), which must go through on a
-// low disk since deleting is how the user frees space.
-func (g *diskGuard) admit(addsData bool) error {
+// A statfs costs about 2us, as much as the rest of a small commit's
+// bookkeeping, so a reading of the free space serves the commits of the
+// next freeReuseFor, as long as it is freeReuseMargin above the reserve
+// beyond what those commits add: closer to the reserve, or on a MemDisk,
+// whose size tests change between commits, every commit reads it. What
+// the margin does not cover within the window (another program filling
+// the disk that fast) the ballast does, as for a compaction in flight.
+const (
+	freeReuseFor    = 10 * time.Millisecond
+	freeReuseMargin = 64 << 20
+)
+
+// freeReading is a statfs's free space and its time.
+type freeReading struct {
+	avail int64
+	at    time.Time
+}
+
+// freeForCommit is the free space for a commit of size bytes: the last
+// reading less what the commits since have added, if it may serve (see
+// freeReuseFor), or else a new reading.
+func (g *diskGuard) freeForCommit(size int64) (int64, error) {
+	if g.mem == nil {
+		if r := g.reading.Load(); r != nil && time.Since(r.at) < freeReuseFor {
+			if avail := r.avail - g.sinceReading.Add(size); avail >= g.minFree+freeReuseMargin {
+				return avail, nil
+			}
+		}
+	}
+	avail, err := g.free()
+	if err == nil {
+		g.reading.Store(&freeReading{avail: avail, at: time.Now()})
+		g.sinceReading.Store(0)
+	}
+	return avail, err
+}
+
+// admit decides whether a commit of size bytes may go ahead, given the
+// free space; addsData is false for a commit of deletions only (and of the
+// small records that log them, Options.LogsDeletes), which must go through
+// on a low disk since deleting is how the user frees space.
+func (g *diskGuard) admit(addsData bool, size int64) error {
 	if err := g.writable(); err != nil {
 		return err
 	}
 	if g.minFree == 0 {
 		return nil
 	}
-	avail, err := g.free()
+	avail, err := g.freeForCommit(size)
 	if err != nil {
 		return nil // statfs worked at open; a transient failure is no reason to refuse
 	}
@@ -255,7 +297,7 @@ func (g *diskGuard) admit(addsData bool) error {
 // carry on with that store, so the panic ends the process like any fatal
 // store error.
 func (g *diskGuard) commit(b *pebble.Batch, addsData bool, opts *pebble.WriteOptions) error {
-	if err := g.admit(addsData); err != nil {
+	if err := g.admit(addsData, int64(b.Len())); err != nil {
 		return err
 	}
 	defer func() {
