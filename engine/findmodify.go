@@ -60,7 +60,7 @@ func (e *Engine) FindAndModify(ctx context.Context, db, coll string, spec FindAn
 	defer c.ddl.RUnlock()
 	for attempt := 1; ; attempt++ {
 		res, err := e.findAndModifyOnce(ctx, c, q, spec)
-		if res.N == 0 && upsert && retryUpsert(ctx, err, spec.Filter, attempt) {
+		if res.N == 0 && upsert && retryUpsert(ctx, err, spec.Filter, attempt) || retryConflict(ctx, err, attempt) {
 			continue
 		}
 		return res, err

@@ -74,6 +74,16 @@ func (e *Engine) insertRetryable(ctx context.Context, db, coll string, docs []bs
 }
 
 func (e *Engine) insert(ctx context.Context, db, coll string, docs []bson.Raw, ordered bool, opts ...WriteOptions) (InsertResult, error) {
+	for attempt := 1; ; attempt++ {
+		res, err := e.insertOnce(ctx, db, coll, docs, ordered, opts...)
+		if retryConflict(ctx, err, attempt) {
+			continue
+		}
+		return res, err
+	}
+}
+
+func (e *Engine) insertOnce(ctx context.Context, db, coll string, docs []bson.Raw, ordered bool, opts ...WriteOptions) (InsertResult, error) {
 	var res InsertResult
 	c, err := e.writeLock(ctx, db, coll, true)
 	if me, ok := mongoerr.As(err); ok && me.Code == mongoerr.CommandNotSupportedOnView {

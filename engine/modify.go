@@ -140,7 +140,7 @@ func (e *Engine) Update(ctx context.Context, db, coll string, spec UpdateSpec) (
 	defer c.ddl.RUnlock()
 	for attempt := 1; ; attempt++ {
 		res, err := e.updateOnce(ctx, c, q, spec)
-		if res.Matched == 0 && spec.Upsert && retryUpsert(ctx, err, spec.Filter, attempt) {
+		if res.Matched == 0 && spec.Upsert && retryUpsert(ctx, err, spec.Filter, attempt) || retryConflict(ctx, err, attempt) {
 			continue
 		}
 		return res, err
@@ -337,6 +337,16 @@ func (e *Engine) Delete(ctx context.Context, db, coll string, filter bson.Raw, l
 		return 0, err
 	}
 	defer c.ddl.RUnlock()
+	for attempt := 1; ; attempt++ {
+		n, err := e.deleteOnce(ctx, c, f, limit, hint, txn...)
+		if retryConflict(ctx, err, attempt) {
+			continue
+		}
+		return n, err
+	}
+}
+
+func (e *Engine) deleteOnce(ctx context.Context, c *Collection, f *query.Filter, limit int, hint bson.RawValue, txn ...*Txn) (int64, error) {
 	pks, err := e.candidates(ctx, c, f, nil, hint, limit)
 	if err != nil {
 		return 0, err

@@ -14,6 +14,7 @@ import (
 
 	"github.com/lethedb/lethe/engine/expiryscan"
 	"github.com/lethedb/lethe/engine/keycodec"
+	"github.com/lethedb/lethe/engine/kv"
 	"github.com/lethedb/lethe/engine/record"
 )
 
@@ -126,7 +127,17 @@ func (e *Engine) reapCollection(ctx context.Context, c *Collection, nowMs int64,
 		}
 		n++
 	}
-	return n, nextMs, full, w.flush()
+	if err := w.flush(); err != nil {
+		if kv.IsConflict(err) {
+			// A write committed over one of the batch's documents between
+			// the reads and the commit (only TiKV can tell, at commit):
+			// nothing was purged, and a pass a second later reads them
+			// again.
+			return 0, min(nextMs, nowMs+1000), false, nil
+		}
+		return 0, nextMs, full, err
+	}
+	return n, nextMs, full, nil
 }
 
 // loadSorted reads the documents of due, whose keys are in ascending order

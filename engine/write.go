@@ -141,7 +141,9 @@ func (w *writer) lock(keys ...[]byte) (relocked bool, err error) {
 		w.checkHeld()
 		return false, nil
 	}
-	if !errors.Is(err, kv.ErrLocked) {
+	// A conflict is a busy key too: TiKV may report another writer's
+	// lock as a deadlock or a newer commit rather than as held.
+	if !errors.Is(err, kv.ErrLocked) && !kv.IsConflict(err) {
 		return false, err
 	}
 	keep := append(w.held[:len(w.held):len(w.held)], keys...)
@@ -167,7 +169,7 @@ func (w *writer) tryLock(key []byte) (bool, error) {
 		return false, err
 	}
 	err = tx.LockKeys(w.ctx, kv.LockOptions{NoWait: true}, key)
-	if errors.Is(err, kv.ErrLocked) {
+	if errors.Is(err, kv.ErrLocked) || kv.IsConflict(err) {
 		return false, nil
 	}
 	if err != nil {
@@ -208,7 +210,12 @@ func (w *writer) holds(key []byte) bool { return w.tx != nil && w.tx.Locked(key)
 // commitError is a failed commit of a writer's transaction: every document
 // written since the previous commit is lost, whichever statement the caller
 // was working on when it happened.
-type commitError struct{ err error }
+type commitError struct {
+	err error
+	// first is set when the writer had committed nothing before: the
+	// statement left no trace and may run again.
+	first bool
+}
 
 func (e *commitError) Error() string { return "engine: commit: " + e.err.Error() }
 func (e *commitError) Unwrap() error { return e.err }
@@ -216,6 +223,25 @@ func (e *commitError) Unwrap() error { return e.err }
 func isCommitError(err error) bool {
 	var ce *commitError
 	return errors.As(err, &ce)
+}
+
+// maxConflictAttempts bounds how often retryConflict runs a statement
+// again.
+const maxConflictAttempts = 100
+
+// retryConflict reports whether a plain statement (not one of a
+// multi-document transaction) runs again after err, its attempt-th: a
+// commit that met a write conflict before the statement committed
+// anything. MongoDB retries the write conflicts of single statements
+// itself and never reports them. On pebble a plain commit never conflicts,
+// since every key it writes is locked first; on TiKV one can, through keys
+// written without a lock, and on client-go's mock, whose prewrite checks
+// every key of a pessimistic transaction against its start, through any.
+// A statement that committed part of its documents before the conflict
+// reports it instead: running it again could apply an update twice.
+func retryConflict(ctx context.Context, err error, attempt int) bool {
+	var ce *commitError
+	return errors.As(err, &ce) && ce.first && kv.IsConflict(ce.err) && attempt < maxConflictAttempts && ctx.Err() == nil
 }
 
 // done marks one document's writes complete and commits when the
@@ -256,7 +282,7 @@ func (w *writer) flush() error {
 		d = kv.NoSync
 	}
 	if err := w.e.commitLogged(w.ctx, tx, d, logged); err != nil {
-		return &commitError{err: err}
+		return &commitError{err: err, first: w.committed == 0}
 	}
 	w.committed += ops
 	if w.wake != 0 {
