@@ -74,6 +74,9 @@ type Conn struct {
 
 	waiting      int       // waitFirst, waitIdle or waitMessage
 	readDeadline time.Time // the one last set, to spare setting it again
+	// writeDeadline is the one last set, which replies go out under
+	// until less than the message timeout remains (see write).
+	writeDeadline time.Time
 
 	watch     *time.Timer   // starts watchPeer once a command runs long
 	watchDone chan struct{} // watchPeer's end, one token per start
@@ -157,6 +160,9 @@ func (c *Conn) readFrame() ([]byte, error) {
 		}
 	}
 	c.waiting = waitMessage
+	if frame, ok := c.bufferedFrame(); ok {
+		return frame, nil
+	}
 	var deadline time.Time
 	if cfg.MessageTimeout > 0 {
 		deadline = time.Now().Add(cfg.MessageTimeout)
@@ -171,6 +177,26 @@ func (c *Conn) readFrame() ([]byte, error) {
 	}
 	_, frame, err := wire.ReadFrame(c.rd, wire.MaxMessageSize, c.in)
 	return frame, err
+}
+
+// bufferedFrame takes the next frame out of the read buffer when it is
+// there whole, as most requests are after the read that brought their first
+// byte: it needs no message deadline, whose setting costs a runtime timer
+// update, and no further read. The frame is copied to c.in because the
+// peer watch may refill the read buffer while the command runs.
+func (c *Conn) bufferedFrame() ([]byte, bool) {
+	n := c.rd.Buffered()
+	if n < wire.HeaderLen {
+		return nil, false
+	}
+	buf, _ := c.rd.Peek(n) // buffered bytes: no read
+	size := int(int32(binary.LittleEndian.Uint32(buf)))
+	if size < wire.HeaderLen || size > n {
+		return nil, false // ReadFrame reads the rest, or refuses the header
+	}
+	c.in = append(c.in[:0], buf[:size]...)
+	c.rd.Discard(size)
+	return c.in, true
 }
 
 // readGrowing reads a frame of n bytes into c.in, growing it as the bytes
@@ -428,7 +454,15 @@ func (c *Conn) write(comp wire.Compressor) string {
 		frame = compressed
 	}
 	if limit := c.l.cfg.MessageTimeout; limit > 0 {
-		c.nc.SetWriteDeadline(time.Now().Add(limit))
+		// Setting a deadline costs a runtime timer update. It is moved
+		// only once less than the limit remains, and then to the limit
+		// and an eighth: at most once per eighth of the limit, while a
+		// reply the client does not take is still cut off between the
+		// limit and 9/8 of it.
+		if now := time.Now(); c.writeDeadline.Sub(now) < limit {
+			c.writeDeadline = now.Add(limit + limit/8)
+			c.nc.SetWriteDeadline(c.writeDeadline)
+		}
 	}
 	if _, err := c.nc.Write(frame); err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
