@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -78,8 +79,17 @@ type Conn struct {
 	// until less than the message timeout remains (see write).
 	writeDeadline time.Time
 
-	watch     *time.Timer   // starts watchPeer once a command runs long
-	watchDone chan struct{} // watchPeer's end, one token per start
+	// The peer watch (watch.go): watch starts watchPeer once a command
+	// runs long; watchArmed says it is set or firing; watchState is the
+	// running command's; cmdSeq counts the commands, and watchSeen is the
+	// one the timer saw last; watchDone is watchPeer's end, one token per
+	// start.
+	watch      *time.Timer
+	watchArmed atomic.Bool
+	watchState atomic.Int32
+	cmdSeq     atomic.Uint64
+	watchSeen  atomic.Uint64
+	watchDone  chan struct{}
 }
 
 func newConn(l *Listener, nc net.Conn, id int64) *Conn {
@@ -105,7 +115,7 @@ func (c *Conn) serve() {
 				zap.Any("panic", p), zap.Stack("stack"))
 			reason = "internal error"
 		}
-		c.watch.Stop()
+		c.stopWatch()
 		l.closeConn(c, reason)
 	}()
 	c.startWatch()

@@ -85,3 +85,83 @@ func TestServesAndCloses(t *testing.T) {
 		t.Fatal("the handler was not told the connection closed")
 	}
 }
+
+// waiter answers {wait: 1} only once the transport says the client went
+// away (or after 5s), and anything else at once.
+type waiter struct {
+	echo
+	gone chan error
+}
+
+func (w *waiter) Open(*Conn) Handler { return w }
+
+func (w *waiter) Serve(req *Request) Reply {
+	if _, err := req.Body.LookupErr("wait"); err == nil {
+		select {
+		case <-w.gone:
+		case <-time.After(5 * time.Second):
+		}
+	}
+	return w.echo.Serve(req)
+}
+
+func (w *waiter) PeerGone(err error) { w.gone <- err }
+
+// TestPeerWatch: a command that runs long after quick ones learns that its
+// client closed the connection, and the connection's quick commands, and
+// one that sends the next request while the last runs, do not.
+func TestPeerWatch(t *testing.T) {
+	h := &waiter{echo: echo{closed: make(chan string, 1)}, gone: make(chan error, 1)}
+	l, err := Listen(Config{Addr: "127.0.0.1:0", Logger: zap.NewNop(), Traffic: &Traffic{}, MessageTimeout: 5 * time.Second}, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Serve()
+	defer l.Shutdown(t.Context())
+	nc, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	send := func(body bson.D) {
+		t.Helper()
+		raw, _ := bson.Marshal(body)
+		if _, err := nc.Write(wire.AppendMsg(nil, 1, 0, &wire.Msg{Body: bsoncore.Document(raw)})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	receive := func() {
+		t.Helper()
+		if _, _, err := wire.ReadFrame(nc, wire.MaxMessageSize, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ping := bson.D{{Key: "ping", Value: 1}, {Key: "$db", Value: "test"}}
+	for range 50 {
+		send(ping)
+		receive()
+		time.Sleep(time.Millisecond)
+	}
+	// A request pipelined behind a long one ends the watch without a word
+	// to the handler; the long one then runs its course.
+	send(bson.D{{Key: "wait", Value: 1}, {Key: "$db", Value: "test"}})
+	time.Sleep(3 * watchPeerAfter)
+	start := time.Now()
+	send(ping)
+	receive()
+	receive()
+	if time.Since(start) < 4*time.Second {
+		t.Error("the handler was told the client went away when it sent a request")
+	}
+	send(bson.D{{Key: "wait", Value: 1}, {Key: "$db", Value: "test"}})
+	time.Sleep(3 * watchPeerAfter)
+	start = time.Now()
+	nc.Close()
+	select {
+	case <-h.closed:
+		if time.Since(start) > 2*time.Second {
+			t.Errorf("the long command learnt that its client went away after %v", time.Since(start))
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the connection did not close")
+	}
+}
