@@ -37,6 +37,11 @@ const (
 	// grows as the bytes arrive rather than all at once, so that a header
 	// declaring 48 MB and then nothing costs little.
 	growFrom = 64 << 10
+	// maxKeptSequences bounds the document sequence identifiers whose
+	// slices a connection keeps: the commands send one. maxKeptDocs bounds
+	// the length of each.
+	maxKeptSequences = 4
+	maxKeptDocs      = 1024
 )
 
 // What a connection waits for, which names the timeout that ends it.
@@ -64,7 +69,8 @@ type Conn struct {
 	in    []byte // the frame being served; reused
 	out   []byte // the reply frame; reused
 	req   Request
-	msg   wire.Msg
+	dec   wire.Message // the request, decoded; reused
+	msg   wire.Msg     // the reply; reused
 	seqs  map[string][]bson.Raw
 	db    string // the last $db seen, kept to spare a string per request
 	reqID int32  // the last requestID this side used
@@ -283,8 +289,8 @@ func (c *Conn) serveFrame(frame []byte) string {
 	st := c.l.traffic
 	st.BytesIn.Add(int64(len(frame)))
 	st.Requests.Add(1)
-	m, err := wire.Decode(frame)
-	if err != nil {
+	m := &c.dec
+	if err := wire.DecodeInto(m, frame); err != nil {
 		if !errors.Is(err, wire.ErrInvalidBSON) {
 			c.warn("closing connection: bad message", err)
 			return "bad message"
@@ -316,17 +322,7 @@ func (c *Conn) serveMsg(m *wire.Message) string {
 	req.Body = bson.Raw(msg.Body)
 	req.Sequences = nil
 	if len(msg.Sequences) > 0 {
-		if c.seqs == nil {
-			c.seqs = make(map[string][]bson.Raw, 1)
-		}
-		clear(c.seqs)
-		for _, seq := range msg.Sequences {
-			docs := c.seqs[seq.Identifier]
-			for _, d := range seq.Documents {
-				docs = append(docs, bson.Raw(d))
-			}
-			c.seqs[seq.Identifier] = docs
-		}
+		c.setSequences(msg.Sequences)
 		req.Sequences = c.seqs
 	}
 
@@ -355,6 +351,24 @@ func (c *Conn) serveMsg(m *wire.Message) string {
 		}
 		responseTo = c.reqID
 		req.StreamFrom = reply.StreamNext
+	}
+}
+
+// setSequences fills c.seqs with seqs. Its slices are kept from one request
+// to the next, emptied by shrinkBuffers rather than dropped, so that the
+// next insert's documents go into the last one's slice; an identifier
+// absent from seqs reads as an empty list, as a missing key does. A client
+// sending many identifiers only makes the map start again.
+func (c *Conn) setSequences(seqs []wire.Sequence) {
+	if c.seqs == nil || len(c.seqs) > maxKeptSequences {
+		c.seqs = make(map[string][]bson.Raw, len(seqs))
+	}
+	for _, seq := range seqs {
+		docs := c.seqs[seq.Identifier]
+		for _, d := range seq.Documents {
+			docs = append(docs, bson.Raw(d))
+		}
+		c.seqs[seq.Identifier] = docs
 	}
 }
 
@@ -491,14 +505,36 @@ func (c *Conn) nextRequestID() int32 {
 	return c.reqID
 }
 
-// shrinkBuffers drops buffers grown by an unusually large message.
+// shrinkBuffers drops buffers grown by an unusually large message, and
+// lets go of what the last request pointed into.
 func (c *Conn) shrinkBuffers() {
 	if cap(c.in) > maxKeptBuffer {
 		c.in = nil
 	}
+	// The slices of the last request's sequences, kept for the next one,
+	// must not keep its frame from the collector (it may have been
+	// decompressed into a buffer of its own).
+	if msg := c.dec.Msg; msg != nil {
+		for i := range msg.Sequences {
+			msg.Sequences[i].Documents = keptDocs(msg.Sequences[i].Documents)
+		}
+	}
+	for id, docs := range c.seqs {
+		c.seqs[id] = keptDocs(docs)
+	}
 	if cap(c.out) > maxKeptBuffer {
 		c.out = nil
 	}
+}
+
+// keptDocs is docs emptied, to be refilled by the next request, or nil when
+// a large batch grew it.
+func keptDocs[D ~[]byte](docs []D) []D {
+	if cap(docs) > maxKeptDocs {
+		return nil
+	}
+	clear(docs)
+	return docs[:0]
 }
 
 func (c *Conn) warn(msg string, err error) {

@@ -20,7 +20,11 @@ type echo struct{ closed chan string }
 func (e *echo) Open(*Conn) Handler { return e }
 
 func (e *echo) Serve(req *Request) Reply {
-	doc, _ := bson.Marshal(bson.D{{Key: "db", Value: req.DB}, {Key: "ok", Value: 1.0}})
+	var firsts bson.A
+	for _, d := range req.Sequences["documents"] {
+		firsts = append(firsts, d.Index(0).Value())
+	}
+	doc, _ := bson.Marshal(bson.D{{Key: "db", Value: req.DB}, {Key: "documents", Value: firsts}, {Key: "sequences", Value: req.Sequences != nil}, {Key: "ok", Value: 1.0}})
 	return Reply{Doc: doc, StreamNext: -1}
 }
 
@@ -72,7 +76,37 @@ func TestServesAndCloses(t *testing.T) {
 	if got := roundTrip(bson.D{{Key: "ping", Value: 1}}); got.Lookup("code").Int32() != int32(codeMissingDB) {
 		t.Errorf("reply without $db %v", got)
 	}
-	if traffic.Requests.Load() != 2 || l.Open() != 1 || l.Accepted() != 1 {
+	// Document sequences reach the handler with their documents, and only
+	// with the request that sent them.
+	sent := func(ids ...int32) string {
+		docs := make([]bsoncore.Document, len(ids))
+		for i, id := range ids {
+			docs[i] = bsoncore.BuildDocument(nil, bsoncore.AppendInt32Element(nil, "_id", id))
+		}
+		raw, _ := bson.Marshal(bson.D{{Key: "insert", Value: "c"}, {Key: "$db", Value: "test"}})
+		if _, err := nc.Write(wire.AppendMsg(nil, 1, 0, &wire.Msg{Body: bsoncore.Document(raw), Sequences: []wire.Sequence{{Identifier: "documents", Documents: docs}}})); err != nil {
+			t.Fatal(err)
+		}
+		_, frame, err := wire.ReadFrame(nc, wire.MaxMessageSize, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := wire.Decode(frame)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return bson.Raw(m.Msg.Body).Lookup("documents").String()
+	}
+	if got := sent(1, 2, 3); got != `[{"$numberInt":"1"},{"$numberInt":"2"},{"$numberInt":"3"}]` {
+		t.Errorf("documents %s", got)
+	}
+	if got := roundTrip(bson.D{{Key: "ping", Value: 1}, {Key: "$db", Value: "test"}}); got.Lookup("sequences").Boolean() {
+		t.Errorf("a request without sequences has some: %v", got)
+	}
+	if got := sent(4); got != `[{"$numberInt":"4"}]` {
+		t.Errorf("documents %s", got)
+	}
+	if traffic.Requests.Load() != 5 || l.Open() != 1 || l.Accepted() != 1 {
 		t.Errorf("requests %d, open %d, accepted %d", traffic.Requests.Load(), l.Open(), l.Accepted())
 	}
 	nc.Close()
