@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/bsonvalue"
 	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/mongoerr"
 )
@@ -153,7 +154,8 @@ var snapshotCursorCommands = map[string]bool{"getMore": true, "killCursors": tru
 // for the latest. Before has checked the read concern.
 func SnapshotRead(body bson.Raw) (at bson.Timestamp, ok bool) {
 	// The name first: every command passes here, and most are not reads.
-	if !snapshotReadCommands[command.Name(body)] || inTransaction(body) {
+	// A map lookup of the name's bytes converts them without allocating.
+	if !snapshotReadCommands[string(bsonvalue.FirstKeyBytes(body))] || inTransaction(body) {
 		return at, false
 	}
 	rc, ok := body.Lookup("readConcern").DocumentOK()

@@ -74,21 +74,25 @@ func (c *Conn) stopOps() {
 // dispatch runs req as a numbered operation: listed by currentOp, stopped
 // by killOp or by its client leaving.
 func (c *Conn) dispatch(req *Request) bson.Raw {
+	key := bsonvalue.FirstKeyBytes(req.Body)
+	cmd := c.srv.commands[string(key)]
 	name := "unknown"
-	if cmd := c.srv.commands[string(bsonvalue.FirstKeyBytes(req.Body))]; cmd != nil {
+	if cmd != nil {
 		name = cmd.name
 	}
 	op := &c.ops.op
 	id := int32(opIDs.Add(1) & 0x7fffffff)
-	req.lsid, req.lsidForeign = c.requestSession(req.Body)
+	req.generic.read(req.Body)
+	req.lsid, req.lsidForeign = c.requestSession(req.generic.lsid)
 	req.failed = nil
+	start := time.Now()
 	op.mu.Lock()
-	op.id, op.name, op.db, op.start, op.killed, op.lsid, op.awaiting = id, name, req.DB, time.Now(), false, req.lsid, false
+	op.id, op.name, op.db, op.start, op.killed, op.lsid, op.awaiting = id, name, req.DB, start, false, req.lsid, false
 	op.user = c.userKey()
 	ctx := c.ops.ctx
 	op.mu.Unlock()
 
-	reply := c.srv.dispatch(ctx, req)
+	reply := c.srv.dispatch(ctx, cmd, key, req, start)
 
 	op.mu.Lock()
 	op.id = 0

@@ -32,9 +32,13 @@ const packedKeyLen = len(session.ID{}) + len(session.UID{})
 // packKey packs k as Request.lsid carries it.
 func packKey(k session.Key) string {
 	var b [packedKeyLen]byte
+	packInto(&b, k)
+	return string(b[:])
+}
+
+func packInto(b *[packedKeyLen]byte, k session.Key) {
 	copy(b[:len(k.ID)], k.ID[:])
 	copy(b[len(k.ID):], k.UID[:])
-	return string(b[:])
 }
 
 // lsidOf unpacks a session key packed by packKey; false for "" (no
@@ -97,12 +101,9 @@ func (c *Conn) userName() string {
 // digest. foreign reports a uid given that is not the connection user's,
 // which only a client allowed to impersonate may give (see useSession).
 // With access control a client that has not authenticated has no session,
-// as in MongoDB: no user digest makes sense for it.
-func (c *Conn) requestSession(body bson.Raw) (lsid string, foreign bool) {
-	v, err := body.LookupErr("lsid")
-	if err != nil {
-		return "", false
-	}
+// as in MongoDB: no user digest makes sense for it. v is the lsid's value,
+// Type 0 for none.
+func (c *Conn) requestSession(v bson.RawValue) (lsid string, foreign bool) {
 	doc, ok := v.DocumentOK()
 	if !ok || c.srv.cfg.Auth && c.auth.user == nil {
 		return "", false
@@ -124,7 +125,14 @@ func (c *Conn) requestSession(body bson.Raw) (lsid string, foreign bool) {
 			copy(k.UID[:], data)
 		}
 	}
-	return packKey(k), foreign
+	// A connection's commands mostly come in the same session: the last
+	// packed key spares a string per command.
+	var b [packedKeyLen]byte
+	packInto(&b, k)
+	if string(b[:]) != c.lastLsid {
+		c.lastLsid = string(b[:])
+	}
+	return c.lastLsid, foreign
 }
 
 // mayImpersonate reports whether the client may name other users'
