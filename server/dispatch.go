@@ -46,7 +46,7 @@ func (s *Server) dispatch(ctx context.Context, cmd *commandDef, key []byte, req 
 		err = s.useSession(ctx, cmd, req)
 	}
 	if err == nil {
-		reply, err = s.run(ctx, cmd, req)
+		reply, err = s.run(ctx, cmd, req, start)
 	}
 	s.recordLatency(cmd.name, req, time.Since(start))
 	s.noteAuthCatalogChange(cmd, req)
@@ -69,9 +69,10 @@ func (s *Server) dispatch(ctx context.Context, cmd *commandDef, key []byte, req 
 	return reply
 }
 
-// run calls the handler under the command's maxTimeMS, turning a panic into
-// an InternalError so that one bad request does not take the server down.
-func (s *Server) run(ctx context.Context, cmd *commandDef, req *Request) (reply bson.Raw, err error) {
+// run calls the handler under the command's maxTimeMS, counted from start,
+// turning a panic into an InternalError so that one bad request does not
+// take the server down.
+func (s *Server) run(ctx context.Context, cmd *commandDef, req *Request, start time.Time) (reply bson.Raw, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			s.log.Error("command panicked", zap.String("command", req.Name), zap.Int64("conn", req.Conn.id),
@@ -83,10 +84,15 @@ func (s *Server) run(ctx context.Context, cmd *commandDef, req *Request) (reply 
 	if err != nil {
 		return nil, err
 	}
+	oc, _ := ctx.(*opContext)
 	if limit > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, limit)
-		defer cancel()
+		if oc != nil {
+			oc.setDeadline(start.Add(limit)) // until the connection's finish
+		} else {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithDeadline(ctx, start.Add(limit))
+			defer cancel()
+		}
 	}
 	if s.rs != nil {
 		err = s.beforeAsMember(ctx, cmd, req)
@@ -123,7 +129,7 @@ func (s *Server) run(ctx context.Context, cmd *commandDef, req *Request) (reply 
 	finished = true
 	if err != nil && errors.Is(err, context.Canceled) {
 		// Canceled by killOp or the client leaving: say which.
-		if e, ok := mongoerr.As(context.Cause(ctx)); ok {
+		if e, ok := mongoerr.As(contextCause(ctx)); ok {
 			err = e
 		}
 	}
