@@ -81,9 +81,10 @@ type Conn struct {
 
 	waiting      int       // waitFirst, waitIdle or waitMessage
 	readDeadline time.Time // the one last set, to spare setting it again
-	// writeDeadline is the one last set, which replies go out under
-	// until less than the message timeout remains (see write).
-	writeDeadline time.Time
+	// writeFresh says that the write deadline leaves at least the
+	// message timeout, until the freshen timer clears it (see write).
+	writeFresh atomic.Bool
+	freshen    *time.Timer
 
 	// The peer watch (watch.go): watch starts watchPeer once a command
 	// runs long; watchArmed says it is set or firing; watchState is the
@@ -122,6 +123,9 @@ func (c *Conn) serve() {
 			reason = "internal error"
 		}
 		c.stopWatch()
+		if c.freshen != nil {
+			c.freshen.Stop()
+		}
 		l.closeConn(c, reason)
 	}()
 	c.startWatch()
@@ -477,15 +481,18 @@ func (c *Conn) write(comp wire.Compressor) string {
 		c.l.traffic.compressed(comp, int64(len(frame)), int64(len(compressed)))
 		frame = compressed
 	}
-	if limit := c.l.cfg.MessageTimeout; limit > 0 {
-		// Setting a deadline costs a runtime timer update. It is moved
-		// only once less than the limit remains, and then to the limit
-		// and an eighth: at most once per eighth of the limit, while a
-		// reply the client does not take is still cut off between the
-		// limit and 9/8 of it.
-		if now := time.Now(); c.writeDeadline.Sub(now) < limit {
-			c.writeDeadline = now.Add(limit + limit/8)
-			c.nc.SetWriteDeadline(c.writeDeadline)
+	if limit := c.l.cfg.MessageTimeout; limit > 0 && !c.writeFresh.Load() {
+		// Setting a deadline costs a runtime timer update and reading
+		// the clock, which is slow on some virtual machines. It is set
+		// to the limit and an eighth, and again only once an eighth has
+		// passed, when writeFresh says so: a reply the client does not
+		// take is cut off between the limit and 9/8 of it.
+		c.nc.SetWriteDeadline(time.Now().Add(limit + limit/8))
+		c.writeFresh.Store(true)
+		if c.freshen == nil {
+			c.freshen = time.AfterFunc(limit/8, func() { c.writeFresh.Store(false) })
+		} else {
+			c.freshen.Reset(limit / 8)
 		}
 	}
 	if _, err := c.nc.Write(frame); err != nil {
