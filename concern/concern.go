@@ -155,10 +155,24 @@ var snapshotCursorCommands = map[string]bool{"getMore": true, "killCursors": tru
 func SnapshotRead(body bson.Raw) (at bson.Timestamp, ok bool) {
 	// The name first: every command passes here, and most are not reads.
 	// A map lookup of the name's bytes converts them without allocating.
-	if !snapshotReadCommands[string(bsonvalue.FirstKeyBytes(body))] || inTransaction(body) {
+	if !snapshotReadCommands[string(bsonvalue.FirstKeyBytes(body))] {
 		return at, false
 	}
-	rc, ok := body.Lookup("readConcern").DocumentOK()
+	// One pass finds both fields; the first of a name counts, as for a
+	// lookup.
+	var autocommit, readConcern bson.RawValue
+	for key, v := range command.Fields(body) {
+		switch {
+		case string(key) == "autocommit" && autocommit.Type == 0:
+			autocommit = v
+		case string(key) == "readConcern" && readConcern.Type == 0:
+			readConcern = v
+		}
+	}
+	if autocommit.Type == bson.TypeBoolean && !autocommit.Boolean() {
+		return at, false // in a transaction
+	}
+	rc, ok := readConcern.DocumentOK()
 	if !ok {
 		return at, false
 	}

@@ -21,6 +21,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/auth"
+	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/mongoerr"
 	"github.com/lethedb/lethe/session"
 )
@@ -108,19 +109,26 @@ func (c *Conn) requestSession(v bson.RawValue) (lsid string, foreign bool) {
 	if !ok || c.srv.cfg.Auth && c.auth.user == nil {
 		return "", false
 	}
-	var k session.Key
-	id, err := doc.LookupErr("id")
-	if err != nil {
-		return "", false
+	// One pass finds both fields; the first of a name counts, as for a
+	// lookup.
+	var id, uid bson.RawValue
+	for key, f := range command.Fields(doc) {
+		switch {
+		case string(key) == "id" && id.Type == 0:
+			id = f
+		case string(key) == "uid" && uid.Type == 0:
+			uid = f
+		}
 	}
+	var k session.Key
 	_, data, ok := id.BinaryOK()
 	if !ok || len(data) != len(k.ID) {
 		return "", false
 	}
 	copy(k.ID[:], data)
 	k.UID = c.uid()
-	if v, err := doc.LookupErr("uid"); err == nil {
-		if subtype, data, ok := v.BinaryOK(); ok && subtype == bson.TypeBinaryGeneric && len(data) == len(k.UID) {
+	if uid.Type != 0 {
+		if subtype, data, ok := uid.BinaryOK(); ok && subtype == bson.TypeBinaryGeneric && len(data) == len(k.UID) {
 			foreign = string(data) != string(k.UID[:])
 			copy(k.UID[:], data)
 		}
