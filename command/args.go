@@ -1,6 +1,7 @@
 package command
 
 import (
+	"bytes"
 	"iter"
 	"math"
 	"strconv"
@@ -69,8 +70,12 @@ func Fields(doc bson.Raw) iter.Seq2[[]byte, bson.RawValue] {
 				return // the wire layer validated the document
 			}
 			rest = tail
-			v := elem.Value()
-			if !yield(elem.KeyBytes(), bson.RawValue{Type: bson.Type(v.Type), Value: v.Data}) {
+			// ReadElement has found the key's end and the value's
+			// length: the element is its type, key, NUL and value.
+			// Element.KeyBytes and Element.Value would each find the
+			// key's end again, and Value the length too.
+			k := bytes.IndexByte(elem[1:], 0)
+			if !yield(elem[1:1+k], bson.RawValue{Type: bson.Type(elem[0]), Value: elem[2+k:]}) {
 				return
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/bsonvalue"
 	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/mongoerr"
 )
@@ -153,10 +154,25 @@ var snapshotCursorCommands = map[string]bool{"getMore": true, "killCursors": tru
 // for the latest. Before has checked the read concern.
 func SnapshotRead(body bson.Raw) (at bson.Timestamp, ok bool) {
 	// The name first: every command passes here, and most are not reads.
-	if !snapshotReadCommands[command.Name(body)] || inTransaction(body) {
+	// A map lookup of the name's bytes converts them without allocating.
+	if !snapshotReadCommands[string(bsonvalue.FirstKeyBytes(body))] {
 		return at, false
 	}
-	rc, ok := body.Lookup("readConcern").DocumentOK()
+	// One pass finds both fields; the first of a name counts, as for a
+	// lookup.
+	var autocommit, readConcern bson.RawValue
+	for key, v := range command.Fields(body) {
+		switch {
+		case string(key) == "autocommit" && autocommit.Type == 0:
+			autocommit = v
+		case string(key) == "readConcern" && readConcern.Type == 0:
+			readConcern = v
+		}
+	}
+	if autocommit.Type == bson.TypeBoolean && !autocommit.Boolean() {
+		return at, false // in a transaction
+	}
+	rc, ok := readConcern.DocumentOK()
 	if !ok {
 		return at, false
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -36,6 +37,11 @@ const (
 	// grows as the bytes arrive rather than all at once, so that a header
 	// declaring 48 MB and then nothing costs little.
 	growFrom = 64 << 10
+	// maxKeptSequences bounds the document sequence identifiers whose
+	// slices a connection keeps: the commands send one. maxKeptDocs bounds
+	// the length of each.
+	maxKeptSequences = 4
+	maxKeptDocs      = 1024
 )
 
 // What a connection waits for, which names the timeout that ends it.
@@ -63,7 +69,8 @@ type Conn struct {
 	in    []byte // the frame being served; reused
 	out   []byte // the reply frame; reused
 	req   Request
-	msg   wire.Msg
+	dec   wire.Message // the request, decoded; reused
+	msg   wire.Msg     // the reply; reused
 	seqs  map[string][]bson.Raw
 	db    string // the last $db seen, kept to spare a string per request
 	reqID int32  // the last requestID this side used
@@ -74,9 +81,22 @@ type Conn struct {
 
 	waiting      int       // waitFirst, waitIdle or waitMessage
 	readDeadline time.Time // the one last set, to spare setting it again
+	// writeFresh says that the write deadline leaves at least the
+	// message timeout, until the freshen timer clears it (see write).
+	writeFresh atomic.Bool
+	freshen    *time.Timer
 
-	watch     *time.Timer   // starts watchPeer once a command runs long
-	watchDone chan struct{} // watchPeer's end, one token per start
+	// The peer watch (watch.go): watch starts watchPeer once a command
+	// runs long; watchArmed says it is set or firing; watchState is the
+	// running command's; cmdSeq counts the commands, and watchSeen is the
+	// one the timer saw last; watchDone is watchPeer's end, one token per
+	// start.
+	watch      *time.Timer
+	watchArmed atomic.Bool
+	watchState atomic.Int32
+	cmdSeq     atomic.Uint64
+	watchSeen  atomic.Uint64
+	watchDone  chan struct{}
 }
 
 func newConn(l *Listener, nc net.Conn, id int64) *Conn {
@@ -102,7 +122,10 @@ func (c *Conn) serve() {
 				zap.Any("panic", p), zap.Stack("stack"))
 			reason = "internal error"
 		}
-		c.watch.Stop()
+		c.stopWatch()
+		if c.freshen != nil {
+			c.freshen.Stop()
+		}
 		l.closeConn(c, reason)
 	}()
 	c.startWatch()
@@ -157,6 +180,9 @@ func (c *Conn) readFrame() ([]byte, error) {
 		}
 	}
 	c.waiting = waitMessage
+	if frame, ok := c.bufferedFrame(); ok {
+		return frame, nil
+	}
 	var deadline time.Time
 	if cfg.MessageTimeout > 0 {
 		deadline = time.Now().Add(cfg.MessageTimeout)
@@ -171,6 +197,26 @@ func (c *Conn) readFrame() ([]byte, error) {
 	}
 	_, frame, err := wire.ReadFrame(c.rd, wire.MaxMessageSize, c.in)
 	return frame, err
+}
+
+// bufferedFrame takes the next frame out of the read buffer when it is
+// there whole, as most requests are after the read that brought their first
+// byte: it needs no message deadline, whose setting costs a runtime timer
+// update, and no further read. The frame is copied to c.in because the
+// peer watch may refill the read buffer while the command runs.
+func (c *Conn) bufferedFrame() ([]byte, bool) {
+	n := c.rd.Buffered()
+	if n < wire.HeaderLen {
+		return nil, false
+	}
+	buf, _ := c.rd.Peek(n) // buffered bytes: no read
+	size := int(int32(binary.LittleEndian.Uint32(buf)))
+	if size < wire.HeaderLen || size > n {
+		return nil, false // ReadFrame reads the rest, or refuses the header
+	}
+	c.in = append(c.in[:0], buf[:size]...)
+	c.rd.Discard(size)
+	return c.in, true
 }
 
 // readGrowing reads a frame of n bytes into c.in, growing it as the bytes
@@ -247,8 +293,8 @@ func (c *Conn) serveFrame(frame []byte) string {
 	st := c.l.traffic
 	st.BytesIn.Add(int64(len(frame)))
 	st.Requests.Add(1)
-	m, err := wire.Decode(frame)
-	if err != nil {
+	m := &c.dec
+	if err := wire.DecodeInto(m, frame); err != nil {
 		if !errors.Is(err, wire.ErrInvalidBSON) {
 			c.warn("closing connection: bad message", err)
 			return "bad message"
@@ -280,17 +326,7 @@ func (c *Conn) serveMsg(m *wire.Message) string {
 	req.Body = bson.Raw(msg.Body)
 	req.Sequences = nil
 	if len(msg.Sequences) > 0 {
-		if c.seqs == nil {
-			c.seqs = make(map[string][]bson.Raw, 1)
-		}
-		clear(c.seqs)
-		for _, seq := range msg.Sequences {
-			docs := c.seqs[seq.Identifier]
-			for _, d := range seq.Documents {
-				docs = append(docs, bson.Raw(d))
-			}
-			c.seqs[seq.Identifier] = docs
-		}
+		c.setSequences(msg.Sequences)
 		req.Sequences = c.seqs
 	}
 
@@ -319,6 +355,24 @@ func (c *Conn) serveMsg(m *wire.Message) string {
 		}
 		responseTo = c.reqID
 		req.StreamFrom = reply.StreamNext
+	}
+}
+
+// setSequences fills c.seqs with seqs. Its slices are kept from one request
+// to the next, emptied by shrinkBuffers rather than dropped, so that the
+// next insert's documents go into the last one's slice; an identifier
+// absent from seqs reads as an empty list, as a missing key does. A client
+// sending many identifiers only makes the map start again.
+func (c *Conn) setSequences(seqs []wire.Sequence) {
+	if c.seqs == nil || len(c.seqs) > maxKeptSequences {
+		c.seqs = make(map[string][]bson.Raw, len(seqs))
+	}
+	for _, seq := range seqs {
+		docs := c.seqs[seq.Identifier]
+		for _, d := range seq.Documents {
+			docs = append(docs, bson.Raw(d))
+		}
+		c.seqs[seq.Identifier] = docs
 	}
 }
 
@@ -427,8 +481,19 @@ func (c *Conn) write(comp wire.Compressor) string {
 		c.l.traffic.compressed(comp, int64(len(frame)), int64(len(compressed)))
 		frame = compressed
 	}
-	if limit := c.l.cfg.MessageTimeout; limit > 0 {
-		c.nc.SetWriteDeadline(time.Now().Add(limit))
+	if limit := c.l.cfg.MessageTimeout; limit > 0 && !c.writeFresh.Load() {
+		// Setting a deadline costs a runtime timer update and reading
+		// the clock, which is slow on some virtual machines. It is set
+		// to the limit and an eighth, and again only once an eighth has
+		// passed, when writeFresh says so: a reply the client does not
+		// take is cut off between the limit and 9/8 of it.
+		c.nc.SetWriteDeadline(time.Now().Add(limit + limit/8))
+		c.writeFresh.Store(true)
+		if c.freshen == nil {
+			c.freshen = time.AfterFunc(limit/8, func() { c.writeFresh.Store(false) })
+		} else {
+			c.freshen.Reset(limit / 8)
+		}
 	}
 	if _, err := c.nc.Write(frame); err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
@@ -447,14 +512,36 @@ func (c *Conn) nextRequestID() int32 {
 	return c.reqID
 }
 
-// shrinkBuffers drops buffers grown by an unusually large message.
+// shrinkBuffers drops buffers grown by an unusually large message, and
+// lets go of what the last request pointed into.
 func (c *Conn) shrinkBuffers() {
 	if cap(c.in) > maxKeptBuffer {
 		c.in = nil
 	}
+	// The slices of the last request's sequences, kept for the next one,
+	// must not keep its frame from the collector (it may have been
+	// decompressed into a buffer of its own).
+	if msg := c.dec.Msg; msg != nil {
+		for i := range msg.Sequences {
+			msg.Sequences[i].Documents = keptDocs(msg.Sequences[i].Documents)
+		}
+	}
+	for id, docs := range c.seqs {
+		c.seqs[id] = keptDocs(docs)
+	}
 	if cap(c.out) > maxKeptBuffer {
 		c.out = nil
 	}
+}
+
+// keptDocs is docs emptied, to be refilled by the next request, or nil when
+// a large batch grew it.
+func keptDocs[D ~[]byte](docs []D) []D {
+	if cap(docs) > maxKeptDocs {
+		return nil
+	}
+	clear(docs)
+	return docs[:0]
 }
 
 func (c *Conn) warn(msg string, err error) {

@@ -12,5 +12,6 @@
 // Locks: Listener.mu guards the listener and the set of connections; it is
 // a leaf, never held while calling a Handler. A Conn's fields are its own
 // goroutine's, except its reader, which the peer watch borrows while the
-// goroutine waits for its Handler (watch.go).
+// goroutine waits for its Handler, and the watch's atomic fields, which its
+// timer reads (watch.go).
 package conn

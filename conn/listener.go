@@ -23,7 +23,8 @@ type Config struct {
 	MaxConns int
 	// MessageTimeout bounds how long a client may take to send its first
 	// message after connecting, to send the rest of a message once its
-	// first byte has arrived, and to take in a reply; 0 means no limit.
+	// first byte has arrived, and to take in a reply (that one with up to
+	// an eighth more, see Conn.write); 0 means no limit.
 	MessageTimeout time.Duration
 	// IdleTimeout closes a connection that has sent nothing for this long
 	// and holds no cursor; 0 means never.

@@ -84,11 +84,7 @@ func AppendReply(req *command.Request, batchName string, docs []bson.Raw, id int
 	idx, dst := req.BeginReply()
 	cidx, dst := bsoncore.AppendDocumentElementStart(dst, "cursor")
 	aidx, dst := bsoncore.AppendArrayElementStart(dst, batchName)
-	var key []byte
-	for i, d := range docs {
-		key = AppendIndexKey(key[:0], i)
-		dst = bsoncore.AppendDocumentElement(dst, string(key), d)
-	}
+	dst = appendBatch(dst, docs)
 	dst, _ = bsoncore.AppendArrayEnd(dst, aidx)
 	dst = bsoncore.AppendInt64Element(dst, "id", id)
 	dst = bsoncore.AppendStringElement(dst, "ns", ns)
@@ -112,17 +108,25 @@ func AppendReplyFrom(req *command.Request, batchName string, docs []bson.Raw, id
 	idx, dst := req.BeginReply()
 	cidx, dst := bsoncore.AppendDocumentElementStart(dst, "cursor")
 	aidx, dst := bsoncore.AppendArrayElementStart(dst, batchName)
-	var key []byte
-	for i, d := range docs {
-		key = AppendIndexKey(key[:0], i)
-		dst = bsoncore.AppendDocumentElement(dst, string(key), d)
-	}
+	dst = appendBatch(dst, docs)
 	dst, _ = bsoncore.AppendArrayEnd(dst, aidx)
 	dst = bsoncore.AppendDocumentElement(dst, "postBatchResumeToken", rt.PostBatchResumeToken())
 	dst = bsoncore.AppendInt64Element(dst, "id", id)
 	dst = bsoncore.AppendStringElement(dst, "ns", ns)
 	dst, _ = bsoncore.AppendDocumentEnd(dst, cidx)
 	return req.EndReply(idx, dst)
+}
+
+// appendBatch appends docs as the elements of an array, each document's
+// bytes as they are.
+func appendBatch(dst []byte, docs []bson.Raw) []byte {
+	for i, d := range docs {
+		dst = append(dst, byte(bsoncore.TypeEmbeddedDocument))
+		dst = AppendIndexKey(dst, i)
+		dst = append(dst, 0)
+		dst = append(dst, d...)
+	}
+	return dst
 }
 
 // AppendIndexKey appends i as an array index key.

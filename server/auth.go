@@ -429,7 +429,7 @@ func (s *Server) authDelay(ctx context.Context, c *Conn) error {
 	case <-t.C:
 		return nil
 	case <-ctx.Done():
-		return context.Cause(ctx)
+		return contextCause(ctx)
 	}
 }
 

@@ -109,3 +109,32 @@ func BenchmarkInsertParallel(b *testing.B) {
 		}
 	})
 }
+
+// driverArgs are the generic arguments a driver adds to every command of
+// an implicit session under a context deadline, as the load tool's
+// clients send them: the benchmarks below pay for them as the server does.
+func driverArgs(db string) bson.D {
+	return bson.D{
+		{Key: "lsid", Value: bson.D{{Key: "id", Value: bson.Binary{Subtype: bson.TypeBinaryUUID, Data: []byte("0123456789abcdef")}}}},
+		{Key: "maxTimeMS", Value: int64(60000)},
+		{Key: "$db", Value: db},
+	}
+}
+
+// BenchmarkDriverPing measures ping as a driver sends it, with an lsid and
+// maxTimeMS.
+func BenchmarkDriverPing(b *testing.B) {
+	s, _, _ := startTestServer(b)
+	benchRoundTrip(b, s, append(bson.D{{Key: "ping", Value: 1}}, driverArgs("admin")...))
+}
+
+// BenchmarkDriverFindOne measures findOne by _id as a driver sends it.
+func BenchmarkDriverFindOne(b *testing.B) {
+	s, _, _ := startTestServer(b)
+	d, _ := bson.Marshal(bson.D{{Key: "_id", Value: int64(7)}, {Key: "n", Value: int32(0)}})
+	if _, err := s.eng.Insert(context.Background(), "bench", "c", []bson.Raw{d}, true); err != nil {
+		b.Fatal(err)
+	}
+	benchRoundTrip(b, s, append(bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: bson.D{{Key: "_id", Value: int64(7)}}},
+		{Key: "limit", Value: int64(1)}, {Key: "singleBatch", Value: true}}, driverArgs("bench")...))
+}

@@ -57,6 +57,9 @@ type Conn struct {
 
 	auth  connAuth     // who the client is, see auth.go
 	owner sessionOwner // its sessions' owner, see sessionowner.go
+	// lastLsid is the session of the last command that had one, packed,
+	// which the next one most likely shares (see requestSession).
+	lastLsid string
 }
 
 // ID is the connectionId that hello reports.

@@ -249,6 +249,13 @@ func (s *Server) update(ctx context.Context, req *Request) (bson.Raw, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(upserted) == 0 && len(errs) == 0 {
+		// The commonest reply, built in place rather than marshalled.
+		idx, dst := req.BeginReply()
+		dst = bsoncore.AppendInt32Element(dst, "n", int32(n))
+		dst = bsoncore.AppendInt32Element(dst, "nModified", int32(modified))
+		return req.EndReply(idx, dst)
+	}
 	elems := []bson.E{{Key: "n", Value: int32(n)}, {Key: "nModified", Value: int32(modified)}}
 	if len(upserted) > 0 {
 		elems = append(elems, bson.E{Key: "upserted", Value: upserted})

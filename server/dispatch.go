@@ -12,18 +12,16 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/lethedb/lethe/apiversion"
-	"github.com/lethedb/lethe/bsonvalue"
 	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/failpoint"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
-// dispatch runs the command in req.Body, whose first field names it, and
-// returns the reply document. It never fails: errors and panics of the
-// handler become error replies. req.DB must be set.
-func (s *Server) dispatch(ctx context.Context, req *Request) bson.Raw {
-	key := bsonvalue.FirstKeyBytes(req.Body)
-	cmd := s.commands[string(key)]
+// dispatch runs the command in req.Body, whose first field, key, names it
+// cmd (nil for none), and returns the reply document. It never fails:
+// errors and panics of the handler become error replies. req.DB and
+// req.generic must be set; start is when the command began.
+func (s *Server) dispatch(ctx context.Context, cmd *commandDef, key []byte, req *Request, start time.Time) bson.Raw {
 	if cmd == nil {
 		req.Name = string(key)
 		s.stats.Count("") // an unknown command counts as a command
@@ -38,7 +36,6 @@ func (s *Server) dispatch(ctx context.Context, req *Request) bson.Raw {
 	}
 
 	debug := s.log.Core().Enabled(zapcore.DebugLevel)
-	start := time.Now()
 	var reply bson.Raw
 	// The API parameters are checked before authorization, as by MongoDB.
 	err := apiversion.Check(cmd.name, req.Body)
@@ -49,7 +46,7 @@ func (s *Server) dispatch(ctx context.Context, req *Request) bson.Raw {
 		err = s.useSession(ctx, cmd, req)
 	}
 	if err == nil {
-		reply, err = s.run(ctx, cmd, req)
+		reply, err = s.run(ctx, cmd, req, start)
 	}
 	s.recordLatency(cmd.name, req, time.Since(start))
 	s.noteAuthCatalogChange(cmd, req)
@@ -72,9 +69,10 @@ func (s *Server) dispatch(ctx context.Context, req *Request) bson.Raw {
 	return reply
 }
 
-// run calls the handler under the command's maxTimeMS, turning a panic into
-// an InternalError so that one bad request does not take the server down.
-func (s *Server) run(ctx context.Context, cmd *commandDef, req *Request) (reply bson.Raw, err error) {
+// run calls the handler under the command's maxTimeMS, counted from start,
+// turning a panic into an InternalError so that one bad request does not
+// take the server down.
+func (s *Server) run(ctx context.Context, cmd *commandDef, req *Request, start time.Time) (reply bson.Raw, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			s.log.Error("command panicked", zap.String("command", req.Name), zap.Int64("conn", req.Conn.id),
@@ -82,14 +80,19 @@ func (s *Server) run(ctx context.Context, cmd *commandDef, req *Request) (reply 
 			reply, err = nil, mongoerr.New(mongoerr.InternalError, "internal error running %s: %v", req.Name, p)
 		}
 	}()
-	limit, err := maxTime(cmd.name, req.Body)
+	limit, err := maxTimeOf(cmd.name, req.generic.maxTimeMS)
 	if err != nil {
 		return nil, err
 	}
+	oc, _ := ctx.(*opContext)
 	if limit > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, limit)
-		defer cancel()
+		if oc != nil {
+			oc.setDeadline(start.Add(limit)) // until the connection's finish
+		} else {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithDeadline(ctx, start.Add(limit))
+			defer cancel()
+		}
 	}
 	if s.rs != nil {
 		err = s.beforeAsMember(ctx, cmd, req)
@@ -126,7 +129,7 @@ func (s *Server) run(ctx context.Context, cmd *commandDef, req *Request) (reply 
 	finished = true
 	if err != nil && errors.Is(err, context.Canceled) {
 		// Canceled by killOp or the client leaving: say which.
-		if e, ok := mongoerr.As(context.Cause(ctx)); ok {
+		if e, ok := mongoerr.As(contextCause(ctx)); ok {
 			err = e
 		}
 	}
@@ -139,13 +142,18 @@ func (s *Server) run(ctx context.Context, cmd *commandDef, req *Request) (reply 
 // aggregate and getMore declare maxTimeMS in their IDL as a safeInt64, so
 // their own parser sees it first (idlMaxTime).
 func maxTime(cmd string, body bson.Raw) (time.Duration, error) {
-	v, err := bsoncore.Document(body).LookupErr("maxTimeMS")
-	if err != nil {
+	return maxTimeOf(cmd, body.Lookup("maxTimeMS"))
+}
+
+// maxTimeOf is maxTime of the value of maxTimeMS, Type 0 for none.
+func maxTimeOf(cmd string, raw bson.RawValue) (time.Duration, error) {
+	if raw.Type == 0 {
 		return 0, nil
 	}
-	if err := idlMaxTime(cmd, bson.RawValue{Type: bson.Type(v.Type), Value: v.Data}); err != nil {
+	if err := idlMaxTime(cmd, raw); err != nil {
 		return 0, err
 	}
+	v := bsoncore.Value{Type: bsoncore.Type(raw.Type), Data: raw.Value}
 	var ms float64
 	switch v.Type {
 	case bsoncore.TypeInt32:

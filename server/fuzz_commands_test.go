@@ -3,9 +3,11 @@ package server
 import (
 	"context"
 	"testing"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/lethedb/lethe/bsonvalue"
 	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/mongoerr"
 	"github.com/lethedb/lethe/wire"
@@ -48,7 +50,9 @@ func FuzzCommands(f *testing.F) {
 		if k, err := req.Body.IndexErr(0); err == nil {
 			req.Name = k.Key()
 		}
-		reply := s.dispatch(context.Background(), req)
+		key := bsonvalue.FirstKeyBytes(req.Body)
+		req.generic.read(req.Body)
+		reply := s.dispatch(context.Background(), s.commands[string(key)], key, req, time.Now())
 		if reply == nil {
 			return // moreToCome-style requests get none
 		}

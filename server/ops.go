@@ -18,10 +18,12 @@ import (
 )
 
 // A running command ends early when its client goes away (the transport
-// watches for it, see conn/watch.go) or killOp names it. Each connection
-// runs one command at a time under its own context, which is canceled for
-// either reason and then replaced before the next command: requests pay no
-// allocation for being cancelable.
+// watches for it, see conn/watch.go), killOp names it or its maxTimeMS
+// passes. Each connection runs one command at a time under its own
+// context, an opContext, which is canceled for any of these reasons and
+// then replaced before the next command: requests pay no allocation for
+// being cancelable, nor for a maxTimeMS, which drivers send with every
+// command run under a deadline.
 
 // codeClientDisconnect is MongoDB's ClientDisconnect, the cause of a command
 // stopped because its client went away. No one receives it; it shows in
@@ -38,7 +40,7 @@ var opIDs atomic.Uint32
 
 // runningOp is what a connection is running, as currentOp shows it.
 type runningOp struct {
-	mu    sync.Mutex // guards the fields and the swap of Conn.cancel
+	mu    sync.Mutex // guards the fields and the swap of opState.ctx
 	id    int32      // 0 when the connection is between commands
 	name  string
 	db    string
@@ -56,45 +58,49 @@ type runningOp struct {
 // opState is a connection's part in cancellation, set up by startOps.
 type opState struct {
 	op     runningOp
-	ctx    context.Context // the running command's; replaced once canceled
-	cancel context.CancelCauseFunc
+	ctx    *opContext      // the running command's; replaced once canceled
 	parent context.Context // the server's handlers' context
 }
 
 func (c *Conn) startOps(parent context.Context) {
 	c.ops.parent = parent
-	c.ops.ctx, c.ops.cancel = context.WithCancelCause(parent)
+	c.ops.ctx = newOpContext(parent)
 }
 
 // stopOps releases the connection's context.
 func (c *Conn) stopOps() {
-	c.ops.cancel(context.Canceled)
+	c.ops.ctx.cancel(context.Canceled, context.Canceled)
+	c.ops.ctx.release()
 }
 
 // dispatch runs req as a numbered operation: listed by currentOp, stopped
 // by killOp or by its client leaving.
 func (c *Conn) dispatch(req *Request) bson.Raw {
+	key := bsonvalue.FirstKeyBytes(req.Body)
+	cmd := c.srv.commands[string(key)]
 	name := "unknown"
-	if cmd := c.srv.commands[string(bsonvalue.FirstKeyBytes(req.Body))]; cmd != nil {
+	if cmd != nil {
 		name = cmd.name
 	}
 	op := &c.ops.op
 	id := int32(opIDs.Add(1) & 0x7fffffff)
-	req.lsid, req.lsidForeign = c.requestSession(req.Body)
+	req.generic.read(req.Body)
+	req.lsid, req.lsidForeign = c.requestSession(req.generic.lsid)
 	req.failed = nil
+	start := time.Now()
 	op.mu.Lock()
-	op.id, op.name, op.db, op.start, op.killed, op.lsid, op.awaiting = id, name, req.DB, time.Now(), false, req.lsid, false
+	op.id, op.name, op.db, op.start, op.killed, op.lsid, op.awaiting = id, name, req.DB, start, false, req.lsid, false
 	op.user = c.userKey()
 	ctx := c.ops.ctx
 	op.mu.Unlock()
 
-	reply := c.srv.dispatch(ctx, req)
+	reply := c.srv.dispatch(ctx, cmd, key, req, start)
 
 	op.mu.Lock()
 	op.id = 0
-	if ctx.Err() != nil {
-		c.ops.cancel(nil)
-		c.ops.ctx, c.ops.cancel = context.WithCancelCause(c.ops.parent)
+	if ctx.finish() {
+		ctx.release()
+		c.ops.ctx = newOpContext(c.ops.parent)
 	}
 	op.mu.Unlock()
 	return reply
@@ -109,7 +115,7 @@ func (c *Conn) PeerGone(err error) {
 	if op.id != 0 {
 		c.srv.log.Info("client went away: stopping its command", zap.Int64("conn", c.id), zap.String("remote", c.remote),
 			zap.Int32("opid", op.id), zap.String("command", op.name), zap.Duration("running", time.Since(op.start)), zap.Error(err))
-		c.ops.cancel(errGone)
+		c.ops.ctx.cancel(context.Canceled, errGone)
 	}
 }
 
@@ -122,7 +128,7 @@ func (c *Conn) kill(id int32) bool {
 		return false
 	}
 	op.killed = true
-	c.ops.cancel(errKilled)
+	c.ops.ctx.cancel(context.Canceled, errKilled)
 	return true
 }
 
@@ -136,7 +142,7 @@ func (c *Conn) killSession(match func(lsid string) bool) bool {
 		return false
 	}
 	op.killed = true
-	c.ops.cancel(errKilled)
+	c.ops.ctx.cancel(context.Canceled, errKilled)
 	return true
 }
 
@@ -401,4 +407,203 @@ func nonNil(a bson.A) bson.A {
 		return bson.A{}
 	}
 	return a
+}
+
+// opContext is a connection's command context: canceled by killOp or the
+// client leaving (cancel), and when the running command's maxTimeMS
+// passes (setDeadline), with DeadlineExceeded as a context.WithDeadline
+// is. It is the connection's from one command to the next until canceled;
+// the deadline is each command's. Its timer is set only once the command
+// asks for Done or Err, which most commands never do: a deadline costs
+// them nothing.
+//
+// context.Cause cannot see its cause: contextCause does. Its children (as
+// context.WithCancel makes them) are told through AfterFunc, and get its
+// error as their cause.
+type opContext struct {
+	mu       sync.Mutex
+	done     chan struct{} // made when asked for; closed once canceled
+	err      error
+	cause    error
+	deadline time.Time // the running command's, zero for none
+	timer    *time.Timer
+	timerSet bool
+	afters   map[*func()]struct{}
+	// stopParent ends the watch of the server's handlers' context, whose
+	// end cancels this one.
+	stopParent func() bool
+}
+
+func newOpContext(parent context.Context) *opContext {
+	c := &opContext{}
+	c.stopParent = context.AfterFunc(parent, func() { c.cancel(parent.Err(), context.Cause(parent)) })
+	return c
+}
+
+// setDeadline sets the running command's deadline (its maxTimeMS).
+func (c *opContext) setDeadline(t time.Time) {
+	c.mu.Lock()
+	c.deadline = t
+	c.mu.Unlock()
+}
+
+// finish ends the running command: its deadline goes, and it reports
+// whether the context was canceled, which the connection then replaces.
+func (c *opContext) finish() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.deadline = time.Time{}
+	if c.timerSet {
+		c.timer.Stop()
+		c.timerSet = false
+	}
+	return c.err != nil
+}
+
+// release lets go of the context's timer and its watch of the server's.
+func (c *opContext) release() {
+	c.stopParent()
+	c.mu.Lock()
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+	c.mu.Unlock()
+}
+
+// cancel cancels the context with err (Canceled or DeadlineExceeded) and
+// cause, unless it already is, and tells its children.
+func (c *opContext) cancel(err, cause error) {
+	c.mu.Lock()
+	afters := c.cancelLocked(err, cause)
+	c.mu.Unlock()
+	for f := range afters {
+		(*f)()
+	}
+}
+
+// cancelLocked is cancel under c.mu; the caller calls the children's
+// functions it returns once it has let go of c.mu.
+func (c *opContext) cancelLocked(err, cause error) map[*func()]struct{} {
+	if c.err != nil {
+		return nil
+	}
+	c.err, c.cause = err, cause
+	if c.done != nil {
+		close(c.done)
+	}
+	afters := c.afters
+	c.afters = nil
+	return afters
+}
+
+// armLocked sets the timer for the deadline, if the command has one and
+// it is not yet set.
+func (c *opContext) armLocked() {
+	if c.timerSet || c.err != nil || c.deadline.IsZero() {
+		return
+	}
+	d := time.Until(c.deadline)
+	if c.timer == nil {
+		c.timer = time.AfterFunc(d, c.expire)
+	} else {
+		c.timer.Reset(d)
+	}
+	c.timerSet = true
+}
+
+// expire cancels the context when the deadline has passed. A timer that
+// finish could not stop in time may fire for an earlier command, whose
+// deadline is gone: the check and the cancellation are one step under
+// c.mu, lest the next command be canceled for it.
+func (c *opContext) expire() {
+	c.mu.Lock()
+	var afters map[*func()]struct{}
+	if !c.deadline.IsZero() && !time.Now().Before(c.deadline) {
+		afters = c.cancelLocked(context.DeadlineExceeded, context.DeadlineExceeded)
+	}
+	c.mu.Unlock()
+	for f := range afters {
+		(*f)()
+	}
+}
+
+// Deadline is the running command's deadline (context.Context).
+func (c *opContext) Deadline() (time.Time, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.deadline, !c.deadline.IsZero()
+}
+
+// Done is closed once the context is canceled (context.Context).
+func (c *opContext) Done() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.done == nil {
+		c.done = make(chan struct{})
+		if c.err != nil {
+			close(c.done)
+		}
+	}
+	c.armLocked()
+	return c.done
+}
+
+// Err is nil until the context is canceled, then Canceled or
+// DeadlineExceeded (context.Context).
+func (c *opContext) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.armLocked()
+	return c.err
+}
+
+// Value is the context itself for opContextKey, and nil for any other key:
+// the server's context carries no values (context.Context).
+func (c *opContext) Value(key any) any {
+	if key == (opContextKey{}) {
+		return c
+	}
+	return nil
+}
+
+// opContextKey finds a command's opContext under the contexts made from it.
+type opContextKey struct{}
+
+// contextCause is context.Cause, which cannot see an opContext's cause:
+// why ctx was canceled, killOp's or the client's leaving error, or its
+// error.
+func contextCause(ctx context.Context) error {
+	if c, ok := ctx.Value(opContextKey{}).(*opContext); ok {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.cause != nil {
+			return c.cause
+		}
+	}
+	return context.Cause(ctx)
+}
+
+// AfterFunc calls f once the context is canceled; stop undoes that if f
+// has not run. Package context finds it to tell a child context made
+// with context.WithCancel and the like.
+func (c *opContext) AfterFunc(f func()) (stop func() bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		go f()
+		return func() bool { return false }
+	}
+	c.armLocked()
+	if c.afters == nil {
+		c.afters = make(map[*func()]struct{})
+	}
+	key := &f
+	c.afters[key] = struct{}{}
+	return func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		_, ok := c.afters[key]
+		delete(c.afters, key)
+		return ok
+	}
 }

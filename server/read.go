@@ -80,11 +80,17 @@ func pointID(spec engine.FindSpec) (bsoncore.Value, bool) {
 		spec.ReturnKey || spec.Min != nil || spec.Max != nil {
 		return bsoncore.Value{}, false
 	}
-	elems, err := bsoncore.Document(spec.Filter).Elements()
-	if err != nil || len(elems) != 1 || elems[0].Key() != "_id" {
+	var v bsoncore.Value
+	n := 0
+	for key, raw := range command.Fields(spec.Filter) {
+		if n++; n > 1 || string(key) != "_id" {
+			return bsoncore.Value{}, false
+		}
+		v = bsoncore.Value{Type: bsoncore.Type(raw.Type), Data: raw.Value}
+	}
+	if n != 1 {
 		return bsoncore.Value{}, false
 	}
-	v := elems[0].Value()
 	switch v.Type {
 	case bsoncore.TypeEmbeddedDocument, bsoncore.TypeArray, bsoncore.TypeRegex, bsoncore.TypeNull,
 		bsoncore.TypeUndefined, bsoncore.TypeMinKey, bsoncore.TypeMaxKey:

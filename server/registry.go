@@ -25,6 +25,8 @@ type Request struct {
 	// digest.
 	lsid        string
 	lsidForeign bool
+	// generic holds the generic arguments dispatch reads.
+	generic genericArgs
 	// The command's transaction fields, read by checkTxnNumber:
 	// hasTxnNumber and txnNumber, inTxn for autocommit: false (a statement
 	// of a multi-document transaction) and startTxn for startTransaction.
@@ -54,6 +56,38 @@ type Request struct {
 	// snapshot is the snapshot a read outside a transaction reads at
 	// (readConcern level "snapshot"; snapshot.go), nil for none.
 	snapshot *snapshotRead
+}
+
+// genericArgs are the generic arguments of a command that dispatch reads
+// of every command, found in one pass over its body rather than a walk
+// each; Type 0 for one absent. The first field of a name counts, as for
+// a lookup.
+type genericArgs struct {
+	lsid, maxTimeMS, txnNumber, autocommit, startTransaction bson.RawValue
+}
+
+func (g *genericArgs) read(body bson.Raw) {
+	*g = genericArgs{}
+	for key, v := range command.Fields(body) {
+		var dst *bson.RawValue
+		switch string(key) {
+		case "lsid":
+			dst = &g.lsid
+		case "maxTimeMS":
+			dst = &g.maxTimeMS
+		case "txnNumber":
+			dst = &g.txnNumber
+		case "autocommit":
+			dst = &g.autocommit
+		case "startTransaction":
+			dst = &g.startTransaction
+		default:
+			continue
+		}
+		if dst.Type == 0 {
+			*dst = v
+		}
+	}
 }
 
 // CursorOwner is whom the cursors the request opens belong to (package

@@ -34,8 +34,8 @@ type retryLocks struct {
 // send one only to those) and a long that is not negative. Then come the
 // fields of a transaction (checkTransaction).
 func (s *Server) checkTxnNumber(cmd *commandDef, req *Request) error {
-	v, err := req.Body.LookupErr("txnNumber")
-	if err != nil {
+	v := req.generic.txnNumber
+	if v.Type == 0 {
 		return checkTransaction(cmd, req, false)
 	}
 	if req.lsid == "" {

@@ -16,6 +16,8 @@
 //     connections (connection.go), never held while calling into package
 //     conn except for the calls Start makes while it sets up;
 //   - runningOp.mu, a connection's running command (currentOp, killOp);
+//   - opContext.mu, the command's context (ops.go), which calls the
+//     functions of the contexts made from it only after letting go;
 //   - topology.mu and tickClock.mu, hello's topologyVersion and the cluster
 //     time, and authState.mu, authentication's counters and cache: leaves
 //     that no one holds while waiting.

@@ -21,6 +21,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/auth"
+	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/mongoerr"
 	"github.com/lethedb/lethe/session"
 )
@@ -32,9 +33,13 @@ const packedKeyLen = len(session.ID{}) + len(session.UID{})
 // packKey packs k as Request.lsid carries it.
 func packKey(k session.Key) string {
 	var b [packedKeyLen]byte
+	packInto(&b, k)
+	return string(b[:])
+}
+
+func packInto(b *[packedKeyLen]byte, k session.Key) {
 	copy(b[:len(k.ID)], k.ID[:])
 	copy(b[len(k.ID):], k.UID[:])
-	return string(b[:])
 }
 
 // lsidOf unpacks a session key packed by packKey; false for "" (no
@@ -97,34 +102,45 @@ func (c *Conn) userName() string {
 // digest. foreign reports a uid given that is not the connection user's,
 // which only a client allowed to impersonate may give (see useSession).
 // With access control a client that has not authenticated has no session,
-// as in MongoDB: no user digest makes sense for it.
-func (c *Conn) requestSession(body bson.Raw) (lsid string, foreign bool) {
-	v, err := body.LookupErr("lsid")
-	if err != nil {
-		return "", false
-	}
+// as in MongoDB: no user digest makes sense for it. v is the lsid's value,
+// Type 0 for none.
+func (c *Conn) requestSession(v bson.RawValue) (lsid string, foreign bool) {
 	doc, ok := v.DocumentOK()
 	if !ok || c.srv.cfg.Auth && c.auth.user == nil {
 		return "", false
 	}
-	var k session.Key
-	id, err := doc.LookupErr("id")
-	if err != nil {
-		return "", false
+	// One pass finds both fields; the first of a name counts, as for a
+	// lookup.
+	var id, uid bson.RawValue
+	for key, f := range command.Fields(doc) {
+		switch {
+		case string(key) == "id" && id.Type == 0:
+			id = f
+		case string(key) == "uid" && uid.Type == 0:
+			uid = f
+		}
 	}
+	var k session.Key
 	_, data, ok := id.BinaryOK()
 	if !ok || len(data) != len(k.ID) {
 		return "", false
 	}
 	copy(k.ID[:], data)
 	k.UID = c.uid()
-	if v, err := doc.LookupErr("uid"); err == nil {
-		if subtype, data, ok := v.BinaryOK(); ok && subtype == bson.TypeBinaryGeneric && len(data) == len(k.UID) {
+	if uid.Type != 0 {
+		if subtype, data, ok := uid.BinaryOK(); ok && subtype == bson.TypeBinaryGeneric && len(data) == len(k.UID) {
 			foreign = string(data) != string(k.UID[:])
 			copy(k.UID[:], data)
 		}
 	}
-	return packKey(k), foreign
+	// A connection's commands mostly come in the same session: the last
+	// packed key spares a string per command.
+	var b [packedKeyLen]byte
+	packInto(&b, k)
+	if string(b[:]) != c.lastLsid {
+		c.lastLsid = string(b[:])
+	}
+	return c.lastLsid, foreign
 }
 
 // mayImpersonate reports whether the client may name other users'

@@ -47,7 +47,7 @@ func TestRequestSession(t *testing.T) {
 		{"not a UUID", false, nil, bson.D{{Key: "id", Value: "x"}}, "", false},
 	} {
 		srv.cfg.Auth, c.auth.user = tc.auth, tc.user
-		got, foreign := c.requestSession(lsidBody(t, tc.lsid))
+		got, foreign := c.requestSession(lsidBody(t, tc.lsid).Lookup("lsid"))
 		if got != tc.want || foreign != tc.foreign {
 			k, _ := lsidOf(got)
 			t.Errorf("%s: session %v (foreign %v), want foreign %v", tc.name, k, foreign, tc.foreign)

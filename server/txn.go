@@ -87,12 +87,11 @@ func (s *Server) abortTransaction(ctx context.Context, req *Request) (bson.Raw, 
 // its fields as validateSessionOptions does. It notes on req what it
 // found.
 func checkTransaction(cmd *commandDef, req *Request, haveTxnNumber bool) error {
-	body := req.Body
-	autocommit, haveAutocommit, err := sessionBool(body, "autocommit")
+	autocommit, haveAutocommit, err := sessionBool(req.generic.autocommit, "autocommit")
 	if err != nil {
 		return err
 	}
-	start, haveStart, err := sessionBool(body, "startTransaction")
+	start, haveStart, err := sessionBool(req.generic.startTransaction, "startTransaction")
 	if err != nil {
 		return err
 	}
@@ -192,9 +191,8 @@ func checkStagesInTransaction(req *Request) error {
 }
 
 // sessionBool reads a boolean field of a command's session information.
-func sessionBool(body bson.Raw, field string) (val, ok bool, err error) {
-	v, lookupErr := body.LookupErr(field)
-	if lookupErr != nil {
+func sessionBool(v bson.RawValue, field string) (val, ok bool, err error) {
+	if v.Type == 0 {
 		return false, false, nil
 	}
 	b, isBool := v.BooleanOK()

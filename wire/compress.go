@@ -86,10 +86,10 @@ func Compress(frame []byte, c Compressor) ([]byte, error) {
 
 // decodeCompressed decodes the OP_COMPRESSED in frame, which has passed
 // frameHeader.
-func decodeCompressed(h Header, frame []byte) (*Message, error) {
+func decodeCompressed(m *Message, h Header, frame []byte) error {
 	b := frame[HeaderLen:]
 	if len(b) < compressedPrefixLen {
-		return nil, fmt.Errorf("OP_COMPRESSED fields cut off: %w", ErrMalformed)
+		return fmt.Errorf("OP_COMPRESSED fields cut off: %w", ErrMalformed)
 	}
 	op := OpCode(binary.LittleEndian.Uint32(b[0:]))
 	size := int32(binary.LittleEndian.Uint32(b[4:]))
@@ -97,13 +97,13 @@ func decodeCompressed(h Header, frame []byte) (*Message, error) {
 	payload := b[compressedPrefixLen:]
 	switch {
 	case op == OpCompressed:
-		return nil, fmt.Errorf("OP_COMPRESSED wraps another OP_COMPRESSED: %w", ErrMalformed)
+		return fmt.Errorf("OP_COMPRESSED wraps another OP_COMPRESSED: %w", ErrMalformed)
 	case c > CompressorZstd:
-		return nil, fmt.Errorf("OP_COMPRESSED uses unknown compressor %d: %w", uint8(c), ErrMalformed)
+		return fmt.Errorf("OP_COMPRESSED uses unknown compressor %d: %w", uint8(c), ErrMalformed)
 	case size < 0:
-		return nil, fmt.Errorf("OP_COMPRESSED declares negative size %d: %w", size, ErrMalformed)
+		return fmt.Errorf("OP_COMPRESSED declares negative size %d: %w", size, ErrMalformed)
 	case int64(size) > MaxMessageSize-HeaderLen:
-		return nil, fmt.Errorf("OP_COMPRESSED declares %d bytes uncompressed, above the limit of %d: %w",
+		return fmt.Errorf("OP_COMPRESSED declares %d bytes uncompressed, above the limit of %d: %w",
 			size, MaxMessageSize-HeaderLen, ErrMessageTooLarge)
 	}
 
@@ -112,15 +112,14 @@ func decodeCompressed(h Header, frame []byte) (*Message, error) {
 	inner := appendHeader(nil, h.RequestID, h.ResponseTo, op)
 	inner, err := c.appendDecompressed(inner, payload, int(size))
 	if err != nil {
-		return nil, fmt.Errorf("OP_COMPRESSED %s payload: %w", c, err)
+		return fmt.Errorf("OP_COMPRESSED %s payload: %w", c, err)
 	}
-	m, err := decodeOp(finishFrame(inner, 0))
-	if err != nil {
-		return nil, err
+	if err := decodeOp(m, finishFrame(inner, 0)); err != nil {
+		return err
 	}
 	m.Header.Length = h.Length
 	m.Compressor = c
-	return m, nil
+	return nil
 }
 
 // appendCompressed appends src compressed with c to dst.

@@ -16,10 +16,13 @@ import (
 // when r ends cleanly between messages; an end inside a message is
 // io.ErrUnexpectedEOF.
 func ReadFrame(r io.Reader, maxSize int32, buf []byte) (Header, []byte, error) {
-	var scratch [HeaderLen]byte
-	head := scratch[:]
+	// The header goes to buf when it can: a scratch array would escape
+	// to the heap through io.ReadFull at every call.
+	var head []byte
 	if cap(buf) >= HeaderLen {
 		head = buf[:HeaderLen]
+	} else {
+		head = make([]byte, HeaderLen)
 	}
 	if _, err := io.ReadFull(r, head); err != nil {
 		if errors.Is(err, io.EOF) {

@@ -27,29 +27,46 @@ type Message struct {
 //
 // The documents of the result alias frame; see the package documentation.
 func Decode(frame []byte) (*Message, error) {
-	h, err := frameHeader(frame)
-	if err != nil {
-		return nil, fmt.Errorf("wire: %w", err)
-	}
-	var m *Message
-	if h.OpCode == OpCompressed {
-		m, err = decodeCompressed(h, frame)
-	} else {
-		m, err = decodeOp(frame)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("wire: request %d: %w", h.RequestID, err)
+	m := new(Message)
+	if err := DecodeInto(m, frame); err != nil {
+		return nil, err
 	}
 	return m, nil
 }
 
-// decodeOp decodes an uncompressed message, which has passed frameHeader.
-func decodeOp(frame []byte) (*Message, error) {
-	m := &Message{Header: parseHeader(frame)}
+// DecodeInto is Decode into m, which it overwrites. It reuses m.Msg and
+// the slices it holds, so that a connection decoding one request after
+// another into the same Message allocates nothing once they have grown; a
+// caller must be done with what m held before.
+func DecodeInto(m *Message, frame []byte) error {
+	h, err := frameHeader(frame)
+	if err != nil {
+		return fmt.Errorf("wire: %w", err)
+	}
+	if h.OpCode == OpCompressed {
+		err = decodeCompressed(m, h, frame)
+	} else {
+		err = decodeOp(m, frame)
+	}
+	if err != nil {
+		return fmt.Errorf("wire: request %d: %w", h.RequestID, err)
+	}
+	return nil
+}
+
+// decodeOp decodes an uncompressed message, which has passed frameHeader,
+// into m.
+func decodeOp(m *Message, frame []byte) error {
+	msg := m.Msg
+	*m = Message{Header: parseHeader(frame)}
 	var err error
 	switch m.Header.OpCode {
 	case OpMsg:
-		m.Msg, err = decodeMsg(frame)
+		if msg == nil {
+			msg = new(Msg)
+		}
+		err = decodeMsg(msg, frame)
+		m.Msg = msg
 	case OpQuery:
 		m.Query, err = decodeQuery(frame[HeaderLen:])
 	case OpReply:
@@ -57,10 +74,7 @@ func decodeOp(frame []byte) (*Message, error) {
 	default:
 		err = fmt.Errorf("%w %s", ErrUnsupportedOpCode, m.Header.OpCode)
 	}
-	if err != nil {
-		return nil, err
-	}
-	return m, nil
+	return err
 }
 
 // Encode encodes m with its header's IDs, compressing it with m.Compressor

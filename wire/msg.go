@@ -87,25 +87,27 @@ func AppendMsg(dst []byte, requestID, responseTo int32, m *Msg) []byte {
 	return dst
 }
 
-// decodeMsg decodes the OP_MSG in frame, which has passed frameHeader.
-func decodeMsg(frame []byte) (*Msg, error) {
+// decodeMsg decodes the OP_MSG in frame, which has passed frameHeader,
+// into m, reusing its sequences' slices.
+func decodeMsg(m *Msg, frame []byte) error {
 	b := frame[HeaderLen:]
 	if len(b) < 4 {
-		return nil, fmt.Errorf("OP_MSG flags cut off: %w", ErrMalformed)
+		return fmt.Errorf("OP_MSG flags cut off: %w", ErrMalformed)
 	}
-	m := &Msg{Flags: MsgFlags(binary.LittleEndian.Uint32(b))}
+	seqs := m.Sequences[:0]
+	*m = Msg{Flags: MsgFlags(binary.LittleEndian.Uint32(b))}
 	if unknown := m.Flags & requiredFlags &^ knownFlags; unknown != 0 {
-		return nil, fmt.Errorf("OP_MSG sets unknown required flags %#x: %w", uint32(unknown), ErrMalformed)
+		return fmt.Errorf("OP_MSG sets unknown required flags %#x: %w", uint32(unknown), ErrMalformed)
 	}
 	sections := b[4:]
 	if m.Flags&FlagChecksumPresent != 0 {
 		if len(sections) < 4 {
-			return nil, fmt.Errorf("OP_MSG checksum cut off: %w", ErrMalformed)
+			return fmt.Errorf("OP_MSG checksum cut off: %w", ErrMalformed)
 		}
 		end := len(frame) - 4
 		sent := binary.LittleEndian.Uint32(frame[end:])
 		if sum := crc32.Checksum(frame[:end], castagnoli); sum != sent {
-			return nil, fmt.Errorf("OP_MSG carries CRC-32C %#08x but its contents hash to %#08x: %w", sent, sum, ErrChecksum)
+			return fmt.Errorf("OP_MSG carries CRC-32C %#08x but its contents hash to %#08x: %w", sent, sum, ErrChecksum)
 		}
 		sections = sections[:len(sections)-4]
 	}
@@ -117,33 +119,41 @@ func decodeMsg(frame []byte) (*Msg, error) {
 		switch kind {
 		case sectionBody:
 			if haveBody {
-				return nil, fmt.Errorf("OP_MSG section %d is a second body: %w", i, ErrMalformed)
+				return fmt.Errorf("OP_MSG section %d is a second body: %w", i, ErrMalformed)
 			}
 			body, rest, err := readDocument(sections)
 			if err != nil {
-				return nil, fmt.Errorf("OP_MSG body: %w", err)
+				return fmt.Errorf("OP_MSG body: %w", err)
 			}
 			m.Body, sections, haveBody = body, rest, true
 		case sectionSequence:
-			seq, rest, err := readSequence(sections)
-			if err != nil {
-				return nil, fmt.Errorf("OP_MSG section %d: %w", i, err)
+			// The slot's last sequence lends its documents' slice and
+			// its identifier when the same.
+			var last Sequence
+			if len(seqs) < cap(seqs) {
+				last = seqs[:len(seqs)+1][len(seqs)]
 			}
-			m.Sequences = append(m.Sequences, seq)
+			seq, rest, err := readSequence(sections, last)
+			if err != nil {
+				return fmt.Errorf("OP_MSG section %d: %w", i, err)
+			}
+			seqs = append(seqs, seq)
 			sections = rest
 		default:
-			return nil, fmt.Errorf("OP_MSG section %d has unknown kind %d: %w", i, kind, ErrMalformed)
+			return fmt.Errorf("OP_MSG section %d has unknown kind %d: %w", i, kind, ErrMalformed)
 		}
 	}
 	if !haveBody {
-		return nil, fmt.Errorf("OP_MSG has no body section: %w", ErrMalformed)
+		return fmt.Errorf("OP_MSG has no body section: %w", ErrMalformed)
 	}
-	return m, nil
+	m.Sequences = seqs // nil for a new Msg without sequences, as before
+	return nil
 }
 
 // readSequence reads the payload of a kind-1 section from the start of b and
-// returns it and the bytes after it.
-func readSequence(b []byte) (Sequence, []byte, error) {
+// returns it and the bytes after it. It appends the documents to
+// last.Documents[:0].
+func readSequence(b []byte, last Sequence) (Sequence, []byte, error) {
 	if len(b) < 4 {
 		return Sequence{}, nil, fmt.Errorf("document sequence size cut off: %w", ErrMalformed)
 	}
@@ -152,18 +162,34 @@ func readSequence(b []byte) (Sequence, []byte, error) {
 	if size < 5 || int64(size) > int64(len(b)) {
 		return Sequence{}, nil, fmt.Errorf("document sequence size %d does not fit the %d bytes left: %w", size, len(b), ErrMalformed)
 	}
-	id, docs, ok := bsoncore.ReadKey(b[4:size])
+	key, docs, ok := bsoncore.ReadKeyBytes(b[4:size])
 	if !ok {
 		return Sequence{}, nil, fmt.Errorf("document sequence identifier not terminated: %w", ErrMalformed)
 	}
-	seq := Sequence{Identifier: id}
+	seq := Sequence{Identifier: identifier(key, last.Identifier), Documents: last.Documents[:0]}
 	for len(docs) > 0 {
 		doc, rest, err := readDocument(docs)
 		if err != nil {
-			return Sequence{}, nil, fmt.Errorf("document sequence %q document %d: %w", id, len(seq.Documents), err)
+			return Sequence{}, nil, fmt.Errorf("document sequence %q document %d: %w", seq.Identifier, len(seq.Documents), err)
 		}
 		seq.Documents = append(seq.Documents, doc)
 		docs = rest
 	}
 	return seq, b[size:], nil
+}
+
+// identifier is a sequence's identifier as a string, allocated only when it
+// is none of the write commands' and not last.
+func identifier(key []byte, last string) string {
+	switch string(key) {
+	case "documents":
+		return "documents"
+	case "updates":
+		return "updates"
+	case "deletes":
+		return "deletes"
+	case last:
+		return last
+	}
+	return string(key)
 }

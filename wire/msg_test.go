@@ -126,3 +126,45 @@ func TestEncodeEmptyMessage(t *testing.T) {
 		t.Error("Encode of a message with no operation succeeded")
 	}
 }
+
+// TestDecodeIntoReuses: decoding one message after another into the same
+// Message gives what Decode gives each, and once its slices have grown,
+// allocates nothing.
+func TestDecodeIntoReuses(t *testing.T) {
+	doc := func(k string, v int32) bsoncore.Document {
+		return bsoncore.BuildDocument(nil, bsoncore.AppendInt32Element(nil, k, v))
+	}
+	frames := [][]byte{
+		AppendMsg(nil, 1, 0, &Msg{Body: doc("insert", 1), Sequences: []Sequence{{Identifier: "documents", Documents: []bsoncore.Document{doc("a", 1), doc("a", 2)}}}}),
+		AppendMsg(nil, 2, 0, &Msg{Body: doc("ping", 1)}),
+		AppendMsg(nil, 3, 0, &Msg{Body: doc("update", 1), Sequences: []Sequence{{Identifier: "updates", Documents: []bsoncore.Document{doc("q", 3)}},
+			{Identifier: "documents", Documents: []bsoncore.Document{doc("b", 4)}}}}),
+		AppendMsg(nil, 4, 0, &Msg{Body: doc("insert", 1), Sequences: []Sequence{{Identifier: "documents", Documents: []bsoncore.Document{doc("a", 5)}}}}),
+	}
+	var m Message
+	for i, f := range frames {
+		want, err := Decode(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := DecodeInto(&m, f); err != nil {
+			t.Fatal(err)
+		}
+		got := m
+		if len(got.Msg.Sequences) == 0 {
+			got.Msg = &Msg{Flags: got.Msg.Flags, Body: got.Msg.Body} // an emptied slice, where Decode has none
+		}
+		if !reflect.DeepEqual(&got, want) {
+			t.Errorf("frame %d: DecodeInto = %+v, Decode = %+v", i, got.Msg, want.Msg)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() {
+		for _, f := range frames {
+			if err := DecodeInto(&m, f); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}); n != 0 {
+		t.Errorf("DecodeInto allocates %v times for the four messages", n)
+	}
+}
