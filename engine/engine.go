@@ -218,6 +218,17 @@ func (e *Engine) nowMillis() int64 { return e.clock.Now().UnixMilli() }
 func (e *Engine) Clock() clock.Clock { return e.clock }
 
 // Close stops the reaper and closes the store.
+// StorageEngine names the store the engine runs on and reports whether its
+// data outlives the process and whether it opened read-only (a full disk),
+// for serverStatus.
+func (e *Engine) StorageEngine() (name string, persistent, readOnly bool) {
+	name, persistent = "unknown", true
+	if n, ok := kv.Unwrap(e.store).(kv.Named); ok {
+		name, persistent = n.Name(), n.Persistent()
+	}
+	return name, persistent, e.local != nil && e.local.ReadOnly()
+}
+
 func (e *Engine) Close() error {
 	if e.stopReaper != nil {
 		e.stopReaper()

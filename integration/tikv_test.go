@@ -47,6 +47,7 @@ var tikvMockTests = []struct {
 	{"TestTransactionWriteConflictGo", TestTransactionWriteConflictGo},
 	{"TestTransactionUniqueConflictGo", TestTransactionUniqueConflictGo},
 	{"TestAuthUsersSurviveRestart", TestAuthUsersSurviveRestart},
+	{"TestServerStatusStorageEngine", TestServerStatusStorageEngine},
 	{"BigDocuments", testBigDocuments},
 }
 
@@ -135,5 +136,31 @@ func testBigDocuments(t *testing.T) {
 	over := bson.D{{Key: "_id", Value: 4}, {Key: "payload", Value: payload + string(bytes.Repeat([]byte("x"), 2048))}}
 	if _, err := coll.InsertOne(ctx, over); err == nil {
 		t.Fatal("a document over 16 MiB was stored")
+	}
+}
+
+// TestServerStatusStorageEngine: serverStatus's storageEngine section, in
+// mongod's shape, names the backend --store chose and says whether its data
+// outlives the process: pebble on disk, or client-go's in-memory mock.
+func TestServerStatusStorageEngine(t *testing.T) {
+	ts := startServer(t)
+	var status struct {
+		StorageEngine struct {
+			Name           string `bson:"name"`
+			Persistent     bool   `bson:"persistent"`
+			ReadOnly       bool   `bson:"readOnly"`
+			CommittedReads bool   `bson:"supportsCommittedReads"`
+		} `bson:"storageEngine"`
+	}
+	if err := ts.Client.Database("admin").RunCommand(ctx, bson.D{{Key: "serverStatus", Value: 1}}).Decode(&status); err != nil {
+		t.Fatal(err)
+	}
+	se := status.StorageEngine
+	wantName, wantPersistent := "pebble", true
+	if ts.mock != nil {
+		wantName, wantPersistent = "tikv-mock", false
+	}
+	if se.Name != wantName || se.Persistent != wantPersistent || se.ReadOnly || !se.CommittedReads {
+		t.Fatalf("storageEngine = %+v, want %s, persistent %v, writable, committed reads", se, wantName, wantPersistent)
 	}
 }

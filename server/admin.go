@@ -203,6 +203,8 @@ func (s *Server) serverStatus(_ context.Context, req *Request) (bson.Raw, error)
 			{Key: "cursor", Value: bson.D{{Key: "open", Value: bson.D{{Key: "total", Value: int64(openCursors)}}}}},
 			{Key: "ttl", Value: s.expiry.Metrics()},
 		}},
+		// As mongod's section, with the backend --store chose.
+		{Key: "storageEngine", Value: s.storageEngineSection()},
 		{Key: "lethe", Value: bson.D{
 			{Key: "version", Value: Version},
 			// Bytes of results open cursors hold, against --max-cursor-memory-mib.
@@ -286,5 +288,18 @@ func buildEnvironment() bson.D {
 		{Key: "target_arch", Value: arch},
 		{Key: "target_os", Value: strings.ToLower(runtime.GOOS)},
 		{Key: "cppdefines", Value: ""},
+	}
+}
+
+// storageEngineSection is serverStatus's storageEngine: the kv backend
+// (pebble, tikv or tikv-mock) in mongod's shape.
+func (s *Server) storageEngineSection() bson.D {
+	name, persistent, readOnly := s.eng.StorageEngine()
+	return bson.D{
+		{Key: "name", Value: name},
+		{Key: "supportsCommittedReads", Value: true},
+		{Key: "supportsSnapshotReadConcern", Value: true},
+		{Key: "readOnly", Value: readOnly},
+		{Key: "persistent", Value: persistent},
 	}
 }

@@ -224,6 +224,15 @@ type Store interface {
 	Close() error
 }
 
+// Named is offered by stores that say what they are, for serverStatus's
+// storageEngine section.
+type Named interface {
+	// Name is the backend's name, as --store spells it.
+	Name() string
+	// Persistent reports whether the data outlives the process.
+	Persistent() bool
+}
+
 // SharedClock is offered by stores whose timestamps carry a physical time
 // that every process on the store shares (TiKV's timestamp oracle). The
 // server then decides expiry by that time rather than its own wall clock,

@@ -202,6 +202,12 @@ func (l pebbleLogger) Infof(format string, args ...any)  { l.s.Debugf(format, ar
 func (l pebbleLogger) Errorf(format string, args ...any) { l.s.Errorf(format, args...) }
 func (l pebbleLogger) Fatalf(format string, args ...any) { l.fatal(fmt.Sprintf(format, args...)) }
 
+// Name is "pebble", as --store spells it.
+func (s *Store) Name() string { return "pebble" }
+
+// Persistent reports that the data outlives the process: it is on disk.
+func (s *Store) Persistent() bool { return true }
+
 // Writable is the error every commit gets when the store opened read-only,
 // or nil.
 func (s *Store) Writable() error { return s.disk.writable() }
