@@ -33,7 +33,17 @@ func (e *Engine) Stats(ctx context.Context, db, coll string) (CollStats, bool, e
 		return s, true, err
 	}
 	nowMs := e.nowMillis()
+	read := 0
 	for ok := it.First(); ok; ok = it.Next() {
+		// The count is exact (expired documents are absent from it), so
+		// it reads every document: a large collection takes long enough
+		// that maxTimeMS, killOp and a closed connection must stop it.
+		if read++; read&1023 == 0 {
+			if err := ctx.Err(); err != nil {
+				it.Close()
+				return s, true, err
+			}
+		}
 		h, doc, err := record.SplitValue(it.Value())
 		if err != nil {
 			it.Close()

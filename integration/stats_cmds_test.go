@@ -123,3 +123,34 @@ func TestGetParameterDetails(t *testing.T) {
 		t.Errorf("enableLocalhostAuthBypass: %v", reply)
 	}
 }
+
+// TestStatsStopAtMaxTime: collStats and dbStats count a collection's live
+// documents exactly, reading every one, so maxTimeMS must stop them as it
+// does any command (MaxTimeMSExpired, 50, as mongod's commands that honour
+// maxTimeMS; docs/reference/method/cursor.maxTimeMS) rather than let a
+// request read millions of documents; without it they answer.
+func TestStatsStopAtMaxTime(t *testing.T) {
+	ts := startServer(t)
+	ctx := testCtx(t)
+	db := ts.Client.Database("test")
+	coll := db.Collection("big")
+	batch := make([]any, 0, 1000)
+	for i := range 60_000 {
+		batch = append(batch, bson.D{{Key: "_id", Value: i}})
+		if len(batch) == cap(batch) {
+			if _, err := coll.InsertMany(ctx, batch); err != nil {
+				t.Fatal(err)
+			}
+			batch = batch[:0]
+		}
+	}
+	for _, cmd := range []bson.D{
+		{{Key: "collStats", Value: "big"}, {Key: "maxTimeMS", Value: 1}},
+		{{Key: "dbStats", Value: 1}, {Key: "maxTimeMS", Value: 1}},
+	} {
+		wantCode(t, db.RunCommand(ctx, cmd).Err(), 50)
+	}
+	if n := lookup(t, run(t, db, bson.D{{Key: "dbStats", Value: 1}}), "objects").AsInt64(); n != 60_000 {
+		t.Fatalf("dbStats counts %d objects, want 60000", n)
+	}
+}
