@@ -114,6 +114,11 @@ func (e *Engine) openOplog(opts Options) error {
 		return err
 	}
 	e.oplog = oplog.New(oplog.Options{Now: e.clock.Now, MaxBytes: opts.OplogMaxBytes, MaxAge: opts.OplogMaxAge}, last, size)
+	oldest, err := oplogstore.Oldest(context.TODO(), e.store, oplog.Timestamp{})
+	if err != nil {
+		return err
+	}
+	e.oplog.SetFloor(oldest)
 	return nil
 }
 
@@ -144,7 +149,11 @@ func (e *Engine) ReadOplog(ctx context.Context, after oplog.Timestamp, fn func(t
 // OldestOplog is the timestamp of the oldest stored entry, zero if none:
 // a reader resuming before it has lost history.
 func (e *Engine) OldestOplog(ctx context.Context) (oplog.Timestamp, error) {
-	return oplogstore.Oldest(ctx, e.store)
+	var floor oplog.Timestamp
+	if e.oplog != nil {
+		floor = e.oplog.Floor()
+	}
+	return oplogstore.Oldest(ctx, e.store, floor)
 }
 
 // createEntry is the 'c' entry of the creation of a collection: MongoDB's

@@ -221,7 +221,7 @@ func TestOplogTrimBoundsSize(t *testing.T) {
 	}
 	var size int64
 	lines, _, _ := oplogSince(t, e, oplog.Timestamp{})
-	if err := (oplogstore.Store{KV: e.store}).Scan(func(_ oplog.Timestamp, n int64) bool { size += n; return true }); err != nil {
+	if err := (oplogstore.Store{KV: e.store}).Scan(oplog.Timestamp{}, func(_ oplog.Timestamp, n int64) bool { size += n; return true }); err != nil {
 		t.Fatal(err)
 	}
 	if size > bound || size != e.Oplog().Size() {

@@ -37,6 +37,11 @@ type Log struct {
 	visible Timestamp
 	changed chan struct{} // closed, and replaced, when visible moves
 	size    int64         // bytes of the committed entries
+	// floor is the oldest entry a trim kept (zero before the first trim
+	// or SetFloor): every entry before it is gone, so readers start
+	// there rather than walk over what the trims deleted, which the store
+	// keeps as tombstones until compactions drop them.
+	floor Timestamp
 
 	trim chan struct{} // capacity 1: the size passed the bound
 	// trimMu keeps trims one at a time: two would count the same
@@ -57,6 +62,24 @@ func New(opts Options, last Timestamp, size int64) *Log {
 		l.trim <- struct{}{}
 	}
 	return l
+}
+
+// Floor is the timestamp before which no entry is stored any more: the
+// oldest kept by the latest trim, or given to SetFloor.
+func (l *Log) Floor() Timestamp {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.floor
+}
+
+// SetFloor raises the floor to ts, the oldest stored entry when the log
+// opens.
+func (l *Log) SetFloor(ts Timestamp) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.floor.Less(ts) {
+		l.floor = ts
+	}
 }
 
 // Reservation is the timestamps of entries appended to one batch.

@@ -51,8 +51,11 @@ func (m *memStore) imageSize(k uint64) int64 {
 	return 0
 }
 
-func (m *memStore) Scan(fn func(Timestamp, int64) bool) error {
+func (m *memStore) Scan(from Timestamp, fn func(Timestamp, int64) bool) error {
 	for _, k := range m.keys() {
+		if k < from.Uint64() {
+			continue
+		}
 		if !fn(FromUint64(k), int64(KeyLen+len(m.entries[k]))+m.imageSize(k)) {
 			break
 		}
@@ -101,7 +104,7 @@ func TestPreImagesCountTowardSize(t *testing.T) {
 		}
 	}
 	var stored int64
-	if err := s.Scan(func(_ Timestamp, n int64) bool { stored += n; return true }); err != nil {
+	if err := s.Scan(Timestamp{}, func(_ Timestamp, n int64) bool { stored += n; return true }); err != nil {
 		t.Fatal(err)
 	}
 	if stored > bound || stored != l.Size() {
@@ -229,6 +232,10 @@ func TestTrimKeepsNewest(t *testing.T) {
 	}
 	if l.Size() != int64(KeyLen+len(s.entries[last.Uint64()])) {
 		t.Fatalf("size %d after trim", l.Size())
+	}
+	// Readers start at the oldest entry kept, not behind the deleted ones.
+	if l.Floor() != last {
+		t.Fatalf("floor %v after the trim, want the entry kept, %v", l.Floor(), last)
 	}
 }
 

@@ -10,8 +10,9 @@ import (
 // Store is the stored log as the trimmer sees it.
 type Store interface {
 	// Scan calls fn with the timestamp and stored size of each entry
-	// from the oldest, its pre-image's included, until fn returns false.
-	Scan(fn func(ts Timestamp, size int64) bool) error
+	// from the oldest at or after from, its pre-image's included, until fn
+	// returns false.
+	Scan(from Timestamp, fn func(ts Timestamp, size int64) bool) error
 	// DeleteBefore removes every entry before ts, and their pre-images.
 	DeleteBefore(ts Timestamp) error
 	// DeletePreImagesBefore removes the pre-images of the entries before
@@ -64,7 +65,7 @@ func (l *Log) Trim(s Store) (int, error) {
 		if l.max > 0 && (l.size > l.max || total > 0) {
 			excess = l.size - (l.max - l.max/trimSlack)
 		}
-		visible := l.visible
+		visible, floor := l.visible, l.floor
 		l.mu.Unlock()
 		var ageCut uint32
 		if l.maxAge > 0 {
@@ -75,7 +76,7 @@ func (l *Log) Trim(s Store) (int, error) {
 			removed, lastLen int64
 			n                int
 		)
-		err := s.Scan(func(ts Timestamp, size int64) bool {
+		err := s.Scan(floor, func(ts Timestamp, size int64) bool {
 			if !ts.Less(visible) || n == trimChunk || (removed >= excess && ts.T >= ageCut) {
 				stop = ts
 				return false
@@ -97,6 +98,9 @@ func (l *Log) Trim(s Store) (int, error) {
 		}
 		l.mu.Lock()
 		l.size -= removed
+		if l.floor.Less(stop) {
+			l.floor = stop
+		}
 		l.mu.Unlock()
 		total += n
 		if n < trimChunk {

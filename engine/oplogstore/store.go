@@ -12,6 +12,16 @@ import (
 	"github.com/lethedb/lethe/oplog"
 )
 
+// lowerBound is where a read of the entries from floor starts: the entries
+// before it are trimmed, and their tombstones are left behind.
+func lowerBound(floor oplog.Timestamp) []byte {
+	if floor.IsZero() {
+		lo, _ := oplog.Range()
+		return lo
+	}
+	return oplog.AppendKey(nil, floor)
+}
+
 // Stored reads the newest stored entry and the size of the stored oplog,
 // its pre-images included, so that timestamps keep increasing across
 // restarts.
@@ -56,9 +66,9 @@ func RangeSize(ctx context.Context, s kv.Reader, lo, hi []byte) (int64, error) {
 // Store is the stored oplog as the trimmer sees it (oplog.Store).
 type Store struct{ KV kv.Store }
 
-func (s Store) Scan(fn func(ts oplog.Timestamp, size int64) bool) error {
-	lo, hi := oplog.Range()
-	it, err := s.KV.Iter(context.TODO(), lo, hi, false)
+func (s Store) Scan(from oplog.Timestamp, fn func(ts oplog.Timestamp, size int64) bool) error {
+	_, hi := oplog.Range()
+	it, err := s.KV.Iter(context.TODO(), lowerBound(from), hi, false)
 	if err != nil {
 		return err
 	}
@@ -128,7 +138,11 @@ func Read(ctx context.Context, s kv.Reader, log *oplog.Log, after oplog.Timestam
 		return after, nil
 	}
 	_, hi := oplog.Range()
-	it, err := s.Iter(ctx, oplog.AppendKey(nil, after.Next()), hi, false)
+	start := after.Next()
+	if floor := log.Floor(); start.Less(floor) {
+		start = floor
+	}
+	it, err := s.Iter(ctx, oplog.AppendKey(nil, start), hi, false)
 	if err != nil {
 		return after, err
 	}
@@ -164,8 +178,7 @@ func ReadReverse(ctx context.Context, s kv.Reader, log *oplog.Log, before oplog.
 	if before.IsZero() || visible.Less(before) {
 		before = visible.Next()
 	}
-	lo, _ := oplog.Range()
-	it, err := s.Iter(ctx, lo, oplog.AppendKey(nil, before), true)
+	it, err := s.Iter(ctx, lowerBound(log.Floor()), oplog.AppendKey(nil, before), true)
 	if err != nil {
 		return err
 	}
@@ -188,9 +201,9 @@ func ReadReverse(ctx context.Context, s kv.Reader, log *oplog.Log, before oplog.
 
 // Oldest is the timestamp of the oldest stored entry, zero if none: a
 // reader resuming before it has lost history.
-func Oldest(ctx context.Context, s kv.Reader) (oplog.Timestamp, error) {
-	lo, hi := oplog.Range()
-	it, err := s.Iter(ctx, lo, hi, false)
+func Oldest(ctx context.Context, s kv.Reader, floor oplog.Timestamp) (oplog.Timestamp, error) {
+	_, hi := oplog.Range()
+	it, err := s.Iter(ctx, lowerBound(floor), hi, false)
 	if err != nil {
 		return oplog.Timestamp{}, err
 	}
