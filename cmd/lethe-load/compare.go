@@ -68,7 +68,7 @@ func runCompare(ctx context.Context, cfg config, progress io.Writer) (*compariso
 	roundCfg.duration = cfg.duration / time.Duration(cfg.rounds)
 	var envs [2]*env
 	for i, bin := range cmp.bins {
-		c, err := startChild(ctx, bin)
+		c, err := startChild(ctx, bin, cfg.serverArgs)
 		if err != nil {
 			return cmp, []failure{{"setup", fmt.Errorf("start %s: %w", "AB"[i:i+1], err)}}
 		}

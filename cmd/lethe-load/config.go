@@ -36,6 +36,10 @@ type config struct {
 	// serverBin, when set, is a lethe binary started as a child process
 	// to measure instead of the in-process server.
 	serverBin string
+	// serverArgs are flags appended to the command line of every lethe
+	// child process (--server-bin, --compare's): --server-args split at
+	// spaces.
+	serverArgs []string
 	// compare holds two lethe binaries to measure against each other, in
 	// rounds alternating between them; nil when not comparing.
 	compare []string
@@ -45,7 +49,7 @@ type config struct {
 // parseFlags reads the command line. Errors and -help go to errOut.
 func parseFlags(args []string, errOut io.Writer) (config, error) {
 	var cfg config
-	var names, compare string
+	var names, compare, serverArgs string
 	fs := flag.NewFlagSet("lethe-load", flag.ContinueOnError)
 	fs.SetOutput(errOut)
 	fs.StringVar(&cfg.uri, "uri", "", "`URI` of a running server; empty starts one in this process")
@@ -64,6 +68,7 @@ func parseFlags(args []string, errOut io.Writer) (config, error) {
 	fs.StringVar(&cfg.ycsbDist, "ycsb-dist", "zipfian", "which records the YCSB mixes touch: zipfian (YCSB's scrambled Zipfian, constant 0.99) or uniform")
 	fs.IntVar(&cfg.serverPID, "server-pid", 0, "process id of the --uri server, to report its CPU time per operation (read from /proc)")
 	fs.StringVar(&cfg.serverBin, "server-bin", "", "lethe `binary` to start as a child process and measure instead of the in-process server, so that its CPU time is its own")
+	fs.StringVar(&serverArgs, "server-args", "", "space-separated `flags` appended to the command line of the lethe child processes of --server-bin and --compare, such as \"--oplog --cache-size-mb=256\"")
 	fs.StringVar(&compare, "compare", "", "two lethe binaries `binA,binB` to start and measure in alternating rounds: each workload's ratio to ping on each, and B's over A's")
 	fs.IntVar(&cfg.rounds, "rounds", 3, "rounds of --compare, each measuring every workload and ping on both servers for --duration/rounds")
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run (load and in-process server) to `file`")
@@ -77,6 +82,7 @@ func parseFlags(args []string, errOut io.Writer) (config, error) {
 	if fs.NArg() > 0 {
 		return cfg, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
+	cfg.serverArgs = strings.Fields(serverArgs)
 
 	var err error
 	if cfg.workloads, err = selectWorkloads(names); err != nil {
@@ -113,6 +119,8 @@ func parseFlags(args []string, errOut io.Writer) (config, error) {
 		return cfg, errors.New("--server-bin starts a server: it does not go with --uri")
 	case cfg.rounds < 1:
 		return cfg, errors.New("--rounds must be at least 1")
+	case len(cfg.serverArgs) > 0 && cfg.serverBin == "" && compare == "":
+		return cfg, errors.New("--server-args are flags of a lethe child process: give --server-bin or --compare")
 	}
 	if compare != "" {
 		return cfg, parseCompare(&cfg, compare, errOut)

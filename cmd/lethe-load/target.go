@@ -46,11 +46,11 @@ func openTarget(ctx context.Context, cfg config, manualClock bool) (*target, err
 		}
 		return t, t.connect(ctx, cfg, cfg.uri)
 	case cfg.serverBin != "" && !manualClock:
-		c, err := startChild(ctx, cfg.serverBin)
+		c, err := startChild(ctx, cfg.serverBin, cfg.serverArgs)
 		if err != nil {
 			return nil, fmt.Errorf("start --server-bin: %w", err)
 		}
-		t.closeServer, t.cpu, addr = c.stop, pidCPU(c.pid()), c.addr
+		t.closeServer, t.cpu, addr = c.stop, c.cpuClock(), c.addr
 	default:
 		a, stop, err := startServer(serverKind{manualClock: manualClock})
 		if err != nil {
