@@ -71,6 +71,11 @@ type growthPoint struct {
 	load        time.Duration
 	loadDocs    int
 	slowestLoad float64
+	// settle is how long the server took to finish the load's
+	// compactions before the requests were measured; settled is false
+	// when it was still busy after growthSettleMax.
+	settle  time.Duration
+	settled bool
 	// samples are each request's, all rounds merged; vsPing and
 	// p50VsPing its ops/s and its p50 over those of the ping measured
 	// right before it, one per round.
@@ -192,7 +197,10 @@ func runGrowth(ctx context.Context, e *env) ([]result, error) {
 			e.logf("growth: loaded %d documents (%.0f docs/s over the last %d; server RSS %s)", loaded, rate, to-from, mibText(mem.rss))
 		}
 		p.load, p.loaded = time.Since(began), cp
-		e.logf("growth: measuring at %s documents", p.label)
+		if p.settle, p.settled, err = settle(ctx, e); err != nil {
+			return results, fmt.Errorf("at %s: %w", p.label, err)
+		}
+		e.logf("growth: measuring at %s documents (the server settled for %v, quiet: %v)", p.label, p.settle.Round(time.Second), p.settled)
 		if err := p.measureRequests(ctx, e, coll, pads, &inserted); err != nil {
 			return results, fmt.Errorf("at %s: %w", p.label, err)
 		}
@@ -242,6 +250,42 @@ func runGrowth(ctx context.Context, e *env) ([]result, error) {
 	}
 	run.restarted = &after
 	return results, nil
+}
+
+// A server settles once it uses less than growthQuietCPU of CPU time in
+// a growthQuietWindow, waiting at most growthSettleMax: right after a
+// bulk load its compactions take most of its CPU for minutes, and the
+// requests measured then would be measured against them, not against
+// the size of the data.
+const (
+	growthQuietWindow = 5 * time.Second
+	growthQuietCPU    = 500 * time.Millisecond // a tenth of a core
+	growthSettleMax   = 15 * time.Minute
+)
+
+// settle waits until the server is quiet (see growthQuietCPU) and says
+// how long it waited and whether it got quiet.
+func settle(ctx context.Context, e *env) (time.Duration, bool, error) {
+	began := time.Now()
+	for time.Since(began) < growthSettleMax {
+		before, err := e.cpuNow()
+		if err != nil {
+			return 0, false, err
+		}
+		select {
+		case <-ctx.Done():
+			return time.Since(began), false, ctx.Err()
+		case <-time.After(growthQuietWindow):
+		}
+		after, err := e.cpuNow()
+		if err != nil {
+			return 0, false, err
+		}
+		if after-before < growthQuietCPU {
+			return time.Since(began), true, nil
+		}
+	}
+	return time.Since(began), false, nil
 }
 
 // growthPadBytes is the size of the random text documents take their

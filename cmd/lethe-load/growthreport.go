@@ -109,7 +109,7 @@ func (g *growthRun) writeText(w io.Writer, clients, rounds int, duration time.Du
 	}
 	fmt.Fprintln(w, "\nserver at each checkpoint (MiB; du is the space the data directory's files take, dbStats's sizes are the logical ones)")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "checkpoint\tdocs\tload docs/s\tslowest\tRSS\tpeak RSS\tdu\tsst\tWAL\tWAL du\tWAL files\tballast\tother\tdataSize\tstorageSize\tindexSize\tdu/(data+index)\tdbStats took")
+	fmt.Fprintln(tw, "checkpoint\tdocs\tload docs/s\tslowest\tsettled in\tRSS\tpeak RSS\tdu\tsst\tWAL\tWAL du\tWAL files\tballast\tother\tdataSize\tstorageSize\tindexSize\tdu/(data+index)\tdbStats took")
 	for _, p := range points {
 		load, slowest := "-", "-"
 		if p.loadDocs > 0 && p.load > 0 {
@@ -120,7 +120,14 @@ func (g *growthRun) writeText(w io.Writer, clients, rounds int, duration time.Du
 		if logical > 0 {
 			amp = fmt.Sprintf("%.2f", float64(p.disk.allocated)/float64(logical))
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%v\n", p.label, p.docs, load, slowest,
+		settled := "-"
+		if p.samples != nil {
+			settled = p.settle.Round(time.Second).String()
+			if !p.settled {
+				settled = "busy after " + settled
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%v\n", p.label, p.docs, load, slowest, settled,
 			mib(p.mem.rss), mib(p.mem.hwm), mib(p.disk.allocated), mib(p.disk.sst), mib(p.disk.wal), mib(p.disk.walAllocated), p.disk.walFiles,
 			mib(p.disk.ballast), mib(p.disk.other),
 			mib(p.stats.dataSize), mib(p.stats.storageSize), mib(p.stats.indexSize), amp, p.stats.took.Round(time.Millisecond))
@@ -179,6 +186,8 @@ type (
 		LoadSecs      float64               `json:"load_s,omitempty"`
 		LoadDocs      int                   `json:"load_docs,omitempty"`
 		SlowestLoad   float64               `json:"slowest_load_docs_per_s,omitempty"`
+		SettleSecs    float64               `json:"settle_s"`
+		Settled       bool                  `json:"settled"`
 		Requests      map[string]jsonSample `json:"requests,omitempty"`
 		RSS           int64                 `json:"rss_bytes"`
 		PeakRSS       int64                 `json:"peak_rss_bytes"`
@@ -209,7 +218,7 @@ type (
 func (g *growthRun) toJSON() *jsonGrowth {
 	point := func(p growthPoint) jsonGrowthPoint {
 		jp := jsonGrowthPoint{Label: p.label, Loaded: p.loaded, Docs: p.docs, LoadSecs: p.load.Seconds(), LoadDocs: p.loadDocs,
-			SlowestLoad: p.slowestLoad, RSS: p.mem.rss, PeakRSS: p.mem.hwm, DiskAllocated: p.disk.allocated,
+			SlowestLoad: p.slowestLoad, SettleSecs: p.settle.Seconds(), Settled: p.settled, RSS: p.mem.rss, PeakRSS: p.mem.hwm, DiskAllocated: p.disk.allocated,
 			SST: p.disk.sst, WAL: p.disk.wal, WALAllocated: p.disk.walAllocated, WALFiles: p.disk.walFiles, Ballast: p.disk.ballast, Other: p.disk.other,
 			DataSize: p.stats.dataSize, StorageSize: p.stats.storageSize, IndexSize: p.stats.indexSize,
 			OplogEntries: p.oplog.entries, OplogBytes: p.oplog.bytes, OplogOldest: p.oplog.oldest.T}
