@@ -30,6 +30,9 @@ type childServer struct {
 	bin  string
 	addr string
 	dir  string
+	// args are the flags it was started with after its own (listen
+	// address, data directory, log level): --server-args.
+	args []string
 	cmd  *exec.Cmd
 	// exited is closed when the process has ended; err is then its wait
 	// error.
@@ -49,8 +52,8 @@ func childFlags(fs *flag.FlagSet, cfg *config) {
 }
 
 // startChild starts bin on a free loopback port over a fresh data
-// directory, with the flags every compared server gets and then args, and
-// waits until it answers ping.
+// directory, with the flags every compared server gets and then args
+// (--server-args), and waits until it answers ping.
 func startChild(ctx context.Context, bin string, args []string) (*childServer, error) {
 	dir, err := os.MkdirTemp("", "lethe-load-child-")
 	if err != nil {
@@ -60,23 +63,45 @@ func startChild(ctx context.Context, bin string, args []string) (*childServer, e
 	if err != nil {
 		return nil, errors.Join(err, os.RemoveAll(dir))
 	}
-	c := &childServer{bin: bin, addr: addr, dir: dir, exited: make(chan struct{}), stderr: &lockedBuffer{}}
+	c := &childServer{bin: bin, addr: addr, dir: dir, args: args}
+	if err := c.launch(ctx); err != nil {
+		return nil, errors.Join(err, os.RemoveAll(dir))
+	}
+	return c, nil
+}
+
+// launch starts the process over c's directory and address and waits
+// until it answers ping; a process that does not is stopped.
+func (c *childServer) launch(ctx context.Context) error {
+	c.exited, c.err, c.stderr = make(chan struct{}), nil, &lockedBuffer{}
 	// Only the flags the run needs: every other setting is the binary's
 	// default, so two builds compared run as they would be deployed.
-	c.cmd = exec.Command(bin, append([]string{"--listen", addr, "--data-dir", dir, "--log-level", "warn"}, args...)...)
+	args := append([]string{"--listen", c.addr, "--data-dir", c.dir, "--log-level", "warn"}, c.args...)
+	c.cmd = exec.Command(c.bin, args...)
 	c.cmd.Stdout = c.stderr
 	c.cmd.Stderr = c.stderr
 	if err := c.cmd.Start(); err != nil {
-		return nil, errors.Join(fmt.Errorf("start %s: %w", bin, err), os.RemoveAll(dir))
+		return fmt.Errorf("start %s: %w", c.bin, err)
 	}
 	go func() {
 		c.err = c.cmd.Wait()
 		close(c.exited)
 	}()
 	if err := c.waitReady(ctx); err != nil {
-		return nil, errors.Join(err, c.stop())
+		return errors.Join(err, c.terminate())
 	}
-	return c, nil
+	return nil
+}
+
+// restart stops the process as stop does but keeps its data directory,
+// and starts it again over it on the same address: what a store looks
+// like after a reopen (its WAL replayed and flushed). Clients reconnect
+// by themselves.
+func (c *childServer) restart(ctx context.Context) error {
+	if err := c.terminate(); err != nil {
+		return err
+	}
+	return c.launch(ctx)
 }
 
 // freeAddr returns a loopback address with a port free a moment ago. The
@@ -92,6 +117,12 @@ func freeAddr() (string, error) {
 }
 
 func (c *childServer) pid() int { return c.cmd.Process.Pid }
+
+// cpuClock reads the CPU time of the child's current process, which a
+// restart changes.
+func (c *childServer) cpuClock() cpuClock {
+	return cpuClock{what: "the --server-bin child", read: func() (time.Duration, error) { return pidCPU(c.pid()).read() }}
+}
 
 // waitReady pings the child until it answers, it exits, or the start
 // timeout passes.
@@ -122,10 +153,15 @@ func (c *childServer) waitReady(ctx context.Context) error {
 	}
 }
 
-// stop asks the child to shut down (SIGTERM, as a service manager
-// would), kills it if it has not within 30 s, and removes its data
-// directory. A child that exits with an error is reported.
+// stop ends the child as terminate does and removes its data directory.
 func (c *childServer) stop() error {
+	return errors.Join(c.terminate(), os.RemoveAll(c.dir))
+}
+
+// terminate asks the child to shut down (SIGTERM, as a service manager
+// would) and kills it if it has not within 30 s. A child that exits with
+// an error is reported.
+func (c *childServer) terminate() error {
 	var errs []error
 	select {
 	case <-c.exited:
@@ -144,7 +180,6 @@ func (c *childServer) stop() error {
 	if c.err != nil {
 		errs = append(errs, fmt.Errorf("%s: %w: %s", c.bin, c.err, c.stderr.String()))
 	}
-	errs = append(errs, os.RemoveAll(c.dir))
 	return errors.Join(errs...)
 }
 

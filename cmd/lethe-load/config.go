@@ -42,6 +42,8 @@ type config struct {
 	// rounds alternating between them; nil when not comparing.
 	compare []string
 	rounds  int
+	// growthDocs is how many documents the growth workload loads.
+	growthDocs int
 }
 
 // parseFlags reads the command line. Errors and -help go to errOut.
@@ -67,6 +69,7 @@ func parseFlags(args []string, errOut io.Writer) (config, error) {
 	fs.IntVar(&cfg.serverPID, "server-pid", 0, "process id of the --uri server, to report its CPU time per operation (read from /proc)")
 	fs.StringVar(&cfg.serverBin, "server-bin", "", "lethe `binary` to start as a child process and measure instead of the in-process server, so that its CPU time is its own")
 	childFlags(fs, &cfg)
+	fs.IntVar(&cfg.growthDocs, "growth-docs", 10000000, "documents the growth workload loads, measuring at 100,000, at every tenfold and at the end")
 	fs.StringVar(&compare, "compare", "", "two lethe binaries `binA,binB` to start and measure in alternating rounds: each workload's ratio to ping on each, and B's over A's")
 	fs.IntVar(&cfg.rounds, "rounds", 3, "rounds of --compare, each measuring every workload and ping on both servers for --duration/rounds")
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run (load and in-process server) to `file`")
@@ -116,6 +119,8 @@ func parseFlags(args []string, errOut io.Writer) (config, error) {
 		return cfg, errors.New("--server-bin starts a server: it does not go with --uri")
 	case cfg.rounds < 1:
 		return cfg, errors.New("--rounds must be at least 1")
+	case cfg.growthDocs < 1:
+		return cfg, errors.New("--growth-docs must be at least 1")
 	case len(cfg.serverArgs) > 0 && cfg.serverBin == "" && compare == "":
 		return cfg, errors.New("--server-args are flags of the server --server-bin or --compare starts: give one of them")
 	}
@@ -137,7 +142,7 @@ func selectWorkloads(list string) ([]workload, error) {
 		case "":
 		case "basic", "all":
 			for _, w := range all {
-				if w.basic || name == "all" {
+				if w.basic || name == "all" && !w.named {
 					want[w.name] = true
 				}
 			}
@@ -175,7 +180,7 @@ func parseCompare(cfg *config, list string, errOut io.Writer) error {
 		return errors.New("--compare does not run the TTL workload: leave out --ttl-docs")
 	}
 	cfg.workloads = slices.DeleteFunc(cfg.workloads, func(w workload) bool {
-		if w.ownServers || w.name == "pebble-sync" {
+		if w.ownServers || w.name == "pebble-sync" || w.name == "growth" {
 			fmt.Fprintf(errOut, "lethe-load: --compare leaves out %s: it measures servers or a store of its own, not the two compared\n", w.name)
 			return true
 		}

@@ -17,6 +17,7 @@ func TestSelectWorkloads(t *testing.T) {
 		{list: "basic", want: "ping,pebble-sync,insert,findone,update,find100"},
 		{list: "all", want: "ping,pebble-sync,insert,oplog-cost,oplog-full,retry-cost,txn,findone,update,find100,index,agg-group,agg-lookup,changestream,auth-connect,auth-failures,auth-overhead,tls,ycsb-a,ycsb-b,ycsb-c,ycsb-e,ycsb-f"},
 		{list: "index, ping", want: "ping,index"},
+		{list: "all,growth", want: "ping,pebble-sync,insert,oplog-cost,oplog-full,retry-cost,txn,findone,update,find100,index,agg-group,agg-lookup,changestream,auth-connect,auth-failures,auth-overhead,tls,growth,ycsb-a,ycsb-b,ycsb-c,ycsb-e,ycsb-f"},
 		{list: "findone,findone", want: "findone"},
 		{list: "", want: ""},
 		{list: "ping,bogus", wantErr: true},
@@ -52,7 +53,7 @@ func TestParseFlags(t *testing.T) {
 	for _, args := range [][]string{{"--clients=0"}, {"--duration=0s"}, {"--docs=0"}, {"--ttl-docs=-1"}, {"--failed-logins=0"}, {"extra"}, {"--workloads=nope"},
 		{"--ycsb-records=0"}, {"--ycsb-dist=latest"}, {"--server-pid=12"}, {"--uri=mongodb://x", "--server-bin=lethe"},
 		{"--compare=a"}, {"--compare=a,b,c"}, {"--compare=a,b", "--uri=mongodb://x"}, {"--compare=a,b", "--ttl-docs=10"}, {"--rounds=0"},
-		{"--server-args=--store tikv-mock"}} {
+		{"--growth-docs=0"}, {"--server-args=--store tikv-mock"}} {
 		if _, err := parseFlags(args, io.Discard); err == nil {
 			t.Errorf("parseFlags(%q) succeeded, want an error", args)
 		}

@@ -82,7 +82,12 @@ func parseProcStat(line string) (time.Duration, error) {
 // measure is measureFor over --duration with the server's CPU time over
 // the window added to the sample.
 func (e *env) measure(ctx context.Context, newOp func(client int) op) (sample, error) {
-	total, _, err := e.measureKinds(ctx, e.cfg.duration, 1, func(client int) kindOp {
+	return e.measureFor(ctx, e.cfg.duration, newOp)
+}
+
+// measureFor is measure over d.
+func (e *env) measureFor(ctx context.Context, d time.Duration, newOp func(client int) op) (sample, error) {
+	total, _, err := e.measureKinds(ctx, d, 1, func(client int) kindOp {
 		do := newOp(client)
 		return func(ctx context.Context) (int, error) { return 0, do(ctx) }
 	})

@@ -25,14 +25,19 @@ const loadBatch = 1000
 // only on the field names and value types, so one padding serves every
 // document of the same shape.
 func padding(fields bson.D) (string, error) {
+	return paddingTo(fields, docSize)
+}
+
+// paddingTo is padding for documents of size bytes.
+func paddingTo(fields bson.D, size int) (string, error) {
 	doc := append(fields[:len(fields):len(fields)], bson.E{Key: "pad", Value: ""})
 	raw, err := bson.Marshal(doc)
 	if err != nil {
 		return "", fmt.Errorf("encode document: %w", err)
 	}
-	n := docSize - len(raw)
+	n := size - len(raw)
 	if n < 0 {
-		return "", fmt.Errorf("document of %d bytes exceeds %d before padding", len(raw), docSize)
+		return "", fmt.Errorf("document of %d bytes exceeds %d before padding", len(raw), size)
 	}
 	return strings.Repeat("x", n), nil
 }

@@ -72,8 +72,8 @@ func run(ctx context.Context, cfg config, out, progress io.Writer) error {
 	if cfg.compare != nil {
 		rep.compare, rep.failures = runCompare(ctx, cfg, progress)
 	} else if len(cfg.workloads) > 0 {
-		results, errs := runWorkloads(ctx, cfg, progress)
-		rep.results = results
+		results, growth, errs := runWorkloads(ctx, cfg, progress)
+		rep.results, rep.growth = results, growth
 		rep.failures = append(rep.failures, errs...)
 	}
 	if cfg.ttlDocs > 0 && ctx.Err() == nil {
@@ -98,13 +98,14 @@ func run(ctx context.Context, cfg config, out, progress io.Writer) error {
 	return nil
 }
 
-// runWorkloads runs cfg.workloads in turn against one server.
-func runWorkloads(ctx context.Context, cfg config, progress io.Writer) ([]result, []failure) {
+// runWorkloads runs cfg.workloads in turn against one server. It returns
+// the growth workload's outcome apart, when that ran (even partly).
+func runWorkloads(ctx context.Context, cfg config, progress io.Writer) ([]result, *growthRun, []failure) {
 	t, err := openTarget(ctx, cfg, false)
 	if err != nil {
-		return nil, []failure{{"setup", err}}
+		return nil, nil, []failure{{"setup", err}}
 	}
-	e := &env{cfg: cfg, db: t.client.Database(dbName), progress: progress, cpu: t.cpu}
+	e := &env{cfg: cfg, db: t.client.Database(dbName), progress: progress, cpu: t.cpu, child: t.child}
 	var results []result
 	var failures []failure
 	for _, w := range cfg.workloads {
@@ -118,14 +119,16 @@ func runWorkloads(ctx context.Context, cfg config, progress io.Writer) ([]result
 		}
 		fmt.Fprintf(progress, "running %s\n", w.name)
 		res, err := w.run(ctx, e)
+		// A workload that fails part way may have measured something
+		// (growth, some of its checkpoints): it is reported beside the
+		// error.
+		results = append(results, res...)
 		if err != nil {
 			failures = append(failures, failure{w.name, err})
-			continue
 		}
-		results = append(results, res...)
 	}
 	if err := t.close(); err != nil {
 		failures = append(failures, failure{"teardown", err})
 	}
-	return results, failures
+	return results, e.growth, failures
 }

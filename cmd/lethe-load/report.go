@@ -15,6 +15,8 @@ type report struct {
 	cfg     config
 	results []result
 	ttl     *ttlResult
+	// growth is the growth workload's outcome, when it ran.
+	growth *growthRun
 	// compare is --compare's comparison, which replaces results.
 	compare  *comparison
 	failures []failure
@@ -144,6 +146,11 @@ func (r *report) writeText(w io.Writer) error {
 			return err
 		}
 	}
+	if r.growth != nil {
+		if err := r.growth.writeText(w, r.cfg.clients, r.cfg.rounds, r.cfg.duration); err != nil {
+			return err
+		}
+	}
 	if t := r.ttl; t != nil {
 		fmt.Fprintf(w, "\nTTL: %d documents, ttl spread over 1..%d s\n", t.docs, maxTTL)
 		fmt.Fprintf(w, "  load                       %.0f docs/s (%v)\n", float64(t.docs)/t.load.Seconds(), t.load.Round(time.Millisecond))
@@ -195,6 +202,7 @@ type (
 		Docs        int             `json:"docs"`
 		Workloads   []jsonWorkload  `json:"workloads"`
 		TTL         *jsonTTL        `json:"ttl,omitempty"`
+		Growth      *jsonGrowth     `json:"growth,omitempty"`
 		Compare     *jsonComparison `json:"compare,omitempty"`
 		Errors      []jsonError     `json:"errors,omitempty"`
 	}
@@ -258,6 +266,9 @@ func (r *report) writeJSON(w io.Writer) error {
 	}
 	if r.compare != nil {
 		out.Compare = r.compare.toJSON(r.cfg.rounds)
+	}
+	if r.growth != nil {
+		out.Growth = r.growth.toJSON()
 	}
 	if t := r.ttl; t != nil {
 		out.TTL = &jsonTTL{

@@ -30,6 +30,8 @@ type target struct {
 	// cpu reads the server's CPU time; its read is nil when that is
 	// unknown (a --uri server without --server-pid).
 	cpu cpuClock
+	// child is the --server-bin process, nil for other servers.
+	child *childServer
 }
 
 // openTarget connects to cfg.uri, or starts a server when it is empty: a
@@ -50,7 +52,7 @@ func openTarget(ctx context.Context, cfg config, manualClock bool) (*target, err
 		if err != nil {
 			return nil, fmt.Errorf("start --server-bin: %w", err)
 		}
-		t.closeServer, t.cpu, addr = c.stop, pidCPU(c.pid()), c.addr
+		t.closeServer, t.cpu, t.child, addr = c.stop, c.cpuClock(), c, c.addr
 	default:
 		a, stop, err := startServer(serverKind{manualClock: manualClock})
 		if err != nil {

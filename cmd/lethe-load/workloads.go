@@ -40,7 +40,10 @@ type workload struct {
 	// ownServers: the workload starts the servers it compares, and so
 	// cannot measure a --uri server.
 	ownServers bool
-	run        func(ctx context.Context, e *env) ([]result, error)
+	// named: run only when named, not with "all" (it takes long and
+	// needs flags of its own).
+	named bool
+	run   func(ctx context.Context, e *env) ([]result, error)
 }
 
 func allWorkloads() []workload {
@@ -63,6 +66,7 @@ func allWorkloads() []workload {
 		{name: "auth-failures", ownServers: true, run: runAuthFailures},
 		{name: "auth-overhead", ownServers: true, run: runAuthOverhead},
 		{name: "tls", ownServers: true, run: runTLS},
+		{name: "growth", named: true, run: runGrowth},
 	}, ycsbWorkloads()...)
 }
 
@@ -77,6 +81,10 @@ type env struct {
 	// (through e.measure); nil read when the server's is unknown (--uri
 	// without --server-pid).
 	cpu cpuClock
+	// child is the --server-bin process measured, nil for other servers.
+	child *childServer
+	// growth is the growth workload's outcome, once it ran.
+	growth *growthRun
 	// ycsb is the YCSB table, once loaded.
 	ycsb *ycsbTable
 }
