@@ -52,12 +52,19 @@ type Options struct {
 
 // Reply sends the first batch of src and registers the cursor, opened by
 // the command by, if more remains: {cursor: {firstBatch, id, ns}, ok: 1}.
+// The batch goes straight into the reply (AppendBatch), so src is closed
+// only once it is there: a source may append documents whose memory is
+// valid only while it is open.
 func (t *Table) Reply(ctx context.Context, req *command.Request, by Opener, src Source, ns string, batchSize int, opts Options) (bson.Raw, error) {
-	docs, err := src.NextBatch(ctx, batchSize, MaxBatchBytes)
+	idx, dst := req.BeginReply()
+	cidx, dst := bsoncore.AppendDocumentElementStart(dst, "cursor")
+	aidx, dst := bsoncore.AppendArrayElementStart(dst, "firstBatch")
+	dst, err := AppendBatch(ctx, src, dst, batchSize, MaxBatchBytes)
 	if err != nil {
 		closeSource(src)
 		return nil, err
 	}
+	dst, _ = bsoncore.AppendArrayEnd(dst, aidx)
 	var id int64
 	if opts.Single || src.Exhausted() {
 		closeSource(src)
@@ -65,7 +72,39 @@ func (t *Table) Reply(ctx context.Context, req *command.Request, by Opener, src 
 		closeSource(src)
 		return nil, err
 	}
-	return AppendReply(req, "firstBatch", docs, id, ns)
+	dst = appendCursorEnd(dst, cidx, id, ns)
+	return req.EndReply(idx, dst)
+}
+
+// Appender is a Source that appends its next batch to a reply itself, as
+// an array's elements "0", "1", ... (engine.Cursor.AppendBatch), rather
+// than returning documents the reply copies again. On an error it returns
+// dst as it was given.
+type Appender interface {
+	AppendBatch(ctx context.Context, dst []byte, n int, maxBytes int) ([]byte, error)
+}
+
+// AppendBatch appends src's next batch of at most n documents (n <= 0: no
+// count limit) and about maxBytes to dst, as the elements of an array:
+// through the source's own AppendBatch when it is an Appender, else
+// NextBatch's documents.
+func AppendBatch(ctx context.Context, src Source, dst []byte, n int, maxBytes int) ([]byte, error) {
+	if a, ok := src.(Appender); ok {
+		return a.AppendBatch(ctx, dst, n, maxBytes)
+	}
+	docs, err := src.NextBatch(ctx, n, maxBytes)
+	if err != nil {
+		return dst, err
+	}
+	return appendBatch(dst, docs), nil
+}
+
+// appendCursorEnd appends a cursor document's id and ns and closes it.
+func appendCursorEnd(dst []byte, cidx int32, id int64, ns string) []byte {
+	dst = bsoncore.AppendInt64Element(dst, "id", id)
+	dst = bsoncore.AppendStringElement(dst, "ns", ns)
+	dst, _ = bsoncore.AppendDocumentEnd(dst, cidx)
+	return dst
 }
 
 // ReplyEmpty opens a cursor with an empty first batch (batchSize 0).
@@ -86,9 +125,7 @@ func AppendReply(req *command.Request, batchName string, docs []bson.Raw, id int
 	aidx, dst := bsoncore.AppendArrayElementStart(dst, batchName)
 	dst = appendBatch(dst, docs)
 	dst, _ = bsoncore.AppendArrayEnd(dst, aidx)
-	dst = bsoncore.AppendInt64Element(dst, "id", id)
-	dst = bsoncore.AppendStringElement(dst, "ns", ns)
-	dst, _ = bsoncore.AppendDocumentEnd(dst, cidx)
+	dst = appendCursorEnd(dst, cidx, id, ns)
 	return req.EndReply(idx, dst)
 }
 
@@ -111,9 +148,7 @@ func AppendReplyFrom(req *command.Request, batchName string, docs []bson.Raw, id
 	dst = appendBatch(dst, docs)
 	dst, _ = bsoncore.AppendArrayEnd(dst, aidx)
 	dst = bsoncore.AppendDocumentElement(dst, "postBatchResumeToken", rt.PostBatchResumeToken())
-	dst = bsoncore.AppendInt64Element(dst, "id", id)
-	dst = bsoncore.AppendStringElement(dst, "ns", ns)
-	dst, _ = bsoncore.AppendDocumentEnd(dst, cidx)
+	dst = appendCursorEnd(dst, cidx, id, ns)
 	return req.EndReply(idx, dst)
 }
 
@@ -190,18 +225,29 @@ func (t *Table) GetMore(ctx context.Context, req *command.Request, by Opener) (b
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	docs, err := c.src.NextBatch(ctx, batchSize, MaxBatchBytes)
+	// As AppendReplyFrom builds it, with the batch appended in place.
+	idx, dst := req.BeginReply()
+	cidx, dst := bsoncore.AppendDocumentElementStart(dst, "cursor")
+	aidx, dst := bsoncore.AppendArrayElementStart(dst, "nextBatch")
+	dst, err = AppendBatch(ctx, c.src, dst, batchSize, MaxBatchBytes)
 	if err != nil {
 		t.remove(id)
 		return nil, err
 	}
+	dst, _ = bsoncore.AppendArrayEnd(dst, aidx)
+	if rt, ok := c.src.(ResumeTokener); ok {
+		dst = bsoncore.AppendDocumentElement(dst, "postBatchResumeToken", rt.PostBatchResumeToken())
+	}
+	// Removing the cursor closes its source only once this getMore lets
+	// go of the cursor's mutex, after its batch is in the reply.
 	if c.src.Exhausted() {
 		t.remove(id)
 		id = 0
 	} else {
 		t.recount(id, c)
 	}
-	return AppendReplyFrom(req, "nextBatch", docs, id, c.ns, c.src)
+	dst = appendCursorEnd(dst, cidx, id, c.ns)
+	return req.EndReply(idx, dst)
 }
 
 // KillCursors answers killCursors, run by the command by.

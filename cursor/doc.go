@@ -3,7 +3,10 @@
 // from exhausting the server (Limits), the sources a cursor reads from (an
 // engine cursor, documents already computed in a SliceSource), the reply
 // that opens one (Table.Reply) and the commands that go on with one or
-// close it, getMore and killCursors.
+// close it, getMore and killCursors. A source that can (an engine cursor,
+// an Appender) appends its batch straight into the reply buffer, so that
+// each document is copied once between the store and the reply; a source
+// is closed only after its batch is in the reply.
 //
 // Who opens a cursor is the server's business: a command names its
 // connection, client, session and user through an Opener.

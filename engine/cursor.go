@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"sort"
+	"strconv"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -207,6 +208,21 @@ func (c *Cursor) NextBatch(ctx context.Context, n int, maxBytes int) ([]bson.Raw
 	return c.nextBatch(ctx, n, maxBytes, &batchBuf{})
 }
 
+// AppendBatch appends the batch NextBatch would return to dst as the
+// elements of a BSON array, "0", "1", ..., each document's bytes as they
+// are, the way a reply's firstBatch or nextBatch holds them. A document
+// read from the store is copied once, straight into dst, while the store's
+// memory is still valid, rather than into a batch that the reply copies
+// again. On an error, dst is returned as it was given; the documents the
+// batch had taken are consumed, as with NextBatch.
+func (c *Cursor) AppendBatch(ctx context.Context, dst []byte, n int, maxBytes int) ([]byte, error) {
+	out := batchOut{appending: true, dst: dst}
+	if err := c.fill(ctx, n, maxBytes, &out); err != nil {
+		return dst, err
+	}
+	return out.dst, nil
+}
+
 // batchBuf holds the copies of a batch's documents in a few allocations
 // rather than one each: a scan of 1 KB documents spent more on their
 // allocation and collection than on reading them.
@@ -233,24 +249,44 @@ func (b *batchBuf) copy(doc []byte, want int) bson.Raw {
 	return bson.Raw(b.chunk[i:len(b.chunk):len(b.chunk)])
 }
 
+// batchOut is where fill puts a batch: in docs, with the copies of the
+// documents whose memory is not the cursor's to hand out made with buf;
+// or, appending, into dst as the elements of a BSON array.
+type batchOut struct {
+	docs      []bson.Raw
+	buf       *batchBuf
+	appending bool
+	dst       []byte
+	n         int // documents in the batch
+}
+
 // nextBatch is NextBatch, which copies the documents it reads with buf.
 func (c *Cursor) nextBatch(ctx context.Context, n int, maxBytes int, buf *batchBuf) ([]bson.Raw, error) {
-	var out []bson.Raw
+	out := batchOut{buf: buf}
+	if err := c.fill(ctx, n, maxBytes, &out); err != nil {
+		return nil, err
+	}
+	return out.docs, nil
+}
+
+// fill reads the next batch into out.
+func (c *Cursor) fill(ctx context.Context, n int, maxBytes int, out *batchOut) error {
 	size := 0
 	// expect is how many more documents the batch may take, as far as the
-	// cursor knows (its limit, n), or -1; it sizes out and buf's chunks.
+	// cursor knows (its limit, n), or -1; it sizes out's slice and buf's
+	// chunks.
 	expect := func() int {
 		k := -1
 		if n > 0 {
-			k = n - len(out)
+			k = n - out.n
 		}
 		if c.limit > 0 && (k < 0 || c.limit < int64(k)) {
 			k = int(c.limit)
 		}
 		return k
 	}
-	if k := expect(); k > 0 {
-		out = make([]bson.Raw, 0, min(k, 128))
+	if k := expect(); k > 0 && !out.appending {
+		out.docs = make([]bson.Raw, 0, min(k, 128))
 	}
 	// own copies a document the scan handed over into the batch, with a
 	// chunk for as many more like it as the batch may take: those the
@@ -258,20 +294,35 @@ func (c *Cursor) nextBatch(ctx context.Context, n int, maxBytes int, buf *batchB
 	own := func(doc []byte) bson.Raw {
 		k := expect()
 		if k < 0 {
-			k = max(len(out), 8)
+			k = max(out.n, 8)
 		}
 		k = min(k, max(maxBytes-size, 0)/max(len(doc), 1)+1)
-		return buf.copy(doc, k*len(doc))
+		return out.buf.copy(doc, k*len(doc))
 	}
 	// emit adds doc to the batch unless the batch has room for it no
 	// more: like MongoDB's, a batch passes maxBytes only with its first
-	// document.
-	emit := func(doc bson.Raw) bool {
-		if len(out) > 0 && size+len(doc) > maxBytes {
+	// document. transient says doc is the scan's memory, valid only
+	// during the visit, which the batch copies.
+	emit := func(doc bson.Raw, transient bool) bool {
+		if out.n > 0 && size+len(doc) > maxBytes {
+			if transient {
+				doc = append(bson.Raw(nil), doc...)
+			}
 			c.pending = doc
 			return false
 		}
-		out = append(out, doc)
+		if out.appending {
+			out.dst = append(out.dst, byte(bson.TypeEmbeddedDocument))
+			out.dst = strconv.AppendInt(out.dst, int64(out.n), 10)
+			out.dst = append(out.dst, 0)
+			out.dst = append(out.dst, doc...)
+		} else {
+			if transient {
+				doc = own(doc)
+			}
+			out.docs = append(out.docs, doc)
+		}
+		out.n++
 		size += len(doc)
 		c.nReturned++
 		if c.limit > 0 {
@@ -281,10 +332,10 @@ func (c *Cursor) nextBatch(ctx context.Context, n int, maxBytes int, buf *batchB
 				return false
 			}
 		}
-		return !(n > 0 && len(out) >= n) && size < maxBytes
+		return !(n > 0 && out.n >= n) && size < maxBytes
 	}
 	// take adds d to the batch if it matches; owned says its memory is the
-	// cursor's to hand out, else the result is a copy.
+	// cursor's to hand out, else the batch copies it.
 	take := func(d *storedDoc, owned bool) (bool, error) {
 		matched, pos, err := c.match.MatchPositional(d.doc)
 		if err != nil {
@@ -299,21 +350,20 @@ func (c *Cursor) nextBatch(ctx context.Context, n int, maxBytes int, buf *batchB
 		}
 		doc := bson.Raw(d.doc)
 		if c.keys != nil {
-			doc = c.keys.key(doc)
-		} else if c.proj != nil && !c.proj.IsEmpty() {
-			var err error
+			return emit(c.keys.key(doc), false), nil
+		}
+		if c.proj != nil && !c.proj.IsEmpty() {
 			if doc, err = c.proj.ApplyContext(ctx, doc, pos); err != nil {
 				return false, err
 			}
-		} else if !owned {
-			// The scan's document lives only during the call; the empty
-			// projection returns it as it is.
-			doc = own(doc)
+			return emit(doc, false), nil
 		}
-		return emit(doc), nil
+		// The scan's document lives only during the call; the empty
+		// projection returns it as it is.
+		return emit(doc, !owned), nil
 	}
 	if c.exhausted {
-		return nil, nil
+		return nil
 	}
 	defer func() {
 		if c.exhausted {
@@ -323,17 +373,17 @@ func (c *Cursor) nextBatch(ctx context.Context, n int, maxBytes int, buf *batchB
 	if c.ol != nil {
 		if doc := c.pending; doc != nil {
 			c.pending = nil
-			if !emit(doc) {
-				return out, nil
+			if !emit(doc, false) {
+				return nil
 			}
 		}
 		if err := c.ol.Next(ctx, func(doc bson.Raw) (bool, error) { return take(&storedDoc{doc: doc}, false) }); err != nil {
-			return nil, err
+			return err
 		}
 		if c.ol.Done() && c.pending == nil {
 			c.exhausted = true
 		}
-		return out, nil
+		return nil
 	}
 	st := c.coll.st()
 	if c.sc.multi != nil {
@@ -341,21 +391,21 @@ func (c *Cursor) nextBatch(ctx context.Context, n int, maxBytes int, buf *batchB
 	}
 	if err := st.killedSince(c.opened, c.sc.p.ix); err != nil {
 		c.exhausted = true
-		return nil, err
+		return err
 	}
 	if doc := c.pending; doc != nil {
 		c.pending = nil
-		if !emit(doc) {
+		if !emit(doc, false) {
 			if c.pending == nil && (c.materialized && len(c.items) == 0 && c.sorted == nil || !c.materialized && c.sc.done) {
 				c.exhausted = true
 			}
-			return out, nil
+			return nil
 		}
 	}
 	if c.materialized {
 		nowMs := c.e.nowMillis()
 		if err := c.refill(ctx); err != nil {
-			return nil, err
+			return err
 		}
 		for len(c.items) > 0 {
 			d := &c.items[0]
@@ -369,10 +419,10 @@ func (c *Cursor) nextBatch(ctx context.Context, n int, maxBytes int, buf *batchB
 			*d = storedDoc{}
 			c.items = c.items[1:]
 			if err != nil {
-				return nil, err
+				return err
 			}
 			if err := c.refill(ctx); err != nil {
-				return nil, err
+				return err
 			}
 			if !more {
 				break
@@ -381,16 +431,16 @@ func (c *Cursor) nextBatch(ctx context.Context, n int, maxBytes int, buf *batchB
 		if len(c.items) == 0 && c.pending == nil {
 			c.exhausted = true
 		}
-		return out, nil
+		return nil
 	}
 	err := c.sc.next(ctx, func(d *storedDoc) (bool, error) { return take(d, c.sc.curOwned) })
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if c.sc.done && c.pending == nil {
 		c.exhausted = true
 	}
-	return out, nil
+	return nil
 }
 
 // All drains the cursor, into a copy of each document: its callers may

@@ -83,6 +83,12 @@ func (s *snapshotSource) NextBatch(ctx context.Context, n int, maxBytes int) ([]
 	return s.Source.NextBatch(engine.WithTransaction(ctx, s.t), n, maxBytes)
 }
 
+// AppendBatch appends the next batch straight into a reply, reading the
+// snapshot (cursor.Appender).
+func (s *snapshotSource) AppendBatch(ctx context.Context, dst []byte, n int, maxBytes int) ([]byte, error) {
+	return cursor.AppendBatch(engine.WithTransaction(ctx, s.t), s.Source, dst, n, maxBytes)
+}
+
 // HeldBytes reports what the source holds, for the cursor limits.
 func (s *snapshotSource) HeldBytes() int64 {
 	if m, ok := s.Source.(interface{ HeldBytes() int64 }); ok {
