@@ -224,13 +224,15 @@ func (w *writer) insertOne(raw bson.Raw) (*storedDoc, error) {
 			return nil, err
 		}
 		if len(extra) > 0 {
-			relocked, err := w.lock(extra...)
-			if err != nil {
+			// The victims were read before their locks: another writer
+			// may have rewritten or removed them since (an upsert of the
+			// expired _id, the reaper), and removing them as read would
+			// delete its document or leave its entries. Read again under
+			// them.
+			if _, err := w.lock(extra...); err != nil {
 				return nil, err
 			}
-			if relocked {
-				continue
-			}
+			continue
 		}
 		if old != nil {
 			if err := w.remove(old); err != nil {

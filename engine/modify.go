@@ -298,16 +298,39 @@ func (w *writer) modify(pk []byte, f *query.Filter, change func(d *storedDoc, po
 		if err != nil {
 			return false, false, err
 		}
+		// A plain write reads who holds d's unique keys under their locks:
+		// a key read before its lock may be taken by a writer that
+		// commits in between, and a lock then granted at once would not
+		// tell (on TiKV it checks nothing committed before it is taken).
+		// A transaction reads its snapshot, where a lock fails on a key
+		// changed since, so what it read before locking stands, and a
+		// duplicate key is reported before any conflict.
+		if w.multi == nil {
+			if keys := w.unheld(w.uniqueKeys(ent, nil)); len(keys) > 0 {
+				relocked, err := w.lock(keys...)
+				if err != nil {
+					return false, false, err
+				}
+				if relocked {
+					continue
+				}
+			}
+		}
 		victims, extra, err := w.uniqueConflicts(d, ent, nowMs)
 		if err != nil {
 			return false, false, err
 		}
-		extra = w.uniqueKeys(ent, extra)
-		relocked, err := w.lock(extra...)
-		if err != nil {
-			return false, false, err
-		}
-		if relocked {
+		if w.multi != nil {
+			if _, err := w.lock(w.uniqueKeys(ent, extra)...); err != nil {
+				return false, false, err
+			}
+		} else if len(extra) > 0 {
+			// The victims were read before their locks: another writer
+			// may have rewritten or removed them since. Read again under
+			// them.
+			if _, err := w.lock(extra...); err != nil {
+				return false, false, err
+			}
 			continue
 		}
 		for _, v := range victims {

@@ -204,6 +204,17 @@ func (w *writer) waitLock(tx kv.Txn, keys [][]byte) error {
 	}
 }
 
+// unheld returns those of keys the writer does not hold, in keys' array.
+func (w *writer) unheld(keys [][]byte) [][]byte {
+	out := keys[:0]
+	for _, k := range keys {
+		if !w.holds(k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
 // holds reports whether the writer holds the lock of key.
 func (w *writer) holds(key []byte) bool { return w.tx != nil && w.tx.Locked(key) }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -41,6 +42,10 @@ type txn struct {
 	// Commit reads what they held and deletes their chunks then.
 	chunks map[string]int
 	blind  map[string]struct{}
+	// stray are keys (prefixed) of LockKeys calls that failed: client-go
+	// may have locked some of them and rolls those back asynchronously,
+	// so Commit releases them itself first (releaseUnwritten).
+	stray map[string]struct{}
 }
 
 // Begin starts a transaction at a fresh TSO timestamp.
@@ -52,7 +57,7 @@ func (s *Store) Begin(ctx context.Context, o kv.TxnOptions) (kv.Txn, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &txn{s: s, opts: o, chunks: map[string]int{}, blind: map[string]struct{}{}}
+	t := &txn{s: s, opts: o, chunks: map[string]int{}, blind: map[string]struct{}{}, stray: map[string]struct{}{}}
 	if err := t.begin(start); err != nil {
 		return nil, err
 	}
@@ -71,6 +76,7 @@ func (t *txn) begin(start uint64) error {
 		tx.SetRPCInterceptor(w.intercept)
 	}
 	t.tx, t.start, t.watch = tx, start, w
+	clear(t.stray)
 	return nil
 }
 
@@ -371,6 +377,9 @@ func (t *txn) LockKeys(ctx context.Context, o kv.LockOptions, keys ...[]byte) er
 			t.locked = true
 			return nil
 		}
+		for _, pk := range pkeys {
+			t.stray[string(pk)] = struct{}{}
+		}
 		if cerr := ctx.Err(); cerr != nil {
 			return cerr
 		}
@@ -409,9 +418,11 @@ func (t *txn) Commit(ctx context.Context, _ kv.Durability) (kv.Timestamp, error)
 			return 0, err
 		}
 	}
+	if err := t.releaseUnwritten(ctx); err != nil {
+		t.Rollback()
+		return 0, err
+	}
 	t.done = true
-	unwritten := t.unlockUnwritten()
-	defer t.rollbackLocks(unwritten)
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	t.watch.cancel.Store(&cancel)
@@ -428,47 +439,85 @@ func (t *txn) Commit(ctx context.Context, _ kv.Durability) (kv.Timestamp, error)
 	return kv.Timestamp(transaction.TxnProbe{KVTxn: t.tx}.GetCommitTS()), nil
 }
 
-// unlockUnwritten takes the keys the transaction locked but writes
-// nothing to, its primary key aside, out of its commit, and returns them.
-// Client-go would commit them as Lock records, which TiKV counts as a
-// change of the key: a transaction that started before this one committed
-// and then locks such a key would get a write conflict, for a key nothing
-// changed (an insert that found its _id taken, an update that changed
-// nothing), where MongoDB has none. The primary key stays: the commit
-// hangs on it. rollbackLocks releases the others.
-func (t *txn) unlockUnwritten() [][]byte {
-	if !t.opts.Pessimistic || !t.locked {
+// releaseUnwritten releases, before the commit, the pessimistic locks
+// the transaction holds on keys it writes nothing to, its primary key
+// aside, and those a failed LockKeys may have left behind. Client-go would
+// commit the first as Lock records, which TiKV counts as a change of the
+// key: a transaction that started before this one committed and then
+// locks such a key would get a write conflict, for a key nothing changed
+// (an insert that found its _id taken, an update that changed nothing),
+// where MongoDB has none. The primary key stays: the commit hangs on it.
+//
+// They are released before the commit, never after: a pessimistic lock of
+// a committed transaction is not a state TiKV's protocol knows. Client-go
+// commits the secondary keys after the primary, asynchronously, and a
+// reader that meets one resolves the transaction's locks of the whole
+// region; client-go's mock then commits every lock of the transaction
+// there, a pessimistic one as a deletion, deleting a key the transaction
+// never wrote (an index entry it only checked). A key whose lock is not
+// known to be released is committed as a Lock record after all; a stray
+// one, which the transaction does not hold, fails the commit instead.
+func (t *txn) releaseUnwritten(ctx context.Context) error {
+	if !t.opts.Pessimistic {
 		return nil
 	}
+	if !t.locked && len(t.stray) == 0 {
+		return nil
+	}
+	// Any LockKeys call made the committer.
 	primary := transaction.TxnProbe{KVTxn: t.tx}.GetCommitter().GetPrimaryKey()
 	mem := t.tx.GetMemBuffer()
-	var keys [][]byte
-	for it := mem.IterWithFlags(nil, nil); it.Valid(); {
-		if !it.HasValue() && it.Flags().HasLocked() && !bytes.Equal(it.Key(), primary) {
-			keys = append(keys, bytes.Clone(it.Key()))
-		}
-		if err := it.Next(); err != nil {
-			return nil // then commit them as client-go would
+	var held [][]byte
+	if t.locked {
+		for it := mem.IterWithFlags(nil, nil); it.Valid(); {
+			if !it.HasValue() && it.Flags().HasLocked() && !bytes.Equal(it.Key(), primary) {
+				held = append(held, bytes.Clone(it.Key()))
+			}
+			if err := it.Next(); err != nil {
+				held = nil // then commit them as client-go would
+				break
+			}
 		}
 	}
-	for _, k := range keys {
+	var stray [][]byte
+	for pk := range t.stray {
+		k := []byte(pk)
+		if bytes.Equal(k, primary) {
+			continue
+		}
+		if f, err := mem.GetFlags(k); err == nil && f.HasLocked() {
+			continue // locked by a later call: held, or written
+		}
+		if _, err := mem.Get(k); err == nil {
+			continue // written: its prewrite takes over the lock
+		}
+		stray = append(stray, k)
+	}
+	clear(t.stray)
+	if len(held) == 0 && len(stray) == 0 {
+		return nil
+	}
+	for _, k := range held {
 		mem.UpdateFlags(k, ckv.DelKeyLocked)
 	}
-	return keys
+	for _, k := range t.pessimisticRollback(ctx, append(held, stray...)) {
+		if f, err := mem.GetFlags(k); err == nil && !f.HasLocked() && slices.ContainsFunc(held, func(h []byte) bool { return bytes.Equal(h, k) }) {
+			mem.UpdateFlags(k, ckv.SetKeyLocked)
+			continue
+		}
+		return wrapErr("commit", fmt.Errorf("a lock left by a failed lock request could not be released (key %q)", t.s.k.out(k)))
+	}
+	return nil
 }
 
-// rollbackLocks releases the pessimistic locks of keys (prefixed) that
-// unlockUnwritten took out of the commit, as client-go's lock resolver
-// releases those of a finished transaction. It does its best: a lock left
-// behind is resolved by the next transaction that meets it, once its
-// primary is committed or rolled back, a delay rather than an error.
-func (t *txn) rollbackLocks(keys [][]byte) {
-	if len(keys) == 0 {
-		return
-	}
-	bo := tikv.NewBackofferWithVars(context.Background(), 2000, nil)
+// pessimisticRollback releases the transaction's pessimistic locks of keys
+// (prefixed), as client-go's lock resolver releases those of a finished
+// transaction, and returns those it could not tell released.
+func (t *txn) pessimisticRollback(ctx context.Context, keys [][]byte) (failed [][]byte) {
+	bo := tikv.NewBackofferWithVars(ctx, 2000, nil)
 	for _, key := range keys {
-		for attempt := 0; attempt < 3; attempt++ {
+		released := false
+		for attempt := 0; attempt < 3 && !released; attempt++ {
 			loc, err := t.s.kv.GetRegionCache().LocateKey(bo, key)
 			if err != nil {
 				break
@@ -480,12 +529,25 @@ func (t *txn) rollbackLocks(keys [][]byte) {
 			if err != nil {
 				break
 			}
-			if rerr, err := resp.GetRegionError(); err != nil || rerr == nil {
+			rerr, err := resp.GetRegionError()
+			if err != nil {
 				break
 			}
-			t.s.kv.GetRegionCache().InvalidateCachedRegion(loc.Region)
+			if rerr != nil {
+				t.s.kv.GetRegionCache().InvalidateCachedRegion(loc.Region)
+				continue
+			}
+			r, ok := resp.Resp.(*kvrpcpb.PessimisticRollbackResponse)
+			released = ok && len(r.GetErrors()) == 0
+			if !ok || !released {
+				break
+			}
+		}
+		if !released {
+			failed = append(failed, key)
 		}
 	}
+	return failed
 }
 
 // restartForCommit moves a current-read transaction that locked nothing
