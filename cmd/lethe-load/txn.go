@@ -20,7 +20,21 @@ const txnRounds = 4
 // plain inserts while as many clients run transactions of 10 inserts,
 // against plain inserts alone, alternated in rounds of the same run.
 func runTxn(ctx context.Context, e *env) ([]result, error) {
-	addr, stop, err := startServer(serverKind{replSet: "rs0"})
+	var (
+		addr string
+		stop func() error
+		err  error
+	)
+	if e.cfg.serverBin == "" {
+		addr, stop, err = startServer(serverKind{replSet: "rs0"})
+	} else {
+		// The --server-bin binary, with --server-args, so that
+		// transactions can be measured on another build or store.
+		var c *childServer
+		if c, err = startChild(ctx, e.cfg.serverBin, append([]string{"--repl-set", "rs0"}, e.cfg.serverArgs...)); err == nil {
+			addr, stop = c.addr, c.stop
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
