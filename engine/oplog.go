@@ -107,17 +107,14 @@ func cmdEntry(db string, ui []byte, o bson.D, o2 bson.D) []oplog.Entry {
 }
 
 // openOplog reads the newest entry and the size of the stored oplog, so
-// that timestamps keep increasing across restarts.
+// that timestamps keep increasing across restarts, and the oldest, where
+// reads from the start begin.
 func (e *Engine) openOplog(opts Options) error {
-	last, size, err := oplogstore.Stored(context.TODO(), e.store)
+	oldest, last, size, err := oplogstore.Stored(context.TODO(), e.store)
 	if err != nil {
 		return err
 	}
 	e.oplog = oplog.New(oplog.Options{Now: e.clock.Now, MaxBytes: opts.OplogMaxBytes, MaxAge: opts.OplogMaxAge}, last, size)
-	oldest, err := oplogstore.Oldest(context.TODO(), e.store, oplog.Timestamp{})
-	if err != nil {
-		return err
-	}
 	e.oplog.SetFloor(oldest)
 	return nil
 }

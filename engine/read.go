@@ -32,11 +32,17 @@ func (e *Engine) loadDoc(ctx context.Context, r kv.Reader, collID uint64, pk []b
 	if err != nil {
 		return nil, fmt.Errorf("engine: read document: %w", err)
 	}
+	return decodeDoc(append([]byte(nil), pk...), v)
+}
+
+// decodeDoc is the document at pk whose stored value is v; it keeps pk and
+// v as they are.
+func decodeDoc(pk, v []byte) (*storedDoc, error) {
 	h, doc, err := record.SplitValue(v)
 	if err != nil {
 		return nil, err
 	}
-	return &storedDoc{pk: append([]byte(nil), pk...), h: h, doc: bson.Raw(doc)}, nil
+	return &storedDoc{pk: pk, h: h, doc: bson.Raw(doc)}, nil
 }
 
 // expired reports whether a document with header h is expired under the

@@ -8,7 +8,6 @@ import (
 	"sort"
 	"time"
 
-	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 	"go.uber.org/zap"
 
@@ -161,11 +160,11 @@ func (w *writer) loadSorted(due []expiryscan.Due) ([]*storedDoc, error) {
 		if !it.SeekGE(key) || !bytes.Equal(it.Key(), key) {
 			continue
 		}
-		h, doc, err := record.SplitValue(append([]byte(nil), it.Value()...))
+		d, err := decodeDoc(dd.PK, append([]byte(nil), it.Value()...))
 		if err != nil {
 			return nil, err
 		}
-		docs[i] = &storedDoc{pk: dd.PK, h: h, doc: bson.Raw(doc)}
+		docs[i] = d
 	}
 	if err := it.Error(); err != nil {
 		return nil, fmt.Errorf("engine: read due documents: %w", err)

@@ -22,31 +22,34 @@ func lowerBound(floor oplog.Timestamp) []byte {
 	return oplog.AppendKey(nil, floor)
 }
 
-// Stored reads the newest stored entry and the size of the stored oplog,
-// its pre-images included, so that timestamps keep increasing across
-// restarts.
-func Stored(ctx context.Context, s kv.Store) (last oplog.Timestamp, size int64, err error) {
+// Stored reads the oldest and the newest stored entry and the size of the
+// stored oplog, its pre-images included: the newest so that timestamps
+// keep increasing across restarts, the oldest as the log's floor.
+func Stored(ctx context.Context, s kv.Store) (oldest, last oplog.Timestamp, size int64, err error) {
 	lo, hi := oplog.Range()
 	it, err := s.Iter(ctx, lo, hi, false)
 	if err != nil {
-		return last, 0, fmt.Errorf("engine: open oplog: %w", err)
+		return oldest, last, 0, fmt.Errorf("engine: open oplog: %w", err)
 	}
 	defer it.Close()
 	for ok := it.First(); ok; ok = it.Next() {
 		size += int64(len(it.Key()) + len(it.Value()))
 		if last, err = oplog.KeyTS(it.Key()); err != nil {
-			return last, 0, err
+			return oldest, last, 0, err
+		}
+		if oldest.IsZero() {
+			oldest = last
 		}
 	}
 	if err := it.Error(); err != nil {
-		return last, 0, fmt.Errorf("engine: open oplog: %w", err)
+		return oldest, last, 0, fmt.Errorf("engine: open oplog: %w", err)
 	}
 	plo, phi := oplog.PreImageRange()
 	images, err := RangeSize(ctx, s, plo, phi)
 	if err != nil {
-		return last, 0, fmt.Errorf("engine: open oplog: %w", err)
+		return oldest, last, 0, fmt.Errorf("engine: open oplog: %w", err)
 	}
-	return last, size + images, nil
+	return oldest, last, size + images, nil
 }
 
 // RangeSize is the bytes of the keys and values stored in [lo, hi).
