@@ -251,7 +251,7 @@ const clockSync = time.Second
 // time. stop ends its syncing.
 func storeClock(store kv.Store, log *zap.Logger) (c clock.Clock, stop func(), err error) {
 	shared, ok := kv.Unwrap(store).(kv.SharedClock)
-	if store == nil || !ok {
+	if !ok {
 		return clock.System{}, func() {}, nil
 	}
 	ctx, cancel := context.WithCancel(context.Background())
