@@ -93,6 +93,11 @@ func (tc *txnConc) runTxn(what string, abort bool, body func(ctx context.Context
 		if err == nil && !abort {
 			err = tc.watch(what+" commit", func() error { return tx.Commit(bg) })
 		}
+		if err == errModelHang {
+			// The statement still runs: an abort now would pull its
+			// transaction from under it, which no client can do.
+			return false
+		}
 		tx.Abort()
 		switch {
 		case err == nil:

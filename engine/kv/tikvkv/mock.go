@@ -34,7 +34,7 @@ type MockCluster struct {
 }
 
 // NewMockCluster starts a mock cluster whose regions split at splitKeys
-// (raw keys, prefixes included); none makes one region.
+// (raw keys, prefixes included, in ascending order); none makes one region.
 func NewMockCluster(splitKeys ...[]byte) (*MockCluster, error) {
 	client, cluster, pd, err := testutils.NewMockTiKV("", nil)
 	if err != nil {
