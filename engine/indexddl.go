@@ -166,6 +166,9 @@ func parseIndexSpec(spec bson.Raw) (record.IndexMeta, error) {
 	if err := checkKeyPattern(im.Key); err != nil {
 		return im, err
 	}
+	if err := checkKindOptions(im, spec); err != nil {
+		return im, err
+	}
 	keys, _ := im.Key.Elements()
 	if !hasName {
 		im.Name = defaultIndexName(keys)
@@ -214,8 +217,14 @@ func checkKeyPattern(key bson.Raw) error {
 		}
 		seen[kel.Key()] = true
 	}
+	if err := checkIndexKinds(key, keys); err != nil {
+		return err
+	}
 	for _, kel := range keys {
 		f, ok := kel.Value().AsFloat64OK()
+		if isIndexKind(kel.Value()) {
+			f, ok = 1, true // its kind checked the value
+		}
 		if !ok {
 			if s, isStr := kel.Value().StringValueOK(); isStr {
 				if s == "" {

@@ -197,7 +197,8 @@ func (st *collState) applySort(p *plan, srt *query.Sort) {
 	}
 	flip := fields[0].Desc != keyFields[0].Desc
 	for i, f := range fields {
-		if f.Path != keyFields[i].Path || (f.Desc != keyFields[i].Desc) != flip {
+		// A hashed field's keys are in hash order, no order of its values.
+		if f.Path != keyFields[i].Path || (f.Desc != keyFields[i].Desc) != flip || keyFields[i].Hashed {
 			return
 		}
 	}
@@ -330,6 +331,9 @@ func indexBounds(ix *record.Index, conj []query.Predicate) ([]span, int) {
 		for _, p := range prefixes {
 			for _, v := range points {
 				k := append([]byte(nil), p...)
+				if f.Hashed {
+					v = record.HashedValue(v) // equal values have equal hashes
+				}
 				if f.Desc {
 					k = keycodec.AppendDesc(k, v)
 				} else {
@@ -342,7 +346,7 @@ func indexBounds(ix *record.Index, conj []query.Predicate) ([]span, int) {
 		score += 10
 	}
 	var spans []span
-	if i < len(ix.Fields) && !ix.Fields[i].Desc && !ix.SharesArray(i) {
+	if i < len(ix.Fields) && !ix.Fields[i].Desc && !ix.Fields[i].Hashed && !ix.SharesArray(i) {
 		if lo, hi, ok := rangeBounds(conj, ix.Fields[i].Path, ix.Meta.Multikey); ok {
 			score += 5
 			for _, p := range prefixes {

@@ -36,6 +36,9 @@ type IndexMeta struct {
 type IndexField struct {
 	Path string
 	Desc bool // descending: its keys are encoded with keycodec.AppendDesc
+	// Hashed fields keep the hash of their value (hashed.go), which serves
+	// equality only.
+	Hashed bool
 }
 
 // Index is a compiled secondary index: its catalog entry, its key pattern
@@ -67,7 +70,8 @@ func CompileIndex(im IndexMeta) (*Index, error) {
 		if f, ok := el.Value().AsFloat64OK(); ok && f < 0 {
 			desc = true
 		}
-		ix.Fields = append(ix.Fields, IndexField{Path: el.Key(), Desc: desc})
+		hashed := el.Value().Type == bson.TypeString && el.Value().StringValue() == HashedKind
+		ix.Fields = append(ix.Fields, IndexField{Path: el.Key(), Desc: desc, Hashed: hashed})
 	}
 	if len(im.Partial) > 0 {
 		if ix.Partial, err = query.Compile(im.Partial); err != nil {
