@@ -1,0 +1,293 @@
+package text
+
+import (
+	"hash/maphash"
+	"sort"
+	"strings"
+	"sync"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/lethedb/lethe/bsonvalue"
+	"github.com/lethedb/lethe/mongoerr"
+)
+
+// Query is the argument of $text, as given.
+type Query struct {
+	Search             string
+	Language           string // "" for the index's default language
+	CaseSensitive      bool
+	DiacriticSensitive bool
+}
+
+// ParseQuery parses the argument of $text with the codes of MongoDB's
+// parser (src/mongo/db/matcher/expression_parser.cpp parseText).
+func ParseQuery(arg bsoncore.Value) (*Query, error) {
+	doc, ok := arg.DocumentOK()
+	if !ok {
+		return nil, mongoerr.New(mongoerr.BadValue, "$text expects an object")
+	}
+	q := &Query{}
+	found := false
+	it := bsonvalue.ElementsOf(doc)
+	for {
+		name, v, ok := it.Next()
+		if !ok {
+			break
+		}
+		switch string(name) {
+		case "$search":
+			s, ok := v.StringValueOK()
+			if !ok {
+				return nil, mongoerr.New(mongoerr.TypeMismatch, "$search requires a string value")
+			}
+			q.Search, found = s, true
+		case "$language":
+			s, ok := v.StringValueOK()
+			if !ok {
+				return nil, mongoerr.New(mongoerr.TypeMismatch, "$language requires a string value")
+			}
+			if LookupLanguage(s) == nil {
+				return nil, errUnsupportedLanguage(s)
+			}
+			q.Language = s
+		case "$caseSensitive":
+			if v.Type != bsoncore.TypeBoolean {
+				return nil, mongoerr.New(mongoerr.TypeMismatch, "$caseSensitive requires a boolean value")
+			}
+			q.CaseSensitive = v.Boolean()
+		case "$diacriticSensitive":
+			if v.Type != bsoncore.TypeBoolean {
+				return nil, mongoerr.New(mongoerr.TypeMismatch, "$diacriticSensitive requires a boolean value")
+			}
+			q.DiacriticSensitive = v.Boolean()
+		default:
+			return nil, mongoerr.New(mongoerr.BadValue, "extra fields in $text")
+		}
+	}
+	if !found {
+		return nil, mongoerr.New(mongoerr.TypeMismatch, "$search requires a string value")
+	}
+	return q, nil
+}
+
+// Bound is a $text query bound to a collection's text index: its terms,
+// negations and phrases, and the matcher and scorer of documents.
+type Bound struct {
+	spec  *Spec
+	q     *Query
+	lang  *Language
+	terms []string // the index terms: sorted, unique, never empty strings
+	// positive and negated are the terms matched against a document's
+	// tokens made with the query's sensitivity.
+	positive, negated map[string]bool
+	phrases, negPhr   []string
+
+	mu    sync.Mutex
+	seed  maphash.Seed
+	cache map[uint64]map[string]float64
+}
+
+// maxCached bounds the documents whose terms a Bound remembers.
+const maxCached = 1 << 16
+
+// Bind parses the $search string as MongoDB's FTSQueryImpl::parse does:
+// words and quoted phrases, a '-' right before a word or phrase (after
+// white space) negating it until the next white space, the words of
+// positive phrases also terms; then tokenizes the terms in the query's
+// language.
+func (q *Query) Bind(spec *Spec) (*Bound, error) {
+	b := &Bound{spec: spec, q: q, lang: spec.Default, positive: map[string]bool{}, negated: map[string]bool{}, seed: maphash.MakeSeed(), cache: map[uint64]map[string]float64{}}
+	if q.Language != "" {
+		if b.lang = LookupLanguage(q.Language); b.lang == nil {
+			return nil, errUnsupportedLanguage(q.Language)
+		}
+	}
+	var pos, neg strings.Builder
+	inNeg, inPhrase := false, false
+	quote := 0
+	s := q.Search
+	isSpace := func(c byte) bool { return c == ' ' || c == '\n' || c == '\v' || c == '\f' || c == '\r' }
+	i := 0
+	for i < len(s) && isSpace(s[i]) {
+		i++
+	}
+	prevSpace := true
+	for i < len(s) {
+		start := i
+		c := s[i]
+		i++
+		text := c != '-' && c != '"'
+		if text {
+			for i < len(s) && !isSpace(s[i]) && s[i] != '-' && s[i] != '"' {
+				i++
+			}
+		}
+		tok := s[start:i]
+		before := prevSpace
+		j := i
+		for i < len(s) && isSpace(s[i]) {
+			i++
+		}
+		prevSpace = i > j
+		switch {
+		case text:
+			if inPhrase && inNeg {
+				continue
+			}
+			if inNeg && before {
+				inNeg = false
+			}
+			if inNeg {
+				neg.WriteString(tok)
+				neg.WriteByte(' ')
+			} else {
+				pos.WriteString(tok)
+				pos.WriteByte(' ')
+			}
+		case c == '-':
+			if !inPhrase && before {
+				inNeg = true
+			}
+		case c == '"':
+			if inPhrase {
+				phrase := s[quote+1 : start]
+				if inNeg {
+					b.negPhr = append(b.negPhr, phrase)
+				} else {
+					b.phrases = append(b.phrases, phrase)
+				}
+				inPhrase = false
+			} else {
+				inPhrase = true
+				if inNeg && before {
+					inNeg = false
+				}
+				quote = start
+			}
+		}
+	}
+	bounds := map[string]bool{}
+	sensitive := TokenOptions{CaseSensitive: q.CaseSensitive, DiacriticSensitive: q.DiacriticSensitive}
+	b.lang.Tokens(pos.String(), TokenOptions{}, func(t string) { bounds[t] = true })
+	b.lang.Tokens(pos.String(), sensitive, func(t string) { b.positive[t] = true })
+	b.lang.Tokens(neg.String(), sensitive, func(t string) { b.negated[t] = true })
+	for t := range bounds {
+		b.terms = append(b.terms, t)
+	}
+	sort.Strings(b.terms)
+	return b, nil
+}
+
+// Terms are the index terms a document must have one of.
+func (b *Bound) Terms() []string { return b.terms }
+
+// Info describes the parsed query as explain shows it.
+func (b *Bound) Info() (terms, negated, phrases, negatedPhrases []string) {
+	for t := range b.positive {
+		terms = append(terms, t)
+	}
+	for t := range b.negated {
+		negated = append(negated, t)
+	}
+	sort.Strings(terms)
+	sort.Strings(negated)
+	return terms, negated, append([]string{}, b.phrases...), append([]string{}, b.negPhr...)
+}
+
+// termsOf returns doc's index terms, remembered for the next call.
+func (b *Bound) termsOf(doc []byte) map[string]float64 {
+	h := maphash.Bytes(b.seed, doc)
+	b.mu.Lock()
+	t, ok := b.cache[h]
+	b.mu.Unlock()
+	if ok {
+		return t
+	}
+	t, err := b.spec.Terms(bsoncore.Document(doc))
+	if err != nil {
+		t = nil // a document the index could not hold has no entries
+	}
+	b.mu.Lock()
+	if len(b.cache) < maxCached {
+		b.cache[h] = t
+	}
+	b.mu.Unlock()
+	return t
+}
+
+// Score is doc's text score: the sum of its scores of the query's terms.
+func (b *Bound) Score(doc []byte) float64 {
+	terms := b.termsOf(doc)
+	score := 0.0
+	for _, t := range b.terms {
+		score += terms[t]
+	}
+	return score
+}
+
+// Match reports whether doc matches: it holds one of the query's terms
+// (in its index entries, and with the query's case and diacritics when it
+// asks for them), none of its negated terms, all of its phrases and none
+// of its negated phrases (fts_matcher.cpp).
+func (b *Bound) Match(doc []byte) bool {
+	terms := b.termsOf(doc)
+	found := false
+	for _, t := range b.terms {
+		if _, ok := terms[t]; ok {
+			found = true
+			break
+		}
+	}
+	if !found {
+		return false
+	}
+	d := bsoncore.Document(doc)
+	opts := TokenOptions{KeepStopWords: true, CaseSensitive: b.q.CaseSensitive, DiacriticSensitive: b.q.DiacriticSensitive}
+	if b.q.CaseSensitive || b.q.DiacriticSensitive {
+		if !b.anyToken(d, opts, b.positive) {
+			return false
+		}
+	}
+	if len(b.negated) > 0 && b.anyToken(d, opts, b.negated) {
+		return false
+	}
+	for _, p := range b.phrases {
+		if !b.phraseIn(d, p) {
+			return false
+		}
+	}
+	for _, p := range b.negPhr {
+		if b.phraseIn(d, p) {
+			return false
+		}
+	}
+	return true
+}
+
+func (b *Bound) anyToken(doc bsoncore.Document, opts TokenOptions, set map[string]bool) bool {
+	found := false
+	_ = b.spec.values(doc, func(v value) {
+		if found {
+			return
+		}
+		v.lang.Tokens(v.text, opts, func(t string) {
+			if set[t] {
+				found = true
+			}
+		})
+	})
+	return found
+}
+
+func (b *Bound) phraseIn(doc bsoncore.Document, phrase string) bool {
+	found := false
+	_ = b.spec.values(doc, func(v value) {
+		if found {
+			return
+		}
+		cs, ds := b.q.CaseSensitive, b.q.DiacriticSensitive
+		found = strings.Contains(v.lang.fold(v.text, cs, ds), v.lang.fold(phrase, cs, ds))
+	})
+	return found
+}
