@@ -22,6 +22,7 @@ type Explanation struct {
 	KeysExam   int64
 	DocsExam   int64
 	Millis     int64
+	TextQuery  bson.D // the parsed $text of a TEXT_MATCH plan (textquery.go)
 }
 
 // Explain plans spec and, with execute, runs it to the end to count the
@@ -47,6 +48,7 @@ func (e *Engine) Explain(ctx context.Context, db, coll string, spec FindSpec, ex
 	if p.kind == planIndex {
 		ex.KeyPattern = p.ix.Meta.Key
 	}
+	ex.TextQuery = p.textInfo()
 	ex.Sort = q.sort != nil && !p.sorted
 	if !execute {
 		return ex, nil

@@ -4,6 +4,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/lethedb/lethe/engine/record"
+	"github.com/lethedb/lethe/engine/text"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -11,7 +12,7 @@ import (
 // Lethe has beyond the ascending and descending ones.
 func isIndexKind(v bson.RawValue) bool {
 	s, ok := v.StringValueOK()
-	return ok && s == record.HashedKind
+	return ok && (s == record.HashedKind || s == text.Kind)
 }
 
 // checkIndexKinds checks a key pattern's special fields as MongoDB does:
@@ -46,6 +47,53 @@ func checkKindOptions(im record.IndexMeta, spec bson.Raw) error {
 	for _, kel := range keys {
 		if s, _ := kel.Value().StringValueOK(); s == record.HashedKind && im.Unique {
 			return mongoerr.New(record.HashedUnique, "Currently hashed indexes cannot guarantee uniqueness. Use a regular index.")
+		}
+	}
+	return nil
+}
+
+// isTextSpec reports whether an index specification is of a text index.
+func isTextSpec(spec bson.Raw) bool {
+	key, ok := spec.Lookup("key").DocumentOK()
+	return ok && text.IsTextKey(key)
+}
+
+// textOptions are the options of text indexes, which normalizeText sets.
+var textOptions = map[string]bool{"weights": true, "default_language": true, "language_override": true, "textIndexVersion": true}
+
+// normalizeText turns the key pattern of a text index into the form
+// MongoDB stores and lists ({_fts: "text", _ftsx: 1} for the text
+// fields) and sets its options as MongoDB's fixSpec does: weights,
+// default_language, language_override and textIndexVersion, after the
+// other options. Other indexes are left alone.
+func normalizeText(im *record.IndexMeta, spec bson.Raw, extra bson.D) (bson.D, error) {
+	if !text.IsTextKey(im.Key) {
+		return extra, nil
+	}
+	stored, opts, err := text.Normalize(im.Key, spec.Lookup("weights"), spec.Lookup("default_language"), spec.Lookup("language_override"), spec.Lookup("textIndexVersion"))
+	if err != nil {
+		return nil, err
+	}
+	im.Key = stored
+	kept := bson.D{}
+	for _, e := range extra {
+		if !textOptions[e.Key] {
+			kept = append(kept, e)
+		}
+	}
+	return append(kept, opts...), nil
+}
+
+// checkOneText refuses a second text index on a collection: MongoDB
+// allows one (IndexOptionsConflict when the key patterns, all alike once
+// stored, differ in options; otherwise refused outright).
+func checkOneText(im record.IndexMeta, existing, fresh []record.IndexMeta) error {
+	if !text.IsTextKey(im.Key) {
+		return nil
+	}
+	for _, old := range append(append([]record.IndexMeta(nil), existing...), fresh...) {
+		if text.IsTextKey(old.Key) {
+			return mongoerr.New(mongoerr.IndexOptionsConflict, "An equivalent index already exists with a different name and options. Requested index: %s, existing index: %s", im.Describe(), old.Describe())
 		}
 	}
 	return nil

@@ -12,6 +12,7 @@ import (
 	"github.com/lethedb/lethe/engine/keycodec"
 	"github.com/lethedb/lethe/engine/query"
 	"github.com/lethedb/lethe/engine/record"
+	"github.com/lethedb/lethe/engine/text"
 	"github.com/lethedb/lethe/engine/usage"
 	"github.com/lethedb/lethe/mongoerr"
 )
@@ -36,10 +37,15 @@ type plan struct {
 	reverse bool
 	// sorted is set when the scan order satisfies the query's sort.
 	sorted bool
+	// text is the query's $text bound to the text index it reads.
+	text *text.Bound
 }
 
 // stage names the plan as explain reports it.
 func (p *plan) stage() string {
+	if p.text != nil {
+		return "TEXT_MATCH"
+	}
 	switch p.kind {
 	case planIDPoints:
 		return "IDHACK"
@@ -67,6 +73,9 @@ func (st *collState) choosePlan(f *query.Filter, srt *query.Sort, hint bson.RawV
 	var conj []query.Predicate
 	if f != nil {
 		conj = f.Conjuncts()
+		if q := f.Text(); q != nil {
+			return st.textPlan(f, q, conj, srt)
+		}
 	}
 	if len(hint.Value) > 0 {
 		return st.hintedPlan(conj, srt, hint)

@@ -8,6 +8,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/engine/query"
+	"github.com/lethedb/lethe/engine/text"
 )
 
 // IndexMeta is an index's persisted catalog entry.
@@ -39,6 +40,9 @@ type IndexField struct {
 	// Hashed fields keep the hash of their value (hashed.go), which serves
 	// equality only.
 	Hashed bool
+	// Text marks the _fts and _ftsx fields of a text index, which hold a
+	// term and its score (textkeys.go).
+	Text bool
 }
 
 // Index is a compiled secondary index: its catalog entry, its key pattern
@@ -47,6 +51,8 @@ type Index struct {
 	Meta    IndexMeta
 	Fields  []IndexField
 	Partial *query.Filter
+	// Text is the text index's spec; nil for other indexes (textkeys.go).
+	Text *text.Spec
 }
 
 // TSField is the system field whose index turns on Cosmos-style TTL.
@@ -77,6 +83,9 @@ func CompileIndex(im IndexMeta) (*Index, error) {
 		if ix.Partial, err = query.Compile(im.Partial); err != nil {
 			return nil, err
 		}
+	}
+	if err := ix.compileText(); err != nil {
+		return nil, err
 	}
 	return ix, nil
 }

@@ -284,9 +284,8 @@ func (s *Spec) lowerBound(name string) (string, float64, bool) {
 // values walks the strings of doc the index reads, as MongoDB's
 // FTSElementIterator does: a weighted path, or every string for the
 // wildcard, through embedded documents and one level of arrays, each
-// embedded document possibly naming its own language. A string under the
-// wildcard takes the weight of the first weighted field at or after its
-// path, as MongoDB's lower_bound lookup gives it.
+// embedded document possibly naming its own language. A string weighs
+// what its path's weight says, 1 when none names it.
 func (s *Spec) values(doc bsoncore.Document, fn func(value)) error {
 	lang, err := s.languageOf(doc, s.Default)
 	if err != nil {
@@ -323,7 +322,9 @@ func (s *Spec) walk(obj bsoncore.Document, lang *Language, parent string, isArra
 			continue
 		}
 		exact := possible && key == dotted
-		if !possible {
+		if !exact {
+			// Fields the weights do not name weigh 1 (the manual's text
+			// index weights), also under the wildcard.
 			weight = 1
 		}
 		switch v.Type {
