@@ -83,13 +83,18 @@ type Bound struct {
 	positive, negated map[string]bool
 	phrases, negPhr   []string
 
-	mu    sync.Mutex
-	seed  maphash.Seed
-	cache map[uint64]map[string]float64
+	termSet map[string]bool
+
+	// scores remembers the scores of documents matched, by a hash of
+	// their bytes, for the sorts and projections that ask again.
+	mu     sync.Mutex
+	seed   maphash.Seed
+	scores map[uint64]float64
 }
 
-// maxCached bounds the documents whose terms a Bound remembers.
-const maxCached = 1 << 16
+// maxCached bounds the documents whose scores a Bound remembers (some
+// 10 MiB); past it, scores are computed again.
+const maxCached = 1 << 18
 
 // Bind parses the $search string as MongoDB's FTSQueryImpl::parse does:
 // words and quoted phrases, a '-' right before a word or phrase (after
@@ -97,7 +102,7 @@ const maxCached = 1 << 16
 // positive phrases also terms; then tokenizes the terms in the query's
 // language.
 func (q *Query) Bind(spec *Spec) (*Bound, error) {
-	b := &Bound{spec: spec, q: q, lang: spec.Default, positive: map[string]bool{}, negated: map[string]bool{}, seed: maphash.MakeSeed(), cache: map[uint64]map[string]float64{}}
+	b := &Bound{spec: spec, q: q, lang: spec.Default, positive: map[string]bool{}, negated: map[string]bool{}, seed: maphash.MakeSeed(), scores: map[uint64]float64{}}
 	if q.Language != "" {
 		if b.lang = LookupLanguage(q.Language); b.lang == nil {
 			return nil, errUnsupportedLanguage(q.Language)
@@ -169,13 +174,14 @@ func (q *Query) Bind(spec *Spec) (*Bound, error) {
 	}
 	bounds := map[string]bool{}
 	sensitive := TokenOptions{CaseSensitive: q.CaseSensitive, DiacriticSensitive: q.DiacriticSensitive}
-	b.lang.Tokens(pos.String(), TokenOptions{}, func(t string) { bounds[t] = true })
-	b.lang.Tokens(pos.String(), sensitive, func(t string) { b.positive[t] = true })
-	b.lang.Tokens(neg.String(), sensitive, func(t string) { b.negated[t] = true })
+	b.lang.tokens(pos.String(), TokenOptions{}, spec.stems, func(t string) { bounds[t] = true })
+	b.lang.tokens(pos.String(), sensitive, spec.stems, func(t string) { b.positive[t] = true })
+	b.lang.tokens(neg.String(), sensitive, spec.stems, func(t string) { b.negated[t] = true })
 	for t := range bounds {
 		b.terms = append(b.terms, t)
 	}
 	sort.Strings(b.terms)
+	b.termSet = bounds
 	return b, nil
 }
 
@@ -195,35 +201,44 @@ func (b *Bound) Info() (terms, negated, phrases, negatedPhrases []string) {
 	return terms, negated, append([]string{}, b.phrases...), append([]string{}, b.negPhr...)
 }
 
-// termsOf returns doc's index terms, remembered for the next call.
-func (b *Bound) termsOf(doc []byte) map[string]float64 {
+// score is the sum of the document's scores of the query's terms, and
+// whether it has any of them.
+func (b *Bound) score(doc []byte) (float64, bool) {
+	terms, err := b.spec.Terms(bsoncore.Document(doc))
+	if err != nil {
+		return 0, false // a document the index could not hold has no entries
+	}
+	score, found := 0.0, false
+	for t, s := range terms {
+		if b.termSet[t] {
+			score += s
+			found = true
+		}
+	}
+	return score, found
+}
+
+func (b *Bound) remember(doc []byte, score float64) {
 	h := maphash.Bytes(b.seed, doc)
 	b.mu.Lock()
-	t, ok := b.cache[h]
-	b.mu.Unlock()
-	if ok {
-		return t
-	}
-	t, err := b.spec.Terms(bsoncore.Document(doc))
-	if err != nil {
-		t = nil // a document the index could not hold has no entries
-	}
-	b.mu.Lock()
-	if len(b.cache) < maxCached {
-		b.cache[h] = t
+	if len(b.scores) < maxCached {
+		b.scores[h] = score
 	}
 	b.mu.Unlock()
-	return t
 }
 
 // Score is doc's text score: the sum of its scores of the query's terms.
 func (b *Bound) Score(doc []byte) float64 {
-	terms := b.termsOf(doc)
-	score := 0.0
-	for _, t := range b.terms {
-		score += terms[t]
+	h := maphash.Bytes(b.seed, doc)
+	b.mu.Lock()
+	s, ok := b.scores[h]
+	b.mu.Unlock()
+	if ok {
+		return s
 	}
-	return score
+	s, _ = b.score(doc)
+	b.remember(doc, s)
+	return s
 }
 
 // Match reports whether doc matches: it holds one of the query's terms
@@ -231,14 +246,7 @@ func (b *Bound) Score(doc []byte) float64 {
 // asks for them), none of its negated terms, all of its phrases and none
 // of its negated phrases (fts_matcher.cpp).
 func (b *Bound) Match(doc []byte) bool {
-	terms := b.termsOf(doc)
-	found := false
-	for _, t := range b.terms {
-		if _, ok := terms[t]; ok {
-			found = true
-			break
-		}
-	}
+	s, found := b.score(doc)
 	if !found {
 		return false
 	}
@@ -262,6 +270,7 @@ func (b *Bound) Match(doc []byte) bool {
 			return false
 		}
 	}
+	b.remember(doc, s)
 	return true
 }
 
@@ -271,7 +280,7 @@ func (b *Bound) anyToken(doc bsoncore.Document, opts TokenOptions, set map[strin
 		if found {
 			return
 		}
-		v.lang.Tokens(v.text, opts, func(t string) {
+		v.lang.tokens(v.text, opts, b.spec.stems, func(t string) {
 			if set[t] {
 				found = true
 			}

@@ -34,15 +34,15 @@ const Version = 3
 // Spec is a text index: the weight of each field, whether every string is
 // indexed, its languages, and the plain fields before and after the text.
 type Spec struct {
-	weights     map[string]float64
-	names       []string // the weighted fields, sorted as MongoDB's map
-	wildcard    bool
-	Default     *Language
-	Override    string // the field of a document that names its language
-	Before      []string
-	After       []string
-	Weights     bson.D // as listed: field names in order, int32 weights
-	defaultName string
+	weights  map[string]float64
+	names    []string // the weighted fields, sorted as MongoDB's map
+	wildcard bool
+	Default  *Language
+	Override string // the field of a document that names its language
+	Before   []string
+	After    []string
+	Weights  bson.D // as listed: field names in order, int32 weights
+	stems    *stemCache
 }
 
 // IsTextKey reports whether a key pattern has a text field, in either the
@@ -197,7 +197,7 @@ func Normalize(key bson.Raw, weightsOpt, langOpt, overrideOpt, versionOpt bson.R
 // options (a document holding weights, default_language and
 // language_override, as Normalize made them).
 func NewSpec(key bson.Raw, opts bson.Raw) (*Spec, error) {
-	s := &Spec{weights: map[string]float64{}, Default: LookupLanguage("english"), Override: "language"}
+	s := &Spec{weights: map[string]float64{}, Default: LookupLanguage("english"), Override: "language", stems: &stemCache{}}
 	if v, err := opts.LookupErr("default_language"); err == nil {
 		if l := LookupLanguage(v.StringValue()); l != nil {
 			s.Default = l
@@ -368,7 +368,7 @@ func (s *Spec) walk(obj bsoncore.Document, lang *Language, parent string, isArra
 func (s *Spec) Terms(doc bsoncore.Document) (map[string]float64, error) {
 	scores := map[string]float64{}
 	err := s.values(doc, func(v value) {
-		scoreString(v, scores)
+		scoreString(v, s.stems, scores)
 	})
 	return scores, err
 }
@@ -379,11 +379,11 @@ type termCount struct {
 	freq  float64
 }
 
-func scoreString(v value, scores map[string]float64) {
+func scoreString(v value, stems *stemCache, scores map[string]float64) {
 	terms := map[string]*termCount{}
 	var order []string
 	tokens := 0
-	v.lang.Tokens(v.text, TokenOptions{}, func(t string) {
+	v.lang.tokens(v.text, TokenOptions{}, stems, func(t string) {
 		tc := terms[t]
 		if tc == nil {
 			tc = &termCount{}

@@ -1,6 +1,8 @@
 package text
 
 import (
+	"sync"
+	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 )
@@ -45,6 +47,10 @@ type TokenOptions struct {
 // word, the word (in its case when case-sensitive) stemmed, then stripped
 // of diacritics unless diacritic-sensitive.
 func (l *Language) Tokens(s string, opts TokenOptions, fn func(token string)) {
+	l.tokens(s, opts, nil, fn)
+}
+
+func (l *Language) tokens(s string, opts TokenOptions, stems *stemCache, fn func(token string)) {
 	english := l.englishDelimiters
 	i := 0
 	for i < len(s) {
@@ -69,7 +75,7 @@ func (l *Language) Tokens(s string, opts TokenOptions, fn func(token string)) {
 		if !opts.CaseSensitive {
 			word = lower
 		}
-		word = l.stemWord(word)
+		word = stems.stem(l, word)
 		if !opts.DiacriticSensitive {
 			word = stripDiacritics(word)
 		}
@@ -85,6 +91,33 @@ func (l *Language) fold(s string, caseSensitive, diacriticSensitive bool) string
 	}
 	if !diacriticSensitive {
 		s = stripDiacritics(s)
+	}
+	return s
+}
+
+// stemCache remembers stems: Snowball stemming is most of the cost of
+// indexing a document, and prose repeats its words. It holds at most
+// maxStems words; past that, words are stemmed each time.
+type stemCache struct {
+	m sync.Map // language name + "\x00" + word -> stem
+	n atomic.Int64
+}
+
+const maxStems = 1 << 16
+
+// stem is l's stem of word, remembered in c (nil remembers nothing).
+func (c *stemCache) stem(l *Language, word string) string {
+	if c == nil || l.stem == nil {
+		return l.stemWord(word)
+	}
+	key := l.Name + "\x00" + word
+	if s, ok := c.m.Load(key); ok {
+		return s.(string)
+	}
+	s := l.stemWord(word)
+	if c.n.Load() < maxStems {
+		c.n.Add(1)
+		c.m.Store(key, s)
 	}
 	return s
 }
