@@ -85,7 +85,7 @@ type Bound struct {
 
 	termSet map[string]bool
 
-	// scores remembers the scores of documents matched, by a hash of
+	// scores remembers the scores of the documents matched, by a hash of
 	// their bytes, for the sorts and projections that ask again.
 	mu     sync.Mutex
 	seed   maphash.Seed
@@ -236,8 +236,9 @@ func (b *Bound) Score(doc []byte) float64 {
 	if ok {
 		return s
 	}
+	// A document that did not match, or reshaped by a stage: computed
+	// each time, so that the remembered ones are the matched ones.
 	s, _ = b.score(doc)
-	b.remember(doc, s)
 	return s
 }
 
@@ -246,6 +247,15 @@ func (b *Bound) Score(doc []byte) float64 {
 // asks for them), none of its negated terms, all of its phrases and none
 // of its negated phrases (fts_matcher.cpp).
 func (b *Bound) Match(doc []byte) bool {
+	// Only matched documents are remembered: a cursor checks again the
+	// documents it sorted, which matched already.
+	h := maphash.Bytes(b.seed, doc)
+	b.mu.Lock()
+	_, ok := b.scores[h]
+	b.mu.Unlock()
+	if ok {
+		return true
+	}
 	s, found := b.score(doc)
 	if !found {
 		return false

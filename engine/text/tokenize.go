@@ -2,7 +2,6 @@ package text
 
 import (
 	"sync"
-	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 )
@@ -99,8 +98,9 @@ func (l *Language) fold(s string, caseSensitive, diacriticSensitive bool) string
 // indexing a document, and prose repeats its words. It holds at most
 // maxStems words; past that, words are stemmed each time.
 type stemCache struct {
-	m sync.Map // language name + "\x00" + word -> stem
-	n atomic.Int64
+	mu sync.RWMutex
+	m  map[*Language]map[string]string
+	n  int
 }
 
 const maxStems = 1 << 16
@@ -110,14 +110,24 @@ func (c *stemCache) stem(l *Language, word string) string {
 	if c == nil || l.stem == nil {
 		return l.stemWord(word)
 	}
-	key := l.Name + "\x00" + word
-	if s, ok := c.m.Load(key); ok {
-		return s.(string)
+	c.mu.RLock()
+	s, ok := c.m[l][word]
+	c.mu.RUnlock()
+	if ok {
+		return s
 	}
-	s := l.stemWord(word)
-	if c.n.Load() < maxStems {
-		c.n.Add(1)
-		c.m.Store(key, s)
+	s = l.stemWord(word)
+	c.mu.Lock()
+	if c.n < maxStems {
+		if c.m == nil {
+			c.m = map[*Language]map[string]string{}
+		}
+		if c.m[l] == nil {
+			c.m[l] = map[string]string{}
+		}
+		c.m[l][word] = s
+		c.n++
 	}
+	c.mu.Unlock()
 	return s
 }
