@@ -307,3 +307,17 @@ func TestTextIndexForms(t *testing.T) {
 		t.Errorf("bad language: %v %v", res.Errors, err)
 	}
 }
+
+// TestTextWrites: $text selects the documents of a delete as of a find.
+func TestTextWrites(t *testing.T) {
+	e := openTestEngine(t)
+	loadText(t, e, "articles", manualArticles, `{"key": {"subject": "text"}}`)
+	n, err := e.Delete(context.Background(), "db", "articles", extDoc(t, `{"$text": {"$search": "coffee -shop"}}`), 0, bson.RawValue{})
+	if err != nil || n != 2 {
+		t.Fatalf("delete: %d %v, want 2", n, err)
+	}
+	docs, err := findAll(t, e, "articles", FindSpec{Filter: extDoc(t, `{"$text": {"$search": "coffee"}}`)})
+	if err != nil || !slices.Equal(ids(docs), []int32{2}) {
+		t.Errorf("after the delete: %v %v", ids(docs), err)
+	}
+}
