@@ -92,7 +92,9 @@ func (st *collState) choosePlan(f *query.Filter, srt *query.Sort, hint bson.RawV
 	var best *plan
 	bestScore := 0
 	for _, ix := range st.indexes {
-		if ix.Partial != nil || ix.Meta.Hidden {
+		// A text index holds terms, and no entry for a document without
+		// any: only $text reads it (textPlan).
+		if ix.Partial != nil || ix.Meta.Hidden || ix.IsText() {
 			continue
 		}
 		spans, score := indexBounds(ix, conj)
@@ -109,7 +111,7 @@ func (st *collState) choosePlan(f *query.Filter, srt *query.Sort, hint bson.RawV
 	st.applySort(p, srt)
 	if !p.sorted && srt != nil && len(srt.Fields()) > 0 {
 		for _, ix := range st.indexes {
-			if ix.Partial != nil || ix.Meta.Sparse || ix.Meta.Multikey || ix.Meta.Hidden {
+			if ix.Partial != nil || ix.Meta.Sparse || ix.Meta.Multikey || ix.Meta.Hidden || ix.IsText() {
 				continue
 			}
 			lo, hi := record.IndexRange(ix.Meta.ID)
@@ -165,7 +167,7 @@ func (st *collState) hintedPlan(conj []query.Predicate, srt *query.Sort, hint bs
 		st.applySort(p, srt)
 		return p, nil
 	}
-	if ix == nil {
+	if ix == nil || ix.IsText() {
 		return nil, mongoerr.New(mongoerr.BadValue, "error processing query: planner returned error :: caused by :: hint provided does not correspond to an existing index")
 	}
 	spans, score := indexBounds(ix, conj)

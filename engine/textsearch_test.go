@@ -321,3 +321,21 @@ func TestTextWrites(t *testing.T) {
 		t.Errorf("after the delete: %v %v", ids(docs), err)
 	}
 }
+
+// TestTextIndexOnlyForText: a text index has entries only for documents
+// with terms, so no other query reads it, even on its prefix field.
+func TestTextIndexOnlyForText(t *testing.T) {
+	e := openTestEngine(t)
+	loadText(t, e, "c", []string{
+		`{"_id": 1, "shop": "a", "about": "coffee"}`,
+		`{"_id": 2, "shop": "a"}`,
+		`{"_id": 3, "shop": "a", "about": "the"}`,
+	}, `{"key": {"shop": 1, "about": "text"}}`)
+	docs, err := findAll(t, e, "c", FindSpec{Filter: extDoc(t, `{"shop": "a"}`), Sort: extDoc(t, `{"shop": 1}`)})
+	if err != nil || len(docs) != 3 {
+		t.Errorf("by the prefix field: %v %v", ids(docs), err)
+	}
+	if _, err := findAll(t, e, "c", FindSpec{Filter: extDoc(t, `{"shop": "a"}`), Hint: bson.RawValue{Type: bson.TypeString, Value: bsoncoreString("shop_1_about_text")}}); mongoerr.CodeOf(err) != mongoerr.BadValue {
+		t.Errorf("hinting the text index: %v", err)
+	}
+}
