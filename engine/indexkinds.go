@@ -3,6 +3,7 @@ package engine
 import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/lethedb/lethe/engine/query"
 	"github.com/lethedb/lethe/engine/record"
 	"github.com/lethedb/lethe/engine/text"
 	"github.com/lethedb/lethe/mongoerr"
@@ -43,6 +44,12 @@ func checkIndexKinds(key bson.Raw, keys []bson.RawElement) error {
 // a hashed index cannot be unique
 // (jstests/core/index/hashed/single_field_hashed_index.js, code 16764).
 func checkKindOptions(im record.IndexMeta, spec bson.Raw) error {
+	if len(im.Partial) > 0 {
+		// $text needs a text index; no partial filter can use one.
+		if f, err := query.Compile(im.Partial); err == nil && f.Text() != nil {
+			return mongoerr.New(mongoerr.CannotCreateIndex, "Expression not supported in partial index: $text")
+		}
+	}
 	keys, _ := im.Key.Elements()
 	for _, kel := range keys {
 		if s, _ := kel.Value().StringValueOK(); s == record.HashedKind && im.Unique {

@@ -229,6 +229,7 @@ func TestTextErrors(t *testing.T) {
 		{`{"key": {"a": "text"}, "weights": {"a": 0}}`, mongoerr.CannotCreateIndex},
 		{`{"key": {"a": "text", "b": 1, "c": "text"}}`, mongoerr.CannotCreateIndex},
 		{`{"key": {"a": 1}, "weights": {"a": 2}}`, mongoerr.CannotCreateIndex},
+		{`{"key": {"a": 1}, "partialFilterExpression": {"$text": {"$search": "x"}}}`, mongoerr.CannotCreateIndex},
 	} {
 		coll := "articles"
 		if c.code != mongoerr.IndexOptionsConflict {
