@@ -1,7 +1,11 @@
 package engine
 
 import (
+	"slices"
+	"strconv"
+
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/engine/query"
 	"github.com/lethedb/lethe/engine/record"
@@ -104,4 +108,56 @@ func checkOneText(im record.IndexMeta, existing, fresh []record.IndexMeta) error
 		}
 	}
 	return nil
+}
+
+// hashedBounds are the bounds explain shows for a plan of an index with a
+// hashed field, as MongoDB shows them: per field, the points of its
+// equality (a hashed field's as the hash, a 64-bit integer) or all values;
+// nil for other indexes.
+func hashedBounds(ix *record.Index, conj []query.Predicate) bson.D {
+	if !slices.ContainsFunc(ix.Fields, func(f record.IndexField) bool { return f.Hashed }) {
+		return nil
+	}
+	var out bson.D
+	bounded := true
+	for _, f := range ix.Fields {
+		var points []string
+		if bounded {
+			for _, c := range conj {
+				if c.Path == f.Path && (c.Op == "$eq" || c.Op == "$in") && indexable(c) {
+					for _, v := range c.Values {
+						if f.Hashed {
+							v = record.HashedValue(v)
+						}
+						s := boundString(v)
+						points = append(points, "["+s+", "+s+"]")
+					}
+					break
+				}
+			}
+		}
+		if points == nil {
+			bounded = false
+			points = []string{"[MinKey, MaxKey]"}
+		}
+		slices.Sort(points)
+		out = append(out, bson.E{Key: f.Path, Value: points})
+	}
+	return out
+}
+
+// boundString writes a value as explain's bounds do: numbers plain,
+// strings quoted, others in extended JSON.
+func boundString(v bsoncore.Value) string {
+	switch v.Type {
+	case bsoncore.TypeInt64:
+		return strconv.FormatInt(v.Int64(), 10)
+	case bsoncore.TypeInt32:
+		return strconv.FormatInt(int64(v.Int32()), 10)
+	case bsoncore.TypeDouble:
+		return strconv.FormatFloat(v.Double(), 'g', -1, 64)
+	case bsoncore.TypeString:
+		return strconv.Quote(v.StringValue())
+	}
+	return v.String()
 }

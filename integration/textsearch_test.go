@@ -52,6 +52,12 @@ func TestExplainTextAndHashed(t *testing.T) {
 	if plan.Lookup("inputStage", "stage").StringValue() != "IXSCAN" || plan.Lookup("inputStage", "indexName").StringValue() != "h_hashed" {
 		t.Errorf("hashed plan: %v", plan)
 	}
+	// The bounds are the point of the hash of 42, -944302157085130861 (the
+	// value MongoDB's hasher checks itself against at startup).
+	plan = explain(bson.D{{Key: "h", Value: 42}})
+	if b := plan.Lookup("inputStage", "indexBounds", "h").Array().String(); b != `["[-944302157085130861, -944302157085130861]"]` {
+		t.Errorf("hashed bounds %s", b)
+	}
 	plan = explain(bson.D{{Key: "h", Value: bson.D{{Key: "$gt", Value: 5}}}})
 	if plan.Lookup("stage").StringValue() != "COLLSCAN" {
 		t.Errorf("a range on a hashed field: %v", plan)

@@ -183,6 +183,10 @@ func planDoc(ex engine.Explanation, filter, sort bson.Raw) bson.D {
 			{Key: "indexName", Value: ex.IndexName},
 			{Key: "direction", Value: ex.Direction},
 		}}}
+		if ex.IndexBounds != nil {
+			ixscan := plan[2].Value.(bson.D)
+			plan[2].Value = append(ixscan, bson.E{Key: "indexBounds", Value: ex.IndexBounds})
+		}
 	case "IDHACK":
 		plan = bson.D{{Key: "stage", Value: "IDHACK"}, {Key: "indexName", Value: ex.IndexName}}
 	case "TEXT_MATCH":
