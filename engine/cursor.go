@@ -13,6 +13,7 @@ import (
 	"github.com/lethedb/lethe/engine/project"
 	"github.com/lethedb/lethe/engine/query"
 	"github.com/lethedb/lethe/engine/spill"
+	"github.com/lethedb/lethe/engine/text"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -364,7 +365,11 @@ func (c *Cursor) fill(ctx context.Context, n int, maxBytes int, out *batchOut) e
 			return emit(c.keys.key(doc), false), nil
 		}
 		if c.proj != nil && !c.proj.IsEmpty() {
-			if doc, err = c.proj.ApplyContext(ctx, doc, pos); err != nil {
+			pctx := ctx
+			if c.score != nil {
+				pctx = text.WithScorer(ctx, c.score) // for a nested {$meta: "textScore"}
+			}
+			if doc, err = c.proj.ApplyContext(pctx, doc, pos); err != nil {
 				return false, err
 			}
 			if c.scoreFields != nil {

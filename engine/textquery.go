@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"slices"
+	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -105,7 +106,8 @@ func isTextScoreMeta(v bson.RawValue) bool {
 
 // splitTextMeta takes the top-level {field: {$meta: "textScore"}} out of
 // a find's projection: MongoDB adds the score to the projected document,
-// whatever the rest of the projection keeps, after its fields.
+// whatever the rest of the projection keeps, after its fields. A dotted
+// one stays, computed by the projection.
 func splitTextMeta(proj bson.Raw) (rest bson.Raw, fields []string) {
 	elems, err := proj.Elements()
 	if err != nil {
@@ -113,7 +115,7 @@ func splitTextMeta(proj bson.Raw) (rest bson.Raw, fields []string) {
 	}
 	var keep bson.D
 	for _, el := range elems {
-		if isTextScoreMeta(el.Value()) {
+		if isTextScoreMeta(el.Value()) && !strings.Contains(el.Key(), ".") {
 			fields = append(fields, el.Key())
 			continue
 		}

@@ -340,3 +340,17 @@ func TestTextIndexOnlyForText(t *testing.T) {
 		t.Errorf("hinting the text index: %v", err)
 	}
 }
+
+// TestTextScoreNested: a projection may put the score in an embedded
+// document.
+func TestTextScoreNested(t *testing.T) {
+	e := openTestEngine(t)
+	loadText(t, e, "articles", manualArticles, `{"key": {"subject": "text"}}`)
+	docs, err := findAll(t, e, "articles", FindSpec{
+		Filter:     extDoc(t, `{"$text": {"$search": "cake"}}`),
+		Projection: extDoc(t, `{"subject": 1, "meta.score": {"$meta": "textScore"}}`),
+	})
+	if err != nil || len(docs) != 1 || docs[0].Lookup("meta", "score").Double() != 0.75 {
+		t.Errorf("nested score: %v %v", docs, err)
+	}
+}
