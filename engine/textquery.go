@@ -70,7 +70,7 @@ func (st *collState) textPlan(f *query.Filter, q *text.Query, conj []query.Predi
 	var spans []span
 	for _, p := range prefixes {
 		for _, t := range bound.Terms() {
-			v := bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, t)}
+			v := bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, text.KeyTerm(t))}
 			var k []byte
 			if termField.Desc {
 				k = keycodec.AppendDesc(bytes.Clone(p), v)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -352,5 +353,17 @@ func TestTextScoreNested(t *testing.T) {
 	})
 	if err != nil || len(docs) != 1 || docs[0].Lookup("meta", "score").Double() != 0.75 {
 		t.Errorf("nested score: %v %v", docs, err)
+	}
+}
+
+// TestTextLongTerm: a word longer than 64 bytes is kept in the index as
+// MongoDB keeps it, a prefix and a hash, and found again.
+func TestTextLongTerm(t *testing.T) {
+	e := openTestEngine(t)
+	long := strings.Repeat("abcdefghij", 20)
+	loadText(t, e, "c", []string{`{"_id": 1, "t": "` + long + `x"}`, `{"_id": 2, "t": "` + long + `y"}`}, `{"key": {"t": "text"}}`)
+	docs, err := findAll(t, e, "c", FindSpec{Filter: extDoc(t, `{"$text": {"$search": "`+long+`y"}}`)})
+	if err != nil || !slices.Equal(ids(docs), []int32{2}) {
+		t.Errorf("long term: %v %v", ids(docs), err)
 	}
 }

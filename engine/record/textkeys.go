@@ -72,7 +72,7 @@ func (ix *Index) textKeys(doc bsoncore.Document, tuples *[][]bsoncore.Value) ([]
 	}
 	keys := make([][]byte, 0, len(terms))
 	for term, score := range terms {
-		t := bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, term)}
+		t := bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, text.KeyTerm(term))}
 		s := bsoncore.Value{Type: bsoncore.TypeDouble, Data: bsoncore.AppendDouble(nil, score)}
 		vals := append(append(append([]bsoncore.Value(nil), before...), t, s), after...)
 		var key []byte

@@ -1,6 +1,8 @@
 package text
 
 import (
+	"crypto/md5"
+	"encoding/hex"
 	"fmt"
 	"sort"
 	"strings"
@@ -408,4 +410,22 @@ func scoreString(v value, stems *stemCache, scores map[string]float64) {
 		}
 		scores[t] += v.weight * tc.freq * coeff * adjustment
 	}
+}
+
+// Long terms are kept in index keys as MongoDB keeps them
+// (fts_index_format.cpp, versions 2 and 3): a term longer than 64 bytes
+// is its first 32 bytes and the hex MD5 of the whole, so that one huge
+// word makes no huge key.
+const (
+	termKeyPrefixLength = 32
+	termKeyLength       = 64
+)
+
+// KeyTerm is the form of a term in an index key.
+func KeyTerm(term string) string {
+	if len(term) <= termKeyLength {
+		return term
+	}
+	sum := md5.Sum([]byte(term))
+	return term[:termKeyPrefixLength] + hex.EncodeToString(sum[:])
 }
