@@ -39,17 +39,17 @@ func TestCompileSort(t *testing.T) {
 
 func TestCompileSortErrors(t *testing.T) {
 	tests := map[string]mongoerr.Code{
-		`{"a": 2}`:                    15975,
-		`{"a": 0.5}`:                  15975,
-		`{"a": "asc"}`:                15974,
-		`{"a": true}`:                 15974,
-		`{"a": {"$meta": "randVal"}}`: mongoerr.NotImplemented,
-		`{"a": {"b": 1}}`:             17312,
-		`{"$natural": 1, "a": 1}`:     mongoerr.BadValue,
-		`{"$natural": 2}`:             15975,
-		`{"$a": 1}`:                   16410,
-		`{"a..b": 1}`:                 15998,
-		`{"": 1}`:                     40352,
+		`{"a": 2}`:                      15975,
+		`{"a": 0.5}`:                    15975,
+		`{"a": "asc"}`:                  15974,
+		`{"a": true}`:                   15974,
+		`{"abc": {"$meta": "randVal"}}`: mongoerr.NotImplemented,
+		`{"a": {"b": 1}}`:               17312,
+		`{"$natural": 1, "a": 1}`:       mongoerr.BadValue,
+		`{"$natural": 2}`:               15975,
+		`{"$a": 1}`:                     16410,
+		`{"a..b": 1}`:                   15998,
+		`{"": 1}`:                       40352,
 	}
 	for spec, code := range tests {
 		_, err := CompileSort(raw(t, spec))
