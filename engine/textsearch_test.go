@@ -367,3 +367,33 @@ func TestTextLongTerm(t *testing.T) {
 		t.Errorf("long term: %v %v", ids(docs), err)
 	}
 }
+
+// TestTextIndexReopen: a text index and a hashed index come back from the
+// catalog after a restart and serve their queries.
+func TestTextIndexReopen(t *testing.T) {
+	dir := t.TempDir()
+	e, err := Open(dir, Options{NoReaper: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	loadText(t, e, "articles", manualArticles, `{"key": {"subject": "text"}, "default_language": "spanish"}`)
+	if err := createIndex(t, e, "articles", `{"key": {"views": "hashed"}}`); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e, err = Open(dir, Options{NoReaper: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	docs, err := findAll(t, e, "articles", FindSpec{Filter: extDoc(t, `{"$text": {"$search": "leches"}}`)})
+	if err != nil || len(docs) != 2 {
+		t.Errorf("after reopening, leches in spanish: %v %v", ids(docs), err)
+	}
+	ex, err := e.Explain(context.Background(), "db", "articles", FindSpec{Filter: extDoc(t, `{"views": 10}`)}, true)
+	if err != nil || ex.IndexName != "views_hashed" || ex.NReturned != 2 {
+		t.Errorf("hashed after reopening: %+v %v", ex, err)
+	}
+}
