@@ -111,9 +111,10 @@ func TestTextManualExamples(t *testing.T) {
 			t.Errorf("count %s: %d %v, want %d", c.filter, n, err, len(c.want))
 		}
 	}
-	// Sorted by score, with the score projected: "Baking a cake" scores
-	// 0.75 for cake (the manual's example output); the others follow
-	// fts_spec.cpp's formula (derived).
+	// Sorted by score, with the score projected; the scores are derived
+	// from fts_spec.cpp's formula: "Baking a cake" 0.75 for cake (one of
+	// two tokens), "coffee" 1 (its only token; the stem coffe is not the
+	// whole string, so no boost).
 	docs, err := findAll(t, e, "articles", FindSpec{
 		Filter:     extDoc(t, `{"$text": {"$search": "coffee cake"}}`),
 		Projection: extDoc(t, `{"subject": 1, "score": {"$meta": "textScore"}}`),
