@@ -43,7 +43,6 @@ type Spec struct {
 	Override string // the field of a document that names its language
 	Before   []string
 	After    []string
-	Weights  bson.D // as listed: field names in order, int32 weights
 	stems    *stemCache
 }
 
@@ -219,10 +218,6 @@ func NewSpec(key bson.Raw, opts bson.Raw) (*Spec, error) {
 			s.weights[w.Key()] = f
 			s.names = append(s.names, w.Key())
 		}
-		s.Weights = bson.D{}
-		for _, w := range ws {
-			s.Weights = append(s.Weights, bson.E{Key: w.Key(), Value: w.Value()})
-		}
 	}
 	sort.Strings(s.names)
 	elems, err := key.Elements()
@@ -243,7 +238,7 @@ func NewSpec(key bson.Raw, opts bson.Raw) (*Spec, error) {
 	return s, nil
 }
 
-// Wildcard reports whether every string of a document is indexed.
+// IsWildcard reports whether every string of a document is indexed.
 func (s *Spec) IsWildcard() bool { return s.wildcard }
 
 // value is one string a text index reads of a document, with its
