@@ -41,6 +41,7 @@ func (st *collState) textPlan(f *query.Filter, q *text.Query, conj []query.Predi
 	f.BindText(bound.Match)
 	if srt != nil && srt.UsesTextScore() {
 		srt.BindTextScore(bound.Score)
+		bound.KeepScores()
 	}
 	prefixes := [][]byte{record.IndexPrefix(nil, ix.Meta.ID)}
 	for i, path := range ix.Text.Before {

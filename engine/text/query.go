@@ -86,15 +86,26 @@ type Bound struct {
 	termSet map[string]bool
 
 	// scores remembers the scores of the documents matched, by a hash of
-	// their bytes, for the sorts and projections that ask again.
+	// their bytes, for the sorts and projections that ask again: the last
+	// few, or, for a sort by score, up to keptScores.
 	mu     sync.Mutex
 	seed   maphash.Seed
 	scores map[uint64]float64
+	keep   bool
 }
 
-// maxCached bounds the documents whose scores a Bound remembers (some
-// 10 MiB); past it, scores are computed again.
-const maxCached = 1 << 18
+// Bounds of the scores a Bound remembers: a query that projects its score
+// asks right after the match, so a few suffice, forgotten together; a sort
+// by score asks of every document it holds, which its memory limit bounds
+// already, so a million (some 40 MiB), then no more.
+const (
+	recentScores = 1 << 10
+	keptScores   = 1 << 20
+)
+
+// KeepScores has b remember the score of every document it matches, for a
+// sort by score.
+func (b *Bound) KeepScores() { b.keep = true }
 
 // Bind parses the $search string as MongoDB's FTSQueryImpl::parse does:
 // words and quoted phrases, a '-' right before a word or phrase (after
@@ -221,7 +232,11 @@ func (b *Bound) score(doc []byte) (float64, bool) {
 func (b *Bound) remember(doc []byte, score float64) {
 	h := maphash.Bytes(b.seed, doc)
 	b.mu.Lock()
-	if len(b.scores) < maxCached {
+	switch {
+	case !b.keep && len(b.scores) >= recentScores:
+		clear(b.scores)
+		b.scores[h] = score
+	case len(b.scores) < keptScores:
 		b.scores[h] = score
 	}
 	b.mu.Unlock()
