@@ -172,7 +172,7 @@ func parseIndexSpec(spec bson.Raw) (record.IndexMeta, error) {
 	if err := checkKeyPattern(im.Key); err != nil {
 		return im, err
 	}
-	if err := checkKindOptions(im, spec); err != nil {
+	if err := checkKindOptions(im); err != nil {
 		return im, err
 	}
 	keys, _ := im.Key.Elements()

@@ -44,10 +44,11 @@ func checkIndexKinds(key bson.Raw, keys []bson.RawElement) error {
 	return nil
 }
 
-// checkKindOptions checks the options of a spec against its index's kind:
-// a hashed index cannot be unique
-// (jstests/core/index/hashed/single_field_hashed_index.js, code 16764).
-func checkKindOptions(im record.IndexMeta, spec bson.Raw) error {
+// checkKindOptions checks the options of an index against its kind, as
+// MongoDB does: a hashed index cannot be unique
+// (jstests/core/index/hashed/single_field_hashed_index.js, code 16764),
+// and no partial filter may hold $text, which only a text index answers.
+func checkKindOptions(im record.IndexMeta) error {
 	if len(im.Partial) > 0 {
 		// $text needs a text index; no partial filter can use one.
 		if f, err := query.Compile(im.Partial); err == nil && f.Text() != nil {
