@@ -12,6 +12,7 @@ import (
 	"github.com/lethedb/lethe/bsonvalue"
 	"github.com/lethedb/lethe/engine/letvars"
 	"github.com/lethedb/lethe/engine/pipeline"
+	"github.com/lethedb/lethe/engine/text"
 	"github.com/lethedb/lethe/engine/update"
 	"github.com/lethedb/lethe/engine/writestage"
 
@@ -113,6 +114,9 @@ func (e *Engine) aggregate(ctx context.Context, db, coll string, stages []bson.R
 		res.Docs, err = e.aggregateStats(ctx, db, coll, stages, opts)
 		return res, err
 	}
+	if err := checkTextStages(stages); err != nil {
+		return res, err
+	}
 	// Every stage is checked first, as MongoDB parses a pipeline before
 	// it runs any of it.
 	po := e.pipelineOptions(db, opts)
@@ -141,6 +145,10 @@ func (e *Engine) aggregate(ctx context.Context, db, coll string, stages []bson.R
 	cur, err := e.Find(ctx, db, coll, spec)
 	if err != nil {
 		return res, err
+	}
+	if cur.score != nil {
+		// The stages after the query read its text score.
+		ctx = text.WithScorer(ctx, cur.score)
 	}
 	if opts.Stream && n == len(stages) && cur.sorted != nil {
 		// The query is the whole pipeline and its sort spilled: the

@@ -106,8 +106,10 @@ func TestQueryConformance(t *testing.T) {
 		if err := bson.UnmarshalExtJSON(data, false, &qf); err != nil {
 			t.Fatalf("%s: %v", file, err)
 		}
-		// load fills a plain and an indexed collection with docs.
+		// load fills a plain and an indexed collection with docs, and a
+		// third with hashed indexes (conformance_hashed_test.go).
 		load := func(plain, indexed string, docs []bson.Raw) {
+			loadHashed(t, e, file, hashedOf(indexed), docs, qf.Indexes)
 			for _, coll := range []string{plain, indexed} {
 				if len(docs) == 0 {
 					continue
@@ -147,7 +149,7 @@ func TestQueryConformance(t *testing.T) {
 				})
 				load(plain, indexed, docs)
 			}
-			for _, coll := range []string{plain, indexed} {
+			for _, coll := range []string{plain, indexed, hashedOf(indexed)} {
 				name := fmt.Sprintf("%s/%s/%s", filepath.Base(file), c.Name, coll)
 				got, err := e.findIDs("conf", coll, c.Filter, c.Sort)
 				if c.Error != 0 {

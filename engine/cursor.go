@@ -13,6 +13,7 @@ import (
 	"github.com/lethedb/lethe/engine/project"
 	"github.com/lethedb/lethe/engine/query"
 	"github.com/lethedb/lethe/engine/spill"
+	"github.com/lethedb/lethe/engine/text"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -65,6 +66,10 @@ type Cursor struct {
 	pending bson.Raw
 	// ol, when set, reads local.oplog.rs instead of a collection.
 	ol *oplogstore.Cursor
+	// score is the text score of the query's $text, which scoreFields
+	// project (textquery.go).
+	score       func(doc []byte) float64
+	scoreFields []string
 }
 
 // compiledQuery is a FindSpec's parts, compiled.
@@ -72,6 +77,8 @@ type compiledQuery struct {
 	filter *query.Filter
 	sort   *query.Sort
 	proj   *project.Projection
+	// scoreFields are the fields the projection sets to the text score.
+	scoreFields []string
 }
 
 // now is the time of the command, the value of $$NOW.
@@ -86,8 +93,10 @@ func compileQueryAt(spec FindSpec, now time.Time) (*compiledQuery, error) {
 			return nil, err
 		}
 	}
-	if len(spec.Projection) > 0 {
-		if q.proj, err = project.CompileWith(spec.Projection, project.Options{Now: now}); err != nil {
+	proj := spec.Projection
+	proj, q.scoreFields = splitTextMeta(proj)
+	if len(proj) > 0 {
+		if q.proj, err = project.CompileWith(proj, project.Options{Now: now}); err != nil {
 			return nil, err
 		}
 	}
@@ -126,6 +135,9 @@ func (e *Engine) Find(ctx context.Context, db, coll string, spec FindSpec) (*Cur
 		return nil, err
 	}
 	p.countUse(&c.usage, e.clock)
+	if err := cur.bindText(q, p); err != nil {
+		return nil, err
+	}
 	if spec.ReturnKey {
 		cur.keys = newKeyReturner(st, p)
 	}
@@ -353,10 +365,20 @@ func (c *Cursor) fill(ctx context.Context, n int, maxBytes int, out *batchOut) e
 			return emit(c.keys.key(doc), false), nil
 		}
 		if c.proj != nil && !c.proj.IsEmpty() {
-			if doc, err = c.proj.ApplyContext(ctx, doc, pos); err != nil {
+			pctx := ctx
+			if c.score != nil {
+				pctx = text.WithScorer(ctx, c.score) // for a nested {$meta: "textScore"}
+			}
+			if doc, err = c.proj.ApplyContext(pctx, doc, pos); err != nil {
 				return false, err
 			}
+			if c.scoreFields != nil {
+				doc = withTextScores(doc, c.scoreFields, c.score(d.doc))
+			}
 			return emit(doc, false), nil
+		}
+		if c.scoreFields != nil {
+			return emit(withTextScores(doc, c.scoreFields, c.score(d.doc)), false), nil
 		}
 		// The scan's document lives only during the call; the empty
 		// projection returns it as it is.

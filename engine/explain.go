@@ -22,6 +22,10 @@ type Explanation struct {
 	KeysExam   int64
 	DocsExam   int64
 	Millis     int64
+	TextQuery  bson.D // the parsed $text of a TEXT_MATCH plan (textquery.go)
+	// IndexBounds are an IXSCAN's bounds, for indexes with a hashed field
+	// (indexkinds.go); nil for others.
+	IndexBounds bson.D
 }
 
 // Explain plans spec and, with execute, runs it to the end to count the
@@ -46,6 +50,10 @@ func (e *Engine) Explain(ctx context.Context, db, coll string, spec FindSpec, ex
 	}
 	if p.kind == planIndex {
 		ex.KeyPattern = p.ix.Meta.Key
+	}
+	ex.TextQuery = p.textInfo()
+	if p.kind == planIndex && p.text == nil && q.filter != nil {
+		ex.IndexBounds = hashedBounds(p.ix, q.filter.Conjuncts())
 	}
 	ex.Sort = q.sort != nil && !p.sorted
 	if !execute {

@@ -154,7 +154,9 @@ func parseIndexSpec(spec bson.Raw) (record.IndexMeta, error) {
 				return im, mongoerr.New(mongoerr.TypeMismatch, "The field '%s' must be a number, but got %s", k, typeName(v.Type))
 			}
 		case "weights":
-			return im, mongoerr.New(mongoerr.CannotCreateIndex, "Invalid index specification %s; the field 'weights' can only be specified with text indexes", spec.String())
+			if !isTextSpec(spec) {
+				return im, mongoerr.New(mongoerr.CannotCreateIndex, "Invalid index specification %s; the field 'weights' can only be specified with text indexes", spec.String())
+			}
 		case "wildcardProjection":
 			return im, mongoerr.New(mongoerr.BadValue, "The field 'wildcardProjection' is only allowed in 'wildcard' indexes")
 		}
@@ -163,12 +165,19 @@ func parseIndexSpec(spec bson.Raw) (record.IndexMeta, error) {
 	if im.Key == nil {
 		return im, mongoerr.New(mongoerr.FailedToParse, "The 'key' field is a required property of an index specification")
 	}
+	given := im.Key
+	if extra, err = normalizeText(&im, spec, extra); err != nil {
+		return im, err
+	}
 	if err := checkKeyPattern(im.Key); err != nil {
+		return im, err
+	}
+	if err := checkKindOptions(im); err != nil {
 		return im, err
 	}
 	keys, _ := im.Key.Elements()
 	if !hasName {
-		im.Name = defaultIndexName(keys)
+		im.Name = defaultIndexName(mustElems(given))
 	} else if im.Name == "" {
 		return im, mongoerr.New(mongoerr.CannotCreateIndex, "Error in specification %s :: caused by :: index name cannot be empty", spec.String())
 	}
@@ -214,8 +223,14 @@ func checkKeyPattern(key bson.Raw) error {
 		}
 		seen[kel.Key()] = true
 	}
+	if err := checkIndexKinds(key, keys); err != nil {
+		return err
+	}
 	for _, kel := range keys {
 		f, ok := kel.Value().AsFloat64OK()
+		if isIndexKind(kel.Value()) {
+			f, ok = 1, true // its kind checked the value
+		}
 		if !ok {
 			if s, isStr := kel.Value().StringValueOK(); isStr {
 				if s == "" {
@@ -518,6 +533,9 @@ func (e *Engine) newIndexes(st *collState, metas []record.IndexMeta) ([]record.I
 		}
 		if exists {
 			continue
+		}
+		if err := checkOneText(im, existing, fresh); err != nil {
+			return nil, err
 		}
 		for _, earlier := range fresh {
 			if found, err := checkIndexConflict(im, earlier); err != nil {

@@ -543,6 +543,9 @@ func (g *modelGen) indexSpec() bson.Raw {
 		{{Key: "key", Value: k("s.0.x", 1)}, {Key: "name", Value: "s.0.x_1"}},
 		{{Key: "key", Value: k("arr.x", 1)}, {Key: "name", Value: "arr.x_1"}, {Key: "unique", Value: true}, {Key: "sparse", Value: true}},
 		{{Key: "key", Value: k("arr.1", -1)}, {Key: "name", Value: "arr.1_-1"}, {Key: "unique", Value: true}},
+		// Hashed: a is never an array, which a hashed field refuses.
+		{{Key: "key", Value: k("a", "hashed")}, {Key: "name", Value: "a_hashed"}},
+		{{Key: "key", Value: k("u", 1, "a", "hashed")}, {Key: "name", Value: "u_1_a_hashed"}},
 	}
 	// The _ts index, which turns TTL on, comes up more often.
 	if g.r.Intn(4) == 0 {
@@ -551,10 +554,10 @@ func (g *modelGen) indexSpec() bson.Raw {
 	return modelRaw(specs[g.r.Intn(len(specs))])
 }
 
-var poolIndexNames = []string{"u_1", "a_1", "a_1_v_-1", "v_1", "arr_1", "arr.0_1", "s.x_1", "a_1_u_1", "u_1_arr_1", "arr_-1", "d_1", "d_-1", "_ts_1", "ttl_1", "s.0.x_1", "arr.x_1", "arr.1_-1", "_id_", "nope"}
+var poolIndexNames = []string{"u_1", "a_1", "a_1_v_-1", "v_1", "arr_1", "arr.0_1", "s.x_1", "a_1_u_1", "u_1_arr_1", "arr_-1", "d_1", "d_-1", "_ts_1", "ttl_1", "s.0.x_1", "arr.x_1", "arr.1_-1", "a_hashed", "u_1_a_hashed", "_id_", "nope"}
 
 // hintable index names: complete indexes, whose use cannot change results.
-var hintableIndexes = map[string]bool{"a_1": true, "a_1_v_-1": true, "arr_1": true, "arr.0_1": true, "s.x_1": true, "u_1": true, "u_1_arr_1": true, "ttl_1": true, "d_1": true, "s.0.x_1": true}
+var hintableIndexes = map[string]bool{"a_1": true, "a_1_v_-1": true, "arr_1": true, "arr.0_1": true, "s.x_1": true, "u_1": true, "u_1_arr_1": true, "ttl_1": true, "d_1": true, "s.0.x_1": true, "a_hashed": true, "u_1_a_hashed": true}
 
 func (g *modelGen) next() *modelOp {
 	op := &modelOp{}

@@ -13,6 +13,7 @@ import (
 	"github.com/lethedb/lethe/engine/keycodec"
 	"github.com/lethedb/lethe/engine/project"
 	"github.com/lethedb/lethe/engine/query"
+	"github.com/lethedb/lethe/engine/record"
 	"github.com/lethedb/lethe/engine/update"
 	"github.com/lethedb/lethe/mongoerr"
 	"github.com/lethedb/lethe/ttlindex"
@@ -60,6 +61,7 @@ type refIndex struct {
 	filter  *query.Filter
 	expire  *int32
 	hidden  bool
+	hashed  []bool // per path: the key holds the value's hash
 }
 
 func (ix *refIndex) isTS() bool {
@@ -191,7 +193,7 @@ func (ix *refIndex) keys(doc bson.Raw) [][]bsoncore.Value {
 	}
 	tuples := [][]bsoncore.Value{nil}
 	present := false
-	for _, p := range ix.paths {
+	for i, p := range ix.paths {
 		vals, empty := pathValues(bsoncore.Document(doc), p, true)
 		if empty {
 			vals = append(vals, refUndefined)
@@ -200,6 +202,11 @@ func (ix *refIndex) keys(doc bson.Raw) [][]bsoncore.Value {
 			vals = []bsoncore.Value{refNull}
 		} else {
 			present = true
+		}
+		if ix.hashed[i] {
+			for j := range vals {
+				vals[j] = record.HashedValue(vals[j])
+			}
 		}
 		var next [][]bsoncore.Value
 		for _, t := range tuples {
@@ -529,6 +536,8 @@ func parseRefIndex(spec bson.Raw) (*refIndex, error) {
 	elems, _ := ix.key.Elements()
 	for _, el := range elems {
 		ix.paths = append(ix.paths, el.Key())
+		kind, _ := el.Value().StringValueOK()
+		ix.hashed = append(ix.hashed, kind == record.HashedKind)
 	}
 	ix.name, _ = spec.Lookup("name").StringValueOK()
 	ix.unique, _ = spec.Lookup("unique").BooleanOK()

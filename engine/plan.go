@@ -12,6 +12,7 @@ import (
 	"github.com/lethedb/lethe/engine/keycodec"
 	"github.com/lethedb/lethe/engine/query"
 	"github.com/lethedb/lethe/engine/record"
+	"github.com/lethedb/lethe/engine/text"
 	"github.com/lethedb/lethe/engine/usage"
 	"github.com/lethedb/lethe/mongoerr"
 )
@@ -36,10 +37,15 @@ type plan struct {
 	reverse bool
 	// sorted is set when the scan order satisfies the query's sort.
 	sorted bool
+	// text is the query's $text bound to the text index it reads.
+	text *text.Bound
 }
 
 // stage names the plan as explain reports it.
 func (p *plan) stage() string {
+	if p.text != nil {
+		return "TEXT_MATCH"
+	}
 	switch p.kind {
 	case planIDPoints:
 		return "IDHACK"
@@ -67,6 +73,9 @@ func (st *collState) choosePlan(f *query.Filter, srt *query.Sort, hint bson.RawV
 	var conj []query.Predicate
 	if f != nil {
 		conj = f.Conjuncts()
+		if q := f.Text(); q != nil {
+			return st.textPlan(f, q, conj, srt)
+		}
 	}
 	if len(hint.Value) > 0 {
 		return st.hintedPlan(conj, srt, hint)
@@ -83,7 +92,9 @@ func (st *collState) choosePlan(f *query.Filter, srt *query.Sort, hint bson.RawV
 	var best *plan
 	bestScore := 0
 	for _, ix := range st.indexes {
-		if ix.Partial != nil || ix.Meta.Hidden {
+		// A text index holds terms, and no entry for a document without
+		// any: only $text reads it (textPlan).
+		if ix.Partial != nil || ix.Meta.Hidden || ix.IsText() {
 			continue
 		}
 		spans, score := indexBounds(ix, conj)
@@ -100,7 +111,7 @@ func (st *collState) choosePlan(f *query.Filter, srt *query.Sort, hint bson.RawV
 	st.applySort(p, srt)
 	if !p.sorted && srt != nil && len(srt.Fields()) > 0 {
 		for _, ix := range st.indexes {
-			if ix.Partial != nil || ix.Meta.Sparse || ix.Meta.Multikey || ix.Meta.Hidden {
+			if ix.Partial != nil || ix.Meta.Sparse || ix.Meta.Multikey || ix.Meta.Hidden || ix.IsText() {
 				continue
 			}
 			lo, hi := record.IndexRange(ix.Meta.ID)
@@ -156,7 +167,7 @@ func (st *collState) hintedPlan(conj []query.Predicate, srt *query.Sort, hint bs
 		st.applySort(p, srt)
 		return p, nil
 	}
-	if ix == nil {
+	if ix == nil || ix.IsText() {
 		return nil, mongoerr.New(mongoerr.BadValue, "error processing query: planner returned error :: caused by :: hint provided does not correspond to an existing index")
 	}
 	spans, score := indexBounds(ix, conj)
@@ -197,7 +208,8 @@ func (st *collState) applySort(p *plan, srt *query.Sort) {
 	}
 	flip := fields[0].Desc != keyFields[0].Desc
 	for i, f := range fields {
-		if f.Path != keyFields[i].Path || (f.Desc != keyFields[i].Desc) != flip {
+		// A hashed field's keys are in hash order, no order of its values.
+		if f.Path != keyFields[i].Path || (f.Desc != keyFields[i].Desc) != flip || keyFields[i].Hashed {
 			return
 		}
 	}
@@ -330,6 +342,9 @@ func indexBounds(ix *record.Index, conj []query.Predicate) ([]span, int) {
 		for _, p := range prefixes {
 			for _, v := range points {
 				k := append([]byte(nil), p...)
+				if f.Hashed {
+					v = record.HashedValue(v) // equal values have equal hashes
+				}
 				if f.Desc {
 					k = keycodec.AppendDesc(k, v)
 				} else {
@@ -342,7 +357,7 @@ func indexBounds(ix *record.Index, conj []query.Predicate) ([]span, int) {
 		score += 10
 	}
 	var spans []span
-	if i < len(ix.Fields) && !ix.Fields[i].Desc && !ix.SharesArray(i) {
+	if i < len(ix.Fields) && !ix.Fields[i].Desc && !ix.Fields[i].Hashed && !ix.SharesArray(i) {
 		if lo, hi, ok := rangeBounds(conj, ix.Fields[i].Path, ix.Meta.Multikey); ok {
 			score += 5
 			for _, p := range prefixes {

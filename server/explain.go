@@ -183,8 +183,18 @@ func planDoc(ex engine.Explanation, filter, sort bson.Raw) bson.D {
 			{Key: "indexName", Value: ex.IndexName},
 			{Key: "direction", Value: ex.Direction},
 		}}}
+		if ex.IndexBounds != nil {
+			ixscan := plan[2].Value.(bson.D)
+			plan[2].Value = append(ixscan, bson.E{Key: "indexBounds", Value: ex.IndexBounds})
+		}
 	case "IDHACK":
 		plan = bson.D{{Key: "stage", Value: "IDHACK"}, {Key: "indexName", Value: ex.IndexName}}
+	case "TEXT_MATCH":
+		// $text: the terms' index scans, their union, the matcher.
+		plan = bson.D{{Key: "stage", Value: "TEXT_MATCH"}, {Key: "indexName", Value: ex.IndexName}, {Key: "parsedTextQuery", Value: ex.TextQuery}, {Key: "textIndexVersion", Value: int32(3)},
+			{Key: "inputStage", Value: bson.D{{Key: "stage", Value: "TEXT_OR"}, {Key: "inputStage", Value: bson.D{
+				{Key: "stage", Value: "IXSCAN"}, {Key: "keyPattern", Value: ex.KeyPattern}, {Key: "indexName", Value: ex.IndexName}, {Key: "direction", Value: ex.Direction},
+			}}}}}
 	default:
 		plan = bson.D{{Key: "stage", Value: ex.Stage}, {Key: "filter", Value: filter}, {Key: "direction", Value: ex.Direction}}
 	}

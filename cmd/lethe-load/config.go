@@ -17,6 +17,7 @@ type config struct {
 	duration   time.Duration
 	docs       int
 	indexDocs  int
+	textDocs   int
 	groupDocs  int
 	lookupDocs int
 	// failedLogins is the size of the auth-failures workload's attack.
@@ -57,6 +58,7 @@ func parseFlags(args []string, errOut io.Writer) (config, error) {
 	fs.DurationVar(&cfg.duration, "duration", 5*time.Second, "how long each workload is measured")
 	fs.IntVar(&cfg.docs, "docs", 10000, "documents preloaded for findone, update and find100")
 	fs.IntVar(&cfg.indexDocs, "index-docs", 100000, "documents of the index workload")
+	fs.IntVar(&cfg.textDocs, "text-docs", 100000, "documents the text workload searches")
 	fs.IntVar(&cfg.groupDocs, "group-docs", 1000000, "documents the agg-group workload groups")
 	fs.IntVar(&cfg.lookupDocs, "lookup-docs", 100000, "documents of each of the two collections the agg-lookup workload joins")
 	fs.IntVar(&cfg.failedLogins, "failed-logins", 10000, "failed logins the auth-failures workload makes while it measures an authenticated client")
@@ -97,6 +99,8 @@ func parseFlags(args []string, errOut io.Writer) (config, error) {
 		return cfg, errors.New("--docs must be at least 1")
 	case cfg.indexDocs < 1:
 		return cfg, errors.New("--index-docs must be at least 1")
+	case cfg.textDocs < 1:
+		return cfg, errors.New("--text-docs must be at least 1")
 	case cfg.groupDocs < 1:
 		return cfg, errors.New("--group-docs must be at least 1")
 	case cfg.lookupDocs < 1:

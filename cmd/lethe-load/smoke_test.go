@@ -109,6 +109,16 @@ func buildLethe(t *testing.T) string {
 	return bin
 }
 
+func TestSmokeText(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a server")
+	}
+	cfg := smokeConfig(t, "text")
+	cfg.textDocs = 2000
+	got := runSmoke(t, cfg)
+	checkWorkloads(t, got, []string{"text-search"})
+}
+
 func TestSmokeIndexAndTTL(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a server")

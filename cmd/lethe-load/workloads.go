@@ -59,6 +59,7 @@ func allWorkloads() []workload {
 		{name: "update", basic: true, run: runUpdate},
 		{name: "find100", basic: true, run: runFind100},
 		{name: "index", run: runIndex},
+		{name: "text", run: runText},
 		{name: "agg-group", run: runAggGroup},
 		{name: "agg-lookup", run: runAggLookup},
 		{name: "changestream", ownServers: true, run: runChangeStream},

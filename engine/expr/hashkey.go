@@ -28,6 +28,10 @@ func compileToHashedIndexKey(c *exprCompiler, name string, args bsoncore.Value) 
 	}}, nil
 }
 
+// HashedIndexKey is the key a hashed index keeps for v (missing hashed as
+// null), the value $toHashedIndexKey returns.
+func HashedIndexKey(v bsoncore.Value) int64 { return hashedIndexKey(v) }
+
 // hashedIndexKey hashes v, with missing hashed as null.
 func hashedIndexKey(v bsoncore.Value) int64 {
 	if v.Type == 0 {

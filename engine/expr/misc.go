@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/bsonvalue"
+	"github.com/lethedb/lethe/engine/text"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -110,12 +111,29 @@ func compileMeta(_ *exprCompiler, name string, args bsoncore.Value) (exprNode, e
 	if !ok {
 		return nil, mongoerr.New(17307, "$meta only supports string arguments")
 	}
+	if s == "textScore" {
+		return textScoreExpr{}, nil
+	}
 	for _, m := range metaNames {
 		if s == m {
 			return nil, mongoerr.New(mongoerr.NotImplemented, "%s: \"%s\" is not supported by Lethe, which keeps no such metadata with documents", name, s)
 		}
 	}
 	return nil, mongoerr.New(17308, "Unsupported argument to $meta: %s", s)
+}
+
+// textScoreExpr is {$meta: "textScore"}: the score of the request's $text
+// for the document, computed from it by the scorer the request's context
+// carries (the document as the stage sees it, which is the matched one
+// until a stage reshapes it).
+type textScoreExpr struct{}
+
+func (textScoreExpr) eval(e *env) (bsoncore.Value, error) {
+	score := text.ScorerFrom(e.ctx)
+	if score == nil {
+		return bsoncore.Value{}, text.ErrNoScore()
+	}
+	return bsoncore.Value{Type: bsoncore.TypeDouble, Data: bsoncore.AppendDouble(nil, score(e.root))}, nil
 }
 
 // functionExpr is $function, which runs JavaScript on the server. Lethe

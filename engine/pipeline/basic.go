@@ -9,6 +9,7 @@ import (
 
 	"github.com/lethedb/lethe/bsonvalue"
 	"github.com/lethedb/lethe/engine/query"
+	"github.com/lethedb/lethe/engine/text"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -72,7 +73,15 @@ func (s *sortStage) apply(r *run, docs []bson.Raw, _ Limit) ([]bson.Raw, error) 
 	if err := h.add(sizeOf(docs)); err != nil {
 		return nil, err
 	}
-	slices.SortStableFunc(docs, s.s.Compare)
+	cmp := s.s.Compare
+	if s.s.UsesTextScore() {
+		score := text.ScorerFrom(r.ctx)
+		if score == nil {
+			return nil, text.ErrNoScore()
+		}
+		cmp = s.s.CompareScored(score)
+	}
+	slices.SortStableFunc(docs, cmp)
 	return docs, nil
 }
 

@@ -221,7 +221,18 @@ func (p *parser) operator(parent *node, prefix []string, key string, op bsoncore
 		c = &child{kind: elemMatch, match: match}
 		p.hasElemMatch = true
 	case "$meta":
-		return mongoerr.New(mongoerr.NotImplemented, "$meta projections are not supported: Lethe has no text or search scores")
+		// Metadata is computed ({$meta: "textScore"} reads the score the
+		// request's context carries); it leaves an exclusion alone. A
+		// find's projection of the text score is the engine's: it takes
+		// those fields out before compiling the rest.
+		x, err := compileOperator(op, p.now)
+		if err != nil {
+			return err
+		}
+		c = &child{kind: computed, expr: x}
+		if p.typ == undecided {
+			p.typ = inclusion
+		}
 	default:
 		if p.typ == exclusion {
 			return mongoerr.New(mongoerr.Code(31252), "Cannot use expression other than $meta in exclusion projection")

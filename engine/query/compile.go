@@ -81,7 +81,7 @@ func init() {
 		"$alwaysTrue":  compileAlways(true),
 		"$alwaysFalse": compileAlways(false),
 		"$where":       refuseWhere,
-		"$text":        refuseText,
+		"$text":        compileText,
 		"$jsonSchema":  compileJSONSchema,
 		// A document may hold DBRef fields; the query names them directly.
 		"$ref": compileDBRefField("$ref"),
@@ -222,14 +222,6 @@ func compileDBRefField(name string) topLevelOperator {
 func refuseWhere(bsoncore.Value, level) (node, error) {
 	// MongoDB answers the same when server-side JavaScript is disabled.
 	return nil, mongoerr.New(mongoerr.BadValue, "$where is not supported: Lethe does not run server-side JavaScript")
-}
-
-func refuseText(_ bsoncore.Value, lvl level) (node, error) {
-	if lvl.subDocument {
-		return nil, mongoerr.New(mongoerr.BadValue, "$text can only be applied to the top-level document")
-	}
-	// Lethe has no text indexes, and MongoDB refuses $text without one.
-	return nil, mongoerr.New(mongoerr.IndexNotFound, "text index required for $text query")
 }
 
 func refuseGeo(op operand) (fieldExpr, error) {

@@ -41,6 +41,9 @@ func CompileWith(filter bson.Raw, opts Options) (*Filter, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkText(root); err != nil {
+		return nil, err
+	}
 	return &Filter{root: root}, nil
 }
 

@@ -21,6 +21,9 @@ type SortField struct {
 type Sort struct {
 	fields  []sortField
 	natural int
+	// score is the text score of a document, for fields sorted by
+	// {$meta: "textScore"}, once bound (BindTextScore).
+	score func(doc []byte) float64
 }
 
 // maxSortKeys is the most fields a sort may name.
@@ -29,7 +32,12 @@ const maxSortKeys = 32
 type sortField struct {
 	SortField
 	parts []string
+	meta  bool // {$meta: "textScore"}: by text score, highest first
 }
+
+// MetaPath is the path Fields reports for a field sorted by text score,
+// which names no index field.
+const MetaPath = "$textScore"
 
 // CompileSort compiles a sort specification such as {a: 1, "b.c": -1}.
 // Directions are 1 or -1 of any numeric type. {$natural: 1} or -1 asks for
@@ -50,6 +58,13 @@ func CompileSort(spec bson.Raw) (*Sort, error) {
 			break
 		}
 		path := string(name)
+		if isTextScoreMeta(v) {
+			if len(s.fields) == maxSortKeys {
+				return nil, mongoerr.New(13103, "too many compound keys")
+			}
+			s.fields = append(s.fields, sortField{SortField: SortField{Path: MetaPath, Desc: true}, meta: true})
+			continue
+		}
 		desc, err := sortDirection(path, v)
 		if err != nil {
 			return nil, err
@@ -68,12 +83,27 @@ func CompileSort(spec bson.Raw) (*Sort, error) {
 		if len(s.fields) == maxSortKeys {
 			return nil, mongoerr.New(13103, "too many compound keys")
 		}
-		s.fields = append(s.fields, sortField{SortField{Path: path, Desc: desc}, splitPath(path)})
+		s.fields = append(s.fields, sortField{SortField: SortField{Path: path, Desc: desc}, parts: splitPath(path)})
 	}
 	if s.natural != 0 && len(s.fields) > 0 {
 		return nil, mongoerr.New(mongoerr.BadValue, "$natural cannot be combined with other sort fields")
 	}
 	return s, nil
+}
+
+// isTextScoreMeta reports whether a sort value is {$meta: "textScore"}.
+func isTextScoreMeta(v bsoncore.Value) bool {
+	if v.Type != bsoncore.TypeEmbeddedDocument {
+		return false
+	}
+	m, err := bsoncore.Document(v.Data).LookupErr("$meta")
+	s, ok := m.StringValueOK()
+	return err == nil && ok && s == "textScore" && len(mustElements(v.Data)) == 1
+}
+
+func mustElements(doc []byte) []bsoncore.Element {
+	els, _ := bsoncore.Document(doc).Elements()
+	return els
 }
 
 func sortDirection(path string, v bsoncore.Value) (desc bool, err error) {
@@ -128,7 +158,43 @@ func (s *Sort) Natural() int {
 // null; a dotted path through arrays counts every value it reaches. A
 // $natural sort compares all documents equal, leaving storage order alone.
 func (s *Sort) Compare(a, b bson.Raw) int {
+	return s.compare(a, b, s.score)
+}
+
+// UsesTextScore reports whether the sort has a {$meta: "textScore"} field.
+func (s *Sort) UsesTextScore() bool {
 	for _, f := range s.fields {
+		if f.meta {
+			return true
+		}
+	}
+	return false
+}
+
+// BindTextScore gives Compare the text score of documents, the score of
+// the query's $text.
+func (s *Sort) BindTextScore(score func(doc []byte) float64) { s.score = score }
+
+// CompareScored is Compare with the text scores of score.
+func (s *Sort) CompareScored(score func(doc []byte) float64) func(a, b bson.Raw) int {
+	return func(a, b bson.Raw) int { return s.compare(a, b, score) }
+}
+
+func (s *Sort) compare(a, b bson.Raw, score func(doc []byte) float64) int {
+	for _, f := range s.fields {
+		if f.meta {
+			var sa, sb float64
+			if score != nil {
+				sa, sb = score(a), score(b)
+			}
+			switch {
+			case sa > sb:
+				return -1
+			case sa < sb:
+				return 1
+			}
+			continue
+		}
 		c := keycodec.Compare(sortKey(a, f.parts, f.Desc), sortKey(b, f.parts, f.Desc))
 		if c != 0 {
 			if f.Desc {

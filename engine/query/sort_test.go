@@ -43,7 +43,7 @@ func TestCompileSortErrors(t *testing.T) {
 		`{"a": 0.5}`:                    15975,
 		`{"a": "asc"}`:                  15974,
 		`{"a": true}`:                   15974,
-		`{"a": {"$meta": "textScore"}}`: mongoerr.NotImplemented,
+		`{"abc": {"$meta": "randVal"}}`: mongoerr.NotImplemented,
 		`{"a": {"b": 1}}`:               17312,
 		`{"$natural": 1, "a": 1}`:       mongoerr.BadValue,
 		`{"$natural": 2}`:               15975,

@@ -37,5 +37,8 @@
 //
 // Index keys are generated the way MongoDB's btree key generator makes them
 // (Index.Generate): arrays expand into one key per element, parallel arrays
-// and ambiguous positional paths are refused with MongoDB's codes.
+// and ambiguous positional paths are refused with MongoDB's codes. A hashed
+// field keeps MongoDB's hash of its value, an int64 (hashed.go); a text
+// index keeps one entry per term of a document: the values before the text,
+// the term, its score, the values after (textkeys.go).
 package record

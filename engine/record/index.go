@@ -8,6 +8,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/engine/query"
+	"github.com/lethedb/lethe/engine/text"
 )
 
 // IndexMeta is an index's persisted catalog entry.
@@ -36,6 +37,12 @@ type IndexMeta struct {
 type IndexField struct {
 	Path string
 	Desc bool // descending: its keys are encoded with keycodec.AppendDesc
+	// Hashed fields keep the hash of their value (hashed.go), which serves
+	// equality only.
+	Hashed bool
+	// Text marks the _fts and _ftsx fields of a text index, which hold a
+	// term and its score (textkeys.go).
+	Text bool
 }
 
 // Index is a compiled secondary index: its catalog entry, its key pattern
@@ -44,6 +51,8 @@ type Index struct {
 	Meta    IndexMeta
 	Fields  []IndexField
 	Partial *query.Filter
+	// Text is the text index's spec; nil for other indexes (textkeys.go).
+	Text *text.Spec
 }
 
 // TSField is the system field whose index turns on Cosmos-style TTL.
@@ -67,12 +76,16 @@ func CompileIndex(im IndexMeta) (*Index, error) {
 		if f, ok := el.Value().AsFloat64OK(); ok && f < 0 {
 			desc = true
 		}
-		ix.Fields = append(ix.Fields, IndexField{Path: el.Key(), Desc: desc})
+		hashed := el.Value().Type == bson.TypeString && el.Value().StringValue() == HashedKind
+		ix.Fields = append(ix.Fields, IndexField{Path: el.Key(), Desc: desc, Hashed: hashed})
 	}
 	if len(im.Partial) > 0 {
 		if ix.Partial, err = query.Compile(im.Partial); err != nil {
 			return nil, err
 		}
+	}
+	if err := ix.compileText(); err != nil {
+		return nil, err
 	}
 	return ix, nil
 }

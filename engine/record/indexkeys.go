@@ -67,6 +67,9 @@ func (ix *Index) KeyTuples(doc bsoncore.Document) ([][]bsoncore.Value, error) {
 }
 
 func (ix *Index) generateWith(doc bsoncore.Document, tuples *[][]bsoncore.Value) ([][]byte, bool, error) {
+	if ix.Text != nil {
+		return ix.textKeys(doc, tuples)
+	}
 	g := keyGen{ix: ix, tuples: tuples}
 	fields := make([]keyField, len(ix.Fields))
 	for i, f := range ix.Fields {
@@ -115,6 +118,8 @@ func (g *keyGen) expand(obj bsoncore.Document, fields []keyField, fixed []bsonco
 			notFound++
 		case v.Type != bsoncore.TypeArray:
 			fixed[i], f.done = v, true
+		case g.ix.Fields[i].Hashed:
+			return errHashedArray(g.ix.Fields[i].Path)
 		case arr.Type == 0:
 			arr, arrName = v, name
 			through = append(through, i)
@@ -184,6 +189,9 @@ func (g *keyGen) emit(fixed []bsoncore.Value, notFound int) {
 	}
 	var key []byte
 	for i, v := range fixed {
+		if g.ix.Fields[i].Hashed {
+			v = HashedValue(v)
+		}
 		if g.ix.Fields[i].Desc {
 			key = keycodec.AppendDesc(key, v)
 		} else {
@@ -192,7 +200,13 @@ func (g *keyGen) emit(fixed []bsoncore.Value, notFound int) {
 	}
 	g.keys = append(g.keys, key)
 	if g.tuples != nil {
-		*g.tuples = append(*g.tuples, append([]bsoncore.Value(nil), fixed...))
+		t := append([]bsoncore.Value(nil), fixed...)
+		for i := range t {
+			if g.ix.Fields[i].Hashed {
+				t[i] = HashedValue(t[i]) // returnKey shows the hash, as MongoDB
+			}
+		}
+		*g.tuples = append(*g.tuples, t)
 	}
 }
 

@@ -30,7 +30,7 @@ var kernel = []string{"mongoerr", "bsonvalue", "clock", "internal/invariants", "
 // languages; the aggregation language is pipeline with its accumulators
 // (accum), its window functions (window) and the value helpers they share.
 var languages = []string{"engine/expr", "engine/query", "engine/project", "engine/update", "engine/pipeline",
-	"engine/pipeline/accum", "engine/pipeline/window", "engine/pipeline/internal/values"}
+	"engine/pipeline/accum", "engine/pipeline/window", "engine/pipeline/internal/values", "engine/text"}
 
 // engineParts are the packages cut from the engine by concept: the engine
 // imports them and hands them what they need through small interfaces or

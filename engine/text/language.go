@@ -1,0 +1,94 @@
+package text
+
+import (
+	"strings"
+
+	"github.com/kljensen/snowball/english"
+	"github.com/kljensen/snowball/french"
+	"github.com/kljensen/snowball/hungarian"
+	"github.com/kljensen/snowball/norwegian"
+	"github.com/kljensen/snowball/russian"
+	"github.com/kljensen/snowball/spanish"
+	"github.com/kljensen/snowball/swedish"
+
+	"github.com/lethedb/lethe/mongoerr"
+)
+
+// Language is one language of text indexes version 3.
+type Language struct {
+	Name  string // the canonical name, "english"
+	Code  string // the ISO 639 code MongoDB also accepts, "en"; "" for none
+	stem  func(word string, stemStopWords bool) string
+	stops map[string]bool
+	// englishDelimiters keeps the apostrophe in words.
+	englishDelimiters bool
+	turkish           bool // dotted and dotless i fold apart
+}
+
+// languages are MongoDB's (src/mongo/db/fts/fts_language.cpp), with the
+// Snowball stemmers this package has.
+var languages = []*Language{
+	{Name: "none"},
+	{Name: "danish", Code: "da"},
+	{Name: "dutch", Code: "nl"},
+	{Name: "english", Code: "en", stem: english.Stem, englishDelimiters: true},
+	{Name: "finnish", Code: "fi"},
+	{Name: "french", Code: "fr", stem: french.Stem},
+	{Name: "german", Code: "de"},
+	{Name: "hungarian", Code: "hu", stem: hungarian.Stem},
+	{Name: "italian", Code: "it"},
+	{Name: "norwegian", Code: "nb", stem: norwegian.Stem},
+	{Name: "portuguese", Code: "pt"},
+	{Name: "romanian", Code: "ro"},
+	{Name: "russian", Code: "ru", stem: russian.Stem},
+	{Name: "spanish", Code: "es", stem: spanish.Stem},
+	{Name: "swedish", Code: "sv", stem: swedish.Stem},
+	{Name: "turkish", Code: "tr", turkish: true},
+}
+
+func init() {
+	for _, l := range languages {
+		l.stops = stopWords(l.Name)
+	}
+}
+
+// LookupLanguage finds a language by name or code, in any case, as
+// MongoDB's language map does; nil when MongoDB has no such language.
+func LookupLanguage(name string) *Language {
+	for _, l := range languages {
+		if strings.EqualFold(name, l.Name) || (l.Code != "" && strings.EqualFold(name, l.Code)) {
+			return l
+		}
+	}
+	return nil
+}
+
+// errUnsupportedLanguage is MongoDB's answer to a language it does not
+// know, in a query's $language.
+func errUnsupportedLanguage(name string) error {
+	return mongoerr.New(mongoerr.BadValue, "unsupported language: \"%s\" for text index version 3", name)
+}
+
+// Stems reports whether the language's words are stemmed here.
+func (l *Language) Stems() bool { return l.stem != nil }
+
+// stemWord stems a word (lower cased, or in its case for case-sensitive
+// tokens). The stemmers work on lower case; a word with capitals keeps
+// them where the stem keeps its letters.
+func (l *Language) stemWord(w string) string {
+	if l.stem == nil {
+		return w
+	}
+	s := l.stem(w, true)
+	if s == w || strings.ToLower(w) == w {
+		return s
+	}
+	// Restore the case of the letters the stem kept of the word.
+	orig, out := []rune(w), []rune(s)
+	for i := range out {
+		if i < len(orig) && foldRune(orig[i], l.turkish) == out[i] {
+			out[i] = orig[i]
+		}
+	}
+	return string(out)
+}

@@ -1,0 +1,194 @@
+package text
+
+import (
+	"math"
+	"slices"
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+func spec(t *testing.T, key, weights, lang string) *Spec {
+	t.Helper()
+	var k bson.Raw
+	if err := bson.UnmarshalExtJSON([]byte(key), false, &k); err != nil {
+		t.Fatal(err)
+	}
+	var w, l bson.RawValue
+	if weights != "" {
+		var d bson.Raw
+		if err := bson.UnmarshalExtJSON([]byte(weights), false, &d); err != nil {
+			t.Fatal(err)
+		}
+		w = bson.RawValue{Type: bson.TypeEmbeddedDocument, Value: d}
+	}
+	if lang != "" {
+		_, v, _ := bson.MarshalValue(lang)
+		l = bson.RawValue{Type: bson.TypeString, Value: v}
+	}
+	stored, opts, err := Normalize(k, w, l, bson.RawValue{}, bson.RawValue{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := bson.Marshal(opts)
+	s, err := NewSpec(stored, raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func tokens(l *Language, s string, opts TokenOptions) []string {
+	var out []string
+	l.Tokens(s, opts, func(t string) { out = append(out, t) })
+	return out
+}
+
+// TestTokens: delimiters, stop words, stemming, folding, diacritics.
+func TestTokens(t *testing.T) {
+	en := LookupLanguage("EN")
+	for _, c := range []struct {
+		in   string
+		opts TokenOptions
+		want []string
+	}{
+		{"Coffee Shopping", TokenOptions{}, []string{"coffe", "shop"}},
+		{"Baking a cake", TokenOptions{}, []string{"bake", "cake"}},
+		{"the and of", TokenOptions{}, nil},
+		{"pre-market don't", TokenOptions{}, []string{"pre", "market"}},
+		{"NYC_Coffee Shop", TokenOptions{}, []string{"nyc_coffe", "shop"}},
+		{"Café Con Leche", TokenOptions{}, []string{"cafe", "con", "lech"}},
+		{"Café", TokenOptions{DiacriticSensitive: true}, []string{"café"}},
+		{"Coffee", TokenOptions{CaseSensitive: true}, []string{"Coffe"}},
+	} {
+		if got := tokens(en, c.in, c.opts); !slices.Equal(got, c.want) {
+			t.Errorf("%q %+v: got %q, want %q", c.in, c.opts, got, c.want)
+		}
+	}
+	if got := tokens(LookupLanguage("none"), "the Coffees", TokenOptions{}); !slices.Equal(got, []string{"the", "coffees"}) {
+		t.Errorf("none: got %q", got)
+	}
+	if LookupLanguage("klingon") != nil || LookupLanguage("Spanish") == nil {
+		t.Error("language lookup")
+	}
+	if got := tokens(LookupLanguage("tr"), "IŞIK", TokenOptions{}); !slices.Equal(got, []string{"ısık"}) {
+		t.Errorf("turkish: got %q", got)
+	}
+}
+
+// articles are the documents of the $text manual page
+// (https://www.mongodb.com/docs/manual/reference/operator/query/text/).
+var articles = []string{
+	`{"_id": 1, "subject": "coffee", "author": "xyz", "views": 50}`,
+	`{"_id": 2, "subject": "Coffee Shopping", "author": "efg", "views": 5}`,
+	`{"_id": 3, "subject": "Baking a cake", "author": "abc", "views": 90}`,
+	`{"_id": 4, "subject": "baking", "author": "xyz", "views": 100}`,
+	`{"_id": 5, "subject": "Café Con Leche", "author": "abc", "views": 200}`,
+	`{"_id": 6, "subject": "Сырники", "author": "jkl", "views": 80}`,
+	`{"_id": 7, "subject": "coffee and cream", "author": "efg", "views": 10}`,
+	`{"_id": 8, "subject": "Cafe con Leche", "author": "xyz", "views": 10}`,
+}
+
+func search(t *testing.T, s *Spec, docs []string, q string) (ids []int32, scores map[int32]float64) {
+	t.Helper()
+	var arg bson.Raw
+	if err := bson.UnmarshalExtJSON([]byte(q), false, &arg); err != nil {
+		t.Fatal(err)
+	}
+	pq, err := ParseQuery(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: arg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := pq.Bind(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scores = map[int32]float64{}
+	for _, d := range docs {
+		var raw bson.Raw
+		if err := bson.UnmarshalExtJSON([]byte(d), false, &raw); err != nil {
+			t.Fatal(err)
+		}
+		if b.Match(raw) {
+			id := raw.Lookup("_id").Int32()
+			ids = append(ids, id)
+			scores[id] = b.Score(raw)
+		}
+	}
+	return ids, scores
+}
+
+// TestArticles: the manual's $text examples on articles.
+func TestArticles(t *testing.T) {
+	s := spec(t, `{"subject": "text"}`, "", "")
+	for _, c := range []struct {
+		q    string
+		want []int32
+	}{
+		{`{"$search": "coffee"}`, []int32{1, 2, 7}},
+		{`{"$search": "bake coffee cake"}`, []int32{1, 2, 3, 4, 7}},
+		{`{"$search": "\"coffee shop\""}`, []int32{2}},
+		{`{"$search": "coffee -shop"}`, []int32{1, 7}},
+		{`{"$search": "leche", "$language": "es"}`, []int32{5, 8}},
+		{`{"$search": "Coffee", "$caseSensitive": true}`, []int32{2}},
+		{`{"$search": "\"Café Con Leche\"", "$caseSensitive": true}`, []int32{5}},
+		{`{"$search": "CAFÉ", "$diacriticSensitive": true}`, []int32{5}},
+		{`{"$search": "leches -cafés", "$diacriticSensitive": true}`, []int32{8}},
+		{`{"$search": "the and"}`, nil},
+		{`{"$search": "-coffee"}`, nil},
+	} {
+		got, _ := search(t, s, articles, c.q)
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s: got %v, want %v", c.q, got, c.want)
+		}
+	}
+	// The manual's "return the text search score" example on cake: Baking
+	// a cake scores 0.75 (derived from fts_spec.cpp's formula: cake is one
+	// of its two tokens, "a" being a stop word; the example's printed
+	// value could not be checked here).
+	_, scores := search(t, s, articles, `{"$search": "cake"}`)
+	if scores[3] != 0.75 {
+		t.Errorf("cake: scores %v, want 0.75 for 3", scores)
+	}
+	_, scores = search(t, s, articles, `{"$search": "coffee"}`)
+	// coffee alone: one token, 1; Coffee Shopping: 0.75; coffee and
+	// cream: and is a stop word, 0.75 (derived from fts_spec.cpp).
+	if scores[1] != 1 || scores[2] != 0.75 || scores[7] != 0.75 {
+		t.Errorf("coffee: scores %v", scores)
+	}
+}
+
+// TestScoreFormula: repeats, weights and the exact-string boost.
+func TestScoreFormula(t *testing.T) {
+	s := spec(t, `{"title": "text", "body": "text"}`, `{"title": 10}`, "none")
+	_, scores := search(t, s, []string{`{"_id": 1, "title": "Go", "body": "go go go stop"}`}, `{"$search": "go"}`)
+	// title: one token, the whole string: 10 * 1 * 1 * 1.1 = 11; body: go
+	// three times of four tokens: freq 1.75, coeff 0.875.
+	want := 11 + 1.75*0.875
+	if math.Abs(scores[1]-want) > 1e-12 {
+		t.Errorf("got %v, want %v", scores[1], want)
+	}
+}
+
+// TestNormalize: the errors of fixSpec.
+func TestNormalize(t *testing.T) {
+	for _, c := range []struct{ key, weights string }{
+		{`{"a": "text", "b": 1, "c": "text"}`, ""},
+		{`{"_fts": "text"}`, ""},
+		{`{"a": "text", "b": 2}`, ""},
+		{`{"a": "text"}`, `{"a": 100000}`},
+		{`{"a": "text"}`, `{"a.$b": 1}`},
+	} {
+		var k, w bson.Raw
+		_ = bson.UnmarshalExtJSON([]byte(c.key), false, &k)
+		var wv bson.RawValue
+		if c.weights != "" {
+			_ = bson.UnmarshalExtJSON([]byte(c.weights), false, &w)
+			wv = bson.RawValue{Type: bson.TypeEmbeddedDocument, Value: w}
+		}
+		if _, _, err := Normalize(k, wv, bson.RawValue{}, bson.RawValue{}, bson.RawValue{}); err == nil {
+			t.Errorf("%s %s: no error", c.key, c.weights)
+		}
+	}
+}

@@ -1,0 +1,195 @@
+package engine
+
+import (
+	"bytes"
+	"slices"
+	"strings"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/lethedb/lethe/engine/keycodec"
+	"github.com/lethedb/lethe/engine/pipeline"
+	"github.com/lethedb/lethe/engine/query"
+	"github.com/lethedb/lethe/engine/record"
+	"github.com/lethedb/lethe/engine/text"
+	"github.com/lethedb/lethe/mongoerr"
+)
+
+// The engine's side of $text: the plan that reads a collection's text
+// index by the query's terms, binding the filter's $text and the sort's
+// text score to the index, and the text score a find projects.
+
+// textPlan plans a query with $text: the collection's text index, between
+// the keys of each of the query's terms (under equal values of the fields
+// before the text), as MongoDB's TEXT_OR over index scans. The filter
+// matches as the bound query does and the sort orders by its score.
+func (st *collState) textPlan(f *query.Filter, q *text.Query, conj []query.Predicate, srt *query.Sort) (*plan, error) {
+	var ix *record.Index
+	for _, x := range st.indexes {
+		if x.IsText() && !x.Meta.Hidden {
+			ix = x
+		}
+	}
+	if ix == nil {
+		return nil, mongoerr.New(mongoerr.IndexNotFound, "text index required for $text query")
+	}
+	bound, err := q.Bind(ix.Text)
+	if err != nil {
+		return nil, err
+	}
+	f.BindText(bound.Match)
+	if srt != nil && srt.UsesTextScore() {
+		srt.BindTextScore(bound.Score)
+		bound.KeepScores()
+	}
+	prefixes := [][]byte{record.IndexPrefix(nil, ix.Meta.ID)}
+	for i, path := range ix.Text.Before {
+		var points []bsoncore.Value
+		for _, c := range conj {
+			if c.Path == path && (c.Op == "$eq" || c.Op == "$in") && indexable(c) {
+				points = c.Values
+				break
+			}
+		}
+		if points == nil || len(prefixes)*len(points) > 1000 {
+			return nil, plannerError(noQueryExecutionPlans, "failed to use text index to satisfy $text query (if text index is compound, are equality predicates given for all prefix fields?)")
+		}
+		next := make([][]byte, 0, len(prefixes)*len(points))
+		for _, p := range prefixes {
+			for _, v := range points {
+				if ix.Fields[i].Desc {
+					next = append(next, keycodec.AppendDesc(bytes.Clone(p), v))
+				} else {
+					next = append(next, keycodec.Append(bytes.Clone(p), v))
+				}
+			}
+		}
+		prefixes = next
+	}
+	termField := ix.Fields[len(ix.Text.Before)]
+	var spans []span
+	for _, p := range prefixes {
+		for _, t := range bound.Terms() {
+			v := bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, text.KeyTerm(t))}
+			var k []byte
+			if termField.Desc {
+				k = keycodec.AppendDesc(bytes.Clone(p), v)
+			} else {
+				k = keycodec.Append(bytes.Clone(p), v)
+			}
+			spans = append(spans, span{k, record.PrefixEnd(k)})
+		}
+	}
+	slices.SortFunc(spans, func(a, b span) int { return bytes.Compare(a.lo, b.lo) })
+	p := &plan{kind: planIndex, ix: ix, spans: spans, text: bound}
+	st.applySort(p, srt)
+	return p, nil
+}
+
+// noQueryExecutionPlans is MongoDB's code when the planner finds no plan.
+const noQueryExecutionPlans mongoerr.Code = 291
+
+// isTextScoreMeta reports whether a projection value is {$meta:
+// "textScore"}.
+func isTextScoreMeta(v bson.RawValue) bool {
+	d, ok := v.DocumentOK()
+	if !ok {
+		return false
+	}
+	elems, err := d.Elements()
+	if err != nil || len(elems) != 1 || elems[0].Key() != "$meta" {
+		return false
+	}
+	s, ok := elems[0].Value().StringValueOK()
+	return ok && s == "textScore"
+}
+
+// splitTextMeta takes the top-level {field: {$meta: "textScore"}} out of
+// a find's projection: MongoDB adds the score to the projected document,
+// whatever the rest of the projection keeps, after its fields. A dotted
+// one stays, computed by the projection.
+func splitTextMeta(proj bson.Raw) (rest bson.Raw, fields []string) {
+	elems, err := proj.Elements()
+	if err != nil {
+		return proj, nil
+	}
+	var keep bson.D
+	for _, el := range elems {
+		if isTextScoreMeta(el.Value()) && !strings.Contains(el.Key(), ".") {
+			fields = append(fields, el.Key())
+			continue
+		}
+		keep = append(keep, bson.E{Key: el.Key(), Value: el.Value()})
+	}
+	if fields == nil {
+		return proj, nil
+	}
+	if len(keep) == 0 {
+		return nil, fields
+	}
+	rest, err = bson.Marshal(keep)
+	if err != nil {
+		return proj, nil
+	}
+	return rest, fields
+}
+
+// withTextScores returns doc with the fields set to score, at its end.
+func withTextScores(doc bson.Raw, fields []string, score float64) bson.Raw {
+	idx, dst := bsoncore.AppendDocumentStart(nil)
+	elems, _ := doc.Elements()
+	for _, el := range elems {
+		if slices.Contains(fields, el.Key()) {
+			continue
+		}
+		dst = append(dst, el...)
+	}
+	for _, f := range fields {
+		dst = bsoncore.AppendDoubleElement(dst, f, score)
+	}
+	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
+	return bson.Raw(dst)
+}
+
+// bindText gives the cursor its plan's text score, and refuses a score
+// asked of a query without $text, as MongoDB does.
+func (c *Cursor) bindText(q *compiledQuery, p *plan) error {
+	if p.text != nil {
+		c.score = p.text.Score
+	}
+	c.scoreFields = q.scoreFields
+	if c.score == nil && (len(q.scoreFields) > 0 || (q.sort != nil && q.sort.UsesTextScore())) {
+		return text.ErrNoScore()
+	}
+	return nil
+}
+
+// checkTextStages refuses $text in a $match that is not the pipeline's
+// first stage (MongoDB's code 17313).
+func checkTextStages(stages []bson.Raw) error {
+	for i, st := range stages {
+		name, arg, err := pipeline.StageOf(st)
+		if err != nil || name != "$match" || i == 0 {
+			continue
+		}
+		doc, ok := arg.DocumentOK()
+		if !ok {
+			continue
+		}
+		if f, err := query.Compile(doc); err == nil && f.Text() != nil {
+			return mongoerr.New(17313, "$match with $text is only allowed as the first pipeline stage")
+		}
+	}
+	return nil
+}
+
+// textInfo is the parsed $text of a text plan as MongoDB's explain shows
+// it (parsedTextQuery); nil for other plans.
+func (p *plan) textInfo() bson.D {
+	if p.text == nil {
+		return nil
+	}
+	terms, negated, phrases, negatedPhrases := p.text.Info()
+	return bson.D{{Key: "terms", Value: terms}, {Key: "negatedTerms", Value: negated}, {Key: "phrases", Value: phrases}, {Key: "negatedPhrases", Value: negatedPhrases}}
+}
