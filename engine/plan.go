@@ -36,10 +36,15 @@ type plan struct {
 	reverse bool
 	// sorted is set when the scan order satisfies the query's sort.
 	sorted bool
+	// near is the query's $near, read through ix nearest first (geo.go).
+	near *query.NearSpec
 }
 
 // stage names the plan as explain reports it.
 func (p *plan) stage() string {
+	if p.near != nil {
+		return p.nearStage()
+	}
 	switch p.kind {
 	case planIDPoints:
 		return "IDHACK"
@@ -86,7 +91,7 @@ func (st *collState) choosePlan(f *query.Filter, srt *query.Sort, hint bson.RawV
 		if ix.Partial != nil || ix.Meta.Hidden {
 			continue
 		}
-		spans, score := indexBounds(ix, conj)
+		spans, score := planBounds(ix, conj)
 		if score > bestScore {
 			best, bestScore = &plan{kind: planIndex, ix: ix, spans: spans}, score
 		}
@@ -100,7 +105,7 @@ func (st *collState) choosePlan(f *query.Filter, srt *query.Sort, hint bson.RawV
 	st.applySort(p, srt)
 	if !p.sorted && srt != nil && len(srt.Fields()) > 0 {
 		for _, ix := range st.indexes {
-			if ix.Partial != nil || ix.Meta.Sparse || ix.Meta.Multikey || ix.Meta.Hidden {
+			if ix.Partial != nil || ix.Meta.Sparse || ix.Meta.Multikey || ix.Meta.Hidden || ix.HasGeo() {
 				continue
 			}
 			lo, hi := record.IndexRange(ix.Meta.ID)
@@ -159,7 +164,7 @@ func (st *collState) hintedPlan(conj []query.Predicate, srt *query.Sort, hint bs
 	if ix == nil {
 		return nil, mongoerr.New(mongoerr.BadValue, "error processing query: planner returned error :: caused by :: hint provided does not correspond to an existing index")
 	}
-	spans, score := indexBounds(ix, conj)
+	spans, score := planBounds(ix, conj)
 	if score == 0 {
 		lo, hi := record.IndexRange(ix.Meta.ID)
 		spans = []span{{lo, hi}}
@@ -232,6 +237,15 @@ func idPlan(collID uint64, conj []query.Predicate) *plan {
 	}
 	prefix, _ := record.DocRange(collID)
 	return &plan{kind: planIDRange, spans: []span{{append(append([]byte(nil), prefix...), lo...), append(append([]byte(nil), prefix...), hi...)}}}
+}
+
+// planBounds are the spans of ix for the conjuncts: a geo index's
+// (geoBounds) or any other's (indexBounds).
+func planBounds(ix *record.Index, conj []query.Predicate) ([]span, int) {
+	if ix.HasGeo() {
+		return geoBounds(ix, conj)
+	}
+	return indexBounds(ix, conj)
 }
 
 // indexable reports whether a predicate's values can bound an index scan:
@@ -380,6 +394,9 @@ func (p *plan) countUse(u *usage.Counters, clock clock.Clock) {
 // query's min and max keys when it has them, otherwise what choosePlan
 // picks.
 func (st *collState) planFor(q *compiledQuery, spec FindSpec) (*plan, error) {
+	if ns := q.filter.Near(); ns != nil {
+		return st.nearPlan(ns)
+	}
 	if len(spec.Min) <= 5 && len(spec.Max) <= 5 {
 		return st.choosePlan(q.filter, q.sort, spec.Hint)
 	}

@@ -65,11 +65,13 @@ func init() {
 		"$bitsAnySet":    compileBitTest(bitsAnySet),
 		"$bitsAllClear":  compileBitTest(bitsAllClear),
 		"$bitsAnyClear":  compileBitTest(bitsAnyClear),
-		"$near":          refuseGeo,
-		"$nearSphere":    refuseGeo,
-		"$geoWithin":     refuseGeo,
-		"$geoIntersects": refuseGeo,
-		"$within":        refuseGeo,
+		"$near":          compileNear,
+		"$nearSphere":    compileNear,
+		"$maxDistance":   compileNearBound,
+		"$minDistance":   compileNearBound,
+		"$geoWithin":     compileGeoWithin,
+		"$geoIntersects": compileGeoIntersects,
+		"$within":        compileGeoWithin,
 	}
 	topLevelOperators = map[string]topLevelOperator{
 		"$and":         compileLogical("$and", func(n []node) node { return andNode(n) }),
@@ -230,10 +232,6 @@ func refuseText(_ bsoncore.Value, lvl level) (node, error) {
 	}
 	// Lethe has no text indexes, and MongoDB refuses $text without one.
 	return nil, mongoerr.New(mongoerr.IndexNotFound, "text index required for $text query")
-}
-
-func refuseGeo(op operand) (fieldExpr, error) {
-	return nil, mongoerr.New(mongoerr.NotImplemented, "%s is not supported by Lethe: there are no geospatial queries", op.name)
 }
 
 func invalidBSON(err error) error {

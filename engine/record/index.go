@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine/geo"
 	"github.com/lethedb/lethe/engine/query"
 )
 
@@ -36,6 +37,8 @@ type IndexMeta struct {
 type IndexField struct {
 	Path string
 	Desc bool // descending: its keys are encoded with keycodec.AppendDesc
+	// Geo is set for a "2dsphere" or "2d" field: how its keys are made.
+	Geo *geo.Index
 }
 
 // Index is a compiled secondary index: its catalog entry, its key pattern
@@ -67,7 +70,13 @@ func CompileIndex(im IndexMeta) (*Index, error) {
 		if f, ok := el.Value().AsFloat64OK(); ok && f < 0 {
 			desc = true
 		}
-		ix.Fields = append(ix.Fields, IndexField{Path: el.Key(), Desc: desc})
+		field := IndexField{Path: el.Key(), Desc: desc}
+		if typ, ok := el.Value().StringValueOK(); ok {
+			if err := compileGeoField(&field, typ, im.Extra); err != nil {
+				return nil, err
+			}
+		}
+		ix.Fields = append(ix.Fields, field)
 	}
 	if len(im.Partial) > 0 {
 		if ix.Partial, err = query.Compile(im.Partial); err != nil {

@@ -67,6 +67,9 @@ func (ix *Index) KeyTuples(doc bsoncore.Document) ([][]bsoncore.Value, error) {
 }
 
 func (ix *Index) generateWith(doc bsoncore.Document, tuples *[][]bsoncore.Value) ([][]byte, bool, error) {
+	if ix.HasGeo() {
+		return ix.generateGeo(doc, tuples)
+	}
 	g := keyGen{ix: ix, tuples: tuples}
 	fields := make([]keyField, len(ix.Fields))
 	for i, f := range ix.Fields {

@@ -1,0 +1,167 @@
+package geo
+
+import (
+	"slices"
+
+	"github.com/golang/geo/s2"
+
+	"github.com/lethedb/lethe/mongoerr"
+)
+
+// IndexParams are a 2dsphere index's covering parameters.
+type IndexParams struct {
+	// Finest and Coarsest bound the levels of the cells used as keys.
+	Finest, Coarsest int
+	// MaxKeys is the most cells a document's covering is cut into (MongoDB's
+	// maxKeysPerInsert), MaxQueryCells a query's (maxCellsInCovering).
+	MaxKeys, MaxQueryCells int
+}
+
+// The defaults of a 2dsphere index version 3, as MongoDB sets them: keys
+// no finer than cells of about 500 m and no coarser than about 100 km.
+var (
+	defaultFinest   = s2.AvgEdgeMetric.ClosestLevel(500 / EarthRadiusMeters)
+	defaultCoarsest = s2.AvgEdgeMetric.ClosestLevel(100 * 1000 / EarthRadiusMeters)
+)
+
+// DefaultParams are the covering parameters of a 2dsphere index created
+// without finestIndexedLevel and coarsestIndexedLevel.
+func DefaultParams() IndexParams {
+	return IndexParams{Finest: defaultFinest, Coarsest: defaultCoarsest, MaxKeys: 200, MaxQueryCells: 50}
+}
+
+// CheckParams validates an index's levels as createIndexes does.
+func CheckParams(p IndexParams) error {
+	if p.Finest < 0 || p.Finest > s2.MaxLevel {
+		return mongoerr.New(mongoerr.CannotCreateIndex, "finestIndexedLevel must be between 0 and 30")
+	}
+	if p.Coarsest < 0 || p.Coarsest > s2.MaxLevel {
+		return mongoerr.New(mongoerr.CannotCreateIndex, "coarsestIndexedLevel must be between 0 and 30")
+	}
+	if p.Finest < p.Coarsest {
+		return mongoerr.New(mongoerr.CannotCreateIndex, "finestIndexedLevel must be >= coarsestIndexedLevel")
+	}
+	return nil
+}
+
+// Cells are the index keys of g: the cell of each point at the finest
+// level, and a covering of each line and polygon between the coarsest and
+// finest levels, sorted and without repeats.
+func (p IndexParams) Cells(g *Geometry) []s2.CellID {
+	var cells []s2.CellID
+	for _, pt := range g.Points {
+		cells = append(cells, s2.CellFromPoint(pt).ID().Parent(p.Finest))
+	}
+	rc := &s2.RegionCoverer{MinLevel: p.Coarsest, MaxLevel: p.Finest, LevelMod: 1, MaxCells: p.MaxKeys}
+	for _, l := range g.Lines {
+		cells = append(cells, rc.Covering(l)...)
+	}
+	for _, q := range g.Polys {
+		cells = append(cells, rc.Covering(q)...)
+	}
+	slices.Sort(cells)
+	return slices.Compact(cells)
+}
+
+// CellRange is an inclusive range of cell ids to scan.
+type CellRange struct{ Lo, Hi s2.CellID }
+
+// Ranges are the cell ranges whose keys may belong to geometries meeting
+// region: each covering cell's descendants and its ancestors down to the
+// coarsest indexed level, sorted and merged.
+func (p IndexParams) Ranges(region s2.Region) []CellRange {
+	rc := &s2.RegionCoverer{MinLevel: p.Coarsest, MaxLevel: p.Finest, LevelMod: 1, MaxCells: p.MaxQueryCells}
+	return p.rangesOf(rc.Covering(region))
+}
+
+// AnnulusRanges are the ranges of the cells covering outer but not the
+// covering inner, which a scan has read: the next ring of a $near.
+func (p IndexParams) AnnulusRanges(inner, outer s2.CellUnion) []CellRange {
+	return p.rangesOf(s2.CellUnionFromDifference(outer, inner))
+}
+
+// Covering is the query covering of region.
+func (p IndexParams) Covering(region s2.Region) s2.CellUnion {
+	rc := &s2.RegionCoverer{MinLevel: p.Coarsest, MaxLevel: p.Finest, LevelMod: 1, MaxCells: p.MaxQueryCells}
+	return rc.Covering(region)
+}
+
+func (p IndexParams) rangesOf(cover []s2.CellID) []CellRange {
+	var rs []CellRange
+	for _, c := range cover {
+		rs = append(rs, CellRange{c.RangeMin(), c.RangeMax()})
+		for l := c.Level() - 1; l >= p.Coarsest; l-- {
+			a := c.Parent(l)
+			rs = append(rs, CellRange{a, a})
+		}
+	}
+	return mergeRanges(rs)
+}
+
+func mergeRanges(rs []CellRange) []CellRange {
+	slices.SortFunc(rs, func(a, b CellRange) int {
+		switch {
+		case a.Lo < b.Lo:
+			return -1
+		case a.Lo > b.Lo:
+			return 1
+		}
+		return 0
+	})
+	out := rs[:0]
+	for _, r := range rs {
+		if n := len(out); n > 0 && r.Lo <= out[n-1].Hi+1 {
+			out[n-1].Hi = max(out[n-1].Hi, r.Hi)
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// Bound is the region of the sphere a query's documents must meet: r's
+// shape, its cap, or for the plane's operators the longitude-latitude
+// rectangle around them (a 2dsphere index holds only points whose pairs are
+// a longitude and a latitude, and a flat shape contains such a point only
+// inside its bounding box).
+func (r *Region) Bound() s2.Region {
+	switch r.kind {
+	case regionCap:
+		return r.cap
+	case regionShape:
+		var u s2.RegionUnion
+		for _, p := range r.shape.Points {
+			u = append(u, p)
+		}
+		for _, l := range r.shape.Lines {
+			u = append(u, l)
+		}
+		for _, q := range r.shape.Polys {
+			u = append(u, q)
+		}
+		return u
+	}
+	lo, hi := r.flatBox()
+	rect := s2.EmptyRect()
+	rect = rect.AddPoint(s2.LatLngFromDegrees(clamp(lo.Y, -90, 90), clamp(lo.X, -180, 180)))
+	rect = rect.AddPoint(s2.LatLngFromDegrees(clamp(hi.Y, -90, 90), clamp(hi.X, -180, 180)))
+	return rect
+}
+
+// flatBox is the bounding box of a plane region.
+func (r *Region) flatBox() (lo, hi Flat) {
+	switch r.kind {
+	case regionBox:
+		return r.lo, r.hi
+	case regionCircle:
+		return Flat{r.center.X - r.radius, r.center.Y - r.radius}, Flat{r.center.X + r.radius, r.center.Y + r.radius}
+	}
+	lo, hi = r.poly[0], r.poly[0]
+	for _, p := range r.poly[1:] {
+		lo = Flat{min(lo.X, p.X), min(lo.Y, p.Y)}
+		hi = Flat{max(hi.X, p.X), max(hi.Y, p.Y)}
+	}
+	return lo, hi
+}
+
+func clamp(x, lo, hi float64) float64 { return max(lo, min(hi, x)) }
