@@ -392,6 +392,9 @@ func parsePolygon(v bsoncore.Value, big bool) (*s2.Polygon, error) {
 		if err := l.Validate(); err != nil {
 			return nil, badValue("Loop is not valid: %s %v", describe(r), err)
 		}
+		if i, j, ok := selfCrossing(l); ok {
+			return nil, badValue("Loop is not valid: %s Edges %d and %d cross", describe(r), i, j)
+		}
 		if !big {
 			// A loop larger than a hemisphere means the smaller region it
 			// bounds, whichever way it winds.
@@ -414,4 +417,20 @@ func parsePolygon(v bsoncore.Value, big bool) (*s2.Polygon, error) {
 		return nil, badValue("Polygon isn't valid: %v %s", err, describe(v))
 	}
 	return p, nil
+}
+
+// selfCrossing finds two edges of l that cross at a point inside both,
+// through an index of its edges, so that a loop of many vertices costs
+// n log n rather than n squared (S2's Validate leaves this check out).
+func selfCrossing(l *s2.Loop) (i, j int, ok bool) {
+	index := s2.NewShapeIndex()
+	index.Add(l)
+	q := s2.NewCrossingEdgeQuery(index)
+	vs := l.Vertices()
+	for i := range vs {
+		if cs := q.Crossings(vs[i], vs[(i+1)%len(vs)], l, s2.CrossingTypeInterior); len(cs) > 0 {
+			return i, cs[0], true
+		}
+	}
+	return 0, 0, false
 }

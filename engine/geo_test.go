@@ -1,0 +1,156 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/lethedb/lethe/mongoerr"
+)
+
+func geoPoint(lng, lat float64) bson.D {
+	return bson.D{{Key: "type", Value: "Point"}, {Key: "coordinates", Value: bson.A{lng, lat}}}
+}
+
+// loadPoints fills db.coll with n random points around New York and a
+// 2dsphere index on loc.
+func loadPoints(t *testing.T, e *Engine, coll string, n int) {
+	t.Helper()
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(1, 2))
+	var docs []bson.Raw
+	for i := range n {
+		docs = append(docs, mustRaw(t, bson.D{{Key: "_id", Value: i}, {Key: "loc", Value: geoPoint(-74+rng.Float64(), 40+rng.Float64())}}))
+	}
+	if res, err := e.Insert(ctx, "geo", coll, docs, true); err != nil || len(res.Errors) > 0 {
+		t.Fatal(err, res.Errors)
+	}
+	if _, err := e.CreateIndexes(ctx, "geo", coll, []bson.Raw{mustRaw(t, bson.D{{Key: "key", Value: bson.D{{Key: "loc", Value: "2dsphere"}}}})}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestGeoIndexRefusesBadGeoJSON: a document whose indexed field is not
+// valid GeoJSON is refused with 16755, and an index build over one fails
+// the same way (https://www.mongodb.com/docs/manual/core/indexes/index-types/geospatial/2dsphere/:
+// "MongoDB does not add an entry" only for missing, null or empty fields).
+func TestGeoIndexRefusesBadGeoJSON(t *testing.T) {
+	e := openTestEngine(t)
+	ctx := context.Background()
+	spec := mustRaw(t, bson.D{{Key: "key", Value: bson.D{{Key: "loc", Value: "2dsphere"}}}})
+	if _, err := e.CreateIndexes(ctx, "geo", "c", []bson.Raw{spec}); err != nil {
+		t.Fatal(err)
+	}
+	ok := []bson.Raw{
+		mustRaw(t, bson.D{{Key: "_id", Value: 1}, {Key: "loc", Value: geoPoint(1, 2)}}),
+		mustRaw(t, bson.D{{Key: "_id", Value: 2}}),
+		mustRaw(t, bson.D{{Key: "_id", Value: 3}, {Key: "loc", Value: nil}}),
+		mustRaw(t, bson.D{{Key: "_id", Value: 4}, {Key: "loc", Value: bson.A{5, 6}}}),
+	}
+	if res, err := e.Insert(ctx, "geo", "c", ok, true); err != nil || len(res.Errors) > 0 {
+		t.Fatal(err, res.Errors)
+	}
+	for i, loc := range []any{
+		geoPoint(200, 0),
+		bson.D{{Key: "type", Value: "Point"}, {Key: "coordinates", Value: bson.A{"a", 1}}},
+		bson.D{{Key: "type", Value: "Polygon"}, {Key: "coordinates", Value: bson.A{bson.A{bson.A{0, 0}, bson.A{1, 1}, bson.A{0, 1}}}}},
+		bson.D{{Key: "type", Value: "Polygon"}, {Key: "coordinates", Value: bson.A{bson.A{bson.A{0, 0}, bson.A{1, 1}, bson.A{1, 0}, bson.A{0, 1}, bson.A{0, 0}}}}},
+		"not a place",
+	} {
+		doc := mustRaw(t, bson.D{{Key: "_id", Value: 10 + i}, {Key: "loc", Value: loc}})
+		res, err := e.Insert(ctx, "geo", "c", []bson.Raw{doc}, true)
+		if err == nil && len(res.Errors) == 1 {
+			err = res.Errors[0].Err
+		}
+		if mongoerr.CodeOf(err) != 16755 {
+			t.Errorf("insert %v: %v, want code 16755", loc, err)
+		}
+	}
+	bad := mustRaw(t, bson.D{{Key: "_id", Value: 1}, {Key: "loc", Value: geoPoint(0, 100)}})
+	if _, err := e.Insert(ctx, "geo", "d", []bson.Raw{bad}, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CreateIndexes(ctx, "geo", "d", []bson.Raw{spec}); mongoerr.CodeOf(err) != 16755 {
+		t.Errorf("index build over a bad document: %v, want 16755", err)
+	}
+	specs, err := e.ListIndexes(ctx, "geo", "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(specs[len(specs)-1]); !strings.Contains(got, `"2dsphereIndexVersion":{"$numberInt":"3"}`) {
+		t.Errorf("listIndexes: %s, want 2dsphereIndexVersion 3 as MongoDB lists it", got)
+	}
+}
+
+
+// TestGeoPlans: $geoWithin scans the 2dsphere index's ranges, not every
+// key, and $near reads GEO_NEAR_2DSPHERE (explain, as MongoDB names it).
+func TestGeoPlans(t *testing.T) {
+	e := openTestEngine(t)
+	loadPoints(t, e, "pts", 2000)
+	ctx := context.Background()
+	within := mustRaw(t, bson.D{{Key: "loc", Value: bson.D{{Key: "$geoWithin", Value: bson.D{{Key: "$centerSphere", Value: bson.A{bson.A{-73.5, 40.5}, 5.0 / 6378.1}}}}}}})
+	ex, err := e.Explain(ctx, "geo", "pts", FindSpec{Filter: within}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ex.Stage != "IXSCAN" || ex.IndexName != "loc_2dsphere" {
+		t.Errorf("$geoWithin plan %s %s, want IXSCAN loc_2dsphere", ex.Stage, ex.IndexName)
+	}
+	if ex.KeysExam >= 200 || ex.NReturned == 0 {
+		t.Errorf("$geoWithin examined %d keys for %d results of 2000 points", ex.KeysExam, ex.NReturned)
+	}
+	near := mustRaw(t, bson.D{{Key: "loc", Value: bson.D{{Key: "$near", Value: bson.D{{Key: "$geometry", Value: geoPoint(-73.5, 40.5)}}}}}})
+	ex, err = e.Explain(ctx, "geo", "pts", FindSpec{Filter: near, Limit: 5}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ex.Stage != "GEO_NEAR_2DSPHERE" || ex.NReturned != 5 || ex.KeysExam >= 500 {
+		t.Errorf("$near plan %s returned %d examining %d keys, want GEO_NEAR_2DSPHERE, 5, a few rings", ex.Stage, ex.NReturned, ex.KeysExam)
+	}
+}
+
+// TestNearMatchesBruteForce: the nearest documents by the rings of cells
+// are the nearest by measuring every document.
+func TestNearMatchesBruteForce(t *testing.T) {
+	e := openTestEngine(t)
+	loadPoints(t, e, "pts", 3000)
+	for _, c := range []struct {
+		lng, lat float64
+		limit    int64
+	}{{-73.5, 40.5, 10}, {-74.2, 39.9, 20}, {-73.01, 40.99, 1}, {-50, 10, 3}} {
+		near := mustRaw(t, bson.D{{Key: "loc", Value: bson.D{{Key: "$near", Value: bson.D{{Key: "$geometry", Value: geoPoint(c.lng, c.lat)}}}}}})
+		got, err := e.findIDsLimit("geo", "pts", near, nil, c.limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all, err := e.findIDsLimit("geo", "pts", near, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(all) != 3000 {
+			t.Fatalf("unbounded $near returned %d of 3000", len(all))
+		}
+		if fmt.Sprint(got) != fmt.Sprint(all[:c.limit]) {
+			t.Errorf("near %v limit %d: %v, want %v", c, c.limit, got, all[:c.limit])
+		}
+	}
+}
+
+// TestNearChecksContext: a $near stops when its deadline passes.
+func TestNearChecksContext(t *testing.T) {
+	e := openTestEngine(t)
+	loadPoints(t, e, "pts", 3000)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Nanosecond)
+	defer cancel()
+	time.Sleep(time.Millisecond)
+	near := mustRaw(t, bson.D{{Key: "loc", Value: bson.D{{Key: "$near", Value: bson.D{{Key: "$geometry", Value: geoPoint(-73.5, 40.5)}}}}}})
+	if _, err := e.Find(ctx, "geo", "pts", FindSpec{Filter: near}); err == nil {
+		t.Error("$near past its deadline succeeded")
+	}
+}
