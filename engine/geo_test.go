@@ -87,7 +87,6 @@ func TestGeoIndexRefusesBadGeoJSON(t *testing.T) {
 	}
 }
 
-
 // TestGeoPlans: $geoWithin scans the 2dsphere index's ranges, not every
 // key, and $near reads GEO_NEAR_2DSPHERE (explain, as MongoDB names it).
 func TestGeoPlans(t *testing.T) {
