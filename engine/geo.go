@@ -3,9 +3,11 @@ package engine
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/golang/geo/s2"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/lethedb/lethe/engine/geo"
 	"github.com/lethedb/lethe/engine/keycodec"
+	"github.com/lethedb/lethe/engine/pipeline"
 	"github.com/lethedb/lethe/engine/query"
 	"github.com/lethedb/lethe/engine/record"
 	"github.com/lethedb/lethe/mongoerr"
@@ -186,6 +189,7 @@ func (p *plan) nearStage() string {
 type nearItem struct {
 	d    storedDoc
 	dist float64
+	loc  bsoncore.Value // the location dist is to, in d.doc
 }
 
 // wholeSphere is the ring radius, in radians, past which a near scan reads
@@ -194,62 +198,78 @@ type nearItem struct {
 // than the keys they skip.
 const wholeSphere = 0.5
 
-// materializeNear reads the near query's documents ring by ring outwards
-// from its point, as MongoDB's near stages do: each ring reads the index
-// ranges of the cells between it and the last, and the documents within its
-// radius are final once it is read. Under a limit, the rings stop as soon as
-// enough documents are final. The documents held, and the set of those
-// seen (a shape may have keys in several rings), count against the sort's
-// memory limit, past which the query fails with MongoDB's code; the scans
-// check the context.
+// materializeNear reads the near query's documents nearest first into the
+// cursor's items (nearScan); a sort given besides reorders them.
 func (c *Cursor) materializeNear(ctx context.Context, p *plan, srt *query.Sort, k int64) error {
-	ns := p.near
+	items, held, stats, err := c.e.nearScan(ctx, c.coll, c.sc.multi, p.ix, p.near, c.filter, k)
+	if err != nil {
+		return err
+	}
+	c.items = c.items[:0]
+	for _, it := range items {
+		c.items = append(c.items, it.d)
+	}
+	if srt != nil {
+		sort.SliceStable(c.items, func(i, j int) bool { return srt.Compare(c.items[i].doc, c.items[j].doc) < 0 })
+	}
+	c.sc.stats = stats
+	c.materialized, c.held = true, held
+	return nil
+}
+
+// nearScan reads the documents of ix that match f and are within the near's
+// bounds ring by ring outwards from its point, as MongoDB's near stages do:
+// each ring reads the index ranges of the cells between it and the last,
+// and the documents within its radius are final once it is read. Under a
+// limit k, the rings stop as soon as k documents are final. The documents
+// held, and the set of those seen (a shape may have keys in several rings),
+// count against the sort's memory limit, past which the query fails with
+// MongoDB's code; the scans check the context.
+func (e *Engine) nearScan(ctx context.Context, coll *Collection, multi *Transaction, ix *record.Index, ns *query.NearSpec, f *query.Filter, k int64) (items []nearItem, held int64, stats scanStats, err error) {
 	n := ns.Near
-	gix := p.ix.Fields[p.ix.GeoField()].Geo
-	limit := c.e.sortLimitOf()
-	prefixes := [][]byte{record.IndexPrefix(nil, p.ix.Meta.ID)}
-	if g := p.ix.GeoField(); g > 0 {
+	gix := ix.Fields[ix.GeoField()].Geo
+	limit := e.sortLimitOf()
+	match := f.Matcher()
+	prefixes := [][]byte{record.IndexPrefix(nil, ix.Meta.ID)}
+	if g := ix.GeoField(); g > 0 {
 		// nil when the fields before the geo one are not pinned: the
 		// whole index is read.
-		prefixes = geoPrefixes(p.ix, g, c.filter.Conjuncts())
+		prefixes = geoPrefixes(ix, g, f.Conjuncts())
 	}
-	radius := nearStartRadius(n, gix)
-	if n.Max < radius {
-		radius = n.Max
-	}
+	radius := min(nearStartRadius(n, gix), n.Max)
 	seen := map[string]struct{}{}
-	var items []nearItem
-	var held int64
 	var inner s2.CellUnion
-	var stats scanStats
 	for {
 		var spans []span
-		final := c.nearRingIsWhole(n, gix, radius) || prefixes == nil
-		if final {
-			lo, hi := record.IndexRange(p.ix.Meta.ID)
+		whole := nearRingIsWhole(n, gix, radius) || prefixes == nil
+		if whole {
+			lo, hi := record.IndexRange(ix.Meta.ID)
 			spans = []span{{lo, hi}}
 		} else {
 			var rs []geo.KeyRange
 			rs, inner = gix.NearRanges(n, radius, inner)
 			spans = geoSpans(prefixes, rs)
 		}
-		sc := &scanner{e: c.e, coll: c.coll, p: &plan{kind: planIndex, ix: p.ix, spans: spans}, multi: c.sc.multi}
+		sc := &scanner{e: e, coll: coll, p: &plan{kind: planIndex, ix: ix, spans: spans}, multi: multi}
 		for !sc.done {
 			err := sc.next(ctx, func(d *storedDoc) (bool, error) {
 				if _, dup := seen[string(d.pk)]; dup {
 					return true, nil
 				}
-				matched, err := c.match.MatchErr(d.doc)
+				matched, err := match.MatchErr(d.doc)
 				if err != nil || !matched {
 					return err == nil, err
 				}
+				dist, loc := nearDistance(n, d.doc, ns.Path)
+				if !n.InRange(dist) {
+					return true, nil
+				}
 				seen[string(d.pk)] = struct{}{}
-				dist := nearDistance(n, d.doc, ns.Path)
 				doc := d.doc
 				if !sc.curOwned {
 					doc = bytes.Clone(doc)
 				}
-				items = append(items, nearItem{d: storedDoc{pk: bytes.Clone(d.pk), h: d.h, doc: doc}, dist: dist})
+				items = append(items, nearItem{d: storedDoc{pk: bytes.Clone(d.pk), h: d.h, doc: doc}, dist: dist, loc: loc})
 				held += int64(len(doc) + 2*len(d.pk) + 64)
 				if held > limit.Bytes {
 					return false, limit.Exceeded(limit.Bytes)
@@ -257,12 +277,12 @@ func (c *Cursor) materializeNear(ctx context.Context, p *plan, srt *query.Sort, 
 				return true, nil
 			})
 			if err != nil {
-				return err
+				return nil, 0, stats, err
 			}
 		}
 		stats.keysExamined += sc.stats.keysExamined
 		stats.docsExamined += sc.stats.docsExamined
-		if final || radius >= n.Max {
+		if whole || radius >= n.Max {
 			break
 		}
 		if k > 0 {
@@ -282,20 +302,11 @@ func (c *Cursor) materializeNear(ctx context.Context, p *plan, srt *query.Sort, 
 	if k > 0 && int64(len(items)) > k {
 		items = items[:k]
 	}
-	c.items = c.items[:0]
-	for _, it := range items {
-		c.items = append(c.items, it.d)
-	}
-	if srt != nil {
-		sort.SliceStable(c.items, func(i, j int) bool { return srt.Compare(c.items[i].doc, c.items[j].doc) < 0 })
-	}
-	c.sc.stats = stats
-	c.materialized, c.held = true, held
-	return nil
+	return items, held, stats, nil
 }
 
 // nearRingIsWhole reports whether a ring of radius reads the whole index.
-func (c *Cursor) nearRingIsWhole(n *geo.Near, gix *geo.Index, radius float64) bool {
+func nearRingIsWhole(n *geo.Near, gix *geo.Index, radius float64) bool {
 	switch {
 	case math.IsInf(radius, 1):
 		return true
@@ -326,20 +337,29 @@ func nearStartRadius(n *geo.Near, gix *geo.Index) float64 {
 	return a
 }
 
-// nearDistance is the distance of doc's shape at path from the near point:
-// the nearest of its shapes when it has several.
-func nearDistance(n *geo.Near, doc bson.Raw, path string) float64 {
-	best := math.Inf(1)
+// nearDistance is the distance of doc's shape at path from the near point,
+// the nearest of its shapes when it has several, and that shape's value.
+func nearDistance(n *geo.Near, doc bson.Raw, path string) (float64, bsoncore.Value) {
+	best, loc := math.Inf(1), bsoncore.Value{}
 	for _, v := range record.GeoValues(bsoncore.Document(doc), path) {
 		gs, err := geo.ParseShapes(v)
 		if err != nil {
 			continue
 		}
-		for _, g := range gs {
-			best = min(best, n.Distance(g))
+		var elems []bsoncore.Value
+		if len(gs) > 1 || v.Type == bsoncore.TypeArray && gs[0].Type != "legacy" {
+			elems, _ = bsoncore.Array(v.Data).Values()
+		}
+		for i, g := range gs {
+			if d := n.Distance(g); d < best {
+				best, loc = d, v
+				if i < len(elems) {
+					loc = elems[i]
+				}
+			}
 		}
 	}
-	return best
+	return best, loc
 }
 
 // nearKeep is how many of a near query's nearest documents it can return:
@@ -349,4 +369,159 @@ func nearKeep(spec FindSpec, srt *query.Sort) int64 {
 		return spec.Skip + spec.Limit
 	}
 	return 0
+}
+
+func init() {
+	// $geoNear runs only as a pipeline's first stage, which the engine
+	// reads through a geo index (aggregateGeoNear); anywhere else the
+	// pipeline's compiler meets it, MongoDB refuses it.
+	pipeline.RegisterStage("$geoNear", func(*pipeline.Compiler, string, bson.RawValue) (pipeline.Stage, error) {
+		return nil, mongoerr.New(40602, "$geoNear is only valid as the first stage in a pipeline")
+	})
+}
+
+// geoNearFirst reports whether a pipeline starts with $geoNear.
+func geoNearFirst(stages []bson.Raw) bool {
+	if len(stages) == 0 {
+		return false
+	}
+	name, _, _ := pipeline.StageOf(stages[0])
+	return name == "$geoNear"
+}
+
+// aggregateGeoNear runs a pipeline whose first stage is $geoNear: the
+// stage reads the collection through its geo index nearest first, as a
+// $near query does, and adds the distance (and location) to each document;
+// the other stages run on its output.
+func (e *Engine) aggregateGeoNear(ctx context.Context, db, coll string, stages []bson.Raw, po pipeline.Options) (AggregateResult, error) {
+	var res AggregateResult
+	_, arg, _ := pipeline.StageOf(stages[0])
+	spec, err := geo.ParseGeoNearStage(bsoncore.Value{Type: bsoncore.Type(arg.Type), Data: arg.Value})
+	if err != nil {
+		return res, err
+	}
+	rest, err := pipeline.Compile(stages[1:], po)
+	if err != nil {
+		return res, err
+	}
+	f, err := query.CompileWith(spec.Query, query.Options{Now: e.clock.Now()})
+	if err != nil {
+		return res, err
+	}
+	if f.Near() != nil {
+		return res, mongoerr.New(mongoerr.BadValue, "$geoNear, $near, and $nearSphere are not allowed in this context")
+	}
+	c := e.collection(db, coll)
+	if c == nil {
+		res.Docs, err = rest.Run(ctx, pipeline.Slice(nil))
+		return res, err
+	}
+	st, err := readState(ctx, c)
+	if err != nil {
+		return res, err
+	}
+	ix, err := st.geoNearIndex(db, coll, spec)
+	if err != nil {
+		return res, err
+	}
+	var k int64
+	if len(stages) > 1 {
+		// A $limit after the stage is how many the rings must find.
+		if name, v, _ := pipeline.StageOf(stages[1]); name == "$limit" {
+			k, _ = v.AsInt64OK()
+		}
+	}
+	ns := &query.NearSpec{Path: ix.Fields[ix.GeoField()].Path, Near: spec.Near}
+	items, _, _, err := e.nearScan(ctx, c, transactionOf(ctx), ix, ns, f, k)
+	if err != nil {
+		return res, err
+	}
+	docs := make([]bson.Raw, 0, len(items))
+	for _, it := range items {
+		doc, err := withGeoNearFields(it, spec)
+		if err != nil {
+			return res, err
+		}
+		docs = append(docs, doc)
+	}
+	res.Docs, err = rest.Run(ctx, pipeline.Slice(docs))
+	return res, err
+}
+
+// geoNearIndex picks the index of a $geoNear: the one on its key, or
+// else the only 2d index, or else the only 2dsphere one, and checks that it
+// measures the near's distances.
+func (st *collState) geoNearIndex(db, coll string, spec *geo.GeoNearStage) (*record.Index, error) {
+	var found []*record.Index
+	for _, typ := range []string{geo.Plane, geo.Sphere} {
+		for _, ix := range st.indexes {
+			g := ix.GeoField()
+			if g < 0 || ix.Meta.Hidden || ix.Partial != nil || ix.Fields[g].Geo.Type != typ {
+				continue
+			}
+			if spec.Key == "" || ix.Fields[g].Path == spec.Key {
+				found = append(found, ix)
+			}
+		}
+		if len(found) > 1 && spec.Key == "" {
+			return nil, mongoerr.New(mongoerr.IndexNotFound, "There is more than one %s index on %s.%s; unsure which to use for $geoNear", typ, db, coll)
+		}
+		if len(found) > 0 {
+			break
+		}
+	}
+	if len(found) == 0 {
+		if spec.Key != "" {
+			return nil, mongoerr.New(mongoerr.BadValue, "$geoNear requires a 2d or 2dsphere index on the key '%s', but none was found", spec.Key)
+		}
+		return nil, mongoerr.New(mongoerr.IndexNotFound, "$geoNear requires a 2d or 2dsphere index, but none were found")
+	}
+	ix := found[0]
+	typ := ix.Fields[ix.GeoField()].Geo.Type
+	if spec.Near.Meters && typ != geo.Sphere {
+		return nil, mongoerr.New(mongoerr.BadValue, "$geoNear with a GeoJSON point requires a 2dsphere index")
+	}
+	if !spec.Near.Sphere && typ != geo.Plane {
+		return nil, mongoerr.New(mongoerr.BadValue, "$geoNear with legacy coordinates on a 2dsphere index requires spherical: true")
+	}
+	return ix, nil
+}
+
+// withGeoNearFields is a $geoNear result: the document with its distance,
+// scaled, and the location it was measured to, at their paths.
+func withGeoNearFields(it nearItem, spec *geo.GeoNearStage) (bson.Raw, error) {
+	var d bson.D
+	if err := bson.Unmarshal(it.d.doc, &d); err != nil {
+		return nil, fmt.Errorf("engine: $geoNear: %w", err)
+	}
+	d = setDotted(d, strings.Split(spec.DistanceField, "."), it.dist*spec.Multiplier)
+	if spec.IncludeLocs != "" {
+		d = setDotted(d, strings.Split(spec.IncludeLocs, "."), bson.RawValue{Type: bson.Type(it.loc.Type), Value: it.loc.Data})
+	}
+	out, err := bson.Marshal(d)
+	if err != nil {
+		return nil, fmt.Errorf("engine: $geoNear: %w", err)
+	}
+	return out, nil
+}
+
+// setDotted sets the field at path in d, making documents on the way and
+// replacing what is not one.
+func setDotted(d bson.D, path []string, v any) bson.D {
+	for i := range d {
+		if d[i].Key != path[0] {
+			continue
+		}
+		if len(path) == 1 {
+			d[i].Value = v
+			return d
+		}
+		sub, _ := d[i].Value.(bson.D)
+		d[i].Value = setDotted(sub, path[1:], v)
+		return d
+	}
+	if len(path) == 1 {
+		return append(d, bson.E{Key: path[0], Value: v})
+	}
+	return append(d, bson.E{Key: path[0], Value: setDotted(nil, path[1:], v)})
 }
