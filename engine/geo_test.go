@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/lethedb/lethe/engine/keycodec"
 
 	"github.com/lethedb/lethe/mongoerr"
 )
@@ -151,5 +154,53 @@ func TestNearChecksContext(t *testing.T) {
 	near := mustRaw(t, bson.D{{Key: "loc", Value: bson.D{{Key: "$near", Value: bson.D{{Key: "$geometry", Value: geoPoint(-73.5, 40.5)}}}}}})
 	if _, err := e.Find(ctx, "geo", "pts", FindSpec{Filter: near}); err == nil {
 		t.Error("$near past its deadline succeeded")
+	}
+}
+
+// Test2dIndex: a 2d index refuses points outside its bounds (13027, as
+// MongoDB: https://www.mongodb.com/docs/manual/core/indexes/index-types/geospatial/2d/create/
+// "point not in interval"), honours min and max, and serves $box and $near
+// by ranges of its hashes.
+func Test2dIndex(t *testing.T) {
+	e := openTestEngine(t)
+	ctx := context.Background()
+	spec := mustRaw(t, bson.D{{Key: "key", Value: bson.D{{Key: "p", Value: "2d"}}}, {Key: "min", Value: -1000}, {Key: "max", Value: 1000}, {Key: "bits", Value: 20}})
+	if _, err := e.CreateIndexes(ctx, "geo", "flat", []bson.Raw{spec}); err != nil {
+		t.Fatal(err)
+	}
+	var docs []bson.Raw
+	for i := range 1000 {
+		docs = append(docs, mustRaw(t, bson.D{{Key: "_id", Value: i}, {Key: "p", Value: bson.A{float64(i%40) * 20, float64(i/40) * 20}}}))
+	}
+	if res, err := e.Insert(ctx, "geo", "flat", docs, true); err != nil || len(res.Errors) > 0 {
+		t.Fatal(err, res.Errors)
+	}
+	bad := mustRaw(t, bson.D{{Key: "_id", Value: "far"}, {Key: "p", Value: bson.A{2000, 0}}})
+	res, err := e.Insert(ctx, "geo", "flat", []bson.Raw{bad}, true)
+	if err == nil && len(res.Errors) == 1 {
+		err = res.Errors[0].Err
+	}
+	if mongoerr.CodeOf(err) != 13027 {
+		t.Errorf("a point past max: %v, want 13027", err)
+	}
+	box := mustRaw(t, bson.D{{Key: "p", Value: bson.D{{Key: "$geoWithin", Value: bson.D{{Key: "$box", Value: bson.A{bson.A{100, 100}, bson.A{160, 160}}}}}}}})
+	ex, err := e.Explain(ctx, "geo", "flat", FindSpec{Filter: box}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ex.Stage != "IXSCAN" || ex.NReturned != 16 || ex.KeysExam > 200 {
+		t.Errorf("$box: %s returned %d examining %d keys, want IXSCAN, 16, few", ex.Stage, ex.NReturned, ex.KeysExam)
+	}
+	near := mustRaw(t, bson.D{{Key: "p", Value: bson.D{{Key: "$near", Value: bson.A{400, 200}}}}})
+	ex, err = e.Explain(ctx, "geo", "flat", FindSpec{Filter: near, Limit: 3}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ex.Stage != "GEO_NEAR_2D" || ex.NReturned != 3 || ex.KeysExam > 300 {
+		t.Errorf("$near: %s returned %d examining %d keys", ex.Stage, ex.NReturned, ex.KeysExam)
+	}
+	got, err := e.findIDsLimit("geo", "flat", near, nil, 1)
+	if err != nil || len(got) != 1 || got[0] != string(keycodec.Append(nil, bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, 420)})) {
+		t.Errorf("nearest to (400, 200): %q %v", got, err)
 	}
 }
