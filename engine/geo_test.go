@@ -12,7 +12,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/engine/keycodec"
-
 	"github.com/lethedb/lethe/mongoerr"
 )
 
