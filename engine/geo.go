@@ -196,7 +196,7 @@ type nearItem struct {
 // the whole index rather than the covering of a cap: a cap that large has
 // so many cells of the coarsest indexed level that their ranges cost more
 // than the keys they skip.
-const wholeSphere = 0.5
+const wholeSphere = 0.2
 
 // materializeNear reads the near query's documents nearest first into the
 // cursor's items (nearScan); a sort given besides reorders them.

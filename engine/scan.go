@@ -89,6 +89,11 @@ func (s *scanner) next(ctx context.Context, fn visitFunc) error {
 	}
 	nowMs := s.e.nowMillis()
 	for i := range s.p.spans {
+		// A plan of many small spans (a geo covering's cells) checks the
+		// context between them too, not only every few hundred keys.
+		if i%64 == 63 && ctx.Err() != nil {
+			return ctx.Err()
+		}
 		sp := s.p.spans[i]
 		if s.p.reverse {
 			sp = s.p.spans[len(s.p.spans)-1-i]

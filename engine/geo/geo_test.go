@@ -185,3 +185,14 @@ func TestBigPolygonContains(t *testing.T) {
 		t.Errorf("big polygon: (0,0) within %v, (180,0) within %v", r.Within(in), r.Within(out))
 	}
 }
+
+// TestMaxVertices: a shape of more positions than Lethe accepts is
+// refused before any is parsed.
+func TestMaxVertices(t *testing.T) {
+	if _, err := ParseWithin(circle(t, MaxVertices-1)); err != nil {
+		t.Fatalf("a polygon of %d positions: %v", MaxVertices, err)
+	}
+	if _, err := ParseWithin(circle(t, MaxVertices)); mongoerr.CodeOf(err) != mongoerr.BadValue {
+		t.Fatalf("a polygon of %d positions: %v, want BadValue", MaxVertices+1, err)
+	}
+}

@@ -141,9 +141,61 @@ func pointOf(lng, lat float64) s2.Point {
 	return s2.PointFromLatLng(s2.LatLngFromDegrees(lat, lng))
 }
 
+// MaxVertices is the most positions one GeoJSON object may have. MongoDB
+// has no such limit beyond the size of a document; Lethe has one because
+// checking and indexing a shape costs about a microsecond and a kilobyte of
+// memory per vertex: a 16 MB polygon would hold a request for seconds and
+// the heap for half a gigabyte.
+const MaxVertices = 100000
+
 // ParseGeoJSON parses and validates a GeoJSON object, as MongoDB's
 // geoparser does, with its messages; errors are BadValue.
 func ParseGeoJSON(doc []byte) (*Geometry, error) {
+	if n := countPositions(bsoncore.Document(doc), 0); n > MaxVertices {
+		return nil, badValue("GeoJSON object has %d positions, more than the %d Lethe accepts", n, MaxVertices)
+	}
+	return parseGeoJSON(doc)
+}
+
+// countPositions counts the positions (arrays of numbers) in the
+// coordinates and geometries of a GeoJSON object, before any is parsed.
+func countPositions(doc bsoncore.Document, depth int) int {
+	if depth > 4 {
+		return 0
+	}
+	n := 0
+	if c, ok := bsonvalue.Lookup(doc, "coordinates"); ok && c.Type == bsoncore.TypeArray {
+		n += countArrayPositions(c.Data, 0)
+	}
+	if g, ok := bsonvalue.Lookup(doc, "geometries"); ok && g.Type == bsoncore.TypeArray {
+		vals, _ := bsoncore.Array(g.Data).Values()
+		for _, v := range vals {
+			if v.Type == bsoncore.TypeEmbeddedDocument {
+				n += countPositions(v.Data, depth+1)
+			}
+		}
+	}
+	return n
+}
+
+func countArrayPositions(arr []byte, depth int) int {
+	vals, _ := bsoncore.Array(arr).Values()
+	if len(vals) == 0 || depth > 4 {
+		return 0
+	}
+	if vals[0].Type != bsoncore.TypeArray {
+		return 1
+	}
+	n := 0
+	for _, v := range vals {
+		if v.Type == bsoncore.TypeArray {
+			n += countArrayPositions(v.Data, depth+1)
+		}
+	}
+	return n
+}
+
+func parseGeoJSON(doc []byte) (*Geometry, error) {
 	tv, ok := bsonvalue.Lookup(doc, "type")
 	if !ok || tv.Type != bsoncore.TypeString {
 		return nil, badValue("unknown GeoJSON type: %s", bsoncore.Document(doc))
@@ -250,7 +302,7 @@ func parseCollection(doc []byte) (*Geometry, error) {
 		if v.Type != bsoncore.TypeEmbeddedDocument {
 			return badValue("Element %s of \"geometries\" is not an object", describe(v))
 		}
-		sub, err := ParseGeoJSON(v.Data)
+		sub, err := parseGeoJSON(v.Data)
 		if err != nil {
 			return err
 		}
