@@ -28,7 +28,7 @@ func circle(b testing.TB, n int) bsoncore.Value {
 // covering it, the work of a $geoWithin before it reads any document.
 func BenchmarkHugePolygon(b *testing.B) {
 	v := circle(b, 100000)
-	p := DefaultParams()
+	p := DefaultParams(3)
 	for b.Loop() {
 		r, err := ParseWithin(v)
 		if err != nil {

@@ -10,49 +10,65 @@ import (
 
 // IndexParams are a 2dsphere index's covering parameters.
 type IndexParams struct {
-	// Finest and Coarsest bound the levels of the cells used as keys.
+	// Version is the index's 2dsphereIndexVersion: from 3 on, points are
+	// keyed by their leaf cells and the defaults below differ.
+	Version int
+	// Finest and Coarsest bound the levels of the cells of other shapes'
+	// keys and of a query's covering.
 	Finest, Coarsest int
-	// MaxKeys is the most cells a document's covering is cut into (MongoDB's
-	// maxKeysPerInsert), MaxQueryCells a query's (maxCellsInCovering).
-	MaxKeys, MaxQueryCells int
+	// MaxCells is how many cells a covering is cut into, as far as the
+	// levels allow (MongoDB's maxCellsInCovering, advisory).
+	MaxCells int
 }
 
-// The defaults of a 2dsphere index version 3, as MongoDB sets them: keys
-// no finer than cells of about 500 m and no coarser than about 100 km.
-var (
-	defaultFinest   = s2.AvgEdgeMetric.ClosestLevel(500 / EarthRadiusMeters)
-	defaultCoarsest = s2.AvgEdgeMetric.ClosestLevel(100 * 1000 / EarthRadiusMeters)
-)
+// pointLevel is the level of a point's key from version 3 on: its leaf.
+const pointLevel = s2.MaxLevel
 
-// DefaultParams are the covering parameters of a 2dsphere index created
-// without finestIndexedLevel and coarsestIndexedLevel.
-func DefaultParams() IndexParams {
-	return IndexParams{Finest: defaultFinest, Coarsest: defaultCoarsest, MaxKeys: 200, MaxQueryCells: 50}
+// DefaultParams are the covering parameters of a 2dsphere index of version
+// v created without finestIndexedLevel and coarsestIndexedLevel, as MongoDB
+// sets them: for version 3, cells of about 110 m to 2000 km and 20 cells a
+// covering; before, 500 m to 100 km and 50.
+func DefaultParams(v int) IndexParams {
+	if v <= 2 {
+		return IndexParams{Version: v, Finest: s2.AvgEdgeMetric.ClosestLevel(500 / EarthRadiusMeters),
+			Coarsest: s2.AvgEdgeMetric.ClosestLevel(100 * 1000 / EarthRadiusMeters), MaxCells: 50}
+	}
+	return IndexParams{Version: v, Finest: s2.AvgEdgeMetric.ClosestLevel(110 / EarthRadiusMeters),
+		Coarsest: s2.AvgEdgeMetric.ClosestLevel(2000 * 1000 / EarthRadiusMeters), MaxCells: 20}
 }
 
-// CheckParams validates an index's levels as createIndexes does.
+// CheckParams validates an index's levels as createIndexes does, with
+// MongoDB's codes.
 func CheckParams(p IndexParams) error {
-	if p.Finest < 0 || p.Finest > s2.MaxLevel {
-		return mongoerr.New(mongoerr.CannotCreateIndex, "finestIndexedLevel must be between 0 and 30")
-	}
-	if p.Coarsest < 0 || p.Coarsest > s2.MaxLevel {
-		return mongoerr.New(mongoerr.CannotCreateIndex, "coarsestIndexedLevel must be between 0 and 30")
-	}
-	if p.Finest < p.Coarsest {
-		return mongoerr.New(mongoerr.CannotCreateIndex, "finestIndexedLevel must be >= coarsestIndexedLevel")
+	switch {
+	case p.Coarsest < 0:
+		return mongoerr.New(16747, "coarsestIndexedLevel must be >= 0")
+	case p.Finest > s2.MaxLevel:
+		return mongoerr.New(16748, "finestIndexedLevel must be <= 30")
+	case p.Finest < p.Coarsest:
+		return mongoerr.New(16749, "finestIndexedLevel must be >= coarsestIndexedLevel")
 	}
 	return nil
 }
 
-// Cells are the index keys of g: the cell of each point at the finest
-// level, and a covering of each line and polygon between the coarsest and
-// finest levels, sorted and without repeats.
+func (p IndexParams) coverer() *s2.RegionCoverer {
+	return &s2.RegionCoverer{MinLevel: p.Coarsest, MaxLevel: p.Finest, LevelMod: 1, MaxCells: p.MaxCells}
+}
+
+// Cells are the index keys of g: the leaf cell of each point (from version
+// 3; before, its cell at the finest level), and a covering of each line and
+// polygon between the coarsest and finest levels, sorted and without
+// repeats.
 func (p IndexParams) Cells(g *Geometry) []s2.CellID {
 	var cells []s2.CellID
 	for _, pt := range g.Points {
-		cells = append(cells, s2.CellFromPoint(pt).ID().Parent(p.Finest))
+		c := s2.CellFromPoint(pt).ID()
+		if p.Version <= 2 {
+			c = c.Parent(p.Finest)
+		}
+		cells = append(cells, c)
 	}
-	rc := &s2.RegionCoverer{MinLevel: p.Coarsest, MaxLevel: p.Finest, LevelMod: 1, MaxCells: p.MaxKeys}
+	rc := p.coverer()
 	for _, l := range g.Lines {
 		cells = append(cells, rc.Covering(l)...)
 	}
@@ -67,11 +83,10 @@ func (p IndexParams) Cells(g *Geometry) []s2.CellID {
 type CellRange struct{ Lo, Hi s2.CellID }
 
 // Ranges are the cell ranges whose keys may belong to geometries meeting
-// region: each covering cell's descendants and its ancestors down to the
-// coarsest indexed level, sorted and merged.
+// region: each covering cell's descendants (points' leaves among them) and
+// its ancestors down to the coarsest indexed level, sorted and merged.
 func (p IndexParams) Ranges(region s2.Region) []CellRange {
-	rc := &s2.RegionCoverer{MinLevel: p.Coarsest, MaxLevel: p.Finest, LevelMod: 1, MaxCells: p.MaxQueryCells}
-	return p.rangesOf(rc.Covering(region))
+	return p.rangesOf(p.coverer().Covering(region))
 }
 
 // AnnulusRanges are the ranges of the cells covering outer but not the
@@ -82,8 +97,7 @@ func (p IndexParams) AnnulusRanges(inner, outer s2.CellUnion) []CellRange {
 
 // Covering is the query covering of region.
 func (p IndexParams) Covering(region s2.Region) s2.CellUnion {
-	rc := &s2.RegionCoverer{MinLevel: p.Coarsest, MaxLevel: p.Finest, LevelMod: 1, MaxCells: p.MaxQueryCells}
-	return rc.Covering(region)
+	return p.coverer().Covering(region)
 }
 
 func (p IndexParams) rangesOf(cover []s2.CellID) []CellRange {

@@ -46,10 +46,14 @@ func NewIndex(typ string, opt Option) (*Index, error) {
 	ix := &Index{Type: typ}
 	switch typ {
 	case Sphere:
-		ix.Params = DefaultParams()
-		if v, ok := opt("2dsphereIndexVersion"); ok && v != 1 && v != 2 && v != 3 {
-			return nil, mongoerr.New(mongoerr.CannotCreateIndex, "unsupported geo index version { 2dsphereIndexVersion : %v }, only support versions: [1,2,3]", v)
+		version := 3
+		if v, ok := opt("2dsphereIndexVersion"); ok {
+			if v != 1 && v != 2 && v != 3 {
+				return nil, mongoerr.New(17395, "unsupported geo index version { 2dsphereIndexVersion : %v }, only support versions: [1,2,3]", v)
+			}
+			version = int(v)
 		}
+		ix.Params = DefaultParams(version)
 		if v, ok := opt("finestIndexedLevel"); ok {
 			ix.Params.Finest = int(v)
 		}
