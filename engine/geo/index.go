@@ -67,7 +67,7 @@ func NewIndex(typ string, opt Option) (*Index, error) {
 		ix.Bits, ix.Min, ix.Max = 26, -180, 180
 		if v, ok := opt("bits"); ok {
 			if v < 1 || v > 32 {
-				return nil, mongoerr.New(mongoerr.InvalidOptions, "bits in geo index must be between 1 and 32")
+				return nil, mongoerr.New(mongoerr.InvalidOptions, "bits for hash must be > 0 and <= 32, but %v bits were specified", v)
 			}
 			ix.Bits = int(v)
 		}
@@ -78,7 +78,7 @@ func NewIndex(typ string, opt Option) (*Index, error) {
 			ix.Max = v
 		}
 		if !(ix.Min < ix.Max) {
-			return nil, mongoerr.New(mongoerr.InvalidOptions, "region has to be greater than 0")
+			return nil, mongoerr.New(mongoerr.InvalidOptions, "region for hash must be valid and have positive area, but [%v, %v] was specified", ix.Min, ix.Max)
 		}
 	default:
 		return nil, mongoerr.New(mongoerr.CannotCreateIndex, "Index type '%s' is not supported", typ)
