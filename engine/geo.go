@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/golang/geo/s2"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -524,4 +525,45 @@ func setDotted(d bson.D, path []string, v any) bson.D {
 		return append(d, bson.E{Key: path[0], Value: v})
 	}
 	return append(d, bson.E{Key: path[0], Value: setDotted(nil, path[1:], v)})
+}
+
+// explainGeoNear explains a pipeline that starts with $geoNear: its
+// cursor is the near scan of the geo index (GEO_NEAR_2DSPHERE or
+// GEO_NEAR_2D), and the stages after it run on its output.
+func (e *Engine) explainGeoNear(ctx context.Context, db, coll string, stages []bson.Raw, opts AggregateOptions, execute bool) (PipelineExplanation, error) {
+	var ex PipelineExplanation
+	_, arg, _ := pipeline.StageOf(stages[0])
+	spec, err := geo.ParseGeoNearStage(bsoncore.Value{Type: bsoncore.Type(arg.Type), Data: arg.Value})
+	if err != nil {
+		return ex, err
+	}
+	if _, err := pipeline.Compile(stages[1:], e.pipelineOptions(db, opts)); err != nil {
+		return ex, err
+	}
+	ex.Query = FindSpec{Filter: spec.Query}
+	for _, st := range stages[1:] {
+		ex.Stages = append(ex.Stages, StageExplanation{Spec: st})
+	}
+	c := e.collection(db, coll)
+	if c == nil {
+		ex.Cursor = &Explanation{Stage: "EOF", Direction: "forward", Executed: execute}
+		return ex, nil
+	}
+	ix, err := c.st().geoNearIndex(db, coll, spec)
+	if err != nil {
+		return ex, err
+	}
+	p := &plan{kind: planIndex, ix: ix, near: &query.NearSpec{Path: ix.Fields[ix.GeoField()].Path, Near: spec.Near}}
+	ex.Cursor = &Explanation{Stage: p.nearStage(), IndexName: ix.Meta.Name, KeyPattern: ix.Meta.Key, Direction: "forward"}
+	if !execute || writes(stages[1:]) {
+		return ex, nil
+	}
+	start := time.Now()
+	res, err := e.aggregateGeoNear(ctx, db, coll, stages, e.pipelineOptions(db, opts))
+	if err != nil {
+		return ex, err
+	}
+	ex.Executed, ex.Millis = true, time.Since(start).Milliseconds()
+	ex.Cursor.Executed, ex.Cursor.NReturned = true, int64(len(res.Docs))
+	return ex, nil
 }

@@ -203,3 +203,19 @@ func Test2dIndex(t *testing.T) {
 		t.Errorf("nearest to (400, 200): %q %v", got, err)
 	}
 }
+
+// TestExplainGeoNear: the explain of a $geoNear pipeline names the near
+// scan of the 2dsphere index, as MongoDB's GEO_NEAR_2DSPHERE.
+func TestExplainGeoNear(t *testing.T) {
+	e := openTestEngine(t)
+	loadPoints(t, e, "pts", 100)
+	stage := mustRaw(t, bson.D{{Key: "$geoNear", Value: bson.D{{Key: "near", Value: geoPoint(-73.5, 40.5)}, {Key: "distanceField", Value: "d"}}}})
+	limit := mustRaw(t, bson.D{{Key: "$limit", Value: 3}})
+	ex, err := e.ExplainAggregate(context.Background(), "geo", "pts", []bson.Raw{stage, limit}, nil, AggregateOptions{}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ex.Cursor == nil || ex.Cursor.Stage != "GEO_NEAR_2DSPHERE" || ex.Cursor.IndexName != "loc_2dsphere" || !ex.Executed || ex.Cursor.NReturned != 3 {
+		t.Errorf("explain: %+v", ex.Cursor)
+	}
+}
