@@ -239,7 +239,7 @@ func (e *Engine) nearScan(ctx context.Context, coll *Collection, multi *Transact
 	}
 	radius := min(nearStartRadius(n, gix), n.Max)
 	seen := map[string]struct{}{}
-	var inner s2.CellUnion
+	rings := gix.NearRings(n)
 	for {
 		var spans []span
 		whole := nearRingIsWhole(n, gix, radius) || prefixes == nil
@@ -247,9 +247,7 @@ func (e *Engine) nearScan(ctx context.Context, coll *Collection, multi *Transact
 			lo, hi := record.IndexRange(ix.Meta.ID)
 			spans = []span{{lo, hi}}
 		} else {
-			var rs []geo.KeyRange
-			rs, inner = gix.NearRanges(n, radius, inner)
-			spans = geoSpans(prefixes, rs)
+			spans = geoSpans(prefixes, rings.Next(radius))
 		}
 		sc := &scanner{e: e, coll: coll, p: &plan{kind: planIndex, ix: ix, spans: spans}, multi: multi}
 		for !sc.done {

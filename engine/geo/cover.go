@@ -90,9 +90,24 @@ func (p IndexParams) Ranges(region s2.Region) []CellRange {
 }
 
 // AnnulusRanges are the ranges of the cells covering outer but not the
-// covering inner, which a scan has read: the next ring of a $near.
-func (p IndexParams) AnnulusRanges(inner, outer s2.CellUnion) []CellRange {
-	return p.rangesOf(s2.CellUnionFromDifference(outer, inner))
+// covering inner, which a scan has read: the next ring of a $near. The
+// ancestors of its cells that the scan of inner read (as descendants of
+// its cells, or as ancestors, listed in done) are left out, and the new
+// ones added to done.
+func (p IndexParams) AnnulusRanges(inner, outer s2.CellUnion, done map[s2.CellID]bool) []CellRange {
+	var rs []CellRange
+	for _, c := range s2.CellUnionFromDifference(outer, inner) {
+		rs = append(rs, CellRange{c.RangeMin(), c.RangeMax()})
+		for l := c.Level() - 1; l >= p.Coarsest; l-- {
+			a := c.Parent(l)
+			if done[a] || inner.ContainsCellID(a) {
+				continue
+			}
+			done[a] = true
+			rs = append(rs, CellRange{a, a})
+		}
+	}
+	return mergeRanges(rs)
 }
 
 // Covering is the query covering of region.

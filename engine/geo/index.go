@@ -195,19 +195,33 @@ func (ix *Index) RegionRanges(r *Region) (rs []KeyRange, ok bool) {
 	return cellRanges(ix.Params.Ranges(r.Bound())), true
 }
 
-// NearRanges are the key ranges that hold every document within radius of
-// n (in n's units), and cover is the covering they came from, for the next
-// ring (nil for a 2d index, whose rings are boxes).
-func (ix *Index) NearRanges(n *Near, radius float64, inner s2.CellUnion) ([]KeyRange, s2.CellUnion) {
+// NearRings are the rings of a near scan: each call to Next gives the key
+// ranges that hold the documents within a radius of the near point which
+// the rings before it did not read.
+type NearRings struct {
+	ix    *Index
+	n     *Near
+	inner s2.CellUnion        // the cells read so far
+	done  map[s2.CellID]bool // the ancestors read so far
+}
+
+// NearRings starts the rings of n over the index.
+func (ix *Index) NearRings(n *Near) *NearRings {
+	return &NearRings{ix: ix, n: n, done: map[s2.CellID]bool{}}
+}
+
+// Next returns the ranges of the ring out to radius (in n's units): on a
+// 2d index, a box's, which may hold keys read before.
+func (r *NearRings) Next(radius float64) []KeyRange {
+	ix, n := r.ix, r.n
 	if ix.Type == Plane {
-		r := min(radius, 2*(ix.Max-ix.Min))
-		return ix.boxRanges(Flat{n.Flat.X - r, n.Flat.Y - r}, Flat{n.Flat.X + r, n.Flat.Y + r}), nil
+		d := min(radius, 2*(ix.Max-ix.Min))
+		return ix.boxRanges(Flat{n.Flat.X - d, n.Flat.Y - d}, Flat{n.Flat.X + d, n.Flat.Y + d})
 	}
 	outer := ix.Params.Covering(n.Cap(radius))
-	if inner == nil {
-		return cellRanges(ix.Params.rangesOf(outer)), outer
-	}
-	return cellRanges(ix.Params.AnnulusRanges(inner, outer)), s2.CellUnionFromUnion(inner, outer)
+	rs := ix.Params.AnnulusRanges(r.inner, outer, r.done)
+	r.inner = s2.CellUnionFromUnion(r.inner, outer)
+	return cellRanges(rs)
 }
 
 func cellRanges(rs []CellRange) []KeyRange {
