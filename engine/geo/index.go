@@ -201,7 +201,7 @@ func (ix *Index) RegionRanges(r *Region) (rs []KeyRange, ok bool) {
 type NearRings struct {
 	ix    *Index
 	n     *Near
-	inner s2.CellUnion        // the cells read so far
+	inner s2.CellUnion       // the cells read so far
 	done  map[s2.CellID]bool // the ancestors read so far
 }
 
