@@ -408,7 +408,7 @@ func (e *Engine) aggregateGeoNear(ctx context.Context, db, coll string, stages [
 		return res, err
 	}
 	if f.Near() != nil {
-		return res, mongoerr.New(mongoerr.BadValue, "$geoNear, $near, and $nearSphere are not allowed in this context")
+		return res, query.NearNotAllowed()
 	}
 	c := e.collection(db, coll)
 	if c == nil {

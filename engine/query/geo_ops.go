@@ -162,3 +162,10 @@ func nearIn(e fieldExpr) int {
 	}
 	return 0
 }
+
+// NearNotAllowed is MongoDB's error for $near or $nearSphere where no
+// index can order by distance: in an aggregation's $match (and so
+// countDocuments) and in a $geoNear stage's query.
+func NearNotAllowed() error {
+	return mongoerr.New(5626500, "$geoNear, $near, and $nearSphere are not allowed in this context, as these operators require sorting geospatial data. If you do not need sort, consider using $geoWithin instead. Check out https://dochub.mongodb.org/core/near-sort-operation and https://dochub.mongodb.org/core/nearSphere-sort-operationfor more details.")
+}
