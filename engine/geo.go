@@ -16,6 +16,7 @@ import (
 
 	"github.com/lethedb/lethe/engine/geo"
 	"github.com/lethedb/lethe/engine/keycodec"
+	"github.com/lethedb/lethe/engine/kv"
 	"github.com/lethedb/lethe/engine/pipeline"
 	"github.com/lethedb/lethe/engine/query"
 	"github.com/lethedb/lethe/engine/record"
@@ -564,4 +565,54 @@ func (e *Engine) explainGeoNear(ctx context.Context, db, coll string, stages []b
 	ex.Executed, ex.Millis = true, time.Since(start).Milliseconds()
 	ex.Cursor.Executed, ex.Cursor.NReturned = true, int64(len(res.Docs))
 	return ex, nil
+}
+
+// seekSpans walks the spans of a forward scan of a geo index with one
+// iterator, seeking from span to span: a covering's dozens of spans, most
+// of them single cells that hold nothing, then cost a seek each rather
+// than an iterator each. It resumes after s.resume as scanSpan does.
+func (s *scanner) seekSpans(ctx context.Context, r kv.Reader, nowMs int64, fn visitFunc) (bool, error) {
+	spans := s.p.spans
+	it, err := r.Iter(ctx, spans[0].lo, spans[len(spans)-1].hi, false)
+	if err != nil {
+		return false, fmt.Errorf("engine: scan: %w", err)
+	}
+	defer it.Close()
+	n := 0
+	for _, sp := range spans {
+		lo := sp.lo
+		if s.resume != nil {
+			if bytes.Compare(s.resume, sp.hi) >= 0 {
+				continue
+			}
+			if bytes.Compare(s.resume, lo) >= 0 {
+				lo = record.KeySuccessor(s.resume)
+			}
+		}
+		for valid := it.SeekGE(lo); valid && bytes.Compare(it.Key(), sp.hi) < 0; valid = it.Next() {
+			// Every few hundred keys, and every few dozen spans below.
+			if n++; n%256 == 0 && ctx.Err() != nil {
+				return false, ctx.Err()
+			}
+			s.resume = append(s.resume[:0], it.Key()...)
+			d, err := s.docAt(ctx, r, it)
+			if err != nil {
+				return false, err
+			}
+			if d == nil || s.st.expired(d.h, nowMs) {
+				continue
+			}
+			more, err := fn(d)
+			if err != nil || !more {
+				return false, err
+			}
+		}
+		if err := it.Error(); err != nil {
+			return false, fmt.Errorf("engine: scan: %w", err)
+		}
+		if n += 8; n%256 < 8 && ctx.Err() != nil {
+			return false, ctx.Err()
+		}
+	}
+	return true, nil
 }
