@@ -11,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/clock"
 	"github.com/lethedb/lethe/engine/keycodec"
 	"github.com/lethedb/lethe/mongoerr"
 )
@@ -217,5 +218,26 @@ func TestExplainGeoNear(t *testing.T) {
 	}
 	if ex.Cursor == nil || ex.Cursor.Stage != "GEO_NEAR_2DSPHERE" || ex.Cursor.IndexName != "loc_2dsphere" || !ex.Executed || ex.Cursor.NReturned != 3 {
 		t.Errorf("explain: %+v", ex.Cursor)
+	}
+}
+
+// TestNearMemoryLimit: an unbounded $near holds what it has found within
+// the sort's memory limit and fails past it with MongoDB's
+// QueryExceededMemoryLimitNoDiskUseAllowed (292), as a blocking sort does.
+func TestNearMemoryLimit(t *testing.T) {
+	clk := clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	e, err := Open(t.TempDir(), Options{Clock: clk, NoReaper: true, SortMemoryLimit: 64 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	loadPoints(t, e, "pts", 3000)
+	near := mustRaw(t, bson.D{{Key: "loc", Value: bson.D{{Key: "$near", Value: bson.D{{Key: "$geometry", Value: geoPoint(-73.5, 40.5)}}}}}})
+	if _, err := e.Find(context.Background(), "geo", "pts", FindSpec{Filter: near}); mongoerr.CodeOf(err) != mongoerr.QueryExceededMemoryLimitNoDiskUseAllowed {
+		t.Errorf("unbounded $near over 3000 points in 64 KiB: %v, want 292", err)
+	}
+	// Under a limit, the rings stop long before.
+	if _, err := e.Find(context.Background(), "geo", "pts", FindSpec{Filter: near, Limit: 10}); err != nil {
+		t.Errorf("$near limit 10 in 64 KiB: %v", err)
 	}
 }
