@@ -37,5 +37,8 @@
 //
 // Index keys are generated the way MongoDB's btree key generator makes them
 // (Index.Generate): arrays expand into one key per element, parallel arrays
-// and ambiguous positional paths are refused with MongoDB's codes.
+// and ambiguous positional paths are refused with MongoDB's codes. The
+// key of a "2dsphere" or "2d" field is an int64 per cell of its shape: an S2
+// cell id, or a hash of the plane (geokeys.go, package geo), so that a geo
+// query reads the ranges of its covering's cells.
 package record
