@@ -198,3 +198,19 @@ func TestMaxVertices(t *testing.T) {
 		t.Fatalf("a polygon of %d positions: %v, want BadValue", MaxVertices+1, err)
 	}
 }
+
+// Test2dKeysOnlyPairs: a 2d index keys legacy pairs and arrays of them,
+// and refuses GeoJSON (13026) and scalars (16804) as MongoDB's does.
+func Test2dKeysOnlyPairs(t *testing.T) {
+	ix, _ := NewIndex(Plane, func(string) (float64, bool) { return 0, false })
+	for _, s := range []string{`[1, 2]`, `{"x": 1, "y": 2}`, `[[1, 2], [3, 4]]`} {
+		if _, err := ix.Keys([]bsoncore.Value{val(t, s)}); err != nil {
+			t.Errorf("%s: %v", s, err)
+		}
+	}
+	for s, code := range map[string]mongoerr.Code{`{"type": "Point", "coordinates": [1, 2]}`: 13026, `"here"`: 16804, `[[1, 2], "x"]`: 13026} {
+		if _, err := ix.Keys([]bsoncore.Value{val(t, s)}); mongoerr.CodeOf(err) != code {
+			t.Errorf("%s: %v, want %d", s, err, code)
+		}
+	}
+}

@@ -24,8 +24,13 @@ const CantExtractGeoKeys mongoerr.Code = 16755
 // bounds.
 const pointNotInInterval mongoerr.Code = 13027
 
-// badLocation is MongoDB's code for a 2d index's field that holds no pair.
-const badLocation mongoerr.Code = 16804
+// badLocation and geoValuesNotPairs are MongoDB's codes for a 2d index's
+// field that holds neither an array nor a document, and one that holds
+// something else than pairs of numbers.
+const (
+	badLocation       mongoerr.Code = 16804
+	geoValuesNotPairs mongoerr.Code = 13026
+)
 
 // Index is the geometry of one geo field of an index: its type and
 // parameters.
@@ -96,22 +101,19 @@ func (ix *Index) Keys(vals []bsoncore.Value) ([]int64, error) {
 		if v.Type == 0 || v.Type == bsoncore.TypeNull || v.Type == bsoncore.TypeUndefined {
 			continue
 		}
+		if ix.Type == Plane {
+			ks, err := ix.planeKeys(v)
+			if err != nil {
+				return nil, err
+			}
+			keys = append(keys, ks...)
+			continue
+		}
 		gs, err := ParseShapes(v)
 		if err != nil {
 			return nil, err
 		}
 		for _, g := range gs {
-			if ix.Type == Plane {
-				if !g.HasFlat || g.Type != "legacy" && g.Type != "Point" {
-					return nil, mongoerr.New(badLocation, "location object expected, location array not in correct format")
-				}
-				k, err := ix.hash(g.Flat)
-				if err != nil {
-					return nil, err
-				}
-				keys = append(keys, k)
-				continue
-			}
 			if !g.OnSphere {
 				return nil, badValue("longitude/latitude is out of bounds, lng: %v lat: %v", g.Flat.X, g.Flat.Y)
 			}
@@ -146,6 +148,32 @@ func ParseShapes(v bsoncore.Value) ([]*Geometry, error) {
 		return nil, err
 	}
 	return []*Geometry{g}, nil
+}
+
+// planeKeys are the 2d keys of a field's value: a legacy pair, or an array
+// of them (several locations). A 2d index holds nothing else, GeoJSON
+// included, as MongoDB's.
+func (ix *Index) planeKeys(v bsoncore.Value) ([]int64, error) {
+	if v.Type != bsoncore.TypeArray && v.Type != bsoncore.TypeEmbeddedDocument {
+		return nil, mongoerr.New(badLocation, "location object expected, location array not in correct format")
+	}
+	pairs := []bsoncore.Value{v}
+	if _, ok := LegacyPoint(v); !ok && v.Type == bsoncore.TypeArray {
+		pairs, _ = bsoncore.Array(v.Data).Values()
+	}
+	keys := make([]int64, 0, len(pairs))
+	for _, p := range pairs {
+		f, ok := LegacyPoint(p)
+		if !ok {
+			return nil, mongoerr.New(geoValuesNotPairs, "geo values must be 'legacy coordinate pairs' for 2d indexes")
+		}
+		k, err := ix.hash(f)
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, k)
+	}
+	return keys, nil
 }
 
 // cellsPerAxis is how many cells a 2d index cuts each axis into.
