@@ -3,6 +3,7 @@ package geo
 import (
 	"math"
 	"testing"
+	"time"
 
 	"github.com/golang/geo/s2"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -213,4 +214,32 @@ func Test2dKeysOnlyPairs(t *testing.T) {
 			t.Errorf("%s: %v, want %d", s, err, code)
 		}
 	}
+}
+
+// TestHugeShapesMeet: a query polygon of the most positions Lethe accepts
+// tested against a document line of many vertices costs the line's edges
+// times a logarithm, not the product of both (which took minutes).
+func TestHugeShapesMeet(t *testing.T) {
+	r, err := ParseWithin(circle(t, MaxVertices-1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ri, err := ParseIntersects(circle(t, MaxVertices-1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := make(s2.Polyline, 0, 20000)
+	for i := range 20000 {
+		// From inside the circle (centre 10, 20, radius 30) to outside it.
+		line = append(line, pointOf(10+float64(i)*0.003, 20))
+	}
+	g := &Geometry{Lines: []*s2.Polyline{&line}, OnSphere: true}
+	start := time.Now()
+	if r.Within(g) {
+		t.Error("a line leaving the polygon is within it")
+	}
+	if !ri.Intersects(g) {
+		t.Error("a line leaving the polygon does not intersect it")
+	}
+	t.Logf("within and intersects of a %d-vertex line and a %d-vertex polygon: %v", len(line), MaxVertices, time.Since(start))
 }

@@ -2,6 +2,7 @@ package geo
 
 import (
 	"math"
+	"sync"
 
 	"github.com/golang/geo/s1"
 	"github.com/golang/geo/s2"
@@ -29,6 +30,10 @@ type Region struct {
 	center Flat      // regionCircle
 	radius float64   // regionCircle
 	poly   []Flat    // regionFlatPoly
+	// index holds the edges of shape's lines and polygons, built on the
+	// first document that needs it (edges).
+	indexOnce sync.Once
+	index     *s2.ShapeIndex
 }
 
 // Flat reports whether r is a region of the plane ($box, $center,
@@ -206,7 +211,7 @@ func (r *Region) Within(g *Geometry) bool {
 		}
 	}
 	for _, l := range g.Lines {
-		if !anyPoly(r.shape.Polys, func(q *s2.Polygon) bool { return polyContainsLine(q, l) }) {
+		if !anyPoly(r.shape.Polys, func(q *s2.Polygon) bool { return r.polyContainsLine(q, l) }) {
 			return false
 		}
 	}
@@ -233,42 +238,85 @@ func (r *Region) Intersects(g *Geometry) bool {
 	if r.kind != regionShape || !g.OnSphere {
 		return false
 	}
-	return intersects(r.shape, g)
+	q := r.shape
+	for _, p := range q.Points {
+		if pointTouches(p, g) {
+			return true
+		}
+	}
+	for _, p := range g.Points {
+		if pointTouches(p, q) {
+			return true
+		}
+	}
+	if len(q.Lines) == 0 && len(q.Polys) == 0 {
+		return false
+	}
+	cross := r.edges()
+	for _, l := range q.Lines {
+		for _, m := range g.Lines {
+			if edgesMeet(cross, l, *m, s2.CrossingTypeAll) {
+				return true
+			}
+		}
+		for _, dp := range g.Polys {
+			if dp.ContainsPoint((*l)[0]) {
+				return true
+			}
+			for _, loop := range dp.Loops() {
+				if edgesMeet(cross, l, closed(loop), s2.CrossingTypeAll) {
+					return true
+				}
+			}
+		}
+	}
+	for _, qp := range q.Polys {
+		for _, l := range g.Lines {
+			if qp.ContainsPoint((*l)[0]) || edgesMeet(cross, qp, *l, s2.CrossingTypeAll) {
+				return true
+			}
+		}
+		for _, dp := range g.Polys {
+			if qp.Intersects(dp) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
-func intersects(a, b *Geometry) bool {
-	for _, p := range a.Points {
-		if pointTouches(p, b) {
+// edges is the crossing query of the edges of r's lines and polygons,
+// indexed once for all the documents r is tested against: a document's
+// edges are then checked in log time each, not against every edge of a
+// query shape of many thousands.
+func (r *Region) edges() *s2.CrossingEdgeQuery {
+	r.indexOnce.Do(func() {
+		r.index = s2.NewShapeIndex()
+		for _, l := range r.shape.Lines {
+			r.index.Add(l)
+		}
+		for _, q := range r.shape.Polys {
+			r.index.Add(q)
+		}
+		r.index.Build()
+	})
+	// A query of its own: a CrossingEdgeQuery keeps state between calls,
+	// and a filter may be matched from several goroutines.
+	return s2.NewCrossingEdgeQuery(r.index)
+}
+
+// closed is the chain of a loop's edges, back to its first vertex.
+func closed(l *s2.Loop) []s2.Point {
+	vs := l.Vertices()
+	return append(vs[:len(vs):len(vs)], vs[0])
+}
+
+// edgesMeet reports whether an edge of the chain pts meets an edge of
+// shape, an indexed shape of the query, in the way t says.
+func edgesMeet(q *s2.CrossingEdgeQuery, shape s2.Shape, pts []s2.Point, t s2.CrossingType) bool {
+	for i := 0; i+1 < len(pts); i++ {
+		if len(q.Crossings(pts[i], pts[i+1], shape, t)) > 0 {
 			return true
-		}
-	}
-	for _, p := range b.Points {
-		if pointTouches(p, a) {
-			return true
-		}
-	}
-	for _, l := range a.Lines {
-		for _, m := range b.Lines {
-			if linesCross(l, m) {
-				return true
-			}
-		}
-		for _, q := range b.Polys {
-			if lineTouchesPoly(l, q) {
-				return true
-			}
-		}
-	}
-	for _, q := range a.Polys {
-		for _, l := range b.Lines {
-			if lineTouchesPoly(l, q) {
-				return true
-			}
-		}
-		for _, o := range b.Polys {
-			if q.Intersects(o) {
-				return true
-			}
 		}
 	}
 	return false
@@ -299,52 +347,16 @@ func pointTouches(p s2.Point, g *Geometry) bool {
 	return false
 }
 
-func linesCross(a, b *s2.Polyline) bool {
-	for i := 0; i+1 < len(*a); i++ {
-		for j := 0; j+1 < len(*b); j++ {
-			if s2.CrossingSign((*a)[i], (*a)[i+1], (*b)[j], (*b)[j+1]) != s2.DoNotCross {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-func lineTouchesPoly(l *s2.Polyline, q *s2.Polygon) bool {
-	for _, p := range *l {
-		if q.ContainsPoint(p) {
-			return true
-		}
-	}
-	return lineCrossesBoundary(l, q, s2.DoNotCross)
-}
-
-// lineCrossesBoundary reports whether an edge of l meets an edge of q's
-// loops with a crossing sign other than not.
-func lineCrossesBoundary(l *s2.Polyline, q *s2.Polygon, not s2.Crossing) bool {
-	for _, loop := range q.Loops() {
-		vs := loop.Vertices()
-		for i := 0; i+1 < len(*l); i++ {
-			for j := range vs {
-				c := s2.CrossingSign((*l)[i], (*l)[i+1], vs[j], vs[(j+1)%len(vs)])
-				if c != not && c != s2.DoNotCross {
-					return true
-				}
-			}
-		}
-	}
-	return false
-}
-
-// polyContainsLine reports whether l lies inside q: its vertices inside
-// and none of its edges crossing q's boundary.
-func polyContainsLine(q *s2.Polygon, l *s2.Polyline) bool {
+// polyContainsLine reports whether l lies inside q, one of the region's
+// polygons: its vertices inside and none of its edges crossing q's
+// boundary at a point inside both.
+func (r *Region) polyContainsLine(q *s2.Polygon, l *s2.Polyline) bool {
 	for _, p := range *l {
 		if !q.ContainsPoint(p) {
 			return false
 		}
 	}
-	return !lineCrossesBoundary(l, q, s2.MaybeCross)
+	return !edgesMeet(r.edges(), q, *l, s2.CrossingTypeInterior)
 }
 
 // flatPolyContains reports whether p is inside or on the plane polygon
