@@ -616,3 +616,31 @@ func (s *scanner) seekSpans(ctx context.Context, r kv.Reader, nowMs int64, fn vi
 	}
 	return true, nil
 }
+
+// nearCandidates are the documents an update or delete with $near or
+// $nearSphere writes, nearest first, as MongoDB's writes read them through
+// the near plan: updateOne and deleteOne take the nearest. A sort given
+// besides reorders them.
+func (e *Engine) nearCandidates(ctx context.Context, c *Collection, st *collState, ns *query.NearSpec, f *query.Filter, srt *query.Sort, limit int) ([][]byte, error) {
+	p, err := st.nearPlan(ns)
+	if err != nil {
+		return nil, err
+	}
+	p.countUse(&c.usage, e.clock)
+	k := int64(limit)
+	if srt != nil || limit < 0 {
+		k = 0
+	}
+	items, _, _, err := e.nearScan(ctx, c, transactionOf(ctx), p.ix, ns, f, k)
+	if err != nil {
+		return nil, err
+	}
+	if srt != nil {
+		sort.SliceStable(items, func(i, j int) bool { return srt.Compare(items[i].d.doc, items[j].d.doc) < 0 })
+	}
+	pks := make([][]byte, len(items))
+	for i, it := range items {
+		pks[i] = it.d.pk
+	}
+	return pks, nil
+}

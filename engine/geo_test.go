@@ -241,3 +241,31 @@ func TestNearMemoryLimit(t *testing.T) {
 		t.Errorf("$near limit 10 in 64 KiB: %v", err)
 	}
 }
+
+// TestNearWrites: deleteOne with $near deletes the nearest document, as
+// MongoDB's writes read through the near plan; without a geo index the
+// write fails with 291 like the query.
+func TestNearWrites(t *testing.T) {
+	e := openTestEngine(t)
+	ctx := context.Background()
+	loadPoints(t, e, "pts", 500)
+	near := mustRaw(t, bson.D{{Key: "loc", Value: bson.D{{Key: "$near", Value: bson.D{{Key: "$geometry", Value: geoPoint(-73.5, 40.5)}}}}}})
+	before, err := e.findIDsLimit("geo", "pts", near, nil, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := e.Delete(ctx, "geo", "pts", near, 1, bson.RawValue{}); err != nil || n != 1 {
+		t.Fatalf("deleteOne: %d %v", n, err)
+	}
+	after, err := e.findIDsLimit("geo", "pts", near, nil, 1)
+	if err != nil || len(after) != 1 || after[0] != before[1] {
+		t.Errorf("after deleting the nearest, the nearest is %q, want the second %q (%v)", after, before[1], err)
+	}
+	plain := mustRaw(t, bson.D{{Key: "_id", Value: 1}, {Key: "loc", Value: geoPoint(0, 0)}})
+	if _, err := e.Insert(ctx, "geo", "plain", []bson.Raw{plain}, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Delete(ctx, "geo", "plain", near, 1, bson.RawValue{}); mongoerr.CodeOf(err) != 291 {
+		t.Errorf("deleteOne with $near and no index: %v, want 291", err)
+	}
+}
