@@ -269,3 +269,32 @@ func TestNearWrites(t *testing.T) {
 		t.Errorf("deleteOne with $near and no index: %v, want 291", err)
 	}
 }
+
+// TestValidateGeoIndexes: validate finds a 2dsphere and a 2d index's
+// entries exactly those their documents make, polygons and lines included.
+func TestValidateGeoIndexes(t *testing.T) {
+	e := openTestEngine(t)
+	ctx := context.Background()
+	docs := []bson.Raw{
+		mustRaw(t, bson.D{{Key: "_id", Value: 1}, {Key: "loc", Value: geoPoint(1, 2)}, {Key: "p", Value: bson.A{1, 2}}}),
+		mustRaw(t, bson.D{{Key: "_id", Value: 2}, {Key: "loc", Value: bson.D{{Key: "type", Value: "Polygon"}, {Key: "coordinates", Value: bson.A{bson.A{bson.A{0, 0}, bson.A{3, 6}, bson.A{6, 1}, bson.A{0, 0}}}}}}}),
+		mustRaw(t, bson.D{{Key: "_id", Value: 3}, {Key: "loc", Value: bson.D{{Key: "type", Value: "LineString"}, {Key: "coordinates", Value: bson.A{bson.A{0, 0}, bson.A{30, 40}}}}}, {Key: "p", Value: bson.A{bson.A{3, 4}, bson.A{5, 6}}}}),
+	}
+	if res, err := e.Insert(ctx, "geo", "v", docs, true); err != nil || len(res.Errors) > 0 {
+		t.Fatal(err, res.Errors)
+	}
+	specs := []bson.Raw{
+		mustRaw(t, bson.D{{Key: "key", Value: bson.D{{Key: "loc", Value: "2dsphere"}, {Key: "_id", Value: 1}}}}),
+		mustRaw(t, bson.D{{Key: "key", Value: bson.D{{Key: "p", Value: "2d"}}}}),
+	}
+	if _, err := e.CreateIndexes(ctx, "geo", "v", specs); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.Validate(ctx, "geo", "v", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Valid {
+		t.Errorf("validate: %+v", res)
+	}
+}
