@@ -194,11 +194,13 @@ type nearItem struct {
 	loc  bsoncore.Value // the location dist is to, in d.doc
 }
 
-// wholeSphere is the ring radius, in radians, past which a near scan reads
-// the whole index rather than the covering of a cap: a cap that large has
-// so many cells of the coarsest indexed level that their ranges cost more
-// than the keys they skip.
-const wholeSphere = 0.2
+// maxRingCells is how many cells of an index's coarsest level a ring's cap
+// may span before a near scan reads the whole index instead: the covering
+// of a larger cap has so many cells, as the coarsest level allows no
+// bigger ones, that their ranges cost more than the keys they skip. With
+// version 3's coarsest level, cells of about 2000 km, the rings grow to the
+// whole sphere.
+const maxRingCells = 1000
 
 // materializeNear reads the near query's documents nearest first into the
 // cursor's items (nearScan); a sort given besides reorders them.
@@ -239,11 +241,22 @@ func (e *Engine) nearScan(ctx context.Context, coll *Collection, multi *Transact
 		prefixes = geoPrefixes(ix, g, f.Conjuncts())
 	}
 	radius := min(nearStartRadius(n, gix), n.Max)
-	seen := map[string]struct{}{}
+	// The rings of a 2dsphere index read disjoint ranges, so a document
+	// with one key is met once; one with several (multikey), a 2d index's
+	// boxes, which overlap, and a whole read after rings meet some again,
+	// and need the set of those seen, which counts against the limit too.
+	var seen map[string]struct{}
+	if gix.Type == geo.Plane || ix.Meta.Multikey {
+		seen = map[string]struct{}{}
+	}
 	rings := gix.NearRings(n)
 	for {
 		var spans []span
-		whole := nearRingIsWhole(n, gix, radius) || prefixes == nil
+		whole := prefixes == nil || nearRingIsWhole(n, gix, radius, seen != nil)
+		if whole && seen == nil {
+			seen = map[string]struct{}{}
+		}
+		full := gix.Type == geo.Sphere && nearRingIsFull(n, radius)
 		if whole {
 			lo, hi := record.IndexRange(ix.Meta.ID)
 			spans = []span{{lo, hi}}
@@ -253,7 +266,7 @@ func (e *Engine) nearScan(ctx context.Context, coll *Collection, multi *Transact
 		sc := &scanner{e: e, coll: coll, p: &plan{kind: planIndex, ix: ix, spans: spans}, multi: multi}
 		for !sc.done {
 			err := sc.next(ctx, func(d *storedDoc) (bool, error) {
-				if _, dup := seen[string(d.pk)]; dup {
+				if _, dup := seen[string(d.pk)]; dup && seen != nil {
 					return true, nil
 				}
 				matched, err := match.MatchErr(d.doc)
@@ -264,13 +277,22 @@ func (e *Engine) nearScan(ctx context.Context, coll *Collection, multi *Transact
 				if !n.InRange(dist) {
 					return true, nil
 				}
-				seen[string(d.pk)] = struct{}{}
+				if seen != nil {
+					seen[string(d.pk)] = struct{}{}
+					held += int64(len(d.pk) + 48)
+				}
 				doc := d.doc
 				if !sc.curOwned {
 					doc = bytes.Clone(doc)
 				}
 				items = append(items, nearItem{d: storedDoc{pk: bytes.Clone(d.pk), h: d.h, doc: doc}, dist: dist, loc: loc})
-				held += int64(len(doc) + 2*len(d.pk) + 64)
+				held += int64(len(doc) + len(d.pk) + 64)
+				if k > 0 && int64(len(items)) >= 2*k+64 {
+					// Under a limit only the k nearest found so far can
+					// be among the answers: a ring that reads many keys
+					// holds no more.
+					items, held = keepNearest(items, k, held)
+				}
 				if held > limit.Bytes {
 					return false, limit.Exceeded(limit.Bytes)
 				}
@@ -282,7 +304,7 @@ func (e *Engine) nearScan(ctx context.Context, coll *Collection, multi *Transact
 		}
 		stats.keysExamined += sc.stats.keysExamined
 		stats.docsExamined += sc.stats.docsExamined
-		if whole || radius >= n.Max {
+		if whole || full || radius >= n.Max {
 			break
 		}
 		if k > 0 {
@@ -305,19 +327,48 @@ func (e *Engine) nearScan(ctx context.Context, coll *Collection, multi *Transact
 	return items, held, stats, nil
 }
 
-// nearRingIsWhole reports whether a ring of radius reads the whole index.
-func nearRingIsWhole(n *geo.Near, gix *geo.Index, radius float64) bool {
+// keepNearest keeps the k nearest of items, and what held counts less the
+// documents dropped (their primary keys stay in the scan's set of those
+// seen, if it keeps one).
+func keepNearest(items []nearItem, k int64, held int64) ([]nearItem, int64) {
+	sort.SliceStable(items, func(i, j int) bool { return items[i].dist < items[j].dist })
+	for i := k; i < int64(len(items)); i++ {
+		held -= int64(len(items[i].d.doc) + len(items[i].d.pk) + 64)
+		items[i] = nearItem{}
+	}
+	return items[:k], held
+}
+
+// nearRingIsWhole reports whether a ring of radius reads the whole index:
+// a 2d index read for distances on the sphere, whose boxes have not the
+// shape, or past its bounds; a 2dsphere index when the cap spans more than
+// maxRingCells cells of its coarsest level, if the scan keeps the set of
+// the documents it has seen (canRepeat), since the whole index holds those
+// of the rings before.
+func nearRingIsWhole(n *geo.Near, gix *geo.Index, radius float64, canRepeat bool) bool {
 	switch {
 	case math.IsInf(radius, 1):
 		return true
 	case gix.Type == geo.Plane:
-		// A 2d index read for distances on the sphere has no boxes of the
-		// right shape; one of the plane stops growing past its bounds.
 		return n.Sphere || radius >= 2*(gix.Max-gix.Min)
-	case n.Meters:
-		return radius/geo.EarthRadiusMeters >= wholeSphere
+	case !canRepeat:
+		return false
 	}
-	return radius >= wholeSphere
+	a := nearAngle(n, radius)
+	return 2*math.Pi*(1-math.Cos(a)) > maxRingCells*s2.AvgAreaMetric.Value(gix.Params.Coarsest)
+}
+
+// nearRingIsFull reports whether a ring of radius covers the sphere.
+func nearRingIsFull(n *geo.Near, radius float64) bool {
+	return nearAngle(n, radius) >= math.Pi
+}
+
+// nearAngle is radius, in the near's units, as an angle.
+func nearAngle(n *geo.Near, radius float64) float64 {
+	if n.Meters {
+		return radius / geo.EarthRadiusMeters
+	}
+	return radius
 }
 
 // nearStartRadius is the radius of a near scan's first ring: a few cells of

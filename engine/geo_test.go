@@ -125,7 +125,7 @@ func TestNearMatchesBruteForce(t *testing.T) {
 	for _, c := range []struct {
 		lng, lat float64
 		limit    int64
-	}{{-73.5, 40.5, 10}, {-74.2, 39.9, 20}, {-73.01, 40.99, 1}, {-50, 10, 3}} {
+	}{{-73.5, 40.5, 10}, {-74.2, 39.9, 20}, {-73.01, 40.99, 1}, {-50, 10, 3}, {100, -40, 5}} {
 		near := mustRaw(t, bson.D{{Key: "loc", Value: bson.D{{Key: "$near", Value: bson.D{{Key: "$geometry", Value: geoPoint(c.lng, c.lat)}}}}}})
 		got, err := e.findIDsLimit("geo", "pts", near, nil, c.limit)
 		if err != nil {
@@ -236,9 +236,16 @@ func TestNearMemoryLimit(t *testing.T) {
 	if _, err := e.Find(context.Background(), "geo", "pts", FindSpec{Filter: near}); mongoerr.CodeOf(err) != mongoerr.QueryExceededMemoryLimitNoDiskUseAllowed {
 		t.Errorf("unbounded $near over 3000 points in 64 KiB: %v, want 292", err)
 	}
-	// Under a limit, the rings stop long before.
+	// Under a limit, the rings stop long before, and hold only the nearest
+	// found so far even when they grow to read every point, from the other
+	// side of the world.
 	if _, err := e.Find(context.Background(), "geo", "pts", FindSpec{Filter: near, Limit: 10}); err != nil {
 		t.Errorf("$near limit 10 in 64 KiB: %v", err)
+	}
+	far := mustRaw(t, bson.D{{Key: "loc", Value: bson.D{{Key: "$near", Value: bson.D{{Key: "$geometry", Value: geoPoint(100, -40)}}}}}})
+	got, err := e.findIDsLimit("geo", "pts", far, nil, 10)
+	if err != nil || len(got) != 10 {
+		t.Fatalf("$near limit 10 from far away in 64 KiB: %d %v", len(got), err)
 	}
 }
 
