@@ -71,7 +71,7 @@ func CompileIndex(im IndexMeta) (*Index, error) {
 			desc = true
 		}
 		field := IndexField{Path: el.Key(), Desc: desc}
-		if typ, ok := el.Value().StringValueOK(); ok {
+		if typ, ok := el.Value().StringValueOK(); ok && (typ == geo.Sphere || typ == geo.Plane) {
 			if err := compileGeoField(&field, typ, im.Extra); err != nil {
 				return nil, err
 			}
