@@ -305,3 +305,27 @@ func TestValidateGeoIndexes(t *testing.T) {
 		t.Errorf("validate: %+v", res)
 	}
 }
+
+// TestNearCount: count with $near counts the documents within its bounds
+// through any plan, and needs the geo index (291) as the query does.
+func TestNearCount(t *testing.T) {
+	e := openTestEngine(t)
+	ctx := context.Background()
+	loadPoints(t, e, "pts", 500)
+	within := mustRaw(t, bson.D{{Key: "loc", Value: bson.D{{Key: "$near", Value: bson.D{{Key: "$geometry", Value: geoPoint(-73.5, 40.5)}, {Key: "$maxDistance", Value: 20000}}}}}})
+	n, err := e.Count(ctx, "geo", "pts", within, 0, 0, bson.RawValue{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := e.findIDs("geo", "pts", within, nil)
+	if err != nil || int64(len(ids)) != n || n == 0 {
+		t.Errorf("count %d, find %d (%v)", n, len(ids), err)
+	}
+	plain := mustRaw(t, bson.D{{Key: "_id", Value: 1}, {Key: "loc", Value: geoPoint(0, 0)}})
+	if _, err := e.Insert(ctx, "geo", "plain", []bson.Raw{plain}, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Count(ctx, "geo", "plain", within, 0, 0, bson.RawValue{}); mongoerr.CodeOf(err) != 291 {
+		t.Errorf("count with $near and no index: %v, want 291", err)
+	}
+}
