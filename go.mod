@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/cockroachdb/pebble/v2 v2.1.7
+	github.com/golang/geo v0.0.0-20260818125358-b200a1149890
 	github.com/klauspost/compress v1.19.2
 	github.com/kljensen/snowball v0.10.0
 	github.com/pingcap/failpoint v0.0.0-20220801062533-2eaa32854a6c

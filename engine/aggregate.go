@@ -134,6 +134,9 @@ func (e *Engine) aggregate(ctx context.Context, db, coll string, stages []bson.R
 			}
 		}()
 	}
+	if geoNearFirst(stages) {
+		return e.aggregateGeoNear(ctx, db, coll, stages, po)
+	}
 	all, err := pipeline.Compile(stages, po)
 	if err != nil {
 		return res, err

@@ -25,7 +25,10 @@ type queryFile struct {
 	// Indexes are paths to index in the indexed run besides the fields of
 	// the documents, such as positional paths.
 	Indexes []string `bson:"indexes"`
-	Cases   []struct {
+	// GeoIndexes are key patterns of geo indexes ({loc: "2dsphere"}) the
+	// indexed run builds too.
+	GeoIndexes []bson.Raw `bson:"geoIndexes"`
+	Cases      []struct {
 		Name    string          `bson:"name"`
 		Filter  bson.Raw        `bson:"filter"`
 		Sort    bson.Raw        `bson:"sort"`
@@ -33,6 +36,12 @@ type queryFile struct {
 		Ordered bool            `bson:"ordered"`
 		Error   int32           `bson:"error"`
 		Exclude []bson.RawValue `bson:"exclude"`
+		// Nearest cases ($near) expect the _ids nearest first, and
+		// ErrorWithoutIndex is the code they fail with without a geo
+		// index; Limit limits the query.
+		Nearest           bool  `bson:"nearest"`
+		ErrorWithoutIndex int32 `bson:"errorWithoutIndex"`
+		Limit             int64 `bson:"limit"`
 	} `bson:"cases"`
 }
 
@@ -132,6 +141,12 @@ func TestQueryConformance(t *testing.T) {
 					t.Fatalf("%s: index on %s: %v", file, p, err)
 				}
 			}
+			for _, key := range qf.GeoIndexes {
+				spec, _ := bson.Marshal(bson.D{{Key: "key", Value: key}})
+				if _, err := e.CreateIndexes(context.Background(), "conf", indexed, []bson.Raw{spec}); err != nil {
+					t.Fatalf("%s: geo index %s: %v", file, key, err)
+				}
+			}
 		}
 		plain, indexed := fmt.Sprintf("plain%d", fi), fmt.Sprintf("indexed%d", fi)
 		load(plain, indexed, qf.Docs)
@@ -151,10 +166,14 @@ func TestQueryConformance(t *testing.T) {
 			}
 			for _, coll := range []string{plain, indexed, hashedOf(indexed)} {
 				name := fmt.Sprintf("%s/%s/%s", filepath.Base(file), c.Name, coll)
-				got, err := e.findIDs("conf", coll, c.Filter, c.Sort)
-				if c.Error != 0 {
-					if mongoerr.CodeOf(err) != mongoerr.Code(c.Error) || err == nil {
-						t.Errorf("%s: got error %v, want code %d", name, err, c.Error)
+				got, err := e.findIDsLimit("conf", coll, c.Filter, c.Sort, c.Limit)
+				wantErr := c.Error
+				if coll == plain && c.ErrorWithoutIndex != 0 {
+					wantErr = c.ErrorWithoutIndex
+				}
+				if wantErr != 0 {
+					if mongoerr.CodeOf(err) != mongoerr.Code(wantErr) || err == nil {
+						t.Errorf("%s: got error %v, want code %d", name, err, wantErr)
 					}
 					continue
 				}
@@ -166,7 +185,7 @@ func TestQueryConformance(t *testing.T) {
 				for i, v := range c.Expect {
 					want[i] = string(keycodec.Append(nil, toCore(v)))
 				}
-				if !c.Ordered {
+				if !c.Ordered && !c.Nearest {
 					slices.Sort(got)
 					slices.Sort(want)
 				}
@@ -181,7 +200,12 @@ func TestQueryConformance(t *testing.T) {
 
 // findIDs runs a query and returns the keys of the matching _ids in result order.
 func (e *Engine) findIDs(db, coll string, filter, sort bson.Raw) ([]string, error) {
-	cur, err := e.Find(context.Background(), db, coll, FindSpec{Filter: filter, Sort: sort})
+	return e.findIDsLimit(db, coll, filter, sort, 0)
+}
+
+// findIDsLimit is findIDs under a limit (0: none).
+func (e *Engine) findIDsLimit(db, coll string, filter, sort bson.Raw, limit int64) ([]string, error) {
+	cur, err := e.Find(context.Background(), db, coll, FindSpec{Filter: filter, Sort: sort, Limit: limit})
 	if err != nil {
 		return nil, err
 	}

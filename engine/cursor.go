@@ -142,6 +142,13 @@ func (e *Engine) Find(ctx context.Context, db, coll string, spec FindSpec) (*Cur
 		cur.keys = newKeyReturner(st, p)
 	}
 	cur.sc = &scanner{e: e, coll: c, p: p, multi: transactionOf(ctx)}
+	if p.near != nil {
+		if err := cur.materializeNear(ctx, p, q.sort, nearKeep(spec, q.sort)); err != nil {
+			_ = cur.Close()
+			return nil, err
+		}
+		return cur, nil
+	}
 	if !p.sorted && q.sort != nil {
 		// Under a limit, only the first skip+limit matches are kept.
 		var k int64

@@ -117,6 +117,9 @@ func (e *Engine) ExplainAggregate(ctx context.Context, db, coll string, stages [
 			return ex, err
 		}
 	}
+	if coll != "" && geoNearFirst(stages) {
+		return e.explainGeoNear(ctx, db, coll, stages, opts, execute)
+	}
 	// Compiling the whole pipeline checks every stage before anything
 	// runs, as the pipeline itself would.
 	all, err := pipeline.Compile(stages, e.pipelineOptions(db, opts))

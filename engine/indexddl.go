@@ -14,6 +14,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/bsonvalue"
+	"github.com/lethedb/lethe/engine/geo"
 	"github.com/lethedb/lethe/engine/kv"
 	"github.com/lethedb/lethe/engine/query"
 	"github.com/lethedb/lethe/engine/reclaim"
@@ -191,12 +192,16 @@ func parseIndexSpec(spec bson.Raw) (record.IndexMeta, error) {
 	if im.Version == 0 {
 		im.Version = 2
 	}
+	extra = geoSpecDefaults(keys, extra)
 	if extra != nil {
 		if im.Extra, err = bson.Marshal(extra); err != nil {
 			return im, fmt.Errorf("engine: index options: %w", err)
 		}
 	} else {
 		im.Extra = emptyDoc
+	}
+	if _, err := record.CompileIndex(im); err != nil {
+		return im, err // a geo index's options
 	}
 	return im, nil
 }
@@ -233,6 +238,9 @@ func checkKeyPattern(key bson.Raw) error {
 		}
 		if !ok {
 			if s, isStr := kel.Value().StringValueOK(); isStr {
+				if s == geo.Sphere || s == geo.Plane {
+					continue // checked with the pattern's other geo fields by checkGeoKeyPattern
+				}
 				if s == "" {
 					return mongoerr.New(mongoerr.CannotCreateIndex, "Values in the index key pattern cannot be empty strings")
 				}
@@ -259,7 +267,7 @@ func checkKeyPattern(key bson.Raw) error {
 	if len(keys) > maxIndexFields {
 		return mongoerr.New(mongoerr.Location13103, "too many compound keys")
 	}
-	return nil
+	return checkGeoKeyPattern(keys)
 }
 
 // parseExpireAfter validates expireAfterSeconds: the _ts index follows the

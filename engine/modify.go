@@ -57,6 +57,9 @@ func (e *Engine) candidates(ctx context.Context, c *Collection, f *query.Filter,
 	if err != nil {
 		return nil, err
 	}
+	if ns := f.Near(); ns != nil {
+		return e.nearCandidates(ctx, c, st, ns, f, srt, limit) // geo.go
+	}
 	p, err := st.choosePlan(f, srt, hint)
 	if err != nil {
 		return nil, err

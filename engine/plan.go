@@ -39,12 +39,17 @@ type plan struct {
 	sorted bool
 	// text is the query's $text bound to the text index it reads.
 	text *text.Bound
+	// near is the query's $near, read through ix nearest first (geo.go).
+	near *query.NearSpec
 }
 
 // stage names the plan as explain reports it.
 func (p *plan) stage() string {
 	if p.text != nil {
 		return "TEXT_MATCH"
+	}
+	if p.near != nil {
+		return p.nearStage()
 	}
 	switch p.kind {
 	case planIDPoints:
@@ -97,7 +102,7 @@ func (st *collState) choosePlan(f *query.Filter, srt *query.Sort, hint bson.RawV
 		if ix.Partial != nil || ix.Meta.Hidden || ix.IsText() {
 			continue
 		}
-		spans, score := indexBounds(ix, conj)
+		spans, score := planBounds(ix, conj)
 		if score > bestScore {
 			best, bestScore = &plan{kind: planIndex, ix: ix, spans: spans}, score
 		}
@@ -111,7 +116,7 @@ func (st *collState) choosePlan(f *query.Filter, srt *query.Sort, hint bson.RawV
 	st.applySort(p, srt)
 	if !p.sorted && srt != nil && len(srt.Fields()) > 0 {
 		for _, ix := range st.indexes {
-			if ix.Partial != nil || ix.Meta.Sparse || ix.Meta.Multikey || ix.Meta.Hidden || ix.IsText() {
+			if ix.Partial != nil || ix.Meta.Sparse || ix.Meta.Multikey || ix.Meta.Hidden || ix.IsText() || ix.HasGeo() {
 				continue
 			}
 			lo, hi := record.IndexRange(ix.Meta.ID)
@@ -170,7 +175,7 @@ func (st *collState) hintedPlan(conj []query.Predicate, srt *query.Sort, hint bs
 	if ix == nil || ix.IsText() {
 		return nil, mongoerr.New(mongoerr.BadValue, "error processing query: planner returned error :: caused by :: hint provided does not correspond to an existing index")
 	}
-	spans, score := indexBounds(ix, conj)
+	spans, score := planBounds(ix, conj)
 	if score == 0 {
 		lo, hi := record.IndexRange(ix.Meta.ID)
 		spans = []span{{lo, hi}}
@@ -244,6 +249,15 @@ func idPlan(collID uint64, conj []query.Predicate) *plan {
 	}
 	prefix, _ := record.DocRange(collID)
 	return &plan{kind: planIDRange, spans: []span{{append(append([]byte(nil), prefix...), lo...), append(append([]byte(nil), prefix...), hi...)}}}
+}
+
+// planBounds are the spans of ix for the conjuncts: a geo index's
+// (geoBounds) or any other's (indexBounds).
+func planBounds(ix *record.Index, conj []query.Predicate) ([]span, int) {
+	if ix.HasGeo() {
+		return geoBounds(ix, conj)
+	}
+	return indexBounds(ix, conj)
 }
 
 // indexable reports whether a predicate's values can bound an index scan:
@@ -395,6 +409,9 @@ func (p *plan) countUse(u *usage.Counters, clock clock.Clock) {
 // query's min and max keys when it has them, otherwise what choosePlan
 // picks.
 func (st *collState) planFor(q *compiledQuery, spec FindSpec) (*plan, error) {
+	if ns := q.filter.Near(); ns != nil {
+		return st.nearPlan(ns)
+	}
 	if len(spec.Min) <= 5 && len(spec.Max) <= 5 {
 		return st.choosePlan(q.filter, q.sort, spec.Hint)
 	}

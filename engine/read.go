@@ -109,6 +109,13 @@ func (e *Engine) scanMatches(ctx context.Context, db, coll string, filter bson.R
 	if err != nil {
 		return err
 	}
+	if ns := f.Near(); ns != nil {
+		// count and distinct need no order, but a $near still needs its
+		// geo index, as in MongoDB, whose plans all read through it.
+		if _, err := st.nearPlan(ns); err != nil {
+			return err
+		}
+	}
 	p, err := st.choosePlan(f, nil, hint)
 	if err != nil {
 		return err

@@ -88,7 +88,20 @@ func (s *scanner) next(ctx context.Context, fn visitFunc) error {
 		r = snap
 	}
 	nowMs := s.e.nowMillis()
+	if s.p.kind == planIndex && !s.p.reverse && len(s.p.spans) > 1 && s.p.ix.HasGeo() {
+		more, err := s.seekSpans(ctx, r, nowMs, fn) // geo.go
+		if err != nil || !more {
+			return err
+		}
+		s.done = true
+		return nil
+	}
 	for i := range s.p.spans {
+		// A plan of many small spans (a geo covering's cells) checks the
+		// context between them too, not only every few hundred keys.
+		if i%64 == 63 && ctx.Err() != nil {
+			return ctx.Err()
+		}
 		sp := s.p.spans[i]
 		if s.p.reverse {
 			sp = s.p.spans[len(s.p.spans)-1-i]

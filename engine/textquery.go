@@ -87,9 +87,6 @@ func (st *collState) textPlan(f *query.Filter, q *text.Query, conj []query.Predi
 	return p, nil
 }
 
-// noQueryExecutionPlans is MongoDB's code when the planner finds no plan.
-const noQueryExecutionPlans mongoerr.Code = 291
-
 // isTextScoreMeta reports whether a projection value is {$meta:
 // "textScore"}.
 func isTextScoreMeta(v bson.RawValue) bool {

@@ -45,6 +45,8 @@ type config struct {
 	rounds  int
 	// growthDocs is how many documents the growth workload loads.
 	growthDocs int
+	// geoDocs is how many points the geo-near workload loads.
+	geoDocs int
 }
 
 // parseFlags reads the command line. Errors and -help go to errOut.
@@ -71,6 +73,7 @@ func parseFlags(args []string, errOut io.Writer) (config, error) {
 	fs.IntVar(&cfg.serverPID, "server-pid", 0, "process id of the --uri server, to report its CPU time per operation (read from /proc)")
 	fs.StringVar(&cfg.serverBin, "server-bin", "", "lethe `binary` to start as a child process and measure instead of the in-process server, so that its CPU time is its own")
 	childFlags(fs, &cfg)
+	fs.IntVar(&cfg.geoDocs, "geo-docs", 1000000, "points the geo-near workload loads under a 2dsphere index")
 	fs.IntVar(&cfg.growthDocs, "growth-docs", 10000000, "documents the growth workload loads, measuring at 100,000, at every tenfold and at the end")
 	fs.StringVar(&compare, "compare", "", "two lethe binaries `binA,binB` to start and measure in alternating rounds: each workload's ratio to ping on each, and B's over A's")
 	fs.IntVar(&cfg.rounds, "rounds", 3, "rounds of --compare, each measuring every workload and ping on both servers for --duration/rounds")
@@ -125,6 +128,8 @@ func parseFlags(args []string, errOut io.Writer) (config, error) {
 		return cfg, errors.New("--rounds must be at least 1")
 	case cfg.growthDocs < 1:
 		return cfg, errors.New("--growth-docs must be at least 1")
+	case cfg.geoDocs < 1:
+		return cfg, errors.New("--geo-docs must be at least 1")
 	case len(cfg.serverArgs) > 0 && cfg.serverBin == "" && compare == "":
 		return cfg, errors.New("--server-args are flags of the server --server-bin or --compare starts: give one of them")
 	}

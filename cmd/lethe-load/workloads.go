@@ -68,6 +68,7 @@ func allWorkloads() []workload {
 		{name: "auth-overhead", ownServers: true, run: runAuthOverhead},
 		{name: "tls", ownServers: true, run: runTLS},
 		{name: "growth", named: true, run: runGrowth},
+		{name: "geo-near", named: true, run: runGeoNear},
 	}, ycsbWorkloads()...)
 }
 

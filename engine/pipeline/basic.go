@@ -27,6 +27,9 @@ func compileMatch(c *compiler, _ string, arg bson.RawValue) (stage, error) {
 	if err != nil {
 		return nil, err
 	}
+	if f.Near() != nil {
+		return nil, query.NearNotAllowed()
+	}
 	return &matchStage{f: f}, nil
 }
 

@@ -65,11 +65,13 @@ func init() {
 		"$bitsAnySet":    compileBitTest(bitsAnySet),
 		"$bitsAllClear":  compileBitTest(bitsAllClear),
 		"$bitsAnyClear":  compileBitTest(bitsAnyClear),
-		"$near":          refuseGeo,
-		"$nearSphere":    refuseGeo,
-		"$geoWithin":     refuseGeo,
-		"$geoIntersects": refuseGeo,
-		"$within":        refuseGeo,
+		"$near":          compileNear,
+		"$nearSphere":    compileNear,
+		"$maxDistance":   compileNearBound,
+		"$minDistance":   compileNearBound,
+		"$geoWithin":     compileGeoWithin,
+		"$geoIntersects": compileGeoIntersects,
+		"$within":        compileGeoWithin,
 	}
 	topLevelOperators = map[string]topLevelOperator{
 		"$and":         compileLogical("$and", func(n []node) node { return andNode(n) }),
@@ -222,10 +224,6 @@ func compileDBRefField(name string) topLevelOperator {
 func refuseWhere(bsoncore.Value, level) (node, error) {
 	// MongoDB answers the same when server-side JavaScript is disabled.
 	return nil, mongoerr.New(mongoerr.BadValue, "$where is not supported: Lethe does not run server-side JavaScript")
-}
-
-func refuseGeo(op operand) (fieldExpr, error) {
-	return nil, mongoerr.New(mongoerr.NotImplemented, "%s is not supported by Lethe: there are no geospatial queries", op.name)
 }
 
 func invalidBSON(err error) error {

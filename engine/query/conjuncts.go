@@ -4,6 +4,8 @@ import (
 	"slices"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/lethedb/lethe/engine/geo"
 )
 
 // Predicate is a top-level conjunct of a filter simple enough for an index
@@ -14,10 +16,16 @@ import (
 //
 // The usual query semantics apply to a Predicate: equality with null also
 // matches missing fields, and a path through arrays matches any element.
+//
+// The geospatial operators are Predicates too, with no Values: Op is
+// "$geoWithin" or "$geoIntersects" with their Region, or "$near" (also for
+// $nearSphere) with its Near.
 type Predicate struct {
 	Path   string
 	Op     string
 	Values []bsoncore.Value
+	Region *geo.Region
+	Near   *geo.Near
 }
 
 // Conjuncts returns the predicates the filter requires of every matching
@@ -45,6 +53,14 @@ func appendConjuncts(preds []Predicate, n node) []Predicate {
 			if p.rhs.Type != bsoncore.TypeRegex {
 				preds = append(preds, Predicate{Path: n.path, Op: p.op.String(), Values: []bsoncore.Value{p.rhs}})
 			}
+		case *geoPred:
+			op := "$geoWithin"
+			if p.intersect {
+				op = "$geoIntersects"
+			}
+			preds = append(preds, Predicate{Path: n.path, Op: op, Region: p.region})
+		case *nearPred:
+			preds = append(preds, Predicate{Path: n.path, Op: "$near", Near: p.near})
 		case *inList:
 			if len(p.regexes) == 0 {
 				preds = append(preds, Predicate{Path: n.path, Op: "$in", Values: slices.Clone(p.values)})

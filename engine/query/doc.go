@@ -15,6 +15,11 @@
 // command in MongoDB: MatchErr and MatchPositional return that error, while
 // Match, for uses that have no command to fail, treats it as no match.
 //
+// The geospatial operators ($geoWithin, $geoIntersects, $near,
+// $nearSphere) parse their shapes with package geo and test the shape a
+// field holds; a filter's $near (Filter.Near) is for the engine to read
+// nearest first through a geo index, the matcher only checks its bounds.
+//
 // The paths of the language are walked as the matcher walks them
 // (WalkPath); the distinct command walks them its own way, by which
 // DistinctValues collects what it reports.

@@ -10,6 +10,7 @@ import (
 // Filter is a compiled query filter. It is safe for concurrent use.
 type Filter struct {
 	root node
+	near *NearSpec // its $near or $nearSphere, if any
 }
 
 // Options are the context a filter is compiled in.
@@ -44,7 +45,11 @@ func CompileWith(filter bson.Raw, opts Options) (*Filter, error) {
 	if err := checkText(root); err != nil {
 		return nil, err
 	}
-	return &Filter{root: root}, nil
+	near, err := findNear(root)
+	if err != nil {
+		return nil, err
+	}
+	return &Filter{root: root, near: near}, nil
 }
 
 // Match reports whether doc matches the filter. A document for which a

@@ -49,8 +49,6 @@ func TestRefusals(t *testing.T) {
 		code   mongoerr.Code
 	}{
 		{`{"$where": "this.a == 1"}`, mongoerr.BadValue},
-		{`{"a": {"$near": [0, 0]}}`, mongoerr.NotImplemented},
-		{`{"a": {"$geoWithin": {"$center": [[0, 0], 1]}}}`, mongoerr.NotImplemented},
 		{`{"a": {"$regex": "a(?=b)"}}`, mongoerr.BadValue},
 		{`{"a": {"$regex": "(a)\\1"}}`, mongoerr.BadValue},
 	}

@@ -40,5 +40,8 @@
 // and ambiguous positional paths are refused with MongoDB's codes. A hashed
 // field keeps MongoDB's hash of its value, an int64 (hashed.go); a text
 // index keeps one entry per term of a document: the values before the text,
-// the term, its score, the values after (textkeys.go).
+// the term, its score, the values after (textkeys.go). The key of a
+// "2dsphere" or "2d" field is an int64 per cell of its shape: an S2 cell
+// id, or a hash of the plane (geokeys.go, package geo), so that a geo query
+// reads the ranges of its covering's cells.
 package record

@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine/geo"
 	"github.com/lethedb/lethe/engine/query"
 	"github.com/lethedb/lethe/engine/text"
 )
@@ -43,6 +44,8 @@ type IndexField struct {
 	// Text marks the _fts and _ftsx fields of a text index, which hold a
 	// term and its score (textkeys.go).
 	Text bool
+	// Geo is set for a "2dsphere" or "2d" field: how its keys are made.
+	Geo *geo.Index
 }
 
 // Index is a compiled secondary index: its catalog entry, its key pattern
@@ -77,7 +80,13 @@ func CompileIndex(im IndexMeta) (*Index, error) {
 			desc = true
 		}
 		hashed := el.Value().Type == bson.TypeString && el.Value().StringValue() == HashedKind
-		ix.Fields = append(ix.Fields, IndexField{Path: el.Key(), Desc: desc, Hashed: hashed})
+		field := IndexField{Path: el.Key(), Desc: desc, Hashed: hashed}
+		if typ, ok := el.Value().StringValueOK(); ok && (typ == geo.Sphere || typ == geo.Plane) {
+			if err := compileGeoField(&field, typ, im.Extra); err != nil {
+				return nil, err
+			}
+		}
+		ix.Fields = append(ix.Fields, field)
 	}
 	if len(im.Partial) > 0 {
 		if ix.Partial, err = query.Compile(im.Partial); err != nil {

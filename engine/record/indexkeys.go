@@ -70,6 +70,9 @@ func (ix *Index) generateWith(doc bsoncore.Document, tuples *[][]bsoncore.Value)
 	if ix.Text != nil {
 		return ix.textKeys(doc, tuples)
 	}
+	if ix.HasGeo() {
+		return ix.generateGeo(doc, tuples)
+	}
 	g := keyGen{ix: ix, tuples: tuples}
 	fields := make([]keyField, len(ix.Fields))
 	for i, f := range ix.Fields {
