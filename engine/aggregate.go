@@ -116,6 +116,9 @@ func (e *Engine) aggregate(ctx context.Context, db, coll string, stages []bson.R
 	// Every stage is checked first, as MongoDB parses a pipeline before
 	// it runs any of it.
 	po := e.pipelineOptions(db, opts)
+	if po.Collator, err = e.queryCollator(ctx, db, coll); err != nil {
+		return res, err
+	}
 	if opts.AllowDiskUse {
 		// The request's temporary files, for the blocking sort of its
 		// query and its stages alike; the output is in memory by the

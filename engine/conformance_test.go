@@ -25,7 +25,10 @@ type queryFile struct {
 	// Indexes are paths to index in the indexed run besides the fields of
 	// the documents, such as positional paths.
 	Indexes []string `bson:"indexes"`
-	Cases   []struct {
+	// IndexCollation is the collation of the indexed run's indexes; none
+	// is the simple collation.
+	IndexCollation bson.Raw `bson:"indexCollation"`
+	Cases          []struct {
 		Name    string          `bson:"name"`
 		Filter  bson.Raw        `bson:"filter"`
 		Sort    bson.Raw        `bson:"sort"`
@@ -33,6 +36,8 @@ type queryFile struct {
 		Ordered bool            `bson:"ordered"`
 		Error   int32           `bson:"error"`
 		Exclude []bson.RawValue `bson:"exclude"`
+		// Collation is the collation the case's query names.
+		Collation bson.Raw `bson:"collation"`
 	} `bson:"cases"`
 }
 
@@ -119,7 +124,11 @@ func TestQueryConformance(t *testing.T) {
 			}
 			fieldPaths := indexedPaths(docs)
 			for i, p := range append(fieldPaths, qf.Indexes...) {
-				spec, _ := bson.Marshal(bson.D{{Key: "key", Value: bson.D{{Key: p, Value: 1}}}})
+				ixSpec := bson.D{{Key: "key", Value: bson.D{{Key: p, Value: 1}}}}
+				if len(qf.IndexCollation) > 0 {
+					ixSpec = append(ixSpec, bson.E{Key: "collation", Value: qf.IndexCollation})
+				}
+				spec, _ := bson.Marshal(ixSpec)
 				_, err := e.CreateIndexes(context.Background(), "conf", indexed, []bson.Raw{spec})
 				if mongoerr.CodeOf(err) == record.AmbiguousFieldName && i < len(fieldPaths) {
 					// MongoDB cannot build this index on these documents either.
@@ -149,7 +158,7 @@ func TestQueryConformance(t *testing.T) {
 			}
 			for _, coll := range []string{plain, indexed} {
 				name := fmt.Sprintf("%s/%s/%s", filepath.Base(file), c.Name, coll)
-				got, err := e.findIDs("conf", coll, c.Filter, c.Sort)
+				got, err := e.findIDsCollated(WithCollation(context.Background(), c.Collation), "conf", coll, c.Filter, c.Sort)
 				if c.Error != 0 {
 					if mongoerr.CodeOf(err) != mongoerr.Code(c.Error) || err == nil {
 						t.Errorf("%s: got error %v, want code %d", name, err, c.Error)
@@ -179,7 +188,12 @@ func TestQueryConformance(t *testing.T) {
 
 // findIDs runs a query and returns the keys of the matching _ids in result order.
 func (e *Engine) findIDs(db, coll string, filter, sort bson.Raw) ([]string, error) {
-	cur, err := e.Find(context.Background(), db, coll, FindSpec{Filter: filter, Sort: sort})
+	return e.findIDsCollated(context.Background(), db, coll, filter, sort)
+}
+
+// findIDsCollated is findIDs under ctx, which may name a collation.
+func (e *Engine) findIDsCollated(ctx context.Context, db, coll string, filter, sort bson.Raw) ([]string, error) {
+	cur, err := e.Find(ctx, db, coll, FindSpec{Filter: filter, Sort: sort})
 	if err != nil {
 		return nil, err
 	}

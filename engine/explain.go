@@ -28,7 +28,11 @@ type Explanation struct {
 // work. Nothing is modified.
 func (e *Engine) Explain(ctx context.Context, db, coll string, spec FindSpec, execute bool) (Explanation, error) {
 	var ex Explanation
-	q, err := compileQueryAt(spec, e.clock.Now())
+	collator, err := e.queryCollator(ctx, db, coll)
+	if err != nil {
+		return ex, err
+	}
+	q, err := compileQueryAt(spec, e.clock.Now(), collator)
 	if err != nil {
 		return ex, err
 	}

@@ -22,7 +22,7 @@ func compileMatch(c *compiler, _ string, arg bson.RawValue) (stage, error) {
 	if !ok {
 		return nil, mongoerr.New(mongoerr.Code(15959), "the match filter must be an expression in an object")
 	}
-	f, err := query.CompileWith(doc, query.Options{Now: c.opts.Now})
+	f, err := query.CompileWith(doc, query.Options{Now: c.opts.Now, Collator: c.opts.Collator})
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +58,7 @@ func compileSort(c *compiler, _ string, arg bson.RawValue) (stage, error) {
 	if err := CheckSortSpec(doc); err != nil {
 		return nil, err
 	}
-	s, err := query.CompileSort(doc)
+	s, err := query.CompileSortWith(doc, c.opts.Collator)
 	if err != nil {
 		return nil, err
 	}

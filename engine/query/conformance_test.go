@@ -9,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine/collation"
 	"github.com/lethedb/lethe/engine/keycodec"
 	"github.com/lethedb/lethe/mongoerr"
 )
@@ -43,6 +44,8 @@ type conformanceCase struct {
 	Error   *int32          `bson:"error"`
 	Exclude []bson.RawValue `bson:"exclude"`
 	Derived string          `bson:"derived"`
+	// Collation is the collation the case runs under; none is simple.
+	Collation bson.Raw `bson:"collation"`
 }
 
 func TestConformance(t *testing.T) {
@@ -90,10 +93,14 @@ func readConformanceFile(t *testing.T, file string) conformanceFile {
 }
 
 func runConformanceCase(t *testing.T, docs []bson.Raw, c conformanceCase) {
-	filter, err := Compile(c.Filter)
+	coll, err := collation.Parse(c.Collation)
+	var filter *Filter
+	if err == nil {
+		filter, err = CompileWith(c.Filter, Options{Collator: coll})
+	}
 	var sortSpec *Sort
 	if err == nil && c.Sort != nil {
-		sortSpec, err = CompileSort(c.Sort)
+		sortSpec, err = CompileSortWith(c.Sort, coll)
 	}
 	var matched []bson.Raw
 	if err == nil {

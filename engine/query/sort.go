@@ -7,7 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/bsonvalue"
-	"github.com/lethedb/lethe/engine/keycodec"
+	"github.com/lethedb/lethe/engine/collation"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -21,6 +21,7 @@ type SortField struct {
 type Sort struct {
 	fields  []sortField
 	natural int
+	coll    *collation.Collator // strings compare under it; nil is simple
 }
 
 // maxSortKeys is the most fields a sort may name.
@@ -37,12 +38,18 @@ type sortField struct {
 // Sorting by {$meta: ...} is refused, and so are more than maxSortKeys
 // fields.
 func CompileSort(spec bson.Raw) (*Sort, error) {
+	return CompileSortWith(spec, nil)
+}
+
+// CompileSortWith is CompileSort under a collation: strings, also inside
+// arrays and documents, compare under coll.
+func CompileSortWith(spec bson.Raw, coll *collation.Collator) (*Sort, error) {
 	if len(spec) > 0 {
 		if err := spec.Validate(); err != nil {
 			return nil, mongoerr.New(mongoerr.InvalidBSON, "invalid sort document: %v", err)
 		}
 	}
-	s := &Sort{}
+	s := &Sort{coll: coll}
 	it := bsonvalue.ElementsOf(spec)
 	for {
 		name, v, ok := it.Next()
@@ -129,7 +136,7 @@ func (s *Sort) Natural() int {
 // $natural sort compares all documents equal, leaving storage order alone.
 func (s *Sort) Compare(a, b bson.Raw) int {
 	for _, f := range s.fields {
-		c := keycodec.Compare(sortKey(a, f.parts, f.Desc), sortKey(b, f.parts, f.Desc))
+		c := s.coll.Compare(sortKey(a, f.parts, f.Desc, s.coll), sortKey(b, f.parts, f.Desc, s.coll))
 		if c != 0 {
 			if f.Desc {
 				return -c
@@ -143,8 +150,8 @@ func (s *Sort) Compare(a, b bson.Raw) int {
 // sortKey returns the value a document sorts by for one field: the least
 // (or, descending, the greatest) of the keys an index on the field would
 // hold for the document.
-func sortKey(doc []byte, parts []string, desc bool) bsoncore.Value {
-	k := keyPicker{desc: desc}
+func sortKey(doc []byte, parts []string, desc bool, coll *collation.Collator) bsoncore.Value {
+	k := keyPicker{desc: desc, coll: coll}
 	k.collect(doc, parts)
 	return k.best
 }
@@ -154,6 +161,7 @@ type keyPicker struct {
 	desc  bool
 	found bool
 	best  bsoncore.Value
+	coll  *collation.Collator
 }
 
 func (k *keyPicker) offer(v bsoncore.Value) {
@@ -161,7 +169,7 @@ func (k *keyPicker) offer(v bsoncore.Value) {
 		k.best, k.found = v, true
 		return
 	}
-	c := keycodec.Compare(v, k.best)
+	c := k.coll.Compare(v, k.best)
 	if (c < 0 && !k.desc) || (c > 0 && k.desc) {
 		k.best = v
 	}
@@ -246,3 +254,7 @@ func arrayElement(arr []byte, position int) (bsoncore.Value, bool) {
 		}
 	}
 }
+
+// Collator returns the collation the sort compares strings under; nil is
+// the simple collation.
+func (s *Sort) Collator() *collation.Collator { return s.coll }

@@ -184,6 +184,8 @@ func (g *keyGen) emit(fixed []bsoncore.Value, notFound int) {
 	}
 	var key []byte
 	for i, v := range fixed {
+		// Under a collation the entry holds the strings' collation keys.
+		v = g.ix.Collator.Key(v)
 		if g.ix.Fields[i].Desc {
 			key = keycodec.AppendDesc(key, v)
 		} else {

@@ -1,0 +1,162 @@
+package engine
+
+import (
+	"context"
+	"slices"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/lethedb/lethe/engine/collation"
+	"github.com/lethedb/lethe/engine/query"
+	"github.com/lethedb/lethe/engine/record"
+	"github.com/lethedb/lethe/mongoerr"
+)
+
+// collationKey carries the collation a command names (WithCollation).
+type collationKey struct{}
+
+// namedCollation is the collation document of a command, as sent.
+type namedCollation struct{ doc bson.Raw }
+
+// WithCollation returns ctx for a command, or one statement of a command,
+// that names a collation: the engine's reads and writes under ctx compare
+// strings under it rather than under the collection's default collation.
+// doc is the collation document as sent; {locale: "simple"} asks for
+// byte-wise comparison even where the collection has a default. The
+// collation travels in the context as a transaction does, so that every
+// entry point (find, count, distinct, aggregate, update, delete,
+// findAndModify, explain) takes it without an argument of its own.
+func WithCollation(ctx context.Context, doc bson.Raw) context.Context {
+	if len(doc) <= 5 {
+		// An empty document is no collation, as for mongod.
+		return ctx
+	}
+	return context.WithValue(ctx, collationKey{}, namedCollation{doc: doc})
+}
+
+// ParseCollation checks a collation document as mongod does, with its
+// codes and messages, and returns its normalised form, every field with
+// its value (nil for the simple collation): what create and createIndexes
+// store and what listCollections and listIndexes report.
+func ParseCollation(doc bson.Raw) (bson.Raw, error) {
+	c, err := collation.Parse(doc)
+	if err != nil || c == nil {
+		return nil, err
+	}
+	return c.Document(), nil
+}
+
+// commandCollator is the collation a command under ctx compares strings
+// under on c: the one it names, else c's default, else the simple one (nil).
+// c may be nil (a missing collection).
+func commandCollator(ctx context.Context, st *collState) (*collation.Collator, error) {
+	if n, ok := ctx.Value(collationKey{}).(namedCollation); ok {
+		return collation.Parse(n.doc)
+	}
+	if st == nil {
+		return nil, nil
+	}
+	return st.coll, nil
+}
+
+// queryCollator is commandCollator for db.coll, looked up by name.
+func (e *Engine) queryCollator(ctx context.Context, db, coll string) (*collation.Collator, error) {
+	var st *collState
+	if c := e.collection(db, coll); c != nil {
+		st = c.st()
+	}
+	return commandCollator(ctx, st)
+}
+
+// defaultCollator is the collation of a collection's options (create's
+// collation, stored normalised); nil when it has none or it does not
+// parse, which create prevents.
+func defaultCollator(options bson.Raw) *collation.Collator {
+	v, err := options.LookupErr("collation")
+	if err != nil || v.Type != bson.TypeEmbeddedDocument {
+		return nil
+	}
+	c, _ := collation.Parse(v.Document())
+	return c
+}
+
+// normalizeCreateOptions replaces the collation of create's options by
+// its normalised document, or drops it for the simple collation, as
+// mongod stores and lists it.
+func normalizeCreateOptions(options bson.Raw) (bson.Raw, error) {
+	v, err := options.LookupErr("collation")
+	if err != nil {
+		return options, nil
+	}
+	if v.Type != bson.TypeEmbeddedDocument {
+		return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field 'create.collation' is the wrong type '%s', expected type 'object'", typeName(v.Type))
+	}
+	norm, err := ParseCollation(v.Document())
+	if err != nil {
+		return nil, err
+	}
+	elems, _ := options.Elements()
+	idx, out := bsoncore.AppendDocumentStart(nil)
+	for _, el := range elems {
+		if el.Key() != "collation" {
+			out = append(out, el...)
+			continue
+		}
+		if norm != nil {
+			out = bsoncore.AppendDocumentElement(out, "collation", norm)
+		}
+	}
+	out, _ = bsoncore.AppendDocumentEnd(out, idx)
+	return out, nil
+}
+
+// inheritCollation gives a new index the default collation of db.coll
+// when its spec names none, as mongod does for v2 indexes; an index that
+// names one, {locale: "simple"} included, keeps it.
+func (e *Engine) inheritCollation(db, coll string, spec bson.Raw, im record.IndexMeta) record.IndexMeta {
+	if _, err := spec.LookupErr("collation"); err == nil || im.Version < 2 {
+		return im
+	}
+	c := e.collection(db, coll)
+	if c == nil || c.st().coll == nil {
+		return im
+	}
+	idx, extra := bsoncore.AppendDocumentStart(nil)
+	if len(im.Extra) > 5 {
+		extra = append(extra, im.Extra[4:len(im.Extra)-1]...)
+	}
+	extra = bsoncore.AppendDocumentElement(extra, "collation", c.st().coll.Document())
+	im.Extra, _ = bsoncore.AppendDocumentEnd(extra, idx)
+	return im
+}
+
+// usableConjuncts are the predicates of conj that can bound a scan of keys
+// made under the collation keys (an index's; nil for _id and the simple
+// collation), for a query compiled under qc. The values of a query's
+// predicates that hold strings are collation key values under qc, so they
+// bound the keys only when qc is the keys' collation; predicates on other
+// values (numbers, dates...) bound keys under any collation, as mongod's
+// planner lets them.
+func usableConjuncts(conj []query.Predicate, qc, keys *collation.Collator) []query.Predicate {
+	if collation.Equal(qc, keys) {
+		return conj
+	}
+	out := make([]query.Predicate, 0, len(conj))
+	for _, c := range conj {
+		if !slices.ContainsFunc(c.Values, collation.Collatable) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// sortsUnder reports whether the order of p's keys can be srt's order as
+// far as collation goes: an index's keys are in its collation's order, and
+// _id's in the simple one.
+func sortsUnder(p *plan, srt *query.Sort) bool {
+	if p.kind == planIndex {
+		return collation.Equal(p.ix.Collator, srt.Collator())
+	}
+	return srt.Collator() == nil
+}
