@@ -7,11 +7,23 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/lethedb/lethe/command"
+	"github.com/lethedb/lethe/engine"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
 // createView is create with viewOn: pipeline (nil for none) over viewOn.
 func (s *Service) createView(ctx context.Context, req *command.Request, coll, viewOn string, pipeline []bson.Raw, others []string) error {
+	if i := slices.Index(others, "collation"); i >= 0 {
+		// A view's collation is the simple one in Lethe: naming it is
+		// fine, another is refused.
+		norm, err := engine.ParseCollation(req.Body.Lookup("collation").Document())
+		if err != nil {
+			return err
+		}
+		if norm == nil {
+			others = slices.Delete(others, i, i+1)
+		}
+	}
 	switch {
 	case slices.Contains(others, "idIndex"):
 		return mongoerr.New(mongoerr.InvalidOptions, "'idIndex' is not allowed with 'viewOn'")

@@ -219,6 +219,7 @@ func (s *Server) update(ctx context.Context, req *Request) (bson.Raw, error) {
 				return err
 			}
 		}
+		ctx := statementCollation(ctx, st.Collation)
 		if st.Spec.Filter, err = lv.Filter(st.Spec.Filter); err != nil {
 			return err
 		}
@@ -273,6 +274,7 @@ func (s *Server) runDelete(ctx context.Context, db, coll string, st writestmt.De
 			return 0, err
 		}
 	}
+	ctx = statementCollation(ctx, st.Collation)
 	filter, err := lv.Filter(st.Filter)
 	if err != nil {
 		return 0, err

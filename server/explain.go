@@ -44,6 +44,7 @@ func (s *Server) explain(ctx context.Context, req *Request) (bson.Raw, error) {
 	if err != nil {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "explain command requires a nested object")
 	}
+	ctx = withBodyCollation(ctx, inner)
 	if first.Key() == "aggregate" {
 		return s.explainAggregate(ctx, req, inner, verbosity)
 	}

@@ -76,8 +76,8 @@ func (s *Server) guardViews() {
 	// in Lethe: another is refused as MongoDB refuses overriding a view's.
 	for _, name := range []string{"find", "aggregate", "count", "distinct"} {
 		wrap(name, func(ctx context.Context, req *Request, _ string, next handlerFunc) (bson.Raw, error) {
-			if v, err := req.Body.LookupErr("collation"); err == nil && v.Type == bson.TypeEmbeddedDocument && command.CheckCollation("collation", v) != nil {
-				return nil, mongoerr.New(mongoerr.OptionNotSupportedOnView, "Cannot override a view's default collation")
+			if err := checkViewCollation(req.Body); err != nil {
+				return nil, err
 			}
 			return next(ctx, req)
 		})

@@ -1,0 +1,176 @@
+package integration
+
+import (
+	"slices"
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+var ciCollation = &options.Collation{Locale: "en", Strength: 2}
+
+// TestCollationThroughTheDriver runs the commands that take a collation
+// through the Go driver's own options, with the expectations of
+// jstests/core/collation.js: matching under strength 2 ignores case, the
+// simple collation does not, a collection's default applies to commands
+// that name none, and indexes keep their collation.
+func TestCollationThroughTheDriver(t *testing.T) {
+	ts := startServer(t)
+	ctx := testCtx(t)
+	db := ts.Client.Database("coll")
+	coll := db.Collection("c")
+	mustInsert(t, coll,
+		bson.D{{Key: "_id", Value: 1}, {Key: "str", Value: "foo"}},
+		bson.D{{Key: "_id", Value: 2}, {Key: "str", Value: "bar"}},
+		bson.D{{Key: "_id", Value: 3}, {Key: "str", Value: "FOO"}})
+	foo := bson.D{{Key: "str", Value: "Foo"}}
+
+	// find, with the driver's collation option.
+	idsOfCursor := func(cur *mongo.Cursor, err error) []int32 {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var docs []struct {
+			ID int32 `bson:"_id"`
+		}
+		if err := cur.All(ctx, &docs); err != nil {
+			t.Fatal(err)
+		}
+		out := []int32{}
+		for _, d := range docs {
+			out = append(out, d.ID)
+		}
+		return out
+	}
+	if got := idsOfCursor(coll.Find(ctx, foo, options.Find().SetCollation(ciCollation).SetSort(bson.D{{Key: "_id", Value: 1}}))); !slices.Equal(got, []int32{1, 3}) {
+		t.Errorf("find under strength 2: %v", got)
+	}
+	if got := idsOfCursor(coll.Find(ctx, foo)); len(got) != 0 {
+		t.Errorf("find under simple: %v", got)
+	}
+	// A sort under en puts bar before both foos, lower case first.
+	got := idsOfCursor(coll.Find(ctx, bson.D{}, options.Find().SetCollation(&options.Collation{Locale: "en"}).SetSort(bson.D{{Key: "str", Value: 1}})))
+	if !slices.Equal(got, []int32{2, 1, 3}) {
+		t.Errorf("sort under en: %v", got)
+	}
+	// count and distinct.
+	if n, err := coll.CountDocuments(ctx, foo, options.Count().SetCollation(ciCollation)); err != nil || n != 2 {
+		t.Errorf("countDocuments: %d %v", n, err)
+	}
+	n := run(t, db, bson.D{{Key: "count", Value: "c"}, {Key: "query", Value: foo}, {Key: "collation", Value: ciCollation}}).Lookup("n").AsInt64()
+	if n != 2 {
+		t.Errorf("count command: %d", n)
+	}
+	var vals []string
+	if err := coll.Distinct(ctx, "str", bson.D{}, options.Distinct().SetCollation(ciCollation)).Decode(&vals); err != nil || len(vals) != 2 {
+		t.Errorf("distinct under strength 2: %v %v, want bar and one foo", vals, err)
+	}
+	// aggregate: $match and $sort.
+	cur, err := coll.Aggregate(ctx, mongo.Pipeline{{{Key: "$match", Value: foo}}, {{Key: "$sort", Value: bson.D{{Key: "_id", Value: -1}}}}},
+		options.Aggregate().SetCollation(ciCollation))
+	if got := idsOfCursor(cur, err); !slices.Equal(got, []int32{3, 1}) {
+		t.Errorf("aggregate under strength 2: %v", got)
+	}
+	// updateMany, findOneAndUpdate, deleteMany.
+	up, err := coll.UpdateMany(ctx, foo, bson.D{{Key: "$set", Value: bson.D{{Key: "seen", Value: true}}}}, options.UpdateMany().SetCollation(ciCollation))
+	if err != nil || up.MatchedCount != 2 {
+		t.Errorf("updateMany: %+v %v", up, err)
+	}
+	var doc bson.Raw
+	err = coll.FindOneAndUpdate(ctx, bson.D{{Key: "str", Value: "BAR"}}, bson.D{{Key: "$set", Value: bson.D{{Key: "x", Value: 1}}}},
+		options.FindOneAndUpdate().SetCollation(ciCollation)).Decode(&doc)
+	if err != nil || doc.Lookup("_id").Int32() != 2 {
+		t.Errorf("findOneAndUpdate: %s %v", doc, err)
+	}
+	del, err := coll.DeleteMany(ctx, foo, options.DeleteMany().SetCollation(ciCollation))
+	if err != nil || del.DeletedCount != 2 {
+		t.Errorf("deleteMany: %+v %v", del, err)
+	}
+	// Refusals with mongod's codes.
+	_, err = coll.Find(ctx, foo, options.Find().SetCollation(&options.Collation{Locale: "xx"}))
+	wantCode(t, err, 2)
+	_, err = coll.CountDocuments(ctx, foo, options.Count().SetCollation(&options.Collation{Locale: "en", Strength: 9}))
+	wantCode(t, err, 2)
+	err = db.RunCommand(ctx, bson.D{{Key: "find", Value: "c"}, {Key: "collation", Value: bson.D{{Key: "locale", Value: "en"}, {Key: "bogus", Value: 1}}}}).Err()
+	wantCode(t, err, 40415)
+}
+
+// TestCollationDefaultAndIndexes: create's collation is the collection's
+// default, reported normalised by listCollections and inherited by its
+// indexes; a unique index under strength 2 refuses a second spelling.
+func TestCollationDefaultAndIndexes(t *testing.T) {
+	ts := startServer(t)
+	ctx := testCtx(t)
+	db := ts.Client.Database("coll")
+	if err := db.CreateCollection(ctx, "fr", options.CreateCollection().SetCollation(&options.Collation{Locale: "fr_CA"})); err != nil {
+		t.Fatal(err)
+	}
+	specs, err := db.ListCollectionSpecifications(ctx, bson.D{{Key: "name", Value: "fr"}})
+	if err != nil || len(specs) != 1 {
+		t.Fatal(specs, err)
+	}
+	// jstests/core/collation.js: every field, fr_CA's backwards default,
+	// and the version.
+	want := bson.D{{Key: "locale", Value: "fr_CA"}, {Key: "caseLevel", Value: false}, {Key: "caseFirst", Value: "off"},
+		{Key: "strength", Value: int32(3)}, {Key: "numericOrdering", Value: false}, {Key: "alternate", Value: "non-ignorable"},
+		{Key: "maxVariable", Value: "punct"}, {Key: "normalization", Value: false}, {Key: "backwards", Value: true},
+		{Key: "version", Value: "57.1"}}
+	wantRaw, _ := bson.Marshal(want)
+	if got := specs[0].Options.Lookup("collation").Document(); !slices.Equal(got, bson.Raw(wantRaw)) {
+		t.Errorf("listCollections collation %s, want %s", got, bson.Raw(wantRaw))
+	}
+	fr := db.Collection("fr")
+	if _, err := fr.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "a", Value: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	ixCur, err := fr.Indexes().List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ixs []bson.Raw
+	if err := ixCur.All(ctx, &ixs); err != nil || len(ixs) != 2 {
+		t.Fatal(ixs, err)
+	}
+	for _, ix := range ixs {
+		if loc, _ := ix.Lookup("collation", "locale").StringValueOK(); loc != "fr_CA" {
+			t.Errorf("index %s: not under fr_CA", ix)
+		}
+	}
+	// Canadian French order from the default collation.
+	mustInsert(t, fr, bson.D{{Key: "_id", Value: 1}, {Key: "a", Value: "côté"}}, bson.D{{Key: "_id", Value: 2}, {Key: "a", Value: "coté"}},
+		bson.D{{Key: "_id", Value: 3}, {Key: "a", Value: "côte"}}, bson.D{{Key: "_id", Value: 4}, {Key: "a", Value: "cote"}})
+	cur, err := fr.Find(ctx, bson.D{}, options.Find().SetSort(bson.D{{Key: "a", Value: 1}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var docs []struct {
+		A string `bson:"a"`
+	}
+	if err := cur.All(ctx, &docs); err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, d := range docs {
+		order = append(order, d.A)
+	}
+	if want := []string{"cote", "côte", "coté", "côté"}; !slices.Equal(order, want) {
+		t.Errorf("fr_CA order %q, want %q", order, want)
+	}
+
+	users := db.Collection("users")
+	_, err = users.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "name", Value: 1}},
+		Options: options.Index().SetUnique(true).SetCollation(ciCollation)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustInsert(t, users, bson.D{{Key: "name", Value: "Alice"}})
+	_, err = users.InsertOne(ctx, bson.D{{Key: "name", Value: "alice"}})
+	wantCode(t, err, 11000)
+	// A bad collation on create and createIndexes.
+	wantCode(t, db.CreateCollection(ctx, "bad", options.CreateCollection().SetCollation(&options.Collation{Locale: "xx"})), 2)
+	_, err = users.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "b", Value: 1}}, Options: options.Index().SetCollation(&options.Collation{Locale: "en", Strength: 9})})
+	wantCode(t, err, 2)
+}
