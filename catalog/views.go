@@ -7,22 +7,16 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/lethedb/lethe/command"
-	"github.com/lethedb/lethe/engine"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
 // createView is create with viewOn: pipeline (nil for none) over viewOn.
 func (s *Service) createView(ctx context.Context, req *command.Request, coll, viewOn string, pipeline []bson.Raw, others []string) error {
+	var collation bson.Raw
 	if i := slices.Index(others, "collation"); i >= 0 {
-		// A view's collation is the simple one in Lethe: naming it is
-		// fine, another is refused.
-		norm, err := engine.ParseCollation(req.Body.Lookup("collation").Document())
-		if err != nil {
-			return err
-		}
-		if norm == nil {
-			others = slices.Delete(others, i, i+1)
-		}
+		// The view's default collation, checked by the engine.
+		collation = req.Body.Lookup("collation").Document()
+		others = slices.Delete(others, i, i+1)
 	}
 	switch {
 	case slices.Contains(others, "idIndex"):
@@ -33,7 +27,7 @@ func (s *Service) createView(ctx context.Context, req *command.Request, coll, vi
 	if pipeline == nil {
 		pipeline = []bson.Raw{}
 	}
-	return s.eng.CreateView(ctx, req.DB, coll, viewOn, pipeline)
+	return s.eng.CreateViewCollated(ctx, req.DB, coll, viewOn, pipeline, collation)
 }
 
 // viewInfos are listCollections' entries for db's views.
@@ -46,8 +40,12 @@ func (s *Service) viewInfos(db string, nameOnly bool) []bson.D {
 			for i, st := range v.Pipeline {
 				stages[i] = st
 			}
+			opts := bson.D{{Key: "viewOn", Value: v.ViewOn}, {Key: "pipeline", Value: stages}}
+			if v.Collation != nil {
+				opts = append(opts, bson.E{Key: "collation", Value: v.Collation})
+			}
 			d = append(d,
-				bson.E{Key: "options", Value: bson.D{{Key: "viewOn", Value: v.ViewOn}, {Key: "pipeline", Value: stages}}},
+				bson.E{Key: "options", Value: opts},
 				bson.E{Key: "info", Value: bson.D{{Key: "readOnly", Value: true}}})
 		}
 		out = append(out, d)

@@ -8,6 +8,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/engine/collation"
+	"github.com/lethedb/lethe/engine/distinct"
 	"github.com/lethedb/lethe/engine/query"
 	"github.com/lethedb/lethe/engine/record"
 	"github.com/lethedb/lethe/mongoerr"
@@ -159,4 +160,45 @@ func sortsUnder(p *plan, srt *query.Sort) bool {
 		return collation.Equal(p.ix.Collator, srt.Collator())
 	}
 	return srt.Collator() == nil
+}
+
+// viewCollation is the collation a new view db.name on viewOn gets: the
+// one create names, normalised, or none (the simple collation: a view
+// does not take its collection's default). A view on a view has that
+// view's collation, and naming another is refused, as by mongod.
+func (e *Engine) viewCollation(ctx context.Context, db, name, viewOn string, doc bson.Raw) (bson.Raw, error) {
+	var norm bson.Raw
+	if doc != nil {
+		var err error
+		if norm, err = ParseCollation(doc); err != nil {
+			return nil, err
+		}
+	}
+	src, isView := e.View(ctx, db, viewOn)
+	if !isView {
+		return norm, nil
+	}
+	if doc == nil {
+		return src.Collation, nil
+	}
+	if string(norm) != string(src.Collation) {
+		return nil, mongoerr.New(mongoerr.OptionNotSupportedOnView, "View %s.%s has conflicting collation with view %s.%s", db, name, db, viewOn)
+	}
+	return norm, nil
+}
+
+// DistinctOfUnder is DistinctOf under the collation ctx names
+// (WithCollation), as distinct over a view's output compares.
+func DistinctOfUnder(ctx context.Context, docs []bson.Raw, key string) ([]bsoncore.Value, error) {
+	coll, err := commandCollator(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	set := distinct.NewCollatedSet(key, coll)
+	for _, d := range docs {
+		if !set.Add(d) {
+			break
+		}
+	}
+	return set.Values()
 }

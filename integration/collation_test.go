@@ -174,3 +174,54 @@ func TestCollationDefaultAndIndexes(t *testing.T) {
 	_, err = users.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "b", Value: 1}}, Options: options.Index().SetCollation(&options.Collation{Locale: "en", Strength: 9})})
 	wantCode(t, err, 2)
 }
+
+// TestViewCollation: a view's collation is the one create names (a view
+// does not take its collection's default), reads of the view run under
+// it, another named by a read is OptionNotSupportedOnView (167), and a
+// view on a view has that view's collation
+// (https://www.mongodb.com/docs/manual/reference/method/db.createView/).
+func TestViewCollation(t *testing.T) {
+	ts := startServer(t)
+	ctx := testCtx(t)
+	db := ts.Client.Database("coll")
+	if err := db.CreateCollection(ctx, "c", options.CreateCollection().SetCollation(ciCollation)); err != nil {
+		t.Fatal(err)
+	}
+	mustInsert(t, db.Collection("c"), bson.D{{Key: "_id", Value: 1}, {Key: "s", Value: "foo"}}, bson.D{{Key: "_id", Value: 2}, {Key: "s", Value: "FOO"}})
+	foo := bson.D{{Key: "s", Value: "foo"}}
+	wantIDs(t, db.Collection("c"), foo, 1, 2)
+	if err := db.CreateView(ctx, "plain", "c", mongo.Pipeline{}); err != nil {
+		t.Fatal(err)
+	}
+	wantIDs(t, db.Collection("plain"), foo, 1)
+	if err := db.CreateView(ctx, "ci", "c", mongo.Pipeline{}, options.CreateView().SetCollation(ciCollation)); err != nil {
+		t.Fatal(err)
+	}
+	wantIDs(t, db.Collection("ci"), foo, 1, 2)
+	if n, err := db.Collection("ci").CountDocuments(ctx, foo); err != nil || n != 2 {
+		t.Errorf("count on the view: %d %v", n, err)
+	}
+	// The view's own collation may be named; another may not.
+	if _, err := db.Collection("ci").Find(ctx, foo, options.Find().SetCollation(ciCollation)); err != nil {
+		t.Errorf("find naming the view's collation: %v", err)
+	}
+	_, err := db.Collection("ci").Find(ctx, foo, options.Find().SetCollation(&options.Collation{Locale: "fr"}))
+	wantCode(t, err, 167)
+	err = db.RunCommand(ctx, bson.D{{Key: "create", Value: "onci"}, {Key: "viewOn", Value: "ci"}, {Key: "pipeline", Value: bson.A{}},
+		{Key: "collation", Value: bson.D{{Key: "locale", Value: "fr"}}}}).Err()
+	wantCode(t, err, 167)
+	if err := db.CreateView(ctx, "onci", "ci", mongo.Pipeline{}); err != nil {
+		t.Fatal(err)
+	}
+	wantIDs(t, db.Collection("onci"), foo, 1, 2)
+	specs, err := db.ListCollectionSpecifications(ctx, bson.D{{Key: "name", Value: bson.D{{Key: "$in", Value: bson.A{"ci", "onci", "plain"}}}}})
+	if err != nil || len(specs) != 3 {
+		t.Fatal(specs, err)
+	}
+	for _, s := range specs {
+		_, has := s.Options.LookupErr("collation")
+		if want := s.Name != "plain"; (has == nil) != want {
+			t.Errorf("%s: options %s, collation listed %v, want %v", s.Name, s.Options, has == nil, want)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/engine"
 	"github.com/lethedb/lethe/mongoerr"
@@ -49,20 +50,27 @@ func statementCollation(ctx context.Context, v bson.RawValue) context.Context {
 	return ctx
 }
 
-// checkViewCollation refuses a read of a view that names a collation
-// other than the view's, which in Lethe is always the simple one, as
-// mongod refuses overriding a view's default collation.
-func checkViewCollation(body bson.Raw) error {
-	v, err := body.LookupErr("collation")
-	if err != nil || v.Type != bson.TypeEmbeddedDocument {
-		return nil
+// viewReadCollation checks the collation a read of the view db.coll
+// names against the view's, refusing another with
+// OptionNotSupportedOnView as mongod does, and returns ctx for the read
+// under the view's collation, which its pipeline and the query over it
+// use whatever the underlying collection's default.
+func (s *Server) viewReadCollation(ctx context.Context, req *Request, coll string) (context.Context, error) {
+	view, _ := s.eng.View(ctx, req.DB, coll)
+	if v, err := req.Body.LookupErr("collation"); err == nil && v.Type == bson.TypeEmbeddedDocument {
+		norm, err := engine.ParseCollation(v.Document())
+		if err != nil {
+			return ctx, err
+		}
+		if string(norm) != string(view.Collation) {
+			return ctx, mongoerr.New(mongoerr.OptionNotSupportedOnView, "Cannot override a view's default collation")
+		}
 	}
-	norm, err := engine.ParseCollation(v.Document())
-	if err != nil {
-		return err
+	if view.Collation == nil {
+		return engine.WithCollation(ctx, simpleCollation), nil
 	}
-	if norm != nil {
-		return mongoerr.New(mongoerr.OptionNotSupportedOnView, "Cannot override a view's default collation")
-	}
-	return nil
+	return engine.WithCollation(ctx, view.Collation), nil
 }
+
+// simpleCollation is {locale: "simple"}.
+var simpleCollation = bson.Raw(bsoncore.NewDocumentBuilder().AppendString("locale", "simple").Build())
