@@ -119,6 +119,9 @@ func (e *Engine) aggregate(ctx context.Context, db, coll string, stages []bson.R
 	if po.Collator, err = e.queryCollator(ctx, db, coll); err != nil {
 		return res, err
 	}
+	// The stages that read other collections ($lookup, $unionWith,
+	// $graphLookup) compare under the aggregation's collation too.
+	ctx = WithCollation(ctx, po.Collator.Document())
 	if opts.AllowDiskUse {
 		// The request's temporary files, for the blocking sort of its
 		// query and its stages alike; the output is in memory by the

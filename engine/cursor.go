@@ -89,7 +89,7 @@ func compileQueryAt(spec FindSpec, now time.Time, coll *collation.Collator) (*co
 		}
 	}
 	if len(spec.Projection) > 0 {
-		if q.proj, err = project.CompileWith(spec.Projection, project.Options{Now: now}); err != nil {
+		if q.proj, err = project.CompileWith(spec.Projection, project.Options{Now: now, Collator: coll}); err != nil {
 			return nil, err
 		}
 	}

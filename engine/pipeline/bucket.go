@@ -126,7 +126,7 @@ func compileBucket(c *compiler, _ string, arg bson.RawValue) (stage, error) {
 func (*bucketStage) blocks() {}
 
 func (s *bucketStage) apply(r *run, docs []bson.Raw, _ Limit) ([]bson.Raw, error) {
-	gr := newGrouper(s.accs, r.blocking(groupExceeded))
+	gr := newGrouper(s.accs, r.blocking(groupExceeded), r.opts.Collator)
 	n := len(s.boundaries)
 	for j, d := range docs {
 		if j%256 == 255 && r.ctx.Err() != nil {
