@@ -81,8 +81,8 @@ type env struct {
 
 	coll  *collation.Collator // strings compare under it
 	ctx   context.Context     // of the request, checked by loops
-	ticks int             // loop steps, to check ctx every few
-	held  int             // bytes of the values held at once; see charge
+	ticks int                 // loop steps, to check ctx every few
+	held  int                 // bytes of the values held at once; see charge
 }
 
 // Slots of the variables that are not bound by an expression.

@@ -6,8 +6,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"github.com/lethedb/lethe/engine/expr"
 	"github.com/lethedb/lethe/engine/collation"
+	"github.com/lethedb/lethe/engine/expr"
 	"github.com/lethedb/lethe/engine/keycodec"
 	"github.com/lethedb/lethe/engine/pipeline/accum"
 	"github.com/lethedb/lethe/engine/pipeline/internal/values"
