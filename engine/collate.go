@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"slices"
 
@@ -201,4 +202,50 @@ func DistinctOfUnder(ctx context.Context, docs []bson.Raw, key string) ([]bsonco
 		}
 	}
 	return set.Values()
+}
+
+// sortByKeys sorts items by srt, stably, computing each document's sort
+// key once: under a collation a comparison would compute two collation
+// keys, and a sort makes n log n of them.
+func sortByKeys(items []storedDoc, srt *query.Sort) {
+	type keyed struct {
+		key []byte
+		d   storedDoc
+	}
+	ks := make([]keyed, len(items))
+	for i, d := range items {
+		ks[i] = keyed{srt.AppendKey(nil, d.doc), d}
+	}
+	slices.SortStableFunc(ks, func(a, b keyed) int { return bytes.Compare(a.key, b.key) })
+	for i := range ks {
+		items[i] = ks[i].d
+	}
+}
+
+// A sort under a collation keeps each document's sort key (Sort.AppendKey)
+// after the document in its sort record (header, document, key), so that
+// comparisons compare bytes rather than compute two collation keys each.
+
+// keyedSortRecord appends the sort key of the record's document when srt
+// compares under a collation.
+func keyedSortRecord(rec []byte, srt *query.Sort) []byte {
+	if srt.Collator() == nil {
+		return rec
+	}
+	return srt.AppendKey(rec, bson.Raw(docOfRecord(rec[record.HeaderLen:])))
+}
+
+// docOfRecord is the document at the start of rest, without a sort key
+// after it.
+func docOfRecord(rest []byte) []byte {
+	if n, _, ok := bsoncore.ReadLength(rest); ok && n >= 5 && int(n) <= len(rest) {
+		return rest[:n]
+	}
+	return rest
+}
+
+// compareKeyedRecords orders sort records by their keys.
+func compareKeyedRecords(a, b []byte) int {
+	da, db := docOfRecord(a[record.HeaderLen:]), docOfRecord(b[record.HeaderLen:])
+	return bytes.Compare(a[record.HeaderLen+len(da):], b[record.HeaderLen+len(db):])
 }

@@ -135,3 +135,53 @@ func TestDefaultCollation(t *testing.T) {
 		t.Errorf("create with locale xx: %v", err)
 	}
 }
+
+// A sort under a collation orders the same in memory, spilled to disk and
+// kept to its first k (sort records carry the collation keys then), and
+// the same as the collated comparison of the documents.
+func TestCollatedSortSpillsInOrder(t *testing.T) {
+	e := openTestEngine(t)
+	ctx := context.Background()
+	words := []string{"b", "A", "a", "é", "E", "e", "c", "B", "Ab", "ab"}
+	var docs []bson.Raw
+	for i := range 3000 {
+		docs = append(docs, mustRaw(t, bson.D{{Key: "_id", Value: i}, {Key: "s", Value: words[i%len(words)] + string(rune('a'+i%26))},
+			{Key: "pad", Value: string(make([]byte, 100))}}))
+	}
+	if res, err := e.Insert(ctx, "db", "c", docs, true); err != nil || len(res.Errors) > 0 {
+		t.Fatal(err, res.Errors)
+	}
+	sortSpec := mustRaw(t, bson.D{{Key: "s", Value: -1}, {Key: "_id", Value: 1}})
+	cctx := WithCollation(ctx, mustRaw(t, bson.D{{Key: "locale", Value: "en"}, {Key: "strength", Value: 2}}))
+	run := func(spec FindSpec) []bson.Raw {
+		t.Helper()
+		cur, err := e.Find(cctx, "db", "c", spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all, err := cur.All(cctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return all
+	}
+	inMemory := run(FindSpec{Sort: sortSpec})
+	e.sortLimit = 16 << 10
+	spilled := run(FindSpec{Sort: sortSpec, AllowDiskUse: true})
+	topK := run(FindSpec{Sort: sortSpec, AllowDiskUse: true, Limit: 50})
+	if len(inMemory) != 3000 || len(spilled) != 3000 || len(topK) != 50 {
+		t.Fatalf("%d, %d and %d documents", len(inMemory), len(spilled), len(topK))
+	}
+	coll, _ := commandCollator(cctx, nil)
+	for i := range inMemory {
+		if string(inMemory[i]) != string(spilled[i]) || i < 50 && string(inMemory[i]) != string(topK[i]) {
+			t.Fatalf("document %d differs: %s, %s", i, inMemory[i], spilled[i])
+		}
+		if i > 0 {
+			a, b := inMemory[i-1].Lookup("s"), inMemory[i].Lookup("s")
+			if coll.CompareStrings([]byte(a.StringValue()), []byte(b.StringValue())) < 0 {
+				t.Fatalf("%q before %q in a descending sort", a.StringValue(), b.StringValue())
+			}
+		}
+	}
+}

@@ -192,6 +192,8 @@ func (c *Cursor) materialize(ctx context.Context, srt *query.Sort, limit pipelin
 		if c.items, err = top.sorted(); err != nil {
 			return err
 		}
+	} else if srt.Collator() != nil {
+		sortByKeys(c.items, srt)
 	} else {
 		sort.SliceStable(c.items, func(i, j int) bool { return srt.Compare(c.items[i].doc, c.items[j].doc) < 0 })
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lethedb/lethe/bsonvalue"
 	"github.com/lethedb/lethe/engine/collation"
+	"github.com/lethedb/lethe/engine/keycodec"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -258,3 +259,20 @@ func arrayElement(arr []byte, position int) (bsoncore.Value, bool) {
 // Collator returns the collation the sort compares strings under; nil is
 // the simple collation.
 func (s *Sort) Collator() *collation.Collator { return s.coll }
+
+// AppendKey appends doc's sort key to dst: bytes whose order is the sort's
+// order of documents, bytes.Compare(s.AppendKey(nil, a), s.AppendKey(nil,
+// b)) having the sign of s.Compare(a, b). A sort of many documents under a
+// collation computes each document's collation keys once this way rather
+// than at every comparison.
+func (s *Sort) AppendKey(dst []byte, doc bson.Raw) []byte {
+	for _, f := range s.fields {
+		k := s.coll.Key(sortKey(doc, f.parts, f.Desc, s.coll))
+		if f.Desc {
+			dst = keycodec.AppendDesc(dst, k)
+		} else {
+			dst = keycodec.Append(dst, k)
+		}
+	}
+	return dst
+}
