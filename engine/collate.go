@@ -10,6 +10,7 @@ import (
 
 	"github.com/lethedb/lethe/engine/collation"
 	"github.com/lethedb/lethe/engine/distinct"
+	"github.com/lethedb/lethe/engine/pipeline"
 	"github.com/lethedb/lethe/engine/query"
 	"github.com/lethedb/lethe/engine/record"
 	"github.com/lethedb/lethe/mongoerr"
@@ -206,8 +207,10 @@ func DistinctOfUnder(ctx context.Context, docs []bson.Raw, key string) ([]bsonco
 
 // sortByKeys sorts items by srt, stably, computing each document's sort
 // key once: under a collation a comparison would compute two collation
-// keys, and a sort makes n log n of them.
-func sortByKeys(items []storedDoc, srt *query.Sort) {
+// keys, and a sort makes n log n of them. The keys, which can be several
+// times the size of their strings, count with the held documents against
+// the sort's limit.
+func sortByKeys(items []storedDoc, srt *query.Sort, held int64, limit pipeline.Limit) (int64, error) {
 	type keyed struct {
 		key []byte
 		d   storedDoc
@@ -215,11 +218,15 @@ func sortByKeys(items []storedDoc, srt *query.Sort) {
 	ks := make([]keyed, len(items))
 	for i, d := range items {
 		ks[i] = keyed{srt.AppendKey(nil, d.doc), d}
+		if held += int64(len(ks[i].key)); held > limit.Bytes {
+			return held, limit.Exceeded(limit.Bytes)
+		}
 	}
 	slices.SortStableFunc(ks, func(a, b keyed) int { return bytes.Compare(a.key, b.key) })
 	for i := range ks {
 		items[i] = ks[i].d
 	}
+	return held, nil
 }
 
 // A sort under a collation keeps each document's sort key (Sort.AppendKey)

@@ -193,7 +193,10 @@ func (c *Cursor) materialize(ctx context.Context, srt *query.Sort, limit pipelin
 			return err
 		}
 	} else if srt.Collator() != nil {
-		sortByKeys(c.items, srt)
+		// The keys are dropped after the sort: only the documents stay held.
+		if _, err := sortByKeys(c.items, srt, held, limit); err != nil {
+			return err
+		}
 	} else {
 		sort.SliceStable(c.items, func(i, j int) bool { return srt.Compare(c.items[i].doc, c.items[j].doc) < 0 })
 	}

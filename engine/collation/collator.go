@@ -106,25 +106,37 @@ func (c *Collator) AppendKey(dst, s []byte) []byte {
 	if c == nil {
 		return append(dst, s...)
 	}
+	return c.withKey(s, func(k []byte) []byte { return append(dst, k...) })
+}
+
+// largeString is the length past which a string's key buffers are not
+// kept for the next key: a key is several times its string, and a pool
+// of workers holding those of a 16 MiB string would hold a lot for long.
+const largeString = 64 << 10
+
+// withKey calls fn with the collation key of s, which is valid only during
+// the call, and returns what fn returns.
+func (c *Collator) withKey(s []byte, fn func(key []byte) []byte) []byte {
 	w := c.pool.Get().(*worker)
 	w.buf.Reset()
 	k := w.c.Key(&w.buf, s)
-	start := len(dst)
-	dst = append(dst, k...)
-	c.pool.Put(w)
 	switch {
 	case c.caseLevel:
-		dst = c.appendCaseLevel(dst, s)
+		k = c.appendCaseLevel(k, s)
 	case c.spec.CaseFirst == "upper":
-		c.upperFirst(dst[start:])
+		c.upperFirst(k)
 	}
 	if c.spec.Strength == 5 {
 		// The identical level: the code points, normalised, after
 		// every other level.
-		dst = append(dst, 0, 0, 0)
-		dst = norm.NFD.Append(dst, s...)
+		k = append(k, 0, 0, 0)
+		k = norm.NFD.Append(k, s...)
 	}
-	return dst
+	out := fn(k)
+	if len(s) <= largeString {
+		c.pool.Put(w)
+	}
+	return out
 }
 
 // CompareStrings compares two strings under the collation.
@@ -132,8 +144,14 @@ func (c *Collator) CompareStrings(a, b []byte) int {
 	if c == nil {
 		return bytes.Compare(a, b)
 	}
-	var ka, kb [64]byte
-	return bytes.Compare(c.AppendKey(ka[:0], a), c.AppendKey(kb[:0], b))
+	var buf [64]byte
+	ka := c.AppendKey(buf[:0], a)
+	r := 0
+	c.withKey(b, func(kb []byte) []byte {
+		r = bytes.Compare(ka, kb)
+		return nil
+	})
+	return r
 }
 
 // appendCaseLevel appends the case level ICU puts after the secondary
@@ -200,8 +218,9 @@ func (c *Collator) Key(v bsoncore.Value) bsoncore.Value {
 	switch v.Type {
 	case bsoncore.TypeString, bsoncore.TypeSymbol:
 		s, _ := bsonvalue.StringBytes(v)
-		k := c.AppendKey(make([]byte, 4, 4+len(s)*3+16), s)
-		return bsoncore.Value{Type: bsoncore.TypeString, Data: finishString(k)}
+		// The value is allocated once, at its size.
+		data := c.withKey(s, func(k []byte) []byte { return append(make([]byte, 4, 4+len(k)+1), k...) })
+		return bsoncore.Value{Type: bsoncore.TypeString, Data: finishString(data)}
 	case bsoncore.TypeEmbeddedDocument, bsoncore.TypeArray:
 		if !hasString(v.Data) {
 			return v
