@@ -22,6 +22,9 @@ type Explanation struct {
 	KeysExam   int64
 	DocsExam   int64
 	Millis     int64
+	// Collation is the query's collation, normalised; nil for the simple
+	// one (explain shows it in queryPlanner).
+	Collation bson.Raw
 }
 
 // Explain plans spec and, with execute, runs it to the end to count the
@@ -35,6 +38,9 @@ func (e *Engine) Explain(ctx context.Context, db, coll string, spec FindSpec, ex
 	q, err := compileQueryAt(spec, e.clock.Now(), collator)
 	if err != nil {
 		return ex, err
+	}
+	if collator != nil {
+		ex.Collation = collator.Document()
 	}
 	c := e.collection(db, coll)
 	if c == nil {

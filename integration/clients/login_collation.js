@@ -35,6 +35,7 @@ check(db.users.find({ username: 'ALICE' }).toArray().length === 0, 'without the 
 const plan = db.users.find({ username: 'ALICE' }).collation(ci).explain();
 const winning = JSON.stringify(plan.queryPlanner.winningPlan);
 check(winning.includes('IXSCAN') && winning.includes('username_1'), 'the login uses the index: ' + winning);
+check(plan.queryPlanner.collation && plan.queryPlanner.collation.strength === 2, 'explain shows the collation: ' + JSON.stringify(plan.queryPlanner));
 const simplePlan = JSON.stringify(db.users.find({ username: 'ALICE' }).explain().queryPlanner.winningPlan);
 check(simplePlan.includes('COLLSCAN'), 'without the collation the index is not used: ' + simplePlan);
 
