@@ -27,7 +27,8 @@
 // Every exported method that reads or writes the store or the catalog
 // takes a context.Context first, since on a distributed store each call may
 // be network I/O; the statement's transaction, if any, travels in it too
-// (WithTransaction, transaction.go). Only accessors of in-process state do
+// (WithTransaction, transaction.go), and so does the collation a command
+// names (WithCollation, collate.go), else the collection's default applies. Only accessors of in-process state do
 // without one: Reaper, Clock, Oplog, ClusterTime, ChangeStreamOptions,
 // RecordLatency, SetSnapshotHistory and Close.
 //
