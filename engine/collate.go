@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"slices"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -13,6 +14,7 @@ import (
 	"github.com/lethedb/lethe/engine/pipeline"
 	"github.com/lethedb/lethe/engine/query"
 	"github.com/lethedb/lethe/engine/record"
+	"github.com/lethedb/lethe/engine/update"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -255,4 +257,16 @@ func docOfRecord(rest []byte) []byte {
 func compareKeyedRecords(a, b []byte) int {
 	da, db := docOfRecord(a[record.HeaderLen:]), docOfRecord(b[record.HeaderLen:])
 	return bytes.Compare(a[record.HeaderLen+len(da):], b[record.HeaderLen+len(db):])
+}
+
+// CompileUpdateFor is CompileUpdate for a statement on db.coll under ctx:
+// its array filters, $pull, $pullAll, $addToSet and pipeline expressions
+// compare strings under the statement's collation (WithCollation), else
+// the collection's default, as its filter does.
+func (e *Engine) CompileUpdateFor(ctx context.Context, db, coll string, u bson.RawValue, arrayFilters []bson.Raw, multi bool, lv *Let, now time.Time) (*update.Update, error) {
+	collator, err := e.queryCollator(ctx, db, coll)
+	if err != nil {
+		return nil, err
+	}
+	return compileUpdateUnder(u, arrayFilters, multi, lv, now, collator)
 }

@@ -225,3 +225,108 @@ func TestViewCollation(t *testing.T) {
 		}
 	}
 }
+
+// TestCollationUpdateOperators: the operators of an update that compare
+// values do so under its collation, or the collection's default
+// (jstests/core/collation_update.js): $addToSet, $pull, $pullAll, $min,
+// $max, $push's $sort, and array filters.
+func TestCollationUpdateOperators(t *testing.T) {
+	ts := startServer(t)
+	ctx := testCtx(t)
+	db := ts.Client.Database("collupd")
+	coll := db.Collection("c")
+	ci := options.UpdateOne().SetCollation(ciCollation)
+	cs := options.UpdateOne().SetCollation(&options.Collation{Locale: "en_US", Strength: 3})
+	num := options.UpdateOne().SetCollation(&options.Collation{Locale: "en_US", NumericOrdering: true})
+	arrayOf := func() bson.A {
+		t.Helper()
+		var d struct {
+			A bson.A `bson:"a"`
+		}
+		if err := coll.FindOne(ctx, bson.D{}).Decode(&d); err != nil {
+			t.Fatal(err)
+		}
+		return d.A
+	}
+	reset := func(a any) {
+		t.Helper()
+		if _, err := coll.DeleteMany(ctx, bson.D{}); err != nil {
+			t.Fatal(err)
+		}
+		mustInsert(t, coll, bson.D{{Key: "a", Value: a}})
+	}
+	update := func(u bson.D, opts *options.UpdateOneOptionsBuilder) {
+		t.Helper()
+		if _, err := coll.UpdateOne(ctx, bson.D{}, u, opts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := func(what string, want ...any) {
+		t.Helper()
+		if got := arrayOf(); !slices.Equal([]any(got), want) {
+			t.Errorf("%s: %v, want %v", what, got, want)
+		}
+	}
+
+	reset(bson.A{"foo"})
+	update(bson.D{{Key: "$addToSet", Value: bson.D{{Key: "a", Value: "FOO"}}}}, ci)
+	want("$addToSet FOO under strength 2", "foo")
+	update(bson.D{{Key: "$addToSet", Value: bson.D{{Key: "a", Value: "FOO"}}}}, cs)
+	want("$addToSet FOO under strength 3", "foo", "FOO")
+
+	reset(bson.A{"foo", "FOO"})
+	update(bson.D{{Key: "$pull", Value: bson.D{{Key: "a", Value: "foo"}}}}, cs)
+	want("$pull foo under strength 3", "FOO")
+	update(bson.D{{Key: "$pull", Value: bson.D{{Key: "a", Value: "foo"}}}}, ci)
+	want("$pull foo under strength 2")
+
+	reset(bson.A{"124", "1234"})
+	update(bson.D{{Key: "$pull", Value: bson.D{{Key: "a", Value: bson.D{{Key: "$lt", Value: "1234"}}}}}}, cs)
+	want("$pull $lt under strength 3", "124", "1234")
+	update(bson.D{{Key: "$pull", Value: bson.D{{Key: "a", Value: bson.D{{Key: "$lt", Value: "1234"}}}}}}, num)
+	want("$pull $lt under numericOrdering", "1234")
+
+	reset(bson.A{"foo", "bar"})
+	update(bson.D{{Key: "$pullAll", Value: bson.D{{Key: "a", Value: bson.A{"FOO", "BAR"}}}}}, ci)
+	want("$pullAll under strength 2")
+
+	reset(bson.A{"1234", "124"})
+	update(bson.D{{Key: "$push", Value: bson.D{{Key: "a", Value: bson.D{{Key: "$each", Value: bson.A{"1230"}}, {Key: "$sort", Value: 1}}}}}}, num)
+	want("$push $sort under numericOrdering", "124", "1230", "1234")
+
+	if _, err := coll.DeleteMany(ctx, bson.D{}); err != nil {
+		t.Fatal(err)
+	}
+	mustInsert(t, coll, bson.D{{Key: "x", Value: "124"}})
+	if _, err := coll.UpdateOne(ctx, bson.D{}, bson.D{{Key: "$min", Value: bson.D{{Key: "x", Value: "1234"}}}}, num); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := coll.CountDocuments(ctx, bson.D{{Key: "x", Value: "124"}}); n != 1 {
+		t.Errorf("$min under numericOrdering changed 124")
+	}
+	if _, err := coll.UpdateOne(ctx, bson.D{}, bson.D{{Key: "$max", Value: bson.D{{Key: "x", Value: "1234"}}}}, num); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := coll.CountDocuments(ctx, bson.D{{Key: "x", Value: "1234"}}); n != 1 {
+		t.Errorf("$max under numericOrdering left 124")
+	}
+
+	// Array filters compare under the collation too (derived: they are
+	// queries of the statement).
+	reset(bson.A{"foo", "bar"})
+	_, err := coll.UpdateOne(ctx, bson.D{}, bson.D{{Key: "$set", Value: bson.D{{Key: "a.$[e]", Value: "X"}}}},
+		options.UpdateOne().SetCollation(ciCollation).SetArrayFilters([]any{bson.D{{Key: "e", Value: "FOO"}}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want("array filter under strength 2", "X", "bar")
+
+	// The collection's default collation applies to an update naming none.
+	if err := db.CreateCollection(ctx, "ci", options.CreateCollection().SetCollation(ciCollation)); err != nil {
+		t.Fatal(err)
+	}
+	coll = db.Collection("ci")
+	mustInsert(t, coll, bson.D{{Key: "a", Value: bson.A{"foo", "FOO"}}})
+	update(bson.D{{Key: "$pull", Value: bson.D{{Key: "a", Value: "foo"}}}}, options.UpdateOne())
+	want("$pull under the default collation")
+}

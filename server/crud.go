@@ -235,7 +235,7 @@ func (s *Server) update(ctx context.Context, req *Request) (bson.Raw, error) {
 			}
 			pipelineLet = lv.With(c)
 		}
-		if st.Spec.Update, err = engine.CompileUpdate(st.U, st.ArrayFilters, st.Spec.Multi, pipelineLet, now); err != nil {
+		if st.Spec.Update, err = s.eng.CompileUpdateFor(ctx, req.DB, coll, st.U, st.ArrayFilters, st.Spec.Multi, pipelineLet, now); err != nil {
 			return err
 		}
 		st.Spec.BypassDocumentValidation = bypass
@@ -383,7 +383,7 @@ func (s *Server) findAndModify(ctx context.Context, req *Request) (bson.Raw, err
 		return nil, err
 	}
 	if u.Type != 0 {
-		if spec.Update, err = engine.CompileUpdate(u, af, false, lv, s.clock.Now()); err != nil {
+		if spec.Update, err = s.eng.CompileUpdateFor(ctx, req.DB, coll, u, af, false, lv, s.clock.Now()); err != nil {
 			return nil, err
 		}
 	}
