@@ -53,8 +53,9 @@ func ParseCollation(doc bson.Raw) (bson.Raw, error) {
 }
 
 // commandCollator is the collation a command under ctx compares strings
-// under on c: the one it names, else c's default, else the simple one (nil).
-// c may be nil (a missing collection).
+// under on the collection in state st: the one it names, else the
+// collection's default, else the simple one (nil). st may be nil (a
+// missing collection).
 func commandCollator(ctx context.Context, st *collState) (*collation.Collator, error) {
 	if n, ok := ctx.Value(collationKey{}).(namedCollation); ok {
 		return collation.Parse(n.doc)

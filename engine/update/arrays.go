@@ -24,10 +24,7 @@ func parseAddToSet(path string, v bsoncore.Value) (*leaf, error) {
 
 // parseAddToSetUnder is parseAddToSet under a collation.
 func parseAddToSetUnder(coll *collation.Collator) func(string, bsoncore.Value) (*leaf, error) {
-	return func(_ string, v bsoncore.Value) (*leaf, error) {
-		l, err := parseAddToSetValues(v, coll)
-		return l, err
-	}
+	return func(_ string, v bsoncore.Value) (*leaf, error) { return parseAddToSetValues(v, coll) }
 }
 
 func parseAddToSetValues(v bsoncore.Value, coll *collation.Collator) (*leaf, error) {
