@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"slices"
 	"strings"
 
@@ -72,7 +73,32 @@ func (s *sortStage) apply(r *run, docs []bson.Raw, _ Limit) ([]bson.Raw, error) 
 	if err := h.add(sizeOf(docs)); err != nil {
 		return nil, err
 	}
+	if s.s.Collator() != nil {
+		return sortByKeys(docs, s.s, &h)
+	}
 	slices.SortStableFunc(docs, s.s.Compare)
+	return docs, nil
+}
+
+// sortByKeys sorts docs by srt computing each document's sort key once:
+// under a collation a comparison would compute two collation keys, and a
+// sort makes n log n comparisons. The keys count against h.
+func sortByKeys(docs []bson.Raw, srt *query.Sort, h *held) ([]bson.Raw, error) {
+	type keyed struct {
+		key []byte
+		doc bson.Raw
+	}
+	ks := make([]keyed, len(docs))
+	for i, d := range docs {
+		ks[i] = keyed{srt.AppendKey(nil, d), d}
+		if err := h.add(len(ks[i].key)); err != nil {
+			return nil, err
+		}
+	}
+	slices.SortStableFunc(ks, func(a, b keyed) int { return bytes.Compare(a.key, b.key) })
+	for i := range ks {
+		docs[i] = ks[i].doc
+	}
 	return docs, nil
 }
 
