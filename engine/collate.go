@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"slices"
+	"sync"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -56,9 +57,9 @@ func ParseCollation(doc bson.Raw) (bson.Raw, error) {
 // under on the collection in state st: the one it names, else the
 // collection's default, else the simple one (nil). st may be nil (a
 // missing collection).
-func commandCollator(ctx context.Context, st *collState) (*collation.Collator, error) {
+func (e *Engine) commandCollator(ctx context.Context, st *collState) (*collation.Collator, error) {
 	if n, ok := ctx.Value(collationKey{}).(namedCollation); ok {
-		return collation.Parse(n.doc)
+		return e.collators.parse(n.doc)
 	}
 	if st == nil {
 		return nil, nil
@@ -72,7 +73,40 @@ func (e *Engine) queryCollator(ctx context.Context, db, coll string) (*collation
 	if c := e.collection(db, coll); c != nil {
 		st = c.st()
 	}
-	return commandCollator(ctx, st)
+	return e.commandCollator(ctx, st)
+}
+
+// collatorCache keeps the collators of the collation documents commands
+// named lately, so that a command naming one does not make a collator
+// (about 25 µs, and a pool of x/text collators) every time: applications
+// name the same few collations again and again.
+type collatorCache struct {
+	mu sync.Mutex
+	m  map[string]*collation.Collator // by the document as sent
+}
+
+// maxCachedCollators bounds the cache; past it, it starts again empty.
+const maxCachedCollators = 64
+
+// parse is collation.Parse through the cache. Errors are not cached.
+func (c *collatorCache) parse(doc bson.Raw) (*collation.Collator, error) {
+	c.mu.Lock()
+	coll, ok := c.m[string(doc)]
+	c.mu.Unlock()
+	if ok {
+		return coll, nil
+	}
+	coll, err := collation.Parse(doc)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= maxCachedCollators {
+		c.m = make(map[string]*collation.Collator)
+	}
+	c.m[string(doc)] = coll
+	c.mu.Unlock()
+	return coll, nil
 }
 
 // defaultCollator is the collation of a collection's options (create's
@@ -195,7 +229,11 @@ func (e *Engine) viewCollation(ctx context.Context, db, name, viewOn string, doc
 // DistinctOfUnder is DistinctOf under the collation ctx names
 // (WithCollation), as distinct over a view's output compares.
 func DistinctOfUnder(ctx context.Context, docs []bson.Raw, key string) ([]bsoncore.Value, error) {
-	coll, err := commandCollator(ctx, nil)
+	var coll *collation.Collator
+	var err error
+	if n, ok := ctx.Value(collationKey{}).(namedCollation); ok {
+		coll, err = collation.Parse(n.doc)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -172,7 +172,7 @@ func TestCollatedSortSpillsInOrder(t *testing.T) {
 	if len(inMemory) != 3000 || len(spilled) != 3000 || len(topK) != 50 {
 		t.Fatalf("%d, %d and %d documents", len(inMemory), len(spilled), len(topK))
 	}
-	coll, _ := commandCollator(cctx, nil)
+	coll, _ := e.commandCollator(cctx, nil)
 	for i := range inMemory {
 		if string(inMemory[i]) != string(spilled[i]) || i < 50 && string(inMemory[i]) != string(topK[i]) {
 			t.Fatalf("document %d differs: %s, %s", i, inMemory[i], spilled[i])
@@ -183,5 +183,34 @@ func TestCollatedSortSpillsInOrder(t *testing.T) {
 				t.Fatalf("%q before %q in a descending sort", a.StringValue(), b.StringValue())
 			}
 		}
+	}
+}
+
+// A collation named again reuses its collator; a refused one is refused
+// again; the cache starts over past its bound.
+func TestCollatorCache(t *testing.T) {
+	var c collatorCache
+	doc := mustRaw(t, enStrength2)
+	a, err := c.parse(doc)
+	if err != nil || a == nil {
+		t.Fatal(a, err)
+	}
+	if b, _ := c.parse(doc); b != a {
+		t.Error("the same document made another collator")
+	}
+	bad := mustRaw(t, bson.D{{Key: "locale", Value: "xx"}})
+	for range 2 {
+		if _, err := c.parse(bad); mongoerr.CodeOf(err) != mongoerr.BadValue {
+			t.Errorf("locale xx: %v", err)
+		}
+	}
+	for i := range maxCachedCollators + 1 {
+		// Distinct documents: the strength and the options vary.
+		if _, err := c.parse(mustRaw(t, bson.D{{Key: "locale", Value: "en"}, {Key: "strength", Value: 2 + i%4}, {Key: "caseLevel", Value: i%2 == 0}, {Key: "numericOrdering", Value: i%8 >= 4}, {Key: "backwards", Value: i%16 >= 8}, {Key: "alternate", Value: []string{"shifted", "non-ignorable"}[i%32/16]}, {Key: "normalization", Value: i >= 32}})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(c.m) > maxCachedCollators {
+		t.Errorf("%d collators cached, bound %d", len(c.m), maxCachedCollators)
 	}
 }

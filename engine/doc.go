@@ -86,7 +86,8 @@
 //     oplog.Log's mu, taken to hand out timestamps and append entries to
 //     a batch (under engine.mu for create and rename) and to publish a
 //     commit; oplog.Log's trimMu, held by a trim, which takes mu briefly;
-//     and the store's own (package pebblekv lists them), taken inside kv
+//     the cache of collators (collatorCache.mu, collate.go), held for a
+//     map read or write; and the store's own (package pebblekv lists them), taken inside kv
 //     calls and never held across them.
 //
 // Usage counters ($collStats latency and collection scans, $indexStats
