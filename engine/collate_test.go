@@ -214,3 +214,26 @@ func TestCollatorCache(t *testing.T) {
 		t.Errorf("%d collators cached, bound %d", len(c.m), maxCachedCollators)
 	}
 }
+
+// A collection's validator compares strings under the collection's
+// default collation, as mongod parses it with the collection's collator
+// (derived from collection_impl.cpp's validator parsing).
+func TestValidatorUnderDefaultCollation(t *testing.T) {
+	e := openTestEngine(t)
+	ctx := context.Background()
+	opts := mustRaw(t, bson.D{{Key: "validator", Value: bson.D{{Key: "s", Value: "foo"}}}, {Key: "collation", Value: enStrength2}})
+	if err := e.CreateCollection(ctx, "db", "v", CreateOptions{Raw: opts}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.Insert(ctx, "db", "v", []bson.Raw{mustRaw(t, bson.D{{Key: "_id", Value: 1}, {Key: "s", Value: "FOO"}})}, true)
+	if err != nil || len(res.Errors) > 0 {
+		t.Fatalf("FOO under a validator of foo at strength 2: %v %v", err, res.Errors)
+	}
+	res, err = e.Insert(ctx, "db", "v", []bson.Raw{mustRaw(t, bson.D{{Key: "_id", Value: 2}, {Key: "s", Value: "bar"}})}, true)
+	if err == nil && len(res.Errors) > 0 {
+		err = res.Errors[0].Err
+	}
+	if mongoerr.CodeOf(err) != mongoerr.DocumentValidationFailure {
+		t.Fatalf("bar: %v, want DocumentValidationFailure", err)
+	}
+}
