@@ -65,6 +65,8 @@ func (s *Service) create(ctx context.Context, req *command.Request, by Caller) (
 			if err := command.CheckCollation("create", v); err != nil {
 				return nil, err
 			}
+			// Checked and stored normalised by the engine.
+			opts = append(opts, bson.E{Key: k, Value: v})
 		default:
 			return nil, command.UnknownField("create", key)
 		}

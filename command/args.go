@@ -309,20 +309,15 @@ func DecimalToFloat(d bson.Decimal128) float64 {
 // TypeName is MongoDB's name for a BSON type, as error messages spell it.
 func TypeName(t bson.Type) string { return bsonvalue.TypeName(bsoncore.Type(t)) }
 
-// CheckCollation accepts the simple collation only: other locales are
-// refused rather than silently compared byte-wise. cmd names the parser
-// in a type error, as in "BSON field 'count.collation' is the wrong type";
-// commands whose parser does not name itself pass "collation".
+// CheckCollation checks what a command's parser checks of a collation:
+// that it is a document. cmd names the parser in a type error, as in
+// "BSON field 'count.collation' is the wrong type"; commands whose parser
+// does not name itself pass "collation". Its content is checked where it
+// is used, by the engine (engine.WithCollation), as mongod checks it when
+// it makes the collator.
 func CheckCollation(cmd string, v bson.RawValue) error {
-	d, ok := v.DocumentOK()
-	if !ok {
+	if _, ok := v.DocumentOK(); !ok {
 		return WrongType(cmd, "collation", v.Type, "object")
 	}
-	if len(d) <= 5 {
-		return nil
-	}
-	if loc, _ := d.Lookup("locale").StringValueOK(); loc == "simple" {
-		return nil
-	}
-	return mongoerr.New(mongoerr.BadValue, "collation %s is not supported: Lethe compares strings by their bytes (locale \"simple\")", d.String())
+	return nil
 }

@@ -120,6 +120,12 @@ func (e *Engine) aggregate(ctx context.Context, db, coll string, stages []bson.R
 	// Every stage is checked first, as MongoDB parses a pipeline before
 	// it runs any of it.
 	po := e.pipelineOptions(db, opts)
+	if po.Collator, err = e.queryCollator(ctx, db, coll); err != nil {
+		return res, err
+	}
+	// The stages that read other collections ($lookup, $unionWith,
+	// $graphLookup) compare under the aggregation's collation too.
+	ctx = WithCollation(ctx, po.Collator.Document())
 	if opts.AllowDiskUse {
 		// The request's temporary files, for the blocking sort of its
 		// query and its stages alike; the output is in memory by the

@@ -137,6 +137,9 @@ func runStageCase(t *testing.T, e *Engine, db string, f *stageFile, c stageCase)
 		if v, err := c.Options.LookupErr("allowDiskUse"); err == nil {
 			opts.AllowDiskUse = v.Boolean()
 		}
+		if v, err := c.Options.LookupErr("collation"); err == nil {
+			ctx = WithCollation(ctx, v.Document())
+		}
 		if v, err := c.Options.LookupErr("let"); err == nil {
 			l, err := letvars.ParseLet(v.Document(), e.clock.Now())
 			if err == nil {

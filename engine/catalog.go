@@ -17,6 +17,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.uber.org/zap"
 
+	"github.com/lethedb/lethe/engine/collation"
 	"github.com/lethedb/lethe/engine/expiryscan"
 	"github.com/lethedb/lethe/engine/namespace"
 	"github.com/lethedb/lethe/engine/record"
@@ -65,7 +66,10 @@ type collState struct {
 	// preImages is changeStreamPreAndPostImages: updates and deletes
 	// store the document's pre-image with their oplog entry.
 	preImages bool
-	dropped   bool
+	// coll is the collection's default collation (create's collation);
+	// nil is the simple one.
+	coll    *collation.Collator
+	dropped bool
 	// renames counts the renames of the collection since it was opened:
 	// a plan made before one is killed even if the collection has its old
 	// name again (killedSince).
@@ -110,6 +114,7 @@ func newCollState(meta collMeta) (*collState, error) {
 	// logs, rather than keeping the store from opening.
 	st.validator, _ = validation.Compile(meta.Options)
 	st.preImages = preimage.Enabled(meta.Options)
+	st.coll = defaultCollator(meta.Options)
 	for _, im := range meta.Indexes {
 		ix, err := record.CompileIndex(im)
 		if err != nil {
@@ -234,7 +239,11 @@ func (e *Engine) CreateCollection(ctx context.Context, db, name string, opts Cre
 	if t != nil && t.tx == nil {
 		return mongoerr.New(mongoerr.InvalidOptions, "a write cannot run under read concern snapshot outside a transaction")
 	}
-	c, created, err := e.ensureCollection(db, name, opts.Raw)
+	raw, err := normalizeCreateOptions(opts.Raw)
+	if err != nil {
+		return err
+	}
+	c, created, err := e.ensureCollection(db, name, raw)
 	if created && t != nil {
 		// MongoDB 4.4+ creates collections in transactions; the abort
 		// drops it again if it is still empty.

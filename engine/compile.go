@@ -5,6 +5,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/lethedb/lethe/engine/collation"
 	"github.com/lethedb/lethe/engine/expr"
 	"github.com/lethedb/lethe/engine/pipeline"
 	"github.com/lethedb/lethe/engine/query"
@@ -32,9 +33,14 @@ const (
 // The variables of lv are bound in a pipeline's expressions; multi
 // refuses a replacement, as MongoDB does.
 func CompileUpdate(u bson.RawValue, arrayFilters []bson.Raw, multi bool, lv *Let, now time.Time) (*update.Update, error) {
+	return compileUpdateUnder(u, arrayFilters, multi, lv, now, nil)
+}
+
+// compileUpdateUnder is CompileUpdate under a collation (CompileUpdateFor).
+func compileUpdateUnder(u bson.RawValue, arrayFilters []bson.Raw, multi bool, lv *Let, now time.Time, coll *collation.Collator) (*update.Update, error) {
 	switch u.Type {
 	case bson.TypeEmbeddedDocument:
-		up, err := update.Compile(u.Document(), update.Options{Now: now, ArrayFilters: arrayFilters})
+		up, err := update.Compile(u.Document(), update.Options{Now: now, ArrayFilters: arrayFilters, Collator: coll})
 		if err != nil {
 			return nil, err
 		}
@@ -58,7 +64,7 @@ func CompileUpdate(u bson.RawValue, arrayFilters []bson.Raw, multi bool, lv *Let
 		if stages, err = lv.Pipeline(stages); err != nil {
 			return nil, err
 		}
-		return update.CompilePipeline(stages, update.Options{Now: now, ArrayFilters: arrayFilters})
+		return update.CompilePipeline(stages, update.Options{Now: now, ArrayFilters: arrayFilters, Collator: coll})
 	}
 	return nil, mongoerr.New(mongoerr.FailedToParse, "Update argument must be either an object or an array")
 }

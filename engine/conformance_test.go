@@ -28,7 +28,10 @@ type queryFile struct {
 	// GeoIndexes are key patterns of geo indexes ({loc: "2dsphere"}) the
 	// indexed run builds too.
 	GeoIndexes []bson.Raw `bson:"geoIndexes"`
-	Cases      []struct {
+	// IndexCollation is the collation of the indexed run's indexes; none
+	// is the simple collation.
+	IndexCollation bson.Raw `bson:"indexCollation"`
+	Cases          []struct {
 		Name    string          `bson:"name"`
 		Filter  bson.Raw        `bson:"filter"`
 		Sort    bson.Raw        `bson:"sort"`
@@ -42,6 +45,8 @@ type queryFile struct {
 		Nearest           bool  `bson:"nearest"`
 		ErrorWithoutIndex int32 `bson:"errorWithoutIndex"`
 		Limit             int64 `bson:"limit"`
+		// Collation is the collation the case's query names.
+		Collation bson.Raw `bson:"collation"`
 	} `bson:"cases"`
 }
 
@@ -130,7 +135,11 @@ func TestQueryConformance(t *testing.T) {
 			}
 			fieldPaths := indexedPaths(docs)
 			for i, p := range append(fieldPaths, qf.Indexes...) {
-				spec, _ := bson.Marshal(bson.D{{Key: "key", Value: bson.D{{Key: p, Value: 1}}}})
+				ixSpec := bson.D{{Key: "key", Value: bson.D{{Key: p, Value: 1}}}}
+				if len(qf.IndexCollation) > 0 {
+					ixSpec = append(ixSpec, bson.E{Key: "collation", Value: qf.IndexCollation})
+				}
+				spec, _ := bson.Marshal(ixSpec)
 				_, err := e.CreateIndexes(context.Background(), "conf", indexed, []bson.Raw{spec})
 				if mongoerr.CodeOf(err) == record.AmbiguousFieldName && i < len(fieldPaths) {
 					// MongoDB cannot build this index on these documents either.
@@ -166,7 +175,7 @@ func TestQueryConformance(t *testing.T) {
 			}
 			for _, coll := range []string{plain, indexed, hashedOf(indexed)} {
 				name := fmt.Sprintf("%s/%s/%s", filepath.Base(file), c.Name, coll)
-				got, err := e.findIDsLimit("conf", coll, c.Filter, c.Sort, c.Limit)
+				got, err := e.findIDsIn(WithCollation(context.Background(), c.Collation), "conf", coll, c.Filter, c.Sort, c.Limit)
 				wantErr := c.Error
 				if coll == plain && c.ErrorWithoutIndex != 0 {
 					wantErr = c.ErrorWithoutIndex
@@ -200,12 +209,13 @@ func TestQueryConformance(t *testing.T) {
 
 // findIDs runs a query and returns the keys of the matching _ids in result order.
 func (e *Engine) findIDs(db, coll string, filter, sort bson.Raw) ([]string, error) {
-	return e.findIDsLimit(db, coll, filter, sort, 0)
+	return e.findIDsIn(context.Background(), db, coll, filter, sort, 0)
 }
 
-// findIDsLimit is findIDs under a limit (0: none).
-func (e *Engine) findIDsLimit(db, coll string, filter, sort bson.Raw, limit int64) ([]string, error) {
-	cur, err := e.Find(context.Background(), db, coll, FindSpec{Filter: filter, Sort: sort, Limit: limit})
+// findIDsIn is findIDs under ctx, which may name a collation, and a limit
+// (0: none).
+func (e *Engine) findIDsIn(ctx context.Context, db, coll string, filter, sort bson.Raw, limit int64) ([]string, error) {
+	cur, err := e.Find(ctx, db, coll, FindSpec{Filter: filter, Sort: sort, Limit: limit})
 	if err != nil {
 		return nil, err
 	}

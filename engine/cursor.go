@@ -8,6 +8,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/lethedb/lethe/engine/collation"
 	"github.com/lethedb/lethe/engine/oplogstore"
 	"github.com/lethedb/lethe/engine/pipeline"
 	"github.com/lethedb/lethe/engine/project"
@@ -82,21 +83,22 @@ type compiledQuery struct {
 }
 
 // now is the time of the command, the value of $$NOW.
-func compileQueryAt(spec FindSpec, now time.Time) (*compiledQuery, error) {
+// coll is the collation of the command (commandCollator).
+func compileQueryAt(spec FindSpec, now time.Time, coll *collation.Collator) (*compiledQuery, error) {
 	var q compiledQuery
 	var err error
-	if q.filter, err = query.CompileWith(spec.Filter, query.Options{Now: now}); err != nil {
+	if q.filter, err = query.CompileWith(spec.Filter, query.Options{Now: now, Collator: coll}); err != nil {
 		return nil, err
 	}
 	if len(spec.Sort) > 0 {
-		if q.sort, err = query.CompileSort(spec.Sort); err != nil {
+		if q.sort, err = query.CompileSortWith(spec.Sort, coll); err != nil {
 			return nil, err
 		}
 	}
 	proj := spec.Projection
 	proj, q.scoreFields = splitTextMeta(proj)
 	if len(proj) > 0 {
-		if q.proj, err = project.CompileWith(proj, project.Options{Now: now}); err != nil {
+		if q.proj, err = project.CompileWith(proj, project.Options{Now: now, Collator: coll}); err != nil {
 			return nil, err
 		}
 	}
@@ -108,7 +110,11 @@ func compileQueryAt(spec FindSpec, now time.Time) (*compiledQuery, error) {
 
 // Find opens a cursor over db.coll. A missing collection yields no results.
 func (e *Engine) Find(ctx context.Context, db, coll string, spec FindSpec) (*Cursor, error) {
-	q, err := compileQueryAt(spec, e.clock.Now())
+	collator, err := e.queryCollator(ctx, db, coll)
+	if err != nil {
+		return nil, err
+	}
+	q, err := compileQueryAt(spec, e.clock.Now(), collator)
 	if err != nil {
 		return nil, err
 	}
@@ -203,6 +209,11 @@ func (c *Cursor) materialize(ctx context.Context, srt *query.Sort, limit pipelin
 	if top != nil {
 		held = top.Held()
 		if c.items, err = top.sorted(); err != nil {
+			return err
+		}
+	} else if srt.Collator() != nil {
+		// The keys are dropped after the sort: only the documents stay held.
+		if _, err := sortByKeys(c.items, srt, held, limit); err != nil {
 			return err
 		}
 	} else {

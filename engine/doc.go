@@ -27,7 +27,8 @@
 // Every exported method that reads or writes the store or the catalog
 // takes a context.Context first, since on a distributed store each call may
 // be network I/O; the statement's transaction, if any, travels in it too
-// (WithTransaction, transaction.go). Only accessors of in-process state do
+// (WithTransaction, transaction.go), and so does the collation a command
+// names (WithCollation, collate.go), else the collection's default applies. Only accessors of in-process state do
 // without one: Reaper, Clock, Oplog, ClusterTime, ChangeStreamOptions,
 // RecordLatency, SetSnapshotHistory and Close.
 //
@@ -85,7 +86,8 @@
 //     oplog.Log's mu, taken to hand out timestamps and append entries to
 //     a batch (under engine.mu for create and rename) and to publish a
 //     commit; oplog.Log's trimMu, held by a trim, which takes mu briefly;
-//     and the store's own (package pebblekv lists them), taken inside kv
+//     the cache of collators (collatorCache.mu, collate.go), held for a
+//     map read or write; and the store's own (package pebblekv lists them), taken inside kv
 //     calls and never held across them.
 //
 // Usage counters ($collStats latency and collection scans, $indexStats

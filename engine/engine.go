@@ -88,6 +88,10 @@ type Engine struct {
 	clock clock.Clock
 	log   *zap.Logger
 
+	// collators are the collations commands named lately, parsed
+	// (collate.go); a leaf lock of its own.
+	collators collatorCache
+
 	mu    sync.RWMutex
 	colls map[string]*Collection // by "db.name"
 	// views mirrors the definitions in system.views (views.go); guarded

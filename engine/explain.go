@@ -26,15 +26,25 @@ type Explanation struct {
 	// IndexBounds are an IXSCAN's bounds, for indexes with a hashed field
 	// (indexkinds.go); nil for others.
 	IndexBounds bson.D
+	// Collation is the query's collation, normalised; nil for the simple
+	// one (explain shows it in queryPlanner).
+	Collation bson.Raw
 }
 
 // Explain plans spec and, with execute, runs it to the end to count the
 // work. Nothing is modified.
 func (e *Engine) Explain(ctx context.Context, db, coll string, spec FindSpec, execute bool) (Explanation, error) {
 	var ex Explanation
-	q, err := compileQueryAt(spec, e.clock.Now())
+	collator, err := e.queryCollator(ctx, db, coll)
 	if err != nil {
 		return ex, err
+	}
+	q, err := compileQueryAt(spec, e.clock.Now(), collator)
+	if err != nil {
+		return ex, err
+	}
+	if collator != nil {
+		ex.Collation = collator.Document()
 	}
 	c := e.collection(db, coll)
 	if c == nil {

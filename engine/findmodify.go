@@ -48,7 +48,11 @@ func (e *Engine) FindAndModify(ctx context.Context, db, coll string, spec FindAn
 		return RecordedFindAndModify(rec), err
 	}
 	now := e.commandTime(spec.Update)
-	q, err := compileQueryAt(FindSpec{Filter: spec.Filter, Sort: spec.Sort, Projection: spec.Fields}, now)
+	collator, err := e.queryCollator(ctx, db, coll)
+	if err != nil {
+		return FindAndModifyResult{}, err
+	}
+	q, err := compileQueryAt(FindSpec{Filter: spec.Filter, Sort: spec.Sort, Projection: spec.Fields}, now, collator)
 	if err != nil {
 		return FindAndModifyResult{}, err
 	}

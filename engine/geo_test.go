@@ -127,11 +127,11 @@ func TestNearMatchesBruteForce(t *testing.T) {
 		limit    int64
 	}{{-73.5, 40.5, 10}, {-74.2, 39.9, 20}, {-73.01, 40.99, 1}, {-50, 10, 3}, {100, -40, 5}} {
 		near := mustRaw(t, bson.D{{Key: "loc", Value: bson.D{{Key: "$near", Value: bson.D{{Key: "$geometry", Value: geoPoint(c.lng, c.lat)}}}}}})
-		got, err := e.findIDsLimit("geo", "pts", near, nil, c.limit)
+		got, err := e.findIDsIn(context.Background(), "geo", "pts", near, nil, c.limit)
 		if err != nil {
 			t.Fatal(err)
 		}
-		all, err := e.findIDsLimit("geo", "pts", near, nil, 0)
+		all, err := e.findIDsIn(context.Background(), "geo", "pts", near, nil, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -199,7 +199,7 @@ func Test2dIndex(t *testing.T) {
 	if ex.Stage != "GEO_NEAR_2D" || ex.NReturned != 3 || ex.KeysExam > 300 {
 		t.Errorf("$near: %s returned %d examining %d keys", ex.Stage, ex.NReturned, ex.KeysExam)
 	}
-	got, err := e.findIDsLimit("geo", "flat", near, nil, 1)
+	got, err := e.findIDsIn(context.Background(), "geo", "flat", near, nil, 1)
 	if err != nil || len(got) != 1 || got[0] != string(keycodec.Append(nil, bsoncore.Value{Type: bsoncore.TypeInt32, Data: bsoncore.AppendInt32(nil, 420)})) {
 		t.Errorf("nearest to (400, 200): %q %v", got, err)
 	}
@@ -243,7 +243,7 @@ func TestNearMemoryLimit(t *testing.T) {
 		t.Errorf("$near limit 10 in 64 KiB: %v", err)
 	}
 	far := mustRaw(t, bson.D{{Key: "loc", Value: bson.D{{Key: "$near", Value: bson.D{{Key: "$geometry", Value: geoPoint(100, -40)}}}}}})
-	got, err := e.findIDsLimit("geo", "pts", far, nil, 10)
+	got, err := e.findIDsIn(context.Background(), "geo", "pts", far, nil, 10)
 	if err != nil || len(got) != 10 {
 		t.Fatalf("$near limit 10 from far away in 64 KiB: %d %v", len(got), err)
 	}
@@ -257,14 +257,14 @@ func TestNearWrites(t *testing.T) {
 	ctx := context.Background()
 	loadPoints(t, e, "pts", 500)
 	near := mustRaw(t, bson.D{{Key: "loc", Value: bson.D{{Key: "$near", Value: bson.D{{Key: "$geometry", Value: geoPoint(-73.5, 40.5)}}}}}})
-	before, err := e.findIDsLimit("geo", "pts", near, nil, 2)
+	before, err := e.findIDsIn(context.Background(), "geo", "pts", near, nil, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if n, err := e.Delete(ctx, "geo", "pts", near, 1, bson.RawValue{}); err != nil || n != 1 {
 		t.Fatalf("deleteOne: %d %v", n, err)
 	}
-	after, err := e.findIDsLimit("geo", "pts", near, nil, 1)
+	after, err := e.findIDsIn(context.Background(), "geo", "pts", near, nil, 1)
 	if err != nil || len(after) != 1 || after[0] != before[1] {
 		t.Errorf("after deleting the nearest, the nearest is %q, want the second %q (%v)", after, before[1], err)
 	}

@@ -138,10 +138,16 @@ func parseIndexSpec(spec bson.Raw) (record.IndexMeta, error) {
 			if !ok {
 				return im, mongoerr.New(mongoerr.TypeMismatch, "The field 'collation' must be an object, but got %s", typeName(v.Type))
 			}
-			if loc, _ := doc.Lookup("locale").StringValueOK(); loc != "simple" {
-				return im, mongoerr.New(mongoerr.CannotCreateIndex, "collation %q is not supported; only {locale: \"simple\"}", loc)
+			norm, err := ParseCollation(doc)
+			if err != nil {
+				return im, err
 			}
-			continue // the simple collation is no collation
+			if norm != nil {
+				// Kept normalised, as listIndexes shows it; the simple
+				// collation is no collation.
+				extra = append(extra, bson.E{Key: k, Value: norm})
+			}
+			continue
 		case "storageEngine":
 			if _, ok := v.DocumentOK(); !ok {
 				return im, mongoerr.New(mongoerr.TypeMismatch, "The field 'storageEngine' must be an object, but got %s", typeName(v.Type))
@@ -330,7 +336,8 @@ const (
 )
 
 func compareIndexes(a, b record.IndexMeta) indexComparison {
-	if string(a.Key) != string(b.Key) || a.Unique != b.Unique || a.Sparse != b.Sparse || string(a.Partial) != string(b.Partial) {
+	if string(a.Key) != string(b.Key) || a.Unique != b.Unique || a.Sparse != b.Sparse || string(a.Partial) != string(b.Partial) ||
+		string(a.Collation()) != string(b.Collation()) {
 		return indexDifferent
 	}
 	ea, eb := a.ExpireAfter, b.ExpireAfter
@@ -419,7 +426,7 @@ func (e *Engine) createIndexes(ctx context.Context, db, coll string, specs []bso
 		if err != nil {
 			return res, err
 		}
-		metas = append(metas, im)
+		metas = append(metas, e.inheritCollation(db, coll, s, im))
 	}
 	if e.collection(db, coll) == nil {
 		// Refuse conflicting specs before creating the collection, which

@@ -47,7 +47,7 @@ func (c *Cursor) materializeSpilling(ctx context.Context, srt *query.Sort, sc *s
 				return true, nil
 			}
 			if top == nil {
-				return true, sorter.Add(ctx, sortRecord(d))
+				return true, sorter.Add(ctx, keyedSortRecord(sortRecord(d), srt))
 			}
 			if top.offer(d); top.Held() <= budget {
 				return true, nil
@@ -104,6 +104,7 @@ func (c *Cursor) refill(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		doc = docOfRecord(doc)
 		c.items = append(c.items, storedDoc{h: h, doc: bson.Raw(doc)})
 		c.held += int64(len(doc))
 		size += len(rec)
@@ -149,6 +150,9 @@ func sortRecord(d *storedDoc) []byte {
 
 // compareRecords orders sort records by their documents.
 func compareRecords(srt *query.Sort) func(a, b []byte) int {
+	if srt.Collator() != nil {
+		return compareKeyedRecords
+	}
 	return func(a, b []byte) int { return srt.Compare(a[record.HeaderLen:], b[record.HeaderLen:]) }
 }
 
@@ -158,6 +162,7 @@ func compareRecords(srt *query.Sort) func(a, b []byte) int {
 type sortTop struct {
 	*spill.Top
 	buf []byte // the record of the document offered, reused
+	srt *query.Sort
 }
 
 // newSortTop is the sortTop of k documents, or nil when k is zero.
@@ -165,12 +170,12 @@ func newSortTop(srt *query.Sort, k int64) *sortTop {
 	if k <= 0 || k > math.MaxInt32 {
 		return nil
 	}
-	return &sortTop{Top: spill.NewTop(int(k), compareRecords(srt))}
+	return &sortTop{Top: spill.NewTop(int(k), compareRecords(srt)), srt: srt}
 }
 
 // offer keeps a copy of d if it is among the first k so far.
 func (t *sortTop) offer(d *storedDoc) {
-	t.buf = append(record.AppendHeader(t.buf[:0], d.h), d.doc...)
+	t.buf = keyedSortRecord(append(record.AppendHeader(t.buf[:0], d.h), d.doc...), t.srt)
 	if t.Offer(t.buf) {
 		t.Keep(bytes.Clone(t.buf))
 	}
@@ -185,7 +190,7 @@ func (t *sortTop) sorted() ([]storedDoc, error) {
 		if err != nil {
 			return nil, err
 		}
-		docs[i] = storedDoc{h: h, doc: doc}
+		docs[i] = storedDoc{h: h, doc: docOfRecord(doc)}
 	}
 	return docs, nil
 }

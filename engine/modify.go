@@ -132,7 +132,11 @@ func (e *Engine) Update(ctx context.Context, db, coll string, spec UpdateSpec) (
 		return RecordedUpdate(rec), err
 	}
 	now := e.commandTime(spec.Update)
-	q, err := compileQueryAt(FindSpec{Filter: spec.Filter, Sort: spec.Sort}, now)
+	collator, err := e.queryCollator(ctx, db, coll)
+	if err != nil {
+		return UpdateResult{}, err
+	}
+	q, err := compileQueryAt(FindSpec{Filter: spec.Filter, Sort: spec.Sort}, now, collator)
 	if err != nil {
 		return UpdateResult{}, err
 	}
@@ -354,7 +358,11 @@ func (e *Engine) Delete(ctx context.Context, db, coll string, filter bson.Raw, l
 			return RecordedDelete(rec), err
 		}
 	}
-	f, err := query.CompileWith(filter, query.Options{Now: e.clock.Now()})
+	collator, err := e.queryCollator(ctx, db, coll)
+	if err != nil {
+		return 0, err
+	}
+	f, err := query.CompileWith(filter, query.Options{Now: e.clock.Now(), Collator: collator})
 	if err != nil {
 		return 0, err
 	}

@@ -9,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/clock"
+	"github.com/lethedb/lethe/engine/collation"
 	"github.com/lethedb/lethe/engine/keycodec"
 	"github.com/lethedb/lethe/engine/query"
 	"github.com/lethedb/lethe/engine/record"
@@ -76,21 +77,22 @@ func (p *plan) indexName() string {
 // Bounds may be wider than the filter; the filter is always re-applied.
 func (st *collState) choosePlan(f *query.Filter, srt *query.Sort, hint bson.RawValue) (*plan, error) {
 	var conj []query.Predicate
+	var qc *collation.Collator
 	if f != nil {
-		conj = f.Conjuncts()
+		conj, qc = f.Conjuncts(), f.Collator()
 		if q := f.Text(); q != nil {
 			return st.textPlan(f, q, conj, srt)
 		}
 	}
 	if len(hint.Value) > 0 {
-		return st.hintedPlan(conj, srt, hint)
+		return st.hintedPlan(conj, qc, srt, hint)
 	}
 	if srt != nil && srt.Natural() != 0 {
 		// Storage order is _id order: a collection scan, backwards for -1.
 		lo, hi := record.DocRange(st.meta.ID)
 		return &plan{kind: planCollScan, spans: []span{{lo, hi}}, sorted: true, reverse: srt.Natural() < 0}, nil
 	}
-	if p := idPlan(st.meta.ID, conj); p != nil {
+	if p := idPlan(st.meta.ID, usableConjuncts(conj, qc, nil)); p != nil {
 		st.applySort(p, srt)
 		return p, nil
 	}
@@ -102,7 +104,7 @@ func (st *collState) choosePlan(f *query.Filter, srt *query.Sort, hint bson.RawV
 		if ix.Partial != nil || ix.Meta.Hidden || ix.IsText() {
 			continue
 		}
-		spans, score := planBounds(ix, conj)
+		spans, score := planBounds(ix, usableConjuncts(conj, qc, ix.Collator))
 		if score > bestScore {
 			best, bestScore = &plan{kind: planIndex, ix: ix, spans: spans}, score
 		}
@@ -130,7 +132,7 @@ func (st *collState) choosePlan(f *query.Filter, srt *query.Sort, hint bson.RawV
 	return p, nil
 }
 
-func (st *collState) hintedPlan(conj []query.Predicate, srt *query.Sort, hint bson.RawValue) (*plan, error) {
+func (st *collState) hintedPlan(conj []query.Predicate, qc *collation.Collator, srt *query.Sort, hint bson.RawValue) (*plan, error) {
 	var ix *record.Index
 	isID := false
 	switch hint.Type {
@@ -164,7 +166,7 @@ func (st *collState) hintedPlan(conj []query.Predicate, srt *query.Sort, hint bs
 		}
 	}
 	if isID {
-		p := idPlan(st.meta.ID, conj)
+		p := idPlan(st.meta.ID, usableConjuncts(conj, qc, nil))
 		if p == nil {
 			lo, hi := record.DocRange(st.meta.ID)
 			p = &plan{kind: planIDRange, spans: []span{{lo, hi}}}
@@ -175,7 +177,7 @@ func (st *collState) hintedPlan(conj []query.Predicate, srt *query.Sort, hint bs
 	if ix == nil || ix.IsText() {
 		return nil, mongoerr.New(mongoerr.BadValue, "error processing query: planner returned error :: caused by :: hint provided does not correspond to an existing index")
 	}
-	spans, score := planBounds(ix, conj)
+	spans, score := planBounds(ix, usableConjuncts(conj, qc, ix.Collator))
 	if score == 0 {
 		lo, hi := record.IndexRange(ix.Meta.ID)
 		spans = []span{{lo, hi}}
@@ -195,6 +197,9 @@ func mustElems(d bson.Raw) []bson.RawElement {
 func (st *collState) applySort(p *plan, srt *query.Sort) {
 	if srt == nil || len(srt.Fields()) == 0 {
 		p.sorted = true
+		return
+	}
+	if !sortsUnder(p, srt) {
 		return
 	}
 	fields := srt.Fields()
@@ -418,7 +423,7 @@ func (st *collState) planFor(q *compiledQuery, spec FindSpec) (*plan, error) {
 	if len(spec.Hint.Value) == 0 {
 		return nil, plannerError(51173, "When using min()/max() a hint of which index to use must be provided")
 	}
-	p, err := st.hintedPlan(nil, q.sort, spec.Hint)
+	p, err := st.hintedPlan(nil, nil, q.sort, spec.Hint)
 	if err != nil {
 		return nil, err
 	}

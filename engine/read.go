@@ -88,7 +88,11 @@ func (e *Engine) FindByID(ctx context.Context, db, coll string, id bsoncore.Valu
 // filter, in plan order, until fn returns false. A missing collection has
 // none. doc is valid only during the call.
 func (e *Engine) scanMatches(ctx context.Context, db, coll string, filter bson.Raw, hint bson.RawValue, fn func(doc bson.Raw) bool) error {
-	f, err := query.CompileWith(filter, query.Options{Now: e.clock.Now()})
+	collator, err := e.queryCollator(ctx, db, coll)
+	if err != nil {
+		return err
+	}
+	f, err := query.CompileWith(filter, query.Options{Now: e.clock.Now(), Collator: collator})
 	if err != nil {
 		return err
 	}
@@ -157,8 +161,12 @@ func (e *Engine) Count(ctx context.Context, db, coll string, filter bson.Raw, sk
 // Distinct returns the distinct values of key among matching documents,
 // arrays contributing their elements, in BSON order.
 func (e *Engine) Distinct(ctx context.Context, db, coll, key string, filter bson.Raw) ([]bsoncore.Value, error) {
-	set := distinct.NewSet(key)
-	err := e.scanMatches(ctx, db, coll, filter, bson.RawValue{}, set.Add)
+	collator, err := e.queryCollator(ctx, db, coll)
+	if err != nil {
+		return nil, err
+	}
+	set := distinct.NewCollatedSet(key, collator)
+	err = e.scanMatches(ctx, db, coll, filter, bson.RawValue{}, set.Add)
 	if err != nil {
 		return nil, err
 	}

@@ -94,13 +94,23 @@ func (e *Engine) ResolveView(ctx context.Context, db, name string) (coll string,
 // nothing, as in MongoDB 7; any other existing collection or view of that
 // name is NamespaceExists.
 func (e *Engine) CreateView(ctx context.Context, db, name, viewOn string, pipeline []bson.Raw) error {
+	return e.CreateViewCollated(ctx, db, name, viewOn, pipeline, nil)
+}
+
+// CreateViewCollated is CreateView with the view's collation, as create
+// gives it (nil for none; checked and normalised here).
+func (e *Engine) CreateViewCollated(ctx context.Context, db, name, viewOn string, pipeline []bson.Raw, collation bson.Raw) error {
 	if err := namespace.Validate(db, name); err != nil {
+		return err
+	}
+	coll, err := e.viewCollation(ctx, db, name, viewOn, collation)
+	if err != nil {
 		return err
 	}
 	if strings.HasPrefix(name, "system.") {
 		return mongoerr.New(mongoerr.InvalidNamespace, "invalid namespace name for a view: %s.%s", db, name)
 	}
-	v := &View{Name: name, ViewOn: viewOn, Pipeline: viewdef.ClonePipeline(pipeline)}
+	v := &View{Name: name, ViewOn: viewOn, Pipeline: viewdef.ClonePipeline(pipeline), Collation: coll}
 	e.viewMu.Lock()
 	defer e.viewMu.Unlock()
 	if old, ok := e.View(ctx, db, name); ok {
@@ -109,6 +119,8 @@ func (e *Engine) CreateView(ctx context.Context, db, name, viewOn string, pipeli
 			return mongoerr.New(mongoerr.NamespaceExists, "namespace %s.%s already exists, but is a view on %s.%s rather than %s.%s", db, name, db, old.ViewOn, db, viewOn)
 		case !viewdef.SamePipeline(old.Pipeline, pipeline):
 			return mongoerr.New(mongoerr.NamespaceExists, "namespace %s.%s already exists, but with a different pipeline", db, name)
+		case string(old.Collation) != string(coll):
+			return mongoerr.New(mongoerr.NamespaceExists, "namespace %s.%s already exists, but with different options", db, name)
 		}
 		return nil
 	}

@@ -62,3 +62,10 @@ func TestMongoshTTLSeedExample(t *testing.T) {
 func TestMongoshUserMgmt(t *testing.T) {
 	runMongoshScript(t, startServer(t), "usermgmt.js")
 }
+
+// TestMongoshCaseInsensitiveLogin is a case-insensitive login in the shell:
+// a unique index under {locale: "en", strength: 2} refuses "alice" after
+// "Alice", and a find with that collation uses the index.
+func TestMongoshCaseInsensitiveLogin(t *testing.T) {
+	runMongoshScript(t, startServer(t), "login_collation.js")
+}

@@ -57,6 +57,7 @@ const (
 	DocumentValidationFailure                Code = 121
 	CommandFailed                            Code = 125
 	ExceededMemoryLimit                      Code = 146
+	IncompatibleCollationVersion             Code = 161
 	ViewDepthLimitExceeded                   Code = 165
 	CommandNotSupportedOnView                Code = 166
 	OptionNotSupportedOnView                 Code = 167
@@ -154,6 +155,7 @@ var codeNames = map[Code]string{
 	DocumentValidationFailure:                "DocumentValidationFailure",
 	CommandFailed:                            "CommandFailed",
 	ExceededMemoryLimit:                      "ExceededMemoryLimit",
+	IncompatibleCollationVersion:             "IncompatibleCollationVersion",
 	ViewDepthLimitExceeded:                   "ViewDepthLimitExceeded",
 	CommandNotSupportedOnView:                "CommandNotSupportedOnView",
 	OptionNotSupportedOnView:                 "OptionNotSupportedOnView",

@@ -219,6 +219,7 @@ func (s *Server) update(ctx context.Context, req *Request) (bson.Raw, error) {
 				return err
 			}
 		}
+		ctx := statementCollation(ctx, st.Collation)
 		if st.Spec.Filter, err = lv.Filter(st.Spec.Filter); err != nil {
 			return err
 		}
@@ -234,7 +235,7 @@ func (s *Server) update(ctx context.Context, req *Request) (bson.Raw, error) {
 			}
 			pipelineLet = lv.With(c)
 		}
-		if st.Spec.Update, err = engine.CompileUpdate(st.U, st.ArrayFilters, st.Spec.Multi, pipelineLet, now); err != nil {
+		if st.Spec.Update, err = s.eng.CompileUpdateFor(ctx, req.DB, coll, st.U, st.ArrayFilters, st.Spec.Multi, pipelineLet, now); err != nil {
 			return err
 		}
 		st.Spec.BypassDocumentValidation = bypass
@@ -273,6 +274,7 @@ func (s *Server) runDelete(ctx context.Context, db, coll string, st writestmt.De
 			return 0, err
 		}
 	}
+	ctx = statementCollation(ctx, st.Collation)
 	filter, err := lv.Filter(st.Filter)
 	if err != nil {
 		return 0, err
@@ -381,7 +383,7 @@ func (s *Server) findAndModify(ctx context.Context, req *Request) (bson.Raw, err
 		return nil, err
 	}
 	if u.Type != 0 {
-		if spec.Update, err = engine.CompileUpdate(u, af, false, lv, s.clock.Now()); err != nil {
+		if spec.Update, err = s.eng.CompileUpdateFor(ctx, req.DB, coll, u, af, false, lv, s.clock.Now()); err != nil {
 			return nil, err
 		}
 	}

@@ -44,6 +44,7 @@ func (s *Server) explain(ctx context.Context, req *Request) (bson.Raw, error) {
 	if err != nil {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "explain command requires a nested object")
 	}
+	ctx = withBodyCollation(ctx, inner)
 	if first.Key() == "aggregate" {
 		return s.explainAggregate(ctx, req, inner, verbosity)
 	}
@@ -76,15 +77,18 @@ func (s *Server) explain(ctx context.Context, req *Request) (bson.Raw, error) {
 		filter, _ = bson.Marshal(bson.D{})
 	}
 	plan := planDoc(ex, filter, spec.Sort)
+	qp := bson.D{
+		{Key: "namespace", Value: req.DB + "." + coll},
+		{Key: "indexFilterSet", Value: false},
+		{Key: "parsedQuery", Value: filter},
+	}
+	if ex.Collation != nil {
+		qp = append(qp, bson.E{Key: "collation", Value: ex.Collation})
+	}
+	qp = append(qp, bson.E{Key: "winningPlan", Value: plan}, bson.E{Key: "rejectedPlans", Value: bson.A{}})
 	elems := []bson.E{
 		{Key: "explainVersion", Value: "1"},
-		{Key: "queryPlanner", Value: bson.D{
-			{Key: "namespace", Value: req.DB + "." + coll},
-			{Key: "indexFilterSet", Value: false},
-			{Key: "parsedQuery", Value: filter},
-			{Key: "winningPlan", Value: plan},
-			{Key: "rejectedPlans", Value: bson.A{}},
-		}},
+		{Key: "queryPlanner", Value: qp},
 	}
 	if ex.Executed {
 		elems = append(elems, bson.E{Key: "executionStats", Value: bson.D{

@@ -367,6 +367,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.guardReplicatedLocal()
 	s.guardViews()
+	s.carryCollation()
 	if err := s.users.UpgradeSchema(); err != nil {
 		stopClock()
 		return nil, errors.Join(err, eng.Close())

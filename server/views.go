@@ -72,12 +72,13 @@ func (s *Server) guardViews() {
 		}
 	}
 	wrap("collMod", s.collModView)
-	// A read of a view takes the view's collation, always the simple one
-	// in Lethe: another is refused as MongoDB refuses overriding a view's.
+	// A read of a view runs under the view's collation: another is
+	// refused as MongoDB refuses overriding a view's.
 	for _, name := range []string{"find", "aggregate", "count", "distinct"} {
-		wrap(name, func(ctx context.Context, req *Request, _ string, next handlerFunc) (bson.Raw, error) {
-			if v, err := req.Body.LookupErr("collation"); err == nil && v.Type == bson.TypeEmbeddedDocument && command.CheckCollation("collation", v) != nil {
-				return nil, mongoerr.New(mongoerr.OptionNotSupportedOnView, "Cannot override a view's default collation")
+		wrap(name, func(ctx context.Context, req *Request, coll string, next handlerFunc) (bson.Raw, error) {
+			ctx, err := s.viewReadCollation(ctx, req, coll)
+			if err != nil {
+				return nil, err
 			}
 			return next(ctx, req)
 		})
@@ -272,7 +273,7 @@ func (s *Server) distinctOnView(ctx context.Context, req *Request, coll, key str
 	if err != nil {
 		return nil, err
 	}
-	vals, err := engine.DistinctOf(docs, key)
+	vals, err := engine.DistinctOfUnder(ctx, docs, key)
 	if err != nil {
 		return nil, err
 	}

@@ -20,6 +20,8 @@ type config struct {
 	textDocs   int
 	groupDocs  int
 	lookupDocs int
+	// collatedDocs is how many strings the collated-sort workload sorts.
+	collatedDocs int
 	// failedLogins is the size of the auth-failures workload's attack.
 	failedLogins int
 	workloads    []workload
@@ -63,6 +65,7 @@ func parseFlags(args []string, errOut io.Writer) (config, error) {
 	fs.IntVar(&cfg.textDocs, "text-docs", 100000, "documents the text workload searches")
 	fs.IntVar(&cfg.groupDocs, "group-docs", 1000000, "documents the agg-group workload groups")
 	fs.IntVar(&cfg.lookupDocs, "lookup-docs", 100000, "documents of each of the two collections the agg-lookup workload joins")
+	fs.IntVar(&cfg.collatedDocs, "collated-docs", 100000, "strings the collated-sort workload sorts")
 	fs.IntVar(&cfg.failedLogins, "failed-logins", 10000, "failed logins the auth-failures workload makes while it measures an authenticated client")
 	fs.StringVar(&names, "workloads", "basic", "comma-separated `list` of "+workloadHelp()+"; \"basic\" for the default ones, \"all\" for every one, empty for none")
 	fs.IntVar(&cfg.ttlDocs, "ttl-docs", 0, "documents of the TTL workload; 0 skips it")
@@ -108,6 +111,8 @@ func parseFlags(args []string, errOut io.Writer) (config, error) {
 		return cfg, errors.New("--group-docs must be at least 1")
 	case cfg.lookupDocs < 1:
 		return cfg, errors.New("--lookup-docs must be at least 1")
+	case cfg.collatedDocs < 1:
+		return cfg, errors.New("--collated-docs must be at least 1")
 	case cfg.failedLogins < 1:
 		return cfg, errors.New("--failed-logins must be at least 1")
 	case cfg.ttlDocs < 0:

@@ -246,3 +246,13 @@ func (l testLog) Write(p []byte) (int, error) {
 	l.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
 }
+
+func TestSmokeCollatedSort(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a server")
+	}
+	cfg := smokeConfig(t, "collated-sort")
+	cfg.collatedDocs = 2000
+	got := runSmoke(t, cfg)
+	checkWorkloads(t, got, []string{"collated-sort", "simple-sort"})
+}

@@ -62,6 +62,7 @@ func allWorkloads() []workload {
 		{name: "text", run: runText},
 		{name: "agg-group", run: runAggGroup},
 		{name: "agg-lookup", run: runAggLookup},
+		{name: "collated-sort", run: runCollatedSort},
 		{name: "changestream", ownServers: true, run: runChangeStream},
 		{name: "auth-connect", ownServers: true, run: runAuthConnect},
 		{name: "auth-failures", ownServers: true, run: runAuthFailures},

@@ -13,6 +13,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine/collation"
 	"github.com/lethedb/lethe/engine/keycodec"
 	"github.com/lethedb/lethe/engine/query"
 	"github.com/lethedb/lethe/mongoerr"
@@ -34,11 +35,19 @@ type Set struct {
 	size   int
 	tooBig bool
 	k, o   []byte // reused
+	// coll is the collation values are told apart under: values whose
+	// collation keys are equal are one, the first found kept.
+	coll *collation.Collator
 }
 
 // NewSet is the empty set of the values of key, a dotted path.
 func NewSet(key string) *Set {
-	return &Set{key: key, seen: map[uint64][]int{}, seed: maphash.MakeSeed()}
+	return NewCollatedSet(key, nil)
+}
+
+// NewCollatedSet is NewSet under a collation; nil is the simple one.
+func NewCollatedSet(key string, coll *collation.Collator) *Set {
+	return &Set{key: key, seen: map[uint64][]int{}, seed: maphash.MakeSeed(), coll: coll}
 }
 
 // Add takes the values of doc; false when the values are too big.
@@ -49,10 +58,10 @@ next:
 		if v.Type == bsoncore.TypeUndefined {
 			continue
 		}
-		s.k = keycodec.Append(s.k[:0], v)
+		s.k = keycodec.Append(s.k[:0], s.coll.Key(v))
 		h := maphash.Bytes(s.seed, s.k)
 		for _, i := range s.seen[h] {
-			if s.o = keycodec.Append(s.o[:0], s.out[i]); bytes.Equal(s.o, s.k) {
+			if s.o = keycodec.Append(s.o[:0], s.coll.Key(s.out[i])); bytes.Equal(s.o, s.k) {
 				continue next
 			}
 		}
@@ -72,6 +81,6 @@ func (s *Set) Values() ([]bsoncore.Value, error) {
 	if s.tooBig {
 		return nil, mongoerr.New(17217, "distinct too big, 16mb cap")
 	}
-	slices.SortFunc(s.out, keycodec.Compare)
+	slices.SortStableFunc(s.out, s.coll.Compare)
 	return s.out, nil
 }

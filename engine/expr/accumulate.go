@@ -4,6 +4,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/bsonvalue"
+	"github.com/lethedb/lethe/engine/collation"
 )
 
 // accumulated returns the values $sum, $avg, $max and $min work on: the
@@ -50,14 +51,14 @@ func avgOf(vals []bsoncore.Value) (bsoncore.Value, error) {
 
 // extreme makes $max or $min: the greatest or least of the values in BSON
 // order, leaving null and missing out; null when nothing is left.
-func extreme(greatest bool) func([]bsoncore.Value) (bsoncore.Value, error) {
-	return func(vals []bsoncore.Value) (bsoncore.Value, error) {
+func extreme(greatest bool) func(*collation.Collator, []bsoncore.Value) (bsoncore.Value, error) {
+	return func(coll *collation.Collator, vals []bsoncore.Value) (bsoncore.Value, error) {
 		best := bsonvalue.Null
 		for _, v := range accumulated(vals) {
 			if isNullish(v) {
 				continue
 			}
-			r := compareExprValues(v, best)
+			r := compareExprValues(coll, v, best)
 			if best.Type == bsoncore.TypeNull || greatest && r > 0 || !greatest && r < 0 {
 				best = v
 			}

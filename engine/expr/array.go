@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/bsonvalue"
+	"github.com/lethedb/lethe/engine/collation"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -24,12 +25,12 @@ func arrayElements(arr bsoncore.Value) []bsoncore.Value {
 }
 
 // in is the aggregation $in: whether a value is an element of an array.
-func in(v []bsoncore.Value) (bsoncore.Value, error) {
+func in(coll *collation.Collator, v []bsoncore.Value) (bsoncore.Value, error) {
 	if v[1].Type != bsoncore.TypeArray {
 		return bsonvalue.Missing, mongoerr.New(40081, "$in requires an array as a second argument, found: %s", bsonvalue.TypeName(v[1].Type))
 	}
 	for _, elem := range arrayElements(v[1]) {
-		if compareExprValues(v[0], elem) == 0 {
+		if compareExprValues(coll, v[0], elem) == 0 {
 			return boolValue(true), nil
 		}
 	}
@@ -158,7 +159,7 @@ func slice(v []bsoncore.Value) (bsoncore.Value, error) {
 
 // indexOfArray is $indexOfArray: the first index, between the optional
 // bounds, of an element equal to the value searched for, or -1.
-func indexOfArray(v []bsoncore.Value) (bsoncore.Value, error) {
+func indexOfArray(coll *collation.Collator, v []bsoncore.Value) (bsoncore.Value, error) {
 	switch {
 	case isNullish(v[0]):
 		return bsonvalue.Null, nil
@@ -171,7 +172,7 @@ func indexOfArray(v []bsoncore.Value) (bsoncore.Value, error) {
 		return bsonvalue.Missing, err
 	}
 	for i := start; i < end; i++ {
-		if compareExprValues(elems[i], v[1]) == 0 {
+		if compareExprValues(coll, elems[i], v[1]) == 0 {
 			return int32Value(int32(i)), nil
 		}
 	}

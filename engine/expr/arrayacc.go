@@ -9,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/bsonvalue"
+	"github.com/lethedb/lethe/engine/collation"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -55,10 +56,10 @@ func accumulatorExprOperators() map[string]exprOperator {
 // nExpr is an operator {n, input} that picks n of an array's elements.
 type nExpr struct {
 	n, input exprNode
-	pick     func(elems []bsoncore.Value, n int) []bsoncore.Value
+	pick     func(coll *collation.Collator, elems []bsoncore.Value, n int) []bsoncore.Value
 }
 
-func compileN(specCode mongoerr.Code, pick func([]bsoncore.Value, int) []bsoncore.Value) exprOperator {
+func compileN(specCode mongoerr.Code, pick func(*collation.Collator, []bsoncore.Value, int) []bsoncore.Value) exprOperator {
 	return func(c *exprCompiler, name string, args bsoncore.Value) (exprNode, error) {
 		if args.Type != bsoncore.TypeEmbeddedDocument {
 			return nil, mongoerr.New(specCode, "specification must be an object; found %s", args)
@@ -106,7 +107,7 @@ func (x *nExpr) eval(e *env) (bsoncore.Value, error) {
 		return bsonvalue.Missing, mongoerr.New(codeNInputNotArray, "Input must be an array")
 	}
 	elems := arrayElements(in)
-	return e.buildArray("an n-element operator", x.pick(elems, int(min(n, int64(len(elems))))))
+	return e.buildArray("an n-element operator", x.pick(e.coll, elems, int(min(n, int64(len(elems))))))
 }
 
 func describeValue(v bsoncore.Value) string {
@@ -116,9 +117,11 @@ func describeValue(v bsoncore.Value) string {
 	return v.String()
 }
 
-func firstN(elems []bsoncore.Value, n int) []bsoncore.Value { return elems[:n] }
+func firstN(_ *collation.Collator, elems []bsoncore.Value, n int) []bsoncore.Value { return elems[:n] }
 
-func lastN(elems []bsoncore.Value, n int) []bsoncore.Value { return elems[len(elems)-n:] }
+func lastN(_ *collation.Collator, elems []bsoncore.Value, n int) []bsoncore.Value {
+	return elems[len(elems)-n:]
+}
 
 // extremeN makes $maxN or $minN: the n greatest or least values, null and
 // missing left out, greatest or least first. It keeps them as MongoDB's
@@ -126,13 +129,13 @@ func lastN(elems []bsoncore.Value, n int) []bsoncore.Value { return elems[len(el
 // of equal values of different types survive is the same too: a newcomer
 // displaces the first-ordered kept value for $maxN, the last for $minN,
 // when it is strictly better.
-func extremeN(greatest bool) func([]bsoncore.Value, int) []bsoncore.Value {
-	return func(elems []bsoncore.Value, n int) []bsoncore.Value {
+func extremeN(greatest bool) func(*collation.Collator, []bsoncore.Value, int) []bsoncore.Value {
+	return func(coll *collation.Collator, elems []bsoncore.Value, n int) []bsoncore.Value {
 		h := &rankedHeap{worstFirst: func(a, b ranked) bool {
 			if greatest {
-				return a.before(b)
+				return a.before(b, coll)
 			}
-			return b.before(a)
+			return b.before(a, coll)
 		}}
 		for i, v := range elems {
 			if isNullish(v) {
@@ -142,14 +145,14 @@ func extremeN(greatest bool) func([]bsoncore.Value, int) []bsoncore.Value {
 				heap.Push(h, ranked{v, i})
 				continue
 			}
-			r := compareExprValues(v, h.items[0].v)
+			r := compareExprValues(coll, v, h.items[0].v)
 			if greatest && r > 0 || !greatest && r < 0 {
 				h.items[0] = ranked{v, i}
 				heap.Fix(h, 0)
 			}
 		}
 		slices.SortFunc(h.items, func(a, b ranked) int {
-			if a.before(b) {
+			if a.before(b, coll) {
 				return -1
 			}
 			return 1
@@ -171,8 +174,8 @@ type ranked struct {
 	seq int
 }
 
-func (a ranked) before(b ranked) bool {
-	if r := compareExprValues(a.v, b.v); r != 0 {
+func (a ranked) before(b ranked, coll *collation.Collator) bool {
+	if r := compareExprValues(coll, a.v, b.v); r != 0 {
 		return r < 0
 	}
 	return a.seq < b.seq

@@ -236,7 +236,7 @@ func (x *sortArrayExpr) eval(e *env) (bsoncore.Value, error) {
 	}
 	elems := arrayElements(in)
 	if x.fields == nil {
-		slices.SortStableFunc(elems, func(a, b bsoncore.Value) int { return x.dirs[0] * compareExprValues(a, b) })
+		slices.SortStableFunc(elems, func(a, b bsoncore.Value) int { return x.dirs[0] * compareExprValues(e.coll, a, b) })
 		return arrayValue(elems), nil
 	}
 	// Sort keys are the fields' values, missing ones and those of elements
@@ -257,7 +257,7 @@ func (x *sortArrayExpr) eval(e *env) (bsoncore.Value, error) {
 	}
 	slices.SortStableFunc(order, func(a, b int) int {
 		for f, dir := range x.dirs {
-			if r := compareExprValues(keys[a][f], keys[b][f]); r != 0 {
+			if r := compareExprValues(e.coll, keys[a][f], keys[b][f]); r != 0 {
 				return dir * r
 			}
 		}

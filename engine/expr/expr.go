@@ -11,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/bsonvalue"
+	"github.com/lethedb/lethe/engine/collation"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -23,6 +24,7 @@ type Expr struct {
 	root  exprNode
 	slots int            // the variable slots the expression binds
 	now   bsoncore.Value // $$NOW
+	coll  *collation.Collator
 }
 
 // ExprOptions are the context an expression is compiled in.
@@ -30,6 +32,10 @@ type ExprOptions struct {
 	// Now is the value of $$NOW, the same for every document the expression
 	// is evaluated against. The zero time means the time of compilation.
 	Now time.Time
+	// Collator is the collation the comparisons of strings ($eq, $lt,
+	// $in, the set operators, $min and $max...) are made under; nil is
+	// the simple collation.
+	Collator *collation.Collator
 }
 
 // CompileExpr compiles an aggregation expression. The expression keeps its
@@ -50,7 +56,7 @@ func CompileExprWith(v bsoncore.Value, opts ExprOptions) (*Expr, error) {
 	if now.IsZero() {
 		now = time.Now()
 	}
-	return &Expr{root: root, slots: c.slots, now: dateValue(now.UnixMilli())}, nil
+	return &Expr{root: root, slots: c.slots, now: dateValue(now.UnixMilli()), coll: opts.Collator}, nil
 }
 
 // Eval evaluates the expression with doc as $$ROOT. A result of Type 0 is
@@ -64,7 +70,7 @@ func (e *Expr) Eval(doc bson.Raw) (bsoncore.Value, error) {
 // EvalContext is Eval for a request: a long evaluation, such as a $map
 // over a large array, stops with ctx's error when ctx ends.
 func (e *Expr) EvalContext(ctx context.Context, doc bson.Raw) (bsoncore.Value, error) {
-	return e.root.eval(&env{root: doc, vars: make([]bsoncore.Value, e.slots), now: e.now, ctx: ctx})
+	return e.root.eval(&env{root: doc, vars: make([]bsoncore.Value, e.slots), now: e.now, ctx: ctx, coll: e.coll})
 }
 
 // env is what an expression is evaluated against.
@@ -73,9 +79,10 @@ type env struct {
 	vars []bsoncore.Value // the values of the variables bound so far, by slot
 	now  bsoncore.Value
 
-	ctx   context.Context // of the request, checked by loops
-	ticks int             // loop steps, to check ctx every few
-	held  int             // bytes of the values held at once; see charge
+	coll  *collation.Collator // strings compare under it
+	ctx   context.Context     // of the request, checked by loops
+	ticks int                 // loop steps, to check ctx every few
+	held  int                 // bytes of the values held at once; see charge
 }
 
 // Slots of the variables that are not bound by an expression.
@@ -492,3 +499,12 @@ func stringValue(s string) bsoncore.Value {
 // CheckVariableDefinition checks the name of a variable a command's let
 // defines, by the rules and with the codes of $let's vars.
 func CheckVariableDefinition(name string) error { return checkVariableDefinition(name) }
+
+// Collator returns the collation the expression compares strings under;
+// nil is the simple collation, also for a nil expression.
+func (e *Expr) Collator() *collation.Collator {
+	if e == nil {
+		return nil
+	}
+	return e.coll
+}

@@ -7,7 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/bsonvalue"
-	"github.com/lethedb/lethe/engine/keycodec"
+	"github.com/lethedb/lethe/engine/collation"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -46,8 +46,8 @@ func init() {
 		"$abs":      fixed(1, absolute),
 		"$sum":      variadic(func(n []exprNode) exprNode { return &funcExpr{args: n, fn: sumOf} }),
 		"$avg":      variadic(func(n []exprNode) exprNode { return &funcExpr{args: n, fn: avgOf} }),
-		"$max":      variadic(func(n []exprNode) exprNode { return &funcExpr{args: n, fn: extreme(true)} }),
-		"$min":      variadic(func(n []exprNode) exprNode { return &funcExpr{args: n, fn: extreme(false)} }),
+		"$max":      variadic(func(n []exprNode) exprNode { return &funcExpr{args: n, fnC: extreme(true)} }),
+		"$min":      variadic(func(n []exprNode) exprNode { return &funcExpr{args: n, fnC: extreme(false)} }),
 
 		"$concat":       variadic(func(n []exprNode) exprNode { return concatExpr(n) }),
 		"$toUpper":      fixed(1, changeCase(upperASCII)),
@@ -66,7 +66,7 @@ func init() {
 		"$rtrim":        compileTrim,
 		"$regexMatch":   compileRegexMatch,
 
-		"$in":   fixed(2, in),
+		"$in":   fixedC(2, in),
 		"$size": fixed(1, size),
 		"$isArray": fixed(1, func(v []bsoncore.Value) (bsoncore.Value, error) {
 			return boolValue(v[0].Type == bsoncore.TypeArray), nil
@@ -82,7 +82,7 @@ func init() {
 		}),
 		"$concatArrays": variadic(func(n []exprNode) exprNode { return concatArraysExpr(n) }),
 		"$slice":        ranged(2, 3, slice),
-		"$indexOfArray": ranged(2, 4, indexOfArray),
+		"$indexOfArray": rangedC(2, 4, indexOfArray),
 		"$reverseArray": fixed(1, reverseArray),
 		"$range":        ranged(2, 3, rangeOf),
 		"$map":          compileIteration("in", false, [...]mongoerr.Code{16878, 16879, 16880, 16882, 16883}),
@@ -160,6 +160,9 @@ type funcExpr struct {
 	name string // the operator, for errors
 	args []exprNode
 	fn   func(vals []bsoncore.Value) (bsoncore.Value, error)
+	// fnC replaces fn for the operators that compare values, which they
+	// do under the collation of the evaluation.
+	fnC func(coll *collation.Collator, vals []bsoncore.Value) (bsoncore.Value, error)
 }
 
 func (f *funcExpr) eval(e *env) (bsoncore.Value, error) {
@@ -169,7 +172,12 @@ func (f *funcExpr) eval(e *env) (bsoncore.Value, error) {
 	if err != nil {
 		return bsonvalue.Missing, err
 	}
-	v, err := f.fn(vals)
+	var v bsoncore.Value
+	if f.fnC != nil {
+		v, err = f.fnC(e.coll, vals)
+	} else {
+		v, err = f.fn(vals)
+	}
 	// The functions build values at most a little larger than their
 	// arguments, which are held in bounds: checking the result suffices.
 	if err == nil && len(v.Data) > MaxValueBytes {
@@ -186,6 +194,32 @@ func fixed(n int, fn func([]bsoncore.Value) (bsoncore.Value, error)) exprOperato
 			return nil, err
 		}
 		return &funcExpr{name: name, args: nodes, fn: fn}, nil
+	}
+}
+
+// fixedC is fixed for an operator that compares values under a collation.
+func fixedC(n int, fn func(*collation.Collator, []bsoncore.Value) (bsoncore.Value, error)) exprOperator {
+	return func(c *exprCompiler, name string, args bsoncore.Value) (exprNode, error) {
+		nodes, err := c.fixedArgs(name, args, n)
+		if err != nil {
+			return nil, err
+		}
+		return &funcExpr{name: name, args: nodes, fnC: fn}, nil
+	}
+}
+
+// rangedC is ranged for an operator that compares values under a
+// collation.
+func rangedC(least, most int, fn func(*collation.Collator, []bsoncore.Value) (bsoncore.Value, error)) exprOperator {
+	return func(c *exprCompiler, name string, args bsoncore.Value) (exprNode, error) {
+		nodes, err := c.args(args)
+		if err != nil {
+			return nil, err
+		}
+		if len(nodes) < least || len(nodes) > most {
+			return nil, mongoerr.New(codeRangedArity, "Expression %s takes at least %d arguments, and at most %d. %d were passed in.", name, least, most, len(nodes))
+		}
+		return &funcExpr{name: name, args: nodes, fnC: fn}, nil
 	}
 }
 
@@ -307,14 +341,15 @@ func isNullish(v bsoncore.Value) bool {
 
 // compareExprValues compares values in the aggregation order: the full BSON
 // order across types, where missing ranks with undefined, below null.
-func compareExprValues(a, b bsoncore.Value) int {
+// Strings compare under coll.
+func compareExprValues(coll *collation.Collator, a, b bsoncore.Value) int {
 	if a.Type == 0 {
 		a = bsonvalue.Undefined
 	}
 	if b.Type == 0 {
 		b = bsonvalue.Undefined
 	}
-	return keycodec.Compare(a, b)
+	return coll.Compare(a, b)
 }
 
 // cmpExpr is a comparison operator: $eq, $ne, $gt, $gte, $lt, $lte, $cmp.
@@ -345,7 +380,7 @@ func (x *cmpExpr) eval(e *env) (bsoncore.Value, error) {
 	if err != nil {
 		return bsonvalue.Missing, err
 	}
-	r := compareExprValues(a, b)
+	r := compareExprValues(e.coll, a, b)
 	switch x.name {
 	case "$eq":
 		return boolValue(r == 0), nil

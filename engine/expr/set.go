@@ -8,6 +8,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/bsonvalue"
+	"github.com/lethedb/lethe/engine/collation"
 	"github.com/lethedb/lethe/engine/keycodec"
 	"github.com/lethedb/lethe/mongoerr"
 )
@@ -39,9 +40,9 @@ const (
 func setOperators() map[string]exprOperator {
 	return map[string]exprOperator{
 		"$setEquals":       compileSetEquals,
-		"$setIntersection": variadic(func(n []exprNode) exprNode { return &funcExpr{name: "$setIntersection", args: n, fn: setIntersection} }),
-		"$setUnion":        variadic(func(n []exprNode) exprNode { return &funcExpr{name: "$setUnion", args: n, fn: setUnion} }),
-		"$setDifference":   fixed(2, setDifference),
+		"$setIntersection": variadic(func(n []exprNode) exprNode { return &funcExpr{name: "$setIntersection", args: n, fnC: setIntersection} }),
+		"$setUnion":        variadic(func(n []exprNode) exprNode { return &funcExpr{name: "$setUnion", args: n, fnC: setUnion} }),
+		"$setDifference":   fixedC(2, setDifference),
 		"$setIsSubset":     compileSetIsSubset,
 		"$anyElementTrue":  fixed(1, elementsTrue("$anyElementTrue", codeAnyElementType, true)),
 		"$allElementsTrue": fixed(1, elementsTrue("$allElementsTrue", codeAllElementsType, false)),
@@ -74,18 +75,20 @@ func constantValue(n exprNode) (bsoncore.Value, bool) {
 
 // setKey is a value's index key, which is the same for equal values, so
 // that sets can be hashed.
-func setKey(v bsoncore.Value) string { return string(keycodec.Append(nil, v)) }
+func setKey(coll *collation.Collator, v bsoncore.Value) string {
+	return string(keycodec.Append(nil, coll.Key(v)))
+}
 
 // sortedSet returns the distinct values among vals in ascending order,
 // keeping the first of equal values, with their keys.
-func sortedSet(vals []bsoncore.Value) (set []bsoncore.Value, keys map[string]bool) {
+func sortedSet(coll *collation.Collator, vals []bsoncore.Value) (set []bsoncore.Value, keys map[string]bool) {
 	type keyed struct {
 		key string
 		v   bsoncore.Value
 	}
 	all := make([]keyed, len(vals))
 	for i, v := range vals {
-		all[i] = keyed{setKey(v), v}
+		all[i] = keyed{setKey(coll, v), v}
 	}
 	// Keys order as their values do.
 	slices.SortStableFunc(all, func(a, b keyed) int { return strings.Compare(a.key, b.key) })
@@ -112,16 +115,16 @@ func compileSetEquals(c *exprCompiler, name string, args bsoncore.Value) (exprNo
 			return nil, mongoerr.New(codeEqualsConstantType, "All operands of $setEquals must be arrays. %d-th argument is of type: %s", i+1, bsonvalue.TypeName(v.Type))
 		}
 	}
-	return &funcExpr{name: name, args: nodes, fn: setEquals}, nil
+	return &funcExpr{name: name, args: nodes, fnC: setEquals}, nil
 }
 
-func setEquals(v []bsoncore.Value) (bsoncore.Value, error) {
+func setEquals(coll *collation.Collator, v []bsoncore.Value) (bsoncore.Value, error) {
 	var first map[string]bool
 	for i, arr := range v {
 		if arr.Type != bsoncore.TypeArray {
 			return bsonvalue.Missing, mongoerr.New(codeEqualsType, "All operands of $setEquals must be arrays. %d-th argument is of type: %s", i+1, bsonvalue.TypeName(arr.Type))
 		}
-		_, set := sortedSet(arrayElements(arr))
+		_, set := sortedSet(coll, arrayElements(arr))
 		if i == 0 {
 			first = set
 			continue
@@ -133,7 +136,7 @@ func setEquals(v []bsoncore.Value) (bsoncore.Value, error) {
 	return boolValue(true), nil
 }
 
-func setIntersection(v []bsoncore.Value) (bsoncore.Value, error) {
+func setIntersection(coll *collation.Collator, v []bsoncore.Value) (bsoncore.Value, error) {
 	var result []bsoncore.Value
 	for i, arr := range v {
 		switch {
@@ -142,17 +145,17 @@ func setIntersection(v []bsoncore.Value) (bsoncore.Value, error) {
 		case arr.Type != bsoncore.TypeArray:
 			return bsonvalue.Missing, mongoerr.New(codeIntersectionType, "All operands of $setIntersection must be arrays. One argument is of type: %s", bsonvalue.TypeName(arr.Type))
 		}
-		set, keys := sortedSet(arrayElements(arr))
+		set, keys := sortedSet(coll, arrayElements(arr))
 		if i == 0 {
 			result = set
 			continue
 		}
-		result = slices.DeleteFunc(result, func(x bsoncore.Value) bool { return !keys[setKey(x)] })
+		result = slices.DeleteFunc(result, func(x bsoncore.Value) bool { return !keys[setKey(coll, x)] })
 	}
 	return arrayValue(result), nil
 }
 
-func setUnion(v []bsoncore.Value) (bsoncore.Value, error) {
+func setUnion(coll *collation.Collator, v []bsoncore.Value) (bsoncore.Value, error) {
 	var all []bsoncore.Value
 	for _, arr := range v {
 		switch {
@@ -163,11 +166,11 @@ func setUnion(v []bsoncore.Value) (bsoncore.Value, error) {
 		}
 		all = append(all, arrayElements(arr)...)
 	}
-	set, _ := sortedSet(all)
+	set, _ := sortedSet(coll, all)
 	return arrayValue(set), nil
 }
 
-func setDifference(v []bsoncore.Value) (bsoncore.Value, error) {
+func setDifference(coll *collation.Collator, v []bsoncore.Value) (bsoncore.Value, error) {
 	a, b := v[0], v[1]
 	switch {
 	case isNullish(a) || isNullish(b):
@@ -179,10 +182,10 @@ func setDifference(v []bsoncore.Value) (bsoncore.Value, error) {
 	}
 	// Elements of the first array go into the set as they are kept, so
 	// that their duplicates are dropped too.
-	_, seen := sortedSet(arrayElements(b))
+	_, seen := sortedSet(coll, arrayElements(b))
 	out := []bsoncore.Value{}
 	for _, x := range arrayElements(a) {
-		if k := setKey(x); !seen[k] {
+		if k := setKey(coll, x); !seen[k] {
 			seen[k] = true
 			out = append(out, x)
 		}
@@ -206,7 +209,7 @@ func compileSetIsSubset(c *exprCompiler, name string, args bsoncore.Value) (expr
 		}
 		firstCode = codeSubsetFirstOfConst
 	}
-	return &funcExpr{name: name, args: nodes, fn: func(v []bsoncore.Value) (bsoncore.Value, error) {
+	return &funcExpr{name: name, args: nodes, fnC: func(coll *collation.Collator, v []bsoncore.Value) (bsoncore.Value, error) {
 		a, b := v[0], v[1]
 		switch {
 		case a.Type != bsoncore.TypeArray:
@@ -214,9 +217,9 @@ func compileSetIsSubset(c *exprCompiler, name string, args bsoncore.Value) (expr
 		case b.Type != bsoncore.TypeArray:
 			return bsonvalue.Missing, mongoerr.New(codeSubsetSecond, "both operands of $setIsSubset must be arrays. Second argument is of type: %s", bsonvalue.TypeName(b.Type))
 		}
-		_, set := sortedSet(arrayElements(b))
+		_, set := sortedSet(coll, arrayElements(b))
 		for _, x := range arrayElements(a) {
-			if !set[setKey(x)] {
+			if !set[setKey(coll, x)] {
 				return boolValue(false), nil
 			}
 		}

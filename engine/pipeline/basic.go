@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"slices"
 	"strings"
 
@@ -23,7 +24,7 @@ func compileMatch(c *compiler, _ string, arg bson.RawValue) (stage, error) {
 	if !ok {
 		return nil, mongoerr.New(mongoerr.Code(15959), "the match filter must be an expression in an object")
 	}
-	f, err := query.CompileWith(doc, query.Options{Now: c.opts.Now})
+	f, err := query.CompileWith(doc, query.Options{Now: c.opts.Now, Collator: c.opts.Collator})
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +63,7 @@ func compileSort(c *compiler, _ string, arg bson.RawValue) (stage, error) {
 	if err := CheckSortSpec(doc); err != nil {
 		return nil, err
 	}
-	s, err := query.CompileSort(doc)
+	s, err := query.CompileSortWith(doc, c.opts.Collator)
 	if err != nil {
 		return nil, err
 	}
@@ -76,15 +77,39 @@ func (s *sortStage) apply(r *run, docs []bson.Raw, _ Limit) ([]bson.Raw, error) 
 	if err := h.add(sizeOf(docs)); err != nil {
 		return nil, err
 	}
-	cmp := s.s.Compare
 	if s.s.UsesTextScore() {
 		score := text.ScorerFrom(r.ctx)
 		if score == nil {
 			return nil, text.ErrNoScore()
 		}
-		cmp = s.s.CompareScored(score)
+		slices.SortStableFunc(docs, s.s.CompareScored(score))
+	} else if s.s.Collator() != nil {
+		return sortByKeys(docs, s.s, &h)
+	} else {
+		slices.SortStableFunc(docs, s.s.Compare)
 	}
-	slices.SortStableFunc(docs, cmp)
+	return docs, nil
+}
+
+// sortByKeys sorts docs by srt computing each document's sort key once:
+// under a collation a comparison would compute two collation keys, and a
+// sort makes n log n comparisons. The keys count against h.
+func sortByKeys(docs []bson.Raw, srt *query.Sort, h *held) ([]bson.Raw, error) {
+	type keyed struct {
+		key []byte
+		doc bson.Raw
+	}
+	ks := make([]keyed, len(docs))
+	for i, d := range docs {
+		ks[i] = keyed{srt.AppendKey(nil, d), d}
+		if err := h.add(len(ks[i].key)); err != nil {
+			return nil, err
+		}
+	}
+	slices.SortStableFunc(ks, func(a, b keyed) int { return bytes.Compare(a.key, b.key) })
+	for i := range ks {
+		docs[i] = ks[i].doc
+	}
 	return docs, nil
 }
 

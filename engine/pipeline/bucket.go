@@ -103,14 +103,14 @@ func compileBucket(c *compiler, _ string, arg bson.RawValue) (stage, error) {
 			if keycodec.TypeClass(prev.Type) != keycodec.TypeClass(b.Type) {
 				return nil, specError(40193, "All values in the the 'boundaries' option to $bucket must have the same type. Found conflicting types %s and %s.", bsonvalue.TypeName(prev.Type), bsonvalue.TypeName(b.Type))
 			}
-			if keycodec.Compare(prev, b) >= 0 {
+			if c.opts.Collator.Compare(prev, b) >= 0 {
 				return nil, specError(40194, "The 'boundaries' option to $bucket must be sorted, but elements %d and %d are not in ascending order (%s is not less than %s).", i-1, i, prev, b)
 			}
 		}
 		s.boundaries = append(s.boundaries, b)
 	}
 	if s.def.Type != 0 && keycodec.TypeClass(s.def.Type) == keycodec.TypeClass(s.boundaries[0].Type) &&
-		keycodec.Compare(s.def, s.boundaries[0]) >= 0 && keycodec.Compare(s.def, s.boundaries[len(vals)-1]) < 0 {
+		c.opts.Collator.Compare(s.def, s.boundaries[0]) >= 0 && c.opts.Collator.Compare(s.def, s.boundaries[len(vals)-1]) < 0 {
 		return nil, specError(40199, "The $bucket 'default' field must be less than the lowest boundary or greater than or equal to the highest boundary.")
 	}
 	var err error
@@ -126,7 +126,7 @@ func compileBucket(c *compiler, _ string, arg bson.RawValue) (stage, error) {
 func (*bucketStage) blocks() {}
 
 func (s *bucketStage) apply(r *run, docs []bson.Raw, _ Limit) ([]bson.Raw, error) {
-	gr := newGrouper(s.accs, r.blocking(groupExceeded))
+	gr := newGrouper(s.accs, r.blocking(groupExceeded), r.opts.Collator)
 	n := len(s.boundaries)
 	for j, d := range docs {
 		if j%256 == 255 && r.ctx.Err() != nil {
@@ -138,14 +138,15 @@ func (s *bucketStage) apply(r *run, docs []bson.Raw, _ Limit) ([]bson.Raw, error
 		}
 		// The bucket is the last boundary not above v, if v is below the
 		// last boundary; values compare in BSON order, as $bucket's $gte
-		// and $lt do.
+		// and $lt do, strings under the collation.
+		coll := r.opts.Collator
 		i, _ := slices.BinarySearchFunc(s.boundaries, v, func(b, v bsoncore.Value) int {
 			if v.Type == 0 {
 				return 1
 			}
-			return keycodec.Compare(b, v)
+			return coll.Compare(b, v)
 		})
-		exact := v.Type != 0 && i < n && keycodec.Compare(s.boundaries[i], v) == 0
+		exact := v.Type != 0 && i < n && coll.Compare(s.boundaries[i], v) == 0
 		var id bsoncore.Value
 		switch {
 		case exact && i < n-1:
@@ -168,7 +169,7 @@ func (s *bucketStage) apply(r *run, docs []bson.Raw, _ Limit) ([]bson.Raw, error
 	slices.SortStableFunc(out, func(a, b bson.Raw) int {
 		x, _ := bsonvalue.Lookup(a, "_id")
 		y, _ := bsonvalue.Lookup(b, "_id")
-		return keycodec.Compare(x, y)
+		return r.opts.Collator.Compare(x, y)
 	})
 	return out, nil
 }

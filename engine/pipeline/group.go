@@ -6,6 +6,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine/collation"
 	"github.com/lethedb/lethe/engine/expr"
 	"github.com/lethedb/lethe/engine/keycodec"
 	"github.com/lethedb/lethe/engine/pipeline/accum"
@@ -77,7 +78,7 @@ func (c *compiler) accumulator(field string, v bson.RawValue) (accField, error) 
 
 // expr compiles an expression of a stage.
 func (c *compiler) expr(v bson.RawValue) (*expr.Expr, error) {
-	return expr.CompileExprWith(bsoncore.Value{Type: bsoncore.Type(v.Type), Data: v.Value}, expr.ExprOptions{Now: c.opts.Now})
+	return expr.CompileExprWith(bsoncore.Value{Type: bsoncore.Type(v.Type), Data: v.Value}, expr.ExprOptions{Now: c.opts.Now, Collator: c.opts.Collator})
 }
 
 func (*groupStage) blocks() {}
@@ -99,16 +100,17 @@ type grouper struct {
 	groups map[string]*group
 	order  []string
 	h      held
-	key    []byte // the key being looked up, reused
+	key    []byte              // the key being looked up, reused
+	coll   *collation.Collator // ids equal under it are one group
 }
 
-func newGrouper(accs []accField, limit Limit) *grouper {
-	return &grouper{accs: accs, groups: map[string]*group{}, h: held{limit: limit}}
+func newGrouper(accs []accField, limit Limit, coll *collation.Collator) *grouper {
+	return &grouper{accs: accs, groups: map[string]*group{}, h: held{limit: limit}, coll: coll}
 }
 
 // add adds doc to the group of id, which it may keep.
 func (g *grouper) add(ctx context.Context, id bsoncore.Value, doc bson.Raw) error {
-	g.key = keycodec.Append(g.key[:0], id)
+	g.key = keycodec.Append(g.key[:0], g.coll.Key(id))
 	gr := g.groups[string(g.key)]
 	if gr == nil {
 		k := string(g.key)
@@ -184,7 +186,7 @@ func (g *grouper) result(gr *group) (bson.Raw, error) {
 // a blocking stage's.
 func (g *groupStage) stream(r *run, src Source) ([]bson.Raw, error) {
 	ctx := r.ctx
-	gr := newGrouper(g.accs, r.blocking(groupExceeded))
+	gr := newGrouper(g.accs, r.blocking(groupExceeded), r.opts.Collator)
 	j := 0
 	err := src(func(doc bson.Raw) error {
 		if j++; j%256 == 0 && ctx.Err() != nil {

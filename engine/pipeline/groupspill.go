@@ -38,7 +38,7 @@ const groupOverhead = 128
 func (g *groupStage) spill(r *run, src Source) (Source, error) {
 	ctx := r.ctx
 	budget := r.spillBudget() / 2
-	mem := newGrouper(g.accs, Limit{Bytes: r.opts.MemLimit, Exceeded: QueryExceeded})
+	mem := newGrouper(g.accs, Limit{Bytes: r.opts.MemLimit, Exceeded: QueryExceeded}, r.opts.Collator)
 	var sorter *spill.Sorter
 	j := 0
 	err := src(func(doc bson.Raw) error {
@@ -49,7 +49,7 @@ func (g *groupStage) spill(r *run, src Source) (Source, error) {
 		if err != nil {
 			return err
 		}
-		k := keycodec.Append(nil, id)
+		k := keycodec.Append(nil, r.opts.Collator.Key(id))
 		if mem.groups[string(k)] == nil {
 			cost := len(k) + len(id.Data) + groupOverhead
 			if sorter != nil || mem.h.n+int64(cost) > budget {

@@ -6,6 +6,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/lethedb/lethe/engine/collation"
 	"github.com/lethedb/lethe/engine/spill"
 	"github.com/lethedb/lethe/mongoerr"
 )
@@ -67,6 +68,9 @@ type Options struct {
 	DB string
 	// Catalog reads other collections; nil refuses the stages that do.
 	Catalog Catalog
+	// Collator is the collation of the aggregation: strings compare under
+	// it in the stages that compare them. nil is the simple collation.
+	Collator *collation.Collator
 }
 
 // Default limits, MongoDB's 100 MiB for a blocking stage and Lethe's own

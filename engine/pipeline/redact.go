@@ -32,7 +32,7 @@ const (
 
 func compileRedact(c *compiler, _ string, arg bson.RawValue) (stage, error) {
 	v := redactVariables(bsoncore.Value{Type: bsoncore.Type(arg.Type), Data: arg.Value})
-	ex, err := expr.CompileExprWith(v, expr.ExprOptions{Now: c.opts.Now})
+	ex, err := expr.CompileExprWith(v, expr.ExprOptions{Now: c.opts.Now, Collator: c.opts.Collator})
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/lethedb/lethe/engine/collation"
 	"github.com/lethedb/lethe/engine/expr"
 	"github.com/lethedb/lethe/engine/spill"
 )
@@ -71,6 +72,10 @@ type Compiler struct {
 func (c *Compiler) Expr(v bson.RawValue) (*expr.Expr, error) {
 	return c.c.expr(v)
 }
+
+// Collator is the pipeline's collation (Options.Collator): the stage
+// compares strings under it. nil is the simple collation.
+func (c *Compiler) Collator() *collation.Collator { return c.c.opts.Collator }
 
 // Run is one run of a pipeline, as a stage of another package sees it.
 type Run struct {

@@ -18,7 +18,7 @@ type shapeStage struct {
 }
 
 func compileShape(c *compiler, name string, arg bson.RawValue) (stage, error) {
-	opts := project.Options{Now: c.opts.Now}
+	opts := project.Options{Now: c.opts.Now, Collator: c.opts.Collator}
 	var p *project.Projection
 	var err error
 	if name == "$unset" {
@@ -72,7 +72,7 @@ func compileReplaceRoot(c *compiler, name string, arg bson.RawValue) (stage, err
 		}
 		v = bsoncore.Value{Type: bsoncore.Type(nr.Type), Data: nr.Value}
 	}
-	ex, err := expr.CompileExprWith(v, expr.ExprOptions{Now: c.opts.Now})
+	ex, err := expr.CompileExprWith(v, expr.ExprOptions{Now: c.opts.Now, Collator: c.opts.Collator})
 	if err != nil {
 		return nil, err
 	}

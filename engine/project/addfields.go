@@ -9,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine/collation"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -21,7 +22,7 @@ func CompileAddFields(spec bson.Raw, opts Options) (*Projection, error) {
 		return nil, err
 	}
 	spec = bytes.Clone(spec)
-	p := addFieldsParser{spec: spec, now: opts.Now}
+	p := addFieldsParser{spec: spec, now: opts.Now, coll: opts.Collator}
 	root := newNode()
 	elems, _ := bsoncore.Document(spec).Elements()
 	for _, e := range elems {
@@ -41,6 +42,7 @@ func CompileAddFields(spec bson.Raw, opts Options) (*Projection, error) {
 type addFieldsParser struct {
 	spec bson.Raw
 	now  time.Time
+	coll *collation.Collator
 	seen []string // the dotted paths set so far
 }
 
@@ -61,7 +63,7 @@ func (p *addFieldsParser) field(parent *node, path, full []string, v bsoncore.Va
 	if err := p.claim(full); err != nil {
 		return err
 	}
-	x, err := compileExpr(v, p.now)
+	x, err := compileExpr(v, p.now, p.coll)
 	if err != nil {
 		return err
 	}

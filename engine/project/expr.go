@@ -6,19 +6,20 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine/collation"
 	"github.com/lethedb/lethe/engine/expr"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
 // compileExpr compiles the aggregation expression of a computed field.
-func compileExpr(v bsoncore.Value, now time.Time) (*expr.Expr, error) {
-	return expr.CompileExprWith(v, expr.ExprOptions{Now: now})
+func compileExpr(v bsoncore.Value, now time.Time, coll *collation.Collator) (*expr.Expr, error) {
+	return expr.CompileExprWith(v, expr.ExprOptions{Now: now, Collator: coll})
 }
 
 // compileOperator compiles {name: arg}, an operator expression.
-func compileOperator(op bsoncore.Element, now time.Time) (*expr.Expr, error) {
+func compileOperator(op bsoncore.Element, now time.Time, coll *collation.Collator) (*expr.Expr, error) {
 	doc := bsoncore.BuildDocument(nil, op)
-	return compileExpr(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc}, now)
+	return compileExpr(bsoncore.Value{Type: bsoncore.TypeEmbeddedDocument, Data: doc}, now, coll)
 }
 
 // checkFieldNames checks the components of a field path as MongoDB's

@@ -8,6 +8,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine/collation"
 	"github.com/lethedb/lethe/engine/query"
 	"github.com/lethedb/lethe/mongoerr"
 )
@@ -28,6 +29,7 @@ type parser struct {
 	// operators, from a find projection.
 	stage                                 bool
 	now                                   time.Time // $$NOW
+	coll                                  *collation.Collator
 	typ                                   projType
 	idSpecified, idIncluded, idExcluded   bool
 	hasSlice, hasElemMatch, hasPositional bool
@@ -64,7 +66,7 @@ func (p *parser) element(parent *node, prefix []string, e bsoncore.Element) erro
 	if positional {
 		return mongoerr.New(mongoerr.Code(31308), "positional projection cannot be used with a literal")
 	}
-	x, err := compileExpr(v, p.now)
+	x, err := compileExpr(v, p.now, p.coll)
 	if err != nil {
 		return err
 	}
@@ -225,7 +227,7 @@ func (p *parser) operator(parent *node, prefix []string, key string, op bsoncore
 		// request's context carries); it leaves an exclusion alone. A
 		// find's projection of the text score is the engine's: it takes
 		// those fields out before compiling the rest.
-		x, err := compileOperator(op, p.now)
+		x, err := compileOperator(op, p.now, p.coll)
 		if err != nil {
 			return err
 		}
@@ -237,7 +239,7 @@ func (p *parser) operator(parent *node, prefix []string, key string, op bsoncore
 		if p.typ == exclusion {
 			return mongoerr.New(mongoerr.Code(31252), "Cannot use expression other than $meta in exclusion projection")
 		}
-		x, err := compileOperator(op, p.now)
+		x, err := compileOperator(op, p.now, p.coll)
 		if err != nil {
 			return err
 		}

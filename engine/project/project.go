@@ -8,6 +8,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine/collation"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -24,6 +25,9 @@ type Options struct {
 	// Now is the value of $$NOW in computed fields. The zero time means
 	// the time of compilation.
 	Now time.Time
+	// Collator is the collation the computed fields compare strings
+	// under; nil is the simple collation.
+	Collator *collation.Collator
 }
 
 // Compile parses a find projection document. Errors carry MongoDB's codes.
@@ -37,7 +41,7 @@ func CompileWith(spec bson.Raw, opts Options) (*Projection, error) {
 	if err := validate(spec); err != nil {
 		return nil, err
 	}
-	return compile(spec, parser{now: opts.Now})
+	return compile(spec, parser{now: opts.Now, coll: opts.Collator})
 }
 
 // CompileProject parses the specification of a pipeline's $project stage:
@@ -51,7 +55,7 @@ func CompileProject(spec bson.Raw, opts Options) (*Projection, error) {
 	if len(spec) <= 5 {
 		return nil, mongoerr.New(mongoerr.Code(51272), "projection specification must have at least one field")
 	}
-	return compile(spec, parser{stage: true, now: opts.Now})
+	return compile(spec, parser{stage: true, now: opts.Now, coll: opts.Collator})
 }
 
 func validate(spec bson.Raw) error {

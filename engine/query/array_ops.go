@@ -105,13 +105,13 @@ func compileElemMatch(op operand) (fieldExpr, error) {
 	if isElemMatchValue(op.value.Data) {
 		// MongoDB compiles these operators for an empty path, which shows
 		// in its error messages.
-		exprs, err := compileOperators("", op.value.Data)
+		exprs, err := compileOperators("", op.value.Data, op.coll)
 		if err != nil {
 			return nil, err
 		}
 		pred = &elemMatchValue{conditions: exprs}
 	} else {
-		filter, err := compileDocument(op.value.Data, level{subDocument: true})
+		filter, err := compileDocument(op.value.Data, level{subDocument: true, coll: op.coll})
 		if err != nil {
 			return nil, err
 		}
@@ -164,7 +164,7 @@ func compileAll(op operand) (fieldExpr, error) {
 				return nil, mongoerr.New(mongoerr.BadValue, "$all/$elemMatch has to be consistent")
 			}
 			first, _ := bsonvalue.Lookup(e.Data, "$elemMatch")
-			expr, err = compileElemMatch(operand{path: op.path, name: "$elemMatch", value: first, siblings: e.Data})
+			expr, err = compileElemMatch(operand{path: op.path, name: "$elemMatch", value: first, siblings: e.Data, coll: op.coll})
 		case e.Type == bsoncore.TypeRegex:
 			var re *bsonvalue.Regex
 			re, err = compileRegexValue(e)
@@ -172,7 +172,7 @@ func compileAll(op operand) (fieldExpr, error) {
 		case e.Type == bsoncore.TypeEmbeddedDocument && isFieldOperator(bsonvalue.FirstKey(e.Data)):
 			return nil, mongoerr.New(mongoerr.BadValue, "no $ expressions in $all")
 		default:
-			expr, err = compileEquality(e)
+			expr, err = compileEquality(e, op.coll)
 		}
 		if err != nil {
 			return nil, err

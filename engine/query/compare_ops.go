@@ -6,6 +6,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/bsonvalue"
+	"github.com/lethedb/lethe/engine/collation"
 	"github.com/lethedb/lethe/engine/keycodec"
 	"github.com/lethedb/lethe/mongoerr"
 )
@@ -35,21 +36,30 @@ func (op cmpOp) admitsEqual() bool {
 // null also matches a missing field, and MinKey and MaxKey bound everything,
 // missing fields included. As in MongoDB 8.0, null no longer matches the
 // deprecated undefined.
+//
+// Under a collation, rhs is the constant's collation key value and each
+// value is turned into its own before comparing; coll is nil when the
+// constant holds no string, which no collation can then affect.
 type comparison struct {
 	op    cmpOp
 	rhs   bsoncore.Value
 	class int
 	nan   bool
+	coll  *collation.Collator
 }
 
-func newComparison(op cmpOp, rhs bsoncore.Value) *comparison {
-	return &comparison{op: op, rhs: rhs, class: keycodec.TypeClass(rhs.Type), nan: isNaN(rhs)}
+func newComparison(op cmpOp, rhs bsoncore.Value, coll *collation.Collator) *comparison {
+	if !collation.Collatable(rhs) {
+		coll = nil
+	}
+	return &comparison{op: op, rhs: coll.Key(rhs), class: keycodec.TypeClass(rhs.Type), nan: isNaN(rhs), coll: coll}
 }
 
 func (c *comparison) test(v bsoncore.Value) bool {
 	if v.Type == 0 || keycodec.TypeClass(v.Type) != c.class {
 		return c.matchesAcrossClasses(v)
 	}
+	v = c.coll.Key(v)
 	if vNaN := isNaN(v); vNaN || c.nan {
 		// NaN equals NaN and is neither above nor below any number.
 		return vNaN && c.nan && c.op.admitsEqual()
@@ -82,22 +92,22 @@ func (c *comparison) matchesAcrossClasses(v bsoncore.Value) bool {
 
 // compileEquality compiles {a: v} and {a: {$eq: v}}. A regular expression
 // here is a value to compare, not a pattern to match.
-func compileEquality(v bsoncore.Value) (fieldExpr, error) {
+func compileEquality(v bsoncore.Value, coll *collation.Collator) (fieldExpr, error) {
 	if v.Type == bsoncore.TypeUndefined {
 		return nil, mongoerr.New(mongoerr.BadValue, "cannot compare to undefined")
 	}
-	return &leafExpr{pred: newComparison(opEQ, v), leafArrays: true}, nil
+	return &leafExpr{pred: newComparison(opEQ, v, coll), leafArrays: true}, nil
 }
 
 func compileEq(op operand) (fieldExpr, error) {
-	return compileEquality(op.value)
+	return compileEquality(op.value, op.coll)
 }
 
 func compileNe(op operand) (fieldExpr, error) {
 	if op.value.Type == bsoncore.TypeRegex {
 		return nil, mongoerr.New(mongoerr.BadValue, "Can't have regex as arg to $ne.")
 	}
-	eq, err := compileEquality(op.value)
+	eq, err := compileEquality(op.value, op.coll)
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +122,7 @@ func compileOrdering(cmp cmpOp) fieldOperator {
 		case bsoncore.TypeUndefined:
 			return nil, mongoerr.New(mongoerr.BadValue, "cannot compare to undefined")
 		}
-		return &leafExpr{pred: newComparison(cmp, op.value), leafArrays: true}, nil
+		return &leafExpr{pred: newComparison(cmp, op.value, op.coll), leafArrays: true}, nil
 	}
 }
 
@@ -122,6 +132,9 @@ type inList struct {
 	values  []bsoncore.Value // in keycodec order, for binary search
 	hasNull bool
 	regexes []*bsonvalue.Regex
+	// coll is the collation the values are key values of; nil when
+	// none holds a string.
+	coll *collation.Collator
 }
 
 func (in *inList) test(v bsoncore.Value) bool {
@@ -129,7 +142,7 @@ func (in *inList) test(v bsoncore.Value) bool {
 		// A null in the list brings {$eq: null}'s meaning along.
 		return in.hasNull
 	}
-	if _, found := slices.BinarySearchFunc(in.values, v, keycodec.Compare); found {
+	if _, found := slices.BinarySearchFunc(in.values, in.coll.Key(v), keycodec.Compare); found {
 		return true
 	}
 	for _, re := range in.regexes {
@@ -181,7 +194,13 @@ func compileInList(op operand) (*inList, error) {
 		default:
 			in.hasNull = in.hasNull || e.Type == bsoncore.TypeNull
 			in.values = append(in.values, e)
+			if op.coll != nil && collation.Collatable(e) {
+				in.coll = op.coll
+			}
 		}
+	}
+	for i, v := range in.values {
+		in.values[i] = in.coll.Key(v)
 	}
 	slices.SortStableFunc(in.values, keycodec.Compare)
 	return in, nil

@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/bsonvalue"
+	"github.com/lethedb/lethe/engine/collation"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -17,6 +18,7 @@ import (
 type level struct {
 	subDocument bool
 	now         time.Time
+	coll        *collation.Collator // strings compare under it; nil is simple
 }
 
 // operand is one operator of an operator document such as {$gt: 1, $lt: 5},
@@ -28,6 +30,7 @@ type operand struct {
 	// siblings is the whole operator document: $regex and $options read
 	// each other.
 	siblings []byte
+	coll     *collation.Collator
 }
 
 type (
@@ -116,7 +119,7 @@ func compileDocument(doc []byte, lvl level) (node, error) {
 			}
 			continue
 		}
-		exprs, err := compileField(key, v)
+		exprs, err := compileField(key, v, lvl.coll)
 		if err != nil {
 			return nil, err
 		}
@@ -136,10 +139,10 @@ func compileDocument(doc []byte, lvl level) (node, error) {
 
 // compileField compiles the value given for a field: an operator document,
 // a regular expression, or a value to compare for equality.
-func compileField(path string, v bsoncore.Value) ([]fieldExpr, error) {
+func compileField(path string, v bsoncore.Value, coll *collation.Collator) ([]fieldExpr, error) {
 	switch {
 	case isOperatorDocument(v):
-		return compileOperators(path, v.Data)
+		return compileOperators(path, v.Data, coll)
 	case v.Type == bsoncore.TypeRegex:
 		re, err := compileRegexValue(v)
 		if err != nil {
@@ -147,7 +150,7 @@ func compileField(path string, v bsoncore.Value) ([]fieldExpr, error) {
 		}
 		return []fieldExpr{&leafExpr{pred: regexPred{re}, leafArrays: true}}, nil
 	}
-	e, err := compileEquality(v)
+	e, err := compileEquality(v, coll)
 	if err != nil {
 		return nil, err
 	}
@@ -156,7 +159,7 @@ func compileField(path string, v bsoncore.Value) ([]fieldExpr, error) {
 
 // compileOperators compiles an operator document, one expression per
 // operator.
-func compileOperators(path string, ops []byte) ([]fieldExpr, error) {
+func compileOperators(path string, ops []byte, coll *collation.Collator) ([]fieldExpr, error) {
 	var exprs []fieldExpr
 	it := bsonvalue.ElementsOf(ops)
 	for {
@@ -164,7 +167,7 @@ func compileOperators(path string, ops []byte) ([]fieldExpr, error) {
 		if !ok {
 			return exprs, nil
 		}
-		op := operand{path: path, name: string(name), value: v, siblings: ops}
+		op := operand{path: path, name: string(name), value: v, siblings: ops, coll: coll}
 		compileOp, ok := fieldOperators[op.name]
 		if !ok {
 			if op.name == "$where" {
@@ -212,8 +215,8 @@ func compileAlways(result bool) topLevelOperator {
 }
 
 func compileDBRefField(name string) topLevelOperator {
-	return func(v bsoncore.Value, _ level) (node, error) {
-		e, err := compileEquality(v)
+	return func(v bsoncore.Value, lvl level) (node, error) {
+		e, err := compileEquality(v, lvl.coll)
 		if err != nil {
 			return nil, err
 		}

@@ -9,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine/collation"
 	"github.com/lethedb/lethe/engine/keycodec"
 	"github.com/lethedb/lethe/mongoerr"
 )
@@ -50,6 +51,8 @@ type conformanceCase struct {
 	Nearest           bool  `bson:"nearest"`
 	ErrorWithoutIndex int32 `bson:"errorWithoutIndex"`
 	Limit             int64 `bson:"limit"`
+	// Collation is the collation the case runs under; none is simple.
+	Collation bson.Raw `bson:"collation"`
 }
 
 func TestConformance(t *testing.T) {
@@ -100,10 +103,14 @@ func runConformanceCase(t *testing.T, docs []bson.Raw, c conformanceCase) {
 	if c.Limit > 0 {
 		t.Skip("the limit of a $near case keeps the nearest documents, which only the storage layer orders")
 	}
-	filter, err := Compile(c.Filter)
+	coll, err := collation.Parse(c.Collation)
+	var filter *Filter
+	if err == nil {
+		filter, err = CompileWith(c.Filter, Options{Collator: coll})
+	}
 	var sortSpec *Sort
 	if err == nil && c.Sort != nil {
-		sortSpec, err = CompileSort(c.Sort)
+		sortSpec, err = CompileSortWith(c.Sort, coll)
 	}
 	var matched []bson.Raw
 	if err == nil {

@@ -28,7 +28,7 @@ func compileExprOperator(v bsoncore.Value, lvl level) (node, error) {
 	if lvl.subDocument {
 		return nil, mongoerr.New(mongoerr.BadValue, "$expr can only be applied to the top-level document")
 	}
-	ex, err := expr.CompileExprWith(v, expr.ExprOptions{Now: lvl.now})
+	ex, err := expr.CompileExprWith(v, expr.ExprOptions{Now: lvl.now, Collator: lvl.coll})
 	if err != nil {
 		return nil, err
 	}

@@ -5,12 +5,15 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/lethedb/lethe/engine/collation"
 )
 
 // Filter is a compiled query filter. It is safe for concurrent use.
 type Filter struct {
 	root node
 	near *NearSpec // its $near or $nearSphere, if any
+	coll *collation.Collator
 }
 
 // Options are the context a filter is compiled in.
@@ -19,6 +22,9 @@ type Options struct {
 	// the same for every document. The zero time means the time of
 	// compilation.
 	Now time.Time
+	// Collator is the collation strings compare under; nil is the simple
+	// collation.
+	Collator *collation.Collator
 }
 
 // Compile compiles a query filter. A nil or empty filter matches every
@@ -30,7 +36,7 @@ func Compile(filter bson.Raw) (*Filter, error) {
 // CompileWith compiles a query filter in the context opts describes.
 func CompileWith(filter bson.Raw, opts Options) (*Filter, error) {
 	if len(filter) == 0 {
-		return &Filter{root: constant(true)}, nil
+		return &Filter{root: constant(true), coll: opts.Collator}, nil
 	}
 	// Compiled values point into the source; a copy of their own lets the
 	// caller reuse its buffer.
@@ -38,7 +44,7 @@ func CompileWith(filter bson.Raw, opts Options) (*Filter, error) {
 	if err := bson.Raw(own).Validate(); err != nil {
 		return nil, invalidBSON(err)
 	}
-	root, err := compileDocument(own, level{now: opts.Now})
+	root, err := compileDocument(own, level{now: opts.Now, coll: opts.Collator})
 	if err != nil {
 		return nil, err
 	}
@@ -49,8 +55,12 @@ func CompileWith(filter bson.Raw, opts Options) (*Filter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Filter{root: root, near: near}, nil
+	return &Filter{root: root, near: near, coll: opts.Collator}, nil
 }
+
+// Collator returns the collation the filter was compiled with: the values
+// of its Conjuncts that hold strings are collation key values under it.
+func (f *Filter) Collator() *collation.Collator { return f.coll }
 
 // Match reports whether doc matches the filter. A document for which a
 // $expr fails to evaluate does not match; commands use MatchErr.

@@ -562,7 +562,7 @@ func compileBound(inclusive, exclusive cmpOp, exclusiveName string) keywordCompi
 		if e, ok := bsonvalue.Lookup(schema, exclusiveName); ok && e.Type == bsoncore.TypeBoolean && e.Boolean() {
 			op = exclusive
 		}
-		return newOnlyFor(newComparison(op, v), numberTypes...), nil
+		return newOnlyFor(newComparison(op, v, nil), numberTypes...), nil
 	}
 }
 

@@ -52,7 +52,7 @@ func compileNot(op operand) (fieldExpr, error) {
 	if isEmptyContainer(op.value.Data) {
 		return nil, mongoerr.New(mongoerr.BadValue, "$not cannot be empty")
 	}
-	exprs, err := compileOperators(op.path, op.value.Data)
+	exprs, err := compileOperators(op.path, op.value.Data, op.coll)
 	if err != nil {
 		return nil, err
 	}

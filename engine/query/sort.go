@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/bsonvalue"
+	"github.com/lethedb/lethe/engine/collation"
 	"github.com/lethedb/lethe/engine/keycodec"
 	"github.com/lethedb/lethe/mongoerr"
 )
@@ -24,6 +25,7 @@ type Sort struct {
 	// score is the text score of a document, for fields sorted by
 	// {$meta: "textScore"}, once bound (BindTextScore).
 	score func(doc []byte) float64
+	coll    *collation.Collator // strings compare under it; nil is simple
 }
 
 // maxSortKeys is the most fields a sort may name.
@@ -45,12 +47,18 @@ const MetaPath = "$textScore"
 // Sorting by {$meta: ...} is refused, and so are more than maxSortKeys
 // fields.
 func CompileSort(spec bson.Raw) (*Sort, error) {
+	return CompileSortWith(spec, nil)
+}
+
+// CompileSortWith is CompileSort under a collation: strings, also inside
+// arrays and documents, compare under coll.
+func CompileSortWith(spec bson.Raw, coll *collation.Collator) (*Sort, error) {
 	if len(spec) > 0 {
 		if err := spec.Validate(); err != nil {
 			return nil, mongoerr.New(mongoerr.InvalidBSON, "invalid sort document: %v", err)
 		}
 	}
-	s := &Sort{}
+	s := &Sort{coll: coll}
 	it := bsonvalue.ElementsOf(spec)
 	for {
 		name, v, ok := it.Next()
@@ -195,7 +203,7 @@ func (s *Sort) compare(a, b bson.Raw, score func(doc []byte) float64) int {
 			}
 			continue
 		}
-		c := keycodec.Compare(sortKey(a, f.parts, f.Desc), sortKey(b, f.parts, f.Desc))
+		c := s.coll.Compare(sortKey(a, f.parts, f.Desc, s.coll), sortKey(b, f.parts, f.Desc, s.coll))
 		if c != 0 {
 			if f.Desc {
 				return -c
@@ -209,8 +217,8 @@ func (s *Sort) compare(a, b bson.Raw, score func(doc []byte) float64) int {
 // sortKey returns the value a document sorts by for one field: the least
 // (or, descending, the greatest) of the keys an index on the field would
 // hold for the document.
-func sortKey(doc []byte, parts []string, desc bool) bsoncore.Value {
-	k := keyPicker{desc: desc}
+func sortKey(doc []byte, parts []string, desc bool, coll *collation.Collator) bsoncore.Value {
+	k := keyPicker{desc: desc, coll: coll}
 	k.collect(doc, parts)
 	return k.best
 }
@@ -220,6 +228,7 @@ type keyPicker struct {
 	desc  bool
 	found bool
 	best  bsoncore.Value
+	coll  *collation.Collator
 }
 
 func (k *keyPicker) offer(v bsoncore.Value) {
@@ -227,7 +236,7 @@ func (k *keyPicker) offer(v bsoncore.Value) {
 		k.best, k.found = v, true
 		return
 	}
-	c := keycodec.Compare(v, k.best)
+	c := k.coll.Compare(v, k.best)
 	if (c < 0 && !k.desc) || (c > 0 && k.desc) {
 		k.best = v
 	}
@@ -311,4 +320,25 @@ func arrayElement(arr []byte, position int) (bsoncore.Value, bool) {
 			return e, ok
 		}
 	}
+}
+
+// Collator returns the collation the sort compares strings under; nil is
+// the simple collation.
+func (s *Sort) Collator() *collation.Collator { return s.coll }
+
+// AppendKey appends doc's sort key to dst: bytes whose order is the sort's
+// order of documents, bytes.Compare(s.AppendKey(nil, a), s.AppendKey(nil,
+// b)) having the sign of s.Compare(a, b). A sort of many documents under a
+// collation computes each document's collation keys once this way rather
+// than at every comparison.
+func (s *Sort) AppendKey(dst []byte, doc bson.Raw) []byte {
+	for _, f := range s.fields {
+		k := s.coll.Key(sortKey(doc, f.parts, f.Desc, s.coll))
+		if f.Desc {
+			dst = keycodec.AppendDesc(dst, k)
+		} else {
+			dst = keycodec.Append(dst, k)
+		}
+	}
+	return dst
 }

@@ -8,6 +8,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/engine/geo"
+	"github.com/lethedb/lethe/engine/collation"
 	"github.com/lethedb/lethe/engine/query"
 	"github.com/lethedb/lethe/engine/text"
 )
@@ -56,6 +57,9 @@ type Index struct {
 	Partial *query.Filter
 	// Text is the text index's spec; nil for other indexes (textkeys.go).
 	Text *text.Spec
+	// Collator is the index's collation: its entries hold the collation
+	// keys of strings (collation.Collator.Key). nil is the simple one.
+	Collator *collation.Collator
 }
 
 // TSField is the system field whose index turns on Cosmos-style TTL.
@@ -88,8 +92,14 @@ func CompileIndex(im IndexMeta) (*Index, error) {
 		}
 		ix.Fields = append(ix.Fields, field)
 	}
+	if doc := im.Collation(); doc != nil {
+		if ix.Collator, err = collation.Parse(doc); err != nil {
+			return nil, fmt.Errorf("collation: %w", err)
+		}
+	}
 	if len(im.Partial) > 0 {
-		if ix.Partial, err = query.Compile(im.Partial); err != nil {
+		// A partial filter compares strings under the index's collation.
+		if ix.Partial, err = query.CompileWith(im.Partial, query.Options{Collator: ix.Collator}); err != nil {
 			return nil, err
 		}
 	}
@@ -250,12 +260,22 @@ func (im IndexMeta) OtherOptions() map[string]string {
 		switch el.Key() {
 		// MongoDB leaves these out: v, background and hidden never tell
 		// indexes apart; the others are compared on their own.
-		case "v", "background", "hidden", "sparse", "partialFilterExpression", "expireAfterSeconds":
+		case "v", "background", "hidden", "sparse", "partialFilterExpression", "expireAfterSeconds", "collation":
 		default:
 			out[el.Key()] = el.Value().String()
 		}
 	}
 	return out
+}
+
+// Collation returns the index's collation document, normalised; nil for
+// the simple collation.
+func (im IndexMeta) Collation() bson.Raw {
+	v, err := im.Extra.LookupErr("collation")
+	if err != nil || v.Type != bson.TypeEmbeddedDocument {
+		return nil
+	}
+	return v.Document()
 }
 
 // Describe renders an index for error messages.

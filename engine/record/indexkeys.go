@@ -194,6 +194,9 @@ func (g *keyGen) emit(fixed []bsoncore.Value, notFound int) {
 	for i, v := range fixed {
 		if g.ix.Fields[i].Hashed {
 			v = HashedValue(v)
+		} else {
+			// Under a collation the entry holds the strings' collation keys.
+			v = g.ix.Collator.Key(v)
 		}
 		if g.ix.Fields[i].Desc {
 			key = keycodec.AppendDesc(key, v)

@@ -6,15 +6,28 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"github.com/lethedb/lethe/engine/keycodec"
+	"github.com/lethedb/lethe/engine/collation"
 	"github.com/lethedb/lethe/engine/query"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
-// addToSetOp is $addToSet: append the values the array does not hold yet.
-type addToSetOp struct{ values []bsoncore.Value }
+// addToSetOp is $addToSet: append the values the array does not hold yet,
+// equal ones told apart under coll.
+type addToSetOp struct {
+	values []bsoncore.Value
+	coll   *collation.Collator
+}
 
-func parseAddToSet(_ string, v bsoncore.Value) (*leaf, error) {
+func parseAddToSet(path string, v bsoncore.Value) (*leaf, error) {
+	return parseAddToSetUnder(nil)(path, v)
+}
+
+// parseAddToSetUnder is parseAddToSet under a collation.
+func parseAddToSetUnder(coll *collation.Collator) func(string, bsoncore.Value) (*leaf, error) {
+	return func(_ string, v bsoncore.Value) (*leaf, error) { return parseAddToSetValues(v, coll) }
+}
+
+func parseAddToSetValues(v bsoncore.Value, coll *collation.Collator) (*leaf, error) {
 	values := []bsoncore.Value{v}
 	if doc, ok := v.DocumentOK(); ok {
 		elems, _ := doc.Elements()
@@ -31,15 +44,16 @@ func parseAddToSet(_ string, v bsoncore.Value) (*leaf, error) {
 	}
 	var unique []bsoncore.Value
 	for _, v := range values {
-		if !containsValue(unique, v) {
+		if !containsValue(coll, unique, v) {
 			unique = append(unique, v)
 		}
 	}
-	return &leaf{op: addToSetOp{unique}}, nil
+	return &leaf{op: addToSetOp{values: unique, coll: coll}}, nil
 }
 
-func containsValue(values []bsoncore.Value, v bsoncore.Value) bool {
-	return slices.ContainsFunc(values, func(x bsoncore.Value) bool { return keycodec.Compare(x, v) == 0 })
+// containsValue reports whether values holds one equal to v under coll.
+func containsValue(coll *collation.Collator, values []bsoncore.Value, v bsoncore.Value) bool {
+	return slices.ContainsFunc(values, func(x bsoncore.Value) bool { return coll.Compare(x, v) == 0 })
 }
 
 func (o addToSetOp) update(_ *applier, t target) (bool, error) {
@@ -53,7 +67,7 @@ func (o addToSetOp) update(_ *applier, t target) (bool, error) {
 	}
 	changed := false
 	for _, v := range o.values {
-		if !containsValue(present, v) {
+		if !containsValue(o.coll, present, v) {
 			t.elem.elems = append(t.elem.elems, newValue(v))
 			changed = true
 		}
@@ -119,7 +133,17 @@ var pathOperators = map[string]bool{
 	"$geoWithin": true, "$geoIntersects": true, "$near": true, "$nearSphere": true, "$within": true,
 }
 
-func parsePull(_ string, v bsoncore.Value) (*leaf, error) {
+func parsePull(path string, v bsoncore.Value) (*leaf, error) {
+	return parsePullUnder(nil)(path, v)
+}
+
+// parsePullUnder is parsePull under a collation: the conditions and the
+// values compare strings under coll.
+func parsePullUnder(coll *collation.Collator) func(string, bsoncore.Value) (*leaf, error) {
+	return func(_ string, v bsoncore.Value) (*leaf, error) { return parsePullValue(v, coll) }
+}
+
+func parsePullValue(v bsoncore.Value, coll *collation.Collator) (*leaf, error) {
 	doc, isDoc := v.DocumentOK()
 	first := ""
 	if elems, _ := doc.Elements(); isDoc && len(elems) > 0 {
@@ -127,7 +151,7 @@ func parsePull(_ string, v bsoncore.Value) (*leaf, error) {
 	}
 	switch {
 	case isDoc && !pathOperators[first]:
-		f, err := query.Compile(bson.Raw(doc))
+		f, err := query.CompileWith(bson.Raw(doc), query.Options{Collator: coll})
 		if err != nil {
 			return nil, err
 		}
@@ -135,22 +159,29 @@ func parsePull(_ string, v bsoncore.Value) (*leaf, error) {
 			return e.isDocument() && f.Match(bson.Raw(e.encoded().Data))
 		}}, removes: true}, nil
 	case isDoc || v.Type == bsoncore.TypeRegex:
-		f, err := query.Compile(bsoncore.BuildDocument(nil, bsoncore.AppendValueElement(nil, pullWrapName, v)))
+		f, err := query.CompileWith(bsoncore.BuildDocument(nil, bsoncore.AppendValueElement(nil, pullWrapName, v)), query.Options{Collator: coll})
 		if err != nil {
 			return nil, err
 		}
 		return &leaf{op: pullOp{func(e *value) bool { return f.Match(wrap(pullWrapName, e)) }}, removes: true}, nil
 	}
-	return &leaf{op: pullOp{func(e *value) bool { return keycodec.Compare(e.encoded(), v) == 0 }}, removes: true}, nil
+	return &leaf{op: pullOp{func(e *value) bool { return coll.Compare(e.encoded(), v) == 0 }}, removes: true}, nil
 }
 
-func parsePullAll(_ string, v bsoncore.Value) (*leaf, error) {
-	arr, ok := v.ArrayOK()
-	if !ok {
-		return nil, mongoerr.New(mongoerr.BadValue, "$pullAll requires an array argument but was given a %s", typeName(v.Type))
+func parsePullAll(path string, v bsoncore.Value) (*leaf, error) {
+	return parsePullAllUnder(nil)(path, v)
+}
+
+// parsePullAllUnder is parsePullAll under a collation.
+func parsePullAllUnder(coll *collation.Collator) func(string, bsoncore.Value) (*leaf, error) {
+	return func(_ string, v bsoncore.Value) (*leaf, error) {
+		arr, ok := v.ArrayOK()
+		if !ok {
+			return nil, mongoerr.New(mongoerr.BadValue, "$pullAll requires an array argument but was given a %s", typeName(v.Type))
+		}
+		values, _ := arr.Values()
+		return &leaf{op: pullOp{func(e *value) bool { return containsValue(coll, values, e.encoded()) }}, removes: true}, nil
 	}
-	values, _ := arr.Values()
-	return &leaf{op: pullOp{func(e *value) bool { return containsValue(values, e.encoded()) }}, removes: true}, nil
 }
 
 func (o pullOp) update(_ *applier, t target) (bool, error) {

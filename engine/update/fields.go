@@ -3,7 +3,7 @@ package update
 import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"github.com/lethedb/lethe/engine/keycodec"
+	"github.com/lethedb/lethe/engine/collation"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -50,8 +50,9 @@ func (unsetOp) create(*applier) (*value, error) { return nil, nil }
 // compareOp is $min and $max: the element takes the operand's value when
 // that sorts before (min) or after (max) the current one.
 type compareOp struct {
-	val bsoncore.Value
-	max bool
+	val  bsoncore.Value
+	max  bool
+	coll *collation.Collator // strings compare under it
 }
 
 func parseMin(_ string, v bsoncore.Value) (*leaf, error) { return &leaf{op: compareOp{val: v}}, nil }
@@ -59,8 +60,17 @@ func parseMax(_ string, v bsoncore.Value) (*leaf, error) {
 	return &leaf{op: compareOp{val: v, max: true}}, nil
 }
 
+// parseMinMaxUnder is $min or $max under a collation.
+func parseMinMaxUnder(max bool) func(*collation.Collator) func(string, bsoncore.Value) (*leaf, error) {
+	return func(coll *collation.Collator) func(string, bsoncore.Value) (*leaf, error) {
+		return func(_ string, v bsoncore.Value) (*leaf, error) {
+			return &leaf{op: compareOp{val: v, max: max, coll: coll}}, nil
+		}
+	}
+}
+
 func (o compareOp) update(_ *applier, t target) (bool, error) {
-	c := keycodec.Compare(t.elem.encoded(), o.val)
+	c := o.coll.Compare(t.elem.encoded(), o.val)
 	if c == 0 || o.max == (c > 0) {
 		return false, nil
 	}

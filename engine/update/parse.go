@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine/collation"
 	"github.com/lethedb/lethe/engine/query"
 	"github.com/lethedb/lethe/mongoerr"
 )
@@ -35,6 +36,18 @@ type parser struct {
 	root    *objectNode
 	filters map[string]*query.Filter
 	used    map[string]bool // the array filter identifiers the paths name
+	coll    *collation.Collator
+}
+
+// collatedModifiers are the operators that compare values, under the
+// collation of the update when it has one.
+var collatedModifiers = map[string]func(*collation.Collator) func(string, bsoncore.Value) (*leaf, error){
+	"$addToSet": parseAddToSetUnder,
+	"$pull":     parsePullUnder,
+	"$pullAll":  parsePullAllUnder,
+	"$push":     parsePushUnder,
+	"$min":      parseMinMaxUnder(false),
+	"$max":      parseMinMaxUnder(true),
 }
 
 func (p *parser) parse(update bsoncore.Document) error {
@@ -42,6 +55,9 @@ func (p *parser) parse(update bsoncore.Document) error {
 	for _, mod := range mods {
 		name, v := mod.Key(), mod.Value()
 		parse, known := modifiers[name]
+		if under := collatedModifiers[name]; under != nil && p.coll != nil {
+			parse = under(p.coll)
+		}
 		if !known && name != "$rename" {
 			return mongoerr.New(mongoerr.FailedToParse, "Unknown modifier: %s. Expected a valid update modifier or pipeline-style update specified as an array", name)
 		}
@@ -224,10 +240,10 @@ func setChildOf(n node, name string, c node) {
 
 // compileArrayFilters compiles the filters that "$[<id>]" components name,
 // keyed by identifier.
-func compileArrayFilters(filters []bson.Raw) (map[string]*query.Filter, error) {
+func compileArrayFilters(filters []bson.Raw, coll *collation.Collator) (map[string]*query.Filter, error) {
 	out := make(map[string]*query.Filter, len(filters))
 	for _, raw := range filters {
-		f, err := query.Compile(raw)
+		f, err := query.CompileWith(raw, query.Options{Collator: coll})
 		if err != nil {
 			return nil, causedBy(err)
 		}

@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine/collation"
 	"github.com/lethedb/lethe/engine/expr"
 	"github.com/lethedb/lethe/engine/project"
 	"github.com/lethedb/lethe/mongoerr"
@@ -45,7 +46,7 @@ func CompilePipeline(stages []bson.Raw, opts Options) (*Update, error) {
 	}
 	pipeline := make([]stage, 0, len(stages))
 	for _, raw := range stages {
-		s, err := compileStage(raw, now)
+		s, err := compileStage(raw, now, opts.Collator)
 		if err != nil {
 			return nil, err
 		}
@@ -54,7 +55,7 @@ func CompilePipeline(stages []bson.Raw, opts Options) (*Update, error) {
 	return &Update{pipeline: pipeline, now: opts.Now}, nil
 }
 
-func compileStage(raw bson.Raw, now time.Time) (stage, error) {
+func compileStage(raw bson.Raw, now time.Time, coll *collation.Collator) (stage, error) {
 	if err := bsoncore.Document(raw).Validate(); err != nil {
 		return nil, mongoerr.New(mongoerr.InvalidBSON, "invalid pipeline stage: %v", err)
 	}
@@ -69,22 +70,22 @@ func compileStage(raw bson.Raw, now time.Time) (stage, error) {
 		if !ok {
 			return nil, mongoerr.New(mongoerr.Code(40272), "%s specification stage must be an object, got %s", name, typeName(spec.Type))
 		}
-		p, err := project.CompileAddFields(bson.Raw(doc), project.Options{Now: now})
+		p, err := project.CompileAddFields(bson.Raw(doc), project.Options{Now: now, Collator: coll})
 		return projectStage{p}, err
 	case "$project":
 		doc, ok := spec.DocumentOK()
 		if !ok {
 			return nil, mongoerr.New(mongoerr.Code(15969), "$project specification must be an object")
 		}
-		p, err := project.CompileProject(bson.Raw(doc), project.Options{Now: now})
+		p, err := project.CompileProject(bson.Raw(doc), project.Options{Now: now, Collator: coll})
 		return projectStage{p}, err
 	case "$unset":
 		p, err := project.CompileUnset(spec)
 		return projectStage{p}, err
 	case "$replaceWith":
-		return compileReplaceRoot("'replacement document'", spec, now)
+		return compileReplaceRoot("'replacement document'", spec, now, coll)
 	case "$replaceRoot":
-		return compileReplaceRootStage(spec, now)
+		return compileReplaceRootStage(spec, now, coll)
 	case "$fill":
 		return nil, mongoerr.New(mongoerr.NotImplemented, "$fill is not supported by Lethe")
 	}
@@ -110,7 +111,7 @@ type replaceRoot struct {
 	newRoot *expr.Expr
 }
 
-func compileReplaceRootStage(spec bsoncore.Value, now time.Time) (stage, error) {
+func compileReplaceRootStage(spec bsoncore.Value, now time.Time, coll *collation.Collator) (stage, error) {
 	doc, ok := spec.DocumentOK()
 	if !ok {
 		return nil, mongoerr.New(mongoerr.Code(40229), "expected an object as specification for $replaceRoot stage, got %s", typeName(spec.Type))
@@ -126,11 +127,11 @@ func compileReplaceRootStage(spec bsoncore.Value, now time.Time) (stage, error) 
 	if newRoot.Type == 0 {
 		return nil, mongoerr.New(mongoerr.Code(40231), "no newRoot specified for the $replaceRoot stage")
 	}
-	return compileReplaceRoot("'newRoot' expression", newRoot, now)
+	return compileReplaceRoot("'newRoot' expression", newRoot, now, coll)
 }
 
-func compileReplaceRoot(what string, v bsoncore.Value, now time.Time) (stage, error) {
-	e, err := expr.CompileExprWith(v, expr.ExprOptions{Now: now})
+func compileReplaceRoot(what string, v bsoncore.Value, now time.Time, coll *collation.Collator) (stage, error) {
+	e, err := expr.CompileExprWith(v, expr.ExprOptions{Now: now, Collator: coll})
 	if err != nil {
 		return nil, err
 	}

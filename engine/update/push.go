@@ -7,7 +7,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"github.com/lethedb/lethe/engine/keycodec"
+	"github.com/lethedb/lethe/engine/collation"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -19,7 +19,24 @@ type pushOp struct {
 	sort     *pushSort
 }
 
-func parsePush(_ string, v bsoncore.Value) (*leaf, error) {
+func parsePush(path string, v bsoncore.Value) (*leaf, error) {
+	return parsePushUnder(nil)(path, v)
+}
+
+// parsePushUnder is $push under a collation, which its $sort sorts by.
+func parsePushUnder(coll *collation.Collator) func(string, bsoncore.Value) (*leaf, error) {
+	return func(_ string, v bsoncore.Value) (*leaf, error) {
+		l, err := parsePushValue(v)
+		if err == nil {
+			if op := l.op.(pushOp); op.sort != nil {
+				op.sort.coll = coll
+			}
+		}
+		return l, err
+	}
+}
+
+func parsePushValue(v bsoncore.Value) (*leaf, error) {
 	op := pushOp{position: math.MaxInt64, slice: math.MaxInt64}
 	doc, isDoc := v.DocumentOK()
 	if _, err := doc.LookupErr("$each"); !isDoc || err != nil {
@@ -120,6 +137,7 @@ func (o pushOp) push(arr *value) bool {
 type pushSort struct {
 	desc   bool // whole-value sort
 	fields []sortField
+	coll   *collation.Collator
 }
 
 type sortField struct {
@@ -167,14 +185,14 @@ func parsePushSort(v bsoncore.Value) (*pushSort, error) {
 
 func (s *pushSort) compare(x, y *value) int {
 	if s.fields == nil {
-		c := keycodec.Compare(x.encoded(), y.encoded())
+		c := s.coll.Compare(x.encoded(), y.encoded())
 		if s.desc {
 			return -c
 		}
 		return c
 	}
 	for _, f := range s.fields {
-		c := keycodec.Compare(sortKey(x, f.path), sortKey(y, f.path))
+		c := s.coll.Compare(sortKey(x, f.path), sortKey(y, f.path))
 		if f.desc {
 			c = -c
 		}

@@ -9,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine/collation"
 	"github.com/lethedb/lethe/engine/keycodec"
 	"github.com/lethedb/lethe/engine/query"
 	"github.com/lethedb/lethe/mongoerr"
@@ -25,6 +26,10 @@ type Options struct {
 	Now time.Time
 	// ArrayFilters select the array elements of "$[<id>]" path components.
 	ArrayFilters []bson.Raw
+	// Collator is the collation of the update statement: its array
+	// filters, $pull, $pullAll and $addToSet compare strings under it.
+	// nil is the simple collation.
+	Collator *collation.Collator
 }
 
 // Update is a compiled update: operators, a replacement document or a
@@ -50,11 +55,11 @@ func Compile(update bson.Raw, opts Options) (*Update, error) {
 	if len(elems) == 0 || !strings.HasPrefix(elems[0].Key(), "$") {
 		return &Update{replacement: update, now: opts.Now}, nil
 	}
-	filters, err := compileArrayFilters(opts.ArrayFilters)
+	filters, err := compileArrayFilters(opts.ArrayFilters, opts.Collator)
 	if err != nil {
 		return nil, err
 	}
-	p := parser{root: newObjectNode(), filters: filters, used: map[string]bool{}}
+	p := parser{root: newObjectNode(), filters: filters, used: map[string]bool{}, coll: opts.Collator}
 	if err := p.parse(bsoncore.Document(update)); err != nil {
 		return nil, err
 	}

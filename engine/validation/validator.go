@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/bsonvalue"
+	"github.com/lethedb/lethe/engine/collation"
 	"github.com/lethedb/lethe/engine/query"
 	"github.com/lethedb/lethe/mongoerr"
 )
@@ -33,6 +34,9 @@ type Validator struct {
 	UsesNow bool
 	Level   string // LevelStrict, LevelModerate or LevelOff
 	Action  string // ActionError or ActionWarn
+	// coll is the collection's default collation, which the validator's
+	// comparisons of strings are made under, as mongod's are.
+	coll *collation.Collator
 }
 
 // FilterAt is the validator's filter for a command started at now.
@@ -40,7 +44,7 @@ func (v *Validator) FilterAt(now time.Time) *query.Filter {
 	if !v.UsesNow {
 		return v.Filter
 	}
-	f, err := query.CompileWith(v.Raw, query.Options{Now: now})
+	f, err := query.CompileWith(v.Raw, query.Options{Now: now, Collator: v.coll})
 	if err != nil {
 		// v.Raw compiled before; only $$NOW differs.
 		return v.Filter
@@ -75,6 +79,11 @@ func Compile(options bson.Raw) (*Validator, error) {
 			if v.Action, err = enumOption("validationAction", el.Value(), ActionError, ActionWarn); err != nil {
 				return nil, err
 			}
+		case "collation":
+			// Checked by create, which stores it normalised.
+			if doc, ok := el.Value().DocumentOK(); ok {
+				v.coll, _ = collation.Parse(doc)
+			}
 		}
 	}
 	if len(v.Raw) <= 5 {
@@ -83,7 +92,7 @@ func Compile(options bson.Raw) (*Validator, error) {
 	if err := checkOperators(v.Raw); err != nil {
 		return nil, err
 	}
-	if v.Filter, err = query.Compile(v.Raw); err != nil {
+	if v.Filter, err = query.CompileWith(v.Raw, query.Options{Collator: v.coll}); err != nil {
 		return nil, err
 	}
 	v.UsesNow = bytes.Contains(v.Raw, []byte("$$NOW"))

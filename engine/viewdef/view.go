@@ -20,6 +20,9 @@ type View struct {
 	Name     string
 	ViewOn   string
 	Pipeline []bson.Raw
+	// Collation is the view's default collation, normalised; nil is the
+	// simple one. Reads of the view compare strings under it.
+	Collation bson.Raw
 }
 
 // Document is v's document in db's system.views.
@@ -28,7 +31,11 @@ func Document(db string, v *View) (bson.Raw, error) {
 	for i, s := range v.Pipeline {
 		stages[i] = s
 	}
-	doc, err := bson.Marshal(bson.D{{Key: "_id", Value: ns(db, v.Name)}, {Key: "viewOn", Value: v.ViewOn}, {Key: "pipeline", Value: stages}})
+	d := bson.D{{Key: "_id", Value: ns(db, v.Name)}, {Key: "viewOn", Value: v.ViewOn}, {Key: "pipeline", Value: stages}}
+	if v.Collation != nil {
+		d = append(d, bson.E{Key: "collation", Value: v.Collation})
+	}
+	doc, err := bson.Marshal(d)
 	if err != nil {
 		return nil, fmt.Errorf("engine: encode view %s.%s: %w", db, v.Name, err)
 	}
@@ -55,6 +62,9 @@ func Parse(db string, doc bson.Raw) (*View, error) {
 		return nil, fmt.Errorf("view %s: %w", id, err)
 	}
 	v := &View{Name: name, ViewOn: viewOn, Pipeline: []bson.Raw{}}
+	if c, ok := doc.Lookup("collation").DocumentOK(); ok {
+		v.Collation = bson.Raw(slices.Clone(c))
+	}
 	for _, s := range vals {
 		d, ok := s.DocumentOK()
 		if !ok {

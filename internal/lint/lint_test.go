@@ -24,7 +24,7 @@ type pkg struct {
 
 // kernel are the leaves every layer may use: error codes, BSON helpers,
 // the clock, the key encoding, and the wire and oplog formats.
-var kernel = []string{"mongoerr", "bsonvalue", "clock", "internal/invariants", "engine/keycodec", "engine/geo", "engine/spill", "engine/internal/conformance", "oplog", "wire", "tlsnet"}
+var kernel = []string{"mongoerr", "bsonvalue", "clock", "internal/invariants", "engine/keycodec", "engine/geo", "engine/collation", "engine/spill", "engine/internal/conformance", "oplog", "wire", "tlsnet"}
 
 // languages are the engine's query, update, expression and aggregation
 // languages; the aggregation language is pipeline with its accumulators

@@ -6,6 +6,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine/collation"
 	"github.com/lethedb/lethe/engine/expr"
 	"github.com/lethedb/lethe/engine/keycodec"
 	"github.com/lethedb/lethe/engine/pipeline/internal/values"
@@ -74,8 +75,20 @@ func valueAcc(mk func(op string) valueAccumulator) accCompiler {
 		if err != nil {
 			return nil, err
 		}
-		return func() Accumulator { return &exprAcc{arg: ex, valueAccumulator: mk(op)} }, nil
+		return func() Accumulator {
+			acc := mk(op)
+			if c, ok := acc.(collated); ok {
+				c.collate(ex.Collator())
+			}
+			return &exprAcc{arg: ex, valueAccumulator: acc}
+		}, nil
 	}
+}
+
+// collated is an accumulator that compares values: it does so under the
+// collation of the stage, which its argument was compiled with.
+type collated interface {
+	collate(coll *collation.Collator)
 }
 
 // compileCountAcc compiles {$count: {}}.
@@ -152,14 +165,17 @@ func (h *valueHolder) keep(v bsoncore.Value) int {
 type extremeAcc struct {
 	max bool
 	valueHolder
+	coll *collation.Collator
 }
+
+func (a *extremeAcc) collate(coll *collation.Collator) { a.coll = coll }
 
 func (a *extremeAcc) take(v bsoncore.Value) (int, error) {
 	if v.Type == 0 || v.Type == bsoncore.TypeNull || v.Type == bsoncore.TypeUndefined {
 		return 0, nil
 	}
 	if a.set {
-		c := keycodec.Compare(v, a.val)
+		c := a.coll.Compare(v, a.val)
 		if a.max && c <= 0 || !a.max && c >= 0 {
 			return 0, nil
 		}
@@ -196,8 +212,11 @@ type pushAcc struct {
 	op     string
 	values []bsoncore.Value
 	set    map[string]bool
-	bytes  int // held for values, which MongoDB bounds on their own
+	bytes  int                 // held for values, which MongoDB bounds on their own
+	coll   *collation.Collator // $addToSet's values are one when equal under it
 }
+
+func (a *pushAcc) collate(coll *collation.Collator) { a.coll = coll }
 
 func (a *pushAcc) take(v bsoncore.Value) (int, error) {
 	if v.Type == 0 {
@@ -205,7 +224,7 @@ func (a *pushAcc) take(v bsoncore.Value) (int, error) {
 	}
 	n := len(v.Data)
 	if a.set != nil {
-		k := string(keycodec.Append(nil, v))
+		k := string(keycodec.Append(nil, a.coll.Key(v)))
 		if a.set[k] {
 			return 0, nil
 		}

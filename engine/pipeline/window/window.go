@@ -80,7 +80,7 @@ func compileSetWindowFields(c *compiler, name string, arg bson.RawValue) (pipeli
 	}
 	var sortBy []query.SortField
 	if sortSpec != nil {
-		s, err := query.CompileSort(sortSpec)
+		s, err := query.CompileSortWith(sortSpec, c.p.Collator())
 		if err != nil {
 			return nil, err
 		}
@@ -238,7 +238,8 @@ func (w *windowStage) partitionKeys(r *pipeline.Run, docs []bson.Raw) ([]bsoncor
 		if v.Type == bsoncore.TypeArray {
 			return nil, mongoerr.New(mongoerr.TypeMismatch, "An expression used to partition cannot evaluate to value of type array")
 		}
-		keys[i] = v
+		// Partitions are of values equal under the collation.
+		keys[i] = w.partitionBy.Collator().Key(v)
 	}
 	return keys, nil
 }

@@ -57,7 +57,7 @@ func (w *windowStage) Spill(r *pipeline.Run, src pipeline.Source) (pipeline.Sour
 		if v.Type == bsoncore.TypeArray {
 			return mongoerr.New(mongoerr.TypeMismatch, "An expression used to partition cannot evaluate to value of type array")
 		}
-		key = keycodec.Append(key[:0], v)
+		key = keycodec.Append(key[:0], w.partitionBy.Collator().Key(v))
 		return sorter.Add(r.Context(), windowRecord(key, doc))
 	})
 	if err != nil {
