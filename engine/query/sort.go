@@ -25,7 +25,7 @@ type Sort struct {
 	// score is the text score of a document, for fields sorted by
 	// {$meta: "textScore"}, once bound (BindTextScore).
 	score func(doc []byte) float64
-	coll    *collation.Collator // strings compare under it; nil is simple
+	coll  *collation.Collator // strings compare under it; nil is simple
 }
 
 // maxSortKeys is the most fields a sort may name.

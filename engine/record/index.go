@@ -7,8 +7,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"github.com/lethedb/lethe/engine/geo"
 	"github.com/lethedb/lethe/engine/collation"
+	"github.com/lethedb/lethe/engine/geo"
 	"github.com/lethedb/lethe/engine/query"
 	"github.com/lethedb/lethe/engine/text"
 )
