@@ -44,12 +44,13 @@ $(CLIENTS_STAMP): $(CLIENTS)/package.json $(CLIENTS)/package-lock.json
 
 # Microbenchmarks, then the load tool: every workload at 16 clients with its
 # ceiling (ping, raw synced pebble commits), the index workload, connection
-# setup with SCRAM, failed logins, TLS, the YCSB mixes A, B, C, E and F
-# (zipfian, 20,000 records of 1 KB), and the TTL workload over 1,000,000
-# documents.
+# setup with SCRAM, failed logins, TLS, $text over 100,000 documents, a
+# collated sort of 100,000 strings, the YCSB mixes A, B, C, E and F
+# (zipfian, 20,000 records of 1 KB), $near over 1,000,000 points, and the
+# TTL workload over 1,000,000 documents.
 bench:
 	$(GO) test -run='^$$' -bench=. -benchtime=1s ./...
-	$(GO) run ./cmd/lethe-load --workloads=all,ycsb-a,ycsb-b,ycsb-c,ycsb-e,ycsb-f --ycsb-records=20000 --ttl-docs=1000000
+	$(GO) run ./cmd/lethe-load --workloads=all,ycsb-a,ycsb-b,ycsb-c,ycsb-e,ycsb-f,geo-near --ycsb-records=20000 --ttl-docs=1000000
 
 fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzDecode -fuzztime=15s ./wire

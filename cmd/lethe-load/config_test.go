@@ -15,9 +15,9 @@ func TestSelectWorkloads(t *testing.T) {
 		wantErr bool
 	}{
 		{list: "basic", want: "ping,pebble-sync,insert,findone,update,find100"},
-		{list: "all", want: "ping,pebble-sync,insert,oplog-cost,oplog-full,retry-cost,txn,findone,update,find100,index,agg-group,agg-lookup,collated-sort,changestream,auth-connect,auth-failures,auth-overhead,tls,ycsb-a,ycsb-b,ycsb-c,ycsb-e,ycsb-f"},
+		{list: "all", want: "ping,pebble-sync,insert,oplog-cost,oplog-full,retry-cost,txn,findone,update,find100,index,text,agg-group,agg-lookup,collated-sort,changestream,auth-connect,auth-failures,auth-overhead,tls,ycsb-a,ycsb-b,ycsb-c,ycsb-e,ycsb-f"},
 		{list: "index, ping", want: "ping,index"},
-		{list: "all,growth", want: "ping,pebble-sync,insert,oplog-cost,oplog-full,retry-cost,txn,findone,update,find100,index,agg-group,agg-lookup,collated-sort,changestream,auth-connect,auth-failures,auth-overhead,tls,growth,ycsb-a,ycsb-b,ycsb-c,ycsb-e,ycsb-f"},
+		{list: "all,growth", want: "ping,pebble-sync,insert,oplog-cost,oplog-full,retry-cost,txn,findone,update,find100,index,text,agg-group,agg-lookup,collated-sort,changestream,auth-connect,auth-failures,auth-overhead,tls,growth,ycsb-a,ycsb-b,ycsb-c,ycsb-e,ycsb-f"},
 		{list: "findone,findone", want: "findone"},
 		{list: "", want: ""},
 		{list: "ping,bogus", wantErr: true},
