@@ -15,7 +15,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/engine/geo"
-	"github.com/lethedb/lethe/engine/keycodec"
 	"github.com/lethedb/lethe/engine/kv"
 	"github.com/lethedb/lethe/engine/pipeline"
 	"github.com/lethedb/lethe/engine/query"
@@ -79,29 +78,11 @@ func geoSpecDefaults(keys []bson.RawElement, extra bson.D) bson.D {
 func geoPrefixes(ix *record.Index, g int, conj []query.Predicate) [][]byte {
 	prefixes := [][]byte{record.IndexPrefix(nil, ix.Meta.ID)}
 	for _, f := range ix.Fields[:g] {
-		var points []bsoncore.Value
-		for _, c := range conj {
-			if c.Path == f.Path && (c.Op == "$eq" || c.Op == "$in") && indexable(c) {
-				points = c.Values
-				break
-			}
-		}
+		points := equalityPoints(conj, f.Path)
 		if points == nil || len(prefixes)*len(points) > 100 || ix.Meta.Multikey {
 			return nil
 		}
-		var next [][]byte
-		for _, p := range prefixes {
-			for _, v := range points {
-				k := bytes.Clone(p)
-				if f.Desc {
-					k = keycodec.AppendDesc(k, v)
-				} else {
-					k = keycodec.Append(k, v)
-				}
-				next = append(next, k)
-			}
-		}
-		prefixes = next
+		prefixes = extendPrefixes(prefixes, f, points)
 	}
 	return prefixes
 }
@@ -645,16 +626,7 @@ func (s *scanner) seekSpans(ctx context.Context, r kv.Reader, nowMs int64, fn vi
 			if n++; n%256 == 0 && ctx.Err() != nil {
 				return false, ctx.Err()
 			}
-			s.resume = append(s.resume[:0], it.Key()...)
-			d, err := s.docAt(ctx, r, it)
-			if err != nil {
-				return false, err
-			}
-			if d == nil || s.st.expired(d.h, nowMs) {
-				continue
-			}
-			more, err := fn(d)
-			if err != nil || !more {
+			if more, err := s.visit(ctx, r, it, nowMs, fn); err != nil || !more {
 				return false, err
 			}
 		}

@@ -331,6 +331,33 @@ func rangeBounds(conj []query.Predicate, path string, single bool) (lo, hi []byt
 	return lo, hi, ok
 }
 
+// equalityPoints are the values an equality conjunct ($eq or $in) bounds
+// path to, nil if none does.
+func equalityPoints(conj []query.Predicate, path string) []bsoncore.Value {
+	for _, c := range conj {
+		if c.Path == path && (c.Op == "$eq" || c.Op == "$in") && indexable(c) {
+			return c.Values
+		}
+	}
+	return nil
+}
+
+// extendPrefixes returns each of prefixes followed by each of points as
+// field f holds them (a hashed field, their hash): the key prefixes of the
+// entries the points select, in key order when both are.
+func extendPrefixes(prefixes [][]byte, f record.IndexField, points []bsoncore.Value) [][]byte {
+	next := make([][]byte, 0, len(prefixes)*len(points))
+	for _, p := range prefixes {
+		for _, v := range points {
+			if f.Hashed {
+				v = record.HashedValue(v) // equal values have equal hashes
+			}
+			next = append(next, f.AppendKey(bytes.Clone(p), v))
+		}
+	}
+	return next
+}
+
 // bounds computes the key spans of ix implied by the conjuncts: equality
 // points on a leading run of ascending fields, then a range on the next
 // one. score ranks plans: equality fields count most.
@@ -347,32 +374,11 @@ func indexBounds(ix *record.Index, conj []query.Predicate) ([]span, int) {
 	i := 0
 	for ; i < len(ix.Fields) && !ix.SharesArray(i); i++ {
 		f := ix.Fields[i]
-		var points []bsoncore.Value
-		for _, c := range conj {
-			if c.Path == f.Path && (c.Op == "$eq" || c.Op == "$in") && indexable(c) {
-				points = c.Values
-				break
-			}
-		}
+		points := equalityPoints(conj, f.Path)
 		if points == nil || len(prefixes)*len(points) > 1000 {
 			break
 		}
-		next := make([][]byte, 0, len(prefixes)*len(points))
-		for _, p := range prefixes {
-			for _, v := range points {
-				k := append([]byte(nil), p...)
-				if f.Hashed {
-					v = record.HashedValue(v) // equal values have equal hashes
-				}
-				if f.Desc {
-					k = keycodec.AppendDesc(k, v)
-				} else {
-					k = keycodec.Append(k, v)
-				}
-				next = append(next, k)
-			}
-		}
-		prefixes = next
+		prefixes = extendPrefixes(prefixes, f, points)
 		score += 10
 	}
 	var spans []span
@@ -471,11 +477,7 @@ func boundKey(doc bson.Raw, fields []record.IndexField) (key []byte, ok bool) {
 		if el.Key() != fields[i].Path {
 			return nil, false
 		}
-		if fields[i].Desc {
-			key = keycodec.AppendDesc(key, el.Value())
-		} else {
-			key = keycodec.Append(key, el.Value())
-		}
+		key = fields[i].AppendKey(key, el.Value())
 	}
 	return key, true
 }

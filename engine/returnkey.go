@@ -6,7 +6,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"github.com/lethedb/lethe/engine/keycodec"
 	"github.com/lethedb/lethe/engine/record"
 )
 
@@ -56,11 +55,7 @@ func (k *keyReturner) key(doc bson.Raw) bson.Raw {
 	for _, t := range tuples {
 		key := append([]byte(nil), k.prefix...)
 		for i, v := range t {
-			if k.fields[i].Desc {
-				key = keycodec.AppendDesc(key, v)
-			} else {
-				key = keycodec.Append(key, v)
-			}
+			key = k.fields[i].AppendKey(key, v)
 		}
 		if !k.inSpans(key) {
 			continue

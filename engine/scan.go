@@ -179,20 +179,26 @@ func (s *scanner) scanSpan(ctx context.Context, r kv.Reader, sp span, nowMs int6
 		if n++; n%256 == 0 && ctx.Err() != nil {
 			return false, ctx.Err()
 		}
-		s.resume = append(s.resume[:0], it.Key()...)
-		d, err := s.docAt(ctx, r, it)
-		if err != nil {
-			return false, err
-		}
-		if d == nil || s.st.expired(d.h, nowMs) {
-			continue
-		}
-		more, err := fn(d)
-		if err != nil || !more {
+		if more, err := s.visit(ctx, r, it, nowMs, fn); err != nil || !more {
 			return false, err
 		}
 	}
 	return true, it.Error()
+}
+
+// visit hands fn the document of the entry the iterator is at, unless the
+// entry names none or the document has expired, and records the entry as
+// where the scan resumes; more is false when fn stops the scan or fails.
+func (s *scanner) visit(ctx context.Context, r kv.Reader, it kv.Iterator, nowMs int64, fn visitFunc) (more bool, err error) {
+	s.resume = append(s.resume[:0], it.Key()...)
+	d, err := s.docAt(ctx, r, it)
+	if err != nil {
+		return false, err
+	}
+	if d == nil || s.st.expired(d.h, nowMs) {
+		return true, nil
+	}
+	return fn(d)
 }
 
 // docAt returns the document the iterator points at: the value itself for

@@ -8,7 +8,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"github.com/lethedb/lethe/engine/keycodec"
 	"github.com/lethedb/lethe/engine/pipeline"
 	"github.com/lethedb/lethe/engine/query"
 	"github.com/lethedb/lethe/engine/record"
@@ -45,39 +44,18 @@ func (st *collState) textPlan(f *query.Filter, q *text.Query, conj []query.Predi
 	}
 	prefixes := [][]byte{record.IndexPrefix(nil, ix.Meta.ID)}
 	for i, path := range ix.Text.Before {
-		var points []bsoncore.Value
-		for _, c := range conj {
-			if c.Path == path && (c.Op == "$eq" || c.Op == "$in") && indexable(c) {
-				points = c.Values
-				break
-			}
-		}
+		points := equalityPoints(conj, path)
 		if points == nil || len(prefixes)*len(points) > 1000 {
 			return nil, plannerError(noQueryExecutionPlans, "failed to use text index to satisfy $text query (if text index is compound, are equality predicates given for all prefix fields?)")
 		}
-		next := make([][]byte, 0, len(prefixes)*len(points))
-		for _, p := range prefixes {
-			for _, v := range points {
-				if ix.Fields[i].Desc {
-					next = append(next, keycodec.AppendDesc(bytes.Clone(p), v))
-				} else {
-					next = append(next, keycodec.Append(bytes.Clone(p), v))
-				}
-			}
-		}
-		prefixes = next
+		prefixes = extendPrefixes(prefixes, ix.Fields[i], points)
 	}
 	termField := ix.Fields[len(ix.Text.Before)]
 	var spans []span
 	for _, p := range prefixes {
 		for _, t := range bound.Terms() {
 			v := bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, text.KeyTerm(t))}
-			var k []byte
-			if termField.Desc {
-				k = keycodec.AppendDesc(bytes.Clone(p), v)
-			} else {
-				k = keycodec.Append(bytes.Clone(p), v)
-			}
+			k := termField.AppendKey(bytes.Clone(p), v)
 			spans = append(spans, span{k, record.PrefixEnd(k)})
 		}
 	}

@@ -138,6 +138,19 @@ func (c *exprCompiler) fixedArgs(name string, args bsoncore.Value, want int) ([]
 	return nodes, nil
 }
 
+// rangedArgs compiles the arguments of an operator that takes from least to
+// most of them.
+func (c *exprCompiler) rangedArgs(name string, args bsoncore.Value, least, most int) ([]exprNode, error) {
+	nodes, err := c.args(args)
+	if err != nil {
+		return nil, err
+	}
+	if len(nodes) < least || len(nodes) > most {
+		return nil, mongoerr.New(codeRangedArity, "Expression %s takes at least %d arguments, and at most %d. %d were passed in.", name, least, most, len(nodes))
+	}
+	return nodes, nil
+}
+
 // evalArgs evaluates arguments in order. The values count as held by the
 // evaluation until the caller resets e.held.
 func evalArgs(e *env, nodes []exprNode) ([]bsoncore.Value, error) {
@@ -212,12 +225,9 @@ func fixedC(n int, fn func(*collation.Collator, []bsoncore.Value) (bsoncore.Valu
 // collation.
 func rangedC(least, most int, fn func(*collation.Collator, []bsoncore.Value) (bsoncore.Value, error)) exprOperator {
 	return func(c *exprCompiler, name string, args bsoncore.Value) (exprNode, error) {
-		nodes, err := c.args(args)
+		nodes, err := c.rangedArgs(name, args, least, most)
 		if err != nil {
 			return nil, err
-		}
-		if len(nodes) < least || len(nodes) > most {
-			return nil, mongoerr.New(codeRangedArity, "Expression %s takes at least %d arguments, and at most %d. %d were passed in.", name, least, most, len(nodes))
 		}
 		return &funcExpr{name: name, args: nodes, fnC: fn}, nil
 	}
@@ -227,12 +237,9 @@ func rangedC(least, most int, fn func(*collation.Collator, []bsoncore.Value) (bs
 // arguments; fn sees as many values as were given.
 func ranged(least, most int, fn func([]bsoncore.Value) (bsoncore.Value, error)) exprOperator {
 	return func(c *exprCompiler, name string, args bsoncore.Value) (exprNode, error) {
-		nodes, err := c.args(args)
+		nodes, err := c.rangedArgs(name, args, least, most)
 		if err != nil {
 			return nil, err
-		}
-		if len(nodes) < least || len(nodes) > most {
-			return nil, mongoerr.New(codeRangedArity, "Expression %s takes at least %d arguments, and at most %d. %d were passed in.", name, least, most, len(nodes))
 		}
 		return &funcExpr{name: name, args: nodes, fn: fn}, nil
 	}

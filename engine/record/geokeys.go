@@ -127,11 +127,7 @@ func (ix *Index) generateGeo(doc bsoncore.Document, tuples *[][]bsoncore.Value) 
 		for _, c := range combos {
 			var key []byte
 			for i, v := range c {
-				if ix.Fields[i].Desc {
-					key = keycodec.AppendDesc(key, v)
-				} else {
-					key = keycodec.Append(key, v)
-				}
+				key = ix.Fields[i].AppendKey(key, v)
 			}
 			keys = append(keys, key)
 			if tuples != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/lethedb/lethe/engine/collation"
 	"github.com/lethedb/lethe/engine/geo"
+	"github.com/lethedb/lethe/engine/keycodec"
 	"github.com/lethedb/lethe/engine/query"
 	"github.com/lethedb/lethe/engine/text"
 )
@@ -47,6 +48,16 @@ type IndexField struct {
 	Text bool
 	// Geo is set for a "2dsphere" or "2d" field: how its keys are made.
 	Geo *geo.Index
+}
+
+// AppendKey appends v to key in the field's direction: the encoding of
+// one field of an index entry, or of a bound on it. v is the value the
+// entry holds (a hash, a collation key, a cell), already made.
+func (f IndexField) AppendKey(key []byte, v bsoncore.Value) []byte {
+	if f.Desc {
+		return keycodec.AppendDesc(key, v)
+	}
+	return keycodec.Append(key, v)
 }
 
 // Index is a compiled secondary index: its catalog entry, its key pattern

@@ -5,7 +5,6 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"github.com/lethedb/lethe/engine/keycodec"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -198,11 +197,7 @@ func (g *keyGen) emit(fixed []bsoncore.Value, notFound int) {
 			// Under a collation the entry holds the strings' collation keys.
 			v = g.ix.Collator.Key(v)
 		}
-		if g.ix.Fields[i].Desc {
-			key = keycodec.AppendDesc(key, v)
-		} else {
-			key = keycodec.Append(key, v)
-		}
+		key = g.ix.Fields[i].AppendKey(key, v)
 	}
 	g.keys = append(g.keys, key)
 	if g.tuples != nil {

@@ -5,7 +5,6 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"github.com/lethedb/lethe/engine/keycodec"
 	"github.com/lethedb/lethe/engine/text"
 	"github.com/lethedb/lethe/mongoerr"
 )
@@ -77,11 +76,7 @@ func (ix *Index) textKeys(doc bsoncore.Document, tuples *[][]bsoncore.Value) ([]
 		vals := append(append(append([]bsoncore.Value(nil), before...), t, s), after...)
 		var key []byte
 		for i, v := range vals {
-			if ix.Fields[i].Desc {
-				key = keycodec.AppendDesc(key, v)
-			} else {
-				key = keycodec.Append(key, v)
-			}
+			key = ix.Fields[i].AppendKey(key, v)
 		}
 		keys = append(keys, key)
 		if tuples != nil {
