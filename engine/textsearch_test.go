@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -12,29 +14,18 @@ import (
 	"github.com/lethedb/lethe/mongoerr"
 )
 
-// The manual's text search examples: the articles of the $text page
+// manualDocs are the documents of a file of testdata/text, one per line:
+// the manual's text search examples, the articles of the $text page
 // (https://www.mongodb.com/docs/manual/reference/operator/query/text/)
 // and the stores of "Perform a Text Search"
 // (https://www.mongodb.com/docs/manual/core/link-text-indexes/).
-
-var manualArticles = []string{
-	`{"_id": 1, "subject": "coffee", "author": "xyz", "views": 50}`,
-	`{"_id": 2, "subject": "Coffee Shopping", "author": "efg", "views": 5}`,
-	`{"_id": 3, "subject": "Baking a cake", "author": "abc", "views": 90}`,
-	`{"_id": 4, "subject": "baking", "author": "xyz", "views": 100}`,
-	`{"_id": 5, "subject": "Café Con Leche", "author": "abc", "views": 200}`,
-	`{"_id": 6, "subject": "Сырники", "author": "jkl", "views": 80}`,
-	`{"_id": 7, "subject": "coffee and cream", "author": "efg", "views": 10}`,
-	`{"_id": 8, "subject": "Cafe con Leche", "author": "xyz", "views": 10}`,
-}
-
-var manualStores = []string{
-	`{"_id": 1, "name": "Java Hut", "description": "Coffee and cakes"}`,
-	`{"_id": 2, "name": "Burger Buns", "description": "Gourmet hamburgers"}`,
-	`{"_id": 3, "name": "Coffee Shop", "description": "Just coffee"}`,
-	`{"_id": 4, "name": "Clothes Clothes Clothes", "description": "Discount clothing"}`,
-	`{"_id": 5, "name": "Java Shopping", "description": "Indonesian goods"}`,
-	`{"_id": 6, "name": "NYC_Coffee Shop", "description": "local NYC coffee"}`,
+func manualDocs(t *testing.T, name string) []string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "testdata", "text", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSpace(string(data)), "\n")
 }
 
 func loadText(t *testing.T, e *Engine, coll string, docs []string, index string) {
@@ -74,8 +65,8 @@ func ids(docs []bson.Raw) []int32 {
 // and their order by score.
 func TestTextManualExamples(t *testing.T) {
 	e := openTestEngine(t)
-	loadText(t, e, "articles", manualArticles, `{"key": {"subject": "text"}}`)
-	loadText(t, e, "stores", manualStores, `{"key": {"name": "text", "description": "text"}}`)
+	loadText(t, e, "articles", manualDocs(t, "articles.jsonl"), `{"key": {"subject": "text"}}`)
+	loadText(t, e, "stores", manualDocs(t, "stores.jsonl"), `{"key": {"name": "text", "description": "text"}}`)
 	for _, c := range []struct {
 		coll, filter string
 		want         []int32
@@ -160,7 +151,7 @@ func TestTextManualExamples(t *testing.T) {
 // (https://www.mongodb.com/docs/manual/tutorial/text-search-in-aggregation/).
 func TestTextAggregate(t *testing.T) {
 	e := openTestEngine(t)
-	loadText(t, e, "articles", manualArticles, `{"key": {"subject": "text"}}`)
+	loadText(t, e, "articles", manualDocs(t, "articles.jsonl"), `{"key": {"subject": "text"}}`)
 	run := func(stages ...string) ([]bson.Raw, error) {
 		var raws []bson.Raw
 		for _, s := range stages {
@@ -196,8 +187,8 @@ func TestTextAggregate(t *testing.T) {
 // text indexes it refuses.
 func TestTextErrors(t *testing.T) {
 	e := openTestEngine(t)
-	loadText(t, e, "plain", manualArticles, "")
-	loadText(t, e, "articles", manualArticles, `{"key": {"subject": "text"}}`)
+	loadText(t, e, "plain", manualDocs(t, "articles.jsonl"), "")
+	loadText(t, e, "articles", manualDocs(t, "articles.jsonl"), `{"key": {"subject": "text"}}`)
 	for _, c := range []struct {
 		coll, filter string
 		code         mongoerr.Code
@@ -314,7 +305,7 @@ func TestTextIndexForms(t *testing.T) {
 // TestTextWrites: $text selects the documents of a delete as of a find.
 func TestTextWrites(t *testing.T) {
 	e := openTestEngine(t)
-	loadText(t, e, "articles", manualArticles, `{"key": {"subject": "text"}}`)
+	loadText(t, e, "articles", manualDocs(t, "articles.jsonl"), `{"key": {"subject": "text"}}`)
 	n, err := e.Delete(context.Background(), "db", "articles", extDoc(t, `{"$text": {"$search": "coffee -shop"}}`), 0, bson.RawValue{})
 	if err != nil || n != 2 {
 		t.Fatalf("delete: %d %v, want 2", n, err)
@@ -347,7 +338,7 @@ func TestTextIndexOnlyForText(t *testing.T) {
 // document.
 func TestTextScoreNested(t *testing.T) {
 	e := openTestEngine(t)
-	loadText(t, e, "articles", manualArticles, `{"key": {"subject": "text"}}`)
+	loadText(t, e, "articles", manualDocs(t, "articles.jsonl"), `{"key": {"subject": "text"}}`)
 	docs, err := findAll(t, e, "articles", FindSpec{
 		Filter:     extDoc(t, `{"$text": {"$search": "cake"}}`),
 		Projection: extDoc(t, `{"subject": 1, "meta.score": {"$meta": "textScore"}}`),
@@ -377,7 +368,7 @@ func TestTextIndexReopen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	loadText(t, e, "articles", manualArticles, `{"key": {"subject": "text"}, "default_language": "spanish"}`)
+	loadText(t, e, "articles", manualDocs(t, "articles.jsonl"), `{"key": {"subject": "text"}, "default_language": "spanish"}`)
 	if err := createIndex(t, e, "articles", `{"key": {"views": "hashed"}}`); err != nil {
 		t.Fatal(err)
 	}

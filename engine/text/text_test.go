@@ -2,7 +2,10 @@ package text
 
 import (
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -77,17 +80,16 @@ func TestTokens(t *testing.T) {
 	}
 }
 
-// articles are the documents of the $text manual page
-// (https://www.mongodb.com/docs/manual/reference/operator/query/text/).
-var articles = []string{
-	`{"_id": 1, "subject": "coffee", "author": "xyz", "views": 50}`,
-	`{"_id": 2, "subject": "Coffee Shopping", "author": "efg", "views": 5}`,
-	`{"_id": 3, "subject": "Baking a cake", "author": "abc", "views": 90}`,
-	`{"_id": 4, "subject": "baking", "author": "xyz", "views": 100}`,
-	`{"_id": 5, "subject": "Café Con Leche", "author": "abc", "views": 200}`,
-	`{"_id": 6, "subject": "Сырники", "author": "jkl", "views": 80}`,
-	`{"_id": 7, "subject": "coffee and cream", "author": "efg", "views": 10}`,
-	`{"_id": 8, "subject": "Cafe con Leche", "author": "xyz", "views": 10}`,
+// manualArticles are the documents of the $text manual page
+// (https://www.mongodb.com/docs/manual/reference/operator/query/text/),
+// one per line of testdata/text/articles.jsonl.
+func manualArticles(t *testing.T) []string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "text", "articles.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSpace(string(data)), "\n")
 }
 
 func search(t *testing.T, s *Spec, docs []string, q string) (ids []int32, scores map[int32]float64) {
@@ -138,7 +140,7 @@ func TestArticles(t *testing.T) {
 		{`{"$search": "the and"}`, nil},
 		{`{"$search": "-coffee"}`, nil},
 	} {
-		got, _ := search(t, s, articles, c.q)
+		got, _ := search(t, s, manualArticles(t), c.q)
 		if !slices.Equal(got, c.want) {
 			t.Errorf("%s: got %v, want %v", c.q, got, c.want)
 		}
@@ -147,11 +149,11 @@ func TestArticles(t *testing.T) {
 	// a cake scores 0.75 (derived from fts_spec.cpp's formula: cake is one
 	// of its two tokens, "a" being a stop word; the example's printed
 	// value could not be checked here).
-	_, scores := search(t, s, articles, `{"$search": "cake"}`)
+	_, scores := search(t, s, manualArticles(t), `{"$search": "cake"}`)
 	if scores[3] != 0.75 {
 		t.Errorf("cake: scores %v, want 0.75 for 3", scores)
 	}
-	_, scores = search(t, s, articles, `{"$search": "coffee"}`)
+	_, scores = search(t, s, manualArticles(t), `{"$search": "coffee"}`)
 	// coffee alone: one token, 1; Coffee Shopping: 0.75; coffee and
 	// cream: and is a stop word, 0.75 (derived from fts_spec.cpp).
 	if scores[1] != 1 || scores[2] != 0.75 || scores[7] != 0.75 {
