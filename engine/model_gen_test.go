@@ -36,7 +36,9 @@ type modelOp struct {
 	Expire  bson.RawValue
 	Dur     time.Duration
 	Hint    bson.RawValue
-	Hide    int // collMod hidden: 0 unchanged, 1 hide, 2 unhide
+	// Collation is the collation a count or find names; nil names none.
+	Collation bson.Raw
+	Hide      int // collMod hidden: 0 unchanged, 1 hide, 2 unhide
 	// setValidation: the new validator, level and action (nil or "":
 	// unchanged); Bypass skips the validator on a write.
 	Validator bson.Raw
@@ -93,6 +95,7 @@ func (op *modelOp) String() string {
 		fmt.Fprintf(&b, " ordered=%v", op.Ordered)
 	}
 	raw("filter", op.Filter)
+	raw("collation", op.Collation)
 	raw("update", op.Upd)
 	rawList("pipeline", op.Pipe)
 	for _, f := range []struct {
@@ -206,7 +209,8 @@ func (g *modelGen) scalar() any {
 	case k < 12:
 		return g.num(g.r.Intn(4))
 	case k < 15:
-		return []string{"x", "y"}[g.r.Intn(2)]
+		// "X" equals "x" under a case-insensitive collation.
+		return []string{"x", "y", "X"}[g.r.Intn(3)]
 	case k < 17:
 		return nil
 	case k < 18:
@@ -546,6 +550,9 @@ func (g *modelGen) indexSpec() bson.Raw {
 		// Hashed: a is never an array, which a hashed field refuses.
 		{{Key: "key", Value: k("a", "hashed")}, {Key: "name", Value: "a_hashed"}},
 		{{Key: "key", Value: k("u", 1, "a", "hashed")}, {Key: "name", Value: "u_1_a_hashed"}},
+		// Unique under a case-insensitive collation: "x" and "X" collide.
+		{{Key: "key", Value: k("a", -1)}, {Key: "name", Value: "a_-1_ci"}, {Key: "unique", Value: true},
+			{Key: "partialFilterExpression", Value: k("a", k("$type", "string"))}, {Key: "collation", Value: caseInsensitive}},
 	}
 	// The _ts index, which turns TTL on, comes up more often.
 	if g.r.Intn(4) == 0 {
@@ -554,7 +561,7 @@ func (g *modelGen) indexSpec() bson.Raw {
 	return modelRaw(specs[g.r.Intn(len(specs))])
 }
 
-var poolIndexNames = []string{"u_1", "a_1", "a_1_v_-1", "v_1", "arr_1", "arr.0_1", "s.x_1", "a_1_u_1", "u_1_arr_1", "arr_-1", "d_1", "d_-1", "_ts_1", "ttl_1", "s.0.x_1", "arr.x_1", "arr.1_-1", "a_hashed", "u_1_a_hashed", "_id_", "nope"}
+var poolIndexNames = []string{"u_1", "a_1", "a_1_v_-1", "v_1", "arr_1", "arr.0_1", "s.x_1", "a_1_u_1", "u_1_arr_1", "arr_-1", "d_1", "d_-1", "_ts_1", "ttl_1", "s.0.x_1", "arr.x_1", "arr.1_-1", "a_hashed", "u_1_a_hashed", "a_-1_ci", "_id_", "nope"}
 
 // hintable index names: complete indexes, whose use cannot change results.
 var hintableIndexes = map[string]bool{"a_1": true, "a_1_v_-1": true, "arr_1": true, "arr.0_1": true, "s.x_1": true, "u_1": true, "u_1_arr_1": true, "ttl_1": true, "d_1": true, "s.0.x_1": true, "a_hashed": true, "u_1_a_hashed": true}
@@ -627,6 +634,7 @@ func (g *modelGen) next() *modelOp {
 			op.Skip, op.Limit = int64(g.r.Intn(3)), int64(g.r.Intn(4))
 		}
 		op.Hint = g.hint()
+		g.maybeCollation(op)
 	case k < 71:
 		op.Kind = "distinct"
 		op.Filter = g.filter()
@@ -646,6 +654,11 @@ func (g *modelGen) next() *modelOp {
 			g.minMax(op)
 		}
 		op.ReturnKey = op.Hint.Type != 0 && g.r.Intn(3) == 0
+		if op.Min == nil && op.Max == nil && !op.ReturnKey {
+			// min and max bound the hinted index's keys as stored,
+			// whatever the collation (docs/compatibility.md).
+			g.maybeCollation(op)
+		}
 		g.maybeLet(op)
 	case k < 91:
 		op.Kind = "createIndexes"
@@ -719,6 +732,40 @@ func (g *modelGen) next() *modelOp {
 		g.aggregate(op)
 	}
 	return op
+}
+
+// caseInsensitive is the collation of the model's collated index, and
+// one a query may name.
+var caseInsensitive = bson.D{{Key: "locale", Value: "en"}, {Key: "strength", Value: int32(2)}}
+
+// maybeCollation has a read name a collation, one time in three: one that
+// ignores case, one that also ignores accents, or the simple one. Half of
+// those reads then filter on strings, where the collation tells.
+func (g *modelGen) maybeCollation(op *modelOp) {
+	switch g.r.Intn(9) {
+	case 0:
+		op.Collation = modelRaw(caseInsensitive)
+	case 1:
+		op.Collation = modelRaw(bson.D{{Key: "locale", Value: "fr"}, {Key: "strength", Value: int32(1)}})
+	case 2:
+		op.Collation = modelRaw(bson.D{{Key: "locale", Value: "simple"}})
+	default:
+		return
+	}
+	if g.r.Intn(2) == 0 {
+		return
+	}
+	str := func() string { return []string{"x", "y", "X"}[g.r.Intn(3)] }
+	switch g.r.Intn(4) {
+	case 0:
+		op.Filter = modelRaw(bson.D{{Key: "a", Value: str()}})
+	case 1:
+		op.Filter = modelRaw(bson.D{{Key: "a", Value: bson.D{{Key: "$in", Value: bson.A{str(), str()}}}}})
+	case 2:
+		op.Filter = modelRaw(bson.D{{Key: "a", Value: bson.D{{Key: []string{"$gt", "$gte", "$lt", "$lte", "$ne"}[g.r.Intn(5)], Value: str()}}}})
+	case 3:
+		op.Filter = modelRaw(bson.D{{Key: "arr", Value: str()}})
+	}
 }
 
 func (g *modelGen) hint() bson.RawValue {

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine/collation"
 	"github.com/lethedb/lethe/engine/query"
 	"github.com/lethedb/lethe/mongoerr"
 )
@@ -31,16 +33,30 @@ func (r *modelRun) hintError(h bson.RawValue) error {
 	return refErr(mongoerr.BadValue)
 }
 
+// refCollator is the collator of the collation a read names (nil for none
+// or the simple one), as the reference compares under it.
+func refCollator(doc bson.Raw) (*collation.Collator, error) {
+	if doc == nil {
+		return nil, nil
+	}
+	return collation.Parse(doc)
+}
+
 func (r *modelRun) stepRead(ctx context.Context, op *modelOp) error {
 	now := r.now()
 	switch op.Kind {
 	case "count":
 		var n int64
 		var err error
-		if herr := r.guard("count", func() { n, err = r.e.Count(ctx, modelDB, modelColl, op.Filter, op.Skip, op.Limit, op.Hint) }); herr != nil {
+		cctx := WithCollation(ctx, op.Collation)
+		if herr := r.guard("count", func() { n, err = r.e.Count(cctx, modelDB, modelColl, op.Filter, op.Skip, op.Limit, op.Hint) }); herr != nil {
 			return herr
 		}
-		f, werr := query.Compile(op.Filter)
+		coll, werr := refCollator(op.Collation)
+		var f *query.Filter
+		if werr == nil {
+			f, werr = query.CompileWith(op.Filter, query.Options{Collator: coll})
+		}
 		if werr == nil {
 			werr = r.hintError(op.Hint)
 		}
@@ -106,16 +122,21 @@ func (r *modelRun) stepFind(ctx context.Context, op *modelOp) error {
 	}
 	spec := FindSpec{Filter: lf.engFilter, Sort: op.Sort, Projection: op.Proj, Skip: op.Skip, Limit: op.Limit, Hint: op.Hint, Min: op.Min, Max: op.Max, ReturnKey: op.ReturnKey}
 	var docs []bson.Raw
+	cctx := WithCollation(ctx, op.Collation)
 	if herr := r.guard("find", func() {
 		var cur *Cursor
-		if cur, err = r.e.Find(ctx, modelDB, modelColl, spec); err == nil {
+		if cur, err = r.e.Find(cctx, modelDB, modelColl, spec); err == nil {
 			docs, err = cur.All(ctx)
 		}
 	}); herr != nil {
 		return herr
 	}
 	spec.Filter = lf.refFilter
-	q, werr := compileQuery(spec)
+	coll, werr := refCollator(op.Collation)
+	var q *compiledQuery
+	if werr == nil {
+		q, werr = compileQueryAt(spec, time.Time{}, coll)
+	}
 	var kr *refKeyRange
 	if werr == nil && r.m.exists {
 		kr, werr = r.keyRange(op)

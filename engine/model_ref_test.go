@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine/collation"
 	"github.com/lethedb/lethe/engine/keycodec"
 	"github.com/lethedb/lethe/engine/project"
 	"github.com/lethedb/lethe/engine/query"
@@ -62,6 +63,9 @@ type refIndex struct {
 	expire  *int32
 	hidden  bool
 	hashed  []bool // per path: the key holds the value's hash
+	// collator is the index's collation: its keys hold strings'
+	// collation keys. nil is the simple collation.
+	collator *collation.Collator
 }
 
 func (ix *refIndex) isTS() bool {
@@ -203,9 +207,11 @@ func (ix *refIndex) keys(doc bson.Raw) [][]bsoncore.Value {
 		} else {
 			present = true
 		}
-		if ix.hashed[i] {
-			for j := range vals {
+		for j := range vals {
+			if ix.hashed[i] {
 				vals[j] = record.HashedValue(vals[j])
+			} else {
+				vals[j] = ix.collator.Key(vals[j])
 			}
 		}
 		var next [][]bsoncore.Value
@@ -542,6 +548,13 @@ func parseRefIndex(spec bson.Raw) (*refIndex, error) {
 	ix.name, _ = spec.Lookup("name").StringValueOK()
 	ix.unique, _ = spec.Lookup("unique").BooleanOK()
 	ix.sparse, _ = spec.Lookup("sparse").BooleanOK()
+	if c, ok := spec.Lookup("collation").DocumentOK(); ok {
+		coll, err := collation.Parse(c)
+		if err != nil {
+			return nil, err
+		}
+		ix.collator = coll
+	}
 	if p, ok := spec.Lookup("partialFilterExpression").DocumentOK(); ok {
 		ix.partial = bytes.Clone(p)
 		f, err := query.Compile(ix.partial)

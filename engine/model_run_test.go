@@ -164,6 +164,9 @@ func kindLabel(op *modelOp) string {
 	if op.ReturnKey {
 		l += ".returnKey"
 	}
+	if op.Collation != nil {
+		l += ".collation"
+	}
 	return l
 }
 
