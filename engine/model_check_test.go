@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine/geo"
 	"github.com/lethedb/lethe/engine/keycodec"
 	"github.com/lethedb/lethe/engine/record"
 	"github.com/lethedb/lethe/engine/validation"
@@ -219,6 +220,14 @@ func indexAgreement(ctx context.Context, e *Engine, db, coll string) error {
 				or = append(or, bson.D{{Key: el.Key(), Value: bson.D{{Key: "$exists", Value: true}}}})
 			}
 			should = append(should, bson.E{Key: "$or", Value: or})
+		}
+		// A 2dsphere index (version 2 and later) holds only the documents
+		// that have its geo fields, as MongoDB's 2dsphere page says
+		// ("Sparse Property").
+		for _, el := range mustElems(im.Key) {
+			if kind, _ := el.Value().StringValueOK(); kind == geo.Sphere {
+				should = append(should, bson.E{Key: el.Key(), Value: bson.D{{Key: "$exists", Value: true}}})
+			}
 		}
 		filter := modelRaw(should)
 		want, err := ids(filter, bson.RawValue{})

@@ -302,6 +302,7 @@ func (g *modelGen) doc() bson.Raw {
 		return g.date()
 	})
 	maybe(35, "ttl", g.ttlValue)
+	maybe(25, "loc", g.point)
 	if idLast && g.r.Intn(3) != 0 {
 		// Sometimes none at all: the engine makes an ObjectId.
 		d = append(d, bson.E{Key: "_id", Value: g.id()})
@@ -320,7 +321,7 @@ func (g *modelGen) filter() bson.Raw {
 	s := g.scalar
 	n := func() any { return g.num(g.r.Intn(4)) }
 	var f bson.D
-	switch g.r.Intn(24) {
+	switch g.r.Intn(25) {
 	case 0:
 		f = bson.D{}
 	case 1, 2, 3:
@@ -365,8 +366,41 @@ func (g *modelGen) filter() bson.Raw {
 		f = bson.D{{Key: []string{"arr.x", "s.0.x", "s.1.x", "arr.1", "arr.0.0"}[g.r.Intn(5)], Value: n()}}
 	case 23:
 		f = bson.D{{Key: "arr.0", Value: bson.D{{Key: []string{"$gt", "$lte", "$in"}[g.r.Intn(3)], Value: n()}}}}
+	case 24:
+		f = bson.D{{Key: "loc", Value: g.geoPredicate()}}
 	}
 	return modelRaw(f)
+}
+
+// point is a location: a GeoJSON point or a legacy pair, on a grid of
+// half degrees near the origin, so that documents share places.
+func (g *modelGen) point() any {
+	lng, lat := float64(g.r.Intn(9)-4)/2, float64(g.r.Intn(9)-4)/2
+	if g.r.Intn(3) == 0 {
+		return bson.A{lng, lat}
+	}
+	return bson.D{{Key: "type", Value: "Point"}, {Key: "coordinates", Value: bson.A{lng, lat}}}
+}
+
+// geoPredicate is a $geoWithin or $geoIntersects on loc whose shapes'
+// edges fall between the points' grid lines, so that no point lies on a
+// boundary, where rounding would decide.
+func (g *modelGen) geoPredicate() bson.D {
+	c := func() float64 { return float64(g.r.Intn(8)-4)/2 + 0.25 }
+	switch g.r.Intn(3) {
+	case 0:
+		x0, y0 := c(), c()
+		x1, y1 := x0+float64(1+g.r.Intn(4))/2, y0+float64(1+g.r.Intn(4))/2
+		ring := bson.A{bson.A{x0, y0}, bson.A{x1, y0}, bson.A{x1, y1}, bson.A{x0, y1}, bson.A{x0, y0}}
+		return bson.D{{Key: "$geoWithin", Value: bson.D{{Key: "$geometry", Value: bson.D{{Key: "type", Value: "Polygon"}, {Key: "coordinates", Value: bson.A{ring}}}}}}}
+	case 1:
+		// A radius of 0.0123 radians (about 0.7 degrees) meets no grid
+		// point's distance from a center off the grid exactly.
+		return bson.D{{Key: "$geoWithin", Value: bson.D{{Key: "$centerSphere", Value: bson.A{bson.A{c(), c()}, 0.0123}}}}}
+	}
+	x0, y0 := c(), c()
+	ring := bson.A{bson.A{x0, y0}, bson.A{x0 + 1, y0}, bson.A{x0 + 1, y0 + 1}, bson.A{x0, y0 + 1}, bson.A{x0, y0}}
+	return bson.D{{Key: "$geoIntersects", Value: bson.D{{Key: "$geometry", Value: bson.D{{Key: "type", Value: "Polygon"}, {Key: "coordinates", Value: bson.A{ring}}}}}}}
 }
 
 // update is an operator update touching one or two distinct fields.
@@ -550,6 +584,8 @@ func (g *modelGen) indexSpec() bson.Raw {
 		// Hashed: a is never an array, which a hashed field refuses.
 		{{Key: "key", Value: k("a", "hashed")}, {Key: "name", Value: "a_hashed"}},
 		{{Key: "key", Value: k("u", 1, "a", "hashed")}, {Key: "name", Value: "u_1_a_hashed"}},
+		// A 2dsphere index: documents' loc are always valid places.
+		{{Key: "key", Value: k("loc", "2dsphere")}, {Key: "name", Value: "loc_2dsphere"}},
 		// Unique under a case-insensitive collation: "x" and "X" collide.
 		{{Key: "key", Value: k("a", -1)}, {Key: "name", Value: "a_-1_ci"}, {Key: "unique", Value: true},
 			{Key: "partialFilterExpression", Value: k("a", k("$type", "string"))}, {Key: "collation", Value: caseInsensitive}},
@@ -561,7 +597,7 @@ func (g *modelGen) indexSpec() bson.Raw {
 	return modelRaw(specs[g.r.Intn(len(specs))])
 }
 
-var poolIndexNames = []string{"u_1", "a_1", "a_1_v_-1", "v_1", "arr_1", "arr.0_1", "s.x_1", "a_1_u_1", "u_1_arr_1", "arr_-1", "d_1", "d_-1", "_ts_1", "ttl_1", "s.0.x_1", "arr.x_1", "arr.1_-1", "a_hashed", "u_1_a_hashed", "a_-1_ci", "_id_", "nope"}
+var poolIndexNames = []string{"u_1", "a_1", "a_1_v_-1", "v_1", "arr_1", "arr.0_1", "s.x_1", "a_1_u_1", "u_1_arr_1", "arr_-1", "d_1", "d_-1", "_ts_1", "ttl_1", "s.0.x_1", "arr.x_1", "arr.1_-1", "a_hashed", "u_1_a_hashed", "a_-1_ci", "loc_2dsphere", "_id_", "nope"}
 
 // hintable index names: complete indexes, whose use cannot change results.
 var hintableIndexes = map[string]bool{"a_1": true, "a_1_v_-1": true, "arr_1": true, "arr.0_1": true, "s.x_1": true, "u_1": true, "u_1_arr_1": true, "ttl_1": true, "d_1": true, "s.0.x_1": true, "a_hashed": true, "u_1_a_hashed": true}
