@@ -75,12 +75,44 @@ func Normalize(key bson.Raw, weightsOpt, langOpt, overrideOpt, versionOpt bson.R
 	weights := map[string]int32{}
 	var kp bson.D
 	added, stage := false, 0 // stage: 0 before the text fields, 1 in them, 2 after
-	for _, el := range elems {
+	fixed := false           // the key is in the stored form, {_fts: "text", _ftsx: 1}
+	for i, el := range elems {
 		name, v := el.Key(), el.Value()
-		if name == KeyField || name == ScoreField {
+		// The stored form, {_fts: "text", _ftsx: 1}, as listIndexes shows
+		// it, creates the index again (mongorestore, $out), its fields
+		// named by weights: FTSSpec::fixSpec (src/mongo/db/fts/fts_spec.cpp)
+		// takes both as they are.
+		if name == KeyField {
+			if s, _ := v.StringValueOK(); s != Kind {
+				return nil, nil, cannotCreate("expecting _fts:\"text\"")
+			}
+			if i+1 == len(elems) || elems[i+1].Key() != ScoreField {
+				return nil, nil, cannotCreate("expected _ftsx after _fts")
+			}
+			if n, ok := elems[i+1].Value().AsInt64OK(); !ok || n != 1 {
+				return nil, nil, cannotCreate("expecting _ftsx:1")
+			}
+			if added {
+				return nil, nil, cannotCreate("text index with reserved fields _fts/_ftsx not allowed")
+			}
+			if stage == 2 {
+				return nil, nil, cannotCreate("'text' fields in index must all be adjacent")
+			}
+			stage, added, fixed = 1, true, true
+			kp = append(kp, bson.E{Key: KeyField, Value: Kind}, bson.E{Key: ScoreField, Value: int32(1)})
+			continue
+		}
+		if name == ScoreField {
+			if i > 0 && elems[i-1].Key() == KeyField {
+				continue // taken with _fts
+			}
 			return nil, nil, cannotCreate("text index with reserved fields _fts/_ftsx not allowed")
 		}
 		if s, ok := v.StringValueOK(); ok {
+			if fixed {
+				// The stored form's fields are named by weights only.
+				return nil, nil, cannotCreate("'text' fields in index must all be adjacent")
+			}
 			if s != Kind {
 				return nil, nil, cannotCreate("Can't use more than one index plugin for a single index.")
 			}
@@ -124,6 +156,10 @@ func Normalize(key bson.Raw, weightsOpt, langOpt, overrideOpt, versionOpt bson.R
 		weights[Wildcard] = 1
 	case weightsOpt.Type != 0:
 		return nil, nil, cannotCreate("text index option 'weights' must be an object")
+	}
+	if len(weights) == 0 {
+		// The stored form names its fields by weights alone.
+		return nil, nil, cannotCreate("text index option 'weights' must specify fields or the wildcard")
 	}
 	names := make([]string, 0, len(weights))
 	for n := range weights {

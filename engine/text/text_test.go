@@ -1,6 +1,8 @@
 package text
 
 import (
+	"bytes"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -174,10 +176,46 @@ func TestScoreFormula(t *testing.T) {
 }
 
 // TestNormalize: the errors of fixSpec.
+// TestNormalizeStoredForm: the key pattern listIndexes shows, with its
+// weights, creates the same index again, as mongorestore and $out do
+// (src/mongo/db/fts/fts_spec.cpp, FTSSpec::fixSpec, takes _fts and _ftsx
+// as they are).
+func TestNormalizeStoredForm(t *testing.T) {
+	var given, w, stored bson.Raw
+	_ = bson.UnmarshalExtJSON([]byte(`{"a": 1, "t": "text", "u": "text", "b": -1}`), false, &given)
+	_ = bson.UnmarshalExtJSON([]byte(`{"t": 2}`), false, &w)
+	key, opts, err := Normalize(given, bson.RawValue{Type: bson.TypeEmbeddedDocument, Value: w}, bson.RawValue{}, bson.RawValue{}, bson.RawValue{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored = key
+	var weights bson.RawValue
+	for _, o := range opts {
+		if o.Key == "weights" {
+			raw, _ := bson.Marshal(o.Value)
+			weights = bson.RawValue{Type: bson.TypeEmbeddedDocument, Value: raw}
+		}
+	}
+	again, opts2, err := Normalize(stored, weights, bson.RawValue{}, bson.RawValue{}, bson.RawValue{})
+	if err != nil {
+		t.Fatalf("the stored form %s: %v", stored, err)
+	}
+	if !bytes.Equal(again, stored) || fmt.Sprint(opts2) != fmt.Sprint(opts) {
+		t.Errorf("again: %s %v, want %s %v", again, opts2, stored, opts)
+	}
+}
+
 func TestNormalize(t *testing.T) {
 	for _, c := range []struct{ key, weights string }{
 		{`{"a": "text", "b": 1, "c": "text"}`, ""},
+		// fts_spec.cpp's fixSpec: the stored form must be whole, and name
+		// its fields by weights.
 		{`{"_fts": "text"}`, ""},
+		{`{"_fts": "text"}`, `{"a": 1}`},
+		{`{"_fts": "text", "_ftsx": 1}`, ""},
+		{`{"_fts": "text", "_ftsx": 2}`, `{"a": 1}`},
+		{`{"_ftsx": 1, "a": "text"}`, ""},
+		{`{"_fts": "text", "_ftsx": 1, "a": "text"}`, `{"a": 1}`},
 		{`{"a": "text", "b": 2}`, ""},
 		{`{"a": "text"}`, `{"a": 100000}`},
 		{`{"a": "text"}`, `{"a.$b": 1}`},
