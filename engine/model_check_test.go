@@ -210,6 +210,9 @@ func indexAgreement(ctx context.Context, e *Engine, db, coll string) error {
 		if im.Hidden || (im.ExpireAfter != nil && im.Key.Lookup("_ts").Type != 0) {
 			continue
 		}
+		if im.Key.Lookup("_fts").Type != 0 {
+			continue // a text index serves $text only, and cannot be hinted
+		}
 		should := bson.D{}
 		if im.Partial != nil {
 			should = append(should, bson.E{Key: "$and", Value: bson.A{im.Partial}})

@@ -303,6 +303,7 @@ func (g *modelGen) doc() bson.Raw {
 	})
 	maybe(35, "ttl", g.ttlValue)
 	maybe(25, "loc", g.point)
+	maybe(25, "t", func() any { return modelPhrases[g.r.Intn(len(modelPhrases))] })
 	if idLast && g.r.Intn(3) != 0 {
 		// Sometimes none at all: the engine makes an ObjectId.
 		d = append(d, bson.E{Key: "_id", Value: g.id()})
@@ -584,6 +585,7 @@ func (g *modelGen) indexSpec() bson.Raw {
 		// Hashed: a is never an array, which a hashed field refuses.
 		{{Key: "key", Value: k("a", "hashed")}, {Key: "name", Value: "a_hashed"}},
 		{{Key: "key", Value: k("u", 1, "a", "hashed")}, {Key: "name", Value: "u_1_a_hashed"}},
+		{{Key: "key", Value: k("t", "text")}, {Key: "name", Value: "t_text"}},
 		// A 2dsphere index: documents' loc are always valid places.
 		{{Key: "key", Value: k("loc", "2dsphere")}, {Key: "name", Value: "loc_2dsphere"}},
 		// Unique under a case-insensitive collation: "x" and "X" collide.
@@ -597,7 +599,7 @@ func (g *modelGen) indexSpec() bson.Raw {
 	return modelRaw(specs[g.r.Intn(len(specs))])
 }
 
-var poolIndexNames = []string{"u_1", "a_1", "a_1_v_-1", "v_1", "arr_1", "arr.0_1", "s.x_1", "a_1_u_1", "u_1_arr_1", "arr_-1", "d_1", "d_-1", "_ts_1", "ttl_1", "s.0.x_1", "arr.x_1", "arr.1_-1", "a_hashed", "u_1_a_hashed", "a_-1_ci", "loc_2dsphere", "_id_", "nope"}
+var poolIndexNames = []string{"u_1", "a_1", "a_1_v_-1", "v_1", "arr_1", "arr.0_1", "s.x_1", "a_1_u_1", "u_1_arr_1", "arr_-1", "d_1", "d_-1", "_ts_1", "ttl_1", "s.0.x_1", "arr.x_1", "arr.1_-1", "a_hashed", "u_1_a_hashed", "a_-1_ci", "loc_2dsphere", "t_text", "_id_", "nope"}
 
 // hintable index names: complete indexes, whose use cannot change results.
 var hintableIndexes = map[string]bool{"a_1": true, "a_1_v_-1": true, "arr_1": true, "arr.0_1": true, "s.x_1": true, "u_1": true, "u_1_arr_1": true, "ttl_1": true, "d_1": true, "s.0.x_1": true, "a_hashed": true, "u_1_a_hashed": true}
@@ -671,6 +673,7 @@ func (g *modelGen) next() *modelOp {
 		}
 		op.Hint = g.hint()
 		g.maybeCollation(op)
+		g.maybeText(op)
 	case k < 71:
 		op.Kind = "distinct"
 		op.Filter = g.filter()
@@ -694,6 +697,7 @@ func (g *modelGen) next() *modelOp {
 			// min and max bound the hinted index's keys as stored,
 			// whatever the collation (docs/compatibility.md).
 			g.maybeCollation(op)
+			g.maybeText(op)
 		}
 		g.maybeLet(op)
 	case k < 91:
@@ -768,6 +772,24 @@ func (g *modelGen) next() *modelOp {
 		g.aggregate(op)
 	}
 	return op
+}
+
+// modelPhrases are the values of documents' t, which the text index
+// indexes: words that share stems, stop words, case and accents.
+var modelPhrases = []string{"Coffee and cakes", "coffee shop", "Baking a cake", "baked", "café con leche", "Cafe", "the shop", "shopping for COFFEE"}
+
+// maybeText makes a read without a hint a $text search one time in
+// four: terms, a phrase or a negation, sometimes case sensitive.
+func (g *modelGen) maybeText(op *modelOp) {
+	if op.Hint.Type != 0 || g.r.Intn(4) != 0 {
+		return
+	}
+	search := []string{"coffee", "cake bake", "\"coffee shop\"", "coffee -shop", "café", "shopping", "the", "COFFEE"}[g.r.Intn(8)]
+	t := bson.D{{Key: "$search", Value: search}}
+	if g.r.Intn(4) == 0 {
+		t = append(t, bson.E{Key: "$caseSensitive", Value: true})
+	}
+	op.Filter = modelRaw(bson.D{{Key: "$text", Value: t}})
 }
 
 // caseInsensitive is the collation of the model's collated index, and

@@ -13,6 +13,7 @@ import (
 
 	"github.com/lethedb/lethe/engine/collation"
 	"github.com/lethedb/lethe/engine/query"
+	"github.com/lethedb/lethe/engine/text"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -42,6 +43,36 @@ func refCollator(doc bson.Raw) (*collation.Collator, error) {
 	return collation.Parse(doc)
 }
 
+// bindText binds a $text in f to the model's text index, as a text index
+// of {t: "text"} with its defaults is spelled in the catalog; without one
+// (or a hidden one) a $text query on a collection fails as MongoDB's does.
+func (m *refModel) bindText(f *query.Filter) error {
+	q := f.Text()
+	if q == nil || !m.exists {
+		return nil // a missing collection has nothing to search
+	}
+	var ix *refIndex
+	for _, x := range m.indexes {
+		if x.text && !x.hidden {
+			ix = x
+		}
+	}
+	if ix == nil {
+		return refErr(mongoerr.IndexNotFound)
+	}
+	spec, err := text.NewSpec(modelRaw(bson.D{{Key: "_fts", Value: "text"}, {Key: "_ftsx", Value: int32(1)}}),
+		modelRaw(bson.D{{Key: "weights", Value: bson.D{{Key: "t", Value: int32(1)}}}, {Key: "default_language", Value: "english"}, {Key: "language_override", Value: "language"}}))
+	if err != nil {
+		return err
+	}
+	bound, err := q.Bind(spec)
+	if err != nil {
+		return err
+	}
+	f.BindText(bound.Match)
+	return nil
+}
+
 func (r *modelRun) stepRead(ctx context.Context, op *modelOp) error {
 	now := r.now()
 	switch op.Kind {
@@ -56,6 +87,9 @@ func (r *modelRun) stepRead(ctx context.Context, op *modelOp) error {
 		var f *query.Filter
 		if werr == nil {
 			f, werr = query.CompileWith(op.Filter, query.Options{Collator: coll})
+		}
+		if werr == nil {
+			werr = r.m.bindText(f)
 		}
 		if werr == nil {
 			werr = r.hintError(op.Hint)
@@ -136,6 +170,9 @@ func (r *modelRun) stepFind(ctx context.Context, op *modelOp) error {
 	var q *compiledQuery
 	if werr == nil {
 		q, werr = compileQueryAt(spec, time.Time{}, coll)
+	}
+	if werr == nil {
+		werr = r.m.bindText(q.filter)
 	}
 	var kr *refKeyRange
 	if werr == nil && r.m.exists {

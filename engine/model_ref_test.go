@@ -66,6 +66,7 @@ type refIndex struct {
 	// collator is the index's collation: its keys hold strings'
 	// collation keys. nil is the simple collation.
 	collator *collation.Collator
+	text     bool // a text index, whose key is spelled {_fts: "text", _ftsx: 1}
 }
 
 func (ix *refIndex) isTS() bool {
@@ -544,6 +545,12 @@ func parseRefIndex(spec bson.Raw) (*refIndex, error) {
 		ix.paths = append(ix.paths, el.Key())
 		kind, _ := el.Value().StringValueOK()
 		ix.hashed = append(ix.hashed, kind == record.HashedKind)
+	}
+	if slices.ContainsFunc(elems, func(el bson.RawElement) bool { kind, _ := el.Value().StringValueOK(); return kind == "text" }) {
+		// As MongoDB's catalog spells it, and as collMod's keyPattern must
+		// name it.
+		ix.text = true
+		ix.key = modelRaw(bson.D{{Key: "_fts", Value: "text"}, {Key: "_ftsx", Value: int32(1)}})
 	}
 	ix.name, _ = spec.Lookup("name").StringValueOK()
 	ix.unique, _ = spec.Lookup("unique").BooleanOK()

@@ -167,6 +167,9 @@ func kindLabel(op *modelOp) string {
 	if op.Collation != nil {
 		l += ".collation"
 	}
+	if op.Filter != nil && op.Filter.Lookup("$text").Type != 0 {
+		l += ".text"
+	}
 	return l
 }
 
