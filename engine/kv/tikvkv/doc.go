@@ -92,8 +92,10 @@
 //   - Its prewrite checks every key of a pessimistic transaction for
 //     commits after the transaction's start, where TiKV checks none. A
 //     current-read transaction therefore restarts at its first lock's
-//     timestamp while it holds nothing (txn.go); keys locked by a later
-//     LockKeys, or written unlocked, can still meet spurious conflicts on
+//     timestamp while it holds nothing (txn.go), and on the mock only,
+//     one that holds locks takes more at its start, so that a key
+//     committed since is a conflict at the lock rather than at the
+//     commit. Keys written unlocked can still meet spurious conflicts on
 //     the mock, which callers retry as any conflict.
 //   - It keeps no region statistics, and serves no CDC feed.
 package tikvkv

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pingcap/kvproto/pkg/kvrpcpb"
 	"github.com/tikv/client-go/v2/testutils"
 	"github.com/tikv/client-go/v2/tikv"
 	"github.com/tikv/client-go/v2/tikvrpc"
@@ -71,7 +72,50 @@ func (c sharedClient) SendRequest(ctx context.Context, addr string, req *tikvrpc
 	if c.c.closed {
 		return nil, errMockClosed
 	}
+	if r := liteCommitResolve(req); r != nil {
+		return c.resolveByCommit(ctx, addr, req, r, timeout)
+	}
 	return c.Client.SendRequest(context.WithoutCancel(ctx), addr, req, timeout)
+}
+
+// liteCommitResolve returns the ResolveLock request of req if it commits
+// the locks of listed keys (client-go's lite resolve of a small
+// transaction, met by a reader before its secondaries were committed).
+// TiKV resolves just those keys; the mock ignores the list and scans the
+// whole region under its one mutex, so that on a busy mock readers' lock
+// resolutions queue behind each other until requests time out.
+func liteCommitResolve(req *tikvrpc.Request) *kvrpcpb.ResolveLockRequest {
+	if req.Type != tikvrpc.CmdResolveLock {
+		return nil
+	}
+	r := req.ResolveLock()
+	if len(r.Keys) == 0 || r.CommitVersion == 0 || len(r.TxnInfos) > 0 {
+		return nil
+	}
+	return r
+}
+
+// resolveByCommit resolves r's keys as TiKV's lite resolve does, by
+// committing each key's lock of the transaction: a commit request of those
+// keys, which the mock serves key by key. A key whose lock is gone (another
+// reader resolved it) is no error, as in a resolve.
+func (c sharedClient) resolveByCommit(ctx context.Context, addr string, req *tikvrpc.Request, r *kvrpcpb.ResolveLockRequest, timeout time.Duration) (*tikvrpc.Response, error) {
+	commit := tikvrpc.NewRequest(tikvrpc.CmdCommit, &kvrpcpb.CommitRequest{
+		StartVersion: r.StartVersion, Keys: r.Keys, CommitVersion: r.CommitVersion,
+	}, req.Context)
+	resp, err := c.Client.SendRequest(context.WithoutCancel(ctx), addr, commit, timeout)
+	if err != nil {
+		return nil, err
+	}
+	cr, ok := resp.Resp.(*kvrpcpb.CommitResponse)
+	if !ok {
+		return nil, fmt.Errorf("tikvkv: the mock answered a commit with %T", resp.Resp)
+	}
+	out := &kvrpcpb.ResolveLockResponse{RegionError: cr.GetRegionError()}
+	if e := cr.GetError(); e != nil && e.GetRetryable() == "" {
+		out.Error = e // a lock with a newer min commit timestamp: say so
+	}
+	return &tikvrpc.Response{Resp: out}, nil
 }
 
 var errMockClosed = errors.New("tikvkv: the mock cluster is closed")
@@ -88,7 +132,7 @@ func (c *MockCluster) Open(opts Options) (*Store, error) {
 		return nil, fmt.Errorf("tikvkv: open a client of the mock cluster: %w", err)
 	}
 	c.refs++
-	return newStore(s, opts, c.release), nil
+	return newStore(s, opts, c.release, true), nil
 }
 
 // Close drops the cluster's own reference: the cluster ends when its last

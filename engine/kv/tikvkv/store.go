@@ -37,6 +37,10 @@ type Store struct {
 	kv      *tikv.KVStore
 	k       keys
 	onClose func() error // after the client closes: the mock cluster's share
+	// startChecked is set on client-go's mock, whose prewrite checks every
+	// key of a pessimistic transaction for commits after its start
+	// (LockKeys).
+	startChecked bool
 }
 
 var _ kv.Store = (*Store)(nil)
@@ -47,17 +51,17 @@ func Open(pdAddrs []string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tikvkv: connect to PD %v: %w", pdAddrs, err)
 	}
-	return newStore(c.KVStore, opts, nil), nil
+	return newStore(c.KVStore, opts, nil, false), nil
 }
 
-func newStore(s *tikv.KVStore, opts Options, onClose func() error) *Store {
+func newStore(s *tikv.KVStore, opts Options, onClose func() error, startChecked bool) *Store {
 	if opts.Prefix == "" {
 		opts.Prefix = DefaultPrefix
 	}
 	if opts.Logger != nil {
 		log.ReplaceGlobals(opts.Logger, &log.ZapProperties{Core: opts.Logger.Core(), Level: zap.NewAtomicLevelAt(zapcore.InfoLevel)})
 	}
-	return &Store{kv: s, k: newKeys(opts.Prefix), onClose: onClose}
+	return &Store{kv: s, k: newKeys(opts.Prefix), onClose: onClose, startChecked: startChecked}
 }
 
 // Close closes the client; on a mock cluster, the last front-end to close

@@ -331,6 +331,13 @@ func (t *txn) Locked(key []byte) bool {
 // the commit of a key committed by another between Begin and the lock.
 // The engine locks first, so this keeps the mock's spurious conflicts to
 // keys locked by a later LockKeys call.
+//
+// On the mock, a later LockKeys (the transaction holds locks, so cannot
+// move its start) locks at for_update_ts = the start, as a snapshot
+// transaction does: a key committed since is a conflict at the lock,
+// which a caller holding locks meets anyway (it commits what it has and
+// locks afresh), rather than at a commit the mock would refuse after the
+// caller wrote under the lock.
 func (t *txn) LockKeys(ctx context.Context, o kv.LockOptions, keys ...[]byte) error {
 	if t.done {
 		return kv.ErrTxnDone
@@ -343,9 +350,13 @@ func (t *txn) LockKeys(ctx context.Context, o kv.LockOptions, keys ...[]byte) er
 		pkeys[i] = t.s.k.in(k)
 	}
 	began := time.Now()
+	atStart := t.opts.SnapshotReads || (t.s.startChecked && t.locked)
+	if atStart && !t.opts.SnapshotReads && t.retriesStray(pkeys) {
+		return &kv.ConflictError{Reason: "an earlier lock request of the key may still be rolling back"}
+	}
 	for {
 		forUpdate := t.start
-		if !t.opts.SnapshotReads {
+		if !atStart {
 			ts, err := t.s.now(ctx)
 			if err != nil {
 				return err
@@ -383,11 +394,29 @@ func (t *txn) LockKeys(ctx context.Context, o kv.LockOptions, keys ...[]byte) er
 		if cerr := ctx.Err(); cerr != nil {
 			return cerr
 		}
-		if !t.opts.SnapshotReads && tikverr.IsErrWriteConflict(err) && time.Since(began) < t.opts.LockWait {
+		if !atStart && tikverr.IsErrWriteConflict(err) && time.Since(began) < t.opts.LockWait {
 			continue
 		}
 		return t.s.mapErr("lock", err)
 	}
+}
+
+// retriesStray reports whether a key of pkeys failed an earlier LockKeys
+// of the transaction and is not held. Client-go rolls the locks of a
+// failed request back asynchronously, up to its for_update_ts, so a lock
+// taken again at the start could be rolled back under the transaction;
+// a lock at a fresh timestamp, newer than the rollback's, cannot.
+func (t *txn) retriesStray(pkeys [][]byte) bool {
+	mem := t.tx.GetMemBuffer()
+	for _, pk := range pkeys {
+		if _, ok := t.stray[string(pk)]; !ok {
+			continue
+		}
+		if f, err := mem.GetFlags(pk); err != nil || !f.HasLocked() {
+			return true
+		}
+	}
+	return false
 }
 
 func (t *txn) waitPassed() error {
