@@ -164,6 +164,7 @@ func (e *Engine) insertOnce(ctx context.Context, db, coll string, docs []bson.Ra
 		if _, ok := mongoerr.As(err); !ok {
 			return res, err
 		}
+		w.releaseUnwritten()
 		res.Errors = append(res.Errors, WriteError{Index: i, Err: err})
 		if ordered {
 			break

@@ -19,23 +19,14 @@ import (
 // contract checker; -model.backend (or LETHE_MODEL_BACKEND) picks one.
 var modelBackendFlag = flag.String("model.backend", "", "run the model tests on this kv backend only: pebble or tikv-mock (also LETHE_MODEL_BACKEND)")
 
-// modelBackends are the backends a model test runs on. Without a choice
-// the concurrent model runs on both; the sequential one on pebble only, for
-// now: on the TiKV mock it fails a few seeds in ten with a write conflict
-// MongoDB would not raise (a statement that locked a document and left it
-// unchanged, an insert that found its _id taken, commits that lock as
-// client-go's primary, a Lock record, which a transaction that started
-// before then meets as a write). Issue 21 tracks it; -model.backend=tikv-mock
-// runs it.
-func modelBackends(sequential bool) []string {
+// modelBackends are the backends a model test runs on: every one, unless
+// a flag or the environment picks one.
+func modelBackends() []string {
 	if b := *modelBackendFlag; b != "" {
 		return []string{b}
 	}
 	if b := os.Getenv("LETHE_MODEL_BACKEND"); b != "" {
 		return []string{b}
-	}
-	if sequential {
-		return []string{"pebble"}
 	}
 	return []string{"pebble", "tikv-mock"}
 }

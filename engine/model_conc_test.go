@@ -33,7 +33,7 @@ const requestDeadline = 10 * time.Second
 // is there, and no insert the validator refused is. Transactions run
 // alongside (model_txn_conc_test.go).
 func TestModelConcurrent(t *testing.T) {
-	for _, backend := range modelBackends(false) {
+	for _, backend := range modelBackends() {
 		t.Run(backend, func(t *testing.T) { testModelConcurrent(t, backend) })
 	}
 }

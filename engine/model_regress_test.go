@@ -287,3 +287,43 @@ func TestModelRegressTxnExpiredOwnInsertIsDuplicate(t *testing.T) {
 		t.Errorf("insert of the _id of the transaction's own expired document: %v, want it to replace it", err)
 	}
 }
+
+// TestModelRegressLeftAloneDocumentIsNoConflict: a document a plain write
+// locked and then left alone (an insert that found its _id taken) is no
+// change to a transaction that started before, which then gets
+// DuplicateKey for it, not WriteConflict. On TiKV the first key a
+// transaction locks is its primary, committed as a lock record even if
+// unwritten once the transaction writes another document, and a lock
+// record is a write conflict there; the writer releases such locks before
+// it goes on. Found by the sequential model on client-go's mock.
+func TestModelRegressLeftAloneDocumentIsNoConflict(t *testing.T) {
+	for _, backend := range []string{"pebble", "tikv-mock"} {
+		t.Run(backend, func(t *testing.T) {
+			clk := clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+			e, err := openModelEngine(backend, t.TempDir(), Options{Clock: clk, NoReaper: true, Oplog: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close()
+			bg := context.Background()
+			if err := insertIDs(t, bg, e, "c", 1); err != nil {
+				t.Fatal(err)
+			}
+			tx, err := e.BeginTransaction(bg, TransactionOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Abort()
+			in := WithTransaction(bg, tx)
+			if got := idsOf(t, in, e, "c"); len(got) != 1 {
+				t.Fatalf("the transaction sees %v, want [1]", got)
+			}
+			docs := []bson.Raw{txnDoc(t, bson.D{{Key: "_id", Value: int32(1)}}), txnDoc(t, bson.D{{Key: "_id", Value: int32(2)}})}
+			res, err := e.Insert(bg, "db", "c", docs, false)
+			if err != nil || res.N != 1 || len(res.Errors) != 1 {
+				t.Fatalf("insert of [1, 2] over [1]: %+v, %v; want one inserted, one duplicate", res, err)
+			}
+			wantTxnCode(t, insertIDs(t, in, e, "c", 1), mongoerr.DuplicateKey, "")
+		})
+	}
+}

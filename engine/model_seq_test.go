@@ -82,7 +82,7 @@ func newModelRun(t testing.TB, backend, dir string, timeout time.Duration) *mode
 // and the reference model, comparing every reply and the whole state
 // after every step.
 func TestModelSequential(t *testing.T) {
-	for _, backend := range modelBackends(true) {
+	for _, backend := range modelBackends() {
 		t.Run(backend, func(t *testing.T) { testModelSequential(t, backend) })
 	}
 }

@@ -250,6 +250,11 @@ func (w *writer) lockToModify(dk, pk []byte, f *query.Filter) error {
 // _ts moves to now, even when nothing changed (TTL spec rule 4). before,
 // when set, receives a copy of the document as it was.
 func (w *writer) modify(pk []byte, f *query.Filter, change func(d *storedDoc, pos int) (bson.Raw, bool, error), before *bson.Raw) (matched, modified bool, err error) {
+	defer func() {
+		if !matched && err == nil {
+			w.releaseUnwritten() // the document was left alone
+		}
+	}()
 	dk := record.DocKey(nil, w.st.meta.ID, pk)
 	if err := w.lockToModify(dk, pk, f); err != nil || !w.holds(dk) {
 		return false, false, err

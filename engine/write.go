@@ -303,6 +303,24 @@ func (w *writer) flush() error {
 	return nil
 }
 
+// releaseUnwritten releases the locks of a plain writer that has written
+// nothing since its last commit: those of a document it then left alone
+// (a duplicate key, a document that no longer matched). They protect
+// nothing any more, and keeping them can cost another transaction a
+// conflict: on TiKV the first key a transaction locks is its primary,
+// committed even unwritten (as a lock record) once something else in the
+// transaction is written (a later document, a retryable write's record),
+// and a MongoDB transaction that started before then meets that record as
+// a write conflict on a document nothing changed.
+func (w *writer) releaseUnwritten() {
+	if w.multi != nil || w.tx == nil || !w.tx.Empty() {
+		return
+	}
+	invariants.Check(w.ops == 0, "a writer with an empty transaction counts %d documents written", w.ops)
+	w.tx.Rollback()
+	w.tx, w.held = nil, w.held[:0]
+}
+
 // close drops uncommitted writes and releases the locks.
 func (w *writer) close() {
 	if w.multi != nil {
