@@ -12,11 +12,13 @@ import (
 
 	"github.com/lethedb/lethe/clock"
 	"github.com/lethedb/lethe/engine/kv"
+	"github.com/lethedb/lethe/engine/kv/bucketkv"
 	"github.com/lethedb/lethe/engine/kv/pebblekv"
 	"github.com/lethedb/lethe/engine/letvars"
 	"github.com/lethedb/lethe/engine/oplogstore"
 	"github.com/lethedb/lethe/engine/preimage"
 	"github.com/lethedb/lethe/engine/reclaim"
+	"github.com/lethedb/lethe/engine/record"
 	"github.com/lethedb/lethe/oplog"
 	"github.com/lethedb/lethe/ttlindex"
 )
@@ -140,12 +142,37 @@ func Open(dir string, opts Options) (*Engine, error) {
 		}
 		store = ps
 	}
+	if sh, ok := kv.Unwrap(store).(kv.Sharded); ok && sh.Sharded() {
+		spread, err := bucketkv.Open(context.Background(), store, bucketkv.Options{Buckets: TimeOrderedBuckets, Families: timeOrderedFamilies})
+		if err != nil {
+			store.Close()
+			return nil, fmt.Errorf("engine: %w", err)
+		}
+		store = spread
+	}
 	e, err := open(store, opts)
 	if err != nil {
 		store.Close()
 		return nil, err
 	}
 	return e, nil
+}
+
+// TimeOrderedBuckets is how many buckets a new store on a sharded backend
+// spreads each time-ordered key family over (engine/kv/bucketkv): enough
+// for the inserts of a family to reach as many of TiKV's regions, few
+// enough that a scan of a collection, one iterator per bucket, stays cheap.
+const TimeOrderedBuckets = 16
+
+// timeOrderedFamilies are the key families whose new keys are mostly the
+// largest so far: documents by _id (ObjectIds grow with time), spread
+// within each collection; the expiry entries (by _ts, or by the time a
+// document's own ttl ends), within each collection and kind; the oplog,
+// by timestamp.
+var timeOrderedFamilies = []bucketkv.Family{
+	{Prefix: record.PrefixDoc, Header: 1 + 8},
+	{Prefix: ttlindex.KeyPrefix, Header: 1 + 8 + 1},
+	{Prefix: oplog.Prefix, Header: 1},
 }
 
 func open(store kv.Store, opts Options) (*Engine, error) {

@@ -233,6 +233,15 @@ type Named interface {
 	Persistent() bool
 }
 
+// Sharded is offered by stores that split their key space into ranges
+// served by different machines (TiKV's regions). On one, the engine
+// spreads the key families whose new keys are always the largest over
+// buckets (engine/kv/bucketkv), so that their inserts do not all go to
+// the last range.
+type Sharded interface {
+	Sharded() bool
+}
+
 // SharedClock is offered by stores whose timestamps carry a physical time
 // that every process on the store shares (TiKV's timestamp oracle). The
 // server then decides expiry by that time rather than its own wall clock,

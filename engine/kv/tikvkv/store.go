@@ -45,6 +45,9 @@ type Store struct {
 
 var _ kv.Store = (*Store)(nil)
 
+// Sharded reports that TiKV splits the key space into regions (kv.Sharded).
+func (s *Store) Sharded() bool { return true }
+
 // Open connects to the TiKV cluster whose PD endpoints are pdAddrs.
 func Open(pdAddrs []string, opts Options) (*Store, error) {
 	c, err := txnkv.NewClient(pdAddrs)
