@@ -124,8 +124,13 @@ func TestSameAsUnspread(t *testing.T) {
 			if bytes.Compare(lo, hi) > 0 {
 				lo, hi = hi, lo
 			}
-			if r.IntN(5) == 0 {
+			switch r.IntN(5) {
+			case 0:
 				hi = nil
+			case 1:
+				// A range of one key, as a read of a document by its _id.
+				lo = longKey()
+				hi = append(bytes.Clone(lo), 0)
 			}
 			reverse := r.IntN(2) == 0
 			var seek []byte

@@ -226,7 +226,16 @@ func (it *iter) nextHeader() bool {
 		if hi != nil && bytes.Compare(lo, hi) >= 0 {
 			return it.nextSegment()
 		}
-		g, ok, err := it.probe(lo, hi, h)
+		var g []byte
+		var ok bool
+		var err error
+		if isPoint(lo, hi, h) {
+			// One key (a read of a document by its _id, say): one bucket
+			// holds it, and no probe is needed to find its header.
+			g, ok = bytes.Clone(lo[:h]), true
+		} else {
+			g, ok, err = it.probe(lo, hi, h)
+		}
 		if err != nil {
 			it.err = err
 			return false
@@ -310,6 +319,10 @@ func (it *iter) openKids(g, lo, hi []byte) error {
 		it.live = append(it.live, live)
 		return nil
 	}
+	if isPoint(lo, hi, len(g)) {
+		slo := it.l.stored(lo)
+		return open(slo, append(bytes.Clone(slo), 0))
+	}
 	if !(bytes.HasPrefix(lo, g) && len(lo) > len(g)) && (hi == nil || bytes.Compare(hi, g) > 0) {
 		if err := open(g, append(bytes.Clone(g), 0)); err != nil {
 			return err
@@ -322,6 +335,12 @@ func (it *iter) openKids(g, lo, hi []byte) error {
 		}
 	}
 	return nil
+}
+
+// isPoint reports whether [lo, hi) holds one key at most, lo, a key longer
+// than the header h.
+func isPoint(lo, hi []byte, h int) bool {
+	return len(lo) > h && len(hi) == len(lo)+1 && hi[len(lo)] == 0 && bytes.HasPrefix(hi, lo)
 }
 
 // rest is the part of a stored key of the current header after its
