@@ -66,9 +66,12 @@
 //     timeouts, deadlocks and live locks met at commit match ErrConflict.
 //   - DropRange is TiKV's DeleteRange: every version of every key in the
 //     range goes at once, outside any transaction, as kv allows.
-//   - ApproximateSize is logical (the bytes of the keys and values in the
-//     range, read at a fresh timestamp): client-go's PD client offers no
-//     region statistics, and the mock keeps none.
+//   - ApproximateSize of a range over more than two regions is PD's:
+//     the approximate sizes TiKV reports of those regions, read from PD's
+//     HTTP API (regionstats.go; client-go's PD client offers none). A
+//     smaller range, which PD would size as its whole regions, and any
+//     range on the mock, which keeps no statistics, is sized logically:
+//     the bytes of its keys and values, read at a fresh timestamp.
 //
 // Region errors, lock resolution and retries stay inside client-go.
 //

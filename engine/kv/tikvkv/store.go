@@ -41,6 +41,8 @@ type Store struct {
 	// key of a pessimistic transaction for commits after its start
 	// (LockKeys).
 	startChecked bool
+	// stats reads region sizes from PD; nil on the mock, which keeps none.
+	stats *regionStats
 }
 
 var _ kv.Store = (*Store)(nil)
@@ -54,7 +56,9 @@ func Open(pdAddrs []string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tikvkv: connect to PD %v: %w", pdAddrs, err)
 	}
-	return newStore(c.KVStore, opts, nil, false), nil
+	s := newStore(c.KVStore, opts, nil, false)
+	s.stats = newRegionStats(pdAddrs)
+	return s, nil
 }
 
 func newStore(s *tikv.KVStore, opts Options, onClose func() error, startChecked bool) *Store {
@@ -142,11 +146,29 @@ func (s *Store) DropRange(ctx context.Context, lo, hi []byte) error {
 	return nil
 }
 
-// ApproximateSize is the logical size of [lo, hi): the bytes of its keys
-// (without the prefix) and values, read at a fresh timestamp. It reads the
-// whole range; PD's region statistics would be cheaper on a real cluster,
-// but client-go's PD client does not expose them and the mock keeps none.
+// ApproximateSize is the size of [lo, hi) from PD's region statistics when
+// the range spans more than two regions: the approximate sizes TiKV
+// reports of the regions that hold it, which a range within a region or
+// two would overstate by the rest of them. Otherwise, and when PD's
+// statistics cannot be had (the mock keeps none), it is the logical size:
+// the bytes of the keys (without the prefix) and values, read at a fresh
+// timestamp, at most about two regions' worth.
 func (s *Store) ApproximateSize(ctx context.Context, lo, hi []byte) (int64, error) {
+	if s.stats != nil {
+		plo, phi := s.k.bounds(lo, hi)
+		n, regions, err := s.stats.size(ctx, plo, phi)
+		if err == nil && regions > 2 {
+			clo, chi := s.k.chunkBounds(lo, hi)
+			if c, cregions, err := s.stats.size(ctx, clo, chi); err == nil && cregions > 2 {
+				n += c // chunks, in regions of their own
+			}
+			return n, nil
+		}
+	}
+	return s.logicalSize(ctx, lo, hi)
+}
+
+func (s *Store) logicalSize(ctx context.Context, lo, hi []byte) (int64, error) {
 	snap, err := s.latest(ctx)
 	if err != nil {
 		return 0, err

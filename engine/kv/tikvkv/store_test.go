@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/lethedb/lethe/engine/kv"
 	"github.com/lethedb/lethe/engine/kv/kvtest"
+	"github.com/tikv/client-go/v2/util/codec"
 )
 
 var ctx = context.Background()
@@ -257,5 +261,52 @@ func TestLaterLockOfChangedKey(t *testing.T) {
 	mustT(t, p.Set([]byte("b"), []byte("p")))
 	if _, err := p.Commit(ctx, kv.Sync); err != nil {
 		t.Fatalf("commit after the lock of b succeeded: %v", err)
+	}
+}
+
+// TestApproximateSizeFromPD: on a cluster, a range over more than two
+// regions is sized from PD's region statistics
+// (/pd/api/v1/stats/region, storage_size in MiB, bounds in client-go's
+// memcomparable encoding of the stored keys); a range within two regions,
+// or one PD cannot size, is read. A fake PD answers here: none runs on
+// these machines.
+func TestApproximateSizeFromPD(t *testing.T) {
+	s := mustOpen(t)
+	defer s.Close()
+	put(t, s, "a", "12345", "b", "678")
+	logical, err := s.ApproximateSize(ctx, []byte("a"), []byte("c"))
+	mustT(t, err)
+	if logical != 2+8 {
+		t.Fatalf("logical size %d, want the 10 bytes of a, b and their values", logical)
+	}
+	regions := 3
+	var gotLo []byte
+	pd := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/pd/api/v1/stats/region" {
+			http.NotFound(w, r)
+			return
+		}
+		if gotLo == nil {
+			gotLo = []byte(r.URL.Query().Get("start_key"))
+		}
+		fmt.Fprintf(w, `{"count": %d, "empty_count": 0, "storage_size": 7, "storage_keys": 100}`, regions)
+	}))
+	defer pd.Close()
+	s.stats = newRegionStats([]string{"127.0.0.1:1", strings.TrimPrefix(pd.URL, "http://")}) // the first is down
+	n, err := s.ApproximateSize(ctx, []byte("a"), []byte("c"))
+	mustT(t, err)
+	if n != 2*7<<20 {
+		t.Fatalf("size over 3 regions %d, want 7 MiB of keys and 7 of chunks", n)
+	}
+	if want := codec.EncodeBytes(nil, s.k.in([]byte("a"))); !bytes.Equal(gotLo, want) {
+		t.Fatalf("PD was asked from %q, want %q", gotLo, want)
+	}
+	regions = 1
+	if n, err := s.ApproximateSize(ctx, []byte("a"), []byte("c")); err != nil || n != logical {
+		t.Fatalf("size within one region %d, %v; want the logical %d", n, err, logical)
+	}
+	pd.Close()
+	if n, err := s.ApproximateSize(ctx, []byte("a"), []byte("c")); err != nil || n != logical {
+		t.Fatalf("size with PD down %d, %v; want the logical %d", n, err, logical)
 	}
 }
