@@ -116,7 +116,7 @@ func (e *Engine) Find(ctx context.Context, db, coll string, spec FindSpec) (*Cur
 	}
 	q, err := compileQueryAt(spec, e.clock.Now(), collator)
 	if err != nil {
-		return nil, err
+		return nil, e.textIndexFirst(ctx, db, coll, err)
 	}
 	cur := &Cursor{e: e, filter: q.filter, match: q.filter.Matcher(), proj: q.proj, skip: spec.Skip, limit: -1}
 	if spec.Limit > 0 {
