@@ -24,7 +24,7 @@ type textFile struct {
 
 // textCollection is a collection of a manual page and the text index the
 // page builds on it. Its documents are listed, or are the lines of a
-// .jsonl file beside the cases, which the Go tests of engine/text read too.
+// .jsonl file beside the cases, which Go tests read too.
 type textCollection struct {
 	Source    string     `bson:"source"`
 	Docs      []bson.Raw `bson:"docs"`
