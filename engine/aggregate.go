@@ -145,6 +145,11 @@ func (e *Engine) aggregate(ctx context.Context, db, coll string, stages []bson.R
 	}
 	all, err := pipeline.Compile(stages, po)
 	if err != nil {
+		if firstMatchTextPlacement(stages) {
+			// The pipeline's query refuses its $text as a find's filter
+			// does, after the text index is looked for.
+			err = e.textIndexFirst(ctx, db, coll, err)
+		}
 		return res, err
 	}
 	spec, n := planned(stages)

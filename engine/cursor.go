@@ -116,7 +116,7 @@ func (e *Engine) Find(ctx context.Context, db, coll string, spec FindSpec) (*Cur
 	}
 	q, err := compileQueryAt(spec, e.clock.Now(), collator)
 	if err != nil {
-		return nil, err
+		return nil, e.textIndexFirst(ctx, db, coll, err)
 	}
 	cur := &Cursor{e: e, filter: q.filter, match: q.filter.Matcher(), proj: q.proj, skip: spec.Skip, limit: -1}
 	if spec.Limit > 0 {
@@ -127,6 +127,11 @@ func (e *Engine) Find(ctx context.Context, db, coll string, spec FindSpec) (*Cur
 	}
 	c := e.collection(db, coll)
 	if c == nil {
+		if q.filter.Text() != nil {
+			// MongoDB's parser looks for the text index of $text in
+			// the collection, and finds no collection.
+			return nil, mongoerr.New(mongoerr.IndexNotFound, "text index required for $text query (no such collection '%s.%s')", db, coll)
+		}
 		cur.exhausted = true
 		return cur, nil
 	}

@@ -41,7 +41,7 @@ func (e *Engine) Explain(ctx context.Context, db, coll string, spec FindSpec, ex
 	}
 	q, err := compileQueryAt(spec, e.clock.Now(), collator)
 	if err != nil {
-		return ex, err
+		return ex, e.textIndexFirst(ctx, db, coll, err)
 	}
 	if collator != nil {
 		ex.Collation = collator.Document()

@@ -54,7 +54,7 @@ func (e *Engine) FindAndModify(ctx context.Context, db, coll string, spec FindAn
 	}
 	q, err := compileQueryAt(FindSpec{Filter: spec.Filter, Sort: spec.Sort, Projection: spec.Fields}, now, collator)
 	if err != nil {
-		return FindAndModifyResult{}, err
+		return FindAndModifyResult{}, e.textIndexFirst(ctx, db, coll, err)
 	}
 	upsert := spec.Upsert && !spec.Remove
 	c, err := e.writeLock(ctx, db, coll, upsert)

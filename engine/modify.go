@@ -138,7 +138,7 @@ func (e *Engine) Update(ctx context.Context, db, coll string, spec UpdateSpec) (
 	}
 	q, err := compileQueryAt(FindSpec{Filter: spec.Filter, Sort: spec.Sort}, now, collator)
 	if err != nil {
-		return UpdateResult{}, err
+		return UpdateResult{}, e.textIndexFirst(ctx, db, coll, err)
 	}
 	c, err := e.writeLock(ctx, db, coll, spec.Upsert)
 	if c == nil || err != nil {
@@ -369,7 +369,7 @@ func (e *Engine) Delete(ctx context.Context, db, coll string, filter bson.Raw, l
 	}
 	f, err := query.CompileWith(filter, query.Options{Now: e.clock.Now(), Collator: collator})
 	if err != nil {
-		return 0, err
+		return 0, e.textIndexFirst(ctx, db, coll, err)
 	}
 	c, err := e.writeLock(ctx, db, coll, false)
 	if c == nil || err != nil {

@@ -94,7 +94,7 @@ func (e *Engine) scanMatches(ctx context.Context, db, coll string, filter bson.R
 	}
 	f, err := query.CompileWith(filter, query.Options{Now: e.clock.Now(), Collator: collator})
 	if err != nil {
-		return err
+		return e.textIndexFirst(ctx, db, coll, err)
 	}
 	if e.isOplogNS(db, coll) {
 		return oplogstore.Forward(e.store, e.oplog, filter).Next(ctx, func(doc bson.Raw) (bool, error) {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"context"
 	"slices"
 	"strings"
 
@@ -24,14 +25,9 @@ import (
 // before the text), as MongoDB's TEXT_OR over index scans. The filter
 // matches as the bound query does and the sort orders by its score.
 func (st *collState) textPlan(f *query.Filter, q *text.Query, conj []query.Predicate, srt *query.Sort) (*plan, error) {
-	var ix *record.Index
-	for _, x := range st.indexes {
-		if x.IsText() && !x.Meta.Hidden {
-			ix = x
-		}
-	}
+	ix := st.textIndex()
 	if ix == nil {
-		return nil, mongoerr.New(mongoerr.IndexNotFound, "text index required for $text query")
+		return nil, errTextIndexRequired()
 	}
 	bound, err := q.Bind(ix.Text)
 	if err != nil {
@@ -63,6 +59,62 @@ func (st *collState) textPlan(f *query.Filter, q *text.Query, conj []query.Predi
 	p := &plan{kind: planIndex, ix: ix, spans: spans, text: bound}
 	st.applySort(p, srt)
 	return p, nil
+}
+
+// textIndex returns the collection's text index, or nil.
+func (st *collState) textIndex() *record.Index {
+	for _, x := range st.indexes {
+		if x.IsText() && !x.Meta.Hidden {
+			return x
+		}
+	}
+	return nil
+}
+
+func errTextIndexRequired() error {
+	return mongoerr.New(mongoerr.IndexNotFound, "text index required for $text query")
+}
+
+// textIndexFirst orders the refusals of a filter as MongoDB does: its
+// parser builds $text against the collection's text index, and only then
+// are the rules on where $text may be applied (query.IsTextPlacement), so
+// on a collection without a text index err becomes IndexNotFound.
+func (e *Engine) textIndexFirst(ctx context.Context, db, coll string, err error) error {
+	if !query.IsTextPlacement(err) {
+		return err
+	}
+	c := e.collection(db, coll)
+	if c == nil {
+		return errTextIndexRequired()
+	}
+	st, serr := readState(ctx, c)
+	if serr != nil {
+		return serr
+	}
+	if st.textIndex() == nil {
+		return errTextIndexRequired()
+	}
+	return err
+}
+
+// firstMatchTextPlacement reports whether the first stage of a pipeline
+// is a $match whose $text is where a query may not have it
+// (query.IsTextPlacement). Only the first $match may hold $text
+// (checkTextStages), so that is the one to look at.
+func firstMatchTextPlacement(stages []bson.Raw) bool {
+	if len(stages) == 0 {
+		return false
+	}
+	name, arg, err := pipeline.StageOf(stages[0])
+	if err != nil || name != "$match" {
+		return false
+	}
+	doc, ok := arg.DocumentOK()
+	if !ok {
+		return false
+	}
+	_, err = query.Compile(doc)
+	return query.IsTextPlacement(err)
 }
 
 // isTextScoreMeta reports whether a projection value is {$meta:

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,10 +14,11 @@ import (
 )
 
 // manualDocs are the documents of a file of testdata/text, one per line:
-// the manual's text search examples, the articles of the $text page
-// (https://www.mongodb.com/docs/manual/reference/operator/query/text/)
-// and the stores of "Perform a Text Search"
-// (https://www.mongodb.com/docs/manual/core/link-text-indexes/).
+// the manual's text search examples, such as the articles of the $text
+// page (https://www.mongodb.com/docs/manual/reference/operator/query/text/).
+// Its documented queries are cases of testdata/text/cases.json
+// (TestTextConformance); the tests here check what a case cannot say:
+// index specs, writes, plans, restarts.
 func manualDocs(t *testing.T, name string) []string {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join("..", "testdata", "text", name))
@@ -61,156 +61,11 @@ func ids(docs []bson.Raw) []int32 {
 	return out
 }
 
-// TestTextManualExamples: the results of the manual's $text examples,
-// and their order by score.
-func TestTextManualExamples(t *testing.T) {
+// TestTextIndexErrors: MongoDB's codes for the text indexes it refuses.
+// The refusals of $text queries are cases of testdata/text/cases.json.
+func TestTextIndexErrors(t *testing.T) {
 	e := openTestEngine(t)
 	loadText(t, e, "articles", manualDocs(t, "articles.jsonl"), `{"key": {"subject": "text"}}`)
-	loadText(t, e, "stores", manualDocs(t, "stores.jsonl"), `{"key": {"name": "text", "description": "text"}}`)
-	for _, c := range []struct {
-		coll, filter string
-		want         []int32
-	}{
-		{"articles", `{"$text": {"$search": "coffee"}}`, []int32{1, 2, 7}},
-		{"articles", `{"$text": {"$search": "bake coffee cake"}}`, []int32{1, 2, 3, 4, 7}},
-		{"articles", `{"$text": {"$search": "\"coffee shop\""}}`, []int32{2}},
-		{"articles", `{"$text": {"$search": "coffee -shop"}}`, []int32{1, 7}},
-		{"articles", `{"$text": {"$search": "leche", "$language": "es"}}`, []int32{5, 8}},
-		{"articles", `{"$text": {"$search": "Coffee", "$caseSensitive": true}}`, []int32{2}},
-		{"articles", `{"$text": {"$search": "\"Café Con Leche\"", "$caseSensitive": true}}`, []int32{5}},
-		{"articles", `{"$text": {"$search": "CAFÉ", "$diacriticSensitive": true}}`, []int32{5}},
-		{"articles", `{"$text": {"$search": "leches -cafés", "$diacriticSensitive": true}}`, []int32{8}},
-		{"articles", `{"$text": {"$search": "cake"}, "views": {"$gt": 50}}`, []int32{3}},
-		{"stores", `{"$text": {"$search": "java coffee shop"}}`, []int32{1, 3, 5, 6}},
-		{"stores", `{"$text": {"$search": "\"coffee shop\""}}`, []int32{3, 6}},
-		{"stores", `{"$text": {"$search": "\"COFFEé SHOP\""}}`, []int32{3, 6}},
-		{"stores", `{"$text": {"$search": "java shop -coffee"}}`, []int32{5}},
-		// derived: stop words alone leave no term, so nothing matches.
-		{"stores", `{"$text": {"$search": "and the of"}}`, nil},
-	} {
-		docs, err := findAll(t, e, c.coll, FindSpec{Filter: extDoc(t, c.filter)})
-		if err != nil {
-			t.Fatalf("%s: %v", c.filter, err)
-		}
-		got := ids(docs)
-		slices.Sort(got)
-		if !slices.Equal(got, c.want) {
-			t.Errorf("%s %s: got %v, want %v", c.coll, c.filter, got, c.want)
-		}
-		n, err := e.Count(context.Background(), "db", c.coll, extDoc(t, c.filter), 0, 0, bson.RawValue{})
-		if err != nil || n != int64(len(c.want)) {
-			t.Errorf("count %s: %d %v, want %d", c.filter, n, err, len(c.want))
-		}
-	}
-	// Sorted by score, with the score projected; the scores are derived
-	// from fts_spec.cpp's formula: "Baking a cake" 0.75 for cake (one of
-	// two tokens), "coffee" 1 (its only token; the stem coffe is not the
-	// whole string, so no boost).
-	docs, err := findAll(t, e, "articles", FindSpec{
-		Filter:     extDoc(t, `{"$text": {"$search": "coffee cake"}}`),
-		Projection: extDoc(t, `{"subject": 1, "score": {"$meta": "textScore"}}`),
-		Sort:       extDoc(t, `{"score": {"$meta": "textScore"}}`),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []struct {
-		id    int32
-		score float64
-	}{{1, 1}, {2, 0.75}, {3, 0.75}, {7, 0.75}}
-	if len(docs) != len(want) {
-		t.Fatalf("got %v", docs)
-	}
-	for i, d := range docs {
-		score := d.Lookup("score").Double()
-		if math.Abs(score-want[i].score) > 1e-9 || (i == 0 && d.Lookup("_id").Int32() != 1) {
-			t.Errorf("%d: got %v, want _id %d score %v", i, d, want[i].id, want[i].score)
-		}
-		if elems, _ := d.Elements(); elems[len(elems)-1].Key() != "score" || len(elems) != 3 {
-			t.Errorf("%d: projected %v, want _id, subject, score", i, d)
-		}
-	}
-	// A projection of the score alone keeps the whole document.
-	docs, err = findAll(t, e, "stores", FindSpec{
-		Filter:     extDoc(t, `{"$text": {"$search": "clothes"}}`),
-		Projection: extDoc(t, `{"score": {"$meta": "textScore"}}`),
-	})
-	if err != nil || len(docs) != 1 {
-		t.Fatalf("clothes: %v %v", docs, err)
-	}
-	// name: clothes three times of three tokens, freq 1.75, coeff 1;
-	// description: "clothing" stems to cloth as clothes does, one of two
-	// tokens, 0.75 (derived from fts_spec.cpp's formula).
-	if got := docs[0].Lookup("score").Double(); math.Abs(got-2.5) > 1e-9 || docs[0].Lookup("description").StringValue() != "Discount clothing" {
-		t.Errorf("clothes: %v", docs[0])
-	}
-}
-
-// TestTextAggregate: $text in the first $match, the score in $sort,
-// $project and $addFields stages, and refused elsewhere
-// (https://www.mongodb.com/docs/manual/tutorial/text-search-in-aggregation/).
-func TestTextAggregate(t *testing.T) {
-	e := openTestEngine(t)
-	loadText(t, e, "articles", manualDocs(t, "articles.jsonl"), `{"key": {"subject": "text"}}`)
-	run := func(stages ...string) ([]bson.Raw, error) {
-		var raws []bson.Raw
-		for _, s := range stages {
-			raws = append(raws, extDoc(t, s))
-		}
-		return e.Aggregate(context.Background(), "db", "articles", raws, AggregateOptions{})
-	}
-	docs, err := run(`{"$match": {"$text": {"$search": "cake"}}}`, `{"$group": {"_id": null, "views": {"$sum": "$views"}}}`)
-	if err != nil || len(docs) != 1 || docs[0].Lookup("views").Int32() != 90 {
-		t.Errorf("total views of cake: %v %v", docs, err)
-	}
-	docs, err = run(`{"$match": {"$text": {"$search": "cake coffee"}}}`, `{"$addFields": {"score": {"$meta": "textScore"}}}`, `{"$match": {"score": {"$gt": 0.9}}}`, `{"$project": {"subject": 1, "_id": 0, "score": 1}}`)
-	if err != nil || len(docs) != 1 || docs[0].Lookup("subject").StringValue() != "coffee" {
-		t.Errorf("score above 0.9: %v %v", docs, err)
-	}
-	docs, err = run(`{"$match": {"$text": {"$search": "cake coffee"}}}`, `{"$project": {"subject": 1, "s": {"$meta": "textScore"}}}`, `{"$sort": {"s": -1, "_id": 1}}`)
-	if err != nil || len(docs) != 4 || docs[0].Lookup("_id").Int32() != 1 {
-		t.Errorf("projected score: %v %v", docs, err)
-	}
-	docs, err = run(`{"$match": {"$text": {"$search": "cake coffee"}}}`, `{"$sort": {"score": {"$meta": "textScore"}, "_id": -1}}`, `{"$limit": 2}`)
-	if err != nil || !slices.Equal(ids(docs), []int32{1, 7}) {
-		t.Errorf("sorted by score: %v %v", ids(docs), err)
-	}
-	if _, err := run(`{"$match": {"views": {"$gt": 1}}}`, `{"$match": {"$text": {"$search": "cake"}}}`); mongoerr.CodeOf(err) != 17313 {
-		t.Errorf("$text in a second $match: %v, want 17313", err)
-	}
-	if _, err := run(`{"$match": {"views": {"$gt": 1}}}`, `{"$project": {"s": {"$meta": "textScore"}}}`); mongoerr.CodeOf(err) != 40218 {
-		t.Errorf("score without $text: %v, want 40218", err)
-	}
-}
-
-// TestTextErrors: MongoDB's codes for $text where it cannot be, and for
-// text indexes it refuses.
-func TestTextErrors(t *testing.T) {
-	e := openTestEngine(t)
-	loadText(t, e, "plain", manualDocs(t, "articles.jsonl"), "")
-	loadText(t, e, "articles", manualDocs(t, "articles.jsonl"), `{"key": {"subject": "text"}}`)
-	for _, c := range []struct {
-		coll, filter string
-		code         mongoerr.Code
-	}{
-		{"plain", `{"$text": {"$search": "coffee"}}`, mongoerr.IndexNotFound},
-		{"articles", `{"$nor": [{"$text": {"$search": "coffee"}}]}`, mongoerr.BadValue},
-		{"articles", `{"$and": [{"$text": {"$search": "a"}}, {"$text": {"$search": "b"}}]}`, mongoerr.BadValue},
-		{"articles", `{"a": {"$elemMatch": {"$text": {"$search": "coffee"}}}}`, mongoerr.BadValue},
-		{"articles", `{"$or": [{"$text": {"$search": "coffee"}}, {"views": 5}]}`, 291},
-		{"articles", `{"$text": {"$search": 1}}`, mongoerr.TypeMismatch},
-		{"articles", `{"$text": {"$search": "x", "$foo": 1}}`, mongoerr.BadValue},
-		{"articles", `{"$text": {"$search": "x", "$language": "klingon"}}`, mongoerr.BadValue},
-		{"articles", `{"$text": {"$search": "x", "$caseSensitive": 1}}`, mongoerr.TypeMismatch},
-	} {
-		_, err := findAll(t, e, c.coll, FindSpec{Filter: extDoc(t, c.filter)})
-		if mongoerr.CodeOf(err) != c.code || err == nil {
-			t.Errorf("%s: got %v, want code %d", c.filter, err, c.code)
-		}
-	}
-	if _, err := findAll(t, e, "articles", FindSpec{Filter: extDoc(t, `{}`), Projection: extDoc(t, `{"s": {"$meta": "textScore"}}`)}); mongoerr.CodeOf(err) != 40218 {
-		t.Errorf("score without $text: %v", err)
-	}
 	for _, c := range []struct {
 		spec string
 		code mongoerr.Code
@@ -331,20 +186,6 @@ func TestTextIndexOnlyForText(t *testing.T) {
 	}
 	if _, err := findAll(t, e, "c", FindSpec{Filter: extDoc(t, `{"shop": "a"}`), Hint: bson.RawValue{Type: bson.TypeString, Value: bsoncoreString("shop_1_about_text")}}); mongoerr.CodeOf(err) != mongoerr.BadValue {
 		t.Errorf("hinting the text index: %v", err)
-	}
-}
-
-// TestTextScoreNested: a projection may put the score in an embedded
-// document.
-func TestTextScoreNested(t *testing.T) {
-	e := openTestEngine(t)
-	loadText(t, e, "articles", manualDocs(t, "articles.jsonl"), `{"key": {"subject": "text"}}`)
-	docs, err := findAll(t, e, "articles", FindSpec{
-		Filter:     extDoc(t, `{"$text": {"$search": "cake"}}`),
-		Projection: extDoc(t, `{"subject": 1, "meta.score": {"$meta": "textScore"}}`),
-	})
-	if err != nil || len(docs) != 1 || docs[0].Lookup("meta", "score").Double() != 0.75 {
-		t.Errorf("nested score: %v %v", docs, err)
 	}
 }
 

@@ -1,6 +1,8 @@
 package query
 
 import (
+	"errors"
+
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/engine/text"
@@ -40,6 +42,23 @@ func compileText(v bsoncore.Value, lvl level) (node, error) {
 // noQueryExecutionPlans is MongoDB's code when the planner finds no plan.
 const noQueryExecutionPlans mongoerr.Code = 291
 
+// textPlacementError is an error of checkText. MongoDB applies those rules
+// only to a parsed query, and its parser builds $text against the
+// collection's text index, so without one its error comes first: the
+// engine, which knows the collection, tells them apart by
+// IsTextPlacement.
+type textPlacementError struct{ err *mongoerr.Error }
+
+func (e textPlacementError) Error() string { return e.err.Error() }
+func (e textPlacementError) Unwrap() error { return e.err }
+
+// IsTextPlacement reports whether err refuses a filter for where its $text
+// is: twice, under $nor, or under $or.
+func IsTextPlacement(err error) bool {
+	var p textPlacementError
+	return errors.As(err, &p)
+}
+
 // checkText applies MongoDB's rules on where $text may be
 // (CanonicalQuery::isValid): once per query, never under $nor, and under
 // $or only where every other clause is indexed, which Lethe's planner does
@@ -70,11 +89,11 @@ func checkText(root node) error {
 	walk(root, false, false)
 	switch {
 	case n > 1:
-		return mongoerr.New(mongoerr.BadValue, "Too many text expressions")
+		return textPlacementError{mongoerr.New(mongoerr.BadValue, "Too many text expressions")}
 	case inNor:
-		return mongoerr.New(mongoerr.BadValue, "text expression not allowed in nor")
+		return textPlacementError{mongoerr.New(mongoerr.BadValue, "text expression not allowed in nor")}
 	case inOr:
-		return mongoerr.New(noQueryExecutionPlans, "error processing query: planner returned error :: caused by :: Failed to produce a solution for TEXT under OR - other non-TEXT clauses under OR have to be indexed as well.")
+		return textPlacementError{mongoerr.New(noQueryExecutionPlans, "error processing query: planner returned error :: caused by :: Failed to produce a solution for TEXT under OR - other non-TEXT clauses under OR have to be indexed as well.")}
 	}
 	return nil
 }

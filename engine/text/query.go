@@ -47,9 +47,9 @@ func ParseQuery(arg bsoncore.Value) (*Query, error) {
 			if !ok {
 				return nil, mongoerr.New(mongoerr.TypeMismatch, "$language requires a string value")
 			}
-			if LookupLanguage(s) == nil {
-				return nil, errUnsupportedLanguage(s)
-			}
+			// Its value is checked by Bind: MongoDB parses the search
+			// string in the language only once it has found the text
+			// index, so without one that is the error.
 			q.Language = s
 		case "$caseSensitive":
 			if v.Type != bsoncore.TypeBoolean {
