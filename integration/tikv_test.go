@@ -13,7 +13,7 @@ import (
 // tikvMockTests are the tests TestOnTiKVMock runs again with their servers
 // on client-go's mock of a TiKV cluster (what lethe --store tikv-mock
 // runs on): CRUD, indexes and unique constraints, TTL with the reaper,
-// aggregation, views, change streams, retryable writes, transactions and
+// aggregation (spilling too), views, change streams, retryable writes, transactions and
 // users, restarts included (a restart opens a new front-end on the same
 // cluster). go test ./integration -store=tikv-mock runs every test there.
 var tikvMockTests = []struct {
@@ -37,6 +37,7 @@ var tikvMockTests = []struct {
 	{"TestRule19DateTTLIndex", TestRule19DateTTLIndex},
 	{"TestRule20DateTTLPurgedByReaper", TestRule20DateTTLPurgedByReaper},
 	{"TestAggregateJoinsAndWriters", TestAggregateJoinsAndWriters},
+	{"TestAggregateSpilledSortStreams", TestAggregateSpilledSortStreams},
 	{"TestViewReads", TestViewReads},
 	{"TestChangeStreamEventKinds", TestChangeStreamEventKinds},
 	{"TestChangeStreamResumeAfterRestart", TestChangeStreamResumeAfterRestart},
