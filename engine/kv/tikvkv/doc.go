@@ -66,6 +66,10 @@
 //     timeouts, deadlocks and live locks met at commit match ErrConflict.
 //   - DropRange is TiKV's DeleteRange: every version of every key in the
 //     range goes at once, outside any transaction, as kv allows.
+//   - Old versions: TiKV deletes those below the cluster's GC safe point,
+//     which TiDB's GC worker advances for TiDB. A Store opened on a
+//     cluster advances it itself, to GCLifetime (10 minutes) before now
+//     every 10 minutes, after resolving the locks below (gc.go).
 //   - ApproximateSize of a range over more than two regions is PD's:
 //     the approximate sizes TiKV reports of those regions, read from PD's
 //     HTTP API (regionstats.go; client-go's PD client offers none). A

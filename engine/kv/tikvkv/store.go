@@ -43,6 +43,9 @@ type Store struct {
 	startChecked bool
 	// stats reads region sizes from PD; nil on the mock, which keeps none.
 	stats *regionStats
+	// stopGC ends the loop that advances the GC safe point (gc.go), run on
+	// a real cluster only.
+	stopGC context.CancelFunc
 }
 
 var _ kv.Store = (*Store)(nil)
@@ -58,6 +61,13 @@ func Open(pdAddrs []string, opts Options) (*Store, error) {
 	}
 	s := newStore(c.KVStore, opts, nil, false)
 	s.stats = newRegionStats(pdAddrs)
+	log := opts.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.stopGC = cancel
+	go s.gcLoop(ctx, log)
 	return s, nil
 }
 
@@ -74,6 +84,9 @@ func newStore(s *tikv.KVStore, opts Options, onClose func() error, startChecked 
 // Close closes the client; on a mock cluster, the last front-end to close
 // closes the cluster.
 func (s *Store) Close() error {
+	if s.stopGC != nil {
+		s.stopGC()
+	}
 	err := s.kv.Close()
 	if s.onClose != nil {
 		err = errors.Join(err, s.onClose())

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lethedb/lethe/engine/kv"
 	"github.com/lethedb/lethe/engine/kv/kvtest"
+	"github.com/tikv/client-go/v2/oracle"
 	"github.com/tikv/client-go/v2/util/codec"
 )
 
@@ -308,5 +309,29 @@ func TestApproximateSizeFromPD(t *testing.T) {
 	pd.Close()
 	if n, err := s.ApproximateSize(ctx, []byte("a"), []byte("c")); err != nil || n != logical {
 		t.Fatalf("size with PD down %d, %v; want the logical %d", n, err, logical)
+	}
+}
+
+// TestCollectGarbageAdvancesSafePoint: a pass moves the cluster's GC safe
+// point to the lifetime before the TSO's time, resolving the locks below
+// it first, and a later pass only moves it forward.
+func TestCollectGarbageAdvancesSafePoint(t *testing.T) {
+	s := mustOpen(t)
+	defer s.Close()
+	put(t, s, "a", "1")
+	before := time.Now()
+	sp, err := s.collectGarbage(ctx, time.Minute)
+	mustT(t, err)
+	at := oracle.GetTimeFromTS(sp)
+	if at.Before(before.Add(-time.Minute-5*time.Second)) || at.After(time.Now().Add(-time.Minute)) {
+		t.Fatalf("safe point at %v, want about a minute before %v", at, before)
+	}
+	again, err := s.collectGarbage(ctx, time.Hour)
+	mustT(t, err)
+	if again != sp {
+		t.Fatalf("a pass with a longer lifetime moved the safe point from %d to %d", sp, again)
+	}
+	if v, err := s.Get(ctx, []byte("a")); err != nil || string(v) != "1" {
+		t.Fatalf("a = %q, %v after a GC pass", v, err)
 	}
 }
