@@ -16,7 +16,7 @@ import (
 // It must exceed every read's age: transactions (a minute by default),
 // snapshot reads (the engine's history window, 5 minutes) and the
 // snapshots of open cursors, a read of a snapshot older than the safe
-// point failing as kv.ErrSnapshotTooOld.
+// point failing (client-go's ErrGCTooEarly).
 const GCLifetime = 10 * time.Minute
 
 const gcInterval = 10 * time.Minute
