@@ -265,6 +265,20 @@ func quoteKey(k []byte) string {
 	return string(out)
 }
 
+// PrefixEnd is the smallest key above every key that starts with p: an
+// exclusive upper bound for them. It is nil, no bound, when p is all 0xff
+// bytes (or empty).
+func PrefixEnd(p []byte) []byte {
+	end := append([]byte(nil), p...)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}
+
 // Unwrap returns the store under any wrappers (such as a contract checker)
 // that offer Unwrap() Store.
 func Unwrap(s Store) Store {

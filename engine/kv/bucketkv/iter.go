@@ -256,7 +256,7 @@ func (it *iter) nextHeader() bool {
 		if it.reverse {
 			it.pos = g
 		} else {
-			it.pos = prefixEnd(g)
+			it.pos = kv.PrefixEnd(g)
 		}
 		if err := it.openKids(g, lo, hi); err != nil {
 			it.err = err
@@ -281,7 +281,7 @@ func (it *iter) probe(lo, hi []byte, h int) ([]byte, bool, error) {
 	slo := lo[:min(len(lo), h)]
 	shi := hi
 	if hi != nil && len(hi) > h {
-		shi = prefixEnd(hi[:h])
+		shi = kv.PrefixEnd(hi[:h])
 	}
 	p, err := it.r.Iter(it.ctx, slo, shi, it.reverse)
 	if err != nil {

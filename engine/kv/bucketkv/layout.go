@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"hash/fnv"
+
+	"github.com/lethedb/lethe/engine/kv"
 )
 
 // Family is a key family to spread: the keys whose first byte is Prefix,
@@ -90,24 +92,11 @@ func inBucket(g []byte, b byte, lo, hi []byte) (slo, shi []byte) {
 	if bytes.HasPrefix(lo, g) { // lo is in g
 		slo = append(bytes.Clone(gb), lo[h:]...)
 	}
-	shi = prefixEnd(gb)
+	shi = kv.PrefixEnd(gb)
 	if hi != nil && bytes.HasPrefix(hi, g) {
 		shi = append(bytes.Clone(gb), hi[h:]...)
 	}
 	return slo, shi
-}
-
-// prefixEnd is the smallest key above every key that starts with p; nil
-// if there is none.
-func prefixEnd(p []byte) []byte {
-	end := bytes.Clone(p)
-	for i := len(end) - 1; i >= 0; i-- {
-		if end[i] < 0xff {
-			end[i]++
-			return end[:i+1]
-		}
-	}
-	return nil
 }
 
 // segment is a part of a range: in one family (header > 0) or outside
@@ -146,7 +135,7 @@ func (l *layout) familySegments(lo, hi []byte) []segment {
 		if h == 0 {
 			continue
 		}
-		flo, fhi := []byte{byte(p)}, prefixEnd([]byte{byte(p)})
+		flo, fhi := []byte{byte(p)}, kv.PrefixEnd([]byte{byte(p)})
 		if hi != nil && bytes.Compare(flo, hi) >= 0 {
 			break
 		}

@@ -51,7 +51,7 @@ func storedBuckets(ctx context.Context, s kv.Store, opts Options) (int, error) {
 	}
 	n := opts.Buckets
 	for _, f := range opts.Families {
-		it, err := s.Iter(ctx, []byte{f.Prefix}, prefixEnd([]byte{f.Prefix}), false)
+		it, err := s.Iter(ctx, []byte{f.Prefix}, kv.PrefixEnd([]byte{f.Prefix}), false)
 		if err != nil {
 			return 0, fmt.Errorf("bucketkv: look for unspread keys: %w", err)
 		}
@@ -163,7 +163,7 @@ func (l *layout) storedRanges(lo, hi []byte) [][2][]byte {
 		mid := [2][]byte{seg.lo, seg.hi}
 		if len(seg.lo) > h {
 			g := seg.lo[:h]
-			end := prefixEnd(g)
+			end := kv.PrefixEnd(g)
 			if seg.hi != nil && bytes.HasPrefix(seg.hi, g) {
 				end = seg.hi
 			}
@@ -171,7 +171,7 @@ func (l *layout) storedRanges(lo, hi []byte) [][2][]byte {
 				slo, shi := inBucket(g, byte(b), seg.lo, end)
 				out = append(out, [2][]byte{slo, shi})
 			}
-			mid[0] = prefixEnd(g)
+			mid[0] = kv.PrefixEnd(g)
 		}
 		if seg.hi != nil && len(seg.hi) > h && (mid[0] == nil || bytes.Compare(mid[0], seg.hi) < 0) {
 			g := seg.hi[:h]

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"github.com/lethedb/lethe/engine/kv"
 )
 
 // chunkSize is the most bytes of a value stored under one key: a longer
@@ -114,19 +116,7 @@ type keys struct {
 func newKeys(prefix string) keys {
 	p := []byte(prefix + "k")
 	c := []byte(prefix + "c")
-	return keys{prefix: p, end: prefixEnd(p), chunks: c, chunkEnd: prefixEnd(c)}
-}
-
-// prefixEnd is the smallest key above every key that starts with p.
-func prefixEnd(p []byte) []byte {
-	end := bytes.Clone(p)
-	for i := len(end) - 1; i >= 0; i-- {
-		if end[i] < 0xff {
-			end[i]++
-			return end[:i+1]
-		}
-	}
-	return nil // p is all 0xff: no bound
+	return keys{prefix: p, end: kv.PrefixEnd(p), chunks: c, chunkEnd: kv.PrefixEnd(c)}
 }
 
 func (k keys) in(key []byte) []byte {
