@@ -121,7 +121,14 @@ func compareWorkload(ctx context.Context, cmp *comparison, envs [2]*env, w workl
 			if w.name == "ping" {
 				continue
 			}
-			results, err := w.run(ctx, envs[i])
+			e := envs[i]
+			if w.fromBin {
+				// Its own server, from this side's binary.
+				own := *e
+				own.cfg.serverBin = cmp.bins[i]
+				e = &own
+			}
+			results, err := w.run(ctx, e)
 			if err != nil {
 				return fmt.Errorf("on %s: %w", "AB"[i:i+1], err)
 			}

@@ -194,7 +194,7 @@ func parseCompare(cfg *config, list string, errOut io.Writer) error {
 		return errors.New("--compare does not run the TTL workload: leave out --ttl-docs")
 	}
 	cfg.workloads = slices.DeleteFunc(cfg.workloads, func(w workload) bool {
-		if w.ownServers || w.name == "pebble-sync" || w.name == "growth" {
+		if (w.ownServers && !w.fromBin) || w.name == "pebble-sync" || w.name == "growth" {
 			fmt.Fprintf(errOut, "lethe-load: --compare leaves out %s: it measures servers or a store of its own, not the two compared\n", w.name)
 			return true
 		}

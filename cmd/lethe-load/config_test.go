@@ -72,9 +72,10 @@ func TestParseServerArgs(t *testing.T) {
 }
 
 // --compare leaves out the workloads that measure servers or a store of
-// their own, so that "basic" and "all" can be compared.
+// their own, so that "basic" and "all" can be compared, but keeps txn,
+// whose own server comes from each side's binary.
 func TestParseFlagsCompare(t *testing.T) {
-	cfg, err := parseFlags([]string{"--compare=binA,binB", "--workloads=basic,oplog-cost,ycsb-a"}, io.Discard)
+	cfg, err := parseFlags([]string{"--compare=binA,binB", "--workloads=basic,oplog-cost,txn,ycsb-a"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +83,7 @@ func TestParseFlagsCompare(t *testing.T) {
 	for _, w := range cfg.workloads {
 		names = append(names, w.name)
 	}
-	if got := strings.Join(names, ","); got != "ping,insert,findone,update,find100,ycsb-a" {
+	if got := strings.Join(names, ","); got != "ping,insert,txn,findone,update,find100,ycsb-a" {
 		t.Errorf("--compare workloads = %s", got)
 	}
 	if len(cfg.compare) != 2 || cfg.compare[0] != "binA" || cfg.compare[1] != "binB" {

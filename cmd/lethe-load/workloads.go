@@ -40,6 +40,10 @@ type workload struct {
 	// ownServers: the workload starts the servers it compares, and so
 	// cannot measure a --uri server.
 	ownServers bool
+	// fromBin: an ownServers workload that starts its server from
+	// --server-bin when given one, and so can measure each build of
+	// --compare.
+	fromBin bool
 	// named: run only when named, not with "all" (it takes long and
 	// needs flags of its own).
 	named bool
@@ -54,7 +58,7 @@ func allWorkloads() []workload {
 		{name: "oplog-cost", ownServers: true, run: runOplogCost},
 		{name: "oplog-full", ownServers: true, run: runOplogFull},
 		{name: "retry-cost", ownServers: true, run: runRetryCost},
-		{name: "txn", ownServers: true, run: runTxn},
+		{name: "txn", ownServers: true, fromBin: true, run: runTxn},
 		{name: "findone", basic: true, run: runFindOne},
 		{name: "update", basic: true, run: runUpdate},
 		{name: "find100", basic: true, run: runFind100},
