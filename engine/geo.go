@@ -445,8 +445,9 @@ func (e *Engine) aggregateGeoNear(ctx context.Context, db, coll string, stages [
 	}
 	c := e.collection(db, coll)
 	if c == nil {
-		res.Docs, err = rest.Run(ctx, pipeline.Slice(nil))
-		return res, err
+		// The stage needs a geo index, which a missing collection has
+		// not: mongod refuses it rather than finding nothing.
+		return res, mongoerr.New(mongoerr.NamespaceNotFound, "$geoNear requires a geo index to run, but %s.%s does not exist", db, coll)
 	}
 	st, err := readState(ctx, c)
 	if err != nil {

@@ -205,6 +205,19 @@ func Test2dIndex(t *testing.T) {
 	}
 }
 
+// TestGeoNearMissingCollection: $geoNear on a collection that does not
+// exist is NamespaceNotFound, as mongod's pipeline_d.cpp asserts ("$geoNear
+// requires a geo index to run, but <ns> does not exist"), not an empty
+// answer. Found by the model test.
+func TestGeoNearMissingCollection(t *testing.T) {
+	e := openTestEngine(t)
+	stage := mustRaw(t, bson.D{{Key: "$geoNear", Value: bson.D{{Key: "near", Value: geoPoint(-73.5, 40.5)}, {Key: "distanceField", Value: "d"}, {Key: "spherical", Value: true}}}})
+	docs, err := e.Aggregate(context.Background(), "geo", "nope", []bson.Raw{stage}, AggregateOptions{})
+	if mongoerr.CodeOf(err) != mongoerr.NamespaceNotFound {
+		t.Errorf("$geoNear on a missing collection: %v %v, want NamespaceNotFound", docs, err)
+	}
+}
+
 // TestExplainGeoNear: the explain of a $geoNear pipeline names the near
 // scan of the 2dsphere index, as MongoDB's GEO_NEAR_2DSPHERE.
 func TestExplainGeoNear(t *testing.T) {
