@@ -218,6 +218,36 @@ func TestGeoNearMissingCollection(t *testing.T) {
 	}
 }
 
+// TestGeoNearNoPlan: a $geoNear whose key has no geo index, or whose
+// only geo index is hidden, fails as the near query on that field does in
+// mongod (pipeline_d.cpp takes the key as given, and a hidden index still
+// names the field), with 291, not BadValue or IndexNotFound. Found by the
+// model test.
+func TestGeoNearNoPlan(t *testing.T) {
+	e := openTestEngine(t)
+	ctx := context.Background()
+	loadPoints(t, e, "pts", 10)
+	stage := func(key string) bson.Raw {
+		spec := bson.D{{Key: "near", Value: geoPoint(-73.5, 40.5)}, {Key: "distanceField", Value: "d"}, {Key: "spherical", Value: true}}
+		if key != "" {
+			spec = append(spec, bson.E{Key: "key", Value: key})
+		}
+		return mustRaw(t, bson.D{{Key: "$geoNear", Value: spec}})
+	}
+	if _, err := e.Aggregate(ctx, "geo", "pts", []bson.Raw{stage("elsewhere")}, AggregateOptions{}); mongoerr.CodeOf(err) != noQueryExecutionPlans {
+		t.Errorf("$geoNear on an unindexed key: %v, want 291", err)
+	}
+	hide := true
+	if _, err := e.CollModIndex(ctx, "geo", "pts", IndexChange{Name: "loc_2dsphere", Hidden: &hide}); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"", "loc"} {
+		if _, err := e.Aggregate(ctx, "geo", "pts", []bson.Raw{stage(key)}, AggregateOptions{}); mongoerr.CodeOf(err) != noQueryExecutionPlans {
+			t.Errorf("$geoNear (key %q) with its index hidden: %v, want 291", key, err)
+		}
+	}
+}
+
 // TestExplainGeoNear: the explain of a $geoNear pipeline names the near
 // scan of the 2dsphere index, as MongoDB's GEO_NEAR_2DSPHERE.
 func TestExplainGeoNear(t *testing.T) {
