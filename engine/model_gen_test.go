@@ -56,8 +56,11 @@ type modelOp struct {
 	// find: the hinted index's key range, and returnKey.
 	Min, Max  bson.Raw
 	ReturnKey bool
-	// aggregate: the stages after the leading $match of Filter and $sort.
-	Stages []bson.Raw
+	// aggregate: the stages after the leading $match of Filter and $sort,
+	// or after a $geoNear of GeoNear's spec, whose query is Filter
+	// (model_near_test.go).
+	Stages  []bson.Raw
+	GeoNear bson.Raw
 	// createView, dropView, readView (model_views_test.go): the view, and
 	// the definition created.
 	View, ViewOn string
@@ -153,6 +156,7 @@ func (op *modelOp) String() string {
 	if op.ReturnKey {
 		b.WriteString(" returnKey")
 	}
+	raw("geoNear", op.GeoNear)
 	rawList("stages", op.Stages)
 	if op.View != "" {
 		b.WriteString(" view=" + op.View)
@@ -596,6 +600,11 @@ func (g *modelGen) indexSpec() bson.Raw {
 	if g.r.Intn(4) == 0 {
 		return modelRaw(specs[12])
 	}
+	// And so does the 2dsphere one, without which $near and $geoNear
+	// only fail (model_near_test.go).
+	if g.r.Intn(4) == 0 {
+		return modelRaw(bson.D{{Key: "key", Value: k("loc", "2dsphere")}, {Key: "name", Value: "loc_2dsphere"}})
+	}
 	return modelRaw(specs[g.r.Intn(len(specs))])
 }
 
@@ -693,6 +702,10 @@ func (g *modelGen) next() *modelOp {
 			g.minMax(op)
 		}
 		op.ReturnKey = op.Hint.Type != 0 && g.r.Intn(3) == 0
+		if op.Hint.Type == 0 && op.Min == nil && op.Max == nil && g.r.Intn(6) == 0 {
+			g.nearFind(op)
+			break
+		}
 		if op.Min == nil && op.Max == nil && !op.ReturnKey {
 			// min and max bound the hinted index's keys as stored,
 			// whatever the collation (docs/compatibility.md).

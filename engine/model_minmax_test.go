@@ -289,6 +289,10 @@ func (g *modelGen) aggregate(op *modelOp) {
 		g.out(op) // replaces the collection, as a drop does
 		return
 	}
+	if g.r.Intn(5) == 0 {
+		g.geoNearAggregate(op) // model_near_test.go
+		return
+	}
 	op.Kind = "aggregate"
 	op.Filter = g.filter()
 	if g.r.Intn(2) == 0 {
@@ -304,6 +308,9 @@ func (g *modelGen) aggregate(op *modelOp) {
 }
 
 func aggregateStages(op *modelOp, filter bson.Raw) []bson.Raw {
+	if op.GeoNear != nil {
+		return append([]bson.Raw{geoNearStage(op, filter)}, op.Stages...)
+	}
 	stages := []bson.Raw{modelRaw(bson.D{{Key: "$match", Value: filter}})}
 	if op.Sort != nil {
 		stages = append(stages, modelRaw(bson.D{{Key: "$sort", Value: op.Sort}}))
@@ -312,6 +319,9 @@ func aggregateStages(op *modelOp, filter bson.Raw) []bson.Raw {
 }
 
 func (r *modelRun) stepAggregate(ctx context.Context, op *modelOp) error {
+	if op.GeoNear != nil {
+		return r.stepGeoNear(ctx, op) // model_near_test.go
+	}
 	now := r.now()
 	lf, err := r.letForms(op)
 	if err != nil {

@@ -170,6 +170,12 @@ func kindLabel(op *modelOp) string {
 	if op.Filter != nil && op.Filter.Lookup("$text").Type != 0 {
 		l += ".text"
 	}
+	if near := nearOperator(op.Filter); near != "" {
+		l += "." + near[1:]
+	}
+	if op.GeoNear != nil {
+		l += ".geoNear"
+	}
 	return l
 }
 
