@@ -36,7 +36,8 @@ type modelOp struct {
 	Expire  bson.RawValue
 	Dur     time.Duration
 	Hint    bson.RawValue
-	// Collation is the collation a count or find names; nil names none.
+	// Collation is the collation a count, find, write or aggregate names
+	// (model_collate_test.go); nil names none.
 	Collation bson.Raw
 	Hide      int // collMod hidden: 0 unchanged, 1 hide, 2 unhide
 	// setValidation: the new validator, level and action (nil or "":
@@ -649,6 +650,7 @@ func (g *modelGen) next() *modelOp {
 		}
 		op.Bypass = g.r.Intn(8) == 0
 		op.Retry = !op.Multi && g.r.Intn(5) == 0
+		g.maybeCollation(op)
 		g.maybeLet(op)
 	case k < 52:
 		op.Kind = "findAndModify"
@@ -665,6 +667,7 @@ func (g *modelGen) next() *modelOp {
 		op.Proj = g.projection()
 		op.Bypass = !op.Remove && g.r.Intn(8) == 0
 		op.Retry = g.r.Intn(5) == 0
+		g.maybeCollation(op)
 		g.maybeLet(op)
 	case k < 60:
 		op.Kind = "delete"
@@ -673,6 +676,7 @@ func (g *modelGen) next() *modelOp {
 			op.Limit = 1
 		}
 		op.Retry = g.r.Intn(5) == 0
+		g.maybeCollation(op)
 		g.maybeLet(op)
 	case k < 66:
 		op.Kind = "count"

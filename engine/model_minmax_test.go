@@ -304,6 +304,10 @@ func (g *modelGen) aggregate(op *modelOp) {
 	case 2, 3:
 		op.Stages = g.joinStages()
 	}
+	if joinOf(op.Stages) == "" {
+		// A join's equality would compare under it too.
+		g.maybeCollation(op)
+	}
 	g.maybeLet(op)
 }
 
@@ -338,13 +342,15 @@ func (r *modelRun) stepAggregate(ctx context.Context, op *modelOp) error {
 		}
 	}
 	var docs []bson.Raw
-	if herr := r.guard("aggregate", func() { docs, err = r.e.Aggregate(ctx, modelDB, modelColl, stages, AggregateOptions{}) }); herr != nil {
+	if herr := r.guard("aggregate", func() {
+		docs, err = r.e.Aggregate(WithCollation(ctx, op.Collation), modelDB, modelColl, stages, AggregateOptions{})
+	}); herr != nil {
 		return herr
 	}
-	f, werr := query.Compile(lf.refFilter)
+	f, werr := refFilterOf(op, lf.refFilter)
 	var srt *query.Sort
-	if werr == nil && op.Sort != nil {
-		srt, werr = query.CompileSort(op.Sort)
+	if werr == nil {
+		srt, werr = refSortOf(op)
 	}
 	if codeOf(err) != codeOf(werr) {
 		return fmt.Errorf("aggregate: engine error %v, model code %d", err, codeOf(werr))
