@@ -436,7 +436,9 @@ func (e *Engine) aggregateGeoNear(ctx context.Context, db, coll string, stages [
 	if err != nil {
 		return res, err
 	}
-	f, err := query.CompileWith(spec.Query, query.Options{Now: e.clock.Now()})
+	// The stage's query compares strings under the aggregation's
+	// collation, as the query of its near plan does in mongod.
+	f, err := query.CompileWith(spec.Query, query.Options{Now: e.clock.Now(), Collator: po.Collator})
 	if err != nil {
 		return res, err
 	}

@@ -248,6 +248,32 @@ func TestGeoNearNoPlan(t *testing.T) {
 	}
 }
 
+// TestGeoNearQueryCollation: the query of a $geoNear compares strings
+// under the aggregation's collation, as every filter of a command that
+// names one does (MongoDB's collation page: "operations that support
+// collation" include aggregate); under {locale: "en", strength: 2} a
+// query on "x" finds "X".
+func TestGeoNearQueryCollation(t *testing.T) {
+	e := openTestEngine(t)
+	ctx := context.Background()
+	docs := []bson.Raw{
+		mustRaw(t, bson.D{{Key: "_id", Value: 1}, {Key: "a", Value: "X"}, {Key: "loc", Value: geoPoint(0, 0)}}),
+		mustRaw(t, bson.D{{Key: "_id", Value: 2}, {Key: "a", Value: "y"}, {Key: "loc", Value: geoPoint(0, 1)}}),
+	}
+	if _, err := e.Insert(ctx, "geo", "c", docs, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CreateIndexes(ctx, "geo", "c", []bson.Raw{mustRaw(t, bson.D{{Key: "key", Value: bson.D{{Key: "loc", Value: "2dsphere"}}}, {Key: "name", Value: "loc_2dsphere"}})}); err != nil {
+		t.Fatal(err)
+	}
+	stage := mustRaw(t, bson.D{{Key: "$geoNear", Value: bson.D{{Key: "near", Value: geoPoint(0, 0)}, {Key: "distanceField", Value: "d"}, {Key: "spherical", Value: true}, {Key: "query", Value: bson.D{{Key: "a", Value: "x"}}}}}})
+	ci := WithCollation(ctx, mustRaw(t, bson.D{{Key: "locale", Value: "en"}, {Key: "strength", Value: 2}}))
+	got, err := e.Aggregate(ci, "geo", "c", []bson.Raw{stage}, AggregateOptions{})
+	if err != nil || len(got) != 1 || got[0].Lookup("_id").Int32() != 1 {
+		t.Errorf("$geoNear query {a: \"x\"} under a case-insensitive collation: %v %v, want the document with \"X\"", got, err)
+	}
+}
+
 // TestExplainGeoNear: the explain of a $geoNear pipeline names the near
 // scan of the 2dsphere index, as MongoDB's GEO_NEAR_2DSPHERE.
 func TestExplainGeoNear(t *testing.T) {
