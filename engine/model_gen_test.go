@@ -307,7 +307,7 @@ func (g *modelGen) doc() bson.Raw {
 		return g.date()
 	})
 	maybe(35, "ttl", g.ttlValue)
-	maybe(25, "loc", g.point)
+	maybe(45, "loc", g.point)
 	maybe(25, "t", func() any { return modelPhrases[g.r.Intn(len(modelPhrases))] })
 	if idLast && g.r.Intn(3) != 0 {
 		// Sometimes none at all: the engine makes an ObjectId.

@@ -155,6 +155,14 @@ func (g *modelGen) geoNearAggregate(op *modelOp) {
 	if g.r.Intn(2) == 0 {
 		op.Filter = g.filter()
 	}
+	// The stage's query compares strings under the aggregate's collation:
+	// often a case-insensitive one and a query on a string.
+	if g.r.Intn(3) == 0 {
+		op.Collation = modelRaw(caseInsensitive)
+		op.Filter = modelRaw(bson.D{{Key: "a", Value: []string{"x", "X", "y"}[g.r.Intn(3)]}})
+	} else {
+		g.maybeCollation(op)
+	}
 	switch g.r.Intn(4) {
 	case 0:
 		op.Stages = []bson.Raw{modelRaw(bson.D{{Key: "$limit", Value: int64(1 + g.r.Intn(4))}})}
@@ -398,6 +406,8 @@ func (r *modelRun) stepNearFind(ctx context.Context, op *modelOp) error {
 	items := r.m.nearItems(n, f, now)
 	if len(items) > 0 {
 		r.counts["outcome.near.found"]++
+	} else {
+		r.counts["outcome.near.none"]++
 	}
 	if srt == nil {
 		return checkNearOrder("find near", docs, items, op.Limit, nil)
@@ -441,11 +451,13 @@ func (r *modelRun) stepGeoNear(ctx context.Context, op *modelOp) error {
 	stages := aggregateStages(op, op.Filter)
 	var docs []bson.Raw
 	var err error
-	if herr := r.guard("aggregate geoNear", func() { docs, err = r.e.Aggregate(ctx, modelDB, modelColl, stages, AggregateOptions{}) }); herr != nil {
+	if herr := r.guard("aggregate geoNear", func() {
+		docs, err = r.e.Aggregate(WithCollation(ctx, op.Collation), modelDB, modelColl, stages, AggregateOptions{})
+	}); herr != nil {
 		return herr
 	}
 	n := parseRefNear(op.GeoNear.Lookup("near").Document(), op.GeoNear, "maxDistance", "minDistance")
-	f, werr := query.Compile(op.Filter)
+	f, werr := refFilterOf(op, op.Filter)
 	if werr == nil {
 		ix := r.m.refGeoIndex()
 		_, keyed := op.GeoNear.LookupErr("key")
@@ -468,6 +480,8 @@ func (r *modelRun) stepGeoNear(ctx context.Context, op *modelOp) error {
 	items := r.m.nearItems(n, f, now)
 	if len(items) > 0 {
 		r.counts["outcome.geoNear.found"]++
+	} else {
+		r.counts["outcome.geoNear.none"]++
 	}
 	var limit int64
 	if len(op.Stages) > 0 {
