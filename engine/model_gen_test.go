@@ -687,6 +687,9 @@ func (g *modelGen) next() *modelOp {
 		op.Hint = g.hint()
 		g.maybeCollation(op)
 		g.maybeText(op)
+		if g.r.Intn(8) == 0 {
+			g.nearCount(op) // model_near_test.go
+		}
 	case k < 71:
 		op.Kind = "distinct"
 		op.Filter = g.filter()

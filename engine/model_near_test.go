@@ -103,10 +103,30 @@ func (g *modelGen) nearBounds() (max, min any) {
 	return max, min
 }
 
-// nearFind makes a find a $near or $nearSphere on loc with a GeoJSON
-// point, maybe with bounds, another condition, a limit, or a sort that
-// overrides the order by distance.
+// nearFind makes a find a $near or $nearSphere on loc (nearFilter), maybe
+// with a limit, or a sort that overrides the order by distance.
 func (g *modelGen) nearFind(op *modelOp) {
+	op.Filter = g.nearFilter()
+	op.Proj, op.Skip, op.Limit, op.Sort = nil, 0, 0, nil
+	if g.r.Intn(2) == 0 {
+		op.Limit = int64(1 + g.r.Intn(4))
+	}
+	if g.r.Intn(4) == 0 {
+		op.Sort = g.sort()
+	}
+}
+
+// nearCount makes a count a $near or $nearSphere on loc, which the count
+// command takes, as a find does, through the geo index (MongoDB's drivers
+// note that only countDocuments, an aggregate, refuses it).
+func (g *modelGen) nearCount(op *modelOp) {
+	op.Filter = g.nearFilter()
+	op.Hint, op.Collation = bson.RawValue{}, nil
+}
+
+// nearFilter is a $near or $nearSphere on loc with a GeoJSON point, maybe
+// with bounds, maybe with another condition.
+func (g *modelGen) nearFilter() bson.Raw {
 	near := g.nearPoint()
 	arg := bson.D{{Key: "$geometry", Value: near}}
 	max, min := g.nearBounds()
@@ -125,14 +145,7 @@ func (g *modelGen) nearFind(op *modelOp) {
 			}
 		}
 	}
-	op.Filter = modelRaw(f)
-	op.Proj, op.Skip, op.Limit, op.Sort = nil, 0, 0, nil
-	if g.r.Intn(2) == 0 {
-		op.Limit = int64(1 + g.r.Intn(4))
-	}
-	if g.r.Intn(4) == 0 {
-		op.Sort = g.sort()
-	}
+	return modelRaw(f)
 }
 
 // geoNearAggregate makes an aggregate that starts with $geoNear on a
@@ -434,6 +447,50 @@ func (r *modelRun) stepNearFind(ctx context.Context, op *modelOp) error {
 	}
 	if !slices.EqualFunc(docs, want, func(a, b bson.Raw) bool { return bytes.Equal(a, b) }) {
 		return fmt.Errorf("find near sorted: engine returned %s, model %s", rawList(docs), rawList(want))
+	}
+	return nil
+}
+
+// stepNearCount runs a count with $near or $nearSphere: as many as lie
+// within the bounds, less skip, up to limit; without a 2dsphere index,
+// 291, as for a find.
+func (r *modelRun) stepNearCount(ctx context.Context, op *modelOp) error {
+	now := r.now()
+	if err := r.ensureGeoIndex(ctx, op, op.Filter); err != nil {
+		return err
+	}
+	var got int64
+	var err error
+	if herr := r.guard("count near", func() { got, err = r.e.Count(ctx, modelDB, modelColl, op.Filter, op.Skip, op.Limit, bson.RawValue{}) }); herr != nil {
+		return herr
+	}
+	n, rest := splitNear(op.Filter)
+	f, werr := query.Compile(rest)
+	if ix := r.m.refGeoIndex(); werr == nil && r.m.exists && (ix == nil || ix.hidden) {
+		werr = refErr(noQueryExecutionPlans)
+	}
+	if codeOf(err) != codeOf(werr) {
+		return fmt.Errorf("count near: engine error %v, model code %d", err, codeOf(werr))
+	}
+	if werr != nil {
+		return nil
+	}
+	items := r.m.nearItems(n, f, now)
+	window := func(k int) int64 {
+		w := max(int64(k)-op.Skip, 0)
+		if op.Limit > 0 {
+			w = min(w, op.Limit)
+		}
+		return w
+	}
+	optional := 0
+	for _, it := range items {
+		if it.optional {
+			optional++
+		}
+	}
+	if lo, hi := window(len(items)-optional), window(len(items)); got < lo || got > hi {
+		return fmt.Errorf("count near: engine %d, model %d to %d; %s", got, lo, hi, nearList(items))
 	}
 	return nil
 }

@@ -77,6 +77,9 @@ func (r *modelRun) stepRead(ctx context.Context, op *modelOp) error {
 	now := r.now()
 	switch op.Kind {
 	case "count":
+		if nearOperator(op.Filter) != "" {
+			return r.stepNearCount(ctx, op) // model_near_test.go
+		}
 		var n int64
 		var err error
 		cctx := WithCollation(ctx, op.Collation)
