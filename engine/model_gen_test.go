@@ -678,6 +678,9 @@ func (g *modelGen) next() *modelOp {
 		op.Retry = g.r.Intn(5) == 0
 		g.maybeCollation(op)
 		g.maybeLet(op)
+		if g.r.Intn(8) == 0 {
+			g.nearDelete(op) // model_near_test.go
+		}
 	case k < 66:
 		op.Kind = "count"
 		op.Filter = g.filter()

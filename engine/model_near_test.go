@@ -124,6 +124,15 @@ func (g *modelGen) nearCount(op *modelOp) {
 	op.Hint, op.Collation = bson.RawValue{}, nil
 }
 
+// nearDelete makes a delete a $near or $nearSphere on loc: deleteOne
+// removes the nearest, deleteMany all within the bounds, as MongoDB's
+// writes read through the near plan (jstests/core/geo_update_dedup.js
+// updates through one).
+func (g *modelGen) nearDelete(op *modelOp) {
+	op.Filter = g.nearFilter()
+	op.Let, op.Collation, op.Retry = nil, nil, false
+}
+
 // nearFilter is a $near or $nearSphere on loc with a GeoJSON point, maybe
 // with bounds, maybe with another condition.
 func (g *modelGen) nearFilter() bson.Raw {
@@ -492,6 +501,78 @@ func (r *modelRun) stepNearCount(ctx context.Context, op *modelOp) error {
 	if lo, hi := window(len(items)-optional), window(len(items)); got < lo || got > hi {
 		return fmt.Errorf("count near: engine %d, model %d to %d; %s", got, lo, hi, nearList(items))
 	}
+	return nil
+}
+
+// stepNearDelete runs a delete with $near or $nearSphere (never in a
+// transaction: the documents it removed are read back from the store).
+// deleteMany removes the documents within the bounds, those at a bound
+// maybe; deleteOne the nearest, any of those at the least distance.
+func (r *modelRun) stepNearDelete(ctx context.Context, op *modelOp) error {
+	now := r.now()
+	if err := r.ensureGeoIndex(ctx, op, op.Filter); err != nil {
+		return err
+	}
+	var got int64
+	var err error
+	if herr := r.guard("delete near", func() { got, err = r.e.Delete(ctx, modelDB, modelColl, op.Filter, int(op.Limit), bson.RawValue{}) }); herr != nil {
+		return herr
+	}
+	n, rest := splitNear(op.Filter)
+	f, werr := query.Compile(rest)
+	if ix := r.m.refGeoIndex(); werr == nil && r.m.exists && (ix == nil || ix.hidden) {
+		werr = refErr(noQueryExecutionPlans)
+	}
+	if codeOf(err) != codeOf(werr) {
+		return fmt.Errorf("delete near: engine error %v, model code %d", err, codeOf(werr))
+	}
+	if werr != nil {
+		return nil
+	}
+	items := r.m.nearItems(n, f, now)
+	stored, err := r.engineDocs(true)
+	if err != nil {
+		return err
+	}
+	var gone []*refDoc
+	for _, d := range r.m.visible(now) {
+		if !slices.ContainsFunc(stored, func(s *refDoc) bool { return keycodec.Compare(s.id(), d.id()) == 0 }) {
+			gone = append(gone, d)
+		}
+	}
+	var required []refNearItem
+	for _, it := range items {
+		if !it.optional {
+			required = append(required, it)
+		}
+	}
+	isItem := func(d *refDoc) int { return slices.IndexFunc(items, func(it refNearItem) bool { return it.d == d }) }
+	for _, d := range gone {
+		if isItem(d) < 0 {
+			return fmt.Errorf("delete near: engine removed %s, not within the bounds; model %s", d.doc, nearList(items))
+		}
+	}
+	if got != int64(len(gone)) {
+		return fmt.Errorf("delete near: engine reported %d, removed %d", got, len(gone))
+	}
+	if op.Limit == 1 {
+		if len(gone) > 1 || len(gone) == 0 && len(required) > 0 {
+			return fmt.Errorf("delete near: deleteOne removed %d; model %s", len(gone), nearList(items))
+		}
+		if len(gone) == 1 {
+			d := items[isItem(gone[0])].dist
+			if near := items[0].dist; d > near+refNearTol(near) {
+				return fmt.Errorf("delete near: deleteOne removed %s at %v, not the nearest at %v; model %s", gone[0].doc, d, near, nearList(items))
+			}
+		}
+	} else {
+		for _, it := range required {
+			if !slices.Contains(gone, it.d) {
+				return fmt.Errorf("delete near: deleteMany left %s at %v; model %s", it.d.doc, it.dist, nearList(items))
+			}
+		}
+	}
+	r.m.remove(gone...)
 	return nil
 }
 

@@ -591,6 +591,9 @@ func (r *modelRun) stepFindAndModify(ctx context.Context, op *modelOp) error {
 }
 
 func (r *modelRun) stepDelete(ctx context.Context, op *modelOp) error {
+	if nearOperator(op.Filter) != "" {
+		return r.stepNearDelete(ctx, op) // model_near_test.go
+	}
 	now := r.now()
 	lf, err := r.letForms(op)
 	if err != nil {
