@@ -436,7 +436,9 @@ func (e *Engine) aggregateGeoNear(ctx context.Context, db, coll string, stages [
 	if err != nil {
 		return res, err
 	}
-	f, err := query.CompileWith(spec.Query, query.Options{Now: e.clock.Now()})
+	// The stage's query compares strings under the aggregation's
+	// collation, as the query of its near plan does in mongod.
+	f, err := query.CompileWith(spec.Query, query.Options{Now: e.clock.Now(), Collator: po.Collator})
 	if err != nil {
 		return res, err
 	}
@@ -445,8 +447,9 @@ func (e *Engine) aggregateGeoNear(ctx context.Context, db, coll string, stages [
 	}
 	c := e.collection(db, coll)
 	if c == nil {
-		res.Docs, err = rest.Run(ctx, pipeline.Slice(nil))
-		return res, err
+		// The stage needs a geo index, which a missing collection has
+		// not: mongod refuses it rather than finding nothing.
+		return res, mongoerr.New(mongoerr.NamespaceNotFound, "$geoNear requires a geo index to run, but %s.%s does not exist", db, coll)
 	}
 	st, err := readState(ctx, c)
 	if err != nil {
@@ -482,13 +485,15 @@ func (e *Engine) aggregateGeoNear(ctx context.Context, db, coll string, stages [
 
 // geoNearIndex picks the index of a $geoNear: the one on its key, or
 // else the only 2d index, or else the only 2dsphere one, and checks that it
-// measures the near's distances.
+// measures the near's distances. As in mongod (pipeline_d.cpp), a hidden
+// index names the field too, and a key is taken as given: the near query
+// on it then finds no plan, code 291, as a $near does.
 func (st *collState) geoNearIndex(db, coll string, spec *geo.GeoNearStage) (*record.Index, error) {
 	var found []*record.Index
 	for _, typ := range []string{geo.Plane, geo.Sphere} {
 		for _, ix := range st.indexes {
 			g := ix.GeoField()
-			if g < 0 || ix.Meta.Hidden || ix.Partial != nil || ix.Fields[g].Geo.Type != typ {
+			if g < 0 || ix.Partial != nil || ix.Fields[g].Geo.Type != typ || spec.Key != "" && ix.Meta.Hidden {
 				continue
 			}
 			if spec.Key == "" || ix.Fields[g].Path == spec.Key {
@@ -502,11 +507,11 @@ func (st *collState) geoNearIndex(db, coll string, spec *geo.GeoNearStage) (*rec
 			break
 		}
 	}
-	if len(found) == 0 {
-		if spec.Key != "" {
-			return nil, mongoerr.New(mongoerr.BadValue, "$geoNear requires a 2d or 2dsphere index on the key '%s', but none was found", spec.Key)
-		}
+	if len(found) == 0 && spec.Key == "" {
 		return nil, mongoerr.New(mongoerr.IndexNotFound, "$geoNear requires a 2d or 2dsphere index, but none were found")
+	}
+	if len(found) == 0 || found[0].Meta.Hidden {
+		return nil, plannerError(noQueryExecutionPlans, "unable to find index for $geoNear query")
 	}
 	ix := found[0]
 	typ := ix.Fields[ix.GeoField()].Geo.Type

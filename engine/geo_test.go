@@ -205,6 +205,75 @@ func Test2dIndex(t *testing.T) {
 	}
 }
 
+// TestGeoNearMissingCollection: $geoNear on a collection that does not
+// exist is NamespaceNotFound, as mongod's pipeline_d.cpp asserts ("$geoNear
+// requires a geo index to run, but <ns> does not exist"), not an empty
+// answer. Found by the model test.
+func TestGeoNearMissingCollection(t *testing.T) {
+	e := openTestEngine(t)
+	stage := mustRaw(t, bson.D{{Key: "$geoNear", Value: bson.D{{Key: "near", Value: geoPoint(-73.5, 40.5)}, {Key: "distanceField", Value: "d"}, {Key: "spherical", Value: true}}}})
+	docs, err := e.Aggregate(context.Background(), "geo", "nope", []bson.Raw{stage}, AggregateOptions{})
+	if mongoerr.CodeOf(err) != mongoerr.NamespaceNotFound {
+		t.Errorf("$geoNear on a missing collection: %v %v, want NamespaceNotFound", docs, err)
+	}
+}
+
+// TestGeoNearNoPlan: a $geoNear whose key has no geo index, or whose
+// only geo index is hidden, fails as the near query on that field does in
+// mongod (pipeline_d.cpp takes the key as given, and a hidden index still
+// names the field), with 291, not BadValue or IndexNotFound. Found by the
+// model test.
+func TestGeoNearNoPlan(t *testing.T) {
+	e := openTestEngine(t)
+	ctx := context.Background()
+	loadPoints(t, e, "pts", 10)
+	stage := func(key string) bson.Raw {
+		spec := bson.D{{Key: "near", Value: geoPoint(-73.5, 40.5)}, {Key: "distanceField", Value: "d"}, {Key: "spherical", Value: true}}
+		if key != "" {
+			spec = append(spec, bson.E{Key: "key", Value: key})
+		}
+		return mustRaw(t, bson.D{{Key: "$geoNear", Value: spec}})
+	}
+	if _, err := e.Aggregate(ctx, "geo", "pts", []bson.Raw{stage("elsewhere")}, AggregateOptions{}); mongoerr.CodeOf(err) != noQueryExecutionPlans {
+		t.Errorf("$geoNear on an unindexed key: %v, want 291", err)
+	}
+	hide := true
+	if _, err := e.CollModIndex(ctx, "geo", "pts", IndexChange{Name: "loc_2dsphere", Hidden: &hide}); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"", "loc"} {
+		if _, err := e.Aggregate(ctx, "geo", "pts", []bson.Raw{stage(key)}, AggregateOptions{}); mongoerr.CodeOf(err) != noQueryExecutionPlans {
+			t.Errorf("$geoNear (key %q) with its index hidden: %v, want 291", key, err)
+		}
+	}
+}
+
+// TestGeoNearQueryCollation: the query of a $geoNear compares strings
+// under the aggregation's collation, as every filter of a command that
+// names one does (MongoDB's collation page: "operations that support
+// collation" include aggregate); under {locale: "en", strength: 2} a
+// query on "x" finds "X".
+func TestGeoNearQueryCollation(t *testing.T) {
+	e := openTestEngine(t)
+	ctx := context.Background()
+	docs := []bson.Raw{
+		mustRaw(t, bson.D{{Key: "_id", Value: 1}, {Key: "a", Value: "X"}, {Key: "loc", Value: geoPoint(0, 0)}}),
+		mustRaw(t, bson.D{{Key: "_id", Value: 2}, {Key: "a", Value: "y"}, {Key: "loc", Value: geoPoint(0, 1)}}),
+	}
+	if _, err := e.Insert(ctx, "geo", "c", docs, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CreateIndexes(ctx, "geo", "c", []bson.Raw{mustRaw(t, bson.D{{Key: "key", Value: bson.D{{Key: "loc", Value: "2dsphere"}}}, {Key: "name", Value: "loc_2dsphere"}})}); err != nil {
+		t.Fatal(err)
+	}
+	stage := mustRaw(t, bson.D{{Key: "$geoNear", Value: bson.D{{Key: "near", Value: geoPoint(0, 0)}, {Key: "distanceField", Value: "d"}, {Key: "spherical", Value: true}, {Key: "query", Value: bson.D{{Key: "a", Value: "x"}}}}}})
+	ci := WithCollation(ctx, mustRaw(t, bson.D{{Key: "locale", Value: "en"}, {Key: "strength", Value: 2}}))
+	got, err := e.Aggregate(ci, "geo", "c", []bson.Raw{stage}, AggregateOptions{})
+	if err != nil || len(got) != 1 || got[0].Lookup("_id").Int32() != 1 {
+		t.Errorf("$geoNear query {a: \"x\"} under a case-insensitive collation: %v %v, want the document with \"X\"", got, err)
+	}
+}
+
 // TestExplainGeoNear: the explain of a $geoNear pipeline names the near
 // scan of the 2dsphere index, as MongoDB's GEO_NEAR_2DSPHERE.
 func TestExplainGeoNear(t *testing.T) {

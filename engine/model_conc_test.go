@@ -334,6 +334,7 @@ func execConcurrentOp(ctx context.Context, e *Engine, clock *clock.Manual, op *m
 	if err != nil {
 		return err
 	}
+	ctx = WithCollation(ctx, op.Collation)
 	switch op.Kind {
 	case "insert":
 		_, err := e.Insert(ctx, modelDB, modelColl, op.Docs, op.Ordered, WriteOptions{BypassDocumentValidation: op.Bypass})

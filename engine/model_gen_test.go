@@ -36,7 +36,8 @@ type modelOp struct {
 	Expire  bson.RawValue
 	Dur     time.Duration
 	Hint    bson.RawValue
-	// Collation is the collation a count or find names; nil names none.
+	// Collation is the collation a count, find, write or aggregate names
+	// (model_collate_test.go); nil names none.
 	Collation bson.Raw
 	Hide      int // collMod hidden: 0 unchanged, 1 hide, 2 unhide
 	// setValidation: the new validator, level and action (nil or "":
@@ -56,8 +57,11 @@ type modelOp struct {
 	// find: the hinted index's key range, and returnKey.
 	Min, Max  bson.Raw
 	ReturnKey bool
-	// aggregate: the stages after the leading $match of Filter and $sort.
-	Stages []bson.Raw
+	// aggregate: the stages after the leading $match of Filter and $sort,
+	// or after a $geoNear of GeoNear's spec, whose query is Filter
+	// (model_near_test.go).
+	Stages  []bson.Raw
+	GeoNear bson.Raw
 	// createView, dropView, readView (model_views_test.go): the view, and
 	// the definition created.
 	View, ViewOn string
@@ -153,6 +157,7 @@ func (op *modelOp) String() string {
 	if op.ReturnKey {
 		b.WriteString(" returnKey")
 	}
+	raw("geoNear", op.GeoNear)
 	rawList("stages", op.Stages)
 	if op.View != "" {
 		b.WriteString(" view=" + op.View)
@@ -302,7 +307,7 @@ func (g *modelGen) doc() bson.Raw {
 		return g.date()
 	})
 	maybe(35, "ttl", g.ttlValue)
-	maybe(25, "loc", g.point)
+	maybe(45, "loc", g.point)
 	maybe(25, "t", func() any { return modelPhrases[g.r.Intn(len(modelPhrases))] })
 	if idLast && g.r.Intn(3) != 0 {
 		// Sometimes none at all: the engine makes an ObjectId.
@@ -596,6 +601,11 @@ func (g *modelGen) indexSpec() bson.Raw {
 	if g.r.Intn(4) == 0 {
 		return modelRaw(specs[12])
 	}
+	// And so does the 2dsphere one, without which $near and $geoNear
+	// only fail (model_near_test.go).
+	if g.r.Intn(4) == 0 {
+		return modelRaw(bson.D{{Key: "key", Value: k("loc", "2dsphere")}, {Key: "name", Value: "loc_2dsphere"}})
+	}
 	return modelRaw(specs[g.r.Intn(len(specs))])
 }
 
@@ -640,6 +650,7 @@ func (g *modelGen) next() *modelOp {
 		}
 		op.Bypass = g.r.Intn(8) == 0
 		op.Retry = !op.Multi && g.r.Intn(5) == 0
+		g.maybeCollation(op)
 		g.maybeLet(op)
 	case k < 52:
 		op.Kind = "findAndModify"
@@ -656,6 +667,7 @@ func (g *modelGen) next() *modelOp {
 		op.Proj = g.projection()
 		op.Bypass = !op.Remove && g.r.Intn(8) == 0
 		op.Retry = g.r.Intn(5) == 0
+		g.maybeCollation(op)
 		g.maybeLet(op)
 	case k < 60:
 		op.Kind = "delete"
@@ -664,7 +676,11 @@ func (g *modelGen) next() *modelOp {
 			op.Limit = 1
 		}
 		op.Retry = g.r.Intn(5) == 0
+		g.maybeCollation(op)
 		g.maybeLet(op)
+		if g.r.Intn(8) == 0 {
+			g.nearDelete(op) // model_near_test.go
+		}
 	case k < 66:
 		op.Kind = "count"
 		op.Filter = g.filter()
@@ -674,6 +690,9 @@ func (g *modelGen) next() *modelOp {
 		op.Hint = g.hint()
 		g.maybeCollation(op)
 		g.maybeText(op)
+		if g.r.Intn(8) == 0 {
+			g.nearCount(op) // model_near_test.go
+		}
 	case k < 71:
 		op.Kind = "distinct"
 		op.Filter = g.filter()
@@ -693,6 +712,10 @@ func (g *modelGen) next() *modelOp {
 			g.minMax(op)
 		}
 		op.ReturnKey = op.Hint.Type != 0 && g.r.Intn(3) == 0
+		if op.Hint.Type == 0 && op.Min == nil && op.Max == nil && g.r.Intn(6) == 0 {
+			g.nearFind(op)
+			break
+		}
 		if op.Min == nil && op.Max == nil && !op.ReturnKey {
 			// min and max bound the hinted index's keys as stored,
 			// whatever the collation (docs/compatibility.md).

@@ -155,9 +155,15 @@ func letWrapSet(stage, vars bson.Raw) bson.Raw {
 }
 
 // compileUpdateOf compiles op's update, or the pipeline given in its place.
+// Its $addToSet, $pull, $min, $max and pipeline compare strings under
+// the collation op names (model_collate_test.go).
 func compileUpdateOf(op *modelOp, pipe []bson.Raw, now time.Time) (*update.Update, error) {
-	if pipe != nil {
-		return update.CompilePipeline(pipe, update.Options{Now: now})
+	coll, err := refCollator(op.Collation)
+	if err != nil {
+		return nil, err
 	}
-	return update.Compile(op.Upd, update.Options{Now: now})
+	if pipe != nil {
+		return update.CompilePipeline(pipe, update.Options{Now: now, Collator: coll})
+	}
+	return update.Compile(op.Upd, update.Options{Now: now, Collator: coll})
 }

@@ -289,6 +289,10 @@ func (g *modelGen) aggregate(op *modelOp) {
 		g.out(op) // replaces the collection, as a drop does
 		return
 	}
+	if g.r.Intn(3) == 0 {
+		g.geoNearAggregate(op) // model_near_test.go
+		return
+	}
 	op.Kind = "aggregate"
 	op.Filter = g.filter()
 	if g.r.Intn(2) == 0 {
@@ -300,10 +304,17 @@ func (g *modelGen) aggregate(op *modelOp) {
 	case 2, 3:
 		op.Stages = g.joinStages()
 	}
+	if joinOf(op.Stages) == "" {
+		// A join's equality would compare under it too.
+		g.maybeCollation(op)
+	}
 	g.maybeLet(op)
 }
 
 func aggregateStages(op *modelOp, filter bson.Raw) []bson.Raw {
+	if op.GeoNear != nil {
+		return append([]bson.Raw{geoNearStage(op, filter)}, op.Stages...)
+	}
 	stages := []bson.Raw{modelRaw(bson.D{{Key: "$match", Value: filter}})}
 	if op.Sort != nil {
 		stages = append(stages, modelRaw(bson.D{{Key: "$sort", Value: op.Sort}}))
@@ -312,6 +323,9 @@ func aggregateStages(op *modelOp, filter bson.Raw) []bson.Raw {
 }
 
 func (r *modelRun) stepAggregate(ctx context.Context, op *modelOp) error {
+	if op.GeoNear != nil {
+		return r.stepGeoNear(ctx, op) // model_near_test.go
+	}
 	now := r.now()
 	lf, err := r.letForms(op)
 	if err != nil {
@@ -328,13 +342,15 @@ func (r *modelRun) stepAggregate(ctx context.Context, op *modelOp) error {
 		}
 	}
 	var docs []bson.Raw
-	if herr := r.guard("aggregate", func() { docs, err = r.e.Aggregate(ctx, modelDB, modelColl, stages, AggregateOptions{}) }); herr != nil {
+	if herr := r.guard("aggregate", func() {
+		docs, err = r.e.Aggregate(WithCollation(ctx, op.Collation), modelDB, modelColl, stages, AggregateOptions{})
+	}); herr != nil {
 		return herr
 	}
-	f, werr := query.Compile(lf.refFilter)
+	f, werr := refFilterOf(op, lf.refFilter)
 	var srt *query.Sort
-	if werr == nil && op.Sort != nil {
-		srt, werr = query.CompileSort(op.Sort)
+	if werr == nil {
+		srt, werr = refSortOf(op)
 	}
 	if codeOf(err) != codeOf(werr) {
 		return fmt.Errorf("aggregate: engine error %v, model code %d", err, codeOf(werr))

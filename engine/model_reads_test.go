@@ -77,6 +77,9 @@ func (r *modelRun) stepRead(ctx context.Context, op *modelOp) error {
 	now := r.now()
 	switch op.Kind {
 	case "count":
+		if nearOperator(op.Filter) != "" {
+			return r.stepNearCount(ctx, op) // model_near_test.go
+		}
 		var n int64
 		var err error
 		cctx := WithCollation(ctx, op.Collation)
@@ -138,6 +141,9 @@ func (r *modelRun) stepRead(ctx context.Context, op *modelOp) error {
 }
 
 func (r *modelRun) stepFind(ctx context.Context, op *modelOp) error {
+	if nearOperator(op.Filter) != "" {
+		return r.stepNearFind(ctx, op) // model_near_test.go
+	}
 	now := r.now()
 	if op.Sort != nil && (op.Skip > 0 || op.Limit > 0) || op.ReturnKey {
 		// Ties would make the window depend on the plan; a key returned

@@ -27,7 +27,8 @@ import (
 // Uniqueness, upserts, write ordering and TTL visibility (TTL spec rules
 // 4, 9, 15, 19-21) are re-implemented here as plainly as possible, and so
 // are schema validation's levels and actions (model_validation_test.go),
-// min/max key ranges (model_minmax_test.go) and let (model_let_test.go).
+// min/max key ranges (model_minmax_test.go), let (model_let_test.go) and
+// the distances and order of $near and $geoNear (model_near_test.go).
 //
 // Documents stay in the model after they expire until something would purge
 // them (a reaper pass, a write that takes their _id or unique key, a drop of

@@ -103,7 +103,7 @@ func (r *modelRun) uniqueFirst(op *modelOp, f *query.Filter) {
 	if _, err := op.Sort.LookupErr("_id"); err == nil {
 		return
 	}
-	srt, err := query.CompileSort(op.Sort)
+	srt, err := refSortOf(op)
 	if err != nil {
 		return
 	}
@@ -169,6 +169,12 @@ func kindLabel(op *modelOp) string {
 	}
 	if op.Filter != nil && op.Filter.Lookup("$text").Type != 0 {
 		l += ".text"
+	}
+	if near := nearOperator(op.Filter); near != "" {
+		l += "." + near[1:]
+	}
+	if op.GeoNear != nil {
+		l += ".geoNear"
 	}
 	return l
 }
@@ -431,7 +437,7 @@ func (r *modelRun) stepUpdate(ctx context.Context, op *modelOp) error {
 	if err != nil {
 		return fmt.Errorf("update: the model's form of the pipeline %v: %v", lf.refPipe, err)
 	}
-	f, ferr := query.Compile(lf.refFilter)
+	f, ferr := refFilterOf(op, lf.refFilter)
 	if ferr == nil && !op.Multi {
 		r.uniqueFirst(op, f)
 	}
@@ -440,7 +446,7 @@ func (r *modelRun) stepUpdate(ctx context.Context, op *modelOp) error {
 		return err
 	}
 	var res UpdateResult
-	if herr := r.guard("update", func() { res, err = r.e.Update(ctx, modelDB, modelColl, spec) }); herr != nil {
+	if herr := r.guard("update", func() { res, err = r.e.Update(WithCollation(ctx, op.Collation), modelDB, modelColl, spec) }); herr != nil {
 		return herr
 	}
 	if ferr != nil {
@@ -449,10 +455,7 @@ func (r *modelRun) stepUpdate(ctx context.Context, op *modelOp) error {
 		}
 		return nil
 	}
-	var srt *query.Sort
-	if op.Sort != nil {
-		srt, _ = query.CompileSort(op.Sort)
-	}
+	srt, _ := refSortOf(op)
 	pre := r.clone()
 	want := r.m.update(f, srt, lf.refFilter, ru, op.Multi, op.Upsert, rawIDValue(res.Upserted), now)
 	if want.ambiguous {
@@ -542,17 +545,17 @@ func (r *modelRun) stepFindAndModify(ctx context.Context, op *modelOp) error {
 			return fmt.Errorf("findAndModify: the model's form of the pipeline %v: %v", lf.refPipe, err)
 		}
 	}
-	q, qerr := compileQuery(FindSpec{Filter: lf.refFilter, Sort: op.Sort, Projection: op.Proj})
+	q, qerr := refQueryOf(op, FindSpec{Filter: lf.refFilter, Sort: op.Sort, Projection: op.Proj})
 	if qerr == nil {
 		r.uniqueFirst(op, q.filter)
-		q, qerr = compileQuery(FindSpec{Filter: lf.refFilter, Sort: op.Sort, Projection: op.Proj})
+		q, qerr = refQueryOf(op, FindSpec{Filter: lf.refFilter, Sort: op.Sort, Projection: op.Proj})
 	}
 	spec := FindAndModifySpec{Filter: lf.engFilter, Sort: op.Sort, Fields: op.Proj, Remove: op.Remove, Update: u, New: op.New, Upsert: op.Upsert, BypassDocumentValidation: op.Bypass}
 	if err := r.retryable(op, &spec.Txn); err != nil {
 		return err
 	}
 	var res FindAndModifyResult
-	if herr := r.guard("findAndModify", func() { res, err = r.e.FindAndModify(ctx, modelDB, modelColl, spec) }); herr != nil {
+	if herr := r.guard("findAndModify", func() { res, err = r.e.FindAndModify(WithCollation(ctx, op.Collation), modelDB, modelColl, spec) }); herr != nil {
 		return herr
 	}
 	if qerr != nil {
@@ -588,6 +591,9 @@ func (r *modelRun) stepFindAndModify(ctx context.Context, op *modelOp) error {
 }
 
 func (r *modelRun) stepDelete(ctx context.Context, op *modelOp) error {
+	if nearOperator(op.Filter) != "" {
+		return r.stepNearDelete(ctx, op) // model_near_test.go
+	}
 	now := r.now()
 	lf, err := r.letForms(op)
 	if err != nil {
@@ -598,6 +604,7 @@ func (r *modelRun) stepDelete(ctx context.Context, op *modelOp) error {
 	if err := r.retryable(op, &txn); err != nil {
 		return err
 	}
+	ctx = WithCollation(ctx, op.Collation)
 	del := func() (int64, error) {
 		if txn != nil {
 			return r.e.Delete(ctx, modelDB, modelColl, lf.engFilter, int(op.Limit), bson.RawValue{}, txn)
@@ -613,7 +620,7 @@ func (r *modelRun) stepDelete(ctx context.Context, op *modelOp) error {
 			return fmt.Errorf("retried delete: n=%d, %v; first n=%d", again, err, n)
 		}
 	}
-	f, ferr := query.Compile(lf.refFilter)
+	f, ferr := refFilterOf(op, lf.refFilter)
 	if ferr != nil || err != nil {
 		if codeOf(err) != codeOf(ferr) {
 			return fmt.Errorf("delete: engine error %v, model code %d", err, codeOf(ferr))

@@ -38,7 +38,10 @@ func (g *modelGen) txnOp(op *modelOp) {
 			*op = *g.next()
 			// Inserts bring their _ids: an ObjectId the engine makes in a
 			// transaction is in no store the model can read.
-			if txnStatementKinds[op.Kind] && !slices.ContainsFunc(op.Docs, func(d bson.Raw) bool { _, err := d.LookupErr("_id"); return err != nil }) {
+			// A delete through $near is checked by what it left in the
+			// store, which a transaction's writes are not in yet.
+			nearDelete := op.Kind == "delete" && nearOperator(op.Filter) != ""
+			if txnStatementKinds[op.Kind] && !nearDelete && !slices.ContainsFunc(op.Docs, func(d bson.Raw) bool { _, err := d.LookupErr("_id"); return err != nil }) {
 				break
 			}
 		}
@@ -260,17 +263,14 @@ func (r *modelRun) refDry(op *modelOp) (error, bool, []string) {
 		if err != nil {
 			return err, false, nil
 		}
-		f, err := query.Compile(lf.refFilter)
+		f, err := refFilterOf(op, lf.refFilter)
 		if err != nil {
 			return err, false, nil
 		}
 		if !op.Multi {
 			r.uniqueFirst(op, f)
 		}
-		var srt *query.Sort
-		if op.Sort != nil {
-			srt, _ = query.CompileSort(op.Sort)
-		}
+		srt, _ := refSortOf(op)
 		want := r.m.update(f, srt, lf.refFilter, ru, op.Multi, op.Upsert, bsoncore.Value{}, now)
 		early := matchKeys(want.matches)
 		if want.err != nil && len(want.matches) == 0 && op.Upsert {
@@ -288,12 +288,12 @@ func (r *modelRun) refDry(op *modelOp) (error, bool, []string) {
 			}
 			spec.Update = ru
 		}
-		q, err := compileQuery(FindSpec{Filter: lf.refFilter, Sort: op.Sort, Projection: op.Proj})
+		q, err := refQueryOf(op, FindSpec{Filter: lf.refFilter, Sort: op.Sort, Projection: op.Proj})
 		if err != nil {
 			return err, false, nil
 		}
 		r.uniqueFirst(op, q.filter)
-		if q, err = compileQuery(FindSpec{Filter: lf.refFilter, Sort: op.Sort, Projection: op.Proj}); err != nil {
+		if q, err = refQueryOf(op, FindSpec{Filter: lf.refFilter, Sort: op.Sort, Projection: op.Proj}); err != nil {
 			return err, false, nil
 		}
 		spec.Sort = op.Sort
@@ -306,7 +306,7 @@ func (r *modelRun) refDry(op *modelOp) (error, bool, []string) {
 		}
 		return err, false, early
 	case "delete":
-		f, err := query.Compile(lf.refFilter)
+		f, err := refFilterOf(op, lf.refFilter)
 		if err != nil {
 			return err, false, nil
 		}

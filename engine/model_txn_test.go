@@ -9,7 +9,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/engine/keycodec"
-	"github.com/lethedb/lethe/engine/query"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -452,7 +451,7 @@ func (r *modelRun) plainLocks(op *modelOp) map[string]bool {
 		for k := range pointKeys(lf.engFilter) {
 			keys[k] = true
 		}
-		f, err := query.Compile(lf.refFilter)
+		f, err := refFilterOf(op, lf.refFilter)
 		if err != nil {
 			return keys
 		}
