@@ -177,6 +177,12 @@ func (r *modelRun) stepFind(ctx context.Context, op *modelOp) error {
 	if werr == nil {
 		q, werr = compileQueryAt(spec, time.Time{}, coll)
 	}
+	if werr == nil && q.filter.Text() != nil && !r.m.exists {
+		// mongod parses $text against the collection's text index, and
+		// a find finds no collection: "text index required for $text
+		// query (no such collection ...)" (testdata/text/cases.json).
+		werr = refErr(mongoerr.IndexNotFound)
+	}
 	if werr == nil {
 		werr = r.m.bindText(q.filter)
 	}
