@@ -219,7 +219,9 @@ func (e *Engine) nearScan(ctx context.Context, coll *Collection, multi *Transact
 	if g := ix.GeoField(); g > 0 {
 		// nil when the fields before the geo one are not pinned: the
 		// whole index is read.
-		prefixes = geoPrefixes(ix, g, f.Conjuncts())
+		// Only predicates whose values are keys of the index's
+		// collation pin its fields.
+		prefixes = geoPrefixes(ix, g, usableConjuncts(f.Conjuncts(), f.Collator(), ix.Collator))
 	}
 	radius := min(nearStartRadius(n, gix), n.Max)
 	// The rings of a 2dsphere index read disjoint ranges, so a document
@@ -436,7 +438,9 @@ func (e *Engine) aggregateGeoNear(ctx context.Context, db, coll string, stages [
 	if err != nil {
 		return res, err
 	}
-	f, err := query.CompileWith(spec.Query, query.Options{Now: e.clock.Now()})
+	// The query matches under the aggregation's collation, as every
+	// filter of the pipeline does.
+	f, err := query.CompileWith(spec.Query, query.Options{Now: e.clock.Now(), Collator: po.Collator})
 	if err != nil {
 		return res, err
 	}
