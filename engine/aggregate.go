@@ -297,11 +297,29 @@ func (e *Engine) AggregateDB(ctx context.Context, db string, stages []bson.Raw, 
 	if len(stages) == 0 || !pipeline.MakesDocuments(stages[0]) {
 		return nil, mongoerr.New(mongoerr.InvalidNamespace, "{aggregate: 1} is not valid for '%s'; a collection is required.", firstStageName(stages))
 	}
-	p, err := pipeline.Compile(stages, e.pipelineOptions(db, opts))
+	ctx, po, err := e.collectionlessOptions(ctx, db, opts)
+	if err != nil {
+		return nil, err
+	}
+	p, err := pipeline.Compile(stages, po)
 	if err != nil {
 		return nil, err
 	}
 	return p.Run(ctx, pipeline.Slice(nil))
+}
+
+// collectionlessOptions are the options of a pipeline over no collection,
+// and ctx for its sub-pipelines: it runs under the collation the command
+// names, or the simple one, as mongod's aggregate does whatever its first
+// stage.
+func (e *Engine) collectionlessOptions(ctx context.Context, db string, opts AggregateOptions) (context.Context, pipeline.Options, error) {
+	po := e.pipelineOptions(db, opts)
+	coll, err := e.commandCollator(ctx, nil)
+	if err != nil {
+		return ctx, po, err
+	}
+	po.Collator = coll
+	return WithCollation(ctx, coll.Document()), po, nil
 }
 
 func firstStageName(stages []bson.Raw) string {
@@ -316,7 +334,11 @@ func firstStageName(stages []bson.Raw) string {
 // caller made, as the server makes those of $currentOp and
 // $listLocalSessions: docs go through the rest of the stages.
 func (e *Engine) AggregateDocs(ctx context.Context, db string, docs []bson.Raw, stages []bson.Raw, opts AggregateOptions) ([]bson.Raw, error) {
-	p, err := pipeline.Compile(stages, e.pipelineOptions(db, opts))
+	ctx, po, err := e.collectionlessOptions(ctx, db, opts)
+	if err != nil {
+		return nil, err
+	}
+	p, err := pipeline.Compile(stages, po)
 	if err != nil {
 		return nil, err
 	}
