@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/lethedb/lethe/bsonvalue"
+	"github.com/lethedb/lethe/engine/collation"
 	"github.com/lethedb/lethe/engine/letvars"
 	"github.com/lethedb/lethe/engine/pipeline"
 	"github.com/lethedb/lethe/engine/text"
@@ -489,16 +490,23 @@ func (w stageWriter) RenameOver(db, from, to string) error {
 	return w.e.renameOver(context.TODO(), db, from, to)
 }
 
-func (w stageWriter) UniqueIndexOn(db, coll string, fields []string) bool {
-	return w.e.uniqueIndexOn(db, coll, fields)
+func (w stageWriter) UniqueIndexOn(ctx context.Context, db, coll string, fields []string) bool {
+	return w.e.uniqueIndexOn(ctx, db, coll, fields)
 }
 
 // uniqueIndexOn reports whether db.coll has a unique index, not partial,
-// whose fields are exactly fields, which makes $merge's on fields
-// identify one document.
-func (e *Engine) uniqueIndexOn(db, coll string, fields []string) bool {
+// whose fields are exactly fields and whose collation is the one ctx's
+// command runs under, which makes $merge's on fields identify one
+// document as the aggregation compares them: mongod's supportsUniqueKey
+// asks that the index's collator match the ExpressionContext's
+// (src/mongo/db/pipeline/process_interface/common_mongod_process_interface.cpp).
+func (e *Engine) uniqueIndexOn(ctx context.Context, db, coll string, fields []string) bool {
 	c := e.collection(db, coll)
 	if c == nil {
+		return false
+	}
+	qc, err := e.queryCollator(ctx, db, coll)
+	if err != nil {
 		return false
 	}
 	want := map[string]bool{}
@@ -507,6 +515,15 @@ func (e *Engine) uniqueIndexOn(db, coll string, fields []string) bool {
 	}
 	for _, im := range c.st().meta.Indexes {
 		if !im.Unique || im.Partial != nil {
+			continue
+		}
+		var ic *collation.Collator // nil for the simple collation
+		if doc := im.Collation(); doc != nil {
+			if ic, err = e.collators.parse(doc); err != nil {
+				continue
+			}
+		}
+		if !collation.Equal(ic, qc) {
 			continue
 		}
 		keys, _ := im.Key.Elements()

@@ -22,7 +22,7 @@ func Merge(ctx context.Context, h Host, m *pipeline.Merge, docs []pipeline.Merge
 	byID := len(on) == 0 || len(on) == 1 && on[0] == "_id"
 	if byID {
 		on = []string{"_id"}
-	} else if !h.UniqueIndexOn(m.DB, m.Coll, on) {
+	} else if !h.UniqueIndexOn(ctx, m.DB, m.Coll, on) {
 		return mongoerr.New(mongoerr.Code(51183), "Cannot find index to verify that join fields will be unique")
 	}
 	w := mergeWriter{h: h, m: m}
