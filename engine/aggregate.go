@@ -501,13 +501,19 @@ func (w stageWriter) UniqueIndexOn(ctx context.Context, db, coll string, fields 
 // asks that the index's collator match the ExpressionContext's
 // (src/mongo/db/pipeline/process_interface/common_mongod_process_interface.cpp).
 func (e *Engine) uniqueIndexOn(ctx context.Context, db, coll string, fields []string) bool {
+	onID := len(fields) == 1 && fields[0] == "_id"
 	c := e.collection(db, coll)
 	if c == nil {
-		return false
+		// A collection to be made has only its _id index to come.
+		return onID
 	}
 	qc, err := e.queryCollator(ctx, db, coll)
 	if err != nil {
 		return false
+	}
+	if onID {
+		// The _id index is unique, under the collection's default.
+		return collation.Equal(c.st().coll, qc)
 	}
 	want := map[string]bool{}
 	for _, f := range fields {
