@@ -15,6 +15,7 @@ import (
 	"github.com/lethedb/lethe/engine/pipeline"
 	"github.com/lethedb/lethe/engine/text"
 	"github.com/lethedb/lethe/engine/update"
+	"github.com/lethedb/lethe/engine/viewdef"
 	"github.com/lethedb/lethe/engine/writestage"
 
 	// $setWindowFields registers itself with package pipeline; imported
@@ -122,6 +123,9 @@ func (e *Engine) aggregate(ctx context.Context, db, coll string, stages []bson.R
 	// it runs any of it.
 	po := e.pipelineOptions(db, opts)
 	if po.Collator, err = e.queryCollator(ctx, db, coll); err != nil {
+		return res, err
+	}
+	if err := e.checkJoinedViews(ctx, db, stages, po.Collator); err != nil {
 		return res, err
 	}
 	// The stages that read other collections ($lookup, $unionWith,
@@ -302,11 +306,41 @@ func (e *Engine) AggregateDB(ctx context.Context, db string, stages []bson.Raw, 
 	if err != nil {
 		return nil, err
 	}
+	if err := e.checkJoinedViews(ctx, db, stages, po.Collator); err != nil {
+		return nil, err
+	}
 	p, err := pipeline.Compile(stages, po)
 	if err != nil {
 		return nil, err
 	}
 	return p.Run(ctx, pipeline.Slice(nil))
+}
+
+// checkJoinedViews refuses a pipeline that reads a view ($lookup,
+// $graphLookup, $unionWith, at any depth) whose default collation is not
+// coll, the aggregation's: a view's reads compare strings under its own
+// collation, which an aggregation may not override. mongod checks this
+// before it runs a pipeline (collatorCompatibleWithPipeline in
+// src/mongo/db/commands/run_aggregate.cpp), whether or not a join runs.
+func (e *Engine) checkJoinedViews(ctx context.Context, db string, stages []bson.Raw, coll *collation.Collator) error {
+	for _, name := range viewdef.InvolvedNamespaces(stages) {
+		v, ok := e.View(ctx, db, name)
+		if !ok {
+			continue
+		}
+		var vc *collation.Collator
+		if v.Collation != nil {
+			var err error
+			if vc, err = e.collators.parse(v.Collation); err != nil {
+				return err
+			}
+		}
+		if !collation.Equal(vc, coll) {
+			// mongod's message runs the namespace on without a space.
+			return mongoerr.New(mongoerr.OptionNotSupportedOnView, "Cannot override a view's default collation%s.%s", db, name)
+		}
+	}
+	return nil
 }
 
 // collectionlessOptions are the options of a pipeline over no collection,
@@ -337,6 +371,9 @@ func firstStageName(stages []bson.Raw) string {
 func (e *Engine) AggregateDocs(ctx context.Context, db string, docs []bson.Raw, stages []bson.Raw, opts AggregateOptions) ([]bson.Raw, error) {
 	ctx, po, err := e.collectionlessOptions(ctx, db, opts)
 	if err != nil {
+		return nil, err
+	}
+	if err := e.checkJoinedViews(ctx, db, stages, po.Collator); err != nil {
 		return nil, err
 	}
 	p, err := pipeline.Compile(stages, po)
