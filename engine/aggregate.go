@@ -10,10 +10,12 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/lethedb/lethe/bsonvalue"
+	"github.com/lethedb/lethe/engine/collation"
 	"github.com/lethedb/lethe/engine/letvars"
 	"github.com/lethedb/lethe/engine/pipeline"
 	"github.com/lethedb/lethe/engine/text"
 	"github.com/lethedb/lethe/engine/update"
+	"github.com/lethedb/lethe/engine/viewdef"
 	"github.com/lethedb/lethe/engine/writestage"
 
 	// $setWindowFields registers itself with package pipeline; imported
@@ -121,6 +123,9 @@ func (e *Engine) aggregate(ctx context.Context, db, coll string, stages []bson.R
 	// it runs any of it.
 	po := e.pipelineOptions(db, opts)
 	if po.Collator, err = e.queryCollator(ctx, db, coll); err != nil {
+		return res, err
+	}
+	if err := e.checkJoinedViews(ctx, db, stages, po.Collator); err != nil {
 		return res, err
 	}
 	// The stages that read other collections ($lookup, $unionWith,
@@ -302,11 +307,59 @@ func (e *Engine) AggregateDB(ctx context.Context, db string, stages []bson.Raw, 
 	if len(stages) == 0 || !pipeline.MakesDocuments(stages[0]) {
 		return nil, mongoerr.New(mongoerr.InvalidNamespace, "{aggregate: 1} is not valid for '%s'; a collection is required.", firstStageName(stages))
 	}
-	p, err := pipeline.Compile(stages, e.pipelineOptions(db, opts))
+	ctx, po, err := e.collectionlessOptions(ctx, db, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.checkJoinedViews(ctx, db, stages, po.Collator); err != nil {
+		return nil, err
+	}
+	p, err := pipeline.Compile(stages, po)
 	if err != nil {
 		return nil, err
 	}
 	return p.Run(ctx, pipeline.Slice(nil))
+}
+
+// checkJoinedViews refuses a pipeline that reads a view ($lookup,
+// $graphLookup, $unionWith, at any depth) whose default collation is not
+// coll, the aggregation's: a view's reads compare strings under its own
+// collation, which an aggregation may not override. mongod checks this
+// before it runs a pipeline (collatorCompatibleWithPipeline in
+// src/mongo/db/commands/run_aggregate.cpp), whether or not a join runs.
+func (e *Engine) checkJoinedViews(ctx context.Context, db string, stages []bson.Raw, coll *collation.Collator) error {
+	for _, name := range viewdef.InvolvedNamespaces(stages) {
+		v, ok := e.View(ctx, db, name)
+		if !ok {
+			continue
+		}
+		var vc *collation.Collator
+		if v.Collation != nil {
+			var err error
+			if vc, err = e.collators.parse(v.Collation); err != nil {
+				return err
+			}
+		}
+		if !collation.Equal(vc, coll) {
+			// mongod's message runs the namespace on without a space.
+			return mongoerr.New(mongoerr.OptionNotSupportedOnView, "Cannot override a view's default collation%s.%s", db, name)
+		}
+	}
+	return nil
+}
+
+// collectionlessOptions are the options of a pipeline over no collection,
+// and ctx for its sub-pipelines: it runs under the collation the command
+// names, or the simple one, as mongod's aggregate does whatever its first
+// stage.
+func (e *Engine) collectionlessOptions(ctx context.Context, db string, opts AggregateOptions) (context.Context, pipeline.Options, error) {
+	po := e.pipelineOptions(db, opts)
+	coll, err := e.commandCollator(ctx, nil)
+	if err != nil {
+		return ctx, po, err
+	}
+	po.Collator = coll
+	return WithCollation(ctx, coll.Document()), po, nil
 }
 
 func firstStageName(stages []bson.Raw) string {
@@ -321,7 +374,14 @@ func firstStageName(stages []bson.Raw) string {
 // caller made, as the server makes those of $currentOp and
 // $listLocalSessions: docs go through the rest of the stages.
 func (e *Engine) AggregateDocs(ctx context.Context, db string, docs []bson.Raw, stages []bson.Raw, opts AggregateOptions) ([]bson.Raw, error) {
-	p, err := pipeline.Compile(stages, e.pipelineOptions(db, opts))
+	ctx, po, err := e.collectionlessOptions(ctx, db, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.checkJoinedViews(ctx, db, stages, po.Collator); err != nil {
+		return nil, err
+	}
+	p, err := pipeline.Compile(stages, po)
 	if err != nil {
 		return nil, err
 	}
@@ -472,17 +532,30 @@ func (w stageWriter) RenameOver(db, from, to string) error {
 	return w.e.renameOver(context.TODO(), db, from, to)
 }
 
-func (w stageWriter) UniqueIndexOn(db, coll string, fields []string) bool {
-	return w.e.uniqueIndexOn(db, coll, fields)
+func (w stageWriter) UniqueIndexOn(ctx context.Context, db, coll string, fields []string) bool {
+	return w.e.uniqueIndexOn(ctx, db, coll, fields)
 }
 
 // uniqueIndexOn reports whether db.coll has a unique index, not partial,
-// whose fields are exactly fields, which makes $merge's on fields
-// identify one document.
-func (e *Engine) uniqueIndexOn(db, coll string, fields []string) bool {
+// whose fields are exactly fields and whose collation is the one ctx's
+// command runs under, which makes $merge's on fields identify one
+// document as the aggregation compares them: mongod's supportsUniqueKey
+// asks that the index's collator match the ExpressionContext's
+// (src/mongo/db/pipeline/process_interface/common_mongod_process_interface.cpp).
+func (e *Engine) uniqueIndexOn(ctx context.Context, db, coll string, fields []string) bool {
+	onID := len(fields) == 1 && fields[0] == "_id"
 	c := e.collection(db, coll)
 	if c == nil {
+		// A collection to be made has only its _id index to come.
+		return onID
+	}
+	qc, err := e.queryCollator(ctx, db, coll)
+	if err != nil {
 		return false
+	}
+	if onID {
+		// The _id index is unique, under the collection's default.
+		return collation.Equal(c.st().coll, qc)
 	}
 	want := map[string]bool{}
 	for _, f := range fields {
@@ -490,6 +563,15 @@ func (e *Engine) uniqueIndexOn(db, coll string, fields []string) bool {
 	}
 	for _, im := range c.st().meta.Indexes {
 		if !im.Unique || im.Partial != nil {
+			continue
+		}
+		var ic *collation.Collator // nil for the simple collation
+		if doc := im.Collation(); doc != nil {
+			if ic, err = e.collators.parse(doc); err != nil {
+				continue
+			}
+		}
+		if !collation.Equal(ic, qc) {
 			continue
 		}
 		keys, _ := im.Key.Elements()

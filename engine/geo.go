@@ -219,7 +219,9 @@ func (e *Engine) nearScan(ctx context.Context, coll *Collection, multi *Transact
 	if g := ix.GeoField(); g > 0 {
 		// nil when the fields before the geo one are not pinned: the
 		// whole index is read.
-		prefixes = geoPrefixes(ix, g, f.Conjuncts())
+		// Only predicates whose values are keys of the index's
+		// collation pin its fields.
+		prefixes = geoPrefixes(ix, g, usableConjuncts(f.Conjuncts(), f.Collator(), ix.Collator))
 	}
 	radius := min(nearStartRadius(n, gix), n.Max)
 	// The rings of a 2dsphere index read disjoint ranges, so a document

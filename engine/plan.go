@@ -435,12 +435,17 @@ func (st *collState) planFor(q *compiledQuery, spec FindSpec) (*plan, error) {
 	}
 	var fields []record.IndexField
 	var prefix []byte
+	// keys is the collation of the index: the collection's default for
+	// _id, whose keys Lethe keeps bytewise (see boundKey).
+	var keys *collation.Collator
 	switch p.kind {
 	case planIndex:
 		fields, prefix = p.ix.Fields, record.IndexPrefix(nil, p.ix.Meta.ID)
+		keys = p.ix.Collator
 	case planIDRange, planIDPoints:
 		fields = []record.IndexField{{Path: "_id"}}
 		prefix, _ = record.DocRange(st.meta.ID)
+		keys = st.coll
 	default: // a $natural hint names no index
 		return nil, plannerError(51173, "When using min()/max() a hint of which index to use must be provided")
 	}
@@ -452,7 +457,7 @@ func (st *collState) planFor(q *compiledQuery, spec FindSpec) (*plan, error) {
 		if len(b.doc) <= 5 {
 			continue
 		}
-		key, ok := boundKey(b.doc, fields)
+		key, ok := boundKey(b.doc, fields, q.filter.Collator(), keys, p.kind == planIndex)
 		if !ok {
 			return nil, plannerError(51174, "The index chosen is not compatible with min/max")
 		}
@@ -466,18 +471,34 @@ func (st *collState) planFor(q *compiledQuery, spec FindSpec) (*plan, error) {
 }
 
 // boundKey encodes a min or max document as a key of the index with these
-// fields; ok is false unless its field names are the key pattern's, in
-// order.
-func boundKey(doc bson.Raw, fields []record.IndexField) (key []byte, ok bool) {
+// fields, whose collation is keys; ok is false unless its field names are
+// the key pattern's, in order. As mongod's planner does
+// (indexCompatibleMaxMin and stripFieldNamesAndApplyCollation in
+// src/mongo/db/query/query_planner.cpp), a bound value that is a string,
+// document or array fits only an index of the query's collation qc, and
+// its strings become that collation's keys where the index's entries hold
+// them (collated: not _id's, which Lethe keeps bytewise).
+func boundKey(doc bson.Raw, fields []record.IndexField, qc, keys *collation.Collator, collated bool) (key []byte, ok bool) {
 	elems, err := bsoncore.Document(doc).Elements()
 	if err != nil || len(elems) != len(fields) {
 		return nil, false
 	}
+	same := collation.Equal(qc, keys)
 	for i, el := range elems {
 		if el.Key() != fields[i].Path {
 			return nil, false
 		}
-		key = fields[i].AppendKey(key, el.Value())
+		v := el.Value()
+		switch v.Type {
+		case bsoncore.TypeString, bsoncore.TypeSymbol, bsoncore.TypeEmbeddedDocument, bsoncore.TypeArray:
+			if !same {
+				return nil, false
+			}
+		}
+		if collated {
+			v = keys.Key(v)
+		}
+		key = fields[i].AppendKey(key, v)
 	}
 	return key, true
 }

@@ -71,7 +71,17 @@ func (s *Server) changeStream(ctx context.Context, req *Request, coll string, pi
 	}
 	if len(rest) > 0 {
 		db := req.DB
+		// The stages after $changeStream run under the collation the
+		// aggregate names in every batch, the getMores' too, whose
+		// requests name none.
+		var named bson.Raw
+		if v, err := req.Body.LookupErr("collation"); err == nil && v.Type == bson.TypeEmbeddedDocument {
+			named = cloneRaw(v.Document())
+		}
 		st.Post = func(ctx context.Context, docs []bson.Raw) ([]bson.Raw, error) {
+			if named != nil {
+				ctx = engine.WithCollation(ctx, named)
+			}
 			out, err := s.eng.AggregateDocs(ctx, db, docs, rest, opts)
 			if err != nil {
 				return nil, err

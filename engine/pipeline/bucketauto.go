@@ -11,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/bsonvalue"
+	"github.com/lethedb/lethe/engine/collation"
 	"github.com/lethedb/lethe/engine/expr"
 	"github.com/lethedb/lethe/engine/keycodec"
 	"github.com/lethedb/lethe/engine/pipeline/accum"
@@ -88,10 +89,11 @@ func compileBucketAuto(c *compiler, _ string, arg bson.RawValue) (stage, error) 
 
 func (*bucketAutoStage) blocks() {}
 
-// keyed is a document and its groupBy value.
+// keyed is a document, its groupBy value and the value's collation key,
+// by which the documents sort.
 type keyed struct {
-	key bsoncore.Value
-	doc bson.Raw
+	key, ck bsoncore.Value
+	doc     bson.Raw
 }
 
 func (s *bucketAutoStage) apply(r *run, docs []bson.Raw, _ Limit) ([]bson.Raw, error) {
@@ -114,16 +116,23 @@ func (s *bucketAutoStage) stream(r *run, src Source) ([]bson.Raw, error) {
 			return err
 		}
 		v = values.Own(v, d)
-		if err := h.add(len(d) + len(v.Data)); err != nil {
+		ck, extra := v, 0
+		if r.opts.Collator != nil && collation.Collatable(v) {
+			ck = r.opts.Collator.Key(v)
+			extra = len(ck.Data)
+		}
+		if err := h.add(len(d) + len(v.Data) + extra); err != nil {
 			return err
 		}
-		entries = append(entries, keyed{key: v, doc: d})
+		entries = append(entries, keyed{key: v, ck: ck, doc: d})
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	slices.SortStableFunc(entries, func(a, b keyed) int { return keycodec.Compare(a.key, b.key) })
+	// As MongoDB's $bucketAuto sorts with the ExpressionContext's
+	// ValueComparator, values sort, and are equal, under the collation.
+	slices.SortStableFunc(entries, func(a, b keyed) int { return keycodec.Compare(a.ck, b.ck) })
 	var out []bson.Raw
 	b := s.bucketer(r, len(entries), &h, func(d bson.Raw) error {
 		out = append(out, d)
@@ -236,7 +245,8 @@ func (b *bucketer) belongs(key bsoncore.Value) bool {
 	case b.s.round != nil:
 		return keycodec.Compare(b.bound, key) > 0
 	}
-	return keycodec.Compare(b.cur.max, key) == 0
+	// Values equal under the collation go to one bucket.
+	return b.r.opts.Collator.Compare(b.cur.max, key) == 0
 }
 
 // begin begins a bucket from min.

@@ -13,9 +13,10 @@ import (
 // spill.Sorter, as MongoDB's $bucketAuto does with its sorter, and cuts
 // the buckets as the sorted documents are read: what is held is the
 // sorter's budget and the one bucket being filled. The records are those
-// of a spilling $group, the value's key (keycodec, whose bytes sort as the
-// values do and are equal for equal values) then the value and the
-// document, so the sort is the stable sort of the in-memory path.
+// of a spilling $group, the key of the value's collation key (keycodec,
+// whose bytes sort as the values do under the collation and are equal for
+// values equal under it) then the value and the document, so the sort is
+// the stable sort of the in-memory path.
 func (s *bucketAutoStage) spill(r *run, src Source) (Source, error) {
 	sorter := spill.NewSorter(r.opts.Scratch, compareGroupRecords, r.spillBudget())
 	n := 0
@@ -25,7 +26,7 @@ func (s *bucketAutoStage) spill(r *run, src Source) (Source, error) {
 			return err
 		}
 		n++
-		return sorter.Add(r.ctx, groupRecord(keycodec.Append(nil, v), v, d))
+		return sorter.Add(r.ctx, groupRecord(keycodec.Append(nil, r.opts.Collator.Key(v)), v, d))
 	})
 	if err != nil {
 		return nil, err

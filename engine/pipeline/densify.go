@@ -9,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/bsonvalue"
+	"github.com/lethedb/lethe/engine/collation"
 	"github.com/lethedb/lethe/engine/keycodec"
 	"github.com/lethedb/lethe/engine/pipeline/internal/values"
 	"github.com/lethedb/lethe/engine/query"
@@ -29,6 +30,7 @@ type densifyStage struct {
 	bounds     string // "full", "partition" or "" for explicit lo, hi
 	lo, hi     bsoncore.Value
 	sort       *query.Sort
+	coll       *collation.Collator // partition values are one when equal under it
 }
 
 // maxDensifyDocs bounds the documents one $densify makes, as MongoDB's
@@ -41,7 +43,7 @@ var timeUnits = map[string]bool{
 	"week": true, "month": true, "quarter": true, "year": true,
 }
 
-func compileDensify(_ *compiler, name string, arg bson.RawValue) (stage, error) {
+func compileDensify(c *compiler, name string, arg bson.RawValue) (stage, error) {
 	spec, ok := arg.DocumentOK()
 	if !ok {
 		return nil, specError(mongoerr.FailedToParse, "The %s stage specification must be an object, found %s", name, values.TypeName(bsoncore.Value{Type: bsoncore.Type(arg.Type)}))
@@ -111,7 +113,12 @@ func compileDensify(_ *compiler, name string, arg bson.RawValue) (stage, error) 
 		return nil, specError(5733408, "One cannot specify the bounds as 'partition' without specifying a non-empty array of partitionByFields. You may have meant to specify 'full' bounds.")
 	}
 	sortSpec.AppendInt32(field, 1)
-	if s.sort, err = query.CompileSort(bson.Raw(sortSpec.Build())); err != nil {
+	// Partitions are of values equal under the collation, which the sort
+	// MongoDB puts before $densify orders by, and which its partition
+	// table compares with (getValueComparator().makeUnorderedValueMap in
+	// document_source_densify.h).
+	s.coll = c.opts.Collator
+	if s.sort, err = query.CompileSortWith(bson.Raw(sortSpec.Build()), s.coll); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -207,7 +214,7 @@ func (*densifyStage) blocks() {}
 
 // densifyPartition is the state of one partition.
 type densifyPartition struct {
-	fields []byte         // the partition's fields, the start of each document made
+	fields []byte         // the partition's fields of its first document
 	next   bsoncore.Value // the next value of the grid; Type 0 before the first
 }
 
@@ -235,20 +242,23 @@ func (s *densifyStage) apply(r *run, docs []bson.Raw, out Limit) ([]bson.Raw, er
 	res := make([]bson.Raw, 0, len(docs))
 	made := 0
 	emitted := held{limit: out}
-	emit := func(p *densifyPartition, v bsoncore.Value) error {
+	emit := func(fields []byte, v bsoncore.Value) error {
 		if made++; made > maxDensifyDocs {
 			return mongoerr.New(5897900, "Generated %d documents in $densify, which is over the limit of %d. Increase the 'internalQueryMaxAllowedDensifyDocs' parameter to allow more generated documents", made, maxDensifyDocs)
 		}
 		if made%256 == 0 && r.ctx.Err() != nil {
 			return r.ctx.Err()
 		}
-		d := bson.Raw(values.SetPath(p.fields, s.field, v))
+		d := bson.Raw(values.SetPath(fields, s.field, v))
 		res = append(res, d)
 		return emitted.add(len(d))
 	}
 	// fill makes the documents of p's grid below v (or up to v when
-	// through), within the upper bound.
-	fill := func(p *densifyPartition, v bsoncore.Value, through bool) error {
+	// through), within the upper bound, starting each from fields. As in
+	// MongoDB, those of a gap take the partition fields of the document
+	// after it, those after a partition's last document its first one's:
+	// they differ when values equal under the collation differ in case.
+	fill := func(p *densifyPartition, fields []byte, v bsoncore.Value, through bool) error {
 		for p.next.Type != 0 {
 			if hi.Type != 0 {
 				if c := keycodec.Compare(p.next, hi); c > 0 || c == 0 && !inclusive {
@@ -260,7 +270,7 @@ func (s *densifyStage) apply(r *run, docs []bson.Raw, out Limit) ([]bson.Raw, er
 					return nil
 				}
 			}
-			if err := emit(p, p.next); err != nil {
+			if err := emit(fields, p.next); err != nil {
 				return err
 			}
 			p.next = s.increment(p.next)
@@ -291,7 +301,7 @@ func (s *densifyStage) apply(r *run, docs []bson.Raw, out Limit) ([]bson.Raw, er
 				p.next = lo
 			}
 		}
-		if err := fill(p, v, false); err != nil {
+		if err := fill(p, fields, v, false); err != nil {
 			return nil, err
 		}
 		res = append(res, d)
@@ -305,14 +315,14 @@ func (s *densifyStage) apply(r *run, docs []bson.Raw, out Limit) ([]bson.Raw, er
 	}
 	if s.bounds != "partition" {
 		for _, p := range order {
-			if err := fill(p, bsoncore.Value{}, false); err != nil {
+			if err := fill(p, p.fields, bsoncore.Value{}, false); err != nil {
 				return nil, err
 			}
 		}
 		if len(order) == 0 && s.bounds == "" && len(s.partitions) == 0 {
 			// Explicit bounds densify an empty input too.
 			p := &densifyPartition{fields: values.EmptyDoc, next: lo}
-			if err := fill(p, bsoncore.Value{}, false); err != nil {
+			if err := fill(p, p.fields, bsoncore.Value{}, false); err != nil {
 				return nil, err
 			}
 		}
@@ -344,7 +354,7 @@ func (s *densifyStage) partitionOf(d bson.Raw) (string, []byte) {
 			key = append(key, 0)
 			continue
 		}
-		key = keycodec.Append(append(key, 1), v)
+		key = keycodec.Append(append(key, 1), s.coll.Key(v))
 		fields = values.SetPath(fields, p, v)
 	}
 	return string(key), fields

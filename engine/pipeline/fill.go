@@ -67,7 +67,7 @@ func compileFill(c *compiler, _ string, arg bson.RawValue) (stage, error) {
 			if !ok {
 				return nil, specError(mongoerr.TypeMismatch, "BSON field '$fill.sortBy' is the wrong type, expected type 'object'")
 			}
-			if s.sortBy, err = query.CompileSort(d); err == nil {
+			if s.sortBy, err = query.CompileSortWith(d, c.opts.Collator); err == nil {
 				fields, _ := d.Elements()
 				if len(fields) == 1 {
 					s.sortField, err = fieldPath(fields[0].Key(), false)
@@ -199,7 +199,8 @@ func (s *fillStage) apply(r *run, docs []bson.Raw, out Limit) ([]bson.Raw, error
 }
 
 // partitionKey is the key of d's partition; all documents share one
-// without partitioning.
+// without partitioning. Partitions are of values equal under the
+// collation, as those of the $setWindowFields MongoDB runs $fill as.
 func (s *fillStage) partitionKey(r *run, d bson.Raw) (string, error) {
 	switch {
 	case s.partitionBy != nil:
@@ -207,7 +208,7 @@ func (s *fillStage) partitionKey(r *run, d bson.Raw) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		return string(keycodec.Append(nil, v)), nil
+		return string(keycodec.Append(nil, r.opts.Collator.Key(v))), nil
 	case s.partFields != nil:
 		var key []byte
 		for _, p := range s.partFields {
@@ -215,7 +216,7 @@ func (s *fillStage) partitionKey(r *run, d bson.Raw) (string, error) {
 			if v.Type == 0 {
 				v = values.Null
 			}
-			key = keycodec.Append(key, v)
+			key = keycodec.Append(key, r.opts.Collator.Key(v))
 		}
 		return string(key), nil
 	}

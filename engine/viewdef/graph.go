@@ -35,7 +35,7 @@ func (g *viewGraph) view(name string) *View {
 
 // refs lists the namespaces view v reads.
 func (g *viewGraph) refs(v *View) []string {
-	return append([]string{v.ViewOn}, involvedNamespaces(v.Pipeline)...)
+	return append([]string{v.ViewOn}, InvolvedNamespaces(v.Pipeline)...)
 }
 
 // check finds cycles through the changed view and measures the longest
@@ -131,10 +131,10 @@ func (g *viewGraph) heightAbove(name string, depth int) (int, error) {
 	return most + 1, nil
 }
 
-// involvedNamespaces lists the collections and views a pipeline reads
+// InvolvedNamespaces lists the collections and views a pipeline reads
 // besides its source: those named by $lookup, $graphLookup and $unionWith,
 // and by the pipelines inside them and inside $facet.
-func involvedNamespaces(stages []bson.Raw) []string {
+func InvolvedNamespaces(stages []bson.Raw) []string {
 	var out []string
 	var walk func(stages []bson.Raw)
 	sub := func(v bson.RawValue) {

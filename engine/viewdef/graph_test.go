@@ -19,7 +19,7 @@ func TestViewInvolvedNamespaces(t *testing.T) {
 		bson.D{{Key: "$unionWith", Value: bson.D{{Key: "coll", Value: "d"}, {Key: "pipeline", Value: bson.A{bson.D{{Key: "$lookup", Value: bson.D{{Key: "from", Value: "e"}}}}}}}}},
 		bson.D{{Key: "$match", Value: bson.D{{Key: "from", Value: "f"}}}},
 	)
-	if got := fmt.Sprint(involvedNamespaces(p)); got != "[a b c d e]" {
+	if got := fmt.Sprint(InvolvedNamespaces(p)); got != "[a b c d e]" {
 		t.Fatalf("involved namespaces %s, want [a b c d e]", got)
 	}
 	g := viewGraph{db: "db", views: map[string]*View{"db.a": {Name: "a", ViewOn: "x", Pipeline: stages(t, bson.D{{Key: "$unionWith", Value: "b"}})}}, changed: &View{Name: "b", ViewOn: "c"}}

@@ -44,6 +44,8 @@ type Host interface {
 	// in one commit.
 	RenameOver(db, from, to string) error
 	// UniqueIndexOn reports whether db.coll has a unique index, not
-	// partial, whose fields are exactly fields.
-	UniqueIndexOn(db, coll string, fields []string) bool
+	// partial, whose fields are exactly fields and whose collation is
+	// the one the aggregation of ctx runs under; for _id alone, the _id
+	// index, also of a collection yet to be made.
+	UniqueIndexOn(ctx context.Context, db, coll string, fields []string) bool
 }

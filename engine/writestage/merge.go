@@ -20,10 +20,14 @@ import (
 func Merge(ctx context.Context, h Host, m *pipeline.Merge, docs []pipeline.MergeDoc) error {
 	on := m.On
 	byID := len(on) == 0 || len(on) == 1 && on[0] == "_id"
+	// On fields the pipeline names, _id too, need a unique index that
+	// holds under the aggregation's collation, as mongod checks them;
+	// without on, the _id is the document key and goes unchecked.
+	if len(on) > 0 && !h.UniqueIndexOn(ctx, m.DB, m.Coll, on) {
+		return mongoerr.New(mongoerr.Code(51183), "Cannot find index to verify that join fields will be unique")
+	}
 	if byID {
 		on = []string{"_id"}
-	} else if !h.UniqueIndexOn(m.DB, m.Coll, on) {
-		return mongoerr.New(mongoerr.Code(51183), "Cannot find index to verify that join fields will be unique")
 	}
 	w := mergeWriter{h: h, m: m}
 	for _, md := range docs {

@@ -8,8 +8,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine/collation"
 	"github.com/lethedb/lethe/engine/expr"
-	"github.com/lethedb/lethe/engine/keycodec"
 	"github.com/lethedb/lethe/engine/pipeline/internal/values"
 	"github.com/lethedb/lethe/engine/query"
 	"github.com/lethedb/lethe/mongoerr"
@@ -97,7 +97,7 @@ func compileN(c *compiler, op string, arg bson.RawValue) (func() Accumulator, er
 		return nil, err
 	}
 	return func() Accumulator {
-		return &exprAcc{arg: in, valueAccumulator: &nAcc{op: op, nArg: nArg{ex: nex}}}
+		return &exprAcc{arg: in, valueAccumulator: &nAcc{op: op, nArg: nArg{ex: nex}, coll: in.Collator()}}
 	}, nil
 }
 
@@ -107,6 +107,10 @@ type nAcc struct {
 	nArg
 	values []bsoncore.Value
 	bytes  int
+	// coll is the collation $maxN and $minN compare strings under, as
+	// MongoDB's AccumulatorMinMaxN orders its values with the
+	// ExpressionContext's ValueComparator.
+	coll *collation.Collator
 }
 
 func (a *nAcc) take(v bsoncore.Value) (int, error) {
@@ -127,21 +131,25 @@ func (a *nAcc) take(v bsoncore.Value) (int, error) {
 		if v.Type == 0 || v.Type == bsoncore.TypeNull || v.Type == bsoncore.TypeUndefined {
 			return 0, nil
 		}
-		// Keep values in the order of the result: greatest first for
-		// $maxN, least first for $minN.
+		// Keep values in the order of the result: least first for $minN,
+		// greatest first for $maxN. MongoDB keeps them in one ascending
+		// multiset, equal values in the order they came, and reads it
+		// backwards for $maxN: there a later value comes before the equal
+		// ones already kept. A value no better than the worst kept one
+		// does not get in.
 		sense := 1
 		if a.op == "$maxN" {
 			sense = -1
 		}
-		i, _ := slices.BinarySearchFunc(a.values, v, func(x, v bsoncore.Value) int {
-			if c := keycodec.Compare(x, v) * sense; c != 0 {
-				return c
-			}
-			return -1 // after equal values
-		})
-		if int64(i) >= a.n {
+		if int64(len(a.values)) == a.n && a.coll.Compare(v, a.values[len(a.values)-1])*sense >= 0 {
 			return 0, nil
 		}
+		i, _ := slices.BinarySearchFunc(a.values, v, func(x, v bsoncore.Value) int {
+			if c := a.coll.Compare(x, v) * sense; c != 0 {
+				return c
+			}
+			return -sense // after equal values for $minN, before them for $maxN
+		})
 		a.values = slices.Insert(a.values, i, v)
 		if int64(len(a.values)) > a.n {
 			a.bytes -= len(a.values[a.n].Data)
@@ -261,6 +269,11 @@ func (a *topAcc) Add(ctx context.Context, doc bson.Raw) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	// The sort keys compare under the collation, as MongoDB's
+	// AccumulatorTopBottomN makes them with the ExpressionContext's
+	// collator: keeping their collation keys compares them so with one
+	// key computed for each document.
+	kv = a.keys.Collator().Key(kv)
 	key := bson.Raw(append([]byte(nil), kv.Data...))
 	cmp := func(e topEntry) int { return a.sort.Compare(e.key, key) }
 	if int64(len(a.entries)) == a.n {
