@@ -3,10 +3,10 @@ module github.com/lethedb/lethe
 go 1.26.8
 
 require (
+	github.com/blevesearch/snowballstem v0.9.0
 	github.com/cockroachdb/pebble/v2 v2.1.7
 	github.com/golang/geo v0.0.0-20260818125358-b200a1149890
 	github.com/klauspost/compress v1.19.2
-	github.com/kljensen/snowball v0.10.0
 	github.com/pingcap/failpoint v0.0.0-20220801062533-2eaa32854a6c
 	github.com/pingcap/kvproto v0.0.0-20230403051650-e166ae588106
 	github.com/pingcap/log v1.1.1-0.20221110025148-ca232912c9f3

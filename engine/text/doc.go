@@ -13,13 +13,9 @@
 // (FTSSpec::scoreDocument). A query's score for a document is the sum of
 // the document's scores of the query's terms.
 //
-// Stemming uses github.com/kljensen/snowball, a Go implementation of the
-// Snowball algorithms MongoDB runs through libstemmer. It has English,
-// French, Hungarian, Norwegian, Russian, Spanish and Swedish; for MongoDB's
-// other languages (Danish, Dutch, Finnish, German, Italian, Portuguese,
-// Romanian, Turkish) the package does not stem, so that the text indexes
-// MongoDB accepts are accepted and find words exactly as written, while
-// their inflected forms do not match each other as in MongoDB.
+// Stemming uses github.com/blevesearch/snowballstem: the Go output of the
+// Snowball compiler, from the same algorithms as the C of libstemmer,
+// which MongoDB links, for all fifteen of MongoDB's languages.
 //
 // The package knows nothing of the engine: it works on BSON documents and
 // strings, and the engine keeps the index entries.

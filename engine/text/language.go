@@ -3,47 +3,56 @@ package text
 import (
 	"strings"
 
-	"github.com/kljensen/snowball/english"
-	"github.com/kljensen/snowball/french"
-	"github.com/kljensen/snowball/hungarian"
-	"github.com/kljensen/snowball/norwegian"
-	"github.com/kljensen/snowball/russian"
-	"github.com/kljensen/snowball/spanish"
-	"github.com/kljensen/snowball/swedish"
+	"github.com/blevesearch/snowballstem"
+	"github.com/blevesearch/snowballstem/danish"
+	"github.com/blevesearch/snowballstem/dutch"
+	"github.com/blevesearch/snowballstem/english"
+	"github.com/blevesearch/snowballstem/finnish"
+	"github.com/blevesearch/snowballstem/french"
+	"github.com/blevesearch/snowballstem/german"
+	"github.com/blevesearch/snowballstem/hungarian"
+	"github.com/blevesearch/snowballstem/italian"
+	"github.com/blevesearch/snowballstem/norwegian"
+	"github.com/blevesearch/snowballstem/portuguese"
+	"github.com/blevesearch/snowballstem/romanian"
+	"github.com/blevesearch/snowballstem/russian"
+	"github.com/blevesearch/snowballstem/spanish"
+	"github.com/blevesearch/snowballstem/swedish"
+	"github.com/blevesearch/snowballstem/turkish"
 
 	"github.com/lethedb/lethe/mongoerr"
 )
 
 // Language is one language of text indexes version 3.
 type Language struct {
-	Name  string // the canonical name, "english"
-	Code  string // the ISO 639 code MongoDB also accepts, "en"; "" for none
-	stem  func(word string, stemStopWords bool) string
+	Name  string                       // the canonical name, "english"
+	Code  string                       // the ISO 639 code MongoDB also accepts, "en"; "" for none
+	stem  func(*snowballstem.Env) bool // Snowball's stemmer of the language
 	stops map[string]bool
 	// englishDelimiters keeps the apostrophe in words.
 	englishDelimiters bool
 	turkish           bool // dotted and dotless i fold apart
 }
 
-// languages are MongoDB's (src/mongo/db/fts/fts_language.cpp), with the
-// Snowball stemmers this package has.
+// languages are MongoDB's (src/mongo/db/fts/fts_language.cpp), each with
+// the Snowball stemmer MongoDB uses for it (libstemmer's).
 var languages = []*Language{
 	{Name: "none"},
-	{Name: "danish", Code: "da"},
-	{Name: "dutch", Code: "nl"},
+	{Name: "danish", Code: "da", stem: danish.Stem},
+	{Name: "dutch", Code: "nl", stem: dutch.Stem},
 	{Name: "english", Code: "en", stem: english.Stem, englishDelimiters: true},
-	{Name: "finnish", Code: "fi"},
+	{Name: "finnish", Code: "fi", stem: finnish.Stem},
 	{Name: "french", Code: "fr", stem: french.Stem},
-	{Name: "german", Code: "de"},
+	{Name: "german", Code: "de", stem: german.Stem},
 	{Name: "hungarian", Code: "hu", stem: hungarian.Stem},
-	{Name: "italian", Code: "it"},
+	{Name: "italian", Code: "it", stem: italian.Stem},
 	{Name: "norwegian", Code: "nb", stem: norwegian.Stem},
-	{Name: "portuguese", Code: "pt"},
-	{Name: "romanian", Code: "ro"},
+	{Name: "portuguese", Code: "pt", stem: portuguese.Stem},
+	{Name: "romanian", Code: "ro", stem: romanian.Stem},
 	{Name: "russian", Code: "ru", stem: russian.Stem},
 	{Name: "spanish", Code: "es", stem: spanish.Stem},
 	{Name: "swedish", Code: "sv", stem: swedish.Stem},
-	{Name: "turkish", Code: "tr", turkish: true},
+	{Name: "turkish", Code: "tr", stem: turkish.Stem, turkish: true},
 }
 
 func init() {
@@ -79,7 +88,9 @@ func (l *Language) stemWord(w string) string {
 	if l.stem == nil {
 		return w
 	}
-	s := l.stem(w, true)
+	env := snowballstem.NewEnv(w)
+	l.stem(env)
+	s := env.Current()
 	if s == w || strings.ToLower(w) == w {
 		return s
 	}
