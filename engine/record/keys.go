@@ -2,6 +2,8 @@ package record
 
 import (
 	"encoding/binary"
+
+	"github.com/lethedb/lethe/engine/kv"
 )
 
 // The first bytes of the key families (the package doc lists them all);
@@ -93,17 +95,9 @@ func IndexRange(indexID uint64) (lo, hi []byte) {
 	return IndexPrefix(nil, indexID), IndexPrefix(nil, indexID+1)
 }
 
-// PrefixEnd returns the smallest key greater than every key with prefix p.
-func PrefixEnd(p []byte) []byte {
-	end := append([]byte(nil), p...)
-	for i := len(end) - 1; i >= 0; i-- {
-		if end[i] < 0xff {
-			end[i]++
-			return end[:i+1]
-		}
-	}
-	return nil
-}
+// PrefixEnd returns the smallest key greater than every key with prefix p
+// (kv.PrefixEnd).
+func PrefixEnd(p []byte) []byte { return kv.PrefixEnd(p) }
 
 // KeySuccessor returns the smallest key greater than k.
 func KeySuccessor(k []byte) []byte {
