@@ -87,8 +87,12 @@ type Engine struct {
 	// local is the store when it keeps its files on this machine (pebble):
 	// its free-space guard and the directory for temporary files.
 	local localStore
-	clock clock.Clock
-	log   *zap.Logger
+	// sharded is set on a store split into ranges on several machines
+	// (kv.Sharded): reads there favour point reads over seeks, which cost
+	// a request each, and more under the buckets of spread families.
+	sharded bool
+	clock   clock.Clock
+	log     *zap.Logger
 
 	// collators are the collations commands named lately, parsed
 	// (collate.go); a leaf lock of its own.
@@ -178,6 +182,9 @@ var timeOrderedFamilies = []bucketkv.Family{
 func open(store kv.Store, opts Options) (*Engine, error) {
 	e := &Engine{store: store, clock: opts.Clock, log: opts.Logger, colls: make(map[string]*Collection), views: make(map[string]*View), sortLimit: opts.SortMemoryLimit}
 	e.local, _ = kv.Unwrap(store).(localStore)
+	if sh, ok := kv.Unwrap(store).(kv.Sharded); ok {
+		e.sharded = sh.Sharded()
+	}
 	e.history.window = DefaultSnapshotHistory
 	readOnly := e.local != nil && e.local.ReadOnly()
 	if e.sortLimit == 0 {

@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -147,6 +148,9 @@ func (w *writer) loadSorted(due []expiryscan.Due) ([]*storedDoc, error) {
 		return docs, nil
 	}
 	id := w.st.meta.ID
+	if w.e.sharded {
+		return w.loadEach(due)
+	}
 	lo := record.DocKey(nil, id, due[0].PK)
 	hi := append(record.DocKey(nil, id, due[len(due)-1].PK), 0)
 	it, err := w.reader().Iter(w.ctx, lo, hi, false)
@@ -168,6 +172,27 @@ func (w *writer) loadSorted(due []expiryscan.Due) ([]*storedDoc, error) {
 	}
 	if err := it.Error(); err != nil {
 		return nil, fmt.Errorf("engine: read due documents: %w", err)
+	}
+	return docs, nil
+}
+
+// loadEach reads due documents one by one: on a sharded store a seek
+// costs a request per bucket of the document family, a read one request.
+func (w *writer) loadEach(due []expiryscan.Due) ([]*storedDoc, error) {
+	docs := make([]*storedDoc, len(due))
+	var key []byte
+	for i, dd := range due {
+		key = record.DocKey(key[:0], w.st.meta.ID, dd.PK)
+		v, err := w.reader().Get(w.ctx, key)
+		if errors.Is(err, kv.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("engine: read due documents: %w", err)
+		}
+		if docs[i], err = decodeDoc(dd.PK, v); err != nil {
+			return nil, err
+		}
 	}
 	return docs, nil
 }
