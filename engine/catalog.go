@@ -440,7 +440,7 @@ func (e *Engine) commitDrop(ctx context.Context, c *Collection, db, name string)
 		return false, err
 	}
 	ranges := collectionRanges(st)
-	if err := reclaim.Record(tx, ranges); err != nil {
+	if err := e.recordDrop(tx, ranges); err != nil {
 		return false, err
 	}
 	ent := cmdEntry(db, st.meta.UUID.Data, bson.D{{Key: "drop", Value: name}}, nil)
@@ -450,7 +450,7 @@ func (e *Engine) commitDrop(ctx context.Context, c *Collection, db, name string)
 	dropped := *st
 	dropped.dropped = true
 	c.setState(&dropped)
-	reclaim.Drop(ctx, e.store, e.log, ranges)
+	e.reclaimDropped(ctx, ranges)
 	return true, nil
 }
 

@@ -91,8 +91,13 @@ type Engine struct {
 	// (kv.Sharded): reads there favour point reads over seeks, which cost
 	// a request each, and more under the buckets of spread families.
 	sharded bool
-	clock   clock.Clock
-	log     *zap.Logger
+	// reclaimDelay is how long after a drop its keys are reclaimed: the
+	// store's version lifetime on a sharded store, else 0 (at once).
+	reclaimDelay time.Duration
+	stopReclaim  context.CancelFunc
+	reclaimDone  chan struct{}
+	clock        clock.Clock
+	log          *zap.Logger
 
 	// collators are the collations commands named lately, parsed
 	// (collate.go); a leaf lock of its own.
@@ -182,8 +187,9 @@ var timeOrderedFamilies = []bucketkv.Family{
 func open(store kv.Store, opts Options) (*Engine, error) {
 	e := &Engine{store: store, clock: opts.Clock, log: opts.Logger, colls: make(map[string]*Collection), views: make(map[string]*View), sortLimit: opts.SortMemoryLimit}
 	e.local, _ = kv.Unwrap(store).(localStore)
-	if sh, ok := kv.Unwrap(store).(kv.Sharded); ok {
-		e.sharded = sh.Sharded()
+	if sh, ok := kv.Unwrap(store).(kv.Sharded); ok && sh.Sharded() {
+		e.sharded = true
+		e.reclaimDelay = sh.VersionLifetime()
 	}
 	e.history.window = DefaultSnapshotHistory
 	readOnly := e.local != nil && e.local.ReadOnly()
@@ -201,8 +207,17 @@ func open(store kv.Store, opts Options) (*Engine, error) {
 		return nil, err
 	}
 	if !readOnly {
-		if err := reclaim.Leftovers(ctx, e.store, e.log); err != nil {
+		if err := reclaim.Leftovers(ctx, e.store, e.log, e.nowMillis()); err != nil {
 			return nil, err
+		}
+		if e.reclaimDelay > 0 {
+			rctx, cancel := context.WithCancel(context.Background())
+			e.stopReclaim = cancel
+			e.reclaimDone = make(chan struct{})
+			go func() {
+				defer close(e.reclaimDone)
+				e.reclaimLoop(rctx)
+			}()
 		}
 	}
 	if err := e.loadViews(); err != nil {
@@ -268,6 +283,10 @@ func (e *Engine) StorageEngine() (name string, persistent, readOnly bool) {
 }
 
 func (e *Engine) Close() error {
+	if e.stopReclaim != nil {
+		e.stopReclaim()
+		<-e.reclaimDone
+	}
 	if e.stopReaper != nil {
 		e.stopReaper()
 		<-e.reaperDone

@@ -118,7 +118,7 @@ func (e *Engine) DropIndexes(ctx context.Context, db, coll string, which bson.Ra
 			lo, hi := record.IndexRange(im.ID)
 			ranges = append(ranges, reclaim.Range{Lo: lo, Hi: hi})
 		}
-		return reclaim.Record(tx, ranges)
+		return e.recordDrop(tx, ranges)
 	}, func(old, _ *collMeta) []oplog.Entry {
 		var ents []oplog.Entry
 		for _, im := range dropped {
@@ -129,7 +129,7 @@ func (e *Engine) DropIndexes(ctx context.Context, db, coll string, which bson.Ra
 	if err != nil {
 		return 0, err
 	}
-	reclaim.Drop(ctx, e.store, e.log, ranges)
+	e.reclaimDropped(ctx, ranges)
 	return before, nil
 }
 

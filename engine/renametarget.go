@@ -20,7 +20,7 @@ import (
 // and no reader sees the target gone but the source not yet renamed.
 func (e *Engine) renameReplacing(ctx context.Context, fromDB, from, toDB, to string) error {
 	ranges, err := e.renameReplacingLocked(ctx, fromDB, from, toDB, to)
-	reclaim.Drop(ctx, e.store, e.log, ranges)
+	e.reclaimDropped(ctx, ranges)
 	return err
 }
 
@@ -88,7 +88,7 @@ func (e *Engine) commitRename(ctx context.Context, src, dst *Collection, fromDB,
 			return nil, err
 		}
 		ranges = collectionRanges(dstState)
-		if err := reclaim.Record(tx, ranges); err != nil {
+		if err := e.recordDrop(tx, ranges); err != nil {
 			return nil, err
 		}
 	}
@@ -122,7 +122,7 @@ func (e *Engine) commitRename(ctx context.Context, src, dst *Collection, fromDB,
 // commit.
 func (e *Engine) renameOver(ctx context.Context, db, from, to string) error {
 	ranges, err := e.renameOverLocked(db, from, to)
-	reclaim.Drop(ctx, e.store, e.log, ranges)
+	e.reclaimDropped(ctx, ranges)
 	return err
 }
 

@@ -240,6 +240,11 @@ type Named interface {
 // the last range.
 type Sharded interface {
 	Sharded() bool
+	// VersionLifetime is how long the store keeps the versions a write
+	// replaces readable (TiKV's GC life time): the engine reclaims a
+	// dropped range no sooner, as the store's own garbage collection
+	// would not either.
+	VersionLifetime() time.Duration
 }
 
 // SharedClock is offered by stores whose timestamps carry a physical time

@@ -65,7 +65,9 @@
 //     LockNoWait, whose failure is kv.ErrLocked. Write conflicts, lock wait
 //     timeouts, deadlocks and live locks met at commit match ErrConflict.
 //   - DropRange is TiKV's DeleteRange: every version of every key in the
-//     range goes at once, outside any transaction, as kv allows.
+//     range goes at once, outside any transaction, as kv allows. The
+//     engine calls it for a dropped collection only once VersionLifetime
+//     (GCLifetime) has passed since the drop (kv.Sharded).
 //   - Old versions: TiKV deletes those below the cluster's GC safe point,
 //     which TiDB's GC worker advances for TiDB. A Store opened on a
 //     cluster advances it itself, to GCLifetime (10 minutes) before now

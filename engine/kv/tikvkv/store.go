@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/pingcap/log"
 	tikverr "github.com/tikv/client-go/v2/error"
@@ -52,6 +53,9 @@ var _ kv.Store = (*Store)(nil)
 
 // Sharded reports that TiKV splits the key space into regions (kv.Sharded).
 func (s *Store) Sharded() bool { return true }
+
+// VersionLifetime is GCLifetime (kv.Sharded).
+func (s *Store) VersionLifetime() time.Duration { return GCLifetime }
 
 // Open connects to the TiKV cluster whose PD endpoints are pdAddrs.
 func Open(pdAddrs []string, opts Options) (*Store, error) {
