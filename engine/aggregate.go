@@ -307,18 +307,8 @@ func (e *Engine) AggregateDB(ctx context.Context, db string, stages []bson.Raw, 
 	if len(stages) == 0 || !pipeline.MakesDocuments(stages[0]) {
 		return nil, mongoerr.New(mongoerr.InvalidNamespace, "{aggregate: 1} is not valid for '%s'; a collection is required.", firstStageName(stages))
 	}
-	ctx, po, err := e.collectionlessOptions(ctx, db, opts)
-	if err != nil {
-		return nil, err
-	}
-	if err := e.checkJoinedViews(ctx, db, stages, po.Collator); err != nil {
-		return nil, err
-	}
-	p, err := pipeline.Compile(stages, po)
-	if err != nil {
-		return nil, err
-	}
-	return p.Run(ctx, pipeline.Slice(nil))
+	// Its first stage makes the documents: none come in.
+	return e.AggregateDocs(ctx, db, nil, stages, opts)
 }
 
 // checkJoinedViews refuses a pipeline that reads a view ($lookup,
