@@ -237,6 +237,19 @@ func parseRefNear(point, bounds bson.Raw, maxName, minName string) refNear {
 	return n
 }
 
+// nearFilter is the reference's reading of a count's or delete's filter
+// with $near or $nearSphere: the near clause, the rest compiled, and the
+// error mongod answers, 291 when an existing collection has no visible
+// 2dsphere index. (A find compiles its sort between the two checks.)
+func (m *refModel) nearFilter(filter bson.Raw) (refNear, *query.Filter, error) {
+	n, rest := splitNear(filter)
+	f, err := query.Compile(rest)
+	if ix := m.refGeoIndex(); err == nil && m.exists && (ix == nil || ix.hidden) {
+		err = refErr(noQueryExecutionPlans)
+	}
+	return n, f, err
+}
+
 // splitNear is a find's near query and the rest of its filter.
 func splitNear(filter bson.Raw) (refNear, bson.Raw) {
 	op := nearOperator(filter)
@@ -473,11 +486,7 @@ func (r *modelRun) stepNearCount(ctx context.Context, op *modelOp) error {
 	if herr := r.guard("count near", func() { got, err = r.e.Count(ctx, modelDB, modelColl, op.Filter, op.Skip, op.Limit, bson.RawValue{}) }); herr != nil {
 		return herr
 	}
-	n, rest := splitNear(op.Filter)
-	f, werr := query.Compile(rest)
-	if ix := r.m.refGeoIndex(); werr == nil && r.m.exists && (ix == nil || ix.hidden) {
-		werr = refErr(noQueryExecutionPlans)
-	}
+	n, f, werr := r.m.nearFilter(op.Filter)
 	if codeOf(err) != codeOf(werr) {
 		return fmt.Errorf("count near: engine error %v, model code %d", err, codeOf(werr))
 	}
@@ -518,11 +527,7 @@ func (r *modelRun) stepNearDelete(ctx context.Context, op *modelOp) error {
 	if herr := r.guard("delete near", func() { got, err = r.e.Delete(ctx, modelDB, modelColl, op.Filter, int(op.Limit), bson.RawValue{}) }); herr != nil {
 		return herr
 	}
-	n, rest := splitNear(op.Filter)
-	f, werr := query.Compile(rest)
-	if ix := r.m.refGeoIndex(); werr == nil && r.m.exists && (ix == nil || ix.hidden) {
-		werr = refErr(noQueryExecutionPlans)
-	}
+	n, f, werr := r.m.nearFilter(op.Filter)
 	if codeOf(err) != codeOf(werr) {
 		return fmt.Errorf("delete near: engine error %v, model code %d", err, codeOf(werr))
 	}
