@@ -66,6 +66,9 @@ type Options struct {
 	// Store, if set, is the store to run on instead of pebble in the
 	// directory given to Open; the engine closes it.
 	Store kv.Store
+	// Cluster configures this server's place among the servers that share
+	// a sharded store (cluster.go); ignored on any other.
+	Cluster ClusterOptions
 }
 
 // localStore is what a store on this machine's disk offers beyond kv.Store.
@@ -131,6 +134,10 @@ type Engine struct {
 	// images holds the changeStreamOptions cluster parameter and applies
 	// it to the pre-images (package engine/preimage).
 	images *preimage.Images
+
+	// cluster is this server's membership among the servers on a shared
+	// store (cluster.go); its zero value on any other.
+	cluster cluster
 }
 
 // Open opens or creates the store in dir, on pebble unless Options.Store
@@ -248,6 +255,11 @@ func open(store kv.Store, opts Options) (*Engine, error) {
 			}()
 		}
 	}
+	if e.sharded && !readOnly {
+		if err := e.joinCluster(opts.Cluster); err != nil {
+			return nil, err
+		}
+	}
 	e.reaper = ttlindex.NewReaper(e, ttlindex.ReaperOptions{Clock: opts.Clock, Logger: opts.Logger, BatchSize: 512})
 	if !opts.NoReaper && !readOnly {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -283,6 +295,7 @@ func (e *Engine) StorageEngine() (name string, persistent, readOnly bool) {
 }
 
 func (e *Engine) Close() error {
+	e.leaveCluster()
 	if e.stopReclaim != nil {
 		e.stopReclaim()
 		<-e.reclaimDone

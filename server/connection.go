@@ -15,6 +15,7 @@ import (
 
 	"github.com/lethedb/lethe/command"
 	"github.com/lethedb/lethe/conn"
+	"github.com/lethedb/lethe/engine/members"
 	"github.com/lethedb/lethe/mongoerr"
 	"github.com/lethedb/lethe/tlsnet"
 )
@@ -162,6 +163,12 @@ func (s *Server) Start() error {
 	if s.rs != nil {
 		s.rs.Advertise(s.cfg.AdvertiseAddr, ln.Addr())
 	}
+	if s.cfg.AdvertiseAddr == "" {
+		// The lease's next renewal publishes it if this one fails.
+		if err := s.eng.SetAdvertise(context.Background(), ln.Addr().String()); err != nil {
+			s.log.Warn("the address listened on is not yet on the roster", zap.Error(err))
+		}
+	}
 	s.net.conns = make(map[*Conn]struct{})
 	s.net.ctx, s.net.cancel = context.WithCancel(context.Background())
 	s.sessionsDone = make(chan struct{})
@@ -284,3 +291,9 @@ type listenerConns struct{ s *Server }
 
 func (c listenerConns) Open() int       { return c.s.openConns() }
 func (c listenerConns) Accepted() int64 { return c.s.listener().Accepted() }
+
+// Members reads the roster of the servers sharing this one's store
+// (engine.Members): nil when the store is not shared.
+func (s *Server) Members(ctx context.Context) ([]members.Record, error) {
+	return s.eng.Members(ctx)
+}

@@ -174,9 +174,14 @@ type Config struct {
 	// server presents itself as the primary of (mongod's --replSet); empty
 	// means a standalone server. See package replset.
 	ReplSet string
-	// AdvertiseAddr is the host:port the replica set names its member by;
-	// empty means the address listened on.
+	// AdvertiseAddr is the host:port the replica set names its member by,
+	// and the one published on the roster of the servers sharing a store
+	// (engine.Members); empty means the address listened on.
 	AdvertiseAddr string
+	// MemberLease is how long this server's record on the roster of the
+	// servers sharing a store holds without a renewal; the engine's
+	// default if zero. Tests shorten it.
+	MemberLease time.Duration
 	// TLS, when set, serves TLS on the listening port as its mode says
 	// (see package tlsnet); nil serves plain TCP only.
 	TLS *tlsnet.Endpoint
@@ -275,13 +280,15 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
 	}
-	stopClock := func() {}
+	// The store's shared time decides expiry when no clock is given, and
+	// always judges the leases of the servers sharing the store: a test's
+	// manual clock must not expire them.
+	shared, stopClock, err := storeClock(cfg.Store, cfg.Logger)
+	if err != nil {
+		return nil, err
+	}
 	if cfg.Clock == nil {
-		c, stop, err := storeClock(cfg.Store, cfg.Logger)
-		if err != nil {
-			return nil, err
-		}
-		cfg.Clock, stopClock = c, stop
+		cfg.Clock = shared
 	}
 	switch {
 	case cfg.MessageTimeout == 0:
@@ -319,7 +326,8 @@ func New(cfg Config) (*Server, error) {
 	eng, err := engine.Open(cfg.DataDir, engine.Options{Clock: cfg.Clock, Logger: log, NoReaper: cfg.NoReaper,
 		SortMemoryLimit: cfg.SortMemoryLimit, QueryMemoryLimit: cfg.QueryMemoryLimit, QuerySpillLimit: cfg.QuerySpillLimit,
 		MinFreeDisk: cfg.MinFreeDisk, CacheSize: cfg.CacheSize, Disk: cfg.Disk, Store: cfg.Store,
-		Oplog: !cfg.NoOplog, OplogMaxBytes: oplogMaxBytes(cfg.OplogMaxBytes), OplogMaxAge: cfg.OplogMaxAge})
+		Oplog: !cfg.NoOplog, OplogMaxBytes: oplogMaxBytes(cfg.OplogMaxBytes), OplogMaxAge: cfg.OplogMaxAge,
+		Cluster: engine.ClusterOptions{Advertise: cfg.AdvertiseAddr, Lease: cfg.MemberLease, Now: shared.Now}})
 	if err != nil {
 		stopClock()
 		return nil, fmt.Errorf("server: open store: %w", err)
