@@ -49,24 +49,40 @@ func startCluster(t *testing.T, n int) []*testServer {
 	return out
 }
 
-// TestManyServers runs three servers over one store, with clients on each.
+// manyServersTests are TestManyServers' subtests, each in the file of
+// what it checks.
+var manyServersTests = []struct {
+	name string
+	run  func(*testing.T)
+}{
+	{"Roster", testManyServersRoster},
+}
+
+// TestManyServers runs three servers over one store, with clients on each
+// (issue 22): each subtest starts its own cluster.
 func TestManyServers(t *testing.T) {
-	t.Run("Roster", func(t *testing.T) {
-		servers := startCluster(t, 3)
-		for i, ts := range servers {
-			recs, err := ts.Srv.Members(testCtx(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			addrs := map[string]bool{}
-			for _, r := range recs {
-				addrs[r.Addr] = true
-			}
-			for j, other := range servers {
-				if !addrs[other.Srv.Addr().String()] {
-					t.Errorf("server %d's roster %v lacks server %d at %s", i, recs, j, other.Srv.Addr())
-				}
+	for _, tc := range manyServersTests {
+		t.Run(tc.name, tc.run)
+	}
+}
+
+// testManyServersRoster: every server's roster lists all three at the
+// addresses they listen on.
+func testManyServersRoster(t *testing.T) {
+	servers := startCluster(t, 3)
+	for i, ts := range servers {
+		recs, err := ts.Srv.Members(testCtx(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		addrs := map[string]bool{}
+		for _, r := range recs {
+			addrs[r.Addr] = true
+		}
+		for j, other := range servers {
+			if !addrs[other.Srv.Addr().String()] {
+				t.Errorf("server %d's roster %v lacks server %d at %s", i, recs, j, other.Srv.Addr())
 			}
 		}
-	})
+	}
 }
