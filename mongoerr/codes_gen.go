@@ -80,6 +80,7 @@ const (
 	TooManyLogicalSessions                   Code = 261
 	OperationNotSupportedInTransaction       Code = 263
 	PreparedTransactionInProgress            Code = 267
+	IndexBuildAborted                        Code = 276
 	ChangeStreamFatalError                   Code = 280
 	ChangeStreamHistoryLost                  Code = 286
 	TransactionExceededLifetimeLimitSeconds  Code = 290
@@ -88,6 +89,7 @@ const (
 	APIStrictError                           Code = 323
 	MechanismUnavailable                     Code = 334
 	UnsupportedOpQueryCommand                Code = 352
+	NotWritablePrimary                       Code = 10107
 	BSONObjectTooLarge                       Code = 10334
 	DuplicateKey                             Code = 11000
 	InterruptedAtShutdown                    Code = 11600
@@ -178,6 +180,7 @@ var codeNames = map[Code]string{
 	TooManyLogicalSessions:                   "TooManyLogicalSessions",
 	OperationNotSupportedInTransaction:       "OperationNotSupportedInTransaction",
 	PreparedTransactionInProgress:            "PreparedTransactionInProgress",
+	IndexBuildAborted:                        "IndexBuildAborted",
 	ChangeStreamFatalError:                   "ChangeStreamFatalError",
 	ChangeStreamHistoryLost:                  "ChangeStreamHistoryLost",
 	TransactionExceededLifetimeLimitSeconds:  "TransactionExceededLifetimeLimitSeconds",
@@ -186,6 +189,7 @@ var codeNames = map[Code]string{
 	APIStrictError:                           "APIStrictError",
 	MechanismUnavailable:                     "MechanismUnavailable",
 	UnsupportedOpQueryCommand:                "UnsupportedOpQueryCommand",
+	NotWritablePrimary:                       "NotWritablePrimary",
 	BSONObjectTooLarge:                       "BSONObjectTooLarge",
 	DuplicateKey:                             "DuplicateKey",
 	InterruptedAtShutdown:                    "InterruptedAtShutdown",
