@@ -124,8 +124,12 @@ func newCollState(meta collMeta) (*collState, error) {
 			st.ttl = ttlindex.Setting{Enabled: true, Default: *im.ExpireAfter}
 			continue
 		}
+		if im.Building {
+			// Maintained by writers, used by no plan until it is built.
+			ix.Meta.Hidden = true
+		}
 		st.indexes = append(st.indexes, ix)
-		if im.ExpireAfter != nil {
+		if im.ExpireAfter != nil && !im.Building {
 			st.dateTTL = append(st.dateTTL, ix)
 		}
 	}
@@ -178,7 +182,7 @@ func (e *Engine) loadCatalog(ctx context.Context) error {
 // and front-ends sharing one store never hand out the same id. An id whose
 // catalog change then fails is simply never used.
 func (e *Engine) allocIDs(ctx context.Context, n int) (uint64, error) {
-	tx, err := e.beginCatalog(ctx, false)
+	tx, err := e.beginPlain(ctx, false)
 	if err != nil {
 		return 0, err
 	}
@@ -215,8 +219,12 @@ func putMeta(tx kv.Txn, meta *collMeta) error {
 // collection returns the open collection, or nil.
 func (e *Engine) collection(db, name string) *Collection {
 	e.mu.RLock()
-	defer e.mu.RUnlock()
-	return e.colls[nsKey(db, name)]
+	c := e.colls[nsKey(db, name)]
+	e.mu.RUnlock()
+	if c == nil {
+		c = e.lookupStored(context.TODO(), db, name)
+	}
+	return c
 }
 
 // CollectionExists reports whether db.name exists.
@@ -232,6 +240,8 @@ type CreateOptions struct {
 // CreateCollection creates db.name. It fails with NamespaceExists if the
 // collection exists.
 func (e *Engine) CreateCollection(ctx context.Context, db, name string, opts CreateOptions) error {
+	// Every server has installed the change before the reply (cluster.go).
+	defer e.awaitCatalog(ctx)
 	if err := namespace.Validate(db, name); err != nil {
 		return err
 	}
@@ -341,15 +351,40 @@ func (e *Engine) ensureCollection(db, name string, options bson.Raw) (*Collectio
 		return nil, false, errIsView(db, name)
 	}
 	ctx := context.Background()
-	id, err := e.allocIDs(ctx, 1)
-	if err != nil {
-		return nil, false, err
-	}
 	tx, err := e.beginCatalog(ctx, false)
 	if err != nil {
 		return nil, false, err
 	}
 	defer tx.Rollback()
+	if tx.version != 0 {
+		// Another server may have created it since this one last looked:
+		// under the catalog's version lock the store has the last word.
+		switch raw, err := tx.Get(ctx, record.CatalogKey(db, name)); {
+		case err == nil:
+			var meta collMeta
+			if err := bson.Unmarshal(raw, &meta); err != nil {
+				return nil, false, fmt.Errorf("engine: catalog entry of %s.%s: %w", db, name, err)
+			}
+			if !e.adoptableLocked(meta.ID) {
+				// A drop here has not yet committed: the name is not
+				// free yet.
+				return nil, false, mongoerr.New(mongoerr.ConflictingOperationInProgress, "%s.%s is being dropped; try again", db, name)
+			}
+			st, err := newCollState(meta)
+			if err != nil {
+				return nil, false, err
+			}
+			c := e.newCollection(st)
+			e.colls[nsKey(db, name)] = c
+			return c, false, nil
+		case err != kv.ErrNotFound:
+			return nil, false, fmt.Errorf("engine: read the catalog entry of %s.%s: %w", db, name, err)
+		}
+	}
+	id, err := e.allocIDs(ctx, 1)
+	if err != nil {
+		return nil, false, err
+	}
 	meta := collMeta{ID: id, DB: db, Name: name, UUID: newUUID(), Options: options}
 	st, err := newCollState(meta)
 	if err != nil {
@@ -378,6 +413,8 @@ func newUUID() bson.Binary {
 // whether the collection existed. Dropping system.views drops every view of
 // db.
 func (e *Engine) DropCollection(ctx context.Context, db, name string) (bool, error) {
+	// Every server has installed the change before the reply (cluster.go).
+	defer e.awaitCatalog(ctx)
 	if name == ViewsCollection {
 		return e.dropViewsCollection(db)
 	}
@@ -394,7 +431,7 @@ func (e *Engine) dropCollection(db, name string) (bool, error) {
 		e.mu.Unlock()
 		return false, nil
 	}
-	delete(e.colls, nsKey(db, name))
+	e.forgetLocked(nsKey(db, name), c)
 	e.mu.Unlock()
 
 	c.ddl.Lock()
@@ -422,7 +459,7 @@ func (e *Engine) dropCollectionIf(ctx context.Context, db, name string, drop fun
 		e.mu.Unlock()
 		return false, nil
 	}
-	delete(e.colls, nsKey(db, name))
+	e.forgetLocked(nsKey(db, name), c)
 	e.mu.Unlock()
 	return e.commitDrop(ctx, c, db, name)
 }
@@ -436,6 +473,11 @@ func (e *Engine) commitDrop(ctx context.Context, c *Collection, db, name string)
 		return false, err
 	}
 	defer tx.Rollback()
+	// Under the exclusive ddl lock a drop needs only that the id is the
+	// one stored: another server's change of the entry goes with it.
+	if _, _, err := e.storedMeta(ctx, tx, st); err != nil {
+		return false, err
+	}
 	if err := tx.Delete(record.CatalogKey(db, name)); err != nil {
 		return false, err
 	}
@@ -470,6 +512,8 @@ func collectionRanges(st *collState) []reclaim.Range {
 
 // DropDatabase drops every collection of db.
 func (e *Engine) DropDatabase(ctx context.Context, db string) error {
+	// Every server has installed the change before the reply (cluster.go).
+	defer e.awaitCatalog(ctx)
 	names := e.CollectionNames(ctx, db)
 	for _, name := range names {
 		if _, err := e.DropCollection(ctx, db, name); err != nil {
@@ -490,6 +534,8 @@ func (e *Engine) DropDatabase(ctx context.Context, db string) error {
 // RenameCollection moves from to to, keeping documents and indexes. With
 // dropTarget an existing target is dropped first.
 func (e *Engine) RenameCollection(ctx context.Context, fromDB, from, toDB, to string, dropTarget bool) error {
+	// Every server has installed the change before the reply (cluster.go).
+	defer e.awaitCatalog(ctx)
 	if err := namespace.Validate(toDB, to); err != nil {
 		return err
 	}
@@ -619,6 +665,8 @@ type CollectionValidation struct {
 // validationAction (collMod). Later writes are checked under the new
 // settings; documents already stored are not.
 func (e *Engine) SetValidation(ctx context.Context, db, coll string, ch CollectionValidation) error {
+	// Every server has installed the change before the reply (cluster.go).
+	defer e.awaitCatalog(ctx)
 	entry := bson.D{{Key: "collMod", Value: coll}}
 	if ch.Validator != nil {
 		entry = append(entry, bson.E{Key: "validator", Value: ch.Validator})
@@ -663,6 +711,8 @@ func (e *Engine) SetValidation(ctx context.Context, db, coll string, ch Collecti
 // SetPreAndPostImages is collMod's changeStreamPreAndPostImages. As in
 // MongoDB the option is stored, and listed, only while enabled.
 func (e *Engine) SetPreAndPostImages(ctx context.Context, db, coll string, enabled bool) error {
+	// Every server has installed the change before the reply (cluster.go).
+	defer e.awaitCatalog(ctx)
 	entry := bson.D{{Key: "collMod", Value: coll}, {Key: PreImagesOption, Value: bson.D{{Key: "enabled", Value: enabled}}}}
 	return e.modifyOptions(db, coll, func(opts bson.D) (bson.D, error) {
 		kept := opts[:0]
@@ -688,7 +738,7 @@ func (e *Engine) modifyOptions(db, coll string, change func(opts bson.D) (bson.D
 	}
 	c.ddl.Lock()
 	defer c.ddl.Unlock()
-	return e.updateMeta(context.TODO(), c, func(meta *collMeta, _ kv.Txn) error {
+	return e.updateMeta(context.TODO(), c, true, func(meta *collMeta, _ kv.Txn) error {
 		var opts bson.D
 		if len(meta.Options) > 0 {
 			if err := bson.Unmarshal(meta.Options, &opts); err != nil {

@@ -108,6 +108,11 @@ type Engine struct {
 
 	mu    sync.RWMutex
 	colls map[string]*Collection // by "db.name"
+	// gone holds the ids of the collections dropped here, from the moment
+	// a drop takes one out of colls: its catalog entry may be read until
+	// the drop commits, and must not open it again (cluster.go's adopt).
+	// Guarded by mu.
+	gone map[uint64]bool
 	// views mirrors the definitions in system.views (views.go); guarded
 	// by mu, changed only with viewMu held too.
 	views  map[string]*View // by "db.name"
@@ -192,7 +197,7 @@ var timeOrderedFamilies = []bucketkv.Family{
 }
 
 func open(store kv.Store, opts Options) (*Engine, error) {
-	e := &Engine{store: store, clock: opts.Clock, log: opts.Logger, colls: make(map[string]*Collection), views: make(map[string]*View), sortLimit: opts.SortMemoryLimit}
+	e := &Engine{store: store, clock: opts.Clock, log: opts.Logger, colls: make(map[string]*Collection), gone: make(map[uint64]bool), views: make(map[string]*View), sortLimit: opts.SortMemoryLimit}
 	e.local, _ = kv.Unwrap(store).(localStore)
 	if sh, ok := kv.Unwrap(store).(kv.Sharded); ok && sh.Sharded() {
 		e.sharded = true

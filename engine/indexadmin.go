@@ -28,6 +28,9 @@ func (e *Engine) ListIndexes(ctx context.Context, db, coll string) ([]bson.D, er
 		out[0] = append(out[0], bson.E{Key: "collation", Value: coll.Document()})
 	}
 	for _, im := range c.st().meta.Indexes {
+		if im.Building {
+			continue // listIndexes lists ready indexes only
+		}
 		out = append(out, im.Spec())
 	}
 	return out, nil
@@ -36,6 +39,8 @@ func (e *Engine) ListIndexes(ctx context.Context, db, coll string) ([]bson.D, er
 // DropIndexes drops indexes selected by "*" (all but _id), a name, a key
 // pattern or a list of names. It returns the number of indexes before.
 func (e *Engine) DropIndexes(ctx context.Context, db, coll string, which bson.RawValue) (int, error) {
+	// Every server has installed the change before the reply (cluster.go).
+	defer e.awaitCatalog(ctx)
 	c := e.collection(db, coll)
 	if c == nil {
 		return 0, mongoerr.New(mongoerr.NamespaceNotFound, "ns not found %s.%s", db, coll)
@@ -104,7 +109,7 @@ func (e *Engine) DropIndexes(ctx context.Context, db, coll string, which bson.Ra
 	}
 	var dropped []record.IndexMeta
 	var ranges []reclaim.Range
-	err := e.updateMeta(ctx, c, func(meta *collMeta, tx kv.Txn) error {
+	err := e.updateMeta(ctx, c, true, func(meta *collMeta, tx kv.Txn) error {
 		kept := meta.Indexes[:0]
 		for _, im := range meta.Indexes {
 			if drop[im.ID] {
@@ -197,6 +202,8 @@ type CollModResult struct {
 // and 21). For the _ts index the change applies to every document at once:
 // visibility reads the setting, so nothing is rewritten.
 func (e *Engine) CollModIndex(ctx context.Context, db, coll string, ch IndexChange) (CollModResult, error) {
+	// Every server has installed the change before the reply (cluster.go).
+	defer e.awaitCatalog(ctx)
 	var res CollModResult
 	c := e.collection(db, coll)
 	if c == nil {
@@ -204,7 +211,7 @@ func (e *Engine) CollModIndex(ctx context.Context, db, coll string, ch IndexChan
 	}
 	c.ddl.Lock()
 	defer c.ddl.Unlock()
-	err := e.updateMeta(ctx, c, func(meta *collMeta, _ kv.Txn) error {
+	err := e.updateMeta(ctx, c, true, func(meta *collMeta, _ kv.Txn) error {
 		for i := range meta.Indexes {
 			im := &meta.Indexes[i]
 			if (ch.Name != "" && im.Name == ch.Name) || (ch.KeyPattern != nil && string(im.Key) == string(ch.KeyPattern)) {

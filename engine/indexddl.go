@@ -387,6 +387,8 @@ func checkIndexConflict(req, old record.IndexMeta) (exists bool, err error) {
 // CreateIndexes builds the given indexes on db.coll, creating the
 // collection if needed. Existing identical indexes are left as they are.
 func (e *Engine) CreateIndexes(ctx context.Context, db, coll string, specs []bson.Raw) (CreateIndexesResult, error) {
+	// Every server has installed the change before the reply (cluster.go).
+	defer e.awaitCatalog(ctx)
 	t := transactionOf(ctx)
 	if t == nil {
 		return e.createIndexes(ctx, db, coll, specs)
@@ -474,11 +476,6 @@ func (e *Engine) createIndexes(ctx context.Context, db, coll string, specs []bso
 	for i := range fresh {
 		fresh[i].ID = first + uint64(i)
 	}
-	tx, err := e.beginCatalog(ctx, true)
-	if err != nil {
-		return res, err
-	}
-	defer tx.Rollback()
 	meta.Indexes = append(meta.Indexes, fresh...)
 	nst, err := st.changed(meta)
 	if err != nil {
@@ -496,19 +493,34 @@ func (e *Engine) createIndexes(ctx context.Context, db, coll string, specs []bso
 		lo, hi := record.IndexRange(im.ID)
 		ranges = append(ranges, reclaim.Range{Lo: lo, Hi: hi})
 	}
+	var ents []oplog.Entry
+	for _, im := range fresh {
+		o := append(bson.D{{Key: "createIndexes", Value: coll}}, im.Spec()...)
+		ents = append(ents, cmdEntry(db, st.meta.UUID.Data, o, nil)...)
+	}
+	if e.cluster.member != nil {
+		// Other servers write the collection meanwhile: the build goes
+		// through states they all see (buildShared).
+		if nst, err = e.buildShared(ctx, c, fresh, ranges, ents); err != nil {
+			return res, err
+		}
+		c.usage.Built(fresh, e.clock)
+		res.After = 1 + len(nst.meta.Indexes)
+		return res, nil
+	}
 	if err := e.backfill(ctx, st, nst, fresh); err != nil {
 		// The entries written so far are unreachable: no catalog entry
 		// names the index.
 		reclaim.Drop(ctx, e.store, e.log, ranges)
 		return res, err
 	}
-	if err := putMeta(tx, &nst.meta); err != nil {
+	tx, err := e.beginCatalog(ctx, true)
+	if err != nil {
 		return res, err
 	}
-	var ents []oplog.Entry
-	for _, im := range fresh {
-		o := append(bson.D{{Key: "createIndexes", Value: coll}}, im.Spec()...)
-		ents = append(ents, cmdEntry(db, st.meta.UUID.Data, o, nil)...)
+	defer tx.Rollback()
+	if err := putMeta(tx, &nst.meta); err != nil {
+		return res, err
 	}
 	if err := e.commitLogged(ctx, tx, kv.Sync, ents); err != nil {
 		reclaim.Drop(ctx, e.store, e.log, ranges)
@@ -672,7 +684,7 @@ func (e *Engine) backfill(ctx context.Context, old, nst *collState, fresh []reco
 // markMultikey records, before the write that makes it so, that an index
 // holds a multikey document, so the planner stops intersecting bounds on it.
 func (e *Engine) markMultikey(ctx context.Context, c *Collection, ix *record.Index) error {
-	return e.updateMeta(ctx, c, func(meta *collMeta, _ kv.Txn) error {
+	return e.updateMeta(ctx, c, false, func(meta *collMeta, _ kv.Txn) error {
 		for i := range meta.Indexes {
 			if meta.Indexes[i].ID == ix.Meta.ID {
 				meta.Indexes[i].Multikey = true
@@ -683,14 +695,23 @@ func (e *Engine) markMultikey(ctx context.Context, c *Collection, ix *record.Ind
 }
 
 // updateMeta changes a collection's catalog entry durably and installs the
-// new state. Callers hold c.ddl (shared or exclusive); metaMu orders the
+// new state. Callers hold c.ddl, exclusive as the catalog commands do or
+// shared as a writer marking an index multikey does; metaMu orders the
 // read-modify-write among them.
+//
+// On a store shared by several servers the change applies to the entry as
+// stored, which another server may have changed since this one installed
+// it (cluster.go): under the exclusive lock the stored entry with the
+// change is installed, as no write of this server runs; under the shared
+// one only the change is, on this server's own entry, and its refresh
+// installs the rest when no write runs.
 //
 // logged, when not nil, gives the oplog entries of the change from the old
 // entry to the new, committed with it.
 //
-// change may write more in the transaction of the change (tx).
-func (e *Engine) updateMeta(ctx context.Context, c *Collection, change func(meta *collMeta, tx kv.Txn) error, logged func(before, after *collMeta) []oplog.Entry) error {
+// change may write more in the transaction of the change (tx); it is
+// called once.
+func (e *Engine) updateMeta(ctx context.Context, c *Collection, exclusive bool, change func(meta *collMeta, tx kv.Txn) error, logged func(before, after *collMeta) []oplog.Entry) error {
 	c.metaMu.Lock()
 	defer c.metaMu.Unlock()
 	st := c.st()
@@ -702,12 +723,31 @@ func (e *Engine) updateMeta(ctx context.Context, c *Collection, change func(meta
 		return err
 	}
 	defer tx.Rollback()
-	meta := st.meta
+	before, stale, err := e.storedMeta(ctx, tx, st)
+	if err != nil {
+		return err
+	}
+	meta := before
 	meta.Indexes = append([]record.IndexMeta(nil), meta.Indexes...)
 	if err := change(&meta, tx); err != nil {
 		return err
 	}
-	nst, err := st.changed(meta)
+	install := meta
+	if stale && !exclusive {
+		// Only the change, on this server's own entry: a writer marks
+		// an index multikey, and the other changes wait for the
+		// refresh.
+		install = st.meta
+		install.Indexes = append([]record.IndexMeta(nil), install.Indexes...)
+		for i := range install.Indexes {
+			for _, im := range meta.Indexes {
+				if im.ID == install.Indexes[i].ID {
+					install.Indexes[i].Multikey = install.Indexes[i].Multikey || im.Multikey
+				}
+			}
+		}
+	}
+	nst, err := st.changed(install)
 	if err != nil {
 		return err
 	}
@@ -716,7 +756,7 @@ func (e *Engine) updateMeta(ctx context.Context, c *Collection, change func(meta
 	}
 	var ents []oplog.Entry
 	if logged != nil {
-		ents = logged(&st.meta, &meta)
+		ents = logged(&before, &meta)
 	}
 	if err := e.commitLogged(ctx, tx, kv.Sync, ents); err != nil {
 		return fmt.Errorf("engine: update catalog of %s: %w", st.ns(), err)

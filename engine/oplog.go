@@ -23,6 +23,10 @@ const OplogNS = "local.oplog.rs"
 // that a write and its entries are stored together or not at all. The
 // transaction is done afterwards, whatever the outcome.
 func (e *Engine) commitLogged(ctx context.Context, tx kv.Txn, d kv.Durability, ents []oplog.Entry) error {
+	if err := e.catalogFresh(); err != nil {
+		tx.Rollback()
+		return err
+	}
 	if e.oplog == nil || len(ents) == 0 {
 		_, err := tx.Commit(ctx, d)
 		return err
@@ -37,11 +41,10 @@ func (e *Engine) commitLogged(ctx context.Context, tx kv.Txn, d kv.Durability, e
 	return err
 }
 
-// beginCatalog begins the transaction of a catalog change. Catalog changes
-// are serialized by the engine's own locks (see the package doc), so it
-// takes no key locks; reserve lets it commit on a low disk (see
-// kv.TxnOptions.UseReserve).
-func (e *Engine) beginCatalog(ctx context.Context, reserve bool) (kv.Txn, error) {
+// beginPlain begins a short pessimistic transaction of the engine's own
+// bookkeeping (the id sequence, no-op entries, cluster parameters); reserve
+// lets it commit on a low disk (see kv.TxnOptions.UseReserve).
+func (e *Engine) beginPlain(ctx context.Context, reserve bool) (kv.Txn, error) {
 	tx, err := e.store.Begin(ctx, kv.TxnOptions{Pessimistic: true, UseReserve: reserve})
 	if err != nil {
 		return nil, fmt.Errorf("engine: begin: %w", err)
@@ -235,7 +238,7 @@ func (e *Engine) AppendNoop(ctx context.Context, o bson.D) (oplog.Timestamp, err
 	if err != nil {
 		return oplog.Timestamp{}, fmt.Errorf("engine: no-op entry: %w", err)
 	}
-	tx, err := e.beginCatalog(ctx, false)
+	tx, err := e.beginPlain(ctx, false)
 	if err != nil {
 		return oplog.Timestamp{}, err
 	}
@@ -300,7 +303,7 @@ func (h imageHost) ExpireBefore(cut oplog.Timestamp) error {
 
 func (h imageHost) StoreCatalog(key, value []byte) error {
 	ctx := context.TODO()
-	tx, err := h.e.beginCatalog(ctx, false)
+	tx, err := h.e.beginPlain(ctx, false)
 	if err != nil {
 		return err
 	}

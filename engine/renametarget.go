@@ -78,6 +78,16 @@ func (e *Engine) commitRename(ctx context.Context, src, dst *Collection, fromDB,
 		return nil, err
 	}
 	defer tx.Rollback()
+	// The entry moves as stored, with another server's changes to it.
+	srcMeta, stale, err := e.storedMeta(ctx, tx, src.st())
+	if err != nil {
+		return nil, err
+	}
+	if dst != nil {
+		if _, _, err := e.storedMeta(ctx, tx, dst.st()); err != nil {
+			return nil, err
+		}
+	}
 	var dstState *collState
 	var ranges []reclaim.Range
 	var droppedUUID []byte
@@ -93,7 +103,7 @@ func (e *Engine) commitRename(ctx context.Context, src, dst *Collection, fromDB,
 		}
 	}
 	st := src.st()
-	meta := st.meta
+	meta := srcMeta
 	meta.DB, meta.Name = toDB, to
 	if err := tx.Delete(record.CatalogKey(fromDB, from)); err != nil {
 		return nil, err
@@ -111,9 +121,19 @@ func (e *Engine) commitRename(ctx context.Context, src, dst *Collection, fromDB,
 	}
 	nst := *st
 	nst.meta = meta
+	if stale {
+		fresh, err := st.changed(meta)
+		if err != nil {
+			return nil, err
+		}
+		nst = *fresh
+	}
 	nst.renames++
 	src.setState(&nst)
 	delete(e.colls, nsKey(fromDB, from))
+	if dst != nil {
+		e.forgetLocked(nsKey(toDB, to), dst)
+	}
 	e.colls[nsKey(toDB, to)] = src
 	return ranges, nil
 }

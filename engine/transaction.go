@@ -322,6 +322,12 @@ func (t *Transaction) Commit(ctx context.Context) (err error) {
 		}
 	}
 	if err := t.e.commitLogged(ctx, t.tx, kv.Sync, t.oplogEntries()); err != nil {
+		if kv.IsConflict(err) {
+			// A key written without a lock changed since the start (on
+			// a shared store, an index build's entries): the driver runs
+			// the transaction again.
+			return writeConflict("the transaction conflicted at its commit: %v", err)
+		}
 		return fmt.Errorf("engine: commit transaction: %w", err)
 	}
 	if t.wake != 0 {

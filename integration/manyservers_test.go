@@ -56,6 +56,8 @@ var manyServersTests = []struct {
 	run  func(*testing.T)
 }{
 	{"Roster", testManyServersRoster},
+	{"Catalog", testManyServersCatalog},
+	{"IndexBuild", testManyServersIndexBuild},
 }
 
 // TestManyServers runs three servers over one store, with clients on each

@@ -10,6 +10,7 @@
 //
 //	c "coll" 0 db 0 name        catalog entry of a collection (BSON; CatalogKey)
 //	c "seq"                     the last id handed out to a collection or index
+//	c "ver"                     the catalog's version (CatalogVersionKey)
 //	c "param" 0 "cs"            the change stream options (ChangeStreamOptionsKey)
 //	d collID keycodec(_id)      Header + the user's BSON (DocKey, AppendHeader)
 //	i indexID keycodec(values)  [+ keycodec(_id) unless unique] -> keycodec(_id)

@@ -25,6 +25,12 @@ type IndexMeta struct {
 	ExpireAfter *int32   `bson:"expireAfterSeconds,omitempty"`
 	// Hidden indexes are maintained but never used by the planner.
 	Hidden bool `bson:"hidden,omitempty"`
+	// Building marks an index that writers maintain while its entries for
+	// the documents stored before it are still being written: on a store
+	// shared by several servers an index is built in that state, which no
+	// planner uses, until every server maintains it and the backfill is
+	// done.
+	Building bool `bson:"building,omitempty"`
 	// Multikey is set once any document produced more than one key, after
 	// which the planner stops combining bounds on the index.
 	Multikey bool `bson:"multikey,omitempty"`

@@ -29,6 +29,11 @@ func CatalogKey(db, name string) []byte {
 // entries.
 func CatalogCollPrefix() []byte { return append([]byte{PrefixCatalog}, "coll\x00"...) }
 
+// CatalogVersionKey is the key of the catalog's version: every catalog
+// change on a store shared by several servers locks it and advances it, so
+// that the changes are ordered and each server can tell it is behind.
+func CatalogVersionKey() []byte { return []byte{PrefixCatalog, 'v', 'e', 'r'} }
+
 // SeqKey is the key of the last id handed out to a collection or index.
 func SeqKey() []byte { return []byte{PrefixCatalog, 's', 'e', 'q'} }
 

@@ -1,0 +1,324 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.uber.org/zap"
+
+	"github.com/lethedb/lethe/engine/kv"
+	"github.com/lethedb/lethe/engine/reclaim"
+	"github.com/lethedb/lethe/engine/record"
+	"github.com/lethedb/lethe/mongoerr"
+	"github.com/lethedb/lethe/oplog"
+)
+
+// buildShared builds the indexes fresh of c on a store that other servers
+// write too, in the states of an online schema change (as F1 and TiDB
+// do), each seen by every live server before the next:
+//
+//  1. The indexes are stored as building: every server's writers maintain
+//     them from the moment it installs that state, and no plan uses them.
+//     The build waits until every live server has installed it
+//     (awaitCatalog), so that no write anywhere still misses them.
+//  2. The entries of the documents stored before are written in
+//     optimistic transactions that read a batch of documents at their
+//     start. Every writer now maintains the indexes, so a write of one of
+//     those documents after that start sets or deletes the very entries
+//     the batch writes: the batch's commit then conflicts and it is read
+//     again. A write before the start is read. No document lock is taken,
+//     so the build waits for no transaction that holds one (one that wrote
+//     under the state before fails at its commit, as its collection
+//     changed). A duplicate in a unique index fails the build, which then
+//     takes the indexes out again.
+//  3. The indexes are stored ready, with the oplog's createIndexes
+//     entries ents.
+//
+// The caller holds c's exclusive ddl lock; buildShared releases it after
+// the first step and takes it again for the last, so that while the
+// documents are read, this server's writers go on as the others' do, and
+// its refresh of the catalog (which the wait of the first step needs)
+// can take the lock. It returns the state installed.
+func (e *Engine) buildShared(ctx context.Context, c *Collection, fresh []record.IndexMeta, ranges []reclaim.Range, ents []oplog.Entry) (*collState, error) {
+	ids := map[uint64]bool{}
+	for _, im := range fresh {
+		ids[im.ID] = true
+	}
+	// 1. Building.
+	st, err := e.changeStored(ctx, c, func(meta *collMeta) error {
+		for _, im := range fresh {
+			im.Building = true
+			meta.Indexes = append(meta.Indexes, im)
+		}
+		return nil
+	}, nil)
+	if err != nil {
+		return nil, err
+	}
+	c.ddl.Unlock()
+	e.awaitCatalog(ctx)
+	// 2. Backfill.
+	multi, err := e.backfillBatches(ctx, st, ids)
+	c.ddl.Lock()
+	if err != nil {
+		// Take the indexes out; their entries are unreachable then.
+		if _, rerr := e.changeStored(context.WithoutCancel(ctx), c, func(meta *collMeta) error {
+			kept := meta.Indexes[:0]
+			for _, im := range meta.Indexes {
+				if !ids[im.ID] {
+					kept = append(kept, im)
+				}
+			}
+			meta.Indexes = kept
+			return nil
+		}, nil); rerr != nil {
+			e.log.Warn("engine: a failed index build's indexes stay building", zap.Error(rerr))
+		}
+		reclaim.Drop(context.WithoutCancel(ctx), e.store, e.log, ranges)
+		return nil, err
+	}
+	// 3. Ready, unless a drop took them meanwhile.
+	return e.changeStored(ctx, c, func(meta *collMeta) error {
+		found := 0
+		for i := range meta.Indexes {
+			if im := &meta.Indexes[i]; ids[im.ID] {
+				im.Building = false
+				im.Multikey = im.Multikey || multi[im.ID]
+				found++
+			}
+		}
+		if found < len(ids) {
+			return mongoerr.New(mongoerr.IndexBuildAborted, "Index build aborted: an index being built on %s.%s was dropped", meta.DB, meta.Name)
+		}
+		return nil
+	}, ents)
+}
+
+// changeStored changes c's stored catalog entry as the store has it now
+// (another server may have changed it since this one installed it, for
+// example marking an index multikey) and installs the result; the caller
+// holds c's exclusive ddl lock, so no write of this server runs meanwhile.
+func (e *Engine) changeStored(ctx context.Context, c *Collection, change func(*collMeta) error, ents []oplog.Entry) (*collState, error) {
+	st := c.st()
+	tx, err := e.beginCatalog(ctx, true)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	raw, err := tx.Get(ctx, record.CatalogKey(st.meta.DB, st.meta.Name))
+	if err == kv.ErrNotFound {
+		return nil, mongoerr.New(mongoerr.NamespaceNotFound, "collection %s was dropped during the index build", st.ns())
+	} else if err != nil {
+		return nil, fmt.Errorf("engine: read the catalog entry of %s: %w", st.ns(), err)
+	}
+	var meta collMeta
+	if err := bson.Unmarshal(raw, &meta); err != nil {
+		return nil, fmt.Errorf("engine: catalog entry of %s: %w", st.ns(), err)
+	}
+	if meta.ID != st.meta.ID {
+		return nil, mongoerr.New(mongoerr.NamespaceNotFound, "collection %s was dropped during the index build", st.ns())
+	}
+	if err := change(&meta); err != nil {
+		return nil, err
+	}
+	nst, err := st.changed(meta)
+	if err != nil {
+		return nil, err
+	}
+	if err := putMeta(tx, &meta); err != nil {
+		return nil, err
+	}
+	if err := e.commitLogged(ctx, tx, kv.Sync, ents); err != nil {
+		return nil, fmt.Errorf("engine: index build on %s: %w", st.ns(), err)
+	}
+	c.setState(nst)
+	return nst, nil
+}
+
+// backfillBatch is how many documents one transaction of a backfill
+// reads.
+const backfillBatch = 256
+
+// backfillPatience is how long a backfill waits for the documents whose
+// locks others hold before it indexes them without their lock.
+const backfillPatience = 250 * time.Millisecond
+
+// backfillBatches writes the entries of the indexes ids (building in st)
+// for every stored document, a batch per transaction. It returns the
+// indexes found multikey.
+//
+// A batch locks its documents (and the unique entries it writes) without
+// waiting, and reads them as they are: a writer of one of them, which
+// maintains the indexes already, then writes after the batch and sees its
+// entries. A document another holds is tried again for a while; one still
+// held after that (by a multi-document transaction, which holds its locks
+// to its end) is indexed as committed, in an optimistic transaction: if
+// the holder commits a change of it first, the change sets or deletes the
+// very entries the batch writes and the batch conflicts and is read
+// again; if the holder wrote under the state before the build, it fails at
+// its commit, its collection having changed.
+func (e *Engine) backfillBatches(ctx context.Context, st *collState, ids map[uint64]bool) (map[uint64]bool, error) {
+	var build []*record.Index
+	for _, ix := range st.indexes {
+		if ids[ix.Meta.ID] {
+			build = append(build, ix)
+		}
+	}
+	multi := map[uint64]bool{}
+	if len(build) == 0 {
+		return multi, nil
+	}
+	lo, hi := record.DocRange(st.meta.ID)
+	for from := lo; ; {
+		keys, err := e.docKeys(ctx, from, hi, backfillBatch)
+		if err != nil || len(keys) == 0 {
+			return multi, err
+		}
+		from = append(bytes.Clone(keys[len(keys)-1]), 0)
+		deadline := time.Now().Add(backfillPatience)
+		for attempt := 0; len(keys) > 0; attempt++ {
+			locked := time.Now().Before(deadline)
+			var held [][]byte
+			held, err = e.backfillKeys(ctx, st, build, keys, multi, locked)
+			switch {
+			case err == nil:
+				keys = held
+			case !kv.IsConflict(err) || attempt >= 100:
+				return nil, err
+			}
+			if len(keys) == 0 {
+				break
+			}
+			// Others hold some of the documents, or changed an entry of
+			// the batch since it began: try those again.
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(time.Millisecond << min(attempt, 6)):
+			}
+		}
+	}
+}
+
+// docKeys reads up to n document keys in [from, hi).
+func (e *Engine) docKeys(ctx context.Context, from, hi []byte, n int) ([][]byte, error) {
+	it, err := e.store.Iter(ctx, from, hi, false)
+	if err != nil {
+		return nil, fmt.Errorf("engine: index build: %w", err)
+	}
+	defer it.Close()
+	var keys [][]byte
+	for ok := it.First(); ok && len(keys) < n; ok = it.Next() {
+		keys = append(keys, bytes.Clone(it.Key()))
+	}
+	return keys, it.Error()
+}
+
+// backfillKeys writes the entries of one batch of documents in one
+// transaction: pessimistic when locked is set, returning the documents
+// others hold, which it leaves alone; else optimistic, for all of them.
+func (e *Engine) backfillKeys(ctx context.Context, st *collState, build []*record.Index, keys [][]byte, multi map[uint64]bool, locked bool) (held [][]byte, err error) {
+	tx, err := e.store.Begin(ctx, kv.TxnOptions{Pessimistic: locked})
+	if err != nil {
+		return nil, fmt.Errorf("engine: index build: %w", err)
+	}
+	defer tx.Rollback()
+	lock := func(k []byte) (bool, error) {
+		if !locked {
+			return true, nil
+		}
+		switch err := tx.LockKeys(ctx, kv.LockOptions{NoWait: true}, k); {
+		case err == nil:
+			return true, nil
+		case errors.Is(err, kv.ErrLocked) || kv.IsConflict(err):
+			return false, nil
+		default:
+			return false, fmt.Errorf("engine: index build: %w", err)
+		}
+	}
+	found := map[uint64]bool{}
+	for _, k := range keys {
+		if ok, err := lock(k); err != nil {
+			return nil, err
+		} else if !ok {
+			held = append(held, k)
+			continue
+		}
+		v, err := tx.Get(ctx, k)
+		if err == kv.ErrNotFound {
+			continue // deleted since the keys were read
+		} else if err != nil {
+			return nil, err
+		}
+		_, doc, err := record.SplitValue(v)
+		if err != nil {
+			return nil, err
+		}
+		ents, ok, err := backfillEntries(ctx, tx, st, build, record.PKOfDocKey(k), doc, found, lock)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			held = append(held, k)
+			continue
+		}
+		for _, ek := range ents {
+			if err := tx.Set(ek, record.PKOfDocKey(k)); err != nil {
+				return nil, err
+			}
+		}
+		if locked {
+			// The document is written again as it is, so that a writer
+			// that began before this batch and locks it after sees a
+			// change at its lock, as for any write of the document, and
+			// not only at its commit in the entries it writes too (which
+			// the TiKV mock, unlike TiKV, checks against its start).
+			if err := tx.Set(k, v); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if _, err := tx.Commit(ctx, kv.Sync); err != nil {
+		return nil, err
+	}
+	for id := range found {
+		multi[id] = true
+	}
+	return held, nil
+}
+
+// backfillEntries returns the entry keys of doc (primary key pk) in the
+// indexes build, checking and locking (lock) its unique entries: ok false
+// when another holds one. A duplicate is the build's DuplicateKey. found
+// collects the indexes the document makes multikey.
+func backfillEntries(ctx context.Context, tx kv.Txn, st *collState, build []*record.Index, pk []byte, doc bson.Raw, found map[uint64]bool, lock func([]byte) (bool, error)) (ents [][]byte, ok bool, err error) {
+	for _, ix := range build {
+		ixKeys, isMulti, err := ix.Keys(doc)
+		if err != nil {
+			return nil, false, err
+		}
+		if isMulti {
+			found[ix.Meta.ID] = true
+		}
+		for _, ik := range ixKeys {
+			ek := ix.EntryKey(nil, ik, pk)
+			if ix.Meta.Unique {
+				if ok, err := lock(ek); err != nil || !ok {
+					return nil, false, err
+				}
+				switch got, err := tx.Get(ctx, ek); {
+				case err == nil && !bytes.Equal(got, pk):
+					return nil, false, duplicateKey(st, ix.Meta.Name, ix.Meta.Key, ix.KeyValue(doc))
+				case err != nil && err != kv.ErrNotFound:
+					return nil, false, err
+				}
+			}
+			ents = append(ents, ek)
+		}
+	}
+	return ents, true, nil
+}
