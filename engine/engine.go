@@ -138,6 +138,9 @@ type Engine struct {
 	// cluster is this server's membership among the servers on a shared
 	// store (cluster.go); its zero value on any other.
 	cluster cluster
+	// share is this server's part in the division of the reaper's work
+	// among them (ttlshare.go); nil on a store that is not shared.
+	share *reapShare
 }
 
 // Open opens or creates the store in dir, on pebble unless Options.Store
@@ -270,6 +273,9 @@ func open(store kv.Store, opts Options) (*Engine, error) {
 			e.reaper.Run(ctx)
 		}()
 	}
+	if err := e.startReapShare(); err != nil {
+		return nil, err
+	}
 	return e, nil
 }
 
@@ -295,6 +301,7 @@ func (e *Engine) StorageEngine() (name string, persistent, readOnly bool) {
 }
 
 func (e *Engine) Close() error {
+	e.stopReapShare()
 	e.leaveCluster()
 	if e.stopReclaim != nil {
 		e.stopReclaim()
