@@ -56,6 +56,9 @@ var manyServersTests = []struct {
 	run  func(*testing.T)
 }{
 	{"Roster", testManyServersRoster},
+	{"TTLSameInstant", testManyServersTTLSameInstant},
+	{"TTLPurgedOnce", testManyServersTTLPurgedOnce},
+	{"TTLTakeOver", testManyServersTTLTakeOver},
 }
 
 // TestManyServers runs three servers over one store, with clients on each
