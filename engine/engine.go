@@ -264,6 +264,9 @@ func open(store kv.Store, opts Options) (*Engine, error) {
 		}
 	}
 	e.reaper = ttlindex.NewReaper(e, ttlindex.ReaperOptions{Clock: opts.Clock, Logger: opts.Logger, BatchSize: 512})
+	if err := e.startReapShare(); err != nil {
+		return nil, err
+	}
 	if !opts.NoReaper && !readOnly {
 		ctx, cancel := context.WithCancel(context.Background())
 		e.stopReaper = cancel
@@ -272,9 +275,6 @@ func open(store kv.Store, opts Options) (*Engine, error) {
 			defer close(e.reaperDone)
 			e.reaper.Run(ctx)
 		}()
-	}
-	if err := e.startReapShare(); err != nil {
-		return nil, err
 	}
 	return e, nil
 }
