@@ -33,7 +33,9 @@ func TestReapShareTwoEngines(t *testing.T) {
 	// background ones come every third of an hour.
 	leaseTime := &rosterTime{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	const lease = time.Hour
-	open := func() *Engine {
+	// open opens an engine on the cluster, closed when the test ends
+	// unless the test closes it (closeAtEnd false).
+	open := func(closeAtEnd bool) *Engine {
 		t.Helper()
 		s, err := mock.Open(tikvkv.Options{Logger: zap.NewNop()})
 		if err != nil {
@@ -44,10 +46,12 @@ func TestReapShareTwoEngines(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { e.Close() })
+		if closeAtEnd {
+			t.Cleanup(func() { e.Close() })
+		}
 		return e
 	}
-	a := open()
+	a := open(true)
 	mustRaw := func(d bson.D) bson.Raw {
 		raw, err := bson.Marshal(d)
 		if err != nil {
@@ -63,7 +67,7 @@ func TestReapShareTwoEngines(t *testing.T) {
 	if _, err := a.CreateIndexes(ctx, "db", "d", []bson.Raw{mustRaw(bson.D{{Key: "key", Value: bson.D{{Key: "at", Value: 1}}}, {Key: "name", Value: "at_1"}, {Key: "expireAfterSeconds", Value: 0}})}); err != nil {
 		t.Fatal(err)
 	}
-	b := open()
+	b := open(true)
 	engines := []*Engine{a, b}
 	rounds := func() {
 		t.Helper()
@@ -170,6 +174,25 @@ func TestReapShareTwoEngines(t *testing.T) {
 	}
 	if got, err := a.Reaper().Pass(); err != nil || got != 0 {
 		t.Fatalf("the halted engine purged %d documents (%v)", got, err)
+	}
+
+	// A server that joins gets its share; one that closes releases its
+	// leases and leaves the roster, and the other takes them at its next
+	// round, without waiting for them to run out.
+	c := open(false)
+	engines = []*Engine{b, c}
+	rounds()
+	if held, _, _ := c.ReapRanges(); held != TimeOrderedBuckets/2 {
+		t.Fatalf("a joining engine holds %d ranges, want %d", held, TimeOrderedBuckets/2)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.reapShareRound(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if held, _, _ := b.ReapRanges(); held != TimeOrderedBuckets {
+		t.Fatalf("b holds %d ranges after the other closed, want all %d", held, TimeOrderedBuckets)
 	}
 }
 
