@@ -87,7 +87,8 @@
 //     a batch (under engine.mu for create and rename) and to publish a
 //     commit; oplog.Log's trimMu, held by a trim, which takes mu briefly;
 //     the cache of collators (collatorCache.mu, collate.go), held for a
-//     map read or write; and the store's own (package pebblekv lists them), taken inside kv
+//     map read or write; the reaper's share (reapShare.mu, ttlshare.go),
+//     held to read or set the slots held; and the store's own (package pebblekv lists them), taken inside kv
 //     calls and never held across them.
 //
 // Usage counters ($collStats latency and collection scans, $indexStats

@@ -143,6 +143,9 @@ type Engine struct {
 	// cluster is this server's membership among the servers on a shared
 	// store (cluster.go); its zero value on any other.
 	cluster cluster
+	// share is this server's part in the division of the reaper's work
+	// among them (ttlshare.go); nil on a store that is not shared.
+	share *reapShare
 }
 
 // Open opens or creates the store in dir, on pebble unless Options.Store
@@ -266,6 +269,9 @@ func open(store kv.Store, opts Options) (*Engine, error) {
 		}
 	}
 	e.reaper = ttlindex.NewReaper(e, ttlindex.ReaperOptions{Clock: opts.Clock, Logger: opts.Logger, BatchSize: 512})
+	if err := e.startReapShare(); err != nil {
+		return nil, err
+	}
 	if !opts.NoReaper && !readOnly {
 		ctx, cancel := context.WithCancel(context.Background())
 		e.stopReaper = cancel
@@ -300,6 +306,7 @@ func (e *Engine) StorageEngine() (name string, persistent, readOnly bool) {
 }
 
 func (e *Engine) Close() error {
+	e.stopReapShare()
 	e.leaveCluster()
 	if e.stopReclaim != nil {
 		e.stopReclaim()

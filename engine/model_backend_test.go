@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -53,6 +54,12 @@ func openModelEngine(backend, dir string, opts Options) (*Engine, error) {
 			return nil, err
 		}
 		store = s
+		// The roster's and the reaper's leases run on real time, as the
+		// server runs them on the store's: the model moves its own clock
+		// by hand, backwards too, which would run them out.
+		if opts.Cluster.Now == nil {
+			opts.Cluster.Now = time.Now
+		}
 	default:
 		return nil, fmt.Errorf("model: unknown kv backend %q", backend)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"time"
 
@@ -23,15 +24,20 @@ import (
 
 // ReapBatch implements ttlindex.Store: it deletes up to limit documents
 // that are due at now, found by range scans of the expiry families and of
-// date TTL indexes, never by scanning a collection.
+// date TTL indexes, never by scanning a collection. On a shared store it
+// scans only the ranges this server holds (ttlshare.go).
 func (e *Engine) ReapBatch(ctx context.Context, now time.Time, limit int) (deleted int, more bool, next time.Time, err error) {
+	scope := e.reapScope()
+	if scope.none {
+		return 0, false, time.Time{}, nil
+	}
 	nowMs := now.UnixMilli()
 	nextMs := int64(math.MaxInt64)
 	for _, c := range e.openCollections() {
 		if deleted >= limit {
 			return deleted, true, time.Time{}, nil
 		}
-		n, nm, full, err := e.reapCollection(ctx, c, nowMs, limit-deleted)
+		n, nm, full, err := e.reapCollection(ctx, c, scope, nowMs, limit-deleted)
 		deleted += n
 		if err != nil {
 			return deleted, false, time.Time{}, err
@@ -50,7 +56,7 @@ func (e *Engine) ReapBatch(ctx context.Context, now time.Time, limit int) (delet
 // reapCollection deletes up to limit due documents of one collection. It
 // reports how many, the earliest future due time it saw, and whether it
 // stopped at the limit.
-func (e *Engine) reapCollection(ctx context.Context, c *Collection, nowMs int64, limit int) (n int, nextMs int64, full bool, err error) {
+func (e *Engine) reapCollection(ctx context.Context, c *Collection, scope reapScope, nowMs int64, limit int) (n int, nextMs int64, full bool, err error) {
 	c.ddl.RLock()
 	defer c.ddl.RUnlock()
 	st := c.st()
@@ -58,7 +64,11 @@ func (e *Engine) reapCollection(ctx context.Context, c *Collection, nowMs int64,
 		return 0, math.MaxInt64, false, nil
 	}
 	cur := &c.reapCursor
-	due, nextMs, err := expiryscan.DueDocs(ctx, e.store, st.expiry(), nowMs, limit, cur)
+	scan := st.expiry()
+	if scope.dateTTL != nil {
+		scan.DateTTL = slices.DeleteFunc(slices.Clone(scan.DateTTL), func(ix *record.Index) bool { return !scope.dateTTL(ix) })
+	}
+	due, nextMs, err := expiryscan.DueDocs(ctx, scope.r, scan, nowMs, limit, cur)
 	if err != nil {
 		return 0, nextMs, false, err
 	}

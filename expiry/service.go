@@ -57,12 +57,19 @@ func (s *Service) advanceClock(ctx context.Context, req *command.Request) (bson.
 }
 
 // Metrics is serverStatus.metrics.ttl: the reaper's passes and what they
-// deleted.
+// deleted. On a store shared by several servers, which divide the
+// reaper's work between them, Lethe adds how many of the ranges of that
+// work this server holds (ranges, leasedRanges): MongoDB has no such
+// field, as its TTL monitor covers one node's data.
 func (s *Service) Metrics() bson.D {
 	m := s.eng.Reaper().Metrics()
-	return bson.D{
+	out := bson.D{
 		{Key: "passes", Value: m.Passes},
 		{Key: "subPasses", Value: m.SubPasses},
 		{Key: "deletedDocuments", Value: m.DeletedDocuments},
 	}
+	if held, total, shared := s.eng.ReapRanges(); shared {
+		out = append(out, bson.E{Key: "ranges", Value: int64(total)}, bson.E{Key: "leasedRanges", Value: int64(held)})
+	}
+	return out
 }

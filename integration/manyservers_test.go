@@ -58,6 +58,9 @@ var manyServersTests = []struct {
 	{"Roster", testManyServersRoster},
 	{"Catalog", testManyServersCatalog},
 	{"IndexBuild", testManyServersIndexBuild},
+	{"TTLSameInstant", testManyServersTTLSameInstant},
+	{"TTLPurgedOnce", testManyServersTTLPurgedOnce},
+	{"TTLTakeOver", testManyServersTTLTakeOver},
 }
 
 // TestManyServers runs three servers over one store, with clients on each

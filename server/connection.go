@@ -297,3 +297,10 @@ func (c listenerConns) Accepted() int64 { return c.s.listener().Accepted() }
 func (s *Server) Members(ctx context.Context) ([]members.Record, error) {
 	return s.eng.Members(ctx)
 }
+
+// Halt stops this server's part among the servers sharing its store, as if
+// its process had died: its roster and reaper leases are no longer renewed
+// (the others take over its work once they run out) and its reaper stops
+// (engine.Halt). It still answers clients. For tests of take-over;
+// Shutdown must still be called.
+func (s *Server) Halt() { s.eng.Halt() }

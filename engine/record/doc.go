@@ -23,6 +23,9 @@
 //	                            (TxnHeaderKey, TxnStmtKey; why in engine/retry.go)
 //	r lo -> hi                  ranges of dropped collections and indexes
 //	                            still to reclaim (ReclaimKey; engine/reclaim.go)
+//	y slot(2)                   the lease of a slot of the TTL reaper's work on
+//	                            a shared store: holder and expiry (BSON;
+//	                            engine/reapshare)
 //
 // The value of an index entry is the primary key of its document, so index
 // scans reach the document without decoding the entry key. This differs from

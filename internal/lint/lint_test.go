@@ -35,7 +35,7 @@ var languages = []string{"engine/expr", "engine/query", "engine/project", "engin
 // engineParts are the packages cut from the engine by concept: the engine
 // imports them and hands them what they need through small interfaces or
 // plain data, so they never import it back.
-var engineParts = []string{"engine/record", "engine/letvars", "engine/validation", "engine/usage", "engine/namespace", "engine/viewdef", "engine/preimage", "engine/retry", "engine/reclaim", "engine/writestage", "engine/storagecheck", "engine/oplogstore", "engine/expiryscan", "engine/collstats", "engine/distinct", "engine/members"}
+var engineParts = []string{"engine/record", "engine/letvars", "engine/validation", "engine/usage", "engine/namespace", "engine/viewdef", "engine/preimage", "engine/retry", "engine/reclaim", "engine/writestage", "engine/storagecheck", "engine/oplogstore", "engine/expiryscan", "engine/collstats", "engine/distinct", "engine/members", "engine/reapshare"}
 
 // handlerPackages serve commands for the server with the command kit;
 // the server registers them.

@@ -247,3 +247,108 @@ func TestLayoutIsKept(t *testing.T) {
 		t.Fatalf("a key written unspread reads %q, %v", v, err)
 	}
 }
+
+// TestSubset: a subset of the buckets reads exactly the family keys those
+// buckets keep, and every key outside the families, in order, both ways
+// and after a seek; Get agrees with the scans.
+func TestSubset(t *testing.T) {
+	o := Options{Buckets: 8, Families: []Family{{'o', 2}}}
+	s := wrap(t, openPebble(t), o)
+	defer s.Close()
+	rng := rand.New(rand.NewPCG(7, 7))
+	tx, err := s.Begin(ctx, kv.TxnOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys [][]byte
+	for range 400 {
+		k := []byte{'o', byte('a' + rng.IntN(3)), byte(rng.IntN(256)), byte(rng.IntN(256))}
+		keys = append(keys, k)
+	}
+	// Keys outside the family, and a family key no longer than its header.
+	keys = append(keys, []byte("a1"), []byte("n9"), []byte("z"), []byte{'o', 'b'})
+	for _, k := range keys {
+		if err := tx.Set(k, k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := tx.Commit(ctx, kv.Sync); err != nil {
+		t.Fatal(err)
+	}
+	if n := Buckets(s); n != 8 {
+		t.Fatalf("Buckets = %d, want 8", n)
+	}
+	keep := func(b int) bool { return b%3 == 1 }
+	sub := Subset(s, keep)
+	sees := func(k []byte) bool {
+		b, ok := BucketOf(s, k)
+		if !ok {
+			return !(len(k) > 0 && k[0] == 'o') // header-only family keys are in no bucket
+		}
+		return keep(b)
+	}
+	// The values are the keys: the expected walk is the whole store's,
+	// filtered.
+	keysOf := func(r kv.Reader, lo, hi []byte, reverse bool, seek []byte) (out []string) {
+		it, err := r.Iter(ctx, lo, hi, reverse)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer it.Close()
+		ok := it.First()
+		if seek != nil {
+			ok = it.SeekGE(seek)
+		}
+		for ; ok; ok = it.Next() {
+			if !bytes.Equal(it.Key(), it.Value()) {
+				t.Fatalf("key %x has value %x", it.Key(), it.Value())
+			}
+			out = append(out, fmt.Sprintf("%x", it.Key()))
+		}
+		if err := it.Error(); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	want := func(lo, hi []byte, reverse bool, seek []byte) string {
+		var out []string
+		for _, h := range keysOf(s, lo, hi, reverse, seek) {
+			var k []byte
+			fmt.Sscanf(h, "%x", &k)
+			if sees(k) {
+				out = append(out, h)
+			}
+		}
+		return fmt.Sprint(out)
+	}
+	for _, r := range []struct{ lo, hi, seek []byte }{
+		{nil, nil, nil},
+		{[]byte("o"), []byte("p"), nil},
+		{[]byte("oa\x40"), []byte("oc\x10"), nil},
+		{[]byte("ob"), []byte("oc"), []byte("ob\x80")},
+		{[]byte("a"), []byte("oa\x80"), nil},
+	} {
+		for _, reverse := range []bool{false, true} {
+			seek := r.seek
+			if reverse {
+				seek = nil
+			}
+			got, exp := fmt.Sprint(keysOf(sub, r.lo, r.hi, reverse, seek)), want(r.lo, r.hi, reverse, seek)
+			if got != exp {
+				t.Errorf("[%q, %q) reverse=%v seek=%q:\n got %s\nwant %s", r.lo, r.hi, reverse, seek, got, exp)
+			}
+			if got == "[]" && r.lo == nil {
+				t.Errorf("the subset saw nothing")
+			}
+		}
+	}
+	for _, k := range keys {
+		_, err := sub.Get(ctx, k)
+		if found := err == nil; found != sees(k) {
+			t.Errorf("Get(%x) found=%v, want %v (%v)", k, found, sees(k), err)
+		}
+	}
+	if got := Subset(openPebble(t), keep); got == nil {
+		t.Fatal("Subset of an unspread store is nil")
+	}
+}

@@ -32,6 +32,9 @@
 // pessimistic transaction's), each bucket at the time its iterator opens,
 // which for the keys the transaction locked is the same.
 //
+// Subset reads only some of the buckets, one iterator each: processes
+// sharing a store divide work on a family that way (engine/reapshare).
+//
 // The number of buckets is part of the stored layout: Open keeps it in the
 // store under LayoutKey, and uses the stored number from then on.
 package bucketkv

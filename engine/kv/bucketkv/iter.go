@@ -36,6 +36,10 @@ type iter struct {
 	single bool
 	val    []byte
 
+	// only, if set, limits the walk to the family keys of the buckets it
+	// accepts (Subset).
+	only func(bucket int) bool
+
 	err    error
 	closed bool
 	// release, if set, ends what the iterator reads (a snapshot).
@@ -249,7 +253,12 @@ func (it *iter) nextHeader() bool {
 			} else {
 				it.pos = append(bytes.Clone(it.key), 0)
 			}
-			return true
+			if it.only == nil {
+				return true
+			}
+			// A key no longer than its header is in no bucket.
+			it.single = false
+			continue
 		}
 		it.header = g
 		// What is left of the segment once this header is done.
@@ -320,15 +329,21 @@ func (it *iter) openKids(g, lo, hi []byte) error {
 		return nil
 	}
 	if isPoint(lo, hi, len(g)) {
+		if it.only != nil && !it.only(int(it.l.bucket(lo[len(g):]))) {
+			return nil
+		}
 		slo := it.l.stored(lo)
 		return open(slo, append(bytes.Clone(slo), 0))
 	}
-	if !(bytes.HasPrefix(lo, g) && len(lo) > len(g)) && (hi == nil || bytes.Compare(hi, g) > 0) {
+	if it.only == nil && !(bytes.HasPrefix(lo, g) && len(lo) > len(g)) && (hi == nil || bytes.Compare(hi, g) > 0) {
 		if err := open(g, append(bytes.Clone(g), 0)); err != nil {
 			return err
 		}
 	}
 	for b := 0; b < it.l.buckets; b++ {
+		if it.only != nil && !it.only(b) {
+			continue
+		}
 		slo, shi := inBucket(g, byte(b), lo, hi)
 		if err := open(slo, shi); err != nil {
 			return err
