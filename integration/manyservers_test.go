@@ -56,6 +56,9 @@ var manyServersTests = []struct {
 	run  func(*testing.T)
 }{
 	{"Roster", testManyServersRoster},
+	{"RetryableWrites", testManyServersRetryableWrites},
+	{"Transactions", testManyServersTransactions},
+	{"SessionEndedElsewhere", testManyServersSessionEndedElsewhere},
 }
 
 // TestManyServers runs three servers over one store, with clients on each

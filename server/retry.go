@@ -31,8 +31,9 @@ type retryLocks struct {
 
 // checkTxnNumber checks a command's txnNumber as mongod does for every
 // command, in its order: it needs an lsid, a replica-set member (drivers
-// send one only to those) and a long that is not negative. Then come the
-// fields of a transaction (checkTransaction).
+// send one only to those) or a server among several on a shared store,
+// which answers as a mongos does, and a long that is not negative. Then
+// come the fields of a transaction (checkTransaction).
 func (s *Server) checkTxnNumber(cmd *commandDef, req *Request) error {
 	v := req.generic.txnNumber
 	if v.Type == 0 {
@@ -41,7 +42,7 @@ func (s *Server) checkTxnNumber(cmd *commandDef, req *Request) error {
 	if req.lsid == "" {
 		return mongoerr.New(mongoerr.InvalidOptions, "Transaction number requires a session ID to also be specified")
 	}
-	if s.rs == nil {
+	if s.rs == nil && s.eng.Member() == nil {
 		return mongoerr.New(mongoerr.IllegalOperation, "Transaction numbers are only allowed on a replica set member or mongos")
 	}
 	n, ok := v.Int64OK()
@@ -81,12 +82,21 @@ func (s *Server) retryTxn(req *Request) (*engine.Txn, func(), error) {
 // started again since it went keeps its records: a write in it may have
 // recorded statements already. Under the session's lock, a write that is
 // yet to record sees its session live only after this has run.
+//
+// On a store shared with other servers, a session gone from this one may
+// live on another, which drivers now send its writes to: only its records
+// older than the timeout go, as the reaper's would, so that a retry of a
+// write another server ran is still answered from its record.
 func (s *Server) forgetRetries(keys []session.Key) {
+	var before time.Time
+	if s.eng.Member() != nil {
+		before = s.clock.Now().Add(-s.sessions.Timeout())
+	}
 	for _, k := range keys {
 		id := retrySession(k)
 		mu := s.retry.lock(id)
 		if !s.sessions.Live(k) {
-			if err := s.eng.ForgetRetries(context.TODO(), [][16]byte{id}, time.Time{}); err != nil {
+			if err := s.eng.ForgetRetries(context.TODO(), [][16]byte{id}, before); err != nil {
 				s.log.Warn("forgetting retryable write records failed", zap.Error(err))
 			}
 		}

@@ -172,7 +172,14 @@ func Forget(ctx context.Context, store kv.Store, ids [][16]byte, before time.Tim
 	}
 	defer b.Rollback()
 	for _, id := range ids {
-		v, err := store.Get(ctx, record.TxnHeaderKey(id))
+		// Read under the header's lock, which a server ending a
+		// transaction it does not hold takes too (EndUnknown): on a
+		// shared store another server may record meanwhile.
+		hk := record.TxnHeaderKey(id)
+		if err := b.LockKeys(ctx, kv.LockOptions{}, hk); err != nil {
+			return fmt.Errorf("engine: lock session record: %w", err)
+		}
+		v, err := b.Get(ctx, hk)
 		if err == kv.ErrNotFound {
 			continue
 		}
