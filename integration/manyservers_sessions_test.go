@@ -97,12 +97,17 @@ func testManyServersRetryableWrites(t *testing.T) {
 		if lookup(t, first, "ok").AsFloat64() != 1 {
 			t.Fatalf("%s on server %d: %v", c.name, i%3, first)
 		}
+		if first.Lookup("retriedStmtIds").Type != 0 || first.Lookup("retriedStmtId").Type != 0 {
+			t.Errorf("%s, run the first time, names retried statements: %v", c.name, first)
+		}
 		for j := 1; j < 3; j++ {
 			again := conns[(i+j)%3].command(c.cmd)
+			what := fmt.Sprintf("%s retried on server %d", c.name, (i+j)%3)
 			if lookup(t, again, "ok").AsFloat64() != 1 {
-				t.Fatalf("%s retried on server %d: %v", c.name, (i+j)%3, again)
+				t.Fatalf("%s: %v", what, again)
 			}
-			sameReply(t, fmt.Sprintf("%s retried on server %d", c.name, (i+j)%3), first, again, c.fields...)
+			sameReply(t, what, first, again, c.fields...)
+			wantRetried(t, what, again, c.cmd)
 		}
 	}
 	// Each statement ran once: the upserted document was incremented by
@@ -139,11 +144,52 @@ func testManyServersRetryableWrites(t *testing.T) {
 		t.Fatalf("insert of _id 10: %v", reply)
 	}
 	ins = retryCmd(lsid, 7, bson.E{Key: "insert", Value: "c"}, bson.E{Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: 10}}, bson.D{{Key: "_id", Value: 11}}}})
-	if reply := conns[1].command(ins); lookup(t, reply, "n").AsInt64() != 2 || reply.Lookup("writeErrors").Type != 0 {
+	reply := conns[1].command(ins)
+	if lookup(t, reply, "n").AsInt64() != 2 || reply.Lookup("writeErrors").Type != 0 {
 		t.Fatalf("insert of _id 10 and 11 retried on server 1: %v", reply)
+	}
+	if ids := reply.Lookup("retriedStmtIds"); ids.String() != "[{\"$numberInt\":\"0\"}]" {
+		t.Errorf("insert of _id 10 and 11 retried on server 1: retriedStmtIds %v, want [0]", ids)
 	}
 	if n := count(t, docs, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: bson.A{10, 11}}}}}); n != 2 {
 		t.Errorf("%d of _id 10 and 11, want 2", n)
+	}
+}
+
+// wantRetried checks that the reply of a retried write names its
+// statements as mongod's does: every statement of a write command in
+// retriedStmtIds (write_commands.cpp's populateReply), a findAndModify's
+// in retriedStmtId (find_and_modify.cpp); a statement's id is its index,
+// as drivers send none.
+func wantRetried(t *testing.T, what string, reply bson.Raw, cmd bson.D) {
+	t.Helper()
+	var stmts int
+	for _, e := range cmd {
+		if a, ok := e.Value.(bson.A); ok && (e.Key == "documents" || e.Key == "updates" || e.Key == "deletes") {
+			stmts = len(a)
+		}
+	}
+	if stmts == 0 {
+		if v, ok := reply.Lookup("retriedStmtId").AsInt64OK(); !ok || v != 0 {
+			t.Errorf("%s: retriedStmtId %v, want 0: %v", what, reply.Lookup("retriedStmtId"), reply)
+		}
+		return
+	}
+	arr, ok := reply.Lookup("retriedStmtIds").ArrayOK()
+	if !ok {
+		t.Errorf("%s: no retriedStmtIds: %v", what, reply)
+		return
+	}
+	vals, _ := arr.Values()
+	if len(vals) != stmts {
+		t.Errorf("%s: retriedStmtIds %v, want %d statements", what, arr, stmts)
+		return
+	}
+	for i, v := range vals {
+		if id, _ := v.AsInt64OK(); id != int64(i) {
+			t.Errorf("%s: retriedStmtIds %v, want 0 to %d", what, arr, stmts-1)
+			return
+		}
 	}
 }
 

@@ -9,8 +9,12 @@ package server
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"go.uber.org/zap"
 
@@ -152,4 +156,27 @@ func stmt(t *engine.Txn, i int) *engine.Txn {
 		t.StmtID = int32(i)
 	}
 	return t
+}
+
+// retriedElements appends to elems mongod's retriedStmtIds, the statements
+// of a retryable write answered from their records (write_commands.cpp's
+// populateReply sets it when there are some), then more.
+func retriedElements(elems []bson.E, t *engine.Txn, more ...bson.E) []bson.E {
+	if t != nil && len(t.Retried) > 0 {
+		elems = append(elems, bson.E{Key: "retriedStmtIds", Value: t.Retried})
+	}
+	return append(elems, more...)
+}
+
+// appendRetried is retriedElements for a reply built in place.
+func appendRetried(dst []byte, t *engine.Txn) []byte {
+	if t == nil || len(t.Retried) == 0 {
+		return dst
+	}
+	idx, dst := bsoncore.AppendArrayElementStart(dst, "retriedStmtIds")
+	for i, id := range t.Retried {
+		dst = bsoncore.AppendInt32Element(dst, strconv.Itoa(i), id)
+	}
+	dst, _ = bsoncore.AppendArrayEnd(dst, idx)
+	return dst
 }

@@ -44,6 +44,10 @@ type Txn struct {
 	// Lsid, if set, is the lsid document the oplog entries of the write
 	// carry ({id, uid}); nil means {id: Session}.
 	Lsid []byte
+	// Retried lists the statements that Executed found recorded, in the
+	// order it was asked: those a command answered from their records,
+	// which mongod's write replies list as retriedStmtIds.
+	Retried []int32
 	// ExpireBefore, if set, is when the session's records expire: those
 	// last written before it are gone to Check and Executed, and the
 	// first record of the write deletes them.
@@ -127,6 +131,7 @@ func Executed(ctx context.Context, store kv.Store, t *Txn, stmt int32) (bson.Raw
 	if int64(binary.BigEndian.Uint64(v)) != t.Number {
 		return nil, false, nil // a record of an earlier number
 	}
+	t.Retried = append(t.Retried, stmt)
 	return append(bson.Raw(nil), v[8:]...), true, nil
 }
 
