@@ -160,3 +160,44 @@ func TestRetryRecordsAcrossEngines(t *testing.T) {
 		t.Fatalf("documents %v, want one with n 1", docs)
 	}
 }
+
+// A session checked out on one engine waits on another until released,
+// or until the request's context ends; another session does not wait.
+func TestSessionCheckOutAcrossEngines(t *testing.T) {
+	c := newClusterOf(t)
+	a, b := c.open(t), c.open(t)
+	bg := context.Background()
+	session := [16]byte{9}
+	release, err := a.CheckOutSession(bg, session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := b.CheckOutSession(bg, [16]byte{10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other()
+	short, cancel := context.WithTimeout(bg, 100*time.Millisecond)
+	defer cancel()
+	if r, err := b.CheckOutSession(short, session); err == nil {
+		r()
+		t.Fatal("b checked out a session a holds")
+	}
+	got := make(chan error, 1)
+	go func() {
+		r, err := b.CheckOutSession(bg, session)
+		if err == nil {
+			r()
+		}
+		got <- err
+	}()
+	release()
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("b could not check the session out after a released it")
+	}
+}

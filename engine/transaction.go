@@ -445,6 +445,18 @@ func (e *Engine) EndUnknownTransaction(ctx context.Context, s *Txn) (o TxnOutcom
 	return retry.EndUnknown(ctx, e.store, s, e.nowMillis())
 }
 
+// CheckOutSession checks a session out for a retryable write on a store
+// shared with other servers (retry.CheckOut), so that its retryable writes
+// run one at a time across them; on a store of one server it does
+// nothing, the server's own lock being enough. The caller calls release
+// once the write is done.
+func (e *Engine) CheckOutSession(ctx context.Context, session [16]byte) (release func(), err error) {
+	if e.cluster.member == nil {
+		return func() {}, nil
+	}
+	return retry.CheckOut(ctx, e.store, session)
+}
+
 // adoptMultikey takes the state of c after a statement of t marked one of
 // its indexes multikey, which was old: a state with the same indexes.
 func (t *Transaction) adoptMultikey(c *Collection, old *collState) error {

@@ -339,3 +339,53 @@ func testManyServersSessionEndedElsewhere(t *testing.T) {
 		t.Errorf("document %v, %v; want n 2: update 2 applied once", doc, err)
 	}
 }
+
+// testManyServersConcurrentRetries: the same retryable write sent at once
+// to the three servers (a driver's retry reaching another server while
+// the first attempt still runs) is applied once, and all three answer
+// alike: a session's retryable writes run one at a time across servers,
+// as mongod checks a session out for each (session_catalog.cpp).
+func testManyServersConcurrentRetries(t *testing.T) {
+	servers := startCluster(t, 3)
+	createOnAll(t, servers, "r")
+	conns := make([]*rawConn, len(servers))
+	for i, ts := range servers {
+		conns[i] = dialRaw(t, ts)
+	}
+	lsid := clusterLsid(4)
+	const rounds = 30
+	for n := int64(1); n <= rounds; n++ {
+		cmd := retryCmd(lsid, n, bson.E{Key: "update", Value: "r"}, bson.E{Key: "updates", Value: bson.A{
+			bson.D{{Key: "q", Value: bson.D{{Key: "_id", Value: 1}}}, {Key: "u", Value: bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}}}, {Key: "upsert", Value: true}},
+			bson.D{{Key: "q", Value: bson.D{{Key: "_id", Value: 2}}}, {Key: "u", Value: bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}}}, {Key: "upsert", Value: true}},
+		}})
+		replies := make([]bson.Raw, len(conns))
+		done := make(chan int)
+		for i, raw := range conns {
+			go func() {
+				defer func() { done <- i }()
+				raw.send(raw.msgFrame(cmd))
+			}()
+		}
+		for range conns {
+			<-done
+		}
+		for i, raw := range conns {
+			m := raw.receive()
+			replies[i] = bson.Raw(m.Msg.Body)
+			if lookup(t, replies[i], "ok").AsFloat64() != 1 || replies[i].Lookup("writeErrors").Type != 0 {
+				t.Fatalf("round %d on server %d: %v", n, i, replies[i])
+			}
+		}
+		for i := 1; i < len(replies); i++ {
+			sameReply(t, fmt.Sprintf("round %d, server %d against server 0", n, i), replies[0], replies[i], "n", "nModified", "upserted")
+		}
+	}
+	coll := servers[0].Client.Database("app").Collection("r")
+	for _, id := range []int{1, 2} {
+		var doc bson.M
+		if err := coll.FindOne(testCtx(t), bson.D{{Key: "_id", Value: id}}).Decode(&doc); err != nil || doc["n"] != int32(rounds) {
+			t.Errorf("document %d: %v, %v; want n %d, one increment per round", id, doc, err, rounds)
+		}
+	}
+}

@@ -59,6 +59,7 @@ var manyServersTests = []struct {
 	{"RetryableWrites", testManyServersRetryableWrites},
 	{"Transactions", testManyServersTransactions},
 	{"SessionEndedElsewhere", testManyServersSessionEndedElsewhere},
+	{"ConcurrentRetries", testManyServersConcurrentRetries},
 }
 
 // TestManyServers runs three servers over one store, with clients on each

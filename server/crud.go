@@ -100,7 +100,7 @@ func (s *Server) insert(ctx context.Context, req *Request) (bson.Raw, error) {
 	if err != nil {
 		return nil, err
 	}
-	txn, unlock, err := s.retryTxn(req)
+	txn, unlock, err := s.retryTxn(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -194,7 +194,7 @@ func (s *Server) update(ctx context.Context, req *Request) (bson.Raw, error) {
 	if err != nil {
 		return nil, err
 	}
-	txn, unlock, err := s.retryTxn(req)
+	txn, unlock, err := s.retryTxn(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -303,7 +303,7 @@ func (s *Server) delete(ctx context.Context, req *Request) (bson.Raw, error) {
 			return nil, err
 		}
 	}
-	txn, unlock, err := s.retryTxn(req)
+	txn, unlock, err := s.retryTxn(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -391,7 +391,7 @@ func (s *Server) findAndModify(ctx context.Context, req *Request) (bson.Raw, err
 			return nil, err
 		}
 	}
-	txn, unlock, err := s.retryTxn(req)
+	txn, unlock, err := s.retryTxn(ctx, req)
 	if err != nil {
 		return nil, err
 	}

@@ -61,10 +61,11 @@ func (s *Server) checkTxnNumber(cmd *commandDef, req *Request) error {
 }
 
 // retryTxn reads the retryable write a write command is, nil if none, and
-// takes its session's lock; the caller calls the returned unlock. A
-// statement of a multi-document transaction is none: the engine never
-// retries those.
-func (s *Server) retryTxn(req *Request) (*engine.Txn, func(), error) {
+// takes its session's lock, and on a store shared with other servers its
+// checkout in the store (engine.CheckOutSession); the caller calls the
+// returned unlock. A statement of a multi-document transaction is none:
+// the engine never retries those.
+func (s *Server) retryTxn(ctx context.Context, req *Request) (*engine.Txn, func(), error) {
 	if !req.hasTxnNumber || req.inTxn {
 		return nil, nil, nil
 	}
@@ -73,11 +74,20 @@ func (s *Server) retryTxn(req *Request) (*engine.Txn, func(), error) {
 	id := retrySession(k)
 	t := &engine.Txn{Session: id, Number: req.txnNumber, Lsid: lsidDoc(k), ExpireBefore: s.clock.Now().Add(-s.sessions.Timeout())}
 	mu := s.retry.lock(id)
-	if err := s.eng.CheckTxn(context.TODO(), t); err != nil {
+	release, err := s.eng.CheckOutSession(ctx, id)
+	if err != nil {
 		mu.Unlock()
 		return nil, nil, err
 	}
-	return t, mu.Unlock, nil
+	unlock := func() {
+		release()
+		mu.Unlock()
+	}
+	if err := s.eng.CheckTxn(context.TODO(), t); err != nil {
+		unlock()
+		return nil, nil, err
+	}
+	return t, unlock, nil
 }
 
 // forgetRetries drops the records of sessions that are gone, and now and

@@ -158,3 +158,33 @@ func CheckCommit(ctx context.Context, tx kv.Txn, t *Txn) error {
 	}
 	return nil
 }
+
+// CheckOut checks session out for a retryable write on a store shared
+// with other servers, as mongod checks a session out of its catalog for
+// each command: it locks the session's checkout key (never written) in a
+// kv transaction of its own, waiting while another server holds it, until
+// ctx ends. The caller runs the write, then calls release. Without it, a
+// driver's retry that reaches another server while the first attempt
+// still runs would find no record yet and apply the statements a second
+// time. The write's own kv transaction never takes this lock, so the two
+// never wait for each other; a server that dies holding it loses it with
+// its kv transaction's lock lifetime.
+func CheckOut(ctx context.Context, store kv.Store, session [16]byte) (release func(), err error) {
+	b, err := store.Begin(ctx, kv.TxnOptions{Pessimistic: true})
+	if err != nil {
+		return nil, fmt.Errorf("engine: begin: %w", err)
+	}
+	key := record.TxnCheckoutKey(session)
+	for {
+		err := b.LockKeys(ctx, kv.LockOptions{}, key)
+		if err == nil {
+			return b.Rollback, nil
+		}
+		// A wait past the store's bound is a conflict: wait again, as a
+		// plain write waits for its locks, until the request ends.
+		if !kv.IsConflict(err) || ctx.Err() != nil {
+			b.Rollback()
+			return nil, fmt.Errorf("engine: check the session out: %w", err)
+		}
+	}
+}
