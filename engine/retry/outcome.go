@@ -104,8 +104,10 @@ func EndUnknown(ctx context.Context, store kv.Store, t *Txn, nowMillis int64) (o
 	defer b.Rollback()
 	hk := record.TxnHeaderKey(t.Session)
 	// The header's lock orders this against a commit of the number on the
-	// server that holds it, which takes the same lock (CheckCommit).
-	if err := b.LockKeys(ctx, kv.LockOptions{}, hk); err != nil {
+	// server that holds it, which takes the same lock (CheckCommit); the
+	// checkout's against a retryable write of the session on any server,
+	// whose kv transaction writes the header without its lock (CheckOut).
+	if err := b.LockKeys(ctx, kv.LockOptions{}, record.TxnCheckoutKey(t.Session), hk); err != nil {
 		return Unknown, 0, fmt.Errorf("engine: lock session record: %w", err)
 	}
 	latest, ok, err := Latest(ctx, b, t.Session)

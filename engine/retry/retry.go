@@ -177,11 +177,12 @@ func Forget(ctx context.Context, store kv.Store, ids [][16]byte, before time.Tim
 	}
 	defer b.Rollback()
 	for _, id := range ids {
-		// Read under the header's lock, which a server ending a
-		// transaction it does not hold takes too (EndUnknown): on a
-		// shared store another server may record meanwhile.
+		// Read under the session's checkout and header locks, which
+		// the servers sharing a store take to write its records
+		// (CheckOut, EndUnknown, CheckCommit): another may record
+		// meanwhile.
 		hk := record.TxnHeaderKey(id)
-		if err := b.LockKeys(ctx, kv.LockOptions{}, hk); err != nil {
+		if err := b.LockKeys(ctx, kv.LockOptions{}, record.TxnCheckoutKey(id), hk); err != nil {
 			return fmt.Errorf("engine: lock session record: %w", err)
 		}
 		v, err := b.Get(ctx, hk)
