@@ -306,6 +306,13 @@ func testManyServersTransactions(t *testing.T) {
 	wantClusterOK(t, "retryable write 6 on B", b.command(retryCmd(lsid, 6, bson.E{Key: "insert", Value: "t"}, bson.E{Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: 8}}}})))
 	wantClusterCode(t, "commit of 5 on A after retryable write 6 on B", a.command(commit(5)), 225, "")
 	wantIDs(t, coll, bson.D{}, 1, 2, 4, 8)
+
+	// An abortTransaction retried on another server ends the transaction
+	// open on A just as well.
+	wantClusterOK(t, "insert in transaction 7 on A", a.command(insert(7, true, 9)))
+	wantClusterCode(t, "abort of 7, open on A, on C", c.command(abort(7)), 251, "TransientTransactionError")
+	wantClusterCode(t, "commit of 7 on A after C ended it", a.command(commit(7)), 251, "TransientTransactionError")
+	wantIDs(t, coll, bson.D{}, 1, 2, 4, 8)
 }
 
 // testManyServersSessionEndedElsewhere: a session that ends on one server
