@@ -15,7 +15,6 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
-
 	"go.uber.org/zap"
 
 	"github.com/lethedb/lethe/command"
@@ -35,9 +34,8 @@ type retryLocks struct {
 
 // checkTxnNumber checks a command's txnNumber as mongod does for every
 // command, in its order: it needs an lsid, a replica-set member (drivers
-// send one only to those) or a server among several on a shared store,
-// which answers as a mongos does, and a long that is not negative. Then
-// come the fields of a transaction (checkTransaction).
+// send one only to those) and a long that is not negative. Then come the
+// fields of a transaction (checkTransaction).
 func (s *Server) checkTxnNumber(cmd *commandDef, req *Request) error {
 	v := req.generic.txnNumber
 	if v.Type == 0 {
