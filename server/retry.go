@@ -81,7 +81,7 @@ func (s *Server) retryTxn(ctx context.Context, req *Request) (*engine.Txn, func(
 		release()
 		mu.Unlock()
 	}
-	if err := s.eng.CheckTxn(context.TODO(), t); err != nil {
+	if err := s.eng.CheckTxn(ctx, t); err != nil {
 		unlock()
 		return nil, nil, err
 	}
