@@ -270,6 +270,23 @@ func testManyServersTransactions(t *testing.T) {
 	wantClusterCode(t, "abort of 1 on C", c.command(abort(1)), 256, "")
 	wantIDs(t, coll, bson.D{}, 1, 2)
 
+	// A retryable write under a committed transaction's number, on a
+	// server that never saw the session, is refused as on the session's
+	// node (IncompleteTransactionHistory, 217), and the commit stands.
+	other := clusterLsid(5)
+	wantClusterOK(t, "insert in another session's transaction 1 on A", a.command(clusterTxnCmd(other, 1, true, "app",
+		bson.E{Key: "insert", Value: "t"}, bson.E{Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: 50}}}})))
+	wantClusterOK(t, "commit of the other session's 1 on A", a.command(clusterTxnCmd(other, 1, false, "admin", bson.E{Key: "commitTransaction", Value: 1})))
+	wantClusterCode(t, "retryable write 1 on B after transaction 1 committed on A",
+		b.command(retryCmd(other, 1, bson.E{Key: "insert", Value: "t"}, bson.E{Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: 51}}}})), 217, "")
+	wantClusterOK(t, "commit of the other session's 1 retried on B", b.command(clusterTxnCmd(other, 1, false, "admin", bson.E{Key: "commitTransaction", Value: 1})))
+	if n := count(t, coll, bson.D{{Key: "_id", Value: bson.D{{Key: "$gte", Value: 50}}}}); n != 1 {
+		t.Errorf("%d documents of the other session, want 1 (its transaction's)", n)
+	}
+	if _, err := coll.DeleteOne(testCtx(t), bson.D{{Key: "_id", Value: 50}}); err != nil {
+		t.Fatal(err)
+	}
+
 	// Aborted on A: a commit on B is NoSuchTransaction.
 	wantClusterOK(t, "insert in transaction 2 on A", a.command(insert(2, true, 3)))
 	wantClusterOK(t, "abort of 2 on A", a.command(abort(2)))

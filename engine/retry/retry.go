@@ -85,6 +85,18 @@ func Check(ctx context.Context, store kv.Store, t *Txn) error {
 	if t.Number < stored {
 		return mongoerr.New(mongoerr.TransactionTooOld, "Retryable write with txnNumber %d is prohibited on session %s because a newer retryable write with txnNumber %d has already started on this session.", t.Number, uuidString(t.Session), stored)
 	}
+	if t.Number == stored {
+		// The number of a transaction that committed or was ended, maybe
+		// on another server or before a restart: not a retryable write's,
+		// as mongod's _beginOrContinueRetryableWrite refuses it.
+		o, err := TransactionOutcome(ctx, store, t)
+		if err != nil {
+			return err
+		}
+		if o != Unknown {
+			return mongoerr.New(mongoerr.IncompleteTransactionHistory, "Cannot retry a retryable write that has been converted into a transaction")
+		}
+	}
 	// Every statement record carries a number no newer than the
 	// session's, which each Record sets to its own.
 	t.unrecorded = t.Number > stored
