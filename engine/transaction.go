@@ -55,9 +55,9 @@ const DefaultTransactionMaxBytes = 64 << 20
 
 // commitStmt is the statement id under which a committed transaction
 // records itself in its session's records (package engine/retry), so that
-// a commitTransaction retried after a lost reply, or after a restart,
-// finds it committed.
-const commitStmt int32 = -1
+// a commitTransaction retried after a lost reply, after a restart, or on
+// another server, finds it committed.
+const commitStmt = retry.CommitStmt
 
 // TransactionOptions configure a transaction.
 type TransactionOptions struct {
@@ -317,6 +317,13 @@ func (t *Transaction) Commit(ctx context.Context) (err error) {
 		return err
 	}
 	if s := t.opts.Session; s != nil {
+		// On a shared store another server may have ended the number
+		// meanwhile (EndUnknownTransaction).
+		if t.e.cluster.member != nil {
+			if err := retry.CheckCommit(ctx, t.tx, s); err != nil {
+				return err
+			}
+		}
 		if err := retry.Record(ctx, t.tx, s, commitStmt, bsoncore.NewDocumentBuilder().Build(), t.e.nowMillis()); err != nil {
 			return err
 		}
@@ -415,6 +422,45 @@ func (t *Transaction) Abort() {
 func (e *Engine) TransactionCommitted(ctx context.Context, s *Txn) (bool, error) {
 	_, ok, err := e.Executed(ctx, s, commitStmt)
 	return ok, err
+}
+
+// TxnOutcome is what a session's records say of a transaction number
+// (retry.Outcome).
+type TxnOutcome = retry.Outcome
+
+// The outcomes of a transaction number.
+const (
+	TxnUnknown   = retry.Unknown
+	TxnCommitted = retry.Committed
+	TxnAborted   = retry.Aborted
+)
+
+// TransactionOutcome reads what the session's records say of transaction
+// s (its session and number): committed, ended by a server that did not
+// hold it (EndUnknownTransaction), or neither.
+func (e *Engine) TransactionOutcome(ctx context.Context, s *Txn) (TxnOutcome, error) {
+	return retry.TransactionOutcome(ctx, e.store, s)
+}
+
+// EndUnknownTransaction settles transaction s for a server asked to
+// commit or abort it that does not hold it: committed if its commit is
+// recorded, else recorded as ended, so that the server that may hold it
+// open on the same store can no longer commit it. newest is set, and
+// nothing recorded, when the session recorded a newer number.
+func (e *Engine) EndUnknownTransaction(ctx context.Context, s *Txn) (o TxnOutcome, newest int64, err error) {
+	return retry.EndUnknown(ctx, e.store, s, e.nowMillis())
+}
+
+// CheckOutSession checks a session out for a retryable write on a store
+// shared with other servers (retry.CheckOut), so that its retryable writes
+// run one at a time across them; on a store of one server it does
+// nothing, the server's own lock being enough. The caller calls release
+// once the write is done.
+func (e *Engine) CheckOutSession(ctx context.Context, session [16]byte) (release func(), err error) {
+	if e.cluster.member == nil {
+		return func() {}, nil
+	}
+	return retry.CheckOut(ctx, e.store, session)
 }
 
 // adoptMultikey takes the state of c after a statement of t marked one of

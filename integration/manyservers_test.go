@@ -61,6 +61,10 @@ var manyServersTests = []struct {
 	{"TTLSameInstant", testManyServersTTLSameInstant},
 	{"TTLPurgedOnce", testManyServersTTLPurgedOnce},
 	{"TTLTakeOver", testManyServersTTLTakeOver},
+	{"RetryableWrites", testManyServersRetryableWrites},
+	{"Transactions", testManyServersTransactions},
+	{"SessionEndedElsewhere", testManyServersSessionEndedElsewhere},
+	{"ConcurrentRetries", testManyServersConcurrentRetries},
 }
 
 // TestManyServers runs three servers over one store, with clients on each

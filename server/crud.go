@@ -100,7 +100,7 @@ func (s *Server) insert(ctx context.Context, req *Request) (bson.Raw, error) {
 	if err != nil {
 		return nil, err
 	}
-	txn, unlock, err := s.retryTxn(req)
+	txn, unlock, err := s.retryTxn(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -121,9 +121,10 @@ func (s *Server) insert(ctx context.Context, req *Request) (bson.Raw, error) {
 	if len(res.Errors) == 0 {
 		idx, dst := req.BeginReply()
 		dst = bsoncore.AppendInt32Element(dst, "n", int32(res.N))
+		dst = appendRetried(dst, txn)
 		return req.EndReply(idx, dst)
 	}
-	return command.OK(bson.E{Key: "n", Value: int32(res.N)}, writeErrorsElement(res.Errors))
+	return command.OK(retriedElements([]bson.E{{Key: "n", Value: int32(res.N)}}, txn, writeErrorsElement(res.Errors))...)
 }
 
 // writeStatements parses what update and delete share: the statements,
@@ -193,7 +194,7 @@ func (s *Server) update(ctx context.Context, req *Request) (bson.Raw, error) {
 	if err != nil {
 		return nil, err
 	}
-	txn, unlock, err := s.retryTxn(req)
+	txn, unlock, err := s.retryTxn(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -255,12 +256,14 @@ func (s *Server) update(ctx context.Context, req *Request) (bson.Raw, error) {
 		idx, dst := req.BeginReply()
 		dst = bsoncore.AppendInt32Element(dst, "n", int32(n))
 		dst = bsoncore.AppendInt32Element(dst, "nModified", int32(modified))
+		dst = appendRetried(dst, txn)
 		return req.EndReply(idx, dst)
 	}
 	elems := []bson.E{{Key: "n", Value: int32(n)}, {Key: "nModified", Value: int32(modified)}}
 	if len(upserted) > 0 {
 		elems = append(elems, bson.E{Key: "upserted", Value: upserted})
 	}
+	elems = retriedElements(elems, txn)
 	if len(errs) > 0 {
 		elems = append(elems, writeErrorsElement(errs))
 	}
@@ -300,7 +303,7 @@ func (s *Server) delete(ctx context.Context, req *Request) (bson.Raw, error) {
 			return nil, err
 		}
 	}
-	txn, unlock, err := s.retryTxn(req)
+	txn, unlock, err := s.retryTxn(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -317,10 +320,11 @@ func (s *Server) delete(ctx context.Context, req *Request) (bson.Raw, error) {
 		return nil, err
 	}
 	if len(errs) > 0 {
-		return command.OK(bson.E{Key: "n", Value: int32(n)}, writeErrorsElement(errs))
+		return command.OK(retriedElements([]bson.E{{Key: "n", Value: int32(n)}}, txn, writeErrorsElement(errs))...)
 	}
 	idx, dst := req.BeginReply()
 	dst = bsoncore.AppendInt32Element(dst, "n", int32(n))
+	dst = appendRetried(dst, txn)
 	return req.EndReply(idx, dst)
 }
 
@@ -387,7 +391,7 @@ func (s *Server) findAndModify(ctx context.Context, req *Request) (bson.Raw, err
 			return nil, err
 		}
 	}
-	txn, unlock, err := s.retryTxn(req)
+	txn, unlock, err := s.retryTxn(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -410,5 +414,10 @@ func (s *Server) findAndModify(ctx context.Context, req *Request) (bson.Raw, err
 	if res.Value != nil {
 		value = res.Value
 	}
-	return command.OK(bson.E{Key: "lastErrorObject", Value: leo}, bson.E{Key: "value", Value: value})
+	elems := []bson.E{{Key: "lastErrorObject", Value: leo}, {Key: "value", Value: value}}
+	if txn != nil && len(txn.Retried) > 0 {
+		// find_and_modify.cpp's reply to a retry names its statement.
+		elems = append(elems, bson.E{Key: "retriedStmtId", Value: txn.Retried[0]})
+	}
+	return command.OK(elems...)
 }

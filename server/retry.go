@@ -9,9 +9,12 @@ package server
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"time"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 	"go.uber.org/zap"
 
 	"github.com/lethedb/lethe/command"
@@ -41,7 +44,7 @@ func (s *Server) checkTxnNumber(cmd *commandDef, req *Request) error {
 	if req.lsid == "" {
 		return mongoerr.New(mongoerr.InvalidOptions, "Transaction number requires a session ID to also be specified")
 	}
-	if s.rs == nil {
+	if s.rs == nil && s.eng.Member() == nil {
 		return mongoerr.New(mongoerr.IllegalOperation, "Transaction numbers are only allowed on a replica set member or mongos")
 	}
 	n, ok := v.Int64OK()
@@ -56,10 +59,11 @@ func (s *Server) checkTxnNumber(cmd *commandDef, req *Request) error {
 }
 
 // retryTxn reads the retryable write a write command is, nil if none, and
-// takes its session's lock; the caller calls the returned unlock. A
-// statement of a multi-document transaction is none: the engine never
-// retries those.
-func (s *Server) retryTxn(req *Request) (*engine.Txn, func(), error) {
+// takes its session's lock, and on a store shared with other servers its
+// checkout in the store (engine.CheckOutSession); the caller calls the
+// returned unlock. A statement of a multi-document transaction is none:
+// the engine never retries those.
+func (s *Server) retryTxn(ctx context.Context, req *Request) (*engine.Txn, func(), error) {
 	if !req.hasTxnNumber || req.inTxn {
 		return nil, nil, nil
 	}
@@ -68,11 +72,20 @@ func (s *Server) retryTxn(req *Request) (*engine.Txn, func(), error) {
 	id := retrySession(k)
 	t := &engine.Txn{Session: id, Number: req.txnNumber, Lsid: lsidDoc(k), ExpireBefore: s.clock.Now().Add(-s.sessions.Timeout())}
 	mu := s.retry.lock(id)
-	if err := s.eng.CheckTxn(context.TODO(), t); err != nil {
+	release, err := s.eng.CheckOutSession(ctx, id)
+	if err != nil {
 		mu.Unlock()
 		return nil, nil, err
 	}
-	return t, mu.Unlock, nil
+	unlock := func() {
+		release()
+		mu.Unlock()
+	}
+	if err := s.eng.CheckTxn(ctx, t); err != nil {
+		unlock()
+		return nil, nil, err
+	}
+	return t, unlock, nil
 }
 
 // forgetRetries drops the records of sessions that are gone, and now and
@@ -81,12 +94,21 @@ func (s *Server) retryTxn(req *Request) (*engine.Txn, func(), error) {
 // started again since it went keeps its records: a write in it may have
 // recorded statements already. Under the session's lock, a write that is
 // yet to record sees its session live only after this has run.
+//
+// On a store shared with other servers, a session gone from this one may
+// live on another, which drivers now send its writes to: only its records
+// older than the timeout go, as the reaper's would, so that a retry of a
+// write another server ran is still answered from its record.
 func (s *Server) forgetRetries(keys []session.Key) {
+	var before time.Time
+	if s.eng.Member() != nil {
+		before = s.clock.Now().Add(-s.sessions.Timeout())
+	}
 	for _, k := range keys {
 		id := retrySession(k)
 		mu := s.retry.lock(id)
 		if !s.sessions.Live(k) {
-			if err := s.eng.ForgetRetries(context.TODO(), [][16]byte{id}, time.Time{}); err != nil {
+			if err := s.eng.ForgetRetries(context.TODO(), [][16]byte{id}, before); err != nil {
 				s.log.Warn("forgetting retryable write records failed", zap.Error(err))
 			}
 		}
@@ -142,4 +164,27 @@ func stmt(t *engine.Txn, i int) *engine.Txn {
 		t.StmtID = int32(i)
 	}
 	return t
+}
+
+// retriedElements appends to elems mongod's retriedStmtIds, the statements
+// of a retryable write answered from their records (write_commands.cpp's
+// populateReply sets it when there are some), then more.
+func retriedElements(elems []bson.E, t *engine.Txn, more ...bson.E) []bson.E {
+	if t != nil && len(t.Retried) > 0 {
+		elems = append(elems, bson.E{Key: "retriedStmtIds", Value: t.Retried})
+	}
+	return append(elems, more...)
+}
+
+// appendRetried is retriedElements for a reply built in place.
+func appendRetried(dst []byte, t *engine.Txn) []byte {
+	if t == nil || len(t.Retried) == 0 {
+		return dst
+	}
+	idx, dst := bsoncore.AppendArrayElementStart(dst, "retriedStmtIds")
+	for i, id := range t.Retried {
+		dst = bsoncore.AppendInt32Element(dst, strconv.Itoa(i), id)
+	}
+	dst, _ = bsoncore.AppendArrayEnd(dst, idx)
+	return dst
 }

@@ -18,6 +18,14 @@
 // way, but never wait: a session that is busy is marked, and its
 // transaction is aborted when the running command checks it in.
 //
+// On a store shared with other servers, a session's numbers may be used
+// on any of them; a transaction's statements run on the server that
+// started it (drivers pin them to one mongos). Commands that start or end
+// a transaction read the session's newest number from the store each
+// time, and a commit or abort of a number this server does not hold is
+// settled in the store (engine.EndUnknownTransaction): committed, or ended
+// there so that the server holding it can no longer commit it.
+//
 // A collection a transaction creates exists outside it at once, empty; at
 // an abort the engine drops one created by create or createIndexes unless
 // another client wrote to it meanwhile, and one an insert created stays.

@@ -189,7 +189,7 @@ func (s *Session) RetryableWrite(st Stmt) error {
 // Begin starts (st.Start) or continues the session's transaction for a
 // statement and returns it.
 func (s *Session) Begin(ctx context.Context, st Stmt) (*engine.Transaction, error) {
-	if err := s.recall(ctx, st); err != nil {
+	if err := s.recall(ctx, st, st.Start); err != nil {
 		return nil, err
 	}
 	if err := s.tooOld(st, false); err != nil {
@@ -231,9 +231,13 @@ func (s *Session) Begin(ctx context.Context, st Stmt) (*engine.Transaction, erro
 // session recorded in the store (by a committed transaction or a retryable
 // write), so that after a restart a used number is not started again: the
 // session then knows it as mongod's would, committed if a transaction
-// committed under it.
-func (s *Session) recall(ctx context.Context, st Stmt) error {
-	if s.recalled {
+// committed under it. On a store shared with other servers (shared), it
+// reads it again for every command that starts or ends a transaction
+// (refresh), since another server may have used a newer number since:
+// the store's record decides, and an open transaction of an older number
+// is aborted, as a newer number aborts it on mongod.
+func (s *Session) recall(ctx context.Context, st Stmt, refresh bool) error {
+	if s.recalled && !(refresh && s.shared()) {
 		return nil
 	}
 	latest, ok, err := s.r.cfg.Engine.LatestTxnNumber(ctx, st.ID)
@@ -244,16 +248,28 @@ func (s *Session) recall(ctx context.Context, st Stmt) error {
 	if number, _ := s.current(); !ok || latest <= number {
 		return nil
 	}
-	committed, err := s.r.cfg.Engine.TransactionCommitted(ctx, &engine.Txn{Session: st.ID, Number: latest})
+	outcome, err := s.r.cfg.Engine.TransactionOutcome(ctx, &engine.Txn{Session: st.ID, Number: latest})
 	if err != nil {
 		return err
 	}
-	state := None
-	if committed {
-		state = Committed
-	}
-	s.set(latest, state)
+	s.abortOpen("another server used a newer number on its session")
+	s.set(latest, stateOf(outcome))
 	return nil
+}
+
+// shared reports whether the store is shared with other servers, which
+// may use the session's numbers too.
+func (s *Session) shared() bool { return s.r.cfg.Engine.Member() != nil }
+
+// stateOf is the state of a number the store's records tell of.
+func stateOf(o engine.TxnOutcome) State {
+	switch o {
+	case engine.TxnCommitted:
+		return Committed
+	case engine.TxnAborted:
+		return Aborted
+	}
+	return None
 }
 
 // StatementFailed aborts the open transaction after one of its
@@ -272,6 +288,9 @@ func (s *Session) known(ctx context.Context, st Stmt) (bool, error) {
 	if st.Number < number {
 		return false, noSuchTransaction(st, number)
 	}
+	if s.shared() {
+		return s.knownShared(ctx, st, number)
+	}
 	ok, err := s.r.cfg.Engine.TransactionCommitted(ctx, &engine.Txn{Session: st.ID, Number: st.Number})
 	if err != nil {
 		return false, err
@@ -284,11 +303,38 @@ func (s *Session) known(ctx context.Context, st Stmt) (bool, error) {
 	return true, nil
 }
 
+// knownShared is known for a number this server does not hold, on a
+// store shared with other servers: the transaction may have committed on
+// another server, whose commitTransaction the driver retries here after a
+// network error, or be open there. The store's records decide
+// (EndUnknownTransaction): committed, it becomes the latest, as on one
+// server; otherwise it is ended in the store, so that the server holding
+// it can no longer commit it, and this one answers NoSuchTransaction as
+// mongod does for a number it does not know.
+func (s *Session) knownShared(ctx context.Context, st Stmt, number int64) (bool, error) {
+	o, newest, err := s.r.cfg.Engine.EndUnknownTransaction(ctx, &engine.Txn{Session: st.ID, Number: st.Number, Lsid: st.Lsid})
+	if err != nil {
+		return false, err
+	}
+	if newest > st.Number {
+		// Another server used a newer number since recall read it.
+		s.abortOpen("another server used a newer number on its session")
+		s.set(newest, None)
+		return false, s.tooOld(st, false)
+	}
+	s.abortOpen("a newer transaction started on its session")
+	s.set(st.Number, stateOf(o))
+	if o != engine.TxnCommitted {
+		return false, noSuchTransaction(st, number)
+	}
+	return true, nil
+}
+
 // ending checks a commitTransaction or abortTransaction st against the
 // session, as beginOrContinue does for them, and returns the number and
 // state of the transaction it ends.
 func (s *Session) ending(ctx context.Context, st Stmt) (int64, State, error) {
-	if err := s.recall(ctx, st); err != nil {
+	if err := s.recall(ctx, st, true); err != nil {
 		return 0, None, err
 	}
 	if err := s.tooOld(st, false); err != nil {

@@ -21,6 +21,8 @@
 //	t lsid 0x00                 a session's newest txnNumber and last write
 //	t lsid 0x02 stmt            a retryable statement's txnNumber and result
 //	                            (TxnHeaderKey, TxnStmtKey; why in engine/retry.go)
+//	t lsid 0x03                 never written: locked to check a session out
+//	                            across servers (TxnCheckoutKey, engine/retry)
 //	r lo -> hi                  ranges of dropped collections and indexes
 //	                            still to reclaim (ReclaimKey; engine/reclaim.go)
 //	y slot(2)                   the lease of a slot of the TTL reaper's work on

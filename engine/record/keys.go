@@ -65,6 +65,10 @@ func TxnStmtRange(s [16]byte) (lo, hi []byte) {
 	return append(TxnSessionPrefix(s), 1), append(TxnSessionPrefix(s), stmtTag+1)
 }
 
+// TxnCheckoutKey is the key servers sharing a store lock, and never
+// write, to run a session's retryable writes one at a time.
+func TxnCheckoutKey(s [16]byte) []byte { return append(TxnSessionPrefix(s), stmtTag+1) }
+
 // ReclaimKey is the key of the record of a dropped range [lo, hi) still to
 // reclaim; its value is hi.
 func ReclaimKey(lo []byte) []byte { return append([]byte{PrefixReclaim}, lo...) }

@@ -44,6 +44,10 @@ type Txn struct {
 	// Lsid, if set, is the lsid document the oplog entries of the write
 	// carry ({id, uid}); nil means {id: Session}.
 	Lsid []byte
+	// Retried lists the statements that Executed found recorded, in the
+	// order it was asked: those a command answered from their records,
+	// which mongod's write replies list as retriedStmtIds.
+	Retried []int32
 	// ExpireBefore, if set, is when the session's records expire: those
 	// last written before it are gone to Check and Executed, and the
 	// first record of the write deletes them.
@@ -80,6 +84,18 @@ func Check(ctx context.Context, store kv.Store, t *Txn) error {
 	}
 	if t.Number < stored {
 		return mongoerr.New(mongoerr.TransactionTooOld, "Retryable write with txnNumber %d is prohibited on session %s because a newer retryable write with txnNumber %d has already started on this session.", t.Number, uuidString(t.Session), stored)
+	}
+	if t.Number == stored {
+		// The number of a transaction that committed or was ended, maybe
+		// on another server or before a restart: not a retryable write's,
+		// as mongod's _beginOrContinueRetryableWrite refuses it.
+		o, err := TransactionOutcome(ctx, store, t)
+		if err != nil {
+			return err
+		}
+		if o != Unknown {
+			return mongoerr.New(mongoerr.IncompleteTransactionHistory, "Cannot retry a retryable write that has been converted into a transaction")
+		}
 	}
 	// Every statement record carries a number no newer than the
 	// session's, which each Record sets to its own.
@@ -127,6 +143,7 @@ func Executed(ctx context.Context, store kv.Store, t *Txn, stmt int32) (bson.Raw
 	if int64(binary.BigEndian.Uint64(v)) != t.Number {
 		return nil, false, nil // a record of an earlier number
 	}
+	t.Retried = append(t.Retried, stmt)
 	return append(bson.Raw(nil), v[8:]...), true, nil
 }
 
@@ -172,7 +189,15 @@ func Forget(ctx context.Context, store kv.Store, ids [][16]byte, before time.Tim
 	}
 	defer b.Rollback()
 	for _, id := range ids {
-		v, err := store.Get(ctx, record.TxnHeaderKey(id))
+		// Read under the session's checkout and header locks, which
+		// the servers sharing a store take to write its records
+		// (CheckOut, EndUnknown, CheckCommit): another may record
+		// meanwhile.
+		hk := record.TxnHeaderKey(id)
+		if err := b.LockKeys(ctx, kv.LockOptions{}, record.TxnCheckoutKey(id), hk); err != nil {
+			return fmt.Errorf("engine: lock session record: %w", err)
+		}
+		v, err := b.Get(ctx, hk)
 		if err == kv.ErrNotFound {
 			continue
 		}
