@@ -30,6 +30,9 @@ type cluster struct {
 	now    func() time.Time
 	stop   context.CancelFunc
 	done   chan struct{}
+	// oplogDone is closed when the shared oplog's floor stops being
+	// published (shareOplog).
+	oplogDone chan struct{}
 }
 
 // joinCluster puts the server on the store's roster and keeps its lease.
@@ -48,6 +51,7 @@ func (e *Engine) joinCluster(o ClusterOptions) error {
 		defer close(e.cluster.done)
 		m.Run(ctx)
 	}()
+	e.cluster.oplogDone = e.shareOplog(ctx)
 	return nil
 }
 
@@ -59,6 +63,7 @@ func (e *Engine) leaveCluster() {
 	}
 	e.cluster.stop()
 	<-e.cluster.done
+	<-e.cluster.oplogDone
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := e.cluster.member.Leave(ctx); err != nil {
