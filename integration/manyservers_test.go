@@ -56,6 +56,9 @@ var manyServersTests = []struct {
 	run  func(*testing.T)
 }{
 	{"Roster", testManyServersRoster},
+	{"ChangeStreamOrder", testManyServersChangeStreamOrder},
+	{"ChangeStreamResume", testManyServersChangeStreamResume},
+	{"ChangeStreamTTL", testManyServersChangeStreamTTL},
 }
 
 // TestManyServers runs three servers over one store, with clients on each
