@@ -62,8 +62,9 @@ const sharedMinGap = 10 * time.Millisecond
 
 // idleAfter is how long a server appends nothing before it publishes a
 // zero floor and stops publishing: its next append then waits for a
-// publication, so a steady trickle of writes keeps the server busy.
-const idleAfter = time.Second
+// publication, so a steady trickle of writes keeps the server busy. A
+// variable for tests.
+var idleAfter = time.Second
 
 // shared is the state of a Log shared with other servers.
 type shared struct {
