@@ -43,13 +43,16 @@ func (e *Engine) commitLogged(ctx context.Context, tx kv.Txn, d kv.Durability, e
 	return err
 }
 
-// leaseHolds refuses a commit of oplog entries by a server that has lost
-// its place on the roster of a shared store: the others have stopped
-// waiting for its floor (oplog.Cluster), and readers may have read past
-// the entries' timestamps. ShutdownInProgress, as a member that steps
-// down answers, is an error drivers retry, on another server.
+// leaseHolds refuses a commit of oplog entries by a server that has lost,
+// or is about to lose, its place on the roster of a shared store: the
+// others stop waiting for its floor (oplog.Cluster) when its lease runs
+// out, and readers may then read past the entries' timestamps. The last
+// quarter of the lease is left for the commit itself; renewals every
+// third of it keep a live server out of it. ShutdownInProgress, as a
+// member that steps down answers, is an error drivers retry, on another
+// server.
 func (e *Engine) leaseHolds() error {
-	if m := e.cluster.member; m != nil && !m.Valid() {
+	if m := e.cluster.member; m != nil && !m.ValidFor(m.Lease()/4) {
 		return mongoerr.New(mongoerr.ShutdownInProgress, "this server's lease on the roster of the store has run out; retry on another server")
 	}
 	return nil

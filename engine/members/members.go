@@ -159,6 +159,17 @@ func (m *Member) Valid() bool {
 	return !m.left && m.opts.Now().Sub(m.renewed) < m.opts.Lease
 }
 
+// ValidFor reports whether the server's own lease holds for at least d
+// more. A commit that the others must not see once they count the server
+// out checks it with d a bound on the commit's time, so that it lands
+// before the lease runs out, whatever the rounding of the record's expiry
+// and the skew of the servers' shared clocks.
+func (m *Member) ValidFor(d time.Duration) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return !m.left && m.opts.Now().Add(d).Sub(m.renewed) < m.opts.Lease
+}
+
 // Run renews the lease every third of it until ctx ends.
 func (m *Member) Run(ctx context.Context) {
 	t := time.NewTicker(m.opts.Lease / 3)
