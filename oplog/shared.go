@@ -113,16 +113,11 @@ func (l *Log) appendShared(ctx context.Context, s *shared, b Batch, ents []Entry
 	}
 	// The oracle timestamps are taken after the reservation holds the
 	// floor down: a floor computed meanwhile counts it.
-	tsos := make([]uint64, (len(ents)+tsoSlots-1)/tsoSlots)
-	for i := range tsos {
-		t, err := s.c.Now(ctx)
-		if err != nil {
-			r.Finish(false)
-			return nil, fmt.Errorf("oplog: timestamp: %w", err)
-		}
-		tsos[i] = t
+	tsos, err := s.stamps(ctx, (len(ents)+tsoSlots-1)/tsoSlots)
+	if err != nil {
+		r.Finish(false)
+		return nil, err
 	}
-	// Each call is after the one before, so they already increase.
 	wall := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -156,6 +151,42 @@ func (l *Log) appendShared(ctx context.Context, s *shared, b Batch, ents []Entry
 		s.seen = top
 	}
 	return r, nil
+}
+
+// maxStampCalls bounds the oracle calls one append makes at once.
+const maxStampCalls = 16
+
+// stamps takes n oracle timestamps, in increasing order. The calls of a
+// large batch run concurrently: the oracle's client sends concurrent
+// requests in one round trip.
+func (s *shared) stamps(ctx context.Context, n int) ([]uint64, error) {
+	out := make([]uint64, n)
+	if n == 1 {
+		t, err := s.c.Now(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("oplog: timestamp: %w", err)
+		}
+		out[0] = t
+		return out, nil
+	}
+	errs := make([]error, n)
+	sem := make(chan struct{}, maxStampCalls)
+	var wg sync.WaitGroup
+	for i := range out {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			out[i], errs[i] = s.c.Now(ctx)
+			<-sem
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("oplog: timestamps: %w", err)
+	}
+	slices.Sort(out)
+	return out, nil
 }
 
 // enter registers r among the pending reservations, below every
@@ -197,7 +228,9 @@ func (l *Log) publishBusy(ctx context.Context, s *shared) error {
 		return fmt.Errorf("oplog: publish the floor: %w", err)
 	}
 	l.mu.Lock()
-	s.busy, s.published = true, floor
+	// lastWork restarts the idle spell, so that the floor loop does not
+	// take back at once what an append is about to use.
+	s.busy, s.published, s.lastWork = true, floor, time.Now()
 	l.mu.Unlock()
 	return nil
 }
