@@ -38,7 +38,8 @@ type Record struct {
 	// write under an older one.
 	Catalog uint64 `bson:"catalog"`
 	// Floor is the lowest oplog timestamp the server may still commit an
-	// entry at; 0 if it has not said.
+	// entry at; 0 while it has nothing to commit, in which case it
+	// publishes a floor before it takes a timestamp (oplog.Log.Share).
 	Floor uint64 `bson:"floor"`
 }
 
