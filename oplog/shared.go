@@ -96,6 +96,10 @@ func (l *Log) Share(c Cluster) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.shared = &shared{c: c, kick: make(chan struct{}, 1)}
+	// The newest stored entry is no visible point: another server may
+	// still commit one before it. Nothing is visible until RunShared
+	// has read the floors.
+	l.visible = Timestamp{}
 }
 
 // Shared reports whether l is shared with other servers.
