@@ -32,9 +32,10 @@
 // Cluster (the roster record of package engine/members): the lowest
 // timestamp it may still commit at, which is the first of its oldest
 // unfinished reservation, else a fresh oracle timestamp. RunShared
-// publishes it every SharedInterval while the server appends, and reads
-// the others': the visible point is just below the lowest of them and of
-// its own, taken before the read. A server with nothing to commit
+// publishes it while the server appends, every SharedInterval and soon
+// after each commit, and reads the others': the visible point is just
+// below the lowest of them and of its own, taken before the read, and
+// nothing is visible before the first read. A server with nothing to commit
 // publishes a zero floor after a second of idleness, which readers skip,
 // and publishes a real floor again before its next append takes a
 // timestamp: every reader that saw the zero read below its own fresh
