@@ -100,6 +100,9 @@ func (s *Stream) backlogError() error {
 // clock, gone back, lets expire behind it have their delete but no expire
 // event.
 //
+// On a source that is a Starter, "already in the oplog" means committed
+// before the scan began, which the read waits to see (Starter.Start).
+//
 // A failed read (a getMore's wait that ends during it) leaves the stream
 // where it was: a part of it would lose the expire events it had merged.
 func (s *Stream) readWithExpiry(ctx context.Context) (err error) {
@@ -111,6 +114,16 @@ func (s *Stream) readWithExpiry(ctx context.Context) (err error) {
 			s.pending, s.after, s.check = s.pending[:base], after, check
 		}
 	}()
+	// On a source whose commits become visible some time after they are
+	// acknowledged (servers sharing a store), a purge committed before
+	// the scan may not be visible yet: the read waits until it is, or
+	// the document would be neither scanned nor read.
+	var scanned oplog.Timestamp
+	if st, ok := s.src.(Starter); ok {
+		if scanned, err = st.Start(); err != nil {
+			return err
+		}
+	}
 	exps, err := s.scan(s.expW, now)
 	if err != nil {
 		return err
@@ -118,7 +131,10 @@ func (s *Stream) readWithExpiry(ctx context.Context) (err error) {
 	if len(exps) > s.maxBacklog {
 		return s.backlogError()
 	}
-	visible, _ := s.src.Watch()
+	visible, err := s.reach(ctx, scanned)
+	if err != nil {
+		return err
+	}
 	stopped := false
 	_, err = s.src.ReadOplog(ctx, s.after, func(ts oplog.Timestamp, raw bson.Raw) (bool, error) {
 		if at, ok := bsoncore.Document(raw).Lookup("expiredAt").DateTimeOK(); ok && at > now {
@@ -200,4 +216,19 @@ func (s *Stream) readWithExpiry(ctx context.Context) (err error) {
 		s.expW, s.expTail = now, nil
 	}
 	return nil
+}
+
+// reach waits until the visible point is at or past ts, and returns it.
+func (s *Stream) reach(ctx context.Context, ts oplog.Timestamp) (oplog.Timestamp, error) {
+	for {
+		visible, moved := s.src.Watch()
+		if !visible.Less(ts) {
+			return visible, nil
+		}
+		select {
+		case <-moved:
+		case <-ctx.Done():
+			return visible, ctx.Err()
+		}
+	}
 }

@@ -36,6 +36,15 @@ type Source interface {
 	Expiring(fromMs, toMs int64, watch func(db, coll string) bool) ([]Expired, error)
 }
 
+// Starter is offered by a Source whose acknowledged writes may be past its
+// visible point (servers sharing a store, oplog.Log.Start): a stream
+// opened with no start point starts at Start rather than at the visible
+// point, so that it reports none of the writes acknowledged before it
+// opened, as a stream opened at the cluster time does.
+type Starter interface {
+	Start() (oplog.Timestamp, error)
+}
+
 // Expired is a document that expires in a window: what an expire event
 // reports.
 type Expired struct {
@@ -121,6 +130,11 @@ func Open(spec *Spec, src Source) (*Stream, error) {
 		s.last = Token{TS: s.after, Flags: flagHighWater}
 	default:
 		s.after, _ = src.Watch()
+		if st, ok := src.(Starter); ok {
+			if s.after, err = st.Start(); err != nil {
+				return nil, err
+			}
+		}
 		s.last = Token{TS: s.after, Flags: flagHighWater}
 	}
 	return s, nil

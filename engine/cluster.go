@@ -27,8 +27,9 @@ type ClusterOptions struct {
 	// renewal; members.DefaultLease if zero.
 	Lease time.Duration
 	// Now is the store's shared time, by which leases are judged; the
-	// wall clock if nil. Never the engine's clock when tests drive it by
-	// hand: leases would run out at each jump.
+	// system clock if nil, never the engine's: a test's manual clock
+	// jumps by more than a lease, and the server would find its own
+	// lease run out (Member.Valid) and refuse its writes.
 	Now func() time.Time
 	// CatalogPoll is how often the server looks for catalog changes made
 	// by the others; DefaultCatalogPoll if zero.
@@ -54,6 +55,9 @@ type cluster struct {
 	polled atomic.Int64
 	// kick asks the refresh loop to look now.
 	kick chan struct{}
+	// oplogDone is closed when the shared oplog's floor stops being
+	// published (shareOplog).
+	oplogDone chan struct{}
 }
 
 // joinCluster puts the server on the store's roster and keeps its lease.
@@ -88,6 +92,7 @@ func (e *Engine) joinCluster(o ClusterOptions) error {
 		e.refreshLoop(ctx)
 		<-renewed
 	}()
+	e.cluster.oplogDone = e.shareOplog(ctx)
 	return nil
 }
 
@@ -376,6 +381,7 @@ func (e *Engine) leaveCluster() {
 	}
 	e.cluster.stop()
 	<-e.cluster.done
+	<-e.cluster.oplogDone
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := e.cluster.member.Leave(ctx); err != nil {

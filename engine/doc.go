@@ -82,7 +82,12 @@
 //  5. The id sequence's key lock (allocIDs), held by a short transaction
 //     that reads, advances and commits the stored sequence and waits for
 //     nothing while it holds it.
-//  6. Leaf locks, held for a few statements and never while taking another:
+//  6. On a store shared with other servers, the oplog's publication lock
+//     (oplog's shared.pubMu), taken by an append whose server has no
+//     floor published (under the locks above, engine.mu included) and by
+//     the floor loop, and held across the publication: a renewal of the
+//     server's roster record (members' renewMu, then its mu).
+//  7. Leaf locks, held for a few statements and never while taking another:
 //     oplog.Log's mu, taken to hand out timestamps and append entries to
 //     a batch (under engine.mu for create and rename) and to publish a
 //     commit; oplog.Log's trimMu, held by a trim, which takes mu briefly;

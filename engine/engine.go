@@ -306,15 +306,17 @@ func (e *Engine) StorageEngine() (name string, persistent, readOnly bool) {
 }
 
 func (e *Engine) Close() error {
+	if e.stopReaper != nil {
+		e.stopReaper()
+		<-e.reaperDone
+	}
 	e.stopReapShare()
+	// After the reaper's last purge: once the server is off the roster,
+	// the others read past what it might still commit (oplog.Log.Share).
 	e.leaveCluster()
 	if e.stopReclaim != nil {
 		e.stopReclaim()
 		<-e.reclaimDone
-	}
-	if e.stopReaper != nil {
-		e.stopReaper()
-		<-e.reaperDone
 	}
 	if e.stopTrimmer != nil {
 		e.stopTrimmer()

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -62,6 +63,17 @@ func (rep *oplogReplica) checkPreImage(e *Engine, ts oplog.Timestamp, raw bson.R
 
 // catchUp applies the entries after the last one applied.
 func (rep *oplogReplica) catchUp(ctx context.Context, e *Engine) error {
+	if log := e.Oplog(); log != nil && log.Shared() {
+		// On a shared store (TiKV) entries become visible when the
+		// floor loop next moves the visible point past them
+		// (oplog.Log.Share), a few milliseconds after their commit.
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		_, err := log.Wait(wctx, log.Last().Prev())
+		cancel()
+		if err != nil {
+			return fmt.Errorf("oplog: visible point %v never reached the last entry %v: %w", log.Visible(), log.Last(), err)
+		}
+	}
 	last, err := e.ReadOplog(ctx, rep.last, func(ts oplog.Timestamp, raw bson.Raw) (bool, error) {
 		if !rep.last.Less(ts) {
 			return false, fmt.Errorf("oplog: entry %v after %v", ts, rep.last)

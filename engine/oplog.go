@@ -9,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/lethedb/lethe/engine/kv"
+	"github.com/lethedb/lethe/engine/members"
 	"github.com/lethedb/lethe/engine/oplogstore"
 	"github.com/lethedb/lethe/engine/preimage"
 	"github.com/lethedb/lethe/engine/record"
@@ -31,14 +32,82 @@ func (e *Engine) commitLogged(ctx context.Context, tx kv.Txn, d kv.Durability, e
 		_, err := tx.Commit(ctx, d)
 		return err
 	}
-	r, err := e.oplog.Append(tx, ents)
+	r, err := e.oplog.AppendContext(ctx, tx, ents)
 	if err != nil {
 		tx.Rollback()
+		return err
+	}
+	if err := e.leaseHolds(); err != nil {
+		tx.Rollback()
+		r.Finish(false)
 		return err
 	}
 	_, err = tx.Commit(ctx, d)
 	r.Finish(err == nil)
 	return err
+}
+
+// leaseHolds refuses a commit of oplog entries by a server that has lost,
+// or is about to lose, its place on the roster of a shared store: the
+// others stop waiting for its floor (oplog.Cluster) when its lease runs
+// out, and readers may then read past the entries' timestamps. The last
+// quarter of the lease is left for the commit itself; renewals every
+// third of it keep a live server out of it. ShutdownInProgress, as a
+// member that steps down answers, is an error drivers retry, on another
+// server.
+func (e *Engine) leaseHolds() error {
+	if m := e.cluster.member; m != nil && !m.ValidFor(m.Lease()/4) {
+		return mongoerr.New(mongoerr.ShutdownInProgress, "this server's lease on the roster of the store has run out; retry on another server")
+	}
+	return nil
+}
+
+// oplogCluster is the roster of the servers sharing the store, as the
+// shared oplog sees it (oplog.Cluster): floors are published in this
+// server's roster record and read from the others'.
+type oplogCluster struct{ e *Engine }
+
+func (c oplogCluster) Now(ctx context.Context) (uint64, error) {
+	ts, err := c.e.store.Now(ctx)
+	return uint64(ts), err
+}
+
+func (c oplogCluster) Publish(ctx context.Context, floor oplog.Timestamp) error {
+	m := c.e.cluster.member
+	m.Update(func(r *members.Record) { r.Floor = floor.Uint64() })
+	return m.Renew(ctx)
+}
+
+func (c oplogCluster) Floors(ctx context.Context) ([]oplog.Timestamp, error) {
+	recs, err := members.Live(ctx, c.e.store, c.e.cluster.now())
+	if err != nil {
+		return nil, err
+	}
+	me := c.e.cluster.member.ID()
+	out := make([]oplog.Timestamp, 0, len(recs))
+	for _, r := range recs {
+		if r.ID != me {
+			out = append(out, oplog.FromUint64(r.Floor))
+		}
+	}
+	return out, nil
+}
+
+// shareOplog makes the oplog one of the servers' on the shared store
+// (oplog.Log.Share) and keeps its floor published until ctx ends; done is
+// closed then.
+func (e *Engine) shareOplog(ctx context.Context) (done chan struct{}) {
+	done = make(chan struct{})
+	if e.oplog == nil {
+		close(done)
+		return done
+	}
+	e.oplog.Share(oplogCluster{e})
+	go func() {
+		defer close(done)
+		e.oplog.RunShared(ctx, e.log)
+	}()
+	return done
 }
 
 // beginPlain begins a short pessimistic transaction of the engine's own
@@ -243,8 +312,12 @@ func (e *Engine) AppendNoop(ctx context.Context, o bson.D) (oplog.Timestamp, err
 		return oplog.Timestamp{}, err
 	}
 	defer tx.Rollback()
-	r, err := e.oplog.Append(tx, []oplog.Entry{{Op: oplog.Noop, O: raw}})
+	r, err := e.oplog.AppendContext(ctx, tx, []oplog.Entry{{Op: oplog.Noop, O: raw}})
 	if err != nil {
+		return oplog.Timestamp{}, err
+	}
+	if err := e.leaseHolds(); err != nil {
+		r.Finish(false)
 		return oplog.Timestamp{}, err
 	}
 	_, err = tx.Commit(ctx, kv.Sync)

@@ -65,6 +65,9 @@ var manyServersTests = []struct {
 	{"Transactions", testManyServersTransactions},
 	{"SessionEndedElsewhere", testManyServersSessionEndedElsewhere},
 	{"ConcurrentRetries", testManyServersConcurrentRetries},
+	{"ChangeStreamOrder", testManyServersChangeStreamOrder},
+	{"ChangeStreamResume", testManyServersChangeStreamResume},
+	{"ChangeStreamTTL", testManyServersChangeStreamTTL},
 }
 
 // TestManyServers runs three servers over one store, with clients on each

@@ -42,6 +42,7 @@ var tikvMockTests = []struct {
 	{"TestChangeStreamEventKinds", TestChangeStreamEventKinds},
 	{"TestChangeStreamResumeAfterRestart", TestChangeStreamResumeAfterRestart},
 	{"TestChangeStreamTTLDelete", TestChangeStreamTTLDelete},
+	{"TestChangeStreamExpireEvents", TestChangeStreamExpireEvents},
 	{"TestRetryableWritesDriver", TestRetryableWritesDriver},
 	{"TestTransactionCommitAndAbortGo", TestTransactionCommitAndAbortGo},
 	{"TestTransactionSnapshotGo", TestTransactionSnapshotGo},

@@ -19,6 +19,38 @@
 // failed (a failed one leaves a hole, never an entry). Readers read up to
 // the visible point only, and Wait until it moves.
 //
+// # Several servers on one store
+//
+// When several servers append to one stored log (Share), timestamps come
+// from the store's timestamp oracle (TiKV's TSO) rather than this
+// process's clock: FromTSO maps an oracle timestamp to a BSON one that
+// orders the same way, with 16 slots for the entries of one batch (and
+// another oracle timestamp for every 16 more), so that two servers never
+// hand out one timestamp, and a write acknowledged on one server before
+// another starts on a second gets the smaller. A server cannot see what
+// the others have reserved, so each publishes its floor through the
+// Cluster (the roster record of package engine/members): the lowest
+// timestamp it may still commit at, which is the first of its oldest
+// unfinished reservation, else a fresh oracle timestamp. RunShared
+// publishes it while the server appends, every SharedInterval and soon
+// after each commit, and reads the others': the visible point is just
+// below the lowest of them and of its own, taken before the read, and
+// nothing is visible before the first read. A server with nothing to commit
+// publishes a zero floor after a second of idleness, which readers skip,
+// and publishes a real floor again before its next append takes a
+// timestamp: every reader that saw the zero read below its own fresh
+// timestamp, and the append's comes after the publication, hence after
+// that one. A server whose lease ran out is off the roster, and its floor
+// with it; it commits nothing more (the engine checks its lease before
+// each commit).
+//
+// # Locks
+//
+// shared.pubMu, held by a publication of the floor across its store call
+// (an append that must publish first takes it, under the engine's locks),
+// then Log.mu, a leaf held for a few statements; trimMu, held by a trim,
+// takes mu briefly.
+//
 // # Keys
 //
 //	o ts(8)    one entry (BSON), ts as seconds<<32 | increment, big-endian

@@ -44,6 +44,10 @@ type Log struct {
 	floor Timestamp
 
 	trim chan struct{} // capacity 1: the size passed the bound
+	// shared is set when other servers append to the same stored log
+	// (Share); pending is then in no order, and visible moves only by
+	// RunShared.
+	shared *shared
 	// trimMu keeps trims one at a time: two would count the same
 	// entries as removed.
 	trimMu sync.Mutex
@@ -95,8 +99,20 @@ type Reservation struct {
 // The timestamps stay invisible to readers until then, and so do those of
 // every later reservation.
 func (l *Log) Append(b Batch, ents []Entry) (*Reservation, error) {
+	return l.AppendContext(context.Background(), b, ents)
+}
+
+// AppendContext is Append with a context for the store calls of a shared
+// log (Share), which takes its timestamps from the store's oracle.
+func (l *Log) AppendContext(ctx context.Context, b Batch, ents []Entry) (*Reservation, error) {
 	if len(ents) == 0 {
 		return nil, nil
+	}
+	l.mu.Lock()
+	s := l.shared
+	l.mu.Unlock()
+	if s != nil {
+		return l.appendShared(ctx, s, b, ents)
 	}
 	wall := l.now()
 	l.mu.Lock()
@@ -139,6 +155,9 @@ func (r *Reservation) Finish(committed bool) {
 	l := r.l
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if r.done {
+		return
+	}
 	r.done = true
 	if committed {
 		l.size += r.bytes
@@ -148,6 +167,10 @@ func (r *Reservation) Finish(committed bool) {
 			default:
 			}
 		}
+	}
+	if l.shared != nil {
+		l.finishShared(l.shared, r)
+		return
 	}
 	n := 0
 	for n < len(l.pending) && l.pending[n].done {

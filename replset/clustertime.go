@@ -137,14 +137,17 @@ func (c OplogClock) Tick() bson.Timestamp { return c.Now() }
 
 // Await waits until the entry at ts, and every one before it, is readable.
 // A time of a past second that no entry reached is reached by a no-op
-// entry, as a MongoDB primary writes one.
+// entry, as a MongoDB primary writes one; on a store shared with other
+// servers, by the visible point, which follows the store's oracle.
 func (c OplogClock) Await(ctx context.Context, ts bson.Timestamp) error {
 	want := oplog.Timestamp{T: ts.T, I: ts.I}
 	log := c.Engine.Oplog()
 	if !log.Visible().Less(want) {
 		return nil
 	}
-	if c.Engine.ClusterTime().Less(want) && uint32(c.Wall.Now().Unix()) > ts.T {
+	// A shared log's visible point moves with the store's oracle, past
+	// any time a client can hold, without a write (oplog.Log.Share).
+	if !log.Shared() && c.Engine.ClusterTime().Less(want) && uint32(c.Wall.Now().Unix()) > ts.T {
 		if _, err := c.Engine.AppendNoop(ctx, bson.D{{Key: "msg", Value: "reach the cluster time a client asked for"}}); err != nil {
 			return err
 		}

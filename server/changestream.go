@@ -40,7 +40,9 @@ var changeStreamStages = map[string]bool{
 // changeStream opens the stream an aggregate asks for; coll is "" for
 // aggregate: 1.
 func (s *Server) changeStream(ctx context.Context, req *Request, coll string, pipeline []bson.Raw, batchSize int, opts engine.AggregateOptions) (bson.Raw, error) {
-	if s.rs == nil || s.eng.Oplog() == nil {
+	// A server among several on a shared store streams the changes of
+	// all of them, as a mongos does (engine.Member, oplog.Log.Share).
+	if (s.rs == nil && s.eng.Member() == nil) || s.eng.Oplog() == nil {
 		return nil, mongoerr.New(mongoerr.Location40573, "The $changeStream stage is only supported on replica sets")
 	}
 	spec, err := changestream.ParseSpec(bson.Raw(pipeline[0]).Index(0).Value(), req.DB, coll)
@@ -119,6 +121,8 @@ func (s streamSource) ReadOplog(ctx context.Context, after oplog.Timestamp, fn f
 func (s streamSource) OldestOplog() (oplog.Timestamp, error) { return s.e.OldestOplog(context.TODO()) }
 
 func (s streamSource) Watch() (oplog.Timestamp, <-chan struct{}) { return s.e.Oplog().Watch() }
+
+func (s streamSource) Start() (oplog.Timestamp, error) { return s.e.Oplog().Start(context.TODO()) }
 
 func (s streamSource) FindByID(ctx context.Context, db, coll string, id bsoncore.Value) (bson.Raw, error) {
 	return s.e.FindByID(ctx, db, coll, id)

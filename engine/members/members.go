@@ -38,7 +38,8 @@ type Record struct {
 	// write under an older one.
 	Catalog uint64 `bson:"catalog"`
 	// Floor is the lowest oplog timestamp the server may still commit an
-	// entry at; 0 if it has not said.
+	// entry at; 0 while it has nothing to commit, in which case it
+	// publishes a floor before it takes a timestamp (oplog.Log.Share).
 	Floor uint64 `bson:"floor"`
 }
 
@@ -157,6 +158,17 @@ func (m *Member) Valid() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return !m.left && m.opts.Now().Sub(m.renewed) < m.opts.Lease
+}
+
+// ValidFor reports whether the server's own lease holds for at least d
+// more. A commit that the others must not see once they count the server
+// out checks it with d a bound on the commit's time, so that it lands
+// before the lease runs out, whatever the rounding of the record's expiry
+// and the skew of the servers' shared clocks.
+func (m *Member) ValidFor(d time.Duration) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return !m.left && m.opts.Now().Add(d).Sub(m.renewed) < m.opts.Lease
 }
 
 // Run renews the lease every third of it until ctx ends.
