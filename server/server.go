@@ -45,6 +45,7 @@ import (
 	"github.com/lethedb/lethe/failpoint"
 	"github.com/lethedb/lethe/params"
 	"github.com/lethedb/lethe/replset"
+	"github.com/lethedb/lethe/router"
 	"github.com/lethedb/lethe/session"
 	"github.com/lethedb/lethe/shutdown"
 	"github.com/lethedb/lethe/stats"
@@ -225,7 +226,10 @@ type Server struct {
 
 	topo  *topology            // topologyVersion of hello, see hello_await.go
 	rs    *replset.Set         // nil for a standalone server
-	ctime replset.ClusterClock // replica-set mode's cluster time
+	ctime replset.ClusterClock // the cluster time of a member or a router
+	// router is the mongos-like face of a server sharing its store with
+	// others (router.go); nil otherwise.
+	router *router.Router
 
 	// authz is authentication's shared state, see auth.go.
 	authz *authState
@@ -338,13 +342,17 @@ func New(cfg Config) (*Server, error) {
 	s.sessions = session.New(session.Options{Timeout: cfg.SessionTimeout,
 		Max: cfg.MaxSessions, MaxPerClient: cfg.MaxSessionsPerClient, Clock: cfg.Clock, Gone: s.sessionsGone})
 	s.topo = newTopology()
-	if cfg.ReplSet != "" {
+	if cfg.ReplSet != "" || eng.Member() != nil {
 		if cfg.NoOplog {
 			s.ctime = replset.NewTickClock(cfg.Clock)
 		} else {
 			s.ctime = replset.OplogClock{Engine: eng, Wall: cfg.Clock}
 		}
+	}
+	if cfg.ReplSet != "" {
 		s.rs = replset.New(cfg.ReplSet, s.ctime, s.clock)
+	} else if eng.Member() != nil {
+		s.startRouter()
 	}
 	s.users = usermgmt.New(usermgmt.Config{Engine: eng, Logger: log,
 		ScramSHA1Iterations: cfg.ScramSHA1Iterations, ScramSHA256Iterations: cfg.ScramSHA256Iterations,
