@@ -56,6 +56,9 @@ var manyServersTests = []struct {
 	run  func(*testing.T)
 }{
 	{"Roster", testManyServersRoster},
+	{"Hello", testManyServersHello},
+	{"DriverTopology", testManyServersDriverTopology},
+	{"Cursors", testManyServersCursors},
 }
 
 // TestManyServers runs three servers over one store, with clients on each
