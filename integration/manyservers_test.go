@@ -59,6 +59,7 @@ var manyServersTests = []struct {
 	{"Hello", testManyServersHello},
 	{"DriverTopology", testManyServersDriverTopology},
 	{"Cursors", testManyServersCursors},
+	{"RetryElsewhere", testManyServersRetryElsewhere},
 }
 
 // TestManyServers runs three servers over one store, with clients on each

@@ -350,3 +350,36 @@ func testManyServersCursors(t *testing.T) {
 		}
 	}
 }
+
+// testManyServersRetryElsewhere: a retryable write that a driver sends
+// again to another server, as it does when the first server fails (the
+// retryable writes specification: the retry selects a server anew,
+// avoiding the one that failed, among mongoses), is answered from the
+// statement's record in the store: applied once, answered alike.
+func testManyServersRetryElsewhere(t *testing.T) {
+	servers := startCluster(t, 3)
+	createEverywhere(t, servers, "app", "c")
+	lsid := bson.D{{Key: "id", Value: bson.Binary{Subtype: bson.TypeBinaryUUID, Data: []byte("elsewhere-0123ab")}}}
+	upsert := retryCmd(lsid, 3, bson.E{Key: "update", Value: "c"}, bson.E{Key: "updates", Value: bson.A{
+		bson.D{{Key: "q", Value: bson.D{{Key: "_id", Value: "k"}}}, {Key: "u", Value: bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}}}, {Key: "upsert", Value: true}},
+	}})
+	for i, ts := range servers {
+		reply := dialRaw(t, ts).command(upsert)
+		if ok := lookup(t, reply, "ok").AsFloat64(); ok != 1 {
+			t.Fatalf("server %d: %s", i, reply)
+		}
+		if n := lookup(t, reply, "n").AsInt64(); n != 1 {
+			t.Errorf("server %d: n %d: %s", i, n, reply)
+		}
+		if id := lookup(t, reply, "upserted", "0", "_id").StringValue(); id != "k" {
+			t.Errorf("server %d: upserted %q", i, id)
+		}
+	}
+	var doc struct{ N int }
+	if err := servers[2].Client.Database("app").Collection("c").FindOne(testCtx(t), bson.D{{Key: "_id", Value: "k"}}).Decode(&doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.N != 1 {
+		t.Errorf("n = %d after one write retried on two other servers, want 1", doc.N)
+	}
+}
