@@ -60,6 +60,7 @@ var manyServersTests = []struct {
 	{"DriverTopology", testManyServersDriverTopology},
 	{"Cursors", testManyServersCursors},
 	{"RetryElsewhere", testManyServersRetryElsewhere},
+	{"Clients", testManyServersClients},
 }
 
 // TestManyServers runs three servers over one store, with clients on each

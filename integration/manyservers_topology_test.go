@@ -383,3 +383,18 @@ func testManyServersRetryElsewhere(t *testing.T) {
 		t.Errorf("n = %d after one write retried on two other servers, want 1", doc.N)
 	}
 }
+
+// testManyServersClients: mongosh and pymongo, given the three servers in
+// their connection string, see mongoses, spread their work and run
+// transactions (clients/manyservers.js, clients/manyservers.py).
+func testManyServersClients(t *testing.T) {
+	servers := startCluster(t, 3)
+	createEverywhere(t, servers, "topo", "shell", "py")
+	var hosts []string
+	for _, ts := range servers {
+		hosts = append(hosts, ts.Srv.Addr().String())
+	}
+	uri := "mongodb://" + strings.Join(hosts, ",") + "/"
+	t.Run("mongosh", func(t *testing.T) { runMongoshScriptWith(t, uri+"test", nil, "manyservers.js") })
+	t.Run("pymongo", func(t *testing.T) { runPythonScript(t, "manyservers.py", uri) })
+}
