@@ -78,6 +78,7 @@ const (
 	TransactionTooLarge                      Code = 257
 	InvalidResumeToken                       Code = 260
 	TooManyLogicalSessions                   Code = 261
+	ClusterTimeFailsRateLimiter              Code = 262
 	OperationNotSupportedInTransaction       Code = 263
 	PreparedTransactionInProgress            Code = 267
 	ChangeStreamFatalError                   Code = 280
@@ -176,6 +177,7 @@ var codeNames = map[Code]string{
 	TransactionTooLarge:                      "TransactionTooLarge",
 	InvalidResumeToken:                       "InvalidResumeToken",
 	TooManyLogicalSessions:                   "TooManyLogicalSessions",
+	ClusterTimeFailsRateLimiter:              "ClusterTimeFailsRateLimiter",
 	OperationNotSupportedInTransaction:       "OperationNotSupportedInTransaction",
 	PreparedTransactionInProgress:            "PreparedTransactionInProgress",
 	ChangeStreamFatalError:                   "ChangeStreamFatalError",

@@ -3,9 +3,18 @@ package router
 import (
 	"context"
 	"sync"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/lethedb/lethe/mongoerr"
 )
+
+// MaxDrift is how far past the wall clock a cluster time brought by a
+// client may be: mongod's and mongos's maxAcceptableLogicalClockDriftSecs
+// default, a year. A time beyond is refused, so that a made-up time cannot
+// carry every later operationTime of the server with it.
+const MaxDrift = 365 * 24 * time.Hour
 
 // ClusterClock is a server's own cluster time (replset.ClusterClock: the
 // oplog's, or ticks without one).
@@ -34,13 +43,18 @@ type ClusterClock interface {
 // set, which this one might not reach for a long while.
 type Clock struct {
 	Local ClusterClock
+	// Wall is the server's clock, which bounds the times accepted.
+	Wall func() time.Time
 
 	mu   sync.Mutex
 	seen bson.Timestamp // highest time brought from another server
 }
 
-// NewClock returns the cluster clock of a server whose own is local.
-func NewClock(local ClusterClock) *Clock { return &Clock{Local: local} }
+// NewClock returns the cluster clock of a server whose own is local and
+// whose wall clock is wall.
+func NewClock(local ClusterClock, wall func() time.Time) *Clock {
+	return &Clock{Local: local, Wall: wall}
+}
 
 // Now is the later of the server's own time and the highest brought from
 // another server, so that operationTime never goes back for a client that
@@ -61,9 +75,16 @@ func (c *Clock) later(own bson.Timestamp) bson.Timestamp {
 }
 
 // Await returns at once for a time ahead of the server's own (see Clock),
-// remembering it; for an earlier one, it waits as Local does.
+// remembering it; for an earlier one, it waits as Local does. A time more
+// than MaxDrift past the wall clock fails with ClusterTimeFailsRateLimiter,
+// as mongod's and mongos's clocks refuse it (VectorClock's rate limiter).
 func (c *Clock) Await(ctx context.Context, ts bson.Timestamp) error {
 	if own := c.Local.Now(); own.Before(ts) {
+		wall := c.Wall().Unix()
+		if int64(ts.T) > wall+int64(MaxDrift/time.Second) {
+			return mongoerr.New(mongoerr.ClusterTimeFailsRateLimiter,
+				"New cluster time, %d, is too far from this node's wall clock time, %d.", ts.T, wall)
+		}
 		c.mu.Lock()
 		if c.seen.Before(ts) {
 			c.seen = ts

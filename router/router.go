@@ -96,9 +96,14 @@ func (r *Router) Hosts(ctx context.Context) []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err != nil {
-		// The last roster is the best answer there is; try again at the
-		// next hello.
+		// The last roster is the best answer there is until the next
+		// read, a RosterAge later, so that a store that is down costs
+		// one failed read (and one log line) a second, not one a hello.
 		r.cfg.Logger.Warn("router: the roster of servers could not be read for hello", zap.Error(err))
+		if r.hosts == nil {
+			r.hosts = []string{}
+		}
+		r.read = time.Now()
 		return r.hosts
 	}
 	hosts := make([]string, 0, len(addrs))

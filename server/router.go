@@ -18,7 +18,7 @@ import (
 // times clients bring from the other servers, and hello lists the servers
 // on the roster.
 func (s *Server) startRouter() {
-	s.ctime = router.NewClock(s.ctime)
+	s.ctime = router.NewClock(s.ctime, s.clock.Now)
 	s.router = router.New(router.Config{Logger: s.log, Roster: func(ctx context.Context) ([]string, error) {
 		recs, err := s.eng.Members(ctx)
 		if err != nil {
