@@ -61,6 +61,7 @@ var manyServersTests = []struct {
 	{"Cursors", testManyServersCursors},
 	{"RetryElsewhere", testManyServersRetryElsewhere},
 	{"Clients", testManyServersClients},
+	{"PinnedServerDies", testManyServersPinnedServerDies},
 }
 
 // TestManyServers runs three servers over one store, with clients on each

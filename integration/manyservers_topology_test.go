@@ -398,3 +398,75 @@ func testManyServersClients(t *testing.T) {
 	t.Run("mongosh", func(t *testing.T) { runMongoshScriptWith(t, uri+"test", nil, "manyservers.js") })
 	t.Run("pymongo", func(t *testing.T) { runPythonScript(t, "manyservers.py", uri) })
 }
+
+// testManyServersPinnedServerDies: a transaction pinned to a server that
+// then stops fails with TransientTransactionError (the transactions
+// specification: drivers label a network error in a transaction so, and
+// unpin), and the driver's WithTransaction runs it again from the start on
+// another server; nothing of the first attempt is committed.
+func testManyServersPinnedServerDies(t *testing.T) {
+	servers := startCluster(t, 3)
+	createEverywhere(t, servers, "topo", "die")
+	// The next statement either finds its connection closed or, if the
+	// monitor saw the server go first, waits for the pinned server for
+	// the server selection timeout: both fail as transient.
+	client := clusterSeedClient(t, servers, options.Client().SetServerSelectionTimeout(time.Second))
+	ctx := testCtx(t)
+	coll := client.Database("topo").Collection("die")
+	sess, err := client.StartSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.EndSession(context.Background())
+	attempts, transient := 0, false
+	var dead *testServer
+	_, err = sess.WithTransaction(ctx, func(sc context.Context) (any, error) {
+		attempts++
+		if _, err := coll.InsertOne(sc, bson.D{{Key: "_id", Value: attempts}}); err != nil {
+			return nil, err
+		}
+		if attempts == 1 {
+			// The server that holds the open transaction is the one the
+			// session is pinned to: stop it.
+			for _, ts := range servers {
+				st := run(t, ts.Client.Database("admin"), bson.D{{Key: "serverStatus", Value: 1}})
+				if lookup(t, st, "transactions", "currentOpen").AsInt64() == 1 {
+					dead = ts
+				}
+			}
+			if dead == nil {
+				t.Fatal("no server holds the open transaction")
+			}
+			// Its own client first, which would otherwise wait out its
+			// disconnect timeout on a dead server when the test ends.
+			dead.Client.Disconnect(ctx)
+			if err := dead.Srv.Shutdown(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, err := coll.InsertOne(sc, bson.D{{Key: "_id", Value: "second"}})
+		var le mongo.LabeledError
+		if errors.As(err, &le) && le.HasErrorLabel("TransientTransactionError") {
+			transient = true
+		}
+		return nil, err
+	})
+	if err != nil {
+		t.Fatalf("transaction: %v", err)
+	}
+	if attempts != 2 || !transient {
+		t.Errorf("%d attempts, TransientTransactionError seen: %v; want 2 attempts after one", attempts, transient)
+	}
+	for _, ts := range servers {
+		if ts == dead {
+			continue
+		}
+		ids, err := ts.Client.Database("topo").Collection("die").Distinct(ctx, "_id", bson.D{}).Raw()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if vals, _ := ids.Values(); len(vals) != 2 || vals[0].AsInt64() != 2 || vals[1].StringValue() != "second" {
+			t.Errorf("%s sees %v, want only the second attempt's 2 and second", ts.Srv.Addr(), ids)
+		}
+	}
+}
