@@ -20,7 +20,10 @@
 //     functions of the contexts made from it only after letting go;
 //   - topology.mu and tickClock.mu, hello's topologyVersion and the cluster
 //     time, and authState.mu, authentication's counters and cache: leaves
-//     that no one holds while waiting.
+//     that no one holds while waiting;
+//   - on a shared store, the router's (package router): readMu, held by one
+//     hello across its read of the roster, which takes no lock of the
+//     server's, then Router.mu and Clock.mu, leaves.
 package server
 
 import (
