@@ -62,6 +62,7 @@ var manyServersTests = []struct {
 	{"RetryElsewhere", testManyServersRetryElsewhere},
 	{"Clients", testManyServersClients},
 	{"PinnedServerDies", testManyServersPinnedServerDies},
+	{"Advertise", testManyServersAdvertise},
 }
 
 // TestManyServers runs three servers over one store, with clients on each

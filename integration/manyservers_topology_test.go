@@ -3,6 +3,8 @@ package integration
 import (
 	"context"
 	"errors"
+	"net"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -468,5 +470,48 @@ func testManyServersPinnedServerDies(t *testing.T) {
 		if vals, _ := ids.Values(); len(vals) != 2 || vals[0].AsInt64() != 2 || vals[1].StringValue() != "second" {
 			t.Errorf("%s sees %v, want only the second attempt's 2 and second", ts.Srv.Addr(), ids)
 		}
+	}
+}
+
+// testManyServersAdvertise: a server names itself on the roster, and so in
+// every server's hello, by --advertise-addr; without it, by the address it
+// listens on, with the machine's host name for an unspecified IP.
+func testManyServersAdvertise(t *testing.T) {
+	servers := startCluster(t, 1)
+	join := func(listen, advertise string) *testServer {
+		ts := &testServer{Clock: servers[0].Clock, Dir: t.TempDir(), Logs: servers[0].Logs, mock: servers[0].mock}
+		ts.cfg = servers[0].cfg
+		ts.cfg.DataDir, ts.cfg.Listen, ts.cfg.AdvertiseAddr = ts.Dir, listen, advertise
+		ts.start(t)
+		t.Cleanup(func() { ts.stop(t) })
+		return ts
+	}
+	join("127.0.0.1:0", "db-two.example:27017")
+	wild := join("0.0.0.0:0", "")
+	host, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, port, err := net.SplitHostPort(wild.Srv.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{servers[0].Srv.Addr().String(), "db-two.example:27017", net.JoinHostPort(host, port)}
+	slices.Sort(want)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		reply := run(t, servers[0].Client.Database("admin"), bson.D{{Key: "hello", Value: 1}})
+		var got []string
+		vals, _ := lookup(t, reply, "hosts").Array().Values()
+		for _, v := range vals {
+			got = append(got, v.StringValue())
+		}
+		if slices.Equal(got, want) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("hosts %v, want %v", got, want)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
