@@ -90,11 +90,15 @@ func (r *Router) Hosts(ctx context.Context) []string {
 	if hosts, fresh := r.cached(); fresh {
 		return hosts // read while this one waited
 	}
-	ctx, cancel := context.WithTimeout(ctx, rosterTimeout)
+	rctx, cancel := context.WithTimeout(ctx, rosterTimeout)
 	defer cancel()
-	addrs, err := r.cfg.Roster(ctx)
+	addrs, err := r.cfg.Roster(rctx)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if err != nil && ctx.Err() != nil {
+		// The hello itself ended (its client left): no news of the store.
+		return r.hosts
+	}
 	if err != nil {
 		// The last roster is the best answer there is until the next
 		// read, a RosterAge later, so that a store that is down costs
