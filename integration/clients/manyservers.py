@@ -9,7 +9,9 @@ import time
 from pymongo import MongoClient
 
 uri = sys.argv[1]
-client = MongoClient(uri, serverSelectionTimeoutMS=5000, heartbeatFrequencyMS=500)
+# A latency window of a second rather than 15 ms, so that a round trip
+# slowed by a loaded test machine does not take a server out of the choice.
+client = MongoClient(uri, serverSelectionTimeoutMS=5000, heartbeatFrequencyMS=500, localThresholdMS=1000)
 hosts = uri.split("//", 1)[1].split("/", 1)[0].split(",")
 direct = {h: MongoClient("mongodb://" + h + "/", directConnection=True, serverSelectionTimeoutMS=5000) for h in hosts}
 
