@@ -68,6 +68,13 @@ var manyServersTests = []struct {
 	{"ChangeStreamOrder", testManyServersChangeStreamOrder},
 	{"ChangeStreamResume", testManyServersChangeStreamResume},
 	{"ChangeStreamTTL", testManyServersChangeStreamTTL},
+	{"Hello", testManyServersHello},
+	{"DriverTopology", testManyServersDriverTopology},
+	{"Cursors", testManyServersCursors},
+	{"RetryElsewhere", testManyServersRetryElsewhere},
+	{"Clients", testManyServersClients},
+	{"PinnedServerDies", testManyServersPinnedServerDies},
+	{"Advertise", testManyServersAdvertise},
 }
 
 // TestManyServers runs three servers over one store, with clients on each

@@ -78,6 +78,7 @@ const (
 	TransactionTooLarge                      Code = 257
 	InvalidResumeToken                       Code = 260
 	TooManyLogicalSessions                   Code = 261
+	ClusterTimeFailsRateLimiter              Code = 262
 	OperationNotSupportedInTransaction       Code = 263
 	PreparedTransactionInProgress            Code = 267
 	IndexBuildAborted                        Code = 276
@@ -178,6 +179,7 @@ var codeNames = map[Code]string{
 	TransactionTooLarge:                      "TransactionTooLarge",
 	InvalidResumeToken:                       "InvalidResumeToken",
 	TooManyLogicalSessions:                   "TooManyLogicalSessions",
+	ClusterTimeFailsRateLimiter:              "ClusterTimeFailsRateLimiter",
 	OperationNotSupportedInTransaction:       "OperationNotSupportedInTransaction",
 	PreparedTransactionInProgress:            "PreparedTransactionInProgress",
 	IndexBuildAborted:                        "IndexBuildAborted",

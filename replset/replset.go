@@ -2,9 +2,6 @@ package replset
 
 import (
 	"context"
-	"net"
-	"os"
-	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -59,21 +56,9 @@ func (rs *Set) host() string {
 	return ""
 }
 
-// Advertise sets the address the set names its member by: Config.AdvertiseAddr,
-// or else the address listened on, with the machine's host name in place
-// of an unspecified IP (0.0.0.0, ::), which no client could connect to.
-func (rs *Set) Advertise(configured string, ln net.Addr) {
-	addr := configured
-	if addr == "" {
-		addr = ln.String()
-		if a, ok := ln.(*net.TCPAddr); ok && a.IP.IsUnspecified() {
-			if h, err := os.Hostname(); err == nil {
-				addr = net.JoinHostPort(h, strconv.Itoa(a.Port))
-			}
-		}
-	}
-	rs.me.Store(&addr)
-}
+// Advertise sets the address the set names its member by, the server's
+// advertised host:port.
+func (rs *Set) Advertise(addr string) { rs.me.Store(&addr) }
 
 // AppendHello appends what a one-member set's primary adds to hello,
 // in MongoDB's order, after topologyVersion; legacy spells isMaster's

@@ -40,9 +40,7 @@ var changeStreamStages = map[string]bool{
 // changeStream opens the stream an aggregate asks for; coll is "" for
 // aggregate: 1.
 func (s *Server) changeStream(ctx context.Context, req *Request, coll string, pipeline []bson.Raw, batchSize int, opts engine.AggregateOptions) (bson.Raw, error) {
-	// A server among several on a shared store streams the changes of
-	// all of them, as a mongos does (engine.Member, oplog.Log.Share).
-	if (s.rs == nil && s.eng.Member() == nil) || s.eng.Oplog() == nil {
+	if !s.clustered() || s.eng.Oplog() == nil {
 		return nil, mongoerr.New(mongoerr.Location40573, "The $changeStream stage is only supported on replica sets")
 	}
 	spec, err := changestream.ParseSpec(bson.Raw(pipeline[0]).Index(0).Value(), req.DB, coll)

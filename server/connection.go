@@ -160,12 +160,13 @@ func (s *Server) Start() error {
 		return err
 	}
 	s.net.ln = ln
+	addr := advertised(s.cfg.AdvertiseAddr, ln.Addr())
 	if s.rs != nil {
-		s.rs.Advertise(s.cfg.AdvertiseAddr, ln.Addr())
+		s.rs.Advertise(addr)
 	}
 	if s.cfg.AdvertiseAddr == "" {
 		// The lease's next renewal publishes it if this one fails.
-		if err := s.eng.SetAdvertise(context.Background(), ln.Addr().String()); err != nil {
+		if err := s.eng.SetAdvertise(context.Background(), addr); err != nil {
 			s.log.Warn("the address listened on is not yet on the roster", zap.Error(err))
 		}
 	}

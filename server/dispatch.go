@@ -59,7 +59,7 @@ func (s *Server) dispatch(ctx context.Context, cmd *commandDef, key []byte, req 
 	} else {
 		reply = s.failCommandAfter(cmd, req, reply)
 	}
-	if s.rs != nil {
+	if s.clustered() {
 		reply = s.afterAsMember(cmd, req, reply, err == nil)
 	}
 	if debug {
@@ -94,7 +94,7 @@ func (s *Server) run(ctx context.Context, cmd *commandDef, req *Request, start t
 			defer cancel()
 		}
 	}
-	if s.rs != nil {
+	if s.clustered() {
 		err = s.beforeAsMember(ctx, cmd, req)
 	}
 	// The session is checked out for the whole command, fail point

@@ -84,10 +84,14 @@ func (s *Server) hello(ctx context.Context, req *Request) (bson.Raw, error) {
 
 	legacy := req.Name != "hello"
 	idx, dst := req.BeginReply()
-	if s.rs != nil {
+	switch {
+	case s.rs != nil:
 		dst = s.topo.append(dst, counter)
 		dst = s.rs.AppendHello(dst, legacy)
-	} else {
+	case s.router != nil:
+		dst = s.router.AppendHello(dst, legacy)
+		dst = s.topo.append(dst, counter)
+	default:
 		if legacy {
 			dst = bsoncore.AppendBooleanElement(dst, "ismaster", true)
 		} else {
@@ -104,9 +108,17 @@ func (s *Server) hello(ctx context.Context, req *Request) (bson.Raw, error) {
 	dst = bsoncore.AppendTimeElement(dst, "localTime", s.clock.Now())
 	dst = bsoncore.AppendInt32Element(dst, "logicalSessionTimeoutMinutes", s.sessions.TimeoutMinutes())
 	dst = appendNumberElement(dst, "connectionId", req.Conn.id)
-	dst = bsoncore.AppendInt32Element(dst, "minWireVersion", minWireVersion)
-	dst = bsoncore.AppendInt32Element(dst, "maxWireVersion", maxWireVersion)
-	dst = bsoncore.AppendBooleanElement(dst, "readOnly", false)
+	if s.router != nil {
+		// A mongos's order, and no readOnly (cluster_hello_cmd.cpp); then
+		// Lethe's list of the servers sharing the store.
+		dst = bsoncore.AppendInt32Element(dst, "maxWireVersion", maxWireVersion)
+		dst = bsoncore.AppendInt32Element(dst, "minWireVersion", minWireVersion)
+		dst = s.router.AppendHosts(ctx, dst)
+	} else {
+		dst = bsoncore.AppendInt32Element(dst, "minWireVersion", minWireVersion)
+		dst = bsoncore.AppendInt32Element(dst, "maxWireVersion", maxWireVersion)
+		dst = bsoncore.AppendBooleanElement(dst, "readOnly", false)
+	}
 	if offered != nil {
 		dst = req.Conn.negotiateCompression(dst, offered)
 	}

@@ -82,9 +82,10 @@ type awaitArgs struct {
 }
 
 // Error codes of the awaitable hello, which MongoDB gives separately for a
-// standalone server and a replica-set member.
+// standalone server and a replica-set member; a mongos gives the member's
+// (cluster_hello_cmd.cpp, mongos_topology_coordinator.cpp).
 func (s *Server) awaitCode(standalone, member mongoerr.Code) mongoerr.Code {
-	if s.rs != nil {
+	if s.clustered() {
 		return member
 	}
 	return standalone

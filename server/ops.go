@@ -201,13 +201,20 @@ func (c *Conn) opDoc(now time.Time, idle bool) (bson.D, bool) {
 // the currentOp command shows them (idleSessions is on by default).
 func (s *Server) currentOps(req *Request, own, idle bool, conns []*Conn) []bson.Raw {
 	now := time.Now()
+	host := s.hostPort()
 	var out []bson.D
 	for _, c := range conns {
 		if d, ok := c.opDoc(now, idle); ok {
+			if s.router != nil {
+				// Among several servers, each names itself in its
+				// operations, as a mongos does (after type, as in
+				// $currentOp's): killOp takes them on that server only.
+				d = append(d[:1], append(bson.D{{Key: "host", Value: host}}, d[1:]...)...)
+			}
 			out = append(out, d)
 		}
 	}
-	out = s.withTransactions(req, own, true, s.hostPort(), conns, out)
+	out = s.withTransactions(req, own, true, host, conns, out)
 	docs := make([]bson.Raw, 0, len(out))
 	for _, d := range out {
 		if raw, err := bson.Marshal(d); err == nil {

@@ -142,7 +142,7 @@ func (s *Server) buildRegistry() map[string]*commandDef {
 		kitCommands(s.expiry.Commands()),
 		kitCommands(s.stop.Commands()),
 		kitCommands(s.params.Commands()),
-		kitCommands(storeadmin.New(storeadmin.Config{Engine: s.eng, Auth: s.cfg.Auth, ReplicaSet: s.rs != nil}).Commands()),
+		kitCommands(storeadmin.New(storeadmin.Config{Engine: s.eng, Auth: s.cfg.Auth, ReplicaSet: s.clustered()}).Commands()),
 	}
 	for _, g := range groups {
 		for i := range g {

@@ -44,7 +44,7 @@ func (s *Server) checkTxnNumber(cmd *commandDef, req *Request) error {
 	if req.lsid == "" {
 		return mongoerr.New(mongoerr.InvalidOptions, "Transaction number requires a session ID to also be specified")
 	}
-	if s.rs == nil && s.eng.Member() == nil {
+	if !s.clustered() {
 		return mongoerr.New(mongoerr.IllegalOperation, "Transaction numbers are only allowed on a replica set member or mongos")
 	}
 	n, ok := v.Int64OK()

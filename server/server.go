@@ -20,7 +20,10 @@
 //     functions of the contexts made from it only after letting go;
 //   - topology.mu and tickClock.mu, hello's topologyVersion and the cluster
 //     time, and authState.mu, authentication's counters and cache: leaves
-//     that no one holds while waiting.
+//     that no one holds while waiting;
+//   - on a shared store, the router's (package router): readMu, held by one
+//     hello across its read of the roster, which takes no lock of the
+//     server's, then Router.mu and Clock.mu, leaves.
 package server
 
 import (
@@ -45,6 +48,7 @@ import (
 	"github.com/lethedb/lethe/failpoint"
 	"github.com/lethedb/lethe/params"
 	"github.com/lethedb/lethe/replset"
+	"github.com/lethedb/lethe/router"
 	"github.com/lethedb/lethe/session"
 	"github.com/lethedb/lethe/shutdown"
 	"github.com/lethedb/lethe/stats"
@@ -225,7 +229,10 @@ type Server struct {
 
 	topo  *topology            // topologyVersion of hello, see hello_await.go
 	rs    *replset.Set         // nil for a standalone server
-	ctime replset.ClusterClock // replica-set mode's cluster time
+	ctime replset.ClusterClock // the cluster time of a member or a router
+	// router is the mongos-like face of a server sharing its store with
+	// others (router.go); nil otherwise.
+	router *router.Router
 
 	// authz is authentication's shared state, see auth.go.
 	authz *authState
@@ -338,13 +345,17 @@ func New(cfg Config) (*Server, error) {
 	s.sessions = session.New(session.Options{Timeout: cfg.SessionTimeout,
 		Max: cfg.MaxSessions, MaxPerClient: cfg.MaxSessionsPerClient, Clock: cfg.Clock, Gone: s.sessionsGone})
 	s.topo = newTopology()
-	if cfg.ReplSet != "" {
+	if cfg.ReplSet != "" || eng.Member() != nil {
 		if cfg.NoOplog {
 			s.ctime = replset.NewTickClock(cfg.Clock)
 		} else {
 			s.ctime = replset.OplogClock{Engine: eng, Wall: cfg.Clock}
 		}
+	}
+	if cfg.ReplSet != "" {
 		s.rs = replset.New(cfg.ReplSet, s.ctime, s.clock)
+	} else if eng.Member() != nil {
+		s.startRouter()
 	}
 	s.users = usermgmt.New(usermgmt.Config{Engine: eng, Logger: log,
 		ScramSHA1Iterations: cfg.ScramSHA1Iterations, ScramSHA256Iterations: cfg.ScramSHA256Iterations,

@@ -11,7 +11,8 @@ type Config struct {
 	// Auth says access control is on: dataSize then sizes only
 	// collections of the database its privileges were checked on.
 	Auth bool
-	// ReplicaSet says the server is a replica set's member; cluster
+	// ReplicaSet says the server is a replica set's member, or a router
+	// (a mongos, as Lethe's servers sharing a store are); cluster
 	// parameters exist only there.
 	ReplicaSet bool
 }

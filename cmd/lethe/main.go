@@ -94,7 +94,7 @@ func run(args []string) error {
 	oplogHours := fs.Float64("oplog-max-hours", 0, "hours an oplog entry is kept at most; 0 means no time bound")
 	testCommands := fs.Bool("enable-test-commands", false, "enable configureFailPoint (failCommand), for drivers' tests of their error handling; as mongod's enableTestCommands, never in production")
 	replSet := fs.String("repl-set", "", "name of the one-member replica set to present as the primary of (mongod's --replSet); off (a standalone server) when empty")
-	advertiseAddr := fs.String("advertise-addr", "", "host:port the replica set names this server by in hello and rs.conf(); the --listen address when empty")
+	advertiseAddr := fs.String("advertise-addr", "", "host:port clients reach this server at: the replica set names its member by it in hello and rs.conf(), and on a shared store (--store tikv) it is this server's entry on the roster of servers, which every server's hello lists; the --listen address when empty, with the host name for 0.0.0.0")
 	sha1Iters := fs.Int("scram-sha1-iterations", auth.DefaultSHA1Iterations,
 		fmt.Sprintf("PBKDF2 iterations of the SCRAM-SHA-1 credentials created or changed from now on (mongod's scramIterationCount); at least %d", auth.MinSHA1Iterations))
 	sha256Iters := fs.Int("scram-sha256-iterations", auth.DefaultSHA256Iterations,

@@ -39,7 +39,7 @@ var engineParts = []string{"engine/record", "engine/letvars", "engine/validation
 
 // handlerPackages serve commands for the server with the command kit;
 // the server registers them.
-var handlerPackages = []string{"usermgmt", "replset", "storeadmin", "expiry", "shutdown", "params", "failpoint", "catalog"}
+var handlerPackages = []string{"usermgmt", "replset", "router", "storeadmin", "expiry", "shutdown", "params", "failpoint", "catalog"}
 
 func loadPackages(t *testing.T) []pkg {
 	t.Helper()
