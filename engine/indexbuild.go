@@ -64,38 +64,56 @@ func (e *Engine) buildShared(ctx context.Context, c *Collection, fresh []record.
 	// 2. Backfill.
 	multi, err := e.backfillBatches(ctx, st, ids)
 	c.ddl.Lock()
-	if err != nil {
-		// Take the indexes out; their entries are unreachable then.
-		if _, rerr := e.changeStored(context.WithoutCancel(ctx), c, func(meta *collMeta) error {
-			kept := meta.Indexes[:0]
-			for _, im := range meta.Indexes {
-				if !ids[im.ID] {
-					kept = append(kept, im)
+	if err == nil {
+		// 3. Ready, unless a drop took one of them meanwhile: then the
+		// build of all of them ends, as mongod's does.
+		var nst *collState
+		aborted := false
+		nst, err = e.changeStored(ctx, c, func(meta *collMeta) error {
+			found := 0
+			for i := range meta.Indexes {
+				if im := &meta.Indexes[i]; ids[im.ID] {
+					im.Building = false
+					im.Multikey = im.Multikey || multi[im.ID]
+					found++
 				}
 			}
-			meta.Indexes = kept
-			return nil
-		}, nil); rerr != nil {
-			e.log.Warn("engine: a failed index build's indexes stay building", zap.Error(rerr))
+			if aborted = found < len(ids); !aborted {
+				return nil
+			}
+			return errBuildAborted(meta)
+		}, ents)
+		if !aborted {
+			return nst, err
 		}
-		reclaim.Drop(context.WithoutCancel(ctx), e.store, e.log, ranges)
-		return nil, err
 	}
-	// 3. Ready, unless a drop took them meanwhile.
-	return e.changeStored(ctx, c, func(meta *collMeta) error {
-		found := 0
-		for i := range meta.Indexes {
-			if im := &meta.Indexes[i]; ids[im.ID] {
-				im.Building = false
-				im.Multikey = im.Multikey || multi[im.ID]
-				found++
+	// Take the indexes out; their entries are unreachable then.
+	if _, rerr := e.changeStored(context.WithoutCancel(ctx), c, func(meta *collMeta) error {
+		kept := meta.Indexes[:0]
+		for _, im := range meta.Indexes {
+			if !ids[im.ID] {
+				kept = append(kept, im)
 			}
 		}
-		if found < len(ids) {
-			return mongoerr.New(mongoerr.IndexBuildAborted, "Index build aborted: an index being built on %s.%s was dropped", meta.DB, meta.Name)
-		}
+		meta.Indexes = kept
 		return nil
-	}, ents)
+	}, nil); rerr != nil && !isCode(rerr, mongoerr.NamespaceNotFound) {
+		e.log.Warn("engine: a failed index build's indexes stay building", zap.Error(rerr))
+	}
+	reclaim.Drop(context.WithoutCancel(ctx), e.store, e.log, ranges)
+	return nil, err
+}
+
+// isCode reports whether err is MongoDB's error code.
+func isCode(err error, code mongoerr.Code) bool {
+	me, ok := mongoerr.As(err)
+	return ok && me.Code == code
+}
+
+// errBuildAborted is the error of an index build one of whose indexes was
+// dropped before it was ready.
+func errBuildAborted(meta *collMeta) error {
+	return mongoerr.New(mongoerr.IndexBuildAborted, "Index build aborted: an index being built on %s.%s was dropped", meta.DB, meta.Name)
 }
 
 // changeStored changes c's stored catalog entry as the store has it now
