@@ -141,6 +141,9 @@ func (e *Engine) refreshCatalog(ctx context.Context) error {
 		if err := e.installCatalog(ctx); err != nil {
 			return err
 		}
+		if err := e.reloadViews(); err != nil {
+			return err
+		}
 		e.cluster.loaded.Store(v)
 		e.cluster.member.Update(func(r *members.Record) { r.Catalog = v })
 		if err := e.cluster.member.Renew(ctx); err != nil {

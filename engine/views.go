@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.uber.org/zap"
 
+	"github.com/lethedb/lethe/engine/kv"
 	"github.com/lethedb/lethe/engine/namespace"
 	"github.com/lethedb/lethe/engine/pipeline"
 	"github.com/lethedb/lethe/engine/update"
@@ -100,6 +101,8 @@ func (e *Engine) CreateView(ctx context.Context, db, name, viewOn string, pipeli
 // CreateViewCollated is CreateView with the view's collation, as create
 // gives it (nil for none; checked and normalised here).
 func (e *Engine) CreateViewCollated(ctx context.Context, db, name, viewOn string, pipeline []bson.Raw, collation bson.Raw) error {
+	// Every server has the change before the reply (cluster.go).
+	defer e.awaitCatalog(ctx)
 	if err := namespace.Validate(db, name); err != nil {
 		return err
 	}
@@ -153,12 +156,14 @@ func (e *Engine) CreateViewCollated(ctx context.Context, db, name, viewOn string
 		e.mu.Unlock()
 		return fmt.Errorf("engine: create view %s.%s: %w", db, name, err)
 	}
-	return nil
+	return e.viewsChanged(ctx)
 }
 
 // ModifyView changes the view db.name (collMod): viewOn when it is not
 // empty, the pipeline when it is not nil.
 func (e *Engine) ModifyView(ctx context.Context, db, name, viewOn string, pipeline []bson.Raw) error {
+	// Every server has the change before the reply (cluster.go).
+	defer e.awaitCatalog(ctx)
 	e.viewMu.Lock()
 	defer e.viewMu.Unlock()
 	old, ok := e.View(ctx, db, name)
@@ -190,12 +195,14 @@ func (e *Engine) ModifyView(ctx context.Context, db, name, viewOn string, pipeli
 	e.mu.Lock()
 	e.views[nsKey(db, name)] = v
 	e.mu.Unlock()
-	return nil
+	return e.viewsChanged(ctx)
 }
 
 // DropView removes the view db.name and reports whether it existed. Views
 // defined on it stay, reading a namespace that no longer exists.
 func (e *Engine) DropView(ctx context.Context, db, name string) (bool, error) {
+	// Every server has the change before the reply (cluster.go).
+	defer e.awaitCatalog(ctx)
 	e.viewMu.Lock()
 	defer e.viewMu.Unlock()
 	if _, ok := e.View(ctx, db, name); !ok {
@@ -208,7 +215,7 @@ func (e *Engine) DropView(ctx context.Context, db, name string) (bool, error) {
 	e.mu.Lock()
 	delete(e.views, nsKey(db, name))
 	e.mu.Unlock()
-	return true, nil
+	return true, e.viewsChanged(ctx)
 }
 
 // dropViewsCollection drops db.system.views, and with it every view of db,
@@ -227,12 +234,15 @@ func (e *Engine) dropViewsCollection(db string) (bool, error) {
 		}
 	}
 	e.mu.Unlock()
-	return existed, nil
+	return existed, e.viewsChanged(context.Background())
 }
 
 // loadViews reads every database's system.views into memory. A definition
 // that does not parse is left out, and logged.
-func (e *Engine) loadViews() error {
+func (e *Engine) loadViews() error { return e.loadViewsInto(e.views) }
+
+// loadViewsInto reads the views of system.views into views.
+func (e *Engine) loadViewsInto(views map[string]*View) error {
 	ctx := context.Background()
 	for _, c := range e.openCollections() {
 		st := c.st()
@@ -253,7 +263,7 @@ func (e *Engine) loadViews() error {
 				e.log.Warn("view definition is invalid and left out", zap.String("namespace", st.ns()), zap.Error(err))
 				continue
 			}
-			e.views[nsKey(st.meta.DB, v.Name)] = v
+			views[nsKey(st.meta.DB, v.Name)] = v
 		}
 	}
 	return nil
@@ -309,4 +319,37 @@ func (e *Engine) checkViewPipeline(stages []bson.Raw) error {
 	}
 	_, err := e.ApplyStages(context.Background(), nil, stages)
 	return err
+}
+
+// viewsChanged, on a store shared by several servers, advances the
+// catalog's version after a change of system.views, so that the others
+// read their views again (reloadViews); the caller holds viewMu.
+func (e *Engine) viewsChanged(ctx context.Context) error {
+	if e.cluster.member == nil {
+		return nil
+	}
+	tx, err := e.beginCatalog(ctx, true)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if _, err := tx.Commit(ctx, kv.Sync); err != nil {
+		return fmt.Errorf("engine: advance the catalog's version: %w", err)
+	}
+	return nil
+}
+
+// reloadViews reads the views of every database again, after another
+// server changed the catalog.
+func (e *Engine) reloadViews() error {
+	e.viewMu.Lock()
+	defer e.viewMu.Unlock()
+	views := make(map[string]*View)
+	if err := e.loadViewsInto(views); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	e.views = views
+	e.mu.Unlock()
+	return nil
 }

@@ -72,6 +72,24 @@ func testManyServersCatalog(t *testing.T) {
 			t.Fatalf("server %d counts %d documents after the drop", i, n)
 		}
 	}
+	// A view created through one server reads through the others, and is
+	// gone from all once dropped through another.
+	if err := s[0].Client.Database("app").CreateView(ctx, "people", "users", mongo.Pipeline{{{Key: "$match", Value: bson.D{{Key: "email", Value: "a@x"}}}}}); err != nil {
+		t.Fatal(err)
+	}
+	mustInsert(t, colls[0], bson.D{{Key: "_id", Value: 9}, {Key: "email", Value: "a@x"}})
+	if n := count(t, s[1].Client.Database("app").Collection("people"), bson.D{}); n != 1 {
+		t.Fatalf("server 1 counts %d documents in the view made through server 0, want 1", n)
+	}
+	if err := s[2].Client.Database("app").Collection("people").Drop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if names, err := s[1].Client.Database("app").ListCollectionNames(ctx, bson.D{{Key: "name", Value: "people"}}); err != nil || len(names) != 0 {
+		t.Fatalf("server 1 lists %v (%v) after the view's drop through server 2", names, err)
+	}
+	if err := colls[0].Drop(ctx); err != nil {
+		t.Fatal(err)
+	}
 	// A write after the drop makes a new collection, without the index.
 	mustInsert(t, colls[2], bson.D{{Key: "_id", Value: 1}, {Key: "email", Value: "a@x"}})
 	mustInsert(t, colls[0], bson.D{{Key: "_id", Value: 4}, {Key: "email", Value: "a@x"}})
