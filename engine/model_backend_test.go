@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strconv"
 	"sync"
 	"time"
 
@@ -19,6 +20,22 @@ import (
 // The model tests run against every kv backend, each behind the kv
 // contract checker; -model.backend (or LETHE_MODEL_BACKEND) picks one.
 var modelBackendFlag = flag.String("model.backend", "", "run the model tests on this kv backend only: pebble or tikv-mock (also LETHE_MODEL_BACKEND)")
+
+// modelServersFlag spreads the concurrent model's workers over that many
+// servers sharing one TiKV mock (issue 22); also LETHE_MODEL_SERVERS.
+var modelServersFlag = flag.Int("model.servers", 0, "spread the concurrent model over this many servers on the TiKV mock (also LETHE_MODEL_SERVERS)")
+
+// modelServers is how many servers the concurrent model runs on, on the
+// TiKV mock: 1 unless a flag or the environment says more.
+func modelServers() int {
+	if n := *modelServersFlag; n > 0 {
+		return n
+	}
+	if n, err := strconv.Atoi(os.Getenv("LETHE_MODEL_SERVERS")); err == nil && n > 0 {
+		return n
+	}
+	return 1
+}
 
 // modelBackends are the backends a model test runs on: every one, unless
 // a flag or the environment picks one.

@@ -61,14 +61,22 @@ func (rep *oplogReplica) checkPreImage(e *Engine, ts oplog.Timestamp, raw bson.R
 	return nil
 }
 
-// catchUp applies the entries after the last one applied.
-func (rep *oplogReplica) catchUp(ctx context.Context, e *Engine) error {
+// catchUp applies the entries after the last one applied, read through
+// e; others are the other servers on e's store, whose entries it waits for
+// too.
+func (rep *oplogReplica) catchUp(ctx context.Context, e *Engine, others ...*Engine) error {
 	if log := e.Oplog(); log != nil && log.Shared() {
 		// On a shared store (TiKV) entries become visible when the
 		// floor loop next moves the visible point past them
 		// (oplog.Log.Share), a few milliseconds after their commit.
+		target := log.Last()
+		for _, o := range others {
+			if last := o.Oplog().Last(); target.Less(last) {
+				target = last
+			}
+		}
 		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		_, err := log.Wait(wctx, log.Last().Prev())
+		_, err := log.Wait(wctx, target.Prev())
 		cancel()
 		if err != nil {
 			return fmt.Errorf("oplog: visible point %v never reached the last entry %v: %w", log.Visible(), log.Last(), err)
