@@ -58,6 +58,7 @@ var manyServersTests = []struct {
 	{"Roster", testManyServersRoster},
 	{"Catalog", testManyServersCatalog},
 	{"IndexBuild", testManyServersIndexBuild},
+	{"KillMidLoad", testManyServersKillMidLoad},
 	{"TTLSameInstant", testManyServersTTLSameInstant},
 	{"TTLPurgedOnce", testManyServersTTLPurgedOnce},
 	{"TTLTakeOver", testManyServersTTLTakeOver},
