@@ -232,9 +232,15 @@ func testModelConcurrent(t *testing.T, backend string) {
 				switch k := r.Intn(20); {
 				case k == 0:
 					spec := modelRaw(bson.D{{Key: "key", Value: bson.D{{Key: "n", Value: 1}}}, {Key: "name", Value: "n_1"}})
-					guard("ack createIndexes", func() error { _, err := server(w).CreateIndexes(ctx, "db", "ack", []bson.Raw{spec}); return conflictingDDL(err) })
+					guard("ack createIndexes", func() error {
+						_, err := server(w).CreateIndexes(ctx, "db", "ack", []bson.Raw{spec})
+						return conflictingDDL(err)
+					})
 				case k == 1:
-					guard("ack dropIndexes", func() error { _, err := server(w+1).DropIndexes(ctx, "db", "ack", rawValue("n_1")); return conflictingDDL(err) })
+					guard("ack dropIndexes", func() error {
+						_, err := server(w+1).DropIndexes(ctx, "db", "ack", rawValue("n_1"))
+						return conflictingDDL(err)
+					})
 				case k < 5:
 					id := fmt.Sprintf("contested-%d", r.Intn(20))
 					doc := modelRaw(bson.D{{Key: "_id", Value: id}, {Key: "n", Value: r.Intn(5)}})
