@@ -234,12 +234,12 @@ func testModelConcurrent(t *testing.T, backend string) {
 					spec := modelRaw(bson.D{{Key: "key", Value: bson.D{{Key: "n", Value: 1}}}, {Key: "name", Value: "n_1"}})
 					guard("ack createIndexes", func() error {
 						_, err := server(w).CreateIndexes(ctx, "db", "ack", []bson.Raw{spec})
-						return conflictingDDL(err)
+						return err
 					})
 				case k == 1:
 					guard("ack dropIndexes", func() error {
 						_, err := server(w+1).DropIndexes(ctx, "db", "ack", rawValue("n_1"))
-						return conflictingDDL(err)
+						return err
 					})
 				case k < 5:
 					id := fmt.Sprintf("contested-%d", r.Intn(20))
@@ -472,14 +472,4 @@ func checkUniqueHolds(ctx context.Context, e *Engine, db, coll string) error {
 		}
 	}
 	return nil
-}
-
-// conflictingDDL lets pass the answer of a catalog change that met
-// another server's change of the same collection: MongoDB's sharded DDL
-// answers ConflictingOperationInProgress too, and the client retries.
-func conflictingDDL(err error) error {
-	if codeOf(err) == int(mongoerr.ConflictingOperationInProgress) {
-		return nil
-	}
-	return err
 }
