@@ -120,7 +120,10 @@ func (e *Engine) insertOnce(ctx context.Context, db, coll string, docs []bson.Ra
 	lose := func(lost []int, err error) bool {
 		var ce *commitError
 		errors.As(err, &ce)
-		if _, ok := mongoerr.As(ce.err); !ok {
+		me, ok := mongoerr.As(ce.err)
+		if !ok || me.Code == mongoerr.NotWritablePrimary || me.Code == mongoerr.ShutdownInProgress {
+			// A server that may not write fails the command, as a
+			// primary that steps down does: drivers retry it elsewhere.
 			return false
 		}
 		if ordered {
