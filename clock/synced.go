@@ -51,18 +51,11 @@ func (c *Synced) Sync(ctx context.Context) error {
 // Run syncs every interval until ctx is done. A failed sync keeps the last
 // offset: the local clock drifts slowly, and the next sync corrects it.
 func (c *Synced) Run(ctx context.Context, every time.Duration, failed func(error)) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	Every(ctx, every, nil, func(ctx context.Context) {
 		if err := c.Sync(ctx); err != nil && ctx.Err() == nil && failed != nil {
 			failed(err)
 		}
-	}
+	})
 }
 
 // Now returns the local time plus the shared offset, never earlier than a

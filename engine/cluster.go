@@ -11,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.uber.org/zap"
 
+	"github.com/lethedb/lethe/clock"
 	"github.com/lethedb/lethe/engine/kv"
 	"github.com/lethedb/lethe/engine/members"
 	"github.com/lethedb/lethe/engine/record"
@@ -100,19 +101,11 @@ func (e *Engine) joinCluster(o ClusterOptions) error {
 // the stored version every poll, or at once when kicked, and catches up
 // when it has moved.
 func (e *Engine) refreshLoop(ctx context.Context) {
-	t := time.NewTicker(e.cluster.poll)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		case <-e.cluster.kick:
-		}
+	clock.Every(ctx, e.cluster.poll, e.cluster.kick, func(ctx context.Context) {
 		if err := e.refreshCatalog(ctx); err != nil && ctx.Err() == nil {
 			e.log.Warn("engine: the catalog could not be refreshed", zap.Error(err))
 		}
-	}
+	})
 }
 
 // kickRefresh asks the refresh loop to look at the stored catalog now.

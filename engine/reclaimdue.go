@@ -6,6 +6,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/lethedb/lethe/clock"
 	"github.com/lethedb/lethe/engine/kv"
 	"github.com/lethedb/lethe/engine/reclaim"
 )
@@ -34,18 +35,11 @@ const reclaimInterval = time.Minute
 // ends. Several front-ends doing so on one store is harmless: dropping a
 // range twice drops nothing more.
 func (e *Engine) reclaimLoop(ctx context.Context) {
-	t := time.NewTicker(reclaimInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	clock.Every(ctx, reclaimInterval, nil, func(ctx context.Context) {
 		if err := e.ReclaimDue(ctx); err != nil && ctx.Err() == nil {
 			e.log.Warn("reclaiming dropped data failed; it is retried", zap.Error(err))
 		}
-	}
+	})
 }
 
 // ReclaimDue reclaims the recorded ranges due by the engine's clock now.

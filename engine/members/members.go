@@ -12,6 +12,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.uber.org/zap"
 
+	"github.com/lethedb/lethe/clock"
 	"github.com/lethedb/lethe/engine/kv"
 )
 
@@ -173,18 +174,11 @@ func (m *Member) ValidFor(d time.Duration) bool {
 
 // Run renews the lease every third of it until ctx ends.
 func (m *Member) Run(ctx context.Context) {
-	t := time.NewTicker(m.opts.Lease / 3)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	clock.Every(ctx, m.opts.Lease/3, nil, func(ctx context.Context) {
 		if err := m.Renew(ctx); err != nil && ctx.Err() == nil {
 			m.opts.Logger.Warn("members: lease renewal failed", zap.Error(err))
 		}
-	}
+	})
 }
 
 // Leave deletes the record, so that the others need not wait out its

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/lethedb/lethe/clock"
 	"github.com/tikv/client-go/v2/oracle"
 	"go.uber.org/zap"
 )
@@ -40,18 +41,11 @@ func (s *Store) collectGarbage(ctx context.Context, lifetime time.Duration) (uin
 
 // gcLoop runs collectGarbage every gcInterval until ctx ends.
 func (s *Store) gcLoop(ctx context.Context, log *zap.Logger) {
-	t := time.NewTicker(gcInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	clock.Every(ctx, gcInterval, nil, func(ctx context.Context) {
 		if sp, err := s.collectGarbage(ctx, GCLifetime); err != nil {
 			log.Warn("tikvkv: advancing the GC safe point failed", zap.Error(err))
 		} else {
 			log.Debug("tikvkv: GC safe point advanced", zap.Uint64("safePoint", sp))
 		}
-	}
+	})
 }
