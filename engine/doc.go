@@ -76,10 +76,19 @@
 //  3. Collection.metaMu, which orders read-modify-writes of a collection's
 //     catalog entry (updateMeta), for example a writer marking an index
 //     multikey while it holds its key locks.
-//  4. Engine.mu, which guards the map of open collections: held only for
-//     map access and the catalog commit of create and rename; the only lock
-//     it waits for is the id sequence's.
-//  5. The id sequence's key lock (allocIDs), held by a short transaction
+//  4. Engine.mu, which guards the map of open collections (and the ids of
+//     those dropped here, gone): held only for map access and the catalog
+//     commit of create and rename; the only locks it waits for are the
+//     catalog version's and the id sequence's.
+//  5. On a store shared with other servers, the catalog version's key lock
+//     (beginCatalog, cluster.go), held by the short transaction of one
+//     catalog change, which waits for nothing else while it holds it but
+//     the id sequence's; a writer marking an index multikey takes it while
+//     it holds key locks, which is safe as no holder waits for those. The
+//     refresh of the catalog (refreshLoop) takes ddl locks (1) and
+//     Engine.mu, then viewMu to read the views again, holding none of
+//     these while it waits for another.
+//     The id sequence's key lock (allocIDs), held by a short transaction
 //     that reads, advances and commits the stored sequence and waits for
 //     nothing while it holds it.
 //  6. On a store shared with other servers, the oplog's publication lock
