@@ -186,3 +186,74 @@ func testManyServersIndexBuild(t *testing.T) {
 		}
 	}
 }
+
+// testManyServersConcurrentUnique: clients on all three servers insert at
+// once documents that contend for the values of a unique index and for
+// _ids: each value ends up in exactly one document, every insert that was
+// acknowledged is there, and every one refused was refused as a duplicate.
+func testManyServersConcurrentUnique(t *testing.T) {
+	s := startCluster(t, 3)
+	ctx := testCtx(t)
+	coll := func(i int) *mongo.Collection { return s[i].Client.Database("app").Collection("accounts") }
+	if _, err := coll(0).Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "login", Value: 1}}, Options: options.Index().SetUnique(true)}); err != nil {
+		t.Fatal(err)
+	}
+	var acked sync.Map // _id -> login
+	var wg sync.WaitGroup
+	errs := make(chan error, 3)
+	for w := 0; w < 3; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			rng := rand.New(rand.NewSource(int64(w)))
+			for i := 0; i < 150; i++ {
+				id := rng.Intn(200)
+				login := fmt.Sprintf("user%d", rng.Intn(60))
+				_, err := coll(w).InsertOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "login", Value: login}})
+				switch {
+				case err == nil:
+					acked.Store(id, login)
+				case !mongo.IsDuplicateKeyError(err):
+					errs <- fmt.Errorf("server %d: %w", w, err)
+					return
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	cur, err := coll(1).Find(ctx, bson.D{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var docs []struct {
+		ID    int    `bson:"_id"`
+		Login string `bson:"login"`
+	}
+	if err := cur.All(ctx, &docs); err != nil {
+		t.Fatal(err)
+	}
+	logins := map[string]int{}
+	stored := map[int]string{}
+	for _, d := range docs {
+		if other, dup := logins[d.Login]; dup {
+			t.Fatalf("login %s is in documents %d and %d", d.Login, other, d.ID)
+		}
+		logins[d.Login] = d.ID
+		stored[d.ID] = d.Login
+	}
+	n := 0
+	acked.Range(func(k, v any) bool {
+		n++
+		if stored[k.(int)] != v.(string) {
+			t.Errorf("acknowledged insert of %v with login %v is not stored as such (%q)", k, v, stored[k.(int)])
+		}
+		return true
+	})
+	if n != len(docs) {
+		t.Fatalf("%d inserts acknowledged, %d documents stored", n, len(docs))
+	}
+}

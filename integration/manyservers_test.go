@@ -58,6 +58,7 @@ var manyServersTests = []struct {
 	{"Roster", testManyServersRoster},
 	{"Catalog", testManyServersCatalog},
 	{"IndexBuild", testManyServersIndexBuild},
+	{"ConcurrentUnique", testManyServersConcurrentUnique},
 	{"KillMidLoad", testManyServersKillMidLoad},
 	{"TTLSameInstant", testManyServersTTLSameInstant},
 	{"TTLPurgedOnce", testManyServersTTLPurgedOnce},
