@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -56,6 +57,9 @@ type cluster struct {
 	polled atomic.Int64
 	// kick asks the refresh loop to look now.
 	kick chan struct{}
+	// builds counts the index builds taken over from servers that are
+	// gone (takeOverBuilds), which the server waits for as it leaves.
+	builds sync.WaitGroup
 	// oplogDone is closed when the shared oplog's floor stops being
 	// published (shareOplog).
 	oplogDone chan struct{}
@@ -104,6 +108,17 @@ func (e *Engine) refreshLoop(ctx context.Context) {
 	clock.Every(ctx, e.cluster.poll, e.cluster.kick, func(ctx context.Context) {
 		if err := e.refreshCatalog(ctx); err != nil && ctx.Err() == nil {
 			e.log.Warn("engine: the catalog could not be refreshed", zap.Error(err))
+		}
+		if e.buildsPending() {
+			recs, err := e.Members(ctx)
+			if err != nil {
+				return
+			}
+			live := map[string]bool{}
+			for _, r := range recs {
+				live[r.ID] = true
+			}
+			e.takeOverBuilds(ctx, live)
 		}
 	})
 }
@@ -354,18 +369,24 @@ func allLoaded(recs []members.Record, v uint64) bool {
 }
 
 // catalogFresh is nil when this server may commit a write: on a shared
-// store, its lease holds and it has looked at the catalog's version within
-// the lease, so that the others, who wait for it at most that long, have
-// not moved on without it.
-func (e *Engine) catalogFresh() error {
+// store, its lease holds and it has seen the catalog's version within the
+// lease, so that the others, who wait for it at most that long, have not
+// moved on without it. A server whose poll is late looks at the version
+// itself: if it has not moved, nothing was missed.
+func (e *Engine) catalogFresh(ctx context.Context) error {
 	m := e.cluster.member
 	if m == nil {
 		return nil
 	}
-	polled := time.UnixMilli(e.cluster.polled.Load())
-	if m.Valid() && e.cluster.now().Sub(polled) < m.Lease() {
+	now := e.cluster.now()
+	if m.Valid() && now.Sub(time.UnixMilli(e.cluster.polled.Load())) < m.Lease() {
 		return nil
 	}
+	if v, err := readVersion(ctx, e.store); err == nil && v == e.cluster.loaded.Load() && m.Valid() {
+		e.cluster.polled.Store(now.UnixMilli())
+		return nil
+	}
+	e.kickRefresh()
 	return mongoerr.New(mongoerr.NotWritablePrimary, "this server has lost touch with the store's catalog and takes no writes until it catches up")
 }
 
@@ -377,6 +398,7 @@ func (e *Engine) leaveCluster() {
 	}
 	e.cluster.stop()
 	<-e.cluster.done
+	e.cluster.builds.Wait()
 	<-e.cluster.oplogDone
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -493,4 +515,17 @@ func (e *Engine) storedMeta(ctx context.Context, tx *catalogTxn, st *collState) 
 func sameMeta(stored []byte, meta *collMeta) bool {
 	raw, err := bson.Marshal(meta)
 	return err == nil && bytes.Equal(raw, stored)
+}
+
+// buildsPending reports whether an open collection has an index being
+// built, whose builder's lease is then worth a look.
+func (e *Engine) buildsPending() bool {
+	for _, c := range e.openCollections() {
+		for _, im := range c.st().meta.Indexes {
+			if im.Building {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -24,7 +24,7 @@ const OplogNS = "local.oplog.rs"
 // that a write and its entries are stored together or not at all. The
 // transaction is done afterwards, whatever the outcome.
 func (e *Engine) commitLogged(ctx context.Context, tx kv.Txn, d kv.Durability, ents []oplog.Entry) error {
-	if err := e.catalogFresh(); err != nil {
+	if err := e.catalogFresh(ctx); err != nil {
 		tx.Rollback()
 		return err
 	}
