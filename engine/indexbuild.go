@@ -51,7 +51,7 @@ func (e *Engine) buildShared(ctx context.Context, c *Collection, fresh []record.
 	// 1. Building.
 	st, err := e.changeStored(ctx, c, func(meta *collMeta) error {
 		for _, im := range fresh {
-			im.Building = true
+			im.Building, im.Builder = true, e.cluster.member.ID()
 			meta.Indexes = append(meta.Indexes, im)
 		}
 		return nil
@@ -61,6 +61,15 @@ func (e *Engine) buildShared(ctx context.Context, c *Collection, fresh []record.
 	}
 	c.ddl.Unlock()
 	e.awaitCatalog(ctx)
+	return e.finishBuild(ctx, c, st, ids, ranges, ents, false)
+}
+
+// finishBuild runs the last two steps of a build of the indexes ids of c,
+// stored as building in st: the backfill, then ready. The caller holds no
+// lock of c; finishBuild returns holding its exclusive ddl lock. A failed
+// build takes its indexes out, unless ctx ended and keep is set: a build
+// taken over by a server that leaves (or dies) stays for another to take.
+func (e *Engine) finishBuild(ctx context.Context, c *Collection, st *collState, ids map[uint64]bool, ranges []reclaim.Range, ents []oplog.Entry, keep bool) (*collState, error) {
 	// 2. Backfill.
 	multi, err := e.backfillBatches(ctx, st, ids)
 	c.ddl.Lock()
@@ -73,7 +82,7 @@ func (e *Engine) buildShared(ctx context.Context, c *Collection, fresh []record.
 			found := 0
 			for i := range meta.Indexes {
 				if im := &meta.Indexes[i]; ids[im.ID] {
-					im.Building = false
+					im.Building, im.Builder = false, ""
 					im.Multikey = im.Multikey || multi[im.ID]
 					found++
 				}
@@ -86,6 +95,9 @@ func (e *Engine) buildShared(ctx context.Context, c *Collection, fresh []record.
 		if !aborted {
 			return nst, err
 		}
+	}
+	if keep && ctx.Err() != nil {
+		return nil, err
 	}
 	// Take the indexes out; their entries are unreachable then.
 	if _, rerr := e.changeStored(context.WithoutCancel(ctx), c, func(meta *collMeta) error {
@@ -339,4 +351,62 @@ func backfillEntries(ctx context.Context, tx kv.Txn, st *collState, build []*rec
 		}
 	}
 	return ents, true, nil
+}
+
+// takeOverBuilds finishes the index builds whose builder's lease on the
+// roster has run out (it died, or was cut off), so that a build survives
+// its builder: each orphaned build is claimed by a catalog change that
+// names this server its builder, which one server only can make, and is
+// then finished in the background. live are the roster's live ids.
+func (e *Engine) takeOverBuilds(ctx context.Context, live map[string]bool) {
+	for _, c := range e.openCollections() {
+		st := c.st()
+		ids := map[uint64]bool{}
+		for _, im := range st.meta.Indexes {
+			if im.Building && !live[im.Builder] {
+				ids[im.ID] = true
+			}
+		}
+		if len(ids) == 0 || st.dropped {
+			continue
+		}
+		c.ddl.Lock()
+		claimed := map[uint64]bool{}
+		nst, err := e.changeStored(ctx, c, func(meta *collMeta) error {
+			for i := range meta.Indexes {
+				if im := &meta.Indexes[i]; ids[im.ID] && im.Building && !live[im.Builder] {
+					im.Builder = e.cluster.member.ID()
+					claimed[im.ID] = true
+				}
+			}
+			return nil
+		}, nil)
+		c.ddl.Unlock()
+		if err != nil || len(claimed) == 0 {
+			continue
+		}
+		var ranges []reclaim.Range
+		var ents []oplog.Entry
+		for _, im := range nst.meta.Indexes {
+			if claimed[im.ID] {
+				lo, hi := record.IndexRange(im.ID)
+				ranges = append(ranges, reclaim.Range{Lo: lo, Hi: hi})
+				spec := im
+				spec.Building, spec.Builder = false, ""
+				o := append(bson.D{{Key: "createIndexes", Value: nst.meta.Name}}, spec.Spec()...)
+				ents = append(ents, cmdEntry(nst.meta.DB, nst.meta.UUID.Data, o, nil)...)
+			}
+		}
+		e.log.Info("engine: taking over an index build whose server is gone", zap.String("namespace", nst.ns()), zap.Int("indexes", len(claimed)))
+		e.cluster.builds.Add(1)
+		go func() {
+			defer e.cluster.builds.Done()
+			_, err := e.finishBuild(ctx, c, nst, claimed, ranges, ents, true)
+			c.ddl.Unlock()
+			if err != nil && ctx.Err() == nil {
+				e.log.Warn("engine: an index build taken over failed", zap.String("namespace", nst.ns()), zap.Error(err))
+			}
+			e.awaitCatalog(ctx)
+		}()
+	}
 }

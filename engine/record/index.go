@@ -31,6 +31,10 @@ type IndexMeta struct {
 	// planner uses, until every server maintains it and the backfill is
 	// done.
 	Building bool `bson:"building,omitempty"`
+	// Builder is the roster id of the server building the index, while
+	// Building: another server takes the build over if that one's lease
+	// runs out.
+	Builder string `bson:"builder,omitempty"`
 	// Multikey is set once any document produced more than one key, after
 	// which the planner stops combining bounds on the index.
 	Multikey bool `bson:"multikey,omitempty"`
