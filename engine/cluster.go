@@ -199,8 +199,16 @@ func (e *Engine) installCatalog(ctx context.Context) error {
 		}
 	}
 	for ns, meta := range stored {
-		if _, err := e.adopt(meta, ns); err != nil {
+		c, err := e.adopt(meta, ns)
+		if err != nil {
 			return err
+		}
+		// A request may have opened it since the loop above looked,
+		// from an entry it read before this change: install this one.
+		if c != nil && !sameStored(&meta, &c.st().meta) {
+			if err := e.installStored(ctx, ns, c); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
