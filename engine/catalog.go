@@ -359,12 +359,8 @@ func (e *Engine) ensureCollection(db, name string, options bson.Raw) (*Collectio
 	if tx.version != 0 {
 		// Another server may have created it since this one last looked:
 		// under the catalog's version lock the store has the last word.
-		switch raw, err := tx.Get(ctx, record.CatalogKey(db, name)); {
+		switch meta, _, err := readMeta(ctx, tx, db, name); {
 		case err == nil:
-			var meta collMeta
-			if err := bson.Unmarshal(raw, &meta); err != nil {
-				return nil, false, fmt.Errorf("engine: catalog entry of %s.%s: %w", db, name, err)
-			}
 			if !e.adoptableLocked(meta.ID) {
 				// A drop here has not yet committed: the name is not
 				// free yet.

@@ -224,11 +224,7 @@ func (e *Engine) installStored(ctx context.Context, ns string, c *Collection) er
 	if st.dropped {
 		return nil
 	}
-	raw, err := e.store.Get(ctx, record.CatalogKey(st.meta.DB, st.meta.Name))
-	var meta collMeta
-	if err == nil {
-		err = bson.Unmarshal(raw, &meta)
-	}
+	meta, raw, err := readMeta(ctx, e.store, st.meta.DB, st.meta.Name)
 	switch {
 	case err == kv.ErrNotFound || err == nil && meta.ID != st.meta.ID:
 		// Dropped, or renamed: its id is not marked gone, so that the
@@ -316,12 +312,8 @@ func (e *Engine) lookupStored(ctx context.Context, db, name string) *Collection 
 	if e.cluster.member == nil {
 		return nil
 	}
-	raw, err := e.store.Get(ctx, record.CatalogKey(db, name))
+	meta, _, err := readMeta(ctx, e.store, db, name)
 	if err != nil {
-		return nil
-	}
-	var meta collMeta
-	if err := bson.Unmarshal(raw, &meta); err != nil {
 		return nil
 	}
 	c, err := e.adopt(meta, nsKey(db, name))
@@ -493,6 +485,20 @@ func readVersion(ctx context.Context, r kv.Reader) (uint64, error) {
 	}
 }
 
+// readMeta reads the stored catalog entry of db.name, with its bytes;
+// kv.ErrNotFound when there is none.
+func readMeta(ctx context.Context, r kv.Reader, db, name string) (collMeta, []byte, error) {
+	raw, err := r.Get(ctx, record.CatalogKey(db, name))
+	if err != nil {
+		return collMeta{}, nil, err
+	}
+	var meta collMeta
+	if err := bson.Unmarshal(raw, &meta); err != nil {
+		return collMeta{}, nil, fmt.Errorf("engine: catalog entry of %s.%s: %w", db, name, err)
+	}
+	return meta, raw, nil
+}
+
 // storedMeta reads the catalog entry of st's collection as stored, under
 // the catalog version's lock tx holds, and reports whether this server's
 // is stale; st's own entry when the store is not shared. A collection
@@ -501,10 +507,7 @@ func (e *Engine) storedMeta(ctx context.Context, tx *catalogTxn, st *collState) 
 	if tx.version == 0 {
 		return st.meta, false, nil
 	}
-	raw, err := tx.Get(ctx, record.CatalogKey(st.meta.DB, st.meta.Name))
-	if err == nil {
-		err = bson.Unmarshal(raw, &meta)
-	}
+	meta, raw, err := readMeta(ctx, tx, st.meta.DB, st.meta.Name)
 	switch {
 	case err == kv.ErrNotFound || err == nil && meta.ID != st.meta.ID:
 		e.kickRefresh()

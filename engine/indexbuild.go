@@ -109,17 +109,11 @@ func (e *Engine) finishBuild(ctx context.Context, c *Collection, st *collState, 
 		}
 		meta.Indexes = kept
 		return nil
-	}, nil); rerr != nil && !isCode(rerr, mongoerr.NamespaceNotFound) {
+	}, nil); rerr != nil && mongoerr.CodeOf(rerr) != mongoerr.NamespaceNotFound {
 		e.log.Warn("engine: a failed index build's indexes stay building", zap.Error(rerr))
 	}
 	reclaim.Drop(context.WithoutCancel(ctx), e.store, e.log, ranges)
 	return nil, err
-}
-
-// isCode reports whether err is MongoDB's error code.
-func isCode(err error, code mongoerr.Code) bool {
-	me, ok := mongoerr.As(err)
-	return ok && me.Code == code
 }
 
 // errBuildAborted is the error of an index build one of whose indexes was
@@ -139,17 +133,11 @@ func (e *Engine) changeStored(ctx context.Context, c *Collection, change func(*c
 		return nil, err
 	}
 	defer tx.Rollback()
-	raw, err := tx.Get(ctx, record.CatalogKey(st.meta.DB, st.meta.Name))
-	if err == kv.ErrNotFound {
-		return nil, mongoerr.New(mongoerr.NamespaceNotFound, "collection %s was dropped during the index build", st.ns())
-	} else if err != nil {
+	meta, _, err := readMeta(ctx, tx, st.meta.DB, st.meta.Name)
+	if err != nil && err != kv.ErrNotFound {
 		return nil, fmt.Errorf("engine: read the catalog entry of %s: %w", st.ns(), err)
 	}
-	var meta collMeta
-	if err := bson.Unmarshal(raw, &meta); err != nil {
-		return nil, fmt.Errorf("engine: catalog entry of %s: %w", st.ns(), err)
-	}
-	if meta.ID != st.meta.ID {
+	if err == kv.ErrNotFound || meta.ID != st.meta.ID {
 		return nil, mongoerr.New(mongoerr.NamespaceNotFound, "collection %s was dropped during the index build", st.ns())
 	}
 	if err := change(&meta); err != nil {
@@ -288,7 +276,8 @@ func (e *Engine) backfillKeys(ctx context.Context, st *collState, build []*recor
 		if err != nil {
 			return nil, err
 		}
-		ents, ok, err := backfillEntries(ctx, tx, st, build, record.PKOfDocKey(k), doc, found, lock)
+		pk := record.PKOfDocKey(k)
+		ents, ok, err := backfillEntries(ctx, tx, st, build, pk, doc, found, lock)
 		if err != nil {
 			return nil, err
 		}
@@ -297,7 +286,7 @@ func (e *Engine) backfillKeys(ctx context.Context, st *collState, build []*recor
 			continue
 		}
 		for _, ek := range ents {
-			if err := tx.Set(ek, record.PKOfDocKey(k)); err != nil {
+			if err := tx.Set(ek, pk); err != nil {
 				return nil, err
 			}
 		}
