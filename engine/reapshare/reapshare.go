@@ -115,22 +115,11 @@ func (s *Sharer) Round(ctx context.Context, live []string) error {
 	// The lease holds here from before the transaction, so that this
 	// server stops reaping a slot no later than the others may take it.
 	start := s.opts.Now()
-	tx, err := s.opts.Store.Begin(ctx, kv.TxnOptions{Pessimistic: true, LockWait: s.opts.Lease / 3})
-	if err != nil {
-		return fmt.Errorf("reapshare: round: %w", err)
-	}
-	defer tx.Rollback()
-	keys := make([][]byte, s.opts.Slots)
-	for i := range keys {
-		keys[i] = Key(i)
-	}
-	if err := tx.LockKeys(ctx, kv.LockOptions{}, keys...); err != nil {
-		return fmt.Errorf("reapshare: lock the leases: %w", err)
-	}
-	cur, err := read(ctx, tx, s.opts.Slots)
+	tx, cur, err := s.lockLeases(ctx, "round")
 	if err != nil {
 		return err
 	}
+	defer tx.Rollback()
 	s.mu.Lock()
 	stopped := s.stopped
 	s.mu.Unlock()
@@ -169,6 +158,29 @@ func (s *Sharer) Round(ctx context.Context, live []string) error {
 		}
 	}
 	return nil
+}
+
+// lockLeases begins the transaction of a round or a release (what): it
+// locks every slot's lease and reads them as they are now.
+func (s *Sharer) lockLeases(ctx context.Context, what string) (kv.Txn, []Lease, error) {
+	tx, err := s.opts.Store.Begin(ctx, kv.TxnOptions{Pessimistic: true, LockWait: s.opts.Lease / 3})
+	if err != nil {
+		return nil, nil, fmt.Errorf("reapshare: %s: %w", what, err)
+	}
+	keys := make([][]byte, s.opts.Slots)
+	for i := range keys {
+		keys[i] = Key(i)
+	}
+	if err := tx.LockKeys(ctx, kv.LockOptions{}, keys...); err != nil {
+		tx.Rollback()
+		return nil, nil, fmt.Errorf("reapshare: lock the leases: %w", err)
+	}
+	cur, err := read(ctx, tx, s.opts.Slots)
+	if err != nil {
+		tx.Rollback()
+		return nil, nil, err
+	}
+	return tx, cur, nil
 }
 
 // read returns the lease of every slot, the zero Lease for a slot that
@@ -249,22 +261,11 @@ func (s *Sharer) Release(ctx context.Context) error {
 	s.mu.Unlock()
 	s.roundMu.Lock()
 	defer s.roundMu.Unlock()
-	tx, err := s.opts.Store.Begin(ctx, kv.TxnOptions{Pessimistic: true, LockWait: s.opts.Lease / 3})
-	if err != nil {
-		return fmt.Errorf("reapshare: release: %w", err)
-	}
-	defer tx.Rollback()
-	keys := make([][]byte, s.opts.Slots)
-	for i := range keys {
-		keys[i] = Key(i)
-	}
-	if err := tx.LockKeys(ctx, kv.LockOptions{}, keys...); err != nil {
-		return fmt.Errorf("reapshare: lock the leases: %w", err)
-	}
-	cur, err := read(ctx, tx, s.opts.Slots)
+	tx, cur, err := s.lockLeases(ctx, "release")
 	if err != nil {
 		return err
 	}
+	defer tx.Rollback()
 	released := false
 	for slot, l := range cur {
 		if l.Holder == s.opts.Self {
