@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/lethedb/lethe/clock"
 	"github.com/lethedb/lethe/engine/kv"
 	"github.com/lethedb/lethe/engine/kv/bucketkv"
 	"github.com/lethedb/lethe/engine/reapshare"
@@ -65,15 +66,8 @@ func (e *Engine) startReapShare() error {
 // runReapShare runs a lease round every interval until ctx ends, and
 // wakes the reaper when it holds slots it did not.
 func (e *Engine) runReapShare(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
 	before := e.share.sharer.Held()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	clock.Every(ctx, interval, nil, func(ctx context.Context) {
 		if err := e.reapShareRound(ctx); err != nil && ctx.Err() == nil {
 			e.log.Warn("ttl: the reaper's lease round failed; leases held run out unless renewed", zap.Error(err))
 		}
@@ -82,7 +76,7 @@ func (e *Engine) runReapShare(ctx context.Context, interval time.Duration) {
 			e.reaper.Wake(time.Time{})
 		}
 		before = held
-	}
+	})
 }
 
 // reapShareRound runs one lease round under the live roster.

@@ -9,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.uber.org/zap"
 
+	"github.com/lethedb/lethe/clock"
 	"github.com/lethedb/lethe/engine/kv"
 	"github.com/lethedb/lethe/engine/record"
 	"github.com/lethedb/lethe/oplog"
@@ -135,16 +136,9 @@ func (m *Images) Expire() error {
 
 // Run removes expired pre-images every ExpiryInterval until ctx is done.
 func (m *Images) Run(ctx context.Context, log *zap.Logger) {
-	t := time.NewTicker(ExpiryInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	clock.Every(ctx, ExpiryInterval, nil, func(context.Context) {
 		if err := m.Expire(); err != nil {
 			log.Error("pre-image expiry", zap.Error(err))
 		}
-	}
+	})
 }
