@@ -7,9 +7,6 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
-	"go.uber.org/zap"
-
-	"github.com/lethedb/lethe/engine/kv/tikvkv"
 )
 
 // TestIndexBuildSurvivesItsBuilder: a server that dies after storing an
@@ -20,26 +17,9 @@ import (
 // builder's death).
 func TestIndexBuildSurvivesItsBuilder(t *testing.T) {
 	ctx := context.Background()
-	mock, err := tikvkv.NewMockCluster(tikvkv.FamilySplits("")...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mock.Close()
 	const lease = 600 * time.Millisecond
-	open := func() *Engine {
-		s, err := mock.Open(tikvkv.Options{Logger: zap.NewNop()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		e, err := Open(t.TempDir(), Options{Store: s, NoReaper: true, Cluster: ClusterOptions{Lease: lease}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return e
-	}
-	a, b := open(), open()
-	defer a.Close()
-	defer b.Close()
+	es := sharedEngines(t, 2, Options{NoReaper: true, Cluster: ClusterOptions{Lease: lease}})
+	a, b := es[0], es[1]
 	var docs []bson.Raw
 	for i := 0; i < 600; i++ {
 		docs = append(docs, modelRaw(bson.D{{Key: "_id", Value: i}, {Key: "k", Value: i % 7}}))

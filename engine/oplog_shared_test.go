@@ -21,26 +21,9 @@ import (
 // they read past stays as they read it.
 func TestSharedOplogDeadServer(t *testing.T) {
 	ctx := context.Background()
-	mock, err := tikvkv.NewMockCluster(tikvkv.FamilySplits("")...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mock.Close()
 	const lease = 600 * time.Millisecond
-	open := func() *Engine {
-		s, err := mock.Open(tikvkv.Options{Logger: zap.NewNop()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		e, err := Open(t.TempDir(), Options{Store: s, NoReaper: true, Oplog: true, Cluster: ClusterOptions{Lease: lease}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return e
-	}
-	a, b := open(), open()
-	defer a.Close()
-	defer b.Close()
+	es := sharedEngines(t, 2, Options{NoReaper: true, Oplog: true, Cluster: ClusterOptions{Lease: lease}})
+	a, b := es[0], es[1]
 	doc := func(id string) []bson.Raw {
 		d, _ := bson.Marshal(bson.D{{Key: "_id", Value: id}})
 		return []bson.Raw{d}
@@ -90,4 +73,31 @@ func TestSharedOplogDeadServer(t *testing.T) {
 		t.Fatal("b inserted after its lease ran out")
 	}
 	stalled.Finish(false)
+}
+
+// sharedEngines opens n engines with opts, each a server of its own on one
+// new TiKV mock cluster, closed when the test ends.
+func sharedEngines(t *testing.T, n int, opts Options) []*Engine {
+	t.Helper()
+	mock, err := tikvkv.NewMockCluster(tikvkv.FamilySplits("")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mock.Close() })
+	var out []*Engine
+	for range n {
+		s, err := mock.Open(tikvkv.Options{Logger: zap.NewNop()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := opts
+		o.Store = s
+		e, err := Open(t.TempDir(), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { e.Close() })
+		out = append(out, e)
+	}
+	return out
 }
