@@ -35,6 +35,10 @@ type collMeta struct {
 	UUID    bson.Binary        `bson:"uuid"`
 	Options bson.Raw           `bson:"options,omitempty"`
 	Indexes []record.IndexMeta `bson:"indexes"`
+	// Fence, on a store shared by several servers, names the catalog
+	// change that holds the collection's writes off every server
+	// (fence.go): the roster id of its server, a slash and a number.
+	Fence string `bson:"fence,omitempty"`
 }
 
 // Collection is an open collection. Its state is replaced whole by catalog
@@ -315,6 +319,18 @@ func (e *Engine) writeLock(ctx context.Context, db, name string, create bool) (*
 		} else if err := t.lockCollection(ctx, c); err != nil {
 			return nil, err
 		}
+		if st := c.st(); !st.dropped && st.meta.Fence != "" {
+			// A catalog change on another server holds the
+			// collection's writes off (fence.go).
+			c.ddl.RUnlock()
+			if t != nil {
+				return nil, t.lockTimeout(c)
+			}
+			if err := e.waitFence(ctx, []*Collection{c}, st); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if !c.st().dropped {
 			if t != nil {
 				if _, err := t.stateOf(c); err != nil {
@@ -414,7 +430,7 @@ func (e *Engine) DropCollection(ctx context.Context, db, name string) (bool, err
 	if name == ViewsCollection {
 		return e.dropViewsCollection(db)
 	}
-	return e.dropCollection(db, name)
+	return e.dropCollectionIf(ctx, db, name, func(*collState) bool { return true })
 }
 
 func (e *Engine) dropCollection(db, name string) (bool, error) {
@@ -445,8 +461,11 @@ func (e *Engine) dropCollectionIf(ctx context.Context, db, name string, drop fun
 	if c == nil {
 		return false, nil
 	}
-	c.ddl.Lock()
-	defer c.ddl.Unlock()
+	h, err := e.lockForChange(ctx, c)
+	if err != nil {
+		return false, err
+	}
+	defer h.unlock()
 	if c.st().dropped || !drop(c.st()) {
 		return false, nil
 	}
@@ -562,8 +581,11 @@ func (e *Engine) RenameCollection(ctx context.Context, fromDB, from, toDB, to st
 	if c == nil {
 		return mongoerr.New(mongoerr.NamespaceNotFound, "Source collection %s.%s does not exist", fromDB, from)
 	}
-	c.ddl.Lock()
-	defer c.ddl.Unlock()
+	h, err := e.lockForChange(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer h.unlock()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.colls[nsKey(fromDB, from)] != c {
@@ -673,7 +695,7 @@ func (e *Engine) SetValidation(ctx context.Context, db, coll string, ch Collecti
 	if ch.Action != nil {
 		entry = append(entry, bson.E{Key: "validationAction", Value: *ch.Action})
 	}
-	return e.modifyOptions(db, coll, func(opts bson.D) (bson.D, error) {
+	return e.modifyOptions(ctx, db, coll, func(opts bson.D) (bson.D, error) {
 		set := func(key string, v any) {
 			for i := range opts {
 				if opts[i].Key == key {
@@ -710,7 +732,7 @@ func (e *Engine) SetPreAndPostImages(ctx context.Context, db, coll string, enabl
 	// Every server has installed the change before the reply (cluster.go).
 	defer e.awaitCatalog(ctx)
 	entry := bson.D{{Key: "collMod", Value: coll}, {Key: PreImagesOption, Value: bson.D{{Key: "enabled", Value: enabled}}}}
-	return e.modifyOptions(db, coll, func(opts bson.D) (bson.D, error) {
+	return e.modifyOptions(ctx, db, coll, func(opts bson.D) (bson.D, error) {
 		kept := opts[:0]
 		for _, o := range opts {
 			if o.Key != PreImagesOption {
@@ -727,14 +749,17 @@ func (e *Engine) SetPreAndPostImages(ctx context.Context, db, coll string, enabl
 // modifyOptions is collMod of db.coll's stored options: change gets them
 // decoded and returns them as they are to be, and entry is the collMod
 // the oplog records.
-func (e *Engine) modifyOptions(db, coll string, change func(opts bson.D) (bson.D, error), entry bson.D) error {
+func (e *Engine) modifyOptions(ctx context.Context, db, coll string, change func(opts bson.D) (bson.D, error), entry bson.D) error {
 	c := e.collection(db, coll)
 	if c == nil {
 		return mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist: %s.%s", db, coll)
 	}
-	c.ddl.Lock()
-	defer c.ddl.Unlock()
-	return e.updateMeta(context.TODO(), c, true, func(meta *collMeta, _ kv.Txn) error {
+	h, err := e.lockForChange(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer h.unlock()
+	return e.updateMeta(ctx, c, true, func(meta *collMeta, _ kv.Txn) error {
 		var opts bson.D
 		if len(meta.Options) > 0 {
 			if err := bson.Unmarshal(meta.Options, &opts); err != nil {

@@ -60,6 +60,9 @@ type cluster struct {
 	// builds counts the index builds taken over from servers that are
 	// gone (takeOverBuilds), which the server waits for as it leaves.
 	builds sync.WaitGroup
+	// fences numbers the fences of this server's catalog changes
+	// (fence.go).
+	fences atomic.Uint64
 	// oplogDone is closed when the shared oplog's floor stops being
 	// published (shareOplog).
 	oplogDone chan struct{}
@@ -109,7 +112,7 @@ func (e *Engine) refreshLoop(ctx context.Context) {
 		if err := e.refreshCatalog(ctx); err != nil && ctx.Err() == nil {
 			e.log.Warn("engine: the catalog could not be refreshed", zap.Error(err))
 		}
-		if e.buildsPending() {
+		if e.buildsPending() || e.fencesPending() {
 			recs, err := e.Members(ctx)
 			if err != nil {
 				return
@@ -118,6 +121,7 @@ func (e *Engine) refreshLoop(ctx context.Context) {
 			for _, r := range recs {
 				live[r.ID] = true
 			}
+			e.clearOrphanFences(ctx, live)
 			e.takeOverBuilds(ctx, live)
 		}
 	})

@@ -63,7 +63,11 @@
 //     a multi-document transaction, which holds key locks across
 //     statements, waits for it at most the transaction's lock timeout, and
 //     its commit takes those of the collections it wrote without waiting
-//     longer (transaction.go).
+//     longer (transaction.go). On a shared store a change that fences its
+//     collections (fence.go) releases their ddl locks while it waits for
+//     the other servers to install the fence, and takes them again in the
+//     same order; writers, and other fencing changes, of a fenced
+//     collection wait for the fence to go holding no lock.
 //  2. The key locks of the writer's kv transaction (kv.Txn.LockKeys; on
 //     pebble, exact key locks). A writer (one per request, never two at
 //     once) waits only while it holds no lock; once it holds some it takes

@@ -45,8 +45,11 @@ func (e *Engine) DropIndexes(ctx context.Context, db, coll string, which bson.Ra
 	if c == nil {
 		return 0, mongoerr.New(mongoerr.NamespaceNotFound, "ns not found %s.%s", db, coll)
 	}
-	c.ddl.Lock()
-	defer c.ddl.Unlock()
+	h, err := e.lockForChange(ctx, c)
+	if err != nil {
+		return 0, err
+	}
+	defer h.unlock()
 	st := c.st()
 	before := 1 + len(st.meta.Indexes)
 	drop := map[uint64]bool{}
@@ -109,7 +112,7 @@ func (e *Engine) DropIndexes(ctx context.Context, db, coll string, which bson.Ra
 	}
 	var dropped []record.IndexMeta
 	var ranges []reclaim.Range
-	err := e.updateMeta(ctx, c, true, func(meta *collMeta, tx kv.Txn) error {
+	err = e.updateMeta(ctx, c, true, func(meta *collMeta, tx kv.Txn) error {
 		kept := meta.Indexes[:0]
 		for _, im := range meta.Indexes {
 			if drop[im.ID] {
@@ -209,9 +212,12 @@ func (e *Engine) CollModIndex(ctx context.Context, db, coll string, ch IndexChan
 	if c == nil {
 		return res, mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist: %s.%s", db, coll)
 	}
-	c.ddl.Lock()
-	defer c.ddl.Unlock()
-	err := e.updateMeta(ctx, c, true, func(meta *collMeta, _ kv.Txn) error {
+	h, err := e.lockForChange(ctx, c)
+	if err != nil {
+		return res, err
+	}
+	defer h.unlock()
+	err = e.updateMeta(ctx, c, true, func(meta *collMeta, _ kv.Txn) error {
 		for i := range meta.Indexes {
 			im := &meta.Indexes[i]
 			if (ch.Name != "" && im.Name == ch.Name) || (ch.KeyPattern != nil && string(im.Key) == string(ch.KeyPattern)) {

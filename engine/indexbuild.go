@@ -69,12 +69,11 @@ func (e *Engine) buildShared(ctx context.Context, c *Collection, fresh []record.
 // build takes its indexes out, unless ctx ended and keep is set: a build
 // taken over by a server that leaves (or dies) stays for another to take.
 func (e *Engine) finishBuild(ctx context.Context, c *Collection, st *collState, ids map[uint64]bool, ranges []reclaim.Range, ents []oplog.Entry, keep bool) (*collState, error) {
-	// 2. Backfill, under the exclusive lock: this server's writers wait,
-	// as on a store of one server; the other servers' go on. (Letting
-	// this server's writers run beside the backfill lost index entries in
-	// the concurrent model on the mock, for a cause not yet found.)
-	c.ddl.Lock()
+	// 2. Backfill, with no lock of c: this server's writers go on, as the
+	// others' do, and its refresh of the catalog can install what the
+	// others change meanwhile (an index marked multikey).
 	multi, err := e.backfillBatches(ctx, st, ids)
+	c.ddl.Lock()
 	if err == nil {
 		// 3. Ready, unless a drop took one of them meanwhile: then the
 		// build of all of them ends, as mongod's does.

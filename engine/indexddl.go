@@ -732,6 +732,10 @@ func (e *Engine) updateMeta(ctx context.Context, c *Collection, exclusive bool, 
 	if err := change(&meta, tx); err != nil {
 		return err
 	}
+	if exclusive {
+		// The change a fence held writes off for is made (fence.go).
+		meta.Fence = ""
+	}
 	install := meta
 	if stale && !exclusive {
 		// Only the change, on this server's own entry: a writer marks

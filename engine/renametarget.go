@@ -43,10 +43,11 @@ func (e *Engine) renameReplacingLocked(ctx context.Context, fromDB, from, toDB, 
 	if dst.st().meta.ID < src.st().meta.ID {
 		first, second = dst, src
 	}
-	first.ddl.Lock()
-	defer first.ddl.Unlock()
-	second.ddl.Lock()
-	defer second.ddl.Unlock()
+	h, err := e.lockForChange(ctx, first, second)
+	if err != nil {
+		return nil, err
+	}
+	defer h.unlock()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.colls[nsKey(fromDB, from)] != src {
@@ -105,6 +106,7 @@ func (e *Engine) commitRename(ctx context.Context, src, dst *Collection, fromDB,
 	st := src.st()
 	meta := srcMeta
 	meta.DB, meta.Name = toDB, to
+	meta.Fence = "" // the change the fence held writes off for (fence.go)
 	if err := tx.Delete(record.CatalogKey(fromDB, from)); err != nil {
 		return nil, err
 	}
@@ -141,14 +143,14 @@ func (e *Engine) commitRename(ctx context.Context, src, dst *Collection, fromDB,
 // renameOver renames db.from to db.to, dropping db.to if it exists, in one
 // commit.
 func (e *Engine) renameOver(ctx context.Context, db, from, to string) error {
-	ranges, err := e.renameOverLocked(db, from, to)
+	ranges, err := e.renameOverLocked(ctx, db, from, to)
 	e.reclaimDropped(ctx, ranges)
 	return err
 }
 
 // renameOverLocked is renameOver under the collections' locks; it returns
 // the ranges of the target it dropped, to reclaim once they are released.
-func (e *Engine) renameOverLocked(db, from, to string) ([]reclaim.Range, error) {
+func (e *Engine) renameOverLocked(ctx context.Context, db, from, to string) ([]reclaim.Range, error) {
 	if err := namespace.Validate(db, to); err != nil {
 		return nil, err
 	}
@@ -163,18 +165,21 @@ func (e *Engine) renameOverLocked(db, from, to string) ([]reclaim.Range, error) 
 	// collection no other request knows, so no request takes the two in
 	// the other order.
 	dst := e.collection(db, to)
+	locked := []*Collection{src}
 	if dst != nil {
-		dst.ddl.Lock()
-		defer dst.ddl.Unlock()
+		locked = []*Collection{dst, src}
 	}
-	src.ddl.Lock()
-	defer src.ddl.Unlock()
+	h, err := e.lockForChange(ctx, locked...)
+	if err != nil {
+		return nil, err
+	}
+	defer h.unlock()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.colls[nsKey(db, from)] != src || e.colls[nsKey(db, to)] != dst {
 		return nil, mongoerr.New(mongoerr.Interrupted, "$out: the collection %s.%s was created, dropped or renamed while $out wrote it", db, to)
 	}
-	ranges, err := e.commitRename(context.TODO(), src, dst, db, from, db, to)
+	ranges, err := e.commitRename(ctx, src, dst, db, from, db, to)
 	if err != nil {
 		return nil, fmt.Errorf("engine: $out into %s.%s: %w", db, to, err)
 	}

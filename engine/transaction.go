@@ -229,9 +229,7 @@ func (t *Transaction) lockCollection(ctx context.Context, c *Collection) error {
 	deadline := time.Now().Add(t.opts.LockTimeout)
 	for !c.ddl.TryRLock() {
 		if time.Now().After(deadline) {
-			e := mongoerr.New(mongoerr.LockTimeout, "Unable to acquire IX lock on '%s' within %v.", c.st().ns(), t.opts.LockTimeout)
-			e.Labels = []string{"TransientTransactionError"}
-			return e
+			return t.lockTimeout(c)
 		}
 		if err := ctx.Err(); err != nil {
 			return err
@@ -239,6 +237,14 @@ func (t *Transaction) lockCollection(ctx context.Context, c *Collection) error {
 		time.Sleep(100 * time.Microsecond)
 	}
 	return nil
+}
+
+// lockTimeout is the error of a statement of t that could not take c's
+// lock within the lock timeout.
+func (t *Transaction) lockTimeout(c *Collection) error {
+	e := mongoerr.New(mongoerr.LockTimeout, "Unable to acquire IX lock on '%s' within %v.", c.st().ns(), t.opts.LockTimeout)
+	e.Labels = []string{"TransientTransactionError"}
+	return e
 }
 
 // statementDone takes a writer's pending work into the transaction: its

@@ -63,6 +63,11 @@ func (e *Engine) reapCollection(ctx context.Context, c *Collection, scope reapSc
 	if st.dropped {
 		return 0, math.MaxInt64, false, nil
 	}
+	if st.meta.Fence != "" {
+		// A catalog change holds its writes off (fence.go): a pass a
+		// second later looks again.
+		return 0, nowMs + 1000, false, nil
+	}
 	cur := &c.reapCursor
 	scan := st.expiry()
 	if scope.dateTTL != nil {
