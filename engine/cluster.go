@@ -60,6 +60,8 @@ type cluster struct {
 	// builds counts the index builds taken over from servers that are
 	// gone (takeOverBuilds), which the server waits for as it leaves.
 	builds sync.WaitGroup
+	// roster reads the live records (Members).
+	roster members.Roster
 	// fences numbers the fences of this server's catalog changes
 	// (fence.go).
 	fences atomic.Uint64
@@ -431,7 +433,7 @@ func (e *Engine) Members(ctx context.Context) ([]members.Record, error) {
 	if e.cluster.member == nil {
 		return nil, nil
 	}
-	return members.Live(ctx, e.store, e.cluster.now())
+	return e.cluster.roster.Live(ctx, e.store, e.cluster.now())
 }
 
 // catalogTxn is the transaction of a catalog change. On a shared store it

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -43,10 +44,21 @@ func TestMembersRoster(t *testing.T) {
 		return m
 	}
 	a, b, c := join("a:1"), join("b:1"), join("c:1")
+	// The cached reader (point reads of the ids its last scan found)
+	// must read what a scan does, as servers join, report, run out and
+	// leave.
+	var roster members.Roster
 	live := func() map[string]members.Record {
 		recs, err := members.Live(ctx, store, clk.Now())
 		if err != nil {
 			t.Fatal(err)
+		}
+		cached, err := roster.Live(ctx, store, clk.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(cached, recs) {
+			t.Fatalf("the roster read %v, a scan %v", cached, recs)
 		}
 		out := map[string]members.Record{}
 		for _, r := range recs {
@@ -86,5 +98,9 @@ func TestMembersRoster(t *testing.T) {
 	}
 	if got := live(); len(got) != 1 || got["a:1"].ID != a.ID() {
 		t.Fatalf("live after b left = %v, want a", got)
+	}
+	d := join("d:1")
+	if got := live(); len(got) != 2 || got["d:1"].ID != d.ID() {
+		t.Fatalf("live after d joined = %v, want a and d", got)
 	}
 }

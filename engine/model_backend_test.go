@@ -77,6 +77,13 @@ func openModelEngine(backend, dir string, opts Options) (*Engine, error) {
 		if opts.Cluster.Now == nil {
 			opts.Cluster.Now = time.Now
 		}
+		// The model changes the catalog every few milliseconds, and each
+		// change through one server waits for the others' next poll
+		// (twice when it fences its collection): at the default poll the
+		// run would mostly wait.
+		if opts.Cluster.CatalogPoll == 0 {
+			opts.Cluster.CatalogPoll = 5 * time.Millisecond
+		}
 	default:
 		return nil, fmt.Errorf("model: unknown kv backend %q", backend)
 	}

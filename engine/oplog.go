@@ -79,7 +79,7 @@ func (c oplogCluster) Publish(ctx context.Context, floor oplog.Timestamp) error 
 }
 
 func (c oplogCluster) Floors(ctx context.Context) ([]oplog.Timestamp, error) {
-	recs, err := members.Live(ctx, c.e.store, c.e.cluster.now())
+	recs, err := c.e.Members(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -25,6 +25,15 @@ const DefaultLease = 10 * time.Second
 // Key is the key of the record of server id.
 func Key(id string) []byte { return append([]byte{Prefix}, id...) }
 
+// epochKey is the roster's epoch: rewritten, with a value of its own, by
+// every join and every leave, so that a Roster can tell that the set of
+// records changed with one point read. Ids are hex, so the key sorts
+// before every record and a scan of the records starts past it.
+func epochKey() []byte { return []byte{Prefix} }
+
+// recordsFrom is where a scan of the records starts.
+func recordsFrom() []byte { return []byte{Prefix, '0'} }
+
 // Record is what a server publishes about itself.
 type Record struct {
 	// ID names the server for the life of its process.
@@ -86,7 +95,7 @@ func Join(ctx context.Context, opts Options) (*Member, error) {
 	}
 	m := &Member{opts: opts}
 	m.rec = Record{ID: hex.EncodeToString(id[:]), Addr: opts.Addr, Started: opts.Now().UnixMilli()}
-	if err := m.Renew(ctx); err != nil {
+	if err := m.renew(ctx, true); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -116,7 +125,10 @@ func (m *Member) Published() Record {
 var errLeft = errors.New("members: the server has left the roster")
 
 // Renew writes the record with a lease from now.
-func (m *Member) Renew(ctx context.Context) error {
+func (m *Member) Renew(ctx context.Context) error { return m.renew(ctx, false) }
+
+// renew writes the record, and with join the roster's epoch too.
+func (m *Member) renew(ctx context.Context, join bool) error {
 	m.renewMu.Lock()
 	defer m.renewMu.Unlock()
 	start := m.opts.Now()
@@ -139,6 +151,11 @@ func (m *Member) Renew(ctx context.Context) error {
 	defer tx.Rollback()
 	if err := tx.Set(Key(rec.ID), raw); err != nil {
 		return err
+	}
+	if join {
+		if err := tx.Set(epochKey(), []byte("join "+rec.ID)); err != nil {
+			return err
+		}
 	}
 	if _, err := tx.Commit(ctx, kv.Sync); err != nil {
 		return fmt.Errorf("members: renew: %w", err)
@@ -195,6 +212,9 @@ func (m *Member) Leave(ctx context.Context) error {
 	if err := tx.Delete(Key(m.rec.ID)); err != nil {
 		return err
 	}
+	if err := tx.Set(epochKey(), []byte("leave "+m.rec.ID)); err != nil {
+		return err
+	}
 	if _, err := tx.Commit(ctx, kv.Sync); err != nil {
 		return fmt.Errorf("members: leave: %w", err)
 	}
@@ -203,8 +223,16 @@ func (m *Member) Leave(ctx context.Context) error {
 
 // Live reads the records whose lease holds at now, in id order.
 func Live(ctx context.Context, r kv.Reader, now time.Time) ([]Record, error) {
-	lo := []byte{Prefix}
-	it, err := r.Iter(ctx, lo, kv.PrefixEnd(lo), false)
+	recs, err := readAll(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	return live(recs, now), nil
+}
+
+// readAll reads every record, live or not, in id order.
+func readAll(ctx context.Context, r kv.Reader) ([]Record, error) {
+	it, err := r.Iter(ctx, recordsFrom(), kv.PrefixEnd([]byte{Prefix}), false)
 	if err != nil {
 		return nil, fmt.Errorf("members: read the roster: %w", err)
 	}
@@ -215,9 +243,73 @@ func Live(ctx context.Context, r kv.Reader, now time.Time) ([]Record, error) {
 		if err := bson.Unmarshal(it.Value(), &rec); err != nil {
 			return nil, fmt.Errorf("members: record %q: %w", it.Key(), err)
 		}
+		out = append(out, rec)
+	}
+	return out, it.Error()
+}
+
+// Roster reads the live records as Live does, but with point reads: it
+// scans the records again only when the roster's epoch has moved (a
+// server joined or left) since its last scan, and otherwise reads the
+// records of the ids that scan found. A record is rewritten at each
+// renewal and each floor or catalog report, many times a second, and a
+// scan of keys with many versions costs far more than reads of them (until
+// the store's GC; client-go's mock never collects them). A server that
+// died is still read, and dropped by its lease. Safe for concurrent use.
+type Roster struct {
+	mu    sync.Mutex
+	epoch []byte   // as read before the last scan; nil before the first
+	ids   []string // the ids that scan found, in order
+}
+
+// Live reads the records whose lease holds at now, in id order.
+func (ro *Roster) Live(ctx context.Context, r kv.Reader, now time.Time) ([]Record, error) {
+	epoch, err := r.Get(ctx, epochKey())
+	if err != nil && err != kv.ErrNotFound {
+		return nil, fmt.Errorf("members: read the roster's epoch: %w", err)
+	}
+	ro.mu.Lock()
+	ids, known := ro.ids, ro.epoch != nil && string(ro.epoch) == string(epoch)
+	ro.mu.Unlock()
+	if !known {
+		recs, err := readAll(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		ids = make([]string, len(recs))
+		for i, rec := range recs {
+			ids[i] = rec.ID
+		}
+		ro.mu.Lock()
+		ro.epoch, ro.ids = append([]byte{}, epoch...), ids
+		ro.mu.Unlock()
+		return live(recs, now), nil
+	}
+	var recs []Record
+	for _, id := range ids {
+		raw, err := r.Get(ctx, Key(id))
+		if err == kv.ErrNotFound {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("members: read the record of %s: %w", id, err)
+		}
+		var rec Record
+		if err := bson.Unmarshal(raw, &rec); err != nil {
+			return nil, fmt.Errorf("members: record of %s: %w", id, err)
+		}
+		recs = append(recs, rec)
+	}
+	return live(recs, now), nil
+}
+
+// live keeps the records whose lease holds at now.
+func live(recs []Record, now time.Time) []Record {
+	out := recs[:0]
+	for _, rec := range recs {
 		if rec.Live(now.UnixMilli()) {
 			out = append(out, rec)
 		}
 	}
-	return out, it.Error()
+	return out
 }
