@@ -90,6 +90,13 @@ func (e *Engine) lockForChange(ctx context.Context, cs ...*Collection) (*ddlHold
 	return h, nil
 }
 
+// lockWaitingFences takes c's exclusive ddl lock once no fence of another
+// change is on it, for a catalog change that needs none of its own.
+func (e *Engine) lockWaitingFences(ctx context.Context, c *Collection) error {
+	h := &ddlHold{e: e, colls: []*Collection{c}}
+	return h.lock(ctx, "")
+}
+
 // lock takes the locks in order, waiting, with none held, while one of the
 // collections carries a fence other than mine.
 func (h *ddlHold) lock(ctx context.Context, mine string) error {

@@ -446,7 +446,13 @@ func (e *Engine) createIndexes(ctx context.Context, db, coll string, specs []bso
 			return res, err
 		}
 		res.CreatedCollection = res.CreatedCollection || created
-		c.ddl.Lock()
+		// A build needs no fence of its own (it goes through states),
+		// but waits out another change's: this server's state may be
+		// the fenced one while the change is already stored (fence.go),
+		// and the purge below writes under it.
+		if err := e.lockWaitingFences(ctx, c); err != nil {
+			return res, err
+		}
 		if !c.st().dropped {
 			break
 		}
