@@ -7,7 +7,11 @@
 // of work taken over from a dead server) is read from the live records.
 //
 // A record lives at "m" + the server's id, in the store itself, so that the
-// roster needs nothing beyond the store's transactions. A lease is judged
+// roster needs nothing beyond the store's transactions. "m" alone is the
+// roster's epoch, rewritten by every join and leave: a Roster reads the
+// records by key and scans them only when the epoch has moved, as the
+// records are rewritten many times a second and a scan steps over all
+// their versions. A lease is judged
 // by the store's shared time (the caller's clock, clock.Synced over TiKV's
 // timestamp oracle), never by another server's wall clock: a record whose
 // expiry has passed belongs to a server that is gone or cut off, and a
