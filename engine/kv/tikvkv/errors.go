@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strings"
 
 	tikverr "github.com/tikv/client-go/v2/error"
 
@@ -42,6 +43,20 @@ func (s *Store) mapErr(op string, err error) error {
 		return &kv.ConflictError{Reason: "a conflicting commit in this process"}
 	case errors.Is(err, tikverr.ErrResolveLockTimeout):
 		return &kv.ConflictError{Reason: "another transaction's lock outlived the wait for it"}
+	case lockLost(err):
+		return &kv.ConflictError{Reason: "a lock it held was taken down by another transaction; nothing was committed"}
 	}
 	return wrapErr(op, err)
+}
+
+// lockLost reports whether err is a prewrite refused because a
+// pessimistic lock the transaction held is gone: another transaction
+// resolved it as abandoned (TiKV's protocol has a pessimistic prewrite
+// that meets a lock in its way resolve it at once). The prewrite failed,
+// so nothing of the transaction committed, and the caller may run it
+// again as after any conflict. Client-go passes the reason on as the text
+// of an abort, TiKV's and its mock's spelled differently.
+func lockLost(err error) bool {
+	msg := strings.ToLower(err.Error())
+	return strings.Contains(msg, "pessimistic lock not found") || strings.Contains(msg, "pessimisticlocknotfound")
 }
