@@ -15,8 +15,9 @@ import (
 
 // The tests of fences (fence.go): a catalog change through one server and
 // the writes through another are ordered as mongod orders them with the
-// collection's exclusive lock, each write wholly before or after the
-// change in the oplog. The oplog replica of the model (model_oplog_test.go)
+// collection's exclusive lock (collMod takes it: AutoGetCollection with
+// MODE_X in _collModInternal, src/mongo/db/catalog/coll_mod.cpp), each
+// write wholly before or after the change in the oplog. The oplog replica of the model (model_oplog_test.go)
 // is the judge: it applies the entries in order and must end with the
 // stored documents, and while changeStreamPreAndPostImages is on (by the
 // create and collMod entries) every update and delete must carry the
