@@ -21,20 +21,25 @@ import (
 // contract checker; -model.backend (or LETHE_MODEL_BACKEND) picks one.
 var modelBackendFlag = flag.String("model.backend", "", "run the model tests on this kv backend only: pebble or tikv-mock (also LETHE_MODEL_BACKEND)")
 
-// modelServersFlag spreads the concurrent model's workers over that many
-// servers sharing one TiKV mock (issue 22); also LETHE_MODEL_SERVERS.
-var modelServersFlag = flag.Int("model.servers", 0, "spread the concurrent model over this many servers on the TiKV mock (also LETHE_MODEL_SERVERS)")
+// modelServersFlag runs the concurrent model on the TiKV mock with its
+// workers spread over that many servers sharing the store only (issue 22);
+// also LETHE_MODEL_SERVERS.
+var modelServersFlag = flag.Int("model.servers", 0, "run the concurrent model on the TiKV mock over this many servers only; by default over 1, then 3 (also LETHE_MODEL_SERVERS)")
 
-// modelServers is how many servers the concurrent model runs on, on the
-// TiKV mock: 1 unless a flag or the environment says more.
-func modelServers() int {
+// modelServerCounts are the numbers of servers the concurrent model runs
+// on over backend: on the TiKV mock one, then three sharing the store,
+// unless a flag or the environment names one count; one on the others.
+func modelServerCounts(backend string) []int {
+	if backend != "tikv-mock" {
+		return []int{1}
+	}
 	if n := *modelServersFlag; n > 0 {
-		return n
+		return []int{n}
 	}
 	if n, err := strconv.Atoi(os.Getenv("LETHE_MODEL_SERVERS")); err == nil && n > 0 {
-		return n
+		return []int{n}
 	}
-	return 1
+	return []int{1, 3}
 }
 
 // modelBackends are the backends a model test runs on: every one, unless

@@ -34,11 +34,17 @@ const requestDeadline = 10 * time.Second
 // alongside (model_txn_conc_test.go).
 func TestModelConcurrent(t *testing.T) {
 	for _, backend := range modelBackends() {
-		t.Run(backend, func(t *testing.T) { testModelConcurrent(t, backend) })
+		for _, servers := range modelServerCounts(backend) {
+			name := backend
+			if servers > 1 {
+				name = fmt.Sprintf("%s-%dservers", backend, servers)
+			}
+			t.Run(name, func(t *testing.T) { testModelConcurrent(t, backend, servers) })
+		}
 	}
 }
 
-func testModelConcurrent(t *testing.T, backend string) {
+func testModelConcurrent(t *testing.T, backend string, nServers int) {
 	cfg := modelSettings(t, 0)
 	seed := cfg.seed
 	if seed == 0 {
@@ -56,13 +62,13 @@ func testModelConcurrent(t *testing.T, backend string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// With -model.servers=N on the TiKV mock the workers are spread over
-	// N servers sharing the store (issue 22): more engines on the same
-	// cluster, each with its own catalog, roster lease and writers. The
-	// checks read through the first.
+	// On the TiKV mock the workers are spread over nServers servers
+	// sharing the store (issue 22): more engines on the same cluster, each
+	// with its own catalog, roster lease and writers. The checks read
+	// through the first.
 	servers := []*Engine{e}
 	if backend == "tikv-mock" {
-		for i := 1; i < modelServers(); i++ {
+		for i := 1; i < nServers; i++ {
 			more, err := openModelEngine(backend, dir, Options{Clock: clock, NoReaper: true, Oplog: true})
 			if err != nil {
 				t.Fatal(err)
