@@ -326,7 +326,7 @@ func (e *Engine) writeLock(ctx context.Context, db, name string, create bool) (*
 			if t != nil {
 				return nil, t.lockTimeout(c)
 			}
-			if err := e.waitFence(ctx, []*Collection{c}, st); err != nil {
+			if err := e.waitReplaced(ctx, []*Collection{c}, st); err != nil {
 				return nil, err
 			}
 			continue

@@ -60,6 +60,10 @@ type cluster struct {
 	// builds counts the index builds taken over from servers that are
 	// gone (takeOverBuilds), which the server waits for as it leaves.
 	builds sync.WaitGroup
+	// running holds the ids of the indexes this server is building now:
+	// one stored as built by it but not here is an orphan too (a build
+	// whose failure could not take it out), which takeOverBuilds finishes.
+	running sync.Map // uint64 -> struct{}
 	// roster reads the live records (Members).
 	roster members.Roster
 	// fences numbers the fences of this server's catalog changes

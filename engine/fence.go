@@ -115,7 +115,7 @@ func (h *ddlHold) lock(ctx context.Context, mine string) error {
 		if fenced == nil {
 			return nil
 		}
-		if err := h.e.waitFence(ctx, h.colls, fenced); err != nil {
+		if err := h.e.waitReplaced(ctx, h.colls, fenced); err != nil {
 			return err
 		}
 	}
@@ -155,10 +155,10 @@ func (e *Engine) clearFence(ctx context.Context, c *Collection, token string) {
 	}
 }
 
-// waitFence waits, holding no lock, until the state st of one of cs is
-// replaced: the fence it carries has gone, or the next step of its change
-// is installed.
-func (e *Engine) waitFence(ctx context.Context, cs []*Collection, st *collState) error {
+// waitReplaced waits, holding no lock, until the state st of one of cs is
+// replaced: the fence it carries has gone, the next step of its change is
+// installed, or an index build it shows has moved on.
+func (e *Engine) waitReplaced(ctx context.Context, cs []*Collection, st *collState) error {
 	e.kickRefresh()
 	t := time.NewTicker(max(e.cluster.poll/10, time.Millisecond))
 	defer t.Stop()

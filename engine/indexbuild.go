@@ -46,7 +46,9 @@ func (e *Engine) buildShared(ctx context.Context, c *Collection, fresh []record.
 	ids := map[uint64]bool{}
 	for _, im := range fresh {
 		ids[im.ID] = true
+		e.cluster.running.Store(im.ID, struct{}{})
 	}
+	defer forgetRunning(e, ids)
 	// 1. Building.
 	st, err := e.changeStored(ctx, c, func(meta *collMeta) error {
 		for _, im := range fresh {
@@ -61,6 +63,27 @@ func (e *Engine) buildShared(ctx context.Context, c *Collection, fresh []record.
 	c.ddl.Unlock()
 	e.awaitCatalog(ctx)
 	return e.finishBuild(ctx, c, st, ids, ranges, ents, false)
+}
+
+// forgetRunning drops ids from the builds this server runs.
+func forgetRunning(e *Engine, ids map[uint64]bool) {
+	for id := range ids {
+		e.cluster.running.Delete(id)
+	}
+}
+
+// orphaned reports whether the build of im, stored as building, has no
+// server running it: its builder's lease ran out, or its builder is this
+// server, which does not run it.
+func (e *Engine) orphaned(im record.IndexMeta, live map[string]bool) bool {
+	if !live[im.Builder] {
+		return true
+	}
+	if im.Builder != e.cluster.member.ID() {
+		return false
+	}
+	_, running := e.cluster.running.Load(im.ID)
+	return !running
 }
 
 // finishBuild runs the last two steps of a build of the indexes ids of c,
@@ -345,15 +368,17 @@ func backfillEntries(ctx context.Context, tx kv.Txn, st *collState, build []*rec
 
 // takeOverBuilds finishes the index builds whose builder's lease on the
 // roster has run out (it died, or was cut off), so that a build survives
-// its builder: each orphaned build is claimed by a catalog change that
-// names this server its builder, which one server only can make, and is
-// then finished in the background. live are the roster's live ids.
+// its builder, and those stored as this server's that it does not run (a
+// failed build whose indexes could not be taken out): each orphaned build
+// is claimed by a catalog change that names this server its builder,
+// which one server only can make, and is then finished in the background.
+// live are the roster's live ids.
 func (e *Engine) takeOverBuilds(ctx context.Context, live map[string]bool) {
 	for _, c := range e.openCollections() {
 		st := c.st()
 		ids := map[uint64]bool{}
 		for _, im := range st.meta.Indexes {
-			if im.Building && !live[im.Builder] {
+			if im.Building && e.orphaned(im, live) {
 				ids[im.ID] = true
 			}
 		}
@@ -364,13 +389,18 @@ func (e *Engine) takeOverBuilds(ctx context.Context, live map[string]bool) {
 		claimed := map[uint64]bool{}
 		nst, err := e.changeStored(ctx, c, func(meta *collMeta) error {
 			for i := range meta.Indexes {
-				if im := &meta.Indexes[i]; ids[im.ID] && im.Building && !live[im.Builder] {
+				if im := &meta.Indexes[i]; ids[im.ID] && im.Building && e.orphaned(*im, live) {
 					im.Builder = e.cluster.member.ID()
 					claimed[im.ID] = true
 				}
 			}
 			return nil
 		}, nil)
+		if err == nil {
+			for id := range claimed {
+				e.cluster.running.Store(id, struct{}{})
+			}
+		}
 		c.ddl.Unlock()
 		if err != nil || len(claimed) == 0 {
 			continue
@@ -391,6 +421,7 @@ func (e *Engine) takeOverBuilds(ctx context.Context, live map[string]bool) {
 		e.cluster.builds.Add(1)
 		go func() {
 			defer e.cluster.builds.Done()
+			defer forgetRunning(e, claimed)
 			_, err := e.finishBuild(ctx, c, nst, claimed, ranges, ents, true)
 			c.ddl.Unlock()
 			if err != nil && ctx.Err() == nil {

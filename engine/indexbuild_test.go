@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lethedb/lethe/engine/reclaim"
+	"github.com/lethedb/lethe/engine/record"
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
@@ -36,6 +38,7 @@ func TestIndexBuildSurvivesItsBuilder(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := a.collection("db", "c")
+	a.cluster.running.Store(im.ID, struct{}{}) // a runs the build as it dies
 	c.ddl.Lock()
 	_, err = a.changeStored(ctx, c, func(meta *collMeta) error {
 		im.Building, im.Builder = true, a.cluster.member.ID()
@@ -78,5 +81,126 @@ func TestIndexBuildSurvivesItsBuilder(t *testing.T) {
 		if byIndex, byScan := find(bson.D{{Key: "k", Value: 1}}), find(bson.D{{Key: "$natural", Value: 1}}); byIndex != byScan || byScan == "0" {
 			t.Fatalf("k=%d: the index finds %s documents, a scan %s", k, byIndex, byScan)
 		}
+	}
+}
+
+// TestCreateIndexesWaitsForTheBuildUnderWay: createIndexes of an index
+// another server is building answers once that build is done, as mongod's
+// createIndexes waits for a build already in progress and then looks again
+// (src/mongo/db/commands/create_indexes_cmd.cpp, log 20450), rather than
+// at once with an index that no query may use yet.
+func TestCreateIndexesWaitsForTheBuildUnderWay(t *testing.T) {
+	ctx := context.Background()
+	es := sharedEngines(t, 2, Options{NoReaper: true})
+	a, b := es[0], es[1]
+	var docs []bson.Raw
+	for i := 0; i < 300; i++ {
+		docs = append(docs, modelRaw(bson.D{{Key: "_id", Value: i}, {Key: "k", Value: i % 7}}))
+	}
+	if _, err := a.Insert(ctx, "db", "c", docs, true); err != nil {
+		t.Fatal(err)
+	}
+	spec := modelRaw(bson.D{{Key: "key", Value: bson.D{{Key: "k", Value: 1}}}, {Key: "name", Value: "k_1"}})
+	// a has stored the index as building, the first step of its build.
+	im, err := parseIndexSpec(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if im.ID, err = a.allocIDs(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	c := a.collection("db", "c")
+	a.cluster.running.Store(im.ID, struct{}{}) // the build runs on a
+	c.ddl.Lock()
+	st, err := a.changeStored(ctx, c, func(meta *collMeta) error {
+		im.Building, im.Builder = true, a.cluster.member.ID()
+		meta.Indexes = append(meta.Indexes, im)
+		return nil
+	}, nil)
+	c.ddl.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.awaitCatalog(ctx)
+
+	answered := make(chan error, 1)
+	go func() {
+		wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		_, err := b.CreateIndexes(wctx, "db", "c", []bson.Raw{spec})
+		answered <- err
+	}()
+	select {
+	case err := <-answered:
+		t.Fatalf("createIndexes answered (%v) while the build was under way", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	// a finishes its build.
+	defer a.cluster.running.Delete(im.ID)
+	lo, hi := record.IndexRange(im.ID)
+	if _, err := a.finishBuild(ctx, c, st, map[uint64]bool{im.ID: true}, []reclaim.Range{{Lo: lo, Hi: hi}}, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	c.ddl.Unlock()
+	if err := <-answered; err != nil {
+		t.Fatal(err)
+	}
+	specs, err := b.ListIndexes(ctx, "db", "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(specs) != 2 {
+		t.Fatalf("indexes after createIndexes answered: %v, want _id_ and k_1", specs)
+	}
+}
+
+// TestIndexBuildOfNoServerIsFinished: an index stored as building by a
+// server that runs no build of it (its build failed and could not take it
+// out) is finished by that server's own look for orphaned builds, so that
+// it does not stay building, and createIndexes of it does not wait, for
+// good.
+func TestIndexBuildOfNoServerIsFinished(t *testing.T) {
+	ctx := context.Background()
+	a := sharedEngines(t, 1, Options{NoReaper: true})[0]
+	var docs []bson.Raw
+	for i := 0; i < 300; i++ {
+		docs = append(docs, modelRaw(bson.D{{Key: "_id", Value: i}, {Key: "k", Value: i % 7}}))
+	}
+	if _, err := a.Insert(ctx, "db", "c", docs, true); err != nil {
+		t.Fatal(err)
+	}
+	spec := modelRaw(bson.D{{Key: "key", Value: bson.D{{Key: "k", Value: 1}}}, {Key: "name", Value: "k_1"}})
+	im, err := parseIndexSpec(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if im.ID, err = a.allocIDs(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	c := a.collection("db", "c")
+	c.ddl.Lock()
+	_, err = a.changeStored(ctx, c, func(meta *collMeta) error {
+		im.Building, im.Builder = true, a.cluster.member.ID()
+		meta.Indexes = append(meta.Indexes, im)
+		return nil
+	}, nil)
+	c.ddl.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if _, err := a.CreateIndexes(wctx, "db", "c", []bson.Raw{spec}); err != nil {
+		t.Fatal(err)
+	}
+	specs, err := a.ListIndexes(ctx, "db", "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(specs) != 2 {
+		t.Fatalf("indexes: %v, want _id_ and k_1", specs)
+	}
+	if err := validateStore(ctx, a, "db", "c"); err != nil {
+		t.Fatal(err)
 	}
 }

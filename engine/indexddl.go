@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -391,7 +392,19 @@ func (e *Engine) CreateIndexes(ctx context.Context, db, coll string, specs []bso
 	defer e.awaitCatalog(ctx)
 	t := transactionOf(ctx)
 	if t == nil {
-		return e.createIndexes(ctx, db, coll, specs)
+		for {
+			res, err := e.createIndexes(ctx, db, coll, specs)
+			var busy *buildInProgress
+			if !errors.As(err, &busy) {
+				return res, err
+			}
+			// As mongod does (createIndexes' log 20450): wait for the
+			// build already under way, then look again; the index is
+			// there then, or its build failed and this one builds it.
+			if err := e.waitBuild(ctx, busy); err != nil {
+				return CreateIndexesResult{}, err
+			}
+		}
 	}
 	if t.tx == nil {
 		return CreateIndexesResult{}, mongoerr.New(mongoerr.InvalidOptions, "a write cannot run under read concern snapshot outside a transaction")
@@ -467,6 +480,9 @@ func (e *Engine) createIndexes(ctx context.Context, db, coll string, specs []bso
 	if err != nil {
 		return res, err
 	}
+	if busy := buildingOf(c, st, metas); busy != nil {
+		return res, busy
+	}
 	if len(fresh) == 0 {
 		res.After = res.Before
 		res.Note = "all indexes already exist"
@@ -536,6 +552,54 @@ func (e *Engine) createIndexes(ctx context.Context, db, coll string, specs []bso
 	c.usage.Built(fresh, e.clock)
 	res.After = 1 + len(meta.Indexes)
 	return res, nil
+}
+
+// buildInProgress is createIndexes' answer, to its caller only, when an
+// index it asks for is being built (on a shared store, by any server):
+// the caller waits for that build and asks again.
+type buildInProgress struct {
+	c   *Collection
+	ids map[uint64]bool
+}
+
+func (b *buildInProgress) Error() string { return "engine: an index build is already in progress" }
+
+// buildingOf returns the builds in progress in st (c's state) of indexes
+// identical to those requested, nil if none.
+func buildingOf(c *Collection, st *collState, metas []record.IndexMeta) *buildInProgress {
+	var busy *buildInProgress
+	for _, im := range st.meta.Indexes {
+		if !im.Building {
+			continue
+		}
+		for _, req := range metas {
+			if exists, err := checkIndexConflict(req, im); err == nil && exists {
+				if busy == nil {
+					busy = &buildInProgress{c: c, ids: map[uint64]bool{}}
+				}
+				busy.ids[im.ID] = true
+			}
+		}
+	}
+	return busy
+}
+
+// waitBuild waits until none of the indexes of busy is being built any
+// more: ready, or taken out by a failed build, or the collection gone.
+func (e *Engine) waitBuild(ctx context.Context, busy *buildInProgress) error {
+	for {
+		st := busy.c.st()
+		building := false
+		for _, im := range st.meta.Indexes {
+			building = building || (im.Building && busy.ids[im.ID])
+		}
+		if !building || st.dropped {
+			return nil
+		}
+		if err := e.waitReplaced(ctx, []*Collection{busy.c}, st); err != nil {
+			return err
+		}
+	}
 }
 
 // newIndexes checks the requested indexes against those of st (nil for a
