@@ -67,8 +67,9 @@ type cluster struct {
 	// roster reads the live records (Members).
 	roster members.Roster
 	// fences numbers the fences of this server's catalog changes
-	// (fence.go).
-	fences atomic.Uint64
+	// (fence.go), and fencing holds the tokens of those that run.
+	fences  atomic.Uint64
+	fencing sync.Map // string -> struct{}
 	// oplogDone is closed when the shared oplog's floor stops being
 	// published (shareOplog).
 	oplogDone chan struct{}

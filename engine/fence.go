@@ -58,6 +58,7 @@ func (e *Engine) lockForChange(ctx context.Context, cs ...*Collection) (*ddlHold
 		return h, nil
 	}
 	h.token = fmt.Sprintf("%s/%d", e.cluster.member.ID(), e.cluster.fences.Add(1))
+	e.cluster.fencing.Store(h.token, struct{}{})
 	for _, c := range cs {
 		if c.st().dropped {
 			continue
@@ -77,6 +78,14 @@ func (e *Engine) lockForChange(ctx context.Context, cs ...*Collection) (*ddlHold
 	h.release()
 	e.awaitCatalog(ctx)
 	if err := h.lock(ctx, h.token); err != nil {
+		// Given up (ctx ended): take the fences down, under the locks
+		// taken as the refresh takes them.
+		for _, c := range cs {
+			c.ddl.Lock()
+			e.clearFence(context.WithoutCancel(ctx), c, h.token)
+			c.ddl.Unlock()
+		}
+		e.cluster.fencing.Delete(h.token)
 		return nil, err
 	}
 	for _, c := range cs {
@@ -135,6 +144,7 @@ func (h *ddlHold) unlock() {
 		for _, c := range h.colls {
 			h.e.clearFence(context.Background(), c, h.token)
 		}
+		h.e.cluster.fencing.Delete(h.token)
 	}
 	h.release()
 }
@@ -183,11 +193,12 @@ func fenceOwner(token string) string {
 }
 
 // clearOrphanFences takes down the fences of changes whose server's lease
-// on the roster has run out; live are the roster's live ids.
+// on the roster has run out, and those of this server's changes that no
+// longer run; live are the roster's live ids.
 func (e *Engine) clearOrphanFences(ctx context.Context, live map[string]bool) {
 	for _, c := range e.openCollections() {
 		token := c.st().meta.Fence
-		if token == "" || live[fenceOwner(token)] {
+		if token == "" || !e.fenceOrphaned(token, live) {
 			continue
 		}
 		c.ddl.Lock()
@@ -195,6 +206,19 @@ func (e *Engine) clearOrphanFences(ctx context.Context, live map[string]bool) {
 		c.ddl.Unlock()
 		e.log.Info("engine: took down the fence of a catalog change whose server is gone", zap.String("namespace", c.st().ns()))
 	}
+}
+
+// fenceOrphaned reports whether no running change holds the fence token.
+func (e *Engine) fenceOrphaned(token string, live map[string]bool) bool {
+	owner := fenceOwner(token)
+	if !live[owner] {
+		return true
+	}
+	if owner != e.cluster.member.ID() {
+		return false
+	}
+	_, running := e.cluster.fencing.Load(token)
+	return !running
 }
 
 // fencesPending reports whether an open collection is fenced, whose

@@ -157,3 +157,27 @@ func TestFenceOfDeadServerIsTakenDown(t *testing.T) {
 		t.Fatalf("the insert waited %v for a dead server's fence, lease %v", waited, lease)
 	}
 }
+
+// TestFenceOfNoChangeIsTakenDown: a fence this server's change left behind
+// without running any more (given up halfway) holds writes off only until
+// the server's own look for orphans takes it down.
+func TestFenceOfNoChangeIsTakenDown(t *testing.T) {
+	ctx := context.Background()
+	a := sharedEngines(t, 1, Options{NoReaper: true})[0]
+	if err := a.CreateCollection(ctx, "db", "c", CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h, err := a.lockForChange(ctx, a.collection("db", "c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The change ends without taking its fence down.
+	h.release()
+	a.cluster.fencing.Delete(h.token)
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	res, err := a.Insert(wctx, "db", "c", []bson.Raw{modelRaw(bson.D{{Key: "_id", Value: 1}})}, true)
+	if err != nil || res.N != 1 {
+		t.Fatalf("insert beside an abandoned fence: n=%d %v", res.N, err)
+	}
+}
