@@ -554,54 +554,6 @@ func (e *Engine) createIndexes(ctx context.Context, db, coll string, specs []bso
 	return res, nil
 }
 
-// buildInProgress is createIndexes' answer, to its caller only, when an
-// index it asks for is being built (on a shared store, by any server):
-// the caller waits for that build and asks again.
-type buildInProgress struct {
-	c   *Collection
-	ids map[uint64]bool
-}
-
-func (b *buildInProgress) Error() string { return "engine: an index build is already in progress" }
-
-// buildingOf returns the builds in progress in st (c's state) of indexes
-// identical to those requested, nil if none.
-func buildingOf(c *Collection, st *collState, metas []record.IndexMeta) *buildInProgress {
-	var busy *buildInProgress
-	for _, im := range st.meta.Indexes {
-		if !im.Building {
-			continue
-		}
-		for _, req := range metas {
-			if exists, err := checkIndexConflict(req, im); err == nil && exists {
-				if busy == nil {
-					busy = &buildInProgress{c: c, ids: map[uint64]bool{}}
-				}
-				busy.ids[im.ID] = true
-			}
-		}
-	}
-	return busy
-}
-
-// waitBuild waits until none of the indexes of busy is being built any
-// more: ready, or taken out by a failed build, or the collection gone.
-func (e *Engine) waitBuild(ctx context.Context, busy *buildInProgress) error {
-	for {
-		st := busy.c.st()
-		building := false
-		for _, im := range st.meta.Indexes {
-			building = building || (im.Building && busy.ids[im.ID])
-		}
-		if !building || st.dropped {
-			return nil
-		}
-		if err := e.waitReplaced(ctx, []*Collection{busy.c}, st); err != nil {
-			return err
-		}
-	}
-}
-
 // newIndexes checks the requested indexes against those of st (nil for a
 // collection yet to be created) and against each other, and returns the
 // ones to build.
