@@ -22,33 +22,8 @@ func TestIndexBuildSurvivesItsBuilder(t *testing.T) {
 	const lease = 600 * time.Millisecond
 	es := sharedEngines(t, 2, Options{NoReaper: true, Cluster: ClusterOptions{Lease: lease}})
 	a, b := es[0], es[1]
-	var docs []bson.Raw
-	for i := 0; i < 600; i++ {
-		docs = append(docs, modelRaw(bson.D{{Key: "_id", Value: i}, {Key: "k", Value: i % 7}}))
-	}
-	if _, err := a.Insert(ctx, "db", "c", docs, true); err != nil {
-		t.Fatal(err)
-	}
 	// a stores the index as building, the first step of a build, and dies.
-	im, err := parseIndexSpec(modelRaw(bson.D{{Key: "key", Value: bson.D{{Key: "k", Value: 1}}}, {Key: "name", Value: "k_1"}}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if im.ID, err = a.allocIDs(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
-	c := a.collection("db", "c")
-	a.cluster.running.Store(im.ID, struct{}{}) // a runs the build as it dies
-	c.ddl.Lock()
-	_, err = a.changeStored(ctx, c, func(meta *collMeta) error {
-		im.Building, im.Builder = true, a.cluster.member.ID()
-		meta.Indexes = append(meta.Indexes, im)
-		return nil
-	}, nil)
-	c.ddl.Unlock()
-	if err != nil {
-		t.Fatal(err)
-	}
+	storeBuilding(t, a, 600, true)
 	a.Halt()
 
 	deadline := time.Now().Add(20 * lease)
@@ -93,41 +68,15 @@ func TestCreateIndexesWaitsForTheBuildUnderWay(t *testing.T) {
 	ctx := context.Background()
 	es := sharedEngines(t, 2, Options{NoReaper: true})
 	a, b := es[0], es[1]
-	var docs []bson.Raw
-	for i := 0; i < 300; i++ {
-		docs = append(docs, modelRaw(bson.D{{Key: "_id", Value: i}, {Key: "k", Value: i % 7}}))
-	}
-	if _, err := a.Insert(ctx, "db", "c", docs, true); err != nil {
-		t.Fatal(err)
-	}
-	spec := modelRaw(bson.D{{Key: "key", Value: bson.D{{Key: "k", Value: 1}}}, {Key: "name", Value: "k_1"}})
 	// a has stored the index as building, the first step of its build.
-	im, err := parseIndexSpec(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if im.ID, err = a.allocIDs(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
-	c := a.collection("db", "c")
-	a.cluster.running.Store(im.ID, struct{}{}) // the build runs on a
-	c.ddl.Lock()
-	st, err := a.changeStored(ctx, c, func(meta *collMeta) error {
-		im.Building, im.Builder = true, a.cluster.member.ID()
-		meta.Indexes = append(meta.Indexes, im)
-		return nil
-	}, nil)
-	c.ddl.Unlock()
-	if err != nil {
-		t.Fatal(err)
-	}
+	im, c, st := storeBuilding(t, a, 300, true)
 	a.awaitCatalog(ctx)
 
 	answered := make(chan error, 1)
 	go func() {
 		wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		defer cancel()
-		_, err := b.CreateIndexes(wctx, "db", "c", []bson.Raw{spec})
+		_, err := b.CreateIndexes(wctx, "db", "c", []bson.Raw{kSpec})
 		answered <- err
 	}()
 	select {
@@ -162,35 +111,10 @@ func TestCreateIndexesWaitsForTheBuildUnderWay(t *testing.T) {
 func TestIndexBuildOfNoServerIsFinished(t *testing.T) {
 	ctx := context.Background()
 	a := sharedEngines(t, 1, Options{NoReaper: true})[0]
-	var docs []bson.Raw
-	for i := 0; i < 300; i++ {
-		docs = append(docs, modelRaw(bson.D{{Key: "_id", Value: i}, {Key: "k", Value: i % 7}}))
-	}
-	if _, err := a.Insert(ctx, "db", "c", docs, true); err != nil {
-		t.Fatal(err)
-	}
-	spec := modelRaw(bson.D{{Key: "key", Value: bson.D{{Key: "k", Value: 1}}}, {Key: "name", Value: "k_1"}})
-	im, err := parseIndexSpec(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if im.ID, err = a.allocIDs(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
-	c := a.collection("db", "c")
-	c.ddl.Lock()
-	_, err = a.changeStored(ctx, c, func(meta *collMeta) error {
-		im.Building, im.Builder = true, a.cluster.member.ID()
-		meta.Indexes = append(meta.Indexes, im)
-		return nil
-	}, nil)
-	c.ddl.Unlock()
-	if err != nil {
-		t.Fatal(err)
-	}
+	storeBuilding(t, a, 300, false)
 	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	if _, err := a.CreateIndexes(wctx, "db", "c", []bson.Raw{spec}); err != nil {
+	if _, err := a.CreateIndexes(wctx, "db", "c", []bson.Raw{kSpec}); err != nil {
 		t.Fatal(err)
 	}
 	specs, err := a.ListIndexes(ctx, "db", "c")
@@ -203,4 +127,45 @@ func TestIndexBuildOfNoServerIsFinished(t *testing.T) {
 	if err := validateStore(ctx, a, "db", "c"); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// kSpec is the index the build tests build.
+var kSpec = modelRaw(bson.D{{Key: "key", Value: bson.D{{Key: "k", Value: 1}}}, {Key: "name", Value: "k_1"}})
+
+// storeBuilding inserts n documents into db.c through a, then stores kSpec
+// as building with a its builder, the first step of a build, and returns
+// the index, the collection and its state then. With running, a counts the
+// build as one it runs; without, the build is an orphan of a's.
+func storeBuilding(t *testing.T, a *Engine, n int, running bool) (record.IndexMeta, *Collection, *collState) {
+	t.Helper()
+	ctx := context.Background()
+	var docs []bson.Raw
+	for i := 0; i < n; i++ {
+		docs = append(docs, modelRaw(bson.D{{Key: "_id", Value: i}, {Key: "k", Value: i % 7}}))
+	}
+	if _, err := a.Insert(ctx, "db", "c", docs, true); err != nil {
+		t.Fatal(err)
+	}
+	im, err := parseIndexSpec(kSpec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if im.ID, err = a.allocIDs(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	c := a.collection("db", "c")
+	if running {
+		a.cluster.running.Store(im.ID, struct{}{})
+	}
+	c.ddl.Lock()
+	st, err := a.changeStored(ctx, c, func(meta *collMeta) error {
+		im.Building, im.Builder = true, a.cluster.member.ID()
+		meta.Indexes = append(meta.Indexes, im)
+		return nil
+	}, nil)
+	c.ddl.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return im, c, st
 }
