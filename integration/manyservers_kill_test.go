@@ -100,7 +100,10 @@ func testManyServersKillMidLoad(t *testing.T) {
 	}
 	// Server 2, cut off, takes no more writes, with an error drivers
 	// retry on another server (this client, connected to it alone, does
-	// not retry: it would only meet the same answer).
+	// not retry: it would only meet the same answer). NotWritablePrimary
+	// (10107) and ShutdownInProgress (91) are both among the retryable
+	// errors of the drivers' Retryable Writes specification ("Determining
+	// Retryable Errors").
 	nr := s[2].NewClient(t, options.Client().SetRetryWrites(false))
 	_, err = nr.Database("app").Collection("load").InsertOne(ctx, bson.D{{Key: "_id", Value: "late"}})
 	var se mongo.ServerError
