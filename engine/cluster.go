@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -60,16 +61,18 @@ type cluster struct {
 	// builds counts the index builds taken over from servers that are
 	// gone (takeOverBuilds), which the server waits for as it leaves.
 	builds sync.WaitGroup
-	// running holds the ids of the indexes this server is building now:
-	// one stored as built by it but not here is an orphan too (a build
-	// whose failure could not take it out), which takeOverBuilds finishes.
-	running sync.Map // uint64 -> struct{}
+	// running holds the work stored as this server's that it runs now:
+	// the ids (uint64) of the indexes it builds and the tokens (string) of
+	// its changes' fences. Work stored as its own but not here is
+	// abandoned too (a failed build whose indexes could not be taken out,
+	// a change that gave up), and is finished or taken down as a dead
+	// server's is.
+	running sync.Map // uint64 or string -> struct{}
 	// roster reads the live records (Members).
 	roster members.Roster
 	// fences numbers the fences of this server's catalog changes
-	// (fence.go), and fencing holds the tokens of those that run.
-	fences  atomic.Uint64
-	fencing sync.Map // string -> struct{}
+	// (fence.go).
+	fences atomic.Uint64
 	// oplogDone is closed when the shared oplog's floor stops being
 	// published (shareOplog).
 	oplogDone chan struct{}
@@ -119,7 +122,7 @@ func (e *Engine) refreshLoop(ctx context.Context) {
 		if err := e.refreshCatalog(ctx); err != nil && ctx.Err() == nil {
 			e.log.Warn("engine: the catalog could not be refreshed", zap.Error(err))
 		}
-		if e.buildsPending() || e.fencesPending() {
+		if e.ownedWorkStored() {
 			recs, err := e.Members(ctx)
 			if err != nil {
 				return
@@ -539,15 +542,30 @@ func sameMeta(stored []byte, meta *collMeta) bool {
 	return err == nil && bytes.Equal(raw, stored)
 }
 
-// buildsPending reports whether an open collection has an index being
-// built, whose builder's lease is then worth a look.
-func (e *Engine) buildsPending() bool {
+// ownedWorkStored reports whether an open collection has an index being
+// built or a fence: work stored as a server's, whose lease is then worth a
+// look (takeOverBuilds, clearOrphanFences).
+func (e *Engine) ownedWorkStored() bool {
 	for _, c := range e.openCollections() {
-		for _, im := range c.st().meta.Indexes {
-			if im.Building {
-				return true
-			}
+		st := c.st()
+		if st.meta.Fence != "" || slices.ContainsFunc(st.meta.Indexes, func(im record.IndexMeta) bool { return im.Building }) {
+			return true
 		}
 	}
 	return false
+}
+
+// abandoned reports whether work stored as owner's (a roster id: an index
+// build's builder, a fence's changing server) has no server running it:
+// owner's lease has run out, or owner is this server and key is not among
+// the work it runs (cluster.running). live are the roster's live ids.
+func (e *Engine) abandoned(owner string, key any, live map[string]bool) bool {
+	if !live[owner] {
+		return true
+	}
+	if owner != e.cluster.member.ID() {
+		return false
+	}
+	_, running := e.cluster.running.Load(key)
+	return !running
 }

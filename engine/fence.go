@@ -58,7 +58,7 @@ func (e *Engine) lockForChange(ctx context.Context, cs ...*Collection) (*ddlHold
 		return h, nil
 	}
 	h.token = fmt.Sprintf("%s/%d", e.cluster.member.ID(), e.cluster.fences.Add(1))
-	e.cluster.fencing.Store(h.token, struct{}{})
+	e.cluster.running.Store(h.token, struct{}{})
 	for _, c := range cs {
 		if c.st().dropped {
 			continue
@@ -81,11 +81,9 @@ func (e *Engine) lockForChange(ctx context.Context, cs ...*Collection) (*ddlHold
 		// Given up (ctx ended): take the fences down, under the locks
 		// taken as the refresh takes them.
 		for _, c := range cs {
-			c.ddl.Lock()
-			e.clearFence(context.WithoutCancel(ctx), c, h.token)
-			c.ddl.Unlock()
+			e.takeDownFence(context.WithoutCancel(ctx), c, h.token)
 		}
-		e.cluster.fencing.Delete(h.token)
+		e.cluster.running.Delete(h.token)
 		return nil, err
 	}
 	for _, c := range cs {
@@ -144,7 +142,7 @@ func (h *ddlHold) unlock() {
 		for _, c := range h.colls {
 			h.e.clearFence(context.Background(), c, h.token)
 		}
-		h.e.cluster.fencing.Delete(h.token)
+		h.e.cluster.running.Delete(h.token)
 	}
 	h.release()
 }
@@ -163,6 +161,14 @@ func (e *Engine) clearFence(ctx context.Context, c *Collection, token string) {
 	}, nil); err != nil && mongoerr.CodeOf(err) != mongoerr.NamespaceNotFound {
 		e.log.Warn("engine: a catalog change's fence stays until its lease runs out", zap.String("namespace", c.st().ns()), zap.Error(err))
 	}
+}
+
+// takeDownFence stores c unfenced, under its exclusive ddl lock, if it
+// still carries the fence token.
+func (e *Engine) takeDownFence(ctx context.Context, c *Collection, token string) {
+	c.ddl.Lock()
+	defer c.ddl.Unlock()
+	e.clearFence(ctx, c, token)
 }
 
 // waitReplaced waits, holding no lock, until the state st of one of cs is
@@ -198,36 +204,10 @@ func fenceOwner(token string) string {
 func (e *Engine) clearOrphanFences(ctx context.Context, live map[string]bool) {
 	for _, c := range e.openCollections() {
 		token := c.st().meta.Fence
-		if token == "" || !e.fenceOrphaned(token, live) {
+		if token == "" || !e.abandoned(fenceOwner(token), token, live) {
 			continue
 		}
-		c.ddl.Lock()
-		e.clearFence(ctx, c, token)
-		c.ddl.Unlock()
+		e.takeDownFence(ctx, c, token)
 		e.log.Info("engine: took down the fence of a catalog change whose server is gone", zap.String("namespace", c.st().ns()))
 	}
-}
-
-// fenceOrphaned reports whether no running change holds the fence token.
-func (e *Engine) fenceOrphaned(token string, live map[string]bool) bool {
-	owner := fenceOwner(token)
-	if !live[owner] {
-		return true
-	}
-	if owner != e.cluster.member.ID() {
-		return false
-	}
-	_, running := e.cluster.fencing.Load(token)
-	return !running
-}
-
-// fencesPending reports whether an open collection is fenced, whose
-// changing server's lease is then worth a look.
-func (e *Engine) fencesPending() bool {
-	for _, c := range e.openCollections() {
-		if c.st().meta.Fence != "" {
-			return true
-		}
-	}
-	return false
 }

@@ -173,7 +173,7 @@ func TestFenceOfNoChangeIsTakenDown(t *testing.T) {
 	}
 	// The change ends without taking its fence down.
 	h.release()
-	a.cluster.fencing.Delete(h.token)
+	a.cluster.running.Delete(h.token)
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	res, err := a.Insert(wctx, "db", "c", []bson.Raw{modelRaw(bson.D{{Key: "_id", Value: 1}})}, true)

@@ -48,7 +48,7 @@ func (e *Engine) buildShared(ctx context.Context, c *Collection, fresh []record.
 		ids[im.ID] = true
 		e.cluster.running.Store(im.ID, struct{}{})
 	}
-	defer forgetRunning(e, ids)
+	defer e.forgetRunning(ids)
 	// 1. Building.
 	st, err := e.changeStored(ctx, c, func(meta *collMeta) error {
 		for _, im := range fresh {
@@ -114,24 +114,10 @@ func (e *Engine) waitBuild(ctx context.Context, busy *buildInProgress) error {
 }
 
 // forgetRunning drops ids from the builds this server runs.
-func forgetRunning(e *Engine, ids map[uint64]bool) {
+func (e *Engine) forgetRunning(ids map[uint64]bool) {
 	for id := range ids {
 		e.cluster.running.Delete(id)
 	}
-}
-
-// orphaned reports whether the build of im, stored as building, has no
-// server running it: its builder's lease ran out, or its builder is this
-// server, which does not run it.
-func (e *Engine) orphaned(im record.IndexMeta, live map[string]bool) bool {
-	if !live[im.Builder] {
-		return true
-	}
-	if im.Builder != e.cluster.member.ID() {
-		return false
-	}
-	_, running := e.cluster.running.Load(im.ID)
-	return !running
 }
 
 // finishBuild runs the last two steps of a build of the indexes ids of c,
@@ -426,7 +412,7 @@ func (e *Engine) takeOverBuilds(ctx context.Context, live map[string]bool) {
 		st := c.st()
 		ids := map[uint64]bool{}
 		for _, im := range st.meta.Indexes {
-			if im.Building && e.orphaned(im, live) {
+			if im.Building && e.abandoned(im.Builder, im.ID, live) {
 				ids[im.ID] = true
 			}
 		}
@@ -437,7 +423,7 @@ func (e *Engine) takeOverBuilds(ctx context.Context, live map[string]bool) {
 		claimed := map[uint64]bool{}
 		nst, err := e.changeStored(ctx, c, func(meta *collMeta) error {
 			for i := range meta.Indexes {
-				if im := &meta.Indexes[i]; ids[im.ID] && im.Building && e.orphaned(*im, live) {
+				if im := &meta.Indexes[i]; ids[im.ID] && im.Building && e.abandoned(im.Builder, im.ID, live) {
 					im.Builder = e.cluster.member.ID()
 					claimed[im.ID] = true
 				}
@@ -469,7 +455,7 @@ func (e *Engine) takeOverBuilds(ctx context.Context, live map[string]bool) {
 		e.cluster.builds.Add(1)
 		go func() {
 			defer e.cluster.builds.Done()
-			defer forgetRunning(e, claimed)
+			defer e.forgetRunning(claimed)
 			_, err := e.finishBuild(ctx, c, nst, claimed, ranges, ents, true)
 			c.ddl.Unlock()
 			if err != nil && ctx.Err() == nil {
