@@ -44,12 +44,12 @@ func TestMembersRoster(t *testing.T) {
 		return m
 	}
 	a, b, c := join("a:1"), join("b:1"), join("c:1")
-	// The cached reader (point reads of the ids its last scan found)
-	// must read what a scan does, as servers join, report, run out and
-	// leave.
+	// The roster's point reads of the ids its last scan found must read
+	// what a scan does (a fresh Roster's first read), as servers join,
+	// report, run out and leave.
 	var roster members.Roster
 	live := func() map[string]members.Record {
-		recs, err := members.Live(ctx, store, clk.Now())
+		recs, err := new(members.Roster).Live(ctx, store, clk.Now())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -221,15 +221,6 @@ func (m *Member) Leave(ctx context.Context) error {
 	return nil
 }
 
-// Live reads the records whose lease holds at now, in id order.
-func Live(ctx context.Context, r kv.Reader, now time.Time) ([]Record, error) {
-	recs, err := readAll(ctx, r)
-	if err != nil {
-		return nil, err
-	}
-	return live(recs, now), nil
-}
-
 // readAll reads every record, live or not, in id order.
 func readAll(ctx context.Context, r kv.Reader) ([]Record, error) {
 	it, err := r.Iter(ctx, recordsFrom(), kv.PrefixEnd([]byte{Prefix}), false)
@@ -248,10 +239,10 @@ func readAll(ctx context.Context, r kv.Reader) ([]Record, error) {
 	return out, it.Error()
 }
 
-// Roster reads the live records as Live does, but with point reads: it
-// scans the records again only when the roster's epoch has moved (a
-// server joined or left) since its last scan, and otherwise reads the
-// records of the ids that scan found. A record is rewritten at each
+// Roster reads the live records with point reads: its first read scans
+// them, and it scans again only when the roster's epoch has moved (a
+// server joined or left) since; otherwise it reads the records of the ids
+// its last scan found. A record is rewritten at each
 // renewal and each floor or catalog report, many times a second, and a
 // scan of keys with many versions costs far more than reads of them (until
 // the store's GC; client-go's mock never collects them). A server that
