@@ -50,6 +50,7 @@ func (fs logRetryFS) wrap(name string, f vfs.File, err error) (vfs.File, error) 
 	}
 	lf := logRetryFile{File: f, name: name, log: fs.log}
 	if strings.HasSuffix(name, ".log") {
+		lf.File = &walAllocFile{File: f}
 		lf.walFailed = fs.walFailed
 	}
 	return lf, nil
