@@ -381,7 +381,7 @@ func (t *Transaction) stampCommitTime() error {
 			}
 		}
 		if k := record.ExpiryKey(collID, h, pk); k != nil {
-			if err := t.tx.Set(k, nil); err != nil {
+			if err := t.tx.Set(k, expiryValue(doc)); err != nil {
 				return err
 			}
 		}

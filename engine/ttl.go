@@ -17,6 +17,9 @@ import (
 	"github.com/lethedb/lethe/engine/keycodec"
 	"github.com/lethedb/lethe/engine/kv"
 	"github.com/lethedb/lethe/engine/record"
+	"github.com/lethedb/lethe/internal/invariants"
+	"github.com/lethedb/lethe/oplog"
+	"github.com/lethedb/lethe/ttlindex"
 )
 
 // TTL glue: the reaper's batches (ttlindex.Store) and ExpiringIn, over
@@ -121,6 +124,24 @@ func (e *Engine) reapCollection(ctx context.Context, c *Collection, scope reapSc
 		}
 		locked = append(locked, dd)
 	}
+	if len(st.indexes) == 0 && !st.preImages {
+		// Nothing but the expiry entry derives from these documents, and
+		// no pre-image keeps them: their entries say all a purge needs.
+		read := locked[:0]
+		for _, dd := range locked {
+			purged, needDoc, err := w.purgeByEntry(dd)
+			if err != nil {
+				return n, nextMs, full, err
+			}
+			if purged {
+				n++
+			}
+			if needDoc {
+				read = append(read, dd)
+			}
+		}
+		locked = read
+	}
 	docs, err := w.loadSorted(locked)
 	if err != nil {
 		return n, nextMs, full, err
@@ -153,6 +174,51 @@ func (e *Engine) reapCollection(ctx context.Context, c *Collection, scope reapSc
 		return 0, nextMs, full, err
 	}
 	return n, nextMs, full, nil
+}
+
+// purgeByEntry purges the locked document of dd without reading it, from
+// the expiry entry it was found by, for a collection whose documents have
+// no other entries and no pre-images. While that entry stands the document
+// is unchanged in all that makes it due: a write that moves _ts or ttl
+// moves the entry, and the collection's TTL setting cannot change during
+// the purge, which holds its ddl lock. An entry written before entries held
+// the document's _id reports needDoc: the document must be read.
+func (w *writer) purgeByEntry(dd expiryscan.Due) (purged, needDoc bool, err error) {
+	if dd.Entry == nil {
+		return false, true, nil
+	}
+	id, err := w.reader().Get(w.ctx, dd.Entry)
+	switch {
+	case err == kv.ErrNotFound:
+		// Written or deleted since the scan: if it is still due, its new
+		// entry brings it to a later pass.
+		return false, false, nil
+	case err != nil:
+		return false, false, fmt.Errorf("engine: read expiry entry: %w", err)
+	case len(id) == 0:
+		return false, true, nil
+	}
+	b, err := w.begin()
+	if err != nil {
+		return false, false, err
+	}
+	dk := record.DocKey(nil, w.st.meta.ID, dd.PK)
+	invariants.Check(!invariants.Enabled || w.holds(dk), "a purge of %x without its lock", dk)
+	if err := b.Delete(dk); err != nil {
+		return false, false, err
+	}
+	if err := b.Delete(dd.Entry); err != nil {
+		return false, false, err
+	}
+	if w.e.oplog != nil {
+		at := dd.Millis
+		if dd.Kind == ttlindex.KindTS {
+			at, _ = ttlindex.ExpireAt(w.st.ttl, dd.Millis, ttlindex.NoTTL)
+		}
+		ent := oplog.Entry{Op: oplog.Delete, NS: w.st.ns(), UI: w.st.meta.UUID.Data, O: slices.Clone(id), Expired: true, ExpiredAt: at}
+		w.logged = append(w.logged, w.tag(ent))
+	}
+	return true, false, nil
 }
 
 // loadSorted reads the documents of due, whose keys are in ascending order

@@ -391,6 +391,13 @@ func (w *writer) entriesOf(d *storedDoc) (docEntries, error) {
 // for ttl -1, which never expires.
 func expiryKey(collID uint64, d *storedDoc) []byte { return record.ExpiryKey(collID, d.h, d.pk) }
 
+// expiryValue is what an expiry entry holds: the document's {_id}, as its
+// oplog delete entry names it, so that the reaper can purge a document of
+// a collection without secondary indexes without reading it (purgeByEntry).
+// Entries written before they held it are empty; the reaper reads their
+// documents.
+func expiryValue(doc bson.Raw) []byte { return oplog.IDDoc(record.IDOf(doc)) }
+
 // uniqueKeys appends the entry keys of a document's unique index keys:
 // what a writer locks to check them.
 func (w *writer) uniqueKeys(ent docEntries, dst [][]byte) [][]byte {
@@ -446,7 +453,7 @@ func (w *writer) put(d *storedDoc, ent docEntries, old *storedDoc, oldEnt *docEn
 		}
 	}
 	if ent.expiry != nil && (oldEnt == nil || !bytesEqual(oldEnt.expiry, ent.expiry)) {
-		if err := b.Set(ent.expiry, nil); err != nil {
+		if err := b.Set(ent.expiry, expiryValue(d.doc)); err != nil {
 			return err
 		}
 	}

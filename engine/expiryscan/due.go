@@ -20,6 +20,14 @@ import (
 type Due struct {
 	PK    []byte
 	IsDue func(h record.Header, doc bson.Raw) bool
+	// Entry is the expiry entry the document was found by, nil if it was
+	// found by a date TTL index. While the entry stands, the document's
+	// _ts and ttl still put it where the scan found it, so it is still due.
+	Entry []byte
+	// Kind and Millis are the entry's family (ttlindex.KindTS or KindOwn)
+	// and instant.
+	Kind   byte
+	Millis int64
 }
 
 // Cursor remembers, per scanned range, the last key a reaping pass took,
@@ -60,19 +68,26 @@ func DueDocs(ctx context.Context, s kv.Reader, c Collection, nowMs int64, limit 
 	var due []Due
 	nextMs := int64(math.MaxInt64)
 	seen := map[string]bool{}
+	expired := func(h record.Header, _ bson.Raw) bool { return ttlindex.Expired(c.TTL, h.TS, h.TTL, nowMs) }
 	add := func(pk []byte, isDue func(record.Header, bson.Raw) bool) {
 		if !seen[string(pk)] {
 			seen[string(pk)] = true
 			due = append(due, Due{PK: append([]byte(nil), pk...), IsDue: isDue})
 		}
 	}
-	expired := func(h record.Header, _ bson.Raw) bool { return ttlindex.Expired(c.TTL, h.TS, h.TTL, nowMs) }
+	addEntry := func(entry []byte, kind byte, ms int64, pk []byte) {
+		if !seen[string(pk)] {
+			seen[string(pk)] = true
+			// pk lies within entry, which scanExpiry copied.
+			due = append(due, Due{PK: pk, IsDue: expired, Entry: entry, Kind: kind, Millis: ms})
+		}
+	}
 	id := c.ID
 	if c.TTL.Enabled {
 		if c.TTL.Default > 0 {
 			shift := int64(c.TTL.Default) * 1000
 			lo, hi := ttlindex.TSRange(id, nowMs-shift)
-			nm, err := scanExpiry(ctx, s, lo, hi, limit-len(due), cur, func(pk []byte) { add(pk, expired) })
+			nm, err := scanExpiry(ctx, s, lo, hi, limit-len(due), cur, addEntry)
 			if err != nil {
 				return nil, 0, err
 			}
@@ -81,7 +96,7 @@ func DueDocs(ctx context.Context, s kv.Reader, c Collection, nowMs int64, limit 
 			}
 		}
 		lo, hi := ttlindex.OwnRange(id, nowMs)
-		nm, err := scanExpiry(ctx, s, lo, hi, limit-len(due), cur, func(pk []byte) { add(pk, expired) })
+		nm, err := scanExpiry(ctx, s, lo, hi, limit-len(due), cur, addEntry)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -100,9 +115,10 @@ func DueDocs(ctx context.Context, s kv.Reader, c Collection, nowMs int64, limit 
 	return due, nextMs, nil
 }
 
-// scanExpiry visits up to limit expiry keys in [lo, hi) and returns the
-// time of the first key at or after hi within the family (MaxInt64 if none).
-func scanExpiry(ctx context.Context, s kv.Reader, lo, hi []byte, limit int, cur *Cursor, fn func(pk []byte)) (int64, error) {
+// scanExpiry visits up to limit expiry keys in [lo, hi), handing fn a copy
+// of each key and its parts, and returns the time of the first key at or
+// after hi within the family (MaxInt64 if none).
+func scanExpiry(ctx context.Context, s kv.Reader, lo, hi []byte, limit int, cur *Cursor, fn func(entry []byte, kind byte, ms int64, pk []byte)) (int64, error) {
 	it, err := s.Iter(ctx, cur.from(lo), record.PrefixEnd(lo[:10]), false)
 	if err != nil {
 		return 0, fmt.Errorf("engine: scan expiry: %w", err)
@@ -112,7 +128,7 @@ func scanExpiry(ctx context.Context, s kv.Reader, lo, hi []byte, limit int, cur 
 	var last []byte
 	defer func() { cur.record(lo, last) }()
 	for ok := it.First(); ok; ok = it.Next() {
-		_, _, ms, pk, err := ttlindex.ParseKey(it.Key())
+		_, kind, ms, pk, err := ttlindex.ParseKey(it.Key())
 		if err != nil {
 			return 0, err
 		}
@@ -122,8 +138,9 @@ func scanExpiry(ctx context.Context, s kv.Reader, lo, hi []byte, limit int, cur 
 		if n >= limit {
 			return math.MaxInt64, nil
 		}
-		fn(pk)
-		last = append(last[:0], it.Key()...)
+		entry := append([]byte(nil), it.Key()...)
+		fn(entry, kind, ms, entry[len(entry)-len(pk):])
+		last = append(last[:0], entry...)
 		n++
 	}
 	return math.MaxInt64, it.Error()
