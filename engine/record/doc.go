@@ -16,6 +16,8 @@
 //	i indexID keycodec(values)  [+ keycodec(_id) unless unique] -> keycodec(_id)
 //	                            (Index.EntryKey, Index.Keys)
 //	x ...                       expiry families, laid out by package ttlindex
+//	                            -> the document's {_id}; empty if stored by
+//	                            an older build (engine/ttl.go, purgeByEntry)
 //	o ts                        oplog entries, laid out by package oplog
 //	p ts                        pre-images of update and delete entries, likewise
 //	t lsid 0x00                 a session's newest txnNumber and last write
