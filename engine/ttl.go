@@ -127,18 +127,10 @@ func (e *Engine) reapCollection(ctx context.Context, c *Collection, scope reapSc
 	if len(st.indexes) == 0 && !st.preImages {
 		// Nothing but the expiry entry derives from these documents, and
 		// no pre-image keeps them: their entries say all a purge needs.
-		read := locked[:0]
-		for _, dd := range locked {
-			purged, needDoc, err := w.purgeByEntry(dd)
-			if err != nil {
-				return n, nextMs, full, err
-			}
-			if purged {
-				n++
-			}
-			if needDoc {
-				read = append(read, dd)
-			}
+		purged, read, err := w.purgeByEntries(locked)
+		n += purged
+		if err != nil {
+			return n, nextMs, full, err
 		}
 		locked = read
 	}
@@ -176,49 +168,108 @@ func (e *Engine) reapCollection(ctx context.Context, c *Collection, scope reapSc
 	return n, nextMs, full, nil
 }
 
-// purgeByEntry purges the locked document of dd without reading it, from
-// the expiry entry it was found by, for a collection whose documents have
-// no other entries and no pre-images. While that entry stands the document
-// is unchanged in all that makes it due: a write that moves _ts or ttl
-// moves the entry, and the collection's TTL setting cannot change during
-// the purge, which holds its ddl lock. An entry written before entries held
-// the document's _id reports needDoc: the document must be read.
-func (w *writer) purgeByEntry(dd expiryscan.Due) (purged, needDoc bool, err error) {
-	if dd.Entry == nil {
-		return false, true, nil
+// purgeByEntries purges the locked documents of due without reading
+// them, from the expiry entries they were found by, for a collection whose
+// documents have no other entries and no pre-images. While an entry stands
+// its document is unchanged in all that makes it due: a write that moves
+// _ts or ttl moves the entry, and the collection's TTL setting cannot
+// change during the purge, which holds its ddl lock. It returns the
+// documents that must be read instead: those found by a date TTL index,
+// and those whose entry was stored empty, before entries named the _id.
+func (w *writer) purgeByEntries(due []expiryscan.Due) (purged int, read []expiryscan.Due, err error) {
+	byEntry := make([]expiryscan.Due, 0, len(due))
+	for _, dd := range due {
+		if dd.Entry == nil {
+			read = append(read, dd)
+		} else {
+			byEntry = append(byEntry, dd)
+		}
 	}
-	id, err := w.reader().Get(w.ctx, dd.Entry)
-	switch {
-	case err == kv.ErrNotFound:
-		// Written or deleted since the scan: if it is still due, its new
-		// entry brings it to a later pass.
-		return false, false, nil
-	case err != nil:
-		return false, false, fmt.Errorf("engine: read expiry entry: %w", err)
-	case len(id) == 0:
-		return false, true, nil
+	ids, err := w.readEntries(byEntry)
+	if err != nil {
+		return 0, nil, err
 	}
 	b, err := w.begin()
 	if err != nil {
-		return false, false, err
+		return 0, nil, err
 	}
-	dk := record.DocKey(nil, w.st.meta.ID, dd.PK)
-	invariants.Check(!invariants.Enabled || w.holds(dk), "a purge of %x without its lock", dk)
-	if err := b.Delete(dk); err != nil {
-		return false, false, err
-	}
-	if err := b.Delete(dd.Entry); err != nil {
-		return false, false, err
-	}
-	if w.e.oplog != nil {
-		at := dd.Millis
-		if dd.Kind == ttlindex.KindTS {
-			at, _ = ttlindex.ExpireAt(w.st.ttl, dd.Millis, ttlindex.NoTTL)
+	var dk []byte
+	for i, dd := range byEntry {
+		id := ids[i]
+		switch {
+		case id == nil:
+			// Written or deleted since the scan: if it is still due, its
+			// new entry brings it to a later pass.
+			continue
+		case len(id) == 0:
+			read = append(read, dd)
+			continue
 		}
-		ent := oplog.Entry{Op: oplog.Delete, NS: w.st.ns(), UI: w.st.meta.UUID.Data, O: slices.Clone(id), Expired: true, ExpiredAt: at}
-		w.logged = append(w.logged, w.tag(ent))
+		dk = record.DocKey(dk[:0], w.st.meta.ID, dd.PK)
+		invariants.Check(!invariants.Enabled || w.holds(dk), "a purge of %x without its lock", dk)
+		if err := b.Delete(dk); err != nil {
+			return purged, nil, err
+		}
+		if err := b.Delete(dd.Entry); err != nil {
+			return purged, nil, err
+		}
+		if w.e.oplog != nil {
+			at := dd.Millis
+			if dd.Kind == ttlindex.KindTS {
+				at, _ = ttlindex.ExpireAt(w.st.ttl, dd.Millis, ttlindex.NoTTL)
+			}
+			ent := oplog.Entry{Op: oplog.Delete, NS: w.st.ns(), UI: w.st.meta.UUID.Data, O: id, Expired: true, ExpiredAt: at}
+			w.logged = append(w.logged, w.tag(ent))
+		}
+		purged++
 	}
-	return true, false, nil
+	// loadSorted takes them in key order.
+	slices.SortFunc(read, func(a, b expiryscan.Due) int { return bytes.Compare(a.PK, b.PK) })
+	return purged, read, nil
+}
+
+// readEntries returns the values of the expiry entries of due, nil for
+// those that are gone. Like loadSorted it reads them through one iterator
+// in key order, here over a range that the scan which found them has just
+// read; on a sharded store, one by one.
+func (w *writer) readEntries(due []expiryscan.Due) ([][]byte, error) {
+	vals := make([][]byte, len(due))
+	if len(due) == 0 {
+		return vals, nil
+	}
+	if w.e.sharded {
+		for i, dd := range due {
+			v, err := w.reader().Get(w.ctx, dd.Entry)
+			if errors.Is(err, kv.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return nil, fmt.Errorf("engine: read expiry entries: %w", err)
+			}
+			vals[i] = append([]byte{}, v...)
+		}
+		return vals, nil
+	}
+	order := make([]int, len(due))
+	for i := range order {
+		order[i] = i
+	}
+	sort.Slice(order, func(a, b int) bool { return bytes.Compare(due[order[a]].Entry, due[order[b]].Entry) < 0 })
+	lo, hi := due[order[0]].Entry, append(slices.Clone(due[order[len(order)-1]].Entry), 0)
+	it, err := w.reader().Iter(w.ctx, lo, hi, false)
+	if err != nil {
+		return nil, fmt.Errorf("engine: read expiry entries: %w", err)
+	}
+	defer it.Close()
+	for _, i := range order {
+		if it.SeekGE(due[i].Entry) && bytes.Equal(it.Key(), due[i].Entry) {
+			vals[i] = append([]byte{}, it.Value()...)
+		}
+	}
+	if err := it.Error(); err != nil {
+		return nil, fmt.Errorf("engine: read expiry entries: %w", err)
+	}
+	return vals, nil
 }
 
 // loadSorted reads the documents of due, whose keys are in ascending order
