@@ -257,6 +257,22 @@ func (b *Bound) Score(doc []byte) float64 {
 	return s
 }
 
+// Scorer is the text score of the documents a plan of b returns: every
+// one has its score, except, for a $text under an $or (partial), those
+// the other clauses found that b does not match, which have none
+// (MongoDB's OR stage adds no score to them).
+func (b *Bound) Scorer(partial bool) Scorer {
+	if !partial {
+		return func(doc []byte) (float64, bool) { return b.Score(doc), true }
+	}
+	return func(doc []byte) (float64, bool) {
+		if !b.Match(doc) {
+			return 0, false
+		}
+		return b.Score(doc), true
+	}
+}
+
 // Match reports whether doc matches: it holds one of the query's terms
 // (in its index entries, and with the query's case and diacritics when it
 // asks for them), none of its negated terms, all of its phrases and none
