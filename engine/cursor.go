@@ -69,7 +69,7 @@ type Cursor struct {
 	ol *oplogstore.Cursor
 	// score is the text score of the query's $text, which scoreFields
 	// project (textquery.go).
-	score       func(doc []byte) float64
+	score       text.Scorer
 	scoreFields []string
 }
 
@@ -396,12 +396,14 @@ func (c *Cursor) fill(ctx context.Context, n int, maxBytes int, out *batchOut) e
 				return false, err
 			}
 			if c.scoreFields != nil {
-				doc = withTextScores(doc, c.scoreFields, c.score(d.doc))
+				score, ok := c.score(d.doc)
+				doc = withTextScores(doc, c.scoreFields, score, ok)
 			}
 			return emit(doc, false), nil
 		}
 		if c.scoreFields != nil {
-			return emit(withTextScores(doc, c.scoreFields, c.score(d.doc)), false), nil
+			score, ok := c.score(d.doc)
+			return emit(withTextScores(doc, c.scoreFields, score, ok), false), nil
 		}
 		// The scan's document lives only during the call; the empty
 		// projection returns it as it is.
@@ -434,7 +436,13 @@ func (c *Cursor) fill(ctx context.Context, n int, maxBytes int, out *batchOut) e
 	if c.sc.multi != nil {
 		st = c.opened // a transaction reads the catalog of its snapshot
 	}
-	if err := st.killedSince(c.opened, c.sc.p.ix); err != nil {
+	err := st.killedSince(c.opened, c.sc.p.ix)
+	for _, x := range c.sc.p.orIndexes {
+		if err == nil {
+			err = st.killedSince(c.opened, x)
+		}
+	}
+	if err != nil {
 		c.exhausted = true
 		return err
 	}
@@ -478,7 +486,7 @@ func (c *Cursor) fill(ctx context.Context, n int, maxBytes int, out *batchOut) e
 		}
 		return nil
 	}
-	err := c.sc.next(ctx, func(d *storedDoc) (bool, error) { return take(d, c.sc.curOwned) })
+	err = c.sc.next(ctx, func(d *storedDoc) (bool, error) { return take(d, c.sc.curOwned) })
 	if err != nil {
 		return err
 	}

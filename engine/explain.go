@@ -23,6 +23,9 @@ type Explanation struct {
 	DocsExam   int64
 	Millis     int64
 	TextQuery  bson.D // the parsed $text of a TEXT_MATCH plan (textquery.go)
+	// TextIndexVersion is the textIndexVersion of the text index a
+	// TEXT_MATCH plan reads.
+	TextIndexVersion int32
 	// IndexBounds are an IXSCAN's bounds, for indexes with a hashed field
 	// (indexkinds.go); nil for others.
 	IndexBounds bson.D
@@ -62,6 +65,9 @@ func (e *Engine) Explain(ctx context.Context, db, coll string, spec FindSpec, ex
 		ex.KeyPattern = p.ix.Meta.Key
 	}
 	ex.TextQuery = p.textInfo()
+	if p.text != nil {
+		ex.TextIndexVersion = p.ix.Text.Version
+	}
 	if p.kind == planIndex && p.text == nil && q.filter != nil {
 		ex.IndexBounds = hashedBounds(p.ix, q.filter.Conjuncts())
 	}

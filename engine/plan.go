@@ -40,12 +40,20 @@ type plan struct {
 	sorted bool
 	// text is the query's $text bound to the text index it reads.
 	text *text.Bound
+	// textOr is set for a $text under an $or (textPlan): the spans are
+	// also those of the other clauses, of document keys and of the
+	// indexes orIndexes, and a document is returned once.
+	textOr    bool
+	orIndexes []*record.Index
 	// near is the query's $near, read through ix nearest first (geo.go).
 	near *query.NearSpec
 }
 
 // stage names the plan as explain reports it.
 func (p *plan) stage() string {
+	if p.textOr {
+		return "OR"
+	}
 	if p.text != nil {
 		return "TEXT_MATCH"
 	}
@@ -411,6 +419,9 @@ func (p *plan) countUse(u *usage.Counters, clock clock.Clock) {
 		u.CountCollScan()
 	case planIndex:
 		u.Access(p.ix.Meta.ID, clock).Ops.Add(1)
+		for _, x := range p.orIndexes {
+			u.Access(x.Meta.ID, clock).Ops.Add(1)
+		}
 	default:
 		u.Access(0, clock).Ops.Add(1)
 	}

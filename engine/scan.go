@@ -206,24 +206,22 @@ func (s *scanner) visit(ctx context.Context, r kv.Reader, it kv.Iterator, nowMs 
 // names no document or one a multikey scan returned already.
 func (s *scanner) docAt(ctx context.Context, r kv.Reader, it kv.Iterator) (*storedDoc, error) {
 	var v []byte
-	if s.p.kind != planIndex {
-		if s.p.kind == planIDRange {
-			s.stats.keysExamined++
+	// A union of a $text and other clauses reads document keys too.
+	if s.p.kind != planIndex || it.Key()[0] == record.PrefixDoc {
+		if s.p.kind == planIDRange || s.p.kind == planIndex {
+			s.stats.keysExamined++ // a key of _id's index, in MongoDB
 		}
 		s.stats.docsExamined++
 		v = it.Value()
 		s.cur.pk, s.curOwned = record.PKOfDocKey(it.Key()), false
+		if s.p.textOr && s.dup(s.cur.pk) {
+			return nil, nil
+		}
 	} else {
 		s.stats.keysExamined++
 		pk := it.Value()
-		if s.p.ix.Meta.Multikey {
-			if s.seen == nil {
-				s.seen = make(map[string]struct{})
-			}
-			if _, dup := s.seen[string(pk)]; dup {
-				return nil, nil
-			}
-			s.seen[string(pk)] = struct{}{}
+		if (s.p.ix.Meta.Multikey || s.p.textOr) && s.dup(pk) {
+			return nil, nil
 		}
 		s.stats.docsExamined++
 		s.key = record.DocKey(s.key[:0], s.st.meta.ID, pk)
@@ -241,6 +239,20 @@ func (s *scanner) docAt(ctx context.Context, r kv.Reader, it kv.Iterator) (*stor
 	}
 	s.cur.h, s.cur.doc = h, doc
 	return &s.cur, nil
+}
+
+// dup reports whether the scan returned the document with primary key pk
+// already, and remembers it: a multikey index has an entry for each of a
+// document's values, and a union reads several indexes.
+func (s *scanner) dup(pk []byte) bool {
+	if s.seen == nil {
+		s.seen = make(map[string]struct{})
+	}
+	if _, ok := s.seen[string(pk)]; ok {
+		return true
+	}
+	s.seen[string(pk)] = struct{}{}
+	return false
 }
 
 // killedSince is the error a cursor opened on the collection state opened

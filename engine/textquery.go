@@ -9,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine/collation"
 	"github.com/lethedb/lethe/engine/pipeline"
 	"github.com/lethedb/lethe/engine/query"
 	"github.com/lethedb/lethe/engine/record"
@@ -24,6 +25,10 @@ import (
 // the keys of each of the query's terms (under equal values of the fields
 // before the text), as MongoDB's TEXT_OR over index scans. The filter
 // matches as the bound query does and the sort orders by its score.
+//
+// A $text under an $or is planned as MongoDB's OR stage: the union of the
+// text search and an index scan of each other clause (orSpans), each
+// document once; a clause no index answers leaves no plan.
 func (st *collState) textPlan(f *query.Filter, q *text.Query, conj []query.Predicate, srt *query.Sort) (*plan, error) {
 	ix := st.textIndex()
 	if ix == nil {
@@ -33,9 +38,29 @@ func (st *collState) textPlan(f *query.Filter, q *text.Query, conj []query.Predi
 	if err != nil {
 		return nil, err
 	}
+	textConj, others, rootOr, union := f.TextOr()
+	var orSpans []span
+	var orIndexes []*record.Index
+	if union {
+		for _, c := range others {
+			spans, x, ok := st.clauseSpans(c, f.Collator())
+			if !ok {
+				return nil, query.ErrTextUnderOr(rootOr)
+			}
+			orSpans = append(orSpans, spans...)
+			if x != nil && !slices.Contains(orIndexes, x) {
+				orIndexes = append(orIndexes, x)
+			}
+		}
+		conj = append(slices.Clip(conj), textConj...)
+	}
 	f.BindText(bound.Match)
 	if srt != nil && srt.UsesTextScore() {
-		srt.BindTextScore(bound.Score)
+		score := bound.Scorer(union)
+		srt.BindTextScore(func(doc []byte) float64 {
+			s, _ := score(doc)
+			return s // MongoDB sorts a document without a score as 0
+		})
 		bound.KeepScores()
 	}
 	prefixes := [][]byte{record.IndexPrefix(nil, ix.Meta.ID)}
@@ -55,10 +80,53 @@ func (st *collState) textPlan(f *query.Filter, q *text.Query, conj []query.Predi
 			spans = append(spans, span{k, record.PrefixEnd(k)})
 		}
 	}
-	slices.SortFunc(spans, func(a, b span) int { return bytes.Compare(a.lo, b.lo) })
-	p := &plan{kind: planIndex, ix: ix, spans: spans, text: bound}
-	st.applySort(p, srt)
+	p := &plan{kind: planIndex, ix: ix, text: bound}
+	if union {
+		p.textOr, p.orIndexes = true, orIndexes
+		spans = append(spans, orSpans...)
+	}
+	p.spans = mergeSpans(spans)
+	if !union || srt == nil || len(srt.Fields()) == 0 {
+		st.applySort(p, srt)
+	}
 	return p, nil
+}
+
+// clauseSpans are the spans that find the documents of one clause of an
+// $or beside $text, whose conjuncts are conj: _id's (document keys), or
+// those of the index with the most selective bounds, x; ok is false when
+// no index bounds the clause. The indexes are those choosePlan reads.
+func (st *collState) clauseSpans(conj []query.Predicate, qc *collation.Collator) (spans []span, x *record.Index, ok bool) {
+	if p := idPlan(st.meta.ID, usableConjuncts(conj, qc, nil)); p != nil {
+		return p.spans, nil, true
+	}
+	best := 0
+	for _, ix := range st.indexes {
+		if ix.Partial != nil || ix.Meta.Hidden || ix.IsText() {
+			continue
+		}
+		if sp, score := planBounds(ix, usableConjuncts(conj, qc, ix.Collator)); score > best {
+			spans, x, best = sp, ix, score
+		}
+	}
+	return spans, x, best > 0
+}
+
+// mergeSpans sorts spans and merges those that overlap, so that a scan
+// reads each key once in key order.
+func mergeSpans(spans []span) []span {
+	slices.SortFunc(spans, func(a, b span) int { return bytes.Compare(a.lo, b.lo) })
+	out := spans[:0]
+	for _, sp := range spans {
+		if n := len(out); n > 0 && bytes.Compare(sp.lo, out[n-1].hi) <= 0 {
+			if bytes.Compare(sp.hi, out[n-1].hi) > 0 {
+				out[n-1].hi = sp.hi
+			}
+			continue
+		}
+		out = append(out, sp)
+	}
+	return out
 }
 
 // textIndex returns the collection's text index, or nil.
@@ -162,8 +230,10 @@ func splitTextMeta(proj bson.Raw) (rest bson.Raw, fields []string) {
 	return rest, fields
 }
 
-// withTextScores returns doc with the fields set to score, at its end.
-func withTextScores(doc bson.Raw, fields []string, score float64) bson.Raw {
+// withTextScores returns doc with the fields set to score, at its end, or
+// without them for a document without a score (ok false), as MongoDB sets
+// them to the missing value.
+func withTextScores(doc bson.Raw, fields []string, score float64, ok bool) bson.Raw {
 	idx, dst := bsoncore.AppendDocumentStart(nil)
 	elems, _ := doc.Elements()
 	for _, el := range elems {
@@ -173,7 +243,9 @@ func withTextScores(doc bson.Raw, fields []string, score float64) bson.Raw {
 		dst = append(dst, el...)
 	}
 	for _, f := range fields {
-		dst = bsoncore.AppendDoubleElement(dst, f, score)
+		if ok {
+			dst = bsoncore.AppendDoubleElement(dst, f, score)
+		}
 	}
 	dst, _ = bsoncore.AppendDocumentEnd(dst, idx)
 	return bson.Raw(dst)
@@ -183,7 +255,7 @@ func withTextScores(doc bson.Raw, fields []string, score float64) bson.Raw {
 // asked of a query without $text, as MongoDB does.
 func (c *Cursor) bindText(q *compiledQuery, p *plan) error {
 	if p.text != nil {
-		c.score = p.text.Score
+		c.score = p.text.Scorer(p.textOr)
 	}
 	c.scoreFields = q.scoreFields
 	if c.score == nil && (len(q.scoreFields) > 0 || (q.sort != nil && q.sort.UsesTextScore())) {

@@ -72,7 +72,8 @@ func TestTextIndexErrors(t *testing.T) {
 	}{
 		// One text index per collection.
 		{`{"key": {"author": "text"}}`, mongoerr.IndexOptionsConflict},
-		{`{"key": {"a": "text"}, "textIndexVersion": 2}`, mongoerr.CannotCreateIndex},
+		// fts_spec.cpp's fixSpec: "bad textIndexVersion" past 3.
+		{`{"key": {"a": "text"}, "textIndexVersion": 4}`, mongoerr.CannotCreateIndex},
 		{`{"key": {"a": "text"}, "default_language": "klingon"}`, mongoerr.CannotCreateIndex},
 		{`{"key": {"a": "text"}, "weights": {"a": 0}}`, mongoerr.CannotCreateIndex},
 		{`{"key": {"a": "text", "b": 1, "c": "text"}}`, mongoerr.CannotCreateIndex},
@@ -228,5 +229,50 @@ func TestTextIndexReopen(t *testing.T) {
 	ex, err := e.Explain(context.Background(), "db", "articles", FindSpec{Filter: extDoc(t, `{"views": 10}`)}, true)
 	if err != nil || ex.IndexName != "views_hashed" || ex.NReturned != 2 {
 		t.Errorf("hashed after reopening: %+v %v", ex, err)
+	}
+}
+
+// TestTextIndexVersion2: createIndexes builds textIndexVersion 2 on
+// request (src/mongo/db/fts/fts_spec.cpp, fixSpec), listIndexes and
+// explain report it, the same index asked with another version is the one
+// there already (jstests/core/fts_index.js: "equivalent if they differ
+// only in 'textIndexVersion'"), and after a restart the index still makes
+// version 2's terms: diacritics kept (jstests/core/fts_index_version2.js).
+func TestTextIndexVersion2(t *testing.T) {
+	dir := t.TempDir()
+	e, err := Open(dir, Options{NoReaper: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	loadText(t, e, "c", []string{`{"_id": 1, "a": "Café Con Leche"}`}, `{"key": {"a": "text"}, "textIndexVersion": 2}`)
+	if err := createIndex(t, e, "c", `{"key": {"a": "text"}}`); err != nil {
+		t.Errorf("the same text index as version 3: %v", err)
+	}
+	ctx := context.Background()
+	specs, err := e.ListIndexes(ctx, "db", "c")
+	if err != nil || len(specs) != 2 {
+		t.Fatalf("listIndexes: %v %v", specs, err)
+	}
+	raw, _ := bson.Marshal(specs[1])
+	if v, err := bson.Raw(raw).LookupErr("textIndexVersion"); err != nil || v.Int32() != 2 {
+		t.Errorf("listIndexes: %s, want textIndexVersion 2", bson.Raw(raw))
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if e, err = Open(dir, Options{NoReaper: true}); err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	// Version 2 lower cases ASCII letters alone: CAFÉ is cafÉ.
+	for q, n := range map[string]int{"café": 1, "CAFé": 1, "cafe": 0, "CAFÉ": 0} {
+		docs, err := findAll(t, e, "c", FindSpec{Filter: extDoc(t, `{"$text": {"$search": "`+q+`"}}`)})
+		if err != nil || len(docs) != n {
+			t.Errorf("%s: %v %v, want %d documents", q, ids(docs), err, n)
+		}
+	}
+	ex, err := e.Explain(ctx, "db", "c", FindSpec{Filter: extDoc(t, `{"$text": {"$search": "leche"}}`)}, false)
+	if err != nil || ex.Stage != "TEXT_MATCH" || ex.TextIndexVersion != 2 {
+		t.Errorf("explain: %+v %v, want a TEXT_MATCH of version 2", ex, err)
 	}
 }

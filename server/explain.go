@@ -195,7 +195,7 @@ func planDoc(ex engine.Explanation, filter, sort bson.Raw) bson.D {
 		plan = bson.D{{Key: "stage", Value: "IDHACK"}, {Key: "indexName", Value: ex.IndexName}}
 	case "TEXT_MATCH":
 		// $text: the terms' index scans, their union, the matcher.
-		plan = bson.D{{Key: "stage", Value: "TEXT_MATCH"}, {Key: "indexName", Value: ex.IndexName}, {Key: "parsedTextQuery", Value: ex.TextQuery}, {Key: "textIndexVersion", Value: int32(3)},
+		plan = bson.D{{Key: "stage", Value: "TEXT_MATCH"}, {Key: "indexName", Value: ex.IndexName}, {Key: "parsedTextQuery", Value: ex.TextQuery}, {Key: "textIndexVersion", Value: ex.TextIndexVersion},
 			{Key: "inputStage", Value: bson.D{{Key: "stage", Value: "TEXT_OR"}, {Key: "inputStage", Value: bson.D{
 				{Key: "stage", Value: "IXSCAN"}, {Key: "keyPattern", Value: ex.KeyPattern}, {Key: "indexName", Value: ex.IndexName}, {Key: "direction", Value: ex.Direction},
 			}}}}}

@@ -133,7 +133,11 @@ func (textScoreExpr) eval(e *env) (bsoncore.Value, error) {
 	if score == nil {
 		return bsoncore.Value{}, text.ErrNoScore()
 	}
-	return bsoncore.Value{Type: bsoncore.TypeDouble, Data: bsoncore.AppendDouble(nil, score(e.root))}, nil
+	s, ok := score(e.root)
+	if !ok {
+		return bsoncore.Value{}, nil // missing, as MongoDB's ExpressionMeta gives it
+	}
+	return bsoncore.Value{Type: bsoncore.TypeDouble, Data: bsoncore.AppendDouble(nil, s)}, nil
 }
 
 // functionExpr is $function, which runs JavaScript on the server. Lethe

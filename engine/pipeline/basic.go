@@ -82,7 +82,10 @@ func (s *sortStage) apply(r *run, docs []bson.Raw, _ Limit) ([]bson.Raw, error) 
 		if score == nil {
 			return nil, text.ErrNoScore()
 		}
-		slices.SortStableFunc(docs, s.s.CompareScored(score))
+		slices.SortStableFunc(docs, s.s.CompareScored(func(doc []byte) float64 {
+			v, _ := score(doc)
+			return v // MongoDB sorts a document without a score as 0
+		}))
 	} else if s.s.Collator() != nil {
 		return sortByKeys(docs, s.s, &h)
 	} else {

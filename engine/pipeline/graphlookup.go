@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/bsonvalue"
+	"github.com/lethedb/lethe/engine/collation"
 	"github.com/lethedb/lethe/engine/expr"
 	"github.com/lethedb/lethe/engine/keycodec"
 	"github.com/lethedb/lethe/engine/pipeline/internal/values"
@@ -161,14 +162,22 @@ func (s *graphLookupStage) apply(r *run, docs []bson.Raw, out Limit) ([]bson.Raw
 	return docs, nil
 }
 
-// frontier is a set of values to look for, in the order they came.
+// frontier is a set of values to look for, in the order they came. As
+// MongoDB's _frontier is a set under the aggregation's collation
+// (document_source_graph_lookup.cpp), values equal under coll are one:
+// the query for one finds what the query for any would.
 type frontier struct {
+	coll *collation.Collator
 	keys map[string]bool
 	vals []bsoncore.Value
 }
 
+func newFrontier(coll *collation.Collator) *frontier {
+	return &frontier{coll: coll, keys: map[string]bool{}}
+}
+
 func (f *frontier) add(v bsoncore.Value) int {
-	k := string(keycodec.Append(nil, v))
+	k := string(keycodec.Append(nil, f.coll.Key(v)))
 	if f.keys[k] {
 		return 0
 	}
@@ -179,7 +188,7 @@ func (f *frontier) add(v bsoncore.Value) int {
 
 // search finds the documents reachable from start, in the order found.
 func (s *graphLookupStage) search(r *run, start bsoncore.Value) ([]bson.Raw, error) {
-	next := &frontier{keys: map[string]bool{}}
+	next := newFrontier(r.opts.Collator)
 	held := 0
 	if start.Type == bsoncore.TypeArray {
 		it := bsonvalue.ElementsOf(start.Data)
@@ -189,7 +198,12 @@ func (s *graphLookupStage) search(r *run, start bsoncore.Value) ([]bson.Raw, err
 	} else if start.Type != 0 {
 		held += next.add(start)
 	}
-	// A value looked for once finds nothing new the second time.
+	// A value looked for once, or one equal to it under the collation,
+	// finds nothing new the second time: MongoDB's cache of what it
+	// queried is keyed under the collation too. Documents are one by
+	// their _id under the simple collation, as MongoDB's _visited is
+	// (ValueComparator::kInstance): the collation never merges two
+	// documents.
 	queried := map[string]bool{}
 	visited := map[string]bool{}
 	var found []bson.Raw
@@ -199,7 +213,7 @@ func (s *graphLookupStage) search(r *run, start bsoncore.Value) ([]bson.Raw, err
 		}
 		var look []bsoncore.Value
 		for _, v := range next.vals {
-			k := string(keycodec.Append(nil, v))
+			k := string(keycodec.Append(nil, r.opts.Collator.Key(v)))
 			if !queried[k] {
 				queried[k] = true
 				look = append(look, v)
@@ -208,7 +222,7 @@ func (s *graphLookupStage) search(r *run, start bsoncore.Value) ([]bson.Raw, err
 		if len(look) == 0 {
 			break
 		}
-		next = &frontier{keys: map[string]bool{}}
+		next = newFrontier(r.opts.Collator)
 		src, err := r.opts.Catalog.Find(r.ctx, r.opts.DB, s.from, s.match(look))
 		if err != nil {
 			return nil, err

@@ -279,9 +279,11 @@ func (im IndexMeta) OtherOptions() map[string]string {
 	out := make(map[string]string, len(elems))
 	for _, el := range elems {
 		switch el.Key() {
-		// MongoDB leaves these out: v, background and hidden never tell
-		// indexes apart; the others are compared on their own.
-		case "v", "background", "hidden", "sparse", "partialFilterExpression", "expireAfterSeconds", "collation":
+		// MongoDB leaves these out: v, background, hidden and
+		// textIndexVersion never tell indexes apart (jstests/core/fts_index.js:
+		// a text index asked again with another version is no new
+		// index); the others are compared on their own.
+		case "v", "background", "hidden", "textIndexVersion", "sparse", "partialFilterExpression", "expireAfterSeconds", "collation":
 		default:
 			out[el.Key()] = el.Value().String()
 		}

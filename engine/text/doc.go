@@ -1,8 +1,9 @@
 // Package text is MongoDB's text search, apart from storage: the languages
 // a text index knows (their names and ISO codes), the tokenizer of
-// textIndexVersion 3 with its case folding and diacritic removal, stop
-// words, Snowball stemming, the terms and scores a document gives a text
-// index, and the $text query with its matcher.
+// textIndexVersion 3 with its case folding and diacritic removal, and the
+// basic tokenizer of version 2 (ASCII delimiters and lower case, diacritics
+// kept), stop words, Snowball stemming, the terms and scores a document
+// gives a text index, and the $text query with its matcher.
 //
 // It follows MongoDB's src/mongo/db/fts: a document's strings are split on
 // Unicode delimiters (white space, dashes, hyphens, quotation marks,

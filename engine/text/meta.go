@@ -9,18 +9,23 @@ import (
 // scorerKey keys a request's text scorer in its context.
 type scorerKey struct{}
 
+// Scorer gives a document's text score; ok is false for a document without
+// one: under an $or, one found by another clause that the $text does not
+// match.
+type Scorer func(doc []byte) (score float64, ok bool)
+
 // WithScorer returns ctx carrying score, the text score of the request's
 // $text query, for {$meta: "textScore"} in the stages that follow it.
-func WithScorer(ctx context.Context, score func(doc []byte) float64) context.Context {
+func WithScorer(ctx context.Context, score Scorer) context.Context {
 	return context.WithValue(ctx, scorerKey{}, score)
 }
 
 // ScorerFrom returns the text scorer ctx carries, or nil.
-func ScorerFrom(ctx context.Context) func(doc []byte) float64 {
+func ScorerFrom(ctx context.Context) Scorer {
 	if ctx == nil {
 		return nil
 	}
-	f, _ := ctx.Value(scorerKey{}).(func(doc []byte) float64)
+	f, _ := ctx.Value(scorerKey{}).(Scorer)
 	return f
 }
 

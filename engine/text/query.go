@@ -185,9 +185,9 @@ func (q *Query) Bind(spec *Spec) (*Bound, error) {
 	}
 	bounds := map[string]bool{}
 	sensitive := TokenOptions{CaseSensitive: q.CaseSensitive, DiacriticSensitive: q.DiacriticSensitive}
-	b.lang.tokens(pos.String(), TokenOptions{}, spec.stems, func(t string) { bounds[t] = true })
-	b.lang.tokens(pos.String(), sensitive, spec.stems, func(t string) { b.positive[t] = true })
-	b.lang.tokens(neg.String(), sensitive, spec.stems, func(t string) { b.negated[t] = true })
+	spec.tokens(b.lang, pos.String(), TokenOptions{}, func(t string) { bounds[t] = true })
+	spec.tokens(b.lang, pos.String(), sensitive, func(t string) { b.positive[t] = true })
+	spec.tokens(b.lang, neg.String(), sensitive, func(t string) { b.negated[t] = true })
 	for t := range bounds {
 		b.terms = append(b.terms, t)
 	}
@@ -257,6 +257,22 @@ func (b *Bound) Score(doc []byte) float64 {
 	return s
 }
 
+// Scorer is the text score of the documents a plan of b returns: every
+// one has its score, except, for a $text under an $or (partial), those
+// the other clauses found that b does not match, which have none
+// (MongoDB's OR stage adds no score to them).
+func (b *Bound) Scorer(partial bool) Scorer {
+	if !partial {
+		return func(doc []byte) (float64, bool) { return b.Score(doc), true }
+	}
+	return func(doc []byte) (float64, bool) {
+		if !b.Match(doc) {
+			return 0, false
+		}
+		return b.Score(doc), true
+	}
+}
+
 // Match reports whether doc matches: it holds one of the query's terms
 // (in its index entries, and with the query's case and diacritics when it
 // asks for them), none of its negated terms, all of its phrases and none
@@ -305,7 +321,7 @@ func (b *Bound) anyToken(doc bsoncore.Document, opts TokenOptions, set map[strin
 		if found {
 			return
 		}
-		v.lang.tokens(v.text, opts, b.spec.stems, func(t string) {
+		b.spec.tokens(v.lang, v.text, opts, func(t string) {
 			if set[t] {
 				found = true
 			}
@@ -320,8 +336,7 @@ func (b *Bound) phraseIn(doc bsoncore.Document, phrase string) bool {
 		if found {
 			return
 		}
-		cs, ds := b.q.CaseSensitive, b.q.DiacriticSensitive
-		found = strings.Contains(v.lang.fold(v.text, cs, ds), v.lang.fold(phrase, cs, ds))
+		found = b.spec.phraseMatch(v.lang, v.text, phrase, b.q.CaseSensitive, b.q.DiacriticSensitive)
 	})
 	return found
 }

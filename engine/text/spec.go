@@ -30,8 +30,15 @@ const (
 // maxWordWeight bounds a field's weight (fts_spec.cpp MAX_WORD_WEIGHT).
 const maxWordWeight = 100000
 
-// Version is the only textIndexVersion Lethe builds.
-const Version = 3
+// The textIndexVersions Lethe builds: MongoDB's default, 3, whose
+// unicode tokenizer folds case and removes diacritics, and 2, whose basic
+// tokenizer splits on ASCII delimiters and lower cases ASCII letters only
+// (fts_basic_tokenizer.cpp). MongoDB also builds version 1, which Lethe
+// does not.
+const (
+	Version  = 3
+	Version2 = 2
+)
 
 // Spec is a text index: the weight of each field, whether every string is
 // indexed, its languages, and the plain fields before and after the text.
@@ -43,7 +50,9 @@ type Spec struct {
 	Override string // the field of a document that names its language
 	Before   []string
 	After    []string
-	stems    *stemCache
+	// Version is the textIndexVersion, Version or Version2.
+	Version int32
+	stems   *stemCache
 }
 
 // IsTextKey reports whether a key pattern has a text field, in either the
@@ -212,8 +221,9 @@ func Normalize(key bson.Raw, weightsOpt, langOpt, overrideOpt, versionOpt bson.R
 		if !ok {
 			return nil, nil, cannotCreate("text index option 'textIndexVersion' must be a number")
 		}
-		// MongoDB builds versions 2 and 3; Lethe has only the tokenizer of 3.
-		if version = int32(f); version != Version {
+		// MongoDB builds version 1 too, with its own spec (_fixSpecV1),
+		// languages and scores, which Lethe does not have.
+		if version = int32(f); version != Version && version != Version2 {
 			return nil, nil, cannotCreate("bad textIndexVersion: %d", version)
 		}
 	}
@@ -234,7 +244,12 @@ func Normalize(key bson.Raw, weightsOpt, langOpt, overrideOpt, versionOpt bson.R
 // options (a document holding weights, default_language and
 // language_override, as Normalize made them).
 func NewSpec(key bson.Raw, opts bson.Raw) (*Spec, error) {
-	s := &Spec{weights: map[string]float64{}, Default: LookupLanguage("english"), Override: "language", stems: &stemCache{}}
+	s := &Spec{weights: map[string]float64{}, Default: LookupLanguage("english"), Override: "language", Version: Version, stems: &stemCache{}}
+	if v, err := opts.LookupErr("textIndexVersion"); err == nil {
+		if n, ok := v.AsInt64OK(); ok && n == Version2 {
+			s.Version = Version2
+		}
+	}
 	if v, err := opts.LookupErr("default_language"); err == nil {
 		if l := LookupLanguage(v.StringValue()); l != nil {
 			s.Default = l
@@ -401,7 +416,7 @@ func (s *Spec) walk(obj bsoncore.Document, lang *Language, parent string, isArra
 func (s *Spec) Terms(doc bsoncore.Document) (map[string]float64, error) {
 	scores := map[string]float64{}
 	err := s.values(doc, func(v value) {
-		scoreString(v, s.stems, scores)
+		s.scoreString(v, scores)
 	})
 	return scores, err
 }
@@ -412,11 +427,11 @@ type termCount struct {
 	freq  float64
 }
 
-func scoreString(v value, stems *stemCache, scores map[string]float64) {
+func (s *Spec) scoreString(v value, scores map[string]float64) {
 	terms := map[string]*termCount{}
 	var order []string
 	tokens := 0
-	v.lang.tokens(v.text, TokenOptions{}, stems, func(t string) {
+	s.tokens(v.lang, v.text, TokenOptions{}, func(t string) {
 		tc := terms[t]
 		if tc == nil {
 			tc = &termCount{}

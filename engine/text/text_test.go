@@ -82,6 +82,39 @@ func TestTokens(t *testing.T) {
 	}
 }
 
+// TestBasicTokens: the tokens of textIndexVersion 2, as MongoDB's basic
+// tokenizer makes them (src/mongo/db/fts/fts_basic_tokenizer.cpp over
+// tokenizer.cpp): words end at ASCII white space and punctuation only, the
+// apostrophe is white space but in English, ASCII letters alone are lower
+// cased and diacritics stay, whatever DiacriticSensitive says.
+func TestBasicTokens(t *testing.T) {
+	en, none := LookupLanguage("english"), LookupLanguage("none")
+	for _, c := range []struct {
+		l    *Language
+		in   string
+		opts TokenOptions
+		want []string
+	}{
+		{en, "Coffee Shopping", TokenOptions{}, []string{"coffe", "shop"}},
+		{en, "pre-market rock'n'roll", TokenOptions{}, []string{"pre", "market", "rock'n'rol"}},
+		{none, "rock'n'roll", TokenOptions{}, []string{"rock", "n", "roll"}},
+		{none, "l'Été—Café", TokenOptions{}, []string{"l", "Été—café"}},
+		{none, "Café", TokenOptions{DiacriticSensitive: true}, []string{"café"}},
+		{none, "Café", TokenOptions{CaseSensitive: true}, []string{"Café"}},
+	} {
+		var got []string
+		c.l.basicTokens(c.in, c.opts, nil, func(t string) { got = append(got, t) })
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s %q %+v: got %q, want %q", c.l.Name, c.in, c.opts, got, c.want)
+		}
+	}
+	// The same text under version 3: Unicode delimiters, folding and no
+	// diacritics.
+	if got := tokens(none, "l'Été—Café", TokenOptions{}); !slices.Equal(got, []string{"l", "ete", "cafe"}) {
+		t.Errorf("version 3: got %q", got)
+	}
+}
+
 // manualArticles are the documents of the $text manual page
 // (https://www.mongodb.com/docs/manual/reference/operator/query/text/),
 // one per line of testdata/text/articles.jsonl.
