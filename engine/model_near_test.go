@@ -163,7 +163,10 @@ func (g *modelGen) nearFilter() bson.Raw {
 func (g *modelGen) geoNearAggregate(op *modelOp) {
 	op.Kind = "aggregate"
 	spec := bson.D{{Key: "near", Value: g.nearPoint()}, {Key: "distanceField", Value: "dist"}, {Key: "spherical", Value: true}}
-	max, min := g.nearBounds()
+	var max, min any
+	if g.r.Intn(2) == 0 {
+		max, min = g.nearBounds()
+	}
 	if max != nil {
 		spec = append(spec, bson.E{Key: "maxDistance", Value: max})
 	}
@@ -173,13 +176,26 @@ func (g *modelGen) geoNearAggregate(op *modelOp) {
 	if g.r.Intn(3) == 0 {
 		spec = append(spec, bson.E{Key: "key", Value: "loc"})
 	}
+	// The distance scaled, as to kilometers or by an odd factor, and the
+	// location it was measured to (src/mongo/db/pipeline/
+	// document_source_geo_near_cursor.cpp, transformDoc: the distance
+	// times distanceMultiplier, then includeLocs, each set at its path;
+	// jstests/core/geob.js and geo_s2near.js).
+	if g.r.Intn(3) == 0 {
+		spec = append(spec, bson.E{Key: "distanceMultiplier", Value: []any{0.001, int32(3), 0.5}[g.r.Intn(3)]})
+	}
+	if g.r.Intn(3) == 0 {
+		spec = append(spec, bson.E{Key: "includeLocs", Value: "where"})
+	}
 	op.GeoNear = modelRaw(spec)
-	if g.r.Intn(2) == 0 {
+	// Queries are rarer than in other reads, so that most runs find
+	// documents whose distances and order the checks can compare.
+	if g.r.Intn(4) == 0 {
 		op.Filter = g.filter()
 	}
 	// The stage's query compares strings under the aggregate's collation:
 	// often a case-insensitive one and a query on a string.
-	if g.r.Intn(3) == 0 {
+	if g.r.Intn(4) == 0 {
 		op.Collation = modelRaw(caseInsensitive)
 		op.Filter = modelRaw(bson.D{{Key: "a", Value: []string{"x", "X", "y"}[g.r.Intn(3)]}})
 	} else {
@@ -384,11 +400,11 @@ func nearList(items []refNearItem) string {
 }
 
 // ensureGeoIndex builds loc_2dsphere, as a createIndexes step of its own,
-// before two plain near queries in three (by the size of the op's spec, so
-// that logs replay) on a collection that lacks it, so that more of them
-// find than fail.
-func (r *modelRun) ensureGeoIndex(ctx context.Context, op *modelOp, spec bson.Raw) error {
-	if op.InTxn != 0 || !r.m.exists || r.m.refGeoIndex() != nil || len(spec)%3 == 0 {
+// before all but one plain near query in skip (by the size of the op's
+// spec, so that logs replay) on a collection that lacks it, so that more
+// of them find than fail.
+func (r *modelRun) ensureGeoIndex(ctx context.Context, op *modelOp, spec bson.Raw, skip int) error {
+	if op.InTxn != 0 || !r.m.exists || r.m.refGeoIndex() != nil || len(spec)%skip == 0 {
 		return nil
 	}
 	return r.step(ctx, &modelOp{Kind: "createIndexes", Specs: []bson.Raw{modelRaw(bson.D{{Key: "key", Value: bson.D{{Key: "loc", Value: "2dsphere"}}}, {Key: "name", Value: "loc_2dsphere"}})}})
@@ -408,7 +424,7 @@ func (r *modelRun) stepNearFind(ctx context.Context, op *modelOp) error {
 			op.Sort = bson.Raw(fixLength(append(op.Sort, 0)))
 		}
 	}
-	if err := r.ensureGeoIndex(ctx, op, op.Filter); err != nil {
+	if err := r.ensureGeoIndex(ctx, op, op.Filter, 3); err != nil {
 		return err
 	}
 	spec := FindSpec{Filter: op.Filter, Sort: op.Sort, Limit: op.Limit}
@@ -478,7 +494,7 @@ func (r *modelRun) stepNearFind(ctx context.Context, op *modelOp) error {
 // 291, as for a find.
 func (r *modelRun) stepNearCount(ctx context.Context, op *modelOp) error {
 	now := r.now()
-	if err := r.ensureGeoIndex(ctx, op, op.Filter); err != nil {
+	if err := r.ensureGeoIndex(ctx, op, op.Filter, 3); err != nil {
 		return err
 	}
 	var got int64
@@ -519,7 +535,7 @@ func (r *modelRun) stepNearCount(ctx context.Context, op *modelOp) error {
 // maybe; deleteOne the nearest, any of those at the least distance.
 func (r *modelRun) stepNearDelete(ctx context.Context, op *modelOp) error {
 	now := r.now()
-	if err := r.ensureGeoIndex(ctx, op, op.Filter); err != nil {
+	if err := r.ensureGeoIndex(ctx, op, op.Filter, 3); err != nil {
 		return err
 	}
 	var got int64
@@ -588,7 +604,7 @@ func (r *modelRun) stepNearDelete(ctx context.Context, op *modelOp) error {
 // only a hidden index, the near query on the key finds no plan (291).
 func (r *modelRun) stepGeoNear(ctx context.Context, op *modelOp) error {
 	now := r.now()
-	if err := r.ensureGeoIndex(ctx, op, op.GeoNear); err != nil {
+	if err := r.ensureGeoIndex(ctx, op, op.GeoNear, 8); err != nil {
 		return err
 	}
 	stages := aggregateStages(op, op.Filter)
@@ -648,11 +664,35 @@ func (r *modelRun) stepGeoNear(ctx context.Context, op *modelOp) error {
 			return nil
 		}
 	}
-	// The distance is the last field: the document before it must be the
-	// stored one.
-	dist := func(doc bson.Raw) (float64, bson.Raw, error) {
+	return checkNearOrder("aggregate geoNear", docs, items, limit, geoNearFields(op.GeoNear))
+}
+
+// geoNearFields reads what a $geoNear of spec added to a document, as
+// fields the documents never have, so appended: the distance, then the
+// location when includeLocs names one, which must be the document's loc
+// as stored. It returns the distance unscaled, to compare with the
+// reference's, and the document without them, which must be the stored
+// one.
+func geoNearFields(spec bson.Raw) func(doc bson.Raw) (float64, bson.Raw, error) {
+	mult := 1.0
+	if v, err := spec.LookupErr("distanceMultiplier"); err == nil {
+		mult, _ = v.AsFloat64OK()
+	}
+	_, locs := spec.LookupErr("includeLocs")
+	return func(doc bson.Raw) (float64, bson.Raw, error) {
 		elems, err := doc.Elements()
-		if err != nil || len(elems) == 0 || elems[len(elems)-1].Key() != "dist" {
+		if err != nil {
+			return 0, nil, err
+		}
+		var where bson.RawValue
+		if locs == nil {
+			if len(elems) == 0 || elems[len(elems)-1].Key() != "where" {
+				return 0, nil, fmt.Errorf("no location last")
+			}
+			where = elems[len(elems)-1].Value()
+			elems = elems[:len(elems)-1]
+		}
+		if len(elems) == 0 || elems[len(elems)-1].Key() != "dist" {
 			return 0, nil, fmt.Errorf("no distance last")
 		}
 		d, ok := elems[len(elems)-1].Value().DoubleOK()
@@ -663,7 +703,10 @@ func (r *modelRun) stepGeoNear(ctx context.Context, op *modelOp) error {
 		for _, el := range elems[:len(elems)-1] {
 			body.AppendValue(el.Key(), bsoncore.Value{Type: bsoncore.Type(el.Value().Type), Data: el.Value().Value})
 		}
-		return d, bson.Raw(body.Build()), nil
+		stored := bson.Raw(body.Build())
+		if locs == nil && !where.Equal(stored.Lookup("loc")) {
+			return 0, nil, fmt.Errorf("location %v, the document's loc %v", where, stored.Lookup("loc"))
+		}
+		return d / mult, stored, nil
 	}
-	return checkNearOrder("aggregate geoNear", docs, items, limit, dist)
 }
