@@ -72,6 +72,9 @@ func (g *modelGen) next() *modelOp {
 		op.Retry = !op.Multi && g.r.Intn(5) == 0
 		g.maybeCollation(op)
 		g.maybeLet(op)
+		if g.r.Intn(8) == 0 {
+			g.nearWrite(op) // model_near_write_test.go
+		}
 	case k < 52:
 		op.Kind = "findAndModify"
 		op.Filter = g.filter()
@@ -89,6 +92,9 @@ func (g *modelGen) next() *modelOp {
 		op.Retry = g.r.Intn(5) == 0
 		g.maybeCollation(op)
 		g.maybeLet(op)
+		if g.r.Intn(8) == 0 {
+			g.nearWrite(op) // model_near_write_test.go
+		}
 	case k < 60:
 		op.Kind = "delete"
 		op.Filter = g.filter()

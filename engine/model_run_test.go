@@ -423,6 +423,9 @@ func (r *modelRun) stepPlain(ctx context.Context, op *modelOp) error {
 }
 
 func (r *modelRun) stepUpdate(ctx context.Context, op *modelOp) error {
+	if nearOperator(op.Filter) != "" {
+		return r.stepNearUpdate(ctx, op) // model_near_write_test.go
+	}
 	now := r.now()
 	lf, err := r.letForms(op)
 	if err != nil {
@@ -530,6 +533,9 @@ func (r *modelRun) resyncAfterMulti(pre *refModel, f *query.Filter, matches []*r
 }
 
 func (r *modelRun) stepFindAndModify(ctx context.Context, op *modelOp) error {
+	if nearOperator(op.Filter) != "" {
+		return r.stepNearFindAndModify(ctx, op) // model_near_write_test.go
+	}
 	now := r.now()
 	lf, err := r.letForms(op)
 	if err != nil {
