@@ -41,6 +41,9 @@ func (g *modelGen) indexSpec() bson.Raw {
 		{{Key: "key", Value: k("t", "text")}, {Key: "name", Value: "t_text"}},
 		// A 2dsphere index: documents' loc are always valid places.
 		{{Key: "key", Value: k("loc", "2dsphere")}, {Key: "name", Value: "loc_2dsphere"}},
+		// A 2d index: documents' pt are always legacy pairs
+		// (model_near_flat_test.go).
+		{{Key: "key", Value: k("pt", "2d")}, {Key: "name", Value: "pt_2d"}},
 		// Unique under a case-insensitive collation: "x" and "X" collide.
 		{{Key: "key", Value: k("a", -1)}, {Key: "name", Value: "a_-1_ci"}, {Key: "unique", Value: true},
 			{Key: "partialFilterExpression", Value: k("a", k("$type", "string"))}, {Key: "collation", Value: caseInsensitive}},
@@ -57,7 +60,7 @@ func (g *modelGen) indexSpec() bson.Raw {
 	return modelRaw(specs[g.r.Intn(len(specs))])
 }
 
-var poolIndexNames = []string{"u_1", "a_1", "a_1_v_-1", "v_1", "arr_1", "arr.0_1", "s.x_1", "a_1_u_1", "u_1_arr_1", "arr_-1", "d_1", "d_-1", "_ts_1", "ttl_1", "s.0.x_1", "arr.x_1", "arr.1_-1", "a_hashed", "u_1_a_hashed", "a_-1_ci", "loc_2dsphere", "t_text", "_id_", "nope"}
+var poolIndexNames = []string{"u_1", "a_1", "a_1_v_-1", "v_1", "arr_1", "arr.0_1", "s.x_1", "a_1_u_1", "u_1_arr_1", "arr_-1", "d_1", "d_-1", "_ts_1", "ttl_1", "s.0.x_1", "arr.x_1", "arr.1_-1", "a_hashed", "u_1_a_hashed", "a_-1_ci", "loc_2dsphere", "pt_2d", "t_text", "_id_", "nope"}
 
 // hintable index names: complete indexes, whose use cannot change results.
 var hintableIndexes = map[string]bool{"a_1": true, "a_1_v_-1": true, "arr_1": true, "arr.0_1": true, "s.x_1": true, "u_1": true, "u_1_arr_1": true, "ttl_1": true, "d_1": true, "s.0.x_1": true, "a_hashed": true, "u_1_a_hashed": true}

@@ -123,6 +123,7 @@ func (g *modelGen) doc() bson.Raw {
 	})
 	maybe(35, "ttl", g.ttlValue)
 	maybe(45, "loc", g.point)
+	maybe(25, "pt", g.flatPoint) // model_near_flat_test.go
 	maybe(25, "t", func() any { return modelPhrases[g.r.Intn(len(modelPhrases))] })
 	if idLast && g.r.Intn(3) != 0 {
 		// Sometimes none at all: the engine makes an ObjectId.

@@ -170,8 +170,11 @@ func kindLabel(op *modelOp) string {
 	if op.Filter != nil && op.Filter.Lookup("$text").Type != 0 {
 		l += ".text"
 	}
-	if near := nearOperator(op.Filter); near != "" {
+	if path, near := nearPath(op.Filter); near != "" {
 		l += "." + near[1:]
+		if path == "pt" {
+			l += ".2d"
+		}
 	}
 	if op.GeoNear != nil {
 		l += ".geoNear"
