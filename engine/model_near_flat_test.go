@@ -14,7 +14,8 @@ import (
 // units, through the 2d index, which MongoDB's $near page says a query on
 // legacy coordinates needs; without one the planner finds no plan, 291,
 // as for a GeoJSON $near without a 2dsphere index. The model's flat
-// queries name no $minDistance.
+// queries name no $minDistance, which the same page allows only with a
+// 2dsphere index.
 
 // flatPoint is a document's pt: a legacy pair of whole numbers from -2
 // to 2, as doubles or ints.
