@@ -18,8 +18,10 @@ import (
 // query picks the documents by distance: updateOne and findAndModify the
 // nearest, updateMany all within the bounds (jstests/core/geo_update.js,
 // SERVER-3428, updates and upserts through $near; geo_update_dedup.js a
-// multi update through one). No sort: a sort would replace the order by
-// distance. An upsert that finds nothing builds its document from the
+// multi update through one). findAndModify plans its query through the
+// same getExecutorUpdate and getExecutorDelete as update and delete
+// (src/mongo/db/commands/find_and_modify.cpp), and no check refuses a
+// near query there. No sort: a sort would replace the order by distance. An upsert that finds nothing builds its document from the
 // filter's equalities, which a $near is not.
 
 // nearWrite makes an update or findAndModify a $near or $nearSphere on
