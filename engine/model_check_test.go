@@ -226,9 +226,10 @@ func indexAgreement(ctx context.Context, e *Engine, db, coll string) error {
 		}
 		// A 2dsphere index (version 2 and later) holds only the documents
 		// that have its geo fields, as MongoDB's 2dsphere page says
-		// ("Sparse Property").
+		// ("Sparse Property"), and so does a 2d index (the sparse indexes
+		// page: "2d ... indexes are always sparse").
 		for _, el := range mustElems(im.Key) {
-			if kind, _ := el.Value().StringValueOK(); kind == geo.Sphere {
+			if kind, _ := el.Value().StringValueOK(); kind == geo.Sphere || kind == geo.Plane {
 				should = append(should, bson.E{Key: el.Key(), Value: bson.D{{Key: "$exists", Value: true}}})
 			}
 		}

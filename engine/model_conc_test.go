@@ -373,7 +373,7 @@ func execConcurrentOp(ctx context.Context, e *Engine, clock *clock.Manual, op *m
 		if err != nil {
 			return nil
 		}
-		if !op.Multi && op.Sort == nil {
+		if !op.Multi && op.Sort == nil && nearOperator(op.Filter) == "" {
 			op.Sort = modelRaw(bson.D{{Key: "_id", Value: 1}})
 		}
 		_, err = e.Update(ctx, modelDB, modelColl, UpdateSpec{Filter: filter, Update: u, Multi: op.Multi, Upsert: op.Upsert, Sort: op.Sort, BypassDocumentValidation: op.Bypass})

@@ -289,7 +289,7 @@ func (g *modelGen) aggregate(op *modelOp) {
 		g.out(op) // replaces the collection, as a drop does
 		return
 	}
-	if g.r.Intn(3) == 0 {
+	if g.r.Intn(2) == 0 {
 		g.geoNearAggregate(op) // model_near_test.go
 		return
 	}

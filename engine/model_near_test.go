@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"hash/crc32"
 	"math"
 	"slices"
 
@@ -41,10 +42,10 @@ func refHaversine(lng1, lat1, lng2, lat2 float64) float64 {
 	return 2 * refEarthRadius * math.Asin(math.Min(1, math.Sqrt(h)))
 }
 
-// refLoc reads a document's loc, a GeoJSON point or a legacy pair, as the
-// generator writes them.
-func refLoc(doc bson.Raw) (lng, lat float64, ok bool) {
-	v, err := doc.LookupErr("loc")
+// refLoc reads a document's place at path (loc or pt), a GeoJSON point
+// or a legacy pair, as the generator writes them.
+func refLoc(doc bson.Raw, path string) (lng, lat float64, ok bool) {
+	v, err := doc.LookupErr(path)
 	if err != nil {
 		return 0, 0, false
 	}
@@ -70,9 +71,12 @@ func refLoc(doc bson.Raw) (lng, lat float64, ok bool) {
 	return x, y, okx && oky
 }
 
-// refNear is a near query as the reference reads it: its point, in
-// degrees, and its bounds in meters.
+// refNear is a near query as the reference reads it: its path, its
+// point, in degrees, and its bounds in meters, or for a flat one
+// (model_near_flat_test.go) in the plane's units.
 type refNear struct {
+	path     string
+	flat     bool
 	lng, lat float64
 	min, max float64
 }
@@ -136,6 +140,9 @@ func (g *modelGen) nearDelete(op *modelOp) {
 // nearFilter is a $near or $nearSphere on loc with a GeoJSON point, maybe
 // with bounds, maybe with another condition.
 func (g *modelGen) nearFilter() bson.Raw {
+	if g.r.Intn(3) == 0 {
+		return g.flatNearFilter() // model_near_flat_test.go
+	}
 	near := g.nearPoint()
 	arg := bson.D{{Key: "$geometry", Value: near}}
 	max, min := g.nearBounds()
@@ -146,15 +153,21 @@ func (g *modelGen) nearFilter() bson.Raw {
 		arg = append(arg, bson.E{Key: "$minDistance", Value: min})
 	}
 	f := bson.D{{Key: "loc", Value: bson.D{{Key: []string{"$near", "$nearSphere"}[g.r.Intn(2)], Value: arg}}}}
+	return modelRaw(g.nearRest(f, "loc"))
+}
+
+// nearRest is a near filter f on path, half the time with another
+// condition.
+func (g *modelGen) nearRest(f bson.D, path string) bson.D {
 	if g.r.Intn(2) == 0 {
 		elems, _ := g.filter().Elements()
 		for _, el := range elems {
-			if el.Key() != "loc" {
+			if el.Key() != path {
 				f = append(f, bson.E{Key: el.Key(), Value: el.Value()})
 			}
 		}
 	}
-	return modelRaw(f)
+	return f
 }
 
 // geoNearAggregate makes an aggregate that starts with $geoNear on a
@@ -163,7 +176,10 @@ func (g *modelGen) nearFilter() bson.Raw {
 func (g *modelGen) geoNearAggregate(op *modelOp) {
 	op.Kind = "aggregate"
 	spec := bson.D{{Key: "near", Value: g.nearPoint()}, {Key: "distanceField", Value: "dist"}, {Key: "spherical", Value: true}}
-	max, min := g.nearBounds()
+	var max, min any
+	if g.r.Intn(2) == 0 {
+		max, min = g.nearBounds()
+	}
 	if max != nil {
 		spec = append(spec, bson.E{Key: "maxDistance", Value: max})
 	}
@@ -173,13 +189,26 @@ func (g *modelGen) geoNearAggregate(op *modelOp) {
 	if g.r.Intn(3) == 0 {
 		spec = append(spec, bson.E{Key: "key", Value: "loc"})
 	}
+	// The distance scaled, as to kilometers or by an odd factor, and the
+	// location it was measured to (src/mongo/db/pipeline/
+	// document_source_geo_near_cursor.cpp, transformDoc: the distance
+	// times distanceMultiplier, then includeLocs, each set at its path;
+	// jstests/core/geob.js and geo_s2near.js).
+	if g.r.Intn(3) == 0 {
+		spec = append(spec, bson.E{Key: "distanceMultiplier", Value: []any{0.001, int32(3), 0.5}[g.r.Intn(3)]})
+	}
+	if g.r.Intn(3) == 0 {
+		spec = append(spec, bson.E{Key: "includeLocs", Value: "where"})
+	}
 	op.GeoNear = modelRaw(spec)
-	if g.r.Intn(2) == 0 {
+	// Queries are rarer than in other reads, so that most runs find
+	// documents whose distances and order the checks can compare.
+	if g.r.Intn(4) == 0 {
 		op.Filter = g.filter()
 	}
 	// The stage's query compares strings under the aggregate's collation:
 	// often a case-insensitive one and a query on a string.
-	if g.r.Intn(3) == 0 {
+	if g.r.Intn(4) == 0 {
 		op.Collation = modelRaw(caseInsensitive)
 		op.Filter = modelRaw(bson.D{{Key: "a", Value: []string{"x", "X", "y"}[g.r.Intn(3)]}})
 	} else {
@@ -206,24 +235,33 @@ func geoNearStage(op *modelOp, filter bson.Raw) bson.Raw {
 	return modelRaw(bson.D{{Key: "$geoNear", Value: spec}})
 }
 
-// nearOperator is the $near or $nearSphere of a filter on loc, "" for
-// none.
+// nearOperator is the $near or $nearSphere of a filter on loc or pt, ""
+// for none.
 func nearOperator(filter bson.Raw) string {
-	loc, ok := filter.Lookup("loc").DocumentOK()
-	if !ok {
-		return ""
-	}
-	for _, name := range []string{"$near", "$nearSphere"} {
-		if _, err := loc.LookupErr(name); err == nil {
-			return name
+	_, op := nearPath(filter)
+	return op
+}
+
+// nearPath is the path and operator of a filter's $near or $nearSphere:
+// on loc, or on pt (model_near_flat_test.go); "" for none.
+func nearPath(filter bson.Raw) (path, op string) {
+	for _, path := range []string{"loc", "pt"} {
+		arg, ok := filter.Lookup(path).DocumentOK()
+		if !ok {
+			continue
+		}
+		for _, name := range []string{"$near", "$nearSphere"} {
+			if _, err := arg.LookupErr(name); err == nil {
+				return path, name
+			}
 		}
 	}
-	return ""
+	return "", ""
 }
 
 // parseRefNear reads a GeoJSON point and the bounds beside it.
 func parseRefNear(point, bounds bson.Raw, maxName, minName string) refNear {
-	n := refNear{max: math.Inf(1)}
+	n := refNear{path: "loc", max: math.Inf(1)}
 	coords, _ := point.Lookup("coordinates").ArrayOK()
 	vals, _ := coords.Values()
 	n.lng, _ = vals[0].AsFloat64OK()
@@ -240,11 +278,12 @@ func parseRefNear(point, bounds bson.Raw, maxName, minName string) refNear {
 // nearFilter is the reference's reading of a count's or delete's filter
 // with $near or $nearSphere: the near clause, the rest compiled, and the
 // error mongod answers, 291 when an existing collection has no visible
-// 2dsphere index. (A find compiles its sort between the two checks.)
+// index of the kind the near needs. (A find compiles its sort between the
+// two checks.)
 func (m *refModel) nearFilter(filter bson.Raw) (refNear, *query.Filter, error) {
 	n, rest := splitNear(filter)
 	f, err := query.Compile(rest)
-	if ix := m.refGeoIndex(); err == nil && m.exists && (ix == nil || ix.hidden) {
+	if ix := m.refNearIndex(n.path); err == nil && m.exists && (ix == nil || ix.hidden) {
 		err = refErr(noQueryExecutionPlans)
 	}
 	return n, f, err
@@ -252,13 +291,19 @@ func (m *refModel) nearFilter(filter bson.Raw) (refNear, *query.Filter, error) {
 
 // splitNear is a find's near query and the rest of its filter.
 func splitNear(filter bson.Raw) (refNear, bson.Raw) {
-	op := nearOperator(filter)
-	arg := filter.Lookup("loc", op).Document()
-	n := parseRefNear(arg.Lookup("$geometry").Document(), arg, "$maxDistance", "$minDistance")
+	path, op := nearPath(filter)
+	var n refNear
+	if v := filter.Lookup(path, op); v.Type == bson.TypeArray {
+		n = parseFlatNear(v.Array(), filter.Lookup(path).Document()) // model_near_flat_test.go
+	} else {
+		arg := v.Document()
+		n = parseRefNear(arg.Lookup("$geometry").Document(), arg, "$maxDistance", "$minDistance")
+	}
+	n.path = path
 	rest := bson.D{}
 	elems, _ := filter.Elements()
 	for _, el := range elems {
-		if el.Key() != "loc" {
+		if el.Key() != path {
 			rest = append(rest, bson.E{Key: el.Key(), Value: el.Value()})
 		}
 	}
@@ -278,11 +323,14 @@ type refNearItem struct {
 func (m *refModel) nearItems(n refNear, f *query.Filter, now int64) []refNearItem {
 	var out []refNearItem
 	for _, d := range m.matching(f, now) {
-		lng, lat, ok := refLoc(d.doc)
+		lng, lat, ok := refLoc(d.doc, n.path)
 		if !ok {
 			continue
 		}
 		dist := refHaversine(n.lng, n.lat, lng, lat)
+		if n.flat {
+			dist = math.Hypot(lng-n.lng, lat-n.lat)
+		}
 		tol := refNearTol(dist)
 		if dist < n.min-tol || dist > n.max+tol {
 			continue
@@ -306,9 +354,14 @@ func cmpFloat(a, b float64) int {
 
 // refGeoIndex is the model's 2dsphere index on loc, visible or not; nil
 // when there is none.
-func (m *refModel) refGeoIndex() *refIndex {
+func (m *refModel) refGeoIndex() *refIndex { return m.refNearIndex("loc") }
+
+// refNearIndex is the model's index that a near query on path needs:
+// the 2dsphere index on loc, or the 2d one on pt.
+func (m *refModel) refNearIndex(path string) *refIndex {
+	name := map[string]string{"loc": "loc_2dsphere", "pt": "pt_2d"}[path]
 	for _, ix := range m.indexes {
-		if ix.name == "loc_2dsphere" {
+		if ix.name == name {
 			return ix
 		}
 	}
@@ -383,15 +436,20 @@ func nearList(items []refNearItem) string {
 	return b.String()
 }
 
-// ensureGeoIndex builds loc_2dsphere, as a createIndexes step of its own,
-// before two plain near queries in three (by the size of the op's spec, so
-// that logs replay) on a collection that lacks it, so that more of them
-// find than fail.
-func (r *modelRun) ensureGeoIndex(ctx context.Context, op *modelOp, spec bson.Raw) error {
-	if op.InTxn != 0 || !r.m.exists || r.m.refGeoIndex() != nil || len(spec)%3 == 0 {
+// ensureGeoIndex builds the index a near query on the op's filter needs
+// (loc_2dsphere, or pt_2d for a flat one; loc_2dsphere for a $geoNear),
+// as a createIndexes step of its own, before all but one plain near query
+// in skip (by a checksum of the op's spec, so that logs replay) on a
+// collection that lacks it, so that more of them find than fail.
+func (r *modelRun) ensureGeoIndex(ctx context.Context, op *modelOp, spec bson.Raw, skip int) error {
+	path, kind := "loc", "2dsphere"
+	if p, _ := nearPath(op.Filter); p == "pt" {
+		path, kind = "pt", "2d"
+	}
+	if op.InTxn != 0 || !r.m.exists || r.m.refNearIndex(path) != nil || crc32.ChecksumIEEE(spec)%uint32(skip) == 0 {
 		return nil
 	}
-	return r.step(ctx, &modelOp{Kind: "createIndexes", Specs: []bson.Raw{modelRaw(bson.D{{Key: "key", Value: bson.D{{Key: "loc", Value: "2dsphere"}}}, {Key: "name", Value: "loc_2dsphere"}})}})
+	return r.step(ctx, &modelOp{Kind: "createIndexes", Specs: []bson.Raw{modelRaw(bson.D{{Key: "key", Value: bson.D{{Key: path, Value: kind}}}, {Key: "name", Value: path + "_" + kind}})}})
 }
 
 // stepNearFind runs a find with $near or $nearSphere. Without a 2dsphere
@@ -408,7 +466,7 @@ func (r *modelRun) stepNearFind(ctx context.Context, op *modelOp) error {
 			op.Sort = bson.Raw(fixLength(append(op.Sort, 0)))
 		}
 	}
-	if err := r.ensureGeoIndex(ctx, op, op.Filter); err != nil {
+	if err := r.ensureGeoIndex(ctx, op, op.Filter, 3); err != nil {
 		return err
 	}
 	spec := FindSpec{Filter: op.Filter, Sort: op.Sort, Limit: op.Limit}
@@ -428,21 +486,25 @@ func (r *modelRun) stepNearFind(ctx context.Context, op *modelOp) error {
 	if werr == nil && op.Sort != nil {
 		srt, werr = query.CompileSort(op.Sort)
 	}
-	if ix := r.m.refGeoIndex(); werr == nil && r.m.exists && (ix == nil || ix.hidden) {
+	if ix := r.m.refNearIndex(n.path); werr == nil && r.m.exists && (ix == nil || ix.hidden) {
 		werr = refErr(noQueryExecutionPlans)
 	}
 	if codeOf(err) != codeOf(werr) {
 		return fmt.Errorf("find near: engine error %v, model code %d", err, codeOf(werr))
 	}
+	outcome := "outcome.near."
+	if n.flat {
+		outcome = "outcome.near2d."
+	}
 	if werr != nil {
-		r.counts["outcome.near.refused"]++
+		r.counts[outcome+"refused"]++
 		return nil
 	}
 	items := r.m.nearItems(n, f, now)
 	if len(items) > 0 {
-		r.counts["outcome.near.found"]++
+		r.counts[outcome+"found"]++
 	} else {
-		r.counts["outcome.near.none"]++
+		r.counts[outcome+"none"]++
 	}
 	if srt == nil {
 		return checkNearOrder("find near", docs, items, op.Limit, nil)
@@ -478,7 +540,7 @@ func (r *modelRun) stepNearFind(ctx context.Context, op *modelOp) error {
 // 291, as for a find.
 func (r *modelRun) stepNearCount(ctx context.Context, op *modelOp) error {
 	now := r.now()
-	if err := r.ensureGeoIndex(ctx, op, op.Filter); err != nil {
+	if err := r.ensureGeoIndex(ctx, op, op.Filter, 3); err != nil {
 		return err
 	}
 	var got int64
@@ -519,7 +581,7 @@ func (r *modelRun) stepNearCount(ctx context.Context, op *modelOp) error {
 // maybe; deleteOne the nearest, any of those at the least distance.
 func (r *modelRun) stepNearDelete(ctx context.Context, op *modelOp) error {
 	now := r.now()
-	if err := r.ensureGeoIndex(ctx, op, op.Filter); err != nil {
+	if err := r.ensureGeoIndex(ctx, op, op.Filter, 3); err != nil {
 		return err
 	}
 	var got int64
@@ -588,7 +650,8 @@ func (r *modelRun) stepNearDelete(ctx context.Context, op *modelOp) error {
 // only a hidden index, the near query on the key finds no plan (291).
 func (r *modelRun) stepGeoNear(ctx context.Context, op *modelOp) error {
 	now := r.now()
-	if err := r.ensureGeoIndex(ctx, op, op.GeoNear); err != nil {
+	r.keyGeoNear(op) // model_near_flat_test.go
+	if err := r.ensureGeoIndex(ctx, op, op.GeoNear, 8); err != nil {
 		return err
 	}
 	stages := aggregateStages(op, op.Filter)
@@ -648,11 +711,35 @@ func (r *modelRun) stepGeoNear(ctx context.Context, op *modelOp) error {
 			return nil
 		}
 	}
-	// The distance is the last field: the document before it must be the
-	// stored one.
-	dist := func(doc bson.Raw) (float64, bson.Raw, error) {
+	return checkNearOrder("aggregate geoNear", docs, items, limit, geoNearFields(op.GeoNear))
+}
+
+// geoNearFields reads what a $geoNear of spec added to a document, as
+// fields the documents never have, so appended: the distance, then the
+// location when includeLocs names one, which must be the document's loc
+// as stored. It returns the distance unscaled, to compare with the
+// reference's, and the document without them, which must be the stored
+// one.
+func geoNearFields(spec bson.Raw) func(doc bson.Raw) (float64, bson.Raw, error) {
+	mult := 1.0
+	if v, err := spec.LookupErr("distanceMultiplier"); err == nil {
+		mult, _ = v.AsFloat64OK()
+	}
+	_, locs := spec.LookupErr("includeLocs")
+	return func(doc bson.Raw) (float64, bson.Raw, error) {
 		elems, err := doc.Elements()
-		if err != nil || len(elems) == 0 || elems[len(elems)-1].Key() != "dist" {
+		if err != nil {
+			return 0, nil, err
+		}
+		var where bson.RawValue
+		if locs == nil {
+			if len(elems) == 0 || elems[len(elems)-1].Key() != "where" {
+				return 0, nil, fmt.Errorf("no location last")
+			}
+			where = elems[len(elems)-1].Value()
+			elems = elems[:len(elems)-1]
+		}
+		if len(elems) == 0 || elems[len(elems)-1].Key() != "dist" {
 			return 0, nil, fmt.Errorf("no distance last")
 		}
 		d, ok := elems[len(elems)-1].Value().DoubleOK()
@@ -663,7 +750,10 @@ func (r *modelRun) stepGeoNear(ctx context.Context, op *modelOp) error {
 		for _, el := range elems[:len(elems)-1] {
 			body.AppendValue(el.Key(), bsoncore.Value{Type: bsoncore.Type(el.Value().Type), Data: el.Value().Value})
 		}
-		return d, bson.Raw(body.Build()), nil
+		stored := bson.Raw(body.Build())
+		if locs == nil && !where.Equal(stored.Lookup("loc")) {
+			return 0, nil, fmt.Errorf("location %v, the document's loc %v", where, stored.Lookup("loc"))
+		}
+		return d / mult, stored, nil
 	}
-	return checkNearOrder("aggregate geoNear", docs, items, limit, dist)
 }

@@ -170,8 +170,11 @@ func kindLabel(op *modelOp) string {
 	if op.Filter != nil && op.Filter.Lookup("$text").Type != 0 {
 		l += ".text"
 	}
-	if near := nearOperator(op.Filter); near != "" {
+	if path, near := nearPath(op.Filter); near != "" {
 		l += "." + near[1:]
+		if path == "pt" {
+			l += ".2d"
+		}
 	}
 	if op.GeoNear != nil {
 		l += ".geoNear"
@@ -423,6 +426,9 @@ func (r *modelRun) stepPlain(ctx context.Context, op *modelOp) error {
 }
 
 func (r *modelRun) stepUpdate(ctx context.Context, op *modelOp) error {
+	if nearOperator(op.Filter) != "" {
+		return r.stepNearUpdate(ctx, op) // model_near_write_test.go
+	}
 	now := r.now()
 	lf, err := r.letForms(op)
 	if err != nil {
@@ -530,6 +536,9 @@ func (r *modelRun) resyncAfterMulti(pre *refModel, f *query.Filter, matches []*r
 }
 
 func (r *modelRun) stepFindAndModify(ctx context.Context, op *modelOp) error {
+	if nearOperator(op.Filter) != "" {
+		return r.stepNearFindAndModify(ctx, op) // model_near_write_test.go
+	}
 	now := r.now()
 	lf, err := r.letForms(op)
 	if err != nil {

@@ -38,10 +38,10 @@ func (g *modelGen) txnOp(op *modelOp) {
 			*op = *g.next()
 			// Inserts bring their _ids: an ObjectId the engine makes in a
 			// transaction is in no store the model can read.
-			// A delete through $near is checked by what it left in the
+			// A write through $near is checked by what it left in the
 			// store, which a transaction's writes are not in yet.
-			nearDelete := op.Kind == "delete" && nearOperator(op.Filter) != ""
-			if txnStatementKinds[op.Kind] && !nearDelete && !slices.ContainsFunc(op.Docs, func(d bson.Raw) bool { _, err := d.LookupErr("_id"); return err != nil }) {
+			nearWrite := op.Kind != "find" && op.Kind != "count" && nearOperator(op.Filter) != ""
+			if txnStatementKinds[op.Kind] && !nearWrite && !slices.ContainsFunc(op.Docs, func(d bson.Raw) bool { _, err := d.LookupErr("_id"); return err != nil }) {
 				break
 			}
 		}
