@@ -15,10 +15,12 @@ import (
 	"github.com/lethedb/lethe/internal/invariants"
 	"github.com/lethedb/lethe/oplog"
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 	"go.uber.org/zap"
 
 	"github.com/lethedb/lethe/engine/collation"
 	"github.com/lethedb/lethe/engine/expiryscan"
+	"github.com/lethedb/lethe/engine/keycodec"
 	"github.com/lethedb/lethe/engine/namespace"
 	"github.com/lethedb/lethe/engine/record"
 	"github.com/lethedb/lethe/engine/usage"
@@ -39,6 +41,11 @@ type collMeta struct {
 	// change that holds the collection's writes off every server
 	// (fence.go): the roster id of its server, a slash and a number.
 	Fence string `bson:"fence,omitempty"`
+	// CollatedID says the primary keys of the collection's documents are
+	// their _id's keys under its default collation (collState.pkOf). It is
+	// set at create, so that a collection stored before primary keys
+	// followed the collation keeps its bytewise keys.
+	CollatedID bool `bson:"collatedID,omitempty"`
 }
 
 // Collection is an open collection. Its state is replaced whole by catalog
@@ -72,7 +79,11 @@ type collState struct {
 	preImages bool
 	// coll is the collection's default collation (create's collation);
 	// nil is the simple one.
-	coll    *collation.Collator
+	coll *collation.Collator
+	// idColl is the collation of the collection's _id index, under which
+	// its primary keys are made: its default collation, as mongod gives
+	// the _id index of a collection created with one; nil is bytewise.
+	idColl  *collation.Collator
 	dropped bool
 	// renames counts the renames of the collection since it was opened:
 	// a plan made before one is killed even if the collection has its old
@@ -108,6 +119,16 @@ func (e *Engine) newCollection(st *collState) *Collection {
 	return c
 }
 
+// pkOf is the primary key of the document whose _id is id: its key
+// under the _id index's collation, so that _id values equal under it
+// share one document key and one key lock. As in mongod, whose _id index
+// is unique under the collection's default collation, a second document
+// whose _id only differs in case under a case-insensitive collation is a
+// duplicate key, and a point read by _id finds either spelling.
+func (st *collState) pkOf(id bsoncore.Value) []byte {
+	return keycodec.Append(nil, st.idColl.Key(id))
+}
+
 // NS returns "db.name".
 func (s *collState) ns() string { return s.meta.DB + "." + s.meta.Name }
 
@@ -119,6 +140,9 @@ func newCollState(meta collMeta) (*collState, error) {
 	st.validator, _ = validation.Compile(meta.Options)
 	st.preImages = preimage.Enabled(meta.Options)
 	st.coll = defaultCollator(meta.Options)
+	if meta.CollatedID {
+		st.idColl = st.coll
+	}
 	for _, im := range meta.Indexes {
 		ix, err := record.CompileIndex(im)
 		if err != nil {
@@ -398,6 +422,7 @@ func (e *Engine) ensureCollection(db, name string, options bson.Raw) (*Collectio
 		return nil, false, err
 	}
 	meta := collMeta{ID: id, DB: db, Name: name, UUID: newUUID(), Options: options}
+	meta.CollatedID = defaultCollator(options) != nil
 	st, err := newCollState(meta)
 	if err != nil {
 		return nil, false, err

@@ -193,12 +193,12 @@ func usableConjuncts(conj []query.Predicate, qc, keys *collation.Collator) []que
 
 // sortsUnder reports whether the order of p's keys can be srt's order as
 // far as collation goes: an index's keys are in its collation's order, and
-// _id's in the simple one.
-func sortsUnder(p *plan, srt *query.Sort) bool {
+// the primary keys in their _id's under the _id index's (pkOf).
+func (st *collState) sortsUnder(p *plan, srt *query.Sort) bool {
 	if p.kind == planIndex {
 		return collation.Equal(p.ix.Collator, srt.Collator())
 	}
-	return srt.Collator() == nil
+	return collation.Equal(st.idColl, srt.Collator())
 }
 
 // viewCollation is the collation a new view db.name on viewOn gets: the
