@@ -151,6 +151,20 @@ func normalizeCreateOptions(options bson.Raw) (bson.Raw, error) {
 	return out, nil
 }
 
+// IDIndexSpec is the spec of the _id index of a collection with these
+// options (create's, as stored) as listIndexes, listCollections' idIndex
+// and the create oplog entry show it: with the collection's default
+// collation, which mongod gives its _id index
+// (jstests/core/index_id_options.js: "_id indexes must have the
+// collection default collation").
+func IDIndexSpec(options bson.Raw) bson.D {
+	spec := bson.D{{Key: "v", Value: int32(2)}, {Key: "key", Value: bson.D{{Key: "_id", Value: int32(1)}}}, {Key: "name", Value: "_id_"}}
+	if c, ok := options.Lookup("collation").DocumentOK(); ok {
+		spec = append(spec, bson.E{Key: "collation", Value: c})
+	}
+	return spec
+}
+
 // inheritCollation gives a new index the default collation of db.coll
 // when its spec names none, as mongod does for v2 indexes; an index that
 // names one, {locale: "simple"} included, keeps it.
