@@ -17,7 +17,9 @@ import (
 // after a restart; find, count, update, delete and findAndModify by _id
 // match under the collation, and under {locale: "simple"} bytewise,
 // without the _id index ("Find on _id should not use idhack stage when
-// query collation does not match collection default"); listIndexes and
+// query collation does not match collection default"), and a find by _id
+// under a coarser collation than a collection's finds every document it
+// matches, not one point; listIndexes and
 // listCollections show the collation on the _id index.
 func TestCollatedIDIndex(t *testing.T) {
 	ts := startServer(t)
@@ -87,6 +89,23 @@ func TestCollatedIDIndex(t *testing.T) {
 	}
 	if del, err := coll.DeleteOne(ctx, byID, options.DeleteOne().SetCollation(simple)); err != nil || del.DeletedCount != 0 {
 		t.Errorf("deleteOne {_id: FOO} under the simple collation: %+v %v, want none", del, err)
+	}
+
+	// jstests/core/collation.js, "Find on _id should return correct
+	// results when query collation differs from collection default
+	// collation": both of a case-sensitive collection's foo and FOO.
+	if err := db.CreateCollection(ctx, "cs", options.CreateCollection().SetCollation(&options.Collation{Locale: "en_US", Strength: 3})); err != nil {
+		t.Fatal(err)
+	}
+	cs := db.Collection("cs")
+	mustInsert(t, cs, bson.D{{Key: "_id", Value: "foo"}}, bson.D{{Key: "_id", Value: "FOO"}})
+	found, err := cs.Find(ctx, bson.D{{Key: "_id", Value: "foo"}}, options.Find().SetCollation(ci))
+	var both []bson.Raw
+	if err == nil {
+		err = found.All(ctx, &both)
+	}
+	if err != nil || len(both) != 2 {
+		t.Errorf("find {_id: foo} under strength 2 on a strength 3 collection: %v %v, want foo and FOO", both, err)
 	}
 
 	wantIDCollation := func(what string, spec bson.Raw) {
