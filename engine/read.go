@@ -54,6 +54,8 @@ func (st *collState) expired(h record.Header, nowMs int64) bool {
 
 // FindByID returns the live document of db.coll whose _id equals id, or
 // nil: the point read behind find {_id: x}, without compiling a query.
+// Under a collation other than the _id index's (IDIsPoint), several may
+// match: it returns the first a scan finds.
 func (e *Engine) FindByID(ctx context.Context, db, coll string, id bsoncore.Value) (bson.Raw, error) {
 	c := e.collection(db, coll)
 	if c == nil {
