@@ -176,13 +176,30 @@ func (e *Engine) inheritCollation(db, coll string, spec bson.Raw, im record.Inde
 	if c == nil || c.st().coll == nil {
 		return im
 	}
+	return withCollation(im, c.st().coll)
+}
+
+// withCollation returns im with the collation coll (not nil).
+func withCollation(im record.IndexMeta, coll *collation.Collator) record.IndexMeta {
 	idx, extra := bsoncore.AppendDocumentStart(nil)
 	if len(im.Extra) > 5 {
 		extra = append(extra, im.Extra[4:len(im.Extra)-1]...)
 	}
-	extra = bsoncore.AppendDocumentElement(extra, "collation", c.st().coll.Document())
+	extra = bsoncore.AppendDocumentElement(extra, "collation", coll.Document())
 	im.Extra, _ = bsoncore.AppendDocumentEnd(extra, idx)
 	return im
+}
+
+// idIndexOf stands for the _id index of the collection in state st (nil
+// for one yet to be created) when a requested index is compared with it:
+// it has the collection's default collation, so that createIndexes of
+// {_id: 1}, which inherits it, finds it there, and one naming another
+// collation conflicts (jstests/core/index_id_options.js).
+func idIndexOf(st *collState) record.IndexMeta {
+	if st == nil || st.coll == nil {
+		return idIndexMeta
+	}
+	return withCollation(idIndexMeta, st.coll)
 }
 
 // usableConjuncts are the predicates of conj that can bound a scan of keys

@@ -334,3 +334,34 @@ func TestCollatedIDTransactionAndRetry(t *testing.T) {
 	other := WriteOptions{Txn: &Txn{Session: [16]byte{2}, Number: 2}, StmtIDs: []int32{0}}
 	wantDupID(t, "BAR after Bar, retryable", insertOne(ctx, t, e, "c", bson.D{{Key: "_id", Value: "BAR"}}, other), "BAR")
 }
+
+// jstests/core/index_id_options.js ("_id indexes must have the collection
+// default collation"): on a collection with a default collation,
+// createIndexes of {_id: 1} names the _id index, which exists already,
+// with or without a name or the collection's collation; naming another
+// collation (the simple one included) fails. A collection without one
+// refuses an _id index with a collation.
+func TestCollatedIDIndexSpec(t *testing.T) {
+	ctx := context.Background()
+	e := openTestEngine(t)
+	createCI(t, e, "c")
+	idKey := bson.D{{Key: "_id", Value: 1}}
+	for _, tc := range []struct {
+		coll string
+		spec bson.D
+		ok   bool
+	}{
+		{"c", bson.D{{Key: "key", Value: idKey}, {Key: "name", Value: "_id_"}}, true},
+		{"c", bson.D{{Key: "key", Value: idKey}}, true},
+		{"c", bson.D{{Key: "key", Value: idKey}, {Key: "name", Value: "_id_"}, {Key: "collation", Value: bson.D{{Key: "locale", Value: "en_US"}, {Key: "strength", Value: 2}}}}, true},
+		{"c", bson.D{{Key: "key", Value: idKey}, {Key: "name", Value: "_id_"}, {Key: "collation", Value: simpleCollation}}, false},
+		{"c", bson.D{{Key: "key", Value: idKey}, {Key: "name", Value: "_id_"}, {Key: "collation", Value: bson.D{{Key: "locale", Value: "fr_CA"}}}}, false},
+		{"plain", bson.D{{Key: "key", Value: idKey}, {Key: "name", Value: "_id_"}, {Key: "collation", Value: bson.D{{Key: "locale", Value: "en_US"}}}}, false},
+		{"plain", bson.D{{Key: "key", Value: idKey}, {Key: "name", Value: "_id_"}, {Key: "collation", Value: simpleCollation}}, true},
+	} {
+		res, err := e.CreateIndexes(ctx, "db", tc.coll, []bson.Raw{mustRaw(t, tc.spec)})
+		if (err == nil) != tc.ok || err == nil && res.After != 1 {
+			t.Errorf("%s: createIndexes %v: %+v %v, want success %v and the _id index alone", tc.coll, tc.spec, res, err, tc.ok)
+		}
+	}
+}
