@@ -365,3 +365,24 @@ func TestCollatedIDIndexSpec(t *testing.T) {
 		}
 	}
 }
+
+// min and max bound the hinted _id index by keys under its collation, the
+// collection's, as for any index of a collation (indexCompatibleMaxMin
+// and stripFieldNamesAndApplyCollation in
+// src/mongo/db/query/query_planner.cpp): under {strength: 2} "B" lies
+// between "b" and "c".
+func TestCollatedIDMinMax(t *testing.T) {
+	ctx := context.Background()
+	e := openTestEngine(t)
+	createCI(t, e, "c")
+	for _, id := range []string{"a", "B", "c"} {
+		if err := insertOne(ctx, t, e, "c", bson.D{{Key: "_id", Value: id}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hint := bson.RawValue{Type: bson.TypeEmbeddedDocument, Value: mustRaw(t, bson.D{{Key: "_id", Value: 1}})}
+	docs, err := findAll(t, e, "c", FindSpec{Hint: hint, Min: mustRaw(t, bson.D{{Key: "_id", Value: "b"}}), Max: mustRaw(t, bson.D{{Key: "_id", Value: "c"}})})
+	if err != nil || len(docs) != 1 || docs[0].Lookup("_id").StringValue() != "B" {
+		t.Errorf("min b max c on _id: %v %v, want B", docs, err)
+	}
+}
