@@ -15,12 +15,10 @@ import (
 	"github.com/lethedb/lethe/internal/invariants"
 	"github.com/lethedb/lethe/oplog"
 	"go.mongodb.org/mongo-driver/v2/bson"
-	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 	"go.uber.org/zap"
 
 	"github.com/lethedb/lethe/engine/collation"
 	"github.com/lethedb/lethe/engine/expiryscan"
-	"github.com/lethedb/lethe/engine/keycodec"
 	"github.com/lethedb/lethe/engine/namespace"
 	"github.com/lethedb/lethe/engine/record"
 	"github.com/lethedb/lethe/engine/usage"
@@ -117,16 +115,6 @@ func (e *Engine) newCollection(st *collState) *Collection {
 	c.setState(st)
 	c.usage.Opened = e.clock.Now()
 	return c
-}
-
-// pkOf is the primary key of the document whose _id is id: its key
-// under the _id index's collation, so that _id values equal under it
-// share one document key and one key lock. As in mongod, whose _id index
-// is unique under the collection's default collation, a second document
-// whose _id only differs in case under a case-insensitive collation is a
-// duplicate key, and a point read by _id finds either spelling.
-func (st *collState) pkOf(id bsoncore.Value) []byte {
-	return keycodec.Append(nil, st.idColl.Key(id))
 }
 
 // NS returns "db.name".

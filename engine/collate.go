@@ -12,6 +12,7 @@ import (
 
 	"github.com/lethedb/lethe/engine/collation"
 	"github.com/lethedb/lethe/engine/distinct"
+	"github.com/lethedb/lethe/engine/keycodec"
 	"github.com/lethedb/lethe/engine/pipeline"
 	"github.com/lethedb/lethe/engine/query"
 	"github.com/lethedb/lethe/engine/record"
@@ -163,6 +164,16 @@ func IDIndexSpec(options bson.Raw) bson.D {
 		spec = append(spec, bson.E{Key: "collation", Value: c})
 	}
 	return spec
+}
+
+// pkOf is the primary key of the document whose _id is id: its key
+// under the _id index's collation, so that _id values equal under it
+// share one document key and one key lock. As in mongod, whose _id index
+// is unique under the collection's default collation, a second document
+// whose _id only differs in case under a case-insensitive collation is a
+// duplicate key, and a point read by _id finds either spelling.
+func (st *collState) pkOf(id bsoncore.Value) []byte {
+	return keycodec.Append(nil, st.idColl.Key(id))
 }
 
 // inheritCollation gives a new index the default collation of db.coll
