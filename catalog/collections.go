@@ -215,7 +215,7 @@ func (s *Service) listCollections(ctx context.Context, req *command.Request, by 
 				{Key: "type", Value: "collection"},
 				{Key: "options", Value: opts},
 				{Key: "info", Value: bson.D{{Key: "readOnly", Value: false}, {Key: "uuid", Value: ci.UUID}}},
-				{Key: "idIndex", Value: bson.D{{Key: "v", Value: int32(2)}, {Key: "key", Value: bson.D{{Key: "_id", Value: int32(1)}}}, {Key: "name", Value: "_id_"}}},
+				{Key: "idIndex", Value: engine.IDIndexSpec(ci.Options)},
 			}
 		}
 		raw, _ := bson.Marshal(d)

@@ -39,6 +39,11 @@ type collMeta struct {
 	// change that holds the collection's writes off every server
 	// (fence.go): the roster id of its server, a slash and a number.
 	Fence string `bson:"fence,omitempty"`
+	// CollatedID says the primary keys of the collection's documents are
+	// their _id's keys under its default collation (collState.pkOf). It is
+	// set at create, so that a collection stored before primary keys
+	// followed the collation keeps its bytewise keys.
+	CollatedID bool `bson:"collatedID,omitempty"`
 }
 
 // Collection is an open collection. Its state is replaced whole by catalog
@@ -72,7 +77,11 @@ type collState struct {
 	preImages bool
 	// coll is the collection's default collation (create's collation);
 	// nil is the simple one.
-	coll    *collation.Collator
+	coll *collation.Collator
+	// idColl is the collation of the collection's _id index, under which
+	// its primary keys are made: its default collation, as mongod gives
+	// the _id index of a collection created with one; nil is bytewise.
+	idColl  *collation.Collator
 	dropped bool
 	// renames counts the renames of the collection since it was opened:
 	// a plan made before one is killed even if the collection has its old
@@ -119,6 +128,9 @@ func newCollState(meta collMeta) (*collState, error) {
 	st.validator, _ = validation.Compile(meta.Options)
 	st.preImages = preimage.Enabled(meta.Options)
 	st.coll = defaultCollator(meta.Options)
+	if meta.CollatedID {
+		st.idColl = st.coll
+	}
 	for _, im := range meta.Indexes {
 		ix, err := record.CompileIndex(im)
 		if err != nil {
@@ -398,6 +410,7 @@ func (e *Engine) ensureCollection(db, name string, options bson.Raw) (*Collectio
 		return nil, false, err
 	}
 	meta := collMeta{ID: id, DB: db, Name: name, UUID: newUUID(), Options: options}
+	meta.CollatedID = defaultCollator(options) != nil
 	st, err := newCollState(meta)
 	if err != nil {
 		return nil, false, err

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lethedb/lethe/engine/collation"
 	"github.com/lethedb/lethe/engine/distinct"
+	"github.com/lethedb/lethe/engine/keycodec"
 	"github.com/lethedb/lethe/engine/pipeline"
 	"github.com/lethedb/lethe/engine/query"
 	"github.com/lethedb/lethe/engine/record"
@@ -151,6 +152,30 @@ func normalizeCreateOptions(options bson.Raw) (bson.Raw, error) {
 	return out, nil
 }
 
+// IDIndexSpec is the spec of the _id index of a collection with these
+// options (create's, as stored) as listIndexes, listCollections' idIndex
+// and the create oplog entry show it: with the collection's default
+// collation, which mongod gives its _id index
+// (jstests/core/index_id_options.js: "_id indexes must have the
+// collection default collation").
+func IDIndexSpec(options bson.Raw) bson.D {
+	spec := bson.D{{Key: "v", Value: int32(2)}, {Key: "key", Value: bson.D{{Key: "_id", Value: int32(1)}}}, {Key: "name", Value: "_id_"}}
+	if c, ok := options.Lookup("collation").DocumentOK(); ok {
+		spec = append(spec, bson.E{Key: "collation", Value: c})
+	}
+	return spec
+}
+
+// pkOf is the primary key of the document whose _id is id: its key
+// under the _id index's collation, so that _id values equal under it
+// share one document key and one key lock. As in mongod, whose _id index
+// is unique under the collection's default collation, a second document
+// whose _id only differs in case under a case-insensitive collation is a
+// duplicate key, and a point read by _id finds either spelling.
+func (st *collState) pkOf(id bsoncore.Value) []byte {
+	return keycodec.Append(nil, st.idColl.Key(id))
+}
+
 // inheritCollation gives a new index the default collation of db.coll
 // when its spec names none, as mongod does for v2 indexes; an index that
 // names one, {locale: "simple"} included, keeps it.
@@ -162,13 +187,30 @@ func (e *Engine) inheritCollation(db, coll string, spec bson.Raw, im record.Inde
 	if c == nil || c.st().coll == nil {
 		return im
 	}
+	return withCollation(im, c.st().coll)
+}
+
+// withCollation returns im with the collation coll (not nil).
+func withCollation(im record.IndexMeta, coll *collation.Collator) record.IndexMeta {
 	idx, extra := bsoncore.AppendDocumentStart(nil)
 	if len(im.Extra) > 5 {
 		extra = append(extra, im.Extra[4:len(im.Extra)-1]...)
 	}
-	extra = bsoncore.AppendDocumentElement(extra, "collation", c.st().coll.Document())
+	extra = bsoncore.AppendDocumentElement(extra, "collation", coll.Document())
 	im.Extra, _ = bsoncore.AppendDocumentEnd(extra, idx)
 	return im
+}
+
+// idIndexOf stands for the _id index of the collection in state st (nil
+// for one yet to be created) when a requested index is compared with it:
+// it has the collection's default collation, so that createIndexes of
+// {_id: 1}, which inherits it, finds it there, and one naming another
+// collation conflicts (jstests/core/index_id_options.js).
+func idIndexOf(st *collState) record.IndexMeta {
+	if st == nil || st.coll == nil {
+		return idIndexMeta
+	}
+	return withCollation(idIndexMeta, st.coll)
 }
 
 // usableConjuncts are the predicates of conj that can bound a scan of keys
@@ -193,12 +235,12 @@ func usableConjuncts(conj []query.Predicate, qc, keys *collation.Collator) []que
 
 // sortsUnder reports whether the order of p's keys can be srt's order as
 // far as collation goes: an index's keys are in its collation's order, and
-// _id's in the simple one.
-func sortsUnder(p *plan, srt *query.Sort) bool {
+// the primary keys in their _id's under the _id index's (pkOf).
+func (st *collState) sortsUnder(p *plan, srt *query.Sort) bool {
 	if p.kind == planIndex {
 		return collation.Equal(p.ix.Collator, srt.Collator())
 	}
-	return srt.Collator() == nil
+	return collation.Equal(st.idColl, srt.Collator())
 }
 
 // viewCollation is the collation a new view db.name on viewOn gets: the

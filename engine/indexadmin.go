@@ -22,11 +22,7 @@ func (e *Engine) ListIndexes(ctx context.Context, db, coll string) ([]bson.D, er
 	if c == nil {
 		return nil, mongoerr.New(mongoerr.NamespaceNotFound, "ns does not exist: %s.%s", db, coll)
 	}
-	out := []bson.D{{{Key: "v", Value: int32(2)}, {Key: "key", Value: bson.D{{Key: "_id", Value: int32(1)}}}, {Key: "name", Value: "_id_"}}}
-	if coll := c.st().coll; coll != nil {
-		// The _id index has the collection's default collation.
-		out[0] = append(out[0], bson.E{Key: "collation", Value: coll.Document()})
-	}
+	out := []bson.D{IDIndexSpec(c.st().meta.Options)}
 	for _, im := range c.st().meta.Indexes {
 		if im.Building {
 			continue // listIndexes lists ready indexes only

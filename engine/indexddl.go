@@ -558,7 +558,7 @@ func (e *Engine) createIndexes(ctx context.Context, db, coll string, specs []bso
 // collection yet to be created) and against each other, and returns the
 // ones to build.
 func (e *Engine) newIndexes(st *collState, metas []record.IndexMeta) ([]record.IndexMeta, error) {
-	existing := []record.IndexMeta{idIndexMeta}
+	existing := []record.IndexMeta{idIndexOf(st)}
 	if st != nil {
 		existing = append(existing, st.meta.Indexes...)
 	}

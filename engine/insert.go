@@ -9,7 +9,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"github.com/lethedb/lethe/engine/keycodec"
 	"github.com/lethedb/lethe/engine/kv"
 	"github.com/lethedb/lethe/engine/record"
 	"github.com/lethedb/lethe/engine/retry"
@@ -199,7 +198,7 @@ func (w *writer) insertOne(raw bson.Raw) (*storedDoc, error) {
 	if err := w.checkValidation(doc, nil); err != nil {
 		return nil, err
 	}
-	d := &storedDoc{pk: keycodec.Append(nil, id), doc: doc}
+	d := &storedDoc{pk: w.st.pkOf(id), doc: doc}
 	d.h = record.Header{TS: w.e.nowMillis(), TTL: ttlindex.DocTTLOf(bsoncore.Document(doc))}
 	ent, err := w.entriesOf(d)
 	if err != nil {

@@ -295,7 +295,10 @@ func (w *writer) modify(pk []byte, f *query.Filter, change func(d *storedDoc, po
 		if err := record.CheckStoredDoc(newDoc); err != nil {
 			return false, false, err
 		}
-		if !bytes.Equal(keycodec.Append(nil, record.IDOf(newDoc)), pk) {
+		// The primary key may be a collation key (pkOf), equal for
+		// spellings the collation does not tell apart: the _id is
+		// compared as a value.
+		if !bytes.Equal(keycodec.Append(nil, record.IDOf(newDoc)), keycodec.Append(nil, record.IDOf(old.doc))) {
 			return false, false, mongoerr.New(mongoerr.ImmutableField, "Performing an update on the path '_id' would modify the immutable field '_id'")
 		}
 		// Like MongoDB, only a document the update modifies is validated:

@@ -235,7 +235,7 @@ func createEntry(meta *collMeta) []oplog.Entry {
 			o = append(o, bson.E{Key: el.Key(), Value: el.Value()})
 		}
 	}
-	o = append(o, bson.E{Key: "idIndex", Value: bson.D{{Key: "v", Value: int32(2)}, {Key: "key", Value: bson.D{{Key: "_id", Value: int32(1)}}}, {Key: "name", Value: "_id_"}}})
+	o = append(o, bson.E{Key: "idIndex", Value: IDIndexSpec(meta.Options)})
 	return cmdEntry(meta.DB, meta.UUID.Data, o, nil)
 }
 

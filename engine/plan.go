@@ -100,7 +100,7 @@ func (st *collState) choosePlan(f *query.Filter, srt *query.Sort, hint bson.RawV
 		lo, hi := record.DocRange(st.meta.ID)
 		return &plan{kind: planCollScan, spans: []span{{lo, hi}}, sorted: true, reverse: srt.Natural() < 0}, nil
 	}
-	if p := idPlan(st.meta.ID, usableConjuncts(conj, qc, nil)); p != nil {
+	if p := idPlan(st.meta.ID, usableConjuncts(conj, qc, st.idColl)); p != nil {
 		st.applySort(p, srt)
 		return p, nil
 	}
@@ -174,7 +174,7 @@ func (st *collState) hintedPlan(conj []query.Predicate, qc *collation.Collator, 
 		}
 	}
 	if isID {
-		p := idPlan(st.meta.ID, usableConjuncts(conj, qc, nil))
+		p := idPlan(st.meta.ID, usableConjuncts(conj, qc, st.idColl))
 		if p == nil {
 			lo, hi := record.DocRange(st.meta.ID)
 			p = &plan{kind: planIDRange, spans: []span{{lo, hi}}}
@@ -207,7 +207,7 @@ func (st *collState) applySort(p *plan, srt *query.Sort) {
 		p.sorted = true
 		return
 	}
-	if !sortsUnder(p, srt) {
+	if !st.sortsUnder(p, srt) {
 		return
 	}
 	fields := srt.Fields()
@@ -446,8 +446,8 @@ func (st *collState) planFor(q *compiledQuery, spec FindSpec) (*plan, error) {
 	}
 	var fields []record.IndexField
 	var prefix []byte
-	// keys is the collation of the index: the collection's default for
-	// _id, whose keys Lethe keeps bytewise (see boundKey).
+	// keys is the collation of the index: for _id, the one its primary
+	// keys are made under.
 	var keys *collation.Collator
 	switch p.kind {
 	case planIndex:
@@ -456,7 +456,7 @@ func (st *collState) planFor(q *compiledQuery, spec FindSpec) (*plan, error) {
 	case planIDRange, planIDPoints:
 		fields = []record.IndexField{{Path: "_id"}}
 		prefix, _ = record.DocRange(st.meta.ID)
-		keys = st.coll
+		keys = st.idColl
 	default: // a $natural hint names no index
 		return nil, plannerError(51173, "When using min()/max() a hint of which index to use must be provided")
 	}
@@ -468,7 +468,7 @@ func (st *collState) planFor(q *compiledQuery, spec FindSpec) (*plan, error) {
 		if len(b.doc) <= 5 {
 			continue
 		}
-		key, ok := boundKey(b.doc, fields, q.filter.Collator(), keys, p.kind == planIndex)
+		key, ok := boundKey(b.doc, fields, q.filter.Collator(), keys)
 		if !ok {
 			return nil, plannerError(51174, "The index chosen is not compatible with min/max")
 		}
@@ -487,9 +487,9 @@ func (st *collState) planFor(q *compiledQuery, spec FindSpec) (*plan, error) {
 // (indexCompatibleMaxMin and stripFieldNamesAndApplyCollation in
 // src/mongo/db/query/query_planner.cpp), a bound value that is a string,
 // document or array fits only an index of the query's collation qc, and
-// its strings become that collation's keys where the index's entries hold
-// them (collated: not _id's, which Lethe keeps bytewise).
-func boundKey(doc bson.Raw, fields []record.IndexField, qc, keys *collation.Collator, collated bool) (key []byte, ok bool) {
+// its strings become that collation's keys, as the index's entries hold
+// them.
+func boundKey(doc bson.Raw, fields []record.IndexField, qc, keys *collation.Collator) (key []byte, ok bool) {
 	elems, err := bsoncore.Document(doc).Elements()
 	if err != nil || len(elems) != len(fields) {
 		return nil, false
@@ -506,10 +506,7 @@ func boundKey(doc bson.Raw, fields []record.IndexField, qc, keys *collation.Coll
 				return nil, false
 			}
 		}
-		if collated {
-			v = keys.Key(v)
-		}
-		key = fields[i].AppendKey(key, v)
+		key = fields[i].AppendKey(key, keys.Key(v))
 	}
 	return key, true
 }

@@ -9,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine/collation"
 	"github.com/lethedb/lethe/engine/distinct"
 	"github.com/lethedb/lethe/engine/keycodec"
 	"github.com/lethedb/lethe/engine/kv"
@@ -53,6 +54,8 @@ func (st *collState) expired(h record.Header, nowMs int64) bool {
 
 // FindByID returns the live document of db.coll whose _id equals id, or
 // nil: the point read behind find {_id: x}, without compiling a query.
+// Under a collation other than the _id index's (IDIsPoint), several may
+// match: it returns the first a scan finds.
 func (e *Engine) FindByID(ctx context.Context, db, coll string, id bsoncore.Value) (bson.Raw, error) {
 	c := e.collection(db, coll)
 	if c == nil {
@@ -62,6 +65,12 @@ func (e *Engine) FindByID(ctx context.Context, db, coll string, id bsoncore.Valu
 	if err != nil {
 		return nil, err
 	}
+	if point, err := e.idPoint(ctx, st, id); err != nil || !point {
+		if err != nil {
+			return nil, err
+		}
+		return e.findOneByID(ctx, db, coll, id)
+	}
 	var r kv.Reader = e.store
 	if t := transactionOf(ctx); t != nil {
 		r = t.reader()
@@ -70,7 +79,7 @@ func (e *Engine) FindByID(ctx context.Context, db, coll string, id bsoncore.Valu
 	// The key in one buffer, and the store's copy of the value returned
 	// as it is: the commonest read allocates little besides that copy.
 	key := record.DocKey(make([]byte, 0, 1+8+1+len(id.Data)+2), st.meta.ID, nil)
-	v, err := r.Get(ctx, keycodec.Append(key, id))
+	v, err := r.Get(ctx, keycodec.Append(key, st.idColl.Key(id)))
 	if err == kv.ErrNotFound {
 		return nil, nil
 	}
@@ -82,6 +91,43 @@ func (e *Engine) FindByID(ctx context.Context, db, coll string, id bsoncore.Valu
 		return nil, err
 	}
 	return doc, nil
+}
+
+// IDIsPoint reports whether the documents of db.coll whose _id equals id
+// under ctx's collation are at most the one FindByID reads by its key:
+// whether the command compares strings under the collation the primary
+// keys are made under (collState.pkOf), or id holds no string. A command
+// under another collation may match several (under {strength: 2},
+// "foo" and "FOO" of a collection whose default tells them apart).
+func (e *Engine) IDIsPoint(ctx context.Context, db, coll string, id bsoncore.Value) (bool, error) {
+	if !collation.Collatable(id) {
+		return true, nil // the commonest: no lookup
+	}
+	c := e.collection(db, coll)
+	if c == nil {
+		return true, nil
+	}
+	return e.idPoint(ctx, c.st(), id)
+}
+
+func (e *Engine) idPoint(ctx context.Context, st *collState, id bsoncore.Value) (bool, error) {
+	if !collation.Collatable(id) {
+		return true, nil
+	}
+	qc, err := e.commandCollator(ctx, st)
+	return collation.Equal(qc, st.idColl), err
+}
+
+// findOneByID is FindByID through a plan: the first live document whose
+// _id matches id under the command's collation.
+func (e *Engine) findOneByID(ctx context.Context, db, coll string, id bsoncore.Value) (bson.Raw, error) {
+	filter := bsoncore.NewDocumentBuilder().AppendValue("_id", id).Build()
+	var out bson.Raw
+	err := e.scanMatches(ctx, db, coll, bson.Raw(filter), bson.RawValue{}, func(doc bson.Raw) bool {
+		out = append(bson.Raw(nil), doc...)
+		return false
+	})
+	return out, err
 }
 
 // scanMatches calls fn for each live document of db.coll that matches

@@ -6,6 +6,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine/collation"
 	"github.com/lethedb/lethe/engine/record"
 )
 
@@ -13,7 +14,10 @@ import (
 // key pattern's field names, by which the plan's index reached a document;
 // an empty document when the plan reads no index.
 type keyReturner struct {
-	ix      *record.Index       // nil for the _id index or a collection scan
+	ix *record.Index // nil for the _id index or a collection scan
+	// idColl is the collation of the _id index's keys (collState.pkOf):
+	// like a collated index's, they hold collation keys of strings.
+	idColl  *collation.Collator
 	fields  []record.IndexField // nil for a collection scan
 	prefix  []byte              // of the plan's keys
 	spans   []span
@@ -26,7 +30,7 @@ func newKeyReturner(st *collState, p *plan) *keyReturner {
 	case planIndex:
 		k.ix, k.fields, k.prefix = p.ix, p.ix.Fields, record.IndexPrefix(nil, p.ix.Meta.ID)
 	case planIDPoints, planIDRange:
-		k.fields = []record.IndexField{{Path: "_id"}}
+		k.fields, k.idColl = []record.IndexField{{Path: "_id"}}, st.idColl
 		k.prefix, _ = record.DocRange(st.meta.ID)
 	}
 	return k
@@ -39,7 +43,7 @@ func (k *keyReturner) key(doc bson.Raw) bson.Raw {
 	if k.fields == nil {
 		return bson.Raw(bsoncore.NewDocumentBuilder().Build())
 	}
-	tuples := [][]bsoncore.Value{{record.IDOf(doc)}}
+	tuples := [][]bsoncore.Value{{k.idColl.Key(record.IDOf(doc))}}
 	if k.ix != nil {
 		var err error
 		if tuples, err = k.ix.KeyTuples(bsoncore.Document(doc)); err != nil || len(tuples) == 0 {

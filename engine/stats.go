@@ -105,7 +105,7 @@ func (e *Engine) Validate(ctx context.Context, db, coll string, full bool) (Vali
 	return storagecheck.Check(ctx, snap, storagecheck.Collection{
 		NS: st.ns(), ID: st.meta.ID, UUID: st.meta.UUID,
 		IndexMeta: st.meta.Indexes, Indexes: st.indexes,
-		TTL: st.ttl.Enabled, Validator: st.validator,
+		TTL: st.ttl.Enabled, Validator: st.validator, IDCollation: st.idColl,
 	}, e.clock.Now(), full)
 }
 

@@ -43,15 +43,23 @@ func (s *Server) find(ctx context.Context, req *Request) (bson.Raw, error) {
 		return nil, err
 	}
 	if id, ok := pointID(spec); ok && batchSize != 0 {
-		doc, err := s.eng.FindByID(ctx, req.DB, coll, id)
+		// Under another collation than its _id index's, an _id equality
+		// may match several documents: it takes the general path.
+		point, err := s.eng.IDIsPoint(ctx, req.DB, coll, id)
 		if err != nil {
 			return nil, err
 		}
-		var docs []bson.Raw
-		if doc != nil {
-			docs = []bson.Raw{doc}
+		if point {
+			doc, err := s.eng.FindByID(ctx, req.DB, coll, id)
+			if err != nil {
+				return nil, err
+			}
+			var docs []bson.Raw
+			if doc != nil {
+				docs = []bson.Raw{doc}
+			}
+			return cursor.AppendReply(&req.Request, "firstBatch", docs, 0, req.DB+"."+coll)
 		}
-		return cursor.AppendReply(&req.Request, "firstBatch", docs, 0, req.DB+"."+coll)
 	}
 	if batchSize == 0 {
 		batchSize = -1 // an empty first batch

@@ -31,6 +31,11 @@
 //	                            a shared store: holder and expiry (BSON;
 //	                            engine/reapshare)
 //
+// The primary key keycodec(_id) is that of the _id's collation key in a
+// collection created with a default collation (the engine's collMeta
+// CollatedID): mongod's _id index has the collection's collation, so _id
+// values equal under it are one key.
+//
 // The value of an index entry is the primary key of its document, so index
 // scans reach the document without decoding the entry key. This differs from
 // the design sketch (empty values) because it lets unique entries leave the

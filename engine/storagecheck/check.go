@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/lethedb/lethe/engine/collation"
 	"github.com/lethedb/lethe/engine/keycodec"
 	"github.com/lethedb/lethe/engine/kv"
 	"github.com/lethedb/lethe/engine/query"
@@ -84,6 +85,9 @@ type Collection struct {
 	TTL bool
 	// Validator is the collection's validator; nil if it has none.
 	Validator *validation.Validator
+	// IDCollation is the collation its primary keys are made under: a
+	// document's key is its _id's key under it (nil: the _id itself).
+	IDCollation *collation.Collator
 }
 
 // Check checks the storage of c in snap against itself: every document
@@ -182,7 +186,7 @@ func (v *storageCheck) documents() error {
 		}
 		v.res.NRecords++
 		pk := append([]byte(nil), record.PKOfDocKey(it.Key())...)
-		d, problem := parseStored(pk, it.Value())
+		d, problem := v.parseStored(pk, it.Value())
 		if problem != "" {
 			v.res.NInvalidDocuments++
 			if len(v.res.CorruptRecords) < maxMessages {
@@ -267,7 +271,7 @@ func (v *storageCheck) missingEntry(ix *record.Index, d *stored) {
 
 // parseStored splits a stored value and checks that its document is valid
 // BSON whose _id is the record's key; problem describes what is wrong.
-func parseStored(pk, val []byte) (d *stored, problem string) {
+func (v *storageCheck) parseStored(pk, val []byte) (d *stored, problem string) {
 	h, doc, err := record.SplitValue(val)
 	if err != nil {
 		return nil, "header does not parse"
@@ -279,7 +283,7 @@ func parseStored(pk, val []byte) (d *stored, problem string) {
 	if id.Type == 0 {
 		return nil, "document has no _id"
 	}
-	if !bytes.Equal(keycodec.Append(nil, id), pk) {
+	if !bytes.Equal(keycodec.Append(nil, v.c.IDCollation.Key(id)), pk) {
 		return nil, "document's _id does not match its record key"
 	}
 	return &stored{pk: pk, h: h, doc: bson.Raw(doc)}, ""
@@ -382,7 +386,7 @@ func (v *storageCheck) load(pk []byte) (d *stored, problem string, err error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("engine: validate: %w", err)
 	}
-	d, problem = parseStored(append([]byte(nil), pk...), val)
+	d, problem = v.parseStored(append([]byte(nil), pk...), val)
 	if problem != "" {
 		return nil, "points at an invalid record", nil
 	}
