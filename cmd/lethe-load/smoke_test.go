@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
 // The smoke tests run the workloads briefly against an in-process server:
@@ -136,6 +138,30 @@ func TestSmokeIndexAndTTL(t *testing.T) {
 	}
 	if !got.TTL.Complete || got.TTL.Deleted != int64(cfg.ttlDocs) {
 		t.Errorf("reaper deleted %d of %d documents (complete: %v)", got.TTL.Deleted, cfg.ttlDocs, got.TTL.Complete)
+	}
+}
+
+// The TTL workload measures the --server-bin binary, started with a
+// manual clock, not a server of the tool's own build: comparing two builds'
+// reapers depends on it.
+func TestTTLRunsOnTheServerBin(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and starts a server")
+	}
+	cfg := smokeConfig(t, "")
+	cfg.serverBin = buildLethe(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	target, err := openTarget(ctx, cfg, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer target.close()
+	if target.child == nil {
+		t.Fatal("the TTL workload's server is not the --server-bin child")
+	}
+	if err := target.client.Database("admin").RunCommand(ctx, bson.D{{Key: "advanceClock", Value: 1}}).Err(); err != nil {
+		t.Fatalf("advanceClock on the child: %v", err)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -36,8 +37,8 @@ type target struct {
 
 // openTarget connects to cfg.uri, or starts a server when it is empty: a
 // child process of --server-bin, or else one in this process. A manual
-// clock lets the TTL workload move the server's time; it always gets an
-// in-process server, as --server-bin's would need --clock=manual.
+// clock lets the TTL workload move the server's time: a child then runs
+// with --clock=manual.
 func openTarget(ctx context.Context, cfg config, manualClock bool) (*target, error) {
 	t := &target{}
 	var addr string
@@ -47,8 +48,12 @@ func openTarget(ctx context.Context, cfg config, manualClock bool) (*target, err
 			t.cpu = pidCPU(cfg.serverPID)
 		}
 		return t, t.connect(ctx, cfg, cfg.uri)
-	case cfg.serverBin != "" && !manualClock:
-		c, err := startChild(ctx, cfg.serverBin, cfg.serverArgs)
+	case cfg.serverBin != "":
+		args := cfg.serverArgs
+		if manualClock {
+			args = append(slices.Clone(args), "--clock=manual")
+		}
+		c, err := startChild(ctx, cfg.serverBin, args)
 		if err != nil {
 			return nil, fmt.Errorf("start --server-bin: %w", err)
 		}
