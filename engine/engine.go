@@ -32,6 +32,9 @@ type Options struct {
 	// (Reaper().Pass) runs or the _ts index is dropped. Tests use it to
 	// control when purges happen.
 	NoReaper bool
+	// Foreground, if set, reports whether client requests are being served;
+	// the reaper yields to them (ttlindex.ReaperOptions.Busy).
+	Foreground func() bool
 	// SortMemoryLimit is the most bytes of documents a sort that no index
 	// provides may hold without allowDiskUse; MongoDB's 100 MiB if zero.
 	SortMemoryLimit int64
@@ -268,7 +271,7 @@ func open(store kv.Store, opts Options) (*Engine, error) {
 			return nil, err
 		}
 	}
-	e.reaper = ttlindex.NewReaper(e, ttlindex.ReaperOptions{Clock: opts.Clock, Logger: opts.Logger, BatchSize: 512})
+	e.reaper = ttlindex.NewReaper(e, ttlindex.ReaperOptions{Clock: opts.Clock, Logger: opts.Logger, BatchSize: 512, Busy: opts.Foreground})
 	if err := e.startReapShare(); err != nil {
 		return nil, err
 	}

@@ -82,6 +82,8 @@ func (c *Conn) dispatch(req *Request) bson.Raw {
 	if cmd != nil {
 		name = cmd.name
 	}
+	c.srv.foreground.begin()
+	defer c.srv.foreground.end()
 	op := &c.ops.op
 	id := int32(opIDs.Add(1) & 0x7fffffff)
 	req.generic.read(req.Body)
@@ -153,6 +155,12 @@ func (c *Conn) setAwaiting(b bool) {
 	op.mu.Lock()
 	op.awaiting = b
 	op.mu.Unlock()
+	// Not a command in progress for the reaper to yield to (foreground).
+	if b {
+		c.srv.foreground.running.Add(-1)
+	} else {
+		c.srv.foreground.running.Add(1)
+	}
 }
 
 // opDoc describes the connection's running command, if any, as currentOp

@@ -213,8 +213,10 @@ type Server struct {
 	params   *params.Service // getParameter, setParameter and the values they set
 	recent   *diag.LogRing   // recent log entries for getLog
 
-	net   netState       // listener and connections, see connection.go
-	stats stats.Counters // counters for serverStatus and the metrics (package stats)
+	net netState // listener and connections, see connection.go
+	// foreground is what clients run, which the TTL reaper yields to.
+	foreground *foreground
+	stats      stats.Counters // counters for serverStatus and the metrics (package stats)
 
 	cursors  cursor.Table      // open cursors (package cursor)
 	sessions *session.Registry // live sessions, see sessions.go
@@ -330,7 +332,9 @@ func New(cfg Config) (*Server, error) {
 	log := cfg.Logger.WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core {
 		return zapcore.NewTee(c, recent.Core())
 	}))
+	fg := new(foreground)
 	eng, err := engine.Open(cfg.DataDir, engine.Options{Clock: cfg.Clock, Logger: log, NoReaper: cfg.NoReaper,
+		Foreground:      fg.busy,
 		SortMemoryLimit: cfg.SortMemoryLimit, QueryMemoryLimit: cfg.QueryMemoryLimit, QuerySpillLimit: cfg.QuerySpillLimit,
 		MinFreeDisk: cfg.MinFreeDisk, CacheSize: cfg.CacheSize, Disk: cfg.Disk, Store: cfg.Store,
 		Oplog: !cfg.NoOplog, OplogMaxBytes: oplogMaxBytes(cfg.OplogMaxBytes), OplogMaxAge: cfg.OplogMaxAge,
@@ -339,7 +343,7 @@ func New(cfg Config) (*Server, error) {
 		stopClock()
 		return nil, fmt.Errorf("server: open store: %w", err)
 	}
-	s := &Server{stopClock: stopClock, cfg: cfg, log: log, clock: cfg.Clock, eng: eng, started: time.Now(), recent: recent, authz: newAuthState(),
+	s := &Server{stopClock: stopClock, cfg: cfg, log: log, clock: cfg.Clock, eng: eng, started: time.Now(), recent: recent, authz: newAuthState(), foreground: fg,
 		stop: shutdown.New(shutdown.Config{Logger: log, Auth: cfg.Auth}), failCommand: failpoint.New(log)}
 	s.cursors.Configure(cursor.Config{Limits: cfg.Cursors, Auth: cfg.Auth, FormatLsid: formatLsid})
 	s.sessions = session.New(session.Options{Timeout: cfg.SessionTimeout,

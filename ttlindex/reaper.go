@@ -36,6 +36,12 @@ type ReaperOptions struct {
 	// MaxSleep is the longest real time between passes, and the delay
 	// before retrying after a store error: 1s if zero.
 	MaxSleep time.Duration
+	// Busy, if set, reports whether foreground requests are being served.
+	// While they are, a pass works at most half the time: after each batch
+	// it pauses as long as the batch took, so that a wave of expired
+	// documents leaves CPU and the store to the requests. Otherwise it
+	// pauses only after a streak (streakLimit).
+	Busy func() bool
 }
 
 const (
@@ -44,7 +50,8 @@ const (
 
 	// A pass that has run batches for streakLimit without a break pauses
 	// for streakPause, so that a large backlog of expired documents leaves
-	// the CPUs and the store to foreground requests now and then.
+	// the CPUs and the store to background work now and then; while
+	// foreground requests are served it yields more (ReaperOptions.Busy).
 	streakLimit = 20 * time.Millisecond
 	streakPause = 2 * time.Millisecond
 )
@@ -59,6 +66,9 @@ type Reaper struct {
 	log       *zap.Logger
 	batchSize int
 	maxSleep  time.Duration
+	busy      func() bool
+	// yield waits between batches: time.Sleep, or a recorder in tests.
+	yield func(time.Duration)
 
 	// passMu keeps Pass from reaping alongside Run: two passes would only
 	// contend for the same documents.
@@ -88,6 +98,8 @@ func NewReaper(store Store, opts ReaperOptions) *Reaper {
 		log:       opts.Logger,
 		batchSize: opts.BatchSize,
 		maxSleep:  opts.MaxSleep,
+		busy:      opts.Busy,
+		yield:     time.Sleep,
 		wake:      make(chan struct{}, 1),
 	}
 	if r.clock == nil {
@@ -197,8 +209,12 @@ func (r *Reaper) pass(ctx context.Context) (time.Time, int, error) {
 			return time.Time{}, deleted, err
 		}
 		runtime.Gosched()
-		if time.Since(streakStart) >= streakLimit {
-			time.Sleep(streakPause)
+		switch {
+		case r.busy != nil && r.busy():
+			r.yield(time.Since(start))
+			streakStart = time.Now()
+		case time.Since(streakStart) >= streakLimit:
+			r.yield(streakPause)
 			streakStart = time.Now()
 		}
 	}

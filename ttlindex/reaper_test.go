@@ -3,6 +3,7 @@ package ttlindex
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"sync"
@@ -22,9 +23,10 @@ var errDisk = errors.New("disk on fire")
 // wait for the reaper without sleeping.
 type fakeStore struct {
 	mu       sync.Mutex
-	due      []time.Time // sorted
-	failing  int         // ReapBatch calls still to fail
-	stuck    bool        // claim more is due without deleting anything
+	due      []time.Time   // sorted
+	failing  int           // ReapBatch calls still to fail
+	stuck    bool          // claim more is due without deleting anything
+	work     time.Duration // how long each ReapBatch takes
 	calls    int
 	deleted  int
 	maxLimit int
@@ -43,6 +45,7 @@ func (s *fakeStore) ReapBatch(_ context.Context, now time.Time, limit int) (int,
 	defer s.notifyLocked()
 	s.calls++
 	s.maxLimit = max(s.maxLimit, limit)
+	time.Sleep(s.work)
 	if s.failing > 0 {
 		s.failing--
 		return 0, false, time.Time{}, errDisk
@@ -176,6 +179,39 @@ func TestPassBatchesUntilNothingIsDue(t *testing.T) {
 			}
 			if store.maxLimit != tt.wantLimit {
 				t.Errorf("largest batch asked for = %d, want %d", store.maxLimit, tt.wantLimit)
+			}
+		})
+	}
+}
+
+// While foreground requests are served, a pass pauses after each batch as
+// long as the batch took; otherwise short batches run back to back.
+func TestPassYieldsToForegroundRequests(t *testing.T) {
+	for _, busy := range []bool{false, true} {
+		t.Run(fmt.Sprintf("busy=%v", busy), func(t *testing.T) {
+			store := newFakeStore(times(1000, t0.Add(-time.Second))...)
+			store.work = time.Millisecond
+			r := NewReaper(store, ReaperOptions{Clock: clock.NewManual(t0), BatchSize: 100, Busy: func() bool { return busy }})
+			var yields []time.Duration
+			r.yield = func(d time.Duration) { yields = append(yields, d) }
+			if deleted, err := r.Pass(); err != nil || deleted != 1000 {
+				t.Fatalf("Pass() = %d, %v; want 1000", deleted, err)
+			}
+			if !busy {
+				// Ten batches of a millisecond make no streak.
+				if len(yields) != 0 {
+					t.Fatalf("an idle server's pass paused %v", yields)
+				}
+				return
+			}
+			// No pause after the last batch: the pass is over.
+			if len(yields) != 9 {
+				t.Fatalf("pass paused %d times over 10 batches, want 9", len(yields))
+			}
+			for _, d := range yields {
+				if d < store.work {
+					t.Fatalf("paused %v after a batch of at least %v", d, store.work)
+				}
 			}
 		})
 	}

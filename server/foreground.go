@@ -1,0 +1,31 @@
+package server
+
+import "sync/atomic"
+
+// foreground tracks the commands clients run, so that the TTL reaper can
+// yield to them (engine Options.Foreground).
+type foreground struct {
+	// running counts the commands in progress, less hellos waiting for a
+	// topology change: a monitor's hello waits ten seconds at a time, for
+	// good, and is no request to yield to.
+	running atomic.Int64
+	// started counts the commands ever started, and seen is its value at
+	// the last look.
+	started, seen atomic.Int64
+}
+
+func (f *foreground) begin() {
+	f.started.Add(1)
+	f.running.Add(1)
+}
+
+func (f *foreground) end() { f.running.Add(-1) }
+
+// busy reports whether a command runs now or has started since the last
+// look. A look at the running count alone mostly misses a busy server's
+// commands: a request spends most of its round trip in the network and in
+// its client, not here. The reaper looks once per batch.
+func (f *foreground) busy() bool {
+	n := f.started.Load()
+	return f.seen.Swap(n) != n || f.running.Load() > 0
+}
