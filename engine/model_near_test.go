@@ -449,6 +449,10 @@ func (r *modelRun) ensureGeoIndex(ctx context.Context, op *modelOp, spec bson.Ra
 	if op.InTxn != 0 || !r.m.exists || r.m.refNearIndex(path) != nil || crc32.ChecksumIEEE(spec)%uint32(skip) == 0 {
 		return nil
 	}
+	// The index is made by a step of its own, which ends by clearing the
+	// reference's state of the write under way: its bypassDocumentValidation.
+	bypass := r.m.bypass
+	defer func() { r.m.bypass = bypass }()
 	return r.step(ctx, &modelOp{Kind: "createIndexes", Specs: []bson.Raw{modelRaw(bson.D{{Key: "key", Value: bson.D{{Key: path, Value: kind}}}, {Key: "name", Value: path + "_" + kind}})}})
 }
 

@@ -109,15 +109,19 @@ func (r *modelRun) nearWriteSetup(ctx context.Context, op *modelOp) (nearWriteSe
 			return s, err
 		}
 	}
-	if op.Upsert && !op.Remove {
+	s.n, s.rest = splitNear(op.Filter)
+	if _, perr := query.Compile(s.rest); op.Upsert && !op.Remove && perr == nil {
 		// An upsert creates the collection before it plans the query
 		// (src/mongo/db/ops/update.cpp: "The update stage does not create
 		// its own collection"; find_and_modify.cpp likewise), so a near
 		// upsert on a missing collection leaves it made, without the
-		// index its plan needs: 291.
+		// index its plan needs: 291. A filter that does not parse fails
+		// before and makes none, as the model's other updates expect
+		// (write_ops_exec.cpp's performSingleUpdateOp runs ParsedUpdate's
+		// parseRequest before its loop that makes the collection, as
+		// read in the 4.x source).
 		r.m.exists = true
 	}
-	s.n, s.rest = splitNear(op.Filter)
 	_, s.f, s.werr = r.m.nearFilter(op.Filter)
 	return s, nil
 }
