@@ -143,12 +143,8 @@ func (r *modelRun) stepNearUpdate(ctx context.Context, op *modelOp) error {
 	if herr := r.guard("update near", func() { res, err = r.e.Update(ctx, modelDB, modelColl, spec) }); herr != nil {
 		return herr
 	}
-	if s.werr != nil {
-		if codeOf(err) != codeOf(s.werr) {
-			return fmt.Errorf("update near: engine error %v, model code %d", err, codeOf(s.werr))
-		}
-		r.counts["outcome.nearWrite.refused"]++
-		return nil
+	if done, rerr := r.nearRefused("update near", s, err); done {
+		return rerr
 	}
 	items := r.m.nearItems(s.n, s.f, now)
 	stored, serr := r.engineDocs(true)
@@ -242,12 +238,8 @@ func (r *modelRun) stepNearFindAndModify(ctx context.Context, op *modelOp) error
 	if herr := r.guard("findAndModify near", func() { res, err = r.e.FindAndModify(ctx, modelDB, modelColl, spec) }); herr != nil {
 		return herr
 	}
-	if s.werr != nil {
-		if codeOf(err) != codeOf(s.werr) {
-			return fmt.Errorf("findAndModify near: engine error %v, model code %d", err, codeOf(s.werr))
-		}
-		r.counts["outcome.nearWrite.refused"]++
-		return nil
+	if done, rerr := r.nearRefused("findAndModify near", s, err); done {
+		return rerr
 	}
 	q, qerr := refQueryOf(op, FindSpec{Filter: s.rest, Projection: op.Proj})
 	if qerr != nil {
@@ -291,6 +283,20 @@ func (r *modelRun) stepNearFindAndModify(ctx context.Context, op *modelOp) error
 	}
 	return fmt.Errorf("findAndModify near: engine n=%d updatedExisting=%v upserted=%v value=%v error %v, which no choice of the model's gives; model %s",
 		res.N, res.UpdatedExisting, res.Upserted, res.Value, err, nearList(items))
+}
+
+// nearRefused checks a near write the model expects refused (s.werr), and
+// reports done when it was: then the error says whether the engine's code
+// was the model's.
+func (r *modelRun) nearRefused(what string, s nearWriteSetup, err error) (done bool, _ error) {
+	if s.werr == nil {
+		return false, nil
+	}
+	if codeOf(err) != codeOf(s.werr) {
+		return true, fmt.Errorf("%s: engine error %v, model code %d", what, err, codeOf(s.werr))
+	}
+	r.counts["outcome.nearWrite.refused"]++
+	return true, nil
 }
 
 // nearWriteOutcome counts a near write that found documents, and one that
