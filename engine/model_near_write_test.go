@@ -45,19 +45,31 @@ func nearIDFilter(rest bson.Raw, ids []*refDoc) bson.Raw {
 	return modelRaw(bson.D{{Key: "$and", Value: bson.A{rest, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: in}}}}}}})
 }
 
-// nearChoices are the documents a single write through a near query may
-// pick: those before the first that must be within the bounds (each at a
-// bound, so maybe not within them) and those as near as it. When none
-// must be, the write may also find nothing (orNone).
-func nearChoices(items []refNearItem) (choices []*refDoc, orNone bool) {
+// nearChoices are the filters, for the model, of what a single write
+// through a near query may pick: each document before the first that must
+// be within the bounds (each at a bound, so maybe not within them) and
+// those as near as it; and, when none must be, nothing.
+func nearChoices(op *modelOp, rest bson.Raw, items []refNearItem) ([]*query.Filter, error) {
+	var choices [][]*refDoc
 	first := slices.IndexFunc(items, func(it refNearItem) bool { return !it.optional })
 	for _, it := range items {
 		if first >= 0 && it.dist > items[first].dist+refNearTol(items[first].dist) {
 			break
 		}
-		choices = append(choices, it.d)
+		choices = append(choices, []*refDoc{it.d})
 	}
-	return choices, first < 0
+	if first < 0 {
+		choices = append(choices, nil)
+	}
+	filters := make([]*query.Filter, len(choices))
+	for i, ids := range choices {
+		f, err := refFilterOf(op, nearIDFilter(rest, ids))
+		if err != nil {
+			return nil, fmt.Errorf("the model's filter: %v", err)
+		}
+		filters[i] = f
+	}
+	return filters, nil
 }
 
 // trial is a copy of the model to run one possible outcome on.
@@ -155,19 +167,11 @@ func (r *modelRun) stepNearUpdate(ctx context.Context, op *modelOp) error {
 	if op.Multi {
 		return r.nearUpdateMany(op, s, items, stored, res, err, now)
 	}
-	choices, orNone := nearChoices(items)
-	if orNone {
-		choices = append(choices, nil)
+	choices, cerr := nearChoices(op, s.rest, items)
+	if cerr != nil {
+		return fmt.Errorf("update near: %v", cerr)
 	}
-	for _, d := range choices {
-		var ids []*refDoc
-		if d != nil {
-			ids = []*refDoc{d}
-		}
-		f, ferr := refFilterOf(op, nearIDFilter(s.rest, ids))
-		if ferr != nil {
-			return fmt.Errorf("update near: the model's filter: %v", ferr)
-		}
+	for _, f := range choices {
 		m := r.trial(op.Bypass)
 		want := m.update(f, nil, s.rest, s.ru, false, op.Upsert, genID, now)
 		if codeOf(err) != codeOf(want.err) || res.Matched != want.res.Matched || res.Modified != want.res.Modified ||
@@ -250,21 +254,13 @@ func (r *modelRun) stepNearFindAndModify(ctx context.Context, op *modelOp) error
 	if serr != nil {
 		return serr
 	}
-	choices, orNone := nearChoices(items)
-	if orNone {
-		choices = append(choices, nil)
+	choices, cerr := nearChoices(op, s.rest, items)
+	if cerr != nil {
+		return fmt.Errorf("findAndModify near: %v", cerr)
 	}
 	refSpec := spec
 	refSpec.Filter, refSpec.Update = s.rest, s.ru
-	for _, d := range choices {
-		var ids []*refDoc
-		if d != nil {
-			ids = []*refDoc{d}
-		}
-		f, ferr := refFilterOf(op, nearIDFilter(s.rest, ids))
-		if ferr != nil {
-			return fmt.Errorf("findAndModify near: the model's filter: %v", ferr)
-		}
+	for _, f := range choices {
 		m := r.trial(op.Bypass)
 		want, _, _, werr := m.findAndModify(f, nil, q.proj, refSpec, rawIDValue(res.Upserted), now)
 		if codeOf(err) != codeOf(werr) {
