@@ -177,15 +177,11 @@ func (e *Engine) reapCollection(ctx context.Context, c *Collection, scope reapSc
 // documents that must be read instead: those found by a date TTL index,
 // and those whose entry was stored empty, before entries named the _id.
 func (w *writer) purgeByEntries(due []expiryscan.Due) (purged int, read []expiryscan.Due, err error) {
-	byEntry := make([]expiryscan.Due, 0, len(due))
-	for _, dd := range due {
-		if dd.Entry == nil {
-			read = append(read, dd)
-		} else {
-			byEntry = append(byEntry, dd)
-		}
+	entries := make([][]byte, len(due))
+	for i, dd := range due {
+		entries[i] = dd.Entry
 	}
-	ids, err := w.readEntries(byEntry)
+	ids, err := w.readKeys(entries, "expiry entries")
 	if err != nil {
 		return 0, nil, err
 	}
@@ -194,15 +190,15 @@ func (w *writer) purgeByEntries(due []expiryscan.Due) (purged int, read []expiry
 		return 0, nil, err
 	}
 	var dk []byte
-	for i, dd := range byEntry {
+	for i, dd := range due {
 		id := ids[i]
 		switch {
+		case dd.Entry == nil || id != nil && len(id) == 0:
+			read = append(read, dd)
+			continue
 		case id == nil:
 			// Written or deleted since the scan: if it is still due, its
 			// new entry brings it to a later pass.
-			continue
-		case len(id) == 0:
-			read = append(read, dd)
 			continue
 		}
 		dk = record.DocKey(dk[:0], w.st.meta.ID, dd.PK)
@@ -223,106 +219,74 @@ func (w *writer) purgeByEntries(due []expiryscan.Due) (purged int, read []expiry
 		}
 		purged++
 	}
-	// loadSorted takes them in key order.
-	slices.SortFunc(read, func(a, b expiryscan.Due) int { return bytes.Compare(a.PK, b.PK) })
 	return purged, read, nil
 }
 
-// readEntries returns the values of the expiry entries of due, nil for
-// those that are gone. Like loadSorted it reads them through one iterator
-// in key order, here over a range that the scan which found them has just
-// read; on a sharded store, one by one.
-func (w *writer) readEntries(due []expiryscan.Due) ([][]byte, error) {
-	vals := make([][]byte, len(due))
-	if len(due) == 0 {
+// readKeys returns the values of keys, nil for those that are gone or are
+// nil themselves, and a value present but empty as empty, not nil. It reads
+// them through one iterator in key order, whatever order they are given
+// in: ordered seeks of one iterator cost the store much less than a point
+// lookup each. On a sharded store a seek costs a request per bucket of the
+// key's family, a read one request, so there it reads them one by one.
+func (w *writer) readKeys(keys [][]byte, what string) ([][]byte, error) {
+	vals := make([][]byte, len(keys))
+	var order []int
+	for i, k := range keys {
+		if k != nil {
+			order = append(order, i)
+		}
+	}
+	if len(order) == 0 {
 		return vals, nil
 	}
 	if w.e.sharded {
-		for i, dd := range due {
-			v, err := w.reader().Get(w.ctx, dd.Entry)
+		for _, i := range order {
+			v, err := w.reader().Get(w.ctx, keys[i])
 			if errors.Is(err, kv.ErrNotFound) {
 				continue
 			}
 			if err != nil {
-				return nil, fmt.Errorf("engine: read expiry entries: %w", err)
+				return nil, fmt.Errorf("engine: read %s: %w", what, err)
 			}
 			vals[i] = append([]byte{}, v...)
 		}
 		return vals, nil
 	}
-	order := make([]int, len(due))
-	for i := range order {
-		order[i] = i
-	}
-	sort.Slice(order, func(a, b int) bool { return bytes.Compare(due[order[a]].Entry, due[order[b]].Entry) < 0 })
-	lo, hi := due[order[0]].Entry, append(slices.Clone(due[order[len(order)-1]].Entry), 0)
+	sort.Slice(order, func(a, b int) bool { return bytes.Compare(keys[order[a]], keys[order[b]]) < 0 })
+	lo, hi := keys[order[0]], append(slices.Clone(keys[order[len(order)-1]]), 0)
 	it, err := w.reader().Iter(w.ctx, lo, hi, false)
 	if err != nil {
-		return nil, fmt.Errorf("engine: read expiry entries: %w", err)
+		return nil, fmt.Errorf("engine: read %s: %w", what, err)
 	}
 	defer it.Close()
 	for _, i := range order {
-		if it.SeekGE(due[i].Entry) && bytes.Equal(it.Key(), due[i].Entry) {
+		if it.SeekGE(keys[i]) && bytes.Equal(it.Key(), keys[i]) {
 			vals[i] = append([]byte{}, it.Value()...)
 		}
 	}
 	if err := it.Error(); err != nil {
-		return nil, fmt.Errorf("engine: read expiry entries: %w", err)
+		return nil, fmt.Errorf("engine: read %s: %w", what, err)
 	}
 	return vals, nil
 }
 
-// loadSorted reads the documents of due, whose keys are in ascending order
-// and locked, as w.load would one by one; nil for those that are gone.
+// loadSorted reads the locked documents of due as w.load would one by
+// one; nil for those that are gone.
 func (w *writer) loadSorted(due []expiryscan.Due) ([]*storedDoc, error) {
-	docs := make([]*storedDoc, len(due))
-	if len(due) == 0 {
-		return docs, nil
+	keys := make([][]byte, len(due))
+	for i, dd := range due {
+		keys[i] = record.DocKey(nil, w.st.meta.ID, dd.PK)
 	}
-	id := w.st.meta.ID
-	if w.e.sharded {
-		return w.loadEach(due)
-	}
-	lo := record.DocKey(nil, id, due[0].PK)
-	hi := append(record.DocKey(nil, id, due[len(due)-1].PK), 0)
-	it, err := w.reader().Iter(w.ctx, lo, hi, false)
+	vals, err := w.readKeys(keys, "due documents")
 	if err != nil {
-		return nil, fmt.Errorf("engine: read due documents: %w", err)
+		return nil, err
 	}
-	defer it.Close()
-	var key []byte
-	for i, dd := range due {
-		key = record.DocKey(key[:0], id, dd.PK)
-		if !it.SeekGE(key) || !bytes.Equal(it.Key(), key) {
-			continue
-		}
-		d, err := decodeDoc(dd.PK, append([]byte(nil), it.Value()...))
-		if err != nil {
-			return nil, err
-		}
-		docs[i] = d
-	}
-	if err := it.Error(); err != nil {
-		return nil, fmt.Errorf("engine: read due documents: %w", err)
-	}
-	return docs, nil
-}
-
-// loadEach reads due documents one by one: on a sharded store a seek
-// costs a request per bucket of the document family, a read one request.
-func (w *writer) loadEach(due []expiryscan.Due) ([]*storedDoc, error) {
 	docs := make([]*storedDoc, len(due))
-	var key []byte
-	for i, dd := range due {
-		key = record.DocKey(key[:0], w.st.meta.ID, dd.PK)
-		v, err := w.reader().Get(w.ctx, key)
-		if errors.Is(err, kv.ErrNotFound) {
+	for i, v := range vals {
+		if v == nil {
 			continue
 		}
-		if err != nil {
-			return nil, fmt.Errorf("engine: read due documents: %w", err)
-		}
-		if docs[i], err = decodeDoc(dd.PK, v); err != nil {
+		if docs[i], err = decodeDoc(due[i].PK, v); err != nil {
 			return nil, err
 		}
 	}

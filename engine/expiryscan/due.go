@@ -69,18 +69,17 @@ func DueDocs(ctx context.Context, s kv.Reader, c Collection, nowMs int64, limit 
 	nextMs := int64(math.MaxInt64)
 	seen := map[string]bool{}
 	expired := func(h record.Header, _ bson.Raw) bool { return ttlindex.Expired(c.TTL, h.TS, h.TTL, nowMs) }
-	add := func(pk []byte, isDue func(record.Header, bson.Raw) bool) {
-		if !seen[string(pk)] {
-			seen[string(pk)] = true
-			due = append(due, Due{PK: append([]byte(nil), pk...), IsDue: isDue})
+	// add takes d, whose slices are its own, unless its document is
+	// already due by another range.
+	add := func(d Due) {
+		if !seen[string(d.PK)] {
+			seen[string(d.PK)] = true
+			due = append(due, d)
 		}
 	}
-	addEntry := func(entry []byte, kind byte, ms int64, pk []byte) {
-		if !seen[string(pk)] {
-			seen[string(pk)] = true
-			// pk lies within entry, which scanExpiry copied.
-			due = append(due, Due{PK: pk, IsDue: expired, Entry: entry, Kind: kind, Millis: ms})
-		}
+	addEntry := func(d Due) {
+		d.IsDue = expired
+		add(d)
 	}
 	id := c.ID
 	if c.TTL.Enabled {
@@ -115,10 +114,10 @@ func DueDocs(ctx context.Context, s kv.Reader, c Collection, nowMs int64, limit 
 	return due, nextMs, nil
 }
 
-// scanExpiry visits up to limit expiry keys in [lo, hi), handing fn a copy
-// of each key and its parts, and returns the time of the first key at or
-// after hi within the family (MaxInt64 if none).
-func scanExpiry(ctx context.Context, s kv.Reader, lo, hi []byte, limit int, cur *Cursor, fn func(entry []byte, kind byte, ms int64, pk []byte)) (int64, error) {
+// scanExpiry visits up to limit expiry keys in [lo, hi), handing fn each
+// as a Due of its own copy (IsDue unset), and returns the time of the first
+// key at or after hi within the family (MaxInt64 if none).
+func scanExpiry(ctx context.Context, s kv.Reader, lo, hi []byte, limit int, cur *Cursor, fn func(Due)) (int64, error) {
 	it, err := s.Iter(ctx, cur.from(lo), record.PrefixEnd(lo[:10]), false)
 	if err != nil {
 		return 0, fmt.Errorf("engine: scan expiry: %w", err)
@@ -139,7 +138,7 @@ func scanExpiry(ctx context.Context, s kv.Reader, lo, hi []byte, limit int, cur 
 			return math.MaxInt64, nil
 		}
 		entry := append([]byte(nil), it.Key()...)
-		fn(entry, kind, ms, entry[len(entry)-len(pk):])
+		fn(Due{PK: entry[len(entry)-len(pk):], Entry: entry, Kind: kind, Millis: ms})
 		last = append(last[:0], entry...)
 		n++
 	}
@@ -149,7 +148,7 @@ func scanExpiry(ctx context.Context, s kv.Reader, lo, hi []byte, limit int, cur 
 // scanDateTTL finds documents of a MongoDB date TTL index whose date is at
 // most now - expireAfterSeconds. Dates form one key class, so the due
 // entries are one contiguous range.
-func scanDateTTL(ctx context.Context, s kv.Reader, ix *record.Index, nowMs int64, limit int, cur *Cursor, add func([]byte, func(record.Header, bson.Raw) bool)) (int64, error) {
+func scanDateTTL(ctx context.Context, s kv.Reader, ix *record.Index, nowMs int64, limit int, cur *Cursor, add func(Due)) (int64, error) {
 	shift := int64(*ix.Meta.ExpireAfter) * 1000
 	bound := nowMs - shift
 	dateClass := byte(keycodec.TypeClass(bsoncore.TypeDateTime))
@@ -179,7 +178,7 @@ func scanDateTTL(ctx context.Context, s kv.Reader, ix *record.Index, nowMs int64
 	defer it.Close()
 	n := 0
 	for ok := it.First(); ok && n < limit; ok = it.Next() {
-		add(it.Value(), isDue)
+		add(Due{PK: bytes.Clone(it.Value()), IsDue: isDue})
 		cur.record(lo, it.Key())
 		n++
 	}
