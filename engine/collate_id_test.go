@@ -242,11 +242,11 @@ func TestCollatedIDReads(t *testing.T) {
 		t.Errorf("count {_id: foo} under strength 2: %d, want 2", n)
 	}
 	id := bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, "foo")}
-	if point, err := e.IDIsPoint(ci, "db", "cs", id); err != nil || point {
-		t.Errorf("IDIsPoint foo under strength 2: %v %v, want false: two documents match", point, err)
+	if _, point, err := e.FindPointByID(ci, "db", "cs", id); err != nil || point {
+		t.Errorf("FindPointByID foo under strength 2: point %v, %v; want false: two documents match", point, err)
 	}
-	if point, err := e.IDIsPoint(ctx, "db", "cs", id); err != nil || !point {
-		t.Errorf("IDIsPoint foo under the default: %v %v, want true", point, err)
+	if doc, point, err := e.FindPointByID(ctx, "db", "cs", id); err != nil || !point || doc == nil {
+		t.Errorf("FindPointByID foo under the default: %v, point %v, %v; want the document", doc, point, err)
 	}
 }
 

@@ -54,22 +54,37 @@ func (st *collState) expired(h record.Header, nowMs int64) bool {
 
 // FindByID returns the live document of db.coll whose _id equals id, or
 // nil: the point read behind find {_id: x}, without compiling a query.
-// Under a collation other than the _id index's (IDIsPoint), several may
-// match: it returns the first a scan finds.
+// Under a collation other than the _id index's (FindPointByID), several
+// may match: it returns the first a scan finds.
 func (e *Engine) FindByID(ctx context.Context, db, coll string, id bsoncore.Value) (bson.Raw, error) {
+	doc, point, err := e.FindPointByID(ctx, db, coll, id)
+	if err != nil || point {
+		return doc, err
+	}
+	return e.findOneByID(ctx, db, coll, id)
+}
+
+// FindPointByID is FindByID where the documents of db.coll whose _id
+// equals id under ctx's collation are at most the one stored under id's
+// key: where the command compares strings under the collation the primary
+// keys are made under (collState.pkOf), or id holds no string. Elsewhere
+// (under {strength: 2}, "foo" and "FOO" of a collection whose default
+// tells them apart) it reads nothing and reports point false: find's fast
+// path then takes the general one.
+func (e *Engine) FindPointByID(ctx context.Context, db, coll string, id bsoncore.Value) (doc bson.Raw, point bool, err error) {
 	c := e.collection(db, coll)
 	if c == nil {
-		return nil, nil
+		return nil, true, nil
 	}
 	st, err := readState(ctx, c)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	if point, err := e.idPoint(ctx, st, id); err != nil || !point {
-		if err != nil {
-			return nil, err
+	if collation.Collatable(id) {
+		qc, err := e.commandCollator(ctx, st)
+		if err != nil || !collation.Equal(qc, st.idColl) {
+			return nil, false, err
 		}
-		return e.findOneByID(ctx, db, coll, id)
 	}
 	var r kv.Reader = e.store
 	if t := transactionOf(ctx); t != nil {
@@ -81,41 +96,16 @@ func (e *Engine) FindByID(ctx context.Context, db, coll string, id bsoncore.Valu
 	key := record.DocKey(make([]byte, 0, 1+8+1+len(id.Data)+2), st.meta.ID, nil)
 	v, err := r.Get(ctx, keycodec.Append(key, st.idColl.Key(id)))
 	if err == kv.ErrNotFound {
-		return nil, nil
+		return nil, true, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("engine: read document: %w", err)
+		return nil, false, fmt.Errorf("engine: read document: %w", err)
 	}
 	h, doc, err := record.SplitValue(v)
 	if err != nil || st.expired(h, e.nowMillis()) {
-		return nil, err
+		return nil, err == nil, err
 	}
-	return doc, nil
-}
-
-// IDIsPoint reports whether the documents of db.coll whose _id equals id
-// under ctx's collation are at most the one FindByID reads by its key:
-// whether the command compares strings under the collation the primary
-// keys are made under (collState.pkOf), or id holds no string. A command
-// under another collation may match several (under {strength: 2},
-// "foo" and "FOO" of a collection whose default tells them apart).
-func (e *Engine) IDIsPoint(ctx context.Context, db, coll string, id bsoncore.Value) (bool, error) {
-	if !collation.Collatable(id) {
-		return true, nil // the commonest: no lookup
-	}
-	c := e.collection(db, coll)
-	if c == nil {
-		return true, nil
-	}
-	return e.idPoint(ctx, c.st(), id)
-}
-
-func (e *Engine) idPoint(ctx context.Context, st *collState, id bsoncore.Value) (bool, error) {
-	if !collation.Collatable(id) {
-		return true, nil
-	}
-	qc, err := e.commandCollator(ctx, st)
-	return collation.Equal(qc, st.idColl), err
+	return doc, true, nil
 }
 
 // findOneByID is FindByID through a plan: the first live document whose

@@ -45,15 +45,11 @@ func (s *Server) find(ctx context.Context, req *Request) (bson.Raw, error) {
 	if id, ok := pointID(spec); ok && batchSize != 0 {
 		// Under another collation than its _id index's, an _id equality
 		// may match several documents: it takes the general path.
-		point, err := s.eng.IDIsPoint(ctx, req.DB, coll, id)
+		doc, point, err := s.eng.FindPointByID(ctx, req.DB, coll, id)
 		if err != nil {
 			return nil, err
 		}
 		if point {
-			doc, err := s.eng.FindByID(ctx, req.DB, coll, id)
-			if err != nil {
-				return nil, err
-			}
 			var docs []bson.Raw
 			if doc != nil {
 				docs = []bson.Raw{doc}
