@@ -21,6 +21,16 @@ func (f *foreground) begin() {
 
 func (f *foreground) end() { f.running.Add(-1) }
 
+// awaiting takes a hello out of the running count while it waits for a
+// topology change (b), and puts it back when it stops waiting.
+func (f *foreground) awaiting(b bool) {
+	if b {
+		f.running.Add(-1)
+	} else {
+		f.running.Add(1)
+	}
+}
+
 // busy reports whether a command runs now or has started since the last
 // look. A look at the running count alone mostly misses a busy server's
 // commands: a request spends most of its round trip in the network and in

@@ -155,12 +155,7 @@ func (c *Conn) setAwaiting(b bool) {
 	op.mu.Lock()
 	op.awaiting = b
 	op.mu.Unlock()
-	// Not a command in progress for the reaper to yield to (foreground).
-	if b {
-		c.srv.foreground.running.Add(-1)
-	} else {
-		c.srv.foreground.running.Add(1)
-	}
+	c.srv.foreground.awaiting(b)
 }
 
 // opDoc describes the connection's running command, if any, as currentOp
