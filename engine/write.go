@@ -393,7 +393,7 @@ func expiryKey(collID uint64, d *storedDoc) []byte { return record.ExpiryKey(col
 
 // expiryValue is what an expiry entry holds: the document's {_id}, as its
 // oplog delete entry names it, so that the reaper can purge a document of
-// a collection without secondary indexes without reading it (purgeByEntry).
+// a collection without secondary indexes without reading it (purgeByEntries).
 // Entries written before they held it are empty; the reaper reads their
 // documents.
 func expiryValue(doc bson.Raw) []byte { return oplog.IDDoc(record.IDOf(doc)) }

@@ -17,7 +17,7 @@
 //	                            (Index.EntryKey, Index.Keys)
 //	x ...                       expiry families, laid out by package ttlindex
 //	                            -> the document's {_id}; empty if stored by
-//	                            an older build (engine/ttl.go, purgeByEntry)
+//	                            an older build (engine/ttl.go, purgeByEntries)
 //	o ts                        oplog entries, laid out by package oplog
 //	p ts                        pre-images of update and delete entries, likewise
 //	t lsid 0x00                 a session's newest txnNumber and last write
