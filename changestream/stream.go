@@ -66,6 +66,10 @@ type Stream struct {
 	// Post runs the stages that follow $changeStream over a batch of
 	// events; nil if there are none.
 	Post func(ctx context.Context, events []bson.Raw) ([]bson.Raw, error)
+	// Waiting, if set, hears when Next starts (true) and stops (false)
+	// waiting for events: a server that yields its background work to
+	// the commands it runs does not count a getMore that only waits.
+	Waiting func(waiting bool)
 
 	after   oplog.Timestamp // entries up to here have been read
 	check   *Token          // the event a resume must find first
@@ -201,11 +205,7 @@ func (s *Stream) Next(ctx context.Context, n, maxBytes int, await bool) ([]bson.
 				expiryDue = due
 			}
 		}
-		select {
-		case <-moved:
-		case <-clockMoved:
-		case <-expiryDue:
-		case <-ctx.Done():
+		if s.await(ctx, moved, clockMoved, expiryDue) {
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				if s.spec.ShowExpireEvents {
 					// The system clock moves without notice: look
@@ -217,6 +217,24 @@ func (s *Stream) Next(ctx context.Context, n, maxBytes int, await bool) ([]bson.
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// await blocks until the oplog moves, the manual clock moves, an expiry
+// falls due or ctx is done, and reports whether ctx ended the wait. Nil
+// channels never fire.
+func (s *Stream) await(ctx context.Context, moved, clockMoved <-chan struct{}, expiryDue <-chan time.Time) (ctxDone bool) {
+	if s.Waiting != nil {
+		s.Waiting(true)
+		defer s.Waiting(false)
+	}
+	select {
+	case <-moved:
+	case <-clockMoved:
+	case <-expiryDue:
+	case <-ctx.Done():
+		return true
+	}
+	return false
 }
 
 // nextExpiry returns a channel that fires at the first expiry after now

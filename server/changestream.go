@@ -93,6 +93,9 @@ func (s *Server) changeStream(ctx context.Context, req *Request, coll string, pi
 	if coll == "" {
 		ns = req.DB + ".$cmd.aggregate"
 	}
+	// A getMore waiting for events is no work for the TTL reaper to
+	// yield to; one that finds events is.
+	st.Waiting = s.foreground.awaiting
 	src := &streamCursor{st: st}
 	var docs []bson.Raw
 	if batchSize != 0 {

@@ -6,8 +6,9 @@ import "sync/atomic"
 // yield to them (engine Options.Foreground).
 type foreground struct {
 	// running counts the commands in progress, less hellos waiting for a
-	// topology change: a monitor's hello waits ten seconds at a time, for
-	// good, and is no request to yield to.
+	// topology change and getMores waiting for change events: a monitor's
+	// hello waits ten seconds at a time, a change stream's getMore a
+	// second, for good, and neither is a request to yield to.
 	running atomic.Int64
 	// started counts the commands ever started, and seen is its value at
 	// the last look.
@@ -21,8 +22,9 @@ func (f *foreground) begin() {
 
 func (f *foreground) end() { f.running.Add(-1) }
 
-// awaiting takes a hello out of the running count while it waits for a
-// topology change (b), and puts it back when it stops waiting.
+// awaiting takes a command out of the running count while it waits, for a
+// topology change or for change events (b), and puts it back when it stops
+// waiting.
 func (f *foreground) awaiting(b bool) {
 	if b {
 		f.running.Add(-1)

@@ -8,6 +8,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.uber.org/zap"
 )
 
 // The TTL reaper yields while the server serves commands (engine
@@ -109,5 +110,65 @@ func TestForegroundBusySinceLastLook(t *testing.T) {
 	}
 	if f.busy() {
 		t.Fatal("one command seen twice")
+	}
+}
+
+// A change stream's getMore waits for events a second at a time, for as
+// long as the stream is open: while it waits it is no command for the
+// reaper to yield to, or a server with a stream open would purge at half
+// speed for good. Once events come, it is one again.
+func TestWaitingChangeStreamIsNotBusy(t *testing.T) {
+	s, err := New(Config{Listen: "127.0.0.1:0", DataDir: t.TempDir(), Logger: zap.NewNop(), ReplSet: "rs0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown(context.Background())
+	ctx := context.Background()
+	client, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + s.Addr().String()).SetDirect(true).
+		SetServerMonitoringMode(options.ServerMonitoringModePoll).SetHeartbeatInterval(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Disconnect(ctx)
+	coll := client.Database("test").Collection("c")
+	if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 0}}); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := coll.Watch(ctx, mongo.Pipeline{}, options.ChangeStream().SetMaxAwaitTime(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close(ctx)
+	started := s.foreground.started.Load()
+	got := make(chan bool, 1)
+	go func() { got <- cs.Next(ctx) }()
+	// The getMore has started once it is counted; it waits once the
+	// running count is back to none while Next has not returned.
+	for deadline := time.Now().Add(5 * time.Second); s.foreground.started.Load() == started || s.foreground.running.Load() != 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the getMore never stopped counting as running (running %d)", s.foreground.running.Load())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	select {
+	case <-got:
+		t.Fatal("the stream's Next returned before any event")
+	default:
+	}
+	s.foreground.busy() // the look that sees the getMore start
+	if s.foreground.busy() {
+		t.Fatal("a getMore waiting for events counted as busy")
+	}
+	if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if !<-got {
+		t.Fatalf("no event: %v", cs.Err())
+	}
+	if n := s.foreground.running.Load(); n != 0 {
+		t.Fatalf("%d commands counted as running after the getMore answered", n)
 	}
 }
