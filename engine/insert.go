@@ -133,11 +133,15 @@ func (e *Engine) insertOnce(ctx context.Context, db, coll string, docs []bson.Ra
 		}
 		return true
 	}
+	for _, raw := range docs {
+		w.expect += len(raw)
+	}
 	for i, raw := range docs {
 		if w.txn != nil {
 			w.txn.StmtID = stmtIDs[i]
 		}
 		_, err := w.insertOne(raw)
+		w.expect -= len(raw)
 		if err == nil && w.txn != nil {
 			err = w.record(stmtIDs[i], retry.EncodeInsert())
 		}

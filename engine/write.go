@@ -44,6 +44,9 @@ type writer struct {
 	// a command may report as written when a later commit fails.
 	committed int
 	wake      int64 // earliest expiry created, for the reaper; 0 if none
+	// expect is about how many bytes of documents the statement has yet
+	// to write, for the store's size hint; zero if unknown.
+	expect int
 	// noSync commits without waiting for the WAL sync, for writes that are
 	// not acknowledged to a client.
 	noSync bool
@@ -89,13 +92,25 @@ func (e *Engine) newWriter(ctx context.Context, c *Collection) *writer {
 // begin returns the pending transaction, begun on first use.
 func (w *writer) begin() (kv.Txn, error) {
 	if w.tx == nil {
-		tx, err := w.e.store.Begin(w.ctx, kv.TxnOptions{Pessimistic: true})
+		tx, err := w.e.store.Begin(w.ctx, kv.TxnOptions{Pessimistic: true, SizeHint: w.sizeHint()})
 		if err != nil {
 			return nil, fmt.Errorf("engine: begin: %w", err)
 		}
 		w.tx = tx
 	}
 	return w.tx, nil
+}
+
+// sizeHint estimates the bytes a transaction begun now writes: the
+// documents still to come, up to a transaction's worth, once as records
+// and once more in their oplog entries, with an eighth for keys and index
+// entries.
+func (w *writer) sizeHint() int {
+	n := min(w.expect, maxBatchBytes)
+	if w.e.oplog != nil {
+		n *= 2
+	}
+	return n + n/8
 }
 
 // reader reads what the pending transaction leaves: its own writes over

@@ -167,6 +167,10 @@ type TxnOptions struct {
 	// changes that add only a small entry and must work there (rename,
 	// an index build's last step). Stores without such a reserve ignore it.
 	UseReserve bool
+	// SizeHint is about how many bytes of keys and values the transaction
+	// will write, zero if unknown. A store may reserve room for them at
+	// the first write rather than grow its buffer as the writes come.
+	SizeHint int
 }
 
 // LockOptions configure one LockKeys call.
@@ -222,6 +226,26 @@ type Store interface {
 	// where the backend can tell, or else logically.
 	ApproximateSize(ctx context.Context, lo, hi []byte) (int64, error)
 	Close() error
+}
+
+// Viewer is offered by stores with a cheaper form of snapshot for reads
+// that end within one request: pebble's snapshots are cheap to hold for
+// minutes but look for compactions under the store's global lock when
+// released.
+type Viewer interface {
+	// View opens a consistent view of the latest committed state, as
+	// Snapshot does, for a read that closes it before its request ends:
+	// while open, a view may keep more of the store in memory or on disk
+	// than a snapshot.
+	View(ctx context.Context) (Snapshot, error)
+}
+
+// View opens a view of s (Viewer) if it offers one, and else a snapshot.
+func View(ctx context.Context, s Store) (Snapshot, error) {
+	if v, ok := s.(Viewer); ok {
+		return v.View(ctx)
+	}
+	return s.Snapshot(ctx)
 }
 
 // Named is offered by stores that say what they are, for serverStatus's

@@ -118,9 +118,14 @@ func (t *txn) Iter(ctx context.Context, lo, hi []byte, reverse bool) (kv.Iterato
 	return newMergeIter(base, own, reverse), nil
 }
 
+// maxBatchReserve caps the room a size hint reserves up front.
+const maxBatchReserve = 16 << 20
+
 func (t *txn) batch() *pebble.Batch {
 	if t.b == nil {
-		t.b = t.s.db.NewBatch()
+		// A batch starts at a kilobyte and doubles as it fills: a
+		// thousand-document insert allocated four times what it wrote.
+		t.b = t.s.db.NewBatchWithSize(min(t.opts.SizeHint, maxBatchReserve))
 	}
 	return t.b
 }
