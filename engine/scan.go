@@ -75,12 +75,11 @@ func (s *scanner) next(ctx context.Context, fn visitFunc) error {
 	// A batch reads one consistent state, so that no reader sees part of a
 	// transaction: an index scan reads entries and documents through
 	// separate lookups, and a plan of several spans or points reads
-	// several iterators or keys, so both read a snapshot. A plan of one
-	// span reads one iterator, and one point one key, each consistent on
-	// its own; they skip the snapshot, whose release costs pebble a
-	// compaction check.
+	// several iterators or keys, so both read a view (kv.View: a snapshot
+	// for the batch alone). A plan of one span reads one iterator, and one
+	// point one key, each consistent on its own; they skip it.
 	if s.multi == nil && (s.p.kind == planIndex || len(s.p.spans) > 1) {
-		snap, err := s.e.store.Snapshot(ctx)
+		snap, err := kv.View(ctx, s.e.store)
 		if err != nil {
 			return fmt.Errorf("engine: scan: %w", err)
 		}

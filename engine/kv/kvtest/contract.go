@@ -104,6 +104,16 @@ func (c *store) Snapshot(ctx context.Context) (kv.Snapshot, error) {
 	return &snapshot{c: c, snap: snap}, nil
 }
 
+// View checks a view as a snapshot: the two differ only in cost.
+func (c *store) View(ctx context.Context) (kv.Snapshot, error) {
+	snap, err := kv.View(ctx, c.s)
+	checkErr("Store.View", err)
+	if err != nil {
+		return nil, err
+	}
+	return &snapshot{c: c, snap: snap}, nil
+}
+
 func (c *store) Now(ctx context.Context) (kv.Timestamp, error) {
 	ts, err := c.s.Now(ctx)
 	checkErr("Store.Now", err)

@@ -42,6 +42,8 @@ func Run(t *testing.T, open Opener) {
 		{"ReadYourWrites", testReadYourWrites},
 		{"IteratorBoundsAndOrder", testIteratorBoundsAndOrder},
 		{"SnapshotIsolation", testSnapshotIsolation},
+		{"ViewIsolation", testViewIsolation},
+		{"ConcurrentViewReads", testConcurrentViewReads},
 		{"WriteWriteConflict", testWriteWriteConflict},
 		{"ConflictWithLock", testConflictWithLock},
 		{"LockWaitAndBound", testLockWaitAndBound},
@@ -231,6 +233,71 @@ func testSnapshotIsolation(t *testing.T, s kv.Store) {
 	wantValue(t, snap, "a", "1")
 	wantScan(t, scan(t, snap, "a", "", false), "a=1", "b=1")
 	wantValue(t, s, "a", "2")
+}
+
+// testViewIsolation: a view (kv.View) holds its state as a snapshot does,
+// through Get and through iterators opened before and after a commit.
+func testViewIsolation(t *testing.T, s kv.Store) {
+	commit(t, s, "a", "1", "b", "1", "d", "1")
+	view, err := kv.View(ctx, s)
+	must(t, err)
+	before := view.TS()
+	early, err := view.Iter(ctx, k("a"), nil, false)
+	must(t, err)
+	commit(t, s, "a", "2", "c", "2", "d", "2")
+	wantValue(t, view, "a", "1")
+	wantValue(t, view, "c", "")
+	wantValue(t, view, "d", "1")
+	wantValue(t, view, "aa", "") // no key of which another is a prefix
+	wantScan(t, scan(t, view, "a", "", false), "a=1", "b=1", "d=1")
+	wantScan(t, scan(t, view, "a", "d", true), "b=1", "a=1")
+	if view.TS() != before {
+		t.Fatalf("the view's timestamp moved from %v to %v", before, view.TS())
+	}
+	var got []string
+	for ok := early.First(); ok; ok = early.Next() {
+		got = append(got, string(early.Key())+"="+string(early.Value()))
+	}
+	must(t, early.Error())
+	must(t, early.Close())
+	must(t, view.Close())
+	wantScan(t, got, "a=1", "b=1", "d=1")
+	wantValue(t, s, "a", "2")
+}
+
+// testConcurrentViewReads: a view is safe for concurrent use, and every
+// reader of one view sees the same state while writers commit.
+func testConcurrentViewReads(t *testing.T, s kv.Store) {
+	commit(t, s, "x", "50", "y", "50")
+	view, err := kv.View(ctx, s)
+	must(t, err)
+	defer view.Close()
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 200 {
+				x, err1 := view.Get(ctx, k("x"))
+				it, err2 := view.Iter(ctx, k("y"), k("z"), false)
+				if err1 != nil || err2 != nil {
+					t.Errorf("view reads: %v, %v", err1, err2)
+					return
+				}
+				ok := it.First()
+				y := string(it.Value())
+				it.Close()
+				if string(x) != "50" || !ok || y != "50" {
+					t.Errorf("a view saw x=%s y=%s after later commits", x, y)
+					return
+				}
+			}
+		}()
+	}
+	for range 50 {
+		must(t, move(s, k("x"), k("y")))
+	}
+	wg.Wait()
 }
 
 func testWriteWriteConflict(t *testing.T, s kv.Store) {
