@@ -28,6 +28,10 @@
 //     other keys go to a pebble snapshot taken at Begin (optimistic, and
 //     snapshot transactions) or to the latest state (pessimistic: current
 //     reads).
+//   - Views (view.go, kv.Viewer) are snapshots for reads that end within a
+//     request: one pebble iterator, whose view is fixed when it is made,
+//     rather than a pebble snapshot, whose release runs a compaction check
+//     under pebble's DB mutex.
 //
 // The store also keeps the disk from filling up (disk.go: a free-space
 // reserve, a ballast file, waits on a full WAL) and simulates a disk for
@@ -44,7 +48,8 @@
 //     never held while waiting.
 //  2. oracle.mu, held to hand out a timestamp and record the commit's keys,
 //     and to move the visible point once its batch is applied.
-//  3. Leaves: diskGuard.ballastMu, which serializes making and removing
+//  3. Leaves: view.mu, which lets one view's iterator serve concurrent
+//     readers; diskGuard.ballastMu, which serializes making and removing
 //     the ballast file; diskGuard.closeMu, which orders background work
 //     against Close; MemDisk.mu, the simulated disk.
 package pebblekv
