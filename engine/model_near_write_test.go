@@ -188,19 +188,45 @@ func (r *modelRun) stepNearUpdate(ctx context.Context, op *modelOp) error {
 // nearUpdateMany checks an updateMany through a near query: it updates
 // every document that must be within the bounds and maybe those at a
 // bound, the ones the engine changed; which of the latter it matched
-// without changing, only its count of matches says.
+// without changing, only its count of matches says. A document at a bound
+// that the update failed on is matched and unchanged: when the engine
+// reports an error, the model also tries those documents matched.
 func (r *modelRun) nearUpdateMany(op *modelOp, s nearWriteSetup, items []refNearItem, stored []*refDoc, res UpdateResult, engineErr error, now int64) error {
-	var ids []*refDoc
-	unsure := 0
+	var sure, unsure []*refDoc
 	for _, it := range items {
 		changed := !slices.ContainsFunc(stored, func(g *refDoc) bool { return bytes.Equal(g.doc, it.d.doc) })
-		switch {
-		case !it.optional || changed:
-			ids = append(ids, it.d)
-		default:
-			unsure++
+		if !it.optional || changed {
+			sure = append(sure, it.d)
+		} else {
+			unsure = append(unsure, it.d)
 		}
 	}
+	choices := [][]*refDoc{sure}
+	if engineErr != nil && len(unsure) > 0 {
+		choices = append(choices, append(slices.Clone(sure), unsure...))
+	}
+	base := r.clone()
+	var err error
+	for i, ids := range choices {
+		if i > 0 {
+			r.m.docs, r.m.exists = base.docs, base.exists
+			base = r.clone()
+		}
+		extra := len(unsure)
+		if len(ids) > len(sure) {
+			extra = 0
+		}
+		if err = r.nearUpdateManyOf(op, s, items, ids, extra, stored, res, engineErr, now); err == nil {
+			return nil
+		}
+	}
+	return err
+}
+
+// nearUpdateManyOf checks an updateMany through a near query as the model's
+// update of the documents ids, which the engine may have matched extra more
+// of without changing them.
+func (r *modelRun) nearUpdateManyOf(op *modelOp, s nearWriteSetup, items []refNearItem, ids []*refDoc, extra int, stored []*refDoc, res UpdateResult, engineErr error, now int64) error {
 	f, ferr := refFilterOf(op, nearIDFilter(s.rest, ids))
 	if ferr != nil {
 		return fmt.Errorf("updateMany near: the model's filter: %v", ferr)
@@ -217,8 +243,8 @@ func (r *modelRun) nearUpdateMany(op *modelOp, s nearWriteSetup, items []refNear
 	switch {
 	case codeOf(engineErr) != codeOf(want.err):
 		return fmt.Errorf("updateMany near: engine error %v, model code %d; model %s", engineErr, codeOf(want.err), nearList(items))
-	case res.Matched < want.res.Matched || res.Matched > want.res.Matched+int64(unsure) || res.Modified != want.res.Modified:
-		return fmt.Errorf("updateMany near: engine matched %d modified %d, model %d (%d more at a bound) %d; model %s", res.Matched, res.Modified, want.res.Matched, unsure, want.res.Modified, nearList(items))
+	case res.Matched < want.res.Matched || res.Matched > want.res.Matched+int64(extra) || res.Modified != want.res.Modified:
+		return fmt.Errorf("updateMany near: engine matched %d modified %d, model %d (%d more at a bound) %d; model %s", res.Matched, res.Modified, want.res.Matched, extra, want.res.Modified, nearList(items))
 	case (res.Upserted.Type == 0) != (want.res.Upserted.Type == 0):
 		return fmt.Errorf("updateMany near: engine upserted %v, model %v", res.Upserted, want.res.Upserted)
 	case !sameRefDocs(stored, r.m.docs):
