@@ -133,7 +133,9 @@ func (e *Engine) insertOnce(ctx context.Context, db, coll string, docs []bson.Ra
 		}
 		return true
 	}
-	for _, raw := range docs {
+	// w.expect is the size of the documents from here that one
+	// transaction holds at most: a window of maxBatchOps documents.
+	for _, raw := range docs[:min(len(docs), maxBatchOps)] {
 		w.expect += len(raw)
 	}
 	for i, raw := range docs {
@@ -142,6 +144,9 @@ func (e *Engine) insertOnce(ctx context.Context, db, coll string, docs []bson.Ra
 		}
 		_, err := w.insertOne(raw)
 		w.expect -= len(raw)
+		if i+maxBatchOps < len(docs) {
+			w.expect += len(docs[i+maxBatchOps])
+		}
 		if err == nil && w.txn != nil {
 			err = w.record(stmtIDs[i], retry.EncodeInsert())
 		}

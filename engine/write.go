@@ -44,8 +44,9 @@ type writer struct {
 	// a command may report as written when a later commit fails.
 	committed int
 	wake      int64 // earliest expiry created, for the reaper; 0 if none
-	// expect is about how many bytes of documents the statement has yet
-	// to write, for the store's size hint; zero if unknown.
+	// expect is about how many bytes of documents the statement writes
+	// in the transaction it begins next, for the store's size hint; zero
+	// if unknown.
 	expect int
 	// noSync commits without waiting for the WAL sync, for writes that are
 	// not acknowledged to a client.
@@ -102,9 +103,9 @@ func (w *writer) begin() (kv.Txn, error) {
 }
 
 // sizeHint estimates the bytes a transaction begun now writes: the
-// documents still to come, up to a transaction's worth, once as records
-// and once more in their oplog entries, with an eighth for keys and index
-// entries.
+// documents it will hold (expect), at most a transaction's bytes, once as
+// records and once more in their oplog entries, with an eighth for keys
+// and index entries.
 func (w *writer) sizeHint() int {
 	n := min(w.expect, maxBatchBytes)
 	if w.e.oplog != nil {
