@@ -133,24 +133,12 @@ func (e *Engine) insertOnce(ctx context.Context, db, coll string, docs []bson.Ra
 		}
 		return true
 	}
-	// w.expect and w.expectDocs are the bytes and the number of the
-	// documents from here that one transaction holds at most: a window of
-	// maxBatchOps documents.
-	w.expectDocs = min(len(docs), maxBatchOps)
-	for _, raw := range docs[:w.expectDocs] {
-		w.expect += len(raw)
-	}
 	for i, raw := range docs {
 		if w.txn != nil {
 			w.txn.StmtID = stmtIDs[i]
 		}
+		w.ahead = docs[i:]
 		_, err := w.insertOne(raw)
-		w.expect -= len(raw)
-		if i+maxBatchOps < len(docs) {
-			w.expect += len(docs[i+maxBatchOps])
-		} else {
-			w.expectDocs--
-		}
 		if err == nil && w.txn != nil {
 			err = w.record(stmtIDs[i], retry.EncodeInsert())
 		}

@@ -44,10 +44,9 @@ type writer struct {
 	// a command may report as written when a later commit fails.
 	committed int
 	wake      int64 // earliest expiry created, for the reaper; 0 if none
-	// expect and expectDocs are the bytes and the number of the
-	// documents the statement writes in the transaction it begins next,
-	// for the store's size hint; zero if unknown.
-	expect, expectDocs int
+	// ahead are the documents an insert has yet to write, the one being
+	// written first, for the store's size hint (sizeHint); nil elsewhere.
+	ahead []bson.Raw
 	// noSync commits without waiting for the WAL sync, for writes that are
 	// not acknowledged to a client.
 	noSync bool
@@ -103,15 +102,23 @@ func (w *writer) begin() (kv.Txn, error) {
 }
 
 // sizeHint estimates the bytes a transaction begun now writes: the
-// documents it will hold (expect), at most a transaction's bytes, as
-// records with their keys and headers, and again in their oplog entries
-// with theirs. The overheads are measured (TestInsertHintsEachTransaction):
-// about 280 bytes a document with the oplog.
+// documents ahead that it will hold, at most maxBatchOps and a
+// transaction's bytes, as records with their keys and headers, and again
+// in their oplog entries with theirs. The overheads are measured
+// (TestInsertHintsEachTransaction): about 280 bytes a document with the
+// oplog. A transaction begins once per maxBatchOps documents at most, so
+// the sum costs no more than the writes it sizes.
 func (w *writer) sizeHint() int {
 	const recordOverhead, oplogOverhead = 48, 240
-	n := min(w.expect, maxBatchBytes) + w.expectDocs*recordOverhead
+	docs := w.ahead[:min(len(w.ahead), maxBatchOps)]
+	size := 0
+	for _, d := range docs {
+		size += len(d)
+	}
+	size = min(size, maxBatchBytes)
+	n := size + len(docs)*recordOverhead
 	if w.e.oplog != nil {
-		n += min(w.expect, maxBatchBytes) + w.expectDocs*oplogOverhead
+		n += size + len(docs)*oplogOverhead
 	}
 	return n
 }
