@@ -205,18 +205,18 @@ func (r *modelRun) nearUpdateMany(op *modelOp, s nearWriteSetup, items []refNear
 	if engineErr != nil && len(unsure) > 0 {
 		choices = append(choices, append(slices.Clone(sure), unsure...))
 	}
-	base := r.clone()
+	pre := r.clone()
 	var err error
 	for i, ids := range choices {
 		if i > 0 {
-			r.m.docs, r.m.exists = base.docs, base.exists
-			base = r.clone()
+			// The try before changed the model: start from before it.
+			r.m.docs, r.m.exists = pre.docs, pre.exists
+			pre = r.clone()
 		}
-		extra := len(unsure)
-		if len(ids) > len(sure) {
-			extra = 0
-		}
-		if err = r.nearUpdateManyOf(op, s, items, ids, extra, stored, res, engineErr, now); err == nil {
+		// The documents at a bound left out of ids the engine may have
+		// matched without changing them.
+		extra := len(sure) + len(unsure) - len(ids)
+		if err = r.nearUpdateManyOf(op, s, pre, items, ids, extra, stored, res, engineErr, now); err == nil {
 			return nil
 		}
 	}
@@ -224,14 +224,13 @@ func (r *modelRun) nearUpdateMany(op *modelOp, s nearWriteSetup, items []refNear
 }
 
 // nearUpdateManyOf checks an updateMany through a near query as the model's
-// update of the documents ids, which the engine may have matched extra more
-// of without changing them.
-func (r *modelRun) nearUpdateManyOf(op *modelOp, s nearWriteSetup, items []refNearItem, ids []*refDoc, extra int, stored []*refDoc, res UpdateResult, engineErr error, now int64) error {
+// update of the documents ids, from pre (a copy of the model before it),
+// which the engine may have matched extra more of without changing them.
+func (r *modelRun) nearUpdateManyOf(op *modelOp, s nearWriteSetup, pre *refModel, items []refNearItem, ids []*refDoc, extra int, stored []*refDoc, res UpdateResult, engineErr error, now int64) error {
 	f, ferr := refFilterOf(op, nearIDFilter(s.rest, ids))
 	if ferr != nil {
 		return fmt.Errorf("updateMany near: the model's filter: %v", ferr)
 	}
-	pre := r.clone()
 	want := r.m.update(f, nil, s.rest, s.ru, true, op.Upsert, rawIDValue(res.Upserted), now)
 	if want.ambiguous {
 		// An error part way, or unique keys that move: the engine's
