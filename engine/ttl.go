@@ -190,6 +190,7 @@ func (w *writer) purgeByEntries(due []expiryscan.Due) (purged int, read []expiry
 		return 0, nil, err
 	}
 	var dk []byte
+	entries = entries[:0]
 	for i, dd := range due {
 		id := ids[i]
 		switch {
@@ -206,9 +207,7 @@ func (w *writer) purgeByEntries(due []expiryscan.Due) (purged int, read []expiry
 		if err := b.Delete(dk); err != nil {
 			return purged, nil, err
 		}
-		if err := b.Delete(dd.Entry); err != nil {
-			return purged, nil, err
-		}
+		entries = append(entries, dd.Entry)
 		if w.e.oplog != nil {
 			at := dd.Millis
 			if dd.Kind == ttlindex.KindTS {
@@ -218,6 +217,17 @@ func (w *writer) purgeByEntries(due []expiryscan.Due) (purged int, read []expiry
 			w.logged = append(w.logged, w.tag(ent))
 		}
 		purged++
+	}
+	// The entries' deletions follow the documents', in key order: a
+	// memtable inserts a batch's keys in the batch's order, and finds the
+	// place of a key next to the one before it from there rather than from
+	// the top. Alternating between the two families cost a search from the
+	// top for every key (BenchmarkReap: about a tenth of a purge).
+	slices.SortFunc(entries, bytes.Compare)
+	for _, k := range entries {
+		if err := b.Delete(k); err != nil {
+			return purged, nil, err
+		}
 	}
 	return purged, read, nil
 }
