@@ -147,14 +147,17 @@ func (ls *lockSet) has(key []byte) bool {
 	return false
 }
 
+// add indexes l by its key without a copy: a held lock's key does not
+// change, and the set drops it from the index before releasing the lock,
+// whose key the pool then reuses.
 func (ls *lockSet) add(l *keyLock) {
 	ls.held = append(ls.held, l)
 	if ls.index != nil {
-		ls.index[string(l.key)] = struct{}{}
+		ls.index[keyString(l.key)] = struct{}{}
 	} else if len(ls.held) > lockIndexFrom {
 		ls.index = make(map[string]struct{}, 2*len(ls.held))
 		for _, h := range ls.held {
-			ls.index[string(h.key)] = struct{}{}
+			ls.index[keyString(h.key)] = struct{}{}
 		}
 	}
 }
@@ -241,8 +244,8 @@ func (ls *lockSet) releaseFrom(n int) {
 }
 
 func (ls *lockSet) unlockAll() {
+	ls.index = nil // dropped whole rather than key by key
 	ls.releaseFrom(0)
-	ls.index = nil
 }
 
 // HeldLocks lists the keys locked now, for tests that check every

@@ -71,6 +71,7 @@ func (w *writeSet) isLast(i int) bool {
 
 func (w *writeSet) len() int { return len(w.list) }
 
-// keyString is key as a string without a copy: the write set's keys are
-// copies in the transaction's arena, never changed.
+// keyString is key as a string without a copy, for map keys whose bytes
+// stay put while they are in the map: the write set's copies in the
+// transaction's arena, a held lock's key.
 func keyString(key []byte) string { return unsafe.String(unsafe.SliceData(key), len(key)) }
