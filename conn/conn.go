@@ -59,12 +59,14 @@ var errShuttingDown = errors.New("server shutting down")
 // the reader, which watchPeer borrows while a long command runs (see
 // watch.go).
 type Conn struct {
-	id     int64
-	l      *Listener
-	h      Handler
-	nc     net.Conn
-	remote string
-	rd     *bufio.Reader
+	id int64
+	l  *Listener
+	h  Handler
+	nc net.Conn
+	// vectored says nc writes net.Buffers with one system call (send).
+	vectored bool
+	remote   string
+	rd       *bufio.Reader
 
 	in    []byte // the frame being served; reused
 	out   []byte // the reply frame; reused
@@ -100,7 +102,10 @@ type Conn struct {
 }
 
 func newConn(l *Listener, nc net.Conn, id int64) *Conn {
-	return &Conn{id: id, l: l, nc: nc, remote: nc.RemoteAddr().String(), rd: bufio.NewReaderSize(nc, readBufferSize)}
+	// Over TCP, net.Buffers are one writev; other connections (TLS) would
+	// write each buffer apart.
+	_, vectored := nc.(*net.TCPConn)
+	return &Conn{id: id, l: l, nc: nc, vectored: vectored, remote: nc.RemoteAddr().String(), rd: bufio.NewReaderSize(nc, readBufferSize)}
 }
 
 // ID is the connectionId that hello reports.
@@ -384,9 +389,21 @@ func (c *Conn) replyMsg(m *wire.Message, responseTo int32, reply bson.Raw, more 
 		c.msg.Flags |= wire.FlagMoreToCome
 	}
 	c.msg.Body = bsoncore.Document(reply)
+	if c.vectored && len(reply) >= minVectoredReply && c.msg.Flags&wire.FlagChecksumPresent == 0 && !c.compresses(m.Compressor) {
+		// A large reply, a batch of documents, goes out from where it was
+		// built, behind its prefix, in one writev: copying it into the
+		// frame cost a twentieth of a scan's CPU (YCSB E).
+		c.out = wire.AppendMsgPrefix(c.out[:0], c.nextRequestID(), responseTo, c.msg.Flags, len(reply))
+		return c.send(c.out, reply)
+	}
 	c.out = wire.AppendMsg(c.out[:0], c.nextRequestID(), responseTo, &c.msg)
 	return c.write(m.Compressor)
 }
+
+// minVectoredReply is the size from which a reply is sent from its own
+// buffer (replyMsg): below it, a copy costs less than a second buffer in
+// the system call.
+const minVectoredReply = 16 << 10
 
 // setDB sets the request's database from the body's $db field, which
 // OP_MSG requires.
@@ -472,7 +489,7 @@ func (c *Conn) replyInvalidBSON(frame []byte, cause error) string {
 // request came compressed with it and hello negotiated it.
 func (c *Conn) write(comp wire.Compressor) string {
 	frame := c.out
-	if comp != wire.CompressorNoop && c.negotiated(comp) {
+	if c.compresses(comp) {
 		compressed, err := wire.Compress(frame, comp)
 		if err != nil {
 			c.warn("closing connection: compress reply", err)
@@ -481,6 +498,18 @@ func (c *Conn) write(comp wire.Compressor) string {
 		c.l.traffic.compressed(comp, int64(len(frame)), int64(len(compressed)))
 		frame = compressed
 	}
+	return c.send(frame, nil)
+}
+
+// compresses reports whether a reply to a request that came with comp is
+// compressed.
+func (c *Conn) compresses(comp wire.Compressor) bool {
+	return comp != wire.CompressorNoop && c.negotiated(comp)
+}
+
+// send writes frame and then rest, if any, as one message: with one writev
+// on a connection that has it (vectored).
+func (c *Conn) send(frame, rest []byte) string {
 	if limit := c.l.cfg.MessageTimeout; limit > 0 && !c.writeFresh.Load() {
 		// Setting a deadline costs a runtime timer update and reading
 		// the clock, which is slow on some virtual machines. It is set
@@ -495,7 +524,14 @@ func (c *Conn) write(comp wire.Compressor) string {
 			c.freshen.Reset(limit / 8)
 		}
 	}
-	if _, err := c.nc.Write(frame); err != nil {
+	var err error
+	if rest == nil {
+		_, err = c.nc.Write(frame)
+	} else {
+		bufs := net.Buffers{frame, rest}
+		_, err = bufs.WriteTo(c.nc)
+	}
+	if err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			c.warn("closing connection: reply not taken within the message timeout", err)
 			return "reply timed out"
@@ -503,7 +539,7 @@ func (c *Conn) write(comp wire.Compressor) string {
 		c.l.log.Debug("write failed", zap.Int64("conn", c.id), zap.String("remote", c.remote), zap.Error(err))
 		return "write failed"
 	}
-	c.l.traffic.BytesOut.Add(int64(len(frame)))
+	c.l.traffic.BytesOut.Add(int64(len(frame) + len(rest)))
 	return ""
 }
 

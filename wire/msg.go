@@ -87,6 +87,17 @@ func AppendMsg(dst []byte, requestID, responseTo int32, m *Msg) []byte {
 	return dst
 }
 
+// AppendMsgPrefix appends what comes before the body in an OP_MSG of one
+// body section of bodyLen bytes, no sequences and no checksum: the header,
+// the flags and the section's kind. Sent with the body after it, it is the
+// message AppendMsg builds, and the body need not be copied behind it.
+func AppendMsgPrefix(dst []byte, requestID, responseTo int32, flags MsgFlags, bodyLen int) []byte {
+	dst = appendHeader(dst, requestID, responseTo, OpMsg)
+	binary.LittleEndian.PutUint32(dst[len(dst)-HeaderLen:], uint32(HeaderLen+4+1+bodyLen))
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(flags))
+	return append(dst, sectionBody)
+}
+
 // decodeMsg decodes the OP_MSG in frame, which has passed frameHeader,
 // into m, reusing its sequences' slices.
 func decodeMsg(m *Msg, frame []byte) error {

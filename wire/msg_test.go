@@ -45,6 +45,26 @@ func TestAppendMsgLayout(t *testing.T) {
 	}
 }
 
+// TestAppendMsgPrefix: a prefix followed by the body is the message
+// AppendMsg builds for that body, and decodes back to it.
+func TestAppendMsgPrefix(t *testing.T) {
+	body := bsoncore.BuildDocument(nil, bsoncore.AppendStringElement(nil, "s", "a reply body"))
+	for _, flags := range []MsgFlags{0, FlagMoreToCome} {
+		want := AppendMsg(nil, 9, 4, &Msg{Flags: flags, Body: body})
+		got := append(AppendMsgPrefix([]byte("xyz"), 9, 4, flags, len(body)), body...)
+		if !bytes.Equal(got[3:], want) || string(got[:3]) != "xyz" {
+			t.Fatalf("flags %d: prefix and body =\n%x\nwant xyz then\n%x", flags, got, want)
+		}
+		var m Message
+		if err := DecodeInto(&m, got[3:]); err != nil {
+			t.Fatalf("flags %d: decode: %v", flags, err)
+		}
+		if m.Msg.Flags != flags || !bytes.Equal(m.Msg.Body, body) || m.Header.RequestID != 9 || m.Header.ResponseTo != 4 {
+			t.Fatalf("flags %d: decoded %+v", flags, m)
+		}
+	}
+}
+
 func TestMsgChecksumCoversEveryByte(t *testing.T) {
 	frame := AppendMsg(nil, 3, 0, &Msg{Flags: FlagChecksumPresent, Body: pingBody()})
 	if _, err := Decode(frame); err != nil {
