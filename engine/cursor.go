@@ -372,9 +372,12 @@ func (c *Cursor) fill(ctx context.Context, n int, maxBytes int, out *batchOut) e
 	// take adds d to the batch if it matches; owned says its memory is the
 	// cursor's to hand out, else the batch copies it.
 	take := func(d *storedDoc, owned bool) (bool, error) {
-		matched, pos, err := c.match.MatchPositional(d.doc)
-		if err != nil {
-			return false, err
+		matched, pos := true, -1
+		var err error
+		if c.sc == nil || !c.sc.p.exact {
+			if matched, pos, err = c.match.MatchPositional(d.doc); err != nil {
+				return false, err
+			}
 		}
 		if !c.materialized && !matched {
 			return true, nil

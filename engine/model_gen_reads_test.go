@@ -11,7 +11,7 @@ func (g *modelGen) filter() bson.Raw {
 	s := g.scalar
 	n := func() any { return g.num(g.r.Intn(4)) }
 	var f bson.D
-	switch g.r.Intn(25) {
+	switch g.r.Intn(26) {
 	case 0:
 		f = bson.D{}
 	case 1, 2, 3:
@@ -58,6 +58,15 @@ func (g *modelGen) filter() bson.Raw {
 		f = bson.D{{Key: "arr.0", Value: bson.D{{Key: []string{"$gt", "$lte", "$in"}[g.r.Intn(3)], Value: n()}}}}
 	case 24:
 		f = bson.D{{Key: "loc", Value: g.geoPredicate()}}
+	case 25:
+		// A range of _id, of one type or of two (then empty); a plan of
+		// exact bounds returns it without testing the filter.
+		ops := []string{"$gt", "$gte", "$lt", "$lte"}
+		r := bson.D{{Key: ops[g.r.Intn(4)], Value: g.id()}}
+		if g.r.Intn(2) == 0 {
+			r = append(r, bson.E{Key: ops[g.r.Intn(4)], Value: g.id()})
+		}
+		f = bson.D{{Key: "_id", Value: r}}
 	}
 	return modelRaw(f)
 }

@@ -6,6 +6,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/lethedb/lethe/engine/geo"
+	"github.com/lethedb/lethe/engine/keycodec"
 )
 
 // Predicate is a top-level conjunct of a filter simple enough for an index
@@ -68,4 +69,50 @@ func appendConjuncts(preds []Predicate, n node) []Predicate {
 		}
 	}
 	return preds
+}
+
+// ExactRange reports whether the filter is nothing but range comparisons
+// ($gt, $gte, $lt, $lte) of path, at the top level or in a top-level $and,
+// each of which a key range bracketed by its value's type class admits
+// exactly, as Predicate's users build them: the comparison tests the class
+// and the keycodec order, which is the keys' order. That leaves out a NaN
+// bound, which only NaN passes, and a bound above numbers ($lt, $lte),
+// since NaN keys sort below every number but pass no such comparison; and
+// strings under a collation, whose keys the caller would have to check
+// were made under the same one. A scan of such a range need not test its
+// documents against the filter.
+func (f *Filter) ExactRange(path string) bool {
+	return exactRange(f.root, path)
+}
+
+func exactRange(n node, path string) bool {
+	switch n := n.(type) {
+	case andNode:
+		for _, c := range n {
+			if !exactRange(c, path) {
+				return false
+			}
+		}
+		return len(n) > 0
+	case *fieldNode:
+		leaf, ok := n.expr.(*leafExpr)
+		if !ok || n.path != path {
+			return false
+		}
+		c, ok := leaf.pred.(*comparison)
+		// coll is set when the value holds a string and there is a
+		// collation.
+		if !ok || c.op == opEQ || c.nan || c.coll != nil {
+			return false
+		}
+		switch c.rhs.Type {
+		case bsoncore.TypeNull, bsoncore.TypeUndefined, bsoncore.TypeArray, bsoncore.TypeMinKey, bsoncore.TypeMaxKey, bsoncore.TypeRegex:
+			return false
+		}
+		if c.class == keycodec.TypeClass(bsoncore.TypeDouble) && (c.op == opLT || c.op == opLTE) {
+			return false
+		}
+		return true
+	}
+	return false
 }
