@@ -180,28 +180,21 @@ func runCollatedIDSeed(t *testing.T, backend string, seed int64, steps int) {
 			if want := m.insert(id, n); codeOf(err) != codeOf(want) {
 				fail("%s: engine %v, model %v", what, err, want)
 			}
-		case k < 8:
-			// A range of _id: its plan may return the range's documents
-			// without testing the filter (markExact), which must then be
-			// just those the filter matches under the statement's
-			// collation.
-			op := []string{"$gt", "$gte", "$lt", "$lte"}[r.Intn(4)]
-			filter = modelRaw(bson.D{{Key: "_id", Value: bson.D{{Key: op, Value: bson.RawValue{Type: bson.Type(id.Type), Value: id.Data}}}}})
-			what = fmt.Sprintf("find {_id: {%s: %s}} under %v", op, collIDString(id), named)
-			cur, err := e.Find(sctx, modelDB, collIDColl, FindSpec{Filter: filter})
-			var docs []bson.Raw
-			if err == nil {
-				docs, err = cur.All(ctx)
-			}
-			if err != nil {
-				fail("%s: %v", what, err)
-			}
-			want := m.matchingFilter(t, filter, qc)
-			if got := collIDSet(docs); !slices.Equal(got, collIDSetOf(m, want)) {
-				fail("%s: engine %v, model %v", what, got, collIDSetOf(m, want))
-			}
 		case k < 10:
-			what = fmt.Sprintf("find %s under %v", collIDString(id), named)
+			// Half of the finds are of a range of _id: its plan may return
+			// the range's documents without testing the filter
+			// (markExact), which must then be just those the filter
+			// matches under the statement's collation.
+			var want []int
+			if k < 8 {
+				op := []string{"$gt", "$gte", "$lt", "$lte"}[r.Intn(4)]
+				filter = modelRaw(bson.D{{Key: "_id", Value: bson.D{{Key: op, Value: bson.RawValue{Type: bson.Type(id.Type), Value: id.Data}}}}})
+				what = fmt.Sprintf("find {_id: {%s: %s}} under %v", op, collIDString(id), named)
+				want = m.matchingFilter(t, filter, qc)
+			} else {
+				what = fmt.Sprintf("find %s under %v", collIDString(id), named)
+				want = m.matching(id, qc)
+			}
 			cur, err := e.Find(sctx, modelDB, collIDColl, FindSpec{Filter: filter})
 			var docs []bson.Raw
 			if err == nil {
@@ -210,9 +203,11 @@ func runCollatedIDSeed(t *testing.T, backend string, seed int64, steps int) {
 			if err != nil {
 				fail("%s: %v", what, err)
 			}
-			want := m.matching(id, qc)
 			if got := collIDSet(docs); !slices.Equal(got, collIDSetOf(m, want)) {
 				fail("%s: engine %v, model %v", what, got, collIDSetOf(m, want))
+			}
+			if k < 8 {
+				break
 			}
 			// The point read behind find's fast path answers when the
 			// point is one document, and then finds it.
