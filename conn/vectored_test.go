@@ -32,7 +32,8 @@ func (s *sized) Serve(req *Request) Reply {
 // way. The traffic counters count every byte sent.
 func TestLargeRepliesAreWhole(t *testing.T) {
 	var traffic Traffic
-	l, err := Listen(Config{Addr: "127.0.0.1:0", Logger: zap.NewNop(), Traffic: &traffic, MessageTimeout: 5 * time.Second}, &sized{echo{closed: make(chan string, 1)}})
+	h := &sized{echo{closed: make(chan string, 1)}}
+	l, err := Listen(Config{Addr: "127.0.0.1:0", Logger: zap.NewNop(), Traffic: &traffic, MessageTimeout: 5 * time.Second}, h)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +43,7 @@ func TestLargeRepliesAreWhole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer nc.Close()
+	defer nc.Close() // on a failure before the close below
 	var received int64
 	for i, size := range []int{100, minVectoredReply - 30, minVectoredReply, 1 << 20, 200} {
 		for _, flags := range []wire.MsgFlags{0, wire.FlagChecksumPresent} {
@@ -68,6 +69,15 @@ func TestLargeRepliesAreWhole(t *testing.T) {
 				t.Fatalf("reply of %d bytes, flags %d: body of %d bytes differs", size, flags, len(m.Msg.Body))
 			}
 		}
+	}
+	// The server counts a reply after its write returns, which may be
+	// after the client has read it: once the connection's goroutine has
+	// finished, every count is in.
+	nc.Close()
+	select {
+	case <-h.closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the handler was not told the connection closed")
 	}
 	if got := traffic.BytesOut.Load(); got != received {
 		t.Errorf("BytesOut = %d, want the %d bytes received", got, received)
