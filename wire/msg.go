@@ -63,9 +63,7 @@ type Sequence struct {
 // has FlagChecksumPresent.
 func AppendMsg(dst []byte, requestID, responseTo int32, m *Msg) []byte {
 	start := len(dst)
-	dst = appendHeader(dst, requestID, responseTo, OpMsg)
-	dst = binary.LittleEndian.AppendUint32(dst, uint32(m.Flags))
-	dst = append(dst, sectionBody)
+	dst = appendMsgStart(dst, requestID, responseTo, m.Flags)
 	dst = append(dst, m.Body...)
 	for _, s := range m.Sequences {
 		dst = append(dst, sectionSequence)
@@ -92,8 +90,16 @@ func AppendMsg(dst []byte, requestID, responseTo int32, m *Msg) []byte {
 // the flags and the section's kind. Sent with the body after it, it is the
 // message AppendMsg builds, and the body need not be copied behind it.
 func AppendMsgPrefix(dst []byte, requestID, responseTo int32, flags MsgFlags, bodyLen int) []byte {
+	start := len(dst)
+	dst = appendMsgStart(dst, requestID, responseTo, flags)
+	binary.LittleEndian.PutUint32(dst[start:], uint32(len(dst)-start+bodyLen))
+	return dst
+}
+
+// appendMsgStart appends an OP_MSG's header, its length left for the
+// caller, then its flags and the kind of the body section that follows.
+func appendMsgStart(dst []byte, requestID, responseTo int32, flags MsgFlags) []byte {
 	dst = appendHeader(dst, requestID, responseTo, OpMsg)
-	binary.LittleEndian.PutUint32(dst[len(dst)-HeaderLen:], uint32(HeaderLen+4+1+bodyLen))
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(flags))
 	return append(dst, sectionBody)
 }
