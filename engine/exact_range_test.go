@@ -19,7 +19,9 @@ import (
 // documents, dates, booleans, ObjectIds, null and MinKey. The plans of
 // ranges with a lower bound of a number, or any bound of another type,
 // are exact; a number's upper bound is not, since NaN, below every number
-// in key order, matches no such bound.
+// in key order, matches no such bound. MongoDB drops the filter of bounds
+// it builds exactly in the same way (EXACT tightness,
+// src/mongo/db/query/index_bounds_builder.cpp).
 func TestExactIDRanges(t *testing.T) {
 	e := openTestEngine(t)
 	ctx := context.Background()
@@ -48,6 +50,7 @@ func TestExactIDRanges(t *testing.T) {
 		bson.D{{Key: "_id", Value: bson.D{{Key: "$gt", Value: "a"}, {Key: "$lte", Value: "b"}}}},
 		bson.D{{Key: "$and", Value: bson.A{bson.D{{Key: "_id", Value: bson.D{{Key: "$gte", Value: "a"}}}}, bson.D{{Key: "_id", Value: bson.D{{Key: "$lt", Value: "b"}}}}}}},
 		bson.D{{Key: "_id", Value: bson.D{{Key: "$gte", Value: int32(1)}}}, {Key: "i", Value: int32(4)}},
+		bson.D{{Key: "_id", Value: bson.D{{Key: "$gte", Value: int32(1)}, {Key: "$lt", Value: nil}}}},
 	)
 	st := e.collection("db", "c").st()
 	for _, fd := range filters {
@@ -87,6 +90,7 @@ func TestExactIDRanges(t *testing.T) {
 		{`{"_id": {"$lt": 2}}`, false},
 		{`{"_id": {"$gte": {"$numberDouble": "NaN"}}}`, false},
 		{`{"_id": {"$gte": 2}, "i": 4}`, false},
+		{`{"_id": {"$gte": 2, "$lt": null}}`, false}, // null bounds no key range
 		{`{"_id": {"$gte": 2}, "$comment": "c"}`, true},
 	} {
 		var raw bson.Raw

@@ -242,14 +242,21 @@ func (st *collState) applySort(p *plan, srt *query.Sort) {
 // markExact marks an _id range plan exact when its span admits just the
 // documents f matches: f is nothing but range comparisons of _id that
 // query.Filter.ExactRange vouches for, and every one of them went into the
-// span (none was left out for its collation). MongoDB's planner likewise
-// drops the filter of bounds it builds exactly ("tight" bounds). A scan of
+// span (none was left out for its value or its collation). MongoDB's
+// planner likewise drops the filter of bounds it builds exactly (EXACT
+// tightness in src/mongo/db/query/index_bounds_builder.cpp). A scan of
 // short _id ranges spent a twentieth of its CPU testing the filter again
 // (YCSB E).
 func (st *collState) markExact(p *plan, f *query.Filter, conj []query.Predicate, qc *collation.Collator) {
-	if p.kind == planIDRange && f != nil && f.ExactRange("_id") && len(usableConjuncts(conj, qc, st.idColl)) == len(conj) {
-		p.exact = true
+	if p.kind != planIDRange || f == nil || !f.ExactRange("_id") {
+		return
 	}
+	for _, c := range conj {
+		if !indexable(c) {
+			return
+		}
+	}
+	p.exact = len(usableConjuncts(conj, qc, st.idColl)) == len(conj)
 }
 
 // idPlan reads by _id when the filter pins it to points or a range.

@@ -79,8 +79,10 @@ func appendConjuncts(preds []Predicate, n node) []Predicate {
 // bound, which only NaN passes, and a bound above numbers ($lt, $lte),
 // since NaN keys sort below every number but pass no such comparison; and
 // strings under a collation, whose keys the caller would have to check
-// were made under the same one. A scan of such a range need not test its
-// documents against the filter.
+// were made under the same one. A regular expression, which Conjuncts does
+// not list, is not a range either. Values that no key range bounds (null,
+// arrays, MinKey, ...) are the caller's to refuse, as its planner does. A
+// scan of such a range need not test its documents against the filter.
 func (f *Filter) ExactRange(path string) bool {
 	return exactRange(f.root, path)
 }
@@ -102,17 +104,10 @@ func exactRange(n node, path string) bool {
 		c, ok := leaf.pred.(*comparison)
 		// coll is set when the value holds a string and there is a
 		// collation.
-		if !ok || c.op == opEQ || c.nan || c.coll != nil {
+		if !ok || c.op == opEQ || c.nan || c.coll != nil || c.rhs.Type == bsoncore.TypeRegex {
 			return false
 		}
-		switch c.rhs.Type {
-		case bsoncore.TypeNull, bsoncore.TypeUndefined, bsoncore.TypeArray, bsoncore.TypeMinKey, bsoncore.TypeMaxKey, bsoncore.TypeRegex:
-			return false
-		}
-		if c.class == keycodec.TypeClass(bsoncore.TypeDouble) && (c.op == opLT || c.op == opLTE) {
-			return false
-		}
-		return true
+		return c.class != keycodec.TypeClass(bsoncore.TypeDouble) || c.op == opGT || c.op == opGTE
 	}
 	return false
 }
