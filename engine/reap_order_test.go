@@ -3,53 +3,15 @@ package engine
 import (
 	"bytes"
 	"context"
-	"sync"
 	"testing"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/lethedb/lethe/clock"
-	"github.com/lethedb/lethe/engine/kv"
 	"github.com/lethedb/lethe/engine/kv/pebblekv"
 	"github.com/lethedb/lethe/engine/record"
 )
-
-// deleteOrderStore records the keys each committed transaction deleted, in
-// the order it deleted them.
-type deleteOrderStore struct {
-	kv.Store
-	mu      sync.Mutex
-	commits [][][]byte
-}
-
-func (s *deleteOrderStore) Unwrap() kv.Store { return s.Store }
-
-func (s *deleteOrderStore) Begin(ctx context.Context, o kv.TxnOptions) (kv.Txn, error) {
-	tx, err := s.Store.Begin(ctx, o)
-	if err != nil {
-		return nil, err
-	}
-	return &deleteOrderTxn{Txn: tx, s: s}, nil
-}
-
-type deleteOrderTxn struct {
-	kv.Txn
-	s       *deleteOrderStore
-	deleted [][]byte
-}
-
-func (t *deleteOrderTxn) Delete(key []byte) error {
-	t.deleted = append(t.deleted, bytes.Clone(key))
-	return t.Txn.Delete(key)
-}
-
-func (t *deleteOrderTxn) Commit(ctx context.Context, d kv.Durability) (kv.Timestamp, error) {
-	t.s.mu.Lock()
-	t.s.commits = append(t.s.commits, t.deleted)
-	t.s.mu.Unlock()
-	return t.Txn.Commit(ctx, d)
-}
 
 // TestPurgeDeletesInKeyOrder: a purge deletes its documents in key order,
 // then their expiry entries in key order. pebble inserts a batch into its
@@ -66,7 +28,7 @@ func TestPurgeDeletesInKeyOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &deleteOrderStore{Store: ps}
+	s := &recordingStore{Store: ps}
 	e, err := Open(t.TempDir(), Options{Clock: clk, NoReaper: true, Oplog: true, Store: s})
 	if err != nil {
 		t.Fatal(err)
@@ -84,20 +46,18 @@ func TestPurgeDeletesInKeyOrder(t *testing.T) {
 	if _, err := e.Insert(ctx, "db", "c", batch, true); err != nil {
 		t.Fatal(err)
 	}
-	s.mu.Lock()
-	s.commits = nil
-	s.mu.Unlock()
+	s.take()
 	clk.Advance(8 * time.Second)
 	if n, err := e.Reaper().Pass(); err != nil || n != docs {
 		t.Fatalf("pass purged %d, %v; want %d", n, err, docs)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	commits := s.take()
 	// The purge's transactions are those that delete the collection's
 	// documents; any other work of the engine's is left out.
 	lo, hi := record.DocRange(e.collection("db", "c").st().meta.ID)
 	deleted := 0
-	for _, keys := range s.commits {
+	for _, c := range commits {
+		keys := c.deleted
 		if len(keys) == 0 || bytes.Compare(keys[0], lo) < 0 || bytes.Compare(keys[0], hi) >= 0 {
 			continue
 		}
@@ -114,6 +74,6 @@ func TestPurgeDeletesInKeyOrder(t *testing.T) {
 		}
 	}
 	if deleted != 2*docs {
-		t.Fatalf("the purge deleted %d keys in %d transactions; want %d: a document and its entry each", deleted, len(s.commits), 2*docs)
+		t.Fatalf("the purge deleted %d keys in %d transactions; want %d: a document and its entry each", deleted, len(commits), 2*docs)
 	}
 }
