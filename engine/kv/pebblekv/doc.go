@@ -35,7 +35,9 @@
 //
 // The store also keeps the disk from filling up (disk.go: a free-space
 // reserve, a ballast file, waits on a full WAL) and simulates a disk for
-// tests (MemDisk).
+// tests (MemDisk). Where pebble's cache and memtables are C allocations
+// (cgo on glibc), malloc_glibc.go tunes malloc so that memory pebble frees
+// returns to the system.
 //
 // # Locks
 //
