@@ -14,6 +14,6 @@ func TestMallocArenasAreBounded(t *testing.T) {
 	}
 	mallocContend(64)
 	if got, limit := mallocHeaps(), mallocArenas(); got > limit {
-		t.Fatalf("64 threads allocating at once made %d malloc arenas; tuneMalloc allows %d", got, limit)
+		t.Fatalf("64 threads allocating at once made %d malloc arenas; lethe_tune_malloc allows %d", got, limit)
 	}
 }
