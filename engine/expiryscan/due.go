@@ -67,15 +67,31 @@ func (rc *Cursor) record(lo, last []byte) {
 func DueDocs(ctx context.Context, s kv.Reader, c Collection, nowMs int64, limit int, cur *Cursor) ([]Due, int64, error) {
 	var due []Due
 	nextMs := int64(math.MaxInt64)
-	seen := map[string]bool{}
+	// seen holds the documents found so far, once a second range is
+	// scanned: the first range names each document once (an expiry
+	// family has one entry per document), so it needs none, and the
+	// map was a tenth of a purge. A date TTL index on an array names a
+	// document once per date, and so always dedupes.
+	var seen map[string]bool
+	dedupe := func() {
+		if seen == nil {
+			seen = make(map[string]bool, len(due))
+			for _, d := range due {
+				seen[string(d.PK)] = true
+			}
+		}
+	}
 	expired := func(h record.Header, _ bson.Raw) bool { return ttlindex.Expired(c.TTL, h.TS, h.TTL, nowMs) }
 	// add takes d, whose slices are its own, unless its document is
 	// already due by another range.
 	add := func(d Due) {
-		if !seen[string(d.PK)] {
+		if seen != nil {
+			if seen[string(d.PK)] {
+				return
+			}
 			seen[string(d.PK)] = true
-			due = append(due, d)
 		}
+		due = append(due, d)
 	}
 	addEntry := func(d Due) {
 		d.IsDue = expired
@@ -93,6 +109,7 @@ func DueDocs(ctx context.Context, s kv.Reader, c Collection, nowMs int64, limit 
 			if nm != math.MaxInt64 {
 				nextMs = min(nextMs, nm+shift)
 			}
+			dedupe()
 		}
 		lo, hi := ttlindex.OwnRange(id, nowMs)
 		nm, err := scanExpiry(ctx, s, lo, hi, limit-len(due), cur, addEntry)
@@ -105,6 +122,7 @@ func DueDocs(ctx context.Context, s kv.Reader, c Collection, nowMs int64, limit 
 		if len(due) >= limit {
 			break
 		}
+		dedupe()
 		nm, err := scanDateTTL(ctx, s, ix, nowMs, limit-len(due), cur, add)
 		if err != nil {
 			return nil, 0, err

@@ -56,6 +56,7 @@ func Run(t *testing.T, open Opener) {
 		{"SnapshotTxnNoFalseConflicts", testSnapshotTxnNoFalseConflicts},
 		{"SnapshotTxnAfterNow", testSnapshotTxnAfterNow},
 		{"ExactKeyLocks", testExactKeyLocks},
+		{"ManyLocks", testManyLocks},
 		{"ConcurrentSnapshotTxnTransfers", testConcurrentSnapshotTxnTransfers},
 		{"DropRange", testDropRange},
 		{"Timestamps", testTimestamps},
@@ -378,6 +379,50 @@ func testLockWaitAndBound(t *testing.T, s kv.Store) {
 	}
 	if !p4.Locked(k("a")) {
 		t.Fatal("Locked(a) is false after LockKeys")
+	}
+}
+
+// testManyLocks checks Locked on a transaction that holds many keys, as a
+// TTL purge or a multi-document write does: past the few a store may scan
+// rather than index, and asked about them now and then while it takes more.
+func testManyLocks(t *testing.T, s kv.Store) {
+	other := begin(t, s, true)
+	defer other.Rollback()
+	must(t, other.LockKeys(ctx, kv.LockOptions{}, k("busy")))
+	p := begin(t, s, true)
+	defer p.Rollback()
+	key := func(i int) []byte { return []byte(fmt.Sprintf("k%03d", i)) }
+	const n = 60
+	for i := range n {
+		must(t, p.LockKeys(ctx, kv.LockOptions{NoWait: true}, key(i)))
+		if i%20 == 19 {
+			for j := range n {
+				if got := p.Locked(key(j)); got != (j <= i) {
+					t.Fatalf("after locking k000..%s: Locked(%s) = %v", key(i), key(j), got)
+				}
+			}
+		}
+		if i == 30 {
+			// A key another transaction holds is refused, and the
+			// refusal takes nothing from what this one holds.
+			if err := p.LockKeys(ctx, kv.LockOptions{NoWait: true}, k("busy")); !errors.Is(err, kv.ErrLocked) {
+				t.Fatalf("NoWait on a key another holds: %v, want ErrLocked", err)
+			}
+			if p.Locked(k("busy")) || !p.Locked(key(0)) || !p.Locked(key(30)) {
+				t.Fatal("a refused lock changed what the transaction holds")
+			}
+		}
+	}
+	if p.Locked(k("k")) || p.Locked(k("k0000")) || p.Locked(key(n)) {
+		t.Fatal("Locked is true for a key never locked")
+	}
+	p.Rollback()
+	q := begin(t, s, true)
+	defer q.Rollback()
+	for i := range n {
+		if err := q.LockKeys(ctx, kv.LockOptions{NoWait: true}, key(i)); err != nil {
+			t.Fatalf("%s after the holder rolled back: %v", key(i), err)
+		}
 	}
 }
 

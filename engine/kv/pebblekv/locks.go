@@ -128,39 +128,41 @@ func (t *lockTable) unlock(l *keyLock) {
 type lockSet struct {
 	t    *lockTable
 	held []*keyLock
-	// index finds a held key once there are many (a long transaction).
-	index map[string]struct{}
+	// index finds a held key once there are many (a long transaction). It
+	// covers held[:indexed] and is brought up to date by has, not by add:
+	// a set that takes many keys and is never asked about them (a TTL
+	// purge locks hundreds, and asks only under invariants) pays nothing
+	// for it. Building it as keys came in was a tenth of a purge's CPU.
+	index   map[string]struct{}
+	indexed int
 }
 
 const lockIndexFrom = 16
 
 func (ls *lockSet) has(key []byte) bool {
-	if ls.index != nil {
-		_, ok := ls.index[string(key)]
-		return ok
-	}
-	for _, l := range ls.held {
-		if bytes.Equal(l.key, key) {
-			return true
+	if len(ls.held) <= lockIndexFrom {
+		for _, l := range ls.held {
+			if bytes.Equal(l.key, key) {
+				return true
+			}
 		}
+		return false
 	}
-	return false
+	if ls.index == nil {
+		ls.index = make(map[string]struct{}, len(ls.held))
+	}
+	// The index holds each key without a copy: a held lock's key does not
+	// change, and the set drops it from the index before releasing the
+	// lock, whose key the pool then reuses.
+	for _, l := range ls.held[ls.indexed:] {
+		ls.index[keyString(l.key)] = struct{}{}
+	}
+	ls.indexed = len(ls.held)
+	_, ok := ls.index[string(key)]
+	return ok
 }
 
-// add indexes l by its key without a copy: a held lock's key does not
-// change, and the set drops it from the index before releasing the lock,
-// whose key the pool then reuses.
-func (ls *lockSet) add(l *keyLock) {
-	ls.held = append(ls.held, l)
-	if ls.index != nil {
-		ls.index[keyString(l.key)] = struct{}{}
-	} else if len(ls.held) > lockIndexFrom {
-		ls.index = make(map[string]struct{}, 2*len(ls.held))
-		for _, h := range ls.held {
-			ls.index[keyString(h.key)] = struct{}{}
-		}
-	}
-}
+func (ls *lockSet) add(l *keyLock) { ls.held = append(ls.held, l) }
 
 // sortKeys orders keys and drops repeats, so that lockers take them in one
 // order.
@@ -233,18 +235,19 @@ func (ls *lockSet) waitAdd(ctx context.Context, keys [][]byte, wait time.Duratio
 
 // releaseFrom releases the keys taken since the set held n.
 func (ls *lockSet) releaseFrom(n int) {
-	for _, l := range ls.held[n:] {
-		if ls.index != nil {
+	for i, l := range ls.held[n:] {
+		if n+i < ls.indexed {
 			delete(ls.index, string(l.key))
 		}
 		ls.t.unlock(l)
 	}
 	clear(ls.held[n:])
 	ls.held = ls.held[:n]
+	ls.indexed = min(ls.indexed, n)
 }
 
 func (ls *lockSet) unlockAll() {
-	ls.index = nil // dropped whole rather than key by key
+	ls.index, ls.indexed = nil, 0 // dropped whole rather than key by key
 	ls.releaseFrom(0)
 }
 

@@ -11,8 +11,13 @@ const indexAfter = 16
 // be written more than once; its last write counts.
 type writeSet struct {
 	list  []pending
-	small [8]pending     // list's first backing array, in the transaction itself
-	index map[string]int // key -> position of its last write in list
+	small [8]pending // list's first backing array, in the transaction itself
+	// index maps a key to the position of its last write, for list[:indexed].
+	// Lookups bring it up to date, not add: a transaction that writes many
+	// keys and never reads them back (a TTL purge, a bulk insert) commits
+	// without one. Building it as writes came in was a sixth of a purge.
+	index   map[string]int
+	indexed int
 }
 
 func (w *writeSet) add(p pending) {
@@ -20,20 +25,27 @@ func (w *writeSet) add(p pending) {
 		w.list = w.small[:0]
 	}
 	w.list = append(w.list, p)
-	switch {
-	case w.index != nil:
-		w.index[keyString(p.key)] = len(w.list) - 1
-	case len(w.list) > indexAfter:
-		w.index = make(map[string]int, 2*len(w.list))
-		for i, q := range w.list {
-			w.index[keyString(q.key)] = i
-		}
+}
+
+// useIndex reports whether lookups go through the index, having brought it
+// up to date; below indexAfter writes they scan.
+func (w *writeSet) useIndex() bool {
+	if len(w.list) <= indexAfter {
+		return false
 	}
+	if w.index == nil {
+		w.index = make(map[string]int, len(w.list))
+	}
+	for i := w.indexed; i < len(w.list); i++ {
+		w.index[keyString(w.list[i].key)] = i
+	}
+	w.indexed = len(w.list)
+	return true
 }
 
 // get returns the last write of key.
 func (w *writeSet) get(key []byte) (pending, bool) {
-	if w.index != nil {
+	if w.useIndex() {
 		i, ok := w.index[string(key)]
 		if !ok {
 			return pending{}, false
@@ -48,6 +60,13 @@ func (w *writeSet) get(key []byte) (pending, bool) {
 	return pending{}, false
 }
 
+// each calls fn with every write, a key written twice twice.
+func (w *writeSet) each(fn func(p pending)) {
+	for _, p := range w.list {
+		fn(p)
+	}
+}
+
 // last calls fn with the last write of each key, once.
 func (w *writeSet) last(fn func(p pending)) {
 	for i, p := range w.list {
@@ -58,7 +77,7 @@ func (w *writeSet) last(fn func(p pending)) {
 }
 
 func (w *writeSet) isLast(i int) bool {
-	if w.index != nil {
+	if w.useIndex() {
 		return w.index[string(w.list[i].key)] == i
 	}
 	for j := i + 1; j < len(w.list); j++ {
