@@ -211,7 +211,7 @@ func TestPassYieldsToForegroundRequests(t *testing.T) {
 			}
 			for _, d := range yields {
 				if d < 2*store.work {
-					t.Fatalf("paused %v after a batch of at least %v", d, store.work)
+					t.Fatalf("paused %v after a batch of at least %v, want at least twice the batch", d, store.work)
 				}
 			}
 		})
