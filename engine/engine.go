@@ -308,6 +308,16 @@ func (e *Engine) StorageEngine() (name string, persistent, readOnly bool) {
 	return name, persistent, e.local != nil && e.local.ReadOnly()
 }
 
+// CacheStats reports the store's block cache; ok is false for a store
+// without one in this process (TiKV's caches are the cluster's).
+func (e *Engine) CacheStats() (stats kv.CacheStats, ok bool) {
+	c, ok := kv.Unwrap(e.store).(kv.Cached)
+	if !ok {
+		return kv.CacheStats{}, false
+	}
+	return c.CacheStats(), true
+}
+
 func (e *Engine) Close() error {
 	if e.stopReaper != nil {
 		e.stopReaper()

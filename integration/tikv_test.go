@@ -8,6 +8,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/lethedb/lethe/server"
 )
 
 // tikvMockTests are the tests TestOnTiKVMock runs again with their servers
@@ -50,6 +52,7 @@ var tikvMockTests = []struct {
 	{"TestTransactionUniqueConflictGo", TestTransactionUniqueConflictGo},
 	{"TestAuthUsersSurviveRestart", TestAuthUsersSurviveRestart},
 	{"TestServerStatusStorageEngine", TestServerStatusStorageEngine},
+	{"TestServerStatusBlockCache", TestServerStatusBlockCache},
 	{"BigDocuments", testBigDocuments},
 }
 
@@ -164,5 +167,40 @@ func TestServerStatusStorageEngine(t *testing.T) {
 	}
 	if se.Name != wantName || se.Persistent != wantPersistent || se.ReadOnly || !se.CommittedReads {
 		t.Fatalf("storageEngine = %+v, want %s, persistent %v, writable, committed reads", se, wantName, wantPersistent)
+	}
+}
+
+// TestServerStatusBlockCache: serverStatus's lethe section shows the block
+// cache of an embedded store, with the budget --cache-size-mb gave it, so
+// that a user can tell whether reads find their blocks there. A store
+// whose caches are the cluster's (TiKV) shows none.
+func TestServerStatusBlockCache(t *testing.T) {
+	ts := startServer(t, func(c *server.Config) { c.CacheSize = 48 << 20 })
+	coll := ts.Client.Database("db").Collection("c")
+	if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	var status struct {
+		Lethe struct {
+			BlockCache *struct {
+				MaxBytes int64 `bson:"maxBytes"`
+				Bytes    int64 `bson:"bytes"`
+				Hits     int64 `bson:"hits"`
+				Misses   int64 `bson:"misses"`
+			} `bson:"blockCache"`
+		} `bson:"lethe"`
+	}
+	if err := ts.Client.Database("admin").RunCommand(ctx, bson.D{{Key: "serverStatus", Value: 1}}).Decode(&status); err != nil {
+		t.Fatal(err)
+	}
+	bc := status.Lethe.BlockCache
+	if ts.mock != nil {
+		if bc != nil {
+			t.Fatalf("a block cache on TiKV: %+v", *bc)
+		}
+		return
+	}
+	if bc == nil || bc.MaxBytes != 48<<20 || bc.Bytes < 0 || bc.Bytes > bc.MaxBytes || bc.Hits < 0 || bc.Misses < 0 {
+		t.Fatalf("lethe.blockCache = %+v, want a budget of 48 MiB", bc)
 	}
 }

@@ -205,11 +205,7 @@ func (s *Server) serverStatus(_ context.Context, req *Request) (bson.Raw, error)
 		}},
 		// As mongod's section, with the backend --store chose.
 		{Key: "storageEngine", Value: s.storageEngineSection()},
-		{Key: "lethe", Value: bson.D{
-			{Key: "version", Value: Version},
-			// Bytes of results open cursors hold, against --max-cursor-memory-mib.
-			{Key: "cursorMemory", Value: cursorHeld},
-		}},
+		{Key: "lethe", Value: s.letheSection(cursorHeld)},
 	}
 	if s.rs != nil {
 		sections = append(sections, bson.E{Key: "repl", Value: s.replStatusSection()})
@@ -293,6 +289,26 @@ func buildEnvironment() bson.D {
 
 // storageEngineSection is serverStatus's storageEngine: the kv backend
 // (pebble, tikv or tikv-mock) in mongod's shape.
+// letheSection is serverStatus's section of what only Lethe has.
+func (s *Server) letheSection(cursorHeld int64) bson.D {
+	d := bson.D{
+		{Key: "version", Value: Version},
+		// Bytes of results open cursors hold, against --max-cursor-memory-mib.
+		{Key: "cursorMemory", Value: cursorHeld},
+	}
+	// The block cache of an embedded store: whether what reads touch fits
+	// in --cache-size-mb (a miss reads the block from the file).
+	if c, ok := s.eng.CacheStats(); ok {
+		d = append(d, bson.E{Key: "blockCache", Value: bson.D{
+			{Key: "maxBytes", Value: c.Capacity},
+			{Key: "bytes", Value: c.Size},
+			{Key: "hits", Value: c.Hits},
+			{Key: "misses", Value: c.Misses},
+		}})
+	}
+	return d
+}
+
 func (s *Server) storageEngineSection() bson.D {
 	name, persistent, readOnly := s.eng.StorageEngine()
 	return bson.D{

@@ -85,6 +85,9 @@ type growthPoint struct {
 	disk              diskUse
 	stats             dbStatsFigures
 	oplog             oplogFigures
+	// cache is the block cache over the requests' measurement: the hits
+	// and misses they made, and what it held at their end.
+	cache blockCacheFigures
 }
 
 // growthRun is the growth workload's outcome, for the report.
@@ -201,9 +204,18 @@ func runGrowth(ctx context.Context, e *env) ([]result, error) {
 			return results, fmt.Errorf("at %s: %w", p.label, err)
 		}
 		e.logf("growth: measuring at %s documents (the server settled for %v, quiet: %v)", p.label, p.settle.Round(time.Second), p.settled)
+		cacheBefore, err := readBlockCache(ctx, statsClient)
+		if err != nil {
+			return results, fmt.Errorf("at %s: %w", p.label, err)
+		}
 		if err := p.measureRequests(ctx, e, coll, pads, &inserted); err != nil {
 			return results, fmt.Errorf("at %s: %w", p.label, err)
 		}
+		if p.cache, err = readBlockCache(ctx, statsClient); err != nil {
+			return results, fmt.Errorf("at %s: %w", p.label, err)
+		}
+		p.cache.hits -= cacheBefore.hits
+		p.cache.misses -= cacheBefore.misses
 		for _, kind := range growthKinds {
 			res := result{name: "growth@" + p.label + "/" + kind, sample: p.samples[kind]}
 			if kind != "ping" {
@@ -422,6 +434,43 @@ func oplogOn(ctx context.Context, client *mongo.Client) error {
 }
 
 // takeMeasure fills p's memory, disk, dbStats and oplog figures.
+// blockCacheFigures are serverStatus's lethe.blockCache: the block
+// cache's budget and bytes held, and its hits and misses; ok is false
+// when the server has none.
+type blockCacheFigures struct {
+	ok                            bool
+	maxBytes, bytes, hits, misses int64
+}
+
+// hitRatio is the share of block reads the cache served, or -1 if none.
+func (c blockCacheFigures) hitRatio() float64 {
+	if c.hits+c.misses <= 0 {
+		return -1
+	}
+	return float64(c.hits) / float64(c.hits+c.misses)
+}
+
+func readBlockCache(ctx context.Context, client *mongo.Client) (blockCacheFigures, error) {
+	var status struct {
+		Lethe struct {
+			BlockCache *struct {
+				MaxBytes int64 `bson:"maxBytes"`
+				Bytes    int64 `bson:"bytes"`
+				Hits     int64 `bson:"hits"`
+				Misses   int64 `bson:"misses"`
+			} `bson:"blockCache"`
+		} `bson:"lethe"`
+	}
+	if err := client.Database("admin").RunCommand(ctx, bson.D{{Key: "serverStatus", Value: 1}}).Decode(&status); err != nil {
+		return blockCacheFigures{}, fmt.Errorf("serverStatus: %w", err)
+	}
+	bc := status.Lethe.BlockCache
+	if bc == nil {
+		return blockCacheFigures{}, nil
+	}
+	return blockCacheFigures{ok: true, maxBytes: bc.MaxBytes, bytes: bc.Bytes, hits: bc.Hits, misses: bc.Misses}, nil
+}
+
 func (p *growthPoint) takeMeasure(ctx context.Context, c *childServer, db *mongo.Database) error {
 	var err error
 	if p.mem, err = readProcMem(c.pid()); err != nil {

@@ -139,6 +139,24 @@ func (g *growthRun) writeText(w io.Writer, clients, rounds int, duration time.Du
 		fmt.Fprintf(w, "restart over the same data directory took %v\n", g.restartTook.Round(time.Millisecond))
 	}
 
+	fmt.Fprintln(w, "\nblock cache over each checkpoint's requests (serverStatus lethe.blockCache; a miss reads the block from its file)")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "checkpoint	budget MiB	held MiB	hits	misses	hit ratio")
+	for _, p := range g.points {
+		if !p.cache.ok {
+			fmt.Fprintf(tw, "%s	-	-	-	-	-\n", p.label)
+			continue
+		}
+		ratio := "-"
+		if r := p.cache.hitRatio(); r >= 0 {
+			ratio = fmt.Sprintf("%.1f%%", 100*r)
+		}
+		fmt.Fprintf(tw, "%s	%s	%s	%d	%d	%s\n", p.label, mib(p.cache.maxBytes), mib(p.cache.bytes), p.cache.hits, p.cache.misses, ratio)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+
 	fmt.Fprintln(w, "\noplog (local.oplog.rs)")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "checkpoint\tentries\tMiB (BSON)\tof the bound\toldest ts\toldest wall\tnewest ts")
@@ -189,6 +207,8 @@ type (
 		SettleSecs    float64               `json:"settle_s"`
 		Settled       bool                  `json:"settled"`
 		Requests      map[string]jsonSample `json:"requests,omitempty"`
+		CacheHits     int64                 `json:"block_cache_hits"`
+		CacheMisses   int64                 `json:"block_cache_misses"`
 		RSS           int64                 `json:"rss_bytes"`
 		PeakRSS       int64                 `json:"peak_rss_bytes"`
 		DiskAllocated int64                 `json:"du_bytes"`
@@ -221,7 +241,8 @@ func (g *growthRun) toJSON() *jsonGrowth {
 			SlowestLoad: p.slowestLoad, SettleSecs: p.settle.Seconds(), Settled: p.settled, RSS: p.mem.rss, PeakRSS: p.mem.hwm, DiskAllocated: p.disk.allocated,
 			SST: p.disk.sst, WAL: p.disk.wal, WALAllocated: p.disk.walAllocated, WALFiles: p.disk.walFiles, Ballast: p.disk.ballast, Other: p.disk.other,
 			DataSize: p.stats.dataSize, StorageSize: p.stats.storageSize, IndexSize: p.stats.indexSize,
-			OplogEntries: p.oplog.entries, OplogBytes: p.oplog.bytes, OplogOldest: p.oplog.oldest.T}
+			OplogEntries: p.oplog.entries, OplogBytes: p.oplog.bytes, OplogOldest: p.oplog.oldest.T,
+			CacheHits: p.cache.hits, CacheMisses: p.cache.misses}
 		if len(p.samples) > 0 {
 			jp.Requests = make(map[string]jsonSample)
 			for k, s := range p.samples {

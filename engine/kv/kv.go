@@ -257,6 +257,21 @@ type Named interface {
 	Persistent() bool
 }
 
+// Cached is offered by stores that keep a block cache in this process, so
+// that serverStatus can show whether what reads touch fits in it.
+type Cached interface {
+	CacheStats() CacheStats
+}
+
+// CacheStats are a block cache's figures since the store opened.
+type CacheStats struct {
+	// Capacity is the cache's budget in bytes (--cache-size-mb), and Size
+	// the bytes of blocks it holds now.
+	Capacity, Size int64
+	// Hits and Misses count the block reads it served and did not.
+	Hits, Misses int64
+}
+
 // Sharded is offered by stores that split their key space into ranges
 // served by different machines (TiKV's regions). On one, the engine
 // spreads the key families whose new keys are always the largest over

@@ -41,6 +41,8 @@ type Store struct {
 	locks  *lockTable
 	oracle *oracle
 	opts   Options
+	// cacheSize is the block cache's budget in bytes.
+	cacheSize int64
 }
 
 var _ kv.Store = (*Store)(nil)
@@ -79,7 +81,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("pebblekv: open %s: %w", dir, err)
 	}
 	guard.db.Store(db)
-	return &Store{db: db, disk: guard, locks: newLockTable(), oracle: newOracle(), opts: opts}, nil
+	return &Store{db: db, disk: guard, locks: newLockTable(), oracle: newOracle(), opts: opts, cacheSize: po.CacheSize}, nil
 }
 
 // ReadOnly reports whether the store opened read-only because the disk was
@@ -201,6 +203,14 @@ type pebbleLogger struct {
 func (l pebbleLogger) Infof(format string, args ...any)  { l.s.Debugf(format, args...) }
 func (l pebbleLogger) Errorf(format string, args ...any) { l.s.Errorf(format, args...) }
 func (l pebbleLogger) Fatalf(format string, args ...any) { l.fatal(fmt.Sprintf(format, args...)) }
+
+// CacheStats reports pebble's block cache (kv.Cached). Pebble keeps its
+// memtables within the same budget, so Size stays below Capacity by the
+// memtables' share.
+func (s *Store) CacheStats() kv.CacheStats {
+	m := s.db.Metrics()
+	return kv.CacheStats{Capacity: s.cacheSize, Size: m.BlockCache.Size, Hits: m.BlockCache.Hits, Misses: m.BlockCache.Misses}
+}
 
 // Name is "pebble", as --store spells it.
 func (s *Store) Name() string { return "pebble" }
