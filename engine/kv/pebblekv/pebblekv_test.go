@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"testing"
 
+	"go.uber.org/zap"
+
 	"github.com/lethedb/lethe/engine/kv"
 	"github.com/lethedb/lethe/engine/kv/kvtest"
 )
@@ -101,5 +103,27 @@ func TestSizeHintReservesTheBatch(t *testing.T) {
 	t.Logf("allocated for %d KiB written: %d KiB with a size hint, %d KiB without", written>>10, hinted>>10, unhinted>>10)
 	if hinted > written*3 {
 		t.Fatalf("a transaction told its size allocated %d KiB for %d KiB written", hinted>>10, written>>10)
+	}
+}
+
+// TestMemTableLeavesTheCacheToBlocks checks the memtable pebble is given:
+// at most an eighth of the block cache, whose budget pebble charges with
+// the memtables it holds (two 64 MiB ones left blocks half of the default
+// 256 MiB), and at most a quarter of the free-space reserve (disk.go).
+func TestMemTableLeavesTheCacheToBlocks(t *testing.T) {
+	for _, tt := range []struct {
+		cache, minFree, want int64
+	}{
+		{0, 0, 32 << 20}, // the defaults: 256 MiB of cache, 256 MiB of reserve
+		{64 << 20, 0, 8 << 20},
+		{1 << 30, 0, 64 << 20},
+		{1 << 30, 16 << 20, 4 << 20},
+		{1 << 20, 0, 1 << 20},
+		{0, -1, 32 << 20},
+	} {
+		g := newDiskGuard(t.TempDir(), Options{MinFreeDisk: tt.minFree, Logger: zap.NewNop()})
+		if got := storeOptions(g, tt.cache).MemTableSize; got != uint64(tt.want) {
+			t.Errorf("cache %d, reserve %d: memtable of %d bytes, want %d", tt.cache, tt.minFree, got, tt.want)
+		}
 	}
 }

@@ -173,7 +173,11 @@ func (s *snapshot) Close() error     { return s.snap.Close() }
 // level, because each insert first asks whether its _id exists and most of
 // those lookups miss; a block cache and memtable sized for a server rather
 // than pebble's small defaults. The memtable is at most a quarter of the
-// free-space reserve, so that the reserve holds its WAL and its flush.
+// free-space reserve, so that the reserve holds its WAL and its flush, and
+// at most an eighth of the cache: pebble reserves each memtable it holds
+// (the one written and one kept for reuse, or one being flushed) in the
+// cache's budget, so that at the default 256 MiB two 64 MiB memtables left
+// blocks half the cache.
 func storeOptions(g *diskGuard, cacheSize int64) *pebble.Options {
 	if cacheSize <= 0 {
 		cacheSize = 256 << 20
@@ -187,7 +191,7 @@ func storeOptions(g *diskGuard, cacheSize int64) *pebble.Options {
 			FlushEnd:        g.flushEnd,
 		},
 	}
-	o.MemTableSize = uint64(g.memTableSize())
+	o.MemTableSize = uint64(min(g.memTableSize(), max(cacheSize/8, 1<<20)))
 	for i := range o.Levels {
 		o.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
 	}

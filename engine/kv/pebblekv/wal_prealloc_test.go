@@ -14,7 +14,7 @@ import (
 
 // TestSmallStoreSmallWAL checks that a store holding a few megabytes takes
 // about that much of the disk for its write-ahead log: pebble reserves
-// 1.1 times the memtable (64 MiB here) for every WAL file at its first
+// 1.1 times the memtable (32 MiB here) for every WAL file at its first
 // write, which walAllocFile replaces by steps of walAllocStep. The figures
 // are the blocks allocated (du), not the files' sizes.
 func TestSmallStoreSmallWAL(t *testing.T) {
@@ -24,8 +24,8 @@ func TestSmallStoreSmallWAL(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if got := s.disk.memTableSize(); got != 64<<20 {
-		t.Fatalf("memtable of %d bytes; the test expects pebble to be asked for 64 MiB", got)
+	if got := storeOptions(s.disk, 0).MemTableSize; got != 32<<20 {
+		t.Fatalf("memtable of %d bytes; the test expects pebble to be asked for 32 MiB", got)
 	}
 	ctx := context.Background()
 	value := []byte(strings.Repeat("v", 1000))
