@@ -287,8 +287,6 @@ func buildEnvironment() bson.D {
 	}
 }
 
-// storageEngineSection is serverStatus's storageEngine: the kv backend
-// (pebble, tikv or tikv-mock) in mongod's shape.
 // letheSection is serverStatus's section of what only Lethe has.
 func (s *Server) letheSection(cursorHeld int64) bson.D {
 	d := bson.D{
@@ -309,6 +307,8 @@ func (s *Server) letheSection(cursorHeld int64) bson.D {
 	return d
 }
 
+// storageEngineSection is serverStatus's storageEngine: the kv backend
+// (pebble, tikv or tikv-mock) in mongod's shape.
 func (s *Server) storageEngineSection() bson.D {
 	name, persistent, readOnly := s.eng.StorageEngine()
 	return bson.D{

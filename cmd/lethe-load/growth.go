@@ -433,7 +433,6 @@ func oplogOn(ctx context.Context, client *mongo.Client) error {
 	return err
 }
 
-// takeMeasure fills p's memory, disk, dbStats and oplog figures.
 // blockCacheFigures are serverStatus's lethe.blockCache: the block
 // cache's budget and bytes held, and its hits and misses; ok is false
 // when the server has none.
@@ -450,6 +449,7 @@ func (c blockCacheFigures) hitRatio() float64 {
 	return float64(c.hits) / float64(c.hits+c.misses)
 }
 
+// readBlockCache reads the server's block cache figures from serverStatus.
 func readBlockCache(ctx context.Context, client *mongo.Client) (blockCacheFigures, error) {
 	var status struct {
 		Lethe struct {
@@ -471,6 +471,7 @@ func readBlockCache(ctx context.Context, client *mongo.Client) (blockCacheFigure
 	return blockCacheFigures{ok: true, maxBytes: bc.MaxBytes, bytes: bc.Bytes, hits: bc.Hits, misses: bc.Misses}, nil
 }
 
+// takeMeasure fills p's memory, disk, dbStats and oplog figures.
 func (p *growthPoint) takeMeasure(ctx context.Context, c *childServer, db *mongo.Database) error {
 	var err error
 	if p.mem, err = readProcMem(c.pid()); err != nil {

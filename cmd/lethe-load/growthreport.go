@@ -141,17 +141,17 @@ func (g *growthRun) writeText(w io.Writer, clients, rounds int, duration time.Du
 
 	fmt.Fprintln(w, "\nblock cache over each checkpoint's requests (serverStatus lethe.blockCache; a miss reads the block from its file)")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "checkpoint	budget MiB	held MiB	hits	misses	hit ratio")
+	fmt.Fprintln(tw, "checkpoint\tbudget MiB\theld MiB\thits\tmisses\thit ratio")
 	for _, p := range g.points {
 		if !p.cache.ok {
-			fmt.Fprintf(tw, "%s	-	-	-	-	-\n", p.label)
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\n", p.label)
 			continue
 		}
 		ratio := "-"
 		if r := p.cache.hitRatio(); r >= 0 {
 			ratio = fmt.Sprintf("%.1f%%", 100*r)
 		}
-		fmt.Fprintf(tw, "%s	%s	%s	%d	%d	%s\n", p.label, mib(p.cache.maxBytes), mib(p.cache.bytes), p.cache.hits, p.cache.misses, ratio)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", p.label, mib(p.cache.maxBytes), mib(p.cache.bytes), p.cache.hits, p.cache.misses, ratio)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
