@@ -500,6 +500,20 @@ func (w *writer) deleteEntries(old *storedDoc, oldEnt *docEntries, keep *docEntr
 			if keep != nil && containsKey(keep.index[i], k) {
 				continue
 			}
+			if ix.Meta.Unique && ix.Meta.Building {
+				// The backfill may not have reached old yet, and another
+				// document may have taken the key meanwhile: its entry
+				// stays (TestBuildingUniqueIndexKeepsAnothersEntry). A key
+				// with no entry is deleted all the same, so that a
+				// backfill batch that read old as it was conflicts.
+				holder, err := w.uniqueHolder(ix, k)
+				if err != nil {
+					return err
+				}
+				if holder != nil && !bytesEqual(holder, old.pk) {
+					continue
+				}
+			}
 			if err := b.Delete(ix.EntryKey(nil, k, old.pk)); err != nil {
 				return err
 			}
