@@ -42,16 +42,7 @@ func TestIndexBuildSurvivesItsBuilder(t *testing.T) {
 	}
 	for k := 0; k < 7; k++ {
 		find := func(hint bson.D) string {
-			raw, _ := bson.Marshal(hint)
-			cur, err := b.Find(ctx, "db", "c", FindSpec{Filter: modelRaw(bson.D{{Key: "k", Value: k}}), Hint: bson.RawValue{Type: bson.TypeEmbeddedDocument, Value: raw}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := cur.All(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return fmt.Sprint(len(got))
+			return fmt.Sprint(len(findHinted(t, b, bson.D{{Key: "k", Value: k}}, hint)))
 		}
 		if byIndex, byScan := find(bson.D{{Key: "k", Value: 1}}), find(bson.D{{Key: "$natural", Value: 1}}); byIndex != byScan || byScan == "0" {
 			t.Fatalf("k=%d: the index finds %s documents, a scan %s", k, byIndex, byScan)
@@ -127,6 +118,23 @@ func TestIndexBuildOfNoServerIsFinished(t *testing.T) {
 	if err := validateStore(ctx, a, "db", "c"); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// findHinted returns the documents of db.c that e finds for filter with
+// the index hint.
+func findHinted(t *testing.T, e *Engine, filter, hint bson.D) []bson.Raw {
+	t.Helper()
+	ctx := context.Background()
+	raw, _ := bson.Marshal(hint)
+	cur, err := e.Find(ctx, "db", "c", FindSpec{Filter: modelRaw(filter), Hint: bson.RawValue{Type: bson.TypeEmbeddedDocument, Value: raw}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := cur.All(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
 }
 
 // kSpec is the index the build tests build.
@@ -240,16 +248,8 @@ func TestBuildingUniqueIndexKeepsAnothersEntry(t *testing.T) {
 	if err := validateStore(ctx, a, "db", "c"); err != nil {
 		t.Fatal(err)
 	}
-	hint, _ := bson.Marshal(bson.D{{Key: "u", Value: 1}})
 	for u, id := range map[int]int{2: 1, 5: 2} {
-		cur, err := a.Find(ctx, "db", "c", FindSpec{Filter: modelRaw(bson.D{{Key: "u", Value: u}}), Hint: bson.RawValue{Type: bson.TypeEmbeddedDocument, Value: hint}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := cur.All(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+		got := findHinted(t, a, bson.D{{Key: "u", Value: u}}, bson.D{{Key: "u", Value: 1}})
 		if len(got) != 1 || got[0].Lookup("_id").Int32() != int32(id) {
 			t.Fatalf("find u=%d by the index: %v, want _id %d", u, got, id)
 		}
