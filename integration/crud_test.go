@@ -407,19 +407,17 @@ func TestShellHelperCommands(t *testing.T) {
 	wantCode(t, err, 76)
 	// The only operation running is the aggregate itself, but for the
 	// driver's monitors, whose hellos may be caught running.
-	cur, err := admin.Aggregate(ctx, mongo.Pipeline{{{Key: "$currentOp", Value: bson.D{}}}})
+	cur, err := admin.Aggregate(ctx, mongo.Pipeline{{{Key: "$currentOp", Value: bson.D{}}}, notMonitorHello})
 	if err != nil {
 		t.Fatalf("$currentOp: %v", err)
 	}
 	aggregates := 0
 	for cur.Next(ctx) {
-		switch {
-		case cur.Current.Lookup("command", "aggregate").Type != 0:
-			aggregates++
-		case cur.Current.Lookup("command", "hello").Type != 0, cur.Current.Lookup("command", "isMaster").Type != 0:
-		default:
+		if cur.Current.Lookup("command", "aggregate").Type == 0 {
 			t.Errorf("$currentOp lists %v", cur.Current)
+			continue
 		}
+		aggregates++
 	}
 	if aggregates != 1 {
 		t.Errorf("$currentOp lists %d aggregates, want 1", aggregates)

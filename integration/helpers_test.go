@@ -108,3 +108,12 @@ func count(t *testing.T, coll *mongo.Collection, filter any) int64 {
 	}
 	return n
 }
+
+// notMonitorHello is a $match stage after $currentOp that leaves out the
+// hello (or legacy isMaster) of the driver's monitors, which they send on
+// connections of their own at any time: one in flight is a running
+// command, listed as on mongod.
+var notMonitorHello = bson.D{{Key: "$match", Value: bson.D{
+	{Key: "command.hello", Value: bson.D{{Key: "$exists", Value: false}}},
+	{Key: "command.isMaster", Value: bson.D{{Key: "$exists", Value: false}}},
+}}}
