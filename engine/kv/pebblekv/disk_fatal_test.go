@@ -14,13 +14,15 @@ import (
 // ends the process once, with status 1 and a line saying what to do,
 // rather than leaving it running with a broken store.
 func TestFatalStoreErrorExits(t *testing.T) {
-	if os.Getenv("LETHE_TEST_FATAL_CHILD") != "" {
-		g := newDiskGuard(t.TempDir(), Options{Logger: zap.NewExample()})
+	// The child ends in os.Exit, which runs no test cleanup: it works in
+	// a directory of the parent's, which the parent's cleanup removes.
+	if dir := os.Getenv("LETHE_TEST_FATAL_CHILD"); dir != "" {
+		g := newDiskGuard(dir, Options{Logger: zap.NewExample()})
 		storeOptions(g, 0).Logger.Fatalf("pebble: fatal commit error: %v", "write: no space left on device")
 		t.Fatal("Fatalf returned")
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestFatalStoreErrorExits$")
-	cmd.Env = append(os.Environ(), "LETHE_TEST_FATAL_CHILD=1")
+	cmd.Env = append(os.Environ(), "LETHE_TEST_FATAL_CHILD="+t.TempDir())
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
