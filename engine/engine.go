@@ -2,7 +2,11 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -125,6 +129,10 @@ type Engine struct {
 	memLimit   int64         // see Options.QueryMemoryLimit
 	spillLimit int64         // see Options.QuerySpillLimit
 	scratchSeq atomic.Uint64 // names the requests' scratch directories
+	// remoteScratch is the directory of the requests' temporary files
+	// when the store is not on this machine's disk: one of the system's
+	// temporary space, this engine's alone, removed by Close.
+	remoteScratch string
 	// catalogSeq counts the collection states installed (setState), for
 	// transactions to tell what changed after their start.
 	catalogSeq atomic.Uint64
@@ -205,6 +213,10 @@ var timeOrderedFamilies = []bucketkv.Family{
 func open(store kv.Store, opts Options) (*Engine, error) {
 	e := &Engine{store: store, clock: opts.Clock, log: opts.Logger, colls: make(map[string]*Collection), gone: make(map[uint64]bool), views: make(map[string]*View), sortLimit: opts.SortMemoryLimit}
 	e.local, _ = kv.Unwrap(store).(localStore)
+	if e.local == nil {
+		// Named, not made: the first request that spills makes it.
+		e.remoteScratch = filepath.Join(os.TempDir(), fmt.Sprintf("lethe-scratch-%d-%016x", os.Getpid(), rand.Uint64()))
+	}
 	if sh, ok := kv.Unwrap(store).(kv.Sharded); ok && sh.Sharded() {
 		e.sharded = true
 		e.reclaimDelay = sh.VersionLifetime()
@@ -336,10 +348,16 @@ func (e *Engine) Close() error {
 		<-e.trimmerDone
 	}
 	e.history.closeAll()
-	if err := e.store.Close(); err != nil {
-		return fmt.Errorf("engine: close: %w", err)
+	var scratchErr error
+	if e.remoteScratch != "" {
+		if err := os.RemoveAll(e.remoteScratch); err != nil {
+			scratchErr = fmt.Errorf("engine: remove the temporary files: %w", err)
+		}
 	}
-	return nil
+	if err := e.store.Close(); err != nil {
+		return errors.Join(fmt.Errorf("engine: close: %w", err), scratchErr)
+	}
+	return scratchErr
 }
 
 // Let is package letvars' binding of a command's let variables, named here

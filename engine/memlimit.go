@@ -5,7 +5,6 @@ import (
 	"context"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"strconv"
 
@@ -234,5 +233,5 @@ func (e *Engine) scratchDir() string {
 	if e.local != nil {
 		return e.local.ScratchDir()
 	}
-	return filepath.Join(os.TempDir(), "lethe-scratch-"+strconv.Itoa(os.Getpid()))
+	return e.remoteScratch
 }

@@ -6,12 +6,17 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.uber.org/zap"
 
+	"github.com/lethedb/lethe/clock"
 	"github.com/lethedb/lethe/engine/kv"
 	"github.com/lethedb/lethe/engine/kv/pebblekv"
+	"github.com/lethedb/lethe/engine/kv/tikvkv"
 	"github.com/lethedb/lethe/mongoerr"
 )
 
@@ -264,5 +269,59 @@ func TestFindSortUnderALimitKeepsOnlyTheFirst(t *testing.T) {
 	}
 	if files := scratchFiles(t, e); len(files) != 0 {
 		t.Errorf("temporary files left: %v", files)
+	}
+}
+
+// TestRemoteStoreScratchGoesWithTheEngine checks the temporary files of a
+// store on other machines: they are in the system's temporary space, in a
+// directory of this engine's alone (two engines of one process do not
+// share it), and Close removes it, so that no run leaves one behind.
+func TestRemoteStoreScratchGoesWithTheEngine(t *testing.T) {
+	mock, err := tikvkv.NewMockCluster(tikvkv.FamilySplits("")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mock.Close() })
+	open := func() *Engine {
+		s, err := mock.Open(tikvkv.Options{Logger: zap.NewNop()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := Open("", Options{Store: s, Clock: clock.NewManual(time.Unix(0, 0)), NoReaper: true, SortMemoryLimit: 64 << 10, QueryMemoryLimit: 128 << 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Should the test stop before Close.
+		t.Cleanup(func() { os.RemoveAll(e.scratchDir()) })
+		return e
+	}
+	e, other := open(), open()
+	defer other.Close()
+	if e.scratchDir() == other.scratchDir() || !strings.HasPrefix(e.scratchDir(), os.TempDir()) {
+		t.Fatalf("scratch directories %q and %q: want two of their own under %s", e.scratchDir(), other.scratchDir(), os.TempDir())
+	}
+	big := strings.Repeat("x", 1000)
+	var docs []bson.Raw
+	for i := range 3000 {
+		docs = append(docs, mustRaw(t, bson.D{{Key: "_id", Value: i}, {Key: "big", Value: big}}))
+	}
+	ctx := context.Background()
+	if _, err := e.Insert(ctx, "db", "c", docs, true); err != nil {
+		t.Fatal(err)
+	}
+	cur, err := e.Find(ctx, "db", "c", FindSpec{Sort: mustRaw(t, bson.D{{Key: "big", Value: 1}, {Key: "_id", Value: -1}}), AllowDiskUse: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(scratchFiles(t, e)) == 0 {
+		t.Fatal("a sort of 3 MB with a limit of 64 KiB wrote no run")
+	}
+	// Left open on purpose: Close removes what a request still holds.
+	_ = cur
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(e.scratchDir()); !os.IsNotExist(err) {
+		t.Errorf("the scratch directory survives Close: %v", err)
 	}
 }
