@@ -134,8 +134,11 @@ func TestStatsStopAtMaxTime(t *testing.T) {
 	ctx := testCtx(t)
 	db := ts.Client.Database("test")
 	coll := db.Collection("big")
-	batch := make([]any, 0, 1000)
-	for i := range 60_000 {
+	// Enough documents that counting them takes several times maxTimeMS's
+	// least value of 1 ms: 60,000 were counted within it in about one run
+	// in twelve, and the command then rightly answered.
+	batch := make([]any, 0, 10_000)
+	for i := range 300_000 {
 		batch = append(batch, bson.D{{Key: "_id", Value: i}})
 		if len(batch) == cap(batch) {
 			if _, err := coll.InsertMany(ctx, batch); err != nil {
@@ -150,7 +153,7 @@ func TestStatsStopAtMaxTime(t *testing.T) {
 	} {
 		wantCode(t, db.RunCommand(ctx, cmd).Err(), 50)
 	}
-	if n := lookup(t, run(t, db, bson.D{{Key: "dbStats", Value: 1}}), "objects").AsInt64(); n != 60_000 {
-		t.Fatalf("dbStats counts %d objects, want 60000", n)
+	if n := lookup(t, run(t, db, bson.D{{Key: "dbStats", Value: 1}}), "objects").AsInt64(); n != 300_000 {
+		t.Fatalf("dbStats counts %d objects, want 300000", n)
 	}
 }
